@@ -1,0 +1,72 @@
+"""The one error boundary every client command runs inside.
+
+``run("sbatch", main)`` calls ``main(argv)`` and turns failures into Slurm's
+output: ``sbatch: error: <message>`` on stderr and exit status 1. A traceback
+is shown only with ``-v`` (or ``CORRAL_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
+
+from corral import SLURM_VERSION
+from corral.errors import CorralError, SlurmError
+
+if TYPE_CHECKING:
+    from corral.client import Client
+
+
+class UsageError(CorralError):
+    """Bad command-line input; the message is printed after ``prog: error: ``."""
+
+
+class Exit(CorralError):
+    """Stop with ``status`` after the command has printed what it had to."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def version_line() -> str:
+    """What ``--version`` prints for every Slurm-compatible client."""
+    return f"slurm {SLURM_VERSION}"
+
+
+def connect() -> Client:
+    """A ``Client`` for the controller named by the active slurm.conf."""
+    from corral.client import Client, socket_path
+    from corral.config import load
+
+    return Client(socket_path(load().state_save_location))
+
+
+def run(prog: str, main: Callable[[list[str]], int]) -> NoReturn:
+    """Run ``main(sys.argv[1:])`` and exit with its status, printing errors Slurm's way."""
+    argv = sys.argv[1:]
+    debug = os.environ.get("CORRAL_DEBUG") == "1" or "-v" in argv or "--verbose" in argv
+    try:
+        status = main(argv)
+    except Exit as stop:
+        status = stop.status
+    except (SlurmError, UsageError) as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        status = int(os.environ.get("SLURM_EXIT_ERROR", "1") or 1)
+    except CorralError as exc:  # configuration problems and the like
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        status = 1
+    except KeyboardInterrupt:
+        status = 130
+    except BrokenPipeError:
+        # `squeue | head`: stop quietly, like a C program killed by SIGPIPE.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 141
+    sys.stdout.flush()
+    sys.exit(status)

@@ -1,0 +1,251 @@
+"""``corral``: Corral's own command (version, and a whole cluster on one machine).
+
+``corral up`` writes a slurm.conf for N emulated nodes on 127.0.0.1, starts
+the controller and one node agent serving them all, prints the
+``export SLURM_CONF=...`` line and runs until Ctrl-C (or ``corral down``).
+With ``--detach`` it returns once the cluster answers; with ``--demo`` it runs
+a short workload through the real clients, shows the results and stops.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from cli.boundary import UsageError, run
+from corral import __version__
+
+USAGE = """\
+Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ...]
+       corral down [--dir DIR]
+       corral --version"""
+
+DEFAULT_DIR = os.path.join(os.path.expanduser("~"), ".corral", "cluster")
+START_TIMEOUT = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _memory_mib() -> int:
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    return 1024
+
+
+def write_config(directory: str, nodes: int, extra: list[str]) -> str:
+    """Write DIR/slurm.conf (and the cluster key) for ``nodes`` emulated nodes."""
+    from corral import auth
+
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "slurm.conf")
+    host = socket.gethostname().split(".")[0]
+    cpus = os.cpu_count() or 1
+    memory = max(_memory_mib() // max(nodes, 1), 100)
+    names = f"node[1-{nodes}]" if nodes > 1 else "node1"
+    lines = [
+        "# Written by `corral up`: a whole cluster on one machine.",
+        "ClusterName=corral",
+        f"SlurmctldHost={host}(127.0.0.1)",
+        f"SlurmctldPort={_free_port()}",
+        f"StateSaveLocation={directory}/state",
+        f"SlurmdSpoolDir={directory}/spool/%n",
+        "SlurmdTimeout=30",
+        "ReturnToService=2",
+        "KillWait=5",
+        "MinJobAge=300",
+        "SchedulerParameters=requeue_delay=1",
+        *extra,
+        f"NodeName={names} NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory}",
+        "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+        "",
+    ]
+    with open(path + ".tmp", "w") as out:
+        out.write("\n".join(lines))
+    os.replace(path + ".tmp", path)
+    key = auth.key_path(path)
+    if not os.path.exists(key):
+        auth.create_key(key)
+    return path
+
+
+def _spawn(args: list[str], log_path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
+    return subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+
+
+def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[bytes]]) -> None:
+    from corral.client import Client, socket_path
+    from corral.config import load
+    from corral.errors import SlurmError
+
+    client = Client(socket_path(load(conf_path).state_save_location), timeout=2)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.poll() is not None:
+                raise UsageError(f"a daemon exited during start-up (status {proc.returncode}); "
+                                 "see the logs in the cluster directory")
+        try:
+            reply = client.call("Nodes", {})
+            if sum(1 for n in reply["nodes"] if n["state"] != "UNKNOWN") >= nodes:
+                return
+        except SlurmError:
+            pass
+        time.sleep(0.1)
+    raise UsageError("the cluster did not come up within 30 seconds")
+
+
+def up(argv: list[str]) -> int:
+    nodes, directory, detach, demo, extra = 4, DEFAULT_DIR, False, False, []
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in ("--nodes", "-n") and args:
+            nodes = int(args.pop(0))
+        elif arg.startswith("--nodes="):
+            nodes = int(arg.split("=", 1)[1])
+        elif arg == "--dir" and args:
+            directory = args.pop(0)
+        elif arg.startswith("--dir="):
+            directory = arg.split("=", 1)[1]
+        elif arg == "--detach":
+            detach = True
+        elif arg == "--demo":
+            demo = True
+        elif arg == "--set" and args:
+            extra.append(args.pop(0))
+        else:
+            raise UsageError(f"unknown argument {arg!r}\n{USAGE}")
+    if nodes < 1:
+        raise UsageError("--nodes must be at least 1")
+    directory = os.path.abspath(directory)
+    if _running_pids(directory):
+        raise UsageError(f"a cluster is already running in {directory} (corral down --dir {directory})")
+    conf = write_config(directory, nodes, extra)
+    logs = os.path.join(directory, "log")
+    os.makedirs(logs, exist_ok=True)
+    env = {**os.environ, "SLURM_CONF": conf}
+    controller = _spawn([sys.executable, "-m", "controller.main", "-f", conf],
+                        os.path.join(logs, "controller.log"), env)
+    names = f"node[1-{nodes}]" if nodes > 1 else "node1"
+    agent = _spawn([sys.executable, "-m", "nodeagent.main", "-f", conf, "--nodes", names],
+                   os.path.join(logs, "nodeagent.log"), env)
+    procs = [controller, agent]
+    with open(os.path.join(directory, "pids"), "w") as out:
+        out.write(f"{controller.pid}\n{agent.pid}\n")
+    try:
+        _wait_until_up(conf, nodes, procs)
+    except BaseException:
+        _stop(procs)
+        raise
+    print(f"Corral cluster with {nodes} nodes is up (logs in {logs}).")
+    print(f"export SLURM_CONF={shlex.quote(conf)}")
+    sys.stdout.flush()
+    if detach:
+        return 0
+    try:
+        if demo:
+            from cli.demo import run_demo
+
+            return run_demo(conf)
+        print("Press Ctrl-C to stop.")
+        signal.signal(signal.SIGTERM, _interrupt)
+        while all(p.poll() is None for p in procs):
+            time.sleep(0.5)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        _stop(procs)
+        os.unlink(os.path.join(directory, "pids"))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _running_pids(directory: str) -> list[int]:
+    try:
+        with open(os.path.join(directory, "pids")) as src:
+            pids = [int(line) for line in src if line.strip()]
+    except (OSError, ValueError):
+        return []
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def down(argv: list[str]) -> int:
+    directory = DEFAULT_DIR
+    if argv[:1] == ["--dir"] and len(argv) > 1:
+        directory = argv[1]
+    elif argv and argv[0].startswith("--dir="):
+        directory = argv[0].split("=", 1)[1]
+    elif argv:
+        raise UsageError(USAGE)
+    directory = os.path.abspath(directory)
+    pids = _running_pids(directory)
+    if not pids:
+        print(f"no cluster running in {directory}")
+        return 0
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while _running_pids(directory) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in _running_pids(directory):
+        os.kill(pid, signal.SIGKILL)
+    os.unlink(os.path.join(directory, "pids"))
+    print(f"stopped the cluster in {directory}")
+    return 0
+
+
+def corral(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if argv else 1
+    if argv[0] in ("-V", "--version", "version"):
+        print(f"corral {__version__}")
+        return 0
+    if argv[0] == "up":
+        return up(argv[1:])
+    if argv[0] == "down":
+        return down(argv[1:])
+    raise UsageError(f"unknown command {argv[0]!r}\n{USAGE}")
+
+
+def main() -> None:
+    run("corral", corral)
+
+
+if __name__ == "__main__":
+    main()

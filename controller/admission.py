@@ -1,0 +1,252 @@
+"""Admission: turn a submitted JobSpec into Job records, or refuse it.
+
+Refusals use Slurm's errno and wording. A request that can never run in any
+partition it names ("never") is refused here; one that only has to wait
+("not now") is accepted and the scheduler gives it a pending reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.core import dependency
+from controller.core.request import cpus_per_node, node_fits
+from controller.core.snapshot import NodeView, PartitionView
+from controller.jobstate import JobState, Reason
+from controller.model import Job, Payload
+from controller.principal import Principal, group_name
+from corral import errors, hostlist
+from corral.config import SlurmConfig
+from corral.errors import SlurmError
+
+_ARRAY = re.compile(r"^(?P<body>[0-9,\-:\[\]]+?)(?:%(?P<throttle>\d+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    jobs: tuple[Job, ...]
+    payload: Payload
+
+
+def parse_array(spec: str, max_size: int) -> tuple[list[int], int]:
+    """``1-10:2%3`` -> ([1, 3, 5, 7, 9], 3); SlurmError if malformed."""
+    match = _ARRAY.match(spec.replace(" ", ""))
+    if not match:
+        raise SlurmError(errors.ESLURM_INVALID_ARRAY)
+    body = match["body"].strip("[]")
+    indices: set[int] = set()
+    for part in body.split(","):
+        rng, _, step_text = part.partition(":")
+        lo_text, _, hi_text = rng.partition("-")
+        if not lo_text.isdigit() or (hi_text and not hi_text.isdigit()):
+            raise SlurmError(errors.ESLURM_INVALID_ARRAY)
+        lo = int(lo_text)
+        hi = int(hi_text) if hi_text else lo
+        step = int(step_text) if step_text else 1
+        if hi < lo or step < 1 or (step_text and not hi_text) or hi >= max_size:
+            raise SlurmError(errors.ESLURM_INVALID_ARRAY)
+        indices.update(range(lo, hi + 1, step))
+    throttle = int(match["throttle"]) if match["throttle"] else 0
+    return sorted(indices), throttle
+
+
+def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
+    """Every configured node as if empty and up: for "can this ever fit?"."""
+    return {
+        n.name: NodeView(n.name, n.cpus, n.real_memory, n.weight, frozenset(n.features),
+                         n.cpus, n.real_memory, True, True)
+        for n in conf.nodes
+    }
+
+
+def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> PartitionView:
+    p = conf.partition(name)
+    assert p is not None
+    return PartitionView(
+        name=p.name, nodes=p.nodes, state=state or p.state, max_time=p.max_time,
+        max_nodes=p.max_nodes, min_nodes=p.min_nodes, priority_tier=p.priority_tier,
+        def_mem_per_cpu=p.def_mem_per_cpu, def_mem_per_node=p.def_mem_per_node,
+        max_mem_per_node=p.max_mem_per_node, exclusive=p.oversubscribe.upper() == "EXCLUSIVE",
+    )
+
+
+def _fits_ever(job: Job, part: PartitionView, nodes: Mapping[str, NodeView]) -> bool:
+    pool = [nodes[n] for n in part.nodes if n in nodes and n not in job.exc_nodes]
+    if any(r not in part.nodes for r in job.req_nodes):
+        return False
+    cpus = cpus_per_node(job, job.min_nodes)
+    fitting = [n for n in pool if node_fits(job, part, n, cpus, now=False) is not None]
+    if any(r not in {n.name for n in fitting} for r in job.req_nodes):
+        return False
+    return len(fitting) >= job.min_nodes
+
+
+def _partitions(spec: Mapping[str, Any], conf: SlurmConfig, who: Principal) -> tuple[str, ...]:
+    names = [p for p in spec.get("partitions", []) if p]
+    if not names:
+        default = conf.default_partition
+        if default is None:
+            raise SlurmError(errors.ESLURM_DEFAULT_PARTITION_NOT_SET)
+        names = [default.name]
+    for name in names:
+        part = conf.partition(name)
+        if part is None:
+            raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
+        if part.allow_groups is not None and not who.is_admin:
+            allowed = {g for g in part.allow_groups}
+            if not allowed & {group_name(g) for g in who.groups | {who.gid}}:
+                raise SlurmError(errors.ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP)
+        account = spec.get("account", "")
+        if part.allow_accounts is not None and account not in part.allow_accounts:
+            raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
+    return tuple(dict.fromkeys(names))
+
+
+def _hosts(expr: str) -> tuple[str, ...]:
+    if not expr:
+        return ()
+    try:
+        return tuple(dict.fromkeys(hostlist.expand(expr)))
+    except ValueError:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_NAME) from None
+
+
+def admit(
+    spec: Mapping[str, Any],
+    who: Principal,
+    conf: SlurmConfig,
+    partition_states: Mapping[str, str],
+    first_id: int,
+    now: int,
+    requeue_delay: int,
+) -> Admitted:
+    """Validate ``spec`` (JobSpec fields by name) and build its jobs from ``first_id`` on."""
+    script = spec.get("script", "")
+    if not script:
+        raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
+    partitions = _partitions(spec, conf, who)
+    for name in partitions:
+        if partition_states.get(name, "UP") in ("INACTIVE", "DRAIN"):
+            raise SlurmError(errors.ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE,
+                             "Required partition not available (inactive or drain)")
+    req_nodes = _hosts(spec.get("req_nodes", ""))
+    exc_nodes = _hosts(spec.get("exc_nodes", ""))
+    known = {n.name for n in conf.nodes}
+    if any(n not in known for n in req_nodes + exc_nodes):
+        raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
+    tasks_given = spec.get("num_tasks") is not None
+    min_nodes = spec.get("min_nodes")
+    ntasks_per_node = spec.get("ntasks_per_node") or 0
+    num_tasks = spec.get("num_tasks") or 0
+    if min_nodes is None:
+        if ntasks_per_node and num_tasks:
+            min_nodes = -(-num_tasks // ntasks_per_node)
+        else:
+            min_nodes = max(1, len(req_nodes))
+    if min_nodes < 1 or num_tasks < 0:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    if not num_tasks:
+        num_tasks = min_nodes * (ntasks_per_node or 1)
+    max_nodes = spec.get("max_nodes") or 0
+    if max_nodes and max_nodes < min_nodes:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    time_limit = spec.get("time_limit")
+    if time_limit is None:
+        default = conf.partition(partitions[0])
+        assert default is not None
+        time_limit = default.default_time if default.default_time is not None else default.max_time
+    if spec.get("mem_per_node") is not None and spec.get("mem_per_cpu") is not None:
+        raise SlurmError(errors.EINVAL, "--mem and --mem-per-cpu are mutually exclusive")
+    dep = spec.get("dependency", "")
+    if dep:
+        try:
+            dependency.parse(dep)
+        except ValueError:
+            raise SlurmError(errors.ESLURM_DEPENDENCY) from None
+    nice = spec.get("nice", 0)
+    if nice < 0 and not who.is_admin:
+        raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+    priority = spec.get("priority")
+    if priority is not None and not who.is_admin:
+        raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+    requeue = spec.get("requeue")
+    base = Job(
+        job_id=first_id,
+        name=spec.get("name") or "sbatch",
+        uid=who.uid,
+        gid=who.gid,
+        user=who.user,
+        group=group_name(who.gid),
+        state=JobState.PENDING,
+        reason=Reason.JOB_HELD_USER if spec.get("hold") else Reason.NONE,
+        submit_time=now,
+        partitions=partitions,
+        account=spec.get("account", ""),
+        qos=spec.get("qos") or "normal",
+        held="user" if spec.get("hold") else "",
+        admin_priority=priority,
+        nice=nice,
+        begin_time=spec.get("begin_time", 0),
+        eligible_time=max(now, spec.get("begin_time", 0)),
+        time_limit=time_limit,
+        time_min=spec.get("time_min") or 0,
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        num_tasks=num_tasks,
+        cpus_per_task=spec.get("cpus_per_task") or 1,
+        ntasks_per_node=ntasks_per_node,
+        min_cpus=spec.get("min_cpus", 0),
+        tasks_given=tasks_given,
+        mem_per_node=spec.get("mem_per_node"),
+        mem_per_cpu=spec.get("mem_per_cpu"),
+        req_nodes=req_nodes,
+        exc_nodes=exc_nodes,
+        constraint=spec.get("constraint", ""),
+        exclusive=spec.get("exclusive", False),
+        dependency=dep,
+        work_dir=spec.get("work_dir") or "/",
+        std_out=spec.get("std_out", ""),
+        std_err=spec.get("std_err", ""),
+        std_in=spec.get("std_in") or "/dev/null",
+        open_mode=spec.get("open_mode", ""),
+        command=spec.get("command", ""),
+        comment=spec.get("comment", ""),
+        submit_line=spec.get("submit_line", ""),
+        submit_host=spec.get("submit_host", ""),
+        submit_dir=spec.get("submit_dir", ""),
+        export_env=spec.get("export_env", ""),
+        requeue=conf.job_requeue if requeue is None else requeue,
+        requeue_delay=requeue_delay,
+        signal_num=spec.get("signal_num", 0),
+        signal_time=spec.get("signal_time", 0),
+        signal_batch_only=spec.get("signal_batch_only", False),
+        deadline=spec.get("deadline", 0),
+        kill_on_invalid_dep=spec.get("kill_on_invalid_dep", False),
+    )
+    if time_limit == 0 or time_limit < -1:
+        raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)
+    nodes = static_nodes(conf)
+    if not any(_fits_ever(base, partition_view(conf, p), nodes) for p in partitions):
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    payload = Payload(
+        script=script,
+        argv=tuple(spec.get("argv", ())),
+        environment=tuple(sorted(spec.get("environment", {}).items())),
+    )
+    array = spec.get("array", "")
+    if not array:
+        return Admitted((base,), payload)
+    indices, throttle = parse_array(array, conf.max_array_size)
+    jobs = tuple(
+        Job(**{**_fields(base), "job_id": first_id + i, "array_job_id": first_id,
+               "array_task_id": index, "array_max_tasks": throttle, "array_spec": array})
+        for i, index in enumerate(indices)
+    )
+    return Admitted(jobs, payload)
+
+
+def _fields(job: Job) -> dict[str, Any]:
+    return {name: getattr(job, name) for name in job.__slots__}  # type: ignore[attr-defined]

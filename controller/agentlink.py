@@ -1,0 +1,244 @@
+"""The controller's side of the AgentLink stream: one session per node agent.
+
+An agent opens ``Attach`` and says hello with the nodes it serves and the jobs
+still alive on them. The controller then:
+  * relaunches every job it believes runs there that the agent does not list
+    (the launch may have been lost in a crash; agents ignore a launch of a
+    job/run they already know, so this is safe),
+  * takes JobDone reports, makes them durable, then acknowledges them (the
+    agent keeps each result on disk until then),
+  * sends launches, signals and time-limit updates as the scheduler and users
+    ask for them.
+Liveness: each message from an agent refreshes its nodes; ``check_nodes``
+turns nodes silent past SlurmdTimeout DOWN and handles their jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from controller import jobstate
+from controller.jobenv import batch_environment
+from controller.jobstate import InvalidTransition, JobState
+from controller.model import Job
+from controller.store import JobStore, holds_nodes
+from corral import auth
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL = 2  # seconds
+RESULT_GRACE = 5.0  # seconds to wait for a result after a hello
+
+
+class _Session:
+    def __init__(self, peer: str) -> None:
+        self.peer = peer
+        self.nodes: list[str] = []
+        self.queue: asyncio.Queue[pb.ControllerMessage] = asyncio.Queue()
+
+    def send(self, message: pb.ControllerMessage) -> None:
+        self.queue.put_nowait(message)
+
+
+class AgentLink(pb_grpc.AgentLinkServicer):
+    def __init__(self, store: JobStore, key: bytes, on_change: Callable[[], None]) -> None:
+        self.store = store
+        self.key = key
+        self.on_change = on_change  # wakes the scheduler
+        self.sessions: dict[str, _Session] = {}  # node name -> session
+        self.config_path = store.conf.path
+
+    # ------------------------------------------------------------ stream
+
+    async def Attach(  # noqa: N802 - gRPC method name
+        self, request_iterator: AsyncIterator[pb.AgentMessage], context: Any
+    ) -> AsyncIterator[pb.ControllerMessage]:
+        session = _Session(context.peer())
+        reader = asyncio.create_task(self._read(request_iterator, session))
+        try:
+            while True:
+                getter = asyncio.create_task(session.queue.get())
+                done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                    continue
+                getter.cancel()
+                if reader.exception() is not None:
+                    log.warning("agent %s: %s", session.peer, reader.exception())
+                break
+        finally:
+            reader.cancel()
+            self._detach(session)
+
+    async def _read(self, messages: AsyncIterator[pb.AgentMessage], session: _Session) -> None:
+        async for message in messages:
+            kind = message.WhichOneof("body")
+            now_mono = time.monotonic()
+            for name in session.nodes:
+                self.store.node_seen(name, now_mono)
+            if kind == "hello":
+                await self._hello(message.hello, session)
+            elif kind == "done":
+                await self._done(message.done, session)
+            elif kind == "running":
+                log.debug("job_id=%d running pid=%d", message.running.job_id, message.running.pid)
+
+    def _detach(self, session: _Session) -> None:
+        for name in session.nodes:
+            if self.sessions.get(name) is session:
+                del self.sessions[name]
+                self.store.node_lost(name)
+        if session.nodes:
+            log.info("agent %s for %s disconnected", session.peer, ",".join(session.nodes))
+
+    async def _hello(self, hello: pb.AgentHello, session: _Session) -> None:
+        now = int(time.time())
+        known = {n.name for n in self.store.conf.nodes}
+        for reg in hello.nodes:
+            if reg.name not in known:
+                log.warning("agent %s offers unknown node %s; ignored", session.peer, reg.name)
+                continue
+            old = self.sessions.get(reg.name)
+            if old is not None and old is not session:
+                old.nodes.remove(reg.name)
+            self.sessions[reg.name] = session
+            session.nodes.append(reg.name)
+            self.store.node_registered(reg.name, {
+                "hostname": reg.hostname, "arch": reg.arch, "os": reg.os,
+                "boot_time": reg.boot_time, "agent_start_time": hello.agent_start_time,
+                "version": hello.version,
+            }, time.monotonic(), now)
+        await self.store.flush()
+        session.send(pb.ControllerMessage(welcome=pb.Welcome(
+            cluster=self.store.conf.cluster_name,
+            heartbeat_interval=HEARTBEAT_INTERVAL,
+            kill_wait=self.store.conf.kill_wait,
+        )))
+        self._reconcile(hello, session)
+        log.info("agent %s registered %s", session.peer, ",".join(session.nodes))
+        self.on_change()
+
+    def _reconcile(self, hello: pb.AgentHello, session: _Session) -> None:
+        """Make what runs on the agent's nodes agree with the journal."""
+        alive = {(r.job_id, r.restarts) for r in hello.running}
+        for run in hello.running:
+            job = self.store.jobs.get(run.job_id)
+            if job is None or not holds_nodes(job) or job.restarts != run.restarts:
+                log.info("job_id=%d stale run %d on %s: killing", run.job_id, run.restarts, session.peer)
+                session.send(pb.ControllerMessage(signal=pb.SignalJob(
+                    job_id=run.job_id, signal=0, reason="stale")))
+        for job in list(self.store.jobs.values()):
+            if not holds_nodes(job) or job.nodes[0] not in session.nodes:
+                continue
+            if (job.job_id, job.restarts) in alive:
+                continue
+            if jobstate.COMPLETING in job.flags:
+                # Its result, if the agent kept one, follows the hello; if not, it is gone.
+                asyncio.get_running_loop().call_later(
+                    RESULT_GRACE, self._give_up_on, job.job_id, job.restarts)
+            else:
+                log.info("job_id=%d not reported by its agent; relaunching", job.job_id)
+                self.launch(job)
+
+    def _give_up_on(self, job_id: int, restarts: int) -> None:
+        job = self.store.jobs.get(job_id)
+        if job is None or job.restarts != restarts or jobstate.COMPLETING not in job.flags:
+            return
+        log.warning("job_id=%d never reported its end; marking it done", job_id)
+        self.store.post(job_id, jobstate.Finish(int(time.time()), 0x9, "cancelled"))
+        asyncio.ensure_future(self.store.flush())
+        self.on_change()
+
+    async def _done(self, done: pb.JobDone, session: _Session) -> None:
+        job = self.store.jobs.get(done.job_id)
+        if job is not None and job.restarts == done.restarts:
+            try:
+                self.store.post(job.job_id, jobstate.Finish(
+                    now=done.end_time or int(time.time()),
+                    exit_status=done.exit_status,
+                    outcome=done.outcome,
+                ))
+            except InvalidTransition:
+                log.debug("job_id=%d late result ignored", done.job_id)
+            else:
+                log.info("job_id=%d ended outcome=%s status=%d", done.job_id, done.outcome, done.exit_status)
+                if done.message:
+                    log.warning("job_id=%d %s", done.job_id, done.message)
+        await self.store.flush()
+        session.send(pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts)))
+        self.on_change()
+
+    # ------------------------------------------------------------ commands
+
+    def _session_for(self, job: Job) -> _Session | None:
+        return self.sessions.get(job.nodes[0]) if job.nodes else None
+
+    def launch(self, job: Job) -> None:
+        session = self._session_for(job)
+        if session is None:
+            log.warning("job_id=%d launch deferred: node %s has no agent", job.job_id, job.nodes[0])
+            return
+        payload = self.store.payload(job)
+        if payload is None:
+            log.error("job_id=%d has no script in the journal", job.job_id)
+            return
+        env = batch_environment(job, payload, self.store.conf.cluster_name)
+        env["SLURM_CONF"] = self.config_path
+        launch = pb.LaunchJob(
+            job_id=job.job_id, node=job.nodes[0], uid=job.uid, gid=job.gid, user=job.user,
+            script=payload.script, argv=payload.argv, work_dir=job.work_dir,
+            std_out=job.std_out, std_err=job.std_err, std_in=job.std_in,
+            append=job.open_mode == "append" or (not job.open_mode and self.store.conf.job_file_append),
+            environment=env, time_limit=job.time_limit, start_time=job.start_time,
+            kill_wait=self.store.conf.kill_wait, array_job_id=job.array_job_id,
+            job_name=job.name, node_list=env["SLURM_JOB_NODELIST"], restarts=job.restarts,
+            signal_num=job.signal_num, signal_time=job.signal_time,
+            signal_batch_only=job.signal_batch_only,
+        )
+        if job.array_task_id is not None:
+            launch.array_task_id = job.array_task_id
+        launch.signature = auth.sign(self.key, launch.SerializeToString(deterministic=True))
+        session.send(pb.ControllerMessage(launch=launch))
+
+    def signal(self, job: Job, signal: int, *, batch_only: bool = False, full: bool = False,
+               reason: str = "") -> bool:
+        session = self._session_for(job)
+        if session is None:
+            return False
+        session.send(pb.ControllerMessage(signal=pb.SignalJob(
+            job_id=job.job_id, signal=signal, batch_only=batch_only, full=full, reason=reason)))
+        return True
+
+    def update_limit(self, job: Job) -> None:
+        session = self._session_for(job)
+        if session is not None:
+            session.send(pb.ControllerMessage(update=pb.UpdateJob(job_id=job.job_id, time_limit=job.time_limit)))
+
+    # ------------------------------------------------------------ health
+
+    def check_nodes(self, now: int) -> bool:
+        """DOWN nodes silent past SlurmdTimeout; return True if anything changed."""
+        timeout = self.store.conf.slurmd_timeout
+        mono = time.monotonic()
+        changed = False
+        for name, node in list(self.store.nodes.items()):
+            if node.state != "UP" or not timeout:
+                continue
+            if mono - node.last_seen <= timeout:
+                continue
+            log.warning("node %s not responding for %d s: DOWN", name, timeout)
+            self.store.set_node_down(name, "Not responding", "slurm", 0, now)
+            for job in self.store.jobs_on(name):
+                requeue = job.requeue and job.state is JobState.RUNNING
+                self.store.post(job.job_id, jobstate.NodeFail(now, requeue))
+                log.info("job_id=%d node %s failed: %s", job.job_id, name,
+                         "requeued" if requeue else "NODE_FAIL")
+            changed = True
+        return changed
+

@@ -1,0 +1,152 @@
+"""One scheduling pass: walk pending jobs in priority order and place them.
+
+Phases, in order: ``order`` (priority, then submit order) → for each job
+``eligible`` (held, begin time, dependency, partition limits: "not now" or
+"never") → ``place`` (first partition, by PriorityTier, whose nodes fit the
+job now) → record a start or the reason it waits. Within a partition the
+first job that cannot start blocks the ones behind it (they wait with reason
+Priority), as Slurm's main scheduler does; backfill arrives with issue 3.
+
+Resources taken by earlier starts in the same pass are tracked locally, so
+one plan never allocates a CPU twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from controller.core import dependency
+from controller.core.plan import Plan, Start
+from controller.core.request import cpus_per_node, node_fits
+from controller.core.snapshot import NodeView, PartitionView, Snapshot
+from controller.jobstate import Reason
+from controller.model import Job
+
+
+def _order(jobs: tuple[Job, ...]) -> list[Job]:
+    return sorted(jobs, key=lambda j: (-j.priority, j.submit_time, j.job_id))
+
+
+def _waiting_reason(job: Job, snap: Snapshot, now: int) -> Reason | None:
+    """Why ``job`` cannot be considered at all right now, or None."""
+    if job.held:
+        return Reason.JOB_HELD_ADMIN if job.held == "admin" else Reason.JOB_HELD_USER
+    if job.begin_time > now:
+        return Reason.BEGIN_TIME
+    if job.dependency:
+        outcome = dependency.evaluate(job.dependency, job.job_id, job.name, job.uid, snap.jobs, now)
+        if outcome is dependency.Outcome.WAITING:
+            return Reason.DEPENDENCY
+        if outcome is dependency.Outcome.NEVER:
+            return Reason.DEPENDENCY_NEVER_SATISFIED
+    if job.array_max_tasks and snap.running_per_array.get(job.array_job_id, 0) >= job.array_max_tasks:
+        return Reason.JOB_ARRAY_TASK_LIMIT
+    return None
+
+
+def _partition_reason(job: Job, part: PartitionView) -> Reason | None:
+    if part.state == "DOWN":
+        return Reason.PARTITION_DOWN
+    if part.state == "INACTIVE":
+        return Reason.PARTITION_INACTIVE
+    if part.max_time >= 0 and (job.time_limit < 0 or job.time_limit > part.max_time):
+        return Reason.PARTITION_TIME_LIMIT
+    if part.max_nodes is not None and job.min_nodes > part.max_nodes:
+        return Reason.PARTITION_NODE_LIMIT
+    if job.min_nodes < part.min_nodes:
+        return Reason.PARTITION_NODE_LIMIT
+    return None
+
+
+def place(job: Job, part: PartitionView, nodes: dict[str, NodeView]) -> Start | Reason:
+    """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``."""
+    names = [n for n in part.nodes if n not in job.exc_nodes]
+    for required in job.req_nodes:
+        node = nodes.get(required)
+        if node is None or required not in part.nodes or not node.usable:
+            return Reason.REQ_NODE_NOT_AVAIL
+    want = job.min_nodes
+    cpus = cpus_per_node(job, want)
+    order = {name: i for i, name in enumerate(part.nodes)}
+    candidates = sorted(
+        (nodes[n] for n in names if n in nodes),
+        key=lambda n: (n.name not in job.req_nodes, n.weight, order[n.name]),
+    )
+    chosen: list[tuple[NodeView, int, int]] = []
+    for node in candidates:
+        memory = node_fits(job, part, node, cpus, now=True)
+        if memory is None:
+            continue
+        exclusive = job.exclusive or part.exclusive
+        chosen.append((node, node.cpus if exclusive else cpus, memory))
+        if len(chosen) == want:
+            break
+    if len(chosen) < want or any(r not in {c[0].name for c in chosen} for r in job.req_nodes):
+        return Reason.RESOURCES
+    memory = max(c[2] for c in chosen)
+    return Start(
+        job_id=job.job_id,
+        partition=part.name,
+        nodes=tuple(c[0].name for c in chosen),
+        cpus=tuple(c[1] for c in chosen),
+        mem_per_node=memory,
+    )
+
+
+def _take(nodes: dict[str, NodeView], start: Start) -> None:
+    for name, cpus in zip(start.nodes, start.cpus, strict=True):
+        node = nodes[name]
+        nodes[name] = replace(
+            node,
+            free_cpus=node.free_cpus - cpus,
+            free_memory=node.free_memory - start.mem_per_node,
+            idle=False,
+        )
+
+
+def schedule(snap: Snapshot, now: int) -> Plan:
+    """Decide which pending jobs start at ``now`` and why the others wait."""
+    plan = Plan(now=now)
+    nodes = dict(snap.nodes)
+    blocked: set[str] = set()
+    running_arrays = dict(snap.running_per_array)
+    for job in _order(snap.pending):
+        reason = _waiting_reason(job, snap, now)
+        if reason is Reason.JOB_ARRAY_TASK_LIMIT or (
+            reason is None and job.array_max_tasks
+            and running_arrays.get(job.array_job_id, 0) >= job.array_max_tasks
+        ):
+            plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
+            continue
+        if reason is not None:
+            plan.reasons[job.job_id] = reason
+            continue
+        parts = sorted(
+            (snap.partitions[p] for p in job.partitions if p in snap.partitions),
+            key=lambda p: -p.priority_tier,
+        )
+        outcome: Start | Reason = Reason.RESOURCES
+        first_reason: Reason | None = None
+        for part in parts:
+            limit = _partition_reason(job, part)
+            if limit is not None:
+                first_reason = first_reason or limit
+                continue
+            if part.name in blocked:
+                first_reason = first_reason or Reason.PRIORITY
+                continue
+            outcome = place(job, part, nodes)
+            if isinstance(outcome, Start):
+                break
+            first_reason = first_reason if first_reason not in (None, Reason.PRIORITY) else outcome
+        if isinstance(outcome, Start):
+            plan.starts.append(outcome)
+            _take(nodes, outcome)
+            if job.array_max_tasks:
+                running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
+            continue
+        reason = first_reason or Reason.RESOURCES
+        plan.reasons[job.job_id] = reason
+        if reason in (Reason.RESOURCES, Reason.PRIORITY):
+            blocked.update(p.name for p in parts)
+    return plan

@@ -1,0 +1,87 @@
+"""The CLI's socket: protobuf frames over a Unix socket (see docs/wire.md).
+
+Each connection carries one request: a 4-byte big-endian length and a
+``Frame`` naming the method, answered by a ``Frame`` with the reply bytes or a
+Slurm errno and message. The caller's identity comes from the kernel
+(SO_PEERCRED), so no credential travels on this path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import struct
+
+from controller.principal import principal_for
+from controller.service import METHODS, Handlers
+from corral import errors
+from corral.errors import SlurmError
+from corral.wire import corral_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+MAX_FRAME = 64 << 20
+_PEERCRED = struct.Struct("3i")
+
+
+class FramedServer:
+    def __init__(self, handlers: Handlers, path: str) -> None:
+        self.handlers = handlers
+        self.path = path
+        self.server: asyncio.AbstractServer | None = None
+        self._requests = {m: getattr(pb, f"{m}Request") for m in METHODS}
+
+    async def start(self) -> None:
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        self.server = await asyncio.start_unix_server(self._serve, path=self.path)
+        os.chmod(self.path, 0o666)
+        log.info("clients: listening on %s", self.path)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            sock = writer.get_extra_info("socket")
+            _, uid, gid = _PEERCRED.unpack(
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+            (size,) = struct.unpack(">I", await reader.readexactly(4))
+            if size > MAX_FRAME:
+                return
+            frame = pb.Frame.FromString(await reader.readexactly(size))
+            reply = await self._dispatch(frame, uid, gid)
+            data = reply.SerializeToString()
+            writer.write(struct.pack(">I", len(data)) + data)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except Exception:  # noqa: BLE001 - one bad client must not stop the server
+            log.exception("client request failed")
+        finally:
+            writer.close()
+
+    async def _dispatch(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
+        request_type = self._requests.get(frame.method)
+        if request_type is None:
+            return _error(SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR))
+        try:
+            request = request_type.FromString(frame.body)
+        except Exception:  # noqa: BLE001 - any decode failure is the client's fault
+            return _error(SlurmError(errors.ESLURM_PROTOCOL_ERROR))
+        try:
+            reply = await getattr(self.handlers, frame.method)(request, principal_for(uid, gid))
+        except SlurmError as exc:
+            return _error(exc)
+        except Exception:  # noqa: BLE001 - a bug answers this client, not the daemon's end
+            log.exception("method %s failed for uid=%d", frame.method, uid)
+            return _error(SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unexpected error in the controller"))
+        return pb.Frame(method=frame.method, body=reply.SerializeToString())
+
+
+def _error(exc: SlurmError) -> pb.Frame:
+    return pb.Frame(code=exc.code, error=exc.message)

@@ -1,0 +1,106 @@
+"""The SLURM_* environment of a batch job, as Slurm sets it.
+
+Built by the controller at launch because only it knows the allocation; the
+node agent adds what only the node knows (SLURMD_NODENAME, SLURM_TASK_PID,
+HOSTNAME, SLURM_CONF). See docs/reference in slurm-interfaces.md section 2.
+"""
+
+from __future__ import annotations
+
+from controller.admission import parse_array
+from controller.model import Job, Payload
+from corral import hostlist
+
+
+def run_length(values: list[int]) -> str:
+    """``[2, 2, 1]`` -> ``2(x2),1``: Slurm's per-node list form."""
+    out: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j < len(values) and values[j] == values[i]:
+            j += 1
+        count = j - i
+        out.append(f"{values[i]}(x{count})" if count > 1 else str(values[i]))
+        i = j
+    return ",".join(out)
+
+
+def tasks_per_node(job: Job) -> list[int]:
+    """Spread ``num_tasks`` over the allocated nodes, first nodes first."""
+    n = len(job.nodes)
+    base, extra = divmod(job.num_tasks, n)
+    return [base + (1 if i < extra else 0) for i in range(n)]
+
+
+def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str]:
+    """The environment the batch script starts with (before node additions)."""
+    env = dict(payload.environment)
+    nodelist = hostlist.compress(job.nodes)
+    values = {
+        "SLURM_JOB_ID": job.job_id,
+        "SLURM_JOBID": job.job_id,
+        "SLURM_JOB_NAME": job.name,
+        "SLURM_JOB_NODELIST": nodelist,
+        "SLURM_NODELIST": nodelist,
+        "SLURM_JOB_NUM_NODES": len(job.nodes),
+        "SLURM_NNODES": len(job.nodes),
+        "SLURM_NTASKS": job.num_tasks,
+        "SLURM_NPROCS": job.num_tasks,
+        "SLURM_JOB_CPUS_PER_NODE": run_length(list(job.cpus)),
+        "SLURM_TASKS_PER_NODE": run_length(tasks_per_node(job)),
+        "SLURM_CPUS_ON_NODE": job.cpus[0],
+        "SLURM_SUBMIT_DIR": job.submit_dir or job.work_dir,
+        "SLURM_SUBMIT_HOST": job.submit_host,
+        "SLURM_CLUSTER_NAME": cluster,
+        "SLURM_JOB_PARTITION": job.partition,
+        "SLURM_JOB_QOS": job.qos,
+        "SLURM_JOB_USER": job.user,
+        "SLURM_JOB_UID": job.uid,
+        "SLURM_JOB_GID": job.gid,
+        "SLURM_JOB_GROUP": job.group,
+        "SLURM_JOB_START_TIME": job.start_time,
+        "SLURM_JOB_END_TIME": job.end_time,
+        "SLURM_PROCID": 0,
+        "SLURM_LOCALID": 0,
+        "SLURM_NODEID": 0,
+        "SLURM_GTIDS": 0,
+        "SLURM_PRIO_PROCESS": job.nice,
+        "SLURM_RESTART_COUNT": job.restarts,
+        "SLURM_NODE_ALIASES": "(null)",
+        "ENVIRONMENT": "BATCH",
+        "OMPI_MCA_plm_slurm_args": "--external-launcher",
+        "PRTE_MCA_plm_slurm_args": "--external-launcher",
+    }
+    optional = {
+        "SLURM_JOB_ACCOUNT": job.account,
+        "SLURM_JOB_DEPENDENCY": job.dependency,
+        "SLURM_EXPORT_ENV": job.export_env,
+        "SLURM_OPEN_MODE": {"append": "a", "truncate": "t"}.get(job.open_mode, ""),
+    }
+    values.update({k: v for k, v in optional.items() if v})
+    if job.cpus_per_task > 1:
+        values["SLURM_CPUS_PER_TASK"] = job.cpus_per_task
+    if job.ntasks_per_node:
+        values["SLURM_NTASKS_PER_NODE"] = job.ntasks_per_node
+    if job.mem_per_node is not None:
+        values["SLURM_MEM_PER_NODE"] = job.alloc_mem
+    elif job.mem_per_cpu is not None:
+        values["SLURM_MEM_PER_CPU"] = job.mem_per_cpu
+    if job.array_task_id is not None:
+        values.update(_array_values(job))
+    env.update({k: str(v) for k, v in values.items()})
+    return env
+
+
+def _array_values(job: Job) -> dict[str, object]:
+    indices, _ = parse_array(job.array_spec, 1 << 31)
+    steps = {b - a for a, b in zip(indices, indices[1:], strict=False)}
+    return {
+        "SLURM_ARRAY_JOB_ID": job.array_job_id,
+        "SLURM_ARRAY_TASK_ID": job.array_task_id,
+        "SLURM_ARRAY_TASK_COUNT": len(indices),
+        "SLURM_ARRAY_TASK_MIN": indices[0],
+        "SLURM_ARRAY_TASK_MAX": indices[-1],
+        "SLURM_ARRAY_TASK_STEP": steps.pop() if len(steps) == 1 else 1,
+    }

@@ -1,0 +1,229 @@
+"""The job state machine: the only code that changes a job's state.
+
+::
+
+                 Start                 Finish(exit 0)
+    PENDING ──────────────▶ RUNNING ─────────────────▶ COMPLETED
+      │  ▲                    │  │    Finish(exit≠0)  ─▶ FAILED
+      │  │ Requeue/           │  │    Finish(timeout) ─▶ TIMEOUT
+      │  │ NodeFail(requeue)  │  └── NodeFail ────────▶ NODE_FAIL
+      │  └────────────────────┤
+      │ Cancel                │ Cancel: CANCELLED+COMPLETING ── Finish ──▶ CANCELLED
+      ▼                       │ Requeue: RUNNING+REQUEUED+COMPLETING ── Finish ──▶ PENDING
+    CANCELLED                 ▼
+                      (COMPLETING holds the nodes until the node agent reports the
+                       processes gone; the base state is already final)
+
+Finished jobs (COMPLETED FAILED TIMEOUT CANCELLED NODE_FAIL) may be requeued
+back to PENDING with ``Requeue``. Hold and Release only apply to PENDING jobs.
+
+``apply(job, event)`` is pure: it returns the new ``Job`` or raises
+``InvalidTransition``. ``JobStore.post`` is its only caller; side effects
+(launching, signalling, journaling) follow from the returned value.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+from controller.model import Job
+
+
+class JobState(enum.Enum):
+    """Slurm's base job states; the value is the compact code squeue prints."""
+
+    PENDING = "PD"
+    RUNNING = "R"
+    SUSPENDED = "S"
+    COMPLETED = "CD"
+    CANCELLED = "CA"
+    FAILED = "F"
+    TIMEOUT = "TO"
+    NODE_FAIL = "NF"
+    PREEMPTED = "PR"
+    BOOT_FAIL = "BF"
+    DEADLINE = "DL"
+    OUT_OF_MEMORY = "OOM"
+
+    @property
+    def finished(self) -> bool:
+        return self not in (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED)
+
+
+# Flags that ride on the base state, as in Slurm.
+COMPLETING = "COMPLETING"
+REQUEUED = "REQUEUED"
+
+
+class Reason(enum.Enum):
+    """Why a job is pending or why it ended, in Slurm's spelling."""
+
+    NONE = "None"
+    PRIORITY = "Priority"
+    RESOURCES = "Resources"
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
+    BEGIN_TIME = "BeginTime"
+    JOB_HELD_USER = "JobHeldUser"
+    JOB_HELD_ADMIN = "JobHeldAdmin"
+    PARTITION_TIME_LIMIT = "PartitionTimeLimit"
+    PARTITION_NODE_LIMIT = "PartitionNodeLimit"
+    PARTITION_DOWN = "PartitionDown"
+    PARTITION_INACTIVE = "PartitionInactive"
+    REQ_NODE_NOT_AVAIL = "ReqNodeNotAvail"
+    NODE_DOWN = "NodeDown"
+    BAD_CONSTRAINTS = "BadConstraints"
+    JOB_ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
+    NON_ZERO_EXIT_CODE = "NonZeroExitCode"
+    RAISED_SIGNAL = "RaisedSignal"
+    TIME_LIMIT = "TimeLimit"
+    JOB_LAUNCH_FAILURE = "JobLaunchFailure"
+
+
+class InvalidTransition(Exception):
+    """``event`` does not apply to a job in its current state."""
+
+    def __init__(self, job: Job, event: object) -> None:
+        super().__init__(f"job_id={job.job_id} state={job.state.name} cannot take {type(event).__name__}")
+        self.job_id = job.job_id
+        self.state = job.state
+
+
+# ---------------------------------------------------------------- events
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """The scheduler gave the job nodes and the launch was sent."""
+
+    now: int
+    partition: str
+    nodes: tuple[str, ...]
+    cpus: tuple[int, ...]
+    mem_per_node: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The node agent reported the batch script gone (exit or signal)."""
+
+    now: int
+    exit_status: int
+    outcome: str  # "exited" | "timeout" | "cancelled" | "launch_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    now: int
+    hold: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFail:
+    now: int
+    requeue: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    admin: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    pass
+
+
+Event = Start | Finish | Cancel | Requeue | NodeFail | Hold | Release
+
+
+def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
+    if COMPLETING in job.flags and job.state is JobState.CANCELLED:
+        return JobState.CANCELLED, job.reason
+    if event.outcome == "timeout":
+        return JobState.TIMEOUT, Reason.TIME_LIMIT
+    if event.outcome == "cancelled":
+        return JobState.CANCELLED, Reason.NONE
+    if event.outcome == "launch_failed":
+        return JobState.FAILED, Reason.JOB_LAUNCH_FAILURE
+    if event.exit_status & 0x7F:
+        return JobState.FAILED, Reason.RAISED_SIGNAL
+    if event.exit_status >> 8:
+        return JobState.FAILED, Reason.NON_ZERO_EXIT_CODE
+    return JobState.COMPLETED, Reason.NONE
+
+
+def _back_to_pending(job: Job, now: int, hold: bool) -> Job:
+    return replace(
+        job,
+        state=JobState.PENDING,
+        flags=frozenset(),
+        reason=Reason.JOB_HELD_ADMIN if hold else Reason.BEGIN_TIME,
+        held="admin" if hold else job.held,
+        restarts=job.restarts + 1,
+        nodes=(),
+        cpus=(),
+        alloc_mem=0,
+        start_time=0,
+        end_time=0,
+        eligible_time=now + job.requeue_delay,
+        begin_time=now + job.requeue_delay,
+    )
+
+
+def apply(job: Job, event: Event) -> Job:  # noqa: PLR0911 - one branch per transition
+    """Return ``job`` after ``event``; raise ``InvalidTransition`` if it cannot happen."""
+    state = job.state
+    match event:
+        case Start() if state is JobState.PENDING and not job.held:
+            return replace(
+                job,
+                state=JobState.RUNNING,
+                reason=Reason.NONE,
+                partition=event.partition,
+                nodes=event.nodes,
+                cpus=event.cpus,
+                alloc_mem=event.mem_per_node,
+                start_time=event.now,
+                end_time=0 if job.time_limit < 0 else event.now + job.time_limit * 60,
+            )
+        case Finish() if state is JobState.RUNNING or COMPLETING in job.flags:
+            if REQUEUED in job.flags:
+                return _back_to_pending(replace(job, exit_status=event.exit_status), event.now, job.requeue_hold)
+            new_state, reason = _finish_state(job, event)
+            end = job.end_time if new_state is JobState.CANCELLED and job.end_time else event.now
+            return replace(
+                job,
+                state=new_state,
+                reason=reason,
+                flags=frozenset(),
+                exit_status=event.exit_status,
+                end_time=end,
+            )
+        case Cancel() if state is JobState.PENDING:
+            return replace(job, state=JobState.CANCELLED, end_time=event.now, reason=Reason.NONE,
+                           start_time=job.start_time or event.now)
+        case Cancel() if state is JobState.RUNNING and COMPLETING not in job.flags:
+            return replace(job, state=JobState.CANCELLED, flags=job.flags | {COMPLETING},
+                           end_time=event.now)
+        case Requeue() if state is JobState.RUNNING and COMPLETING not in job.flags:
+            return replace(job, flags=job.flags | {COMPLETING, REQUEUED}, requeue_hold=event.hold)
+        case Requeue() if state.finished and COMPLETING not in job.flags:
+            return _back_to_pending(job, event.now, event.hold)
+        case NodeFail() if state is JobState.RUNNING or COMPLETING in job.flags:
+            if event.requeue and state is JobState.RUNNING:
+                return _back_to_pending(job, event.now, job.requeue_hold)
+            final = state if state.finished else JobState.NODE_FAIL
+            return replace(job, state=final, flags=frozenset(), end_time=job.end_time or event.now,
+                           reason=Reason.NODE_DOWN if final is JobState.NODE_FAIL else job.reason)
+        case Hold() if state is JobState.PENDING:
+            return replace(job, held="admin" if event.admin else "user",
+                           reason=Reason.JOB_HELD_ADMIN if event.admin else Reason.JOB_HELD_USER)
+        case Release() if state is JobState.PENDING and job.held:
+            return replace(job, held="", reason=Reason.NONE)
+    raise InvalidTransition(job, event)

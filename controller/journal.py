@@ -1,0 +1,137 @@
+"""The durable record of everything the controller acknowledged.
+
+SQLite in StateSaveLocation, WAL mode with ``synchronous=FULL``: a commit is
+on disk before the RPC that caused it is answered, so ``kill -9`` loses
+nothing acknowledged. Rows are current values (one per job and node plus a few
+counters), not an event log, so a restart is one read of every table.
+
+Writes come in batches from ``JobStore.flush``, which gathers every change made
+since the previous flush into one transaction (group commit); the transaction
+runs on a worker thread so the event loop keeps serving while SQLite fsyncs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from controller.jobstate import JobState, Reason
+from controller.model import Job, NodeRuntime, Payload
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (job_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS payloads (job_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+_NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
+
+
+def job_to_row(job: Job) -> str:
+    record = asdict(job)
+    record["state"] = job.state.name
+    record["reason"] = job.reason.name
+    record["flags"] = sorted(job.flags)
+    return json.dumps(record, separators=(",", ":"))
+
+
+def job_from_row(text: str) -> Job:
+    record: dict[str, Any] = json.loads(text)
+    record["state"] = JobState[record["state"]]
+    record["reason"] = Reason[record["reason"]]
+    record["flags"] = frozenset(record["flags"])
+    for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus"):
+        record[key] = tuple(record[key])
+    return Job(**record)
+
+
+def node_to_row(node: NodeRuntime) -> str:
+    """Only the administrator's decisions survive a restart; liveness does not."""
+    return json.dumps({k: getattr(node, k) for k in _NODE_KEEP})
+
+
+@dataclass
+class Batch:
+    """Changes to write in one transaction."""
+
+    jobs: dict[int, Job] = field(default_factory=dict)
+    deleted_jobs: set[int] = field(default_factory=set)
+    payloads: dict[int, Payload] = field(default_factory=dict)
+    nodes: dict[str, NodeRuntime] = field(default_factory=dict)
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.jobs or self.deleted_jobs or self.payloads or self.nodes or self.meta)
+
+
+@dataclass
+class Loaded:
+    jobs: dict[int, Job]
+    nodes: dict[str, dict[str, Any]]
+    meta: dict[str, str]
+
+
+class Journal:
+    """One SQLite database; used from one thread at a time."""
+
+    def __init__(self, directory: str) -> None:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        self.path = os.path.join(directory, "corral-state.db")
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def load(self) -> Loaded:
+        jobs = {jid: job_from_row(text) for jid, text in self._db.execute("SELECT job_id, record FROM jobs")}
+        nodes = {name: json.loads(text) for name, text in self._db.execute("SELECT name, record FROM nodes")}
+        meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        return Loaded(jobs, nodes, meta)
+
+    def payload(self, job_id: int) -> Payload | None:
+        row = self._db.execute("SELECT record FROM payloads WHERE job_id = ?", (job_id,)).fetchone()
+        if row is None:
+            return None
+        record = json.loads(row[0])
+        return Payload(record["script"], tuple(record["argv"]), tuple(map(tuple, record["environment"])))
+
+    def write(self, batch: Batch) -> None:
+        """Commit ``batch`` durably (fsync) or raise."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            if batch.jobs:
+                db.executemany(
+                    "INSERT OR REPLACE INTO jobs VALUES (?, ?)",
+                    [(jid, job_to_row(job)) for jid, job in batch.jobs.items()],
+                )
+            if batch.payloads:
+                db.executemany(
+                    "INSERT OR REPLACE INTO payloads VALUES (?, ?)",
+                    [
+                        (jid, json.dumps({"script": p.script, "argv": p.argv, "environment": p.environment}))
+                        for jid, p in batch.payloads.items()
+                    ],
+                )
+            if batch.deleted_jobs:
+                gone = [(jid,) for jid in batch.deleted_jobs]
+                db.executemany("DELETE FROM jobs WHERE job_id = ?", gone)
+                db.executemany("DELETE FROM payloads WHERE job_id = ?", gone)
+            if batch.nodes:
+                db.executemany(
+                    "INSERT OR REPLACE INTO nodes VALUES (?, ?)",
+                    [(name, node_to_row(node)) for name, node in batch.nodes.items()],
+                )
+            if batch.meta:
+                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(batch.meta.items()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._db.close()

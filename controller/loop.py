@@ -1,0 +1,77 @@
+"""The scheduling cycle.
+
+Each cycle, in order:
+  1. ``check_nodes``  nodes silent past SlurmdTimeout go DOWN, their jobs end or requeue
+  2. ``snapshot``     an immutable picture of nodes, partitions and pending jobs
+  3. ``schedule``     the pure core decides starts and pending reasons
+  4. ``commit``       starts re-checked against live state and applied
+  5. ``purge``        finished jobs older than MinJobAge forgotten
+  6. ``flush``        all of it made durable
+  7. ``launch``       only now are the node agents told to start jobs
+A cycle runs when something changed (``kick``) and at least once a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from controller.agentlink import AgentLink
+from controller.core import schedule
+from controller.store import JobStore
+
+log = logging.getLogger(__name__)
+
+PERIOD = 1.0  # seconds between cycles when nothing happens
+MIN_GAP = 0.01  # seconds between cycles, so bursts of events share one cycle
+
+
+class SchedulerLoop:
+    def __init__(self, store: JobStore, link: AgentLink, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.link = link
+        self.clock = clock
+        self.cycles = 0
+        self.last_cycle_us = 0
+        self.max_cycle_us = 0
+        self.total_cycle_us = 0
+        self._wake = asyncio.Event()
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=PERIOD)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.cycle()
+            except Exception:
+                log.exception("scheduling cycle failed")
+            await asyncio.sleep(MIN_GAP)
+
+    async def cycle(self) -> None:
+        began = time.perf_counter()
+        now = int(self.clock())
+        changed = self.link.check_nodes(now)
+        snap = self.store.snapshot()
+        plan = schedule(snap, now)
+        started = self.store.commit(plan)
+        purged = self.store.purge(now)
+        if started or changed or purged:
+            await self.store.flush()
+        for job in started:
+            self.link.launch(job)
+        took = int((time.perf_counter() - began) * 1e6)
+        self.cycles += 1
+        self.last_cycle_us = took
+        self.max_cycle_us = max(self.max_cycle_us, took)
+        self.total_cycle_us += took
+        if started or purged:
+            log.info("cycle=%d pending=%d started=%d purged=%d took=%dus",
+                     self.cycles, len(snap.pending), len(started), len(purged), took)

@@ -1,0 +1,114 @@
+"""corral-controller: start-up, wiring and shutdown. No logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+import grpc
+import uvloop
+
+from controller.agentlink import AgentLink
+from controller.framed import FramedServer
+from controller.journal import Journal
+from controller.loop import SchedulerLoop
+from controller.service import GrpcController, Handlers
+from controller.store import JobStore
+from corral import __version__, auth
+from corral.client import socket_path
+from corral.config import ConfigError, SlurmConfig, default_path, load
+from corral.wire import corral_pb2_grpc as pb_grpc
+
+log = logging.getLogger("corral.controller")
+
+GRPC_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+
+
+def setup_logging(verbose: int) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose > 1 else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+async def serve(conf: SlurmConfig, key: bytes) -> None:
+    journal = Journal(conf.state_save_location)
+    store = JobStore(conf, journal)
+    store.load()
+    stopping = asyncio.Event()
+    link = AgentLink(store, key, lambda: loop.kick())
+    handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
+    loop = SchedulerLoop(store, link)
+
+    server = grpc.aio.server(options=GRPC_OPTIONS)
+    pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)
+    pb_grpc.add_AgentLinkServicer_to_server(link, server)
+    _, addr = conf.controller_host
+    port = server.add_insecure_port(f"{addr}:{conf.slurmctld_port}")
+    if port == 0:
+        raise SystemExit(f"corral-controller: fatal: cannot listen on {addr}:{conf.slurmctld_port}")
+    await server.start()
+    log.info("corral-controller %s for cluster %s: gRPC on %s:%d", __version__, conf.cluster_name, addr, port)
+    framed = FramedServer(handlers, socket_path(conf.state_save_location))
+    await framed.start()
+
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, stopping.set)
+    running.add_signal_handler(signal.SIGHUP, _reconfigure(handlers))
+    cycle = asyncio.create_task(loop.run())
+    await stopping.wait()
+    log.info("shutting down")
+    cycle.cancel()
+    await framed.close()
+    await server.stop(grace=1)
+    await store.flush()
+    journal.close()
+
+
+def _reconfigure(handlers: Handlers) -> object:
+    def reload() -> None:
+        try:
+            handlers.reconfigure()
+        except Exception as exc:  # noqa: BLE001 - SIGHUP must never kill the daemon
+            log.error("%s", exc)
+
+    return reload
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="corral-controller", description="Corral's cluster controller")
+    parser.add_argument("-f", dest="config", default=None, help="slurm.conf path (default $SLURM_CONF)")
+    parser.add_argument("-D", action="store_true", help="run in the foreground (always true)")
+    parser.add_argument("-v", action="count", default=0, help="more logging")
+    parser.add_argument("-V", "--version", action="version", version=f"corral {__version__}")
+    args = parser.parse_args()
+    setup_logging(args.v)
+    try:
+        conf = load(args.config or default_path())
+    except ConfigError as exc:
+        print(f"corral-controller: fatal: {exc}", file=sys.stderr)
+        sys.exit(1)
+    for warning in conf.warnings:
+        log.warning("%s", warning)
+    try:
+        key = auth.load_key(auth.key_path(conf.path))
+    except auth.AuthError as exc:
+        print(f"corral-controller: fatal: {exc}", file=sys.stderr)
+        sys.exit(1)
+    uvloop.install()
+    asyncio.run(serve(conf, key))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The controller's records: jobs and nodes as immutable values.
+
+A ``Job`` holds what the scheduler and the clients need. The bulky, rarely
+read parts of a submission (script, arguments, environment) live only in the
+journal and are read back at launch, which keeps 10,000 pending jobs small.
+Jobs change only through ``jobstate.apply`` (state) or ``dataclasses.replace``
+in ``JobStore`` (attributes users may update).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from controller.jobstate import JobState, Reason
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    job_id: int
+    name: str
+    uid: int
+    gid: int
+    user: str
+    group: str
+    state: JobState
+    reason: Reason
+    submit_time: int
+    partitions: tuple[str, ...]
+    account: str = ""
+    qos: str = "normal"
+    flags: frozenset[str] = frozenset()
+    held: str = ""  # "", "user" or "admin"
+    admin_priority: int | None = None
+    nice: int = 0
+    begin_time: int = 0
+    eligible_time: int = 0
+    start_time: int = 0
+    end_time: int = 0
+    time_limit: int = -1  # minutes, -1 UNLIMITED
+    time_min: int = 0
+    min_nodes: int = 1
+    max_nodes: int = 0  # 0 = same as min_nodes
+    num_tasks: int = 1
+    cpus_per_task: int = 1
+    ntasks_per_node: int = 0
+    min_cpus: int = 0
+    tasks_given: bool = False
+    mem_per_node: int | None = None  # MiB; 0 = all of the node's memory
+    mem_per_cpu: int | None = None
+    req_nodes: tuple[str, ...] = ()
+    exc_nodes: tuple[str, ...] = ()
+    constraint: str = ""
+    exclusive: bool = False
+    dependency: str = ""
+    array_job_id: int = 0
+    array_task_id: int | None = None
+    array_max_tasks: int = 0
+    array_spec: str = ""
+    work_dir: str = "/"
+    std_out: str = ""
+    std_err: str = ""
+    std_in: str = "/dev/null"
+    open_mode: str = ""
+    command: str = ""
+    comment: str = ""
+    submit_line: str = ""
+    submit_host: str = ""
+    submit_dir: str = ""
+    export_env: str = ""
+    requeue: bool = True
+    requeue_hold: bool = False
+    requeue_delay: int = 0
+    restarts: int = 0
+    signal_num: int = 0
+    signal_time: int = 0
+    signal_batch_only: bool = False
+    deadline: int = 0
+    kill_on_invalid_dep: bool = False
+    partition: str = ""  # where it runs (or ran)
+    nodes: tuple[str, ...] = ()
+    cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``
+    alloc_mem: int = 0  # MiB per node
+    exit_status: int = 0
+
+    @property
+    def priority(self) -> int:
+        """Held jobs sit at 0; otherwise the admin's value or the computed one."""
+        if self.held:
+            return 0
+        if self.admin_priority is not None:
+            return self.admin_priority
+        return 1
+
+    @property
+    def cpus_needed(self) -> int:
+        """CPUs the job needs in all (tasks × CPUs per task, at least --mincpus)."""
+        return max(self.num_tasks * self.cpus_per_task, self.min_cpus)
+
+    @property
+    def display_id(self) -> str:
+        if self.array_task_id is None:
+            return str(self.job_id)
+        return f"{self.array_job_id}_{self.array_task_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """The parts of a submission only the node agent needs."""
+
+    script: str
+    argv: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRuntime:
+    """What the controller knows about a node beyond its configuration."""
+
+    name: str
+    responding: bool = False
+    last_seen: float = 0.0  # monotonic seconds
+    state: str = "UNKNOWN"  # UNKNOWN until its agent registers, then UP or DOWN
+    drain: bool = False
+    reason: str = "Not responding"
+    reason_user: str = "slurm"
+    reason_uid: int = 0
+    reason_time: int = 0
+    boot_time: int = 0
+    agent_start_time: int = 0
+    hostname: str = ""
+    arch: str = ""
+    os: str = ""
+    version: str = ""
+    probed_cpus: int = 0
+    probed_memory: int = 0
+    ever_registered: bool = False
+    jobs: frozenset[int] = field(default_factory=frozenset)

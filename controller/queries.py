@@ -1,0 +1,96 @@
+"""Which jobs a JobFilter selects (squeue, scancel, scontrol)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.jobstate import COMPLETING, JobState
+from controller.model import Job
+from controller.principal import uid_for
+from corral import errors
+from corral.errors import SlurmError
+
+_ACTIVE = frozenset({JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED})
+_ID = re.compile(r"^(\d+)(?:_(\*|\d+|\[[0-9,\-%]+\]))?$")
+_COMPACT = {s.value: s for s in JobState}
+
+
+@dataclass(frozen=True, slots=True)
+class IdSelector:
+    """One job id as typed: ``123``, ``123_4``, ``123_[1-3]`` or ``123_*``."""
+
+    text: str
+    job_id: int
+    tasks: frozenset[int] | None  # None = the job or the whole array
+
+    def matches(self, job: Job) -> bool:
+        if self.tasks is None:
+            return job.job_id == self.job_id or job.array_job_id == self.job_id
+        return job.array_job_id == self.job_id and job.array_task_id in self.tasks
+
+
+def parse_id(text: str) -> IdSelector:
+    match = _ID.match(text.strip())
+    if not match:
+        raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+    job_id = int(match[1])
+    task = match[2]
+    if task is None or task == "*":
+        return IdSelector(text, job_id, None)
+    if task.isdigit():
+        return IdSelector(text, job_id, frozenset({int(task)}))
+    tasks: set[int] = set()
+    for part in task.strip("[]").split("%", 1)[0].split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        tasks.update(range(int(lo), int(hi or lo) + 1))
+    return IdSelector(text, job_id, frozenset(tasks))
+
+
+def _state_names(states: Iterable[str]) -> set[JobState] | None:
+    wanted: set[JobState] = set()
+    for raw in states:
+        name = raw.strip().upper()
+        if name == "ALL":
+            return None
+        if name in JobState.__members__:
+            wanted.add(JobState[name])
+        elif name in _COMPACT:
+            wanted.add(_COMPACT[name])
+        elif name in ("COMPLETING", "CG"):
+            wanted.add(JobState.RUNNING)
+        else:
+            raise SlurmError(errors.ESLURM_INVALID_JOB_STATE)
+    return wanted
+
+
+def select(jobs: Mapping[int, Job], flt: Mapping[str, Any], *, default_active: bool = True) -> list[Job]:
+    """Jobs matching every given criterion. Raises for ids that match nothing."""
+    ids = [parse_id(t) for t in flt.get("job_ids", [])]
+    if ids:
+        pool = [j for j in jobs.values() if any(s.matches(j) for s in ids)]
+    else:
+        pool = list(jobs.values())
+    states = flt.get("states", [])
+    wanted = _state_names(states) if states else (_ACTIVE if default_active and not ids else None)
+    if wanted is not None:
+        pool = [j for j in pool if j.state in wanted or (COMPLETING in j.flags and JobState.RUNNING in wanted)]
+    users = flt.get("users", [])
+    if users:
+        uids = {uid_for(u) for u in users}
+        pool = [j for j in pool if j.uid in uids]
+    for key, attr in (("partitions", "partition"), ("names", "name"), ("accounts", "account"), ("qos", "qos")):
+        values = set(flt.get(key, []))
+        if values:
+            if key == "partitions":
+                pool = [j for j in pool if (j.partition in values) or (not j.partition and values & set(j.partitions))]
+            else:
+                pool = [j for j in pool if getattr(j, attr) in values]
+    nodes = set(flt.get("nodes", []))
+    if nodes:
+        pool = [j for j in pool if nodes & set(j.nodes)]
+    return sorted(pool, key=lambda j: j.job_id)

@@ -1,0 +1,417 @@
+"""The Controller service: authenticate → decode → call → encode.
+
+``Handlers`` holds one method per RPC; each takes the request message and the
+calling ``Principal`` and returns the reply message. Two transports call them:
+the gRPC server (``GrpcController``, for restd, agents' peers and API users)
+and the framed Unix socket the CLI uses (``controller/framed.py``). Domain
+errors are ``SlurmError``; ``GRPC_STATUS`` is the one table that maps them to
+gRPC status codes.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal as signals
+import time
+from dataclasses import replace
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grpc
+
+from controller import jobstate, queries, views
+from controller.admission import admit
+from controller.agentlink import AgentLink
+from controller.core import schedule
+from controller.jobstate import COMPLETING, InvalidTransition, JobState
+from controller.model import Job
+from controller.principal import Principal, principal_for
+from controller.store import JobStore
+from corral import SLURM_VERSION, auth, errors, hostlist, timefmt
+from corral.config import ConfigError, load, show_config
+from corral.errors import SlurmError
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+CREDENTIAL_TTL = 300  # seconds a signed credential stays valid
+
+GRPC_STATUS: dict[int, grpc.StatusCode] = {
+    errors.ESLURM_ACCESS_DENIED: grpc.StatusCode.PERMISSION_DENIED,
+    errors.ESLURM_INVALID_JOB_ID: grpc.StatusCode.NOT_FOUND,
+    errors.ESLURM_INVALID_NODE_NAME: grpc.StatusCode.NOT_FOUND,
+    errors.ESLURM_INVALID_PARTITION_NAME: grpc.StatusCode.NOT_FOUND,
+    errors.ESLURM_ALREADY_DONE: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.ESLURM_JOB_PENDING: grpc.StatusCode.FAILED_PRECONDITION,
+}
+
+
+def to_dict(message: Any) -> dict[str, Any]:
+    """The fields a sender set, by name (maps as dicts, repeated as lists)."""
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        if hasattr(value, "items"):
+            out[field.name] = dict(value.items())
+        elif field.is_repeated:
+            out[field.name] = list(value)
+        else:
+            out[field.name] = value
+    return out
+
+
+def _signal_number(value: int) -> int:
+    return value if 0 < value < 65 else 0
+
+
+class Handlers:
+    """One method per Controller RPC. ``now`` comes from ``clock``."""
+
+    def __init__(self, store: JobStore, link: AgentLink, kick: Callable[[], None],
+                 stop: Callable[[], None], clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.link = link
+        self.kick = kick
+        self.stop = stop
+        self.clock = clock
+        self.started = int(clock())
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    # ------------------------------------------------------------ jobs
+
+    async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:  # noqa: N802
+        spec = to_dict(req.spec)
+        now = self.now()
+        if req.test_only:
+            return self._test_only(spec, who, now)
+        admitted = self.store.submit(spec, who, now)
+        await self.store.flush()
+        self.kick()
+        first = admitted.jobs[0]
+        log.info("job_id=%d submitted by uid=%d (%d jobs)", first.job_id, who.uid, len(admitted.jobs))
+        return pb.SubmitReply(job_id=first.array_job_id or first.job_id,
+                              cluster=self.store.conf.cluster_name)
+
+    def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
+        admitted = admit(spec, who, self.store.conf, self.store.partition_state,
+                         self.store.next_job_id, now, 0)
+        job = admitted.jobs[0]
+        snap = self.store.snapshot()
+        snap = replace(snap, pending=(*snap.pending, job))
+        plan = schedule(snap, now)
+        start = next((s for s in plan.starts if s.job_id == job.job_id), None)
+        if start is not None:
+            return pb.SubmitReply(job_id=job.job_id, start_time=now, num_cpus=sum(start.cpus),
+                                  nodes=hostlist.compress(start.nodes), partition=start.partition)
+        ends = [j.end_time for j in self.store.jobs.values() if j.state is JobState.RUNNING and j.end_time]
+        return pb.SubmitReply(job_id=job.job_id, start_time=max(ends, default=now + 365 * 86400),
+                              num_cpus=job.cpus_needed, partition=job.partitions[0])
+
+    async def Jobs(self, req: pb.JobsRequest, who: Principal) -> pb.JobsReply:  # noqa: N802
+        flt = to_dict(req.filter)
+        jobs = queries.select(self.store.jobs, flt)
+        if flt.get("job_ids") and not jobs:
+            raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        now = self.now()
+        if req.expand_arrays:
+            records = [views.job_info(j, self.store, now) for j in jobs]
+        else:
+            records = [views.job_info(j, self.store, now, array_tasks=tasks)
+                       for j, tasks in views.fold_arrays(jobs)]
+        return pb.JobsReply(jobs=records, now=now, last_update=self.store.last_update)
+
+    def _owned(self, job: Job, who: Principal) -> None:
+        if job.uid != who.uid and not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+
+    def _targets(self, ids: list[str], flt: Mapping[str, Any]) -> list[tuple[str, list[Job]]]:
+        """Per requested id the jobs it names (all states), or one group for a filter."""
+        if not ids:
+            return [("", queries.select(self.store.jobs, flt))]
+        out = []
+        for text in ids:
+            one = {**flt, "job_ids": [text], "states": flt.get("states") or ["ALL"]}
+            try:
+                out.append((text, queries.select(self.store.jobs, one)))
+            except SlurmError:
+                out.append((text, []))
+        return out
+
+    async def Signal(self, req: pb.SignalRequest, who: Principal) -> pb.SignalReply:  # noqa: N802
+        flt = to_dict(req.filter)
+        ids = flt.pop("job_ids", [])
+        now = self.now()
+        results = []
+        for text, jobs in self._targets(ids, flt):
+            if text and not jobs:
+                results.append(pb.JobResult(job_id=text, code=errors.ESLURM_INVALID_JOB_ID,
+                                            message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID]))
+                continue
+            for job in jobs:
+                code = self._signal_one(job, req, who, now)
+                if text or code == 0:
+                    results.append(pb.JobResult(job_id=text or job.display_id, code=code,
+                                                message=errors.MESSAGES.get(code, "") if code else ""))
+                if text and code:
+                    break
+        await self.store.flush()
+        self.kick()
+        return pb.SignalReply(results=results)
+
+    def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:
+        if job.uid != who.uid and not who.is_admin:
+            return errors.ESLURM_ACCESS_DENIED
+        sig = _signal_number(req.signal)
+        if job.state.finished or COMPLETING in job.flags:
+            return errors.ESLURM_ALREADY_DONE
+        if sig in (0, signals.SIGKILL) and not req.batch_only:
+            was_running = job.state is JobState.RUNNING
+            self.store.post(job.job_id, jobstate.Cancel(now))
+            if was_running:
+                self.link.signal(job, 0, reason="cancel")
+            log.info("job_id=%d cancelled by uid=%d", job.job_id, who.uid)
+            return 0
+        if job.state is JobState.PENDING:
+            return errors.ESLURM_JOB_PENDING
+        self.link.signal(job, sig, batch_only=req.batch_only, full=req.full)
+        return 0
+
+    async def JobControl(self, req: pb.JobControlRequest, who: Principal) -> pb.JobControlReply:  # noqa: N802
+        ids = list(req.job_ids)
+        flt: dict[str, Any] = {"names": [req.job_name]} if req.job_name else {}
+        results = []
+        now = self.now()
+        for text, jobs in self._targets(ids, flt):
+            if not jobs:
+                results.append(pb.JobResult(job_id=text, code=errors.ESLURM_INVALID_JOB_ID,
+                                            message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID]))
+                continue
+            for job in jobs:
+                try:
+                    self._control_one(req.action, job, dict(req.updates), who, now)
+                except SlurmError as exc:
+                    results.append(pb.JobResult(job_id=text or job.display_id, code=exc.code,
+                                                message=exc.message))
+                    break
+                except InvalidTransition:
+                    code = (errors.ESLURM_ALREADY_DONE if job.state.finished
+                            else errors.ESLURM_INVALID_JOB_STATE)
+                    results.append(pb.JobResult(job_id=text or job.display_id, code=code,
+                                                message=errors.MESSAGES[code]))
+                    break
+        await self.store.flush()
+        self.kick()
+        return pb.JobControlReply(results=results)
+
+    def _control_one(self, action: str, job: Job, updates: dict[str, str], who: Principal,
+                     now: int) -> None:
+        self._owned(job, who)
+        if action in ("hold", "uhold"):
+            if job.state is not JobState.PENDING:
+                raise SlurmError(errors.ESLURM_ALREADY_DONE if job.state.finished
+                                 else errors.ESLURM_JOB_NOT_PENDING)
+            self.store.post(job.job_id, jobstate.Hold(admin=action == "hold" and who.is_admin))
+        elif action == "release":
+            if job.held == "admin" and not who.is_admin:
+                raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+            if job.held:
+                self.store.post(job.job_id, jobstate.Release())
+        elif action in ("requeue", "requeuehold"):
+            if job.state is JobState.PENDING:
+                if action == "requeuehold" and not job.held:
+                    self.store.post(job.job_id, jobstate.Hold(admin=who.is_admin))
+                    return
+                raise SlurmError(errors.ESLURM_JOB_PENDING)
+            if not job.requeue:
+                raise SlurmError(errors.ESLURM_DISABLED)
+            running = job.state is JobState.RUNNING
+            self.store.post(job.job_id, jobstate.Requeue(now, hold=action == "requeuehold"))
+            if running:
+                self.link.signal(job, 0, reason="requeue")
+        elif action == "update":
+            self._update(job, updates, who)
+        else:
+            raise SlurmError(errors.EINVAL, f"unknown action {action!r}")
+
+    def _update(self, job: Job, updates: dict[str, str], who: Principal) -> None:
+        changes: dict[str, Any] = {}
+        for raw_key, value in updates.items():
+            key = raw_key.lower()
+            if key == "timelimit":
+                try:
+                    minutes = timefmt.parse_duration(value)
+                except ValueError:
+                    raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT) from None
+                longer = minutes < 0 or (job.time_limit >= 0 and minutes > job.time_limit)
+                if longer and not who.is_admin:
+                    raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+                changes["time_limit"] = minutes
+                if job.state is JobState.RUNNING:
+                    changes["end_time"] = 0 if minutes < 0 else job.start_time + minutes * 60
+            elif key == "partition":
+                if job.state is not JobState.PENDING:
+                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
+                names = tuple(p for p in value.split(",") if p)
+                if not names or any(self.store.conf.partition(p) is None for p in names):
+                    raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
+                changes["partitions"] = names
+            elif key == "nice":
+                nice = int(value) if value.lstrip("-").isdigit() else None
+                if nice is None:
+                    raise SlurmError(errors.EINVAL)
+                if nice < job.nice and not who.is_admin:
+                    raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+                changes["nice"] = nice
+            elif key in ("name", "jobname"):
+                changes["name"] = value
+            elif key == "comment":
+                changes["comment"] = value
+            elif key == "priority":
+                if not who.is_admin:
+                    raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+                if not value.isdigit():
+                    raise SlurmError(errors.EINVAL)
+                changes["admin_priority"] = int(value)
+            elif key in ("dependency",):
+                changes["dependency"] = "" if value in ("", "0") else value
+            elif key in ("starttime", "begintime", "eligibletime"):
+                try:
+                    changes["begin_time"] = timefmt.parse_timestamp(value, self.now())
+                except ValueError:
+                    raise SlurmError(errors.EINVAL) from None
+            elif key == "requeue":
+                changes["requeue"] = value not in ("0", "no", "NO")
+            else:
+                raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
+        updated = replace(job, **changes)
+        self.store.update(updated)
+        if "time_limit" in changes and job.state is JobState.RUNNING:
+            self.link.update_limit(updated)
+
+    # ------------------------------------------------------------ nodes, partitions, config
+
+    async def Nodes(self, req: pb.NodesRequest, who: Principal) -> pb.NodesReply:  # noqa: N802
+        names = self._node_names(list(req.names))
+        return pb.NodesReply(nodes=[views.node_info(n, self.store) for n in names], now=self.now())
+
+    def _node_names(self, exprs: list[str]) -> list[str]:
+        if not exprs:
+            return [n.name for n in self.store.conf.nodes]
+        names: list[str] = []
+        for expr in exprs:
+            try:
+                names += hostlist.expand(expr)
+            except ValueError:
+                raise SlurmError(errors.ESLURM_INVALID_NODE_NAME) from None
+        if any(n not in self.store.nodes for n in names):
+            raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
+        return names
+
+    async def Partitions(self, req: pb.PartitionsRequest, who: Principal) -> pb.PartitionsReply:  # noqa: N802
+        parts = self.store.conf.partitions
+        if req.names:
+            parts = tuple(p for p in parts if p.name in req.names)
+            if len(parts) != len(set(req.names)):
+                raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
+        return pb.PartitionsReply(partitions=[views.partition_info(p, self.store) for p in parts],
+                                  now=self.now())
+
+    async def NodeUpdate(self, req: pb.NodeUpdateRequest, who: Principal) -> pb.NodeUpdateReply:  # noqa: N802
+        if not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        state = req.state.upper()
+        if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
+            raise SlurmError(errors.EINVAL, f"Invalid node state specified: {req.state}")
+        names = self._node_names([req.nodes])
+        now = self.now()
+        self.store.set_node_admin_state(names, state, req.reason, who, now)
+        if state in ("DOWN", "FAIL"):
+            for name in names:
+                for job in self.store.jobs_on(name):
+                    requeue = job.requeue and job.state is JobState.RUNNING
+                    self.link.signal(job, 0, reason="node_down")
+                    self.store.post(job.job_id, jobstate.NodeFail(now, requeue))
+        await self.store.flush()
+        self.kick()
+        return pb.NodeUpdateReply()
+
+    async def Config(self, req: pb.ConfigRequest, who: Principal) -> pb.ConfigReply:  # noqa: N802
+        conf = self.store.conf
+        entries = [pb.ConfigEntry(key=k, value=v) for k, v in show_config(conf)]
+        entries.append(pb.ConfigEntry(key="BOOT_TIME", value=timefmt.format_timestamp(self.started)))
+        entries.append(pb.ConfigEntry(key="SLURM_CONF", value=conf.path))
+        entries.append(pb.ConfigEntry(key="SLURM_VERSION", value=SLURM_VERSION))
+        entries.sort(key=lambda e: e.key.lower())
+        return pb.ConfigReply(entries=entries, now=self.now(), config_file=conf.path,
+                              last_update=self.started)
+
+    async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:  # noqa: N802
+        conf = self.store.conf
+        return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
+
+    async def Reconfigure(self, req: pb.ReconfigureRequest, who: Principal) -> pb.ReconfigureReply:  # noqa: N802
+        if not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        self.reconfigure()
+        return pb.ReconfigureReply()
+
+    def reconfigure(self) -> None:
+        """Re-read slurm.conf; a broken file leaves the running config in place."""
+        try:
+            conf = load(self.store.conf.path)
+        except ConfigError as exc:
+            log.error("reconfigure failed: %s", exc)
+            raise SlurmError(errors.EINVAL, f"reconfigure failed: {exc}") from None
+        for warning in conf.warnings:
+            log.warning("%s", warning)
+        self.store.apply_config(conf)
+        log.info("reconfigured from %s", conf.path)
+        self.kick()
+
+    async def Shutdown(self, req: pb.ShutdownRequest, who: Principal) -> pb.ShutdownReply:  # noqa: N802
+        if not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        self.stop()
+        return pb.ShutdownReply()
+
+
+METHODS = ("Submit", "Jobs", "Nodes", "Partitions", "Signal", "JobControl", "NodeUpdate",
+           "Config", "Ping", "Reconfigure", "Shutdown")
+
+
+def verify_credential(key: bytes, cred: pb.Credential, now: int) -> Principal:
+    """A signed credential from an API client or restd, or SlurmError."""
+    payload = f"{cred.uid}:{cred.gid}:{cred.issued}".encode()
+    if not cred.signature or not auth.verify(key, payload, cred.signature):
+        raise SlurmError(errors.ESLURM_ACCESS_DENIED, "Invalid authentication credential")
+    if abs(now - cred.issued) > CREDENTIAL_TTL:
+        raise SlurmError(errors.ESLURM_ACCESS_DENIED, "Authentication credential expired")
+    return principal_for(cred.uid, cred.gid)
+
+
+class GrpcController(pb_grpc.ControllerServicer):
+    """The gRPC face of ``Handlers``: every request must carry a signed credential."""
+
+    def __init__(self, handlers: Handlers, key: bytes) -> None:
+        self.handlers = handlers
+        self.key = key
+        for method in METHODS:
+            setattr(self, method, self._wrap(method))
+
+    def _wrap(self, method: str) -> Callable[..., Any]:
+        handler = getattr(self.handlers, method)
+
+        async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                if method == "Ping":
+                    who = principal_for(0, 0)
+                else:
+                    who = verify_credential(self.key, request.cred, int(time.time()))
+                return await handler(request, who)
+            except SlurmError as exc:
+                await context.abort(GRPC_STATUS.get(exc.code, grpc.StatusCode.INVALID_ARGUMENT),
+                                    f"{exc.code}: {exc.message}")
+
+        return call

@@ -1,0 +1,329 @@
+"""JobStore: the only owner of the controller's live state.
+
+Every change goes through a method here; each one updates the in-memory maps
+and adds the new values to the pending journal batch. ``await flush()`` makes
+all changes made so far durable (group commit) and must precede any reply
+that acknowledges them, and any launch that depends on them.
+
+Resource usage per node is derived from the jobs that hold nodes (RUNNING,
+or finished but still COMPLETING) and kept up to date in ``_account``, so the
+scheduler's snapshot costs one pass over nodes and pending jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+from controller import jobstate
+from controller.admission import Admitted, admit, partition_view
+from controller.core import NodeView, Plan, Snapshot
+from controller.core.snapshot import JobFacts
+from controller.jobstate import COMPLETING, Event, JobState
+from controller.journal import Batch, Journal
+from controller.model import Job, NodeRuntime, Payload
+from controller.principal import Principal
+from corral.config import SlurmConfig
+from corral.errors import SlurmError
+
+log = logging.getLogger(__name__)
+
+
+def holds_nodes(job: Job) -> bool:
+    """True while a job's processes may still be on its nodes."""
+    return bool(job.nodes) and (job.state is JobState.RUNNING or COMPLETING in job.flags)
+
+
+class JobStore:
+    def __init__(self, conf: SlurmConfig, journal: Journal) -> None:
+        self.conf = conf
+        self.journal = journal
+        self.jobs: dict[int, Job] = {}
+        self.nodes: dict[str, NodeRuntime] = {}
+        self.partition_state: dict[str, str] = {}
+        self.next_job_id = conf.first_job_id
+        self.last_update = 0
+        self.counters = {"submitted": 0, "started": 0, "completed": 0, "canceled": 0, "failed": 0}
+        self._used: dict[str, list[int]] = {}  # node -> [cpus, memory]
+        self._batch = Batch()
+        self._batch_seq = 1
+        self._committed_seq = 0
+        self._lock = asyncio.Lock()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+        self._in_flight: Batch | None = None
+        self.apply_config(conf)
+
+    # ------------------------------------------------------------ configuration
+
+    def apply_config(self, conf: SlurmConfig) -> None:
+        """Adopt a (re)loaded slurm.conf; nodes keep their runtime state."""
+        self.conf = conf
+        nodes: dict[str, NodeRuntime] = {}
+        for node in conf.nodes:
+            current = self.nodes.get(node.name)
+            if current is None:
+                current = NodeRuntime(name=node.name)
+                state = node.state.upper()
+                if state in ("DOWN", "FAIL"):
+                    current = replace(current, state="DOWN", reason=node.reason or "Configured down")
+                elif state == "DRAIN":
+                    current = replace(current, drain=True, reason=node.reason or "Configured drain")
+            nodes[node.name] = current
+        self.nodes = nodes
+        self.partition_state = {
+            p.name: self.partition_state.get(p.name, p.state) for p in conf.partitions
+        }
+        self._used = {name: [0, 0] for name in nodes}
+        for job in self.jobs.values():
+            if holds_nodes(job):
+                self._account(job, +1)
+
+    def load(self) -> None:
+        """Restore state from the journal after a restart."""
+        loaded = self.journal.load()
+        self.jobs = loaded.jobs
+        self.next_job_id = max(
+            int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
+            max(self.jobs, default=0) + 1,
+            self.conf.first_job_id,
+        )
+        for name, saved in loaded.nodes.items():
+            if name in self.nodes:
+                self.nodes[name] = replace(self.nodes[name], **saved)
+        self.apply_config(self.conf)
+        log.info("recovered %d jobs, next job id %d", len(self.jobs), self.next_job_id)
+
+    # ------------------------------------------------------------ durability
+
+    def _touch_job(self, job: Job) -> None:
+        self.jobs[job.job_id] = job
+        self._batch.jobs[job.job_id] = job
+
+    def _touch_node(self, node: NodeRuntime) -> None:
+        self.nodes[node.name] = node
+        self._batch.nodes[node.name] = node
+
+    async def flush(self) -> None:
+        """Return once every change made before the call is on disk."""
+        target = self._batch_seq
+        async with self._lock:
+            if self._committed_seq >= target:
+                return
+            batch, self._batch = self._batch, Batch()
+            self._batch_seq += 1
+            if batch:
+                self._in_flight = batch
+                try:
+                    await asyncio.get_running_loop().run_in_executor(
+                        self._writer, self.journal.write, batch
+                    )
+                finally:
+                    self._in_flight = None
+            self._committed_seq = target
+
+    def payload(self, job: Job) -> Payload | None:
+        key = job.array_job_id or job.job_id
+        for batch in (self._batch, self._in_flight):
+            if batch is not None and key in batch.payloads:
+                return batch.payloads[key]
+        return self.journal.payload(key)
+
+    # ------------------------------------------------------------ jobs
+
+    def submit(self, spec: dict[str, object], who: Principal, now: int) -> Admitted:
+        if len(self.jobs) >= self.conf.max_job_count:
+            raise SlurmError(2008, "Slurm temporarily unable to accept job, sleeping and retrying")
+        delay = int(self.conf.scheduler_param("requeue_delay") or 121)
+        admitted = admit(spec, who, self.conf, self.partition_state, self.next_job_id, now, delay)
+        for job in admitted.jobs:
+            self._touch_job(job)
+        first = admitted.jobs[0]
+        self._batch.payloads[first.array_job_id or first.job_id] = admitted.payload
+        self.next_job_id = admitted.jobs[-1].job_id + 1
+        self._batch.meta["next_job_id"] = str(self.next_job_id)
+        self.counters["submitted"] += len(admitted.jobs)
+        self.last_update = now
+        return admitted
+
+    def post(self, job_id: int, event: Event) -> Job:
+        """Apply a state-machine event; raise InvalidTransition if it does not apply."""
+        old = self.jobs[job_id]
+        new = jobstate.apply(old, event)
+        if holds_nodes(old) and not holds_nodes(new):
+            self._account(old, -1)
+        elif holds_nodes(new) and not holds_nodes(old):
+            self._account(new, +1)
+        self._touch_job(new)
+        if new.state is not old.state:
+            self._count(old, new)
+        self.last_update = max(self.last_update, getattr(event, "now", 0))
+        log.debug("job_id=%d %s -> %s", job_id, old.state.name, new.state.name)
+        return new
+
+    def _count(self, old: Job, new: Job) -> None:
+        if new.state is JobState.RUNNING:
+            self.counters["started"] += 1
+        elif new.state is JobState.COMPLETED:
+            self.counters["completed"] += 1
+        elif new.state is JobState.CANCELLED:
+            self.counters["canceled"] += 1
+        elif new.state.finished:
+            self.counters["failed"] += 1
+
+    def update(self, job: Job) -> None:
+        """Store a job whose user-updatable attributes changed (never its state)."""
+        assert job.state is self.jobs[job.job_id].state
+        self._touch_job(job)
+
+    def _account(self, job: Job, sign: int) -> None:
+        for name, cpus in zip(job.nodes, job.cpus, strict=True):
+            used = self._used.setdefault(name, [0, 0])
+            used[0] += sign * cpus
+            used[1] += sign * job.alloc_mem
+
+    def used(self, name: str) -> tuple[int, int]:
+        cpus, memory = self._used.get(name, (0, 0))
+        return cpus, memory
+
+    def jobs_on(self, name: str) -> list[Job]:
+        return [j for j in self.jobs.values() if holds_nodes(j) and name in j.nodes]
+
+    def purge(self, now: int) -> list[int]:
+        """Forget finished jobs older than MinJobAge (they live on in accounting)."""
+        age = self.conf.min_job_age
+        gone = [
+            j.job_id for j in self.jobs.values()
+            if j.state.finished and not holds_nodes(j) and j.end_time and now - j.end_time >= age
+        ]
+        for job_id in gone:
+            del self.jobs[job_id]
+            self._batch.jobs.pop(job_id, None)
+            self._batch.deleted_jobs.add(job_id)
+        return gone
+
+    # ------------------------------------------------------------ scheduling
+
+    def node_usable(self, node: NodeRuntime) -> bool:
+        return node.state == "UP" and node.responding and not node.drain
+
+    def snapshot(self) -> Snapshot:
+        """An immutable picture of the cluster for ``core.schedule``."""
+        views = {}
+        for conf_node in self.conf.nodes:
+            runtime = self.nodes[conf_node.name]
+            cpus, memory = self.used(conf_node.name)
+            views[conf_node.name] = NodeView(
+                name=conf_node.name,
+                cpus=conf_node.cpus,
+                real_memory=conf_node.real_memory,
+                weight=conf_node.weight,
+                features=frozenset(conf_node.features),
+                free_cpus=conf_node.cpus - cpus,
+                free_memory=conf_node.real_memory - memory,
+                usable=self.node_usable(runtime),
+                idle=cpus == 0,
+            )
+        partitions = {
+            p.name: partition_view(self.conf, p.name, self.partition_state.get(p.name))
+            for p in self.conf.partitions
+        }
+        pending = tuple(j for j in self.jobs.values() if j.state is JobState.PENDING)
+        facts = {
+            j.job_id: JobFacts(j.state.name, j.exit_status, j.name, j.uid, j.array_job_id,
+                               j.array_task_id, j.start_time)
+            for j in self.jobs.values()
+        } if any(j.dependency for j in pending) else {}
+        running_per_array: dict[int, int] = {}
+        for j in self.jobs.values():
+            if j.array_job_id and holds_nodes(j):
+                running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
+        return Snapshot(views, partitions, pending, facts, running_per_array)
+
+    def commit(self, plan: Plan) -> list[Job]:
+        """Apply a plan's starts that still hold; return the jobs started."""
+        started = []
+        for start in plan.starts:
+            job = self.jobs.get(start.job_id)
+            if job is None or job.state is not JobState.PENDING or job.held:
+                continue
+            if not all(self._can_take(n, c, start.mem_per_node) for n, c in zip(start.nodes, start.cpus, strict=True)):
+                continue
+            started.append(self.post(job.job_id, jobstate.Start(
+                plan.now, start.partition, start.nodes, start.cpus, start.mem_per_node)))
+        for job_id, reason in plan.reasons.items():
+            job = self.jobs.get(job_id)
+            if job is not None and job.state is JobState.PENDING and job.reason is not reason:
+                # Reasons are derived each cycle; they are not journaled.
+                self.jobs[job_id] = replace(job, reason=reason)
+        return started
+
+    def _can_take(self, name: str, cpus: int, memory: int) -> bool:
+        node = self.nodes.get(name)
+        conf = self.conf.node(name)
+        if node is None or not self.node_usable(node):
+            return False
+        used_cpus, used_mem = self.used(name)
+        return used_cpus + cpus <= conf.cpus and used_mem + memory <= conf.real_memory
+
+    # ------------------------------------------------------------ nodes
+
+    def node_registered(self, name: str, info: dict[str, object], monotonic: float, now: int) -> None:
+        node = self.nodes[name]
+        state = node.state
+        if state == "UNKNOWN" or (state == "DOWN" and self._returns_to_service(node)):
+            state = "UP"
+        changed = state != node.state
+        node = replace(
+            node, state=state, responding=True, last_seen=monotonic, ever_registered=True,
+            reason="" if changed and not node.drain else node.reason,
+            **{k: v for k, v in info.items() if k in ("hostname", "arch", "os", "version",
+                                                      "boot_time", "agent_start_time")},  # type: ignore[arg-type]
+        )
+        if changed:
+            self._touch_node(node)
+        else:
+            self.nodes[name] = node
+        self.last_update = now
+
+    def _returns_to_service(self, node: NodeRuntime) -> bool:
+        rts = int(dict(self.conf.settings).get("ReturnToService", "0") or 0)
+        if rts >= 2:
+            return True
+        return rts == 1 and node.reason == "Not responding"
+
+    def node_seen(self, name: str, monotonic: float) -> None:
+        node = self.nodes.get(name)
+        if node is not None:
+            self.nodes[name] = replace(node, responding=True, last_seen=monotonic)
+
+    def node_lost(self, name: str) -> None:
+        """The agent's stream closed: not responding, but not DOWN yet."""
+        node = self.nodes.get(name)
+        if node is not None:
+            self.nodes[name] = replace(node, responding=False)
+
+    def set_node_down(self, name: str, reason: str, user: str, uid: int, now: int) -> None:
+        node = replace(self.nodes[name], state="DOWN", reason=reason, reason_user=user,
+                       reason_uid=uid, reason_time=now)
+        self._touch_node(node)
+        self.last_update = now
+
+    def set_node_admin_state(self, names: Iterable[str], state: str, reason: str, who: Principal,
+                             now: int) -> None:
+        for name in names:
+            node = self.nodes[name]
+            if state == "DRAIN":
+                node = replace(node, drain=True, reason=reason, reason_user=who.user,
+                               reason_uid=who.uid, reason_time=now)
+            elif state in ("DOWN", "FAIL"):
+                node = replace(node, state="DOWN", reason=reason, reason_user=who.user,
+                               reason_uid=who.uid, reason_time=now)
+            elif state in ("RESUME", "IDLE", "UNDRAIN"):
+                up = "UP" if node.ever_registered and node.responding else "UNKNOWN"
+                node = replace(node, drain=False, reason="", reason_time=0,
+                               state=node.state if state == "UNDRAIN" else up)
+            self._touch_node(node)
+        self.last_update = now

@@ -1,0 +1,235 @@
+"""Records as clients see them: Job/node/partition -> wire messages.
+
+Part of the service layer (the only code besides ``service.py`` and
+``agentlink.py`` that touches generated wire types). Pending array tasks that
+have not started are folded into one record (``123_[5-10%2]``) unless the
+client asks for one record per element, as squeue does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from controller.jobstate import COMPLETING, JobState
+from controller.model import Job, NodeRuntime
+from controller.store import JobStore
+from corral import hostlist
+from corral.config import PartitionConfig
+from corral.wire import corral_pb2 as pb
+
+
+def _mem_text(mib: int) -> str:
+    return f"{mib}M"
+
+
+def tres(cpus: int, mem: int, nodes: int) -> str:
+    parts = [f"cpu={cpus}"]
+    if mem:
+        parts.append(f"mem={_mem_text(mem)}")
+    parts += [f"node={nodes}", f"billing={cpus}"]
+    return ",".join(parts)
+
+
+def compress_indices(indices: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``1-3,5``."""
+    out: list[str] = []
+    start = prev = indices[0]
+    for value in indices[1:] + [None]:  # type: ignore[list-item]
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if value is not None:
+            start = prev = value
+    return ",".join(out)
+
+
+def job_info(job: Job, store: JobStore, now: int, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
+    """One job record; ``array_tasks`` folds pending array elements into it."""
+    conf = store.conf
+    nodes = hostlist.compress(job.nodes) if job.nodes else ""
+    num_cpus = sum(job.cpus) if job.cpus else job.cpus_needed
+    num_nodes = len(job.nodes) if job.nodes else job.min_nodes
+    flags = sorted(job.flags)
+    std_out = job.std_out or _default_out(job)
+    std_err = job.std_err or std_out
+    mem = job.alloc_mem if job.nodes else (job.mem_per_node or 0)
+    info = pb.JobInfo(
+        job_id=job.job_id,
+        array_job_id=job.array_job_id,
+        array_max_tasks=job.array_max_tasks,
+        name=job.name,
+        uid=job.uid,
+        gid=job.gid,
+        user=job.user,
+        group=job.group,
+        account=job.account,
+        qos=job.qos,
+        partition=job.partition or ",".join(job.partitions),
+        state=job.state.name,
+        state_flags=flags,
+        reason=job.reason.value,
+        priority=job.priority,
+        nice=job.nice,
+        dependency=job.dependency,
+        requeue=job.requeue,
+        restarts=job.restarts,
+        batch_flag=True,
+        exit_status=job.exit_status,
+        derived_exit_status=job.exit_status,
+        time_limit=job.time_limit,
+        time_min=job.time_min,
+        submit_time=job.submit_time,
+        eligible_time=0 if job.held else job.eligible_time,
+        accrue_time=0 if job.held else job.eligible_time,
+        start_time=job.start_time,
+        end_time=job.end_time,
+        deadline=job.deadline,
+        nodes=nodes,
+        batch_host=job.nodes[0] if job.nodes else "",
+        req_nodes=hostlist.compress(job.req_nodes) if job.req_nodes else "",
+        exc_nodes=hostlist.compress(job.exc_nodes) if job.exc_nodes else "",
+        num_nodes=num_nodes,
+        max_nodes=job.max_nodes,
+        num_cpus=num_cpus,
+        num_tasks=job.num_tasks,
+        cpus_per_task=job.cpus_per_task,
+        ntasks_per_node=job.ntasks_per_node,
+        min_cpus_node=max(job.min_cpus, job.cpus_per_task),
+        min_mem_node=job.mem_per_node or 0,
+        min_mem_cpu=job.mem_per_cpu or 0,
+        mem_all=job.mem_per_node == 0,
+        features=job.constraint,
+        oversubscribe="NO" if job.exclusive else "OK",
+        exclusive=job.exclusive,
+        command=job.command,
+        work_dir=job.work_dir,
+        std_out=std_out,
+        std_err=std_err,
+        std_in=job.std_in,
+        comment=job.comment,
+        submit_line=job.submit_line,
+        alloc_node=job.submit_host,
+        req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
+        alloc_tres=tres(num_cpus, mem * num_nodes, num_nodes) if job.nodes else "",
+        cluster=conf.cluster_name,
+        cpus_per_node=list(job.cpus),
+        signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",
+        open_mode=job.open_mode,
+        now=now,
+        held=bool(job.held),
+        last_sched_eval=now if job.state is JobState.PENDING else job.start_time,
+    )
+    if job.array_task_id is not None:
+        if array_tasks and len(array_tasks) > 1:
+            throttle = f"%{job.array_max_tasks}" if job.array_max_tasks else ""
+            info.array_task_str = compress_indices(array_tasks) + throttle
+        else:
+            info.array_task_id = job.array_task_id
+    return info
+
+
+def _default_out(job: Job) -> str:
+    name = "slurm-%A_%a.out" if job.array_task_id is not None else "slurm-%j.out"
+    return f"{job.work_dir.rstrip('/')}/{name}"
+
+
+def fold_arrays(jobs: Iterable[Job]) -> list[tuple[Job, list[int] | None]]:
+    """Group pending, never-started array tasks of one array into one record."""
+    out: list[tuple[Job, list[int] | None]] = []
+    groups: dict[tuple[int, str, bool], list[Job]] = {}
+    for job in jobs:
+        if job.array_task_id is not None and job.state is JobState.PENDING and not job.restarts:
+            groups.setdefault((job.array_job_id, job.reason.name, bool(job.held)), []).append(job)
+        else:
+            out.append((job, None))
+    for members in groups.values():
+        members.sort(key=lambda j: j.job_id)
+        head = members[0]
+        out.append((head, sorted(j.array_task_id for j in members if j.array_task_id is not None)))
+    return out
+
+
+def node_info(name: str, store: JobStore) -> pb.NodeInfo:
+    conf = store.conf.node(name)
+    runtime: NodeRuntime = store.nodes[name]
+    used_cpus, used_mem = store.used(name)
+    jobs = store.jobs_on(name)
+    if runtime.state == "DOWN":
+        base = "DOWN"
+    elif runtime.state == "UNKNOWN":
+        base = "UNKNOWN"
+    elif used_cpus >= conf.cpus:
+        base = "ALLOCATED"
+    elif used_cpus:
+        base = "MIXED"
+    else:
+        base = "IDLE"
+    flags = []
+    if runtime.drain:
+        flags.append("DRAIN")
+    if any(COMPLETING in j.flags for j in jobs):
+        flags.append("COMPLETING")
+    if not runtime.responding and runtime.state != "UNKNOWN":
+        flags.append("NOT_RESPONDING")
+    return pb.NodeInfo(
+        name=name,
+        addr=conf.node_addr,
+        hostname=conf.node_hostname,
+        state=base,
+        state_flags=flags,
+        cpus=conf.cpus,
+        alloc_cpus=used_cpus,
+        boards=conf.boards,
+        sockets=conf.sockets,
+        cores_per_socket=conf.cores_per_socket,
+        threads_per_core=conf.threads_per_core,
+        real_memory=conf.real_memory,
+        alloc_memory=used_mem,
+        free_memory=max(conf.real_memory - used_mem, 0),
+        features=",".join(conf.features),
+        gres=conf.gres,
+        weight=conf.weight,
+        partitions=[p.name for p in store.conf.partitions if name in p.nodes],
+        reason=runtime.reason if (runtime.drain or runtime.state == "DOWN") else "",
+        reason_user=runtime.reason_user,
+        reason_time=runtime.reason_time,
+        boot_time=runtime.boot_time,
+        agent_start_time=runtime.agent_start_time,
+        arch=runtime.arch,
+        os=runtime.os,
+        version=runtime.version,
+        tmp_disk=conf.tmp_disk,
+        port=conf.port,
+    )
+
+
+def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
+    nodes = [store.conf.node(n) for n in part.nodes]
+    total_cpus = sum(n.cpus for n in nodes)
+    total_mem = sum(n.real_memory for n in nodes)
+    return pb.PartitionInfo(
+        name=part.name,
+        nodes=part.nodes_expr or hostlist.compress(part.nodes, sort=False),
+        node_names=list(part.nodes),
+        is_default=part.default,
+        max_time=part.max_time,
+        default_time=part.default_time if part.default_time is not None else 0,
+        max_nodes=part.max_nodes or 0,
+        min_nodes=part.min_nodes,
+        state=store.partition_state.get(part.name, part.state),
+        priority_tier=part.priority_tier,
+        priority_job_factor=part.priority_job_factor,
+        oversubscribe=part.oversubscribe,
+        allow_accounts="ALL" if part.allow_accounts is None else ",".join(part.allow_accounts),
+        allow_groups="ALL" if part.allow_groups is None else ",".join(part.allow_groups),
+        def_mem_per_cpu=part.def_mem_per_cpu,
+        max_mem_per_node=part.max_mem_per_node,
+        def_mem_per_node=part.def_mem_per_node,
+        max_mem_per_cpu=part.max_mem_per_cpu,
+        total_cpus=total_cpus,
+        total_nodes=len(nodes),
+        tres=tres(total_cpus, total_mem, len(nodes)),
+    )
+
+

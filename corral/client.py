@@ -1,0 +1,67 @@
+"""The CLI's connection to the controller: protobuf frames over a Unix socket.
+
+One request per connection: a 4-byte big-endian length, then a ``Frame``
+(method name + request bytes); the reply is a ``Frame`` with the reply bytes or
+a Slurm errno and message. The controller learns the caller's uid and gid from
+the socket itself (SO_PEERCRED), so a client cannot claim to be someone else.
+
+This module must stay import-light: it is on every client command's start-up
+path (see docs/wire.md for the budget).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+
+from corral.errors import ControllerUnreachable, SlurmError
+from corral.wire import codec
+from corral.wire.codec import Message
+
+#: Largest frame either side accepts (a 10,000-job squeue is ~3 MiB).
+MAX_FRAME = 256 << 20
+
+
+def socket_path(state_save_location: str) -> str:
+    """Where the controller listens for local clients."""
+    return os.path.join(state_save_location, "corral-ctld.sock")
+
+
+def recv_exact(sock: socket.socket, size: int) -> bytes:
+    """Read exactly ``size`` bytes or raise ``ConnectionError``."""
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ConnectionError("connection closed by peer")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+class Client:
+    """Calls Controller methods by name with dict messages."""
+
+    def __init__(self, socket_path: str, timeout: float = 60.0) -> None:
+        self.socket_path = socket_path
+        self.timeout = timeout
+
+    def call(self, method: str, request: Message | None = None) -> Message:
+        """Call ``method`` (e.g. ``"Submit"``); raise ``SlurmError`` on failure."""
+        body = codec.encode(f"{method}Request", request or {})
+        frame = codec.encode("Frame", {"method": method, "body": body})
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(self.timeout)
+                sock.connect(self.socket_path)
+                sock.sendall(struct.pack(">I", len(frame)) + frame)
+                (size,) = struct.unpack(">I", recv_exact(sock, 4))
+                if size > MAX_FRAME:
+                    raise ConnectionError("reply too large")
+                reply = codec.decode("Frame", recv_exact(sock, size))
+        except (OSError, ConnectionError, struct.error) as exc:
+            raise ControllerUnreachable() from exc
+        if reply["code"]:
+            raise SlurmError(reply["code"], reply["error"] or None)
+        return codec.decode(f"{method}Reply", reply["body"])

@@ -1,0 +1,104 @@
+"""Errors that cross process boundaries, with Slurm's numbers and wording.
+
+Hierarchy::
+
+    CorralError
+    └── SlurmError(code, message)     a Slurm errno; str() is Slurm's text
+        └── ControllerUnreachable     "Unable to contact slurm controller (connect failure)"
+
+The controller raises ``SlurmError`` for anything a client did wrong; the
+service layer puts ``code`` and the message on the wire, and the CLI prints
+them as ``<prog>: error: <message>``. Clients and tools match on ``code``,
+never on the text.
+"""
+
+from __future__ import annotations
+
+# Slurm's errno values (slurm/slurm_errno.h) and messages (slurm_errno.c).
+ESLURM_INVALID_PARTITION_NAME = 2000
+ESLURM_DEFAULT_PARTITION_NOT_SET = 2001
+ESLURM_ACCESS_DENIED = 2002
+ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP = 2003
+ESLURM_REQUESTED_NODES_NOT_IN_PARTITION = 2004
+ESLURM_TOO_MANY_REQUESTED_CPUS = 2005
+ESLURM_INVALID_NODE_COUNT = 2006
+ESLURM_JOB_SCRIPT_MISSING = 2009
+ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE = 2014
+ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE = 2015
+ESLURM_ALREADY_DONE = 2021
+ESLURM_INVALID_JOB_ID = 2017
+ESLURM_INVALID_NODE_NAME = 2018
+ESLURM_JOB_PENDING = 2024
+ESLURM_JOB_NOT_PENDING = 2016
+ESLURM_DEPENDENCY = 2038
+ESLURM_INVALID_ACCOUNT = 2045
+ESLURM_INVALID_TIME_LIMIT = 2051
+ESLURM_INVALID_QOS = 2066
+ESLURM_INVALID_ARRAY = 2081
+ESLURM_PARTITION_DOWN = 2101
+ESLURM_ENVIRONMENT_MISSING = 2127
+ESLURM_BATCH_ONLY = 2063
+ESLURM_DISABLED = 2061
+ESLURM_NOT_SUPPORTED = 2073
+ESLURM_INVALID_FEATURE = 2007
+ESLURM_USER_ID_MISSING = 2022
+ESLURM_JOB_HELD = 2034
+ESLURM_INVALID_JOB_STATE = 2065
+ESLURM_PROTOCOL_ERROR = 1005
+SLURM_UNEXPECTED_MSG_ERROR = 1000
+EINVAL = 22
+
+MESSAGES: dict[int, str] = {
+    ESLURM_INVALID_PARTITION_NAME: "Invalid partition name specified",
+    ESLURM_DEFAULT_PARTITION_NOT_SET: "No partition specified or system default partition",
+    ESLURM_ACCESS_DENIED: "Access/permission denied",
+    ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP: "User's group not permitted to use this partition",
+    ESLURM_REQUESTED_NODES_NOT_IN_PARTITION: "Requested nodes not in this partition",
+    ESLURM_TOO_MANY_REQUESTED_CPUS: "More processors requested than permitted",
+    ESLURM_INVALID_NODE_COUNT: "Node count specification invalid",
+    ESLURM_INVALID_FEATURE: "Invalid feature specification",
+    ESLURM_JOB_SCRIPT_MISSING: "Job script not specified",
+    ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE: "Requested node configuration is not available",
+    ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE: "Requested partition configuration not available now",
+    ESLURM_INVALID_JOB_ID: "Invalid job id specified",
+    ESLURM_INVALID_NODE_NAME: "Invalid node name specified",
+    ESLURM_ALREADY_DONE: "Job/step already completing or completed",
+    ESLURM_USER_ID_MISSING: "Invalid user id",
+    ESLURM_JOB_PENDING: "Job is pending execution",
+    ESLURM_JOB_NOT_PENDING: "Job is no longer pending execution",
+    ESLURM_JOB_HELD: "Job is in held state, pending scheduler release",
+    ESLURM_DEPENDENCY: "Job dependency problem",
+    ESLURM_INVALID_ACCOUNT: "Invalid account or account/partition combination specified",
+    ESLURM_INVALID_TIME_LIMIT: "Requested time limit is invalid (missing or exceeds some limit)",
+    ESLURM_DISABLED: "Requested operation is presently disabled",
+    ESLURM_BATCH_ONLY: "Only batch jobs are accepted or processed",
+    ESLURM_INVALID_JOB_STATE: "Invalid job state specified",
+    ESLURM_INVALID_QOS: "Invalid qos specification",
+    ESLURM_NOT_SUPPORTED: "Requested operation not supported on this system",
+    ESLURM_INVALID_ARRAY: "Invalid job array specification",
+    ESLURM_PARTITION_DOWN: "Partition in DOWN state",
+    ESLURM_ENVIRONMENT_MISSING: "Environment is missing in job",
+    ESLURM_PROTOCOL_ERROR: "Protocol error",
+    SLURM_UNEXPECTED_MSG_ERROR: "Unexpected message received",
+    EINVAL: "Invalid argument",
+}
+
+
+class CorralError(Exception):
+    """Base of every Corral error."""
+
+
+class SlurmError(CorralError):
+    """A failure with a Slurm errno; ``str()`` is what a client prints."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        self.code = code
+        self.message = message or MESSAGES.get(code, f"Unknown error {code}")
+        super().__init__(self.message)
+
+
+class ControllerUnreachable(SlurmError):
+    """No controller answered at the configured address."""
+
+    def __init__(self) -> None:
+        super().__init__(SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller (connect failure)")
