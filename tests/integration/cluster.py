@@ -1,0 +1,148 @@
+"""A real Corral cluster for integration tests: the daemons as subprocesses.
+
+The configuration comes from ``corral up``'s own writer (127.0.0.1, an
+ephemeral port, a temporary directory), so the tests exercise what users run.
+Client commands run as real processes with SLURM_CONF set; state is read back
+through the same client library the CLI uses.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cli.corral import write_config
+from corral.client import Client, socket_path
+from corral.config import load
+from corral.errors import SlurmError
+
+DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+        "DEADLINE", "OUT_OF_MEMORY"}
+
+
+def command(name: str) -> list[str]:
+    """The installed client next to this interpreter, else the module."""
+    script = Path(sys.executable).parent / name
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", f"from cli.{name} import main; main()"]
+
+
+class Cluster:
+    def __init__(self, directory: Path, nodes: int = 2, settings: tuple[str, ...] = ()) -> None:
+        self.dir = directory
+        self.nodes = nodes
+        self.conf = write_config(str(directory), nodes, list(settings))
+        self.env = {**os.environ, "SLURM_CONF": self.conf, "PYTHONUNBUFFERED": "1"}
+        self.client = Client(socket_path(load(self.conf).state_save_location), timeout=10)
+        self.logs = directory / "log"
+        self.logs.mkdir(exist_ok=True)
+        self.controller: subprocess.Popen[bytes] | None = None
+        self.agent: subprocess.Popen[bytes] | None = None
+
+    # ------------------------------------------------------------ daemons
+
+    def _spawn(self, module: str, *args: str) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"{module.split('.')[0]}.log", "ab")  # noqa: SIM115
+        return subprocess.Popen([sys.executable, "-m", module, "-f", self.conf, *args],
+                                stdout=log, stderr=log, env=self.env, start_new_session=True)
+
+    def start_controller(self) -> None:
+        self.controller = self._spawn("controller.main")
+        self.wait_for(lambda: self._ping(), 20, "controller did not answer")
+
+    def start_agent(self) -> None:
+        names = f"node[1-{self.nodes}]" if self.nodes > 1 else "node1"
+        self.agent = self._spawn("nodeagent.main", "--nodes", names)
+
+    def start(self) -> Cluster:
+        self.start_controller()
+        self.start_agent()
+        self.wait_for(self.all_nodes_up, 20, "nodes did not register")
+        return self
+
+    def _ping(self) -> bool:
+        try:
+            self.client.call("Ping", {})
+            return True
+        except SlurmError:
+            return False
+
+    def all_nodes_up(self) -> bool:
+        nodes = self.client.call("Nodes", {})["nodes"]
+        return all(n["state"] in ("IDLE", "MIXED", "ALLOCATED") for n in nodes)
+
+    def kill(self, which: str, sig: int = signal.SIGKILL) -> None:
+        proc = getattr(self, which)
+        assert proc is not None
+        proc.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            proc.wait(timeout=20)
+
+    def stop(self) -> None:
+        for proc in (self.agent, self.controller):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.terminate()
+        for proc in (self.agent, self.controller):
+            if proc is not None:
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        # Supervisors are detached from the agent by design; end any left over.
+        subprocess.run(["pkill", "-f", f"nodeagent.supervisor {self.dir}"], check=False)
+
+    def log(self, name: str) -> str:
+        path = self.logs / f"{name}.log"
+        return path.read_text() if path.exists() else ""
+
+    # ------------------------------------------------------------ clients
+
+    def run(self, name: str, *args: str, check: bool = True, input: str | None = None,
+            cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([*command(name), *args], env={**self.env, **(env or {})},
+                                capture_output=True, text=True, input=input,
+                                cwd=cwd or self.dir, timeout=60, check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{name} {args} exited {result.returncode}: {result.stderr}")
+        return result
+
+    def sbatch(self, *args: str, cwd: Path | None = None) -> int:
+        out = self.run("sbatch", "--parsable", *args, cwd=cwd).stdout
+        return int(out.strip().split(";")[0])
+
+    def jobs(self, *ids: int | str) -> list[dict[str, Any]]:
+        flt: dict[str, Any] = {"states": ["ALL"]}
+        if ids:
+            flt["job_ids"] = [str(i) for i in ids]
+        return list(self.client.call("Jobs", {"filter": flt, "expand_arrays": True})["jobs"])
+
+    def job(self, job_id: int | str) -> dict[str, Any]:
+        jobs = self.jobs(job_id)
+        assert len(jobs) == 1, jobs
+        return jobs[0]
+
+    def wait_for(self, predicate: Any, timeout: float, message: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{message} within {timeout} s\n--- controller log ---\n"
+                             f"{self.log('controller')[-3000:]}\n--- agent log ---\n"
+                             f"{self.log('nodeagent')[-3000:]}")
+
+    def wait_state(self, job_id: int | str, states: set[str], timeout: float = 30) -> dict[str, Any]:
+        self.wait_for(lambda: self.job(job_id)["state"] in states, timeout,
+                      f"job {job_id} did not reach {sorted(states)}")
+        return self.job(job_id)
+
+    def wait_done(self, job_id: int | str, timeout: float = 30) -> dict[str, Any]:
+        return self.wait_state(job_id, DONE, timeout)

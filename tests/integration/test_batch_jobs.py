@@ -1,0 +1,128 @@
+"""Batch jobs end to end through the real clients and daemons (issue 2)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tests.integration.cluster import Cluster
+
+
+def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\nenv | sort\necho args: \"$@\"\n")
+    result = cluster.run("sbatch", str(script), "a1", "b2", cwd=work)
+    assert result.stdout.startswith("Submitted batch job ")
+    job_id = int(result.stdout.split()[-1])
+    script.unlink()  # clients may delete the script right after sbatch returns
+    job = cluster.wait_done(job_id)
+    assert job["state"] == "COMPLETED"
+    assert job["exit_status"] == 0
+    out = (work / "out" / f"envjob-{job_id}.txt").read_text()
+    env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("args"))
+    assert env["SLURM_JOB_ID"] == str(job_id)
+    assert env["SLURM_JOB_NAME"] == "envjob"
+    assert env["SLURM_JOB_NODELIST"] == env["SLURMD_NODENAME"]
+    assert env["SLURM_SUBMIT_DIR"] == str(work)
+    assert env["SLURM_CLUSTER_NAME"] == "corral"
+    assert env["SLURM_NTASKS"] == "1"
+    assert env["SLURM_JOB_NUM_NODES"] == "1"
+    assert env["SLURM_JOB_PARTITION"] == "debug"
+    assert env["SLURM_CONF"] == cluster.conf
+    assert "args: a1 b2" in out
+
+
+def test_exit_code_and_signal_recorded(cluster: Cluster) -> None:
+    failing = cluster.sbatch("--wrap", "exit 3")
+    killed = cluster.sbatch("--wrap", "kill -9 $$")
+    job = cluster.wait_done(failing)
+    assert (job["state"], job["exit_status"] >> 8, job["reason"]) == ("FAILED", 3, "NonZeroExitCode")
+    job = cluster.wait_done(killed)
+    assert (job["state"], job["exit_status"] & 0x7F) == ("FAILED", 9)
+    shown = cluster.run("scontrol", "show", "job", str(failing)).stdout
+    assert "ExitCode=3:0" in shown
+
+
+def test_cancel_pending_and_running(cluster: Cluster) -> None:
+    running = cluster.sbatch("--wrap", "sleep 60")
+    cluster.wait_state(running, {"RUNNING"})
+    held = cluster.sbatch("-H", "--wrap", "true")
+    cluster.run("scancel", str(running), str(held))
+    assert cluster.wait_done(running)["state"] == "CANCELLED"
+    assert cluster.wait_done(held)["state"] == "CANCELLED"
+    again = cluster.run("scancel", str(running), check=False)
+    assert again.returncode == 1
+    assert "Job/step already completing or completed" in again.stderr
+
+
+def test_time_limit_ends_job_as_timeout(cluster: Cluster) -> None:
+    job_id = cluster.sbatch("-t", "0:01", "--wrap", "trap '' TERM; sleep 300")
+    job = cluster.wait_done(job_id, timeout=40)
+    assert job["state"] == "TIMEOUT"
+    assert job["reason"] == "TimeLimit"
+
+
+def test_hold_and_release(cluster: Cluster) -> None:
+    job_id = cluster.sbatch("--hold", "--wrap", "true")
+    job = cluster.job(job_id)
+    assert (job["state"], job["reason"], job["priority"]) == ("PENDING", "JobHeldUser", 0)
+    time.sleep(1.2)  # a scheduling cycle passes and it stays held
+    assert cluster.job(job_id)["state"] == "PENDING"
+    cluster.run("scontrol", "hold", str(job_id))
+    assert cluster.job(job_id)["reason"] == "JobHeldAdmin"
+    cluster.run("scontrol", "release", str(job_id))
+    assert cluster.wait_done(job_id)["state"] == "COMPLETED"
+
+
+def test_requeue_running_job_runs_again(cluster: Cluster, tmp_path: Path) -> None:
+    marker = tmp_path / "runs"
+    job_id = cluster.sbatch("--requeue", "--wrap", f"echo run >> {marker}; sleep 30")
+    cluster.wait_state(job_id, {"RUNNING"})
+    cluster.wait_for(marker.exists, 10, "first run did not start")
+    cluster.run("scontrol", "requeue", str(job_id))
+    cluster.wait_for(lambda: cluster.job(job_id)["restarts"] == 1, 20, "job was not requeued")
+    cluster.wait_state(job_id, {"RUNNING"}, timeout=30)
+    cluster.wait_for(lambda: marker.read_text().count("run") == 2, 10, "second run did not start")
+    cluster.run("scancel", str(job_id))
+    assert cluster.wait_done(job_id)["state"] == "CANCELLED"
+
+
+def test_array_job_runs_every_task(cluster: Cluster, tmp_path: Path) -> None:
+    job_id = cluster.sbatch("--array=1-4%2", "-o", str(tmp_path / "a-%A_%a.out"),
+                            "--wrap", "echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID")
+    for task in range(1, 5):
+        assert cluster.wait_done(f"{job_id}_{task}")["state"] == "COMPLETED"
+        assert (tmp_path / f"a-{job_id}_{task}.out").read_text().split() == [str(job_id), str(task)]
+
+
+def test_dependency_waits_for_the_first_job(cluster: Cluster, tmp_path: Path) -> None:
+    first = cluster.sbatch("--wrap", "sleep 2")
+    second = cluster.sbatch(f"--dependency=afterok:{first}", "--wrap", "true")
+    cluster.wait_for(lambda: cluster.job(second)["reason"] == "Dependency", 10, "no Dependency reason")
+    assert cluster.wait_done(second)["state"] == "COMPLETED"
+    assert cluster.job(second)["start_time"] >= cluster.job(first)["end_time"]
+
+
+def test_squeue_and_sinfo_show_the_cluster(cluster: Cluster) -> None:
+    job_id = cluster.sbatch("-J", "shown", "--wrap", "sleep 30")
+    cluster.wait_state(job_id, {"RUNNING"})
+    out = cluster.run("squeue").stdout.splitlines()
+    assert out[0] == "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
+    assert any(line.split()[:5] == [str(job_id), "debug", "shown", os.environ.get("USER", "root"), "R"]
+               or line.split()[:3] == [str(job_id), "debug", "shown"] for line in out[1:])
+    sinfo = cluster.run("sinfo").stdout.splitlines()
+    assert sinfo[0] == "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST"
+    cluster.run("scancel", str(job_id))
+    cluster.wait_done(job_id)
+
+
+def test_finished_jobs_stay_visible_for_min_job_age(make_cluster) -> None:  # type: ignore[no-untyped-def]
+    c = make_cluster(settings=("MinJobAge=2",))
+    job_id = c.sbatch("--wrap", "true")
+    c.wait_done(job_id)
+    assert "COMPLETED" in c.run("squeue", "-t", "all", "-h", "-o", "%T", "-j", str(job_id)).stdout
+    c.wait_for(lambda: c.run("squeue", "-h", "-j", str(job_id), check=False).returncode == 1, 10,
+               "finished job was not purged after MinJobAge")

@@ -1,0 +1,88 @@
+"""Faults while jobs run: controller kill -9, agent restart, silent nodes (issue 2)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+from tests.integration.cluster import Cluster
+
+
+def _submit(cluster: Cluster, script: str, work: Path) -> int:
+    spec = {"name": "w", "script": script, "work_dir": str(work), "std_out": "/dev/null",
+            "environment": {"PATH": "/usr/bin:/bin"}}
+    return int(cluster.client.call("Submit", {"spec": spec})["job_id"])
+
+
+def test_controller_kill9_during_500_jobs_loses_nothing(make_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    c = make_cluster(nodes=4, settings=("KillWait=2",))
+    runs = tmp_path / "runs.txt"
+    script = f"#!/bin/sh\necho $SLURM_JOB_ID >> {runs}\n"
+    before = [_submit(c, script, tmp_path) for _ in range(250)]
+    c.wait_for(lambda: runs.exists() and len(runs.read_text().split()) >= 20, 60, "jobs did not start")
+    c.kill("controller", signal.SIGKILL)
+    c.start_controller()
+    after = [_submit(c, script, tmp_path) for _ in range(250)]
+    assert min(after) > max(before), "job ids must stay monotonic across a restart"
+    every = before + after
+
+    def all_done() -> bool:
+        states = {j["job_id"]: j["state"] for j in c.jobs()}
+        return all(states.get(j) == "COMPLETED" for j in every)
+
+    c.wait_for(all_done, 240, "not every job completed")
+    counts = Counter(int(x) for x in runs.read_text().split())
+    assert set(counts) == set(every)
+    assert [j for j, n in counts.items() if n != 1] == [], "a job ran more than once"
+
+
+def test_agent_restart_while_job_runs(cluster: Cluster, tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    job_id = cluster.sbatch("--wrap", f"sleep 3; echo finished > {done}")
+    cluster.wait_state(job_id, {"RUNNING"})
+    cluster.kill("agent", signal.SIGKILL)
+    cluster.start_agent()
+    job = cluster.wait_done(job_id, timeout=30)
+    assert job["state"] == "COMPLETED"
+    assert done.read_text() == "finished\n"
+
+
+def test_agent_down_while_job_ends_result_is_kept(cluster: Cluster, tmp_path: Path) -> None:
+    job_id = cluster.sbatch("--wrap", "sleep 1; exit 7")
+    cluster.wait_state(job_id, {"RUNNING"})
+    cluster.kill("agent", signal.SIGKILL)
+    time.sleep(2.5)  # the job ends while nobody is there to report it
+    cluster.start_agent()
+    job = cluster.wait_done(job_id, timeout=30)
+    assert (job["state"], job["exit_status"] >> 8) == ("FAILED", 7)
+
+
+def test_silent_node_goes_down_and_its_jobs_are_handled(make_cluster) -> None:  # type: ignore[no-untyped-def]
+    c = make_cluster(nodes=1, settings=("SlurmdTimeout=4", "KillWait=1"))
+    requeued = c.sbatch("--requeue", "--wrap", "sleep 300")
+    c.wait_state(requeued, {"RUNNING"})
+    c.kill("agent", signal.SIGSTOP)
+    try:
+        c.wait_for(lambda: "*" in c.run("sinfo", "-h", "-o", "%t").stdout, 10,
+                   "node never shown as not responding")
+        c.wait_for(lambda: c.run("sinfo", "-h", "-o", "%t").stdout.strip() == "down*", 20,
+                   "node did not go DOWN")
+        job = c.job(requeued)
+        assert (job["state"], job["restarts"]) == ("PENDING", 1)
+    finally:
+        c.kill("agent", signal.SIGCONT)
+    c.run("scancel", str(requeued))
+
+
+def test_silent_node_fails_a_job_that_cannot_requeue(make_cluster) -> None:  # type: ignore[no-untyped-def]
+    c = make_cluster(nodes=1, settings=("SlurmdTimeout=4", "KillWait=1"))
+    job_id = c.sbatch("--no-requeue", "--wrap", "sleep 300")
+    c.wait_state(job_id, {"RUNNING"})
+    c.kill("agent", signal.SIGSTOP)
+    try:
+        job = c.wait_done(job_id, timeout=20)
+        assert job["state"] == "NODE_FAIL"
+    finally:
+        c.kill("agent", signal.SIGCONT)
