@@ -228,9 +228,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         mono = time.monotonic()
         changed = False
         for name, node in list(self.store.nodes.items()):
-            if node.state != "UP" or not timeout:
+            if node.state != "UP":
                 continue
-            if mono - node.last_seen <= timeout:
+            silent = mono - node.last_seen
+            if node.responding and silent > 2 * HEARTBEAT_INTERVAL + 1:
+                self.store.node_lost(name)  # shown with Slurm's `*` from now on
+            if not timeout or silent <= timeout:
                 continue
             log.warning("node %s not responding for %d s: DOWN", name, timeout)
             self.store.set_node_down(name, "Not responding", "slurm", 0, now)

@@ -1,0 +1,233 @@
+"""The pure-Python twin of corral.nodeset.NodeSet: the same API over an int bitmask.
+
+It is the reference the C-backed class is tested against (tests/unit/test_nodeset.py
+runs random operation sequences on both and compares), so it favours the obvious
+over the fast. It also owns what both classes share and what is not bit work:
+argument checks and the range-string grammar, so the two cannot drift apart there.
+
+Range strings: comma-separated items, each ``N`` or ``N-M`` (N <= M, inclusive),
+ASCII decimal digits only, no spaces; ``""`` is the empty set. Items may overlap or
+come in any order; ``str()`` always writes the canonical form (ascending, merged).
+"""
+
+from __future__ import annotations
+
+from operator import index as as_int
+
+# Importing typing costs milliseconds this module cannot spend; mypy honours the name.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+
+def check_size(size: int) -> int:
+    """The capacity as a plain int; a negative one is a ValueError."""
+    size = as_int(size)
+    if size < 0:
+        raise ValueError(f"NodeSet size must be >= 0, not {size}")
+    return size
+
+
+def check_index(index: int, size: int) -> int:
+    """``index`` as a plain int, or IndexError when it is not a node of a ``size`` set."""
+    index = as_int(index)
+    if not 0 <= index < size:
+        raise IndexError(f"node index {index} out of range for a NodeSet of size {size}")
+    return index
+
+
+def parse_spec(spec: str, size: int) -> list[tuple[int, int]]:
+    """The inclusive ``(first, last)`` runs of a range string, in the order written.
+
+    A malformed string is a ValueError; an index past the capacity is an IndexError.
+    """
+    if not spec:
+        return []
+    runs = []
+    for item in spec.split(","):
+        first, dash, last = item.partition("-")
+        if not (_is_number(first) and (_is_number(last) if dash else not last)):
+            raise ValueError(f"malformed node range {item!r} in {spec!r}")
+        lo = int(first)
+        hi = int(last) if dash else lo
+        if lo > hi:
+            raise ValueError(f"descending node range {item!r} in {spec!r}")
+        check_index(hi, size)
+        runs.append((lo, hi))
+    return runs
+
+
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def format_runs(runs: Iterable[tuple[int, int]]) -> str:
+    """The range string of ascending, non-adjacent inclusive runs: ``0-3,7``."""
+    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in runs)
+
+
+def size_mismatch(left: int, right: int) -> ValueError:
+    """The error for a two-set operation on sets of different capacities."""
+    return ValueError(f"NodeSet sizes differ: {left} and {right}")
+
+
+def _rebuild(spec: str, size: int) -> NodeSet:
+    return NodeSet(spec, size=size)
+
+
+class NodeSet:
+    """An immutable set of node indices ``0 <= i < size``; ``size`` is fixed at creation.
+
+    Built from a range string (``NodeSet('0-3,7', size=16)``) or any iterable of
+    indices. Operations return new sets. ``&``, ``|``, ``-``, ``^``, ``<=``, ``<``,
+    ``>=``, ``>``, ``overlaps`` and ``isdisjoint`` need two sets of the same size
+    (ValueError otherwise); ``==`` is simply False across sizes. An index outside
+    ``0..size-1`` is an IndexError and a non-integer one a TypeError, ``in`` included:
+    asking about a node the cluster does not have is a caller's bug, not a miss.
+    """
+
+    __slots__ = ("_mask", "_size")
+
+    _mask: int
+    _size: int
+
+    def __init__(self, spec: str | Iterable[int] = "", *, size: int) -> None:
+        self._size = check_size(size)
+        mask = 0
+        if isinstance(spec, str):
+            for lo, hi in parse_spec(spec, self._size):
+                mask |= ((1 << (hi - lo + 1)) - 1) << lo
+        else:
+            for index in spec:
+                mask |= 1 << check_index(index, self._size)
+        self._mask = mask
+
+    @classmethod
+    def full(cls, size: int) -> NodeSet:
+        """Every node of a ``size`` cluster."""
+        size = check_size(size)
+        return cls._make((1 << size) - 1, size)
+
+    @classmethod
+    def _make(cls, mask: int, size: int) -> NodeSet:
+        made = object.__new__(cls)
+        made._mask = mask
+        made._size = size
+        return made
+
+    @property
+    def size(self) -> int:
+        """The capacity: the number of nodes the set ranges over, not its length."""
+        return self._size
+
+    def first(self) -> int | None:
+        """The lowest index in the set, or None when it is empty."""
+        mask = self._mask
+        return (mask & -mask).bit_length() - 1 if mask else None
+
+    def with_(self, index: int) -> NodeSet:
+        """This set plus ``index``."""
+        return self._make(self._mask | (1 << check_index(index, self._size)), self._size)
+
+    def without(self, index: int) -> NodeSet:
+        """This set minus ``index``."""
+        return self._make(self._mask & ~(1 << check_index(index, self._size)), self._size)
+
+    def copy(self) -> NodeSet:
+        """An equal, distinct set."""
+        return self._make(self._mask, self._size)
+
+    def overlaps(self, other: NodeSet) -> bool:
+        """Whether the two sets share a node."""
+        return bool(self._mask & self._same_size(other)._mask)
+
+    def isdisjoint(self, other: NodeSet) -> bool:
+        """Whether the two sets share no node (``not overlaps``)."""
+        return not self.overlaps(other)
+
+    def _same_size(self, other: NodeSet) -> NodeSet:
+        if other._size != self._size:
+            raise size_mismatch(self._size, other._size)
+        return other
+
+    def _runs(self) -> Iterator[tuple[int, int]]:
+        mask = self._mask
+        while mask:
+            lo = (mask & -mask).bit_length() - 1
+            above = mask >> lo
+            length = (above ^ (above + 1)).bit_length() - 1
+            yield lo, lo + length - 1
+            mask &= ~(((1 << length) - 1) << lo)
+
+    def __contains__(self, index: int) -> bool:
+        return bool(self._mask >> check_index(index, self._size) & 1)
+
+    def __len__(self) -> int:
+        return self._mask.bit_count()
+
+    def __bool__(self) -> bool:
+        return self._mask != 0
+
+    def __iter__(self) -> Iterator[int]:
+        mask = self._mask
+        while mask:
+            low = mask & -mask
+            yield low.bit_length() - 1
+            mask ^= low
+
+    def __and__(self, other: NodeSet) -> NodeSet:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return self._make(self._mask & self._same_size(other)._mask, self._size)
+
+    def __or__(self, other: NodeSet) -> NodeSet:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return self._make(self._mask | self._same_size(other)._mask, self._size)
+
+    def __sub__(self, other: NodeSet) -> NodeSet:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return self._make(self._mask & ~self._same_size(other)._mask, self._size)
+
+    def __xor__(self, other: NodeSet) -> NodeSet:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return self._make(self._mask ^ self._same_size(other)._mask, self._size)
+
+    def __le__(self, other: NodeSet) -> bool:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return self._mask & ~self._same_size(other)._mask == 0
+
+    def __lt__(self, other: NodeSet) -> bool:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return self <= other and self._mask != other._mask
+
+    def __ge__(self, other: NodeSet) -> bool:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return other <= self
+
+    def __gt__(self, other: NodeSet) -> bool:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return other < self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NodeSet):
+            return NotImplemented
+        return self._size == other._size and self._mask == other._mask
+
+    def __hash__(self) -> int:
+        return hash((self._size, self._mask))
+
+    def __reduce__(self) -> tuple[object, tuple[str, int]]:
+        return _rebuild, (str(self), self._size)
+
+    def __str__(self) -> str:
+        return format_runs(self._runs())
+
+    def __repr__(self) -> str:
+        return f"NodeSet({str(self)!r}, size={self._size})"
