@@ -12,8 +12,10 @@ path (see docs/wire.md for the budget).
 from __future__ import annotations
 
 import os
-import socket
 import struct
+
+# The C module directly: ``socket`` would pull in enum and selectors (~6 ms).
+import _socket
 
 from corral.errors import ControllerUnreachable, SlurmError
 from corral.wire import codec
@@ -28,7 +30,7 @@ def socket_path(state_save_location: str) -> str:
     return os.path.join(state_save_location, "corral-ctld.sock")
 
 
-def recv_exact(sock: socket.socket, size: int) -> bytes:
+def recv_exact(sock: _socket.socket, size: int) -> bytes:
     """Read exactly ``size`` bytes or raise ``ConnectionError``."""
     chunks = []
     while size:
@@ -52,7 +54,8 @@ class Client:
         body = codec.encode(f"{method}Request", request or {})
         frame = codec.encode("Frame", {"method": method, "body": body})
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            try:
                 sock.settimeout(self.timeout)
                 sock.connect(self.socket_path)
                 sock.sendall(struct.pack(">I", len(frame)) + frame)
@@ -60,6 +63,8 @@ class Client:
                 if size > MAX_FRAME:
                     raise ConnectionError("reply too large")
                 reply = codec.decode("Frame", recv_exact(sock, size))
+            finally:
+                sock.close()
         except (OSError, ConnectionError, struct.error) as exc:
             raise ControllerUnreachable() from exc
         if reply["code"]:
