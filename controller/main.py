@@ -7,6 +7,7 @@ import asyncio
 import logging
 import signal
 import sys
+import time
 
 import grpc
 import uvloop
@@ -44,7 +45,7 @@ def setup_logging(verbose: int) -> None:
 async def serve(conf: SlurmConfig, key: bytes) -> None:
     journal = Journal(conf.state_save_location)
     store = JobStore(conf, journal)
-    store.load()
+    store.load(time.monotonic())
     stopping = asyncio.Event()
     link = AgentLink(store, key, lambda: loop.kick())
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)

@@ -81,8 +81,13 @@ class JobStore:
             if holds_nodes(job):
                 self._account(job, +1)
 
-    def load(self) -> None:
-        """Restore state from the journal after a restart."""
+    def load(self, monotonic: float) -> None:
+        """Restore state from the journal after a restart.
+
+        Nodes keep their administrative state; their liveness clock starts
+        now, so agents get a full SlurmdTimeout to re-attach before any node
+        is declared DOWN.
+        """
         loaded = self.journal.load()
         self.jobs = loaded.jobs
         self.next_job_id = max(
@@ -92,7 +97,8 @@ class JobStore:
         )
         for name, saved in loaded.nodes.items():
             if name in self.nodes:
-                self.nodes[name] = replace(self.nodes[name], **saved)
+                self.nodes[name] = replace(self.nodes[name], **saved, last_seen=monotonic,
+                                           responding=False)
         self.apply_config(self.conf)
         log.info("recovered %d jobs, next job id %d", len(self.jobs), self.next_job_id)
 

@@ -1,0 +1,903 @@
+"""slurm.conf, read the way Slurm reads it.
+
+Administrators bring their existing slurm.conf, so the syntax is Slurm's:
+case-insensitive ``Key=Value`` pairs (several per line, ``"quoted values"``),
+``#`` comments unless escaped as ``\\#``, a trailing ``\\`` continuing a line,
+``Include <file>`` (``%c`` is the ClusterName), cumulative
+``NodeName=DEFAULT``/``PartitionName=DEFAULT`` lines, ``DownNodes=`` and
+``NodeSet=`` lines. Every key Slurm knows is accepted and kept; keys Slurm
+does not know are reported in ``SlurmConfig.warnings`` rather than refused,
+so a typo never takes a cluster down. A value Corral needs and cannot use is a
+``ConfigError`` naming the file and line, because guessing would schedule jobs
+on the wrong resources.
+
+Every client command imports this module and parses the file, so it uses only
+``re``, ``os`` and ``dataclasses`` and does its work in one pass over the lines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from corral import hostlist, timefmt
+from corral.errors import CorralError
+
+DEFAULT_PATH = "/etc/corral/slurm.conf"
+
+
+class ConfigError(CorralError):
+    """A slurm.conf that cannot be used; ``str()`` is ``path:line: message``."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+        where = path if line is None else f"{path}:{line}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """One node as slurm.conf defines it. ``sockets`` is the node's total socket count."""
+
+    name: str
+    node_addr: str
+    node_hostname: str
+    port: int
+    cpus: int
+    boards: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    real_memory: int
+    tmp_disk: int
+    gres: str
+    features: tuple[str, ...]
+    weight: int
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionConfig:
+    """One partition. Durations are minutes (-1 unlimited); memory is MiB, 0 unlimited.
+
+    ``nodes`` is the expanded node list in the order slurm.conf defines the
+    nodes, which is the order Slurm considers them in.
+    """
+
+    name: str
+    nodes: tuple[str, ...]
+    nodes_expr: str
+    default: bool
+    max_time: int
+    default_time: int | None
+    max_nodes: int | None
+    min_nodes: int
+    state: str
+    priority_tier: int
+    priority_job_factor: int
+    oversubscribe: str
+    allow_accounts: tuple[str, ...] | None
+    allow_groups: tuple[str, ...] | None
+    def_mem_per_cpu: int
+    def_mem_per_node: int
+    max_mem_per_node: int
+    max_mem_per_cpu: int
+    max_cpus_per_node: int | None
+    hidden: bool
+    root_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmConfig:
+    """The whole parsed configuration.
+
+    ``settings`` holds every top-level key as written (canonical Slurm
+    spelling, last value wins); ``warnings`` the ``path:line: ...`` notes about
+    keys that were ignored or values that were corrected.
+    """
+
+    path: str
+    cluster_name: str
+    slurmctld_hosts: tuple[tuple[str, str], ...]
+    slurmctld_port: int
+    slurmd_port: int
+    state_save_location: str
+    slurmd_spool_dir: str
+    slurmd_timeout: int
+    kill_wait: int
+    min_job_age: int
+    max_job_count: int
+    first_job_id: int
+    job_requeue: bool
+    max_array_size: int
+    job_file_append: bool
+    scheduler_parameters: tuple[tuple[str, str], ...]
+    nodes: tuple[NodeConfig, ...]
+    partitions: tuple[PartitionConfig, ...]
+    settings: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...]
+    _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {node.name: node for node in self.nodes})
+
+    def node(self, name: str) -> NodeConfig:
+        """The node called ``name``; KeyError if slurm.conf defines none."""
+        return self._by_name[name]
+
+    def partition(self, name: str) -> PartitionConfig | None:
+        return next((p for p in self.partitions if p.name == name), None)
+
+    @property
+    def default_partition(self) -> PartitionConfig | None:
+        """The first partition with ``Default=YES``, as Slurm picks it."""
+        return next((p for p in self.partitions if p.default), None)
+
+    def scheduler_param(self, name: str) -> str | None:
+        """A SchedulerParameters value; ``""`` for a bare flag, None when absent."""
+        wanted = name.lower()
+        return next((v for k, v in self.scheduler_parameters if k.lower() == wanted), None)
+
+    @property
+    def controller_host(self) -> tuple[str, str]:
+        """The primary controller's (host name, address)."""
+        return self.slurmctld_hosts[0]
+
+
+# ------------------------------------------------------------------ known keys
+# Every key Slurm's slurm.conf accepts (slurm.conf(5), current and recently
+# retired), in Slurm's spelling. Record keys belong to NodeName=, PartitionName=,
+# DownNodes=, NodeSet= and PowerAction= lines.
+_TOP_KEYS = """
+AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost
+AccountingStorageHost AccountingStorageLoc AccountingStorageParameters AccountingStoragePass
+AccountingStoragePort AccountingStorageTRES AccountingStorageType AccountingStorageUser
+AccountingStoreFlags AccountingStoreJobComment AcctGatherEnergyType AcctGatherFilesystemType
+AcctGatherInfinibandType AcctGatherInterconnectType AcctGatherNodeFreq AcctGatherProfileType
+AllowSpecResourcesUsage AuthAltParameters AuthAltTypes AuthInfo AuthType BackupAddr
+BackupController BatchStartTimeout BcastExclude BcastParameters BurstBufferParameters
+BurstBufferType CacheGroups CertgenParameters CertgenType CertmgrParameters CertmgrType
+CheckpointType CliFilterParameters CliFilterPlugins ClusterName CommunicationParameters
+CompleteWait ControlAddr ControlMachine CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType
+CryptoType DataParserParameters DebugFlags DefCpuPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode
+DefRuntimePlugin DependencyParameters DisableRootJobs EioTimeout EnforcePartLimits Epilog
+EpilogMsgTime EpilogSlurmctld EpilogTimeout ExtSensorsFreq ExtSensorsType
+FairShareDampeningFactor FastSchedule FederationParameters FirstJobId GetEnvTimeout GpuFreqDef
+GresTypes GroupUpdateForce GroupUpdateTime HashPlugin HealthCheckInterval HealthCheckNodeState
+HealthCheckProgram HealthCheckTimeout HttpParserType InactiveLimit InteractiveStepOptions
+JobAcctGatherFrequency JobAcctGatherParams JobAcctGatherType JobCheckpointDir JobCompHost
+JobCompLoc JobCompParams JobCompPass JobCompPassScript JobCompPort JobCompType JobCompUser
+JobContainerType JobCredentialPrivateKey JobCredentialPublicCertificate JobFileAppend
+JobRequeue JobSubmitPlugins KeepAliveTime KillOnBadExit KillWait LaunchParameters LaunchType
+LicenseParameters Licenses LogTimeFormat MailDomain MailProg MaxArraySize MaxBatchRequeue
+MaxDBDMsgs MaxJobCount MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount
+MaxTasksPerNode MCSParameters MCSPlugin MessageTimeout MetricsAuthUsers MetricsParameters
+MetricsType MinJobAge MpiDefault MpiParams NamespaceType NodeFeaturesPlugins OverTimeLimit
+PluginDir PlugStackConfig PowerParameters PowerPlugin PreemptExemptTime PreemptMode
+PreemptParameters PreemptType PrEpParameters PrEpPlugins PriorityCalcPeriod
+PriorityDecayHalfLife PriorityFavorSmall PriorityFlags PriorityMaxAge PriorityParameters
+PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType PriorityUsageResetPeriod
+PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare PriorityWeightJobSize
+PriorityWeightPartition PriorityWeightQOS PriorityWeightTRES PrivateData ProctrackType Prolog
+PrologEpilogTimeout PrologFlags PrologSlurmctld PrologTimeout PropagatePrioProcess
+PropagateResourceLimits PropagateResourceLimitsExcept RebootProgram ReconfigFlags RequeueExit
+RequeueExitHold ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog
+ResvOverRun ResvProlog ReturnToService RoutePlugin SallocDefaultCommand SbcastParameters
+SchedulerParameters SchedulerPort SchedulerTimeSlice SchedulerType ScronParameters SelectType
+SelectTypeParameters SerializerParameters SerializerPlugins SlurmctldAddr SlurmctldDebug
+SlurmctldHost SlurmctldHttpAuthParameters SlurmctldLogFile SlurmctldParameters SlurmctldPidFile
+SlurmctldPort SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg SlurmctldSyslogDebug
+SlurmctldTimeout SlurmdDebug SlurmdHttpAuthParameters SlurmdLogFile SlurmdParameters
+SlurmdPidFile SlurmdPort SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser
+SlurmrestdHttpAuthParameters SlurmrestdParameters SlurmSchedLogFile SlurmSchedLogLevel
+SlurmstepdParameters SlurmUser SrunEpilog SrunPortRange SrunProlog StateSaveLocation
+SuspendExcNodes SuspendExcParts SuspendExcStates SuspendProgram SuspendRate SuspendTime
+SuspendTimeout SwitchParameters SwitchType TaskEpilog TaskPlugin TaskPluginParam TaskProlog
+TCPTimeout TLSParameters TLSType TmpFS TopologyParam TopologyPlugin TrackWCKey TreeWidth
+UnkillableStepProgram UnkillableStepTimeout UrlParserType UsePAM VSizeFactor WaitTime
+X11Parameters
+"""
+_NODE_KEYS = """
+NodeName BcastAddr Boards CoreSpecCount CoresPerSocket CpuBind CPUs CPUSpecList Feature
+Features Gres GresConf MemSpecLimit NodeAddr NodeHostname Parameters Port Procs RealMemory
+Reason RestrictedCoresPerGPU Sockets SocketsPerBoard State SuspendTime ThreadsPerCore TmpDisk
+Topology TRESWeights Weight
+"""
+_PARTITION_KEYS = """
+PartitionName AllocNodes AllowAccounts AllowGroups AllowQos Alternate CpuBind DefCpuPerGPU
+DefMemPerCPU DefMemPerGPU DefMemPerNode Default DefaultTime DenyAccounts DenyQos
+DisableRootJobs Exclusive ExclusiveTopo ExclusiveUser GraceTime Hidden LLN MaxCPUsPerNode
+MaxCPUsPerSocket MaxMemPerCPU MaxMemPerNode MaxNodes MaxTime MinNodes Nodes OverSubscribe
+OverTimeLimit PowerDownOnIdle PreemptMode Priority PriorityJobFactor PriorityTier QOS ReqResv
+ResumeTimeout RootOnly SelectTypeParameters Shared State SuspendTime SuspendTimeout Topology
+TRESBillingWeights
+"""
+_RECORD_KEYS: dict[str, dict[str, str]] = {
+    "NodeName": {k.lower(): k for k in _NODE_KEYS.split()},
+    "PartitionName": {k.lower(): k for k in _PARTITION_KEYS.split()},
+    "DownNodes": {k.lower(): k for k in ("DownNodes", "Reason", "State")},
+    "NodeSet": {k.lower(): k for k in ("NodeSet", "Nodes", "Feature")},
+    "PowerAction": {k.lower(): k for k in ("PowerAction", "Location", "Program")},
+}
+_TOP = {k.lower(): k for k in _TOP_KEYS.split()}
+_RECORD_TYPES = {k.lower(): k for k in _RECORD_KEYS}
+
+# ------------------------------------------------------------------ lexing
+_KEY_VALUE = re.compile(r'\s*([A-Za-z0-9_.]+)\s*=\s*(?:"([^"]*)"|(\S+))(?=\s|$)')
+_INCLUDE = re.compile(r"\s*include\s+(\S+)\s*", re.IGNORECASE)
+_COMMENT = re.compile(r"(?<!\\)(?:\\\\)*#")
+_ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
+_INTEGER = re.compile(r"(\d{1,20})([kK]?)", re.ASCII)
+_CTLD_HOST = re.compile(r"([^()\s]+)(?:\(([^()\s]+)\))?")
+_PORTS = re.compile(r"\[?(\d{1,5})(?:-(\d{1,5}))?\]?", re.ASCII)
+_MAX_INCLUDE_DEPTH = 16
+_UINT32 = 0xFFFFFFFF
+
+_Where = tuple[str, int]
+_Pairs = dict[str, tuple[str, _Where]]
+# One NodeName=/PartitionName=/... line: where it is, the value of its first key
+# (the names it defines) and its other pairs.
+_Record = tuple[_Where, str, _Pairs]
+
+
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, text) per logical line: comments cut, continuations joined.
+
+    As in Slurm, a ``#`` after an even run of backslashes starts a comment, a
+    line ending in an odd run of backslashes continues on the next, and
+    ``\\x`` becomes ``x`` once the line is whole.
+    """
+    pending: list[str] = []
+    start = 1
+    for number, raw in enumerate(text.split("\n"), 1):
+        if not pending:
+            start = number
+        comment = _COMMENT.search(raw)
+        body = raw if comment is None else raw[: comment.end() - 1]
+        stripped = body.rstrip()
+        backslashes = len(stripped) - len(stripped.rstrip("\\"))
+        if backslashes % 2:
+            pending.append(stripped[:-1])
+            continue
+        pending.append(body)
+        yield start, _ESCAPE.sub(r"\1", "".join(pending))
+        pending = []
+    if pending:
+        yield start, _ESCAPE.sub(r"\1", "".join(pending))
+
+
+def _read(path: str, where: tuple[str, int | None], what: str) -> str:
+    """A file's text, or a ConfigError at ``where`` saying why it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(*where, f"{what}cannot read: {reason}") from exc
+
+
+def _pairs(line: str, where: _Where) -> list[tuple[str, str]]:
+    """The ``Key=Value`` pairs of one logical line, values unquoted."""
+    found: list[tuple[str, str]] = []
+    pos = 0
+    while (match := _KEY_VALUE.match(line, pos)) is not None:
+        value = match.group(2) if match.group(2) is not None else match.group(3)
+        found.append((match.group(1), value))
+        pos = match.end()
+    rest = line[pos:].strip()
+    if rest:
+        raise ConfigError(*where, f'cannot parse "{rest}"')
+    return found
+
+
+class _Reader:
+    """Collects settings and records from slurm.conf and the files it includes."""
+
+    def __init__(self) -> None:
+        self.settings: _Pairs = {}
+        self.records: dict[str, list[_Record]] = {kind: [] for kind in _RECORD_KEYS}
+        self.hosts: list[tuple[str, _Where]] = []
+        self.warnings: list[str] = []
+
+    def feed(self, text: str, path: str, chain: tuple[str, ...]) -> None:
+        for number, line in _logical_lines(text):
+            where = (path, number)
+            include = _INCLUDE.fullmatch(line)
+            if include is not None:
+                self._include(include.group(1), where, chain)
+                continue
+            self._line(_pairs(line, where), where)
+
+    def _include(self, name: str, where: _Where, chain: tuple[str, ...]) -> None:
+        """Read an included file in place; relative names are relative to the includer."""
+        if "%c" in name:
+            cluster = self.settings.get("ClusterName")
+            if cluster is None:
+                raise ConfigError(*where, f"Include {name}: %c used before ClusterName is set")
+            name = name.replace("%c", cluster[0].lower())
+        path = os.path.join(os.path.dirname(where[0]), name)
+        if len(chain) >= _MAX_INCLUDE_DEPTH or os.path.abspath(path) in chain:
+            raise ConfigError(*where, f"Include {name}: include loop")
+        self.feed(_read(path, where, f"Include {name}: "), path, (*chain, os.path.abspath(path)))
+
+    def _line(self, pairs: list[tuple[str, str]], where: _Where) -> None:
+        for index, (key, value) in enumerate(pairs):
+            lowered = key.lower()
+            kind = _RECORD_TYPES.get(lowered)
+            if kind is not None:
+                self.records[kind].append(self._record(kind, pairs[index:], where))
+                return
+            canonical = _TOP.get(lowered)
+            if canonical is None:
+                self._unknown(key, where)
+            elif canonical == "SlurmctldHost":
+                self.hosts.append((value, where))
+            else:
+                self.settings[canonical] = (value, where)
+
+    def _record(self, kind: str, pairs: list[tuple[str, str]], where: _Where) -> _Record:
+        known = _RECORD_KEYS[kind]
+        kept: _Pairs = {}
+        for key, value in pairs[1:]:
+            canonical = known.get(key.lower())
+            if canonical is None:
+                self._unknown(key, where)
+            else:
+                kept[canonical] = (value, where)
+        return where, pairs[0][1], kept
+
+    def _unknown(self, key: str, where: _Where) -> None:
+        self.warnings.append(f"{where[0]}:{where[1]}: unknown key '{key}' ignored")
+
+
+# ------------------------------------------------------------------ values
+def _int(key: str, value: str, where: _Where, *, minimum: int = 0, maximum: int = _UINT32) -> int:
+    """A Slurm integer: decimal digits, optionally ``k`` for x1024."""
+    match = _INTEGER.fullmatch(value)
+    if match is None:
+        raise ConfigError(*where, f"bad {key} value '{value}': not a number")
+    number = int(match.group(1)) * (1024 if match.group(2) else 1)
+    if not minimum <= number <= maximum:
+        raise ConfigError(*where, f"bad {key} value '{value}': not in {minimum}..{maximum}")
+    return number
+
+
+def _limit(key: str, value: str, where: _Where) -> int | None:
+    """An integer where ``UNLIMITED``/``INFINITE`` (None) is also allowed."""
+    if value.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    return _int(key, value, where)
+
+
+def _bool(key: str, value: str, where: _Where) -> bool:
+    """Slurm's booleans: yes/up/true/1 and no/down/false/0, any case."""
+    lowered = value.lower()
+    if lowered in ("yes", "up", "true", "1"):
+        return True
+    if lowered in ("no", "down", "false", "0"):
+        return False
+    raise ConfigError(*where, f"bad {key} value '{value}': expected YES or NO")
+
+
+def _duration(key: str, value: str, where: _Where) -> int:
+    try:
+        return timefmt.parse_duration(value)
+    except ValueError as exc:
+        raise ConfigError(*where, f"bad {key} value '{value}': not a time") from exc
+
+
+def _hosts(key: str, value: str, where: _Where) -> list[str]:
+    try:
+        names = hostlist.expand(value)
+    except ValueError as exc:
+        raise ConfigError(*where, f"bad {key} value '{value}': invalid hostlist") from exc
+    if not names:
+        raise ConfigError(*where, f"bad {key} value '{value}': no host names")
+    return names
+
+
+def _choice(key: str, value: str, where: _Where, allowed: tuple[str, ...]) -> str:
+    upper = value.upper()
+    if upper not in allowed:
+        raise ConfigError(*where, f"bad {key} value '{value}': use {', '.join(allowed)}")
+    return upper
+
+
+def _words(value: str) -> tuple[str, ...]:
+    """A comma list without empty items."""
+    return tuple(word for word in value.split(",") if word)
+
+
+# ------------------------------------------------------------------ nodes
+_NODE_STATES = ("UNKNOWN", "DOWN", "DRAIN", "FAIL", "FAILING", "FUTURE", "CLOUD", "IDLE")
+_DOWN_STATES = ("DOWN", "DRAIN", "FAIL", "FAILING", "FUTURE")
+
+
+def _per_node(key: str, values: list[str], count: int, where: _Where) -> list[str]:
+    """One value per node: the list itself, or its single value repeated."""
+    if len(values) == count:
+        return values
+    if len(values) == 1:
+        return values * count
+    raise ConfigError(*where, f"{key} must name one host per node, or a single one")
+
+
+def _port_range(key: str, value: str, where: _Where) -> list[int]:
+    """A port, or a ``LO-HI`` range of them (brackets allowed, as in a hostlist)."""
+    match = _PORTS.fullmatch(value)
+    if match is None:
+        raise ConfigError(*where, f"bad {key} value '{value}': not a port or port range")
+    low = int(match.group(1))
+    high = low if match.group(2) is None else int(match.group(2))
+    if not 0 < low <= high <= 65535:
+        raise ConfigError(*where, f"bad {key} value '{value}': not in 1..65535")
+    return list(range(low, high + 1))
+
+
+def _topology(pairs: _Pairs, warnings: list[str]) -> tuple[int, int, int, int, int]:
+    """(cpus, boards, sockets, cores, threads), inferring what is missing as Slurm does.
+
+    Sockets (or SocketsPerBoard) counts sockets per board; without either,
+    sockets come from CPUs / (CoresPerSocket x ThreadsPerCore). CPUs default
+    to boards x sockets x cores x threads, and a CPUs count that matches no
+    level of that hierarchy is reset to it with a warning, as in Slurm.
+    """
+
+    def count(key: str) -> int | None:
+        entry = pairs.get(key)
+        return None if entry is None else _int(key, entry[0], entry[1], minimum=1, maximum=65535)
+
+    boards = count("Boards") or 1
+    cores = count("CoresPerSocket") or 1
+    threads = count("ThreadsPerCore") or 1
+    cpus = count("CPUs") or count("Procs")
+    per_board = count("SocketsPerBoard") or count("Sockets")
+    if per_board is not None:
+        sockets = boards * per_board
+    elif cpus is not None and cpus % (cores * threads) == 0:
+        sockets = cpus // (cores * threads)
+        boards = boards if sockets >= boards else 1
+    else:
+        sockets = boards
+    full = sockets * cores * threads
+    if cpus is None:
+        cpus = full
+    elif cpus not in (sockets, sockets * cores, full):
+        where = (pairs.get("CPUs") or pairs["Procs"])[1]
+        warnings.append(
+            f"{where[0]}:{where[1]}: CPUs={cpus} matches no Sockets, Sockets*CoresPerSocket "
+            f"or Sockets*CoresPerSocket*ThreadsPerCore; using CPUs={full}"
+        )
+        cpus = full
+    return cpus, boards, sockets, cores, threads
+
+
+def _nodes(records: list[_Record], slurmd_port: int, warnings: list[str]) -> list[NodeConfig]:
+    """Every node of the NodeName= lines, defaults applied, in definition order."""
+    defaults: _Pairs = {}
+    nodes: list[NodeConfig] = []
+    seen: set[str] = set()
+    for line, name_expr, own in records:
+        if name_expr.upper() == "DEFAULT":
+            for forbidden in ("NodeHostname", "NodeAddr"):
+                if forbidden in own:
+                    raise ConfigError(*line, f"{forbidden} not allowed with NodeName=DEFAULT")
+            defaults.update(own)
+            continue
+        if name_expr.upper() == "ALL":
+            raise ConfigError(*line, "'ALL' is reserved and cannot be a NodeName")
+        names = _hosts("NodeName", name_expr, line)
+        for name in names:
+            if name in seen:
+                raise ConfigError(*line, f"duplicate node name '{name}'")
+            seen.add(name)
+        nodes.extend(_node_line(names, {**defaults, **own}, slurmd_port, warnings))
+    return nodes
+
+
+def _node_line(
+    names: list[str], pairs: _Pairs, slurmd_port: int, warnings: list[str]
+) -> list[NodeConfig]:
+    """The nodes of one NodeName= line; NodeHostname defaults to the name, NodeAddr to that."""
+
+    def text(key: str) -> str:
+        return pairs.get(key, ("", ("", 0)))[0]
+
+    def number(key: str, default: int) -> int:
+        entry = pairs.get(key)
+        return default if entry is None else _int(key, *entry, maximum=2**63 - 1)
+
+    count = len(names)
+    hostnames = names
+    if "NodeHostname" in pairs:
+        value, where = pairs["NodeHostname"]
+        hostnames = _per_node("NodeHostname", _hosts("NodeHostname", value, where), count, where)
+    addrs = hostnames
+    if "NodeAddr" in pairs:
+        value, where = pairs["NodeAddr"]
+        addrs = _per_node("NodeAddr", _hosts("NodeAddr", value, where), count, where)
+    ports = [slurmd_port] * count
+    if "Port" in pairs:
+        value, where = pairs["Port"]
+        ports = _port_range("Port", value, where)
+        if len(ports) not in (1, count):
+            raise ConfigError(
+                *where, f"bad Port value '{value}': {len(ports)} ports, {count} nodes"
+            )
+        ports = ports * count if len(ports) == 1 else ports
+    cpus, boards, sockets, cores, threads = _topology(pairs, warnings)
+    state = "UNKNOWN"
+    if "State" in pairs:
+        state = _choice("State", *pairs["State"], _NODE_STATES)
+    shared = (
+        number("RealMemory", 1),
+        number("TmpDisk", 0),
+        text("Gres"),
+        _words(text("Features") or text("Feature")),
+        number("Weight", 1),
+        state,
+        text("Reason"),
+    )
+    return [
+        NodeConfig(name, addr, hostname, port, cpus, boards, sockets, cores, threads, *shared)
+        for name, hostname, addr, port in zip(names, hostnames, addrs, ports, strict=True)
+    ]
+
+
+def _down_nodes(records: list[_Record], nodes: list[NodeConfig]) -> list[NodeConfig]:
+    """Apply ``DownNodes=`` lines: they set State (default DOWN) and Reason on defined nodes."""
+    index = {node.name: i for i, node in enumerate(nodes)}
+    for line, names_expr, pairs in records:
+        names = _hosts("DownNodes", names_expr, line)
+        missing = [name for name in names if name not in index]
+        if missing:
+            raise ConfigError(*line, f"DownNodes: node {hostlist.compress(missing)} not defined")
+        state = "DOWN"
+        if "State" in pairs:
+            state = _choice("State", *pairs["State"], _DOWN_STATES)
+        reason = pairs.get("Reason", ("Set in slurm.conf", line))[0]
+        for name in names:
+            nodes[index[name]] = replace(nodes[index[name]], state=state, reason=reason)
+    return nodes
+
+
+def _node_sets(records: list[_Record], nodes: list[NodeConfig]) -> dict[str, list[str]]:
+    """``NodeSet=name Nodes=<hostlist>`` or ``Feature=<f>``: names partitions may use."""
+    sets: dict[str, list[str]] = {}
+    for _, set_name, pairs in records:
+        members: list[str] = []
+        if "Nodes" in pairs:
+            members = _hosts("Nodes", *pairs["Nodes"])
+        if "Feature" in pairs:
+            feature = pairs["Feature"][0]
+            members += [node.name for node in nodes if feature in node.features]
+        sets[set_name] = members
+    return sets
+
+
+# ------------------------------------------------------------------ partitions
+_PART_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
+_OVERSUBSCRIBE = re.compile(r"(NO|EXCLUSIVE|YES|FORCE)(?::(\d{1,5}))?", re.IGNORECASE | re.ASCII)
+
+
+def _oversubscribe(value: str, where: _Where) -> str:
+    """Normalise to what scontrol prints: NO, EXCLUSIVE, YES:n or FORCE:n (n defaults to 4)."""
+    match = _OVERSUBSCRIBE.fullmatch(value)
+    mode = "" if match is None else match.group(1).upper()
+    jobs = None if match is None or match.group(2) is None else int(match.group(2))
+    if match is None or (mode in ("NO", "EXCLUSIVE") and jobs is not None):
+        raise ConfigError(
+            *where, f"bad OverSubscribe value '{value}': use NO, YES, FORCE, EXCLUSIVE"
+        )
+    if mode in ("NO", "EXCLUSIVE"):
+        return mode
+    if jobs is not None and jobs < (2 if mode == "YES" else 1):
+        raise ConfigError(*where, f"bad OverSubscribe value '{value}': job count too small")
+    return f"{mode}:{jobs or 4}"
+
+
+def _memory_pair(
+    pairs: _Pairs, cluster: _Pairs, node_key: str, cpu_key: str, warnings: list[str]
+) -> tuple[int, int]:
+    """(per-node, per-CPU) MiB: the partition's pair if it sets either, else the cluster's.
+
+    The two are exclusive in Slurm; when both are given the per-node value wins.
+    """
+    source = pairs if (node_key in pairs or cpu_key in pairs) else cluster
+    per_node = per_cpu = 0
+    if node_key in source:
+        per_node = _limit(node_key, *source[node_key]) or 0
+    if cpu_key in source:
+        per_cpu = _limit(cpu_key, *source[cpu_key]) or 0
+        if node_key in source:
+            where = source[cpu_key][1]
+            warnings.append(f"{where[0]}:{where[1]}: {cpu_key} ignored, {node_key} is set")
+            per_cpu = 0
+    return per_node, per_cpu
+
+
+def _partition_nodes(
+    expr: str, where: _Where, order: dict[str, int], sets: dict[str, list[str]], name: str
+) -> tuple[str, ...]:
+    """The partition's nodes (``ALL``, hostlists, NodeSet names) in node-definition order.
+
+    ``Nodes=`` may be empty, and whitespace separates items like commas do.
+    """
+    if expr.upper() == "ALL":
+        return tuple(order)
+    wanted: set[str] = set()
+    missing: list[str] = []
+    for item in _hosts("Nodes", expr, where) if expr.strip() else []:
+        members = sets.get(item, [item])
+        wanted.update(members)
+        missing.extend(member for member in members if member not in order)
+    if missing:
+        raise ConfigError(
+            *where, f"PartitionName={name}: node {hostlist.compress(missing)} not defined"
+        )
+    return tuple(sorted(wanted, key=order.__getitem__))
+
+
+def _partitions(
+    records: list[_Record],
+    nodes: list[NodeConfig],
+    sets: dict[str, list[str]],
+    cluster: _Pairs,
+    warnings: list[str],
+) -> list[PartitionConfig]:
+    order = {node.name: i for i, node in enumerate(nodes)}
+    defaults: _Pairs = {}
+    partitions: list[PartitionConfig] = []
+    for line, name, own in records:
+        if name.upper() == "DEFAULT":
+            defaults.update(own)
+            continue
+        if any(p.name == name for p in partitions):
+            raise ConfigError(*line, f"duplicate PartitionName '{name}'")
+        pairs = {**defaults, **own}
+        partitions.append(_partition(name, pairs, line, order, sets, cluster, warnings))
+    return partitions
+
+
+def _partition(
+    name: str,
+    pairs: _Pairs,
+    where: _Where,
+    order: dict[str, int],
+    sets: dict[str, list[str]],
+    cluster: _Pairs,
+    warnings: list[str],
+) -> PartitionConfig:
+    def flag(key: str) -> bool:
+        entry = pairs.get(key)
+        return False if entry is None else _bool(key, *entry)
+
+    def count(key: str, default: int) -> int:
+        entry = pairs.get(key)
+        return default if entry is None else _int(key, *entry)
+
+    def limit(key: str) -> int | None:
+        entry = pairs.get(key)
+        return None if entry is None else _limit(key, *entry)
+
+    def names(key: str) -> tuple[str, ...] | None:
+        entry = pairs.get(key)
+        return None if entry is None or entry[0].upper() == "ALL" else _words(entry[0])
+
+    nodes_expr, nodes_where = pairs.get("Nodes", ("", where))
+    tier = count("PriorityTier", 1)
+    factor = count("PriorityJobFactor", 1)
+    if "Priority" in pairs:
+        tier = factor = count("Priority", 1)
+    oversubscribe = "NO"
+    shared = pairs.get("OverSubscribe") or pairs.get("Shared")
+    if shared is not None:
+        oversubscribe = _oversubscribe(*shared)
+    exclusive = pairs.get("Exclusive")
+    if exclusive is not None:
+        mode = _choice("Exclusive", *exclusive, ("NO", "NONE", "NODE", "USER", "TOPO"))
+        if mode in ("NODE", "TOPO"):
+            oversubscribe = "EXCLUSIVE"
+        elif mode in ("NO", "NONE") and oversubscribe == "EXCLUSIVE":
+            oversubscribe = "NO"
+    def_node, def_cpu = _memory_pair(pairs, cluster, "DefMemPerNode", "DefMemPerCPU", warnings)
+    max_node, max_cpu = _memory_pair(pairs, cluster, "MaxMemPerNode", "MaxMemPerCPU", warnings)
+    default_time = pairs.get("DefaultTime")
+    accounts = names("AllowAccounts")
+    return PartitionConfig(
+        name=name,
+        nodes=_partition_nodes(nodes_expr, nodes_where, order, sets, name),
+        nodes_expr=nodes_expr,
+        default=flag("Default"),
+        max_time=_duration("MaxTime", *pairs.get("MaxTime", ("UNLIMITED", where))),
+        default_time=None if default_time is None else _duration("DefaultTime", *default_time),
+        max_nodes=limit("MaxNodes"),
+        min_nodes=count("MinNodes", 0),
+        state=_choice("State", *pairs.get("State", ("UP", where)), _PART_STATES),
+        priority_tier=tier,
+        priority_job_factor=factor,
+        oversubscribe=oversubscribe,
+        allow_accounts=None if accounts is None else tuple(a.lower() for a in accounts),
+        allow_groups=names("AllowGroups"),
+        def_mem_per_cpu=def_cpu,
+        def_mem_per_node=def_node,
+        max_mem_per_node=max_node,
+        max_mem_per_cpu=max_cpu,
+        max_cpus_per_node=limit("MaxCPUsPerNode"),
+        hidden=flag("Hidden"),
+        root_only=flag("RootOnly"),
+    )
+
+
+# ------------------------------------------------------------------ top level
+def _controllers(reader: _Reader, path: str) -> tuple[tuple[str, str], ...]:
+    """SlurmctldHost lines in order, or the legacy ControlMachine/BackupController keys."""
+    hosts: list[tuple[str, str]] = []
+    for value, where in reader.hosts:
+        match = _CTLD_HOST.fullmatch(value)
+        if match is None:
+            raise ConfigError(*where, f"bad SlurmctldHost value '{value}'")
+        hosts.append((match.group(1), match.group(2) or match.group(1)))
+    for machine_key, addr_key in (
+        ("ControlMachine", "ControlAddr"),
+        ("BackupController", "BackupAddr"),
+    ):
+        machine = reader.settings.get(machine_key)
+        if machine is None:
+            continue
+        if reader.hosts:
+            raise ConfigError(*machine[1], f"{machine_key} cannot be used with SlurmctldHost")
+        hosts.append((machine[0], reader.settings.get(addr_key, machine)[0]))
+    if not hosts:
+        raise ConfigError(path, None, "SlurmctldHost needs to be specified")
+    return tuple(hosts)
+
+
+def _scheduler_parameters(value: str) -> tuple[tuple[str, str], ...]:
+    """``a,b=1`` as ``(("a", ""), ("b", "1"))``."""
+    return tuple((key, val) for key, _, val in (item.partition("=") for item in _words(value)))
+
+
+def parse(text: str, path: str) -> SlurmConfig:
+    """Parse slurm.conf ``text``; ``path`` names it in messages and anchors Include."""
+    reader = _Reader()
+    reader.feed(text, path, (os.path.abspath(path),))
+    settings = reader.settings
+
+    def get(key: str, default: str) -> str:
+        return settings.get(key, (default, (path, 0)))[0]
+
+    def number(key: str, default: int, *, minimum: int = 0, maximum: int = _UINT32) -> int:
+        entry = settings.get(key)
+        if entry is None:
+            return default
+        return _int(key, *entry, minimum=minimum, maximum=maximum)
+
+    cluster = settings.get("ClusterName")
+    if cluster is None or not cluster[0]:
+        raise ConfigError(path, None, "ClusterName needs to be specified")
+    hosts = _controllers(reader, path)
+    ctld_ports = settings.get("SlurmctldPort")
+    # A SlurmctldPort range lets Slurm spread RPCs; Corral listens on its first port.
+    ctld_port = 6817 if ctld_ports is None else _port_range("SlurmctldPort", *ctld_ports)[0]
+    slurmd_port = number("SlurmdPort", 6818, minimum=1, maximum=65535)
+    number("ReturnToService", 0, maximum=2)  # checked here; the controller reads settings
+    records = reader.records
+    nodes = _nodes(records["NodeName"], slurmd_port, reader.warnings)
+    nodes = _down_nodes(records["DownNodes"], nodes)
+    sets = _node_sets(records["NodeSet"], nodes)
+    partitions = _partitions(records["PartitionName"], nodes, sets, settings, reader.warnings)
+    return SlurmConfig(
+        path=path,
+        cluster_name=cluster[0].lower(),
+        slurmctld_hosts=hosts,
+        slurmctld_port=ctld_port,
+        slurmd_port=slurmd_port,
+        state_save_location=get("StateSaveLocation", "/var/spool/corral/ctld"),
+        slurmd_spool_dir=get("SlurmdSpoolDir", "/var/spool/corral/slurmd"),
+        slurmd_timeout=number("SlurmdTimeout", 300),
+        kill_wait=number("KillWait", 30),
+        min_job_age=number("MinJobAge", 300),
+        max_job_count=number("MaxJobCount", 10000, minimum=1),
+        first_job_id=number("FirstJobId", 1, minimum=1),
+        job_requeue=number("JobRequeue", 1) != 0,
+        max_array_size=number("MaxArraySize", 1001),
+        job_file_append=number("JobFileAppend", 0) != 0,
+        scheduler_parameters=_scheduler_parameters(get("SchedulerParameters", "")),
+        nodes=tuple(nodes),
+        partitions=tuple(partitions),
+        settings=tuple((key, value) for key, (value, _) in settings.items()),
+        warnings=tuple(dict.fromkeys(reader.warnings)),  # a cluster-wide note once
+    )
+
+
+def default_path() -> str:
+    """``$SLURM_CONF`` if set, else the standard location."""
+    return os.environ.get("SLURM_CONF") or DEFAULT_PATH
+
+
+def load(path: str | None = None) -> SlurmConfig:
+    """Read and parse slurm.conf (``default_path()`` unless given)."""
+    path = path or default_path()
+    return parse(_read(path, (path, None), ""), path)
+
+
+# ------------------------------------------------------------------ show config
+_UNITS = {
+    "sec": """AcctGatherNodeFreq BatchStartTimeout CompleteWait GroupUpdateTime
+        HealthCheckInterval HealthCheckTimeout InactiveLimit MessageTimeout ResumeTimeout
+        SchedulerTimeSlice SlurmctldTimeout SuspendTime SuspendTimeout TCPTimeout
+        UnkillableStepTimeout WaitTime""",
+    "usec": "EpilogMsgTime",
+    "min": "OverTimeLimit ResvOverRun",
+    "nodes/min": "ResumeRate SuspendRate",
+}
+_UNIT_OF = {key: unit for unit, keys in _UNITS.items() for key in keys.split()}
+_LEGACY_HOST_KEYS = frozenset({"ControlMachine", "ControlAddr", "BackupController", "BackupAddr"})
+
+
+def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
+    """The effective settings as ``scontrol show config`` lists them, sorted by key.
+
+    Keys Corral uses print their effective value (default included) in Slurm's
+    format; every other key written in slurm.conf prints as written, with the
+    unit Slurm appends to it.
+    """
+    raw = dict(conf.settings)
+    shown: dict[str, str] = {
+        key: (f"{value} {_UNIT_OF[key]}" if key in _UNIT_OF and value.isdigit() else value)
+        for key, value in raw.items()
+        if key not in _LEGACY_HOST_KEYS
+    }
+    defaults = {
+        "AuthType": "auth/munge",
+        "MpiDefault": "(null)",
+        "PriorityType": "priority/multifactor",
+        "ProctrackType": "proctrack/cgroup",
+        "SchedulerType": "sched/backfill",
+        "SelectType": "select/cons_tres",
+        "SelectTypeParameters": "CR_Core_Memory",
+        "SlurmctldLogFile": "(null)",
+        "SlurmdLogFile": "(null)",
+        "TaskPlugin": "(null)",
+    }
+    for key, default in defaults.items():
+        shown[key] = raw.get(key, default)
+    shown.update(
+        {
+            "ClusterName": conf.cluster_name,
+            "FirstJobId": str(conf.first_job_id),
+            "JobFileAppend": str(int(conf.job_file_append)),
+            "JobRequeue": str(int(conf.job_requeue)),
+            "KillWait": f"{conf.kill_wait} sec",
+            "MaxArraySize": str(conf.max_array_size),
+            "MaxJobCount": str(conf.max_job_count),
+            "MinJobAge": f"{conf.min_job_age} sec",
+            "ReturnToService": raw.get("ReturnToService", "0"),
+            "SchedulerParameters": raw.get("SchedulerParameters") or "(null)",
+            "SlurmctldPort": str(conf.slurmctld_port),
+            "SlurmdPort": str(conf.slurmd_port),
+            "SlurmdSpoolDir": conf.slurmd_spool_dir,
+            "SlurmdTimeout": f"{conf.slurmd_timeout} sec",
+            "SlurmUser": _user_with_id(raw.get("SlurmUser", "root")),
+            "StateSaveLocation": conf.state_save_location,
+        }
+    )
+    for index, (host, addr) in enumerate(conf.slurmctld_hosts):
+        shown[f"SlurmctldHost[{index}]"] = host if addr == host else f"{host}({addr})"
+    return sorted(shown.items(), key=lambda item: item[0].lower())
+
+
+def _user_with_id(name: str) -> str:
+    """``root(0)``, as Slurm shows SlurmUser; the id is unknown (NO_VAL) off this host."""
+    import pwd  # only the controller shows config; clients never pay for this import
+
+    try:
+        return f"{name}({pwd.getpwnam(name).pw_uid})"
+    except KeyError:
+        return f"{name}(4294967294)"

@@ -1,0 +1,349 @@
+"""The real node agent against a tiny fake controller speaking AgentLink.
+
+The fake controller (grpc.aio on 127.0.0.1, an ephemeral port) welcomes the
+agent, records everything it sends and lets a test push ControllerMessages;
+the agent runs as ``python -m nodeagent.main`` in a subprocess, serving two
+emulated nodes, with its spool in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from corral import auth
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+
+REPO = Path(__file__).resolve().parents[2]
+WAIT = 10.0
+
+
+class FakeController(pb_grpc.AgentLinkServicer):
+    """Welcomes each stream, queues what the agent sends, sends what tests push."""
+
+    def __init__(self) -> None:
+        self.inbox: asyncio.Queue[pb.AgentMessage] = asyncio.Queue()
+        self.outbox: asyncio.Queue[pb.ControllerMessage | None] = asyncio.Queue()
+        self.streams = 0
+
+    async def Attach(
+        self, request_iterator: AsyncIterator[pb.AgentMessage], context: Any
+    ) -> AsyncIterator[pb.ControllerMessage]:
+        self.streams += 1
+        self.outbox = asyncio.Queue()
+        outbox = self.outbox
+
+        async def pump() -> None:
+            async for message in request_iterator:
+                await self.inbox.put(message)
+
+        reader = asyncio.create_task(pump())
+        try:
+            yield pb.ControllerMessage(
+                welcome=pb.Welcome(cluster="test", heartbeat_interval=1, kill_wait=1)
+            )
+            while (message := await outbox.get()) is not None:
+                yield message
+        finally:
+            reader.cancel()
+
+    async def expect(
+        self, kind: str, where: Callable[[Any], bool] = lambda _: True, timeout: float = WAIT
+    ) -> Any:
+        """The next message of ``kind`` that satisfies ``where`` (others are skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {kind} message within {timeout} s")
+            try:
+                message = await asyncio.wait_for(self.inbox.get(), left)
+            except TimeoutError:
+                raise AssertionError(f"no {kind} message within {timeout} s") from None
+            if message.WhichOneof("body") == kind and where(getattr(message, kind)):
+                return getattr(message, kind)
+
+    def send(self, **body: Any) -> None:
+        self.outbox.put_nowait(pb.ControllerMessage(**body))
+
+    def hang_up(self) -> None:
+        """End the current stream cleanly, as a restarting controller would."""
+        self.outbox.put_nowait(None)
+
+
+class Setup:
+    """A slurm.conf, cluster key, spool and agent process around a fake controller."""
+
+    def __init__(self, tmp: Path, port: int) -> None:
+        self.tmp = tmp
+        self.work = tmp / "work"
+        self.work.mkdir()
+        self.spool = tmp / "spool"
+        self.conf = tmp / "slurm.conf"
+        self.conf.write_text(
+            "ClusterName=test\n"
+            "SlurmctldHost=ctl(127.0.0.1)\n"
+            f"SlurmctldPort={port}\n"
+            f"SlurmdSpoolDir={self.spool}/%n\n"
+            "KillWait=1\n"
+            "NodeName=n[1-2] CPUs=4 Sockets=1 CoresPerSocket=2 ThreadsPerCore=2 "
+            "RealMemory=1000 TmpDisk=50\n"
+            "PartitionName=p Nodes=n[1-2] Default=YES\n"
+        )
+        key_file = auth.key_path(str(self.conf))
+        auth.create_key(key_file)
+        self.key = auth.load_key(key_file)
+        self.log = tmp / "agent.log"
+        self.agent: subprocess.Popen[bytes] | None = None
+
+    def start_agent(self) -> None:
+        with open(self.log, "ab") as log:
+            self.agent = subprocess.Popen(
+                [sys.executable, "-m", "nodeagent.main", "-f", str(self.conf), "-N", "n[1-2]"],
+                stdout=log,
+                stderr=log,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+
+    def kill_agent(self) -> None:
+        assert self.agent is not None
+        self.agent.kill()
+        self.agent.wait()
+
+    def stop(self) -> None:
+        if self.agent is not None and self.agent.poll() is None:
+            self.agent.terminate()
+            self.agent.wait(timeout=10)
+        # Supervisors outlive agents by design; end the jobs this test left running.
+        for started in self.spool.glob("*/job*/started"):
+            if not (started.parent / "result").exists():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(json.loads(started.read_text())["pid"], signal.SIGKILL)
+
+    def launch(self, job_id: int, script: str, node: str = "n1", **fields: Any) -> pb.LaunchJob:
+        msg = pb.LaunchJob(
+            job_id=job_id,
+            node=node,
+            uid=os.getuid(),
+            gid=os.getgid(),
+            user="tester",
+            script="#!/bin/bash\n" + script,
+            work_dir=str(self.work),
+            std_out="%j.out",
+            environment={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": str(job_id)},
+            time_limit=-1,
+            start_time=int(time.time()),
+            kill_wait=1,
+            job_name="t",
+            node_list=node,
+            **fields,
+        )
+        msg.signature = auth.sign(self.key, msg.SerializeToString(deterministic=True))
+        return msg
+
+    def jobdir(self, job_id: int, restarts: int = 0, node: str = "n1") -> Path:
+        return self.spool / node / f"job{job_id}.{restarts}"
+
+    def agent_log(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+
+async def serve_controller(port: int = 0) -> tuple[FakeController, grpc.aio.Server, int]:
+    controller = FakeController()
+    server = grpc.aio.server()
+    pb_grpc.add_AgentLinkServicer_to_server(controller, server)
+    port = server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    return controller, server, port
+
+
+def run(test: Callable[[FakeController, Setup], Awaitable[None]], tmp: Path) -> None:
+    """Serve a fake controller, start the agent, run ``test``, clean up."""
+
+    async def main() -> None:
+        controller, server, port = await serve_controller()
+        setup = Setup(tmp, port)
+        setup.start_agent()
+        try:
+            await test(controller, setup)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- agent log ---\n{setup.agent_log()[-4000:]}") from None
+        finally:
+            setup.stop()
+            await server.stop(None)
+
+    asyncio.run(main())
+
+
+async def wait_until(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {WAIT} s")
+        await asyncio.sleep(0.02)
+
+
+def test_hello_launch_running_done_ack(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        hello = await ctl.expect("hello")
+        assert [n.name for n in hello.nodes] == ["n1", "n2"]
+        n1 = hello.nodes[0]
+        assert (n1.cpus, n1.sockets, n1.cores_per_socket, n1.threads_per_core) == (4, 1, 2, 2)
+        assert n1.real_memory == 1000 and n1.tmp_disk == 50
+        assert n1.hostname and n1.os.startswith("Linux") and n1.boot_time > 0
+        assert hello.version and hello.agent_start_time > 0
+        assert list(hello.running) == []
+
+        ctl.send(launch=setup.launch(5, "echo hello from $SLURMD_NODENAME\nexit 2\n"))
+        running = await ctl.expect("running", lambda m: m.job_id == 5)
+        assert running.pid > 0 and running.start_time > 0
+        done = await ctl.expect("done", lambda m: m.job_id == 5)
+        assert (done.exit_status, done.outcome, done.restarts) == (2 << 8, "exited", 0)
+        assert done.end_time > 0
+        assert (setup.work / "5.out").read_text() == "hello from n1\n"
+
+        # A repeated launch of a finished run is answered, not run again.
+        ctl.send(launch=setup.launch(5, "echo again\n"))
+        again = await ctl.expect("done", lambda m: m.job_id == 5)
+        assert again.exit_status == 2 << 8
+        assert (setup.work / "5.out").read_text() == "hello from n1\n"
+
+        assert setup.jobdir(5).exists()
+        ctl.send(ack_done=pb.AckDone(job_id=5, restarts=0))
+        await wait_until(lambda: not setup.jobdir(5).exists(), "job directory removed")
+        await ctl.expect("heartbeat", timeout=3)
+
+    run(body, tmp_path)
+
+
+def test_duplicate_launch_of_a_running_job_answers_running(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        launch = setup.launch(6, "echo once >> count\nsleep 30\n", node="n2")
+        ctl.send(launch=launch)
+        first = await ctl.expect("running", lambda m: m.job_id == 6)
+        ctl.send(launch=launch)
+        second = await ctl.expect("running", lambda m: m.job_id == 6)
+        assert second.pid == first.pid
+        assert (setup.work / "count").read_text() == "once\n"
+        ctl.send(signal=pb.SignalJob(job_id=6, signal=0, reason="cancel"))
+        done = await ctl.expect("done", lambda m: m.job_id == 6)
+        assert done.outcome == "cancelled"
+
+    run(body, tmp_path)
+
+
+def test_bad_signature_runs_nothing(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        forged = setup.launch(7, "echo pwned > pwned\n")
+        forged.signature = b"\0" * 32
+        ctl.send(launch=forged)
+        done = await ctl.expect("done", lambda m: m.job_id == 7)
+        assert done.outcome == "launch_failed"
+        assert done.message == "bad signature"
+        assert done.exit_status == 1 << 8
+        assert not setup.jobdir(7).exists()
+        assert not (setup.work / "pwned").exists()
+        ctl.send(ack_done=pb.AckDone(job_id=7))
+
+    run(body, tmp_path)
+
+
+def test_cancel_and_signals(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        ctl.send(launch=setup.launch(8, "sleep 30\n"))
+        await ctl.expect("running", lambda m: m.job_id == 8)
+        ctl.send(signal=pb.SignalJob(job_id=8, signal=0, reason="cancel"))
+        done = await ctl.expect("done", lambda m: m.job_id == 8)
+        assert (done.outcome, done.exit_status) == ("cancelled", signal.SIGTERM)
+
+        trap = "trap 'exit 7' USR1\nwhile true; do sleep 0.05; done\n"
+        ctl.send(launch=setup.launch(9, trap))
+        await ctl.expect("running", lambda m: m.job_id == 9)
+        await asyncio.sleep(0.3)  # let bash install its trap
+        ctl.send(signal=pb.SignalJob(job_id=9, signal=signal.SIGUSR1, batch_only=True))
+        done = await ctl.expect("done", lambda m: m.job_id == 9)
+        assert (done.outcome, done.exit_status) == ("exited", 7 << 8)
+
+        ctl.send(launch=setup.launch(10, "sleep 30\n"))
+        await ctl.expect("running", lambda m: m.job_id == 10)
+        ctl.send(update=pb.UpdateJob(job_id=10, time_limit=0))
+        done = await ctl.expect("done", lambda m: m.job_id == 10)
+        assert done.outcome == "timeout"
+
+    run(body, tmp_path)
+
+
+def test_jobs_survive_an_agent_killed_mid_job(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        ctl.send(launch=setup.launch(11, "sleep 0.2\nexit 3\n"))
+        ctl.send(launch=setup.launch(12, "sleep 2\necho finished\nexit 4\n", node="n2"))
+        await ctl.expect("running", lambda m: m.job_id == 11)
+        long_running = await ctl.expect("running", lambda m: m.job_id == 12)
+        setup.kill_agent()
+        # Job 11 ends while no agent is there to see it.
+        await wait_until(lambda: (setup.jobdir(11) / "result").exists(), "job 11 result")
+
+        setup.start_agent()
+        hello = await ctl.expect("hello")
+        assert [(r.job_id, r.pid) for r in hello.running] == [(12, long_running.pid)]
+        done = await ctl.expect("done", lambda m: m.job_id == 11)
+        assert (done.outcome, done.exit_status) == ("exited", 3 << 8)
+        done = await ctl.expect("done", lambda m: m.job_id == 12)
+        assert (done.outcome, done.exit_status) == ("exited", 4 << 8)
+        assert (setup.work / "12.out").read_text() == "finished\n"
+        assert ctl.streams == 2
+
+    run(body, tmp_path)
+
+
+def test_unacknowledged_done_is_resent_on_reconnect(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        ctl.send(launch=setup.launch(13, "exit 0\n"))
+        await ctl.expect("done", lambda m: m.job_id == 13)
+        # Drop the stream from the controller's side; the agent comes back.
+        ctl.hang_up()
+        await ctl.expect("hello")
+        done = await ctl.expect("done", lambda m: m.job_id == 13)
+        assert done.outcome == "exited"
+        ctl.send(ack_done=pb.AckDone(job_id=13))
+        await wait_until(lambda: not setup.jobdir(13).exists(), "job directory removed")
+
+    run(body, tmp_path)
+
+
+def test_agent_started_first_attaches_when_the_controller_appears(tmp_path: Path) -> None:
+    async def main() -> None:
+        _, server, port = await serve_controller()
+        await server.stop(None)  # the port is known but nobody listens
+        setup = Setup(tmp_path, port)
+        setup.start_agent()
+        try:
+            await asyncio.sleep(1.0)  # several failed attempts, backing off
+            assert setup.agent is not None and setup.agent.poll() is None
+            controller, server, _ = await serve_controller(port)
+            try:
+                hello = await controller.expect("hello", timeout=4)
+                assert [n.name for n in hello.nodes] == ["n1", "n2"]
+            finally:
+                await server.stop(None)
+        finally:
+            setup.stop()
+
+    asyncio.run(main())
