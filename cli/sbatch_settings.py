@@ -1,0 +1,407 @@
+"""sbatch's settings: each option's value checked and stored, in Slurm's precedence.
+
+Options arrive from three places, applied in this order so that later ones win:
+#SBATCH directives, then SBATCH_* environment variables, then the command
+line. Each option's setter checks its argument as it is applied, with Slurm's
+message and exit status (255 for a bad option value, 1 for a bad number, as
+Slurm's ``exit(-1)`` and ``exit(1)``), and returns the fields it sets. Fields
+are named after the ``JobSpec`` fields where one exists.
+
+Settings Slurm only checks once all sources are in (mutually exclusive memory
+options, begin after deadline) are checked by ``Settings.verify``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cli.failure import Failure
+from cli.options import NO_ARGUMENT, OPTIONAL
+from cli.sbatch_options import ENVIRONMENT, TABLE
+
+#: Where a setting came from. Slurm counts #SBATCH lines as command line when
+#: it checks for conflicting options, and only the environment apart.
+SCRIPT, ENV, CLI = "script", "env", "cli"
+
+_INT_MAX = 2**31 - 1
+_NICE_MAX = 2**31 - 3
+_NO_VAL = 4294967294
+_LONG_MAX = 2**63 - 1
+_C_SPACE = " \t\n\v\f\r"
+# Patterns stay strings: ``re`` compiles them on first use, not at every start-up.
+_LEADING_INT = r"[ \t\n\v\f\r]*([+-]?[0-9]+)"
+_WHOLE_INT = r"[ \t\n\v\f\r]*[+-]?[0-9]+"
+_SIGNALS = {
+    "HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "ALRM": 14, "TERM": 15, "CHLD": 17,
+    "USR1": 10, "USR2": 12, "PIPE": 13, "URG": 23, "CONT": 18, "STOP": 19, "TSTP": 20,
+    "TTIN": 21, "TTOU": 22, "XCPU": 24,
+}  # fmt: skip
+
+Fields = dict[str, Any]
+
+
+def _invalid(option: str) -> Failure:
+    return Failure(f"Invalid {option} specification", status=255)
+
+
+def _strtol(text: str) -> int:
+    """C's strtol: the leading integer of ``text``, 0 if there is none."""
+    match = re.match(_LEADING_INT, text)
+    return _clamp(match[1]) if match else 0
+
+
+def _clamp(digits: str) -> int:
+    """A signed decimal as C's strtol sees it: saturated at the 64-bit limits.
+
+    Saturating first also keeps ``int()`` away from digit strings too long to convert.
+    """
+    magnitude = digits.strip(_C_SPACE).lstrip("+-").lstrip("0") or "0"
+    value = int(magnitude) if len(magnitude) <= 19 else _LONG_MAX + 1
+    value = -value if digits.strip(_C_SPACE).startswith("-") else value
+    return max(-_LONG_MAX - 1, min(value, _LONG_MAX))
+
+
+def count(option: str, text: str) -> int:
+    """A positive count, checked like Slurm's ``parse_int`` (message, exit 1)."""
+    value = _clamp(text) if re.fullmatch(_WHOLE_INT, text) else 0
+    if value <= 0:
+        raise Failure(f'Invalid numeric value "{text}" for {option}.', status=1)
+    if value >= _INT_MAX:
+        raise Failure(f"Numeric argument ({value}) too large for {option}.", status=1)
+    return value
+
+
+def node_count(text: str) -> tuple[int, int]:
+    """``-N``: ``N``, ``MIN-MAX`` or a size list such as ``1-15:4`` or ``2,4``.
+
+    Returns (min, max); max 0 means no maximum. ``k`` and ``m`` suffixes
+    multiply by 1024 and 1024², as in Slurm.
+    """
+    if "," in text or ":" in text:
+        return _size_list(text)
+    low, dash, high = text.partition("-")
+    if not dash:
+        value = _nodes(low, text)
+        if value < 0:
+            raise Failure(f'"{text}" is not a valid node count', status=255)
+        return value, value
+    minimum = max(_nodes(low, low), 1)
+    maximum = _nodes(high, high)
+    if maximum != 0 and maximum < minimum:
+        raise Failure(
+            f"Maximum node count {maximum} is less than minimum node count {minimum}", status=255
+        )
+    return minimum, maximum
+
+
+def _nodes(text: str, shown: str) -> int:
+    """One node count with an optional k/m multiplier; -1 if empty or out of range."""
+    match = re.fullmatch(r"[ \t]*([+-]?[0-9]*)([kKmM]?)[ \t\n\v\f\r]*", text)
+    if match is None:
+        raise Failure(f'"{shown}" is not a valid node count', status=255)
+    if match[1] in ("", "+", "-"):
+        return -1
+    value = _clamp(match[1]) * {"": 1, "k": 1024, "m": 1024 * 1024}[match[2].lower()]
+    return value if 0 <= value <= _INT_MAX else -1
+
+
+def _size_list(text: str) -> tuple[int, int]:
+    """The smallest and largest node count of a list like ``1-15:4,20``."""
+    sizes: list[int] = []
+    for item in text.split(","):
+        match = re.fullmatch(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?", item)
+        if match is None:
+            raise Failure(f'"{text}" is not a valid node count', status=255)
+        first = _clamp(match[1])
+        last = _clamp(match[2] or match[1])
+        step = _clamp(match[3] or "1")
+        if last < first or step == 0 or last > _INT_MAX:
+            raise Failure(f'"{text}" is not a valid node count', status=255)
+        sizes += [first, last - (last - first) % step]
+    return min(sizes), max(sizes)
+
+
+def memory(option: str, text: str) -> int:
+    """A memory size in MiB, or Slurm's ``Invalid --mem specification``."""
+    from corral.units import parse_memory
+
+    try:
+        return parse_memory(text)
+    except ValueError:
+        raise _invalid(option) from None
+
+
+def minutes(option: str, text: str) -> int:
+    """A time limit in minutes, -1 for UNLIMITED."""
+    from corral.timefmt import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise _invalid(option) from None
+
+
+def timestamp(option: str, text: str) -> int:
+    """A ``--begin``/``--deadline`` time as epoch seconds."""
+    from corral.timefmt import parse_timestamp
+
+    try:
+        return parse_timestamp(text, int(time.time()))
+    except ValueError:
+        raise _invalid(option) from None
+
+
+def signal_spec(text: str) -> tuple[int, int, bool]:
+    """``--signal=[R][B][:]SIG[@SECS]``: (signal number, seconds before the end, batch only).
+
+    SIG is a number or a name with or without ``SIG``; SECS defaults to 60.
+    The ``R`` flag (reservations) has no meaning in Corral and is accepted.
+    """
+    rest = text
+    batch_only = False
+    if rest[:1] in ("R", "r"):
+        rest = rest[1:]
+    if rest[:1] in ("B", "b"):
+        batch_only = True
+        rest = rest[1:]
+    if rest[:1] in ("R", "r"):
+        rest = rest[1:]
+    rest = rest.removeprefix(":")
+    name, at, secs = rest.partition("@")
+    number = _signal_number(name)
+    if not 1 <= number <= 0xFFFF:
+        raise _invalid("--signal")
+    if not at:
+        return number, 60, batch_only
+    if re.fullmatch(r"[0-9]+", secs) is None or _clamp(secs) > 0xFFFF:
+        raise _invalid("--signal")
+    return number, int(secs), batch_only
+
+
+def _signal_number(name: str) -> int:
+    """A signal given by number or by name (``USR1``, ``SIGUSR1``, any case); 0 if unknown."""
+    stripped = name.strip(_C_SPACE)
+    if re.fullmatch(r"[+-]?[0-9]+", stripped):
+        return _clamp(stripped)
+    upper = stripped.upper()
+    return _SIGNALS.get(upper.removeprefix("SIG"), 0)
+
+
+def _nice(text: str | None) -> Fields:
+    value = 100 if text is None else _strtol(text)
+    if abs(value) > _NICE_MAX:
+        raise Failure(f"Invalid --nice value, out of range (+/- {_NICE_MAX})", status=255)
+    return {"nice": value}
+
+
+def _priority(text: str | None) -> Fields:
+    if (text or "").upper() == "TOP":
+        return {"priority": _NO_VAL - 1}
+    value = _strtol(text or "")
+    if value < 0:
+        raise Failure("Priority must be >= 0", status=255)
+    if value >= _NO_VAL:
+        raise Failure(f"Priority must be < {_NO_VAL}", status=255)
+    return {"priority": value}
+
+
+def _exclusive(text: str | None) -> Fields:
+    """``--exclusive[=user|mcs|topo|oversubscribe]``; only the plain form is whole nodes."""
+    word = "exclusive" if text is None else text.lower()
+    if word not in ("exclusive", "oversubscribe", "user", "mcs", "topo"):
+        raise _invalid("--exclusive")
+    return {"exclusive": word == "exclusive"}
+
+
+def _open_mode(text: str | None) -> Fields:
+    first = (text or "")[:1].lower()
+    if first == "a":
+        return {"open_mode": "append"}
+    if first == "t":
+        return {"open_mode": "truncate"}
+    raise _invalid("--open-mode")
+
+
+def _kill_on_invalid_dep(text: str | None) -> Fields:
+    word = (text or "").lower()
+    if word not in ("yes", "no"):
+        raise _invalid("--kill-on-invalid-dep")
+    return {"kill_on_invalid_dep": word == "yes"}
+
+
+def _signal(text: str | None) -> Fields:
+    number, secs, batch_only = signal_spec(text or "")
+    return {"signal_num": number, "signal_time": secs, "signal_batch_only": batch_only}
+
+
+def _nodes_option(text: str | None) -> Fields:
+    low, high = node_count(text or "")
+    return {"min_nodes": low, "max_nodes": high}
+
+
+def _stdio(field: str) -> Callable[[str | None], Fields]:
+    """``-o/-e/-i``: ``none`` in any case means /dev/null."""
+    return lambda text: {field: "/dev/null" if (text or "").lower() == "none" else text}
+
+
+def _text(field: str) -> Callable[[str | None], Fields]:
+    return lambda text: {field: text}
+
+
+def _flag(field: str, value: bool = True) -> Callable[[str | None], Fields]:
+    return lambda _text: {field: value}
+
+
+def _count(field: str, option: str) -> Callable[[str | None], Fields]:
+    return lambda text: {field: count(option, text or "")}
+
+
+def _memory(field: str, option: str) -> Callable[[str | None], Fields]:
+    return lambda text: {field: memory(option, text or "")}
+
+
+def _minutes(field: str, option: str) -> Callable[[str | None], Fields]:
+    return lambda text: {field: minutes(option, text or "")}
+
+
+def _timestamp(field: str, option: str) -> Callable[[str | None], Fields]:
+    return lambda text: {field: timestamp(option, text or "")}
+
+
+#: Option key -> setter. Options not listed are accepted and ignored.
+SETTERS: dict[str, Callable[[str | None], Fields]] = {
+    "account": _text("account"),
+    "array": _text("array"),
+    "begin": _timestamp("begin_time", "--begin"),
+    "chdir": _text("chdir"),
+    "clusters": _text("clusters"),
+    "comment": _text("comment"),
+    "constraint": _text("constraint"),
+    "cpus-per-task": _count("cpus_per_task", "--cpus-per-task"),
+    "deadline": _timestamp("deadline", "--deadline"),
+    "dependency": _text("dependency"),
+    "error": _stdio("std_err"),
+    "exclude": _text("exc_nodes"),
+    "exclusive": _exclusive,
+    "export": _text("export"),
+    "export-file": _text("export_file"),
+    "get-user-env": _flag("get_user_env"),
+    "gres": lambda text: {"gres": "" if (text or "").lower() == "none" else text},
+    "hold": _flag("hold"),
+    "input": _stdio("std_in"),
+    "job-name": _text("name"),
+    "kill-on-invalid-dep": _kill_on_invalid_dep,
+    "mem": _memory("mem_per_node", "--mem"),
+    "mem-per-cpu": _memory("mem_per_cpu", "--mem-per-cpu"),
+    "mincpus": _count("min_cpus", "--mincpus"),
+    "nice": _nice,
+    "no-requeue": _flag("requeue", False),
+    "nodelist": _text("req_nodes"),
+    "nodes": _nodes_option,
+    "ntasks": _count("num_tasks", "--ntasks"),
+    "ntasks-per-node": _count("ntasks_per_node", "--ntasks-per-node"),
+    "open-mode": _open_mode,
+    "output": _stdio("std_out"),
+    "parsable": _flag("parsable"),
+    "partition": lambda text: {"partitions": [p for p in (text or "").split(",") if p]},
+    "priority": _priority,
+    "qos": _text("qos"),
+    "requeue": _flag("requeue"),
+    "signal": _signal,
+    "test-only": _flag("test_only"),
+    "time": _minutes("time_limit", "--time"),
+    "time-min": _minutes("time_min", "--time-min"),
+    "wait": _flag("wait"),
+}
+
+
+class Settings:
+    """The options given so far: ``fields`` for the job and the command, and their sources."""
+
+    def __init__(self) -> None:
+        self.fields: Fields = {}
+        self.sources: dict[str, str] = {}
+        self.texts: dict[str, str] = {}
+        self._touched: dict[str, tuple[str, ...]] = {}
+
+    def apply(self, key: str, text: str | None, source: str) -> None:
+        """Check and store option ``key`` with argument ``text`` (None for a flag)."""
+        setter = SETTERS.get(key)
+        if setter is not None:
+            self.reset(key)
+            updates = setter(text)
+            self.fields.update(updates)
+            self._touched[key] = tuple(updates)
+        self.sources[key] = source
+        self.texts[key] = "set" if text is None else text
+
+    def reset(self, key: str) -> None:
+        """Forget option ``key`` (an SBATCH_* flag variable set to e.g. ``no`` does this)."""
+        for field in self._touched.pop(key, ()):
+            self.fields.pop(field, None)
+        self.sources.pop(key, None)
+        self.texts.pop(key, None)
+
+    def apply_environment(self, environ: Mapping[str, str]) -> None:
+        """Apply the SBATCH_* variables that stand for options.
+
+        A flag variable counts as given when empty, ``yes`` or a non-zero
+        number and clears the option otherwise; an empty value for an option
+        with an optional argument means "no argument", as in Slurm.
+        """
+        for variable, key in ENVIRONMENT:
+            value = environ.get(variable)
+            if value is None:
+                continue
+            kind = TABLE.by_long[key].arg
+            if kind == NO_ARGUMENT:
+                if value == "" or value.lower() == "yes" or _nonzero(value):
+                    self.apply(key, None, ENV)
+                else:
+                    self.reset(key)
+            elif kind == OPTIONAL and value == "":
+                self.apply(key, None, ENV)
+            else:
+                self.apply(key, value, ENV)
+
+    def verify(self) -> None:
+        """Checks Slurm makes once every source has been applied."""
+        given = [key for key in ("mem", "mem-per-cpu", "mem-per-gpu") if key in self.sources]
+        typed = [key for key in given if self.sources[key] != ENV]
+        if len(typed) > 1:
+            raise Failure(
+                "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.",
+                status=1,
+                level="fatal",
+            )
+        if typed:
+            for key in given:
+                if key != typed[0]:
+                    self.reset(key)
+        elif len(given) > 1:
+            raise Failure(
+                "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually "
+                "exclusive.",
+                status=1,
+                level="fatal",
+            )
+        if (
+            self.sources.get("exclusive", ENV) != ENV
+            and self.sources.get("oversubscribe", ENV) != ENV
+        ):
+            raise Failure(
+                "--exclusive and --oversubscribe options are mutually exclusive",
+                status=1,
+                level="fatal",
+            )
+        begin = self.fields.get("begin_time", 0)
+        deadline = self.fields.get("deadline", 0)
+        if begin and deadline and deadline < begin:
+            raise Failure("Incompatible begin and deadline time specification")
+
+
+def _nonzero(text: str) -> bool:
+    return re.fullmatch(r"[ \t]*[+-]?[0-9]+", text) is not None and _clamp(text) != 0

@@ -1,0 +1,230 @@
+"""Turning sbatch's settings into the ``JobSpec`` the controller receives.
+
+This is where sbatch completes what the options leave open, as Slurm's client
+does before it submits: the working directory and file names made absolute,
+the default job name, node counts implied by ``-w`` and capped by ``-n``, the
+job's environment, and where and how the job was submitted. The controller
+applies the cluster's defaults to whatever is still unset.
+
+``--array`` and ``--dependency`` are checked here too, so that a malformed one
+fails before anything is sent, with the message the controller would give.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from cli.failure import Failure
+from cli.sbatch_environment import job_environment
+from cli.sbatch_settings import Settings
+
+#: Fields copied from the settings unchanged when they were given.
+_PASSED = (
+    "num_tasks", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu",
+    "time_limit", "time_min", "hold", "begin_time", "nice", "comment", "requeue", "open_mode",
+    "signal_num", "signal_time", "signal_batch_only", "constraint", "exclusive", "account",
+    "qos", "gres", "kill_on_invalid_dep", "priority", "deadline",
+)  # fmt: skip
+
+# Patterns stay strings: ``re`` compiles them on first use, not at every start-up.
+_ARRAY_ITEM = r"\[?([0-9]+)\]?(?:-([0-9]+)\]?(?::([0-9]+)\]?)?)?"
+_DEPENDENCY_TYPES = frozenset(
+    {"after", "afterany", "afterok", "afternotok", "aftercorr", "afterburstbuffer"}
+)
+_JOB_REF = r"0*[1-9][0-9]*(?:_(?:[0-9]+|\*))?"
+_DELAY = r"\+0*[1-9][0-9]*"
+
+
+class Script:
+    """The batch script and how it was given: ``path`` is None for stdin and --wrap."""
+
+    __slots__ = ("args", "path", "text", "wrapped")
+
+    def __init__(self, text: str, path: str | None, args: list[str], wrapped: bool) -> None:
+        self.text = text
+        self.path = path
+        self.args = args
+        self.wrapped = wrapped
+
+    def default_name(self) -> str:
+        """Slurm's job name when -J is not given."""
+        if self.wrapped:
+            return "wrap"
+        return os.path.basename(self.path) if self.path else "sbatch"
+
+
+def build(
+    settings: Settings,
+    script: Script,
+    *,
+    cwd: str,
+    environ: Mapping[str, str],
+    command_line: list[str],
+) -> dict[str, Any]:
+    """The ``JobSpec`` dict for ``settings``; unset optional fields are left out."""
+    fields = settings.fields
+    chdir = fields.get("chdir")
+    work_dir = cwd if chdir is None else os.path.join(cwd, chdir)
+    spec: dict[str, Any] = {name: fields[name] for name in _PASSED if name in fields}
+    spec.update(
+        name=fields.get("name") or script.default_name(),
+        script=script.text,
+        argv=script.args,
+        command=script.path or "",
+        work_dir=work_dir,
+        std_out=_absolute(fields.get("std_out", ""), work_dir),
+        std_err=_absolute(fields.get("std_err", ""), work_dir),
+        std_in=_absolute(fields.get("std_in", ""), work_dir),
+        partitions=fields.get("partitions", []),
+        export_env=fields.get("export", ""),
+        submit_host=os.uname().nodename.split(".")[0],
+        submit_dir=cwd,
+        submit_line=" ".join(["sbatch", *command_line]),
+    )
+    _nodes(spec, fields)
+    if "cpus_per_task" in fields and fields.get("min_cpus", 0) < fields["cpus_per_task"]:
+        spec["min_cpus"] = fields["cpus_per_task"]
+    elif "min_cpus" in fields:
+        spec["min_cpus"] = fields["min_cpus"]
+    dependency = fields.get("dependency")
+    if dependency:
+        check_dependency(dependency)
+        spec["dependency"] = dependency
+    if fields.get("array"):
+        check_array(fields["array"])
+        spec["array"] = fields["array"]
+    spec["environment"] = job_environment(
+        export=fields.get("export"),
+        export_file=fields.get("export_file"),
+        environ=environ,
+        submit_dir=cwd,
+        dependency=dependency,
+        get_user_env=fields.get("get_user_env", False),
+    )
+    return spec
+
+
+def _absolute(path: str, work_dir: str) -> str:
+    """A file name relative to the job's working directory, made absolute; "" stays ""."""
+    if not path or path.startswith("/"):
+        return path
+    return os.path.join(work_dir, path)
+
+
+def _nodes(spec: dict[str, Any], fields: Mapping[str, Any]) -> None:
+    """Node list and node counts: ``-w`` implies ``-N``; ``-n`` caps the node count."""
+    for field in ("req_nodes", "exc_nodes"):
+        if fields.get(field):
+            spec[field] = node_list(fields[field])
+    low = fields.get("min_nodes")
+    high = fields.get("max_nodes", 0)
+    if low is None and spec.get("req_nodes"):
+        from corral.hostlist import expand
+
+        low = len(set(expand(spec["req_nodes"])))
+    tasks = fields.get("num_tasks")
+    if low is not None and tasks is not None:
+        if high and tasks < high:
+            high = tasks
+        if tasks < low:
+            print(
+                f"sbatch: warning: can't run {tasks} processes on {low} nodes, "
+                f"setting nnodes to {tasks}",
+                file=sys.stderr,
+            )
+            low = high = tasks
+    if low is not None:
+        spec["min_nodes"] = low
+    if high:
+        spec["max_nodes"] = high
+
+
+def node_list(text: str) -> str:
+    """A ``-w``/``-x`` host list, read from a file when it contains ``/``; checked."""
+    from corral.hostlist import expand
+
+    if "/" in text:
+        text = _node_file(text)
+    try:
+        expand(text)
+    except ValueError:
+        raise Failure("Invalid node list specified", status=1, level="fatal") from None
+    return text
+
+
+def _node_file(path: str) -> str:
+    """The hosts named in a node file, one or more per line, ``#`` starting a comment."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            lines = file.read().splitlines()
+    except OSError:
+        raise Failure(f"Unable to open file {path}") from None
+    names = [line.split("#", 1)[0].strip() for line in lines]
+    return ",".join(name for name in names if name)
+
+
+def check_array(text: str) -> None:
+    """Check an ``--array`` spec: ``0-15``, ``0,6,16-32``, ``0-15:4``, ``[1-9]%2``.
+
+    The largest index is the controller's to check (MaxArraySize).
+    """
+    items, percent, throttle = text.partition("%")
+    given = [item for item in items.split(",") if item]
+    valid = bool(given) and (not percent or (throttle.isascii() and throttle.isdigit()))
+    for item in given:
+        match = re.fullmatch(_ARRAY_ITEM, item)
+        valid = valid and match is not None and _ascending(match)
+    if not valid:
+        raise Failure("Batch job submission failed: Invalid job array specification")
+
+
+def _ascending(match: re.Match[str]) -> bool:
+    """A range's end is not below its start, and its step is positive."""
+    if match[2] is None:
+        return True
+    step_ok = match[3] is None or match[3].strip("0") != ""
+    return _number_key(match[2]) >= _number_key(match[1]) and step_ok
+
+
+def _number_key(digits: str) -> tuple[int, str]:
+    """Order decimal strings by value without converting them (they may be huge)."""
+    significant = digits.lstrip("0")
+    return len(significant), significant
+
+
+def check_dependency(text: str) -> None:
+    """Check a ``--dependency`` list's grammar.
+
+    Items are ``type:job[:job...]``, a bare job id (``afterany``) or
+    ``singleton``, joined all by ``,`` (all must hold) or all by ``?`` (any
+    may); a job is ``ID``, ``ID_TASK`` or ``ID_*``, optionally ``+MINUTES``.
+    Whether the jobs exist is the controller's to check.
+    """
+    if text == "0":
+        return
+    separators = {sep for sep in ",?" if sep in text}
+    items = re.split(r"[,?]", text)
+    if len(separators) > 1 or not all(_dependency_item(item) for item in items):
+        raise Failure("Batch job submission failed: Job dependency problem")
+
+
+def _dependency_item(item: str) -> bool:
+    if item.lower() == "singleton":
+        return True
+    kind, colon, jobs = item.partition(":")
+    if not colon:
+        return re.fullmatch(_JOB_REF, item) is not None
+    if kind.lower() not in _DEPENDENCY_TYPES:
+        return False
+    for job in jobs.split(":"):
+        ref = re.match(_JOB_REF, job)
+        if ref is None:
+            return False
+        rest = job[ref.end() :]
+        if rest and re.fullmatch(_DELAY, rest) is None:
+            return False
+    return True
