@@ -81,8 +81,9 @@ def write_config(directory: str, nodes: int, extra: list[str]) -> str:
 
 def _spawn(args: list[str], log_path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
-    return subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+    return subprocess.Popen(
+        args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+    )
 
 
 def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[bytes]]) -> None:
@@ -95,8 +96,10 @@ def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[byte
     while time.monotonic() < deadline:
         for proc in procs:
             if proc.poll() is not None:
-                raise UsageError(f"a daemon exited during start-up (status {proc.returncode}); "
-                                 "see the logs in the cluster directory")
+                raise UsageError(
+                    f"a daemon exited during start-up (status {proc.returncode}); "
+                    "see the logs in the cluster directory"
+                )
         try:
             reply = client.call("Nodes", {})
             if sum(1 for n in reply["nodes"] if n["state"] != "UNKNOWN") >= nodes:
@@ -132,16 +135,24 @@ def up(argv: list[str]) -> int:
         raise UsageError("--nodes must be at least 1")
     directory = os.path.abspath(directory)
     if _running_pids(directory):
-        raise UsageError(f"a cluster is already running in {directory} (corral down --dir {directory})")
+        raise UsageError(
+            f"a cluster is already running in {directory} (corral down --dir {directory})"
+        )
     conf = write_config(directory, nodes, extra)
     logs = os.path.join(directory, "log")
     os.makedirs(logs, exist_ok=True)
     env = {**os.environ, "SLURM_CONF": conf}
-    controller = _spawn([sys.executable, "-m", "controller.main", "-f", conf],
-                        os.path.join(logs, "controller.log"), env)
+    controller = _spawn(
+        [sys.executable, "-m", "controller.main", "-f", conf],
+        os.path.join(logs, "controller.log"),
+        env,
+    )
     names = f"node[1-{nodes}]" if nodes > 1 else "node1"
-    agent = _spawn([sys.executable, "-m", "nodeagent.main", "-f", conf, "--nodes", names],
-                   os.path.join(logs, "nodeagent.log"), env)
+    agent = _spawn(
+        [sys.executable, "-m", "nodeagent.main", "-f", conf, "--nodes", names],
+        os.path.join(logs, "nodeagent.log"),
+        env,
+    )
     procs = [controller, agent]
     with open(os.path.join(directory, "pids"), "w") as out:
         out.write(f"{controller.pid}\n{agent.pid}\n")

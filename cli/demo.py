@@ -25,8 +25,9 @@ def _command(name: str) -> list[str]:
 
 
 def _run(env: dict[str, str], name: str, *args: str, show: bool = True) -> str:
-    result = subprocess.run([*_command(name), *args], env=env, capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+        [*_command(name), *args], env=env, capture_output=True, text=True, check=False
+    )
     if show:
         print(f"$ {name} {' '.join(args)}")
         sys.stdout.write(result.stdout + result.stderr)
@@ -40,14 +41,41 @@ def run_demo(conf: str) -> int:
     workdir = os.path.join(os.path.dirname(conf), "demo")
     os.makedirs(workdir, exist_ok=True)
     print("\nSubmitting the demo workload:")
-    first = _run(env, "sbatch", "--parsable", "-J", "hello", "-D", workdir,
-                 "--wrap", "echo Hello from $SLURMD_NODENAME, job $SLURM_JOB_ID; sleep 2").strip()
+    first = _run(
+        env,
+        "sbatch",
+        "--parsable",
+        "-J",
+        "hello",
+        "-D",
+        workdir,
+        "--wrap",
+        "echo Hello from $SLURMD_NODENAME, job $SLURM_JOB_ID; sleep 2",
+    ).strip()
     for i in range(3):
         _run(env, "sbatch", "-J", f"work{i}", "-D", workdir, "-n", "1", "--wrap", f"sleep {1 + i}")
-    _run(env, "sbatch", "-J", "sweep", "-D", workdir, "--array=1-6%3",
-         "--wrap", "echo task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID; sleep 1")
-    _run(env, "sbatch", "-J", "report", "-D", workdir, f"--dependency=afterok:{first}",
-         "--wrap", "echo all done")
+    _run(
+        env,
+        "sbatch",
+        "-J",
+        "sweep",
+        "-D",
+        workdir,
+        "--array=1-6%3",
+        "--wrap",
+        "echo task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID; sleep 1",
+    )
+    _run(
+        env,
+        "sbatch",
+        "-J",
+        "report",
+        "-D",
+        workdir,
+        f"--dependency=afterok:{first}",
+        "--wrap",
+        "echo all done",
+    )
     time.sleep(0.5)
     print()
     _run(env, "squeue")

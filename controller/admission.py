@@ -56,8 +56,17 @@ def parse_array(spec: str, max_size: int) -> tuple[list[int], int]:
 def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
     """Every configured node as if empty and up: for "can this ever fit?"."""
     return {
-        n.name: NodeView(n.name, n.cpus, n.real_memory, n.weight, frozenset(n.features),
-                         n.cpus, n.real_memory, True, True)
+        n.name: NodeView(
+            n.name,
+            n.cpus,
+            n.real_memory,
+            n.weight,
+            frozenset(n.features),
+            n.cpus,
+            n.real_memory,
+            True,
+            True,
+        )
         for n in conf.nodes
     }
 
@@ -66,10 +75,17 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
     p = conf.partition(name)
     assert p is not None
     return PartitionView(
-        name=p.name, nodes=p.nodes, state=state or p.state, max_time=p.max_time,
-        max_nodes=p.max_nodes, min_nodes=p.min_nodes, priority_tier=p.priority_tier,
-        def_mem_per_cpu=p.def_mem_per_cpu, def_mem_per_node=p.def_mem_per_node,
-        max_mem_per_node=p.max_mem_per_node, exclusive=p.oversubscribe.upper() == "EXCLUSIVE",
+        name=p.name,
+        nodes=p.nodes,
+        state=state or p.state,
+        max_time=p.max_time,
+        max_nodes=p.max_nodes,
+        min_nodes=p.min_nodes,
+        priority_tier=p.priority_tier,
+        def_mem_per_cpu=p.def_mem_per_cpu,
+        def_mem_per_node=p.def_mem_per_node,
+        max_mem_per_node=p.max_mem_per_node,
+        exclusive=p.oversubscribe.upper() == "EXCLUSIVE",
     )
 
 
@@ -130,8 +146,10 @@ def admit(
     partitions = _partitions(spec, conf, who)
     for name in partitions:
         if partition_states.get(name, "UP") in ("INACTIVE", "DRAIN"):
-            raise SlurmError(errors.ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE,
-                             "Required partition not available (inactive or drain)")
+            raise SlurmError(
+                errors.ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE,
+                "Required partition not available (inactive or drain)",
+            )
     req_nodes = _hosts(spec.get("req_nodes", ""))
     exc_nodes = _hosts(spec.get("exc_nodes", ""))
     known = {n.name for n in conf.nodes}
@@ -241,12 +259,20 @@ def admit(
         return Admitted((base,), payload)
     indices, throttle = parse_array(array, conf.max_array_size)
     jobs = tuple(
-        Job(**{**_fields(base), "job_id": first_id + i, "array_job_id": first_id,
-               "array_task_id": index, "array_max_tasks": throttle, "array_spec": array})
+        Job(
+            **{
+                **_fields(base),
+                "job_id": first_id + i,
+                "array_job_id": first_id,
+                "array_task_id": index,
+                "array_max_tasks": throttle,
+                "array_spec": array,
+            }
+        )
         for i, index in enumerate(indices)
     )
     return Admitted(jobs, payload)
 
 
 def _fields(job: Job) -> dict[str, Any]:
-    return {name: getattr(job, name) for name in job.__slots__}  # type: ignore[attr-defined]
+    return {name: getattr(job, name) for name in job.__slots__}

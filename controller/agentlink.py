@@ -53,10 +53,11 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.on_change = on_change  # wakes the scheduler
         self.sessions: dict[str, _Session] = {}  # node name -> session
         self.config_path = store.conf.path
+        self._flushes: set[asyncio.Future[None]] = set()
 
     # ------------------------------------------------------------ stream
 
-    async def Attach(  # noqa: N802 - gRPC method name
+    async def Attach(
         self, request_iterator: AsyncIterator[pb.AgentMessage], context: Any
     ) -> AsyncIterator[pb.ControllerMessage]:
         session = _Session(context.peer())
@@ -109,17 +110,29 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 old.nodes.remove(reg.name)
             self.sessions[reg.name] = session
             session.nodes.append(reg.name)
-            self.store.node_registered(reg.name, {
-                "hostname": reg.hostname, "arch": reg.arch, "os": reg.os,
-                "boot_time": reg.boot_time, "agent_start_time": hello.agent_start_time,
-                "version": hello.version,
-            }, time.monotonic(), now)
+            self.store.node_registered(
+                reg.name,
+                {
+                    "hostname": reg.hostname,
+                    "arch": reg.arch,
+                    "os": reg.os,
+                    "boot_time": reg.boot_time,
+                    "agent_start_time": hello.agent_start_time,
+                    "version": hello.version,
+                },
+                time.monotonic(),
+                now,
+            )
         await self.store.flush()
-        session.send(pb.ControllerMessage(welcome=pb.Welcome(
-            cluster=self.store.conf.cluster_name,
-            heartbeat_interval=HEARTBEAT_INTERVAL,
-            kill_wait=self.store.conf.kill_wait,
-        )))
+        session.send(
+            pb.ControllerMessage(
+                welcome=pb.Welcome(
+                    cluster=self.store.conf.cluster_name,
+                    heartbeat_interval=HEARTBEAT_INTERVAL,
+                    kill_wait=self.store.conf.kill_wait,
+                )
+            )
+        )
         self._reconcile(hello, session)
         log.info("agent %s registered %s", session.peer, ",".join(session.nodes))
         self.on_change()
@@ -130,9 +143,14 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         for run in hello.running:
             job = self.store.jobs.get(run.job_id)
             if job is None or not holds_nodes(job) or job.restarts != run.restarts:
-                log.info("job_id=%d stale run %d on %s: killing", run.job_id, run.restarts, session.peer)
-                session.send(pb.ControllerMessage(signal=pb.SignalJob(
-                    job_id=run.job_id, signal=0, reason="stale")))
+                log.info(
+                    "job_id=%d stale run %d on %s: killing", run.job_id, run.restarts, session.peer
+                )
+                session.send(
+                    pb.ControllerMessage(
+                        signal=pb.SignalJob(job_id=run.job_id, signal=0, reason="stale")
+                    )
+                )
         for job in list(self.store.jobs.values()):
             if not holds_nodes(job) or job.nodes[0] not in session.nodes:
                 continue
@@ -141,7 +159,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             if jobstate.COMPLETING in job.flags:
                 # Its result, if the agent kept one, follows the hello; if not, it is gone.
                 asyncio.get_running_loop().call_later(
-                    RESULT_GRACE, self._give_up_on, job.job_id, job.restarts)
+                    RESULT_GRACE, self._give_up_on, job.job_id, job.restarts
+                )
             else:
                 log.info("job_id=%d not reported by its agent; relaunching", job.job_id)
                 self.launch(job)
@@ -152,26 +171,37 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             return
         log.warning("job_id=%d never reported its end; marking it done", job_id)
         self.store.post(job_id, jobstate.Finish(int(time.time()), 0x9, "cancelled"))
-        asyncio.ensure_future(self.store.flush())
+        self._flushes.add(task := asyncio.ensure_future(self.store.flush()))
+        task.add_done_callback(self._flushes.discard)
         self.on_change()
 
     async def _done(self, done: pb.JobDone, session: _Session) -> None:
         job = self.store.jobs.get(done.job_id)
         if job is not None and job.restarts == done.restarts:
             try:
-                self.store.post(job.job_id, jobstate.Finish(
-                    now=done.end_time or int(time.time()),
-                    exit_status=done.exit_status,
-                    outcome=done.outcome,
-                ))
+                self.store.post(
+                    job.job_id,
+                    jobstate.Finish(
+                        now=done.end_time or int(time.time()),
+                        exit_status=done.exit_status,
+                        outcome=done.outcome,
+                    ),
+                )
             except InvalidTransition:
                 log.debug("job_id=%d late result ignored", done.job_id)
             else:
-                log.info("job_id=%d ended outcome=%s status=%d", done.job_id, done.outcome, done.exit_status)
+                log.info(
+                    "job_id=%d ended outcome=%s status=%d",
+                    done.job_id,
+                    done.outcome,
+                    done.exit_status,
+                )
                 if done.message:
                     log.warning("job_id=%d %s", done.job_id, done.message)
         await self.store.flush()
-        session.send(pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts)))
+        session.send(
+            pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts))
+        )
         self.on_change()
 
     # ------------------------------------------------------------ commands
@@ -191,14 +221,29 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         env = batch_environment(job, payload, self.store.conf.cluster_name)
         env["SLURM_CONF"] = self.config_path
         launch = pb.LaunchJob(
-            job_id=job.job_id, node=job.nodes[0], uid=job.uid, gid=job.gid, user=job.user,
-            script=payload.script, argv=payload.argv, work_dir=job.work_dir,
-            std_out=job.std_out, std_err=job.std_err, std_in=job.std_in,
-            append=job.open_mode == "append" or (not job.open_mode and self.store.conf.job_file_append),
-            environment=env, time_limit=job.time_limit, start_time=job.start_time,
-            kill_wait=self.store.conf.kill_wait, array_job_id=job.array_job_id,
-            job_name=job.name, node_list=env["SLURM_JOB_NODELIST"], restarts=job.restarts,
-            signal_num=job.signal_num, signal_time=job.signal_time,
+            job_id=job.job_id,
+            node=job.nodes[0],
+            uid=job.uid,
+            gid=job.gid,
+            user=job.user,
+            script=payload.script,
+            argv=payload.argv,
+            work_dir=job.work_dir,
+            std_out=job.std_out,
+            std_err=job.std_err,
+            std_in=job.std_in,
+            append=job.open_mode == "append"
+            or (not job.open_mode and self.store.conf.job_file_append),
+            environment=env,
+            time_limit=job.time_limit,
+            start_time=job.start_time,
+            kill_wait=self.store.conf.kill_wait,
+            array_job_id=job.array_job_id,
+            job_name=job.name,
+            node_list=env["SLURM_JOB_NODELIST"],
+            restarts=job.restarts,
+            signal_num=job.signal_num,
+            signal_time=job.signal_time,
             signal_batch_only=job.signal_batch_only,
         )
         if job.array_task_id is not None:
@@ -206,19 +251,39 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         launch.signature = auth.sign(self.key, launch.SerializeToString(deterministic=True))
         session.send(pb.ControllerMessage(launch=launch))
 
-    def signal(self, job: Job, signal: int, *, batch_only: bool = False, full: bool = False,
-               reason: str = "") -> bool:
+    def signal(
+        self,
+        job: Job,
+        signal: int,
+        *,
+        batch_only: bool = False,
+        full: bool = False,
+        reason: str = "",
+    ) -> bool:
         session = self._session_for(job)
         if session is None:
             return False
-        session.send(pb.ControllerMessage(signal=pb.SignalJob(
-            job_id=job.job_id, signal=signal, batch_only=batch_only, full=full, reason=reason)))
+        session.send(
+            pb.ControllerMessage(
+                signal=pb.SignalJob(
+                    job_id=job.job_id,
+                    signal=signal,
+                    batch_only=batch_only,
+                    full=full,
+                    reason=reason,
+                )
+            )
+        )
         return True
 
     def update_limit(self, job: Job) -> None:
         session = self._session_for(job)
         if session is not None:
-            session.send(pb.ControllerMessage(update=pb.UpdateJob(job_id=job.job_id, time_limit=job.time_limit)))
+            session.send(
+                pb.ControllerMessage(
+                    update=pb.UpdateJob(job_id=job.job_id, time_limit=job.time_limit)
+                )
+            )
 
     # ------------------------------------------------------------ health
 
@@ -240,8 +305,11 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             for job in self.store.jobs_on(name):
                 requeue = job.requeue and job.state is JobState.RUNNING
                 self.store.post(job.job_id, jobstate.NodeFail(now, requeue))
-                log.info("job_id=%d node %s failed: %s", job.job_id, name,
-                         "requeued" if requeue else "NODE_FAIL")
+                log.info(
+                    "job_id=%d node %s failed: %s",
+                    job.job_id,
+                    name,
+                    "requeued" if requeue else "NODE_FAIL",
+                )
             changed = True
         return changed
-

@@ -49,7 +49,8 @@ class FramedServer:
         try:
             sock = writer.get_extra_info("socket")
             _, uid, gid = _PEERCRED.unpack(
-                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+            )
             (size,) = struct.unpack(">I", await reader.readexactly(4))
             if size > MAX_FRAME:
                 return
@@ -60,7 +61,7 @@ class FramedServer:
             await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
-        except Exception:  # noqa: BLE001 - one bad client must not stop the server
+        except Exception:
             log.exception("client request failed")
         finally:
             writer.close()
@@ -71,15 +72,17 @@ class FramedServer:
             return _error(SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR))
         try:
             request = request_type.FromString(frame.body)
-        except Exception:  # noqa: BLE001 - any decode failure is the client's fault
+        except Exception:
             return _error(SlurmError(errors.ESLURM_PROTOCOL_ERROR))
         try:
             reply = await getattr(self.handlers, frame.method)(request, principal_for(uid, gid))
         except SlurmError as exc:
             return _error(exc)
-        except Exception:  # noqa: BLE001 - a bug answers this client, not the daemon's end
+        except Exception:
             log.exception("method %s failed for uid=%d", frame.method, uid)
-            return _error(SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unexpected error in the controller"))
+            return _error(
+                SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unexpected error in the controller")
+            )
         return pb.Frame(method=frame.method, body=reply.SerializeToString())
 
 

@@ -7,6 +7,8 @@ HOSTNAME, SLURM_CONF). See docs/reference in slurm-interfaces.md section 2.
 
 from __future__ import annotations
 
+import itertools
+
 from controller.admission import parse_array
 from controller.model import Job, Payload
 from corral import hostlist
@@ -95,7 +97,7 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
 
 def _array_values(job: Job) -> dict[str, object]:
     indices, _ = parse_array(job.array_spec, 1 << 31)
-    steps = {b - a for a, b in zip(indices, indices[1:], strict=False)}
+    steps = {b - a for a, b in itertools.pairwise(indices)}
     return {
         "SLURM_ARRAY_JOB_ID": job.array_job_id,
         "SLURM_ARRAY_TASK_ID": job.array_task_id,

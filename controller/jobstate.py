@@ -85,12 +85,15 @@ class InvalidTransition(Exception):
     """``event`` does not apply to a job in its current state."""
 
     def __init__(self, job: Job, event: object) -> None:
-        super().__init__(f"job_id={job.job_id} state={job.state.name} cannot take {type(event).__name__}")
+        super().__init__(
+            f"job_id={job.job_id} state={job.state.name} cannot take {type(event).__name__}"
+        )
         self.job_id = job.job_id
         self.state = job.state
 
 
 # ---------------------------------------------------------------- events
+
 
 @dataclass(frozen=True, slots=True)
 class Start:
@@ -176,7 +179,7 @@ def _back_to_pending(job: Job, now: int, hold: bool) -> Job:
     )
 
 
-def apply(job: Job, event: Event) -> Job:  # noqa: PLR0911 - one branch per transition
+def apply(job: Job, event: Event) -> Job:
     """Return ``job`` after ``event``; raise ``InvalidTransition`` if it cannot happen."""
     state = job.state
     match event:
@@ -194,7 +197,9 @@ def apply(job: Job, event: Event) -> Job:  # noqa: PLR0911 - one branch per tran
             )
         case Finish() if state is JobState.RUNNING or COMPLETING in job.flags:
             if REQUEUED in job.flags:
-                return _back_to_pending(replace(job, exit_status=event.exit_status), event.now, job.requeue_hold)
+                return _back_to_pending(
+                    replace(job, exit_status=event.exit_status), event.now, job.requeue_hold
+                )
             new_state, reason = _finish_state(job, event)
             end = job.end_time if new_state is JobState.CANCELLED and job.end_time else event.now
             return replace(
@@ -206,11 +211,17 @@ def apply(job: Job, event: Event) -> Job:  # noqa: PLR0911 - one branch per tran
                 end_time=end,
             )
         case Cancel() if state is JobState.PENDING:
-            return replace(job, state=JobState.CANCELLED, end_time=event.now, reason=Reason.NONE,
-                           start_time=job.start_time or event.now)
+            return replace(
+                job,
+                state=JobState.CANCELLED,
+                end_time=event.now,
+                reason=Reason.NONE,
+                start_time=job.start_time or event.now,
+            )
         case Cancel() if state is JobState.RUNNING and COMPLETING not in job.flags:
-            return replace(job, state=JobState.CANCELLED, flags=job.flags | {COMPLETING},
-                           end_time=event.now)
+            return replace(
+                job, state=JobState.CANCELLED, flags=job.flags | {COMPLETING}, end_time=event.now
+            )
         case Requeue() if state is JobState.RUNNING and COMPLETING not in job.flags:
             return replace(job, flags=job.flags | {COMPLETING, REQUEUED}, requeue_hold=event.hold)
         case Requeue() if state.finished and COMPLETING not in job.flags:
@@ -219,11 +230,19 @@ def apply(job: Job, event: Event) -> Job:  # noqa: PLR0911 - one branch per tran
             if event.requeue and state is JobState.RUNNING:
                 return _back_to_pending(job, event.now, job.requeue_hold)
             final = state if state.finished else JobState.NODE_FAIL
-            return replace(job, state=final, flags=frozenset(), end_time=job.end_time or event.now,
-                           reason=Reason.NODE_DOWN if final is JobState.NODE_FAIL else job.reason)
+            return replace(
+                job,
+                state=final,
+                flags=frozenset(),
+                end_time=job.end_time or event.now,
+                reason=Reason.NODE_DOWN if final is JobState.NODE_FAIL else job.reason,
+            )
         case Hold() if state is JobState.PENDING:
-            return replace(job, held="admin" if event.admin else "user",
-                           reason=Reason.JOB_HELD_ADMIN if event.admin else Reason.JOB_HELD_USER)
+            return replace(
+                job,
+                held="admin" if event.admin else "user",
+                reason=Reason.JOB_HELD_ADMIN if event.admin else Reason.JOB_HELD_USER,
+            )
         case Release() if state is JobState.PENDING and job.held:
             return replace(job, held="", reason=Reason.NONE)
     raise InvalidTransition(job, event)

@@ -87,8 +87,14 @@ class Journal:
         self._db.executescript(_SCHEMA)
 
     def load(self) -> Loaded:
-        jobs = {jid: job_from_row(text) for jid, text in self._db.execute("SELECT job_id, record FROM jobs")}
-        nodes = {name: json.loads(text) for name, text in self._db.execute("SELECT name, record FROM nodes")}
+        jobs = {
+            jid: job_from_row(text)
+            for jid, text in self._db.execute("SELECT job_id, record FROM jobs")
+        }
+        nodes = {
+            name: json.loads(text)
+            for name, text in self._db.execute("SELECT name, record FROM nodes")
+        }
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         return Loaded(jobs, nodes, meta)
 
@@ -97,7 +103,9 @@ class Journal:
         if row is None:
             return None
         record = json.loads(row[0])
-        return Payload(record["script"], tuple(record["argv"]), tuple(map(tuple, record["environment"])))
+        return Payload(
+            record["script"], tuple(record["argv"]), tuple(map(tuple, record["environment"]))
+        )
 
     def write(self, batch: Batch) -> None:
         """Commit ``batch`` durably (fsync) or raise."""
@@ -113,7 +121,12 @@ class Journal:
                 db.executemany(
                     "INSERT OR REPLACE INTO payloads VALUES (?, ?)",
                     [
-                        (jid, json.dumps({"script": p.script, "argv": p.argv, "environment": p.environment}))
+                        (
+                            jid,
+                            json.dumps(
+                                {"script": p.script, "argv": p.argv, "environment": p.environment}
+                            ),
+                        )
                         for jid, p in batch.payloads.items()
                     ],
                 )
@@ -127,7 +140,9 @@ class Journal:
                     [(name, node_to_row(node)) for name, node in batch.nodes.items()],
                 )
             if batch.meta:
-                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(batch.meta.items()))
+                db.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)", list(batch.meta.items())
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -14,6 +14,7 @@ A cycle runs when something changed (``kick``) and at least once a second.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -29,7 +30,9 @@ MIN_GAP = 0.01  # seconds between cycles, so bursts of events share one cycle
 
 
 class SchedulerLoop:
-    def __init__(self, store: JobStore, link: AgentLink, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, store: JobStore, link: AgentLink, clock: Callable[[], float] = time.time
+    ) -> None:
         self.store = store
         self.link = link
         self.clock = clock
@@ -44,10 +47,8 @@ class SchedulerLoop:
 
     async def run(self) -> None:
         while True:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=PERIOD)
-            except TimeoutError:
-                pass
             self._wake.clear()
             try:
                 await self.cycle()
@@ -73,5 +74,11 @@ class SchedulerLoop:
         self.max_cycle_us = max(self.max_cycle_us, took)
         self.total_cycle_us += took
         if started or purged:
-            log.info("cycle=%d pending=%d started=%d purged=%d took=%dus",
-                     self.cycles, len(snap.pending), len(started), len(purged), took)
+            log.info(
+                "cycle=%d pending=%d started=%d purged=%d took=%dus",
+                self.cycles,
+                len(snap.pending),
+                len(started),
+                len(purged),
+                took,
+            )

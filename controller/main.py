@@ -9,6 +9,8 @@ import signal
 import sys
 import time
 
+from collections.abc import Callable
+
 import grpc
 import uvloop
 
@@ -52,14 +54,20 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     loop = SchedulerLoop(store, link)
 
     server = grpc.aio.server(options=GRPC_OPTIONS)
-    pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)
-    pb_grpc.add_AgentLinkServicer_to_server(link, server)
+    pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)  # type: ignore[no-untyped-call]
+    pb_grpc.add_AgentLinkServicer_to_server(link, server)  # type: ignore[no-untyped-call]
     _, addr = conf.controller_host
     port = server.add_insecure_port(f"{addr}:{conf.slurmctld_port}")
     if port == 0:
         raise SystemExit(f"corral-controller: fatal: cannot listen on {addr}:{conf.slurmctld_port}")
     await server.start()
-    log.info("corral-controller %s for cluster %s: gRPC on %s:%d", __version__, conf.cluster_name, addr, port)
+    log.info(
+        "corral-controller %s for cluster %s: gRPC on %s:%d",
+        __version__,
+        conf.cluster_name,
+        addr,
+        port,
+    )
     framed = FramedServer(handlers, socket_path(conf.state_save_location))
     await framed.start()
 
@@ -77,19 +85,23 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     journal.close()
 
 
-def _reconfigure(handlers: Handlers) -> object:
+def _reconfigure(handlers: Handlers) -> Callable[[], None]:
     def reload() -> None:
         try:
             handlers.reconfigure()
-        except Exception as exc:  # noqa: BLE001 - SIGHUP must never kill the daemon
+        except Exception as exc:
             log.error("%s", exc)
 
     return reload
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="corral-controller", description="Corral's cluster controller")
-    parser.add_argument("-f", dest="config", default=None, help="slurm.conf path (default $SLURM_CONF)")
+    parser = argparse.ArgumentParser(
+        prog="corral-controller", description="Corral's cluster controller"
+    )
+    parser.add_argument(
+        "-f", dest="config", default=None, help="slurm.conf path (default $SLURM_CONF)"
+    )
     parser.add_argument("-D", action="store_true", help="run in the foreground (always true)")
     parser.add_argument("-v", action="count", default=0, help="more logging")
     parser.add_argument("-V", "--version", action="version", version=f"corral {__version__}")

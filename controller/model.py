@@ -95,7 +95,7 @@ class Job:
 
     @property
     def cpus_needed(self) -> int:
-        """CPUs the job needs in all (tasks × CPUs per task, at least --mincpus)."""
+        """CPUs the job needs in all (tasks x CPUs per task, at least --mincpus)."""
         return max(self.num_tasks * self.cpus_per_task, self.min_cpus)
 
     @property

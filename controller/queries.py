@@ -68,7 +68,9 @@ def _state_names(states: Iterable[str]) -> set[JobState] | None:
     return wanted
 
 
-def select(jobs: Mapping[int, Job], flt: Mapping[str, Any], *, default_active: bool = True) -> list[Job]:
+def select(
+    jobs: Mapping[int, Job], flt: Mapping[str, Any], *, default_active: bool = True
+) -> list[Job]:
     """Jobs matching every given criterion. Raises for ids that match nothing."""
     ids = [parse_id(t) for t in flt.get("job_ids", [])]
     if ids:
@@ -78,16 +80,29 @@ def select(jobs: Mapping[int, Job], flt: Mapping[str, Any], *, default_active: b
     states = flt.get("states", [])
     wanted = _state_names(states) if states else (_ACTIVE if default_active and not ids else None)
     if wanted is not None:
-        pool = [j for j in pool if j.state in wanted or (COMPLETING in j.flags and JobState.RUNNING in wanted)]
+        pool = [
+            j
+            for j in pool
+            if j.state in wanted or (COMPLETING in j.flags and JobState.RUNNING in wanted)
+        ]
     users = flt.get("users", [])
     if users:
         uids = {uid_for(u) for u in users}
         pool = [j for j in pool if j.uid in uids]
-    for key, attr in (("partitions", "partition"), ("names", "name"), ("accounts", "account"), ("qos", "qos")):
+    for key, attr in (
+        ("partitions", "partition"),
+        ("names", "name"),
+        ("accounts", "account"),
+        ("qos", "qos"),
+    ):
         values = set(flt.get(key, []))
         if values:
             if key == "partitions":
-                pool = [j for j in pool if (j.partition in values) or (not j.partition and values & set(j.partitions))]
+                pool = [
+                    j
+                    for j in pool
+                    if (j.partition in values) or (not j.partition and values & set(j.partitions))
+                ]
             else:
                 pool = [j for j in pool if getattr(j, attr) in values]
     nodes = set(flt.get("nodes", []))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import signal as signals
 import time
-from dataclasses import replace
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -67,8 +67,14 @@ def _signal_number(value: int) -> int:
 class Handlers:
     """One method per Controller RPC. ``now`` comes from ``clock``."""
 
-    def __init__(self, store: JobStore, link: AgentLink, kick: Callable[[], None],
-                 stop: Callable[[], None], clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        link: AgentLink,
+        kick: Callable[[], None],
+        stop: Callable[[], None],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.store = store
         self.link = link
         self.kick = kick
@@ -81,7 +87,7 @@ class Handlers:
 
     # ------------------------------------------------------------ jobs
 
-    async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:  # noqa: N802
+    async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:
         spec = to_dict(req.spec)
         now = self.now()
         if req.test_only:
@@ -90,26 +96,43 @@ class Handlers:
         await self.store.flush()
         self.kick()
         first = admitted.jobs[0]
-        log.info("job_id=%d submitted by uid=%d (%d jobs)", first.job_id, who.uid, len(admitted.jobs))
-        return pb.SubmitReply(job_id=first.array_job_id or first.job_id,
-                              cluster=self.store.conf.cluster_name)
+        log.info(
+            "job_id=%d submitted by uid=%d (%d jobs)", first.job_id, who.uid, len(admitted.jobs)
+        )
+        return pb.SubmitReply(
+            job_id=first.array_job_id or first.job_id, cluster=self.store.conf.cluster_name
+        )
 
     def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
-        admitted = admit(spec, who, self.store.conf, self.store.partition_state,
-                         self.store.next_job_id, now, 0)
+        admitted = admit(
+            spec, who, self.store.conf, self.store.partition_state, self.store.next_job_id, now, 0
+        )
         job = admitted.jobs[0]
         snap = self.store.snapshot()
         snap = replace(snap, pending=(*snap.pending, job))
         plan = schedule(snap, now)
         start = next((s for s in plan.starts if s.job_id == job.job_id), None)
         if start is not None:
-            return pb.SubmitReply(job_id=job.job_id, start_time=now, num_cpus=sum(start.cpus),
-                                  nodes=hostlist.compress(start.nodes), partition=start.partition)
-        ends = [j.end_time for j in self.store.jobs.values() if j.state is JobState.RUNNING and j.end_time]
-        return pb.SubmitReply(job_id=job.job_id, start_time=max(ends, default=now + 365 * 86400),
-                              num_cpus=job.cpus_needed, partition=job.partitions[0])
+            return pb.SubmitReply(
+                job_id=job.job_id,
+                start_time=now,
+                num_cpus=sum(start.cpus),
+                nodes=hostlist.compress(start.nodes),
+                partition=start.partition,
+            )
+        ends = [
+            j.end_time
+            for j in self.store.jobs.values()
+            if j.state is JobState.RUNNING and j.end_time
+        ]
+        return pb.SubmitReply(
+            job_id=job.job_id,
+            start_time=max(ends, default=now + 365 * 86400),
+            num_cpus=job.cpus_needed,
+            partition=job.partitions[0],
+        )
 
-    async def Jobs(self, req: pb.JobsRequest, who: Principal) -> pb.JobsReply:  # noqa: N802
+    async def Jobs(self, req: pb.JobsRequest, who: Principal) -> pb.JobsReply:
         flt = to_dict(req.filter)
         jobs = queries.select(self.store.jobs, flt)
         if flt.get("job_ids") and not jobs:
@@ -118,8 +141,10 @@ class Handlers:
         if req.expand_arrays:
             records = [views.job_info(j, self.store, now) for j in jobs]
         else:
-            records = [views.job_info(j, self.store, now, array_tasks=tasks)
-                       for j, tasks in views.fold_arrays(jobs)]
+            records = [
+                views.job_info(j, self.store, now, array_tasks=tasks)
+                for j, tasks in views.fold_arrays(jobs)
+            ]
         return pb.JobsReply(jobs=records, now=now, last_update=self.store.last_update)
 
     def _owned(self, job: Job, who: Principal) -> None:
@@ -139,21 +164,31 @@ class Handlers:
                 out.append((text, []))
         return out
 
-    async def Signal(self, req: pb.SignalRequest, who: Principal) -> pb.SignalReply:  # noqa: N802
+    async def Signal(self, req: pb.SignalRequest, who: Principal) -> pb.SignalReply:
         flt = to_dict(req.filter)
         ids = flt.pop("job_ids", [])
         now = self.now()
         results = []
         for text, jobs in self._targets(ids, flt):
             if text and not jobs:
-                results.append(pb.JobResult(job_id=text, code=errors.ESLURM_INVALID_JOB_ID,
-                                            message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID]))
+                results.append(
+                    pb.JobResult(
+                        job_id=text,
+                        code=errors.ESLURM_INVALID_JOB_ID,
+                        message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID],
+                    )
+                )
                 continue
             for job in jobs:
                 code = self._signal_one(job, req, who, now)
                 if text or code == 0:
-                    results.append(pb.JobResult(job_id=text or job.display_id, code=code,
-                                                message=errors.MESSAGES.get(code, "") if code else ""))
+                    results.append(
+                        pb.JobResult(
+                            job_id=text or job.display_id,
+                            code=code,
+                            message=errors.MESSAGES.get(code, "") if code else "",
+                        )
+                    )
                 if text and code:
                     break
         await self.store.flush()
@@ -178,40 +213,58 @@ class Handlers:
         self.link.signal(job, sig, batch_only=req.batch_only, full=req.full)
         return 0
 
-    async def JobControl(self, req: pb.JobControlRequest, who: Principal) -> pb.JobControlReply:  # noqa: N802
+    async def JobControl(self, req: pb.JobControlRequest, who: Principal) -> pb.JobControlReply:
         ids = list(req.job_ids)
         flt: dict[str, Any] = {"names": [req.job_name]} if req.job_name else {}
         results = []
         now = self.now()
         for text, jobs in self._targets(ids, flt):
             if not jobs:
-                results.append(pb.JobResult(job_id=text, code=errors.ESLURM_INVALID_JOB_ID,
-                                            message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID]))
+                results.append(
+                    pb.JobResult(
+                        job_id=text,
+                        code=errors.ESLURM_INVALID_JOB_ID,
+                        message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID],
+                    )
+                )
                 continue
             for job in jobs:
                 try:
                     self._control_one(req.action, job, dict(req.updates), who, now)
                 except SlurmError as exc:
-                    results.append(pb.JobResult(job_id=text or job.display_id, code=exc.code,
-                                                message=exc.message))
+                    results.append(
+                        pb.JobResult(
+                            job_id=text or job.display_id, code=exc.code, message=exc.message
+                        )
+                    )
                     break
                 except InvalidTransition:
-                    code = (errors.ESLURM_ALREADY_DONE if job.state.finished
-                            else errors.ESLURM_INVALID_JOB_STATE)
-                    results.append(pb.JobResult(job_id=text or job.display_id, code=code,
-                                                message=errors.MESSAGES[code]))
+                    code = (
+                        errors.ESLURM_ALREADY_DONE
+                        if job.state.finished
+                        else errors.ESLURM_INVALID_JOB_STATE
+                    )
+                    results.append(
+                        pb.JobResult(
+                            job_id=text or job.display_id, code=code, message=errors.MESSAGES[code]
+                        )
+                    )
                     break
         await self.store.flush()
         self.kick()
         return pb.JobControlReply(results=results)
 
-    def _control_one(self, action: str, job: Job, updates: dict[str, str], who: Principal,
-                     now: int) -> None:
+    def _control_one(
+        self, action: str, job: Job, updates: dict[str, str], who: Principal, now: int
+    ) -> None:
         self._owned(job, who)
         if action in ("hold", "uhold"):
             if job.state is not JobState.PENDING:
-                raise SlurmError(errors.ESLURM_ALREADY_DONE if job.state.finished
-                                 else errors.ESLURM_JOB_NOT_PENDING)
+                raise SlurmError(
+                    errors.ESLURM_ALREADY_DONE
+                    if job.state.finished
+                    else errors.ESLURM_JOB_NOT_PENDING
+                )
             self.store.post(job.job_id, jobstate.Hold(admin=action == "hold" and who.is_admin))
         elif action == "release":
             if job.held == "admin" and not who.is_admin:
@@ -292,7 +345,7 @@ class Handlers:
 
     # ------------------------------------------------------------ nodes, partitions, config
 
-    async def Nodes(self, req: pb.NodesRequest, who: Principal) -> pb.NodesReply:  # noqa: N802
+    async def Nodes(self, req: pb.NodesRequest, who: Principal) -> pb.NodesReply:
         names = self._node_names(list(req.names))
         return pb.NodesReply(nodes=[views.node_info(n, self.store) for n in names], now=self.now())
 
@@ -309,16 +362,17 @@ class Handlers:
             raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
         return names
 
-    async def Partitions(self, req: pb.PartitionsRequest, who: Principal) -> pb.PartitionsReply:  # noqa: N802
+    async def Partitions(self, req: pb.PartitionsRequest, who: Principal) -> pb.PartitionsReply:
         parts = self.store.conf.partitions
         if req.names:
             parts = tuple(p for p in parts if p.name in req.names)
             if len(parts) != len(set(req.names)):
                 raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
-        return pb.PartitionsReply(partitions=[views.partition_info(p, self.store) for p in parts],
-                                  now=self.now())
+        return pb.PartitionsReply(
+            partitions=[views.partition_info(p, self.store) for p in parts], now=self.now()
+        )
 
-    async def NodeUpdate(self, req: pb.NodeUpdateRequest, who: Principal) -> pb.NodeUpdateReply:  # noqa: N802
+    async def NodeUpdate(self, req: pb.NodeUpdateRequest, who: Principal) -> pb.NodeUpdateReply:
         if not who.is_admin:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         state = req.state.upper()
@@ -337,21 +391,24 @@ class Handlers:
         self.kick()
         return pb.NodeUpdateReply()
 
-    async def Config(self, req: pb.ConfigRequest, who: Principal) -> pb.ConfigReply:  # noqa: N802
+    async def Config(self, req: pb.ConfigRequest, who: Principal) -> pb.ConfigReply:
         conf = self.store.conf
         entries = [pb.ConfigEntry(key=k, value=v) for k, v in show_config(conf)]
-        entries.append(pb.ConfigEntry(key="BOOT_TIME", value=timefmt.format_timestamp(self.started)))
+        entries.append(
+            pb.ConfigEntry(key="BOOT_TIME", value=timefmt.format_timestamp(self.started))
+        )
         entries.append(pb.ConfigEntry(key="SLURM_CONF", value=conf.path))
         entries.append(pb.ConfigEntry(key="SLURM_VERSION", value=SLURM_VERSION))
         entries.sort(key=lambda e: e.key.lower())
-        return pb.ConfigReply(entries=entries, now=self.now(), config_file=conf.path,
-                              last_update=self.started)
+        return pb.ConfigReply(
+            entries=entries, now=self.now(), config_file=conf.path, last_update=self.started
+        )
 
-    async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:  # noqa: N802
+    async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
 
-    async def Reconfigure(self, req: pb.ReconfigureRequest, who: Principal) -> pb.ReconfigureReply:  # noqa: N802
+    async def Reconfigure(self, req: pb.ReconfigureRequest, who: Principal) -> pb.ReconfigureReply:
         if not who.is_admin:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         self.reconfigure()
@@ -370,15 +427,26 @@ class Handlers:
         log.info("reconfigured from %s", conf.path)
         self.kick()
 
-    async def Shutdown(self, req: pb.ShutdownRequest, who: Principal) -> pb.ShutdownReply:  # noqa: N802
+    async def Shutdown(self, req: pb.ShutdownRequest, who: Principal) -> pb.ShutdownReply:
         if not who.is_admin:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         self.stop()
         return pb.ShutdownReply()
 
 
-METHODS = ("Submit", "Jobs", "Nodes", "Partitions", "Signal", "JobControl", "NodeUpdate",
-           "Config", "Ping", "Reconfigure", "Shutdown")
+METHODS = (
+    "Submit",
+    "Jobs",
+    "Nodes",
+    "Partitions",
+    "Signal",
+    "JobControl",
+    "NodeUpdate",
+    "Config",
+    "Ping",
+    "Reconfigure",
+    "Shutdown",
+)
 
 
 def verify_credential(key: bytes, cred: pb.Credential, now: int) -> Principal:
@@ -411,7 +479,9 @@ class GrpcController(pb_grpc.ControllerServicer):
                     who = verify_credential(self.key, request.cred, int(time.time()))
                 return await handler(request, who)
             except SlurmError as exc:
-                await context.abort(GRPC_STATUS.get(exc.code, grpc.StatusCode.INVALID_ARGUMENT),
-                                    f"{exc.code}: {exc.message}")
+                await context.abort(
+                    GRPC_STATUS.get(exc.code, grpc.StatusCode.INVALID_ARGUMENT),
+                    f"{exc.code}: {exc.message}",
+                )
 
         return call

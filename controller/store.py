@@ -68,7 +68,9 @@ class JobStore:
                 current = NodeRuntime(name=node.name)
                 state = node.state.upper()
                 if state in ("DOWN", "FAIL"):
-                    current = replace(current, state="DOWN", reason=node.reason or "Configured down")
+                    current = replace(
+                        current, state="DOWN", reason=node.reason or "Configured down"
+                    )
                 elif state == "DRAIN":
                     current = replace(current, drain=True, reason=node.reason or "Configured drain")
             nodes[node.name] = current
@@ -97,8 +99,9 @@ class JobStore:
         )
         for name, saved in loaded.nodes.items():
             if name in self.nodes:
-                self.nodes[name] = replace(self.nodes[name], **saved, last_seen=monotonic,
-                                           responding=False)
+                self.nodes[name] = replace(
+                    self.nodes[name], **saved, last_seen=monotonic, responding=False
+                )
         self.apply_config(self.conf)
         log.info("recovered %d jobs, next job id %d", len(self.jobs), self.next_job_id)
 
@@ -201,7 +204,8 @@ class JobStore:
         """Forget finished jobs older than MinJobAge (they live on in accounting)."""
         age = self.conf.min_job_age
         gone = [
-            j.job_id for j in self.jobs.values()
+            j.job_id
+            for j in self.jobs.values()
             if j.state.finished and not holds_nodes(j) and j.end_time and now - j.end_time >= age
         ]
         for job_id in gone:
@@ -237,11 +241,22 @@ class JobStore:
             for p in self.conf.partitions
         }
         pending = tuple(j for j in self.jobs.values() if j.state is JobState.PENDING)
-        facts = {
-            j.job_id: JobFacts(j.state.name, j.exit_status, j.name, j.uid, j.array_job_id,
-                               j.array_task_id, j.start_time)
-            for j in self.jobs.values()
-        } if any(j.dependency for j in pending) else {}
+        facts = (
+            {
+                j.job_id: JobFacts(
+                    j.state.name,
+                    j.exit_status,
+                    j.name,
+                    j.uid,
+                    j.array_job_id,
+                    j.array_task_id,
+                    j.start_time,
+                )
+                for j in self.jobs.values()
+            }
+            if any(j.dependency for j in pending)
+            else {}
+        )
         running_per_array: dict[int, int] = {}
         for j in self.jobs.values():
             if j.array_job_id and holds_nodes(j):
@@ -255,10 +270,19 @@ class JobStore:
             job = self.jobs.get(start.job_id)
             if job is None or job.state is not JobState.PENDING or job.held:
                 continue
-            if not all(self._can_take(n, c, start.mem_per_node) for n, c in zip(start.nodes, start.cpus, strict=True)):
+            if not all(
+                self._can_take(n, c, start.mem_per_node)
+                for n, c in zip(start.nodes, start.cpus, strict=True)
+            ):
                 continue
-            started.append(self.post(job.job_id, jobstate.Start(
-                plan.now, start.partition, start.nodes, start.cpus, start.mem_per_node)))
+            started.append(
+                self.post(
+                    job.job_id,
+                    jobstate.Start(
+                        plan.now, start.partition, start.nodes, start.cpus, start.mem_per_node
+                    ),
+                )
+            )
         for job_id, reason in plan.reasons.items():
             job = self.jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING and job.reason is not reason:
@@ -276,17 +300,26 @@ class JobStore:
 
     # ------------------------------------------------------------ nodes
 
-    def node_registered(self, name: str, info: dict[str, object], monotonic: float, now: int) -> None:
+    def node_registered(
+        self, name: str, info: dict[str, object], monotonic: float, now: int
+    ) -> None:
         node = self.nodes[name]
         state = node.state
         if state == "UNKNOWN" or (state == "DOWN" and self._returns_to_service(node)):
             state = "UP"
         changed = state != node.state
         node = replace(
-            node, state=state, responding=True, last_seen=monotonic, ever_registered=True,
+            node,
+            state=state,
+            responding=True,
+            last_seen=monotonic,
+            ever_registered=True,
             reason="" if changed and not node.drain else node.reason,
-            **{k: v for k, v in info.items() if k in ("hostname", "arch", "os", "version",
-                                                      "boot_time", "agent_start_time")},  # type: ignore[arg-type]
+            **{
+                k: v
+                for k, v in info.items()
+                if k in ("hostname", "arch", "os", "version", "boot_time", "agent_start_time")
+            },  # type: ignore[arg-type]
         )
         if changed:
             self._touch_node(node)
@@ -312,24 +345,48 @@ class JobStore:
             self.nodes[name] = replace(node, responding=False)
 
     def set_node_down(self, name: str, reason: str, user: str, uid: int, now: int) -> None:
-        node = replace(self.nodes[name], state="DOWN", reason=reason, reason_user=user,
-                       reason_uid=uid, reason_time=now)
+        node = replace(
+            self.nodes[name],
+            state="DOWN",
+            reason=reason,
+            reason_user=user,
+            reason_uid=uid,
+            reason_time=now,
+        )
         self._touch_node(node)
         self.last_update = now
 
-    def set_node_admin_state(self, names: Iterable[str], state: str, reason: str, who: Principal,
-                             now: int) -> None:
+    def set_node_admin_state(
+        self, names: Iterable[str], state: str, reason: str, who: Principal, now: int
+    ) -> None:
         for name in names:
             node = self.nodes[name]
             if state == "DRAIN":
-                node = replace(node, drain=True, reason=reason, reason_user=who.user,
-                               reason_uid=who.uid, reason_time=now)
+                node = replace(
+                    node,
+                    drain=True,
+                    reason=reason,
+                    reason_user=who.user,
+                    reason_uid=who.uid,
+                    reason_time=now,
+                )
             elif state in ("DOWN", "FAIL"):
-                node = replace(node, state="DOWN", reason=reason, reason_user=who.user,
-                               reason_uid=who.uid, reason_time=now)
+                node = replace(
+                    node,
+                    state="DOWN",
+                    reason=reason,
+                    reason_user=who.user,
+                    reason_uid=who.uid,
+                    reason_time=now,
+                )
             elif state in ("RESUME", "IDLE", "UNDRAIN"):
                 up = "UP" if node.ever_registered and node.responding else "UNKNOWN"
-                node = replace(node, drain=False, reason="", reason_time=0,
-                               state=node.state if state == "UNDRAIN" else up)
+                node = replace(
+                    node,
+                    drain=False,
+                    reason="",
+                    reason_time=0,
+                    state=node.state if state == "UNDRAIN" else up,
+                )
             self._touch_node(node)
         self.last_update = now

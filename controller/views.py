@@ -34,7 +34,7 @@ def compress_indices(indices: list[int]) -> str:
     """``[1, 2, 3, 5]`` -> ``1-3,5``."""
     out: list[str] = []
     start = prev = indices[0]
-    for value in indices[1:] + [None]:  # type: ignore[list-item]
+    for value in [*indices[1:], None]:
         if value is not None and value == prev + 1:
             prev = value
             continue
@@ -44,7 +44,9 @@ def compress_indices(indices: list[int]) -> str:
     return ",".join(out)
 
 
-def job_info(job: Job, store: JobStore, now: int, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
+def job_info(
+    job: Job, store: JobStore, now: int, *, array_tasks: list[int] | None = None
+) -> pb.JobInfo:
     """One job record; ``array_tasks`` folds pending array elements into it."""
     conf = store.conf
     nodes = hostlist.compress(job.nodes) if job.nodes else ""
@@ -231,5 +233,3 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
         total_nodes=len(nodes),
         tres=tres(total_cpus, total_mem, len(nodes)),
     )
-
-

@@ -11,11 +11,10 @@ path (see docs/wire.md for the budget).
 
 from __future__ import annotations
 
-import os
-import struct
-
 # The C module directly: ``socket`` would pull in enum and selectors (~6 ms).
 import _socket
+import os
+import struct
 
 from corral.errors import ControllerUnreachable, SlurmError
 from corral.wire import codec

@@ -101,4 +101,6 @@ class ControllerUnreachable(SlurmError):
     """No controller answered at the configured address."""
 
     def __init__(self) -> None:
-        super().__init__(SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller (connect failure)")
+        super().__init__(
+            SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller (connect failure)"
+        )

@@ -21,8 +21,18 @@ PROTO_ROOT = pathlib.Path(__file__).resolve().parent
 PROTO_FILES = ["corral/wire/corral.proto"]
 
 _SCALARS = {
-    1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 8: "bool",
-    9: "string", 12: "bytes", 13: "uint32", 14: "enum", 17: "sint32", 18: "sint64",
+    1: "double",
+    2: "float",
+    3: "int64",
+    4: "uint64",
+    5: "int32",
+    8: "bool",
+    9: "string",
+    12: "bytes",
+    13: "uint32",
+    14: "enum",
+    17: "sint32",
+    18: "sint64",
 }
 
 
@@ -56,7 +66,9 @@ def _schema_source(descriptor_set: bytes) -> str:
 
     def _kind(f: descriptor_pb2.FieldDescriptorProto) -> str:
         if f.type == descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE:
-            return "message:" + f.type_name.rsplit(".", 1)[-1] if "." in f.type_name else f.type_name
+            return (
+                "message:" + f.type_name.rsplit(".", 1)[-1] if "." in f.type_name else f.type_name
+            )
         return _SCALARS[f.type]
 
     for file in fds.file:

@@ -14,8 +14,17 @@ from collections.abc import Iterable, Mapping
 from controller.core.snapshot import JobFacts
 
 _FINISHED = frozenset(
-    {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-     "DEADLINE", "OUT_OF_MEMORY"}
+    {
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+    }
 )
 TYPES = ("after", "afterany", "afterok", "afternotok", "aftercorr", "singleton")
 
@@ -63,7 +72,9 @@ def _targets(ident: str, jobs: Mapping[int, JobFacts]) -> Iterable[JobFacts]:
     job_id = int(head)
     if task and task != "*":
         # A task id names the array task whose (array_job_id, task) match.
-        return [f for f in jobs.values() if f.array_job_id == job_id and f.array_task_id == int(task)]
+        return [
+            f for f in jobs.values() if f.array_job_id == job_id and f.array_task_id == int(task)
+        ]
     members = [f for f in jobs.values() if f.array_job_id == job_id]
     if members:
         return members
@@ -113,7 +124,10 @@ def evaluate(
     for kind, ids in items:
         if kind == "singleton":
             busy = any(
-                jid != job_id and f.name == name and f.uid == uid and f.state not in _FINISHED
+                jid != job_id
+                and f.name == name
+                and f.uid == uid
+                and f.state not in _FINISHED
                 and (f.state != "PENDING" or jid < job_id)
                 for jid, f in jobs.items()
             )

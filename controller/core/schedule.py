@@ -39,7 +39,10 @@ def _waiting_reason(job: Job, snap: Snapshot, now: int) -> Reason | None:
             return Reason.DEPENDENCY
         if outcome is dependency.Outcome.NEVER:
             return Reason.DEPENDENCY_NEVER_SATISFIED
-    if job.array_max_tasks and snap.running_per_array.get(job.array_job_id, 0) >= job.array_max_tasks:
+    if (
+        job.array_max_tasks
+        and snap.running_per_array.get(job.array_job_id, 0) >= job.array_max_tasks
+    ):
         return Reason.JOB_ARRAY_TASK_LIMIT
     return None
 
@@ -113,7 +116,8 @@ def schedule(snap: Snapshot, now: int) -> Plan:
     for job in _order(snap.pending):
         reason = _waiting_reason(job, snap, now)
         if reason is Reason.JOB_ARRAY_TASK_LIMIT or (
-            reason is None and job.array_max_tasks
+            reason is None
+            and job.array_max_tasks
             and running_arrays.get(job.array_job_id, 0) >= job.array_max_tasks
         ):
             plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT

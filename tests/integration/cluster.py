@@ -21,8 +21,17 @@ from corral.client import Client, socket_path
 from corral.config import load
 from corral.errors import SlurmError
 
-DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-        "DEADLINE", "OUT_OF_MEMORY"}
+DONE = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+}
 
 
 def command(name: str) -> list[str]:
@@ -49,8 +58,13 @@ class Cluster:
 
     def _spawn(self, module: str, *args: str) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{module.split('.')[0]}.log", "ab")  # noqa: SIM115
-        return subprocess.Popen([sys.executable, "-m", module, "-f", self.conf, *args],
-                                stdout=log, stderr=log, env=self.env, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", module, "-f", self.conf, *args],
+            stdout=log,
+            stderr=log,
+            env=self.env,
+            start_new_session=True,
+        )
 
     def start_controller(self) -> None:
         self.controller = self._spawn("controller.main")
@@ -105,11 +119,25 @@ class Cluster:
 
     # ------------------------------------------------------------ clients
 
-    def run(self, name: str, *args: str, check: bool = True, input: str | None = None,
-            cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([*command(name), *args], env={**self.env, **(env or {})},
-                                capture_output=True, text=True, input=input,
-                                cwd=cwd or self.dir, timeout=60, check=False)
+    def run(
+        self,
+        name: str,
+        *args: str,
+        check: bool = True,
+        input: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [*command(name), *args],
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            input=input,
+            cwd=cwd or self.dir,
+            timeout=60,
+            check=False,
+        )
         if check and result.returncode != 0:
             raise AssertionError(f"{name} {args} exited {result.returncode}: {result.stderr}")
         return result
@@ -135,13 +163,20 @@ class Cluster:
             if predicate():
                 return
             time.sleep(0.05)
-        raise AssertionError(f"{message} within {timeout} s\n--- controller log ---\n"
-                             f"{self.log('controller')[-3000:]}\n--- agent log ---\n"
-                             f"{self.log('nodeagent')[-3000:]}")
+        raise AssertionError(
+            f"{message} within {timeout} s\n--- controller log ---\n"
+            f"{self.log('controller')[-3000:]}\n--- agent log ---\n"
+            f"{self.log('nodeagent')[-3000:]}"
+        )
 
-    def wait_state(self, job_id: int | str, states: set[str], timeout: float = 30) -> dict[str, Any]:
-        self.wait_for(lambda: self.job(job_id)["state"] in states, timeout,
-                      f"job {job_id} did not reach {sorted(states)}")
+    def wait_state(
+        self, job_id: int | str, states: set[str], timeout: float = 30
+    ) -> dict[str, Any]:
+        self.wait_for(
+            lambda: self.job(job_id)["state"] in states,
+            timeout,
+            f"job {job_id} did not reach {sorted(states)}",
+        )
         return self.job(job_id)
 
     def wait_done(self, job_id: int | str, timeout: float = 30) -> dict[str, Any]:

@@ -13,7 +13,9 @@ def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_p
     work = tmp_path / "work"
     work.mkdir()
     script = work / "job.sh"
-    script.write_text("#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\nenv | sort\necho args: \"$@\"\n")
+    script.write_text(
+        '#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\nenv | sort\necho args: "$@"\n'
+    )
     result = cluster.run("sbatch", str(script), "a1", "b2", cwd=work)
     assert result.stdout.startswith("Submitted batch job ")
     job_id = int(result.stdout.split()[-1])
@@ -22,7 +24,11 @@ def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_p
     assert job["state"] == "COMPLETED"
     assert job["exit_status"] == 0
     out = (work / "out" / f"envjob-{job_id}.txt").read_text()
-    env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("args"))
+    env = dict(
+        line.split("=", 1)
+        for line in out.splitlines()
+        if "=" in line and not line.startswith("args")
+    )
     assert env["SLURM_JOB_ID"] == str(job_id)
     assert env["SLURM_JOB_NAME"] == "envjob"
     assert env["SLURM_JOB_NODELIST"] == env["SLURMD_NODENAME"]
@@ -39,7 +45,11 @@ def test_exit_code_and_signal_recorded(cluster: Cluster) -> None:
     failing = cluster.sbatch("--wrap", "exit 3")
     killed = cluster.sbatch("--wrap", "kill -9 $$")
     job = cluster.wait_done(failing)
-    assert (job["state"], job["exit_status"] >> 8, job["reason"]) == ("FAILED", 3, "NonZeroExitCode")
+    assert (job["state"], job["exit_status"] >> 8, job["reason"]) == (
+        "FAILED",
+        3,
+        "NonZeroExitCode",
+    )
     job = cluster.wait_done(killed)
     assert (job["state"], job["exit_status"] & 0x7F) == ("FAILED", 9)
     shown = cluster.run("scontrol", "show", "job", str(failing)).stdout
@@ -91,8 +101,13 @@ def test_requeue_running_job_runs_again(cluster: Cluster, tmp_path: Path) -> Non
 
 
 def test_array_job_runs_every_task(cluster: Cluster, tmp_path: Path) -> None:
-    job_id = cluster.sbatch("--array=1-4%2", "-o", str(tmp_path / "a-%A_%a.out"),
-                            "--wrap", "echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID")
+    job_id = cluster.sbatch(
+        "--array=1-4%2",
+        "-o",
+        str(tmp_path / "a-%A_%a.out"),
+        "--wrap",
+        "echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID",
+    )
     for task in range(1, 5):
         assert cluster.wait_done(f"{job_id}_{task}")["state"] == "COMPLETED"
         assert (tmp_path / f"a-{job_id}_{task}.out").read_text().split() == [str(job_id), str(task)]
@@ -101,7 +116,9 @@ def test_array_job_runs_every_task(cluster: Cluster, tmp_path: Path) -> None:
 def test_dependency_waits_for_the_first_job(cluster: Cluster, tmp_path: Path) -> None:
     first = cluster.sbatch("--wrap", "sleep 2")
     second = cluster.sbatch(f"--dependency=afterok:{first}", "--wrap", "true")
-    cluster.wait_for(lambda: cluster.job(second)["reason"] == "Dependency", 10, "no Dependency reason")
+    cluster.wait_for(
+        lambda: cluster.job(second)["reason"] == "Dependency", 10, "no Dependency reason"
+    )
     assert cluster.wait_done(second)["state"] == "COMPLETED"
     assert cluster.job(second)["start_time"] >= cluster.job(first)["end_time"]
 
@@ -110,9 +127,15 @@ def test_squeue_and_sinfo_show_the_cluster(cluster: Cluster) -> None:
     job_id = cluster.sbatch("-J", "shown", "--wrap", "sleep 30")
     cluster.wait_state(job_id, {"RUNNING"})
     out = cluster.run("squeue").stdout.splitlines()
-    assert out[0] == "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
-    assert any(line.split()[:5] == [str(job_id), "debug", "shown", os.environ.get("USER", "root"), "R"]
-               or line.split()[:3] == [str(job_id), "debug", "shown"] for line in out[1:])
+    assert (
+        out[0]
+        == "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
+    )
+    assert any(
+        line.split()[:5] == [str(job_id), "debug", "shown", os.environ.get("USER", "root"), "R"]
+        or line.split()[:3] == [str(job_id), "debug", "shown"]
+        for line in out[1:]
+    )
     sinfo = cluster.run("sinfo").stdout.splitlines()
     assert sinfo[0] == "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST"
     cluster.run("scancel", str(job_id))
@@ -124,5 +147,8 @@ def test_finished_jobs_stay_visible_for_min_job_age(make_cluster) -> None:  # ty
     job_id = c.sbatch("--wrap", "true")
     c.wait_done(job_id)
     assert "COMPLETED" in c.run("squeue", "-t", "all", "-h", "-o", "%T", "-j", str(job_id)).stdout
-    c.wait_for(lambda: c.run("squeue", "-h", "-j", str(job_id), check=False).returncode == 1, 10,
-               "finished job was not purged after MinJobAge")
+    c.wait_for(
+        lambda: c.run("squeue", "-h", "-j", str(job_id), check=False).returncode == 1,
+        10,
+        "finished job was not purged after MinJobAge",
+    )

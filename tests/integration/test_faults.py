@@ -11,8 +11,13 @@ from tests.integration.cluster import Cluster
 
 
 def _submit(cluster: Cluster, script: str, work: Path) -> int:
-    spec = {"name": "w", "script": script, "work_dir": str(work), "std_out": "/dev/null",
-            "environment": {"PATH": "/usr/bin:/bin"}}
+    spec = {
+        "name": "w",
+        "script": script,
+        "work_dir": str(work),
+        "std_out": "/dev/null",
+        "environment": {"PATH": "/usr/bin:/bin"},
+    }
     return int(cluster.client.call("Submit", {"spec": spec})["job_id"])
 
 
@@ -21,7 +26,9 @@ def test_controller_kill9_during_500_jobs_loses_nothing(make_cluster, tmp_path: 
     runs = tmp_path / "runs.txt"
     script = f"#!/bin/sh\necho $SLURM_JOB_ID >> {runs}\n"
     before = [_submit(c, script, tmp_path) for _ in range(250)]
-    c.wait_for(lambda: runs.exists() and len(runs.read_text().split()) >= 20, 60, "jobs did not start")
+    c.wait_for(
+        lambda: runs.exists() and len(runs.read_text().split()) >= 20, 60, "jobs did not start"
+    )
     c.kill("controller", signal.SIGKILL)
     c.start_controller()
     after = [_submit(c, script, tmp_path) for _ in range(250)]
@@ -65,10 +72,16 @@ def test_silent_node_goes_down_and_its_jobs_are_handled(make_cluster) -> None:  
     c.wait_state(requeued, {"RUNNING"})
     c.kill("agent", signal.SIGSTOP)
     try:
-        c.wait_for(lambda: "*" in c.run("sinfo", "-h", "-o", "%t").stdout, 10,
-                   "node never shown as not responding")
-        c.wait_for(lambda: c.run("sinfo", "-h", "-o", "%t").stdout.strip() == "down*", 20,
-                   "node did not go DOWN")
+        c.wait_for(
+            lambda: "*" in c.run("sinfo", "-h", "-o", "%t").stdout,
+            10,
+            "node never shown as not responding",
+        )
+        c.wait_for(
+            lambda: c.run("sinfo", "-h", "-o", "%t").stdout.strip() == "down*",
+            20,
+            "node did not go DOWN",
+        )
         job = c.job(requeued)
         assert (job["state"], job["restarts"]) == ("PENDING", 1)
     finally:
