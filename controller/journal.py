@@ -79,8 +79,12 @@ class Journal:
     """One SQLite database; used from one thread at a time."""
 
     def __init__(self, directory: str) -> None:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        # The directory holds the clients' socket too, so it must be reachable by
+        # everyone; the database itself is private to the controller.
+        os.makedirs(directory, mode=0o755, exist_ok=True)
         self.path = os.path.join(directory, "corral-state.db")
+        with open(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600), "rb"):
+            pass
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")

@@ -36,6 +36,7 @@ class FakeController(pb_grpc.AgentLinkServicer):
     def __init__(self) -> None:
         self.inbox: asyncio.Queue[pb.AgentMessage] = asyncio.Queue()
         self.outbox: asyncio.Queue[pb.ControllerMessage | None] = asyncio.Queue()
+        self.stash: list[pb.AgentMessage] = []
         self.streams = 0
 
     async def Attach(
@@ -62,18 +63,26 @@ class FakeController(pb_grpc.AgentLinkServicer):
     async def expect(
         self, kind: str, where: Callable[[Any], bool] = lambda _: True, timeout: float = WAIT
     ) -> Any:
-        """The next message of ``kind`` that satisfies ``where`` (others are skipped)."""
+        """The first message of ``kind`` that satisfies ``where``.
+
+        Messages that do not match are kept for later calls, since reports of
+        different jobs may arrive in any order.
+        """
         deadline = time.monotonic() + timeout
+        seen = 0
         while True:
+            for i, message in enumerate(self.stash[seen:], start=seen):
+                if message.WhichOneof("body") == kind and where(getattr(message, kind)):
+                    del self.stash[i]
+                    return getattr(message, kind)
+            seen = len(self.stash)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise AssertionError(f"no {kind} message within {timeout} s")
             try:
-                message = await asyncio.wait_for(self.inbox.get(), left)
+                self.stash.append(await asyncio.wait_for(self.inbox.get(), left))
             except TimeoutError:
                 raise AssertionError(f"no {kind} message within {timeout} s") from None
-            if message.WhichOneof("body") == kind and where(getattr(message, kind)):
-                return getattr(message, kind)
 
     def send(self, **body: Any) -> None:
         self.outbox.put_nowait(pb.ControllerMessage(**body))
@@ -237,7 +246,9 @@ def test_duplicate_launch_of_a_running_job_answers_running(tmp_path: Path) -> No
         ctl.send(launch=launch)
         second = await ctl.expect("running", lambda m: m.job_id == 6)
         assert second.pid == first.pid
-        assert (setup.work / "count").read_text() == "once\n"
+        count = setup.work / "count"
+        await wait_until(count.exists, "the job wrote its line")
+        assert count.read_text() == "once\n"
         ctl.send(signal=pb.SignalJob(job_id=6, signal=0, reason="cancel"))
         done = await ctl.expect("done", lambda m: m.job_id == 6)
         assert done.outcome == "cancelled"

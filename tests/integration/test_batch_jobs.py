@@ -69,10 +69,13 @@ def test_cancel_pending_and_running(cluster: Cluster) -> None:
 
 
 def test_time_limit_ends_job_as_timeout(cluster: Cluster) -> None:
-    job_id = cluster.sbatch("-t", "0:01", "--wrap", "trap '' TERM; sleep 300")
-    job = cluster.wait_done(job_id, timeout=40)
-    assert job["state"] == "TIMEOUT"
-    assert job["reason"] == "TimeLimit"
+    # One minute is the smallest limit Slurm's time format can express.
+    job_id = cluster.sbatch("-t", "1", "--wrap", "trap '' TERM; sleep 300")
+    job = cluster.wait_state(job_id, {"RUNNING"})
+    assert job["time_limit"] == 1
+    job = cluster.wait_done(job_id, timeout=90)
+    assert (job["state"], job["reason"]) == ("TIMEOUT", "TimeLimit")
+    assert 60 <= job["end_time"] - job["start_time"] <= 60 + 2 + 3  # limit + KillWait + slack
 
 
 def test_hold_and_release(cluster: Cluster) -> None:

@@ -1,0 +1,157 @@
+"""One node agent process: which nodes it serves, what it registers, and its run.
+
+An agent serves either its own host (one node whose NodeHostname is this
+host) or several emulated nodes at once (one-machine clusters, scale tests).
+A real node registers what the host probes to be; emulated nodes register
+their slurm.conf topology and memory, with this host's name, arch, OS and
+boot time, since that is where their jobs really run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from corral import auth
+from corral.config import NodeConfig, SlurmConfig
+from corral.wire import corral_pb2 as pb
+from nodeagent.jobs import JobTable
+from nodeagent.link import Link
+from nodeagent.probe import HostFacts, probe_host
+from nodeagent.spool import Spool
+
+log = logging.getLogger(__name__)
+
+
+class AgentError(Exception):
+    """A reason the agent cannot start (printed, exit status 1)."""
+
+
+def select_nodes(
+    conf: SlurmConfig, requested: Sequence[str] | None, hostname: str
+) -> list[NodeConfig]:
+    """The requested nodes, or the configured nodes that live on ``hostname``."""
+    if requested:
+        unknown = [name for name in requested if name not in {n.name for n in conf.nodes}]
+        if unknown:
+            raise AgentError(f"node {unknown[0]} is not in {conf.path}")
+        return [conf.node(name) for name in dict.fromkeys(requested)]
+    mine = [n for n in conf.nodes if hostname in (n.node_hostname, n.name)]
+    if not mine:
+        raise AgentError(f"no node in {conf.path} has NodeHostname or NodeName {hostname}")
+    return mine
+
+
+def is_emulated(nodes: Sequence[NodeConfig], hostname: str) -> bool:
+    """True unless the agent serves exactly one node, and that node is this host."""
+    return len(nodes) != 1 or (nodes[0].node_hostname or nodes[0].name) != hostname
+
+
+def registrations(nodes: Sequence[NodeConfig], facts: HostFacts) -> list[pb.NodeRegistration]:
+    """What the hello says about each served node."""
+    if is_emulated(nodes, facts.hostname):
+        shapes = [
+            (
+                n.name,
+                n.cpus,
+                n.boards,
+                n.sockets,
+                n.cores_per_socket,
+                n.threads_per_core,
+                n.real_memory,
+                n.tmp_disk,
+            )
+            for n in nodes
+        ]
+    else:
+        topo = facts.topology
+        shapes = [
+            (
+                nodes[0].name,
+                topo.cpus,
+                1,
+                topo.sockets,
+                topo.cores_per_socket,
+                topo.threads_per_core,
+                facts.real_memory,
+                facts.tmp_disk,
+            )
+        ]
+    return [
+        pb.NodeRegistration(
+            name=name,
+            cpus=cpus,
+            boards=boards,
+            sockets=sockets,
+            cores_per_socket=cores,
+            threads_per_core=threads,
+            real_memory=memory,
+            tmp_disk=tmp_disk,
+            hostname=facts.hostname,
+            arch=facts.arch,
+            os=facts.os,
+            boot_time=facts.boot_time,
+        )
+        for name, cpus, boards, sockets, cores, threads, memory, tmp_disk in shapes
+    ]
+
+
+def controller_target(conf: SlurmConfig) -> str:
+    """``host:port`` of the primary controller's AgentLink service."""
+    name, addr = conf.controller_host
+    host = addr or name
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}:{conf.slurmctld_port}"
+
+
+async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
+    """Run the agent until SIGTERM or SIGINT; running jobs are left running."""
+    start_time = int(time.time())
+    facts = probe_host()
+    nodes = select_nodes(conf, requested, facts.hostname)
+    try:
+        key = auth.load_key(auth.key_path(conf.path))
+    except auth.AuthError as exc:
+        raise AgentError(str(exc)) from None
+    table = JobTable(
+        spool=Spool(conf.slurmd_spool_dir, facts.hostname),
+        hostnames={node.name: node.node_hostname or node.name for node in nodes},
+        key=key,
+        slurm_conf=os.path.abspath(conf.path),
+        kill_wait=conf.kill_wait,
+        python=sys.executable,
+    )
+    table.recover()
+    target = controller_target(conf)
+    log.info(
+        "serving %d node(s) %s%s, controller %s",
+        len(nodes),
+        ",".join(node.name for node in nodes[:8]),
+        ",..." if len(nodes) > 8 else "",
+        target,
+    )
+    link = Link(target, registrations(nodes, facts), table, start_time)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(link.run()), asyncio.create_task(table.poll_forever())]
+    stopping = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+    for task in [*tasks, stopping]:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    table.close()
+    for task in done:
+        if task is not stopping:
+            task.result()
+    log.info("stopped; jobs keep running under their supervisors")

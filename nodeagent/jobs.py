@@ -1,0 +1,445 @@
+"""The agent's table of jobs: launch, signal, update, watch, report, forget.
+
+Every job the agent knows is a job directory (:mod:`nodeagent.spool`); this
+table is a cache of those directories plus the pipes of the supervisors this
+agent process started. What it learns goes to the controller through
+``send``, which the link points at the current stream (or at nothing while
+disconnected: the hello and the JobDone backlog of the next stream carry
+everything that matters).
+
+How a job's progress is noticed:
+
+* supervisors started by this agent: their notify pipe (a line when the
+  script started, end-of-file when the supervisor exited);
+* supervisors found on disk at start-up, or whose exit could not be settled
+  at once: a poll of the job directory every ``poll_interval`` seconds.
+
+Keys are ``(job_id, restarts)``: a requeued job runs again under the same id,
+and a late AckDone for the previous run must not delete the new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from corral import auth
+from corral.wire import corral_pb2 as pb
+from nodeagent.process import signal_supervisor, spawn_supervisor, supervisor_environment
+from nodeagent.spool import (
+    LAUNCH_FAILED_STATUS,
+    JobDir,
+    LaunchSpec,
+    Phase,
+    Result,
+    Spool,
+    Started,
+)
+
+log = logging.getLogger(__name__)
+
+Key = tuple[int, int]
+Send = Callable[[pb.AgentMessage], None]
+
+#: How often job directories without a notify pipe are looked at.
+POLL_INTERVAL = 0.1
+#: How soon to retry reaping a supervisor whose pipe closed before it became a zombie.
+REAP_RETRY = 0.01
+
+
+def _discard(message: pb.AgentMessage) -> None:
+    """The ``send`` used while no stream is up."""
+
+
+@dataclass
+class Job:
+    """One run of one job on this host."""
+
+    dir: JobDir
+    supervisor_pid: int | None = None
+    notify_fd: int | None = None
+    started: Started | None = None
+    result: Result | None = None
+
+    @property
+    def key(self) -> Key:
+        return (self.dir.job_id, self.dir.restarts)
+
+    @property
+    def job_id(self) -> int:
+        return self.dir.job_id
+
+    def running_message(self) -> pb.JobRunning:
+        started = self.started
+        return pb.JobRunning(
+            job_id=self.dir.job_id,
+            restarts=self.dir.restarts,
+            start_time=started.start_time if started else 0,
+            pid=started.pid if started else 0,
+        )
+
+
+def done_message(key: Key, result: Result) -> pb.JobDone:
+    return pb.JobDone(
+        job_id=key[0],
+        restarts=key[1],
+        exit_status=result.exit_status,
+        outcome=result.outcome,
+        end_time=result.end_time,
+        message=result.message,
+    )
+
+
+def launch_spec(msg: pb.LaunchJob, hostname: str, slurm_conf: str) -> LaunchSpec:
+    """The supervisor's view of a LaunchJob, plus the node's own facts."""
+    return LaunchSpec(
+        job_id=msg.job_id,
+        restarts=msg.restarts,
+        node=msg.node,
+        uid=msg.uid,
+        gid=msg.gid,
+        user=msg.user,
+        argv=tuple(msg.argv),
+        work_dir=msg.work_dir,
+        std_out=msg.std_out,
+        std_err=msg.std_err,
+        std_in=msg.std_in,
+        append=msg.append,
+        environment=dict(msg.environment),
+        time_limit=msg.time_limit,
+        start_time=msg.start_time,
+        kill_wait=msg.kill_wait,
+        array_job_id=msg.array_job_id,
+        array_task_id=msg.array_task_id if msg.HasField("array_task_id") else None,
+        job_name=msg.job_name,
+        signal_num=msg.signal_num,
+        signal_time=msg.signal_time,
+        signal_batch_only=msg.signal_batch_only,
+        hostname=hostname,
+        slurm_conf=slurm_conf,
+    )
+
+
+def signed_payload(msg: pb.LaunchJob) -> bytes:
+    """The bytes the controller signs: the message without its signature.
+
+    Deterministic serialization (map entries sorted by key) makes the
+    environment map come out the same on both sides.
+    """
+    unsigned = pb.LaunchJob()
+    unsigned.CopyFrom(msg)
+    unsigned.ClearField("signature")
+    payload: bytes = unsigned.SerializeToString(deterministic=True)
+    return payload
+
+
+class JobTable:
+    """Every job run on the served nodes that the controller has not yet forgotten."""
+
+    def __init__(
+        self,
+        *,
+        spool: Spool,
+        hostnames: Mapping[str, str],
+        key: bytes,
+        slurm_conf: str,
+        kill_wait: int,
+        python: str,
+    ) -> None:
+        self.spool = spool
+        self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
+        self.key = key
+        self.slurm_conf = slurm_conf
+        self.kill_wait = kill_wait  # for terminate requests; the controller's Welcome updates it
+        self.python = python
+        self.supervisor_env = supervisor_environment()
+        self._jobs: dict[Key, Job] = {}
+        self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
+        self._rejected: dict[Key, pb.JobDone] = {}  # launches refused without a job directory
+        self._polled: set[Key] = set()
+        self._send: Send = _discard
+
+    # ------------------------------------------------------------ the stream
+
+    def connect(self, send: Send) -> None:
+        self._send = send
+
+    def disconnect(self) -> None:
+        self._send = _discard
+
+    def running(self) -> list[pb.JobRunning]:
+        """Jobs alive on this host, for the hello.
+
+        A job whose supervisor is still starting it is listed with pid 0 and
+        start time 0, so the controller does not take it for lost.
+        """
+        return [job.running_message() for job in self._jobs.values() if job.result is None]
+
+    def unacked(self) -> list[pb.JobDone]:
+        """Every JobDone the controller has not acknowledged yet."""
+        done = [done_message(k, j.result) for k, j in self._jobs.items() if j.result is not None]
+        return done + list(self._rejected.values())
+
+    # ------------------------------------------------------------ start-up
+
+    def recover(self) -> None:
+        """Adopt the job directories left by a previous agent process."""
+        for node in self.hostnames:
+            self.spool.prepare(node)
+            for jobdir in self.spool.jobs(node):
+                job = Job(dir=jobdir, supervisor_pid=jobdir.read_supervisor_pid())
+                phase = jobdir.phase()
+                if phase is Phase.DONE:
+                    job.result = jobdir.read_result()
+                elif phase is Phase.LOST:
+                    job.result = jobdir.settle_lost()
+                    log.warning(
+                        "job_id=%d supervisor gone without a result: %s",
+                        job.job_id,
+                        job.result.message,
+                    )
+                else:
+                    job.started = jobdir.read_started()
+                    self._polled.add(job.key)
+                self._add(job)
+                log.info("job_id=%d recovered as %s", job.job_id, phase.value)
+
+    def _add(self, job: Job) -> None:
+        self._jobs[job.key] = job
+        if job.result is None:
+            self._live.setdefault(job.job_id, {})[job.dir.restarts] = job
+
+    def _latest(self, job_id: int) -> Job | None:
+        """The most recent unfinished run of ``job_id`` (signals name no run)."""
+        runs = self._live.get(job_id)
+        return runs[max(runs)] if runs else None
+
+    # ------------------------------------------------------------ controller requests
+
+    def launch(self, msg: pb.LaunchJob) -> None:
+        key = (msg.job_id, msg.restarts)
+        known = self._jobs.get(key)
+        if not auth.verify(self.key, signed_payload(msg), msg.signature):
+            if known is not None or key in self._rejected:
+                log.warning("job_id=%d launch with a bad signature ignored", msg.job_id)
+            else:
+                log.warning("job_id=%d launch refused: bad signature", msg.job_id)
+                self._reject(key, "bad signature")
+            return
+        if known is not None:
+            self._repeat(known)
+            return
+        if key in self._rejected:
+            self._send(pb.AgentMessage(done=self._rejected[key]))
+            return
+        hostname = self.hostnames.get(msg.node)
+        if hostname is None:
+            log.warning("job_id=%d launch for node %s not served here", msg.job_id, msg.node)
+            self._reject(key, f"node {msg.node} is not served by this agent")
+            return
+        jobdir = self.spool.job_dir(msg.node, msg.job_id, msg.restarts)
+        try:
+            jobdir.create()
+        except OSError as exc:
+            log.error("job_id=%d cannot create %s: %s", msg.job_id, jobdir.path, exc)
+            self._reject(key, f"cannot create job directory: {exc.strerror}")
+            return
+        job = Job(dir=jobdir)
+        self._add(job)
+        try:
+            jobdir.write_launch(launch_spec(msg, hostname, self.slurm_conf))
+            jobdir.write_script(msg.script, msg.uid, msg.gid)
+            proc = spawn_supervisor(jobdir, self.python, self.supervisor_env)
+        except OSError as exc:
+            log.error("job_id=%d cannot start its supervisor: %s", msg.job_id, exc)
+            result = self._failure(f"cannot start job supervisor: {exc}")
+            with contextlib.suppress(OSError):
+                jobdir.write_result(result)
+            self._finish(job, result)
+            return
+        job.supervisor_pid = proc.pid
+        job.notify_fd = proc.notify_fd
+        asyncio.get_running_loop().add_reader(proc.notify_fd, self._on_notify, job)
+        log.info("job_id=%d launched on %s, supervisor pid %d", msg.job_id, msg.node, proc.pid)
+
+    def _failure(self, message: str) -> Result:
+        return Result(
+            exit_status=LAUNCH_FAILED_STATUS,
+            outcome="launch_failed",
+            end_time=int(time.time()),
+            message=message,
+        )
+
+    def _reject(self, key: Key, message: str) -> None:
+        done = done_message(key, self._failure(message))
+        self._rejected[key] = done
+        self._send(pb.AgentMessage(done=done))
+
+    def _repeat(self, job: Job) -> None:
+        """Answer a launch we already had: the same report as the first time."""
+        log.info("job_id=%d duplicate launch, answering again", job.job_id)
+        if job.result is not None:
+            self._send(pb.AgentMessage(done=done_message(job.key, job.result)))
+        elif job.started is not None:
+            self._send(pb.AgentMessage(running=job.running_message()))
+
+    def signal(self, msg: pb.SignalJob) -> None:
+        """Deliver a signal; signal 0 terminates every unfinished run of the job.
+
+        SignalJob names no run. A terminate means no run of the job should go
+        on here, older ones (stale after a requeue) included; any other signal
+        is for the current run, the most recent one.
+        """
+        job = self._latest(msg.job_id)
+        if job is None:
+            log.info("job_id=%d signal %d: no running job here", msg.job_id, msg.signal)
+            return
+        if msg.signal == 0:
+            for run in list(self._live[msg.job_id].values()):
+                log.info(
+                    "job_id=%d terminate run %d (%s)",
+                    msg.job_id,
+                    run.dir.restarts,
+                    msg.reason or "no reason",
+                )
+                run.dir.request_cancel(self.kill_wait)
+                self._poke(run)
+            return
+        started = job.started or job.dir.read_started()
+        if started is None:
+            log.warning("job_id=%d signal %d dropped: not started yet", msg.job_id, msg.signal)
+            return
+        log.info(
+            "job_id=%d signal %d to %s (%s)",
+            msg.job_id,
+            msg.signal,
+            "batch shell" if msg.batch_only else "process group",
+            msg.reason or "no reason",
+        )
+        try:
+            if msg.batch_only:
+                os.kill(started.pid, msg.signal)
+            else:
+                os.killpg(started.pid, msg.signal)
+        except OSError as exc:
+            log.warning("job_id=%d signal %d failed: %s", msg.job_id, msg.signal, exc)
+
+    def update(self, msg: pb.UpdateJob) -> None:
+        job = self._latest(msg.job_id)
+        if job is None:
+            log.info("job_id=%d time limit update: no running job here", msg.job_id)
+            return
+        log.info("job_id=%d time limit now %d", msg.job_id, msg.time_limit)
+        job.dir.request_time_limit(msg.time_limit)
+        self._poke(job)
+
+    def ack(self, msg: pb.AckDone) -> None:
+        key = (msg.job_id, msg.restarts)
+        if self._rejected.pop(key, None) is not None:
+            return
+        job = self._jobs.get(key)
+        if job is None:
+            log.debug("job_id=%d ack for an unknown run %d", msg.job_id, msg.restarts)
+            return
+        if job.result is None:
+            log.warning("job_id=%d ack for a job still running, ignored", msg.job_id)
+            return
+        job.dir.delete()
+        del self._jobs[key]
+        log.debug("job_id=%d acknowledged, directory removed", msg.job_id)
+
+    def _poke(self, job: Job) -> None:
+        """Make the supervisor re-read its control files now."""
+        pid = job.supervisor_pid or job.dir.read_supervisor_pid()
+        if pid is not None:
+            job.supervisor_pid = pid
+            signal_supervisor(pid)
+
+    # ------------------------------------------------------------ watching
+
+    def _on_notify(self, job: Job) -> None:
+        fd = job.notify_fd
+        if fd is None:
+            return
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        if data:
+            self._check(job)
+            return
+        asyncio.get_running_loop().remove_reader(fd)
+        os.close(fd)
+        job.notify_fd = None
+        if job.supervisor_pid is not None:
+            self._reap(job.supervisor_pid)
+        self._check(job)
+        if job.result is None:
+            # The supervisor closed its pipe but still holds its lock: it is
+            # in the middle of exiting. The poll settles it in a moment.
+            self._polled.add(job.key)
+
+    def _reap(self, pid: int) -> None:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done == 0:
+            asyncio.get_running_loop().call_later(REAP_RETRY, self._reap, pid)
+
+    def _check(self, job: Job) -> None:
+        """Look at a job's directory and report whatever changed."""
+        if job.result is not None:
+            return
+        phase = job.dir.phase()
+        if job.started is None and phase is not Phase.LAUNCHING:
+            job.started = job.dir.read_started()
+            if job.started is not None:
+                log.debug("job_id=%d running, pid %d", job.job_id, job.started.pid)
+                self._send(pb.AgentMessage(running=job.running_message()))
+        if phase is Phase.DONE:
+            result = job.dir.read_result()
+            if result is not None:
+                self._finish(job, result)
+        elif phase is Phase.LOST and job.notify_fd is None:
+            result = job.dir.settle_lost()
+            log.warning("job_id=%d supervisor died: %s", job.job_id, result.message)
+            self._finish(job, result)
+
+    def _finish(self, job: Job, result: Result) -> None:
+        job.result = result
+        self._polled.discard(job.key)
+        runs = self._live.get(job.job_id, {})
+        runs.pop(job.dir.restarts, None)
+        if not runs:
+            self._live.pop(job.job_id, None)
+        log.info(
+            "job_id=%d done: outcome=%s status=%d", job.job_id, result.outcome, result.exit_status
+        )
+        self._send(pb.AgentMessage(done=done_message(job.key, result)))
+
+    async def poll_forever(self, interval: float = POLL_INTERVAL) -> None:
+        """Check the jobs no pipe tells us about."""
+        while True:
+            await asyncio.sleep(interval)
+            for key in list(self._polled):
+                job = self._jobs.get(key)
+                if job is None:
+                    self._polled.discard(key)
+                else:
+                    self._check(job)
+
+    def close(self) -> None:
+        """Stop watching pipes (agent shutdown); the supervisors carry on."""
+        loop = asyncio.get_running_loop()
+        for job in self._jobs.values():
+            if job.notify_fd is not None:
+                loop.remove_reader(job.notify_fd)
+                with contextlib.suppress(OSError):
+                    os.close(job.notify_fd)
+                job.notify_fd = None

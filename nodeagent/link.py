@@ -1,0 +1,158 @@
+"""The agent's stream to the controller (AgentLink.Attach), kept up forever.
+
+Each stream starts the same way: AgentHello (served nodes, version, start
+time, jobs alive here), then every JobDone not yet acknowledged. The
+controller answers Welcome (heartbeat interval, KillWait) and from then on
+sends launch / signal / update / ack_done requests, which go to the job
+table. JobRunning and JobDone reports produced while the stream is up are
+queued on it; while it is down they are dropped, because the next hello and
+JobDone backlog say the same thing. When the stream breaks the agent
+reconnects after 0.1 s, doubling up to 2 s while attempts keep failing;
+jobs keep running meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+
+from corral import __version__
+from corral.wire import corral_pb2 as pb
+from nodeagent.jobs import JobTable
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE = 64 * 1024 * 1024
+BACKOFF_MIN = 0.1
+BACKOFF_MAX = 2.0
+ATTACH = "/corral.v1.AgentLink/Attach"
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+]
+
+
+class Link:
+    """One agent's connection to the controller, reconnecting until cancelled."""
+
+    def __init__(
+        self,
+        target: str,
+        nodes: Sequence[pb.NodeRegistration],
+        table: JobTable,
+        start_time: int,
+    ) -> None:
+        self.target = target
+        self.nodes = list(nodes)
+        self.table = table
+        self.start_time = start_time
+
+    async def run(self) -> None:
+        """Keep a stream up until cancelled."""
+        async with grpc.aio.insecure_channel(self.target, options=CHANNEL_OPTIONS) as channel:
+            attach = channel.stream_stream(
+                ATTACH,
+                request_serializer=pb.AgentMessage.SerializeToString,
+                response_deserializer=pb.ControllerMessage.FromString,
+            )
+            delay = BACKOFF_MIN
+            was_up = True
+            while True:
+                welcomed = await self._session(attach, quiet=not was_up)
+                if welcomed:
+                    delay = BACKOFF_MIN
+                was_up = welcomed
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+
+    def _opening(self) -> list[pb.AgentMessage]:
+        """Hello plus the JobDone backlog, taken at one instant."""
+        hello = pb.AgentHello(
+            nodes=self.nodes,
+            version=__version__,
+            agent_start_time=self.start_time,
+            running=self.table.running(),
+        )
+        backlog = [pb.AgentMessage(done=done) for done in self.table.unacked()]
+        return [pb.AgentMessage(hello=hello), *backlog]
+
+    async def _session(self, attach: Any, *, quiet: bool) -> bool:
+        """Run one stream to its end; True if the controller welcomed us."""
+        queue: asyncio.Queue[pb.AgentMessage] = asyncio.Queue()
+        # Connect before taking the snapshot: every report made after it is
+        # queued, every one made before is in it, none is in both.
+        self.table.connect(queue.put_nowait)
+        opening = self._opening()
+
+        async def outgoing() -> AsyncIterator[pb.AgentMessage]:
+            for message in opening:
+                yield message
+            while True:
+                yield await queue.get()
+
+        call = attach(outgoing())
+        heartbeat: asyncio.Task[None] | None = None
+        welcomed = False
+        try:
+            async for reply in call:
+                if reply.WhichOneof("body") == "welcome":
+                    welcomed = True
+                    if heartbeat is not None:
+                        heartbeat.cancel()
+                    heartbeat = self._welcome(reply.welcome, queue)
+                else:
+                    self._dispatch(reply)
+            log.warning("controller %s closed the stream", self.target)
+        except grpc.aio.AioRpcError as exc:
+            level = logging.DEBUG if quiet else logging.WARNING
+            log.log(level, "stream to %s broke: %s %s", self.target, exc.code(), exc.details())
+        finally:
+            self.table.disconnect()
+            if heartbeat is not None:
+                heartbeat.cancel()
+            call.cancel()
+        return welcomed
+
+    def _welcome(
+        self, welcome: pb.Welcome, queue: asyncio.Queue[pb.AgentMessage]
+    ) -> asyncio.Task[None] | None:
+        log.info(
+            "attached to controller %s (cluster %s, heartbeat %ds, kill_wait %ds)",
+            self.target,
+            welcome.cluster,
+            welcome.heartbeat_interval,
+            welcome.kill_wait,
+        )
+        self.table.kill_wait = welcome.kill_wait
+        if welcome.heartbeat_interval == 0:
+            return None
+        return asyncio.create_task(_beat(queue, welcome.heartbeat_interval))
+
+    def _dispatch(self, reply: pb.ControllerMessage) -> None:
+        kind = reply.WhichOneof("body")
+        job_id = getattr(getattr(reply, kind), "job_id", 0) if kind else 0
+        try:
+            if kind == "launch":
+                self.table.launch(reply.launch)
+            elif kind == "signal":
+                self.table.signal(reply.signal)
+            elif kind == "update":
+                self.table.update(reply.update)
+            elif kind == "ack_done":
+                self.table.ack(reply.ack_done)
+            else:
+                log.warning("unexpected controller message %s", kind)
+        except Exception:
+            # One bad request (a full disk, say) must not drop the stream for all jobs.
+            log.exception("job_id=%d handling controller message %s failed", job_id, kind)
+
+
+async def _beat(queue: asyncio.Queue[pb.AgentMessage], interval: int) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        queue.put_nowait(pb.AgentMessage(heartbeat=pb.Heartbeat(time=int(time.time()))))

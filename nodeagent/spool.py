@@ -1,0 +1,348 @@
+"""Job directories on disk: the only state the agent and supervisors share.
+
+Layout: ``SlurmdSpoolDir/<node>/job<id>.<restarts>/`` (when SlurmdSpoolDir
+contains ``%n`` the expanded path already names the node and is used as is;
+``%h`` is this host's name). A job directory is owned by the agent's user
+(root in production) with mode 0711, so the job user can execute its script
+but cannot plant files the supervisor would later write through.
+
+Files in a job directory (who writes them):
+
+=================  ==========  ==================================================
+``launch.json``    agent       the launch description (:class:`LaunchSpec`)
+``script``         agent       the batch script, mode 0700, owned by the job user
+``lock``           agent       held with flock(2) by the supervisor for its whole
+                               life: a free lock means no supervisor runs
+``supervisor.pid`` supervisor  its pid, so a restarted agent can signal it
+``supervisor.log`` supervisor  its own stderr
+``started``        supervisor  the script's pid and start time (:class:`Started`)
+``time_limit``     agent       a new limit in minutes (``scontrol update``)
+``cancel``         agent       terminate request; content: KillWait seconds
+``result``         supervisor  how the job ended (:class:`Result`), written last
+=================  ==========  ==================================================
+
+The launch description is JSON rather than LaunchJob protobuf bytes because
+the supervisor starts once per job and importing protobuf would triple its
+start-up time; the file never leaves the host, so it is not a wire format.
+
+This module imports only the standard library, and not even all of that
+(no typing, shutil or argparse), for the same reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import fcntl
+import json
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+
+# Importing typing costs the supervisor milliseconds; mypy honours the name.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+LAUNCH = "launch.json"
+SCRIPT = "script"
+LOCK = "lock"
+SUPERVISOR_PID = "supervisor.pid"
+SUPERVISOR_LOG = "supervisor.log"
+STARTED = "started"
+TIME_LIMIT = "time_limit"
+CANCEL = "cancel"
+RESULT = "result"
+
+#: Raw wait status of a launch failure: exit code 1, as Slurm records it.
+LAUNCH_FAILED_STATUS = 1 << 8
+
+_JOB_DIR = re.compile(r"^job(\d+)\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What the supervisor needs to run one batch job (LaunchJob + node facts).
+
+    ``hostname`` and ``slurm_conf`` are what only the node knows: the value
+    of HOSTNAME and SLURM_CONF in the job's environment.
+    """
+
+    job_id: int
+    restarts: int
+    node: str
+    uid: int
+    gid: int
+    user: str
+    argv: tuple[str, ...] = ()
+    work_dir: str = "/tmp"
+    std_out: str = ""
+    std_err: str = ""
+    std_in: str = ""
+    append: bool = False
+    environment: dict[str, str] = field(default_factory=dict)
+    time_limit: int = -1
+    start_time: int = 0
+    kill_wait: int = 30
+    array_job_id: int = 0
+    array_task_id: int | None = None
+    job_name: str = ""
+    signal_num: int = 0
+    signal_time: int = 0
+    signal_batch_only: bool = False
+    hostname: str = ""
+    slurm_conf: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> LaunchSpec:
+        data: dict[str, Any] = json.loads(text)
+        data["argv"] = tuple(data.get("argv", ()))
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Started:
+    """The batch script is running: its pid (= process group) and start time."""
+
+    pid: int
+    start_time: int
+
+
+@dataclass(frozen=True)
+class Result:
+    """How a job ended; ``exit_status`` is the raw wait status (exit<<8 | signal)."""
+
+    exit_status: int
+    outcome: str
+    end_time: int
+    message: str = ""
+
+
+class Phase(Enum):
+    """What a scan finds in a job directory."""
+
+    LAUNCHING = "launching"  # supervisor alive, script not started yet
+    RUNNING = "running"  # supervisor alive, script started
+    DONE = "done"  # result written, waiting for the controller's AckDone
+    LOST = "lost"  # no supervisor and no result
+
+
+def _write_atomic(path: str, text: str, *, sync: bool = False, mode: int = 0o644) -> None:
+    """Replace ``path`` so readers see either the old or the new content."""
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    try:
+        os.write(fd, text.encode())
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path) as src:
+            return src.read()
+    except FileNotFoundError:
+        return None
+
+
+class JobDir:
+    """One job directory; every method is a small, self-contained file access."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        name = os.path.basename(path)
+        match = _JOB_DIR.match(name)
+        if match is None:
+            raise ValueError(f"not a job directory name: {name}")
+        self.job_id = int(match.group(1))
+        self.restarts = int(match.group(2))
+
+    def __repr__(self) -> str:
+        return f"JobDir({self.path!r})"
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    # -- agent side ---------------------------------------------------------
+
+    def create(self) -> None:
+        """Make the directory (mode 0711: the job user may traverse, not list)."""
+        os.mkdir(self.path, 0o711)
+        os.chmod(self.path, 0o711)
+
+    def write_launch(self, spec: LaunchSpec) -> None:
+        _write_atomic(self.file(LAUNCH), spec.to_json(), mode=0o600)
+
+    def write_script(self, text: str, uid: int, gid: int) -> None:
+        """Write the script executable by its owner only, owned by the job user."""
+        path = self.file(SCRIPT)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
+        try:
+            os.write(fd, text.encode())
+            if os.geteuid() == 0:
+                os.fchown(fd, uid, gid)
+        finally:
+            os.close(fd)
+
+    def request_time_limit(self, minutes: int) -> None:
+        _write_atomic(self.file(TIME_LIMIT), f"{minutes}\n")
+
+    def request_cancel(self, kill_wait: int) -> None:
+        _write_atomic(self.file(CANCEL), f"{kill_wait}\n")
+
+    def delete(self) -> None:
+        """Remove the directory; it is flat, so unlinking its entries suffices."""
+        try:
+            names = os.listdir(self.path)
+        except FileNotFoundError:
+            return
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.file(name))
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(self.path)
+
+    # -- supervisor side ----------------------------------------------------
+
+    def write_supervisor_pid(self, pid: int) -> None:
+        _write_atomic(self.file(SUPERVISOR_PID), f"{pid}\n")
+
+    def write_started(self, started: Started) -> None:
+        _write_atomic(self.file(STARTED), json.dumps(dataclasses.asdict(started)))
+
+    def write_result(self, result: Result) -> None:
+        """Durably record the outcome; the rename makes it appear all at once."""
+        _write_atomic(self.file(RESULT), json.dumps(dataclasses.asdict(result)), sync=True)
+
+    # -- readers ------------------------------------------------------------
+
+    def read_launch(self) -> LaunchSpec | None:
+        text = _read_text(self.file(LAUNCH))
+        return None if text is None else LaunchSpec.from_json(text)
+
+    def read_supervisor_pid(self) -> int | None:
+        text = _read_text(self.file(SUPERVISOR_PID))
+        return int(text) if text else None
+
+    def read_started(self) -> Started | None:
+        text = _read_text(self.file(STARTED))
+        return None if text is None else Started(**json.loads(text))
+
+    def read_result(self) -> Result | None:
+        text = _read_text(self.file(RESULT))
+        return None if text is None else Result(**json.loads(text))
+
+    def read_time_limit(self) -> int | None:
+        text = _read_text(self.file(TIME_LIMIT))
+        return int(text) if text else None
+
+    def read_cancel(self) -> int | None:
+        """KillWait of a pending terminate request, or None when there is none."""
+        text = _read_text(self.file(CANCEL))
+        return int(text) if text else None
+
+    def supervisor_alive(self) -> bool:
+        """True while a supervisor holds this directory's lock.
+
+        A lock, unlike a pid, cannot outlive its holder or be inherited by an
+        unrelated process that reused the pid.
+        """
+        try:
+            fd = os.open(self.file(LOCK), os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def phase(self) -> Phase:
+        if os.path.exists(self.file(RESULT)):
+            return Phase.DONE
+        if self.supervisor_alive():
+            started = os.path.exists(self.file(STARTED))
+            return Phase.RUNNING if started else Phase.LAUNCHING
+        # The supervisor may have written its result between the two checks.
+        return Phase.DONE if os.path.exists(self.file(RESULT)) else Phase.LOST
+
+    def settle_lost(self) -> Result:
+        """Record the end of a job whose supervisor died without a result.
+
+        If the script never started, the launch failed: ``launch_failed``
+        lets the controller requeue or fail the job as for any launch error.
+        If it did start, nothing on the node can tell how it ended; whatever
+        is left of its process group is killed and the job is reported as
+        killed by SIGKILL (outcome ``exited``, raw status 9), so the
+        controller records it FAILED with a node-failure message rather than
+        as a launch that never happened.
+        """
+        started = self.read_started()
+        now = int(time.time())
+        if started is None:
+            result = Result(
+                exit_status=LAUNCH_FAILED_STATUS,
+                outcome="launch_failed",
+                end_time=now,
+                message="node failure: job supervisor died before the job started",
+            )
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(started.pid, signal.SIGKILL)
+            result = Result(
+                exit_status=signal.SIGKILL,
+                outcome="exited",
+                end_time=now,
+                message="node failure: job supervisor died, job killed",
+            )
+        self.write_result(result)
+        return result
+
+
+class Spool:
+    """The spool directories of the nodes this agent serves."""
+
+    def __init__(self, pattern: str, hostname: str) -> None:
+        self.pattern = pattern
+        self.hostname = hostname
+
+    def node_dir(self, node: str) -> str:
+        path = self.pattern.replace("%h", self.hostname)
+        if "%n" in path:
+            return path.replace("%n", node)
+        return os.path.join(path, node)
+
+    def prepare(self, node: str) -> None:
+        """Create the node's spool directory (and parents) if missing."""
+        path = self.node_dir(node)
+        os.makedirs(path, 0o755, exist_ok=True)
+
+    def job_dir(self, node: str, job_id: int, restarts: int) -> JobDir:
+        return JobDir(os.path.join(self.node_dir(node), f"job{job_id}.{restarts}"))
+
+    def jobs(self, node: str) -> list[JobDir]:
+        """Every job directory of ``node``, oldest job first."""
+        try:
+            names = os.listdir(self.node_dir(node))
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+            return []
+        found = [
+            JobDir(os.path.join(self.node_dir(node), name))
+            for name in names
+            if _JOB_DIR.match(name)
+        ]
+        return sorted(found, key=lambda jd: (jd.job_id, jd.restarts))

@@ -1,0 +1,379 @@
+"""The per-job process: runs one batch script and records how it ended.
+
+``python -m nodeagent.supervisor JOBDIR [--lock-fd N] [--notify-fd N]`` plays
+slurmstepd's part for a batch job. The agent starts it in a session of its
+own with SIGUSR1 and SIGCHLD blocked, so that neither killing nor restarting
+the agent touches the job, and a request signalled before Python is up is
+kept pending rather than killing it. Everything it needs is in the job
+directory (see :mod:`nodeagent.spool`); everything it reports goes back there:
+
+* ``started`` once the script has been exec'd (plus a line on the notify
+  pipe, the agent's cue to look);
+* ``result``, written atomically just before exiting.
+
+The agent talks back through files plus SIGUSR1: ``cancel`` (terminate with
+outcome "cancelled") and ``time_limit`` (a new limit) are re-read on every
+wake-up. Signals other than terminate go straight from the agent to the job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import pwd
+import signal
+import sys
+import time
+
+from corral import filepattern
+from nodeagent.spool import (
+    LAUNCH_FAILED_STATUS,
+    LOCK,
+    SCRIPT,
+    JobDir,
+    LaunchSpec,
+    Result,
+    Started,
+)
+
+# Importing typing costs every job milliseconds; mypy honours the name.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+log = logging.getLogger(__name__)
+
+#: The signals the supervisor waits for instead of handling.
+WATCHED = {signal.SIGCHLD, signal.SIGUSR1}
+
+
+class LaunchError(Exception):
+    """Why the script could not be started; becomes a ``launch_failed`` result."""
+
+
+def job_environment(spec: LaunchSpec, task_pid: int) -> dict[str, str]:
+    """The controller's environment plus what only the node knows."""
+    env = dict(spec.environment)
+    env["SLURMD_NODENAME"] = spec.node
+    env["SLURM_TASK_PID"] = str(task_pid)
+    env["HOSTNAME"] = spec.hostname or spec.node
+    env["ENVIRONMENT"] = "BATCH"
+    if spec.slurm_conf:
+        env["SLURM_CONF"] = spec.slurm_conf
+    return env
+
+
+def expand(spec: LaunchSpec, pattern: str) -> str:
+    """Expand a %-pattern with this job's fields (the batch step on node 0)."""
+    return filepattern.expand(
+        pattern,
+        job_id=spec.job_id,
+        array_job_id=spec.array_job_id,
+        array_task_id=spec.array_task_id,
+        user=spec.user,
+        job_name=spec.job_name,
+        node=spec.node,
+        restarts=spec.restarts,
+    )
+
+
+def default_output(spec: LaunchSpec) -> str:
+    """sbatch's default output name, used when the controller sent none."""
+    return "slurm-%A_%a.out" if spec.array_task_id is not None else "slurm-%j.out"
+
+
+# ---------------------------------------------------------------- the child
+
+
+def _become_user(spec: LaunchSpec) -> None:
+    """Switch to the job's uid, gid and the user's groups (when root)."""
+    euid = os.geteuid()
+    if euid != 0:
+        if spec.uid != euid:
+            raise LaunchError(f"cannot run as uid {spec.uid}: the node agent is not root")
+        return
+    try:
+        pwd.getpwuid(spec.uid)
+    except KeyError:
+        raise LaunchError(f"invalid user id {spec.uid} ({spec.user}) on this node") from None
+    groups = os.getgrouplist(spec.user, spec.gid)
+    os.setgroups(groups)
+    os.setgid(spec.gid)
+    os.setuid(spec.uid)
+
+
+def _enter_work_dir(spec: LaunchSpec) -> str:
+    """chdir to the working directory, or to /tmp with a note for stderr."""
+    try:
+        os.chdir(spec.work_dir)
+    except OSError as exc:
+        os.chdir("/tmp")
+        return (
+            f"corral: job {spec.job_id}: cannot enter working directory {spec.work_dir} "
+            f"({exc.strerror}); running in /tmp instead\n"
+        )
+    return ""
+
+
+def _open_output(path: str, append: bool) -> int:
+    """Open an output file as the job user, creating missing parent directories."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
+    try:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        return os.open(path, flags, 0o666)
+    except OSError as exc:
+        raise LaunchError(f"cannot open output file {path}: {exc.strerror}") from None
+
+
+def _redirect(spec: LaunchSpec) -> None:
+    """Point fds 0, 1 and 2 at the job's files (relative to the current directory)."""
+    out_path = expand(spec, spec.std_out or default_output(spec))
+    err_path = expand(spec, spec.std_err) if spec.std_err else out_path
+    in_path = expand(spec, spec.std_in) if spec.std_in else "/dev/null"
+    out_fd = _open_output(out_path, spec.append)
+    if os.path.abspath(err_path) == os.path.abspath(out_path):
+        err_fd = out_fd
+    else:
+        err_fd = _open_output(err_path, spec.append)
+    try:
+        in_fd = os.open(in_path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise LaunchError(f"cannot open input file {in_path}: {exc.strerror}") from None
+    os.dup2(in_fd, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+
+
+def _exec_job(spec: LaunchSpec, script: str, error_fd: int) -> NoReturn:
+    """In the forked child: become the job and exec the script; never returns.
+
+    Any failure is written to ``error_fd`` (close-on-exec, so a successful
+    exec shows up in the parent as end-of-file with nothing read).
+    """
+    message = "unknown launch failure"
+    try:
+        os.setpgid(0, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        umask = spec.environment.get("SLURM_UMASK")
+        if umask:
+            os.umask(int(umask, 8))
+        _become_user(spec)
+        note = _enter_work_dir(spec)
+        _redirect(spec)
+        if note:
+            os.write(2, note.encode())
+        env = job_environment(spec, os.getpid())
+        os.execve(script, [script, *spec.argv], env)
+    except LaunchError as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = f"cannot execute {script}: {exc.strerror}"
+    except BaseException as exc:
+        message = f"{type(exc).__name__}: {exc}"
+    try:
+        os.write(error_fd, message.encode())
+    finally:
+        os._exit(127)
+
+
+# ---------------------------------------------------------------- the parent
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def _reap(pid: int) -> int | None:
+    """The raw wait status of ``pid`` if it has ended, else None."""
+    done, status = os.waitpid(pid, os.WNOHANG)
+    return status if done == pid else None
+
+
+class Supervision:
+    """One run of one job, from fork to result."""
+
+    def __init__(self, jobdir: JobDir, spec: LaunchSpec, notify_fd: int | None) -> None:
+        self.jobdir = jobdir
+        self.spec = spec
+        self.notify_fd = notify_fd
+        # Set once the supervisor starts ending the job ("cancelled" or "timeout").
+        self.ending: str | None = None
+        self.message = ""
+        self.kill_at: float | None = None
+        self.signal_sent = False
+
+    def _result(self, status: int, outcome: str, message: str = "") -> Result:
+        return Result(
+            exit_status=status, outcome=outcome, end_time=int(time.time()), message=message
+        )
+
+    def _notify(self) -> None:
+        """Tell the agent (if it is still there) to read ``started``."""
+        if self.notify_fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(self.notify_fd, b"started\n")
+
+    def run(self) -> Result:
+        spec = self.spec
+        if self.jobdir.read_cancel() is not None:
+            log.info("job_id=%d cancelled before start", spec.job_id)
+            return self._result(0, "cancelled", "cancelled before start")
+        script = self.jobdir.file(SCRIPT)
+        error_r, error_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(error_r)
+            _exec_job(spec, script, error_w)
+        os.close(error_w)
+        start_time = int(time.time())
+        chunks = []
+        while chunk := os.read(error_r, 4096):
+            chunks.append(chunk)
+        os.close(error_r)
+        if chunks:
+            os.waitpid(pid, 0)
+            message = b"".join(chunks).decode(errors="replace")
+            log.error("job_id=%d launch failed: %s", spec.job_id, message)
+            return self._result(LAUNCH_FAILED_STATUS, "launch_failed", message)
+        self.jobdir.write_started(Started(pid=pid, start_time=start_time))
+        self._notify()
+        log.info("job_id=%d started pid=%d", spec.job_id, pid)
+        return self._watch(pid, spec.start_time or start_time)
+
+    def _watch(self, pid: int, start_time: int) -> Result:
+        """Wait for the script, acting on cancel, time limit and --signal meanwhile."""
+        while (status := _reap(pid)) is None:
+            wake = self._act(pid, start_time, time.time())
+            if wake is None:
+                signal.sigwaitinfo(WATCHED)
+            else:
+                signal.sigtimedwait(WATCHED, max(0.0, wake - time.time()))
+        # Whatever the script left behind in its process group goes with it.
+        _signal_group(pid, signal.SIGKILL)
+        outcome = self.ending or "exited"
+        log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
+        return self._result(status, outcome, self.message)
+
+    def _act(self, pid: int, start_time: int, now: float) -> float | None:
+        """Do whatever is due at ``now``; return when something next falls due."""
+        wakes: list[float] = []
+        if self.ending is None:
+            wakes += self._check_requests(pid, start_time, now)
+        if self.kill_at is not None:
+            if now >= self.kill_at:
+                log.info("job_id=%d kill_wait over, sending SIGKILL", self.spec.job_id)
+                _signal_group(pid, signal.SIGKILL)
+                self.kill_at = None
+            else:
+                wakes.append(self.kill_at)
+        return min(wakes) if wakes else None
+
+    def _check_requests(self, pid: int, start_time: int, now: float) -> list[float]:
+        """Cancel, time limit (as updated by the agent) and --signal."""
+        spec = self.spec
+        cancel_wait = self.jobdir.read_cancel()
+        if cancel_wait is not None:
+            self._end(pid, "cancelled", "cancelled by the controller", now + cancel_wait)
+            return []
+        limit = self.jobdir.read_time_limit()
+        limit = spec.time_limit if limit is None else limit
+        if limit < 0:
+            return []
+        deadline = start_time + limit * 60
+        if now >= deadline:
+            self._end(pid, "timeout", "time limit reached", now + spec.kill_wait)
+            return []
+        if not spec.signal_num or self.signal_sent:
+            return [deadline]
+        signal_at = deadline - spec.signal_time
+        if now < signal_at:
+            return [deadline, signal_at]
+        log.info("job_id=%d sending signal %d", spec.job_id, spec.signal_num)
+        if spec.signal_batch_only:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, spec.signal_num)
+        else:
+            _signal_group(pid, spec.signal_num)
+        self.signal_sent = True
+        return [deadline]
+
+    def _end(self, pid: int, outcome: str, message: str, kill_at: float) -> None:
+        """Start ending the job: CONT and TERM now, KILL at ``kill_at``."""
+        log.info("job_id=%d terminating: %s", self.spec.job_id, message)
+        self.ending, self.message, self.kill_at = outcome, message, kill_at
+        _signal_group(pid, signal.SIGCONT)
+        _signal_group(pid, signal.SIGTERM)
+
+
+def _take_lock(jobdir: JobDir, lock_fd: int | None) -> int:
+    """Hold the job directory's lock for life (the agent may hand it over locked)."""
+    fd = lock_fd if lock_fd is not None else os.open(jobdir.file(LOCK), os.O_RDWR | os.O_CREAT)
+    os.set_inheritable(fd, False)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+USAGE = "usage: python -m nodeagent.supervisor JOBDIR [--lock-fd N] [--notify-fd N]"
+
+
+def parse_args(argv: list[str]) -> tuple[str, int | None, int | None]:
+    """JOBDIR and the two optional inherited descriptors (argparse costs too much)."""
+    jobdir: str | None = None
+    fds: dict[str, int | None] = {"--lock-fd": None, "--notify-fd": None}
+    args = iter(argv)
+    for arg in args:
+        if arg in fds:
+            value = next(args, "")
+            if not value.isdigit():
+                raise SystemExit(USAGE)
+            fds[arg] = int(value)
+        elif jobdir is None and not arg.startswith("-"):
+            jobdir = arg
+        else:
+            raise SystemExit(USAGE)
+    if jobdir is None:
+        raise SystemExit(USAGE)
+    return jobdir, fds["--lock-fd"], fds["--notify-fd"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    path, lock_fd, notify_fd = parse_args(sys.argv[1:] if argv is None else argv)
+    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if notify_fd is not None:
+        os.set_inheritable(notify_fd, False)
+    jobdir = JobDir(os.path.abspath(path))
+    try:
+        _take_lock(jobdir, lock_fd)
+    except BlockingIOError:
+        log.error("job_id=%d another supervisor holds %s", jobdir.job_id, jobdir.path)
+        return 1
+    jobdir.write_supervisor_pid(os.getpid())
+    spec = jobdir.read_launch()
+    if spec is None:
+        result = Result(
+            exit_status=LAUNCH_FAILED_STATUS,
+            outcome="launch_failed",
+            end_time=int(time.time()),
+            message="launch description missing",
+        )
+    else:
+        result = Supervision(jobdir, spec, notify_fd).run()
+    jobdir.write_result(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

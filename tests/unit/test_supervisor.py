@@ -1,0 +1,301 @@
+"""The per-job supervisor, run for real as a subprocess on temporary job directories."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nodeagent.spool import LAUNCH_FAILED_STATUS, JobDir, LaunchSpec, Result
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "CORRAL_TEST_LEAK": "agent-only"}
+ME = pwd.getpwuid(os.getuid())
+
+
+def make_spec(home: Path, **fields: object) -> LaunchSpec:
+    base = LaunchSpec(
+        job_id=42,
+        restarts=0,
+        node="n7",
+        uid=ME.pw_uid,
+        gid=ME.pw_gid,
+        user=ME.pw_name,
+        work_dir=str(home),
+        job_name="demo",
+        environment={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "42"},
+        hostname="host7",
+        slurm_conf="/etc/corral/slurm.conf",
+        kill_wait=1,
+    )
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+def prepare(spool: Path, spec: LaunchSpec, script: str) -> JobDir:
+    jobdir = JobDir(str(spool / f"job{spec.job_id}.{spec.restarts}"))
+    jobdir.create()
+    jobdir.write_launch(spec)
+    jobdir.write_script(script, spec.uid, spec.gid)
+    return jobdir
+
+
+def supervise(jobdir: JobDir, timeout: float = 10) -> Result:
+    subprocess.run(
+        [sys.executable, "-m", "nodeagent.supervisor", jobdir.path],
+        env=ENV,
+        check=True,
+        timeout=timeout,
+    )
+    result = jobdir.read_result()
+    assert result is not None
+    return result
+
+
+def run_job(tmp_path: Path, script: str, **fields: object) -> tuple[JobDir, Result]:
+    spec = make_spec(tmp_path, **fields)
+    jobdir = prepare(tmp_path, spec, "#!/bin/bash\n" + script)
+    return jobdir, supervise(jobdir)
+
+
+def test_exit_code_is_recorded_as_raw_status(tmp_path: Path) -> None:
+    jobdir, result = run_job(tmp_path, "exit 3\n")
+    assert result.exit_status == 3 << 8
+    assert result.outcome == "exited"
+    started = jobdir.read_started()
+    assert started is not None and started.pid > 0
+
+
+def test_signal_is_recorded_as_raw_status(tmp_path: Path) -> None:
+    _, result = run_job(tmp_path, "kill -KILL $$\n")
+    assert result.exit_status == signal.SIGKILL
+    assert result.outcome == "exited"
+
+
+def test_time_limit_sends_term_then_kill(tmp_path: Path) -> None:
+    # A one-minute limit that started 59 s ago ends within a second.
+    script = "trap 'echo got-term' TERM\nwhile true; do sleep 0.1; done\n"
+    began = time.time()
+    _, result = run_job(
+        tmp_path, script, time_limit=1, start_time=int(time.time()) - 59, kill_wait=1
+    )
+    assert result.outcome == "timeout"
+    assert result.exit_status == signal.SIGKILL
+    assert time.time() - began < 5
+    assert "got-term" in (tmp_path / "slurm-42.out").read_text()
+
+
+def test_output_patterns_expand_and_create_directories(tmp_path: Path) -> None:
+    run_job(
+        tmp_path,
+        "echo out; echo err >&2\n",
+        std_out="logs/%x/%j-%N.out",
+        std_err=str(tmp_path / "errs" / "%u_%4j.err"),
+    )
+    assert (tmp_path / "logs" / "demo" / "42-n7.out").read_text() == "out\n"
+    assert (tmp_path / "errs" / f"{ME.pw_name}_0042.err").read_text() == "err\n"
+
+
+def test_stderr_joins_stdout_without_std_err(tmp_path: Path) -> None:
+    run_job(tmp_path, "echo one; echo two >&2; echo three\n", std_out="both.out")
+    assert (tmp_path / "both.out").read_text() == "one\ntwo\nthree\n"
+
+
+@pytest.mark.parametrize(("append", "expected"), [(True, "old\nnew\n"), (False, "new\n")])
+def test_append_or_truncate(tmp_path: Path, append: bool, expected: str) -> None:
+    (tmp_path / "o.out").write_text("old\n")
+    run_job(tmp_path, "echo new\n", std_out="o.out", append=append)
+    assert (tmp_path / "o.out").read_text() == expected
+
+
+def test_stdin_comes_from_std_in(tmp_path: Path) -> None:
+    (tmp_path / "in-42.txt").write_text("fed\n")
+    run_job(tmp_path, "cat\n", std_in="in-%j.txt", std_out="o.out")
+    assert (tmp_path / "o.out").read_text() == "fed\n"
+
+
+def test_environment_is_the_launch_environment_plus_node_facts(tmp_path: Path) -> None:
+    run_job(tmp_path, 'env > env.txt; echo "$$" > pid.txt\n', argv=("a b", "c"))
+    env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines())
+    pid = (tmp_path / "pid.txt").read_text().strip()
+    assert env["SLURM_JOB_ID"] == "42"
+    assert env["SLURMD_NODENAME"] == "n7"
+    assert env["SLURM_TASK_PID"] == pid
+    assert env["HOSTNAME"] == "host7"
+    assert env["ENVIRONMENT"] == "BATCH"
+    assert env["SLURM_CONF"] == "/etc/corral/slurm.conf"
+    assert "CORRAL_TEST_LEAK" not in env
+
+
+def test_script_arguments_are_passed(tmp_path: Path) -> None:
+    run_job(tmp_path, 'printf "%s|" "$0" "$@" > args.txt\n', argv=("a b", "c"))
+    shown = (tmp_path / "args.txt").read_text().split("|")
+    assert shown[0].endswith("/job42.0/script")
+    assert shown[1:3] == ["a b", "c"]
+
+
+def test_missing_work_dir_falls_back_to_tmp(tmp_path: Path) -> None:
+    out = tmp_path / "o.out"
+    _, result = run_job(tmp_path, "pwd\n", work_dir=str(tmp_path / "gone"), std_out=str(out))
+    assert result.outcome == "exited" and result.exit_status == 0
+    text = out.read_text()
+    assert "cannot enter working directory" in text
+    assert text.endswith("/tmp\n")
+
+
+def test_unopenable_output_is_a_launch_failure(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    _, result = run_job(tmp_path, "echo never\n", std_out=str(blocker / "sub" / "o.out"))
+    assert result.outcome == "launch_failed"
+    assert result.exit_status == LAUNCH_FAILED_STATUS
+    assert "cannot open output file" in result.message
+
+
+def test_exec_failure_is_a_launch_failure(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    jobdir = prepare(tmp_path, spec, "no interpreter line\n")
+    result = supervise(jobdir)
+    assert result.outcome == "launch_failed"
+    assert result.exit_status == LAUNCH_FAILED_STATUS
+    assert "cannot execute" in result.message
+    assert jobdir.read_started() is None
+
+
+def start_supervisor(jobdir: JobDir) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "nodeagent.supervisor", jobdir.path],
+        env=ENV,
+    )
+
+
+def wait_for(predicate: object, timeout: float = 5.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if callable(predicate) and predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def test_cancel_marker_terminates_with_outcome_cancelled(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    jobdir = prepare(tmp_path, spec, "#!/bin/bash\nsleep 30\n")
+    proc = start_supervisor(jobdir)
+    wait_for(lambda: jobdir.read_started() is not None)
+    jobdir.request_cancel(1)
+    proc.send_signal(signal.SIGUSR1)
+    assert proc.wait(timeout=5) == 0
+    result = jobdir.read_result()
+    assert result is not None
+    assert result.outcome == "cancelled"
+    assert result.exit_status == signal.SIGTERM
+
+
+def test_new_time_limit_is_picked_up(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, time_limit=-1, start_time=int(time.time()) - 59)
+    jobdir = prepare(tmp_path, spec, "#!/bin/bash\nsleep 30\n")
+    proc = start_supervisor(jobdir)
+    wait_for(lambda: jobdir.read_started() is not None)
+    jobdir.request_time_limit(1)
+    proc.send_signal(signal.SIGUSR1)
+    assert proc.wait(timeout=5) == 0
+    result = jobdir.read_result()
+    assert result is not None and result.outcome == "timeout"
+
+
+def test_signal_option_is_delivered_before_the_limit(tmp_path: Path) -> None:
+    script = "trap 'echo got-usr1; exit 0' USR1\nwhile true; do sleep 0.1; done\n"
+    _, result = run_job(
+        tmp_path,
+        script,
+        time_limit=2,
+        start_time=int(time.time()) - 60,
+        signal_num=signal.SIGUSR1,
+        signal_time=58,
+        std_out="o.out",
+    )
+    assert result.outcome == "exited" and result.exit_status == 0
+    assert "got-usr1" in (tmp_path / "o.out").read_text()
+
+
+def test_cancel_before_start_runs_nothing(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    jobdir = prepare(tmp_path, spec, "#!/bin/bash\necho ran > ran.txt\n")
+    jobdir.request_cancel(1)
+    result = supervise(jobdir)
+    assert result.outcome == "cancelled"
+    assert not (tmp_path / "ran.txt").exists()
+
+
+AGENT = """
+import sys, time
+from nodeagent.process import spawn_supervisor
+from nodeagent.spool import JobDir
+proc = spawn_supervisor(JobDir(sys.argv[1]))
+print(proc.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_job_survives_the_death_of_its_agent(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, std_out="o.out")
+    jobdir = prepare(tmp_path, spec, "#!/bin/bash\nsleep 0.5\necho finished\nexit 5\n")
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT, jobdir.path], env=ENV, stdout=subprocess.PIPE
+    )
+    assert agent.stdout is not None
+    supervisor_pid = int(agent.stdout.readline())
+    wait_for(lambda: jobdir.read_started() is not None)
+    assert jobdir.supervisor_alive()
+    agent.kill()
+    agent.wait()
+    wait_for(lambda: jobdir.read_result() is not None)
+    result = jobdir.read_result()
+    assert result == Result(5 << 8, "exited", result.end_time if result else 0, "")
+    assert (tmp_path / "o.out").read_text() == "finished\n"
+    assert jobdir.read_supervisor_pid() == supervisor_pid
+    wait_for(lambda: not jobdir.supervisor_alive())
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory another user can reach (pytest's tmp_path is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="corral-supervisor-"))
+    path.chmod(0o777)
+    yield path
+    subprocess.run(["rm", "-rf", str(path)], check=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
+def test_root_runs_the_job_as_its_user(public_dir: Path) -> None:
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    spool = public_dir / "spool"
+    spool.mkdir(mode=0o755)
+    spool.chmod(0o755)
+    spec = make_spec(
+        public_dir,
+        uid=nobody.pw_uid,
+        gid=nobody.pw_gid,
+        user="nobody",
+        std_out="out/%u.out",
+    )
+    jobdir = prepare(spool, spec, "#!/bin/bash\nid -u; id -g\n")
+    result = supervise(jobdir)
+    assert result.outcome == "exited", result.message
+    out = public_dir / "out" / "nobody.out"
+    assert out.read_text().split() == [str(nobody.pw_uid), str(nobody.pw_gid)]
+    assert out.stat().st_uid == nobody.pw_uid
+    assert (public_dir / "out").stat().st_uid == nobody.pw_uid
+    assert os.stat(jobdir.file("script")).st_uid == nobody.pw_uid
