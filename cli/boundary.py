@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 
 from corral import SLURM_VERSION
 from corral.errors import CorralError, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import NoReturn
 
     from corral.client import Client
@@ -41,12 +41,12 @@ def version_line() -> str:
 def connect() -> Client:
     """A ``Client`` for the controller named by the active slurm.conf."""
     from corral.client import Client, socket_path
-    from corral.config import load
+    from corral.clientconf import client_settings
 
-    return Client(socket_path(load().state_save_location))
+    return Client(socket_path(client_settings().state_save_location))
 
 
-def run(prog: str, main: Callable[[list[str]], int]) -> "NoReturn":
+def run(prog: str, main: Callable[[list[str]], int]) -> NoReturn:
     """Run ``main(sys.argv[1:])`` and exit with its status, printing errors Slurm's way."""
     argv = sys.argv[1:]
     debug = os.environ.get("CORRAL_DEBUG") == "1" or "-v" in argv or "--verbose" in argv

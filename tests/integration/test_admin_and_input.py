@@ -134,10 +134,13 @@ def test_job_runs_as_its_owner(other_user: pwd.struct_passwd) -> None:
         assert set(map(int, groups.split())) == set(os.getgrouplist(other_user.pw_name,
                                                                     other_user.pw_gid))
         assert out.stat().st_uid == other_user.pw_uid
+        roots = c.sbatch("--hold", "--wrap", "true")
         denied = subprocess.run(
-            ["runuser", "-u", other_user.pw_name, "--", *command("scancel"), str(job_id)],
+            ["runuser", "-u", other_user.pw_name, "--", *command("scancel"), str(roots)],
             env=c.env, capture_output=True, text=True, timeout=60, check=False)
-        assert "Job/step already completing or completed" in denied.stderr
+        assert denied.returncode == 1
+        assert "Access/permission denied" in denied.stderr
+        assert c.job(roots)["state"] == "PENDING"
     finally:
         c.stop()
         shutil.rmtree(top, ignore_errors=True)

@@ -1,0 +1,129 @@
+"""Column layouts shared by squeue and sinfo: ``-o "%.18i %9P"`` and ``-O name:[.]size``.
+
+Both commands print each line by walking a list of columns: a value padded or
+cut to a width, right-justified when the width had a leading ``.``, then the
+literal text that followed the field. Scripts parse these lines by position, so
+the padding and cutting rules are Slurm's (``_print_str`` in its print.c).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_DIGITS = "0123456789"
+
+#: Width of an ``-O`` field given without ``:size``.
+DEFAULT_NAME_WIDTH = 20
+
+
+@dataclass(frozen=True)
+class Column:
+    """One field of a format: ``key`` is the ``-o`` letter or the ``-O`` name as typed."""
+
+    key: str
+    width: int
+    right: bool
+    suffix: str
+
+
+def parse_letters(spec: str) -> tuple[str, list[Column]]:
+    """The literal prefix and the columns of a ``-o`` format.
+
+    Text before the first ``%`` is printed at the start of every line; each
+    ``%[.][width]letter`` is a column whose suffix is the text up to the next
+    ``%``. Empty fields (``%%``) are skipped, as ``strtok`` skips them.
+    """
+    first = spec.find("%")
+    if first < 0:
+        return spec, []
+    columns = []
+    for token in spec[first + 1 :].split("%"):
+        if not token:
+            continue
+        right = token.startswith(".")
+        start = 1 if right else 0
+        end = start
+        while end < len(token) and token[end] in _DIGITS:
+            end += 1
+        width = int(token[start:end]) if end > start else 0
+        columns.append(Column(token[end : end + 1], width, right, token[end + 1 :]))
+    return spec[:first], columns
+
+
+def parse_names(spec: str) -> list[Column]:
+    """The columns of a ``-O`` format: ``name[:[.][width][suffix]]`` separated by commas."""
+    columns = []
+    for token in spec.split(","):
+        if not token:
+            continue
+        name, colon, rest = token.partition(":")
+        if not colon:
+            columns.append(Column(name, DEFAULT_NAME_WIDTH, False, ""))
+            continue
+        right = rest.startswith(".")
+        if right:
+            rest = rest[1:]
+        end = 0
+        while end < len(rest) and rest[end] in _DIGITS:
+            end += 1
+        width = int(rest[:end]) if end else 0
+        columns.append(Column(name, width, right, rest[end:]))
+    return columns
+
+
+def cell(text: str, width: int, right: bool, cut: bool = True) -> str:
+    """``text`` laid out in ``width`` characters the way Slurm's clients do it.
+
+    Width 0 prints the text as is. Left-justified text is always cut to the
+    width; right-justified text is cut (keeping its start) only when ``cut``,
+    which is why long run times and node lists can overflow their columns.
+    """
+    if width <= 0:
+        return text
+    if right:
+        padded = text.rjust(width)
+        return padded[:width] if cut else padded
+    return text[:width].ljust(width)
+
+
+@dataclass(frozen=True)
+class Field:
+    """What a column shows: its header and how to get its text from a record.
+
+    ``cut`` is Slurm's choice of whether a right-justified value may overflow
+    its width (clocks and node lists may); ``header_cut`` the same for the
+    header (NODELIST-like headers may).
+    """
+
+    header: str
+    value: Callable[[Any, Any], str]
+    cut: bool = True
+    header_cut: bool = True
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A column and its field; without a field it prints ``literal``, as Slurm does."""
+
+    column: Column
+    field: Field | None
+    literal: str = ""
+
+
+def line(prefix: str, bound: Sequence[Bound], record: Any, context: Any) -> str:
+    """One output line: the header when ``record`` is None, else the record's values."""
+    parts = [prefix]
+    for item in bound:
+        column, field = item.column, item.field
+        if field is None:
+            parts.append(item.literal)
+            continue
+        if record is None:
+            text = cell(field.header, column.width, column.right, field.header_cut)
+        else:
+            text = cell(field.value(record, context), column.width, column.right, field.cut)
+        parts.append(text)
+        parts.append(column.suffix)
+    return "".join(parts)

@@ -1,0 +1,158 @@
+"""``scontrol show job``: one JobInfo dict as scontrol's ``Key=Value`` record.
+
+Keys, their order, which lines are optional and how each value is written
+(``(null)``, ``Unknown``, ``00:02:00``, ``ExitCode=0:0``) follow Slurm's
+job record, so scripts that scrape it (and people who read it) get what they
+expect. Rendering is pure: the controller's clock comes in as ``now``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cli import jobstate
+from cli.jobfields import node_list, run_seconds
+from cli.quantity import mebibytes
+from cli.records import join, null
+from corral.timefmt import format_hms, format_limit_hms, format_timestamp
+
+Job = Mapping[str, Any]
+
+
+def exit_code(status: int) -> str:
+    """``exit:signal`` of a raw wait status, as Slurm prints ExitCode."""
+    signal = status & 0x7F
+    if signal and signal != 0x7F:
+        return f"0:{signal}"
+    if signal == 0:
+        return f"{(status >> 8) & 0xFF}:0"
+    return "0:0"
+
+
+def _output_path(job: Job, pattern: str) -> str:
+    """A stdio file name with scontrol's substitutions, relative names under WorkDir."""
+    task = job["array_task_id"]
+    array_id = job["array_job_id"] if task is not None else job["job_id"]
+    text = pattern.replace("%A", str(array_id))
+    text = text.replace("%a", str(task if task is not None else 4294967294))
+    text = text.replace("%j", str(job["job_id"])).replace("%u", str(job["user"]))
+    text = text.replace("%x", str(job["name"]))
+    return text if text.startswith("/") else f"{job['work_dir']}/{text}"
+
+
+def _default_output(job: Job) -> str:
+    if job["array_job_id"] and job["array_task_id"] is not None:
+        return f"{job['work_dir']}/slurm-{job['array_job_id']}_{job['array_task_id']}.out"
+    return f"{job['work_dir']}/slurm-{job['job_id']}.out"
+
+
+def std_out(job: Job) -> str:
+    return _output_path(job, job["std_out"]) if job["std_out"] else _default_output(job)
+
+
+def std_err(job: Job) -> str:
+    return _output_path(job, job["std_err"]) if job["std_err"] else std_out(job)
+
+
+def std_in(job: Job) -> str:
+    return _output_path(job, job["std_in"]) if job["std_in"] else "/dev/null"
+
+
+def _num_nodes(job: Job) -> str:
+    low, high = int(job["num_nodes"]), 0
+    if job["state"] == "PENDING":
+        high = int(job["max_nodes"])
+        if high and high < low:
+            low = high
+    return f"{low}-{high}" if high else str(low)
+
+
+def _end_time(job: Job, now: int) -> str:
+    if job["time_limit"] == -1 and job["end_time"] > now:
+        return "Unknown"
+    return format_timestamp(int(job["end_time"]))
+
+
+def _reason(job: Job) -> str:
+    if job["state_desc"]:
+        return "".join("_" if char.isspace() else char for char in job["state_desc"])
+    return str(job["reason"])
+
+
+def _memory(job: Job) -> str:
+    if job["min_mem_cpu"]:
+        return f"MinMemoryCPU={mebibytes(int(job['min_mem_cpu']))}"
+    return f"MinMemoryNode={mebibytes(int(job['min_mem_node']))}"
+
+
+def _array_tokens(job: Job) -> str:
+    if not job["array_job_id"]:
+        return ""
+    task = job["array_task_str"] or job["array_task_id"]
+    text = f"ArrayJobId={job['array_job_id']} ArrayTaskId={task} "
+    if job["array_max_tasks"]:
+        text += f"ArrayTaskThrottle={job['array_max_tasks']} "
+    return text
+
+
+def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
+    """The record's lines, before joining."""
+    out = [
+        f"JobId={job['job_id']} {_array_tokens(job)}JobName={job['name']}",
+        f"UserId={job['user'] or job['uid']}({job['uid']}) "
+        f"GroupId={job['group'] or job['gid']}({job['gid']}) MCS_label=N/A",
+        f"Priority={job['priority']} Nice={job['nice']} "
+        f"Account={null(job['account'])} QOS={null(job['qos'])}",
+        f"JobState={jobstate.long_name(job)} Reason={_reason(job)} "
+        f"Dependency={null(job['dependency'])}",
+        f"Requeue={int(job['requeue'])} Restarts={job['restarts']} "
+        f"BatchFlag={int(job['batch_flag'])} Reboot=0 ExitCode={exit_code(job['exit_status'])}",
+    ]
+    if details:
+        out.append(f"DerivedExitCode={exit_code(job['derived_exit_status'])}")
+    time_min = format_limit_hms(int(job["time_min"])) if job["time_min"] else "N/A"
+    deadline = format_timestamp(int(job["deadline"])) if job["deadline"] else "N/A"
+    suspended = format_timestamp(int(job["suspend_time"])) if job["suspend_time"] else "None"
+    sched_nodes = f" SchedNodeList={job['sched_nodes']}" if job["sched_nodes"] else ""
+    out += [
+        f"RunTime={format_hms(run_seconds(job, now))} "
+        f"TimeLimit={format_limit_hms(int(job['time_limit']))} TimeMin={time_min}",
+        f"SubmitTime={format_timestamp(int(job['submit_time']))} "
+        f"EligibleTime={format_timestamp(int(job['eligible_time']))}",
+        f"AccrueTime={format_timestamp(int(job['accrue_time']))}",
+        f"StartTime={format_timestamp(int(job['start_time']))} "
+        f"EndTime={_end_time(job, now)} Deadline={deadline}",
+        f"SuspendTime={suspended} SecsPreSuspend={job['pre_suspend_secs']} "
+        f"LastSchedEval={format_timestamp(int(job['last_sched_eval']))} Scheduler=Main",
+        f"Partition={job['partition']} AllocNode:Sid={null(job['alloc_node'])}:0",
+        f"ReqNodeList={null(job['req_nodes'])} ExcNodeList={null(job['exc_nodes'])}",
+        f"NodeList={node_list(job['nodes'])}{sched_nodes}",
+    ]
+    if job["batch_host"]:
+        out.append(f"BatchHost={job['batch_host']}")
+    out += [
+        f"NumNodes={_num_nodes(job)} NumCPUs={job['num_cpus']} NumTasks={job['num_tasks']} "
+        f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:*:*",
+        f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
+        f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
+        f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
+        f"Features={null(job['features'])} DelayBoot=00:00:00",
+        f"OverSubscribe={job['oversubscribe'] or 'OK'} Contiguous=0 Licenses=(null) Network=(null)",
+        f"Command={null(job['command'])}",
+        f"WorkDir={null(job['work_dir'])}",
+    ]
+    if job["comment"]:
+        out.append(f"Comment={job['comment']} ")
+    if job["batch_flag"]:
+        out += [f"StdErr={std_err(job)}", f"StdIn={std_in(job)}", f"StdOut={std_out(job)}"]
+    out.append("Power=")
+    if job["gres"]:
+        gres = str(job["gres"])
+        out.append(f"TresPerNode={gres if gres.startswith('gres') else 'gres/' + gres}")
+    return out
+
+
+def record(job: Job, now: int, *, oneliner: bool = False, details: bool = False) -> str:
+    """The whole record, ready to print."""
+    return join(lines(job, now, details=details), oneliner, trailing=True)

@@ -1,0 +1,91 @@
+"""Job state names as Slurm's clients print and accept them.
+
+The controller reports a long base state (``PENDING``) plus flags
+(``COMPLETING``, ``REQUEUED``...). What squeue and scontrol show is the first
+set flag in Slurm's precedence order, else the base state, in long (``STATE``,
+``JobState=``) or compact (``ST``) form. Workflow tools map the compact codes,
+so the table is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Base states in Slurm's numeric order, with their compact codes.
+BASE_STATES: dict[str, str] = {
+    "PENDING": "PD",
+    "RUNNING": "R",
+    "SUSPENDED": "S",
+    "COMPLETED": "CD",
+    "CANCELLED": "CA",
+    "FAILED": "F",
+    "TIMEOUT": "TO",
+    "NODE_FAIL": "NF",
+    "PREEMPTED": "PR",
+    "BOOT_FAIL": "BF",
+    "DEADLINE": "DL",
+    "OUT_OF_MEMORY": "OOM",
+}
+
+#: State flags in the order in which they override the base name.
+FLAG_STATES: dict[str, str] = {
+    "COMPLETING": "CG",
+    "STAGE_OUT": "SO",
+    "CONFIGURING": "CF",
+    "RESIZING": "RS",
+    "REQUEUED": "RQ",
+    "REQUEUE_FED": "RF",
+    "REQUEUE_HOLD": "RH",
+    "SPECIAL_EXIT": "SE",
+    "STOPPED": "ST",
+    "REVOKED": "RV",
+    "RESV_DEL_HOLD": "RD",
+    "SIGNALING": "SI",
+}
+
+#: The flags in the order ``squeue --helpstate`` and the invalid-state error list them.
+_FLAG_LISTING = (
+    "COMPLETING",
+    "CONFIGURING",
+    "RESIZING",
+    "RESV_DEL_HOLD",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "REVOKED",
+    "SIGNALING",
+    "SPECIAL_EXIT",
+    "STAGE_OUT",
+    "STOPPED",
+)
+
+_BY_NAME: dict[str, str] = {}
+for _long, _compact in (*BASE_STATES.items(), *FLAG_STATES.items()):
+    _BY_NAME[_long] = _long
+    _BY_NAME.setdefault(_compact, _long)
+
+
+def long_name(job: Mapping[str, Any]) -> str:
+    """``STATE`` / ``JobState=``: the overriding flag, else the base state."""
+    flags = job["state_flags"]
+    for flag in FLAG_STATES:
+        if flag in flags:
+            return flag
+    return str(job["state"]) or "?"
+
+
+def compact_name(job: Mapping[str, Any]) -> str:
+    """``ST``: the compact code of :func:`long_name`."""
+    name = long_name(job)
+    return FLAG_STATES.get(name) or BASE_STATES.get(name, "?")
+
+
+def parse_state(text: str) -> str | None:
+    """The long name for a state typed as long or compact, any case; None if unknown."""
+    return _BY_NAME.get(text.upper())
+
+
+def state_listing() -> list[str]:
+    """Every state a filter accepts, in Slurm's order, lower case."""
+    return [name.lower() for name in (*BASE_STATES, *_FLAG_LISTING)]

@@ -1,0 +1,275 @@
+"""sinfo's rows: nodes grouped by partition and by whatever the format shows.
+
+Slurm's sinfo puts a node into the first row of its partition whose shown
+attributes (state, features, reason...) equal the node's, so a partition with
+idle and allocated nodes gets one row per state. Which attributes count
+depends on the fields printed ("match flags"); CPU, memory and similar
+counts only split rows with ``-e``, otherwise a row shows their range. ``-N``
+gives every node its own row. Rows are then sorted, by default partition
+order then state (highest numeric state first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cli import nodestate
+
+Node = Mapping[str, Any]
+Partition = Mapping[str, Any]
+
+DEFAULT_SORT = "#P,-t"
+NODE_SORT = "N"
+
+
+@dataclass
+class NodeGroup:
+    """One sinfo row: the partition it was made for and the nodes shown on it."""
+
+    partition: Partition
+    part_index: int
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def state(self) -> int:
+        """Slurm's numeric state of the row (its first node's); 0 when empty."""
+        return nodestate.value(self.nodes[0]) if self.nodes else 0
+
+    def values(self, key: str) -> list[Any]:
+        return [node[key] for node in self.nodes]
+
+    def add(self, node: Node) -> None:
+        if all(other["name"] != node["name"] for other in self.nodes):
+            self.nodes.append(node)
+
+
+# Partition attributes compared when their field is shown: flag -> keys.
+_PART_KEYS: dict[str, tuple[str, ...]] = {
+    "avail": ("state",),
+    "groups": ("allow_groups",),
+    "job_size": ("min_nodes", "max_nodes"),
+    "default_time": ("default_time",),
+    "max_time": ("max_time",),
+    "oversubscribe": ("oversubscribe",),
+    "priority_tier": ("priority_tier",),
+    "priority_job_factor": ("priority_job_factor",),
+}
+
+# Node attributes that must equal the row's first node's: flag -> key.
+_NODE_KEYS: dict[str, str] = {
+    "features": "features",
+    "features_act": "features",
+    "gres": "gres",
+    "reason": "reason",
+    "reason_time": "reason_time",
+    "reason_user": "reason_user",
+}
+
+# Node counts compared only with -e: flag -> keys.
+_EXACT_KEYS: dict[str, tuple[str, ...]] = {
+    "cpus": ("cpus",),
+    "sockets": ("sockets",),
+    "cores": ("cores_per_socket",),
+    "threads": ("threads_per_core",),
+    "sct": ("sockets", "cores_per_socket", "threads_per_core"),
+    "disk": ("tmp_disk",),
+    "memory": ("real_memory",),
+    "weight": ("weight",),
+    "cpu_load": ("cpu_load",),
+    "free_mem": ("free_memory",),
+    "port": ("port",),
+    "version": ("version",),
+}
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How rows are formed: the match flags of the format and sinfo's mode options."""
+
+    flags: Collection[str]
+    node_mode: bool = False
+    reasons: bool = False
+    exact: bool = False
+
+
+def _same_partition(group: NodeGroup, index: int, part: Partition, how: Grouping) -> bool:
+    if how.reasons or group.part_index == index:
+        return True
+    if "partition" in how.flags and group.partition["name"] != part["name"]:
+        return False
+    for flag, keys in _PART_KEYS.items():
+        if flag in how.flags and any(group.partition[key] != part[key] for key in keys):
+            return False
+    return True
+
+
+def _same_node(group: NodeGroup, node: Node, how: Grouping) -> bool:
+    if how.node_mode:
+        return False
+    first = group.nodes[0]
+    if "hostnames" in how.flags and node["hostname"] not in group.values("hostname"):
+        return False
+    if "node_addr" in how.flags and node["addr"] not in group.values("addr"):
+        return False
+    for flag, key in _NODE_KEYS.items():
+        if flag in how.flags and node[key] != first[key]:
+            return False
+    state = nodestate.value(node)
+    if "state" in how.flags and nodestate.long_name(state) != nodestate.long_name(group.state):
+        return False
+    if "statecomplete" in how.flags and nodestate.complete(state) != nodestate.complete(
+        group.state
+    ):
+        return False
+    if "alloc_mem" in how.flags and node["alloc_memory"] != group.nodes[-1]["alloc_memory"]:
+        return False
+    if not how.exact:
+        return True
+    for flag, keys in _EXACT_KEYS.items():
+        if flag in how.flags and any(node[key] != min(group.values(key)) for key in keys):
+            return False
+    return True
+
+
+def build(
+    nodes: Sequence[Node],
+    partitions: Sequence[Partition],
+    how: Grouping,
+    *,
+    part_names: Collection[str] | None = None,
+    keep: Callable[[Node], bool] = lambda node: True,
+) -> list[NodeGroup]:
+    """The rows for ``nodes`` in ``partitions``, before sorting.
+
+    Every selected partition gets a row even without matching nodes (printed
+    with 0 nodes and state ``n/a``), unless ``-N`` or the format shows no
+    partition. ``keep`` is the node filter (``-n``, ``-t``, ``-d``, ``-r``).
+    """
+    groups: list[NodeGroup] = []
+    chosen = [
+        (index, part)
+        for index, part in enumerate(partitions)
+        if part_names is None or part["name"] in part_names
+    ]
+    if not how.node_mode and "partition" in how.flags:
+        groups.extend(NodeGroup(part, index) for index, part in chosen)
+    by_name = {node["name"]: node for node in nodes if keep(node)}
+    for index, part in chosen:
+        for name in part["node_names"]:
+            node = by_name.get(name)
+            if node is not None:
+                _insert(groups, index, part, node, how)
+    return groups
+
+
+def _insert(
+    groups: list[NodeGroup], index: int, part: Partition, node: Node, how: Grouping
+) -> None:
+    for group in groups:
+        if not _same_partition(group, index, part, how):
+            continue
+        if group.nodes and not _same_node(group, node, how):
+            continue
+        group.add(node)
+        return
+    groups.append(NodeGroup(part, index, [node]))
+
+
+def _split_host(name: str) -> tuple[str, int]:
+    end = len(name)
+    while end and name[end - 1].isdigit():
+        end -= 1
+    return name[:end], int(name[end:]) if end < len(name) else -1
+
+
+def _first_host(group: NodeGroup, key: str) -> tuple[str, int]:
+    names = [str(node[key]) for node in group.nodes]
+    return min((_split_host(name) for name in names), default=("", -1))
+
+
+_AVAIL_ORDER = {"INACTIVE": 0, "DOWN": 1, "DRAIN": 2, "UP": 3}
+
+
+def _part(key: str) -> Callable[[NodeGroup], Any]:
+    return lambda group: group.partition[key]
+
+
+def _min(key: str) -> Callable[[NodeGroup], Any]:
+    return lambda group: min(group.values(key), default=0)
+
+
+def _first(key: str) -> Callable[[NodeGroup], Any]:
+    return lambda group: group.nodes[0][key] if group.nodes else ""
+
+
+def _job_size(group: NodeGroup) -> int:
+    most = group.partition["max_nodes"]
+    return 0xFFFFFFFF if most == 0 else most + group.partition["min_nodes"]
+
+
+def _unlimited_last(key: str) -> Callable[[NodeGroup], Any]:
+    def minutes(group: NodeGroup) -> int:
+        value = group.partition[key]
+        return 0xFFFFFFFF if value == -1 else value
+
+    return minutes
+
+
+_SORT_KEYS: dict[str, Callable[[NodeGroup], Any]] = {
+    "a": lambda group: _AVAIL_ORDER.get(group.partition["state"], 0),
+    "A": lambda group: sum(1 for node in group.nodes if _allocated(node)),
+    "c": _min("cpus"),
+    "d": _min("tmp_disk"),
+    "D": lambda group: len(group.nodes),
+    "e": _min("free_memory"),
+    "E": _first("reason"),
+    "f": _first("features"),
+    "F": lambda group: sum(1 for node in group.nodes if _allocated(node)),
+    "g": _part("allow_groups"),
+    "h": _part("oversubscribe"),
+    "H": _first("reason_time"),
+    "l": _unlimited_last("max_time"),
+    "m": _min("real_memory"),
+    "n": lambda group: _first_host(group, "hostname"),
+    "N": lambda group: _first_host(group, "name"),
+    "o": lambda group: _first_host(group, "addr"),
+    "O": _min("cpu_load"),
+    "p": _part("priority_tier"),
+    "R": _part("name"),
+    "s": _job_size,
+    "S": _part("priority_job_factor"),
+    "t": lambda group: group.state,
+    "T": lambda group: group.state,
+    "u": _first("reason_user"),
+    "U": _first("reason_user"),
+    "w": _min("weight"),
+    "X": _min("sockets"),
+    "Y": _min("cores_per_socket"),
+    "Z": _min("threads_per_core"),
+}
+
+
+def _allocated(node: Node) -> bool:
+    base = nodestate.value(node) & nodestate.BASE_MASK
+    return base in (nodestate.ALLOCATED, nodestate.MIXED) or "COMPLETING" in node["state_flags"]
+
+
+def sort_groups(groups: list[NodeGroup], spec: str) -> list[NodeGroup]:
+    """Rows in sinfo's order for sort spec ``spec`` (``#P`` is partition order)."""
+    ordered = list(groups)
+    for index in range(len(spec) - 1, -1, -1):
+        letter = spec[index]
+        if letter in ",#+-":
+            continue
+        before = spec[index - 1] if index else ""
+        descending = before == "-"
+        if letter == "P":
+            if before == "#":
+                ordered.sort(key=lambda group: group.part_index, reverse=descending)
+            else:
+                ordered.sort(key=_part("name"), reverse=descending)
+        elif letter in _SORT_KEYS:
+            ordered.sort(key=_SORT_KEYS[letter], reverse=descending)
+    return ordered

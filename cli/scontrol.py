@@ -1,0 +1,645 @@
+"""scontrol: show and change jobs, nodes and partitions the way Slurm's scontrol does.
+
+Command words are case-insensitive and may be abbreviated as far as Slurm
+allows (``sho job``, ``upd``); messages go where Slurm sends them (``Job 5
+not found`` on stdout, ``Invalid job id specified for job x`` on stderr)
+with Slurm's exit status, because scripts test both. Records are rendered by
+``jobrecord`` and ``noderecord``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from cli import boundary, jobrecord, noderecord, options
+from cli.jobids import job_id_list
+from cli.options import REQUIRED, Option, OptionTable
+from corral.errors import SlurmError
+from corral.hostlist import compress, expand
+from corral.timefmt import format_timestamp
+
+PROG = "scontrol"
+
+USAGE = """\
+scontrol [<OPTION>] [<COMMAND>]
+    Valid <OPTION> values are:
+     -a or --all: equivalent to "all" command
+     -d or --details: equivalent to "details" command
+     -h or --help: equivalent to "help" command
+     -o or --oneliner: equivalent to "oneliner" command
+     -Q or --quiet: equivalent to "quiet" command
+     -v or --verbose: equivalent to "verbose" command
+     -V or --version: equivalent to "version" command
+
+    Valid <COMMAND> values are:
+     hold <job_list>          prevent the jobs from starting (admin hold)
+     uhold <job_list>         hold the jobs as their user would
+     release <job_list>       let held jobs start again
+     requeue <job_list>       requeue batch jobs
+     requeuehold <job_list>   requeue batch jobs and hold them
+     ping                     report whether the controller responds
+     reconfigure              make the controller re-read its configuration
+     show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
+                              job, node or partition
+     update <SPECIFICATIONS>  change a job (JobId=...) or node (NodeName=...)
+     version                  print the version
+"""
+
+TABLE = OptionTable(
+    [
+        Option("all", "a", "all"),
+        Option("cluster", "M", "cluster", REQUIRED),
+        Option("cluster", "", "clusters", REQUIRED),
+        Option("details", "d", "details"),
+        Option("future", "F", "future"),
+        Option("help", "h", "help"),
+        Option("help", "", "usage"),
+        Option("hide", "", "hide"),
+        Option("local", "", "local"),
+        Option("oneliner", "o", "oneliner"),
+        Option("quiet", "Q", "quiet"),
+        Option("uid", "u", "uid", REQUIRED),
+        Option("verbose", "v", "verbose"),
+        Option("version", "V", "version"),
+    ]
+)
+
+#: Node states ``update NodeName=`` accepts, with the shortest abbreviation Slurm allows.
+NODE_STATES = (
+    ("NoResp", 3),
+    ("CANCEL_REBOOT", 3),
+    ("DRAIN", 3),
+    ("FAIL", 3),
+    ("FUTURE", 3),
+    ("RESUME", 3),
+    ("UNDRAIN", 3),
+    ("DOWN", 3),
+    ("IDLE", 3),
+)
+_NEEDS_REASON = ("DOWN", "DRAIN", "FAIL")
+_REQUEUE_FLAGS = ("incomplete", "state=specialexit")
+
+
+def word_is(tag: str, name: str, minimum: int) -> bool:
+    """Slurm's abbreviation rule: ``tag`` is a prefix of ``name``, at least ``minimum`` long."""
+    return len(tag) >= minimum and name.lower().startswith(tag.lower())
+
+
+def split_tag(text: str) -> tuple[str, str | None]:
+    """``Key=Value`` as (key, value); value None without ``=``."""
+    key, eq, value = text.partition("=")
+    return key, (value if eq else None)
+
+
+class Session:
+    """One scontrol run: its global flags, its exit status and where output goes."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.oneliner = False
+        self.details = False
+        self.quiet = False
+        self.exit_code = 0
+        self.done = False
+        self._client: Any = None
+
+    # ------------------------------------------------------------- plumbing
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = boundary.connect()
+        return self._client
+
+    def call(self, method: str, request: dict[str, Any]) -> Any:
+        return self.client().call(method, request)
+
+    def fail(self, text: str, *, quiet_ok: bool = True) -> None:
+        """Print ``text`` on stderr (unless ``-Q`` and quiet_ok) and mark the run failed."""
+        self.exit_code = 1
+        if not (quiet_ok and self.quiet):
+            print(text, file=self.err)
+
+    def print(self, text: str = "", end: str = "\n") -> None:
+        self.out.write(text + end)
+
+    # ------------------------------------------------------------- dispatch
+
+    def run(self, words: Sequence[str]) -> None:
+        """Execute one command line (already split into words)."""
+        tag = words[0]
+        handlers: list[tuple[str, int, Callable[[Sequence[str]], None]]] = [
+            ("all", 2, self._ignore),
+            ("details", 1, self._details),
+            ("exit", 2, self._quit),
+            ("help", 2, self._help),
+            ("hold", 4, self._hold),
+            ("holdu", 5, self._hold),
+            ("uhold", 5, self._hold),
+            ("oneliner", 1, self._oneliner),
+            ("ping", 3, self._ping),
+            ("quiet", 4, self._quiet),
+            ("quit", 4, self._quit),
+            ("reconfigure", 3, self._reconfigure),
+            ("requeue", 3, self._requeue),
+            ("requeuehold", 11, self._requeue),
+            ("release", 3, self._hold),
+            ("show", 3, self._show),
+            ("update", 1, self._update),
+            ("verbose", 4, self._ignore),
+            ("version", 4, self._version),
+        ]
+        for name, minimum, handler in handlers:
+            if word_is(tag, name, minimum) or (name == "hold" and tag.lower().startswith("hold")):
+                handler(words)
+                return
+        self.fail(f"invalid keyword: {tag}", quiet_ok=False)
+
+    def _ignore(self, words: Sequence[str]) -> None:
+        """Settings Corral has no use for (``all``: there are no hidden partitions)."""
+
+    def _help(self, words: Sequence[str]) -> None:
+        self.out.write(USAGE)
+
+    def _quit(self, words: Sequence[str]) -> None:
+        self.done = True
+
+    def _oneliner(self, words: Sequence[str]) -> None:
+        self.oneliner = True
+
+    def _quiet(self, words: Sequence[str]) -> None:
+        self.quiet = True
+
+    def _details(self, words: Sequence[str]) -> None:
+        self.details = True
+
+    def _version(self, words: Sequence[str]) -> None:
+        if len(words) > 1:
+            self.fail(f"too many arguments for {words[0]} keyword", quiet_ok=False)
+        self.print(boundary.version_line())
+
+    # ------------------------------------------------------------- controller
+
+    def _ping(self, words: Sequence[str]) -> None:
+        if len(words) > 1:
+            self.fail(f"too many arguments for keyword:{words[0]}", quiet_ok=False)
+            return
+        self.print_ping()
+
+    def print_ping(self) -> None:
+        """``Slurmctld(primary) at <host> is UP|DOWN``; exit status 1 when down."""
+        try:
+            reply = self.call("Ping", {})
+        except SlurmError:
+            from corral.config import load
+
+            host = load().controller_host[0]
+            self.exit_code = 1
+            self.print(f"Slurmctld(primary) at {host} is DOWN")
+            if os.getuid() == 0:
+                self.print("*****************************************")
+                self.print("** RESTORE SLURMCTLD DAEMON TO SERVICE **")
+                self.print("*****************************************")
+            return
+        self.print(f"Slurmctld(primary) at {reply['host']} is UP")
+
+    def _reconfigure(self, words: Sequence[str]) -> None:
+        if len(words) > 2:
+            self.fail(f"too many arguments for keyword:{words[0]}", quiet_ok=False)
+        try:
+            self.call("Reconfigure", {})
+        except SlurmError as exc:
+            self.fail(f"slurm_reconfigure error: {exc}")
+
+    # ------------------------------------------------------------- show
+
+    def _show(self, words: Sequence[str]) -> None:
+        if len(words) < 2:
+            self.fail(f"too few arguments for keyword:{words[0]}")
+            return
+        if len(words) > 3:
+            self.fail(f"too many arguments for keyword:{words[0]}")
+            return
+        tag, value = split_tag(words[1])
+        if value is None and len(words) == 3:
+            value = words[2]
+        entities: list[tuple[tuple[str, ...], int, Callable[[str | None], None]]] = [
+            (("config",), 1, self.show_config),
+            (("hostnames",), 5, self.show_hostnames),
+            (("hostlist",), 5, lambda text: self.show_hostlist(text, sort=False)),
+            (("hostlistsorted",), 9, lambda text: self.show_hostlist(text, sort=True)),
+            (("jobs", "jobid"), 1, self.show_job),
+            (("nodes",), 1, self.show_node),
+            (("partitions", "partitionname"), 2, self.show_partition),
+        ]
+        for names, minimum, handler in entities:
+            if any(word_is(tag, name, minimum) for name in names):
+                handler(value)
+                return
+        self.fail(f"invalid entity:{tag} for keyword:{words[0]} ")
+
+    def show_config(self, value: str | None) -> None:
+        try:
+            reply = self.call("Config", {})
+        except SlurmError as exc:
+            self.fail(f"slurm_load_ctl_conf error: {exc}")
+            return
+        stamp = format_timestamp(int(reply["last_update"] or reply["now"]))
+        self.print(f"Configuration data as of {stamp}")
+        for entry in reply["entries"]:
+            self.print(f"{entry['key']:<23} = {entry['value']}")
+        self.print()
+        self.print_ping()
+
+    def show_hostnames(self, value: str | None) -> None:
+        text = value if value is not None else os.environ.get("SLURM_JOB_NODELIST")
+        if text is None:
+            text = os.environ.get("SLURM_NODELIST")
+        if text is None:
+            print(f"{PROG}: error: host list is empty", file=self.err)
+            return
+        try:
+            names = expand(text)
+        except ValueError:
+            print(f"Invalid hostlist: {text}", file=self.err)
+            return
+        for name in names:
+            self.print(name)
+
+    def show_hostlist(self, value: str | None, *, sort: bool) -> None:
+        if value is None:
+            self.fail("invalid encode argument", quiet_ok=False)
+            self.out.write(USAGE)
+            return
+        text = value
+        if text.startswith("/"):
+            try:
+                with open(text, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read().replace("\n", ",")
+            except OSError:
+                self.fail(f"Can not open {value}", quiet_ok=False)
+                return
+            while ",," in text:
+                text = text.replace(",,", ",")
+        try:
+            names = expand(text)
+        except ValueError:
+            self.fail(f"Invalid hostlist: {text}", quiet_ok=False)
+            return
+        if sort:
+            names.sort(key=_host_order)
+        self.print(compress(names, sort=False))
+
+    def show_job(self, value: str | None) -> None:
+        task = None
+        if value is not None:
+            if not value or any(not (char.isdigit() or char in "_+") for char in value):
+                self.fail("scontrol_print_job error: Invalid job id specified")
+                return
+            rest = value.partition("_")[2]
+            task = int(rest) if rest.isdigit() else None
+        request = {
+            "filter": {"job_ids": [value] if value else [], "states": ["ALL"]},
+            "expand_arrays": False,
+            "detail": self.details,
+        }
+        try:
+            reply = self.call("Jobs", request)
+        except SlurmError as exc:
+            self.fail(f"slurm_load_jobs error: {exc}")
+            return
+        jobs = sorted(reply["jobs"], key=lambda job: (job["job_id"], job["array_task_id"] or 0))
+        for job in jobs:
+            shown = job
+            if task is not None and job["array_task_str"]:
+                shown = {**job, "array_task_str": "", "array_task_id": task}
+            self.out.write(
+                jobrecord.record(shown, reply["now"], oneliner=self.oneliner, details=self.details)
+            )
+        if jobs:
+            return
+        if value is not None:
+            self.exit_code = 1
+            if not self.quiet:
+                self.print(f"Job {value} not found")
+        elif not self.quiet:
+            self.print("No jobs in the system")
+
+    def show_node(self, value: str | None) -> None:
+        try:
+            nodes = self.call("Nodes", {"names": []})["nodes"]
+        except SlurmError as exc:
+            self.fail(f"slurm_load_node error: {exc}")
+            return
+        from corral.config import load
+
+        port = load().slurmd_port
+        if value is None:
+            for node in nodes:
+                self.out.write(
+                    noderecord.node_record(node, oneliner=self.oneliner, slurmd_port=port)
+                )
+            if not nodes and not self.quiet:
+                self.print("No nodes in the system")
+            return
+        try:
+            names = expand(value)
+        except ValueError:
+            self.fail(f"unable to parse node list {value}")
+            return
+        by_name = {node["name"]: node for node in nodes}
+        for name in names:
+            node = by_name.get(name)
+            if node is None:
+                self.exit_code = 1
+                if not self.quiet:
+                    self.print(f"Node {name} not found")
+                continue
+            self.out.write(noderecord.node_record(node, oneliner=self.oneliner, slurmd_port=port))
+
+    def show_partition(self, value: str | None) -> None:
+        try:
+            parts = self.call("Partitions", {"names": []})["partitions"]
+        except SlurmError as exc:
+            self.fail(f"slurm_load_partitions error: {exc}")
+            return
+        chosen = [part for part in parts if value is None or part["name"] == value]
+        for part in chosen:
+            self.out.write(noderecord.partition_record(part, oneliner=self.oneliner))
+        if chosen or self.quiet:
+            if not chosen:
+                self.exit_code = 1
+            return
+        if value is not None:
+            self.exit_code = 1
+            self.print(f"Partition {value} not found")
+        else:
+            self.print("No partitions in the system")
+
+    # ------------------------------------------------------------- jobs
+
+    def _job_results(self, action: str, ids: list[str], job_name: str = "", **extra: Any) -> str:
+        """Send one JobControl request; print per-job failures; return the last failure text."""
+        request = {"action": action, "job_ids": ids, "updates": {}, "job_name": job_name, **extra}
+        try:
+            results = self.call("JobControl", request)["results"]
+        except SlurmError as exc:
+            for job_id in ids or [job_name]:
+                self.fail(f"{exc} for job {job_id}")
+            return str(exc)
+        failure = ""
+        for result in results:
+            if result["code"]:
+                failure = result["message"] or str(SlurmError(result["code"]))
+                self.fail(f"{failure} for job {result['job_id']}")
+        return failure
+
+    def _hold(self, words: Sequence[str]) -> None:
+        tag = words[0].lower()
+        if len(words) < 2:
+            self.fail(f"too few arguments for keyword:{words[0]}")
+            return
+        if tag.startswith(("holdu", "uhold")):
+            action = "uhold"
+        elif tag.startswith("hold"):
+            action = "hold"
+        else:
+            action = "release"
+        for word in words[1:]:
+            text = _strip_prefix(word, ("jobid=", "job="))
+            ids = job_id_list(text)
+            if ids is not None:
+                failure = self._job_results(action, ids)
+            elif text.lower().startswith(("name=", "jobname=")):
+                failure = self._job_results(action, [], job_name=text.partition("=")[2])
+            else:
+                failure = str(SlurmError(2017))
+                self.fail(f"{failure} for job {text}")
+            if failure:
+                self.fail(f"slurm_suspend error: {failure}")
+
+    def _requeue(self, words: Sequence[str]) -> None:
+        action = "requeuehold" if words[0].lower() == "requeuehold" else "requeue"
+        if len(words) < 2:
+            self.fail(f"too few arguments for keyword:{words[0]}")
+            return
+        targets = list(words[1:])
+        while targets and targets[0].lower() in _REQUEUE_FLAGS:
+            targets.pop(0)
+        for word in targets:
+            text = _strip_prefix(word, ("jobid=", "job="))
+            ids = job_id_list(text)
+            if ids is None:
+                self.fail(f"{SlurmError(2017)} for job {text}")
+            else:
+                self._job_results(action, ids)
+
+    # ------------------------------------------------------------- update
+
+    def _update(self, words: Sequence[str]) -> None:
+        if len(words) < 2:
+            self.fail(f"too few arguments for {words[0]} keyword", quiet_ok=False)
+            return
+        args = list(words[1:])
+        entity = ""
+        index = 0
+        while index < len(args):
+            tag, value = split_tag(args[index])
+            if value is None:
+                index += 1
+            if word_is(tag, "NodeName", 3):
+                entity = entity or "node"
+            elif word_is(tag, "PartitionName", 3):
+                entity = entity or "partition"
+            elif word_is(tag, "JobId", 3) or word_is(tag, "JobName", 3):
+                entity = "job"
+            index += 1
+        if entity == "job":
+            self.update_job(args)
+        elif entity == "node":
+            self.update_node(args)
+        elif entity == "partition":
+            self.fail(f"slurm_update error: {SlurmError(2073)}")
+        else:
+            self.fail("No valid entity in update command", quiet_ok=False)
+            self.fail(
+                'Input line must include "NodeName", "PartitionName", "Reservation", '
+                '"JobId", or "SlurmctldDebug"',
+                quiet_ok=False,
+            )
+
+    def update_job(self, args: Sequence[str]) -> None:
+        """``update JobId=<list> Key=Value...``: the controller validates the values."""
+        pairs: list[tuple[str, str]] = []
+        index = 0
+        while index < len(args):
+            tag, value = split_tag(args[index])
+            if value is None:
+                if word_is(tag, "Nice", 2) or word_is(tag, "ResetAccrueTime", 3):
+                    pairs.append((tag, ""))
+                    index += 1
+                    continue
+                if index + 1 >= len(args):
+                    self.fail(f"Invalid input: {tag}", quiet_ok=False)
+                    self.fail("Request aborted", quiet_ok=False)
+                    return
+                index += 1
+                value = args[index]
+            pairs.append((tag, value))
+            index += 1
+        job_ids = [value for tag, value in pairs if word_is(tag, "JobId", 3)]
+        updates = {tag: value for tag, value in pairs if not word_is(tag, "JobId", 3)}
+        job_name = ""
+        if not job_ids:
+            names = [key for key in updates if word_is(key, "JobName", 3)]
+            if names:
+                job_name = updates.pop(names[-1])
+        if not updates:
+            self.fail("No changes specified", quiet_ok=False)
+            return
+        if not job_ids and not job_name:
+            self.fail(f"{PROG}: error: No job ID specified", quiet_ok=False)
+            return
+        ids = job_id_list(job_ids[-1]) if job_ids else []
+        if ids is None:
+            self.fail(f"{SlurmError(2017)} for job {job_ids[-1]}")
+            return
+        request = {"action": "update", "job_ids": ids, "updates": updates, "job_name": job_name}
+        try:
+            results = self.call("JobControl", request)["results"]
+        except SlurmError as exc:
+            for job_id in ids or [job_name]:
+                self.fail(f"{exc} for job {job_id}")
+            return
+        for result in results:
+            if result["code"]:
+                message = result["message"] or str(SlurmError(result["code"]))
+                self.fail(f"{message} for job {result['job_id']}")
+
+    def update_node(self, args: Sequence[str]) -> None:
+        """``update NodeName=<list> State=<state> [Reason=<text>]``."""
+        nodes = state = ""
+        reason: str | None = None
+        for arg in args:
+            tag, value = split_tag(arg)
+            if value is None:
+                self.fail(f"{PROG}: error: Invalid input: {arg}  Request aborted", quiet_ok=False)
+                return
+            if word_is(tag, "NodeName", 1):
+                nodes = value
+            elif word_is(tag, "Reason", 1):
+                reason = value
+            elif word_is(tag, "State", 1):
+                state = _node_state(value)
+                if not state:
+                    for text in (
+                        f"Invalid input: {arg}",
+                        "Request aborted",
+                        "Valid states are: NoResp DRAIN FAIL FUTURE RESUME POWER_DOWN "
+                        "POWER_UP UNDRAIN",
+                        "Not all states are valid given a node's prior state",
+                    ):
+                        self.fail(text, quiet_ok=False)
+                    return
+            else:
+                self.fail(f"Update of this parameter is not supported: {arg}", quiet_ok=False)
+                self.fail("Request aborted", quiet_ok=False)
+                return
+        if state in _NEEDS_REASON and not reason:
+            self.fail(
+                "You must specify a reason when DOWNING or DRAINING a node. Request denied",
+                quiet_ok=False,
+            )
+            return
+        if not state and reason is None:
+            self.fail("No changes specified", quiet_ok=False)
+            return
+        request = {"nodes": nodes, "state": state, "reason": reason or ""}
+        try:
+            self.call("NodeUpdate", request)
+        except SlurmError as exc:
+            self.fail(f"slurm_update error: {exc}", quiet_ok=False)
+
+
+def _node_state(value: str) -> str:
+    """The canonical State= value for ``value`` (Slurm's abbreviations), "" if unknown."""
+    for name, minimum in NODE_STATES:
+        if len(value) >= minimum and name.lower().startswith(value.lower()):
+            return name.upper()
+    return ""
+
+
+def _strip_prefix(word: str, prefixes: tuple[str, ...]) -> str:
+    for prefix in prefixes:
+        if word.lower().startswith(prefix):
+            return word[len(prefix) :]
+    return word
+
+
+def _host_order(name: str) -> tuple[str, int, int]:
+    """Slurm's hostlist order: prefix, then number, then width."""
+    end = len(name)
+    while end and name[end - 1].isdigit():
+        end -= 1
+    digits = name[end:]
+    return name[:end], int(digits) if digits else -1, len(digits)
+
+
+def _interactive(session: Session) -> None:
+    """Read commands from stdin until EOF or ``quit``."""
+    import shlex
+
+    prompt = sys.stdin.isatty()
+    while not session.done:
+        if prompt:
+            session.out.write(f"{PROG}: ")
+            session.out.flush()
+        text = sys.stdin.readline()
+        if not text:
+            if prompt:
+                session.print()
+            return
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+        if words:
+            session.run(words)
+
+
+def scontrol(argv: list[str]) -> int:
+    """Run scontrol with ``argv``; return the exit status."""
+    try:
+        found, words = options.parse(TABLE, argv, permute=True)
+    except options.OptionError as exc:
+        options.print_error(PROG, exc)
+        return 1
+    session = Session()
+    for opt, _ in found:
+        key = opt.key
+        if key == "help":
+            sys.stdout.write(USAGE)
+            return 0
+        if key == "version":
+            print(boundary.version_line())
+            return 0
+        if key == "oneliner":
+            session.oneliner = True
+        elif key == "details":
+            session.details = True
+        elif key == "quiet":
+            session.quiet = True
+        elif key == "hide":
+            session.details = False
+    if words:
+        session.run(words)
+    else:
+        _interactive(session)
+    return session.exit_code
+
+
+def main() -> None:
+    boundary.run(PROG, scontrol)

@@ -1,0 +1,452 @@
+"""squeue: list jobs the way Slurm's squeue does, byte for byte.
+
+Options and environment are read as Slurm reads them, the controller is asked
+once for the jobs matching the filters, and the rows are sorted and laid out
+here (``joborder``, ``jobfields``, ``columns``), so what scripts parse is
+exactly what Slurm would have printed.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cli import boundary, jobstate, options
+from cli.columns import Bound, line, parse_letters, parse_names
+from cli.halt import Halt
+from cli.jobfields import LETTERS, NAMES, JobView
+from cli.jobids import InvalidJobId, squeue_job_id
+from cli.joborder import DEFAULT_SORT, START_SORT, InvalidSort, parse_sort, sort_jobs
+from cli.options import OPTIONAL, REQUIRED, Option, OptionTable
+from corral.errors import ESLURM_INVALID_JOB_ID, SlurmError
+from corral.hostlist import expand
+
+PROG = "squeue"
+
+DEFAULT_FORMAT = (
+    "jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,statecompact:.2 ,"
+    "timeused:.10 ,numnodes:.6 ,reasonlist:0"
+)
+LONG_FORMAT = (
+    "jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,state:.8 ,"
+    "timeused:.10 ,timelimit:.9 ,numnodes:.6 ,reasonlist:0"
+)
+START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+
+USAGE = """\
+Usage: squeue [-A account] [-i seconds] [-j jobid] [-n name] [-o format]
+              [-O format] [-p partitions] [-q qos] [-S fields] [--start]
+              [-t states] [-u user_name] [--me] [-w nodes] [--usage] [-ahlrvV]
+"""
+
+HELP = """\
+Usage: squeue [OPTIONS]
+  -A, --account=list        show only jobs of these accounts
+  -a, --all                 also show jobs in hidden partitions
+  -h, --noheader            print no header line
+  -i, --iterate=seconds     repeat the report every so many seconds
+  -j, --jobs=list           show only these jobs (123, 123_4, 123_[1-3])
+  -l, --long                long report
+  -n, --name=list           show only jobs with these names
+  -o, --format=format       layout with %-letters, e.g. "%.18i %.9P %R"
+  -O, --Format=format       layout with field names, e.g. "JobID,State:10"
+  -p, --partition=list      show only jobs in these partitions
+  -q, --qos=list            show only jobs with these QOS
+  -r, --array               one line per job array element
+  -S, --sort=fields         sort keys, e.g. "P,t,-p" (the default)
+      --start               expected start times of pending jobs
+  -t, --states=list         show jobs in these states ("all" for every state)
+  -u, --user=list           show only jobs of these users
+      --me                  show only my jobs
+  -v, --verbose             more messages
+  -V, --version             print the version and exit
+  -w, --nodelist=hostlist   show only jobs on these nodes
+
+  --help                    show this help
+  --usage                   show a short usage summary
+"""
+
+TABLE = OptionTable(
+    [
+        Option("account", "A", "account", REQUIRED),
+        Option("account", "U", "accounts", REQUIRED),
+        Option("all", "a", "all"),
+        Option("array", "r", "array"),
+        Option("Format", "O", "Format", REQUIRED),
+        Option("format", "o", "format", REQUIRED),
+        Option("help", "", "help"),
+        Option("hide", "", "hide"),
+        Option("iterate", "i", "iterate", REQUIRED),
+        Option("jobs", "j", "jobs", OPTIONAL),
+        Option("jobs", "", "job", OPTIONAL),
+        Option("local", "", "local"),
+        Option("long", "l", "long"),
+        Option("me", "", "me"),
+        Option("name", "n", "name", REQUIRED),
+        Option("noconvert", "", "noconvert"),
+        Option("nodelist", "w", "nodelist", REQUIRED),
+        Option("nodelist", "", "nodes", REQUIRED),
+        Option("nodelist", "", "node", REQUIRED),
+        Option("noheader", "h", "noheader"),
+        Option("partition", "p", "partition", REQUIRED),
+        Option("partition", "", "partitions", REQUIRED),
+        Option("qos", "q", "qos", REQUIRED),
+        Option("sort", "S", "sort", REQUIRED),
+        Option("start", "", "start"),
+        Option("states", "t", "states", REQUIRED),
+        Option("states", "", "state", REQUIRED),
+        Option("usage", "", "usage"),
+        Option("user", "u", "user", REQUIRED),
+        Option("user", "", "users", REQUIRED),
+        Option("verbose", "v", "verbose"),
+        Option("version", "V", "version"),
+    ]
+)
+
+
+@dataclass
+class Settings:
+    """What the command line and environment asked for."""
+
+    job_ids: list[str] = field(default_factory=list)
+    users: list[str] | None = None
+    partitions: list[str] = field(default_factory=list)
+    states: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    accounts: list[str] = field(default_factory=list)
+    qos: list[str] = field(default_factory=list)
+    fmt: str | None = None
+    fmt_long: str | None = None
+    long: bool = False
+    start: bool = False
+    array: bool = False
+    noheader: bool = False
+    sort: str | None = None
+    iterate: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Layout:
+    """A parsed format: the literal prefix and the bound columns."""
+
+    prefix: str
+    bound: list[Bound]
+    errors: list[str]
+
+
+def split_list(text: str) -> list[str]:
+    """A comma separated option value, empty items dropped (``strtok``)."""
+    return [item for item in text.split(",") if item]
+
+
+def parse_states(text: str) -> list[str]:
+    """``-t``: long state names, or ``["ALL"]``; raise ``Halt`` on an unknown name."""
+    if text.lower() == "all":
+        return ["ALL"]
+    states = []
+    for item in split_list(text):
+        name = jobstate.parse_state(item)
+        if name is None:
+            listing = ",".join(jobstate.state_listing())
+            raise Halt(
+                1,
+                f"{PROG}: error: Invalid job state specified: {item}",
+                f"{PROG}: error: Valid job states include: {listing}\n",
+            )
+        states.append(name)
+    return states
+
+
+def check_users(text: str) -> tuple[list[str], list[str]]:
+    """Known users of a ``-u`` list and the error lines for unknown ones."""
+    users, errors = [], []
+    for item in split_list(text):
+        known = item.isdigit()
+        if not known:
+            try:
+                pwd.getpwnam(item)
+                known = True
+            except KeyError:
+                known = False
+        if known:
+            users.append(item)
+        else:
+            errors.append(f"{PROG}: error: Invalid user: {item}\n")
+    return users, errors
+
+
+def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
+    """Settings from the command line, then the SQUEUE_* environment; ``Halt`` on errors."""
+    try:
+        found, positional = options.parse(TABLE, argv, permute=True)
+    except options.OptionError as exc:
+        options.print_error(PROG, exc)
+        raise Halt(1) from None
+    settings = Settings()
+    jobs_flag = False
+    override_env = False
+    if "SQUEUE_ARRAY" in env:
+        settings.array = True
+    settings.sort = env.get("SQUEUE_SORT")
+    for opt, value in found:
+        key = opt.key
+        if key == "help":
+            sys.stdout.write(HELP)
+            raise Halt(0)
+        if key == "usage":
+            sys.stdout.write(USAGE)
+            raise Halt(0)
+        if key == "version":
+            print(boundary.version_line())
+            raise Halt(0)
+        if key in ("Format", "format"):
+            other = settings.fmt if key == "Format" else settings.fmt_long
+            if other is not None:
+                first, second = ("-O (--Format)", "-o (--format)")
+                if key == "format":
+                    first, second = second, first
+                raise Halt(1, f"{PROG}: error: {first} is incompatible with {second}")
+            if key == "Format":
+                settings.fmt_long = value
+            else:
+                settings.fmt = value
+            override_env = True
+        elif key == "jobs":
+            jobs_flag = True
+            if value is not None:
+                settings.job_ids = _job_ids(value)
+        elif key == "long":
+            settings.long = True
+            override_env = True
+        elif key == "start":
+            settings.start = True
+            override_env = True
+        else:
+            _apply(settings, key, value or "")
+    if settings.long and settings.fmt is not None:
+        raise Halt(
+            1,
+            f"{PROG}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. "
+            "Please remove one and retry.",
+        )
+    if not override_env:
+        if "SQUEUE_FORMAT" in env:
+            settings.fmt = env["SQUEUE_FORMAT"]
+        elif "SQUEUE_FORMAT2" in env:
+            settings.fmt_long = env["SQUEUE_FORMAT2"]
+    if positional and jobs_flag:
+        settings.job_ids = _job_ids(positional.pop(0))
+    if positional:
+        sys.stdout.write(USAGE)
+        raise Halt(1, f"{PROG}: error: Unrecognized option: {positional[0]}")
+    _apply_env(settings, env)
+    if settings.start:
+        if settings.fmt is None:
+            settings.fmt = START_FORMAT
+        if settings.sort is None:
+            settings.sort = START_SORT
+        if not settings.states:
+            settings.states = ["PENDING"]
+    return settings
+
+
+def _job_ids(text: str) -> list[str]:
+    try:
+        return [squeue_job_id(item) for item in split_list(text)]
+    except InvalidJobId as exc:
+        raise Halt(1, f"{PROG}: error: Invalid job id: {exc}") from None
+
+
+def _apply(settings: Settings, key: str, value: str) -> None:
+    """Record one filter or flag option."""
+    if key == "account":
+        settings.accounts = split_list(value)
+    elif key == "array":
+        settings.array = True
+    elif key == "iterate":
+        try:
+            settings.iterate = int(value)
+        except ValueError:
+            settings.iterate = 0
+        if settings.iterate <= 0:
+            raise Halt(1, f"{PROG}: error: --iterate={value}\n")
+    elif key == "me":
+        settings.users = [str(os.geteuid())]
+    elif key == "name":
+        settings.names = split_list(value)
+    elif key == "nodelist":
+        settings.nodes = _node_names(value)
+    elif key == "noheader":
+        settings.noheader = True
+    elif key == "partition":
+        settings.partitions = split_list(value)
+    elif key == "qos":
+        settings.qos = split_list(value)
+    elif key == "sort":
+        settings.sort = value
+    elif key == "states":
+        settings.states = parse_states(value)
+    elif key == "user":
+        settings.users, errors = check_users(value)
+        settings.warnings.extend(errors)
+
+
+def _node_names(value: str) -> list[str]:
+    try:
+        return expand(value)
+    except ValueError:
+        raise Halt(1, f"{PROG}: error: '{value}' invalid entry for --nodelist") from None
+
+
+def _apply_env(settings: Settings, env: Mapping[str, str]) -> None:
+    """The SQUEUE_* filters, each used only when its option was not given."""
+    if not settings.accounts and "SQUEUE_ACCOUNT" in env:
+        settings.accounts = split_list(env["SQUEUE_ACCOUNT"])
+    if not settings.names and "SQUEUE_NAMES" in env:
+        settings.names = split_list(env["SQUEUE_NAMES"])
+    if not settings.partitions and "SQUEUE_PARTITION" in env:
+        settings.partitions = split_list(env["SQUEUE_PARTITION"])
+    if not settings.qos and "SQUEUE_QOS" in env:
+        settings.qos = split_list(env["SQUEUE_QOS"])
+    if not settings.states and "SQUEUE_STATES" in env:
+        settings.states = parse_states(env["SQUEUE_STATES"])
+    if settings.users is None and "SQUEUE_USERS" in env:
+        settings.users, errors = check_users(env["SQUEUE_USERS"])
+        settings.warnings.extend(errors)
+
+
+def build_layout(settings: Settings) -> Layout:
+    """The columns to print: ``-o``, else ``-O``, else the default or ``-l`` layout."""
+    if settings.fmt is not None:
+        return letters_layout(settings.fmt)
+    if settings.fmt_long is not None:
+        return names_layout(settings.fmt_long)
+    return names_layout(LONG_FORMAT if settings.long else DEFAULT_FORMAT)
+
+
+def letters_layout(spec: str) -> Layout:
+    """A ``-o`` layout; ``%all`` is every known letter separated by ``|``."""
+    if spec.lower() == "%all":
+        letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+        letters += [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+        known = [letter for letter in letters if letter in LETTERS]
+        spec = "|".join(f"%{letter}" for letter in known)
+    prefix, columns = parse_letters(spec)
+    bound, errors = [], []
+    for column in columns:
+        field = LETTERS.get(column.key)
+        if field is None:
+            token = f"{'.' if column.right else ''}{column.width or ''}{column.key}"
+            errors.append(f"{PROG}: error: Invalid job format specification: {column.key}")
+            bound.append(Bound(column, None, f"%{token}{column.suffix}"))
+        else:
+            bound.append(Bound(column, field))
+    return Layout(prefix, bound, errors)
+
+
+def names_layout(spec: str) -> Layout:
+    """A ``-O`` layout; names match case-insensitively."""
+    bound, errors = [], []
+    for column in parse_names(spec):
+        field = NAMES.get(column.key.lower())
+        if field is None:
+            errors.append(f"{PROG}: error: Invalid job format specification: {column.key}")
+            bound.append(Bound(column, None, column.suffix))
+        else:
+            bound.append(Bound(column, field))
+    return Layout("", bound, errors)
+
+
+def render(
+    jobs: Sequence[Mapping[str, Any]],
+    now: int,
+    layout: Layout,
+    *,
+    sort: str = DEFAULT_SORT,
+    header: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """squeue's report for ``jobs`` (JobInfo dicts) at controller time ``now``."""
+    view = JobView(now, env if env is not None else {})
+    lines = [line(layout.prefix, layout.bound, None, view)] if header else []
+    lines.extend(
+        line(layout.prefix, layout.bound, job, view) for job in sort_jobs(list(jobs), sort, now)
+    )
+    return "".join(text + "\n" for text in lines)
+
+
+def request(settings: Settings) -> dict[str, Any]:
+    """The ``Jobs`` request for these settings."""
+    return {
+        "filter": {
+            "job_ids": settings.job_ids,
+            "users": settings.users or [],
+            "partitions": settings.partitions,
+            "states": settings.states,
+            "names": settings.names,
+            "nodes": settings.nodes,
+            "accounts": settings.accounts,
+            "qos": settings.qos,
+        },
+        "expand_arrays": settings.array,
+        "detail": False,
+    }
+
+
+def report(client: Any, settings: Settings, layout: Layout, sort: str) -> int:
+    """Fetch and print one report; return its exit status."""
+    header = not settings.noheader
+    if settings.users == []:
+        sys.stdout.write(render([], 0, layout, sort=sort, header=header))
+        return 0
+    try:
+        reply = client.call("Jobs", request(settings))
+    except SlurmError as exc:
+        if exc.code == ESLURM_INVALID_JOB_ID and len(settings.job_ids) > 1:
+            sys.stdout.write(render([], 0, layout, sort=sort, header=header))
+            return 0
+        print(f"slurm_load_jobs error: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(
+        render(reply["jobs"], reply["now"], layout, sort=sort, header=header, env=os.environ)
+    )
+    return 0
+
+
+def squeue(argv: list[str]) -> int:
+    """Run squeue with ``argv``; return the exit status."""
+    try:
+        settings = parse_settings(argv, os.environ)
+        sort = settings.sort if settings.sort is not None else DEFAULT_SORT
+        try:
+            parse_sort(sort)
+        except InvalidSort as exc:
+            raise Halt(1, f"{PROG}: error: Invalid sort specification: {exc}") from None
+        layout = build_layout(settings)
+    except Halt as halt:
+        return halt.report()
+    for text in (*settings.warnings, *layout.errors):
+        print(text, file=sys.stderr)
+    client = boundary.connect()
+    status = 0
+    while True:
+        if not settings.noheader and (settings.iterate or settings.long):
+            print(time.ctime())
+        if report(client, settings, layout, sort):
+            status = 1
+        if not settings.iterate:
+            return status
+        print()
+        sys.stdout.flush()
+        time.sleep(settings.iterate)
+
+
+def main() -> None:
+    boundary.run(PROG, squeue)
