@@ -7,22 +7,21 @@ partition it names ("never") is refused here; one that only has to wait
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from controller.core import dependency
-from controller.core.request import cpus_per_node, node_fits
+from controller.core.plan import Start
+from controller.core.request import features_match
+from controller.core.schedule import place
 from controller.core.snapshot import NodeView, PartitionView
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 from controller.principal import Principal, group_name
-from corral import errors, hostlist
+from corral import arrayspec, errors, hostlist
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
-
-_ARRAY = re.compile(r"^(?P<body>[0-9,\-:\[\]]+?)(?:%(?P<throttle>\d+))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,24 +32,10 @@ class Admitted:
 
 def parse_array(spec: str, max_size: int) -> tuple[list[int], int]:
     """``1-10:2%3`` -> ([1, 3, 5, 7, 9], 3); SlurmError if malformed."""
-    match = _ARRAY.match(spec.replace(" ", ""))
-    if not match:
-        raise SlurmError(errors.ESLURM_INVALID_ARRAY)
-    body = match["body"].strip("[]")
-    indices: set[int] = set()
-    for part in body.split(","):
-        rng, _, step_text = part.partition(":")
-        lo_text, _, hi_text = rng.partition("-")
-        if not lo_text.isdigit() or (hi_text and not hi_text.isdigit()):
-            raise SlurmError(errors.ESLURM_INVALID_ARRAY)
-        lo = int(lo_text)
-        hi = int(hi_text) if hi_text else lo
-        step = int(step_text) if step_text else 1
-        if hi < lo or step < 1 or (step_text and not hi_text) or hi >= max_size:
-            raise SlurmError(errors.ESLURM_INVALID_ARRAY)
-        indices.update(range(lo, hi + 1, step))
-    throttle = int(match["throttle"]) if match["throttle"] else 0
-    return sorted(indices), throttle
+    try:
+        return arrayspec.parse(spec, max_size)
+    except ValueError:
+        raise SlurmError(errors.ESLURM_INVALID_ARRAY) from None
 
 
 def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
@@ -87,17 +72,6 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         max_mem_per_node=p.max_mem_per_node,
         exclusive=p.oversubscribe.upper() == "EXCLUSIVE",
     )
-
-
-def _fits_ever(job: Job, part: PartitionView, nodes: Mapping[str, NodeView]) -> bool:
-    pool = [nodes[n] for n in part.nodes if n in nodes and n not in job.exc_nodes]
-    if any(r not in part.nodes for r in job.req_nodes):
-        return False
-    cpus = cpus_per_node(job, job.min_nodes)
-    fitting = [n for n in pool if node_fits(job, part, n, cpus, now=False) is not None]
-    if any(r not in {n.name for n in fitting} for r in job.req_nodes):
-        return False
-    return len(fitting) >= job.min_nodes
 
 
 def _partitions(spec: Mapping[str, Any], conf: SlurmConfig, who: Principal) -> tuple[str, ...]:
@@ -157,6 +131,8 @@ def admit(
         raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
     tasks_given = spec.get("num_tasks") is not None
     min_nodes = spec.get("min_nodes")
+    ntasks_per_node_given = spec.get("ntasks_per_node") is not None
+    nodes_given = min_nodes is not None or bool(req_nodes) or ntasks_per_node_given
     ntasks_per_node = spec.get("ntasks_per_node") or 0
     num_tasks = spec.get("num_tasks") or 0
     if min_nodes is None:
@@ -164,6 +140,7 @@ def admit(
             min_nodes = -(-num_tasks // ntasks_per_node)
         else:
             min_nodes = max(1, len(req_nodes))
+    min_nodes = max(min_nodes, len(req_nodes))  # -w names nodes the job must get
     if min_nodes < 1 or num_tasks < 0:
         raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
     if not num_tasks:
@@ -218,6 +195,7 @@ def admit(
         ntasks_per_node=ntasks_per_node,
         min_cpus=spec.get("min_cpus", 0),
         tasks_given=tasks_given,
+        nodes_given=nodes_given,
         mem_per_node=spec.get("mem_per_node"),
         mem_per_cpu=spec.get("mem_per_cpu"),
         req_nodes=req_nodes,
@@ -247,7 +225,14 @@ def admit(
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)
     nodes = static_nodes(conf)
-    if not any(_fits_ever(base, partition_view(conf, p), nodes) for p in partitions):
+    if base.constraint and not any(
+        features_match(base.constraint, nodes[n].features)
+        for p in partitions
+        for n in partition_view(conf, p).nodes
+    ):
+        raise SlurmError(errors.ESLURM_INVALID_FEATURE)
+    # "Never": not even an empty, healthy partition could take it.
+    if not any(isinstance(place(base, partition_view(conf, p), nodes), Start) for p in partitions):
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
     payload = Payload(
         script=script,

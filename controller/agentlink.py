@@ -301,6 +301,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             if not timeout or silent <= timeout:
                 continue
             log.warning("node %s not responding for %d s: DOWN", name, timeout)
+            self.store.node_lost(name)
             self.store.set_node_down(name, "Not responding", "slurm", 0, now)
             for job in self.store.jobs_on(name):
                 requeue = job.requeue and job.state is JobState.RUNNING

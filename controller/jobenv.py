@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import itertools
 
-from controller.admission import parse_array
 from controller.model import Job, Payload
-from corral import hostlist
+from corral import arrayspec, hostlist
 
 
 def run_length(values: list[int]) -> str:
@@ -86,7 +85,7 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
     if job.ntasks_per_node:
         values["SLURM_NTASKS_PER_NODE"] = job.ntasks_per_node
     if job.mem_per_node is not None:
-        values["SLURM_MEM_PER_NODE"] = job.alloc_mem
+        values["SLURM_MEM_PER_NODE"] = job.alloc_mem[0]
     elif job.mem_per_cpu is not None:
         values["SLURM_MEM_PER_CPU"] = job.mem_per_cpu
     if job.array_task_id is not None:
@@ -96,7 +95,7 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
 
 
 def _array_values(job: Job) -> dict[str, object]:
-    indices, _ = parse_array(job.array_spec, 1 << 31)
+    indices, _ = arrayspec.parse(job.array_spec)
     steps = {b - a for a, b in itertools.pairwise(indices)}
     return {
         "SLURM_ARRAY_JOB_ID": job.array_job_id,

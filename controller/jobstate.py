@@ -103,7 +103,7 @@ class Start:
     partition: str
     nodes: tuple[str, ...]
     cpus: tuple[int, ...]
-    mem_per_node: int
+    memory: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ class Cancel:
 @dataclass(frozen=True, slots=True)
 class Requeue:
     now: int
-    hold: bool = False
+    hold: str = ""  # "", or who holds it afterwards: "user" or "admin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,17 +161,20 @@ def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
     return JobState.COMPLETED, Reason.NONE
 
 
-def _back_to_pending(job: Job, now: int, hold: bool) -> Job:
+def _back_to_pending(job: Job, now: int, hold: str) -> Job:
+    held = hold or job.held
+    reason = {"admin": Reason.JOB_HELD_ADMIN, "user": Reason.JOB_HELD_USER}.get(held)
     return replace(
         job,
         state=JobState.PENDING,
         flags=frozenset(),
-        reason=Reason.JOB_HELD_ADMIN if hold else Reason.BEGIN_TIME,
-        held="admin" if hold else job.held,
+        reason=reason or Reason.BEGIN_TIME,
+        held=held,
+        requeue_hold="",
         restarts=job.restarts + 1,
         nodes=(),
         cpus=(),
-        alloc_mem=0,
+        alloc_mem=(),
         start_time=0,
         end_time=0,
         eligible_time=now + job.requeue_delay,
@@ -191,7 +194,7 @@ def apply(job: Job, event: Event) -> Job:
                 partition=event.partition,
                 nodes=event.nodes,
                 cpus=event.cpus,
-                alloc_mem=event.mem_per_node,
+                alloc_mem=event.memory,
                 start_time=event.now,
                 end_time=0 if job.time_limit < 0 else event.now + job.time_limit * 60,
             )
@@ -201,7 +204,8 @@ def apply(job: Job, event: Event) -> Job:
                     replace(job, exit_status=event.exit_status), event.now, job.requeue_hold
                 )
             new_state, reason = _finish_state(job, event)
-            end = job.end_time if new_state is JobState.CANCELLED and job.end_time else event.now
+            # A cancelled job ended when it was cancelled; the rest end now.
+            end = job.end_time if COMPLETING in job.flags else event.now
             return replace(
                 job,
                 state=new_state,
@@ -227,21 +231,24 @@ def apply(job: Job, event: Event) -> Job:
         case Requeue() if state.finished and COMPLETING not in job.flags:
             return _back_to_pending(job, event.now, event.hold)
         case NodeFail() if state is JobState.RUNNING or COMPLETING in job.flags:
-            if event.requeue and state is JobState.RUNNING:
+            if (event.requeue or REQUEUED in job.flags) and state is JobState.RUNNING:
                 return _back_to_pending(job, event.now, job.requeue_hold)
             final = state if state.finished else JobState.NODE_FAIL
             return replace(
                 job,
                 state=final,
                 flags=frozenset(),
-                end_time=job.end_time or event.now,
+                end_time=job.end_time if state.finished else event.now,
                 reason=Reason.NODE_DOWN if final is JobState.NODE_FAIL else job.reason,
             )
         case Hold() if state is JobState.PENDING:
             return replace(
                 job,
-                held="admin" if event.admin else "user",
-                reason=Reason.JOB_HELD_ADMIN if event.admin else Reason.JOB_HELD_USER,
+                # A user's hold never weakens an administrator's.
+                held="admin" if event.admin or job.held == "admin" else "user",
+                reason=Reason.JOB_HELD_ADMIN
+                if event.admin or job.held == "admin"
+                else Reason.JOB_HELD_USER,
             )
         case Release() if state is JobState.PENDING and job.held:
             return replace(job, held="", reason=Reason.NONE)

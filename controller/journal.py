@@ -44,7 +44,7 @@ def job_from_row(text: str) -> Job:
     record["state"] = JobState[record["state"]]
     record["reason"] = Reason[record["reason"]]
     record["flags"] = frozenset(record["flags"])
-    for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus"):
+    for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem"):
         record[key] = tuple(record[key])
     return Job(**record)
 

@@ -8,7 +8,6 @@ import logging
 import signal
 import sys
 import time
-
 from collections.abc import Callable
 
 import grpc

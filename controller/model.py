@@ -47,6 +47,7 @@ class Job:
     ntasks_per_node: int = 0
     min_cpus: int = 0
     tasks_given: bool = False
+    nodes_given: bool = False  # -N, -w or --ntasks-per-node fixed the node count
     mem_per_node: int | None = None  # MiB; 0 = all of the node's memory
     mem_per_cpu: int | None = None
     req_nodes: tuple[str, ...] = ()
@@ -70,7 +71,7 @@ class Job:
     submit_dir: str = ""
     export_env: str = ""
     requeue: bool = True
-    requeue_hold: bool = False
+    requeue_hold: str = ""  # who asked for requeuehold: "", "user" or "admin"
     requeue_delay: int = 0
     restarts: int = 0
     signal_num: int = 0
@@ -81,7 +82,7 @@ class Job:
     partition: str = ""  # where it runs (or ran)
     nodes: tuple[str, ...] = ()
     cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``
-    alloc_mem: int = 0  # MiB per node
+    alloc_mem: tuple[int, ...] = ()  # MiB allocated on each of ``nodes``
     exit_status: int = 0
 
     @property

@@ -280,7 +280,8 @@ class Handlers:
             if not job.requeue:
                 raise SlurmError(errors.ESLURM_DISABLED)
             running = job.state is JobState.RUNNING
-            self.store.post(job.job_id, jobstate.Requeue(now, hold=action == "requeuehold"))
+            hold = ("admin" if who.is_admin else "user") if action == "requeuehold" else ""
+            self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
             if running:
                 self.link.signal(job, 0, reason="requeue")
         elif action == "update":

@@ -188,10 +188,10 @@ class JobStore:
         self._touch_job(job)
 
     def _account(self, job: Job, sign: int) -> None:
-        for name, cpus in zip(job.nodes, job.cpus, strict=True):
+        for name, cpus, memory in zip(job.nodes, job.cpus, job.alloc_mem, strict=True):
             used = self._used.setdefault(name, [0, 0])
             used[0] += sign * cpus
-            used[1] += sign * job.alloc_mem
+            used[1] += sign * memory
 
     def used(self, name: str) -> tuple[int, int]:
         cpus, memory = self._used.get(name, (0, 0))
@@ -270,19 +270,11 @@ class JobStore:
             job = self.jobs.get(start.job_id)
             if job is None or job.state is not JobState.PENDING or job.held:
                 continue
-            if not all(
-                self._can_take(n, c, start.mem_per_node)
-                for n, c in zip(start.nodes, start.cpus, strict=True)
-            ):
+            wanted = zip(start.nodes, start.cpus, start.memory, strict=True)
+            if not all(self._can_take(n, c, m) for n, c, m in wanted):
                 continue
-            started.append(
-                self.post(
-                    job.job_id,
-                    jobstate.Start(
-                        plan.now, start.partition, start.nodes, start.cpus, start.mem_per_node
-                    ),
-                )
-            )
+            event = jobstate.Start(plan.now, start.partition, start.nodes, start.cpus, start.memory)
+            started.append(self.post(job.job_id, event))
         for job_id, reason in plan.reasons.items():
             job = self.jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING and job.reason is not reason:

@@ -55,7 +55,7 @@ def job_info(
     flags = sorted(job.flags)
     std_out = job.std_out or _default_out(job)
     std_err = job.std_err or std_out
-    mem = job.alloc_mem if job.nodes else (job.mem_per_node or 0)
+    mem = sum(job.alloc_mem) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
     info = pb.JobInfo(
         job_id=job.job_id,
         array_job_id=job.array_job_id,
@@ -113,7 +113,7 @@ def job_info(
         submit_line=job.submit_line,
         alloc_node=job.submit_host,
         req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
-        alloc_tres=tres(num_cpus, mem * num_nodes, num_nodes) if job.nodes else "",
+        alloc_tres=tres(num_cpus, mem, num_nodes) if job.nodes else "",
         cluster=conf.cluster_name,
         cpus_per_node=list(job.cpus),
         signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",

@@ -35,8 +35,26 @@ class Outcome(enum.Enum):
     NEVER = "never"
 
 
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _check_id(ident: str, kind: str) -> None:
+    """``123``, ``123_4``, ``123_*``, and for ``after`` a ``+minutes`` delay."""
+    base, plus, delay = ident.partition("+")
+    if plus and (kind != "after" or not _digits(delay)):
+        raise ValueError(f"bad delay in {ident!r}")
+    head, _, task = base.partition("_")
+    if not _digits(head) or (task and task != "*" and not _digits(task)):
+        raise ValueError(f"bad job id {ident!r}")
+
+
 def parse(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
-    """Split into the joiner (``,`` or ``?``) and ``(type, ids)`` items; ValueError if bad."""
+    """Split into the joiner (``,`` or ``?``) and ``(type, ids)`` items; ValueError if bad.
+
+    Everything ``evaluate`` later reads is checked here, so a stored
+    dependency can never make a scheduling pass fail.
+    """
     text = text.strip()
     if not text or text == "0":
         return ",", []
@@ -47,7 +65,8 @@ def parse(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
     for raw in text.split(joiner):
         kind, _, rest = raw.partition(":")
         kind = kind.strip().lower()
-        if kind.replace("_", "").replace("+", "").isdigit() and not rest:
+        if not rest and kind and (kind[0].isdigit() or kind[0] == "_"):
+            _check_id(kind, "afterany")  # a bare id is the old form of afterany
             items.append(("afterany", [kind]))
             continue
         matches = [t for t in TYPES if t == kind] or [t for t in TYPES if t.startswith(kind)]
@@ -58,10 +77,7 @@ def parse(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
         if (kind == "singleton") != (not ids):
             raise ValueError("bad dependency ids")
         for ident in ids:
-            base = ident.split("+", 1)[0]
-            head, _, task = base.partition("_")
-            if not head.isdigit() or (task and task != "*" and not task.isdigit()):
-                raise ValueError(f"bad job id {ident!r}")
+            _check_id(ident, kind)
         items.append((kind, ids))
     return joiner, items
 

@@ -13,7 +13,7 @@ class Start:
     partition: str
     nodes: tuple[str, ...]
     cpus: tuple[int, ...]
-    mem_per_node: int
+    memory: tuple[int, ...]  # MiB on each node
 
 
 @dataclass(slots=True)

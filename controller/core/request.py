@@ -1,7 +1,8 @@
 """How much of a node a job needs: CPUs and memory per node, and node fit.
 
-Shared by admission (``fits_ever``: reject what can never run) and the
-scheduler (``fits_now``), so "never" and "not now" use the same arithmetic.
+Shared by admission (reject what can never run: placement on an empty
+cluster) and the scheduler (placement now), so "never" and "not now" use the
+same arithmetic.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ def features_match(constraint: str, features: frozenset[str]) -> bool:
     )
 
 
-def node_fits(job: Job, part: PartitionView, node: NodeView, cpus: int, *, now: bool) -> int | None:
-    """Memory to allocate if ``node`` can take the job with ``cpus`` CPUs, else None.
+def node_fits(job: Job, part: PartitionView, node: NodeView, cpus: int) -> int | None:
+    """Memory to allocate if ``node`` can take the job with ``cpus`` CPUs now, else None.
 
-    With ``now`` false the node is judged empty and up: can it *ever* fit?
+    Admission asks "can it *ever* fit?" by passing nodes that are empty and up.
     """
     if not features_match(job.constraint, node.features):
         return None
@@ -57,9 +58,8 @@ def node_fits(job: Job, part: PartitionView, node: NodeView, cpus: int, *, now: 
         return None
     if part.max_mem_per_node and memory > part.max_mem_per_node:
         return None
-    if now:
-        if not node.usable or want_cpus > node.free_cpus or memory > node.free_memory:
-            return None
-        if exclusive and not node.idle:
-            return None
+    if not node.usable or want_cpus > node.free_cpus or memory > node.free_memory:
+        return None
+    if exclusive and not node.idle:
+        return None
     return memory

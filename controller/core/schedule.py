@@ -13,6 +13,7 @@ one plan never allocates a CPU twice.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from controller.core import dependency
@@ -21,6 +22,8 @@ from controller.core.request import cpus_per_node, node_fits
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
+
+Alloc = tuple[str, int, int]  # node name, CPUs, MiB
 
 
 def _order(jobs: tuple[Job, ...]) -> list[Job]:
@@ -61,49 +64,70 @@ def _partition_reason(job: Job, part: PartitionView) -> Reason | None:
     return None
 
 
-def place(job: Job, part: PartitionView, nodes: dict[str, NodeView]) -> Start | Reason:
+def _fixed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
+    """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N``, ``-w``, ``--ntasks-per-node``)."""
+    cpus = cpus_per_node(job, job.min_nodes)
+    exclusive = job.exclusive or part.exclusive
+    chosen: list[Alloc] = []
+    for node in candidates:
+        memory = node_fits(job, part, node, cpus)
+        if memory is not None:
+            chosen.append((node.name, node.cpus if exclusive else cpus, memory))
+            if len(chosen) == job.min_nodes:
+                return chosen
+    return []
+
+
+def _packed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
+    """As few nodes as the tasks fit on, in node order (``-n`` without ``-N``)."""
+    exclusive = job.exclusive or part.exclusive
+    remaining = job.num_tasks
+    chosen: list[Alloc] = []
+    for node in candidates:
+        room = (node.cpus if exclusive else node.free_cpus) // job.cpus_per_task
+        tasks = min(remaining, room)
+        if tasks < 1:
+            continue
+        cpus = max(tasks * job.cpus_per_task, job.min_cpus)
+        memory = node_fits(job, part, node, cpus)
+        if memory is None:
+            continue
+        chosen.append((node.name, node.cpus if exclusive else cpus, memory))
+        remaining -= tasks
+        if remaining == 0:
+            return chosen
+    return []
+
+
+def place(job: Job, part: PartitionView, nodes: Mapping[str, NodeView]) -> Start | Reason:
     """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``."""
-    names = [n for n in part.nodes if n not in job.exc_nodes]
     for required in job.req_nodes:
         node = nodes.get(required)
         if node is None or required not in part.nodes or not node.usable:
             return Reason.REQ_NODE_NOT_AVAIL
-    want = job.min_nodes
-    cpus = cpus_per_node(job, want)
     order = {name: i for i, name in enumerate(part.nodes)}
     candidates = sorted(
-        (nodes[n] for n in names if n in nodes),
+        (nodes[n] for n in part.nodes if n in nodes and n not in job.exc_nodes),
         key=lambda n: (n.name not in job.req_nodes, n.weight, order[n.name]),
     )
-    chosen: list[tuple[NodeView, int, int]] = []
-    for node in candidates:
-        memory = node_fits(job, part, node, cpus, now=True)
-        if memory is None:
-            continue
-        exclusive = job.exclusive or part.exclusive
-        chosen.append((node, node.cpus if exclusive else cpus, memory))
-        if len(chosen) == want:
-            break
-    if len(chosen) < want or any(r not in {c[0].name for c in chosen} for r in job.req_nodes):
+    chosen = _fixed(job, part, candidates) if job.nodes_given else _packed(job, part, candidates)
+    names = {name for name, _, _ in chosen}
+    if not chosen or any(r not in names for r in job.req_nodes):
         return Reason.RESOURCES
-    memory = max(c[2] for c in chosen)
     return Start(
         job_id=job.job_id,
         partition=part.name,
-        nodes=tuple(c[0].name for c in chosen),
+        nodes=tuple(c[0] for c in chosen),
         cpus=tuple(c[1] for c in chosen),
-        mem_per_node=memory,
+        memory=tuple(c[2] for c in chosen),
     )
 
 
 def _take(nodes: dict[str, NodeView], start: Start) -> None:
-    for name, cpus in zip(start.nodes, start.cpus, strict=True):
+    for name, cpus, memory in zip(start.nodes, start.cpus, start.memory, strict=True):
         node = nodes[name]
         nodes[name] = replace(
-            node,
-            free_cpus=node.free_cpus - cpus,
-            free_memory=node.free_memory - start.mem_per_node,
-            idle=False,
+            node, free_cpus=node.free_cpus - cpus, free_memory=node.free_memory - memory, idle=False
         )
 
 

@@ -66,6 +66,13 @@ def _table(
 # ---------------------------------------------------------------- encoding
 
 
+def _is_default(kind: str, value: Any) -> bool:
+    """proto3 omits default scalars; -0.0 is not the default (its sign bit is set)."""
+    if kind in ("double", "float"):
+        return bool(value == 0.0 and struct.pack("<d", value) == b"\0" * 8)
+    return bool(value == _DEFAULTS.get(kind, 0))
+
+
 def _varint(value: int, out: bytearray) -> None:
     if value < 0:
         value += 1 << 64
@@ -125,7 +132,7 @@ def encode(name: str, message: Message) -> bytes:
         elif repeated:
             for item in value:
                 _scalar(number, kind, item, out)
-        elif optional or kind.startswith("message:") or value != _DEFAULTS.get(kind, 0):
+        elif optional or kind.startswith("message:") or not _is_default(kind, value):
             _scalar(number, kind, value, out)
     return bytes(out)
 
@@ -179,6 +186,11 @@ def decode(name: str, data: bytes) -> Message:
     """Decode protobuf bytes of message ``name`` into a dict with every field."""
     by_number, _, template = _table(name)
     message = template.copy()
+    for fname, value in template.items():  # fresh containers: never share the defaults
+        if isinstance(value, list):
+            message[fname] = []
+        elif isinstance(value, dict):
+            message[fname] = {}
     pos, end = 0, len(data)
     while pos < end:
         key, pos = _read_varint(data, pos)
@@ -197,12 +209,10 @@ def decode(name: str, data: bytes) -> Message:
             if kind.startswith("map:"):
                 _, ktype, vtype = kind.split(":")
                 k, v = _map_entry(data, start, pos, ktype, vtype)
-                if message[fname] is template[fname]:
-                    message[fname] = {}
                 message[fname][k] = v
                 continue
             if repeated and kind not in ("string", "bytes") and not kind.startswith("message:"):
-                items = message[fname] = list(message[fname])
+                items = message[fname]
                 while start < pos:
                     if kind == "double":
                         items.append(struct.unpack_from("<d", data, start)[0])
@@ -224,8 +234,6 @@ def decode(name: str, data: bytes) -> Message:
         else:
             raise ValueError(f"unsupported wire type {wire} in {name}.{fname}")
         if repeated:
-            if message[fname] is template[fname]:
-                message[fname] = []
             message[fname].append(value)
         else:
             message[fname] = value

@@ -18,7 +18,6 @@ from typing import Any
 
 from cli.corral import write_config
 from corral.client import Client, socket_path
-from corral.config import load
 from corral.errors import SlurmError
 
 DONE = {
@@ -48,7 +47,8 @@ class Cluster:
         self.nodes = nodes
         self.conf = write_config(str(directory), nodes, list(settings))
         self.env = {**os.environ, "SLURM_CONF": self.conf, "PYTHONUNBUFFERED": "1"}
-        self.client = Client(socket_path(load(self.conf).state_save_location), timeout=10)
+        self.socket = socket_path(str(directory / "state"))
+        self.client = Client(self.socket, timeout=10)
         self.logs = directory / "log"
         self.logs.mkdir(exist_ok=True)
         self.controller: subprocess.Popen[bytes] | None = None

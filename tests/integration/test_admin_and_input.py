@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -10,21 +11,29 @@ import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster, command
+from corral import errors
+from corral.errors import SlurmError
+from tests.integration.cluster import Cluster
 
 
 def test_bad_config_value_stops_the_controller_with_file_and_line(tmp_path: Path) -> None:
     c = Cluster(tmp_path, nodes=1, settings=("KillWait=soon",))
-    result = subprocess.run([sys.executable, "-m", "controller.main", "-f", c.conf],
-                            capture_output=True, text=True, timeout=30, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "controller.main", "-f", c.conf],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode != 0
     lines = Path(c.conf).read_text().splitlines()
-    line = next(i for i, text in enumerate(lines, 1) if text.startswith("KillWait"))
+    line = lines.index("KillWait=soon") + 1
     assert f"{c.conf}:{line}:" in result.stderr
 
 
@@ -73,7 +82,7 @@ def test_bad_submissions_change_nothing(cluster: Cluster, tmp_path: Path) -> Non
 
 
 def test_garbage_on_the_client_socket_does_not_hurt_the_controller(cluster: Cluster) -> None:
-    path = cluster.client.socket_path
+    path = cluster.socket
     payloads = [
         b"",
         b"\x00\x00",
@@ -98,8 +107,8 @@ def test_garbage_on_the_client_socket_does_not_hurt_the_controller(cluster: Clus
 
 @pytest.fixture
 def other_user() -> Iterator[pwd.struct_passwd]:
-    if os.getuid() != 0 or shutil.which("runuser") is None:
-        pytest.skip("switching users needs root and runuser")
+    if os.getuid() != 0:
+        pytest.skip("switching users needs root")
     name = "corraltest"
     try:
         entry = pwd.getpwnam(name)
@@ -109,6 +118,37 @@ def other_user() -> Iterator[pwd.struct_passwd]:
     yield entry
 
 
+def _as_user(user: pwd.struct_passwd, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``call`` in a child process that has become ``user`` (no exec needed).
+
+    The controller learns identities from the socket (SO_PEERCRED), so a
+    request from this child is the user's own; the interpreter under /root
+    need not be executable by that user.
+    """
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        status = 1
+        try:
+            os.close(read)
+            os.setgroups(os.getgrouplist(user.pw_name, user.pw_gid))
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            try:
+                reply: dict[str, Any] = {"ok": call()}
+            except SlurmError as exc:
+                reply = {"code": exc.code, "message": exc.message}
+            os.write(write, json.dumps(reply, default=str).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    return dict(json.loads(data))
+
+
 def test_job_runs_as_its_owner(other_user: pwd.struct_passwd) -> None:
     top = Path(tempfile.mkdtemp(prefix="corral-owner-", dir="/tmp"))
     top.chmod(0o755)
@@ -116,30 +156,34 @@ def test_job_runs_as_its_owner(other_user: pwd.struct_passwd) -> None:
     work = top / "work"
     work.mkdir()
     work.chmod(0o777)
+    spec = {
+        "name": "whoami",
+        "script": "#!/bin/sh\nid -u; id -g; id -G\n",
+        "work_dir": str(work),
+        "std_out": str(work / "out-%j"),
+        "environment": {"PATH": "/usr/bin:/bin"},
+    }
     try:
         c.start()
-        Path(c.dir).chmod(0o755)
-        result = subprocess.run(
-            ["runuser", "-u", other_user.pw_name, "--", *command("sbatch"), "--parsable",
-             "-o", str(work / "out-%j"), "--wrap", "id -u; id -g; id -G"],
-            env=c.env, capture_output=True, text=True, cwd=work, timeout=60, check=False)
-        assert result.returncode == 0, result.stderr
-        job_id = int(result.stdout.strip())
+        reply = _as_user(other_user, lambda: c.client.call("Submit", {"spec": spec}))
+        job_id = reply["ok"]["job_id"]
         job = c.wait_done(job_id)
-        assert (job["state"], job["uid"], job["user"]) == ("COMPLETED", other_user.pw_uid,
-                                                          other_user.pw_name)
+        assert (job["state"], job["uid"], job["user"]) == (
+            "COMPLETED",
+            other_user.pw_uid,
+            other_user.pw_name,
+        )
         out = work / f"out-{job_id}"
         uid, gid, groups = out.read_text().splitlines()
         assert (int(uid), int(gid)) == (other_user.pw_uid, other_user.pw_gid)
-        assert set(map(int, groups.split())) == set(os.getgrouplist(other_user.pw_name,
-                                                                    other_user.pw_gid))
+        expected = set(os.getgrouplist(other_user.pw_name, other_user.pw_gid))
+        assert set(map(int, groups.split())) == expected
         assert out.stat().st_uid == other_user.pw_uid
         roots = c.sbatch("--hold", "--wrap", "true")
-        denied = subprocess.run(
-            ["runuser", "-u", other_user.pw_name, "--", *command("scancel"), str(roots)],
-            env=c.env, capture_output=True, text=True, timeout=60, check=False)
-        assert denied.returncode == 1
-        assert "Access/permission denied" in denied.stderr
+        denied = _as_user(
+            other_user, lambda: c.client.call("Signal", {"filter": {"job_ids": [str(roots)]}})
+        )
+        assert denied["ok"]["results"][0]["code"] == errors.ESLURM_ACCESS_DENIED
         assert c.job(roots)["state"] == "PENDING"
     finally:
         c.stop()
