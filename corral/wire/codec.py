@@ -63,6 +63,19 @@ def _table(
     return table
 
 
+_CONTAINERS: dict[str, tuple[str, ...]] = {}
+
+
+def _containers(name: str) -> tuple[str, ...]:
+    """The repeated and map fields of ``name``, whose defaults are mutable."""
+    found = _CONTAINERS.get(name)
+    if found is None:
+        template = _table(name)[2]
+        found = tuple(f for f, v in template.items() if isinstance(v, (list, dict)))
+        _CONTAINERS[name] = found
+    return found
+
+
 # ---------------------------------------------------------------- encoding
 
 
@@ -186,11 +199,8 @@ def decode(name: str, data: bytes) -> Message:
     """Decode protobuf bytes of message ``name`` into a dict with every field."""
     by_number, _, template = _table(name)
     message = template.copy()
-    for fname, value in template.items():  # fresh containers: never share the defaults
-        if isinstance(value, list):
-            message[fname] = []
-        elif isinstance(value, dict):
-            message[fname] = {}
+    for fname in _containers(name):  # fresh lists and dicts: never share the defaults
+        message[fname] = type(template[fname])()
     pos, end = 0, len(data)
     while pos < end:
         key, pos = _read_varint(data, pos)
