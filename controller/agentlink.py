@@ -25,7 +25,7 @@ from controller import jobstate
 from controller.jobenv import batch_environment
 from controller.jobstate import InvalidTransition, JobState
 from controller.model import Job
-from controller.store import JobStore, holds_nodes
+from controller.store import JobStore, Registration, holds_nodes
 from corral import auth
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -111,15 +111,17 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             self.sessions[reg.name] = session
             session.nodes.append(reg.name)
             self.store.node_registered(
-                reg.name,
-                {
-                    "hostname": reg.hostname,
-                    "arch": reg.arch,
-                    "os": reg.os,
-                    "boot_time": reg.boot_time,
-                    "agent_start_time": hello.agent_start_time,
-                    "version": hello.version,
-                },
+                Registration(
+                    name=reg.name,
+                    cpus=reg.cpus,
+                    real_memory=reg.real_memory,
+                    hostname=reg.hostname,
+                    arch=reg.arch,
+                    os=reg.os,
+                    version=hello.version,
+                    boot_time=reg.boot_time,
+                    agent_start_time=hello.agent_start_time,
+                ),
                 time.monotonic(),
                 now,
             )

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from controller import jobstate
 from controller.admission import Admitted, admit, partition_view
@@ -30,6 +30,30 @@ from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What a node agent reported about one node when it attached."""
+
+    name: str
+    cpus: int
+    real_memory: int
+    hostname: str = ""
+    arch: str = ""
+    os: str = ""
+    version: str = ""
+    boot_time: int = 0
+    agent_start_time: int = 0
+
+
+def _shortfall(cpus: int, memory: int, reg: Registration) -> str:
+    """Slurm's drain reason when a node has less than its configuration promises."""
+    if reg.cpus < cpus:
+        return f"Low socket*core*thread count, Low CPUs ({reg.cpus} < {cpus})"
+    if reg.real_memory < memory:
+        return f"Low RealMemory (reported:{reg.real_memory} < 100.00% of configured:{memory})"
+    return ""
 
 
 def holds_nodes(job: Job) -> bool:
@@ -292,31 +316,45 @@ class JobStore:
 
     # ------------------------------------------------------------ nodes
 
-    def node_registered(
-        self, name: str, info: dict[str, object], monotonic: float, now: int
-    ) -> None:
-        node = self.nodes[name]
+    def node_registered(self, reg: Registration, monotonic: float, now: int) -> None:
+        """An agent attached for this node: it is up (unless an admin said otherwise).
+
+        Like slurmd, a node whose probed CPUs or memory fall short of its
+        configuration is drained, so jobs are never placed on resources that
+        are not there.
+        """
+        node = self.nodes[reg.name]
+        conf = self.conf.node(reg.name)
         state = node.state
         if state == "UNKNOWN" or (state == "DOWN" and self._returns_to_service(node)):
             state = "UP"
         changed = state != node.state
+        drain, reason = node.drain, ("" if changed and not node.drain else node.reason)
+        shortfall = _shortfall(conf.cpus, conf.real_memory, reg)
+        if shortfall and not node.drain:
+            drain, reason, changed = True, shortfall, True
+            log.warning("node %s drained: %s", reg.name, shortfall)
         node = replace(
             node,
             state=state,
+            drain=drain,
+            reason=reason,
             responding=True,
             last_seen=monotonic,
             ever_registered=True,
-            reason="" if changed and not node.drain else node.reason,
-            **{
-                k: v
-                for k, v in info.items()
-                if k in ("hostname", "arch", "os", "version", "boot_time", "agent_start_time")
-            },  # type: ignore[arg-type]
+            hostname=reg.hostname,
+            arch=reg.arch,
+            os=reg.os,
+            version=reg.version,
+            boot_time=reg.boot_time,
+            agent_start_time=reg.agent_start_time,
+            reason_user="slurm" if shortfall else node.reason_user,
+            reason_time=now if shortfall else node.reason_time,
         )
         if changed:
             self._touch_node(node)
         else:
-            self.nodes[name] = node
+            self.nodes[reg.name] = node
         self.last_update = now
 
     def _returns_to_service(self, node: NodeRuntime) -> bool:
