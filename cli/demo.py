@@ -9,6 +9,7 @@ path (submission, scheduling, launch, completion) in under a minute.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -29,7 +30,7 @@ def _run(env: dict[str, str], name: str, *args: str, show: bool = True) -> str:
         [*_command(name), *args], env=env, capture_output=True, text=True, check=False
     )
     if show:
-        print(f"$ {name} {' '.join(args)}")
+        print(f"$ {name} {shlex.join(args)}")
         sys.stdout.write(result.stdout + result.stderr)
     if result.returncode != 0:
         raise RuntimeError(f"{name} failed: {result.stderr.strip()}")
