@@ -8,10 +8,12 @@ them before anything is sent to the controller.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from corral.hostlist import expand
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 #: Longest array range squeue shows unless SLURM_BITSTR_LEN says otherwise.
 _DEFAULT_BITSTR_LEN = 64

@@ -13,16 +13,18 @@ print in task order, so they sort as one unit here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
 from cli import jobstate
 from cli.jobfields import run_seconds
 from corral.hostlist import expand
 
-Job = Mapping[str, Any]
-Unit = list[Job]
-SortKey = Callable[[Job, int], Any]
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    Job = Mapping[str, Any]
+    Unit = list[Job]
+    SortKey = Callable[[Job, int], Any]
 
 DEFAULT_SORT = "P,t,-p"
 #: squeue --start's default.

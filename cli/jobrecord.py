@@ -8,16 +8,18 @@ expect. Rendering is pure: the controller's clock comes in as ``now``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from cli import jobstate
 from cli.jobfields import node_list, run_seconds
 from cli.quantity import mebibytes
 from cli.records import join, null
 from corral.timefmt import format_hms, format_limit_hms, format_timestamp
 
-Job = Mapping[str, Any]
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    Job = Mapping[str, Any]
 
 
 def exit_code(status: int) -> str:

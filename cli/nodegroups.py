@@ -11,26 +11,31 @@ order then state (highest numeric state first).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
 from cli import nodestate
 
-Node = Mapping[str, Any]
-Partition = Mapping[str, Any]
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Mapping, Sequence
+    from typing import Any
+
+    Node = Mapping[str, Any]
+    Partition = Mapping[str, Any]
 
 DEFAULT_SORT = "#P,-t"
 NODE_SORT = "N"
 
 
-@dataclass
 class NodeGroup:
     """One sinfo row: the partition it was made for and the nodes shown on it."""
 
-    partition: Partition
-    part_index: int
-    nodes: list[Node] = field(default_factory=list)
+    __slots__ = ("nodes", "part_index", "partition")
+
+    def __init__(
+        self, partition: Partition, part_index: int, nodes: list[Node] | None = None
+    ) -> None:
+        self.partition = partition
+        self.part_index = part_index
+        self.nodes: list[Node] = [] if nodes is None else nodes
 
     @property
     def state(self) -> int:
@@ -84,14 +89,22 @@ _EXACT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
 class Grouping:
     """How rows are formed: the match flags of the format and sinfo's mode options."""
 
-    flags: Collection[str]
-    node_mode: bool = False
-    reasons: bool = False
-    exact: bool = False
+    __slots__ = ("exact", "flags", "node_mode", "reasons")
+
+    def __init__(
+        self,
+        flags: Collection[str],
+        node_mode: bool = False,
+        reasons: bool = False,
+        exact: bool = False,
+    ) -> None:
+        self.flags = flags
+        self.node_mode = node_mode
+        self.reasons = reasons
+        self.exact = exact
 
 
 def _same_partition(group: NodeGroup, index: int, part: Partition, how: Grouping) -> bool:

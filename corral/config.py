@@ -11,32 +11,50 @@ so a typo never takes a cluster down. A value Corral needs and cannot use is a
 ``ConfigError`` naming the file and line, because guessing would schedule jobs
 on the wrong resources.
 
-Every client command imports this module and parses the file, so it uses only
-``re``, ``os`` and ``dataclasses`` and does its work in one pass over the lines.
+The lines themselves are read by ``corral.confsyntax``, the one tokenizer
+shared with ``corral.clientconf``: client commands need only a few top-level
+settings and read them with ``client_settings`` (re-exported here), never
+importing this module, its dataclasses or ``re``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from corral import hostlist, timefmt
-from corral.errors import CorralError
+from corral import confsyntax, hostlist, timefmt
+from corral.clientconf import ClientSettings, client_settings
+from corral.confsyntax import (
+    DEFAULT_PATH,
+    MAX_ARRAY_SIZE,
+    NOWHERE,
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    STATE_SAVE_LOCATION,
+    UINT32,
+    ConfigError,
+    Where,
+    controllers,
+    default_path,
+    integer,
+    port_range,
+    read_text,
+)
 
-DEFAULT_PATH = "/etc/corral/slurm.conf"
-
-
-class ConfigError(CorralError):
-    """A slurm.conf that cannot be used; ``str()`` is ``path:line: message``."""
-
-    def __init__(self, path: str, line: int | None, message: str) -> None:
-        self.path = path
-        self.line = line
-        self.message = message
-        where = path if line is None else f"{path}:{line}"
-        super().__init__(f"{where}: {message}")
+__all__ = [
+    "DEFAULT_PATH",
+    "ClientSettings",
+    "ConfigError",
+    "NodeConfig",
+    "PartitionConfig",
+    "SlurmConfig",
+    "client_settings",
+    "default_path",
+    "load",
+    "parse",
+    "show_config",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,107 +243,28 @@ _RECORD_KEYS: dict[str, dict[str, str]] = {
     "PowerAction": {k.lower(): k for k in ("PowerAction", "Location", "Program")},
 }
 _TOP = {k.lower(): k for k in _TOP_KEYS.split()}
-_RECORD_TYPES = {k.lower(): k for k in _RECORD_KEYS}
+_RECORD_TYPES = confsyntax.RECORD_TYPES  # the keys of _RECORD_KEYS, lowercase
 
-# ------------------------------------------------------------------ lexing
-_KEY_VALUE = re.compile(r'\s*([A-Za-z0-9_.]+)\s*=\s*(?:"([^"]*)"|(\S+))(?=\s|$)')
-_INCLUDE = re.compile(r"\s*include\s+(\S+)\s*", re.IGNORECASE)
-_COMMENT = re.compile(r"(?<!\\)(?:\\\\)*#")
-_ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
-_INTEGER = re.compile(r"(\d{1,20})([kK]?)", re.ASCII)
-_CTLD_HOST = re.compile(r"([^()\s]+)(?:\(([^()\s]+)\))?")
-_PORTS = re.compile(r"\[?(\d{1,5})(?:-(\d{1,5}))?\]?", re.ASCII)
-_MAX_INCLUDE_DEPTH = 16
-_UINT32 = 0xFFFFFFFF
-
-_Where = tuple[str, int]
-_Pairs = dict[str, tuple[str, _Where]]
+_Pairs = dict[str, tuple[str, Where]]
 # One NodeName=/PartitionName=/... line: where it is, the value of its first key
 # (the names it defines) and its other pairs.
-_Record = tuple[_Where, str, _Pairs]
+_Record = tuple[Where, str, _Pairs]
 
 
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(first line number, text) per logical line: comments cut, continuations joined.
-
-    As in Slurm, a ``#`` after an even run of backslashes starts a comment, a
-    line ending in an odd run of backslashes continues on the next, and
-    ``\\x`` becomes ``x`` once the line is whole.
-    """
-    pending: list[str] = []
-    start = 1
-    for number, raw in enumerate(text.split("\n"), 1):
-        if not pending:
-            start = number
-        comment = _COMMENT.search(raw)
-        body = raw if comment is None else raw[: comment.end() - 1]
-        stripped = body.rstrip()
-        backslashes = len(stripped) - len(stripped.rstrip("\\"))
-        if backslashes % 2:
-            pending.append(stripped[:-1])
-            continue
-        pending.append(body)
-        yield start, _ESCAPE.sub(r"\1", "".join(pending))
-        pending = []
-    if pending:
-        yield start, _ESCAPE.sub(r"\1", "".join(pending))
-
-
-def _read(path: str, where: tuple[str, int | None], what: str) -> str:
-    """A file's text, or a ConfigError at ``where`` saying why it cannot be read."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(*where, f"{what}cannot read: {reason}") from exc
-
-
-def _pairs(line: str, where: _Where) -> list[tuple[str, str]]:
-    """The ``Key=Value`` pairs of one logical line, values unquoted."""
-    found: list[tuple[str, str]] = []
-    pos = 0
-    while (match := _KEY_VALUE.match(line, pos)) is not None:
-        value = match.group(2) if match.group(2) is not None else match.group(3)
-        found.append((match.group(1), value))
-        pos = match.end()
-    rest = line[pos:].strip()
-    if rest:
-        raise ConfigError(*where, f'cannot parse "{rest}"')
-    return found
-
-
-class _Reader:
+class _Reader(confsyntax.Reader):
     """Collects settings and records from slurm.conf and the files it includes."""
 
     def __init__(self) -> None:
         self.settings: _Pairs = {}
         self.records: dict[str, list[_Record]] = {kind: [] for kind in _RECORD_KEYS}
-        self.hosts: list[tuple[str, _Where]] = []
+        self.hosts: list[tuple[str, Where]] = []
         self.warnings: list[str] = []
 
-    def feed(self, text: str, path: str, chain: tuple[str, ...]) -> None:
-        for number, line in _logical_lines(text):
-            where = (path, number)
-            include = _INCLUDE.fullmatch(line)
-            if include is not None:
-                self._include(include.group(1), where, chain)
-                continue
-            self._line(_pairs(line, where), where)
+    def cluster_name(self) -> str | None:
+        entry = self.settings.get("ClusterName")
+        return None if entry is None else entry[0]
 
-    def _include(self, name: str, where: _Where, chain: tuple[str, ...]) -> None:
-        """Read an included file in place; relative names are relative to the includer."""
-        if "%c" in name:
-            cluster = self.settings.get("ClusterName")
-            if cluster is None:
-                raise ConfigError(*where, f"Include {name}: %c used before ClusterName is set")
-            name = name.replace("%c", cluster[0].lower())
-        path = os.path.join(os.path.dirname(where[0]), name)
-        if len(chain) >= _MAX_INCLUDE_DEPTH or os.path.abspath(path) in chain:
-            raise ConfigError(*where, f"Include {name}: include loop")
-        self.feed(_read(path, where, f"Include {name}: "), path, (*chain, os.path.abspath(path)))
-
-    def _line(self, pairs: list[tuple[str, str]], where: _Where) -> None:
+    def line(self, pairs: list[tuple[str, str]], where: Where) -> None:
         for index, (key, value) in enumerate(pairs):
             lowered = key.lower()
             kind = _RECORD_TYPES.get(lowered)
@@ -340,7 +279,7 @@ class _Reader:
             else:
                 self.settings[canonical] = (value, where)
 
-    def _record(self, kind: str, pairs: list[tuple[str, str]], where: _Where) -> _Record:
+    def _record(self, kind: str, pairs: list[tuple[str, str]], where: Where) -> _Record:
         known = _RECORD_KEYS[kind]
         kept: _Pairs = {}
         for key, value in pairs[1:]:
@@ -351,30 +290,19 @@ class _Reader:
                 kept[canonical] = (value, where)
         return where, pairs[0][1], kept
 
-    def _unknown(self, key: str, where: _Where) -> None:
+    def _unknown(self, key: str, where: Where) -> None:
         self.warnings.append(f"{where[0]}:{where[1]}: unknown key '{key}' ignored")
 
 
 # ------------------------------------------------------------------ values
-def _int(key: str, value: str, where: _Where, *, minimum: int = 0, maximum: int = _UINT32) -> int:
-    """A Slurm integer: decimal digits, optionally ``k`` for x1024."""
-    match = _INTEGER.fullmatch(value)
-    if match is None:
-        raise ConfigError(*where, f"bad {key} value '{value}': not a number")
-    number = int(match.group(1)) * (1024 if match.group(2) else 1)
-    if not minimum <= number <= maximum:
-        raise ConfigError(*where, f"bad {key} value '{value}': not in {minimum}..{maximum}")
-    return number
-
-
-def _limit(key: str, value: str, where: _Where) -> int | None:
+def _limit(key: str, value: str, where: Where) -> int | None:
     """An integer where ``UNLIMITED``/``INFINITE`` (None) is also allowed."""
     if value.upper() in ("UNLIMITED", "INFINITE"):
         return None
-    return _int(key, value, where)
+    return integer(key, value, where)
 
 
-def _bool(key: str, value: str, where: _Where) -> bool:
+def _bool(key: str, value: str, where: Where) -> bool:
     """Slurm's booleans: yes/up/true/1 and no/down/false/0, any case."""
     lowered = value.lower()
     if lowered in ("yes", "up", "true", "1"):
@@ -384,14 +312,14 @@ def _bool(key: str, value: str, where: _Where) -> bool:
     raise ConfigError(*where, f"bad {key} value '{value}': expected YES or NO")
 
 
-def _duration(key: str, value: str, where: _Where) -> int:
+def _duration(key: str, value: str, where: Where) -> int:
     try:
         return timefmt.parse_duration(value)
     except ValueError as exc:
         raise ConfigError(*where, f"bad {key} value '{value}': not a time") from exc
 
 
-def _hosts(key: str, value: str, where: _Where) -> list[str]:
+def _hosts(key: str, value: str, where: Where) -> list[str]:
     try:
         names = hostlist.expand(value)
     except ValueError as exc:
@@ -401,7 +329,7 @@ def _hosts(key: str, value: str, where: _Where) -> list[str]:
     return names
 
 
-def _choice(key: str, value: str, where: _Where, allowed: tuple[str, ...]) -> str:
+def _choice(key: str, value: str, where: Where, allowed: tuple[str, ...]) -> str:
     upper = value.upper()
     if upper not in allowed:
         raise ConfigError(*where, f"bad {key} value '{value}': use {', '.join(allowed)}")
@@ -418,25 +346,13 @@ _NODE_STATES = ("UNKNOWN", "DOWN", "DRAIN", "FAIL", "FAILING", "FUTURE", "CLOUD"
 _DOWN_STATES = ("DOWN", "DRAIN", "FAIL", "FAILING", "FUTURE")
 
 
-def _per_node(key: str, values: list[str], count: int, where: _Where) -> list[str]:
+def _per_node(key: str, values: list[str], count: int, where: Where) -> list[str]:
     """One value per node: the list itself, or its single value repeated."""
     if len(values) == count:
         return values
     if len(values) == 1:
         return values * count
     raise ConfigError(*where, f"{key} must name one host per node, or a single one")
-
-
-def _port_range(key: str, value: str, where: _Where) -> list[int]:
-    """A port, or a ``LO-HI`` range of them (brackets allowed, as in a hostlist)."""
-    match = _PORTS.fullmatch(value)
-    if match is None:
-        raise ConfigError(*where, f"bad {key} value '{value}': not a port or port range")
-    low = int(match.group(1))
-    high = low if match.group(2) is None else int(match.group(2))
-    if not 0 < low <= high <= 65535:
-        raise ConfigError(*where, f"bad {key} value '{value}': not in 1..65535")
-    return list(range(low, high + 1))
 
 
 def _topology(pairs: _Pairs, warnings: list[str]) -> tuple[int, int, int, int, int]:
@@ -450,7 +366,7 @@ def _topology(pairs: _Pairs, warnings: list[str]) -> tuple[int, int, int, int, i
 
     def count(key: str) -> int | None:
         entry = pairs.get(key)
-        return None if entry is None else _int(key, entry[0], entry[1], minimum=1, maximum=65535)
+        return None if entry is None else integer(key, entry[0], entry[1], minimum=1, maximum=65535)
 
     boards = count("Boards") or 1
     cores = count("CoresPerSocket") or 1
@@ -510,7 +426,7 @@ def _node_line(
 
     def number(key: str, default: int) -> int:
         entry = pairs.get(key)
-        return default if entry is None else _int(key, *entry, maximum=2**63 - 1)
+        return default if entry is None else integer(key, *entry, maximum=2**63 - 1)
 
     count = len(names)
     hostnames = names
@@ -524,7 +440,7 @@ def _node_line(
     ports = [slurmd_port] * count
     if "Port" in pairs:
         value, where = pairs["Port"]
-        ports = _port_range("Port", value, where)
+        ports = port_range("Port", value, where)
         if len(ports) not in (1, count):
             raise ConfigError(
                 *where, f"bad Port value '{value}': {len(ports)} ports, {count} nodes"
@@ -585,7 +501,7 @@ _PART_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
 _OVERSUBSCRIBE = re.compile(r"(NO|EXCLUSIVE|YES|FORCE)(?::(\d{1,5}))?", re.IGNORECASE | re.ASCII)
 
 
-def _oversubscribe(value: str, where: _Where) -> str:
+def _oversubscribe(value: str, where: Where) -> str:
     """Normalise to what scontrol prints: NO, EXCLUSIVE, YES:n or FORCE:n (n defaults to 4)."""
     match = _OVERSUBSCRIBE.fullmatch(value)
     mode = "" if match is None else match.group(1).upper()
@@ -622,7 +538,7 @@ def _memory_pair(
 
 
 def _partition_nodes(
-    expr: str, where: _Where, order: dict[str, int], sets: dict[str, list[str]], name: str
+    expr: str, where: Where, order: dict[str, int], sets: dict[str, list[str]], name: str
 ) -> tuple[str, ...]:
     """The partition's nodes (``ALL``, hostlists, NodeSet names) in node-definition order.
 
@@ -667,7 +583,7 @@ def _partitions(
 def _partition(
     name: str,
     pairs: _Pairs,
-    where: _Where,
+    where: Where,
     order: dict[str, int],
     sets: dict[str, list[str]],
     cluster: _Pairs,
@@ -679,7 +595,7 @@ def _partition(
 
     def count(key: str, default: int) -> int:
         entry = pairs.get(key)
-        return default if entry is None else _int(key, *entry)
+        return default if entry is None else integer(key, *entry)
 
     def limit(key: str) -> int | None:
         entry = pairs.get(key)
@@ -735,29 +651,6 @@ def _partition(
 
 
 # ------------------------------------------------------------------ top level
-def _controllers(reader: _Reader, path: str) -> tuple[tuple[str, str], ...]:
-    """SlurmctldHost lines in order, or the legacy ControlMachine/BackupController keys."""
-    hosts: list[tuple[str, str]] = []
-    for value, where in reader.hosts:
-        match = _CTLD_HOST.fullmatch(value)
-        if match is None:
-            raise ConfigError(*where, f"bad SlurmctldHost value '{value}'")
-        hosts.append((match.group(1), match.group(2) or match.group(1)))
-    for machine_key, addr_key in (
-        ("ControlMachine", "ControlAddr"),
-        ("BackupController", "BackupAddr"),
-    ):
-        machine = reader.settings.get(machine_key)
-        if machine is None:
-            continue
-        if reader.hosts:
-            raise ConfigError(*machine[1], f"{machine_key} cannot be used with SlurmctldHost")
-        hosts.append((machine[0], reader.settings.get(addr_key, machine)[0]))
-    if not hosts:
-        raise ConfigError(path, None, "SlurmctldHost needs to be specified")
-    return tuple(hosts)
-
-
 def _scheduler_parameters(value: str) -> tuple[tuple[str, str], ...]:
     """``a,b=1`` as ``(("a", ""), ("b", "1"))``."""
     return tuple((key, val) for key, _, val in (item.partition("=") for item in _words(value)))
@@ -770,22 +663,24 @@ def parse(text: str, path: str) -> SlurmConfig:
     settings = reader.settings
 
     def get(key: str, default: str) -> str:
-        return settings.get(key, (default, (path, 0)))[0]
+        return settings.get(key, (default, NOWHERE))[0]
 
-    def number(key: str, default: int, *, minimum: int = 0, maximum: int = _UINT32) -> int:
+    def number(key: str, default: int, *, minimum: int = 0, maximum: int = UINT32) -> int:
         entry = settings.get(key)
         if entry is None:
             return default
-        return _int(key, *entry, minimum=minimum, maximum=maximum)
+        return integer(key, *entry, minimum=minimum, maximum=maximum)
 
     cluster = settings.get("ClusterName")
     if cluster is None or not cluster[0]:
         raise ConfigError(path, None, "ClusterName needs to be specified")
-    hosts = _controllers(reader, path)
+    hosts = controllers(reader.hosts, settings, path)
     ctld_ports = settings.get("SlurmctldPort")
     # A SlurmctldPort range lets Slurm spread RPCs; Corral listens on its first port.
-    ctld_port = 6817 if ctld_ports is None else _port_range("SlurmctldPort", *ctld_ports)[0]
-    slurmd_port = number("SlurmdPort", 6818, minimum=1, maximum=65535)
+    ctld_port = (
+        SLURMCTLD_PORT if ctld_ports is None else port_range("SlurmctldPort", *ctld_ports)[0]
+    )
+    slurmd_port = number("SlurmdPort", SLURMD_PORT, minimum=1, maximum=65535)
     number("ReturnToService", 0, maximum=2)  # checked here; the controller reads settings
     records = reader.records
     nodes = _nodes(records["NodeName"], slurmd_port, reader.warnings)
@@ -798,7 +693,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         slurmctld_hosts=hosts,
         slurmctld_port=ctld_port,
         slurmd_port=slurmd_port,
-        state_save_location=get("StateSaveLocation", "/var/spool/corral/ctld"),
+        state_save_location=get("StateSaveLocation", STATE_SAVE_LOCATION),
         slurmd_spool_dir=get("SlurmdSpoolDir", "/var/spool/corral/slurmd"),
         slurmd_timeout=number("SlurmdTimeout", 300),
         kill_wait=number("KillWait", 30),
@@ -806,7 +701,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         max_job_count=number("MaxJobCount", 10000, minimum=1),
         first_job_id=number("FirstJobId", 1, minimum=1),
         job_requeue=number("JobRequeue", 1) != 0,
-        max_array_size=number("MaxArraySize", 1001),
+        max_array_size=number("MaxArraySize", MAX_ARRAY_SIZE),
         job_file_append=number("JobFileAppend", 0) != 0,
         scheduler_parameters=_scheduler_parameters(get("SchedulerParameters", "")),
         nodes=tuple(nodes),
@@ -816,15 +711,10 @@ def parse(text: str, path: str) -> SlurmConfig:
     )
 
 
-def default_path() -> str:
-    """``$SLURM_CONF`` if set, else the standard location."""
-    return os.environ.get("SLURM_CONF") or DEFAULT_PATH
-
-
 def load(path: str | None = None) -> SlurmConfig:
     """Read and parse slurm.conf (``default_path()`` unless given)."""
     path = path or default_path()
-    return parse(_read(path, (path, None), ""), path)
+    return parse(read_text(path, (path, None), ""), path)
 
 
 # ------------------------------------------------------------------ show config

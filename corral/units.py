@@ -8,9 +8,7 @@ parsl ``1g``), so the suffix is case-insensitive and may be followed by ``B``.
 
 from __future__ import annotations
 
-import re
-
-_SIZE = re.compile(r"([0-9]+)(?:([KMGT])B?)?", re.IGNORECASE)
+_DIGITS = "0123456789"
 _MIB_PER_UNIT = {"M": 1, "G": 1024, "T": 1024 * 1024}
 
 
@@ -20,11 +18,12 @@ def parse_memory(text: str) -> int:
     ``0`` is valid (Slurm's "all the memory of the node" for ``--mem``).
     Kibibytes are rounded up, so ``1K`` is 1 MiB, like Slurm.
     """
-    match = _SIZE.fullmatch(text)
-    if match is None:
+    suffix = text.lstrip(_DIGITS)
+    digits = text[: len(text) - len(suffix)]
+    unit = suffix[:1].upper() or "M"
+    if not digits or unit not in ("K", "M", "G", "T") or suffix[1:] not in ("", "B", "b"):
         raise ValueError(f"invalid memory size {text!r}")
-    value = int(match[1])
-    unit = (match[2] or "M").upper()
+    value = int(digits)
     if unit == "K":
         return -(-value // 1024)
     return value * _MIB_PER_UNIT[unit]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import corral.config
+import corral.clientconf
 from cli import jobrecord, noderecord, scontrol
 from corral.errors import ControllerUnreachable, SlurmError
 from corral.wire import codec
@@ -331,7 +331,7 @@ def session(
 ) -> tuple[scontrol.Session, FakeClient]:
     client = FakeClient(replies)
     fake_conf = SimpleNamespace(controller_host=("ctl", "10.0.0.1"), slurmd_port=6818)
-    monkeypatch.setattr(corral.config, "load", lambda *args: fake_conf)
+    monkeypatch.setattr(corral.clientconf, "client_settings", lambda *args: fake_conf)
     chosen = scontrol.Session(io.StringIO(), io.StringIO())
     chosen._client = client
     return chosen, client

@@ -38,7 +38,10 @@ def test_sizes(text: str, mib: int) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "G", "1B", "1P", "-1", "1.5G", "1 G", "1GiB", "1GBB", "abc", "١٢", "1G ", " 1G"],
+    [
+        *("", "G", "1B", "1P", "-1", "1.5G", "1 G", "1GiB", "1GBB", "abc", "١٢", "1G ", " 1G"),
+        pytest.param("1\u212a", id="kelvin-sign-is-not-K"),
+    ],
 )
 def test_rejected(text: str) -> None:
     with pytest.raises(ValueError):

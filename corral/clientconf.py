@@ -1,0 +1,149 @@
+"""The few slurm.conf settings a client command needs, read without the daemons' model.
+
+A client needs StateSaveLocation (where the controller's socket is), the
+ClusterName and the controller's host (``scontrol ping``), and a couple of
+ports and limits. ``corral.config.load`` builds the whole validated model with
+dataclasses, ``re`` and the hostlist and time parsers, which costs more than a
+client's whole start-up budget; ``client_settings`` reads the same file with
+the same line reader (``corral.confsyntax``: comments, continuations, quotes,
+Include, case-insensitive keys) and checks only the settings it returns.
+Syntax errors are the same ``path:line: message`` errors either way; node and
+partition lines are skipped, so mistakes in them are the daemons' to report.
+"""
+
+from __future__ import annotations
+
+from corral import confsyntax
+from corral.confsyntax import (
+    MAX_ARRAY_SIZE,
+    NOWHERE,
+    SLURMCTLD_PORT,
+    SLURMD_PORT,
+    STATE_SAVE_LOCATION,
+    ConfigError,
+    Where,
+    controllers,
+    default_path,
+    integer,
+    port_range,
+)
+
+#: The top-level keys read here, lowercase -> Slurm's spelling.
+_WANTED = {
+    key.lower(): key
+    for key in (
+        "ClusterName",
+        "StateSaveLocation",
+        "SlurmctldPort",
+        "SlurmdPort",
+        "MaxArraySize",
+        "ControlMachine",
+        "ControlAddr",
+        "BackupController",
+        "BackupAddr",
+    )
+}
+
+
+class ClientSettings:
+    """What a client command reads from slurm.conf. Immutable by convention.
+
+    ``controller_hosts`` lists (host name, address) pairs, the primary first.
+    """
+
+    __slots__ = (
+        "cluster_name",
+        "controller_hosts",
+        "max_array_size",
+        "path",
+        "slurmctld_port",
+        "slurmd_port",
+        "state_save_location",
+    )
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        cluster_name: str,
+        controller_hosts: tuple[tuple[str, str], ...],
+        state_save_location: str,
+        slurmctld_port: int,
+        slurmd_port: int,
+        max_array_size: int,
+    ) -> None:
+        self.path = path
+        self.cluster_name = cluster_name
+        self.controller_hosts = controller_hosts
+        self.state_save_location = state_save_location
+        self.slurmctld_port = slurmctld_port
+        self.slurmd_port = slurmd_port
+        self.max_array_size = max_array_size
+
+    @property
+    def controller_host(self) -> tuple[str, str]:
+        """The primary controller's (host name, address)."""
+        return self.controller_hosts[0]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"ClientSettings({fields})"
+
+
+class _ClientReader(confsyntax.Reader):
+    """Keeps the wanted top-level keys (last one wins) and the SlurmctldHost lines."""
+
+    def __init__(self) -> None:
+        self.settings: dict[str, tuple[str, Where]] = {}
+        self.hosts: list[tuple[str, Where]] = []
+
+    def line(self, found: list[tuple[str, str]], where: Where) -> None:
+        for key, value in found:
+            lowered = key.lower()
+            if lowered in confsyntax.RECORD_TYPES:
+                return  # the rest of the line belongs to the record
+            if lowered == "slurmctldhost":
+                self.hosts.append((value, where))
+            elif lowered in _WANTED:
+                self.settings[_WANTED[lowered]] = (value, where)
+
+    def cluster_name(self) -> str | None:
+        entry = self.settings.get("ClusterName")
+        return None if entry is None else entry[0]
+
+
+def client_settings(path: str | None = None) -> ClientSettings:
+    """Read slurm.conf (``$SLURM_CONF`` or the standard path unless given) for a client.
+
+    Raises ``ConfigError`` (``path:line: message``) as ``corral.config.load``
+    would for the lines and settings it reads; the values agree with the full
+    model's (``tests/unit/test_clientconf.py`` holds them side by side).
+    """
+    path = path or default_path()
+    reader = _ClientReader()
+    reader.read(path)
+    settings = reader.settings
+    cluster = settings.get("ClusterName")
+    if cluster is None or not cluster[0]:
+        raise ConfigError(path, None, "ClusterName needs to be specified")
+    hosts = controllers(reader.hosts, settings, path)
+    ctld_ports = settings.get("SlurmctldPort")
+    slurmd_port = settings.get("SlurmdPort")
+    array_size = settings.get("MaxArraySize")
+    return ClientSettings(
+        path=path,
+        cluster_name=cluster[0].lower(),
+        controller_hosts=hosts,
+        state_save_location=settings.get("StateSaveLocation", (STATE_SAVE_LOCATION, NOWHERE))[0],
+        slurmctld_port=(
+            SLURMCTLD_PORT if ctld_ports is None else port_range("SlurmctldPort", *ctld_ports)[0]
+        ),
+        slurmd_port=(
+            SLURMD_PORT
+            if slurmd_port is None
+            else integer("SlurmdPort", *slurmd_port, minimum=1, maximum=65535)
+        ),
+        max_array_size=(
+            MAX_ARRAY_SIZE if array_size is None else integer("MaxArraySize", *array_size)
+        ),
+    )
