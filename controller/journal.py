@@ -20,6 +20,7 @@ from typing import Any
 
 from controller.jobstate import JobState, Reason
 from controller.model import Job, NodeRuntime, Payload
+from corral.errors import CorralError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (job_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
@@ -27,6 +28,14 @@ CREATE TABLE IF NOT EXISTS payloads (job_id INTEGER PRIMARY KEY, record TEXT NOT
 CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+#: Bump when a stored record changes shape; old state is then refused, not misread.
+SCHEMA_VERSION = 1
+
+
+class JournalError(CorralError):
+    """The state directory cannot be used (unreadable, or another layout)."""
+
 
 _NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
 
@@ -89,6 +98,19 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        self._check_version()
+
+    def _check_version(self) -> None:
+        """Refuse state written in another layout rather than misread it."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None:
+            if self._db.execute("SELECT 1 FROM jobs LIMIT 1").fetchone() is not None:
+                raise JournalError(f"{self.path}: state from an older Corral (no schema version)")
+            self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif row[0] != str(SCHEMA_VERSION):
+            raise JournalError(
+                f"{self.path}: state schema {row[0]}, this controller reads {SCHEMA_VERSION}"
+            )
 
     def load(self) -> Loaded:
         jobs = {
@@ -99,7 +121,7 @@ class Journal:
             name: json.loads(text)
             for name, text in self._db.execute("SELECT name, record FROM nodes")
         }
-        meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        meta = dict(self._db.execute("SELECT key, value FROM meta WHERE key != 'schema'"))
         return Loaded(jobs, nodes, meta)
 
     def payload(self, job_id: int) -> Payload | None:

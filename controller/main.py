@@ -15,7 +15,7 @@ import uvloop
 
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer
-from controller.journal import Journal
+from controller.journal import Journal, JournalError
 from controller.loop import SchedulerLoop
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
@@ -119,7 +119,11 @@ def main() -> None:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
     uvloop.install()
-    asyncio.run(serve(conf, key))
+    try:
+        asyncio.run(serve(conf, key))
+    except JournalError as exc:
+        print(f"corral-controller: fatal: {exc}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
