@@ -15,7 +15,7 @@ import socket
 import struct
 
 from controller.principal import principal_for
-from controller.service import METHODS, Handlers
+from controller.service import METHODS, Encoded, Handlers
 from corral import errors
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -83,7 +83,8 @@ class FramedServer:
             return _error(
                 SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unexpected error in the controller")
             )
-        return pb.Frame(method=frame.method, body=reply.SerializeToString())
+        body = bytes(reply) if isinstance(reply, Encoded) else reply.SerializeToString()
+        return pb.Frame(method=frame.method, body=body)
 
 
 def _error(exc: SlurmError) -> pb.Frame:

@@ -47,6 +47,20 @@ GRPC_STATUS: dict[int, grpc.StatusCode] = {
 }
 
 
+class Encoded(bytes):
+    """A reply already serialized (large listings); ``kind`` parses it if needed."""
+
+    def __new__(cls, data: bytes, kind: Any) -> Encoded:
+        self = super().__new__(cls, data)
+        self.kind = kind
+        return self
+
+    kind: Any
+
+    def message(self) -> Any:
+        return self.kind.FromString(bytes(self))
+
+
 def to_dict(message: Any) -> dict[str, Any]:
     """The fields a sender set, by name (maps as dicts, repeated as lists)."""
     out: dict[str, Any] = {}
@@ -81,6 +95,7 @@ class Handlers:
         self.stop = stop
         self.clock = clock
         self.started = int(clock())
+        self.encoder = views.JobsEncoder(store)
 
     def now(self) -> int:
         return int(self.clock())
@@ -132,20 +147,18 @@ class Handlers:
             partition=job.partitions[0],
         )
 
-    async def Jobs(self, req: pb.JobsRequest, who: Principal) -> pb.JobsReply:
+    async def Jobs(self, req: pb.JobsRequest, who: Principal) -> Encoded:
         flt = to_dict(req.filter)
         jobs = queries.select(self.store.jobs, flt)
         if flt.get("job_ids") and not jobs:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
-        now = self.now()
+        fields = tuple(f for f in req.fields if f in views.JOB_FIELDS)
         if req.expand_arrays:
-            records = [views.job_info(j, self.store, now) for j in jobs]
+            entries = [self.encoder.entry(j, None, fields) for j in jobs]
         else:
-            records = [
-                views.job_info(j, self.store, now, array_tasks=tasks)
-                for j, tasks in views.fold_arrays(jobs)
-            ]
-        return pb.JobsReply(jobs=records, now=now, last_update=self.store.last_update)
+            folded = views.fold_arrays(jobs)
+            entries = [self.encoder.entry(j, tasks, fields) for j, tasks in folded]
+        return Encoded(self.encoder.reply(entries, self.now()), pb.JobsReply)
 
     def _owned(self, job: Job, who: Principal) -> None:
         if job.uid != who.uid and not who.is_admin:
@@ -478,7 +491,8 @@ class GrpcController(pb_grpc.ControllerServicer):
                     who = principal_for(0, 0)
                 else:
                     who = verify_credential(self.key, request.cred, int(time.time()))
-                return await handler(request, who)
+                reply = await handler(request, who)
+                return reply.message() if isinstance(reply, Encoded) else reply
             except SlurmError as exc:
                 await context.abort(
                     GRPC_STATUS.get(exc.code, grpc.StatusCode.INVALID_ARGUMENT),

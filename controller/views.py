@@ -44,9 +44,7 @@ def compress_indices(indices: list[int]) -> str:
     return ",".join(out)
 
 
-def job_info(
-    job: Job, store: JobStore, now: int, *, array_tasks: list[int] | None = None
-) -> pb.JobInfo:
+def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
     """One job record; ``array_tasks`` folds pending array elements into it."""
     conf = store.conf
     nodes = hostlist.compress(job.nodes) if job.nodes else ""
@@ -118,9 +116,8 @@ def job_info(
         cpus_per_node=list(job.cpus),
         signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",
         open_mode=job.open_mode,
-        now=now,
         held=bool(job.held),
-        last_sched_eval=now if job.state is JobState.PENDING else job.start_time,
+        last_sched_eval=job.start_time or job.submit_time,
     )
     if job.array_task_id is not None:
         if array_tasks and len(array_tasks) > 1:
@@ -129,6 +126,64 @@ def job_info(
         else:
             info.array_task_id = job.array_task_id
     return info
+
+
+def _only(info: pb.JobInfo, fields: tuple[str, ...]) -> pb.JobInfo:
+    """A copy of ``info`` holding just ``fields`` (all of it when none are named)."""
+    if not fields:
+        return info
+    part = pb.JobInfo()
+    for name in fields:
+        if info.HasField(name) if name in _PRESENCE else True:
+            value = getattr(info, name)
+            if isinstance(value, (str, bytes, int, float, bool)):
+                setattr(part, name, value)
+            else:
+                getattr(part, name).extend(value)
+    return part
+
+
+_PRESENCE = frozenset(f.name for f in pb.JobInfo.DESCRIPTOR.fields if f.has_presence)
+JOB_FIELDS = frozenset(f.name for f in pb.JobInfo.DESCRIPTOR.fields)
+
+
+class JobsEncoder:
+    """Serialized job records, cached per immutable ``Job`` value.
+
+    A record depends only on the job and the configuration, so the bytes are
+    reused until the job changes: listing 10,000 pending jobs costs a join.
+    Each entry is a one-job ``JobsReply``; concatenated protobuf messages
+    merge, so the entries of many jobs concatenate into one reply.
+    """
+
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+        self._cache: dict[tuple[int, tuple[str, ...]], tuple[Job, bytes]] = {}
+        self._conf = store.conf
+
+    def entry(
+        self, job: Job, array_tasks: list[int] | None = None, fields: tuple[str, ...] = ()
+    ) -> bytes:
+        """One job's reply entry, with only ``fields`` when any are named."""
+        if array_tasks is not None and len(array_tasks) > 1:
+            info = job_info(job, self.store, array_tasks=array_tasks)
+            return pb.JobsReply(jobs=[_only(info, fields)]).SerializeToString()
+        if self._conf is not self.store.conf:
+            self._cache.clear()
+            self._conf = self.store.conf
+        key = (job.job_id, fields)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] is job:
+            return cached[1]
+        data = pb.JobsReply(jobs=[_only(job_info(job, self.store), fields)]).SerializeToString()
+        self._cache[key] = (job, data)
+        return data
+
+    def reply(self, entries: list[bytes], now: int) -> bytes:
+        if len(self._cache) > 2 * len(self.store.jobs) + 1024:
+            self._cache = {k: v for k, v in self._cache.items() if k[0] in self.store.jobs}
+        head = pb.JobsReply(now=now, last_update=self.store.last_update).SerializeToString()
+        return head + b"".join(entries)
 
 
 def _default_out(job: Job) -> str:
