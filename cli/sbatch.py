@@ -24,7 +24,7 @@ from cli.sbatch_options import COMMAND_LINE_ONLY, TABLE
 from cli.sbatch_script import check, directives, read, resolve, wrap
 from cli.sbatch_settings import CLI, SCRIPT, Settings
 from cli.sbatch_spec import Script, build
-from corral.errors import ESLURM_INVALID_JOB_ID, SlurmError
+from corral.errors import ESLURM_INVALID_JOB_ID, ESLURM_INVALID_PARTITION_NAME, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
@@ -157,7 +157,11 @@ def _submit(argv: list[str]) -> int:
     try:
         reply = client.call("Submit", {"spec": spec, "test_only": False})
     except SlurmError as exc:
-        raise Failure(f"Batch job submission failed: {exc.message}") from None
+        failed = f"Batch job submission failed: {exc.message}"
+        if exc.code == ESLURM_INVALID_PARTITION_NAME and spec.get("partitions"):
+            named = ",".join(spec["partitions"])
+            raise Failure(f"invalid partition specified: {named}", failed) from None
+        raise Failure(failed) from None
     if not quiet:
         print(_submitted(reply, fields))
     if fields.get("wait"):

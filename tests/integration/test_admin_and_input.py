@@ -188,3 +188,12 @@ def test_job_runs_as_its_owner(other_user: pwd.struct_passwd) -> None:
     finally:
         c.stop()
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_unknown_partition_is_reported_as_slurm_does(cluster: Cluster) -> None:
+    result = cluster.run("sbatch", "-p", "nosuch", "--wrap", "true", check=False)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "sbatch: error: invalid partition specified: nosuch\n"
+        "sbatch: error: Batch job submission failed: Invalid partition name specified\n"
+    )
