@@ -132,7 +132,8 @@ def admit(
     tasks_given = spec.get("num_tasks") is not None
     min_nodes = spec.get("min_nodes")
     ntasks_per_node_given = spec.get("ntasks_per_node") is not None
-    nodes_given = min_nodes is not None or bool(req_nodes) or ntasks_per_node_given
+    # -w alone does not fix the count: more nodes are added if the tasks need them.
+    nodes_given = min_nodes is not None or ntasks_per_node_given
     ntasks_per_node = spec.get("ntasks_per_node") or 0
     num_tasks = spec.get("num_tasks") or 0
     if min_nodes is None:

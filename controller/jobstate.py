@@ -162,7 +162,7 @@ def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
 
 
 def _back_to_pending(job: Job, now: int, hold: str) -> Job:
-    held = hold or job.held
+    held = "admin" if "admin" in (hold, job.held) else hold or job.held
     reason = {"admin": Reason.JOB_HELD_ADMIN, "user": Reason.JOB_HELD_USER}.get(held)
     return replace(
         job,

@@ -44,8 +44,8 @@ def _check_id(ident: str, kind: str) -> None:
     base, plus, delay = ident.partition("+")
     if plus and (kind != "after" or not _digits(delay)):
         raise ValueError(f"bad delay in {ident!r}")
-    head, _, task = base.partition("_")
-    if not _digits(head) or (task and task != "*" and not _digits(task)):
+    head, underscore, task = base.partition("_")
+    if not _digits(head) or (underscore and task != "*" and not _digits(task)):
         raise ValueError(f"bad job id {ident!r}")
 
 

@@ -65,7 +65,7 @@ def _partition_reason(job: Job, part: PartitionView) -> Reason | None:
 
 
 def _fixed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
-    """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N``, ``-w``, ``--ntasks-per-node``)."""
+    """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k``, ``--ntasks-per-node``)."""
     cpus = cpus_per_node(job, job.min_nodes)
     exclusive = job.exclusive or part.exclusive
     chosen: list[Alloc] = []
@@ -79,24 +79,33 @@ def _fixed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Al
 
 
 def _packed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
-    """As few nodes as the tasks fit on, in node order (``-n`` without ``-N``)."""
+    """As few nodes as the tasks fit on, in node order (``-n`` without a fixed ``-N``).
+
+    Required (``-w``) nodes come first among the candidates and each gets at
+    least one task; the node count stays within ``-N min-max`` and MaxNodes.
+    """
     exclusive = job.exclusive or part.exclusive
+    least = max(job.min_nodes, len(job.req_nodes))
+    most = min(job.max_nodes or len(candidates), part.max_nodes or len(candidates))
     remaining = job.num_tasks
     chosen: list[Alloc] = []
     for node in candidates:
+        if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
+            break
         room = (node.cpus if exclusive else node.free_cpus) // job.cpus_per_task
-        tasks = min(remaining, room)
-        if tasks < 1:
+        later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
+        tasks = min(remaining - later, room)
+        if tasks < 1 and not (remaining <= later and room >= 1):
             continue
-        cpus = max(tasks * job.cpus_per_task, job.min_cpus)
+        cpus = max(max(tasks, 1) * job.cpus_per_task, job.min_cpus)
         memory = node_fits(job, part, node, cpus)
         if memory is None:
             continue
         chosen.append((node.name, node.cpus if exclusive else cpus, memory))
-        remaining -= tasks
-        if remaining == 0:
-            return chosen
-    return []
+        remaining -= max(tasks, 0)
+    if remaining > 0 or len(chosen) < least:
+        return []
+    return chosen
 
 
 def place(job: Job, part: PartitionView, nodes: Mapping[str, NodeView]) -> Start | Reason:
@@ -110,7 +119,8 @@ def place(job: Job, part: PartitionView, nodes: Mapping[str, NodeView]) -> Start
         (nodes[n] for n in part.nodes if n in nodes and n not in job.exc_nodes),
         key=lambda n: (n.name not in job.req_nodes, n.weight, order[n.name]),
     )
-    chosen = _fixed(job, part, candidates) if job.nodes_given else _packed(job, part, candidates)
+    fixed = job.nodes_given and job.max_nodes in (0, job.min_nodes)
+    chosen = _fixed(job, part, candidates) if fixed else _packed(job, part, candidates)
     names = {name for name, _, _ in chosen}
     if not chosen or any(r not in names for r in job.req_nodes):
         return Reason.RESOURCES

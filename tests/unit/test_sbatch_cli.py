@@ -201,6 +201,7 @@ def test_submission_failure(
     assert sbatch(["-p", "nosuch", "job.sh"]) == 1
     assert capsys.readouterr() == (
         "",
+        "sbatch: error: invalid partition specified: nosuch\n"
         "sbatch: error: Batch job submission failed: Invalid partition name specified\n",
     )
     monkeypatch.setenv("SLURM_EXIT_ERROR", "7")
