@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from controller.jobstate import JobState, Reason
@@ -40,8 +40,11 @@ class JournalError(CorralError):
 _NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
 
 
+_JOB_FIELDS = tuple(f.name for f in fields(Job))
+
+
 def job_to_row(job: Job) -> str:
-    record = asdict(job)
+    record = {name: getattr(job, name) for name in _JOB_FIELDS}
     record["state"] = job.state.name
     record["reason"] = job.reason.name
     record["flags"] = sorted(job.flags)
