@@ -129,6 +129,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         python=sys.executable,
     )
     table.recover()
+    table.zygote.start()
     target = controller_target(conf)
     log.info(
         "serving %d node(s) %s%s, controller %s",

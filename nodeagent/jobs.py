@@ -30,7 +30,12 @@ from dataclasses import dataclass
 
 from corral import auth
 from corral.wire import corral_pb2 as pb
-from nodeagent.process import signal_supervisor, spawn_supervisor, supervisor_environment
+from nodeagent.process import (
+    Zygote,
+    signal_supervisor,
+    spawn_supervisor,
+    supervisor_environment,
+)
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
     JobDir,
@@ -158,6 +163,7 @@ class JobTable:
         self.kill_wait = kill_wait  # for terminate requests; the controller's Welcome updates it
         self.python = python
         self.supervisor_env = supervisor_environment()
+        self.zygote = Zygote(spool.root(), python, self.supervisor_env)
         self._jobs: dict[Key, Job] = {}
         self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
         self._rejected: dict[Key, pb.JobDone] = {}  # launches refused without a job directory
@@ -254,7 +260,7 @@ class JobTable:
         try:
             jobdir.write_launch(launch_spec(msg, hostname, self.slurm_conf))
             jobdir.write_script(msg.script, msg.uid, msg.gid)
-            proc = spawn_supervisor(jobdir, self.python, self.supervisor_env)
+            proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
         except OSError as exc:
             log.error("job_id=%d cannot start its supervisor: %s", msg.job_id, exc)
             result = self._failure(f"cannot start job supervisor: {exc}")
@@ -265,7 +271,7 @@ class JobTable:
         job.supervisor_pid = proc.pid
         job.notify_fd = proc.notify_fd
         asyncio.get_running_loop().add_reader(proc.notify_fd, self._on_notify, job)
-        log.info("job_id=%d launched on %s, supervisor pid %d", msg.job_id, msg.node, proc.pid)
+        log.info("job_id=%d launched on %s, supervisor pid %s", msg.job_id, msg.node, proc.pid)
 
     def _failure(self, message: str) -> Result:
         return Result(
@@ -435,7 +441,8 @@ class JobTable:
                     self._check(job)
 
     def close(self) -> None:
-        """Stop watching pipes (agent shutdown); the supervisors carry on."""
+        """Stop watching pipes and the zygote (agent shutdown); the supervisors carry on."""
+        self.zygote.close()
         loop = asyncio.get_running_loop()
         for job in self._jobs.values():
             if job.notify_fd is not None:

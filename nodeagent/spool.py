@@ -318,6 +318,13 @@ class Spool:
         self.pattern = pattern
         self.hostname = hostname
 
+    def root(self) -> str:
+        """The directory every node's job directories lie under (what the zygote serves)."""
+        path = self.pattern.replace("%h", self.hostname)
+        if "%n" in path:
+            return os.path.dirname(path.split("%n", 1)[0])
+        return path
+
     def node_dir(self, node: str) -> str:
         path = self.pattern.replace("%h", self.hostname)
         if "%n" in path:

@@ -4,7 +4,9 @@
 slurmstepd's part for a batch job. The agent starts it in a session of its
 own with SIGUSR1 and SIGCHLD blocked, so that neither killing nor restarting
 the agent touches the job, and a request signalled before Python is up is
-kept pending rather than killing it. Everything it needs is in the job
+kept pending rather than killing it; usually it is forked, in that same
+state, by the zygote (``SPOOL --zygote-fd N``, see :mod:`nodeagent.zygote`),
+which saves the interpreter's start-up. Everything it needs is in the job
 directory (see :mod:`nodeagent.spool`); everything it reports goes back there:
 
 * ``started`` once the script has been exec'd (plus a line on the notify
@@ -321,13 +323,19 @@ def _take_lock(jobdir: JobDir, lock_fd: int | None) -> int:
     return fd
 
 
-USAGE = "usage: python -m nodeagent.supervisor JOBDIR [--lock-fd N] [--notify-fd N]"
+USAGE = (
+    "usage: python -m nodeagent.supervisor JOBDIR [--lock-fd N] [--notify-fd N]\n"
+    "       python -m nodeagent.supervisor SPOOL --zygote-fd N"
+)
 
 
-def parse_args(argv: list[str]) -> tuple[str, int | None, int | None]:
-    """JOBDIR and the two optional inherited descriptors (argparse costs too much)."""
-    jobdir: str | None = None
-    fds: dict[str, int | None] = {"--lock-fd": None, "--notify-fd": None}
+def parse_args(argv: list[str]) -> tuple[str, int | None, int | None, int | None]:
+    """PATH and the inherited descriptors: lock and notify, or the zygote's socket.
+
+    argparse costs too much.
+    """
+    path: str | None = None
+    fds: dict[str, int | None] = {"--lock-fd": None, "--notify-fd": None, "--zygote-fd": None}
     args = iter(argv)
     for arg in args:
         if arg in fds:
@@ -335,23 +343,21 @@ def parse_args(argv: list[str]) -> tuple[str, int | None, int | None]:
             if not value.isdigit():
                 raise SystemExit(USAGE)
             fds[arg] = int(value)
-        elif jobdir is None and not arg.startswith("-"):
-            jobdir = arg
+        elif path is None and not arg.startswith("-"):
+            path = arg
         else:
             raise SystemExit(USAGE)
-    if jobdir is None:
+    lock_fd, notify_fd, zygote_fd = fds["--lock-fd"], fds["--notify-fd"], fds["--zygote-fd"]
+    if path is None or (zygote_fd is not None and (lock_fd, notify_fd) != (None, None)):
         raise SystemExit(USAGE)
-    return jobdir, fds["--lock-fd"], fds["--notify-fd"]
+    return path, lock_fd, notify_fd, zygote_fd
 
 
-def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd = parse_args(sys.argv[1:] if argv is None else argv)
-    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
+    """Run the job in ``path`` to its end and record how it ended.
+
+    The same in a process started for the job and in a child of the zygote.
+    """
     if notify_fd is not None:
         os.set_inheritable(notify_fd, False)
     jobdir = JobDir(os.path.abspath(path))
@@ -373,6 +379,22 @@ def main(argv: list[str] | None = None) -> int:
         result = Supervision(jobdir, spec, notify_fd).run()
     jobdir.write_result(result)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv)
+    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if zygote_fd is not None:
+        # Imported here, so that a supervisor started on its own never loads socket.
+        from nodeagent import zygote
+
+        return zygote.serve(zygote_fd, os.path.abspath(path), supervise)
+    return supervise(path, lock_fd, notify_fd)
 
 
 if __name__ == "__main__":

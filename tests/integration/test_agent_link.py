@@ -323,6 +323,60 @@ def test_jobs_survive_an_agent_killed_mid_job(tmp_path: Path) -> None:
     run(body, tmp_path)
 
 
+def zygotes_of(pid: int) -> list[int]:
+    """The agent's zygote (one, except for a moment while it is replaced)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                args = cmdline.read().split(b"\0")
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z" and b"--zygote-fd" in args:
+            found.append(int(entry))
+    return found
+
+
+def test_jobs_survive_a_killed_zygote_and_launches_go_on(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        assert setup.agent is not None
+        agent = setup.agent.pid
+        await wait_until(lambda: len(zygotes_of(agent)) == 1, "the agent started a zygote")
+        [zygote] = zygotes_of(agent)
+        # The agent finds the zygote ready at a launch; launches before that are spawned.
+        for warm_up in range(100, 200):
+            ctl.send(launch=setup.launch(warm_up, "exit 0\n"))
+            await ctl.expect("done", lambda m, job_id=warm_up: m.job_id == job_id)
+            if f"zygote {zygote} ready" in setup.agent_log():
+                break
+            await asyncio.sleep(0.05)
+        ctl.send(launch=setup.launch(21, "sleep 1\necho finished\nexit 4\n"))
+        await ctl.expect("running", lambda m: m.job_id == 21)
+        supervisor = int((setup.jobdir(21) / "supervisor.pid").read_text())
+        with open(f"/proc/{supervisor}/stat") as stat:
+            assert int(stat.read().rsplit(")", 1)[1].split()[1]) == zygote
+        os.kill(zygote, signal.SIGKILL)
+        ctl.send(launch=setup.launch(22, "exit 5\n", node="n2"))
+        done = await ctl.expect("done", lambda m: m.job_id == 22)
+        assert (done.outcome, done.exit_status) == ("exited", 5 << 8)
+        done = await ctl.expect("done", lambda m: m.job_id == 21)
+        assert (done.outcome, done.exit_status) == ("exited", 4 << 8)
+        assert (setup.work / "21.out").read_text() == "finished\n"
+        # A launch after the restart delay brings a new zygote.
+        await asyncio.sleep(1.2)
+        ctl.send(launch=setup.launch(23, "exit 6\n"))
+        done = await ctl.expect("done", lambda m: m.job_id == 23)
+        assert done.exit_status == 6 << 8
+        await wait_until(lambda: zygotes_of(agent) not in ([], [zygote]), "a new zygote")
+
+    run(body, tmp_path)
+
+
 def test_unacknowledged_done_is_resent_on_reconnect(tmp_path: Path) -> None:
     async def body(ctl: FakeController, setup: Setup) -> None:
         await ctl.expect("hello")

@@ -29,6 +29,15 @@ def test_node_dir_appends_the_node_unless_the_pattern_names_it(tmp_path: Path) -
     assert Spool(str(tmp_path / "%h"), "h").node_dir("n1") == str(tmp_path / "h" / "n1")
 
 
+@pytest.mark.parametrize(
+    ("pattern", "root"), [("", ""), ("%n", ""), ("slurmd.%n", ""), ("%h/%n/x", "h")]
+)
+def test_root_holds_every_node_dir(tmp_path: Path, pattern: str, root: str) -> None:
+    spool = Spool(os.path.join(tmp_path, pattern).rstrip(os.sep), "h")
+    assert spool.root() == os.path.join(tmp_path, root).rstrip(os.sep)
+    assert spool.node_dir("n1").startswith(spool.root() + os.sep)
+
+
 def test_jobs_lists_job_directories_in_order(tmp_path: Path) -> None:
     spool = Spool(str(tmp_path), "h")
     spool.prepare("n1")

@@ -1,4 +1,4 @@
-"""The per-job supervisor, run for real as a subprocess on temporary job directories."""
+"""The per-job supervisor, run for real (spawned, or forked by the zygote) on temporary job dirs."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeagent.process import LaunchInDoubt, Zygote, signal_supervisor, spawn_supervisor
 from nodeagent.spool import LAUNCH_FAILED_STATUS, JobDir, LaunchSpec, Result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -299,3 +300,235 @@ def test_root_runs_the_job_as_its_user(public_dir: Path) -> None:
     assert out.stat().st_uid == nobody.pw_uid
     assert (public_dir / "out").stat().st_uid == nobody.pw_uid
     assert os.stat(jobdir.file("script")).st_uid == nobody.pw_uid
+
+
+# ---------------------------------------------------------------- the zygote
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def zombie_children(*parents: int) -> list[int]:
+    """Zombies whose parent is one of ``parents``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) in parents:
+            found.append(int(entry))
+    return found
+
+
+def end_time_of(jobdir: JobDir) -> int:
+    """The end time a result recorded (so results compare on everything else)."""
+    result = jobdir.read_result()
+    return result.end_time if result else 0
+
+
+def started_zygote(spool: Path, **options: float) -> Zygote:
+    zygote = Zygote(str(spool), env=ENV, **options)
+    wait_for(zygote.available)
+    return zygote
+
+
+def process_state(pid: int, jobdir: JobDir) -> dict[str, object]:
+    """What a supervisor starts with: session, signal state and descriptors."""
+    with open(f"/proc/{pid}/status") as status:
+        fields = dict(line.rstrip("\n").split(":\t", 1) for line in status)
+    targets = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}").replace(jobdir.path, "JOBDIR")
+        targets.append(target.split("[")[0] if target.startswith(("pipe:", "socket:")) else target)
+    return {
+        "session leader": os.getsid(pid) == pid,
+        "blocked": int(fields["SigBlk"], 16),
+        "ignored": int(fields["SigIgn"], 16),
+        "caught": int(fields["SigCgt"], 16),
+        "descriptors": sorted(targets),
+    }
+
+
+def test_zygote_child_starts_like_a_spawned_supervisor(tmp_path: Path) -> None:
+    zygote = started_zygote(tmp_path)
+    states = []
+    try:
+        zygote_state = process_state(zygote.pid or 0, JobDir(str(tmp_path / "job0.0")))
+        for job_id, via in ((1, zygote), (2, None)):
+            jobdir = prepare(tmp_path, make_spec(tmp_path, job_id=job_id), "#!/bin/sh\nsleep 30\n")
+            proc = spawn_supervisor(jobdir, env=ENV, zygote=via)
+            pid = proc.pid or 0
+            assert parent_of(pid) == (zygote.pid if via else os.getpid())
+            wait_for(lambda jobdir=jobdir: jobdir.read_started() is not None)
+            states.append(process_state(pid, jobdir))
+            jobdir.request_cancel(1)
+            signal_supervisor(pid)
+            wait_for(lambda jobdir=jobdir: jobdir.read_result() is not None)
+            os.close(proc.notify_fd)
+            if via is None:
+                os.waitpid(pid, 0)
+    finally:
+        zygote.close()
+    forked, spawned = states
+    # A spawned supervisor also inherits whatever its agent left inheritable.
+    assert forked.pop("descriptors") == [
+        "/dev/null",
+        "JOBDIR/lock",
+        "JOBDIR/supervisor.log",
+        "JOBDIR/supervisor.log",
+        "pipe:",
+    ]
+    spawned.pop("descriptors")
+    assert forked == spawned
+    # Each child starts with the zygote's mask and undoes its SIGCHLD disposition.
+    watched = (1 << (signal.SIGUSR1 - 1)) | (1 << (signal.SIGCHLD - 1))
+    assert zygote_state["blocked"] == watched
+    assert zygote_state["ignored"] & (1 << (signal.SIGCHLD - 1))
+    assert forked["ignored"] == zygote_state["ignored"] & ~(1 << (signal.SIGCHLD - 1))
+
+
+ZYGOTE_AGENT = """
+import sys, time
+from nodeagent.process import Zygote, spawn_supervisor
+from nodeagent.spool import JobDir
+zygote = Zygote(sys.argv[1])
+while not zygote.available():
+    time.sleep(0.01)
+proc = spawn_supervisor(JobDir(sys.argv[2]), zygote=zygote)
+print(proc.pid, zygote.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("first", ["zygote", "agent"])
+def test_zygote_child_survives_its_agent_and_zygote(tmp_path: Path, first: str) -> None:
+    spec = make_spec(tmp_path, std_out="o.out")
+    jobdir = prepare(tmp_path, spec, "#!/bin/bash\nsleep 1\necho finished\nexit 5\n")
+    agent = subprocess.Popen(
+        [sys.executable, "-c", ZYGOTE_AGENT, str(tmp_path), jobdir.path],
+        env=ENV,
+        stdout=subprocess.PIPE,
+    )
+    assert agent.stdout is not None
+    supervisor_pid, zygote_pid = map(int, agent.stdout.readline().split())
+    assert parent_of(supervisor_pid) == zygote_pid
+    wait_for(lambda: jobdir.read_started() is not None)
+    if first == "zygote":
+        os.kill(zygote_pid, signal.SIGKILL)
+        agent.kill()
+    else:
+        agent.kill()
+        # The zygote notices that its agent is gone and exits by itself.
+        wait_for(lambda: not os.path.exists(f"/proc/{zygote_pid}/fd/0"))
+    agent.wait()
+    wait_for(lambda: jobdir.read_result() is not None)
+    result = jobdir.read_result()
+    assert result == Result(5 << 8, "exited", result.end_time if result else 0, "")
+    assert (tmp_path / "o.out").read_text() == "finished\n"
+    assert jobdir.read_supervisor_pid() == supervisor_pid
+    wait_for(lambda: not jobdir.supervisor_alive())
+
+
+def test_spawn_falls_back_while_the_zygote_is_gone(tmp_path: Path) -> None:
+    zygote = started_zygote(tmp_path, restart_delay=0.2)
+    try:
+        dead = zygote.pid or 0
+        os.kill(dead, signal.SIGKILL)
+        wait_for(lambda: zombie_children(os.getpid()) == [dead])
+        first = prepare(tmp_path, make_spec(tmp_path, job_id=1), "#!/bin/sh\nexit 3\n")
+        proc = spawn_supervisor(first, env=ENV, zygote=zygote)
+        assert parent_of(proc.pid or 0) == os.getpid()  # spawned, not forked
+        assert zygote.pid is None and zombie_children(os.getpid()) == []
+        wait_for(lambda: first.read_result() is not None)
+        assert first.read_result() == Result(3 << 8, "exited", end_time_of(first), "")
+        os.waitpid(proc.pid or 0, 0)
+        os.close(proc.notify_fd)
+
+        wait_for(zygote.available)  # replaced once the restart delay has passed
+        second = prepare(tmp_path, make_spec(tmp_path, job_id=2), "#!/bin/sh\nexit 4\n")
+        proc = spawn_supervisor(second, env=ENV, zygote=zygote)
+        assert parent_of(proc.pid or 0) == zygote.pid != dead
+        wait_for(lambda: second.read_result() is not None)
+        assert second.read_result() == Result(4 << 8, "exited", end_time_of(second), "")
+        os.close(proc.notify_fd)
+    finally:
+        zygote.close()
+
+
+def test_a_hung_zygote_costs_a_timeout_not_the_job(tmp_path: Path) -> None:
+    zygote = started_zygote(tmp_path, reply_timeout=0.3, restart_delay=60)
+    try:
+        hung = zygote.pid or 0
+        os.kill(hung, signal.SIGSTOP)
+        spec = make_spec(tmp_path, std_out="o.out")
+        jobdir = prepare(tmp_path, spec, "#!/bin/sh\necho ran\n")
+        proc = spawn_supervisor(jobdir, env=ENV, zygote=zygote)
+        # Killed and reaped, it can no longer start anything: the agent spawned instead.
+        assert zygote.pid is None and not os.path.exists(f"/proc/{hung}")
+        assert parent_of(proc.pid or 0) == os.getpid()
+        wait_for(lambda: jobdir.read_result() is not None)
+        os.waitpid(proc.pid or 0, 0)
+        os.close(proc.notify_fd)
+        assert (tmp_path / "o.out").read_text() == "ran\n"
+        assert not zygote.available()  # not before the restart delay
+    finally:
+        zygote.close()
+
+
+class ForkedThenDied(Zygote):
+    """A zygote that starts the supervisor, then dies before saying so."""
+
+    def available(self) -> bool:
+        return True
+
+    def launch(self, path: str, lock_fd: int, notify_fd: int) -> int | None:
+        os.set_inheritable(lock_fd, True)
+        os.set_inheritable(notify_fd, True)
+        argv = [sys.executable, "-m", "nodeagent.supervisor", path]
+        argv += ["--lock-fd", str(lock_fd), "--notify-fd", str(notify_fd)]
+        self.pid = subprocess.Popen(argv, env=ENV, close_fds=False).pid
+        raise LaunchInDoubt(path)
+
+
+def test_a_launch_in_doubt_is_not_run_twice(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    jobdir = prepare(tmp_path, spec, f"#!/bin/sh\necho run >> {tmp_path}/runs\n")
+    zygote = ForkedThenDied(str(tmp_path), env=ENV)
+    proc = spawn_supervisor(jobdir, env=ENV, zygote=zygote)
+    try:
+        assert proc.pid in (None, zygote.pid)  # adopted, not spawned again
+        os.set_blocking(proc.notify_fd, True)
+        assert os.read(proc.notify_fd, 100) == b"started\n"  # its pipe, watched as usual
+        wait_for(lambda: jobdir.read_result() is not None)
+        assert (tmp_path / "runs").read_text() == "run\n"
+    finally:
+        os.waitpid(zygote.pid or 0, 0)
+        os.close(proc.notify_fd)
+
+
+def test_zygote_leaves_no_zombies_after_50_launches(tmp_path: Path) -> None:
+    zygote = started_zygote(tmp_path)
+    try:
+        procs = []
+        for job_id in range(50):
+            jobdir = prepare(tmp_path, make_spec(tmp_path, job_id=job_id), "#!/bin/sh\ntrue\n")
+            procs.append((jobdir, spawn_supervisor(jobdir, env=ENV, zygote=zygote)))
+        for jobdir, proc in procs:
+            wait_for(lambda jobdir=jobdir: jobdir.read_result() is not None)
+            os.set_blocking(proc.notify_fd, True)
+            while os.read(proc.notify_fd, 100):  # end-of-file: the supervisor has exited
+                pass
+            os.close(proc.notify_fd)
+        assert all(
+            jobdir.read_result() == Result(0, "exited", end_time_of(jobdir)) for jobdir, _ in procs
+        )
+        assert zombie_children(zygote.pid or 0, os.getpid()) == []
+        assert zygote.available()
+    finally:
+        zygote.close()
