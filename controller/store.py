@@ -78,6 +78,7 @@ class JobStore:
         self._lock = asyncio.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
         self._in_flight: Batch | None = None
+        self._purged_at = 0
         self.apply_config(conf)
 
     # ------------------------------------------------------------ configuration
@@ -226,6 +227,9 @@ class JobStore:
 
     def purge(self, now: int) -> list[int]:
         """Forget finished jobs older than MinJobAge (they live on in accounting)."""
+        if now == self._purged_at:
+            return []  # a scan of every job: at most once a second
+        self._purged_at = now
         age = self.conf.min_job_age
         gone = [
             j.job_id

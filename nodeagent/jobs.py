@@ -202,6 +202,13 @@ class JobTable:
                 phase = jobdir.phase()
                 if phase is Phase.DONE:
                     job.result = jobdir.read_result()
+                elif phase is Phase.LOST and jobdir.read_started() is None:
+                    # The previous agent died mid-launch: nothing ran. Forget
+                    # it; the controller, not seeing it in the hello, sends the
+                    # launch again.
+                    jobdir.delete()
+                    log.info("job_id=%d was never started; awaiting its launch again", job.job_id)
+                    continue
                 elif phase is Phase.LOST:
                     job.result = jobdir.settle_lost()
                     log.warning(

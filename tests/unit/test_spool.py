@@ -136,3 +136,26 @@ def test_lost_after_start_kills_the_orphans(tmp_path: Path) -> None:
     assert result.outcome == "exited"
     assert result.exit_status == signal.SIGKILL
     assert "node failure" in result.message
+
+
+def test_recovery_forgets_a_launch_the_previous_agent_never_finished(tmp_path: Path) -> None:
+    """An agent killed mid-launch leaves a directory but no supervisor and no start:
+    nothing ran, so the next agent drops it and the controller's relaunch runs the job."""
+    from nodeagent.jobs import JobTable
+
+    spool = Spool(str(tmp_path), "h")
+    spool.prepare("n1")
+    half = spool.job_dir("n1", 7, 0)
+    half.create()
+    table = JobTable(
+        spool=spool,
+        hostnames={"n1": "h"},
+        key=b"k" * 32,
+        slurm_conf="/x",
+        kill_wait=1,
+        python="/bin/false",
+    )
+    table.recover()
+    assert table.running() == []
+    assert table.unacked() == []
+    assert list(spool.jobs("n1")) == []
