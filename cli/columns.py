@@ -114,10 +114,11 @@ class Field:
 
     ``cut`` is Slurm's choice of whether a right-justified value may overflow
     its width (clocks and node lists may); ``header_cut`` the same for the
-    header (NODELIST-like headers may).
+    header (NODELIST-like headers may). ``reads`` names the record fields the
+    value uses, so that a command can ask the daemon for those alone.
     """
 
-    __slots__ = ("cut", "header", "header_cut", "value")
+    __slots__ = ("cut", "header", "header_cut", "reads", "value")
 
     def __init__(
         self,
@@ -125,14 +126,19 @@ class Field:
         value: Callable[[Any, Any], str],
         cut: bool = True,
         header_cut: bool = True,
+        reads: tuple[str, ...] = (),
     ) -> None:
         self.header = header
         self.value = value
         self.cut = cut
         self.header_cut = header_cut
+        self.reads = reads
 
     def __repr__(self) -> str:
-        return f"Field({self.header!r}, {self.value!r}, {self.cut!r}, {self.header_cut!r})"
+        return (
+            f"Field({self.header!r}, {self.value!r}, {self.cut!r}, {self.header_cut!r},"
+            f" {self.reads!r})"
+        )
 
 
 class Bound:
@@ -164,3 +170,43 @@ def line(prefix: str, bound: Sequence[Bound], record: Any, context: Any) -> str:
         parts.append(text)
         parts.append(column.suffix)
     return "".join(parts)
+
+
+def lines(prefix: str, bound: Sequence[Bound], records: Sequence[Any], context: Any) -> list[str]:
+    """Every record's ``line``, computed a column at a time.
+
+    squeue prints tens of thousands of lines, so rather than laying them out
+    cell by cell, each field's values come from one comprehension and each line
+    from one ``%`` of a template that holds the literal text, widths, sides and
+    cuts: ``"%9.9s" % text`` is ``cell(text, 9, True)``, ``"%-9.9s"`` the
+    left-justified cell (always cut) and ``"%9s"`` a right one that may overflow.
+    """
+    template = [_literal(prefix)]
+    columns = []
+    for item in bound:
+        field = item.field
+        if field is None:
+            template.append(_literal(item.literal))
+            continue
+        column = item.column
+        width = column.width
+        if width <= 0:
+            template.append("%s")
+        elif not column.right:
+            template.append(f"%-{width}.{width}s")
+        elif field.cut:
+            template.append(f"%{width}.{width}s")
+        else:
+            template.append(f"%{width}s")
+        template.append(_literal(column.suffix))
+        value = field.value
+        columns.append([value(record, context) for record in records])
+    layout = "".join(template)
+    if not columns:
+        return [layout % ()] * len(records)
+    return list(map(layout.__mod__, zip(*columns, strict=True)))
+
+
+def _literal(text: str) -> str:
+    """``text`` as literal text of a ``%`` template."""
+    return text.replace("%", "%%")

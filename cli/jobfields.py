@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cli import jobstate
 from cli.columns import Field
-from cli.jobids import display_id, task_range
+from cli.jobids import DISPLAY_ID_READS, display_id, task_range
 from cli.quantity import mebibytes, scaled
 from cli.records import null
 from corral.hostlist import compress, expand
@@ -19,7 +19,7 @@ from corral.timefmt import format_elapsed, format_minutes, format_timestamp
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
     from typing import Any
 
     Job = Mapping[str, Any]
@@ -38,6 +38,10 @@ class JobView:
         self.env = env
 
 
+#: The JobInfo fields ``run_seconds`` reads.
+RUN_SECONDS_READS = ("state", "start_time", "pre_suspend_secs", "end_time", "suspend_time")
+
+
 def run_seconds(job: Job, now: int) -> int:
     """Seconds the job has run, not counting time suspended (squeue TIME, scontrol RunTime)."""
     state = job["state"]
@@ -51,8 +55,23 @@ def run_seconds(job: Job, now: int) -> int:
     return int(end - job["start_time"])
 
 
+# Node lists repeat from job to job and compressing one costs some 10 us, which
+# 10,000 running jobs would pay 10,000 times; the bound keeps ``squeue -i`` small.
+_NODE_LISTS: dict[str, str] = {}
+_NODE_LISTS_MAX = 4096
+
+
 def node_list(names: str) -> str:
     """A node list sorted and compressed as Slurm prints it; unparsable text as given."""
+    text = _NODE_LISTS.get(names)
+    if text is None:
+        if len(_NODE_LISTS) >= _NODE_LISTS_MAX:
+            _NODE_LISTS.clear()
+        text = _NODE_LISTS[names] = _compressed(names)
+    return text
+
+
+def _compressed(names: str) -> str:
     if not names:
         return ""
     try:
@@ -61,18 +80,26 @@ def node_list(names: str) -> str:
         return names
 
 
+_REASON_STATES = frozenset(("PENDING", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE", "FAILED"))
+
+
 def shows_reason(job: Job) -> bool:
     """Whether ``%R`` shows the reason (pending or failed) rather than the nodes."""
-    if "COMPLETING" in job["state_flags"]:
-        return False
-    if "STAGE_OUT" in job["state_flags"]:
-        return True
-    return job["state"] in ("PENDING", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE", "FAILED")
+    flags = job["state_flags"]
+    if flags:
+        if "COMPLETING" in flags:
+            return False
+        if "STAGE_OUT" in flags:
+            return True
+    return job["state"] in _REASON_STATES
 
 
 def reason_text(job: Job) -> str:
     """``%r``: the state description when the controller gave one, else the reason word."""
     return str(job["state_desc"] or job["reason"])
+
+
+_REASON_READS = ("state_desc", "reason")
 
 
 def _time(epoch: int) -> str:
@@ -99,6 +126,18 @@ def _reason_list(job: Job, view: JobView) -> str:
     if shows_reason(job):
         return f"({reason_text(job)})"
     return node_list(job["nodes"])
+
+
+def _time_used(job: Job, view: JobView) -> str:
+    if job["start_time"] == 0 or job["state"] == "PENDING":
+        return "0:00"  # what format_elapsed(0) prints: most of a long queue is pending
+    return format_elapsed(run_seconds(job, view.now))
+
+
+def _job_array_id(job: Job, view: JobView) -> str:
+    if job["array_task_str"] or job["array_task_id"] is not None:
+        return display_id(job, view.env)
+    return str(job["job_id"])  # display_id's answer, without a call for every plain job
 
 
 def _array_job_id(job: Job, view: JobView) -> str:
@@ -142,79 +181,106 @@ def _pending_time(job: Job, view: JobView) -> str:
     return str(view.now - job["submit_time"])
 
 
-def _text(key: str) -> Callable[[Job, JobView], str]:
+# Each field names the JobInfo fields its value reads (``Field.reads``): squeue asks
+# the controller for just those, and tests/unit/test_squeue_fields.py checks the lists.
+
+
+def _text(header: str, key: str, **options: bool) -> Field:
     """A string field, ``(null)`` when unset."""
-    return lambda job, view: null(str(job[key]))
+    return Field(header, lambda job, view: null(str(job[key])), reads=(key,), **options)
 
 
-def _number(key: str) -> Callable[[Job, JobView], str]:
-    return lambda job, view: str(int(job[key]))
+def _number(header: str, key: str) -> Field:
+    return Field(header, lambda job, view: str(int(job[key])), reads=(key,))
 
 
-def _stamp(key: str) -> Callable[[Job, JobView], str]:
-    return lambda job, view: _time(job[key])
+def _stamp(header: str, key: str) -> Field:
+    return Field(header, lambda job, view: _time(job[key]), reads=(key,))
 
 
-def _nodes(key: str) -> Callable[[Job, JobView], str]:
-    return lambda job, view: node_list(job[key])
+def _nodes(header: str, key: str, **options: bool) -> Field:
+    return Field(header, lambda job, view: node_list(job[key]), reads=(key,), **options)
 
 
-def _const(text: str) -> Callable[[Job, JobView], str]:
-    return lambda job, view: text
+def _const(header: str, text: str) -> Field:
+    return Field(header, lambda job, view: text)
 
 
-_ACCOUNT = Field("ACCOUNT", _text("account"))
-_ARRAY_JOB_ID = Field("ARRAY_JOB_ID", _array_job_id)
-_ARRAY_TASK_ID = Field("ARRAY_TASK_ID", _array_task_id)
-_BATCH_HOST = Field("EXEC_HOST", _exec_host)
-_COMMAND = Field("COMMAND", _text("command"))
-_COMMENT = Field("COMMENT", _text("comment"))
-_CONTIGUOUS = Field("CONTIGUOUS", _const("0"))
-_CORES = Field("CORES_PER_SOCKET", _const("*"))
-_CORE_SPEC = Field("CORE_SPEC", _const("N/A"))
-_DEPENDENCY = Field("DEPENDENCY", _text("dependency"))
-_END_TIME = Field("END_TIME", _end)
-_EXC_NODES = Field("EXC_NODES", _nodes("exc_nodes"))
-_FEATURES = Field("FEATURES", _text("features"))
-_GRES = Field("TRES_PER_NODE", lambda job, view: job["gres"] or "N/A")
-_GROUP_ID = Field("GROUP", _number("gid"))
-_GROUP_NAME = Field("GROUP", lambda job, view: job["group"] or str(job["gid"]))
-_JOB_ARRAY_ID = Field("JOBID", lambda job, view: display_id(job, view.env))
-_JOB_ID = Field("JOBID", _number("job_id"))
-_LICENSES = Field("LICENSES", _const("(null)"))
-_MIN_CPUS = Field("MIN_CPUS", lambda job, view: scaled(int(job["min_cpus_node"])))
-_MIN_MEMORY = Field("MIN_MEMORY", _min_memory)
-_MIN_TMP_DISK = Field("MIN_TMP_DISK", _const("0"))
-_NAME = Field("NAME", lambda job, view: str(job["name"]))
-_NICE = Field("NICE", _number("nice"))
-_NODE_LIST = Field("NODELIST", _nodes("nodes"), cut=False, header_cut=False)
-_NUM_CPUS = Field("CPUS", _number("num_cpus"))
-_NUM_NODES = Field("NODES", _number("num_nodes"))
-_OVERSUBSCRIBE = Field("OVER_SUBSCRIBE", lambda job, view: job["oversubscribe"] or "OK")
-_PARTITION = Field("PARTITION", lambda job, view: str(job["partition"]))
-_PRIORITY = Field("PRIORITY", lambda job, view: f"{job['priority'] / _PRIORITY_SCALE:16.14f}")
-_PRIORITY_LONG = Field("PRIORITY", _number("priority"))
-_QOS = Field("QOS", _text("qos"))
-_REASON = Field("REASON", lambda job, view: reason_text(job))
-_REASON_LIST = Field("NODELIST(REASON)", _reason_list, header_cut=False)
-_REQ_NODES = Field("REQ_NODES", _nodes("req_nodes"))
-_RESERVATION = Field("RESERVATION", _const("(null)"))
-_SCHED_NODES = Field("SCHEDNODES", _text("sched_nodes"), cut=False, header_cut=False)
-_SCT = Field("S:C:T", _const("*:*:*"))
-_SOCKETS = Field("SOCKETS_PER_NODE", _const("*"))
-_START_TIME = Field("START_TIME", _stamp("start_time"))
-_STATE = Field("STATE", lambda job, view: jobstate.long_name(job))
-_STATE_COMPACT = Field("ST", lambda job, view: jobstate.compact_name(job))
-_SUBMIT_TIME = Field("SUBMIT_TIME", _stamp("submit_time"))
-_THREADS = Field("THREADS_PER_CORE", _const("*"))
-_TIME_LEFT = Field("TIME_LEFT", _left, cut=False)
-_TIME_LIMIT = Field("TIME_LIMIT", _limit, cut=False)
-_TIME_USED = Field("TIME", lambda job, view: format_elapsed(run_seconds(job, view.now)), cut=False)
-_TRES_ALLOC = Field("TRES_ALLOC", lambda job, view: job["alloc_tres"] or job["req_tres"] or "N/A")
-_USER_ID = Field("UID", _number("uid"))
-_USER_NAME = Field("USER", lambda job, view: job["user"] or str(job["uid"]))
-_WCKEY = Field("WCKEY", _const("(null)"))
-_WORK_DIR = Field("WORK_DIR", _text("work_dir"))
+_ACCOUNT = _text("ACCOUNT", "account")
+_ARRAY_JOB_ID = Field(
+    "ARRAY_JOB_ID",
+    _array_job_id,
+    reads=("array_task_str", "array_task_id", "array_job_id", "job_id"),
+)
+_ARRAY_TASK_ID = Field("ARRAY_TASK_ID", _array_task_id, reads=("array_task_str", "array_task_id"))
+_BATCH_HOST = Field("EXEC_HOST", _exec_host, reads=("batch_flag", "batch_host", "alloc_node"))
+_COMMAND = _text("COMMAND", "command")
+_COMMENT = _text("COMMENT", "comment")
+_CONTIGUOUS = _const("CONTIGUOUS", "0")
+_CORES = _const("CORES_PER_SOCKET", "*")
+_CORE_SPEC = _const("CORE_SPEC", "N/A")
+_DEPENDENCY = _text("DEPENDENCY", "dependency")
+_END_TIME = Field("END_TIME", _end, reads=("time_limit", "end_time"))
+_EXC_NODES = _nodes("EXC_NODES", "exc_nodes")
+_FEATURES = _text("FEATURES", "features")
+_GRES = Field("TRES_PER_NODE", lambda job, view: job["gres"] or "N/A", reads=("gres",))
+_GROUP_ID = _number("GROUP", "gid")
+_GROUP_NAME = Field(
+    "GROUP", lambda job, view: job["group"] or str(job["gid"]), reads=("group", "gid")
+)
+_JOB_ARRAY_ID = Field("JOBID", _job_array_id, reads=DISPLAY_ID_READS)
+_JOB_ID = _number("JOBID", "job_id")
+_LICENSES = _const("LICENSES", "(null)")
+_MIN_CPUS = Field(
+    "MIN_CPUS", lambda job, view: scaled(int(job["min_cpus_node"])), reads=("min_cpus_node",)
+)
+_MIN_MEMORY = Field("MIN_MEMORY", _min_memory, reads=("min_mem_cpu", "min_mem_node"))
+_MIN_TMP_DISK = _const("MIN_TMP_DISK", "0")
+_NAME = Field("NAME", lambda job, view: str(job["name"]), reads=("name",))
+_NICE = _number("NICE", "nice")
+_NODE_LIST = _nodes("NODELIST", "nodes", cut=False, header_cut=False)
+_NUM_CPUS = _number("CPUS", "num_cpus")
+_NUM_NODES = _number("NODES", "num_nodes")
+_OVERSUBSCRIBE = Field(
+    "OVER_SUBSCRIBE", lambda job, view: job["oversubscribe"] or "OK", reads=("oversubscribe",)
+)
+_PARTITION = Field("PARTITION", lambda job, view: str(job["partition"]), reads=("partition",))
+_PRIORITY = Field(
+    "PRIORITY",
+    lambda job, view: f"{job['priority'] / _PRIORITY_SCALE:16.14f}",
+    reads=("priority",),
+)
+_PRIORITY_LONG = _number("PRIORITY", "priority")
+_QOS = _text("QOS", "qos")
+_REASON = Field("REASON", lambda job, view: reason_text(job), reads=_REASON_READS)
+_REASON_LIST = Field(
+    "NODELIST(REASON)",
+    _reason_list,
+    header_cut=False,
+    reads=("state_flags", "state", *_REASON_READS, "nodes"),
+)
+_REQ_NODES = _nodes("REQ_NODES", "req_nodes")
+_RESERVATION = _const("RESERVATION", "(null)")
+_SCHED_NODES = _text("SCHEDNODES", "sched_nodes", cut=False, header_cut=False)
+_SCT = _const("S:C:T", "*:*:*")
+_SOCKETS = _const("SOCKETS_PER_NODE", "*")
+_START_TIME = _stamp("START_TIME", "start_time")
+_STATE = Field("STATE", lambda job, view: jobstate.long_name(job), reads=jobstate.READS)
+_STATE_COMPACT = Field("ST", lambda job, view: jobstate.compact_name(job), reads=jobstate.READS)
+_SUBMIT_TIME = _stamp("SUBMIT_TIME", "submit_time")
+_THREADS = _const("THREADS_PER_CORE", "*")
+_TIME_LEFT = Field("TIME_LEFT", _left, cut=False, reads=("time_limit", *RUN_SECONDS_READS))
+_TIME_LIMIT = Field("TIME_LIMIT", _limit, cut=False, reads=("time_limit",))
+_TIME_USED = Field("TIME", _time_used, cut=False, reads=RUN_SECONDS_READS)
+_TRES_ALLOC = Field(
+    "TRES_ALLOC",
+    lambda job, view: job["alloc_tres"] or job["req_tres"] or "N/A",
+    reads=("alloc_tres", "req_tres"),
+)
+_USER_ID = _number("UID", "uid")
+_USER_NAME = Field("USER", lambda job, view: job["user"] or str(job["uid"]), reads=("user", "uid"))
+_WCKEY = _const("WCKEY", "(null)")
+_WORK_DIR = _text("WORK_DIR", "work_dir")
 
 #: ``-o`` letters.
 LETTERS: dict[str, Field] = {
@@ -273,75 +339,87 @@ LETTERS: dict[str, Field] = {
 
 _NAMED: dict[str, Field] = {
     "Account": _ACCOUNT,
-    "AccrueTime": Field("ACCRUE_TIME", _stamp("accrue_time")),
-    "admin_comment": Field("ADMIN_COMMENT", _const("(null)")),
-    "AllocNodes": Field("ALLOC_NODES", _text("alloc_node")),
-    "AllocSID": Field("ALLOC_SID", _const("0")),
+    "AccrueTime": _stamp("ACCRUE_TIME", "accrue_time"),
+    "admin_comment": _const("ADMIN_COMMENT", "(null)"),
+    "AllocNodes": _text("ALLOC_NODES", "alloc_node"),
+    "AllocSID": _const("ALLOC_SID", "0"),
     "ArrayJobId": _ARRAY_JOB_ID,
     "ArrayTaskId": _ARRAY_TASK_ID,
-    "AssocId": Field("ASSOC_ID", _const("0")),
-    "BatchFlag": Field("BATCH_FLAG", _number("batch_flag")),
+    "AssocId": _const("ASSOC_ID", "0"),
+    "BatchFlag": _number("BATCH_FLAG", "batch_flag"),
     "BatchHost": _BATCH_HOST,
-    "BoardsPerNode": Field("BOARDS_PER_NODE", _const("N/A")),
-    "BurstBuffer": Field("BURST_BUFFER", _const("(null)")),
-    "BurstBufferState": Field("BURST_BUFFER_STATE", _const("(null)")),
-    "Cluster": Field("CLUSTER", _text("cluster")),
-    "ClusterFeature": Field("CLUSTER_FEATURES", _const("(null)")),
+    "BoardsPerNode": _const("BOARDS_PER_NODE", "N/A"),
+    "BurstBuffer": _const("BURST_BUFFER", "(null)"),
+    "BurstBufferState": _const("BURST_BUFFER_STATE", "(null)"),
+    "Cluster": _text("CLUSTER", "cluster"),
+    "ClusterFeature": _const("CLUSTER_FEATURES", "(null)"),
     "Command": _COMMAND,
     "Comment": _COMMENT,
     "Contiguous": _CONTIGUOUS,
     "Cores": _CORES,
     "CoreSpec": _CORE_SPEC,
-    "CPUsPerTask": Field("CPUS_PER_TASK", _number("cpus_per_task")),
-    "cpus-per-task": Field("CPUS_PER_TASK", _number("cpus_per_task")),
-    "Deadline": Field("DEADLINE", _stamp("deadline")),
-    "DelayBoot": Field("DELAY_BOOT", _const("0:00")),
+    "CPUsPerTask": _number("CPUS_PER_TASK", "cpus_per_task"),
+    "cpus-per-task": _number("CPUS_PER_TASK", "cpus_per_task"),
+    "Deadline": _stamp("DEADLINE", "deadline"),
+    "DelayBoot": _const("DELAY_BOOT", "0:00"),
     "Dependency": _DEPENDENCY,
-    "DerivedEC": Field("DERIVED_EC", _number("derived_exit_status")),
-    "EligibleTime": Field("ELIGIBLE_TIME", _stamp("eligible_time")),
+    "DerivedEC": _number("DERIVED_EC", "derived_exit_status"),
+    "EligibleTime": _stamp("ELIGIBLE_TIME", "eligible_time"),
     "EndTime": _END_TIME,
     "ExcNodes": _EXC_NODES,
-    "exit_code": Field("EXIT_CODE", _number("exit_status")),
+    "exit_code": _number("EXIT_CODE", "exit_status"),
     "Feature": _FEATURES,
     "Gres": _GRES,
     "GroupId": _GROUP_ID,
     "GroupName": _GROUP_NAME,
-    "HetJobId": Field("HET_JOB_ID", _const("N/A")),
-    "HetJobIdSet": Field("HET_JOB_ID_SET", _const("N/A")),
-    "HetJobOffset": Field("HET_JOB_OFFSET", _const("N/A")),
+    "HetJobId": _const("HET_JOB_ID", "N/A"),
+    "HetJobIdSet": _const("HET_JOB_ID_SET", "N/A"),
+    "HetJobOffset": _const("HET_JOB_OFFSET", "N/A"),
     "JobArrayId": _JOB_ARRAY_ID,
     "JobId": _JOB_ID,
-    "LastSchedEval": Field("LAST_SCHED_EVAL", _stamp("last_sched_eval")),
+    "LastSchedEval": _stamp("LAST_SCHED_EVAL", "last_sched_eval"),
     "Licenses": _LICENSES,
-    "MaxCPUs": Field("MAX_CPUS", _number("num_cpus")),
-    "MaxNodes": Field("MAX_NODES", lambda job, view: str(job["max_nodes"] or job["num_nodes"])),
-    "MCSLabel": Field("MCSLABEL", _const("N/A")),
+    "MaxCPUs": _number("MAX_CPUS", "num_cpus"),
+    "MaxNodes": Field(
+        "MAX_NODES",
+        lambda job, view: str(job["max_nodes"] or job["num_nodes"]),
+        reads=("max_nodes", "num_nodes"),
+    ),
+    "MCSLabel": _const("MCSLABEL", "N/A"),
     "MinCPUs": _MIN_CPUS,
     "MinMemory": _MIN_MEMORY,
-    "MinTime": Field("TIME_MIN", lambda job, view: format_elapsed(int(job["time_min"]) * 60)),
+    "MinTime": Field(
+        "TIME_MIN",
+        lambda job, view: format_elapsed(int(job["time_min"]) * 60),
+        reads=("time_min",),
+    ),
     "MinTmpDisk": _MIN_TMP_DISK,
     "Name": _NAME,
-    "Network": Field("NETWORK", _const("(null)")),
+    "Network": _const("NETWORK", "(null)"),
     "Nice": _NICE,
     "NodeList": _NODE_LIST,
-    "NTPerNode": Field("NTASKS_PER_NODE", lambda job, view: str(job["ntasks_per_node"] or "N/A")),
+    "NTPerNode": Field(
+        "NTASKS_PER_NODE",
+        lambda job, view: str(job["ntasks_per_node"] or "N/A"),
+        reads=("ntasks_per_node",),
+    ),
     "NumCPUs": _NUM_CPUS,
     "NumNodes": _NUM_NODES,
-    "NumTasks": Field("TASKS", _number("num_tasks")),
+    "NumTasks": _number("TASKS", "num_tasks"),
     "OverSubscribe": _OVERSUBSCRIBE,
     "Partition": _PARTITION,
-    "PendingTime": Field("PENDING_TIME", _pending_time),
-    "PreemptTime": Field("PREEMPT_TIME", _const("N/A")),
+    "PendingTime": Field("PENDING_TIME", _pending_time, reads=("start_time", "submit_time")),
+    "PreemptTime": _const("PREEMPT_TIME", "N/A"),
     "Priority": _PRIORITY,
     "PriorityLong": _PRIORITY_LONG,
     "QOS": _QOS,
     "Reason": _REASON,
     "ReasonList": _REASON_LIST,
-    "Reboot": Field("REBOOT", _const("0")),
+    "Reboot": _const("REBOOT", "0"),
     "ReqNodes": _REQ_NODES,
-    "Requeue": Field("REQUEUE", _number("requeue")),
+    "Requeue": _number("REQUEUE", "requeue"),
     "Reservation": _RESERVATION,
-    "RestartCnt": Field("RESTART_COUNT", _number("restarts")),
+    "RestartCnt": _number("RESTART_COUNT", "restarts"),
     "SchedNodes": _SCHED_NODES,
     "SCT": _SCT,
     "Shared": _OVERSUBSCRIBE,
@@ -349,11 +427,13 @@ _NAMED: dict[str, Field] = {
     "StartTime": _START_TIME,
     "State": _STATE,
     "StateCompact": _STATE_COMPACT,
-    "StdErr": Field("STDERR", _std_err),
-    "StdIn": Field("STDIN", _text("std_in")),
-    "StdOut": Field("STDOUT", _std_out),
+    "StdErr": Field(
+        "STDERR", _std_err, reads=("batch_flag", "std_err", "std_out", "work_dir", "job_id")
+    ),
+    "StdIn": _text("STDIN", "std_in"),
+    "StdOut": Field("STDOUT", _std_out, reads=("batch_flag", "std_out", "work_dir", "job_id")),
     "SubmitTime": _SUBMIT_TIME,
-    "system_comment": Field("SYSTEM_COMMENT", _const("(null)")),
+    "system_comment": _const("SYSTEM_COMMENT", "(null)"),
     "Threads": _THREADS,
     "TimeLeft": _TIME_LEFT,
     "TimeLimit": _TIME_LIMIT,
@@ -361,7 +441,7 @@ _NAMED: dict[str, Field] = {
     "Tres": _TRES_ALLOC,
     "tres-alloc": _TRES_ALLOC,
     "tres-per-node": _GRES,
-    "tres-per-task": Field("TRES_PER_TASK", _const("N/A")),
+    "tres-per-task": _const("TRES_PER_TASK", "N/A"),
     "UserId": _USER_ID,
     "UserName": _USER_NAME,
     "WCKey": _WCKEY,

@@ -40,6 +40,10 @@ def task_range(job: Mapping[str, Any], env: Mapping[str, str]) -> str:
     return ranges + percent + throttle
 
 
+#: The JobInfo fields ``display_id`` reads.
+DISPLAY_ID_READS = ("array_task_str", "array_job_id", "array_task_id", "job_id")
+
+
 def display_id(job: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """squeue's JOBID: ``123``, ``123_4`` or ``123_[5-10%2]``."""
     if job["array_task_str"]:

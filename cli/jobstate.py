@@ -68,19 +68,27 @@ for _long, _compact in (*BASE_STATES.items(), *FLAG_STATES.items()):
     _BY_NAME.setdefault(_compact, _long)
 
 
+#: The JobInfo fields ``long_name`` and ``compact_name`` read.
+READS = ("state", "state_flags")
+
+_COMPACT = {**BASE_STATES, **FLAG_STATES}
+
+
 def long_name(job: Mapping[str, Any]) -> str:
     """``STATE`` / ``JobState=``: the overriding flag, else the base state."""
     flags = job["state_flags"]
-    for flag in FLAG_STATES:
-        if flag in flags:
-            return flag
+    if flags:  # most jobs have none: squeue asks this of every job, twice
+        for flag in FLAG_STATES:
+            if flag in flags:
+                return flag
     return str(job["state"]) or "?"
 
 
 def compact_name(job: Mapping[str, Any]) -> str:
     """``ST``: the compact code of :func:`long_name`."""
-    name = long_name(job)
-    return FLAG_STATES.get(name) or BASE_STATES.get(name, "?")
+    if job["state_flags"]:
+        return _COMPACT.get(long_name(job), "?")
+    return _COMPACT.get(str(job["state"]), "?")
 
 
 def parse_state(text: str) -> str | None:

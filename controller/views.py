@@ -158,7 +158,8 @@ class JobsEncoder:
 
     def __init__(self, store: JobStore) -> None:
         self.store = store
-        self._cache: dict[tuple[int, tuple[str, ...]], tuple[Job, bytes]] = {}
+        # job id -> requested field list -> (the Job it was made from, its bytes)
+        self._cache: dict[int, dict[tuple[str, ...], tuple[Job, bytes]]] = {}
         self._conf = store.conf
 
     def entry(
@@ -171,17 +172,17 @@ class JobsEncoder:
         if self._conf is not self.store.conf:
             self._cache.clear()
             self._conf = self.store.conf
-        key = (job.job_id, fields)
-        cached = self._cache.get(key)
+        per_job = self._cache.setdefault(job.job_id, {})
+        cached = per_job.get(fields)
         if cached is not None and cached[0] is job:
             return cached[1]
         data = pb.JobsReply(jobs=[_only(job_info(job, self.store), fields)]).SerializeToString()
-        self._cache[key] = (job, data)
+        per_job[fields] = (job, data)
         return data
 
     def reply(self, entries: list[bytes], now: int) -> bytes:
         if len(self._cache) > 2 * len(self.store.jobs) + 1024:
-            self._cache = {k: v for k, v in self._cache.items() if k[0] in self.store.jobs}
+            self._cache = {k: v for k, v in self._cache.items() if k in self.store.jobs}
         head = pb.JobsReply(now=now, last_update=self.store.last_update).SerializeToString()
         return head + b"".join(entries)
 

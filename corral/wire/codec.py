@@ -5,7 +5,10 @@ alone costs about 30 ms, so clients encode and decode the very same bytes with
 this small codec, driven by the field tables that ``proto/generate.py`` writes
 into ``schema.py``. Messages are plain dicts keyed by field name. Decoding fills
 every field with its proto3 default; an unset ``optional`` field decodes to
-``None``. Unknown fields are skipped, as protobuf does.
+``None``. Unknown fields are skipped, as protobuf does, and so is a known field
+that arrives with a wire type its kind never uses (protobuf keeps such a field
+as unknown too). Bytes that end inside a field raise an exception rather than
+decode to a shorter value.
 
 ``tests/unit/test_codec.py`` checks this codec against the real protobuf
 runtime on random messages.
@@ -44,39 +47,19 @@ def _default(kind: str, repeated: bool, optional: bool) -> Any:
     return _DEFAULTS.get(kind, 0)
 
 
-# name -> (by_number, by_name, template)
-_TABLES: dict[
-    str, tuple[dict[int, tuple[str, str, bool]], dict[str, tuple[int, str, bool, bool]], Message]
-] = {}
-
-
-def _table(
-    name: str,
-) -> tuple[dict[int, tuple[str, str, bool]], dict[str, tuple[int, str, bool, bool]], Message]:
-    table = _TABLES.get(name)
-    if table is None:
-        fields = MESSAGES[name]
-        by_number = {num: (fname, kind, rep) for fname, num, kind, rep, _ in fields}
-        by_name = {fname: (num, kind, rep, opt) for fname, num, kind, rep, opt in fields}
-        template = {fname: _default(kind, rep, opt) for fname, _, kind, rep, opt in fields}
-        table = _TABLES[name] = (by_number, by_name, template)
-    return table
-
-
-_CONTAINERS: dict[str, tuple[str, ...]] = {}
-
-
-def _containers(name: str) -> tuple[str, ...]:
-    """The repeated and map fields of ``name``, whose defaults are mutable."""
-    found = _CONTAINERS.get(name)
-    if found is None:
-        template = _table(name)[2]
-        found = tuple(f for f, v in template.items() if isinstance(v, (list, dict)))
-        _CONTAINERS[name] = found
-    return found
-
-
 # ---------------------------------------------------------------- encoding
+
+# name -> {field: (number, kind, repeated, optional)}
+_BY_NAME: dict[str, dict[str, tuple[int, str, bool, bool]]] = {}
+
+
+def _fields_by_name(name: str) -> dict[str, tuple[int, str, bool, bool]]:
+    by_name = _BY_NAME.get(name)
+    if by_name is None:
+        by_name = _BY_NAME[name] = {
+            fname: (num, kind, rep, opt) for fname, num, kind, rep, opt in MESSAGES[name]
+        }
+    return by_name
 
 
 def _is_default(kind: str, value: Any) -> bool:
@@ -124,7 +107,7 @@ def _scalar(number: int, kind: str, value: Any, out: bytearray) -> None:
 
 def encode(name: str, message: Message) -> bytes:
     """Encode ``message`` (a dict of field values) as protobuf message ``name``."""
-    _, by_name, _ = _table(name)
+    by_name = _fields_by_name(name)
     out = bytearray()
     for fname, value in message.items():
         if value is None:
@@ -151,10 +134,175 @@ def encode(name: str, message: Message) -> bytes:
 
 
 # ---------------------------------------------------------------- decoding
+#
+# Decoding is a client's hot path: a 10,000-job squeue reply holds 100,000 fields
+# or more, and every Python-level step per field shows in its wall time. So each
+# message gets a table, built on first use, that maps a whole tag as it appears
+# on the wire (field number and wire type together) straight to the field name
+# and an operation code; the loop in ``_fill`` handles the common kinds inline,
+# reads one-byte tags, lengths and varints without a call, decodes each string
+# with one slice, and decodes nested messages in place rather than slicing them
+# out. Rarer kinds (zigzag, floating point, bytes, maps, repeated scalars) go
+# through ``_other``.
+
+# Operation codes. The loop hands _MAP and above to ``_other`` and tests the
+# rest in this order, the most frequent first.
+_STRING = 0
+_UNSIGNED = 1
+_SIGNED = 2
+_BOOL = 3
+_APPEND_MESSAGE = 4
+_MESSAGE = 5
+_APPEND_STRING = 6
+_MAP = 7
+_OTHER = 8
+
+_WIRE_TYPES = {"double": (1,), "float": (5,)}  # every other scalar is a varint (0)
+#: Singular scalars the loop decodes inline; the others (zigzag, floating point) go to _other.
+_SCALAR_OPS = {
+    "uint32": _UNSIGNED,
+    "uint64": _UNSIGNED,
+    "int32": _SIGNED,
+    "int64": _SIGNED,
+    "enum": _SIGNED,
+    "bool": _BOOL,
+}
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
+class _Decoder:
+    """One message's decoding table: tag -> (field, operation, argument), and its defaults.
+
+    ``lists`` and ``maps`` are the repeated and map fields, whose defaults are
+    mutable and so are made fresh for every decoded message.
+    """
+
+    __slots__ = ("lists", "maps", "name", "ops", "template")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ops: dict[int, tuple[str, int, Any]] = {}
+        self.template: Message = {}
+        self.lists: tuple[str, ...] = ()
+        self.maps: tuple[str, ...] = ()
+
+
+_DECODERS: dict[str, _Decoder] = {}
+
+
+def _decoder(name: str) -> _Decoder:
+    """Message ``name``'s table, built on first use and kept: a client decodes few kinds."""
+    found = _DECODERS.get(name)
+    if found is not None:
+        return found
+    decoder = _DECODERS[name] = _Decoder(name)  # registered first: messages may nest themselves
+    ops = decoder.ops
+    for fname, number, kind, repeated, optional in MESSAGES[name]:
+        default = decoder.template[fname] = _default(kind, repeated, optional)
+        if isinstance(default, list):
+            decoder.lists += (fname,)
+        elif isinstance(default, dict):
+            decoder.maps += (fname,)
+        delimited = (number << 3) | 2
+        if kind.startswith("message:"):
+            op = _APPEND_MESSAGE if repeated else _MESSAGE
+            ops[delimited] = (fname, op, _decoder(kind[8:]))
+        elif kind.startswith("map:"):
+            _, ktype, vtype = kind.split(":")
+            ops[delimited] = (fname, _MAP, (ktype, vtype))
+        elif kind == "string":
+            ops[delimited] = (fname, _APPEND_STRING if repeated else _STRING, None)
+        elif kind == "bytes":
+            ops[delimited] = (fname, _OTHER, (kind, repeated))
+        else:
+            for wire in _WIRE_TYPES.get(kind, (0,)):
+                op = _OTHER if repeated else _SCALAR_OPS.get(kind, _OTHER)
+                ops[(number << 3) | wire] = (fname, op, (kind, repeated))
+            if repeated:  # packed
+                ops[delimited] = (fname, _OTHER, (kind, repeated))
+    return decoder
+
+
+def decode(name: str, data: bytes) -> Message:
+    """Decode protobuf bytes of message ``name`` into a dict with every field."""
+    return _fill(_decoder(name), data, 0, len(data), {})
+
+
+def _fill(decoder: _Decoder, data: bytes, pos: int, end: int, strings: dict[bytes, str]) -> Message:
+    """The message encoded in ``data[pos:end]``; ``strings`` holds the strings decoded so far.
+
+    The same few strings (user, partition, state, reason) recur in every record
+    of a long listing; reusing one object for each saves memory and time.
+    """
+    message = decoder.template.copy()
+    for fname in decoder.lists:  # fresh lists and dicts: never share the mutable defaults
+        message[fname] = []
+    for fname in decoder.maps:
+        message[fname] = {}
+    ops = decoder.ops
+    while pos < end:
+        tag = data[pos]
+        pos += 1
+        if tag > 0x7F:  # two bytes: field numbers 16 to 2047
+            second = data[pos]
+            if second > 0x7F:
+                tag, pos = _varint_rest(data, pos, tag)
+            else:
+                tag = (tag & 0x7F) | (second << 7)
+                pos += 1
+        try:
+            fname, op, arg = ops[tag]
+        except KeyError:  # an unknown field (a rare case: try costs nothing until it fails)
+            pos = _skip(data, pos, tag & 7)
+            continue
+        if op >= _MAP:
+            pos = _other(message, fname, op, arg, tag & 7, data, pos)
+            continue
+        value = data[pos]  # the varint, or the length of a delimited field
+        pos += 1
+        if value > 0x7F:
+            value, pos = _varint_rest(data, pos, value)
+        if op == _STRING:
+            start = pos
+            pos += value
+            raw = data[start:pos]
+            text = strings.get(raw)
+            if text is None:
+                text = strings[raw] = raw.decode()
+            message[fname] = text
+        elif op == _UNSIGNED:
+            message[fname] = value
+        elif op == _SIGNED:
+            message[fname] = value - 0x10000000000000000 if value > 0x7FFFFFFFFFFFFFFF else value
+        elif op == _BOOL:
+            message[fname] = value != 0
+        elif op == _APPEND_MESSAGE:
+            start = pos
+            pos += value
+            message[fname].append(_fill(arg, data, start, pos, strings))
+        elif op == _MESSAGE:
+            start = pos
+            pos += value
+            message[fname] = _fill(arg, data, start, pos, strings)
+        else:  # _APPEND_STRING
+            start = pos
+            pos += value
+            message[fname].append(data[start:pos].decode())
+    if pos > end:
+        raise ValueError(f"truncated {decoder.name} message")
+    return message
+
+
+#: The last nine bytes of -1 as a varint: Slurm's INFINITE and UNLIMITED (time limits)
+#: are -1, ten bytes on the wire, common enough to skip the loop for.
+_MINUS_ONE_TAIL = b"\xff" * 8 + b"\x01"
+
+
+def _varint_rest(data: bytes, pos: int, first: int) -> tuple[int, int]:
+    """A varint whose first byte, ``first`` (continuation bit set), was read before ``pos``."""
+    if first == 0xFF and data.startswith(_MINUS_ONE_TAIL, pos):
+        return 0xFFFFFFFFFFFFFFFF, pos + 9
+    result = first & 0x7F
+    shift = 7
     while True:
         byte = data[pos]
         pos += 1
@@ -162,6 +310,13 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return result, pos
         shift += 7
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    byte = data[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    return _varint_rest(data, pos + 1, byte)
 
 
 def _convert(kind: str, raw: int) -> Any:
@@ -172,6 +327,52 @@ def _convert(kind: str, raw: int) -> Any:
     if kind in _ZIGZAG:
         return (raw >> 1) ^ -(raw & 1)
     return raw
+
+
+def _other(
+    message: Message, fname: str, op: int, arg: Any, wire: int, data: bytes, pos: int
+) -> int:
+    """Decode one field of a rarer kind into ``message``; return the position after it."""
+    if op == _MAP:
+        length, pos = _read_varint(data, pos)
+        key, entry = _map_entry(data, pos, pos + length, *arg)
+        message[fname][key] = entry
+        return pos + length
+    kind, repeated = arg
+    if wire == 0:
+        raw, pos = _read_varint(data, pos)
+        value: Any = _convert(kind, raw)
+    elif wire == 1:
+        value = struct.unpack_from("<d", data, pos)[0]
+        pos += 8
+    elif wire == 5:
+        value = struct.unpack_from("<f", data, pos)[0]
+        pos += 4
+    else:
+        length, pos = _read_varint(data, pos)
+        start, pos = pos, pos + length
+        if kind != "bytes":  # a packed run of repeated scalars
+            _unpack(message[fname], kind, data, start, pos)
+            return pos
+        value = data[start:pos]
+    if repeated:
+        message[fname].append(value)
+    else:
+        message[fname] = value
+    return pos
+
+
+def _unpack(items: list[Any], kind: str, data: bytes, pos: int, end: int) -> None:
+    while pos < end:
+        if kind == "double":
+            items.append(struct.unpack_from("<d", data, pos)[0])
+            pos += 8
+        elif kind == "float":
+            items.append(struct.unpack_from("<f", data, pos)[0])
+            pos += 4
+        else:
+            raw, pos = _read_varint(data, pos)
+            items.append(_convert(kind, raw))
 
 
 def _value(kind: str, data: bytes, start: int, end: int) -> Any:
@@ -193,61 +394,6 @@ def _skip(data: bytes, pos: int, wire: int) -> int:
         length, pos = _read_varint(data, pos)
         return pos + length
     raise ValueError(f"unsupported wire type {wire}")
-
-
-def decode(name: str, data: bytes) -> Message:
-    """Decode protobuf bytes of message ``name`` into a dict with every field."""
-    by_number, _, template = _table(name)
-    message = template.copy()
-    for fname in _containers(name):  # fresh lists and dicts: never share the defaults
-        message[fname] = type(template[fname])()
-    pos, end = 0, len(data)
-    while pos < end:
-        key, pos = _read_varint(data, pos)
-        number, wire = key >> 3, key & 7
-        field = by_number.get(number)
-        if field is None:
-            pos = _skip(data, pos, wire)
-            continue
-        fname, kind, repeated = field
-        if wire == 0:
-            raw, pos = _read_varint(data, pos)
-            value: Any = _convert(kind, raw)
-        elif wire == 2:
-            length, pos = _read_varint(data, pos)
-            start, pos = pos, pos + length
-            if kind.startswith("map:"):
-                _, ktype, vtype = kind.split(":")
-                k, v = _map_entry(data, start, pos, ktype, vtype)
-                message[fname][k] = v
-                continue
-            if repeated and kind not in ("string", "bytes") and not kind.startswith("message:"):
-                items = message[fname]
-                while start < pos:
-                    if kind == "double":
-                        items.append(struct.unpack_from("<d", data, start)[0])
-                        start += 8
-                    elif kind == "float":
-                        items.append(struct.unpack_from("<f", data, start)[0])
-                        start += 4
-                    else:
-                        raw, start = _read_varint(data, start)
-                        items.append(_convert(kind, raw))
-                continue
-            value = _value(kind, data, start, pos)
-        elif wire == 1:
-            value = struct.unpack_from("<d", data, pos)[0]
-            pos += 8
-        elif wire == 5:
-            value = struct.unpack_from("<f", data, pos)[0]
-            pos += 4
-        else:
-            raise ValueError(f"unsupported wire type {wire} in {name}.{fname}")
-        if repeated:
-            message[fname].append(value)
-        else:
-            message[fname] = value
-    return message
 
 
 def _map_entry(data: bytes, pos: int, end: int, ktype: str, vtype: str) -> tuple[Any, Any]:

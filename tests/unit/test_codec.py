@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -264,6 +265,72 @@ def test_unknown_fields_are_skipped(name: str, data: st.DataObject) -> None:
     parsed = getattr(pb, name).FromString(wire_bytes)
     parsed.DiscardUnknownFields()
     assert parsed == to_pb(name, msg)
+
+
+def _wire_types(kind: str, repeated: bool) -> set[int]:
+    """The wire types a field of ``kind`` may arrive in (repeated scalars also packed)."""
+    if kind in ("string", "bytes") or kind.startswith(("message:", "map:")):
+        return {2}
+    scalar = {"double": 1, "float": 5}.get(kind, 0)
+    return {scalar, 2} if repeated else {scalar}
+
+
+def _payload(wire: int) -> st.SearchStrategy[int | bytes]:
+    if wire == 0:
+        return st.integers(0, 2**64 - 1)
+    if wire == 2:
+        return st.binary(max_size=20)
+    return st.binary(min_size=8 if wire == 1 else 4, max_size=8 if wire == 1 else 4)
+
+
+@pytest.mark.parametrize("name", ["JobInfo", "JobSpec", "JobsReply"])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_known_field_with_a_foreign_wire_type_is_skipped(name: str, data: st.DataObject) -> None:
+    """As protobuf does, a known field number in a wire type its kind never uses is unknown."""
+    msg = data.draw(message(name))
+    pieces = [codec.encode(name, {k: v}) for k, v in msg.items()]
+    fields = _fields(name)
+    for _ in range(data.draw(st.integers(1, 3))):
+        number, kind, repeated, _ = fields[data.draw(st.sampled_from(sorted(fields)))]
+        wire = data.draw(st.sampled_from(sorted({0, 1, 2, 5} - _wire_types(kind, repeated))))
+        junk = _unknown_field(number, wire, data.draw(_payload(wire)))
+        pieces.insert(data.draw(st.integers(0, len(pieces))), junk)
+    wire_bytes = b"".join(pieces)
+    assert codec.decode(name, wire_bytes) == decoded(name, msg)
+    parsed = getattr(pb, name).FromString(wire_bytes)
+    parsed.DiscardUnknownFields()
+    assert parsed == to_pb(name, msg)
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        pb.JobInfo(name="x" * 40).SerializeToString()[:-1],  # a string cut short
+        pb.JobInfo(submit_time=2**40).SerializeToString()[:-1],  # a varint cut short
+        pb.JobsReply(jobs=[pb.JobInfo(name="x")]).SerializeToString()[:-1],  # a nested message
+        pb.NodeInfo(cpu_load=1.5).SerializeToString()[:-1],  # a double
+    ],
+    ids=["string", "varint", "nested", "double"],
+)
+def test_truncated_message_is_refused(wire: bytes) -> None:
+    """Bytes that end inside a field are an error, not a shorter value, as in protobuf."""
+    name = {0x0A: "JobsReply", 0x32: "JobInfo", 0xE0: "JobInfo"}.get(wire[0], "NodeInfo")
+    with pytest.raises((ValueError, IndexError, struct.error)):
+        codec.decode(name, wire)
+    with pytest.raises(DecodeError):
+        getattr(pb, name).FromString(wire)
+
+
+@pytest.mark.parametrize("size", [127, 128, 300, 16383, 16384, 70000])
+def test_long_strings_and_many_records(size: int) -> None:
+    """One-, two- and three-byte lengths, tags and varints on both sides of each boundary."""
+    jobs = [
+        {"job_id": size + i, "name": "ü" * (size // 2), "submit_time": 2**35 + i, "nice": -i}
+        for i in range(3)
+    ]
+    wire = to_pb("JobsReply", {"jobs": jobs, "now": size}).SerializeToString()
+    assert codec.decode("JobsReply", wire) == decoded("JobsReply", {"jobs": jobs, "now": size})
 
 
 # ---------------------------------------------------------------- optional presence

@@ -11,9 +11,11 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cli import boundary, jobstate, squeue
-from cli.columns import Column, cell, parse_letters, parse_names
+from cli.columns import Bound, Column, Field, cell, line, lines, parse_letters, parse_names
 from cli.halt import Halt
 from cli.jobids import display_id
 from cli.joborder import InvalidSort, parse_sort, sort_jobs
@@ -192,6 +194,37 @@ def test_cell(text: str, width: int, right: bool, cut: bool, expected: str) -> N
     assert cell(text, width, right, cut) == expected
 
 
+_TEXT = st.text(alphabet="ab %{}.9ü", max_size=14)
+_BOUND = st.builds(
+    lambda key, width, right, suffix, field, cut, literal: Bound(
+        Column(key, width, right, suffix),
+        Field(key.upper(), lambda record, context: record[key], cut) if field else None,
+        literal,
+    ),
+    st.sampled_from(["i", "j", "R"]),
+    st.integers(0, 12),
+    st.booleans(),
+    _TEXT,
+    st.booleans(),
+    st.booleans(),
+    _TEXT,
+)
+
+
+@given(
+    prefix=_TEXT,
+    bound=st.lists(_BOUND, max_size=5),
+    records=st.lists(st.fixed_dictionaries({k: _TEXT for k in "ijR"}), max_size=4),
+)
+def test_lines_are_line_for_each_record(
+    prefix: str, bound: list[Bound], records: list[dict[str, str]]
+) -> None:
+    """The column-at-a-time layout is the cell-by-cell one, escapes and cuts included."""
+    assert lines(prefix, bound, records, None) == [
+        line(prefix, bound, record, None) for record in records
+    ]
+
+
 @pytest.mark.parametrize(
     ("fields", "long", "compact"),
     [
@@ -358,7 +391,7 @@ def test_environment_formats_and_filters() -> None:
 
 def test_request_from_options() -> None:
     chosen = settings("-j", "5,6_2", "-u", "root", "-t", "all", "-p", "a,b", "-r", "-n", "x")
-    request = squeue.request(chosen)
+    request = squeue.request(chosen, ["job_id"])
     assert request["filter"]["job_ids"] == ["5", "6_2"]
     assert request["filter"]["users"] == ["root"]
     assert request["filter"]["states"] == ["ALL"]
