@@ -16,11 +16,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _tool(module: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True,
-                          text=True, check=False, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("args", [("check", "."), ("format", "--check", ".")], ids=["lint", "format"])
+@pytest.mark.parametrize(
+    "args", [("check", "."), ("format", "--check", ".")], ids=["lint", "format"]
+)
 def test_ruff_clean(args: tuple[str, ...]) -> None:
     result = _tool("ruff", *args)
     assert result.returncode == 0, result.stdout + result.stderr
