@@ -19,7 +19,7 @@ import sys
 
 import uvloop
 
-from corral import hostlist
+from corral import __version__, hostlist
 from corral.config import ConfigError, default_path, load
 from nodeagent.agent import AgentError, serve
 
@@ -41,6 +41,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "-D", "--foreground", action="store_true", help="stay in the foreground (always the case)"
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log debug messages too")
+    parser.add_argument("-V", "--version", action="version", version=f"corral {__version__}")
     return parser.parse_args(argv)
 
 
