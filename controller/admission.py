@@ -197,6 +197,7 @@ def admit(
         min_cpus=spec.get("min_cpus", 0),
         tasks_given=tasks_given,
         nodes_given=nodes_given,
+        cpus_per_task_given=spec.get("cpus_per_task") is not None,
         mem_per_node=spec.get("mem_per_node"),
         mem_per_cpu=spec.get("mem_per_cpu"),
         req_nodes=req_nodes,

@@ -80,7 +80,7 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
         "SLURM_OPEN_MODE": {"append": "a", "truncate": "t"}.get(job.open_mode, ""),
     }
     values.update({k: v for k, v in optional.items() if v})
-    if job.cpus_per_task > 1:
+    if job.cpus_per_task_given or job.cpus_per_task > 1:
         values["SLURM_CPUS_PER_TASK"] = job.cpus_per_task
     if job.ntasks_per_node:
         values["SLURM_NTASKS_PER_NODE"] = job.ntasks_per_node

@@ -47,6 +47,7 @@ class Job:
     ntasks_per_node: int = 0
     min_cpus: int = 0
     tasks_given: bool = False
+    cpus_per_task_given: bool = False  # -c was given (even -c 1): sets SLURM_CPUS_PER_TASK
     nodes_given: bool = False  # -N, -w or --ntasks-per-node fixed the node count
     mem_per_node: int | None = None  # MiB; 0 = all of the node's memory
     mem_per_cpu: int | None = None

@@ -14,7 +14,7 @@ def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_p
     work.mkdir()
     script = work / "job.sh"
     script.write_text(
-        '#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\nenv | sort\necho args: "$@"\n'
+        '#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\n#SBATCH -c 1\nenv | sort\necho args: "$@"\n'
     )
     result = cluster.run("sbatch", str(script), "a1", "b2", cwd=work)
     assert result.stdout.startswith("Submitted batch job ")
@@ -37,6 +37,7 @@ def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_p
     assert env["SLURM_NTASKS"] == "1"
     assert env["SLURM_JOB_NUM_NODES"] == "1"
     assert env["SLURM_JOB_PARTITION"] == "debug"
+    assert env["SLURM_CPUS_PER_TASK"] == "1"  # given, so set even at its default
     assert env["SLURM_CONF"] == cluster.conf
     assert "args: a1 b2" in out
 
