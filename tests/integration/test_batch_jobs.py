@@ -14,7 +14,8 @@ def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_p
     work.mkdir()
     script = work / "job.sh"
     script.write_text(
-        '#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\n#SBATCH -c 1\nenv | sort\necho args: "$@"\n'
+        "#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\n#SBATCH -c 1\n"
+        'env | sort\necho args: "$@"\n'
     )
     result = cluster.run("sbatch", str(script), "a1", "b2", cwd=work)
     assert result.stdout.startswith("Submitted batch job ")
