@@ -245,21 +245,9 @@ def admit(
     if not array:
         return Admitted((base,), payload)
     indices, throttle = parse_array(array, conf.max_array_size)
+    shared = {n: getattr(base, n) for n in base.__slots__ if n not in ("job_id", "array_task_id")}
+    shared.update(array_job_id=first_id, array_max_tasks=throttle, array_spec=array)
     jobs = tuple(
-        Job(
-            **{
-                **_fields(base),
-                "job_id": first_id + i,
-                "array_job_id": first_id,
-                "array_task_id": index,
-                "array_max_tasks": throttle,
-                "array_spec": array,
-            }
-        )
-        for i, index in enumerate(indices)
+        Job(job_id=first_id + i, array_task_id=index, **shared) for i, index in enumerate(indices)
     )
     return Admitted(jobs, payload)
-
-
-def _fields(job: Job) -> dict[str, Any]:
-    return {name: getattr(job, name) for name in job.__slots__}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from controller.jobstate import JobState, Reason
@@ -41,10 +41,16 @@ _NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_t
 
 
 _JOB_FIELDS = tuple(f.name for f in fields(Job))
+_JOB_DEFAULTS = {f.name: f.default for f in fields(Job) if f.default is not MISSING}
 
 
 def job_to_row(job: Job) -> str:
-    record = {name: getattr(job, name) for name in _JOB_FIELDS}
+    """JSON of the fields that differ from their defaults (rows stay small and fast)."""
+    record = {}
+    for name in _JOB_FIELDS:
+        value = getattr(job, name)
+        if name not in _JOB_DEFAULTS or value != _JOB_DEFAULTS[name]:
+            record[name] = value
     record["state"] = job.state.name
     record["reason"] = job.reason.name
     record["flags"] = sorted(job.flags)
@@ -55,9 +61,10 @@ def job_from_row(text: str) -> Job:
     record: dict[str, Any] = json.loads(text)
     record["state"] = JobState[record["state"]]
     record["reason"] = Reason[record["reason"]]
-    record["flags"] = frozenset(record["flags"])
+    record["flags"] = frozenset(record.get("flags", ()))
     for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem"):
-        record[key] = tuple(record[key])
+        if key in record:
+            record[key] = tuple(record[key])
     return Job(**record)
 
 
