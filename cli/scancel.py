@@ -11,10 +11,10 @@ finished is not an error (workflow tools cancel jobs that may have ended),
 from __future__ import annotations
 
 import os
-import pwd
 import sys
 
-from cli import boundary, jobstate, options
+from cli import boundary, jobstate
+from cli.command import Command, known_user
 from cli.halt import Halt
 from cli.jobids import InvalidJobId, cancel_ids
 from cli.options import REQUIRED, Option, OptionTable
@@ -87,6 +87,7 @@ TABLE = OptionTable(
         Option("wckey", "", "wckey", REQUIRED),
     ]
 )
+COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
 #: Signal names scancel knows, with or without ``SIG``, any case.
 SIGNALS = {
@@ -234,24 +235,12 @@ def _state(text: str, complaint: str) -> str:
 
 def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     """Settings from the environment and command line; ``Halt`` on errors."""
-    try:
-        found, positional = options.parse(TABLE, argv, permute=True)
-    except options.OptionError as exc:
-        options.print_error(PROG, exc)
-        raise Halt(1) from None
+    found, positional = COMMAND.parse(argv)
     settings = Settings()
     _from_env(settings, env)
     for opt, value in found:
         key, text = opt.key, value or ""
-        if key == "help":
-            sys.stdout.write(HELP)
-            raise Halt(0)
-        if key == "usage":
-            sys.stdout.write(USAGE)
-            raise Halt(0)
-        if key == "version":
-            print(boundary.version_line())
-            raise Halt(0)
+        COMMAND.answer(key)
         if key == "signal":
             settings.signal = signal_number(text)
             if not settings.signal:
@@ -274,11 +263,8 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
         settings.job_ids = cancel_ids(positional)
     except InvalidJobId as exc:
         raise Halt(1, f"{PROG}: error: Invalid job id {exc}") from None
-    if settings.user and not settings.user.isdigit():
-        try:
-            pwd.getpwnam(settings.user)
-        except KeyError:
-            raise Halt(1, f"{PROG}: error: Invalid user name: {settings.user}") from None
+    if settings.user and not known_user(settings.user):
+        raise Halt(1, f"{PROG}: error: Invalid user name: {settings.user}")
     if not settings.job_ids and not settings.has_filter():
         raise Halt(1, f"{PROG}: error: No job identification provided")
     return settings

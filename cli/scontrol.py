@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary, jobrecord, noderecord, options
+from cli import boundary, jobrecord, noderecord
+from cli.command import Command
+from cli.halt import Halt
 from cli.jobids import job_id_list
 from cli.options import REQUIRED, Option, OptionTable
 from corral.errors import SlurmError
@@ -69,6 +71,7 @@ TABLE = OptionTable(
         Option("version", "V", "version"),
     ]
 )
+COMMAND = Command(PROG, TABLE, USAGE)
 
 #: Node states ``update NodeName=`` accepts, with the shortest abbreviation Slurm allows.
 NODE_STATES = (
@@ -616,19 +619,14 @@ def _interactive(session: Session) -> None:
 def scontrol(argv: list[str]) -> int:
     """Run scontrol with ``argv``; return the exit status."""
     try:
-        found, words = options.parse(TABLE, argv, permute=True)
-    except options.OptionError as exc:
-        options.print_error(PROG, exc)
-        return 1
+        found, words = COMMAND.parse(argv)
+        for opt, _ in found:
+            COMMAND.answer(opt.key)
+    except Halt as halt:
+        return halt.report()
     session = Session()
     for opt, _ in found:
         key = opt.key
-        if key == "help":
-            sys.stdout.write(USAGE)
-            return 0
-        if key == "version":
-            print(boundary.version_line())
-            return 0
         if key == "oneliner":
             session.oneliner = True
         elif key == "details":

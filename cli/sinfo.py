@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
-from cli import boundary, nodefields, nodestate, options
+from cli import boundary, nodefields, nodestate
 from cli.columns import Bound, Column, Field, line, parse_letters, parse_names
+from cli.command import Command, repeat, split_list
 from cli.halt import Halt
 from cli.nodegroups import DEFAULT_SORT, NODE_SORT, Grouping, NodeGroup, build, sort_groups
 from cli.options import REQUIRED, Option, OptionTable
 from corral.errors import SlurmError
-from corral.hostlist import compress, expand
+from corral.hostlist import compress
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
@@ -102,6 +102,7 @@ TABLE = OptionTable(
         Option("version", "V", "version"),
     ]
 )
+COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
 
 class Settings:
@@ -189,38 +190,23 @@ def parse_states(text: str) -> tuple[list[tuple[int, str]], bool]:
 
 def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     """Settings from the command line and the SINFO_* environment; ``Halt`` on errors."""
-    try:
-        found, positional = options.parse(TABLE, argv, permute=True)
-    except options.OptionError as exc:
-        options.print_error(PROG, exc)
-        raise Halt(1) from None
+    found, positional = COMMAND.parse(argv)
     settings = Settings()
     settings.sort = env.get("SINFO_SORT")
     if "SINFO_PARTITION" in env:
-        settings.partitions = [p for p in env["SINFO_PARTITION"].split(",") if p]
+        settings.partitions = split_list(env["SINFO_PARTITION"])
     set_a = set_p = False
     for opt, value in found:
         key, text = opt.key, value or ""
-        if key == "help":
-            sys.stdout.write(HELP)
-            raise Halt(0)
-        if key == "usage":
-            sys.stdout.write(USAGE)
-            raise Halt(0)
-        if key == "version":
-            print(boundary.version_line())
-            raise Halt(0)
+        COMMAND.answer(key)
         if key in ("format", "Format"):
             settings.fmt, settings.names_format = text, key == "Format"
         elif key == "all":
             set_a, settings.all, settings.partitions = True, True, None
         elif key == "partition":
-            set_p, settings.partitions = True, [p for p in text.split(",") if p]
+            set_p, settings.partitions = True, split_list(text)
         elif key == "nodes":
-            try:
-                settings.nodes = expand(text)
-            except ValueError:
-                raise Halt(1, f"{PROG}: error: '{text}' invalid entry for --nodes") from None
+            settings.nodes = COMMAND.hostlist(text, "nodes")
         elif key == "states":
             settings.states, settings.states_and = parse_states(text)
         elif key == "iterate":
@@ -234,12 +220,7 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     if positional:
         sys.stdout.write(USAGE)
         raise Halt(1)
-    if settings.long and settings.fmt is not None:
-        raise Halt(
-            1,
-            f"{PROG}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. "
-            "Please remove one and retry.",
-        )
+    COMMAND.check_format_and_long(settings.fmt, settings.long)
     if set_a and set_p:
         raise Halt(
             1,
@@ -427,17 +408,8 @@ def sinfo(argv: list[str]) -> int:
     for text in layout.errors:
         print(text, file=sys.stderr)
     client = boundary.connect()
-    status = 0
-    while True:
-        if not settings.noheader and (settings.iterate or settings.long):
-            print(time.ctime())
-        if report(client, settings, layout):
-            status = 1
-        if not settings.iterate:
-            return status
-        print()
-        sys.stdout.flush()
-        time.sleep(settings.iterate)
+    stamp = not settings.noheader and bool(settings.iterate or settings.long)
+    return repeat(lambda: report(client, settings, layout), settings.iterate, stamp)
 
 
 def main() -> None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import gc
 import os
-import pwd
 import sys
-import time
 
-from cli import boundary, jobstate, options
+from cli import boundary, jobstate
 from cli.columns import Bound, line, lines, parse_letters, parse_names
+from cli.command import Command, known_user, repeat, split_list
 from cli.halt import Halt
 from cli.jobfields import LETTERS, NAMES, JobView
 from cli.jobids import InvalidJobId, squeue_job_id
@@ -29,7 +28,6 @@ from cli.joborder import (
 )
 from cli.options import OPTIONAL, REQUIRED, Option, OptionTable
 from corral.errors import ESLURM_INVALID_JOB_ID, SlurmError
-from corral.hostlist import expand
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
@@ -117,6 +115,7 @@ TABLE = OptionTable(
         Option("version", "V", "version"),
     ]
 )
+COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
 
 class Settings:
@@ -173,11 +172,6 @@ class Layout:
         self.errors = errors
 
 
-def split_list(text: str) -> list[str]:
-    """A comma separated option value, empty items dropped (``strtok``)."""
-    return [item for item in text.split(",") if item]
-
-
 def parse_states(text: str) -> list[str]:
     """``-t``: long state names, or ``["ALL"]``; raise ``Halt`` on an unknown name."""
     if text.lower() == "all":
@@ -200,14 +194,7 @@ def check_users(text: str) -> tuple[list[str], list[str]]:
     """Known users of a ``-u`` list and the error lines for unknown ones."""
     users, errors = [], []
     for item in split_list(text):
-        known = item.isdigit()
-        if not known:
-            try:
-                pwd.getpwnam(item)
-                known = True
-            except KeyError:
-                known = False
-        if known:
+        if known_user(item):
             users.append(item)
         else:
             errors.append(f"{PROG}: error: Invalid user: {item}\n")
@@ -216,11 +203,7 @@ def check_users(text: str) -> tuple[list[str], list[str]]:
 
 def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     """Settings from the command line, then the SQUEUE_* environment; ``Halt`` on errors."""
-    try:
-        found, positional = options.parse(TABLE, argv, permute=True)
-    except options.OptionError as exc:
-        options.print_error(PROG, exc)
-        raise Halt(1) from None
+    found, positional = COMMAND.parse(argv)
     settings = Settings()
     jobs_flag = False
     override_env = False
@@ -229,15 +212,7 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     settings.sort = env.get("SQUEUE_SORT")
     for opt, value in found:
         key = opt.key
-        if key == "help":
-            sys.stdout.write(HELP)
-            raise Halt(0)
-        if key == "usage":
-            sys.stdout.write(USAGE)
-            raise Halt(0)
-        if key == "version":
-            print(boundary.version_line())
-            raise Halt(0)
+        COMMAND.answer(key)
         if key in ("Format", "format"):
             other = settings.fmt if key == "Format" else settings.fmt_long
             if other is not None:
@@ -262,12 +237,7 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
             override_env = True
         else:
             _apply(settings, key, value or "")
-    if settings.long and settings.fmt is not None:
-        raise Halt(
-            1,
-            f"{PROG}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. "
-            "Please remove one and retry.",
-        )
+    COMMAND.check_format_and_long(settings.fmt, settings.long)
     if not override_env:
         if "SQUEUE_FORMAT" in env:
             settings.fmt = env["SQUEUE_FORMAT"]
@@ -314,7 +284,7 @@ def _apply(settings: Settings, key: str, value: str) -> None:
     elif key == "name":
         settings.names = split_list(value)
     elif key == "nodelist":
-        settings.nodes = _node_names(value)
+        settings.nodes = COMMAND.hostlist(value, "nodelist")
     elif key == "noheader":
         settings.noheader = True
     elif key == "partition":
@@ -328,13 +298,6 @@ def _apply(settings: Settings, key: str, value: str) -> None:
     elif key == "user":
         settings.users, errors = check_users(value)
         settings.warnings.extend(errors)
-
-
-def _node_names(value: str) -> list[str]:
-    try:
-        return expand(value)
-    except ValueError:
-        raise Halt(1, f"{PROG}: error: '{value}' invalid entry for --nodelist") from None
 
 
 def _apply_env(settings: Settings, env: Mapping[str, str]) -> None:
@@ -481,24 +444,19 @@ def squeue(argv: list[str]) -> int:
     for text in (*settings.warnings, *layout.errors):
         print(text, file=sys.stderr)
     client = boundary.connect()
-    status = 0
-    while True:
-        if not settings.noheader and (settings.iterate or settings.long):
-            print(time.ctime())
+
+    def once() -> int:
         # A report is tens of thousands of new, acyclic dicts and lists, which the
         # cyclic collector would scan again and again as they pile up (~10 ms for
         # 10,000 jobs); reference counting frees them all when the report is done.
         gc.disable()
         try:
-            if report(client, settings, layout, sort):
-                status = 1
+            return report(client, settings, layout, sort)
         finally:
             gc.enable()
-        if not settings.iterate:
-            return status
-        print()
-        sys.stdout.flush()
-        time.sleep(settings.iterate)
+
+    stamp = not settings.noheader and bool(settings.iterate or settings.long)
+    return repeat(once, settings.iterate, stamp)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from operator import index as as_int
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+    from typing import Self
 
 
 def check_size(size: int) -> int:
@@ -71,11 +72,7 @@ def size_mismatch(left: int, right: int) -> ValueError:
     return ValueError(f"NodeSet sizes differ: {left} and {right}")
 
 
-def _rebuild(spec: str, size: int) -> NodeSet:
-    return NodeSet(spec, size=size)
-
-
-class NodeSet:
+class NodeSetBase:
     """An immutable set of node indices ``0 <= i < size``; ``size`` is fixed at creation.
 
     Built from a range string (``NodeSet('0-3,7', size=16)``) or any iterable of
@@ -84,12 +81,65 @@ class NodeSet:
     (ValueError otherwise); ``==`` is simply False across sizes. An index outside
     ``0..size-1`` is an IndexError and a non-integer one a TypeError, ``in`` included:
     asking about a node the cluster does not have is a caller's bug, not a miss.
+
+    What does no bit work is here, shared by this module's NodeSet and the C-backed
+    corral.nodeset.NodeSet; a subclass stores the bits and provides ``overlaps``,
+    ``_runs``, ``<=`` and ``<``. Sets of different subclasses never mix.
     """
 
-    __slots__ = ("_mask", "_size")
+    __slots__ = ("_size",)
+
+    _size: int
+
+    @property
+    def size(self) -> int:
+        """The capacity: the number of nodes the set ranges over, not its length."""
+        return self._size
+
+    def overlaps(self, other: Self) -> bool:
+        """Whether the two sets share a node."""
+        raise NotImplementedError
+
+    def isdisjoint(self, other: Self) -> bool:
+        """Whether the two sets share no node (``not overlaps``)."""
+        return not self.overlaps(other)
+
+    def _same_size(self, other: Self) -> Self:
+        if other._size != self._size:
+            raise size_mismatch(self._size, other._size)
+        return other
+
+    def _runs(self) -> Iterator[tuple[int, int]]:
+        """The ascending, non-adjacent inclusive runs of the set."""
+        raise NotImplementedError
+
+    def __ge__(self, other: Self) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return other <= self
+
+    def __gt__(self, other: Self) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return other < self
+
+    def __str__(self) -> str:
+        return format_runs(self._runs())
+
+    def __repr__(self) -> str:
+        return f"NodeSet({str(self)!r}, size={self._size})"
+
+
+def _rebuild(spec: str, size: int) -> NodeSet:
+    return NodeSet(spec, size=size)
+
+
+class NodeSet(NodeSetBase):
+    """The int-bitmask NodeSet: bit ``i`` of ``_mask`` is node ``i``."""
+
+    __slots__ = ("_mask",)
 
     _mask: int
-    _size: int
 
     def __init__(self, spec: str | Iterable[int] = "", *, size: int) -> None:
         self._size = check_size(size)
@@ -115,11 +165,6 @@ class NodeSet:
         made._size = size
         return made
 
-    @property
-    def size(self) -> int:
-        """The capacity: the number of nodes the set ranges over, not its length."""
-        return self._size
-
     def first(self) -> int | None:
         """The lowest index in the set, or None when it is empty."""
         mask = self._mask
@@ -140,15 +185,6 @@ class NodeSet:
     def overlaps(self, other: NodeSet) -> bool:
         """Whether the two sets share a node."""
         return bool(self._mask & self._same_size(other)._mask)
-
-    def isdisjoint(self, other: NodeSet) -> bool:
-        """Whether the two sets share no node (``not overlaps``)."""
-        return not self.overlaps(other)
-
-    def _same_size(self, other: NodeSet) -> NodeSet:
-        if other._size != self._size:
-            raise size_mismatch(self._size, other._size)
-        return other
 
     def _runs(self) -> Iterator[tuple[int, int]]:
         mask = self._mask
@@ -205,16 +241,6 @@ class NodeSet:
             return NotImplemented
         return self <= other and self._mask != other._mask
 
-    def __ge__(self, other: NodeSet) -> bool:
-        if not isinstance(other, NodeSet):
-            return NotImplemented
-        return other <= self
-
-    def __gt__(self, other: NodeSet) -> bool:
-        if not isinstance(other, NodeSet):
-            return NotImplemented
-        return other < self
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NodeSet):
             return NotImplemented
@@ -225,9 +251,3 @@ class NodeSet:
 
     def __reduce__(self) -> tuple[object, tuple[str, int]]:
         return _rebuild, (str(self), self._size)
-
-    def __str__(self) -> str:
-        return format_runs(self._runs())
-
-    def __repr__(self) -> str:
-        return f"NodeSet({str(self)!r}, size={self._size})"

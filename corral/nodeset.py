@@ -8,14 +8,14 @@ the cdata pointer (``ffi.gc``) and freed when the last NodeSet holding it goes.
 
 Sets are immutable values: operations return new sets, equal sets hash alike, and
 they pickle and deep-copy through their range string. corral._pynodeset is the
-pure-Python twin with the same API; it holds the checks and the range-string
-grammar both use.
+pure-Python twin with the same API; it holds the checks, the range-string
+grammar and the base class (``NodeSetBase``, with the API's documentation) both use.
 """
 
 from __future__ import annotations
 
 from corral._nodeset import ffi, lib
-from corral._pynodeset import check_index, check_size, format_runs, parse_spec, size_mismatch
+from corral._pynodeset import NodeSetBase, check_index, check_size, parse_spec
 
 # Importing typing costs milliseconds this module cannot spend; mypy honours the name.
 TYPE_CHECKING = False
@@ -37,21 +37,12 @@ def _rebuild(spec: str, size: int) -> NodeSet:
     return NodeSet(spec, size=size)
 
 
-class NodeSet:
-    """An immutable set of node indices ``0 <= i < size``; ``size`` is fixed at creation.
+class NodeSet(NodeSetBase):
+    """The C-backed NodeSet: the bits are a ``nodeset_t`` that ``_ptr`` owns."""
 
-    Built from a range string (``NodeSet('0-3,7', size=16)``) or any iterable of
-    indices. Operations return new sets. ``&``, ``|``, ``-``, ``^``, ``<=``, ``<``,
-    ``>=``, ``>``, ``overlaps`` and ``isdisjoint`` need two sets of the same size
-    (ValueError otherwise); ``==`` is simply False across sizes. An index outside
-    ``0..size-1`` is an IndexError and a non-integer one a TypeError, ``in`` included:
-    asking about a node the cluster does not have is a caller's bug, not a miss.
-    """
-
-    __slots__ = ("_ptr", "_size")
+    __slots__ = ("_ptr",)
 
     _ptr: Any
-    _size: int
 
     def __init__(self, spec: str | Iterable[int] = "", *, size: int) -> None:
         self._size = check_size(size)
@@ -76,11 +67,6 @@ class NodeSet:
         made._size = size
         made._ptr = _alloc(size)
         return made
-
-    @property
-    def size(self) -> int:
-        """The capacity: the number of nodes the set ranges over, not its length."""
-        return self._size
 
     def first(self) -> int | None:
         """The lowest index in the set, or None when it is empty."""
@@ -108,15 +94,6 @@ class NodeSet:
     def overlaps(self, other: NodeSet) -> bool:
         """Whether the two sets share a node."""
         return bool(lib.nodeset_overlaps(self._ptr, self._same_size(other)._ptr))
-
-    def isdisjoint(self, other: NodeSet) -> bool:
-        """Whether the two sets share no node (``not overlaps``)."""
-        return not self.overlaps(other)
-
-    def _same_size(self, other: NodeSet) -> NodeSet:
-        if other._size != self._size:
-            raise size_mismatch(self._size, other._size)
-        return other
 
     def _combine(self, other: NodeSet, op: Callable[[Any, Any, Any], None]) -> NodeSet:
         made = self._blank(self._same_size(other)._size)
@@ -179,16 +156,6 @@ class NodeSet:
             return NotImplemented
         return self <= other and not lib.nodeset_equal(self._ptr, other._ptr)
 
-    def __ge__(self, other: NodeSet) -> bool:
-        if not isinstance(other, NodeSet):
-            return NotImplemented
-        return other <= self
-
-    def __gt__(self, other: NodeSet) -> bool:
-        if not isinstance(other, NodeSet):
-            return NotImplemented
-        return other < self
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NodeSet):
             return NotImplemented
@@ -199,9 +166,3 @@ class NodeSet:
 
     def __reduce__(self) -> tuple[object, tuple[str, int]]:
         return _rebuild, (str(self), self._size)
-
-    def __str__(self) -> str:
-        return format_runs(self._runs())
-
-    def __repr__(self) -> str:
-        return f"NodeSet({str(self)!r}, size={self._size})"
