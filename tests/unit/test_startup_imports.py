@@ -13,7 +13,10 @@ controller connection, and ``corral.clientconf`` instead of ``corral.config``.
 
 Each command is imported in a fresh interpreter and then run far enough to
 build its request and connect (to a socket where no controller listens), so
-modules imported lazily on the common path count too.
+modules imported lazily on the common path count too. The interpreter runs
+with ``-S``: site-packages hooks (setuptools' editable-install finder imports
+``re`` at every start) are not the command's doing, and a regular
+``pip install .`` has none.
 """
 
 from __future__ import annotations
@@ -46,15 +49,16 @@ FORBIDDEN = (
 #: so it comes last).
 _PROBE = """
 import sys
+baseline = set(sys.modules)  # what the interpreter and site-packages loaded already
 command, argv = sys.argv[1], sys.argv[2:]
 module = __import__("cli." + command, fromlist=["main"])
-imported = sorted(sys.modules)
+imported = sorted(set(sys.modules) - baseline)
 sys.argv = [command, *argv]
 try:
     module.main()
 except SystemExit:
     pass
-ran = sorted(sys.modules)
+ran = sorted(set(sys.modules) - baseline)
 import json
 print(json.dumps({"import": imported, "run": ran}), file=sys.__stderr__)
 """
@@ -91,7 +95,9 @@ def _modules(tmp_path: pathlib.Path, command: str, argv: list[str]) -> dict[str,
         "SLURM_CONF": str(conf),
     }
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE, command, *argv],
+        # -S: no site-packages hooks, so the check is as strict in an editable
+        # install as in a plain one (the clients need nothing from site-packages).
+        [sys.executable, "-S", "-c", _PROBE, command, *argv],
         cwd=tmp_path,
         env=env,
         capture_output=True,
