@@ -109,8 +109,9 @@ class Handlers:
             return self._test_only(spec, who, now)
         admitted = self.store.submit(spec, who, now)
         await self.store.flush()
-        self.kick()
         first = admitted.jobs[0]
+        if not first.held and first.begin_time <= now:
+            self.kick()  # a held or future job cannot start: no cycle for it
         log.info(
             "job_id=%d submitted by uid=%d (%d jobs)", first.job_id, who.uid, len(admitted.jobs)
         )

@@ -79,6 +79,7 @@ class JobStore:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
         self._in_flight: Batch | None = None
         self._purged_at = 0
+        self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
         self.apply_config(conf)
 
     # ------------------------------------------------------------ configuration
@@ -117,6 +118,9 @@ class JobStore:
         """
         loaded = self.journal.load()
         self.jobs = loaded.jobs
+        self._pending = {
+            i: None for i, j in sorted(self.jobs.items()) if j.state is JobState.PENDING
+        }
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
             max(self.jobs, default=0) + 1,
@@ -135,6 +139,10 @@ class JobStore:
     def _touch_job(self, job: Job) -> None:
         self.jobs[job.job_id] = job
         self._batch.jobs[job.job_id] = job
+        if job.state is JobState.PENDING:
+            self._pending[job.job_id] = None
+        else:
+            self._pending.pop(job.job_id, None)
 
     def _touch_node(self, node: NodeRuntime) -> None:
         self.nodes[node.name] = node
@@ -268,7 +276,7 @@ class JobStore:
             p.name: partition_view(self.conf, p.name, self.partition_state.get(p.name))
             for p in self.conf.partitions
         }
-        pending = tuple(j for j in self.jobs.values() if j.state is JobState.PENDING)
+        pending = tuple(self.jobs[job_id] for job_id in self._pending)
         facts = (
             {
                 j.job_id: JobFacts(

@@ -26,7 +26,7 @@ from controller.model import Job
 Alloc = tuple[str, int, int]  # node name, CPUs, MiB
 
 
-def _order(jobs: tuple[Job, ...]) -> list[Job]:
+def _order(jobs: list[Job]) -> list[Job]:
     return sorted(jobs, key=lambda j: (-j.priority, j.submit_time, j.job_id))
 
 
@@ -147,17 +147,18 @@ def schedule(snap: Snapshot, now: int) -> Plan:
     nodes = dict(snap.nodes)
     blocked: set[str] = set()
     running_arrays = dict(snap.running_per_array)
-    for job in _order(snap.pending):
+    # Jobs that cannot be considered get their reason first, so only the rest
+    # is sorted: 10,000 held jobs cost one pass, not a sort, per cycle.
+    candidates = []
+    for job in snap.pending:
         reason = _waiting_reason(job, snap, now)
-        if reason is Reason.JOB_ARRAY_TASK_LIMIT or (
-            reason is None
-            and job.array_max_tasks
-            and running_arrays.get(job.array_job_id, 0) >= job.array_max_tasks
-        ):
-            plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
-            continue
-        if reason is not None:
+        if reason is None:
+            candidates.append(job)
+        else:
             plan.reasons[job.job_id] = reason
+    for job in _order(candidates):
+        if job.array_max_tasks and running_arrays.get(job.array_job_id, 0) >= job.array_max_tasks:
+            plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
             continue
         parts = sorted(
             (snap.partitions[p] for p in job.partitions if p in snap.partitions),
