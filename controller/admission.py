@@ -38,6 +38,20 @@ def parse_array(spec: str, max_size: int) -> tuple[list[int], int]:
         raise SlurmError(errors.ESLURM_INVALID_ARRAY) from None
 
 
+class Capacity:
+    """The cluster as configured, empty and healthy: what "can this ever run?" asks.
+
+    Built once per configuration (``JobStore.apply_config``), not per
+    submission: with 10,000 nodes that is the difference between microseconds
+    and milliseconds for every ``sbatch``.
+    """
+
+    def __init__(self, conf: SlurmConfig) -> None:
+        self.conf = conf
+        self.nodes = static_nodes(conf)
+        self.partitions = {p.name: partition_view(conf, p.name) for p in conf.partitions}
+
+
 def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
     """Every configured node as if empty and up: for "can this ever fit?"."""
     return {
@@ -112,8 +126,13 @@ def admit(
     first_id: int,
     now: int,
     requeue_delay: int,
+    capacity: Capacity | None = None,
 ) -> Admitted:
-    """Validate ``spec`` (JobSpec fields by name) and build its jobs from ``first_id`` on."""
+    """Validate ``spec`` (JobSpec fields by name) and build its jobs from ``first_id`` on.
+
+    ``capacity`` is ``Capacity(conf)``, passed in by callers that keep one.
+    """
+    capacity = capacity if capacity is not None and capacity.conf is conf else Capacity(conf)
     script = spec.get("script", "")
     if not script:
         raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
@@ -226,15 +245,15 @@ def admit(
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)
-    nodes = static_nodes(conf)
+    nodes = capacity.nodes
     if base.constraint and not any(
         features_match(base.constraint, nodes[n].features)
         for p in partitions
-        for n in partition_view(conf, p).nodes
+        for n in capacity.partitions[p].nodes
     ):
         raise SlurmError(errors.ESLURM_INVALID_FEATURE)
     # "Never": not even an empty, healthy partition could take it.
-    if not any(isinstance(place(base, partition_view(conf, p), nodes), Start) for p in partitions):
+    if not any(isinstance(place(base, capacity.partitions[p], nodes), Start) for p in partitions):
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
     payload = Payload(
         script=script,

@@ -120,8 +120,9 @@ class Handlers:
         )
 
     def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
+        store = self.store
         admitted = admit(
-            spec, who, self.store.conf, self.store.partition_state, self.store.next_job_id, now, 0
+            spec, who, store.conf, store.partition_state, store.next_job_id, now, 0, store.capacity
         )
         job = admitted.jobs[0]
         snap = self.store.snapshot()

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from controller import jobstate
-from controller.admission import Admitted, admit, partition_view
+from controller.admission import Admitted, Capacity, admit, partition_view
 from controller.core import NodeView, Plan, Snapshot
 from controller.core.snapshot import JobFacts
 from controller.jobstate import COMPLETING, Event, JobState
@@ -87,6 +87,7 @@ class JobStore:
     def apply_config(self, conf: SlurmConfig) -> None:
         """Adopt a (re)loaded slurm.conf; nodes keep their runtime state."""
         self.conf = conf
+        self.capacity = Capacity(conf)
         nodes: dict[str, NodeRuntime] = {}
         for node in conf.nodes:
             current = self.nodes.get(node.name)
@@ -179,7 +180,9 @@ class JobStore:
         if len(self.jobs) >= self.conf.max_job_count:
             raise SlurmError(2008, "Slurm temporarily unable to accept job, sleeping and retrying")
         delay = int(self.conf.scheduler_param("requeue_delay") or 121)
-        admitted = admit(spec, who, self.conf, self.partition_state, self.next_job_id, now, delay)
+        admitted = admit(
+            spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
+        )
         for job in admitted.jobs:
             self._touch_job(job)
         first = admitted.jobs[0]
