@@ -74,6 +74,12 @@ def to_dict(message: Any) -> dict[str, Any]:
     return out
 
 
+def _result(job_id: str, code: int) -> pb.JobResult:
+    return pb.JobResult(
+        job_id=job_id, code=code, message=errors.MESSAGES.get(code, "") if code else ""
+    )
+
+
 def _signal_number(value: int) -> int:
     return value if 0 < value < 65 else 0
 
@@ -186,26 +192,17 @@ class Handlers:
         results = []
         for text, jobs in self._targets(ids, flt):
             if text and not jobs:
-                results.append(
-                    pb.JobResult(
-                        job_id=text,
-                        code=errors.ESLURM_INVALID_JOB_ID,
-                        message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID],
-                    )
-                )
+                results.append(_result(text, errors.ESLURM_INVALID_JOB_ID))
                 continue
-            for job in jobs:
-                code = self._signal_one(job, req, who, now)
-                if text or code == 0:
-                    results.append(
-                        pb.JobResult(
-                            job_id=text or job.display_id,
-                            code=code,
-                            message=errors.MESSAGES.get(code, "") if code else "",
-                        )
-                    )
-                if text and code:
-                    break
+            codes = [self._signal_one(job, req, who, now) for job in jobs]
+            if text:
+                # An id naming a whole array succeeds if any task took the signal.
+                code = 0 if 0 in codes else codes[0]
+                results.append(_result(text, code))
+            else:
+                results += [
+                    _result(j.display_id, 0) for j, c in zip(jobs, codes, strict=True) if c == 0
+                ]
         await self.store.flush()
         self.kick()
         return pb.SignalReply(results=results)
@@ -235,36 +232,25 @@ class Handlers:
         now = self.now()
         for text, jobs in self._targets(ids, flt):
             if not jobs:
-                results.append(
-                    pb.JobResult(
-                        job_id=text,
-                        code=errors.ESLURM_INVALID_JOB_ID,
-                        message=errors.MESSAGES[errors.ESLURM_INVALID_JOB_ID],
-                    )
-                )
+                results.append(_result(text, errors.ESLURM_INVALID_JOB_ID))
                 continue
+            failures: list[pb.JobResult] = []
             for job in jobs:
                 try:
                     self._control_one(req.action, job, dict(req.updates), who, now)
                 except SlurmError as exc:
-                    results.append(
+                    failures.append(
                         pb.JobResult(
                             job_id=text or job.display_id, code=exc.code, message=exc.message
                         )
                     )
-                    break
                 except InvalidTransition:
-                    code = (
-                        errors.ESLURM_ALREADY_DONE
-                        if job.state.finished
-                        else errors.ESLURM_INVALID_JOB_STATE
-                    )
-                    results.append(
-                        pb.JobResult(
-                            job_id=text or job.display_id, code=code, message=errors.MESSAGES[code]
-                        )
-                    )
-                    break
+                    done = job.state.finished
+                    code = errors.ESLURM_ALREADY_DONE if done else errors.ESLURM_INVALID_JOB_STATE
+                    failures.append(_result(text or job.display_id, code))
+            # An id naming a whole array succeeds if any of its tasks did.
+            if failures and len(failures) == len(jobs):
+                results.append(failures[0])
         await self.store.flush()
         self.kick()
         return pb.JobControlReply(results=results)

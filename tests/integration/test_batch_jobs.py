@@ -156,3 +156,15 @@ def test_finished_jobs_stay_visible_for_min_job_age(make_cluster) -> None:  # ty
         10,
         "finished job was not purged after MinJobAge",
     )
+
+
+def test_cancelling_an_array_with_finished_tasks_cancels_the_rest(cluster: Cluster) -> None:
+    job_id = cluster.sbatch(
+        "--array=1-3", "--wrap", 'if [ "$SLURM_ARRAY_TASK_ID" = 1 ]; then exit 0; fi; sleep 60'
+    )
+    cluster.wait_done(f"{job_id}_1")
+    result = cluster.run("scancel", "-v", str(job_id))
+    assert "error" not in result.stderr
+    states = {cluster.wait_done(f"{job_id}_{t}")["state"] for t in (2, 3)}
+    assert states == {"CANCELLED"}
+    assert cluster.job(f"{job_id}_1")["state"] == "COMPLETED"
