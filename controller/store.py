@@ -80,6 +80,7 @@ class JobStore:
         self._in_flight: Batch | None = None
         self._purged_at = 0
         self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
+        self._ended: dict[int, int] = {}  # finished jobs off their nodes -> end time
         self.apply_config(conf)
 
     # ------------------------------------------------------------ configuration
@@ -122,6 +123,9 @@ class JobStore:
         self._pending = {
             i: None for i, j in sorted(self.jobs.items()) if j.state is JobState.PENDING
         }
+        self._ended = {
+            i: j.end_time for i, j in self.jobs.items() if j.state.finished and not holds_nodes(j)
+        }
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
             max(self.jobs, default=0) + 1,
@@ -144,6 +148,10 @@ class JobStore:
             self._pending[job.job_id] = None
         else:
             self._pending.pop(job.job_id, None)
+        if job.state.finished and not holds_nodes(job):
+            self._ended[job.job_id] = job.end_time
+        else:
+            self._ended.pop(job.job_id, None)
 
     def _touch_node(self, node: NodeRuntime) -> None:
         self.nodes[node.name] = node
@@ -239,16 +247,13 @@ class JobStore:
     def purge(self, now: int) -> list[int]:
         """Forget finished jobs older than MinJobAge (they live on in accounting)."""
         if now == self._purged_at:
-            return []  # a scan of every job: at most once a second
+            return []  # a scan of every finished job: at most once a second
         self._purged_at = now
         age = self.conf.min_job_age
-        gone = [
-            j.job_id
-            for j in self.jobs.values()
-            if j.state.finished and not holds_nodes(j) and j.end_time and now - j.end_time >= age
-        ]
+        gone = [i for i, end in self._ended.items() if end and now - end >= age]
         for job_id in gone:
             del self.jobs[job_id]
+            del self._ended[job_id]
             self._batch.jobs.pop(job_id, None)
             self._batch.deleted_jobs.add(job_id)
         return gone
