@@ -79,12 +79,20 @@ class Batch:
 
     jobs: dict[int, Job] = field(default_factory=dict)
     deleted_jobs: set[int] = field(default_factory=set)
+    deleted_payloads: set[int] = field(default_factory=set)  # an array's: when its last task goes
     payloads: dict[int, Payload] = field(default_factory=dict)
     nodes: dict[str, NodeRuntime] = field(default_factory=dict)
     meta: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.jobs or self.deleted_jobs or self.payloads or self.nodes or self.meta)
+        return bool(
+            self.jobs
+            or self.deleted_jobs
+            or self.deleted_payloads
+            or self.payloads
+            or self.nodes
+            or self.meta
+        )
 
 
 @dataclass
@@ -169,6 +177,8 @@ class Journal:
             if batch.deleted_jobs:
                 gone = [(jid,) for jid in batch.deleted_jobs]
                 db.executemany("DELETE FROM jobs WHERE job_id = ?", gone)
+            if batch.deleted_payloads:
+                gone = [(key,) for key in batch.deleted_payloads]
                 db.executemany("DELETE FROM payloads WHERE job_id = ?", gone)
             if batch.nodes:
                 db.executemany(

@@ -251,11 +251,17 @@ class JobStore:
         self._purged_at = now
         age = self.conf.min_job_age
         gone = [i for i, end in self._ended.items() if end and now - end >= age]
+        keys = set()
         for job_id in gone:
-            del self.jobs[job_id]
+            job = self.jobs.pop(job_id)
+            keys.add(job.array_job_id or job_id)
             del self._ended[job_id]
             self._batch.jobs.pop(job_id, None)
             self._batch.deleted_jobs.add(job_id)
+        if gone:
+            # An array's tasks share one payload: it goes with the array's last task.
+            still = {j.array_job_id for j in self.jobs.values() if j.array_job_id in keys}
+            self._batch.deleted_payloads.update(keys - still)
         return gone
 
     # ------------------------------------------------------------ scheduling

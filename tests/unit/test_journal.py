@@ -122,7 +122,14 @@ def test_later_batches_replace_and_delete(journal: Journal, state_dir: pathlib.P
         Batch(jobs=dict(JOBS), payloads={1: PAYLOAD, 3: PAYLOAD}, meta={"next_job_id": "6"})
     )
     done = running(2, state=JobState.COMPLETED, end_time=NOW + 5)
-    journal.write(Batch(jobs={2: done}, deleted_jobs={1, 3}, meta={"next_job_id": "7"}))
+    journal.write(
+        Batch(
+            jobs={2: done},
+            deleted_jobs={1, 3},
+            deleted_payloads={1},  # job 3's payload stays: an array's other tasks still use it
+            meta={"next_job_id": "7"},
+        )
+    )
     journal.close()
     again = reopen(state_dir)
     try:
@@ -131,7 +138,7 @@ def test_later_batches_replace_and_delete(journal: Journal, state_dir: pathlib.P
         assert loaded.jobs[2] == done
         assert loaded.meta == {"next_job_id": "7"}
         assert again.payload(1) is None
-        assert again.payload(3) is None
+        assert again.payload(3) == PAYLOAD
     finally:
         again.close()
 

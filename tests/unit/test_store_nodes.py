@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from controller.jobstate import Cancel
 from controller.journal import Journal
 from controller.principal import principal_for
 from controller.store import JobStore, Registration
@@ -56,3 +58,17 @@ def test_down_node_stays_down_without_return_to_service(store: JobStore) -> None
     store.set_node_down("n1", "Not responding", "slurm", 0, 200)
     store.node_registered(Registration("n1", 8, 16000), monotonic=2.0, now=300)
     assert store.nodes["n1"].state == "DOWN"
+
+
+def test_purging_an_array_task_keeps_the_script_its_siblings_need(store: JobStore) -> None:
+    """Array tasks share one payload; purging finished tasks must not take it."""
+    spec = {"name": "a", "script": "#!/bin/sh\ntrue\n", "array": "1-2", "work_dir": "/tmp"}
+    first, second = store.submit(spec, principal_for(0, 0), now=100).jobs
+    store.post(first.job_id, Cancel(now=110))
+    assert store.purge(now=110 + store.conf.min_job_age) == [first.job_id]
+    asyncio.run(store.flush())
+    assert store.payload(second) is not None
+    store.post(second.job_id, Cancel(now=120))
+    assert store.purge(now=120 + store.conf.min_job_age) == [second.job_id]
+    asyncio.run(store.flush())
+    assert store.journal.payload(first.job_id) is None
