@@ -23,7 +23,7 @@ from typing import Any
 
 from controller import jobstate
 from controller.jobenv import batch_environment
-from controller.jobstate import InvalidTransition, JobState
+from controller.jobstate import InvalidTransition
 from controller.model import Job
 from controller.store import JobStore, Registration, holds_nodes
 from corral import auth
@@ -305,9 +305,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             log.warning("node %s not responding for %d s: DOWN", name, timeout)
             self.store.node_lost(name)
             self.store.set_node_down(name, "Not responding", "slurm", 0, now)
-            for job in self.store.jobs_on(name):
-                requeue = job.requeue and job.state is JobState.RUNNING
-                self.store.post(job.job_id, jobstate.NodeFail(now, requeue))
+            for job, requeue in self.store.fail_jobs_on(name, now):
                 log.info(
                     "job_id=%d node %s failed: %s",
                     job.job_id,

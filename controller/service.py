@@ -385,10 +385,8 @@ class Handlers:
         self.store.set_node_admin_state(names, state, req.reason, who, now)
         if state in ("DOWN", "FAIL"):
             for name in names:
-                for job in self.store.jobs_on(name):
-                    requeue = job.requeue and job.state is JobState.RUNNING
+                for job, _ in self.store.fail_jobs_on(name, now):
                     self.link.signal(job, 0, reason="node_down")
-                    self.store.post(job.job_id, jobstate.NodeFail(now, requeue))
         await self.store.flush()
         self.kick()
         return pb.NodeUpdateReply()

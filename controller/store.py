@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from controller import jobstate
-from controller.admission import Admitted, Capacity, admit, partition_view
+from controller.admission import Admitted, Capacity, admit
 from controller.core import NodeView, Plan, Snapshot
 from controller.core.snapshot import JobFacts
 from controller.jobstate import COMPLETING, Event, JobState
@@ -287,8 +287,10 @@ class JobStore:
                 idle=cpus == 0,
             )
         partitions = {
-            p.name: partition_view(self.conf, p.name, self.partition_state.get(p.name))
-            for p in self.conf.partitions
+            name: view
+            if self.partition_state.get(name, view.state) == view.state
+            else replace(view, state=self.partition_state[name])
+            for name, view in self.capacity.partitions.items()
         }
         pending = tuple(self.jobs[job_id] for job_id in self._pending)
         facts = (
@@ -399,6 +401,15 @@ class JobStore:
         node = self.nodes.get(name)
         if node is not None:
             self.nodes[name] = replace(node, responding=False)
+
+    def fail_jobs_on(self, name: str, now: int) -> list[tuple[Job, bool]]:
+        """End or requeue the jobs on a node that failed; (job before, requeued) each."""
+        failed = []
+        for job in self.jobs_on(name):
+            requeue = job.requeue and job.state is JobState.RUNNING
+            self.post(job.job_id, jobstate.NodeFail(now, requeue))
+            failed.append((job, requeue))
+        return failed
 
     def set_node_down(self, name: str, reason: str, user: str, uid: int, now: int) -> None:
         node = replace(
