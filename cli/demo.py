@@ -17,8 +17,10 @@ import time
 DEMO_TIMEOUT = 120.0
 
 
-def _command(name: str) -> list[str]:
-    """The installed client next to this interpreter, else the module itself."""
+def client_command(name: str) -> list[str]:
+    """How to run client ``name``: the installed script next to this interpreter, else
+    the module itself (a checkout without console scripts). The demo, the integration
+    tests and the benchmarks all run clients this way."""
     script = os.path.join(os.path.dirname(sys.executable), name)
     if os.path.exists(script):
         return [script]
@@ -27,7 +29,7 @@ def _command(name: str) -> list[str]:
 
 def _run(env: dict[str, str], name: str, *args: str, show: bool = True) -> str:
     result = subprocess.run(
-        [*_command(name), *args], env=env, capture_output=True, text=True, check=False
+        [*client_command(name), *args], env=env, capture_output=True, text=True, check=False
     )
     if show:
         print(f"$ {name} {shlex.join(args)}")

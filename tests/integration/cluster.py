@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.corral import write_config
+from cli.demo import client_command as command
 from corral.client import Client, socket_path
 from corral.errors import SlurmError
 
@@ -31,14 +32,6 @@ DONE = {
     "DEADLINE",
     "OUT_OF_MEMORY",
 }
-
-
-def command(name: str) -> list[str]:
-    """The installed client next to this interpreter, else the module."""
-    script = Path(sys.executable).parent / name
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", f"from cli.{name} import main; main()"]
 
 
 class Cluster:
