@@ -233,23 +233,23 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     return settings
 
 
+#: Options that only switch a setting on: option key -> Settings attribute.
+_FLAGS = {
+    "dead": "dead",
+    "exact": "exact",
+    "long": "long",
+    "Node": "node_mode",
+    "noheader": "noheader",
+    "responding": "responding",
+    "list-reasons": "reasons",
+    "summarize": "summarize",
+}
+
+
 def _flag(settings: Settings, key: str) -> None:
-    if key == "dead":
-        settings.dead = True
-    elif key == "exact":
-        settings.exact = True
-    elif key == "long":
-        settings.long = True
-    elif key == "Node":
-        settings.node_mode = True
-    elif key == "noheader":
-        settings.noheader = True
-    elif key == "responding":
-        settings.responding = True
-    elif key == "list-reasons":
-        settings.reasons = True
-    elif key == "summarize":
-        settings.summarize = True
+    attribute = _FLAGS.get(key)
+    if attribute is not None:
+        setattr(settings, attribute, True)
 
 
 def _default_format(settings: Settings, env: Mapping[str, str]) -> None:
