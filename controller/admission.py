@@ -8,7 +8,7 @@ partition it names ("never") is refused here; one that only has to wait
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.core import dependency
@@ -26,8 +26,15 @@ from corral.errors import SlurmError
 
 @dataclass(frozen=True, slots=True)
 class Admitted:
-    jobs: tuple[Job, ...]
+    """The new job record; for an array, the one record of all its tasks."""
+
+    job: Job
     payload: Payload
+
+    @property
+    def tasks(self) -> int:
+        """How many jobs the submission stands for (an array's task count)."""
+        return arrayspec.count(self.job.array_pending) or 1
 
 
 def parse_array(spec: str, max_size: int) -> tuple[list[int], int]:
@@ -262,11 +269,13 @@ def admit(
     )
     array = spec.get("array", "")
     if not array:
-        return Admitted((base,), payload)
+        return Admitted(base, payload)
     indices, throttle = parse_array(array, conf.max_array_size)
-    shared = {n: getattr(base, n) for n in base.__slots__ if n not in ("job_id", "array_task_id")}
-    shared.update(array_job_id=first_id, array_max_tasks=throttle, array_spec=array)
-    jobs = tuple(
-        Job(job_id=first_id + i, array_task_id=index, **shared) for i, index in enumerate(indices)
+    meta = replace(
+        base,
+        array_job_id=first_id,
+        array_max_tasks=throttle,
+        array_spec=array,
+        array_pending=arrayspec.compress(indices),
     )
-    return Admitted(jobs, payload)
+    return Admitted(meta, payload)

@@ -60,6 +60,10 @@ class Job:
     array_task_id: int | None = None
     array_max_tasks: int = 0
     array_spec: str = ""
+    # The array's tasks not started yet (``1-3,5``): set only on the array's
+    # own record (job_id == array_job_id), which stands for all of them until
+    # the scheduler splits tasks off as they start, as Slurm does.
+    array_pending: str = ""
     work_dir: str = "/"
     std_out: str = ""
     std_err: str = ""
@@ -102,6 +106,8 @@ class Job:
 
     @property
     def display_id(self) -> str:
+        if self.array_pending:
+            return f"{self.array_job_id}_[{self.array_pending}]"
         if self.array_task_id is None:
             return str(self.job_id)
         return f"{self.array_job_id}_{self.array_task_id}"

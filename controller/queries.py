@@ -10,7 +10,7 @@ from typing import Any
 from controller.jobstate import COMPLETING, JobState
 from controller.model import Job
 from controller.principal import uid_for
-from corral import errors
+from corral import arrayspec, errors
 from corral.errors import SlurmError
 
 _ACTIVE = frozenset({JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED})
@@ -29,7 +29,24 @@ class IdSelector:
     def matches(self, job: Job) -> bool:
         if self.tasks is None:
             return job.job_id == self.job_id or job.array_job_id == self.job_id
-        return job.array_job_id == self.job_id and job.array_task_id in self.tasks
+        if job.array_job_id != self.job_id:
+            return False
+        if job.array_pending:
+            return bool(arrayspec.intersection(job.array_pending, self.tasks))
+        return job.array_task_id in self.tasks
+
+
+def named_tasks(array: Job, flt: Mapping[str, Any]) -> list[int] | None:
+    """Which of an array record's pending tasks the filter's ids name; None for all."""
+    tasks: set[int] = set()
+    for text in flt.get("job_ids", []):
+        selector = parse_id(text)
+        if not selector.matches(array):
+            continue
+        if selector.tasks is None:
+            return None
+        tasks.update(arrayspec.intersection(array.array_pending, selector.tasks))
+    return sorted(tasks) if flt.get("job_ids") else None
 
 
 def parse_id(text: str) -> IdSelector:

@@ -27,7 +27,7 @@ from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.model import Job
 from controller.principal import Principal, principal_for
 from controller.store import JobStore
-from corral import SLURM_VERSION, auth, errors, hostlist, timefmt
+from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt
 from corral.config import ConfigError, load, show_config
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -115,22 +115,18 @@ class Handlers:
             return self._test_only(spec, who, now)
         admitted = self.store.submit(spec, who, now)
         await self.store.flush()
-        first = admitted.jobs[0]
-        if not first.held and first.begin_time <= now:
+        job = admitted.job
+        if not job.held and job.begin_time <= now:
             self.kick()  # a held or future job cannot start: no cycle for it
-        log.info(
-            "job_id=%d submitted by uid=%d (%d jobs)", first.job_id, who.uid, len(admitted.jobs)
-        )
-        return pb.SubmitReply(
-            job_id=first.array_job_id or first.job_id, cluster=self.store.conf.cluster_name
-        )
+        log.info("job_id=%d submitted by uid=%d (%d jobs)", job.job_id, who.uid, admitted.tasks)
+        return pb.SubmitReply(job_id=job.job_id, cluster=self.store.conf.cluster_name)
 
     def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
         store = self.store
         admitted = admit(
             spec, who, store.conf, store.partition_state, store.next_job_id, now, 0, store.capacity
         )
-        job = admitted.jobs[0]
+        job = admitted.job
         snap = self.store.snapshot()
         snap = replace(snap, pending=(*snap.pending, job))
         plan = schedule(snap, now)
@@ -161,11 +157,17 @@ class Handlers:
         if flt.get("job_ids") and not jobs:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
         fields = tuple(f for f in req.fields if f in views.JOB_FIELDS)
-        if req.expand_arrays:
-            entries = [self.encoder.entry(j, None, fields) for j in jobs]
-        else:
-            folded = views.fold_arrays(jobs)
-            entries = [self.encoder.entry(j, tasks, fields) for j, tasks in folded]
+        entries = []
+        for job in jobs:
+            if not job.array_pending:
+                entries.append(self.encoder.entry(job, None, fields))
+                continue
+            tasks = queries.named_tasks(job, flt)
+            if req.expand_arrays:
+                for task in arrayspec.expand(job.array_pending) if tasks is None else tasks:
+                    entries.append(self.encoder.entry(job, [task], fields))
+            else:
+                entries.append(self.encoder.entry(job, tasks, fields))
         return Encoded(self.encoder.reply(entries, self.now()), pb.JobsReply)
 
     def _owned(self, job: Job, who: Principal) -> None:
@@ -180,10 +182,19 @@ class Handlers:
         for text in ids:
             one = {**flt, "job_ids": [text], "states": flt.get("states") or ["ALL"]}
             try:
-                out.append((text, queries.select(self.store.jobs, one)))
+                jobs = queries.select(self.store.jobs, one)
             except SlurmError:
                 out.append((text, []))
+                continue
+            out.append((text, [task for job in jobs for task in self._split(job, one)]))
         return out
+
+    def _split(self, job: Job, flt: Mapping[str, Any]) -> list[Job]:
+        """``job``, or the tasks an id names of an array's record, split off to act on alone."""
+        tasks = queries.named_tasks(job, flt) if job.array_pending else None
+        if tasks is None:
+            return [job]
+        return [self.store.split_task(self.store.jobs[job.job_id], task) for task in tasks]
 
     async def Signal(self, req: pb.SignalRequest, who: Principal) -> pb.SignalReply:
         flt = to_dict(req.filter)

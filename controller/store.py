@@ -27,6 +27,7 @@ from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Batch, Journal
 from controller.model import Job, NodeRuntime, Payload
 from controller.principal import Principal
+from corral import arrayspec
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 #: A journal commit that took longer than this sends the next one to the writer thread.
 INLINE_COMMIT_S = 0.002
+
 
 @dataclass(frozen=True, slots=True)
 class Registration:
@@ -212,15 +214,34 @@ class JobStore:
         admitted = admit(
             spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
         )
-        for job in admitted.jobs:
-            self._touch_job(job)
-        first = admitted.jobs[0]
-        self._batch.payloads[first.array_job_id or first.job_id] = admitted.payload
-        self.next_job_id = admitted.jobs[-1].job_id + 1
-        self._batch.meta["next_job_id"] = str(self.next_job_id)
-        self.counters["submitted"] += len(admitted.jobs)
+        job = admitted.job
+        self._touch_job(job)
+        self._batch.payloads[job.job_id] = admitted.payload
+        self._advance_job_id(job.job_id + 1)
+        self.counters["submitted"] += admitted.tasks
         self.last_update = now
         return admitted
+
+    def _advance_job_id(self, next_id: int) -> None:
+        self.next_job_id = next_id
+        self._batch.meta["next_job_id"] = str(next_id)
+
+    def split_task(self, array: Job, index: int) -> Job:
+        """Give one pending task of ``array`` its own record, as Slurm does.
+
+        An array is one record until its tasks start (or are held, cancelled or
+        updated one by one); each task split off gets the next job id, and the
+        last one takes over the array's own record and id.
+        """
+        rest = arrayspec.without(array.array_pending, index)
+        if rest:
+            task = replace(array, job_id=self.next_job_id, array_task_id=index, array_pending="")
+            self._advance_job_id(self.next_job_id + 1)
+            self._touch_job(replace(array, array_pending=rest))
+        else:
+            task = replace(array, array_task_id=index, array_pending="")
+        self._touch_job(task)
+        return task
 
     def post(self, job_id: int, event: Event) -> Job:
         """Apply a state-machine event; raise InvalidTransition if it does not apply."""
@@ -324,6 +345,7 @@ class JobStore:
                     j.array_job_id,
                     j.array_task_id,
                     j.start_time,
+                    j.array_pending,
                 )
                 for j in self.jobs.values()
             }
@@ -346,6 +368,8 @@ class JobStore:
             wanted = zip(start.nodes, start.cpus, start.memory, strict=True)
             if not all(self._can_take(n, c, m) for n, c, m in wanted):
                 continue
+            if job.array_pending:
+                job = self.split_task(job, arrayspec.first(job.array_pending))
             event = jobstate.Start(plan.now, start.partition, start.nodes, start.cpus, start.memory)
             started.append(self.post(job.job_id, event))
         for job_id, reason in plan.reasons.items():

@@ -2,18 +2,16 @@
 
 Part of the service layer (the only code besides ``service.py`` and
 ``agentlink.py`` that touches generated wire types). Pending array tasks that
-have not started are folded into one record (``123_[5-10%2]``) unless the
-client asks for one record per element, as squeue does.
+have not started live in the array's one record and show as ``123_[5-10%2]``,
+or as one record per task when the client asks for that (``squeue -r``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from controller.jobstate import COMPLETING, JobState
+from controller.jobstate import COMPLETING
 from controller.model import Job, NodeRuntime
 from controller.store import JobStore
-from corral import hostlist
+from corral import arrayspec, hostlist
 from corral.config import PartitionConfig
 from corral.wire import corral_pb2 as pb
 
@@ -30,22 +28,8 @@ def tres(cpus: int, mem: int, nodes: int) -> str:
     return ",".join(parts)
 
 
-def compress_indices(indices: list[int]) -> str:
-    """``[1, 2, 3, 5]`` -> ``1-3,5``."""
-    out: list[str] = []
-    start = prev = indices[0]
-    for value in [*indices[1:], None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if value is not None:
-            start = prev = value
-    return ",".join(out)
-
-
 def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
-    """One job record; ``array_tasks`` folds pending array elements into it."""
+    """One job record; for an array's record, ``array_tasks`` shows only those tasks."""
     conf = store.conf
     nodes = hostlist.compress(job.nodes) if job.nodes else ""
     num_cpus = sum(job.cpus) if job.cpus else job.cpus_needed
@@ -119,12 +103,15 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         held=bool(job.held),
         last_sched_eval=job.start_time or job.submit_time,
     )
-    if job.array_task_id is not None:
-        if array_tasks and len(array_tasks) > 1:
+    if job.array_pending:
+        tasks = arrayspec.expand(job.array_pending) if array_tasks is None else array_tasks
+        if len(tasks) > 1:
             throttle = f"%{job.array_max_tasks}" if job.array_max_tasks else ""
-            info.array_task_str = compress_indices(array_tasks) + throttle
+            info.array_task_str = arrayspec.compress(tasks) + throttle
         else:
-            info.array_task_id = job.array_task_id
+            info.array_task_id = tasks[0]
+    elif job.array_task_id is not None:
+        info.array_task_id = job.array_task_id
     return info
 
 
@@ -166,7 +153,7 @@ class JobsEncoder:
         self, job: Job, array_tasks: list[int] | None = None, fields: tuple[str, ...] = ()
     ) -> bytes:
         """One job's reply entry, with only ``fields`` when any are named."""
-        if array_tasks is not None and len(array_tasks) > 1:
+        if array_tasks is not None:
             info = job_info(job, self.store, array_tasks=array_tasks)
             return pb.JobsReply(jobs=[_only(info, fields)]).SerializeToString()
         if self._conf is not self.store.conf:
@@ -188,24 +175,8 @@ class JobsEncoder:
 
 
 def _default_out(job: Job) -> str:
-    name = "slurm-%A_%a.out" if job.array_task_id is not None else "slurm-%j.out"
+    name = "slurm-%A_%a.out" if job.array_job_id else "slurm-%j.out"
     return f"{job.work_dir.rstrip('/')}/{name}"
-
-
-def fold_arrays(jobs: Iterable[Job]) -> list[tuple[Job, list[int] | None]]:
-    """Group pending, never-started array tasks of one array into one record."""
-    out: list[tuple[Job, list[int] | None]] = []
-    groups: dict[tuple[int, str, bool], list[Job]] = {}
-    for job in jobs:
-        if job.array_task_id is not None and job.state is JobState.PENDING and not job.restarts:
-            groups.setdefault((job.array_job_id, job.reason.name, bool(job.held)), []).append(job)
-        else:
-            out.append((job, None))
-    for members in groups.values():
-        members.sort(key=lambda j: j.job_id)
-        head = members[0]
-        out.append((head, sorted(j.array_task_id for j in members if j.array_task_id is not None)))
-    return out
 
 
 def node_info(name: str, store: JobStore) -> pb.NodeInfo:

@@ -12,6 +12,7 @@ import enum
 from collections.abc import Iterable, Mapping
 
 from controller.core.snapshot import JobFacts
+from corral import arrayspec
 
 _FINISHED = frozenset(
     {
@@ -87,9 +88,14 @@ def _targets(ident: str, jobs: Mapping[int, JobFacts]) -> Iterable[JobFacts]:
     head, _, task = base.partition("_")
     job_id = int(head)
     if task and task != "*":
-        # A task id names the array task whose (array_job_id, task) match.
+        # A task id names the array task whose (array_job_id, task) match, or
+        # the array's own record while that task has not started.
+        index = int(task)
         return [
-            f for f in jobs.values() if f.array_job_id == job_id and f.array_task_id == int(task)
+            f
+            for f in jobs.values()
+            if f.array_job_id == job_id
+            and (f.array_task_id == index or arrayspec.contains(f.array_pending, index))
         ]
     members = [f for f in jobs.values() if f.array_job_id == job_id]
     if members:

@@ -22,6 +22,7 @@ from controller.core.request import cpus_per_node, node_fits
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
+from corral import arrayspec
 
 Alloc = tuple[str, int, int]  # node name, CPUs, MiB
 
@@ -141,6 +142,30 @@ def _take(nodes: dict[str, NodeView], start: Start) -> None:
         )
 
 
+def _first_fit(
+    job: Job, snap: Snapshot, nodes: dict[str, NodeView], blocked: set[str]
+) -> Start | Reason:
+    """Where ``job`` starts now (the first partition by PriorityTier), or why not."""
+    parts = sorted(
+        (snap.partitions[p] for p in job.partitions if p in snap.partitions),
+        key=lambda p: -p.priority_tier,
+    )
+    first_reason: Reason | None = None
+    for part in parts:
+        limit = _partition_reason(job, part)
+        if limit is not None:
+            first_reason = first_reason or limit
+            continue
+        if part.name in blocked:
+            first_reason = first_reason or Reason.PRIORITY
+            continue
+        outcome = place(job, part, nodes)
+        if isinstance(outcome, Start):
+            return outcome
+        first_reason = first_reason if first_reason not in (None, Reason.PRIORITY) else outcome
+    return first_reason or Reason.RESOURCES
+
+
 def schedule(snap: Snapshot, now: int) -> Plan:
     """Decide which pending jobs start at ``now`` and why the others wait."""
     plan = Plan(now=now)
@@ -157,35 +182,24 @@ def schedule(snap: Snapshot, now: int) -> Plan:
         else:
             plan.reasons[job.job_id] = reason
     for job in _order(candidates):
-        if job.array_max_tasks and running_arrays.get(job.array_job_id, 0) >= job.array_max_tasks:
-            plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
-            continue
-        parts = sorted(
-            (snap.partitions[p] for p in job.partitions if p in snap.partitions),
-            key=lambda p: -p.priority_tier,
-        )
-        outcome: Start | Reason = Reason.RESOURCES
-        first_reason: Reason | None = None
-        for part in parts:
-            limit = _partition_reason(job, part)
-            if limit is not None:
-                first_reason = first_reason or limit
-                continue
-            if part.name in blocked:
-                first_reason = first_reason or Reason.PRIORITY
-                continue
-            outcome = place(job, part, nodes)
-            if isinstance(outcome, Start):
+        # An array's one pending record may start several tasks in one pass.
+        tasks = arrayspec.count(job.array_pending) or 1
+        while tasks:
+            if (
+                job.array_max_tasks
+                and running_arrays.get(job.array_job_id, 0) >= job.array_max_tasks
+            ):
+                plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
                 break
-            first_reason = first_reason if first_reason not in (None, Reason.PRIORITY) else outcome
-        if isinstance(outcome, Start):
+            outcome = _first_fit(job, snap, nodes, blocked)
+            if isinstance(outcome, Reason):
+                plan.reasons[job.job_id] = outcome
+                if outcome in (Reason.RESOURCES, Reason.PRIORITY):
+                    blocked.update(p for p in job.partitions if p in snap.partitions)
+                break
             plan.starts.append(outcome)
             _take(nodes, outcome)
-            if job.array_max_tasks:
+            if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
-            continue
-        reason = first_reason or Reason.RESOURCES
-        plan.reasons[job.job_id] = reason
-        if reason in (Reason.RESOURCES, Reason.PRIORITY):
-            blocked.update(p.name for p in parts)
+            tasks -= 1
     return plan

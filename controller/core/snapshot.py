@@ -47,6 +47,7 @@ class JobFacts:
     array_job_id: int
     array_task_id: int | None
     start_time: int
+    array_pending: str = ""  # an array's tasks not started yet (its own record only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,3 +168,20 @@ def test_cancelling_an_array_with_finished_tasks_cancels_the_rest(cluster: Clust
     states = {cluster.wait_done(f"{job_id}_{t}")["state"] for t in (2, 3)}
     assert states == {"CANCELLED"}
     assert cluster.job(f"{job_id}_1")["state"] == "COMPLETED"
+
+
+def test_a_pending_array_is_one_line_until_its_tasks_are_addressed(cluster: Cluster) -> None:
+    job_id = cluster.sbatch("--array=1-10%4", "--hold", "--wrap", "true")
+
+    def squeue(*args: str) -> list[str]:
+        out = cluster.run("squeue", "-h", "-o", "%i %T", *args).stdout
+        return sorted(out.splitlines())
+
+    assert squeue() == [f"{job_id}_[1-10%4] PENDING"]
+    assert len(squeue("-r")) == 10
+    cluster.run("scancel", f"{job_id}_5")
+    assert squeue() == [f"{job_id}_[1-4,6-10%4] PENDING"]
+    assert f"{job_id}_5 CANCELLED" in squeue("-t", "all")
+    assert squeue("-j", f"{job_id}_[2-3]") == [f"{job_id}_[2-3%4] PENDING"]
+    cluster.run("scancel", str(job_id))
+    assert squeue() == []

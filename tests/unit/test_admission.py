@@ -14,7 +14,7 @@ from controller.core.plan import Start
 from controller.core.schedule import place
 from controller.jobstate import JobState, Reason
 from controller.principal import Principal, principal_for
-from corral import errors
+from corral import arrayspec, errors
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 from corral.wire import codec
@@ -180,15 +180,15 @@ DEFAULTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("fields", "expected"), [c[1:] for c in DEFAULTS], ids=[c[0] for c in DEFAULTS]
 )
 def test_defaults(fields: dict[str, Any], expected: dict[str, Any]) -> None:
-    (job,) = submit(**fields).jobs
+    job = submit(**fields).job
     assert {k: getattr(job, k) for k in expected} == expected
     assert (job.uid, job.gid, job.user) == (USER.uid, USER.gid, USER.user)
 
 
 def test_requeue_default_comes_from_job_requeue() -> None:
-    (job,) = submit(NO_REQUEUE).jobs
+    job = submit(NO_REQUEUE).job
     assert job.requeue is False
-    (job,) = submit(NO_REQUEUE, requeue=True).jobs
+    job = submit(NO_REQUEUE, requeue=True).job
     assert job.requeue is True
 
 
@@ -205,12 +205,12 @@ def test_payload_holds_script_argv_and_sorted_environment() -> None:
     ids=["negative-nice", "priority", "allow-groups"],
 )
 def test_operator_may_do_what_users_may_not(fields: dict[str, Any]) -> None:
-    (job,) = submit(who=ADMIN, **fields).jobs
+    job = submit(who=ADMIN, **fields).job
     assert job.uid == 0
 
 
 def test_admin_priority_is_recorded() -> None:
-    (job,) = submit(who=ADMIN, priority=7).jobs
+    job = submit(who=ADMIN, priority=7).job
     assert (job.admin_priority, job.priority) == (7, 7)
 
 
@@ -274,13 +274,13 @@ def test_refusal(
 
 
 def test_partition_down_only_waits() -> None:
-    (job,) = submit(states={"debug": "DOWN"}).jobs
+    job = submit(states={"debug": "DOWN"}).job
     assert job.state is JobState.PENDING
 
 
 def test_many_tasks_spread_over_nodes_like_slurm() -> None:
     """``sbatch -n 8`` on 4-CPU nodes is admitted and runs on two nodes, as in Slurm."""
-    (job,) = submit(num_tasks=8).jobs
+    job = submit(num_tasks=8).job
     assert (job.num_tasks, job.nodes_given) == (8, False)
     start = place(job, partition_view(CONF, "debug"), static_nodes(CONF))
     assert isinstance(start, Start)
@@ -289,7 +289,7 @@ def test_many_tasks_spread_over_nodes_like_slurm() -> None:
 
 def test_required_nodes_raise_node_count() -> None:
     """``-N1 -w n[1-2]``: Slurm raises the node count to the nodes named, and it runs."""
-    (job,) = submit(min_nodes=1, req_nodes="n[1-2]").jobs
+    job = submit(min_nodes=1, req_nodes="n[1-2]").job
     assert (job.min_nodes, job.nodes_given) == (2, True)
     start = place(job, partition_view(CONF, "debug"), static_nodes(CONF))
     assert isinstance(start, Start)
@@ -301,7 +301,7 @@ def test_required_node_list_grows_for_more_tasks() -> None:
     than can be satisfied by the supplied node list, additional resources will be
     allocated on other nodes as needed." ``-w n1 -n 5`` on 4-CPU nodes: n1 and one more.
     """
-    (job,) = submit(req_nodes="n1", num_tasks=5).jobs
+    job = submit(req_nodes="n1", num_tasks=5).job
     start = place(job, partition_view(CONF, "debug"), static_nodes(CONF))
     assert isinstance(start, Start)
     assert start.nodes[0] == "n1"
@@ -319,7 +319,7 @@ def test_unknown_feature_is_invalid_feature(constraint: str) -> None:
 
 
 def test_feature_in_one_of_the_partitions_is_enough() -> None:
-    (job,) = submit(partitions=["debug", "capped"], constraint="b").jobs
+    job = submit(partitions=["debug", "capped"], constraint="b").job
     assert job.constraint == "b"
 
 
@@ -351,15 +351,16 @@ ARRAYS = [
     ARRAYS,
     ids=["range", "step-and-throttle", "brackets-list", "single", "overlap-sorted"],
 )
-def test_array_jobs_get_consecutive_ids(array: str, tasks: list[int], throttle: int) -> None:
-    jobs = submit(array=array, name="arr").jobs
-    assert [j.job_id for j in jobs] == list(range(FIRST, FIRST + len(tasks)))
-    assert [j.array_task_id for j in jobs] == tasks
-    assert {j.array_job_id for j in jobs} == {FIRST}
-    assert {j.array_max_tasks for j in jobs} == {throttle}
-    assert {j.array_spec for j in jobs} == {array}
-    assert {j.name for j in jobs} == {"arr"}
-    assert jobs[0].display_id == f"{FIRST}_{tasks[0]}"
+def test_an_array_is_one_record_for_all_its_tasks(
+    array: str, tasks: list[int], throttle: int
+) -> None:
+    admitted = submit(array=array, name="arr")
+    job = admitted.job
+    assert admitted.tasks == len(tasks)
+    assert (job.job_id, job.array_job_id, job.array_task_id) == (FIRST, FIRST, None)
+    assert arrayspec.expand(job.array_pending) == tasks
+    assert (job.array_max_tasks, job.array_spec, job.name) == (throttle, array, "arr")
+    assert job.display_id == f"{FIRST}_[{arrayspec.compress(tasks)}]"
 
 
 PARSE_ARRAY_VALID = [

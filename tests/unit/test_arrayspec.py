@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from corral import arrayspec
 from corral.arrayspec import parse
 
 VALID = [
@@ -210,3 +211,40 @@ def test_parse_raises_only_value_error(text: str, max_size: int) -> None:
     assert all(i >= 0 for i in indices)
     assert throttle >= 0
     assert indices[-1] < max_size
+
+
+# ---------------------------------------------------------------- task sets
+
+task_lists = st.lists(st.integers(0, 300), unique=True).map(sorted)
+
+
+@given(task_lists)
+def test_compress_expand_round_trip(indices: list[int]) -> None:
+    text = arrayspec.compress(indices)
+    assert arrayspec.expand(text) == indices
+    assert arrayspec.count(text) == len(indices)
+
+
+@given(task_lists, st.integers(0, 300))
+def test_set_operations_agree_with_python_sets(indices: list[int], index: int) -> None:
+    text = arrayspec.compress(indices)
+    assert arrayspec.contains(text, index) == (index in indices)
+    assert arrayspec.expand(arrayspec.without(text, index)) == [i for i in indices if i != index]
+    if indices:
+        assert arrayspec.first(text) == indices[0]
+    picked = frozenset(range(index, index + 7))
+    assert arrayspec.intersection(text, picked) == sorted(picked & set(indices))
+
+
+@pytest.mark.parametrize(
+    ("indices", "text"),
+    [([1, 2, 3, 5], "1-3,5"), ([7], "7"), ([], ""), ([1, 3, 5], "1,3,5"), ([0, 1], "0-1")],
+)
+def test_compress_prints_as_slurm(indices: list[int], text: str) -> None:
+    assert arrayspec.compress(indices) == text
+
+
+def test_without_splits_a_range() -> None:
+    assert arrayspec.without("1-10", 5) == "1-4,6-10"
+    assert arrayspec.without("1-10", 1) == "2-10"
+    assert arrayspec.without("4", 4) == ""

@@ -63,7 +63,9 @@ def test_down_node_stays_down_without_return_to_service(store: JobStore) -> None
 def test_purging_an_array_task_keeps_the_script_its_siblings_need(store: JobStore) -> None:
     """Array tasks share one payload; purging finished tasks must not take it."""
     spec = {"name": "a", "script": "#!/bin/sh\ntrue\n", "array": "1-2", "work_dir": "/tmp"}
-    first, second = store.submit(spec, principal_for(0, 0), now=100).jobs
+    array = store.submit(spec, principal_for(0, 0), now=100).job
+    first = store.split_task(array, 1)
+    second = store.split_task(store.jobs[array.job_id], 2)
     store.post(first.job_id, Cancel(now=110))
     assert store.purge(now=110 + store.conf.min_job_age) == [first.job_id]
     asyncio.run(store.flush())
