@@ -247,7 +247,8 @@ def test_duplicate_launch_of_a_running_job_answers_running(tmp_path: Path) -> No
         second = await ctl.expect("running", lambda m: m.job_id == 6)
         assert second.pid == first.pid
         count = setup.work / "count"
-        await wait_until(count.exists, "the job wrote its line")
+        # The shell creates the file before it writes the line: wait for the line.
+        await wait_until(lambda: count.exists() and count.read_text() != "", "the job wrote")
         assert count.read_text() == "once\n"
         ctl.send(signal=pb.SignalJob(job_id=6, signal=0, reason="cancel"))
         done = await ctl.expect("done", lambda m: m.job_id == 6)
