@@ -75,7 +75,7 @@ class FramedServer:
         except Exception:
             return _error(SlurmError(errors.ESLURM_PROTOCOL_ERROR))
         try:
-            reply = await getattr(self.handlers, frame.method)(request, principal_for(uid, gid))
+            reply = await self.handlers.dispatch(frame.method, request, principal_for(uid, gid))
         except SlurmError as exc:
             return _error(exc)
         except Exception:

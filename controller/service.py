@@ -102,9 +102,27 @@ class Handlers:
         self.clock = clock
         self.started = int(clock())
         self.encoder = views.JobsEncoder(store)
+        self._in_flight = 0
 
     def now(self) -> int:
         return int(self.clock())
+
+    async def dispatch(self, method: str, request: Any, who: Principal) -> Any:
+        """Run one client request (gRPC or the CLI socket), counting those in flight."""
+        self._in_flight += 1
+        try:
+            return await getattr(self, method)(request, who)
+        finally:
+            self._in_flight -= 1
+
+    async def _commit(self) -> None:
+        """Make this request's changes durable before it is answered.
+
+        A request alone in the controller commits on the event loop (lowest
+        latency); while others are in flight the writer thread commits, and the
+        loop admits them meanwhile into the next commit.
+        """
+        await self.store.flush(inline=self._in_flight <= 1)
 
     # ------------------------------------------------------------ jobs
 
@@ -114,7 +132,7 @@ class Handlers:
         if req.test_only:
             return self._test_only(spec, who, now)
         admitted = self.store.submit(spec, who, now)
-        await self.store.flush()
+        await self._commit()
         job = admitted.job
         if not job.held and job.begin_time <= now:
             self.kick()  # a held or future job cannot start: no cycle for it
@@ -214,7 +232,7 @@ class Handlers:
                 results += [
                     _result(j.display_id, 0) for j, c in zip(jobs, codes, strict=True) if c == 0
                 ]
-        await self.store.flush()
+        await self._commit()
         self.kick()
         return pb.SignalReply(results=results)
 
@@ -262,7 +280,7 @@ class Handlers:
             # An id naming a whole array succeeds if any of its tasks did.
             if failures and len(failures) == len(jobs):
                 results.append(failures[0])
-        await self.store.flush()
+        await self._commit()
         self.kick()
         return pb.JobControlReply(results=results)
 
@@ -398,7 +416,7 @@ class Handlers:
             for name in names:
                 for job, _ in self.store.fail_jobs_on(name, now):
                     self.link.signal(job, 0, reason="node_down")
-        await self.store.flush()
+        await self._commit()
         self.kick()
         return pb.NodeUpdateReply()
 
@@ -480,15 +498,13 @@ class GrpcController(pb_grpc.ControllerServicer):
             setattr(self, method, self._wrap(method))
 
     def _wrap(self, method: str) -> Callable[..., Any]:
-        handler = getattr(self.handlers, method)
-
         async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
                 if method == "Ping":
                     who = principal_for(0, 0)
                 else:
                     who = verify_credential(self.key, request.cred, int(time.time()))
-                reply = await handler(request, who)
+                reply = await self.handlers.dispatch(method, request, who)
                 return reply.message() if isinstance(reply, Encoded) else reply
             except SlurmError as exc:
                 await context.abort(

@@ -164,20 +164,20 @@ class JobStore:
         self.nodes[node.name] = node
         self._batch.nodes[node.name] = node
 
-    async def flush(self) -> None:
+    async def flush(self, *, inline: bool = False) -> None:
         """Return once every change made before the call is on disk.
 
-        Handlers that are already runnable get one turn first, so that their
-        changes share this commit (group commit). On a fast disk the commit runs
-        on the event loop: handing it to the writer thread and back costs more
-        than the fsync itself. Once a commit has taken longer than
-        ``INLINE_COMMIT_S`` (a slow or busy disk), commits go to the writer
-        thread, so that the loop keeps answering queries meanwhile.
+        Commits normally run in the writer thread, so that the loop admits
+        other requests meanwhile and they share the next commit (group
+        commit). A caller that knows nothing else is waiting (``inline``) gets
+        the commit on the loop instead when the disk is fast: the hand-off to
+        the thread and back costs more than the fsync itself. Once a commit
+        has taken longer than ``INLINE_COMMIT_S`` (a slow or busy disk), every
+        commit goes to the thread until one is fast again.
         """
         target = self._batch_seq
         if self._committed_seq >= target:
             return
-        await asyncio.sleep(0)
         async with self._lock:
             if self._committed_seq >= target:
                 return
@@ -187,7 +187,7 @@ class JobStore:
                 self._in_flight = batch
                 try:
                     began = time.perf_counter()
-                    if self._commit_s < INLINE_COMMIT_S:
+                    if inline and self._commit_s < INLINE_COMMIT_S:
                         self.journal.write(batch)
                     else:
                         await asyncio.get_running_loop().run_in_executor(
