@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.core import dependency
+from controller.core.placement import place
 from controller.core.plan import Start
 from controller.core.request import features_match
-from controller.core.schedule import place
 from controller.core.snapshot import NodeView, PartitionView
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload

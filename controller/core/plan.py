@@ -16,6 +16,15 @@ class Start:
     memory: tuple[int, ...]  # MiB on each node
 
 
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """When and where a waiting job is expected to start (its backfill reservation)."""
+
+    start_time: int
+    partition: str
+    nodes: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class Plan:
     """Starts to commit, and for every pending job the reason it waits."""
@@ -24,3 +33,4 @@ class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, Reason] = field(default_factory=dict)
     details: dict[int, str] = field(default_factory=dict)  # e.g. "UnavailableNodes:n3"
+    expected: dict[int, Expected] = field(default_factory=dict)  # from backfill

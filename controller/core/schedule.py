@@ -5,26 +5,24 @@ Phases, in order: ``order`` (priority, then submit order) → for each job
 "never") → ``place`` (first partition, by PriorityTier, whose nodes fit the
 job now) → record a start or the reason it waits. Within a partition the
 first job that cannot start blocks the ones behind it (they wait with reason
-Priority), as Slurm's main scheduler does; backfill arrives with issue 3.
+Priority), as Slurm's main scheduler does. Then, when asked, ``backfill``
+goes over the jobs left waiting (see ``backfill.py``).
 
 Resources taken by earlier starts in the same pass are tracked locally, so
-one plan never allocates a CPU twice.
+one plan never allocates a CPU twice. Node choice and partition limits live
+in ``placement.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-
 from controller.core import dependency
+from controller.core.backfill import WAITING, Backfill, BackfillParams
+from controller.core.placement import first_fit, take
 from controller.core.plan import Plan, Start
-from controller.core.request import cpus_per_node, node_fits
-from controller.core.snapshot import NodeView, PartitionView, Snapshot
+from controller.core.snapshot import Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 from corral import arrayspec
-
-Alloc = tuple[str, int, int]  # node name, CPUs, MiB
 
 
 def _order(jobs: list[Job]) -> list[Job]:
@@ -51,127 +49,18 @@ def _waiting_reason(job: Job, snap: Snapshot, now: int) -> Reason | None:
     return None
 
 
-def _partition_reason(job: Job, part: PartitionView) -> Reason | None:
-    if part.state == "DOWN":
-        return Reason.PARTITION_DOWN
-    if part.state == "INACTIVE":
-        return Reason.PARTITION_INACTIVE
-    if part.max_time >= 0 and (job.time_limit < 0 or job.time_limit > part.max_time):
-        return Reason.PARTITION_TIME_LIMIT
-    if part.max_nodes is not None and job.min_nodes > part.max_nodes:
-        return Reason.PARTITION_NODE_LIMIT
-    if job.min_nodes < part.min_nodes:
-        return Reason.PARTITION_NODE_LIMIT
-    return None
+def schedule(snap: Snapshot, now: int, backfill: BackfillParams | None = None) -> Plan:
+    """Decide which pending jobs start at ``now`` and why the others wait.
 
-
-def _fixed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
-    """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k``, ``--ntasks-per-node``)."""
-    cpus = cpus_per_node(job, job.min_nodes)
-    exclusive = job.exclusive or part.exclusive
-    chosen: list[Alloc] = []
-    for node in candidates:
-        memory = node_fits(job, part, node, cpus)
-        if memory is not None:
-            chosen.append((node.name, node.cpus if exclusive else cpus, memory))
-            if len(chosen) == job.min_nodes:
-                return chosen
-    return []
-
-
-def _packed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
-    """As few nodes as the tasks fit on, in node order (``-n`` without a fixed ``-N``).
-
-    Required (``-w``) nodes come first among the candidates and each gets at
-    least one task; the node count stays within ``-N min-max`` and MaxNodes.
+    The main pass, then (given ``backfill``) a backfill pass over the jobs it
+    left waiting for Resources or Priority.
     """
-    exclusive = job.exclusive or part.exclusive
-    least = max(job.min_nodes, len(job.req_nodes))
-    most = min(job.max_nodes or len(candidates), part.max_nodes or len(candidates))
-    remaining = job.num_tasks
-    chosen: list[Alloc] = []
-    for node in candidates:
-        if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
-            break
-        room = (node.cpus if exclusive else node.free_cpus) // job.cpus_per_task
-        later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
-        tasks = min(remaining - later, room)
-        if tasks < 1 and not (remaining <= later and room >= 1):
-            continue
-        cpus = max(max(tasks, 1) * job.cpus_per_task, job.min_cpus)
-        memory = node_fits(job, part, node, cpus)
-        if memory is None:
-            continue
-        chosen.append((node.name, node.cpus if exclusive else cpus, memory))
-        remaining -= max(tasks, 0)
-    if remaining > 0 or len(chosen) < least:
-        return []
-    return chosen
-
-
-def place(job: Job, part: PartitionView, nodes: Mapping[str, NodeView]) -> Start | Reason:
-    """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``."""
-    for required in job.req_nodes:
-        node = nodes.get(required)
-        if node is None or required not in part.nodes or not node.usable:
-            return Reason.REQ_NODE_NOT_AVAIL
-    order = {name: i for i, name in enumerate(part.nodes)}
-    candidates = sorted(
-        (nodes[n] for n in part.nodes if n in nodes and n not in job.exc_nodes),
-        key=lambda n: (n.name not in job.req_nodes, n.weight, order[n.name]),
-    )
-    fixed = job.nodes_given and job.max_nodes in (0, job.min_nodes)
-    chosen = _fixed(job, part, candidates) if fixed else _packed(job, part, candidates)
-    names = {name for name, _, _ in chosen}
-    if not chosen or any(r not in names for r in job.req_nodes):
-        return Reason.RESOURCES
-    return Start(
-        job_id=job.job_id,
-        partition=part.name,
-        nodes=tuple(c[0] for c in chosen),
-        cpus=tuple(c[1] for c in chosen),
-        memory=tuple(c[2] for c in chosen),
-    )
-
-
-def _take(nodes: dict[str, NodeView], start: Start) -> None:
-    for name, cpus, memory in zip(start.nodes, start.cpus, start.memory, strict=True):
-        node = nodes[name]
-        nodes[name] = replace(
-            node, free_cpus=node.free_cpus - cpus, free_memory=node.free_memory - memory, idle=False
-        )
-
-
-def _first_fit(
-    job: Job, snap: Snapshot, nodes: dict[str, NodeView], blocked: set[str]
-) -> Start | Reason:
-    """Where ``job`` starts now (the first partition by PriorityTier), or why not."""
-    parts = sorted(
-        (snap.partitions[p] for p in job.partitions if p in snap.partitions),
-        key=lambda p: -p.priority_tier,
-    )
-    first_reason: Reason | None = None
-    for part in parts:
-        limit = _partition_reason(job, part)
-        if limit is not None:
-            first_reason = first_reason or limit
-            continue
-        if part.name in blocked:
-            first_reason = first_reason or Reason.PRIORITY
-            continue
-        outcome = place(job, part, nodes)
-        if isinstance(outcome, Start):
-            return outcome
-        first_reason = first_reason if first_reason not in (None, Reason.PRIORITY) else outcome
-    return first_reason or Reason.RESOURCES
-
-
-def schedule(snap: Snapshot, now: int) -> Plan:
-    """Decide which pending jobs start at ``now`` and why the others wait."""
     plan = Plan(now=now)
     nodes = dict(snap.nodes)
     blocked: set[str] = set()
     running_arrays = dict(snap.running_per_array)
+    started: list[tuple[Job, Start]] = []
+    waiting: list[Job] = []
     # Jobs that cannot be considered get their reason first, so only the rest
     # is sorted: 10,000 held jobs cost one pass, not a sort, per cycle.
     candidates = []
@@ -184,22 +73,27 @@ def schedule(snap: Snapshot, now: int) -> Plan:
     for job in _order(candidates):
         # An array's one pending record may start several tasks in one pass.
         tasks = arrayspec.count(job.array_pending) or 1
+        throttle = job.array_max_tasks
         while tasks:
-            if (
-                job.array_max_tasks
-                and running_arrays.get(job.array_job_id, 0) >= job.array_max_tasks
-            ):
+            if throttle and running_arrays.get(job.array_job_id, 0) >= throttle:
                 plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
                 break
-            outcome = _first_fit(job, snap, nodes, blocked)
+            outcome = first_fit(job, snap, nodes, blocked)
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
-                if outcome in (Reason.RESOURCES, Reason.PRIORITY):
+                if outcome in WAITING:
                     blocked.update(p for p in job.partitions if p in snap.partitions)
+                    waiting.append(job)
                 break
             plan.starts.append(outcome)
-            _take(nodes, outcome)
+            started.append((job, outcome))
+            take(nodes, outcome)
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
+    if backfill is not None and waiting:
+        bf = Backfill(snap, plan, nodes, backfill, running_arrays)
+        for job, start in started:
+            bf.started(job, start)
+        bf.run(waiting)
     return plan

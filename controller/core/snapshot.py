@@ -51,9 +51,21 @@ class JobFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class Running:
+    """A job holding nodes, and when its time limit frees them (0: no limit)."""
+
+    job_id: int
+    nodes: tuple[str, ...]
+    cpus: tuple[int, ...]
+    memory: tuple[int, ...]
+    end_time: int
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     nodes: Mapping[str, NodeView]
     partitions: Mapping[str, PartitionView]
     pending: tuple[Job, ...]
     jobs: Mapping[int, JobFacts]
     running_per_array: Mapping[int, int]
+    running: tuple[Running, ...] = ()

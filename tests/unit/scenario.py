@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.core.snapshot import JobFacts, NodeView, PartitionView, Snapshot
+from controller.core.snapshot import JobFacts, NodeView, PartitionView, Running, Snapshot
 from controller.jobstate import JobState, Reason
 from controller.model import Job
 from corral import config, hostlist
@@ -151,6 +151,7 @@ class Cluster:
         *,
         jobs: Mapping[int, JobFacts] | None = None,
         running_per_array: Mapping[int, int] | None = None,
+        running: Iterable[Running] = (),
     ) -> Snapshot:
         return Snapshot(
             nodes={n.name: n for n in self.nodes},
@@ -158,6 +159,7 @@ class Cluster:
             pending=tuple(pending),
             jobs=dict(jobs or {}),
             running_per_array=dict(running_per_array or {}),
+            running=tuple(running),
         )
 
 

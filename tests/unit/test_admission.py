@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from scenario import GID, NOW, UID, slurm_conf
 
 from controller.admission import Admitted, admit, parse_array, partition_view, static_nodes
+from controller.core.placement import place
 from controller.core.plan import Start
-from controller.core.schedule import place
 from controller.jobstate import JobState, Reason
 from controller.principal import Principal, principal_for
 from corral import arrayspec, errors
