@@ -3,7 +3,9 @@
 Each cycle, in order:
   1. ``check_nodes``  nodes silent past SlurmdTimeout go DOWN, their jobs end or requeue
   2. ``snapshot``     an immutable picture of nodes, partitions and pending jobs
-  3. ``schedule``     the pure core decides starts and pending reasons
+  3. ``schedule``     the pure core decides starts and pending reasons: the main
+                      pass (``default_queue_depth`` jobs, the whole queue every
+                      ``sched_interval``), plus backfill every ``bf_interval``
   4. ``commit``       starts re-checked against live state and applied
   5. ``purge``        finished jobs older than MinJobAge forgotten
   6. ``flush``        all of it made durable
@@ -22,6 +24,7 @@ from collections.abc import Callable
 
 from controller.agentlink import AgentLink
 from controller.core import schedule
+from controller.schedparams import SchedulerSettings, scheduler_settings
 from controller.store import JobStore
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,10 @@ class SchedulerLoop:
         self.max_cycle_us = 0
         self.total_cycle_us = 0
         self._wake = asyncio.Event()
+        self._conf = store.conf
+        self.settings: SchedulerSettings = scheduler_settings(store.conf)
+        self.last_backfill = 0
+        self.last_full_pass = 0
 
     def kick(self) -> None:
         self._wake.set()
@@ -64,7 +71,19 @@ class SchedulerLoop:
         now = int(self.clock())
         changed = self.link.check_nodes(now)
         snap = self.store.snapshot()
-        plan = schedule(snap, now)
+        if self._conf is not self.store.conf:  # reconfigured (checked before it was applied)
+            self._conf = self.store.conf
+            self.settings = scheduler_settings(self._conf)
+        settings = self.settings
+        backfill = settings.backfill
+        if backfill is not None and now - self.last_backfill < settings.bf_interval:
+            backfill = None
+        full = backfill is not None or now - self.last_full_pass >= settings.sched_interval
+        plan = schedule(snap, now, backfill, None if full else settings.default_queue_depth)
+        if backfill is not None:
+            self.last_backfill = now
+        if full:
+            self.last_full_pass = now
         started = self.store.commit(plan)
         purged = self.store.purge(now)
         if started or changed or purged:

@@ -89,6 +89,9 @@ class Job:
     cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``
     alloc_mem: tuple[int, ...] = ()  # MiB allocated on each of ``nodes``
     exit_status: int = 0
+    # Where backfill expects a pending job to start (derived each pass, like the reason).
+    expected_start: int = 0
+    expected_nodes: tuple[str, ...] = ()
 
     @property
     def priority(self) -> int:

@@ -22,10 +22,11 @@ import grpc
 from controller import jobstate, queries, views
 from controller.admission import admit
 from controller.agentlink import AgentLink
-from controller.core import schedule
+from controller.core import BackfillParams, schedule
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.model import Job
 from controller.principal import Principal, principal_for
+from controller.schedparams import scheduler_settings
 from controller.store import JobStore
 from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt
 from corral.config import ConfigError, load, show_config
@@ -147,7 +148,8 @@ class Handlers:
         job = admitted.job
         snap = self.store.snapshot()
         snap = replace(snap, pending=(*snap.pending, job))
-        plan = schedule(snap, now)
+        # The same plan as the scheduler's, with backfill for the estimate.
+        plan = schedule(snap, now, scheduler_settings(store.conf).backfill or BackfillParams())
         start = next((s for s in plan.starts if s.job_id == job.job_id), None)
         if start is not None:
             return pb.SubmitReply(
@@ -157,16 +159,13 @@ class Handlers:
                 nodes=hostlist.compress(start.nodes),
                 partition=start.partition,
             )
-        ends = [
-            j.end_time
-            for j in self.store.jobs.values()
-            if j.state is JobState.RUNNING and j.end_time
-        ]
+        expected = plan.expected.get(job.job_id)
         return pb.SubmitReply(
             job_id=job.job_id,
-            start_time=max(ends, default=now + 365 * 86400),
+            start_time=expected.start_time if expected else now + 365 * 86400,
             num_cpus=job.cpus_needed,
-            partition=job.partitions[0],
+            nodes=hostlist.compress(expected.nodes) if expected else "",
+            partition=expected.partition if expected else job.partitions[0],
         )
 
     async def Jobs(self, req: pb.JobsRequest, who: Principal) -> Encoded:
@@ -450,6 +449,11 @@ class Handlers:
         except ConfigError as exc:
             log.error("reconfigure failed: %s", exc)
             raise SlurmError(errors.EINVAL, f"reconfigure failed: {exc}") from None
+        try:
+            scheduler_settings(conf)
+        except ValueError as exc:
+            log.error("reconfigure failed: %s: %s", conf.path, exc)
+            raise SlurmError(errors.EINVAL, f"reconfigure failed: {conf.path}: {exc}") from None
         for warning in conf.warnings:
             log.warning("%s", warning)
         self.store.apply_config(conf)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from controller import jobstate
 from controller.admission import Admitted, Capacity, admit
-from controller.core import NodeView, Plan, Snapshot
+from controller.core import NodeView, Plan, Running, Snapshot
 from controller.core.snapshot import JobFacts
 from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Batch, Journal
@@ -353,10 +353,13 @@ class JobStore:
             else {}
         )
         running_per_array: dict[int, int] = {}
+        running = []
         for j in self.jobs.values():
-            if j.array_job_id and holds_nodes(j):
-                running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
-        return Snapshot(views, partitions, pending, facts, running_per_array)
+            if holds_nodes(j):
+                running.append(Running(j.job_id, j.nodes, j.cpus, j.alloc_mem, j.end_time))
+                if j.array_job_id:
+                    running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
+        return Snapshot(views, partitions, pending, facts, running_per_array, tuple(running))
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""
@@ -372,11 +375,18 @@ class JobStore:
                 job = self.split_task(job, arrayspec.first(job.array_pending))
             event = jobstate.Start(plan.now, start.partition, start.nodes, start.cpus, start.memory)
             started.append(self.post(job.job_id, event))
+        # Reasons and expected starts are derived each cycle; they are not journaled.
         for job_id, reason in plan.reasons.items():
             job = self.jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING and job.reason is not reason:
-                # Reasons are derived each cycle; they are not journaled.
                 self.jobs[job_id] = replace(job, reason=reason)
+        if plan.backfilled:
+            for job_id in self._pending:
+                job = self.jobs[job_id]
+                exp = plan.expected.get(job_id)
+                when, nodes = (exp.start_time, exp.nodes) if exp else (0, ())
+                if (job.expected_start, job.expected_nodes) != (when, nodes):
+                    self.jobs[job_id] = replace(job, expected_start=when, expected_nodes=nodes)
         return started
 
     def _can_take(self, name: str, cpus: int, memory: int) -> bool:

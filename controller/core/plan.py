@@ -34,3 +34,4 @@ class Plan:
     reasons: dict[int, Reason] = field(default_factory=dict)
     details: dict[int, str] = field(default_factory=dict)  # e.g. "UnavailableNodes:n3"
     expected: dict[int, Expected] = field(default_factory=dict)  # from backfill
+    backfilled: bool = False  # a backfill pass ran: jobs not in ``expected`` have no estimate

@@ -49,11 +49,14 @@ def _waiting_reason(job: Job, snap: Snapshot, now: int) -> Reason | None:
     return None
 
 
-def schedule(snap: Snapshot, now: int, backfill: BackfillParams | None = None) -> Plan:
+def schedule(
+    snap: Snapshot, now: int, backfill: BackfillParams | None = None, depth: int | None = None
+) -> Plan:
     """Decide which pending jobs start at ``now`` and why the others wait.
 
-    The main pass, then (given ``backfill``) a backfill pass over the jobs it
-    left waiting for Resources or Priority.
+    The main pass tries at most ``depth`` jobs (``default_queue_depth``; all
+    when None); then, given ``backfill``, a backfill pass goes over the jobs
+    the main pass left waiting for Resources or Priority or did not reach.
     """
     plan = Plan(now=now)
     nodes = dict(snap.nodes)
@@ -70,7 +73,12 @@ def schedule(snap: Snapshot, now: int, backfill: BackfillParams | None = None) -
             candidates.append(job)
         else:
             plan.reasons[job.job_id] = reason
-    for job in _order(candidates):
+    ordered = _order(candidates)
+    if depth is not None and len(ordered) > depth:
+        ordered, untried = ordered[:depth], ordered[depth:]
+    else:
+        untried = []
+    for job in ordered:
         # An array's one pending record may start several tasks in one pass.
         tasks = arrayspec.count(job.array_pending) or 1
         throttle = job.array_max_tasks
@@ -91,9 +99,10 @@ def schedule(snap: Snapshot, now: int, backfill: BackfillParams | None = None) -
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
-    if backfill is not None and waiting:
+    if backfill is not None:
+        plan.backfilled = True
         bf = Backfill(snap, plan, nodes, backfill, running_arrays)
         for job, start in started:
             bf.started(job, start)
-        bf.run(waiting)
+        bf.run(waiting + untried)
     return plan

@@ -185,3 +185,23 @@ def test_a_pending_array_is_one_line_until_its_tasks_are_addressed(cluster: Clus
     assert squeue("-j", f"{job_id}_[2-3]") == [f"{job_id}_[2-3%4] PENDING"]
     cluster.run("scancel", str(job_id))
     assert squeue() == []
+
+
+def test_backfill_starts_a_short_job_without_delaying_the_one_ahead(make_cluster) -> None:  # type: ignore[no-untyped-def]
+    c = make_cluster(settings=("SchedulerParameters=bf_interval=1",))
+    first = c.sbatch("-N", "1", "--exclusive", "-t", "2", "--wrap", "sleep 60")
+    c.wait_state(first, {"RUNNING"})
+    wide = c.sbatch("-N", "2", "--exclusive", "-t", "5", "--wrap", "true")
+    short = c.sbatch("-N", "1", "--exclusive", "-t", "1", "--wrap", "true")
+    long = c.sbatch("-N", "1", "--exclusive", "-t", "10", "--wrap", "true")
+    assert c.wait_done(short)["state"] == "COMPLETED"
+    c.wait_for(lambda: c.job(wide)["start_time"] > 0, 10, "no expected start for the wide job")
+    wide_job, long_job = c.job(wide), c.job(long)
+    assert wide_job["state"] == long_job["state"] == "PENDING"
+    assert wide_job["start_time"] >= c.job(first)["start_time"] + 120
+    assert wide_job["sched_nodes"] == "node[1-2]"
+    assert long_job["reason"] == "Priority"
+    assert long_job["start_time"] >= wide_job["start_time"] + 300
+    start = c.run("squeue", "--start", "-h", "-j", str(wide), "-o", "%i %S").stdout.split()
+    assert start[0] == str(wide) and start[1] != "N/A"
+    c.run("scancel", str(first), str(wide), str(long))

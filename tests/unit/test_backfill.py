@@ -187,3 +187,11 @@ def test_no_cpu_is_promised_twice(snap: Snapshot) -> None:
     for i, (b1, e1, n1) in enumerate(spans):
         for b2, e2, n2 in spans[i + 1 :]:
             assert not (b1 < e2 and b2 < e1 and n1 & n2)
+
+
+def test_the_main_pass_tries_default_queue_depth_jobs_and_backfill_the_rest() -> None:
+    pending = [job(i, num_tasks=1, time_limit=5) for i in range(1, 5)]
+    main_only = schedule(TWO.snapshot(pending, running=[BUSY_N1]), NOW, None, depth=2)
+    assert _started(main_only) == [1, 2]
+    with_backfill = schedule(TWO.snapshot(pending, running=[BUSY_N1]), NOW, BF, depth=2)
+    assert _started(with_backfill) == [1, 2, 3, 4]
