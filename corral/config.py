@@ -48,6 +48,7 @@ __all__ = [
     "ConfigError",
     "NodeConfig",
     "PartitionConfig",
+    "PriorityConfig",
     "SlurmConfig",
     "client_settings",
     "default_path",
@@ -110,6 +111,68 @@ class PartitionConfig:
     root_only: bool
 
 
+#: Slurm's PriorityFlags words, in the order ``scontrol show config`` lists them.
+PRIORITY_FLAGS = (
+    "ACCRUE_ALWAYS",
+    "SMALL_RELATIVE_TO_TIME",
+    "CALCULATE_RUNNING",
+    "DEPTH_OBLIVIOUS",
+    "NO_FAIR_TREE",
+    "INCR_ONLY",
+    "MAX_TRES",
+    "NO_NORMAL_ASSOC",
+    "NO_NORMAL_PART",
+    "NO_NORMAL_QOS",
+    "NO_NORMAL_TRES",
+)
+#: PriorityUsageResetPeriod values.
+RESET_PERIODS = ("NONE", "NOW", "DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY")
+PRIORITY_TYPES = ("priority/multifactor", "priority/basic")
+_WEEK = 7 * 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityConfig:
+    """The multifactor priority and fair-share settings (slurm.conf(5), ``Priority*``).
+
+    Durations are seconds. ``weight_tres`` holds (TRES name, weight per unit)
+    with names as Slurm prints them (``cpu``, ``mem``, ``gres/gpu``) and memory
+    weights per MiB; ``weight_tres_text`` is the value as written, which
+    ``sprio -w`` and ``scontrol show config`` print. ``flags`` holds the
+    ``PRIORITY_FLAGS`` words in effect (``NO_NORMAL_ALL`` expanded; Fair Tree
+    is on unless ``NO_FAIR_TREE`` is there).
+    """
+
+    type: str = "priority/multifactor"
+    weight_age: int = 0
+    weight_assoc: int = 0
+    weight_fairshare: int = 0
+    weight_job_size: int = 0
+    weight_partition: int = 0
+    weight_qos: int = 0
+    weight_tres: tuple[tuple[str, float], ...] = ()
+    weight_tres_text: str = ""
+    max_age: int = _WEEK
+    favor_small: bool = False
+    decay_half_life: int = _WEEK
+    usage_reset_period: str = "NONE"
+    calc_period: int = 300
+    flags: frozenset[str] = frozenset()
+    fs_dampening_factor: int = 1
+
+    @property
+    def multifactor(self) -> bool:
+        return self.type == "priority/multifactor"
+
+    @property
+    def fair_tree(self) -> bool:
+        """Fair Tree (the default since Slurm 19.05) rather than classic fair share."""
+        return "NO_FAIR_TREE" not in self.flags
+
+    def flag(self, name: str) -> bool:
+        return name in self.flags
+
+
 @dataclass(frozen=True, slots=True)
 class SlurmConfig:
     """The whole parsed configuration.
@@ -139,6 +202,7 @@ class SlurmConfig:
     partitions: tuple[PartitionConfig, ...]
     settings: tuple[tuple[str, str], ...]
     warnings: tuple[str, ...]
+    priority: PriorityConfig = PriorityConfig()
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -656,6 +720,142 @@ def _scheduler_parameters(value: str) -> tuple[tuple[str, str], ...]:
     return tuple((key, val) for key, _, val in (item.partition("=") for item in _words(value)))
 
 
+# ------------------------------------------------------------------ priority
+#: TRES types a weight may name (Slurm's defaults; gres/, license/ and bb/ take a name).
+_TRES_TYPES = ("cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages")
+_NAMED_TRES = ("gres", "license", "bb")
+_UNIT_INDEX = {"K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
+_RESET_REQUIRED = (
+    "You have to either have PriorityDecayHalfLife != 0 or PriorityUsageResetPeriod set "
+    "to something or the priority plugin will result in rolling over."
+)
+
+
+def _seconds(key: str, value: str, where: Where, *, minimum: int = 0) -> int:
+    """A Slurm time string (``7-0``, ``5``, ``1:00:00``) in seconds; ``0`` is zero.
+
+    Slurm reads these with ``time_str2mins``: whole minutes, seconds rounded up.
+    ``UNLIMITED`` has no meaning for them and is refused.
+    """
+    try:
+        if value.strip().lower() in ("-1", "unlimited", "infinite"):
+            raise ValueError(value)
+        minutes = timefmt.parse_duration(value)
+    except ValueError as exc:
+        raise ConfigError(*where, f"bad {key} value '{value}': not a time") from exc
+    seconds = 0 if minutes == timefmt.UNLIMITED else minutes * 60  # "0", "0-0"
+    if seconds < minimum:
+        raise ConfigError(*where, f"bad {key} value '{value}': at least {minimum // 60} minute")
+    return seconds
+
+
+def _tres_weights(value: str, where: Where) -> tuple[tuple[str, float], ...]:
+    """``CPU=1000,Mem=2000,GRES/gpu=3000`` as ((name, weight), ...), Slurm's names.
+
+    A weight may carry a unit (``Mem=1G``: the weight of a GiB), which divides
+    it down to the TRES's own unit as Slurm's ``_tres_weight_item`` does
+    (memory counts MiB, everything else units).
+    """
+    found: dict[str, float] = {}
+    for item in _words(value):
+        name, eq, amount = item.partition("=")
+        kind, slash, sub = name.partition("/")
+        kind = kind.lower()
+        canonical = f"{kind}/{sub}" if slash else kind
+        known = canonical in _TRES_TYPES or (slash and sub and kind in _NAMED_TRES)
+        if not eq or not amount:
+            raise ConfigError(*where, f"bad PriorityWeightTRES value '{value}': '{item}'")
+        if not known:
+            raise ConfigError(
+                *where,
+                f"bad PriorityWeightTRES value '{value}': '{name}' is not a configured TRES type",
+            )
+        number, unit = amount, ""
+        if amount[-1:].upper() in _UNIT_INDEX:
+            number, unit = amount[:-1], amount[-1].upper()
+        try:
+            weight = float(number)
+        except ValueError:
+            weight = -1.0
+        if not weight >= 0 or weight == float("inf"):
+            raise ConfigError(*where, f"bad PriorityWeightTRES value '{value}': '{item}'")
+        if unit:
+            base = 2 if kind in ("mem", "bb") else 0
+            weight /= 1024 ** max(0, _UNIT_INDEX[unit] - base)
+        found[canonical] = weight
+    return tuple(found.items())
+
+
+def _priority_flags(value: str, where: Where, warnings: list[str]) -> frozenset[str]:
+    """PriorityFlags words; Slurm ignores words it does not know, Corral warns about them."""
+    flags: set[str] = set()
+    for word in _words(value.upper()):
+        if word == "NO_NORMAL_ALL":
+            flags.update(("NO_NORMAL_ASSOC", "NO_NORMAL_PART", "NO_NORMAL_QOS", "NO_NORMAL_TRES"))
+        elif word == "DEPTH_OBLIVIOUS":
+            flags.update((word, "NO_FAIR_TREE"))  # a variant of classic fair share
+        elif word in PRIORITY_FLAGS:
+            flags.add(word)
+        elif word != "FAIR_TREE":  # the default since 19.05, once a flag
+            warnings.append(f"{where[0]}:{where[1]}: PriorityFlags: unknown flag '{word}' ignored")
+    return frozenset(flags)
+
+
+def _priority(settings: _Pairs, warnings: list[str]) -> PriorityConfig:
+    """The Priority* settings, checked as Slurm's read_config does."""
+
+    def weight(key: str) -> int:
+        entry = settings.get(key)
+        return 0 if entry is None else integer(key, *entry)
+
+    def seconds(key: str, default: int, minimum: int = 0) -> int:
+        entry = settings.get(key)
+        return default if entry is None else _seconds(key, *entry, minimum=minimum)
+
+    kind = "priority/multifactor"
+    if "PriorityType" in settings:
+        value, where = settings["PriorityType"]
+        kind = value.lower()
+        if kind not in PRIORITY_TYPES:
+            raise ConfigError(
+                *where, f"bad PriorityType value '{value}': use {', '.join(PRIORITY_TYPES)}"
+            )
+    half_life = seconds("PriorityDecayHalfLife", _WEEK)
+    reset = "NONE"
+    if "PriorityUsageResetPeriod" in settings:
+        reset = _choice(
+            "PriorityUsageResetPeriod", *settings["PriorityUsageResetPeriod"], RESET_PERIODS
+        )
+    elif half_life == 0:
+        raise ConfigError(*settings["PriorityDecayHalfLife"][1], _RESET_REQUIRED)
+    tres_text, tres_where = settings.get("PriorityWeightTRES", ("", NOWHERE))
+    favor_small = settings.get("PriorityFavorSmall")
+    flags = settings.get("PriorityFlags")
+    damping = settings.get("FairShareDampeningFactor")
+    return PriorityConfig(
+        type=kind,
+        weight_age=weight("PriorityWeightAge"),
+        weight_assoc=weight("PriorityWeightAssoc"),
+        weight_fairshare=weight("PriorityWeightFairshare"),
+        weight_job_size=weight("PriorityWeightJobSize"),
+        weight_partition=weight("PriorityWeightPartition"),
+        weight_qos=weight("PriorityWeightQOS"),
+        weight_tres=_tres_weights(tres_text, tres_where),
+        weight_tres_text=tres_text,
+        max_age=seconds("PriorityMaxAge", _WEEK),
+        favor_small=False if favor_small is None else _bool("PriorityFavorSmall", *favor_small),
+        decay_half_life=half_life,
+        usage_reset_period=reset,
+        calc_period=seconds("PriorityCalcPeriod", 300, minimum=60),
+        flags=frozenset() if flags is None else _priority_flags(*flags, warnings),
+        fs_dampening_factor=(
+            1
+            if damping is None
+            else integer("FairShareDampeningFactor", *damping, minimum=1, maximum=65535)
+        ),
+    )
+
+
 def parse(text: str, path: str) -> SlurmConfig:
     """Parse slurm.conf ``text``; ``path`` names it in messages and anchors Include."""
     reader = _Reader()
@@ -687,6 +887,7 @@ def parse(text: str, path: str) -> SlurmConfig:
     nodes = _down_nodes(records["DownNodes"], nodes)
     sets = _node_sets(records["NodeSet"], nodes)
     partitions = _partitions(records["PartitionName"], nodes, sets, settings, reader.warnings)
+    priority = _priority(settings, reader.warnings)
     return SlurmConfig(
         path=path,
         cluster_name=cluster[0].lower(),
@@ -708,6 +909,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         partitions=tuple(partitions),
         settings=tuple((key, value) for key, (value, _) in settings.items()),
         warnings=tuple(dict.fromkeys(reader.warnings)),  # a cluster-wide note once
+        priority=priority,
     )
 
 
@@ -747,7 +949,6 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
     defaults = {
         "AuthType": "auth/munge",
         "MpiDefault": "(null)",
-        "PriorityType": "priority/multifactor",
         "ProctrackType": "proctrack/cgroup",
         "SchedulerType": "sched/backfill",
         "SelectType": "select/cons_tres",
@@ -780,7 +981,69 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
     )
     for index, (host, addr) in enumerate(conf.slurmctld_hosts):
         shown[f"SlurmctldHost[{index}]"] = host if addr == host else f"{host}({addr})"
+    for key in _PRIORITY_KEYS:
+        shown.pop(key, None)
+    shown.update(_show_priority(conf.priority))
     return sorted(shown.items(), key=lambda item: item[0].lower())
+
+
+#: Keys ``_show_priority`` prints in Slurm's form (or, under priority/basic, leaves out).
+_PRIORITY_KEYS = (
+    "FairShareDampeningFactor",
+    "PriorityCalcPeriod",
+    "PriorityDecayHalfLife",
+    "PriorityFavorSmall",
+    "PriorityFlags",
+    "PriorityMaxAge",
+    "PriorityType",
+    "PriorityUsageResetPeriod",
+    "PriorityWeightAge",
+    "PriorityWeightAssoc",
+    "PriorityWeightFairshare",
+    "PriorityWeightJobSize",
+    "PriorityWeightPartition",
+    "PriorityWeightQOS",
+    "PriorityWeightTRES",
+)
+
+
+def _show_priority(prio: PriorityConfig) -> dict[str, str]:
+    """The priority settings as Slurm's ``config_info.c`` prints them.
+
+    Under priority/basic only PriorityType is listed. The fair-share weight is
+    spelled ``PriorityWeightFairShare`` there, unlike in slurm.conf.
+    """
+    if not prio.multifactor:
+        return {"PriorityType": prio.type}
+    return {
+        "FairShareDampeningFactor": str(prio.fs_dampening_factor),
+        "PriorityCalcPeriod": timefmt.format_hms(prio.calc_period),
+        "PriorityDecayHalfLife": timefmt.format_hms(prio.decay_half_life),
+        "PriorityFavorSmall": "yes" if prio.favor_small else "no",
+        "PriorityFlags": priority_flags_text(prio.flags),
+        "PriorityMaxAge": timefmt.format_hms(prio.max_age),
+        "PriorityType": prio.type,
+        "PriorityUsageResetPeriod": prio.usage_reset_period,
+        "PriorityWeightAge": str(prio.weight_age),
+        "PriorityWeightAssoc": str(prio.weight_assoc),
+        "PriorityWeightFairShare": str(prio.weight_fairshare),
+        "PriorityWeightJobSize": str(prio.weight_job_size),
+        "PriorityWeightPartition": str(prio.weight_partition),
+        "PriorityWeightQOS": str(prio.weight_qos),
+        "PriorityWeightTRES": prio.weight_tres_text or "(null)",
+    }
+
+
+def priority_flags_text(flags: frozenset[str]) -> str:
+    """PriorityFlags as Slurm's ``priority_flags_string`` writes them.
+
+    Slurm prints ``NO_NORMAL_ALL`` as soon as any one ``NO_NORMAL_*`` flag is
+    set (its test covers all four), and so does this.
+    """
+    words = [flag for flag in PRIORITY_FLAGS if flag in flags and "NO_NORMAL" not in flag]
+    if any(flag.startswith("NO_NORMAL_") for flag in flags):
+        words.append("NO_NORMAL_ALL")
+    return ",".join(words)
 
 
 def _user_with_id(name: str) -> str:

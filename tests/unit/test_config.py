@@ -15,6 +15,7 @@ from corral.config import (
     ConfigError,
     NodeConfig,
     PartitionConfig,
+    PriorityConfig,
     SlurmConfig,
     default_path,
     load,
@@ -775,6 +776,229 @@ def test_show_config_leaves_out_legacy_controller_keys() -> None:
     assert "ControlMachine" not in values and "ControlAddr" not in values
 
 
+# ---------------------------------------------------------------- priority
+def test_priority_defaults() -> None:
+    prio = parse(HEAD, PATH).priority
+    assert prio == PriorityConfig()
+    assert (prio.type, prio.multifactor, prio.fair_tree) == ("priority/multifactor", True, True)
+    assert (prio.max_age, prio.decay_half_life, prio.calc_period) == (604800, 604800, 300)
+    assert (prio.usage_reset_period, prio.favor_small, prio.flags) == ("NONE", False, frozenset())
+    assert (prio.weight_age, prio.weight_fairshare, prio.weight_tres) == (0, 0, ())
+    assert prio.fs_dampening_factor == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "attribute", "value"),
+    [
+        pytest.param("PriorityType=priority/basic", "type", "priority/basic", id="basic"),
+        pytest.param(
+            "PriorityType=Priority/MultiFactor", "type", "priority/multifactor", id="case"
+        ),
+        pytest.param("PriorityWeightAge=1000", "weight_age", 1000, id="age"),
+        pytest.param("PriorityWeightAssoc=5", "weight_assoc", 5, id="assoc"),
+        pytest.param("PriorityWeightFairshare=10000", "weight_fairshare", 10000, id="fairshare"),
+        pytest.param("priorityweightjobsize=1k", "weight_job_size", 1024, id="job size, k"),
+        pytest.param("PriorityWeightPartition=2", "weight_partition", 2, id="partition"),
+        pytest.param("PriorityWeightQOS=3", "weight_qos", 3, id="qos"),
+        pytest.param(
+            "PriorityWeightTRES=CPU=1000,Mem=2000,GRES/gpu=3000",
+            "weight_tres",
+            (("cpu", 1000.0), ("mem", 2000.0), ("gres/gpu", 3000.0)),
+            id="tres",
+        ),
+        pytest.param(
+            "PriorityWeightTRES=CPU=1000,Mem=2000",
+            "weight_tres_text",
+            "CPU=1000,Mem=2000",
+            id="tres as written",
+        ),
+        # A weight with a unit is per that unit: Mem=1024G is 1 per MiB, CPU=2K 2/1024 per CPU.
+        pytest.param(
+            "PriorityWeightTRES=Mem=1024G,cpu=2K,node=0.5",
+            "weight_tres",
+            (("mem", 1.0), ("cpu", 2 / 1024), ("node", 0.5)),
+            id="tres units",
+        ),
+        pytest.param("PriorityMaxAge=14-0", "max_age", 14 * 86400, id="max age days"),
+        pytest.param("PriorityMaxAge=90", "max_age", 90 * 60, id="max age minutes"),
+        pytest.param("PriorityMaxAge=0", "max_age", 0, id="max age 0"),
+        pytest.param("PriorityFavorSmall=YES", "favor_small", True, id="favor small"),
+        pytest.param("PriorityFavorSmall=no", "favor_small", False, id="favor large"),
+        pytest.param("PriorityDecayHalfLife=1-0", "decay_half_life", 86400, id="half-life"),
+        pytest.param("PriorityDecayHalfLife=0:30", "decay_half_life", 60, id="seconds round up"),
+        pytest.param(
+            "PriorityUsageResetPeriod=weekly", "usage_reset_period", "WEEKLY", id="reset period"
+        ),
+        pytest.param("PriorityCalcPeriod=1", "calc_period", 60, id="calc period"),
+        pytest.param("PriorityCalcPeriod=00:10:00", "calc_period", 600, id="calc period clock"),
+        pytest.param(
+            "PriorityFlags=NO_FAIR_TREE,accrue_always",
+            "flags",
+            frozenset({"NO_FAIR_TREE", "ACCRUE_ALWAYS"}),
+            id="flags",
+        ),
+        pytest.param(
+            "PriorityFlags=NO_NORMAL_ALL",
+            "flags",
+            frozenset({"NO_NORMAL_ASSOC", "NO_NORMAL_PART", "NO_NORMAL_QOS", "NO_NORMAL_TRES"}),
+            id="no normal all",
+        ),
+        pytest.param(
+            "PriorityFlags=DEPTH_OBLIVIOUS",
+            "flags",
+            frozenset({"DEPTH_OBLIVIOUS", "NO_FAIR_TREE"}),
+            id="depth oblivious is classic",
+        ),
+        pytest.param("PriorityFlags=FAIR_TREE", "flags", frozenset(), id="legacy fair tree"),
+        pytest.param("PriorityFlags=NO_FAIR_TREE", "fair_tree", False, id="classic"),
+        pytest.param("FairShareDampeningFactor=3", "fs_dampening_factor", 3, id="damping"),
+    ],
+)
+def test_priority_values(line: str, attribute: str, value: object) -> None:
+    assert getattr(conf(line + "\n").priority, attribute) == value
+
+
+def test_half_life_zero_with_a_reset_period() -> None:
+    prio = conf("PriorityDecayHalfLife=0\nPriorityUsageResetPeriod=NONE\n").priority
+    assert (prio.decay_half_life, prio.usage_reset_period) == (0, "NONE")
+
+
+def test_unknown_priority_flag_warns() -> None:
+    config = conf("PriorityFlags=ACCRUE_ALWAYS,TICKET_BASED\n")
+    assert config.priority.flags == frozenset({"ACCRUE_ALWAYS"})
+    assert config.warnings == (f"{PATH}:3: PriorityFlags: unknown flag 'TICKET_BASED' ignored",)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            "PriorityType=priority/fifo",
+            "bad PriorityType value 'priority/fifo': use priority/multifactor, priority/basic",
+            id="type",
+        ),
+        pytest.param(
+            "PriorityWeightAge=-5", "bad PriorityWeightAge value '-5': not a number", id="weight"
+        ),
+        pytest.param(
+            "PriorityWeightQOS=4294967296",
+            "bad PriorityWeightQOS value '4294967296': not in 0..4294967295",
+            id="weight too big",
+        ),
+        pytest.param(
+            "PriorityWeightTRES=CPU=1,foo=2",
+            "bad PriorityWeightTRES value 'CPU=1,foo=2': 'foo' is not a configured TRES type",
+            id="tres type",
+        ),
+        pytest.param(
+            "PriorityWeightTRES=gres=2",
+            "bad PriorityWeightTRES value 'gres=2': 'gres' is not a configured TRES type",
+            id="gres without a name",
+        ),
+        pytest.param(
+            "PriorityWeightTRES=CPU", "bad PriorityWeightTRES value 'CPU': 'CPU'", id="no weight"
+        ),
+        pytest.param(
+            "PriorityWeightTRES=CPU=lots",
+            "bad PriorityWeightTRES value 'CPU=lots': 'CPU=lots'",
+            id="tres weight",
+        ),
+        pytest.param(
+            "PriorityWeightTRES=CPU=1X",
+            "bad PriorityWeightTRES value 'CPU=1X': 'CPU=1X'",
+            id="tres unit",
+        ),
+        pytest.param(
+            "PriorityMaxAge=soon", "bad PriorityMaxAge value 'soon': not a time", id="max age"
+        ),
+        pytest.param(
+            "PriorityMaxAge=UNLIMITED",
+            "bad PriorityMaxAge value 'UNLIMITED': not a time",
+            id="unlimited",
+        ),
+        pytest.param(
+            "PriorityDecayHalfLife=0",
+            "You have to either have PriorityDecayHalfLife != 0 or PriorityUsageResetPeriod "
+            "set to something or the priority plugin will result in rolling over.",
+            id="no decay, no reset",
+        ),
+        pytest.param(
+            "PriorityCalcPeriod=0",
+            "bad PriorityCalcPeriod value '0': at least 1 minute",
+            id="calc period",
+        ),
+        pytest.param(
+            "PriorityUsageResetPeriod=hourly",
+            "bad PriorityUsageResetPeriod value 'hourly': "
+            "use NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY",
+            id="reset period",
+        ),
+        pytest.param(
+            "PriorityFavorSmall=maybe",
+            "bad PriorityFavorSmall value 'maybe': expected YES or NO",
+            id="favor small",
+        ),
+        pytest.param(
+            "FairShareDampeningFactor=0",
+            "bad FairShareDampeningFactor value '0': not in 1..65535",
+            id="damping",
+        ),
+    ],
+)
+def test_priority_errors(body: str, message: str) -> None:
+    assert error_of(HEAD + body + "\n") == f"{PATH}:3: {message}"
+
+
+def test_show_config_priority_defaults() -> None:
+    values = dict(show_config(parse(HEAD, PATH)))
+    assert {
+        key: value for key, value in values.items() if "Priority" in key or "FairShare" in key
+    } == {
+        "FairShareDampeningFactor": "1",
+        "PriorityCalcPeriod": "00:05:00",
+        "PriorityDecayHalfLife": "7-00:00:00",
+        "PriorityFavorSmall": "no",
+        "PriorityFlags": "",
+        "PriorityMaxAge": "7-00:00:00",
+        "PriorityType": "priority/multifactor",
+        "PriorityUsageResetPeriod": "NONE",
+        "PriorityWeightAge": "0",
+        "PriorityWeightAssoc": "0",
+        "PriorityWeightFairShare": "0",
+        "PriorityWeightJobSize": "0",
+        "PriorityWeightPartition": "0",
+        "PriorityWeightQOS": "0",
+        "PriorityWeightTRES": "(null)",
+    }
+
+
+def test_show_config_priority_settings() -> None:
+    config = conf(
+        "PriorityWeightFairshare=10000\nPriorityWeightTRES=CPU=1000,Mem=2000\n"
+        "PriorityFlags=no_normal_part,SMALL_RELATIVE_TO_TIME,NO_FAIR_TREE,ACCRUE_ALWAYS\n"
+        "PriorityMaxAge=1-12\nPriorityCalcPeriod=2\nPriorityFavorSmall=YES\n"
+        "PriorityUsageResetPeriod=monthly\nPriorityParameters=x\n"
+    )
+    values = dict(show_config(config))
+    assert "PriorityWeightFairshare" not in values  # shown as PriorityWeightFairShare
+    assert values["PriorityWeightFairShare"] == "10000"
+    assert values["PriorityWeightTRES"] == "CPU=1000,Mem=2000"
+    # Slurm's order, and NO_NORMAL_ALL for any one NO_NORMAL_* flag (as Slurm prints it).
+    assert (
+        values["PriorityFlags"] == "ACCRUE_ALWAYS,SMALL_RELATIVE_TO_TIME,NO_FAIR_TREE,NO_NORMAL_ALL"
+    )
+    assert (values["PriorityMaxAge"], values["PriorityCalcPeriod"]) == ("1-12:00:00", "00:02:00")
+    assert (values["PriorityFavorSmall"], values["PriorityUsageResetPeriod"]) == ("yes", "MONTHLY")
+    assert values["PriorityParameters"] == "x"
+
+
+def test_show_config_priority_basic_lists_only_the_type() -> None:
+    config = conf("PriorityType=priority/basic\nPriorityWeightAge=10\nPriorityMaxAge=1\n")
+    keys = [key for key, _ in show_config(config)]
+    assert [key for key in keys if "Priority" in key or "FairShare" in key] == ["PriorityType"]
+    assert dict(show_config(config))["PriorityType"] == "priority/basic"
+
+
 # ---------------------------------------------------------------- robustness
 _KEYS = [
     "ClusterName",
@@ -797,6 +1021,13 @@ _KEYS = [
     "SlurmctldPort",
     "Include",
     "Feature",
+    "PriorityType",
+    "PriorityWeightTRES",
+    "PriorityMaxAge",
+    "PriorityDecayHalfLife",
+    "PriorityCalcPeriod",
+    "PriorityFlags",
+    "PriorityUsageResetPeriod",
 ]
 _VALUES = st.one_of(
     st.sampled_from(["n[1-4]", "n1", "DEFAULT", "ALL", "UNLIMITED", "YES:2", "1-2", "0", "%c"]),

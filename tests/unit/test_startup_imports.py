@@ -80,6 +80,10 @@ COMMANDS = [
     pytest.param("scontrol", ["show", "node"], id="scontrol-show-node"),
     pytest.param("scontrol", ["ping"], id="scontrol-ping"),
     pytest.param("scancel", ["1"], id="scancel"),
+    pytest.param("sprio", [], id="sprio"),
+    pytest.param("sprio", ["-l", "-j", "1", "-u", "root", "-S", "-y"], id="sprio-long"),
+    pytest.param("sshare", [], id="sshare"),
+    pytest.param("sshare", ["-l", "-a", "-A", "bench", "-P"], id="sshare-long"),
 ]
 
 
