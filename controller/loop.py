@@ -3,6 +3,8 @@
 Each cycle, in order:
   1. ``check_nodes``  nodes silent past SlurmdTimeout go DOWN, their jobs end or requeue
   2. ``snapshot``     an immutable picture of nodes, partitions and pending jobs
+                      (first, every PriorityCalcPeriod, fair-share usage advances
+                      and pending jobs are re-ranked: ``priorities.py``)
   3. ``schedule``     the pure core decides starts and pending reasons: the main
                       pass (``default_queue_depth`` jobs, the whole queue every
                       ``sched_interval``), plus backfill every ``bf_interval``
@@ -70,6 +72,7 @@ class SchedulerLoop:
         began = time.perf_counter()
         now = int(self.clock())
         changed = self.link.check_nodes(now)
+        self.store.recalculate_priorities(now)
         snap = self.store.snapshot()
         if self._conf is not self.store.conf:  # reconfigured (checked before it was applied)
             self._conf = self.store.conf

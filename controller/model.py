@@ -89,6 +89,8 @@ class Job:
     cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``
     alloc_mem: tuple[int, ...] = ()  # MiB allocated on each of ``nodes``
     exit_status: int = 0
+    # The multifactor (or basic) priority, from submission and every PriorityCalcPeriod.
+    calc_priority: int = 1
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()
@@ -100,7 +102,7 @@ class Job:
             return 0
         if self.admin_priority is not None:
             return self.admin_priority
-        return 1
+        return self.calc_priority
 
     @property
     def cpus_needed(self) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from controller import jobstate, queries, views
+from controller import jobstate, priorityviews, queries, views
 from controller.admission import admit
 from controller.agentlink import AgentLink
 from controller.core import BackfillParams, schedule
@@ -432,6 +432,12 @@ class Handlers:
             entries=entries, now=self.now(), config_file=conf.path, last_update=self.started
         )
 
+    async def Priorities(self, req: pb.PrioritiesRequest, who: Principal) -> pb.PrioritiesReply:
+        return priorityviews.priorities(self.store, self.now())
+
+    async def Shares(self, req: pb.SharesRequest, who: Principal) -> pb.SharesReply:
+        return priorityviews.shares(self.store, list(req.users), list(req.accounts), self.now())
+
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
@@ -479,6 +485,8 @@ METHODS = (
     "Ping",
     "Reconfigure",
     "Shutdown",
+    "Priorities",
+    "Shares",
 )
 
 

@@ -27,6 +27,7 @@ from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Batch, Journal
 from controller.model import Job, NodeRuntime, Payload
 from controller.principal import Principal
+from controller.priorities import USAGE_KEY, PriorityKeeper
 from corral import arrayspec
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
@@ -88,6 +89,7 @@ class JobStore:
         self._purged_at = 0
         self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
         self._ended: dict[int, int] = {}  # finished jobs off their nodes -> end time
+        self.priorities = PriorityKeeper(conf)
         self.apply_config(conf)
 
     # ------------------------------------------------------------ configuration
@@ -117,6 +119,7 @@ class JobStore:
         for job in self.jobs.values():
             if holds_nodes(job):
                 self._account(job, +1)
+        self.priorities.apply_config(conf, len(conf.nodes))
 
     def load(self, monotonic: float) -> None:
         """Restore state from the journal after a restart.
@@ -133,6 +136,7 @@ class JobStore:
         self._ended = {
             i: j.end_time for i, j in self.jobs.items() if j.state.finished and not holds_nodes(j)
         }
+        self.priorities.restore(loaded.meta.get(USAGE_KEY))
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
             max(self.jobs, default=0) + 1,
@@ -215,12 +219,13 @@ class JobStore:
             spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
         )
         job = admitted.job
+        job = replace(job, calc_priority=self.priorities.initial(job, now))
         self._touch_job(job)
         self._batch.payloads[job.job_id] = admitted.payload
         self._advance_job_id(job.job_id + 1)
         self.counters["submitted"] += admitted.tasks
         self.last_update = now
-        return admitted
+        return replace(admitted, job=job)
 
     def _advance_job_id(self, next_id: int) -> None:
         self.next_job_id = next_id
@@ -249,6 +254,7 @@ class JobStore:
         new = jobstate.apply(old, event)
         if holds_nodes(old) and not holds_nodes(new):
             self._account(old, -1)
+            self.priorities.ended(old, new.end_time or getattr(event, "now", 0))
         elif holds_nodes(new) and not holds_nodes(old):
             self._account(new, +1)
         self._touch_job(new)
@@ -307,6 +313,21 @@ class JobStore:
         return gone
 
     # ------------------------------------------------------------ scheduling
+
+    def recalculate_priorities(self, now: int) -> None:
+        """Every PriorityCalcPeriod: advance fair-share usage, re-rank pending jobs."""
+        keeper = self.priorities
+        if not keeper.due(now):
+            return
+        running = [j for j in self.jobs.values() if holds_nodes(j)]
+        pending = [self.jobs[i] for i in self._pending]
+        active = sum(1 for n in self.nodes.values() if self.node_usable(n))
+        for job_id, value in keeper.recalculate(now, running, pending, active).items():
+            job = self.jobs[job_id]
+            if job.calc_priority != value:
+                # Derived from usage (which is journaled) at every calculation: not journaled.
+                self.jobs[job_id] = replace(job, calc_priority=value)
+        self._batch.meta[USAGE_KEY] = keeper.saved()
 
     def node_usable(self, node: NodeRuntime) -> bool:
         return node.state == "UP" and node.responding and not node.drain

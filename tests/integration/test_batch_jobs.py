@@ -205,3 +205,17 @@ def test_backfill_starts_a_short_job_without_delaying_the_one_ahead(make_cluster
     start = c.run("squeue", "--start", "-h", "-j", str(wide), "-o", "%i %S").stdout.split()
     assert start[0] == str(wide) and start[1] != "N/A"
     c.run("scancel", str(first), str(wide), str(long))
+
+
+def test_sprio_and_sshare_show_the_live_priorities(make_cluster) -> None:  # type: ignore[no-untyped-def]
+    c = make_cluster(settings=("PriorityWeightAge=1000", "PriorityWeightJobSize=500"))
+    running = c.sbatch("-N", "1", "--exclusive", "--wrap", "sleep 60")
+    c.wait_state(running, {"RUNNING"})
+    waiting = c.sbatch("-N", "2", "--exclusive", "--wrap", "true")
+    c.wait_for(lambda: c.job(waiting)["reason"] == "Resources", 10, "job did not wait")
+    rows = c.run("sprio", "-h", "-o", "%i %Y %J").stdout.split()
+    assert rows[0] == str(waiting)
+    assert int(rows[1]) == c.job(waiting)["priority"] > 1  # the job-size factor counts
+    user = c.run("sshare", "-h", "-P", "-a").stdout
+    assert "root|" in user
+    c.run("scancel", str(running), str(waiting))

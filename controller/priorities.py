@@ -1,0 +1,112 @@
+"""The controller's fair-share usage and its pending jobs' priorities.
+
+``PriorityKeeper`` is the one owner of usage (decayed CPU-seconds per
+association, persisted in the journal's meta table) and of the share tree
+and priority inputs derived from it. ``JobStore`` holds one and asks it for
+a new job's priority at submission, tells it when a job stops holding its
+nodes (so that the job is charged even if MinJobAge purges it before the
+next calculation), and lets it recompute every pending job's priority every
+PriorityCalcPeriod, as Slurm's priority thread does. The arithmetic is the
+pure core's (``core/priority.py``, ``core/fairshare.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from controller.core import fairshare, priority
+from controller.core.fairshare import Charge, ShareTree, Usage
+from controller.core.priority import Cluster, PriorityJob, account_of
+from controller.model import Job
+from corral.config import SlurmConfig
+
+log = logging.getLogger(__name__)
+
+#: The journal meta key that holds the usage.
+USAGE_KEY = "fairshare_usage"
+
+
+class PriorityKeeper:
+    def __init__(self, conf: SlurmConfig) -> None:
+        self.conf = conf
+        self.usage = Usage()
+        self.tree: ShareTree = fairshare.share_tree(self.usage)
+        self.cluster = Cluster.from_config(conf)
+        self.last_calc = 0
+        self._ended: list[Charge] = []
+        self._lowest_basic: int | None = None
+
+    # ------------------------------------------------------------ state
+
+    def restore(self, saved: str | None) -> None:
+        if saved:
+            try:
+                self.usage = Usage.from_json(saved)
+            except ValueError as exc:
+                log.error("fair-share usage not restored (%s): starting from none", exc)
+
+    def saved(self) -> str:
+        return self.usage.to_json()
+
+    def apply_config(self, conf: SlurmConfig, active_nodes: int) -> None:
+        self.conf = conf
+        self.cluster = Cluster.from_config(conf, self.tree.factors, active_nodes=active_nodes)
+        self.last_calc = 0  # recompute with the new weights at the next cycle
+
+    # ------------------------------------------------------------ events
+
+    def initial(self, job: Job, now: int) -> int:
+        """A new job's priority (``calc_priority``)."""
+        if not self.conf.priority.multifactor:
+            value = priority.basic_priority(self._lowest_basic, job.nice)
+            if not job.nice and job.admin_priority is None:
+                self._lowest_basic = value
+            return value
+        return priority.job_priority(PriorityJob.from_job(job), now, self.cluster)
+
+    def ended(self, job: Job, end: int) -> None:
+        """``job`` stopped holding its nodes at ``end``: charge it at the next calculation."""
+        if job.start_time:
+            self._ended.append(
+                Charge(account_of(job), job.user, sum(job.cpus), job.start_time, end)
+            )
+
+    # ------------------------------------------------------------ the calculation
+
+    def due(self, now: int) -> bool:
+        return now - self.last_calc >= max(self.conf.priority.calc_period, 1)
+
+    def recalculate(
+        self, now: int, running: Iterable[Job], pending: Iterable[Job], active_nodes: int
+    ) -> dict[int, int]:
+        """Advance usage to ``now`` and return the new priority of every pending job."""
+        config = self.conf.priority
+        charges = [
+            Charge(account_of(j), j.user, sum(j.cpus), j.start_time) for j in running
+        ] + self._ended
+        self._ended = []
+        self.usage = fairshare.advance(
+            self.usage,
+            now,
+            charges,
+            half_life=config.decay_half_life,
+            reset_period=config.usage_reset_period,
+        )
+        pending = list(pending)
+        users = {(account_of(j), j.user) for j in pending}
+        users.update((c.account, c.user) for c in charges)
+        self.tree = fairshare.share_tree(
+            self.usage,
+            users,
+            fair_tree=config.fair_tree,
+            damping=config.fs_dampening_factor,
+        )
+        self.cluster = Cluster.from_config(self.conf, self.tree.factors, active_nodes=active_nodes)
+        self.last_calc = now
+        if not config.multifactor:
+            return {}
+        return {
+            j.job_id: priority.job_priority(PriorityJob.from_job(j), now, self.cluster)
+            for j in pending
+        }
