@@ -82,6 +82,7 @@ Resources:
   -x, --exclude=HOSTS          nodes not to use
   -C, --constraint=FEATURES    required node features
       --exclusive              whole nodes only
+  -s, --oversubscribe          share CPUs with other jobs where the partition allows
       --gres=LIST              generic resources per node, e.g. gpu:2
 
 Input, output and environment:

@@ -338,6 +338,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "ntasks-per-node": _count("ntasks_per_node", "--ntasks-per-node"),
     "open-mode": _open_mode,
     "output": _stdio("std_out"),
+    "oversubscribe": _flag("oversubscribe"),
     "parsable": _flag("parsable"),
     "partition": lambda text: {"partitions": [p for p in (text or "").split(",") if p]},
     "priority": _priority,

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller.core import dependency
+from controller.core import dependency, features
 from controller.core.placement import place
 from controller.core.plan import Start
-from controller.core.request import features_match
-from controller.core.snapshot import NodeView, PartitionView
+from controller.core.request import gres_left, gres_request, node_gres, share
+from controller.core.snapshot import Gres, NodeView, PartitionView, oversubscribe
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 from controller.principal import Principal, group_name
@@ -58,6 +58,39 @@ class Capacity:
         self.nodes = static_nodes(conf)
         self.partitions = {p.name: partition_view(conf, p.name) for p in conf.partitions}
 
+    # How running jobs use nodes, for JobStore's accounting of used resources.
+
+    def sharing(self, job: Job) -> int:
+        """How many jobs may share each CPU ``job`` holds (0: it keeps them to itself)."""
+        part = self.partitions.get(job.partition)
+        return 0 if part is None else share(job, part)
+
+    def gres_held(self, job: Job, index: int) -> tuple[tuple[str, str | None, int], ...]:
+        """The GRES ``job`` holds on ``job.nodes[index]``: as allocated, else as it asked.
+
+        A job whose start recorded no allocation (started before GRES were
+        recorded) holds its request: typed items their type, untyped ones
+        "any type" (None); a whole-node job holds all the node's GRES.
+        """
+        if job.gres_alloc:
+            return job.gres_alloc[index]
+        node = self.nodes.get(job.nodes[index])
+        part = self.partitions.get(job.partition)
+        if node is None:
+            return ()
+        if job.exclusive or (part is not None and part.exclusive):
+            return node.gres
+        try:
+            request = gres_request(job.gres)
+        except ValueError:
+            return ()
+        return tuple((name, kind or None, count) for name, kind, count in request)
+
+    def gres_free(self, name: str, used: Mapping[tuple[str, str | None], int]) -> Gres:
+        """What is free of node ``name``'s GRES when ``used`` is in use."""
+        node = self.nodes.get(name)
+        return () if node is None else gres_left(node.gres, used)
+
 
 def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
     """Every configured node as if empty and up: for "can this ever fit?"."""
@@ -72,6 +105,7 @@ def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
             n.real_memory,
             True,
             True,
+            gres=node_gres(n.gres),
         )
         for n in conf.nodes
     }
@@ -80,6 +114,7 @@ def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
 def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> PartitionView:
     p = conf.partition(name)
     assert p is not None
+    exclusive, max_share, force = oversubscribe(p.oversubscribe)
     return PartitionView(
         name=p.name,
         nodes=p.nodes,
@@ -91,7 +126,9 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         def_mem_per_cpu=p.def_mem_per_cpu,
         def_mem_per_node=p.def_mem_per_node,
         max_mem_per_node=p.max_mem_per_node,
-        exclusive=p.oversubscribe.upper() == "EXCLUSIVE",
+        exclusive=exclusive,
+        max_share=max_share,
+        force=force,
     )
 
 
@@ -123,6 +160,41 @@ def _hosts(expr: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(hostlist.expand(expr)))
     except ValueError:
         raise SlurmError(errors.ESLURM_INVALID_NODE_NAME) from None
+
+
+def _check_constraint(
+    constraint: str, nodes: Mapping[str, NodeView], parts: list[PartitionView]
+) -> None:
+    """``-C`` as Slurm's ``build_feature_list`` checks it, then some node must qualify.
+
+    Every feature named must exist on some node of the cluster; and as
+    Corral always did, some node of the job's partitions must pass the
+    expression (counts aside, which the "never" check covers).
+    """
+    if not constraint:
+        return
+    try:
+        parsed = features.parse(constraint)
+    except ValueError:
+        raise SlurmError(errors.ESLURM_INVALID_FEATURE) from None
+    known = frozenset[str]().union(*(n.features for n in nodes.values()))
+    if not parsed.names <= known or not any(
+        parsed.admits(nodes[n].features) for p in parts for n in p.nodes
+    ):
+        raise SlurmError(errors.ESLURM_INVALID_FEATURE)
+
+
+def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionView]) -> None:
+    """``--gres`` must parse, and each name (and type, if given) exist in the partitions."""
+    try:
+        request = gres_request(gres)
+    except ValueError:
+        raise SlurmError(errors.ESLURM_INVALID_GRES) from None
+    have = {(g[0], g[1]) for p in parts for n in p.nodes for g in nodes[n].gres}
+    names = {name for name, _ in have}
+    for name, kind, _ in request:
+        if (name, kind) not in have if kind else name not in names:
+            raise SlurmError(errors.ESLURM_INVALID_GRES)
 
 
 def admit(
@@ -249,16 +321,14 @@ def admit(
         signal_batch_only=spec.get("signal_batch_only", False),
         deadline=spec.get("deadline", 0),
         kill_on_invalid_dep=spec.get("kill_on_invalid_dep", False),
+        gres=spec.get("gres", ""),
+        oversubscribe=spec.get("oversubscribe", False),
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)
     nodes = capacity.nodes
-    if base.constraint and not any(
-        features_match(base.constraint, nodes[n].features)
-        for p in partitions
-        for n in capacity.partitions[p].nodes
-    ):
-        raise SlurmError(errors.ESLURM_INVALID_FEATURE)
+    _check_constraint(base.constraint, nodes, [capacity.partitions[p] for p in partitions])
+    _check_gres(base.gres, nodes, [capacity.partitions[p] for p in partitions])
     # "Never": not even an empty, healthy partition could take it.
     if not any(isinstance(place(base, capacity.partitions[p], nodes), Start) for p in partitions):
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)

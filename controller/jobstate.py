@@ -104,6 +104,8 @@ class Start:
     nodes: tuple[str, ...]
     cpus: tuple[int, ...]
     memory: tuple[int, ...]
+    # (name, type, count) generic resources on each node; () when none.
+    gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,7 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
         nodes=(),
         cpus=(),
         alloc_mem=(),
+        gres_alloc=(),
         start_time=0,
         end_time=0,
         eligible_time=now + job.requeue_delay,
@@ -195,6 +198,7 @@ def apply(job: Job, event: Event) -> Job:
                 nodes=event.nodes,
                 cpus=event.cpus,
                 alloc_mem=event.memory,
+                gres_alloc=event.gres,
                 start_time=event.now,
                 end_time=0 if job.time_limit < 0 else event.now + job.time_limit * 60,
             )

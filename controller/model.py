@@ -91,6 +91,10 @@ class Job:
     exit_status: int = 0
     # The multifactor (or basic) priority, from submission and every PriorityCalcPeriod.
     calc_priority: int = 1
+    gres: str = ""  # --gres as given: generic resources on each node
+    oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
+    # (name, type, count) generic resources allocated on each of ``nodes``.
+    gres_alloc: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()

@@ -79,6 +79,10 @@ class JobStore:
         self.last_update = 0
         self.counters = {"submitted": 0, "started": 0, "completed": 0, "canceled": 0, "failed": 0}
         self._used: dict[str, list[int]] = {}  # node -> [cpus, memory]
+        # Jobs sharing CPUs (OverSubscribe): node -> partition -> {CPUs of one job: jobs}.
+        self._shared: dict[str, dict[str, dict[int, int]]] = {}
+        # GRES in use: node -> (name, type; None = any type) -> count.
+        self._gres_used: dict[str, dict[tuple[str, str | None], int]] = {}
         self._batch = Batch()
         self._batch_seq = 1
         self._committed_seq = 0
@@ -116,6 +120,8 @@ class JobStore:
             p.name: self.partition_state.get(p.name, p.state) for p in conf.partitions
         }
         self._used = {name: [0, 0] for name in nodes}
+        self._shared = {}
+        self._gres_used = {}
         for job in self.jobs.values():
             if holds_nodes(job):
                 self._account(job, +1)
@@ -280,14 +286,42 @@ class JobStore:
         self._touch_job(job)
 
     def _account(self, job: Job, sign: int) -> None:
-        for name, cpus, memory in zip(job.nodes, job.cpus, job.alloc_mem, strict=True):
+        """Add (``sign`` +1) or remove (-1) what ``job`` holds on its nodes."""
+        shares = self.capacity.sharing(job)
+        for i, (name, cpus, memory) in enumerate(
+            zip(job.nodes, job.cpus, job.alloc_mem, strict=True)
+        ):
             used = self._used.setdefault(name, [0, 0])
-            used[0] += sign * cpus
+            if shares:
+                jobs = self._shared.setdefault(name, {}).setdefault(job.partition, {})
+                jobs[cpus] = jobs.get(cpus, 0) + sign
+                if not jobs[cpus]:
+                    del jobs[cpus]
+            else:
+                used[0] += sign * cpus
             used[1] += sign * memory
+            held = self.capacity.gres_held(job, i)
+            if held:
+                gres = self._gres_used.setdefault(name, {})
+                for gname, gtype, count in held:
+                    gres[gname, gtype] = gres.get((gname, gtype), 0) + sign * count
 
     def used(self, name: str) -> tuple[int, int]:
+        """(CPUs held by jobs that do not share them, MiB held by all jobs) on ``name``.
+
+        Jobs sharing CPUs (OverSubscribe) are not in the CPU count, so that a
+        start that shares CPUs passes the re-check in ``commit``; what
+        ``scontrol show node`` calls CPUAlloc is ``allocated_cpus``.
+        """
         cpus, memory = self._used.get(name, (0, 0))
         return cpus, memory
+
+    def allocated_cpus(self, name: str) -> int:
+        """CPUs in use on ``name`` as Slurm counts them: held ones plus those jobs share."""
+        held = self._used.get(name, (0, 0))[0]
+        pools = self._shared.get(name, {}).values()
+        shared = sum(cpus * n for jobs in pools for cpus, n in jobs.items())
+        return held + min(shared, max(self.conf.node(name).cpus - held, 0))
 
     def jobs_on(self, name: str) -> list[Job]:
         return [j for j in self.jobs.values() if holds_nodes(j) and name in j.nodes]
@@ -338,16 +372,28 @@ class JobStore:
         for conf_node in self.conf.nodes:
             runtime = self.nodes[conf_node.name]
             cpus, memory = self.used(conf_node.name)
+            shared = tuple(
+                (part, sum(c * n for c, n in jobs.items()), max(jobs))
+                for part, jobs in self._shared.get(conf_node.name, {}).items()
+                if jobs
+            )
+            free_cpus = conf_node.cpus - cpus
+            if shared:  # sharing jobs take idle CPUs first, as Slurm places them
+                free_cpus = max(free_cpus - sum(load for _, load, _ in shared), 0)
+            gres_used = self._gres_used.get(conf_node.name)
             views[conf_node.name] = NodeView(
                 name=conf_node.name,
                 cpus=conf_node.cpus,
                 real_memory=conf_node.real_memory,
                 weight=conf_node.weight,
                 features=frozenset(conf_node.features),
-                free_cpus=conf_node.cpus - cpus,
+                free_cpus=free_cpus,
                 free_memory=conf_node.real_memory - memory,
                 usable=self.node_usable(runtime),
-                idle=cpus == 0,
+                idle=cpus == 0 and not shared,
+                gres=self.capacity.gres_free(conf_node.name, gres_used or {}),
+                unshared=cpus > 0,
+                shared=shared,
             )
         partitions = {
             name: view
@@ -394,7 +440,9 @@ class JobStore:
                 continue
             if job.array_pending:
                 job = self.split_task(job, arrayspec.first(job.array_pending))
-            event = jobstate.Start(plan.now, start.partition, start.nodes, start.cpus, start.memory)
+            event = jobstate.Start(
+                plan.now, start.partition, start.nodes, start.cpus, start.memory, start.gres
+            )
             started.append(self.post(job.job_id, event))
         # Reasons and expected starts are derived each cycle; they are not journaled.
         for job_id, reason in plan.reasons.items():

@@ -85,7 +85,8 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         min_mem_cpu=job.mem_per_cpu or 0,
         mem_all=job.mem_per_node == 0,
         features=job.constraint,
-        oversubscribe="NO" if job.exclusive else "OK",
+        gres=_tres_per_node(job.gres),
+        oversubscribe="NO" if job.exclusive else "YES" if job.oversubscribe else "OK",
         exclusive=job.exclusive,
         command=job.command,
         work_dir=job.work_dir,
@@ -175,6 +176,12 @@ class JobsEncoder:
         return head + b"".join(entries)
 
 
+def _tres_per_node(gres: str) -> str:
+    """``gpu:2,craynetwork:1`` as Slurm's TresPerNode: ``gres/gpu:2,gres/craynetwork:1``."""
+    items = (item.removeprefix("gres/").removeprefix("gres:") for item in gres.split(","))
+    return ",".join(f"gres/{item}" for item in items if item)
+
+
 def _default_out(job: Job) -> str:
     name = "slurm-%A_%a.out" if job.array_job_id else "slurm-%j.out"
     return f"{job.work_dir.rstrip('/')}/{name}"
@@ -183,7 +190,8 @@ def _default_out(job: Job) -> str:
 def node_info(name: str, store: JobStore) -> pb.NodeInfo:
     conf = store.conf.node(name)
     runtime: NodeRuntime = store.nodes[name]
-    used_cpus, used_mem = store.used(name)
+    used_mem = store.used(name)[1]
+    used_cpus = store.allocated_cpus(name)
     jobs = store.jobs_on(name)
     if runtime.state == "DOWN":
         base = "DOWN"

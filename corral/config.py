@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from corral import confsyntax, hostlist, timefmt
+from corral import confsyntax, gres, hostlist, timefmt
 from corral.clientconf import ClientSettings, client_settings
 from corral.confsyntax import (
     DEFAULT_PATH,
@@ -514,6 +514,12 @@ def _node_line(
     state = "UNKNOWN"
     if "State" in pairs:
         state = _choice("State", *pairs["State"], _NODE_STATES)
+    if "Gres" in pairs:
+        value, where = pairs["Gres"]
+        try:
+            gres.parse_node(value)
+        except ValueError as exc:
+            raise ConfigError(*where, f"bad Gres value '{value}': {exc}") from None
     shared = (
         number("RealMemory", 1),
         number("TmpDisk", 0),

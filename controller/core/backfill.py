@@ -73,24 +73,6 @@ class _Reservations:
         return [e for _, e, _ in self._held]
 
 
-class _Masked(Mapping[str, NodeView]):
-    """``nodes`` with the ``blocked`` ones unusable, without copying the rest."""
-
-    def __init__(self, nodes: Mapping[str, NodeView], blocked: set[str]) -> None:
-        self._nodes = nodes
-        self._blocked = blocked
-
-    def __getitem__(self, name: str) -> NodeView:
-        node = self._nodes[name]
-        return replace(node, usable=False) if name in self._blocked else node
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._nodes)
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-
 @dataclass(frozen=True, slots=True)
 class _Release:
     """Resources a job gives back when it reaches its time limit."""
@@ -213,23 +195,40 @@ class Backfill:
         for part in parts:
             end = self.now + duration(job, part, self.params.window)
             blocked = self.reserved.during(self.now, _ceil(end, self.params.resolution))
-            outcome = place(job, part, _Masked(self.nodes, blocked))
+            outcome = place(job, part, self.nodes, blocked)
             if isinstance(outcome, Start):
                 return outcome
         return None
 
     def _reserve(self, job: Job, parts: list[PartitionView]) -> None:
-        """Reserve the earliest nodes and time the job fits at, within the window."""
+        """Reserve the earliest nodes and time the job fits at, within the window.
+
+        The candidate times are the moments resources come back (time limits
+        of running jobs, ends of reservations). At each, a cheap count (CPUs
+        free on the partition's usable, unreserved nodes) skips the times the
+        job cannot fit at before ``place`` is asked.
+        """
         res = self.params.resolution
-        times = sorted(
-            {_ceil(r.at, res) for r in self.releases} | {e for e in self.reserved.ends()}
-        )
+        times = sorted({_ceil(r.at, res) for r in self.releases} | set(self.reserved.ends()))
         times = [t for t in times if self.now < t < self.horizon]
+        need = job.cpus_needed
         for when, free in _future(self.nodes, self.releases, times):
             for part in parts:
                 end = _ceil(when + duration(job, part, self.params.window), res)
-                outcome = place(job, part, _Masked(free, self.reserved.during(when, end)))
+                blocked = self.reserved.during(when, end)
+                if _free_cpus(free, part, blocked) < need:
+                    continue
+                outcome = place(job, part, free, blocked)
                 if isinstance(outcome, Start):
                     self.reserved.add(when, end, frozenset(outcome.nodes))
                     self.plan.expected[job.job_id] = Expected(when, part.name, outcome.nodes)
                     return
+
+
+def _free_cpus(nodes: Mapping[str, NodeView], part: PartitionView, blocked: set[str]) -> int:
+    """CPUs free on the partition's usable nodes outside ``blocked``."""
+    return sum(
+        node.free_cpus
+        for name in part.nodes
+        if name not in blocked and (node := nodes[name]).usable
+    )

@@ -8,16 +8,26 @@ empty cluster ("could this ever run?").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
+from controller.core import features
 from controller.core.plan import Start
-from controller.core.request import cpus_per_node, node_fits
+from controller.core.request import (
+    Fit,
+    cpus_free,
+    cpus_per_node,
+    gres_minus,
+    gres_request,
+    node_fits,
+    share,
+)
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 
-Alloc = tuple[str, int, int]  # node name, CPUs, MiB
+Alloc = tuple[str, Fit]  # node name, what the job gets there
 
 
 def partition_reason(job: Job, part: PartitionView) -> Reason | None:
@@ -34,81 +44,215 @@ def partition_reason(job: Job, part: PartitionView) -> Reason | None:
     return None
 
 
-def _fixed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
+def _fixed(
+    job: Job, part: PartitionView, candidates: Sequence[NodeView], stacking: bool
+) -> list[Alloc]:
     """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k``, ``--ntasks-per-node``)."""
     cpus = cpus_per_node(job, job.min_nodes)
-    exclusive = job.exclusive or part.exclusive
     chosen: list[Alloc] = []
     for node in candidates:
-        memory = node_fits(job, part, node, cpus)
-        if memory is not None:
-            chosen.append((node.name, node.cpus if exclusive else cpus, memory))
+        fit = node_fits(job, part, node, cpus, stacking=stacking)
+        if fit is not None:
+            chosen.append((node.name, fit))
             if len(chosen) == job.min_nodes:
                 return chosen
     return []
 
 
-def _packed(job: Job, part: PartitionView, candidates: list[NodeView]) -> list[Alloc]:
+def _packed(
+    job: Job, part: PartitionView, candidates: Sequence[NodeView], least: int, stacking: bool
+) -> list[Alloc]:
     """As few nodes as the tasks fit on, in node order (``-n`` without a fixed ``-N``).
 
-    Required (``-w``) nodes come first among the candidates and each gets at
-    least one task; the node count stays within ``-N min-max`` and MaxNodes.
+    Required nodes (``-w``, and those a constraint count forces in) come first
+    among the candidates and each gets at least one task; the node count stays
+    within ``least`` (at least ``-N`` min and the required nodes), ``-N`` max
+    and MaxNodes.
     """
     exclusive = job.exclusive or part.exclusive
-    least = max(job.min_nodes, len(job.req_nodes))
+    shares = share(job, part)
     most = min(job.max_nodes or len(candidates), part.max_nodes or len(candidates))
     remaining = job.num_tasks
     chosen: list[Alloc] = []
     for node in candidates:
         if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
             break
-        room = (node.cpus if exclusive else node.free_cpus) // job.cpus_per_task
+        if exclusive:
+            free = node.cpus
+        elif shares or node.shared:
+            free = cpus_free(node, part, shares, stacking)
+        else:
+            free = node.free_cpus
+        room = free // job.cpus_per_task
         later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
         tasks = min(remaining - later, room)
         if tasks < 1 and not (remaining <= later and room >= 1):
             continue
         cpus = max(max(tasks, 1) * job.cpus_per_task, job.min_cpus)
-        memory = node_fits(job, part, node, cpus)
-        if memory is None:
+        fit = node_fits(job, part, node, cpus, stacking=stacking)
+        if fit is None:
             continue
-        chosen.append((node.name, node.cpus if exclusive else cpus, memory))
+        chosen.append((node.name, fit))
         remaining -= max(tasks, 0)
     if remaining > 0 or len(chosen) < least:
         return []
     return chosen
 
 
-def place(job: Job, part: PartitionView, nodes: Mapping[str, NodeView]) -> Start | Reason:
-    """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``."""
+def _counted(
+    job: Job,
+    part: PartitionView,
+    pool: Sequence[NodeView],
+    constraint: features.Constraint,
+    fixed: bool,
+    stacking: bool,
+) -> list[str] | None:
+    """The nodes constraint counts (``a*2``, ``[a*2&b*4]``) force in, or None if too few.
+
+    As Slurm's ``_get_req_features``: each counted set is picked in node order
+    among nodes that have its features and could take the job; after a set
+    joined by ``&`` in brackets, later sets avoid the nodes already picked and
+    the ``-w`` ones.
+    """
+    cpus = cpus_per_node(job, job.min_nodes) if fixed else max(job.cpus_per_task, job.min_cpus)
+    picked: list[str] = []
+    distinct = False
+    for count in constraint.counts:
+        got: list[str] = []
+        for node in pool:
+            if len(got) == count.nodes:
+                break
+            if distinct and (node.name in picked or node.name in job.req_nodes):
+                continue
+            if not count.clause.matches(node.features):
+                continue
+            if node_fits(job, part, node, cpus, stacking=stacking) is not None:
+                got.append(node.name)
+        if len(got) < count.nodes:
+            return None
+        picked += [name for name in got if name not in picked]
+        distinct = distinct or count.xand
+    return picked
+
+
+def _choose(
+    job: Job,
+    part: PartitionView,
+    pool: list[NodeView],
+    constraint: features.Constraint,
+    stacking: bool,
+) -> list[Alloc]:
+    fixed = job.nodes_given and job.max_nodes in (0, job.min_nodes)
+    forced = _counted(job, part, pool, constraint, fixed, stacking)
+    if forced is None:
+        return []
+    required = set(job.req_nodes) | set(forced)
+    if forced:
+        pool = sorted(pool, key=lambda n: n.name not in required)
+    if fixed:
+        chosen = _fixed(job, part, pool, stacking)
+    else:
+        chosen = _packed(job, part, pool, max(job.min_nodes, len(required)), stacking)
+    if not required <= {name for name, _ in chosen}:
+        return []
+    return chosen
+
+
+def place(
+    job: Job,
+    part: PartitionView,
+    nodes: Mapping[str, NodeView],
+    blocked: AbstractSet[str] = frozenset(),
+) -> Start | Reason:
+    """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``.
+
+    Nodes in ``blocked`` (reserved by backfill for jobs ahead) are not candidates.
+
+    The steps, in Slurm's order: the constraint's filter limits the
+    candidates; each alternative of a matching OR (``[a|b]``) is tried in
+    turn on the nodes that have it; counted features force their nodes in;
+    a job that shares CPUs first tries idle CPUs only, then CPUs its
+    partition's other sharing jobs use (cons_tres tries test 1 before rows).
+    """
     for required in job.req_nodes:
         node = nodes.get(required)
         if node is None or required not in part.nodes or not node.usable:
             return Reason.REQ_NODE_NOT_AVAIL
+        if required in blocked:
+            return Reason.RESOURCES
+    try:
+        constraint = features.parse(job.constraint)
+        gres_request(job.gres)
+    except ValueError:
+        return Reason.BAD_CONSTRAINTS
     order = {name: i for i, name in enumerate(part.nodes)}
     candidates = sorted(
-        (nodes[n] for n in part.nodes if n in nodes and n not in job.exc_nodes),
+        (
+            nodes[n]
+            for n in part.nodes
+            if n in nodes and n not in job.exc_nodes and n not in blocked
+        ),
         key=lambda n: (n.name not in job.req_nodes, n.weight, order[n.name]),
     )
-    fixed = job.nodes_given and job.max_nodes in (0, job.min_nodes)
-    chosen = _fixed(job, part, candidates) if fixed else _packed(job, part, candidates)
-    names = {name for name, _, _ in chosen}
-    if not chosen or any(r not in names for r in job.req_nodes):
-        return Reason.RESOURCES
-    return Start(
-        job_id=job.job_id,
-        partition=part.name,
-        nodes=tuple(c[0] for c in chosen),
-        cpus=tuple(c[1] for c in chosen),
-        memory=tuple(c[2] for c in chosen),
-    )
+    if constraint.terms:
+        candidates = [n for n in candidates if constraint.allows(n.features)]
+    shares = share(job, part)
+    for choice in constraint.choices() or (None,):
+        pool = (
+            candidates if choice is None else [n for n in candidates if choice.matches(n.features)]
+        )
+        for stacking in (False, True) if shares else (False,):
+            chosen = _choose(job, part, pool, constraint, stacking)
+            if chosen:
+                return Start(
+                    job_id=job.job_id,
+                    partition=part.name,
+                    nodes=tuple(name for name, _ in chosen),
+                    cpus=tuple(fit.cpus for _, fit in chosen),
+                    memory=tuple(fit.memory for _, fit in chosen),
+                    gres=tuple(fit.gres for _, fit in chosen)
+                    if any(fit.gres for _, fit in chosen)
+                    else (),
+                    share=shares,
+                )
+    return Reason.RESOURCES
+
+
+def _shared_plus(
+    shared: tuple[tuple[str, int, int], ...], partition: str, cpus: int
+) -> tuple[tuple[str, int, int], ...]:
+    """``NodeView.shared`` after a job of ``partition`` starts sharing ``cpus`` CPUs."""
+    for i, (name, load, widest) in enumerate(shared):
+        if name == partition:
+            return (*shared[:i], (name, load + cpus, max(widest, cpus)), *shared[i + 1 :])
+    return (*shared, (partition, cpus, cpus))
 
 
 def take(nodes: dict[str, NodeView], start: Start) -> None:
-    for name, cpus, memory in zip(start.nodes, start.cpus, start.memory, strict=True):
+    """Mark what ``start`` takes in ``nodes`` (the free resources of one pass)."""
+    for i, (name, cpus, memory) in enumerate(
+        zip(start.nodes, start.cpus, start.memory, strict=True)
+    ):
         node = nodes[name]
-        nodes[name] = replace(
-            node, free_cpus=node.free_cpus - cpus, free_memory=node.free_memory - memory, idle=False
-        )
+        gres = gres_minus(node.gres, start.gres[i]) if start.gres else node.gres
+        if start.share:
+            nodes[name] = replace(
+                node,
+                free_cpus=max(node.free_cpus - cpus, 0),
+                free_memory=node.free_memory - memory,
+                idle=False,
+                gres=gres,
+                shared=_shared_plus(node.shared, start.partition, cpus),
+            )
+        else:
+            nodes[name] = replace(
+                node,
+                free_cpus=node.free_cpus - cpus,
+                free_memory=node.free_memory - memory,
+                idle=False,
+                gres=gres,
+                unshared=True,
+            )
 
 
 def partitions_of(job: Job, snap: Snapshot) -> list[PartitionView]:

@@ -14,6 +14,9 @@ class Start:
     nodes: tuple[str, ...]
     cpus: tuple[int, ...]
     memory: tuple[int, ...]  # MiB on each node
+    # (name, type, count) generic resources on each node; () when the job has none.
+    gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
+    share: int = 0  # the job shares its CPUs, up to this many jobs per CPU (0: it does not)
 
 
 @dataclass(frozen=True, slots=True)

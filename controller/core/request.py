@@ -1,14 +1,28 @@
-"""How much of a node a job needs: CPUs and memory per node, and node fit.
+"""How much of a node a job needs: CPUs, memory and GRES per node, and node fit.
 
 Shared by admission (reject what can never run: placement on an empty
 cluster) and the scheduler (placement now), so "never" and "not now" use the
 same arithmetic.
+
+CPUs follow cons_tres with OverSubscribe (``_get_job_node_req`` and
+``_verify_node_state`` in job_test.c): a job either keeps its CPUs to itself,
+takes whole nodes (``--exclusive``, OverSubscribe=EXCLUSIVE), or shares them
+(``share``: FORCE, or YES and ``--oversubscribe``) with up to the partition's
+count of its partition's jobs per CPU. A sharing job may not join a node
+running a job that does not share, and such a job may not join a node where
+another partition's jobs share CPUs. Memory and GRES are never shared.
 """
 
 from __future__ import annotations
 
-from controller.core.snapshot import NodeView, PartitionView
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from controller.core import features
+from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
+from corral import gres as gres_syntax
 
 
 def cpus_per_node(job: Job, nnodes: int) -> int:
@@ -33,33 +47,179 @@ def mem_per_node(job: Job, part: PartitionView, cpus: int, node_memory: int) -> 
     return part.def_mem_per_node
 
 
-def features_match(constraint: str, features: frozenset[str]) -> bool:
-    """Slurm's ``-C``: ``a&b`` all, ``a|b`` any, ``[a|b]`` any (one for all nodes)."""
-    text = constraint.replace("[", "").replace("]", "").replace("(", "").replace(")", "")
-    if not text:
-        return True
-    return any(
-        all(term.split("*", 1)[0] in features for term in alternative.split("&") if term)
-        for alternative in text.split("|")
-    )
+def features_match(constraint: str, node_features: frozenset[str]) -> bool:
+    """Whether a node with ``node_features`` may be in an allocation under ``-C constraint``.
 
-
-def node_fits(job: Job, part: PartitionView, node: NodeView, cpus: int) -> int | None:
-    """Memory to allocate if ``node`` can take the job with ``cpus`` CPUs now, else None.
-
-    Admission asks "can it *ever* fit?" by passing nodes that are empty and up.
+    ``a&b`` all, ``a|b`` any, ``[a|b]`` one of them (the same on every node),
+    counts (``a*2``) force nodes in but restrict none. False if malformed.
     """
-    if not features_match(job.constraint, node.features):
+    try:
+        return features.parse(constraint).admits(node_features)
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------- CPUs
+
+
+def share(job: Job, part: PartitionView) -> int:
+    """How many jobs may share each of ``job``'s CPUs in ``part``; 0 if it keeps them.
+
+    Slurm's ``_get_job_node_req``: OverSubscribe=FORCE shares every job's CPUs,
+    YES those of jobs that ask (``--oversubscribe``). Whole-node jobs never share.
+    """
+    if job.exclusive or part.exclusive:
+        return 0
+    if part.force or (part.max_share > 1 and job.oversubscribe):
+        return part.max_share
+    return 0
+
+
+def _load(node: NodeView, partition: str) -> int:
+    """CPUs asked in all by ``partition``'s jobs that share CPUs on ``node``."""
+    return next((load for name, load, _ in node.shared if name == partition), 0)
+
+
+def cpus_free(node: NodeView, part: PartitionView, shares: int, stacking: bool) -> int:
+    """CPUs of ``node`` a job of ``part`` may get (``shares`` as ``share`` returns).
+
+    ``stacking`` (sharing jobs only) allows CPUs other jobs of the partition
+    use, up to ``shares`` jobs on each; without it only idle CPUs count,
+    which is what Slurm tries first.
+    """
+    if not shares:
+        if node.shared and any(name != part.name for name, _, _ in node.shared):
+            return 0  # Slurm: busy with jobs that share CPUs in another partition
+        return node.free_cpus
+    if node.unshared:
+        return 0
+    if not stacking:
+        return node.free_cpus
+    return max(0, min(node.cpus, shares * node.cpus - _load(node, part.name)))
+
+
+# ---------------------------------------------------------------- GRES
+
+
+@lru_cache(maxsize=4096)
+def gres_request(text: str) -> Gres:
+    """A job's ``--gres`` as (name, type, count) items; ValueError if malformed."""
+    return gres_syntax.parse_request(text)
+
+
+@lru_cache(maxsize=1024)
+def node_gres(text: str) -> Gres:
+    """A node's configured ``Gres=``; () if malformed (the configuration check reports it)."""
+    try:
+        return gres_syntax.parse_node(text)
+    except ValueError:
+        return ()
+
+
+def gres_fit(request: Gres, free: Gres) -> Gres | None:
+    """The GRES ``request`` takes from ``free`` on one node, or None if they do not fit.
+
+    A typed item takes its type; an untyped one takes any type of its name,
+    in configuration order, and may spread over several types.
+    """
+    if not request:
+        return ()
+    left = {(name, kind): count for name, kind, count in free}
+    for name, kind, count in request:
+        if kind:
+            if left.get((name, kind), 0) < count:
+                return None
+            left[name, kind] -= count
+    for name, kind, count in request:
+        if kind:
+            continue
+        for key in left:
+            if key[0] == name and count:
+                took = min(left[key], count)
+                left[key] -= took
+                count -= took
+        if count:
+            return None
+    taken = ((name, kind, count - left[name, kind]) for name, kind, count in free)
+    return tuple(item for item in taken if item[2] > 0)
+
+
+def gres_minus(free: Gres, taken: Gres) -> Gres:
+    """``free`` after a job takes ``taken``."""
+    if not taken:
+        return free
+    use: dict[tuple[str, str], int] = {}
+    for name, kind, count in taken:
+        use[name, kind] = use.get((name, kind), 0) + count
+    return tuple((n, k, c - use.get((n, k), 0)) for n, k, c in free)
+
+
+def gres_left(total: Gres, used: Mapping[tuple[str, str | None], int]) -> Gres:
+    """What is free of a node's ``total`` given ``used`` per (name, type).
+
+    A type of None is use of "any type" (a job whose allocation names no
+    type): it is taken from the node's types in configuration order, as
+    ``gres_fit`` would have placed it.
+    """
+    free = {(name, kind): count - used.get((name, kind), 0) for name, kind, count in total}
+    for (name, kind), count in used.items():
+        if kind is not None:
+            continue
+        for key, left in free.items():
+            if key[0] == name and count > 0 and left > 0:
+                took = min(left, count)
+                free[key] = left - took
+                count -= took
+    return tuple((name, kind, max(count, 0)) for (name, kind), count in free.items())
+
+
+# ---------------------------------------------------------------- one node
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """What a job gets on one node."""
+
+    cpus: int
+    memory: int  # MiB
+    gres: Gres
+
+
+def node_fits(
+    job: Job,
+    part: PartitionView,
+    node: NodeView,
+    cpus: int,
+    *,
+    stacking: bool = False,
+) -> Fit | None:
+    """What ``job`` gets on ``node`` if it can run there now with ``cpus`` CPUs, else None.
+
+    Admission asks "can it *ever* fit?" by passing nodes that are empty and
+    up. Features are the caller's business (they concern the whole job).
+    """
+    if not node.usable:
         return None
     exclusive = job.exclusive or part.exclusive
-    want_cpus = node.cpus if exclusive else cpus
-    memory = mem_per_node(job, part, want_cpus, node.real_memory)
-    if want_cpus > node.cpus or memory > node.real_memory:
+    if exclusive:
+        if not node.idle:
+            return None
+        cpus = node.cpus
+    elif cpus > node.cpus or cpus > cpus_free(node, part, share(job, part), stacking):
+        return None
+    memory = mem_per_node(job, part, cpus, node.real_memory)
+    if memory > node.real_memory or memory > node.free_memory:
         return None
     if part.max_mem_per_node and memory > part.max_mem_per_node:
         return None
-    if not node.usable or want_cpus > node.free_cpus or memory > node.free_memory:
-        return None
-    if exclusive and not node.idle:
-        return None
-    return memory
+    taken: Gres = ()
+    if job.gres:
+        try:
+            fit = gres_fit(gres_request(job.gres), node.gres)
+        except ValueError:
+            return None
+        if fit is None:
+            return None
+        taken = fit
+    # A whole node comes with all its GRES (sbatch --exclusive).
+    return Fit(cpus, memory, tuple(g for g in node.gres if g[2]) if exclusive else taken)

@@ -7,9 +7,23 @@ from dataclasses import dataclass
 
 from controller.model import Job
 
+#: Generic resources: (name, type, count) items; type "" = untyped.
+Gres = tuple[tuple[str, str, int], ...]
+
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
+    """A node as the scheduler sees it.
+
+    CPUs follow Slurm's cons_tres rules for OverSubscribe: ``free_cpus`` are
+    the CPUs no job uses (what a job that keeps its CPUs to itself may take;
+    jobs that share count fully until the node has no idle CPU left, since
+    Slurm places them on idle cores first). Jobs that share CPUs (partition
+    OverSubscribe=FORCE, or YES with ``--oversubscribe``) are listed per
+    partition in ``shared``: their partition may stack up to its job count on
+    each CPU, which needs no CPU to be idle. Memory and GRES are never shared.
+    """
+
     name: str
     cpus: int
     real_memory: int
@@ -19,6 +33,12 @@ class NodeView:
     free_memory: int
     usable: bool  # responding, not DOWN, not DRAIN
     idle: bool  # no job on it (needed by --exclusive)
+    gres: Gres = ()  # free count per (name, type), in configuration order
+    # A job that does not share its CPUs runs here: jobs that share may not join
+    # (Slurm's node_state NODE_CR_ONE_ROW or NODE_CR_RESERVED).
+    unshared: bool = False
+    # Jobs sharing CPUs, per partition: (partition, CPUs asked in all, most CPUs of one job).
+    shared: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +54,20 @@ class PartitionView:
     def_mem_per_node: int
     max_mem_per_node: int
     exclusive: bool  # OverSubscribe=EXCLUSIVE
+    max_share: int = 1  # OverSubscribe=YES:n or FORCE:n: jobs that may share a CPU
+    force: bool = False  # OverSubscribe=FORCE: every job shares (YES: jobs that ask)
+
+
+def oversubscribe(value: str) -> tuple[bool, int, bool]:
+    """A partition's OverSubscribe as (exclusive, max_share, force).
+
+    ``NO`` -> (False, 1, False), ``EXCLUSIVE`` -> (True, 1, False), ``YES:4``
+    -> (False, 4, False), ``FORCE:2`` -> (False, 2, True); the count defaults to 4.
+    """
+    mode, _, count = value.upper().partition(":")
+    if mode in ("YES", "FORCE"):
+        return False, int(count or 4), mode == "FORCE"
+    return mode == "EXCLUSIVE", 1, False
 
 
 @dataclass(frozen=True, slots=True)

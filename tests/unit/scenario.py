@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.core.snapshot import JobFacts, NodeView, PartitionView, Running, Snapshot
+from controller.core.snapshot import oversubscribe as snapshot_oversubscribe
 from controller.jobstate import JobState, Reason
 from controller.model import Job
 from corral import config, hostlist
+from corral import gres as gres_syntax
 
 NOW = 1_700_000_000
 UID = 4242  # an ordinary (non-operator) user
@@ -82,18 +84,29 @@ def node(
     used_cpus: int = 0,
     used_memory: int = 0,
     usable: bool = True,
+    gres: str = "",
+    shared: tuple[tuple[str, int, int], ...] = (),
 ) -> NodeView:
-    """A node with ``used_cpus``/``used_memory`` already taken by running jobs."""
+    """A node with ``used_cpus``/``used_memory`` already taken by running jobs.
+
+    ``gres`` is what is free, written as slurm.conf's ``Gres=`` (``gpu:a100:2``);
+    ``shared`` lists jobs sharing CPUs per partition as (partition, CPUs in
+    all, most CPUs of one job); the ``used_cpus`` jobs keep their CPUs.
+    """
+    load = sum(cpus for _, cpus, _ in shared)
     return NodeView(
         name=name,
         cpus=cpus,
         real_memory=memory,
         weight=weight,
         features=frozenset(f for f in features.split(",") if f),
-        free_cpus=cpus - used_cpus,
+        free_cpus=max(cpus - used_cpus - load, 0) if load else cpus - used_cpus,
         free_memory=memory - used_memory,
         usable=usable,
-        idle=used_cpus == 0,
+        idle=used_cpus == 0 and not shared,
+        gres=gres_syntax.parse_node(gres),
+        unshared=used_cpus > 0,
+        shared=shared,
     )
 
 
@@ -110,7 +123,12 @@ def partition(
     def_mem_per_node: int = 0,
     max_mem_per_node: int = 0,
     exclusive: bool = False,
+    oversubscribe: str = "",
 ) -> PartitionView:
+    """A partition; ``oversubscribe`` as slurm.conf writes it (``YES:2``, ``FORCE``, ...)."""
+    max_share, force = 1, False
+    if oversubscribe:
+        exclusive, max_share, force = snapshot_oversubscribe(oversubscribe)
     return PartitionView(
         name=name,
         nodes=names(nodes),
@@ -123,6 +141,8 @@ def partition(
         def_mem_per_node=def_mem_per_node,
         max_mem_per_node=max_mem_per_node,
         exclusive=exclusive,
+        max_share=max_share,
+        force=force,
     )
 
 

@@ -165,6 +165,14 @@ DEFAULTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("mem-zero-is-whole-node", {"mem_per_node": 0}, {"mem_per_node": 0}),
     ("mem-per-cpu", {"mem_per_cpu": 100}, {"mem_per_cpu": 100, "mem_per_node": None}),
     ("constraint", {"constraint": "a"}, {"constraint": "a"}),
+    ("constraint-count", {"constraint": "a*2"}, {"constraint": "a*2"}),
+    (
+        "constraint-matching-or",
+        {"partitions": ["long"], "constraint": "[a|b]"},
+        {"constraint": "[a|b]"},
+    ),
+    ("oversubscribe", {"oversubscribe": True}, {"oversubscribe": True}),
+    ("no-oversubscribe-by-default", {}, {"oversubscribe": False, "gres": ""}),
     ("dependency-kept", {"dependency": "afterok:1"}, {"dependency": "afterok:1"}),
     ("account-allowed", {"partitions": ["physics"], "account": "physics"}, {"account": "physics"}),
     ("exclusive", {"exclusive": True}, {"exclusive": True}),
@@ -332,7 +340,110 @@ def test_errno_values_are_slurms() -> None:
         errors.ESLURM_DISABLED,
         errors.ESLURM_JOB_NOT_PENDING,
         errors.ESLURM_INVALID_ARRAY,
-    ) == (2000, 2014, 2029, 2037, 2073, 2081)
+        errors.ESLURM_INVALID_GRES,
+    ) == (2000, 2014, 2029, 2037, 2073, 2081, 2072)
+
+
+# ---------------------------------------------------------------- constraints, GRES, OverSubscribe
+
+
+@pytest.mark.parametrize(
+    "constraint",
+    ["[a&b]", "a*2&b", "[a|b", "a]", "(a)b", "[a*2|b]", "a*0", "&a"],
+    ids=[
+        "and-in-brackets-without-counts",
+        "count-beside-another-feature",
+        "unbalanced-bracket",
+        "stray-bracket",
+        "text-after-parenthesis",
+        "count-in-matching-or",
+        "zero-count",
+        "operator-first",
+    ],
+)
+def test_malformed_constraint_is_invalid_feature(constraint: str) -> None:
+    with pytest.raises(SlurmError) as info:
+        submit(constraint=constraint)
+    assert info.value.code == errors.ESLURM_INVALID_FEATURE
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"constraint": "a*5"}, {"constraint": "a*2", "min_nodes": 1}],
+    ids=["more-counted-than-nodes", "count-over-node-count"],
+)
+def test_constraint_count_that_never_fits(fields: dict[str, Any]) -> None:
+    with pytest.raises(SlurmError) as info:
+        submit(**fields)
+    assert info.value.code == errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
+
+
+GRES_CONF = slurm_conf(
+    "GresTypes=gpu,nic",
+    "NodeName=g[1-2] CPUs=4 RealMemory=4000 Gres=gpu:a100:2,nic:1",
+    "NodeName=c1 CPUs=4 RealMemory=4000",
+    "NodeName=v1 CPUs=4 RealMemory=4000 Gres=gpu:v100:4",
+    "PartitionName=gpu Nodes=g[1-2],c1 Default=YES",
+    "PartitionName=other Nodes=v1",
+    "PartitionName=shared Nodes=c1 OverSubscribe=FORCE:2",
+    "PartitionName=ask Nodes=c1 OverSubscribe=YES",
+)
+
+
+@pytest.mark.parametrize(
+    "gres",
+    ["gpu:1", "gpu:a100:2", "gpu", "gres/gpu:1,nic:1", "gpu:0"],
+    ids=["untyped", "typed", "count-one", "several", "zero-count"],
+)
+def test_gres_accepted(gres: str) -> None:
+    assert submit(GRES_CONF, gres=gres).job.gres == gres
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"gres": "gpu:v100:1"}, errors.ESLURM_INVALID_GRES),
+        ({"gres": "fpga:1"}, errors.ESLURM_INVALID_GRES),
+        ({"gres": "gpu:"}, errors.ESLURM_INVALID_GRES),
+        ({"gres": "gpu:a:b"}, errors.ESLURM_INVALID_GRES),
+        ({"gres": "gpu:3"}, errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+        ({"gres": "gpu:1", "min_nodes": 3}, errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    ],
+    ids=[
+        "type-only-in-other-partition",
+        "unknown-name",
+        "missing-count",
+        "too-many-fields",
+        "more-than-any-node-has",
+        "more-nodes-than-have-it",
+    ],
+)
+def test_gres_refused(fields: dict[str, Any], code: int) -> None:
+    with pytest.raises(SlurmError) as info:
+        submit(GRES_CONF, **fields)
+    assert info.value.code == code
+    if code == errors.ESLURM_INVALID_GRES:
+        assert str(info.value) == "Invalid generic resource (gres) specification"
+
+
+def test_gres_in_one_of_the_partitions_is_enough() -> None:
+    assert submit(GRES_CONF, partitions=["gpu", "other"], gres="gpu:v100:1").job.partitions
+
+
+def test_empty_cluster_has_every_configured_gres_free() -> None:
+    nodes = static_nodes(GRES_CONF)
+    assert nodes["g1"].gres == (("gpu", "a100", 2), ("nic", "", 1))
+    assert nodes["c1"].gres == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("gpu", (False, 1, False)), ("shared", (False, 2, True)), ("ask", (False, 4, False))],
+    ids=["no", "force-2", "yes-default-4"],
+)
+def test_partition_oversubscribe(name: str, expected: tuple[bool, int, bool]) -> None:
+    view = partition_view(GRES_CONF, name)
+    assert (view.exclusive, view.max_share, view.force) == expected
 
 
 # ---------------------------------------------------------------- arrays

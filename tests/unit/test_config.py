@@ -1065,3 +1065,8 @@ def test_parse_is_fast() -> None:
     for _ in range(20):
         parse(EXAMPLE, PATH)
     assert (time.perf_counter() - started) / 20 < 0.005
+
+
+def test_a_malformed_node_gres_stops_the_daemon_with_its_line() -> None:
+    with pytest.raises(ConfigError, match=r"slurm.conf:3: bad Gres value"):
+        parse(HEAD + "NodeName=n1 Gres=gpu:x:y:z\n", PATH)

@@ -127,6 +127,16 @@ def test_start_records_the_allocation(time_limit: int, end_time: int) -> None:
     assert (after.start_time, after.end_time) == (LATER, end_time)
 
 
+def test_start_records_the_gres_and_requeue_gives_them_back() -> None:
+    gres = ((("gpu", "a100", 2),), (("gpu", "a100", 1), ("nic", "", 1)))
+    before = job(7, gres="gpu:1")
+    after = apply(before, Start(LATER, "gpu", ("n3", "n4"), (2, 4), (0, 0), gres))
+    assert after.gres_alloc == gres
+    assert after.gres == "gpu:1"  # the request stays as given
+    assert apply(after, NodeFail(LATER, requeue=True)).gres_alloc == ()
+    assert apply(before, Start(LATER, "gpu", ("n3",), (2,), (0,))).gres_alloc == ()
+
+
 # ---------------------------------------------------------------- Finish outcomes
 
 FINISHES = [

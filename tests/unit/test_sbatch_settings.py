@@ -57,6 +57,7 @@ def failure_of(key: str, text: str | None) -> Failure:
         pytest.param("priority", "7", {"priority": 7}, id="priority"),
         pytest.param("exclusive", None, {"exclusive": True}, id="exclusive"),
         pytest.param("exclusive", "user", {"exclusive": False}, id="exclusive-user"),
+        pytest.param("oversubscribe", None, {"oversubscribe": True}, id="oversubscribe"),
         pytest.param("open-mode", "append", {"open_mode": "append"}, id="append"),
         pytest.param("open-mode", "T", {"open_mode": "truncate"}, id="truncate"),
         pytest.param("kill-on-invalid-dep", "YES", {"kill_on_invalid_dep": True}, id="kill"),

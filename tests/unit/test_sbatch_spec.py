@@ -121,6 +121,12 @@ def test_every_field_encodes_as_a_jobspec() -> None:
     assert {key: decoded[key] for key in spec} == spec
 
 
+def test_oversubscribe_encodes_as_a_jobspec() -> None:
+    spec = spec_for(("oversubscribe", None), ("gres", "gpu:a100:2,nic:1"))
+    decoded = codec.decode("JobSpec", codec.encode("JobSpec", spec))
+    assert (decoded["oversubscribe"], decoded["gres"]) == (True, "gpu:a100:2,nic:1")
+
+
 @pytest.mark.parametrize(
     "text", ["0-15", "0,6,16-32", "0-15:4", "1-9:2%3", "0-15%4", "[1-5]", "[1-3,7]", "7", "1,,2"]
 )

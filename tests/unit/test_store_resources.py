@@ -1,0 +1,110 @@
+"""JobStore's accounting of what running jobs hold: GRES and CPUs shared by OverSubscribe."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from controller import jobstate
+from controller.core import schedule
+from controller.journal import Journal
+from controller.principal import principal_for
+from controller.store import JobStore, Registration
+from corral.config import parse
+
+CONF = """\
+ClusterName=test
+SlurmctldHost=ctl
+FirstJobId=100
+GresTypes=gpu
+NodeName=g1 CPUs=4 RealMemory=1000 Gres=gpu:a100:1,gpu:v100:1
+NodeName=c1 CPUs=2 RealMemory=1000
+PartitionName=gpu Nodes=g1 Default=YES
+PartitionName=shared Nodes=c1 OverSubscribe=FORCE:2
+"""
+SPEC = {"name": "a", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"}
+ROOT = principal_for(0, 0)
+
+
+def _store(path: Path) -> JobStore:
+    store = JobStore(parse(CONF, str(path / "slurm.conf")), Journal(str(path / "state")))
+    store.load(0.0)
+    store.node_registered(Registration("g1", 4, 1000), monotonic=1.0, now=10)
+    store.node_registered(Registration("c1", 2, 1000), monotonic=1.0, now=10)
+    return store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return _store(tmp_path)
+
+
+def _free_gpus(store: JobStore) -> int:
+    return sum(count for _, _, count in store.snapshot().nodes["g1"].gres)
+
+
+def test_gres_are_held_while_jobs_run_and_come_back(store: JobStore, tmp_path: Path) -> None:
+    typed = store.submit({**SPEC, "gres": "gpu:a100:1"}, ROOT, now=100).job.job_id
+    untyped = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
+    third = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
+    started = store.commit(schedule(store.snapshot(), 110))
+    assert [j.job_id for j in started] == [typed, untyped]
+    assert store.jobs[third].reason is jobstate.Reason.RESOURCES
+    assert _free_gpus(store) == 0
+    # A restart recounts them from the running jobs.
+    assert _free_gpus(_reloaded(store, tmp_path)) == 0
+    store.post(typed, jobstate.Finish(120, 0, "exited"))
+    assert _free_gpus(store) == 1
+    assert [j.job_id for j in store.commit(schedule(store.snapshot(), 130))] == [third]
+    assert _free_gpus(store) == 0
+
+
+def test_recorded_allocation_is_what_the_store_counts(store: JobStore) -> None:
+    job_id = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
+    v100 = ((("gpu", "v100", 1),),)
+    store.post(job_id, jobstate.Start(110, "gpu", ("g1",), (1,), (0,), v100))
+    assert store.jobs[job_id].gres_alloc == v100
+    assert store.snapshot().nodes["g1"].gres == (("gpu", "a100", 1), ("gpu", "v100", 0))
+    store.post(job_id, jobstate.Finish(120, 0, "exited"))
+    assert store.snapshot().nodes["g1"].gres == (("gpu", "a100", 1), ("gpu", "v100", 1))
+
+
+def test_commit_records_the_planned_gres(store: JobStore) -> None:
+    store.submit({**SPEC, "gres": "gpu:a100:1"}, ROOT, now=100)
+    untyped = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
+    store.commit(schedule(store.snapshot(), 110))
+    assert store.jobs[untyped].gres_alloc == ((("gpu", "v100", 1),),)
+
+
+def _reloaded(store: JobStore, tmp_path: Path) -> JobStore:
+    asyncio.run(store.flush())
+    again = _store(tmp_path)
+    assert set(again.jobs) == set(store.jobs)
+    return again
+
+
+def test_cpus_shared_up_to_the_partition_count(store: JobStore) -> None:
+    ids = [
+        store.submit({**SPEC, "partitions": ["shared"], "num_tasks": 2}, ROOT, now=100).job.job_id
+        for _ in range(3)
+    ]
+    started = store.commit(schedule(store.snapshot(), 110))
+    assert [j.job_id for j in started] == ids[:2]  # FORCE:2: two jobs on each CPU
+    view = store.snapshot().nodes["c1"]
+    assert (view.free_cpus, view.shared, view.unshared, view.idle) == (
+        0,
+        (("shared", 4, 2),),
+        False,
+        False,
+    )
+    assert store.used("c1")[0] == 0  # held CPUs: none is held alone
+    assert store.allocated_cpus("c1") == 2  # what scontrol shows as CPUAlloc
+    store.post(ids[0], jobstate.Finish(120, 0, "exited"))
+    assert store.snapshot().nodes["c1"].shared == (("shared", 2, 2),)
+    assert [j.job_id for j in store.commit(schedule(store.snapshot(), 130))] == [ids[2]]
+    store.post(ids[1], jobstate.Finish(140, 0, "exited"))
+    store.post(ids[2], jobstate.Finish(140, 0, "exited"))
+    view = store.snapshot().nodes["c1"]
+    assert (view.free_cpus, view.shared, view.idle, store.allocated_cpus("c1")) == (2, (), True, 0)
