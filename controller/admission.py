@@ -115,6 +115,8 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
     p = conf.partition(name)
     assert p is not None
     exclusive, max_share, force = oversubscribe(p.oversubscribe)
+    weight = {n.name: n.weight for n in conf.nodes}
+    rank = {name: i for i, name in enumerate(p.nodes)}
     return PartitionView(
         name=p.name,
         nodes=p.nodes,
@@ -129,6 +131,7 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         exclusive=exclusive,
         max_share=max_share,
         force=force,
+        order=tuple(sorted(p.nodes, key=lambda n: (weight[n], rank[n]))),
     )
 
 

@@ -27,12 +27,12 @@ Times are rounded up to ``resolution``; nothing is planned past ``window``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from controller.core.placement import partition_reason, partitions_of, place, take
 from controller.core.plan import Expected, Plan, Start
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
+from controller.core.timeline import Release, Timeline, ceil_to
 from controller.jobstate import Reason
 from controller.model import Job
 from corral import arrayspec
@@ -69,51 +69,23 @@ class _Reservations:
                 out |= nodes
         return out
 
-    def ends(self) -> list[int]:
-        return [e for _, e, _ in self._held]
-
-
-@dataclass(frozen=True, slots=True)
-class _Release:
-    """Resources a job gives back when it reaches its time limit."""
-
-    at: int
-    nodes: tuple[str, ...]
-    cpus: tuple[int, ...]
-    memory: tuple[int, ...]
-
-
-def _ceil(t: int, resolution: int) -> int:
-    return -(-t // resolution) * resolution
+    def free_from(self, begin: int, length: int, nodes: frozenset[str], limit: int) -> int | None:
+        """The first time from ``begin`` on (before ``limit``) that no reservation
+        claims any of ``nodes`` for ``length`` seconds; None if there is none."""
+        while begin < limit:
+            ends = [
+                e for b, e, held in self._held if b < begin + length and begin < e and held & nodes
+            ]
+            if not ends:
+                return begin
+            begin = max(ends)
+        return None
 
 
 def duration(job: Job, part: PartitionView, window: int) -> int:
     """Seconds the job may run in ``part``: its limit, else the partition's, else the window."""
     minutes = job.time_limit if job.time_limit > 0 else part.max_time
     return minutes * 60 if minutes > 0 else window
-
-
-def _future(
-    nodes: Mapping[str, NodeView], releases: list[_Release], times: list[int]
-) -> Iterator[tuple[int, dict[str, NodeView]]]:
-    """The free resources at each of ``times`` (ascending), releases applied as they fall due."""
-    free = dict(nodes)
-    due = sorted(releases, key=lambda r: r.at)
-    i = 0
-    for when in times:
-        while i < len(due) and due[i].at <= when:
-            rel = due[i]
-            for name, cpus, memory in zip(rel.nodes, rel.cpus, rel.memory, strict=True):
-                node = free[name]
-                free_cpus = min(node.cpus, node.free_cpus + cpus)
-                free[name] = replace(
-                    node,
-                    free_cpus=free_cpus,
-                    free_memory=min(node.real_memory, node.free_memory + memory),
-                    idle=free_cpus == node.cpus,
-                )
-            i += 1
-        yield when, free
 
 
 class Backfill:
@@ -135,20 +107,35 @@ class Backfill:
         self.params = params
         self.running_arrays = running_arrays
         self.reserved = _Reservations()
+        self.members = {name: frozenset(p.nodes) for name, p in snap.partitions.items()}
         self.releases = [
-            _Release(r.end_time, r.nodes, r.cpus, r.memory)
+            Release(r.end_time, r.nodes, r.cpus, r.memory)
             for r in snap.running
             if r.end_time and r.end_time < self.horizon
         ]
+        self.timeline: Timeline | None = None
 
-    def started(self, job: Job, start: Start) -> None:
-        """Note a start (by the main pass or by backfill): it ends by its time limit."""
+    def _end_of(self, job: Job, start: Start) -> int | None:
+        """When a job started now reaches its limit; None past the window."""
         part = self.snap.partitions[start.partition]
         at = self.now + duration(job, part, self.params.window)
-        if at < self.horizon:
-            self.releases.append(_Release(at, start.nodes, start.cpus, start.memory))
+        return at if at < self.horizon else None
+
+    def started(self, job: Job, start: Start) -> None:
+        """Note a start of the main pass (before ``run``): it ends by its time limit."""
+        end = self._end_of(job, start)
+        if end is not None:
+            self.releases.append(Release(end, start.nodes, start.cpus, start.memory))
 
     def run(self, waiting: list[Job]) -> None:
+        self.timeline = Timeline(
+            self.now,
+            self.horizon,
+            self.params.resolution,
+            self.nodes,
+            self.releases,
+            self.members,
+        )
         tested = 0
         per_user: dict[int, int] = {}
         reserving: set[str] = set()  # partitions whose first waiting job reserved (easy)
@@ -182,7 +169,8 @@ class Backfill:
                 return True
             self.plan.starts.append(start)
             take(self.nodes, start)
-            self.started(job, start)
+            assert self.timeline is not None
+            self.timeline.take(start, self._end_of(job, start))
             if job.array_job_id:
                 self.running_arrays[job.array_job_id] = (
                     self.running_arrays.get(job.array_job_id, 0) + 1
@@ -194,7 +182,7 @@ class Backfill:
     def _fit_now(self, job: Job, parts: list[PartitionView]) -> Start | None:
         for part in parts:
             end = self.now + duration(job, part, self.params.window)
-            blocked = self.reserved.during(self.now, _ceil(end, self.params.resolution))
+            blocked = self.reserved.during(self.now, ceil_to(end, self.params.resolution))
             outcome = place(job, part, self.nodes, blocked)
             if isinstance(outcome, Start):
                 return outcome
@@ -203,32 +191,53 @@ class Backfill:
     def _reserve(self, job: Job, parts: list[PartitionView]) -> None:
         """Reserve the earliest nodes and time the job fits at, within the window.
 
-        The candidate times are the moments resources come back (time limits
-        of running jobs, ends of reservations). At each, a cheap count (CPUs
-        free on the partition's usable, unreserved nodes) skips the times the
-        job cannot fit at before ``place`` is asked.
+        The job is tried at the timeline's probes (offsets from now that
+        double). A cheap count (CPUs free on the partition's usable,
+        unreserved nodes) skips probes before ``place`` is asked. Once a probe
+        fits, the start moves back to when those same nodes became free
+        enough (``_sooner``).
         """
+        timeline = self.timeline
+        assert timeline is not None
         res = self.params.resolution
-        times = sorted({_ceil(r.at, res) for r in self.releases} | set(self.reserved.ends()))
-        times = [t for t in times if self.now < t < self.horizon]
         need = job.cpus_needed
-        for when, free in _future(self.nodes, self.releases, times):
+        for i, when in enumerate(timeline.times):
+            free, totals = timeline.state(i)
             for part in parts:
-                end = _ceil(when + duration(job, part, self.params.window), res)
-                blocked = self.reserved.during(when, end)
-                if _free_cpus(free, part, blocked) < need:
+                total = totals[part.name]
+                if total < need:
+                    continue
+                length = duration(job, part, self.params.window)
+                blocked = self.reserved.during(when, ceil_to(when + length, res))
+                members = self.members[part.name]
+                held = sum(free[n].free_cpus for n in blocked if n in members)
+                if total - held < need:
                     continue
                 outcome = place(job, part, free, blocked)
                 if isinstance(outcome, Start):
-                    self.reserved.add(when, end, frozenset(outcome.nodes))
-                    self.plan.expected[job.job_id] = Expected(when, part.name, outcome.nodes)
+                    start = self._sooner(outcome, when, length)
+                    end = ceil_to(start + length, res)
+                    self.reserved.add(start, end, frozenset(outcome.nodes))
+                    self.plan.expected[job.job_id] = Expected(start, part.name, outcome.nodes)
                     return
 
+    def _sooner(self, start: Start, probe: int, length: int) -> int:
+        """The earliest time from which ``start``'s own nodes hold it, up to ``probe``.
 
-def _free_cpus(nodes: Mapping[str, NodeView], part: PartitionView, blocked: set[str]) -> int:
-    """CPUs free on the partition's usable nodes outside ``blocked``."""
-    return sum(
-        node.free_cpus
-        for name in part.nodes
-        if name not in blocked and (node := nodes[name]).usable
-    )
+        Each node's free CPUs and memory grow as the jobs on it reach their
+        limits; the allocation fits once every node has grown enough. The
+        earlier time is kept only if no reservation ahead claims the nodes.
+        """
+        timeline = self.timeline
+        assert timeline is not None
+        res = self.params.resolution
+        ready = max(
+            timeline.ready(name, self.nodes[name], cpus, memory, self.now)
+            for name, cpus, memory in zip(start.nodes, start.cpus, start.memory, strict=True)
+        )
+        sooner = max(ceil_to(ready, res), self.now + res)
+        if sooner >= probe:
+            return probe
+        span = ceil_to(sooner + length, res) - sooner
+        clear = self.reserved.free_from(sooner, span, frozenset(start.nodes), probe)
+        return probe if clear is None else clear

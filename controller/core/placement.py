@@ -158,6 +158,13 @@ def _choose(
     return chosen
 
 
+def _selection_order(part: PartitionView, nodes: Mapping[str, NodeView]) -> list[str]:
+    """The partition's nodes by Weight (lowest first), then in the order listed."""
+    rank = {name: i for i, name in enumerate(part.nodes)}
+    present = [n for n in part.nodes if n in nodes]
+    return sorted(present, key=lambda n: (nodes[n].weight, rank[n]))
+
+
 def place(
     job: Job,
     part: PartitionView,
@@ -185,15 +192,19 @@ def place(
         gres_request(job.gres)
     except ValueError:
         return Reason.BAD_CONSTRAINTS
-    order = {name: i for i, name in enumerate(part.nodes)}
-    candidates = sorted(
-        (
-            nodes[n]
-            for n in part.nodes
-            if n in nodes and n not in job.exc_nodes and n not in blocked
-        ),
-        key=lambda n: (n.name not in job.req_nodes, n.weight, order[n.name]),
-    )
+    # A node without a task's worth of free CPUs is no candidate, unless the
+    # job may stack on CPUs others use (OverSubscribe) or must have the node (-w).
+    enough = 0 if share(job, part) else job.cpus_per_task
+    candidates = [
+        node
+        for n in part.order or _selection_order(part, nodes)
+        if (node := nodes.get(n)) is not None
+        and (node.free_cpus >= enough or n in job.req_nodes)
+        and n not in job.exc_nodes
+        and n not in blocked
+    ]
+    if job.req_nodes:  # required nodes first, each group still in selection order
+        candidates.sort(key=lambda n: n.name not in job.req_nodes)
     if constraint.terms:
         candidates = [n for n in candidates if constraint.allows(n.features)]
     shares = share(job, part)

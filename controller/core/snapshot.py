@@ -56,6 +56,9 @@ class PartitionView:
     exclusive: bool  # OverSubscribe=EXCLUSIVE
     max_share: int = 1  # OverSubscribe=YES:n or FORCE:n: jobs that may share a CPU
     force: bool = False  # OverSubscribe=FORCE: every job shares (YES: jobs that ask)
+    # The nodes in selection order (Weight, then as listed), computed once per
+    # configuration; empty: place() sorts ``nodes`` itself.
+    order: tuple[str, ...] = ()
 
 
 def oversubscribe(value: str) -> tuple[bool, int, bool]:
