@@ -9,13 +9,10 @@ a call can be skipped, and commits the plan to the simulated cluster.
 
 ``fcfs`` is Slurm's main scheduler (priority order; the first job a partition
 cannot start blocks the rest), which ``schedule`` runs when it is given no
-backfill parameters. ``easy`` and ``conservative`` need backfill; until the sim
-runs it, ``choose`` refuses them. To add them: pass
-``backfill=BackfillParams(easy=...)`` to ``schedule`` in ``call_core`` when the
-policy asks for it, and register a policy class that shows the core the whole
-queue and every node (``cluster.snapshot(cluster.queue())``, which carries the
-running jobs and their time limits) at every event; the main scheduler's
-shortcuts below do not hold under backfill.
+backfill parameters. ``conservative`` and ``easy`` add the core's backfill pass
+(Slurm's defaults, and ``bf_job_part_count_reserve=1``) at every event, over
+the whole queue and every node; the main scheduler's shortcuts below do not
+hold under backfill.
 """
 
 from __future__ import annotations
@@ -25,12 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from controller.core import Plan, Snapshot, schedule
+from controller.core import BackfillParams, Plan, Snapshot, schedule
 from controller.model import Job
 from controller.sim.errors import SimError
 
-#: Policies the core cannot run yet, and what they wait for.
-AWAITING_CORE = {"easy": "backfill", "conservative": "backfill"}
+#: The backfill each policy asks the core for (None: the main scheduler alone).
+BACKFILL = {"fcfs": None, "conservative": BackfillParams(), "easy": BackfillParams(easy=True)}
 
 #: How many pending jobs the main scheduler shows the core first (doubled while all start).
 FIRST_DEPTH = 8
@@ -65,14 +62,9 @@ class CoreCalls:
 
 
 def call_core(policy: str, snap: Snapshot, now: int, calls: CoreCalls) -> Plan:
-    """THE policy hook: the only call of ``controller.core.schedule`` in the sim.
-
-    Only "fcfs" gets here today (``choose`` refuses the others), and the core's
-    main scheduler is what it asks for; backfill policies pass their
-    ``BackfillParams`` on here.
-    """
+    """THE policy hook: the only call of ``controller.core.schedule`` in the sim."""
     began = time.perf_counter()
-    plan = schedule(snap, now)
+    plan = schedule(snap, now, BACKFILL[policy])
     calls.seconds += time.perf_counter() - began
     calls.count += 1
     calls.jobs += len(snap.pending)
@@ -140,17 +132,36 @@ class MainScheduler:
             depth *= 2
 
 
-#: Policy name → constructor (argument: show the core the whole queue on every call).
-POLICIES: dict[str, Callable[[bool], Policy]] = {"fcfs": MainScheduler}
+class Backfilling:
+    """``conservative`` or ``easy``: the main scheduler plus backfill, at every event.
 
-#: Every name ``--policy`` accepts, runnable or not yet.
-NAMES = (*POLICIES, *AWAITING_CORE)
+    Backfill may start any job in the queue, so there are no shortcuts: the
+    core sees every pending job and every node, as in the controller.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.calls = CoreCalls()
+
+    def decide(self, cluster: Cluster, now: int, freed: bool) -> None:
+        pending = cluster.queue()
+        if pending:
+            cluster.commit(call_core(self.name, cluster.snapshot(pending), now, self.calls))
+
+
+#: Policy name → constructor (argument: show the core the whole queue on every call).
+POLICIES: dict[str, Callable[[bool], Policy]] = {
+    "fcfs": MainScheduler,
+    "conservative": lambda _whole: Backfilling("conservative"),
+    "easy": lambda _whole: Backfilling("easy"),
+}
+
+#: Every name ``--policy`` accepts.
+NAMES = tuple(POLICIES)
 
 
 def choose(name: str, whole_queue: bool = False) -> Policy:
     """The policy called ``name``, or a SimError saying why it cannot run."""
     if name in POLICIES:
         return POLICIES[name](whole_queue)
-    if name in AWAITING_CORE:
-        raise SimError(f"policy {name!r} needs {AWAITING_CORE[name]}, not yet in the core")
     raise SimError(f"unknown policy {name!r} (choose from {', '.join(NAMES)})")

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from cli.corral import corral
 from controller.sim import SimError, TraceError, cluster_shape, read, replay
-from controller.sim.policy import NAMES, POLICIES, choose
+from controller.sim.policy import NAMES, POLICIES
 from controller.sim.replay import SKIP_PROCS, SKIP_RUN, SKIP_TOO_BIG, Progress
 from controller.sim.report import CSV_COLUMNS, csv_rows, summarize, write_csv
 from controller.sim.swf import Header, parse
@@ -290,15 +290,17 @@ def test_cluster_shape_needs_a_size() -> None:
 
 
 @pytest.mark.parametrize("name", ["easy", "conservative"])
-def test_backfill_policies_wait_for_the_core(name: str) -> None:
-    with pytest.raises(SimError) as info:
-        choose(name)
-    assert str(info.value) == f"policy '{name}' needs backfill, not yet in the core"
+def test_backfill_starts_job_5_beside_job_2(tmp_path: Path, name: str) -> None:
+    """At 100 one CPU is free until job 4's reservation: job 5 (one minute) fits there."""
+    trace = read(str(hand_trace(tmp_path)))
+    got = {j.number: (j.start, j.end) for j in replay(trace, 2, 2, name).jobs}
+    assert got == {number: (start, end) for number, (start, end, _) in HAND_EXPECTED.items()} | {
+        5: (100, 120)
+    }
 
 
 def test_policy_names() -> None:
-    assert NAMES == ("fcfs", "easy", "conservative")
-    assert set(POLICIES) == {"fcfs"}
+    assert NAMES == tuple(POLICIES) == ("fcfs", "conservative", "easy")
 
 
 # ---------------------------------------------------------------- fast path == the controller's way
@@ -394,7 +396,6 @@ def test_cli_errors(tmp_path: Path) -> None:
         ((str(trace), "--jobs", "x:"), "--jobs wants A:B"),
         ((str(trace), "--jobs", "20:"), "no job records to replay"),
         ((str(trace), "--nodes", "0"), "--nodes wants a positive integer, got '0'"),
-        ((str(trace), "--policy", "easy"), "policy 'easy' needs backfill, not yet in the core"),
         ((str(trace), "--policy", "sjf"), "unknown policy 'sjf'"),
         ((str(trace), "--frobnicate"), "unknown argument '--frobnicate'"),
         ((), "which trace?"),
