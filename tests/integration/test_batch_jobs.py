@@ -196,12 +196,17 @@ def test_backfill_starts_a_short_job_without_delaying_the_one_ahead(make_cluster
     long = c.sbatch("-N", "1", "--exclusive", "-t", "10", "--wrap", "true")
     assert c.wait_done(short)["state"] == "COMPLETED"
     c.wait_for(lambda: c.job(wide)["start_time"] > 0, 10, "no expected start for the wide job")
+    began = c.job(first)["start_time"]
     wide_job, long_job = c.job(wide), c.job(long)
-    assert wide_job["state"] == long_job["state"] == "PENDING"
-    assert wide_job["start_time"] >= c.job(first)["start_time"] + 120
-    assert wide_job["sched_nodes"] == "node[1-2]"
-    assert long_job["reason"] == "Priority"
-    assert long_job["start_time"] >= wide_job["start_time"] + 300
+    seen = {
+        key: (wide_job[key], long_job[key])
+        for key in ("state", "reason", "start_time", "sched_nodes")
+    }
+    assert seen["state"] == ("PENDING", "PENDING"), seen
+    assert wide_job["start_time"] >= began + 120, (began, seen)
+    assert wide_job["sched_nodes"] == "node[1-2]", seen
+    assert long_job["reason"] == "Priority", seen
+    assert long_job["start_time"] >= wide_job["start_time"] + 300, seen
     start = c.run("squeue", "--start", "-h", "-j", str(wide), "-o", "%i %S").stdout.split()
     assert start[0] == str(wide) and start[1] != "N/A"
     c.run("scancel", str(first), str(wide), str(long))
