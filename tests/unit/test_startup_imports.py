@@ -131,3 +131,27 @@ def test_client_commands_import_no_heavy_modules(
     assert _heavy(modules["import"]) == [], f"importing cli.{command}"
     assert _heavy(modules["run"]) == [], f"running {command} {' '.join(argv)}"
     assert "corral.config" not in modules["run"], "clients read corral.clientconf"
+
+
+CLIENT_SCRIPTS = sorted((ROOT / "bin").iterdir())
+
+
+def test_every_client_has_a_plain_script() -> None:
+    """pip's console_scripts wrapper imports ``re``: the clients ship plain scripts."""
+    names = {path.name for path in CLIENT_SCRIPTS}
+    assert names == {"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sprio", "sshare"}
+    for path in CLIENT_SCRIPTS:
+        code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
+        assert code == [f"from cli.{path.name} import main", "main()"], path
+
+
+@pytest.mark.parametrize("script", CLIENT_SCRIPTS, ids=lambda p: p.name)
+def test_client_script_prints_the_slurm_version(script: pathlib.Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(script), "--version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=30,
+    )
+    assert (done.returncode, done.stdout) == (0, "slurm 24.11.0\n"), done.stderr
