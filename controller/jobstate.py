@@ -63,6 +63,7 @@ class Reason(enum.Enum):
     PRIORITY = "Priority"
     RESOURCES = "Resources"
     DEPENDENCY = "Dependency"
+    DEADLINE = "DeadLine"
     DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
     BEGIN_TIME = "BeginTime"
     JOB_HELD_USER = "JobHeldUser"
@@ -144,7 +145,19 @@ class Release:
     pass
 
 
-Event = Start | Finish | Cancel | Requeue | NodeFail | Hold | Release
+@dataclass(frozen=True, slots=True)
+class GiveUp:
+    """The scheduler ends a pending job that can never run as asked.
+
+    ``DEADLINE``: it cannot finish before its ``--deadline`` (state DEADLINE);
+    ``DEPENDENCY_NEVER_SATISFIED`` under ``--kill-on-invalid-dep`` (CANCELLED).
+    """
+
+    now: int
+    reason: Reason
+
+
+Event = Start | Finish | Cancel | Requeue | NodeFail | Hold | Release | GiveUp
 
 
 def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
@@ -256,4 +269,13 @@ def apply(job: Job, event: Event) -> Job:
             )
         case Release() if state is JobState.PENDING and job.held:
             return replace(job, held="", reason=Reason.NONE)
+        case GiveUp() if state is JobState.PENDING:
+            final = JobState.DEADLINE if event.reason is Reason.DEADLINE else JobState.CANCELLED
+            return replace(
+                job,
+                state=final,
+                reason=event.reason,
+                end_time=event.now,
+                start_time=job.start_time or event.now,
+            )
     raise InvalidTransition(job, event)

@@ -89,7 +89,7 @@ class SchedulerLoop:
             self.last_full_pass = now
         started = self.store.commit(plan)
         purged = self.store.purge(now)
-        if started or changed or purged:
+        if started or changed or purged or plan.ended:
             await self.store.flush()
         for job in started:
             self.link.launch(job)

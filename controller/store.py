@@ -439,11 +439,19 @@ class JobStore:
             if not all(self._can_take(n, c, m) for n, c, m in wanted):
                 continue
             if job.array_pending:
-                job = self.split_task(job, arrayspec.first(job.array_pending))
+                task = arrayspec.first(job.array_pending) if start.task is None else start.task
+                if not arrayspec.contains(job.array_pending, task):
+                    continue
+                job = self.split_task(job, task)
             event = jobstate.Start(
                 plan.now, start.partition, start.nodes, start.cpus, start.memory, start.gres
             )
             started.append(self.post(job.job_id, event))
+        for job_id, why in plan.ended.items():
+            job = self.jobs.get(job_id)
+            if job is not None and job.state is JobState.PENDING:
+                self.post(job_id, jobstate.GiveUp(plan.now, why))
+                log.info("job_id=%d ended pending: %s", job_id, why.value)
         # Reasons and expected starts are derived each cycle; they are not journaled.
         for job_id, reason in plan.reasons.items():
             job = self.jobs.get(job_id)

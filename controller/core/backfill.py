@@ -27,7 +27,8 @@ Times are rounded up to ``resolution``; nothing is planned past ``window``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from controller.core.placement import partition_reason, partitions_of, place, take
 from controller.core.plan import Expected, Plan, Start
@@ -114,6 +115,7 @@ class Backfill:
             if r.end_time and r.end_time < self.horizon
         ]
         self.timeline: Timeline | None = None
+        self.chosen_tasks: Mapping[int, list[int]] = {}
 
     def _end_of(self, job: Job, start: Start) -> int | None:
         """When a job started now reaches its limit; None past the window."""
@@ -127,7 +129,10 @@ class Backfill:
         if end is not None:
             self.releases.append(Release(end, start.nodes, start.cpus, start.memory))
 
-    def run(self, waiting: list[Job]) -> None:
+    def run(self, waiting: list[Job], chosen_tasks: Mapping[int, list[int]]) -> None:
+        """``chosen_tasks``: for arrays whose tasks wait each for its own counterpart,
+        the tasks that may start (the main pass started the first of them)."""
+        self.chosen_tasks = chosen_tasks
         self.timeline = Timeline(
             self.now,
             self.horizon,
@@ -159,7 +164,8 @@ class Backfill:
 
     def _start_now(self, job: Job, parts: list[PartitionView]) -> bool:
         """Start what fits now; True while the job (or some array task) still waits."""
-        tasks = arrayspec.count(job.array_pending) or 1
+        picks = self._still_pending(job)
+        tasks = len(picks) if picks is not None else arrayspec.count(job.array_pending) or 1
         throttle = job.array_max_tasks
         while tasks:
             if throttle and self.running_arrays.get(job.array_job_id, 0) >= throttle:
@@ -167,6 +173,8 @@ class Backfill:
             start = self._fit_now(job, parts)
             if start is None:
                 return True
+            if picks is not None:
+                start = replace(start, task=picks[len(picks) - tasks])
             self.plan.starts.append(start)
             take(self.nodes, start)
             assert self.timeline is not None
@@ -178,6 +186,14 @@ class Backfill:
             tasks -= 1
         self.plan.reasons.pop(job.job_id, None)
         return False
+
+    def _still_pending(self, job: Job) -> list[int] | None:
+        """The chosen tasks of ``job`` no start of this pass has taken yet (None: any)."""
+        picks = self.chosen_tasks.get(job.job_id)
+        if picks is None:
+            return None
+        taken = {s.task for s in self.plan.starts if s.job_id == job.job_id}
+        return [t for t in picks if t not in taken]
 
     def _fit_now(self, job: Job, parts: list[PartitionView]) -> Start | None:
         for part in parts:

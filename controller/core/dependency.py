@@ -104,7 +104,12 @@ def _targets(ident: str, jobs: Mapping[int, JobFacts]) -> Iterable[JobFacts]:
     return [own] if own is not None else []
 
 
-def _one(kind: str, ident: str, jobs: Mapping[int, JobFacts], now: int) -> Outcome:
+def _one(
+    kind: str, ident: str, jobs: Mapping[int, JobFacts], now: int, task: int | None
+) -> Outcome:
+    if kind == "aftercorr" and task is not None and "_" not in ident:
+        # Task-wise: task N waits for task N of the other array (if it has one).
+        ident = f"{ident.split('+', 1)[0]}_{task}"
     targets = list(_targets(ident, jobs))
     if not targets:
         return Outcome.SATISFIED  # purged long ago: it ended
@@ -135,9 +140,18 @@ def _one(kind: str, ident: str, jobs: Mapping[int, JobFacts], now: int) -> Outco
 
 
 def evaluate(
-    text: str, job_id: int, name: str, uid: int, jobs: Mapping[int, JobFacts], now: int
+    text: str,
+    job_id: int,
+    name: str,
+    uid: int,
+    jobs: Mapping[int, JobFacts],
+    now: int,
+    task: int | None = None,
 ) -> Outcome:
-    """Where a job with dependency ``text`` stands right now."""
+    """Where a job with dependency ``text`` stands right now.
+
+    ``task`` is the array task index of the job asking, for ``aftercorr``.
+    """
     try:
         joiner, items = parse(text)
     except ValueError:
@@ -155,7 +169,7 @@ def evaluate(
             )
             outcomes.append(Outcome.WAITING if busy else Outcome.SATISFIED)
             continue
-        parts = [_one(kind, ident, jobs, now) for ident in ids]
+        parts = [_one(kind, ident, jobs, now, task) for ident in ids]
         if Outcome.NEVER in parts:
             outcomes.append(Outcome.NEVER)
         elif Outcome.WAITING in parts:
@@ -171,3 +185,30 @@ def evaluate(
     if Outcome.NEVER in outcomes:
         return Outcome.NEVER
     return Outcome.WAITING if Outcome.WAITING in outcomes else Outcome.SATISFIED
+
+
+def startable_tasks(
+    text: str,
+    job_id: int,
+    name: str,
+    uid: int,
+    pending: str,
+    jobs: Mapping[int, JobFacts],
+    now: int,
+) -> tuple[list[int], Outcome]:
+    """For an array's record with ``aftercorr``: the pending tasks free to start.
+
+    Each task waits for its own counterpart, so some may start while others
+    wait. The outcome is SATISFIED when some may start, else WAITING, or
+    NEVER when none ever will.
+    """
+    ready, waiting = [], False
+    for index in arrayspec.expand(pending):
+        outcome = evaluate(text, job_id, name, uid, jobs, now, index)
+        if outcome is Outcome.SATISFIED:
+            ready.append(index)
+        elif outcome is Outcome.WAITING:
+            waiting = True
+    if ready:
+        return ready, Outcome.SATISFIED
+    return ready, Outcome.WAITING if waiting else Outcome.NEVER

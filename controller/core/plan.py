@@ -9,6 +9,8 @@ from controller.jobstate import Reason
 
 @dataclass(frozen=True, slots=True)
 class Start:
+    """Start ``job_id``; for an array's record, its pending task ``task`` (None: the first)."""
+
     job_id: int
     partition: str
     nodes: tuple[str, ...]
@@ -17,6 +19,7 @@ class Start:
     # (name, type, count) generic resources on each node; () when the job has none.
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     share: int = 0  # the job shares its CPUs, up to this many jobs per CPU (0: it does not)
+    task: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,4 +40,6 @@ class Plan:
     reasons: dict[int, Reason] = field(default_factory=dict)
     details: dict[int, str] = field(default_factory=dict)  # e.g. "UnavailableNodes:n3"
     expected: dict[int, Expected] = field(default_factory=dict)  # from backfill
+    # Pending jobs to end: past their --deadline, or never runnable under --kill-on-invalid-dep.
+    ended: dict[int, Reason] = field(default_factory=dict)
     backfilled: bool = False  # a backfill pass ran: jobs not in ``expected`` have no estimate

@@ -15,6 +15,8 @@ in ``placement.py``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from controller.core import dependency
 from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.placement import first_fit, take
@@ -29,24 +31,37 @@ def _order(jobs: list[Job]) -> list[Job]:
     return sorted(jobs, key=lambda j: (-j.priority, j.submit_time, j.job_id))
 
 
-def _waiting_reason(job: Job, snap: Snapshot, now: int) -> Reason | None:
-    """Why ``job`` cannot be considered at all right now, or None."""
+def _waiting_reason(job: Job, snap: Snapshot, now: int) -> tuple[Reason | None, list[int] | None]:
+    """Why ``job`` cannot be considered at all right now (or None), and for an
+    array's record whose tasks wait each for its own counterpart (``aftercorr``)
+    the tasks that may start."""
     if job.held:
-        return Reason.JOB_HELD_ADMIN if job.held == "admin" else Reason.JOB_HELD_USER
+        return (Reason.JOB_HELD_ADMIN if job.held == "admin" else Reason.JOB_HELD_USER), None
     if job.begin_time > now:
-        return Reason.BEGIN_TIME
+        return Reason.BEGIN_TIME, None
+    ready = None
     if job.dependency:
-        outcome = dependency.evaluate(job.dependency, job.job_id, job.name, job.uid, snap.jobs, now)
+        args = (job.dependency, job.job_id, job.name, job.uid)
+        if job.array_pending and "aftercorr" in job.dependency:
+            ready, outcome = dependency.startable_tasks(*args, job.array_pending, snap.jobs, now)
+        else:
+            outcome = dependency.evaluate(*args, snap.jobs, now, job.array_task_id)
         if outcome is dependency.Outcome.WAITING:
-            return Reason.DEPENDENCY
+            return Reason.DEPENDENCY, None
         if outcome is dependency.Outcome.NEVER:
-            return Reason.DEPENDENCY_NEVER_SATISFIED
+            return Reason.DEPENDENCY_NEVER_SATISFIED, None
     if (
         job.array_max_tasks
         and snap.running_per_array.get(job.array_job_id, 0) >= job.array_max_tasks
     ):
-        return Reason.JOB_ARRAY_TASK_LIMIT
-    return None
+        return Reason.JOB_ARRAY_TASK_LIMIT, None
+    return None, ready
+
+
+def _past_deadline(job: Job, now: int) -> bool:
+    """Slurm's ``--deadline``: no start now could end in time (time-min, else the limit)."""
+    minutes = job.time_min or max(job.time_limit, 0)
+    return bool(job.deadline) and now + minutes * 60 > job.deadline
 
 
 def schedule(
@@ -67,10 +82,18 @@ def schedule(
     # Jobs that cannot be considered get their reason first, so only the rest
     # is sorted: 10,000 held jobs cost one pass, not a sort, per cycle.
     candidates = []
+    chosen_tasks: dict[int, list[int]] = {}  # aftercorr arrays: the tasks that may start
     for job in snap.pending:
-        reason = _waiting_reason(job, snap, now)
+        if _past_deadline(job, now):
+            plan.ended[job.job_id] = Reason.DEADLINE
+            continue
+        reason, ready = _waiting_reason(job, snap, now)
         if reason is None:
             candidates.append(job)
+            if ready is not None:
+                chosen_tasks[job.job_id] = ready
+        elif reason is Reason.DEPENDENCY_NEVER_SATISFIED and job.kill_on_invalid_dep:
+            plan.ended[job.job_id] = reason
         else:
             plan.reasons[job.job_id] = reason
     ordered = _order(candidates)
@@ -80,7 +103,8 @@ def schedule(
         untried = []
     for job in ordered:
         # An array's one pending record may start several tasks in one pass.
-        tasks = arrayspec.count(job.array_pending) or 1
+        picks = chosen_tasks.get(job.job_id)
+        tasks = len(picks) if picks is not None else arrayspec.count(job.array_pending) or 1
         throttle = job.array_max_tasks
         while tasks:
             if throttle and running_arrays.get(job.array_job_id, 0) >= throttle:
@@ -93,6 +117,8 @@ def schedule(
                     blocked.update(p for p in job.partitions if p in snap.partitions)
                     waiting.append(job)
                 break
+            if picks is not None:
+                outcome = replace(outcome, task=picks[len(picks) - tasks])
             plan.starts.append(outcome)
             started.append((job, outcome))
             take(nodes, outcome)
@@ -104,5 +130,5 @@ def schedule(
         bf = Backfill(snap, plan, nodes, backfill, running_arrays)
         for job, start in started:
             bf.started(job, start)
-        bf.run(waiting + untried)
+        bf.run(waiting + untried, chosen_tasks)
     return plan

@@ -224,3 +224,21 @@ def test_sprio_and_sshare_show_the_live_priorities(make_cluster) -> None:  # typ
     user = c.run("sshare", "-h", "-P", "-a").stdout
     assert "root|" in user
     c.run("scancel", str(running), str(waiting))
+
+
+def test_aftercorr_tasks_follow_their_counterparts_and_deadlines_end_jobs(
+    cluster: Cluster,
+) -> None:
+    first = cluster.sbatch("--array=1-3", "--wrap", 'exit "$((SLURM_ARRAY_TASK_ID == 2))"')
+    second = cluster.sbatch("--array=1-3", f"--dependency=aftercorr:{first}", "--wrap", "true")
+    for task in (1, 3):
+        assert cluster.wait_done(f"{second}_{task}")["state"] == "COMPLETED"
+    cluster.wait_for(
+        lambda: cluster.job(f"{second}_2")["reason"] == "DependencyNeverSatisfied",
+        10,
+        "task 2 did not see its counterpart fail",
+    )
+    late = cluster.sbatch("--deadline=now+60", "-t", "10", "--wrap", "true")
+    done = cluster.wait_done(late)
+    assert (done["state"], done["reason"]) == ("DEADLINE", "DeadLine")
+    cluster.run("scancel", str(second))

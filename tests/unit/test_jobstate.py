@@ -15,6 +15,7 @@ from controller.jobstate import (
     Cancel,
     Event,
     Finish,
+    GiveUp,
     Hold,
     InvalidTransition,
     JobState,
@@ -54,6 +55,8 @@ EVENTS: dict[str, Event] = {
     "nodefail_requeue": NodeFail(LATER, requeue=True),
     "hold": Hold(admin=False),
     "release": Release(),
+    "deadline": GiveUp(LATER, Reason.DEADLINE),
+    "invalid_dep": GiveUp(LATER, Reason.DEPENDENCY_NEVER_SATISFIED),
 }
 
 _FINISHED = ("completed", "failed", "timeout", "cancelled", "node_fail")
@@ -69,6 +72,10 @@ TABLE: dict[tuple[str, str], tuple[JobState, frozenset[str]] | None] = {
     ("held", "cancel"): (JobState.CANCELLED, frozenset()),
     ("held", "hold"): (JobState.PENDING, frozenset()),
     ("held", "release"): (JobState.PENDING, frozenset()),
+    ("pending", "deadline"): (JobState.DEADLINE, frozenset()),
+    ("pending", "invalid_dep"): (JobState.CANCELLED, frozenset()),
+    ("held", "deadline"): (JobState.DEADLINE, frozenset()),
+    ("held", "invalid_dep"): (JobState.CANCELLED, frozenset()),
     ("running", "finish"): (JobState.COMPLETED, frozenset()),
     ("running", "cancel"): (JobState.CANCELLED, frozenset({_C})),
     ("running", "requeue"): (JobState.RUNNING, frozenset({_C, _R})),
@@ -457,3 +464,12 @@ def test_random_event_sequences_keep_invariants(events: list[Event], limit: int)
             assert current.start_time <= current.end_time
         if before.state.finished and current.state.finished:
             assert current.end_time == before.end_time  # COMPLETING done: ended at cancel
+
+
+def test_give_up_records_why_and_when() -> None:
+    after = apply(job(5), GiveUp(LATER, Reason.DEADLINE))
+    assert (after.state, after.reason, after.end_time) == (
+        JobState.DEADLINE,
+        Reason.DEADLINE,
+        LATER,
+    )
