@@ -8,7 +8,7 @@ empty cluster ("could this ever run?").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
@@ -170,10 +170,13 @@ def place(
     part: PartitionView,
     nodes: Mapping[str, NodeView],
     blocked: AbstractSet[str] = frozenset(),
+    free: FreeNodes | None = None,
 ) -> Start | Reason:
     """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``.
 
     Nodes in ``blocked`` (reserved by backfill for jobs ahead) are not candidates.
+    ``free``, when given, lists the nodes with free CPUs, so that a pass over a
+    big, busy cluster does not walk the full ones for every job.
 
     The steps, in Slurm's order: the constraint's filter limits the
     candidates; each alternative of a matching OR (``[a|b]``) is tried in
@@ -195,9 +198,12 @@ def place(
     # A node without a task's worth of free CPUs is no candidate, unless the
     # job may stack on CPUs others use (OverSubscribe) or must have the node (-w).
     enough = 0 if share(job, part) else job.cpus_per_task
+    names = part.order or _selection_order(part, nodes)
+    if free is not None and enough:  # a job that stacks on busy CPUs sees them all
+        names = free.names(part)
     candidates = [
         node
-        for n in part.order or _selection_order(part, nodes)
+        for n in names
         if (node := nodes.get(n)) is not None
         and (node.free_cpus >= enough or n in job.req_nodes)
         and n not in job.exc_nodes
@@ -274,8 +280,44 @@ def partitions_of(job: Job, snap: Snapshot) -> list[PartitionView]:
     )
 
 
+class FreeNodes:
+    """For one pass: each partition's nodes that still have a free CPU, in selection order.
+
+    Nodes only fill up during a pass, so the lists only shrink; ``taken``
+    notes the nodes a start filled and a list is compacted once a quarter
+    of it is full, so each job's candidate scan costs the free nodes, not all.
+    """
+
+    def __init__(self, nodes: Mapping[str, NodeView], parts: Iterable[PartitionView]) -> None:
+        self._nodes = nodes
+        self._lists: dict[str, list[str]] = {}
+        self._filled: dict[str, int] = {}
+        for part in parts:
+            order = part.order or _selection_order(part, nodes)
+            self._lists[part.name] = [n for n in order if n in nodes and nodes[n].free_cpus > 0]
+            self._filled[part.name] = 0
+
+    def names(self, part: PartitionView) -> list[str]:
+        names = self._lists[part.name]
+        if self._filled[part.name] * 4 > len(names):
+            nodes = self._nodes
+            names = self._lists[part.name] = [n for n in names if nodes[n].free_cpus > 0]
+            self._filled[part.name] = 0
+        return names
+
+    def taken(self, start: Start) -> None:
+        full = sum(1 for n in start.nodes if self._nodes[n].free_cpus <= 0)
+        if full:
+            for name in self._filled:
+                self._filled[name] += full
+
+
 def first_fit(
-    job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], blocked: set[str]
+    job: Job,
+    snap: Snapshot,
+    nodes: Mapping[str, NodeView],
+    blocked: set[str],
+    free: FreeNodes | None = None,
 ) -> Start | Reason:
     """Where ``job`` starts now (the first partition by PriorityTier), or why not."""
     first_reason: Reason | None = None
@@ -287,7 +329,7 @@ def first_fit(
         if part.name in blocked:
             first_reason = first_reason or Reason.PRIORITY
             continue
-        outcome = place(job, part, nodes)
+        outcome = place(job, part, nodes, free=free)
         if isinstance(outcome, Start):
             return outcome
         first_reason = first_reason if first_reason not in (None, Reason.PRIORITY) else outcome

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from controller.core import dependency
 from controller.core.backfill import WAITING, Backfill, BackfillParams
-from controller.core.placement import first_fit, take
+from controller.core.placement import FreeNodes, first_fit, take
 from controller.core.plan import Plan, Start
 from controller.core.snapshot import Snapshot
 from controller.jobstate import Reason
@@ -96,6 +96,7 @@ def schedule(
             plan.ended[job.job_id] = reason
         else:
             plan.reasons[job.job_id] = reason
+    free = FreeNodes(nodes, snap.partitions.values())
     ordered = _order(candidates)
     if depth is not None and len(ordered) > depth:
         ordered, untried = ordered[:depth], ordered[depth:]
@@ -110,7 +111,7 @@ def schedule(
             if throttle and running_arrays.get(job.array_job_id, 0) >= throttle:
                 plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
                 break
-            outcome = first_fit(job, snap, nodes, blocked)
+            outcome = first_fit(job, snap, nodes, blocked, free)
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
                 if outcome in WAITING:
@@ -122,6 +123,7 @@ def schedule(
             plan.starts.append(outcome)
             started.append((job, outcome))
             take(nodes, outcome)
+            free.taken(outcome)
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
