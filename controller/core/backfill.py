@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller.core.placement import partition_reason, partitions_of, place, take
+from controller.core.placement import FreeNodes, partition_reason, partitions_of, place, take
 from controller.core.plan import Expected, Plan, Start
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.core.timeline import Release, Timeline, ceil_to
@@ -99,12 +99,14 @@ class Backfill:
         nodes: dict[str, NodeView],
         params: BackfillParams,
         running_arrays: dict[int, int],
+        free: FreeNodes,
     ) -> None:
         self.snap = snap
         self.plan = plan
         self.now = plan.now
         self.horizon = plan.now + params.window
         self.nodes = nodes  # free now, after the main pass's starts
+        self.free = free  # the main pass's index of nodes with a free CPU
         self.params = params
         self.running_arrays = running_arrays
         self.reserved = _Reservations()
@@ -140,6 +142,7 @@ class Backfill:
             self.nodes,
             self.releases,
             self.members,
+            self.snap.partitions.values(),
         )
         tested = 0
         per_user: dict[int, int] = {}
@@ -177,6 +180,7 @@ class Backfill:
                 start = replace(start, task=picks[len(picks) - tasks])
             self.plan.starts.append(start)
             take(self.nodes, start)
+            self.free.taken(start)
             assert self.timeline is not None
             self.timeline.take(start, self._end_of(job, start))
             if job.array_job_id:
@@ -199,7 +203,7 @@ class Backfill:
         for part in parts:
             end = self.now + duration(job, part, self.params.window)
             blocked = self.reserved.during(self.now, ceil_to(end, self.params.resolution))
-            outcome = place(job, part, self.nodes, blocked)
+            outcome = place(job, part, self.nodes, blocked, self.free)
             if isinstance(outcome, Start):
                 return outcome
         return None
@@ -229,7 +233,7 @@ class Backfill:
                 held = sum(free[n].free_cpus for n in blocked if n in members)
                 if total - held < need:
                     continue
-                outcome = place(job, part, free, blocked)
+                outcome = place(job, part, free, blocked, timeline.free_nodes(i))
                 if isinstance(outcome, Start):
                     start = self._sooner(outcome, when, length)
                     end = ceil_to(start + length, res)

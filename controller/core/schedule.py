@@ -129,7 +129,7 @@ def schedule(
             tasks -= 1
     if backfill is not None:
         plan.backfilled = True
-        bf = Backfill(snap, plan, nodes, backfill, running_arrays)
+        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free)
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)

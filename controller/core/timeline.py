@@ -14,11 +14,12 @@ sorted by time, so "since when does this node have enough?" is a short walk.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from controller.core.placement import FreeNodes
 from controller.core.plan import Start
-from controller.core.snapshot import NodeView
+from controller.core.snapshot import NodeView, PartitionView
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,7 @@ class Timeline:
         nodes: Mapping[str, NodeView],
         releases: list[Release],
         groups: Mapping[str, frozenset[str]],
+        parts: Iterable[PartitionView] = (),
     ) -> None:
         self.times: list[int] = []
         step = resolution
@@ -65,7 +67,9 @@ class Timeline:
         self._nodes = nodes  # free now; the pass's starts are already taken from it
         self._releases = sorted(releases, key=lambda r: r.at)
         self._groups = groups
+        self._parts = tuple(parts)
         self._states: list[tuple[dict[str, NodeView], dict[str, int]]] = []
+        self._indexes: dict[int, FreeNodes] = {}
         self.by_node: dict[str, list[tuple[int, int, int]]] = {}
         for rel in self._releases:
             self._index(rel)
@@ -106,9 +110,15 @@ class Timeline:
             self._states.append((free, totals))
         return self._states[i]
 
+    def free_nodes(self, i: int) -> FreeNodes:
+        """The index of nodes with a free CPU at ``times[i]`` (see ``placement.FreeNodes``)."""
+        if i not in self._indexes:
+            self._indexes[i] = FreeNodes(self.state(i)[0], self._parts)
+        return self._indexes[i]
+
     def take(self, start: Start, end: int | None) -> None:
         """A job started now and holds its allocation until ``end`` (None: past the window)."""
-        for when, (free, totals) in zip(self.times, self._states, strict=False):
+        for i, (when, (free, totals)) in enumerate(zip(self.times, self._states, strict=False)):
             if end is not None and when >= end:
                 break
             for name, cpus, memory in zip(start.nodes, start.cpus, start.memory, strict=True):
@@ -119,6 +129,8 @@ class Timeline:
                     for group, members in self._groups.items():
                         if name in members:
                             totals[group] += shrunk.free_cpus - node.free_cpus
+            if i in self._indexes:
+                self._indexes[i].taken(start)
         if end is not None:
             rel = Release(end, start.nodes, start.cpus, start.memory)
             bisect.insort(self._releases, rel, key=lambda r: r.at)
