@@ -106,9 +106,16 @@ def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
             True,
             True,
             gres=node_gres(n.gres),
+            unit=allocation_unit(conf, n.threads_per_core),
         )
         for n in conf.nodes
     }
+
+
+def allocation_unit(conf: SlurmConfig, threads_per_core: int) -> int:
+    """CPUs given at a time on a node: whole cores unless SelectTypeParameters says CR_CPU*."""
+    params = dict(conf.settings).get("SelectTypeParameters", "CR_Core_Memory").upper()
+    return 1 if params.startswith("CR_CPU") else max(threads_per_core, 1)
 
 
 def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> PartitionView:

@@ -394,6 +394,7 @@ class JobStore:
                 gres=self.capacity.gres_free(conf_node.name, gres_used or {}),
                 unshared=cpus > 0,
                 shared=shared,
+                unit=self.capacity.nodes[conf_node.name].unit,
             )
         partitions = {
             name: view

@@ -205,8 +205,10 @@ def node_fits(
         if not node.idle:
             return None
         cpus = node.cpus
-    elif cpus > node.cpus or cpus > cpus_free(node, part, share(job, part), stacking):
-        return None
+    else:
+        cpus = -(-cpus // node.unit) * node.unit  # whole cores (cons_tres, CR_Core)
+        if cpus > node.cpus or cpus > cpus_free(node, part, share(job, part), stacking):
+            return None
     memory = mem_per_node(job, part, cpus, node.real_memory)
     if memory > node.real_memory or memory > node.free_memory:
         return None

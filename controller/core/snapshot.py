@@ -39,6 +39,9 @@ class NodeView:
     unshared: bool = False
     # Jobs sharing CPUs, per partition: (partition, CPUs asked in all, most CPUs of one job).
     shared: tuple[tuple[str, int, int], ...] = ()
+    # CPUs a job is given at a time on this node: ThreadsPerCore when
+    # SelectTypeParameters allocates cores (CR_Core*, the default), else 1.
+    unit: int = 1
 
 
 @dataclass(frozen=True, slots=True)
