@@ -40,7 +40,9 @@ class JournalError(CorralError):
 _NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
 
 
-_JOB_FIELDS = tuple(f.name for f in fields(Job))
+#: Derived anew by every backfill pass: never written.
+_DERIVED = frozenset({"expected_start", "expected_nodes"})
+_JOB_FIELDS = tuple(f.name for f in fields(Job) if f.name not in _DERIVED)
 _JOB_DEFAULTS = {f.name: f.default for f in fields(Job) if f.default is not MISSING}
 
 

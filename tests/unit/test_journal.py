@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -237,3 +238,10 @@ def test_random_jobs_survive_reopen(
         assert second.load().jobs == {j.job_id: j for j in jobs}
     finally:
         second.close()
+
+
+def test_backfill_estimates_are_not_journaled() -> None:
+    """Expected starts are derived anew by every backfill pass; a row never holds them."""
+    j = job(7)
+    estimated = replace(j, expected_start=123, expected_nodes=("n1", "n2"))
+    assert job_from_row(job_to_row(estimated)) == j
