@@ -27,7 +27,7 @@ Times are rounded up to ``resolution``; nothing is planned past ``window``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, replace
 
 from controller.core.placement import FreeNodes, partition_reason, partitions_of, place, take
@@ -54,33 +54,85 @@ class BackfillParams:
 
 
 class _Reservations:
-    """Whole nodes promised to jobs ahead, each for ``[begin, end)``."""
+    """Whole nodes promised to jobs ahead, each for ``[begin, end)``, indexed by node."""
 
     def __init__(self) -> None:
-        self._held: list[tuple[int, int, frozenset[str]]] = []
+        self.by_node: dict[str, list[tuple[int, int]]] = {}  # node -> its [begin, end)s
 
-    def add(self, begin: int, end: int, nodes: frozenset[str]) -> None:
-        self._held.append((begin, end, nodes))
+    def add(self, begin: int, end: int, nodes: Iterable[str]) -> None:
+        for name in nodes:
+            self.by_node.setdefault(name, []).append((begin, end))
 
-    def during(self, begin: int, end: int) -> set[str]:
-        """Nodes reserved at any moment of ``[begin, end)``."""
-        out: set[str] = set()
-        for b, e, nodes in self._held:
-            if b < end and begin < e:
-                out |= nodes
-        return out
+    def during(self, begin: int, end: int) -> _Claimed:
+        """Nodes reserved at any moment of ``[begin, end)`` (asked node by node)."""
+        return _Claimed(self, begin, end)
 
-    def free_from(self, begin: int, length: int, nodes: frozenset[str], limit: int) -> int | None:
+    def reserved_nodes(self) -> Iterable[str]:
+        return self.by_node.keys()
+
+    def free_from(self, begin: int, length: int, nodes: Iterable[str], limit: int) -> int | None:
         """The first time from ``begin`` on (before ``limit``) that no reservation
         claims any of ``nodes`` for ``length`` seconds; None if there is none."""
+        spans = [span for name in nodes for span in self.by_node.get(name, ())]
         while begin < limit:
-            ends = [
-                e for b, e, held in self._held if b < begin + length and begin < e and held & nodes
-            ]
+            ends = [e for b, e in spans if b < begin + length and begin < e]
             if not ends:
                 return begin
             begin = max(ends)
         return None
+
+
+class _Claimed(Set[str]):
+    """The nodes reserved at some moment of ``[begin, end)``: what ``place`` takes
+    as ``blocked``. Membership is asked per node, as placement meets candidates
+    (the timeline's free-node indexes already leave out nodes reserved at the
+    probe itself, so few are asked)."""
+
+    def __init__(self, reserved: _Reservations, begin: int, end: int) -> None:
+        self._reserved = reserved
+        self._by_node = reserved.by_node
+        self._begin = begin
+        self._end = end
+
+    def __contains__(self, name: object) -> bool:
+        spans = self._by_node.get(name)  # type: ignore[call-overload]
+        if spans is None:
+            return False
+        begin, end = self._begin, self._end
+        for b, e in spans:  # noqa: SIM110 (a plain loop is cheaper than any() here)
+            if b < end and begin < e:
+                return True
+        return False
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n in self._reserved.reserved_nodes() if n in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _shape(job: Job) -> tuple[object, ...]:
+    """Everything about a job that decides where and how long it fits (not who or when)."""
+    return (
+        job.partitions,
+        job.num_tasks,
+        job.cpus_per_task,
+        job.ntasks_per_node,
+        job.min_nodes,
+        job.max_nodes,
+        job.nodes_given,
+        job.tasks_given,
+        job.min_cpus,
+        job.mem_per_node,
+        job.mem_per_cpu,
+        job.req_nodes,
+        job.exc_nodes,
+        job.constraint,
+        job.exclusive,
+        job.oversubscribe,
+        job.gres,
+        job.time_limit,
+    )
 
 
 def duration(job: Job, part: PartitionView, window: int) -> int:
@@ -117,6 +169,10 @@ class Backfill:
             if r.end_time and r.end_time < self.horizon
         ]
         self.timeline: Timeline | None = None
+        # Per job shape, the first probe worth trying: free resources at every
+        # probe only shrink during a pass (starts take, reservations block), so
+        # a job cannot fit at a probe where an alike job ahead of it did not.
+        self.floor: dict[tuple[object, ...], int] = {}
         self.chosen_tasks: Mapping[int, list[int]] = {}
 
     def _end_of(self, job: Job, start: Start) -> int | None:
@@ -221,7 +277,11 @@ class Backfill:
         assert timeline is not None
         res = self.params.resolution
         need = job.cpus_needed
+        shape = _shape(job)
+        first = self.floor.get(shape, 0)
         for i, when in enumerate(timeline.times):
+            if i < first:
+                continue
             free, totals = timeline.state(i)
             for part in parts:
                 total = totals[part.name]
@@ -229,17 +289,16 @@ class Backfill:
                     continue
                 length = duration(job, part, self.params.window)
                 blocked = self.reserved.during(when, ceil_to(when + length, res))
-                members = self.members[part.name]
-                held = sum(free[n].free_cpus for n in blocked if n in members)
-                if total - held < need:
-                    continue
                 outcome = place(job, part, free, blocked, timeline.free_nodes(i))
                 if isinstance(outcome, Start):
                     start = self._sooner(outcome, when, length)
                     end = ceil_to(start + length, res)
-                    self.reserved.add(start, end, frozenset(outcome.nodes))
+                    self.reserved.add(start, end, outcome.nodes)
+                    timeline.reserve(start, end, outcome.nodes)
                     self.plan.expected[job.job_id] = Expected(start, part.name, outcome.nodes)
+                    self.floor[shape] = i
                     return
+        self.floor[shape] = len(timeline.times)
 
     def _sooner(self, start: Start, probe: int, length: int) -> int:
         """The earliest time from which ``start``'s own nodes hold it, up to ``probe``.
@@ -259,5 +318,5 @@ class Backfill:
         if sooner >= probe:
             return probe
         span = ceil_to(sooner + length, res) - sooner
-        clear = self.reserved.free_from(sooner, span, frozenset(start.nodes), probe)
+        clear = self.reserved.free_from(sooner, span, start.nodes, probe)
         return probe if clear is None else clear

@@ -8,9 +8,10 @@ empty cluster ("could this ever run?").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
+from itertools import islice
 
 from controller.core import features
 from controller.core.plan import Start
@@ -198,22 +199,25 @@ def place(
     # A node without a task's worth of free CPUs is no candidate, unless the
     # job may stack on CPUs others use (OverSubscribe) or must have the node (-w).
     enough = 0 if share(job, part) else job.cpus_per_task
-    names = part.order or _selection_order(part, nodes)
+    names: Iterable[str] = part.order or _selection_order(part, nodes)
     if free is not None and enough:  # a job that stacks on busy CPUs sees them all
         names = free.names(part)
-    candidates = [
+    wanted = (
         node
         for n in names
         if (node := nodes.get(n)) is not None
         and (node.free_cpus >= enough or n in job.req_nodes)
         and n not in job.exc_nodes
         and n not in blocked
-    ]
+    )
+    shares = share(job, part)
+    if not (job.req_nodes or constraint.terms or shares):
+        return _first_candidates(job, part, wanted, constraint)
+    candidates = list(wanted)
     if job.req_nodes:  # required nodes first, each group still in selection order
         candidates.sort(key=lambda n: n.name not in job.req_nodes)
     if constraint.terms:
         candidates = [n for n in candidates if constraint.allows(n.features)]
-    shares = share(job, part)
     for choice in constraint.choices() or (None,):
         pool = (
             candidates if choice is None else [n for n in candidates if choice.matches(n.features)]
@@ -221,18 +225,42 @@ def place(
         for stacking in (False, True) if shares else (False,):
             chosen = _choose(job, part, pool, constraint, stacking)
             if chosen:
-                return Start(
-                    job_id=job.job_id,
-                    partition=part.name,
-                    nodes=tuple(name for name, _ in chosen),
-                    cpus=tuple(fit.cpus for _, fit in chosen),
-                    memory=tuple(fit.memory for _, fit in chosen),
-                    gres=tuple(fit.gres for _, fit in chosen)
-                    if any(fit.gres for _, fit in chosen)
-                    else (),
-                    share=shares,
-                )
+                return _start(job, part, chosen, shares)
     return Reason.RESOURCES
+
+
+def _first_candidates(
+    job: Job, part: PartitionView, wanted: Iterator[NodeView], constraint: features.Constraint
+) -> Start | Reason:
+    """The plain case (no -w, constraint or sharing): try the first candidates only.
+
+    Node choice is greedy in selection order, so an allocation found among the
+    first candidates is the one the whole list gives; only a job the first
+    ones cannot hold looks further (four times as many each time). On a big
+    cluster most jobs need a few nodes, and a pass no longer walks them all.
+    """
+    size = max(16, 4 * max(job.min_nodes, 1))
+    pool: list[NodeView] = []
+    while True:
+        pool.extend(islice(wanted, size - len(pool)))
+        chosen = _choose(job, part, pool, constraint, False)
+        if chosen:
+            return _start(job, part, chosen, 0)
+        if len(pool) < size:  # every candidate was tried
+            return Reason.RESOURCES
+        size *= 4
+
+
+def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> Start:
+    return Start(
+        job_id=job.job_id,
+        partition=part.name,
+        nodes=tuple(name for name, _ in chosen),
+        cpus=tuple(fit.cpus for _, fit in chosen),
+        memory=tuple(fit.memory for _, fit in chosen),
+        gres=tuple(fit.gres for _, fit in chosen) if any(fit.gres for _, fit in chosen) else (),
+        share=shares,
+    )
 
 
 def _shared_plus(
@@ -284,14 +312,16 @@ class FreeNodes:
     """For one pass: each partition's nodes that still have a free CPU, in selection order.
 
     Nodes only fill up during a pass, so the lists only shrink; ``taken``
-    notes the nodes a start filled and a list is compacted once a quarter
-    of it is full, so each job's candidate scan costs the free nodes, not all.
+    notes the nodes a start filled (``claim`` those a backfill reservation
+    holds at this index's moment) and a list is compacted once a quarter of
+    it is gone, so each job's candidate scan costs the free nodes, not all.
     """
 
     def __init__(self, nodes: Mapping[str, NodeView], parts: Iterable[PartitionView]) -> None:
         self._nodes = nodes
         self._lists: dict[str, list[str]] = {}
         self._filled: dict[str, int] = {}
+        self._gone: set[str] = set()  # claimed whole by backfill reservations
         for part in parts:
             order = part.order or _selection_order(part, nodes)
             self._lists[part.name] = [n for n in order if n in nodes and nodes[n].free_cpus > 0]
@@ -300,10 +330,19 @@ class FreeNodes:
     def names(self, part: PartitionView) -> list[str]:
         names = self._lists[part.name]
         if self._filled[part.name] * 4 > len(names):
-            nodes = self._nodes
-            names = self._lists[part.name] = [n for n in names if nodes[n].free_cpus > 0]
+            nodes, gone = self._nodes, self._gone
+            names = self._lists[part.name] = [
+                n for n in names if nodes[n].free_cpus > 0 and n not in gone
+            ]
             self._filled[part.name] = 0
         return names
+
+    def claim(self, names: Iterable[str]) -> None:
+        """Whole nodes a reservation holds at this index's moment: no longer candidates."""
+        fresh = [n for n in names if n not in self._gone]
+        self._gone.update(fresh)
+        for name in self._filled:
+            self._filled[name] += len(fresh)
 
     def taken(self, start: Start) -> None:
         full = sum(1 for n in start.nodes if self._nodes[n].free_cpus <= 0)

@@ -70,6 +70,7 @@ class Timeline:
         self._parts = tuple(parts)
         self._states: list[tuple[dict[str, NodeView], dict[str, int]]] = []
         self._indexes: dict[int, FreeNodes] = {}
+        self._claims: list[tuple[int, int, tuple[str, ...]]] = []
         self.by_node: dict[str, list[tuple[int, int, int]]] = {}
         for rel in self._releases:
             self._index(rel)
@@ -111,10 +112,21 @@ class Timeline:
         return self._states[i]
 
     def free_nodes(self, i: int) -> FreeNodes:
-        """The index of nodes with a free CPU at ``times[i]`` (see ``placement.FreeNodes``)."""
+        """The index of nodes with a free CPU at ``times[i]`` and no reservation then."""
         if i not in self._indexes:
-            self._indexes[i] = FreeNodes(self.state(i)[0], self._parts)
+            index = self._indexes[i] = FreeNodes(self.state(i)[0], self._parts)
+            when = self.times[i]
+            for begin, end, nodes in self._claims:
+                if begin <= when < end:
+                    index.claim(nodes)
         return self._indexes[i]
+
+    def reserve(self, begin: int, end: int, nodes: tuple[str, ...]) -> None:
+        """Whole nodes reserved for ``[begin, end)``: not candidates at the probes inside."""
+        self._claims.append((begin, end, nodes))
+        for i, index in self._indexes.items():
+            if begin <= self.times[i] < end:
+                index.claim(nodes)
 
     def take(self, start: Start, end: int | None) -> None:
         """A job started now and holds its allocation until ``end`` (None: past the window)."""
