@@ -202,12 +202,13 @@ def place(
     names: Iterable[str] = part.order or _selection_order(part, nodes)
     if free is not None and enough:  # a job that stacks on busy CPUs sees them all
         names = free.names(part)
+    get, required, excluded = nodes.get, job.req_nodes, job.exc_nodes  # locals: a hot loop
     wanted = (
         node
         for n in names
-        if (node := nodes.get(n)) is not None
-        and (node.free_cpus >= enough or n in job.req_nodes)
-        and n not in job.exc_nodes
+        if (node := get(n)) is not None
+        and (node.free_cpus >= enough or n in required)
+        and n not in excluded
         and n not in blocked
     )
     shares = share(job, part)
