@@ -199,15 +199,18 @@ def place(
     # A node without a task's worth of free CPUs is no candidate, unless the
     # job may stack on CPUs others use (OverSubscribe) or must have the node (-w).
     enough = 0 if share(job, part) else job.cpus_per_task
-    names: Iterable[str] = part.order or _selection_order(part, nodes)
+    names: Sequence[str] = part.order or _selection_order(part, nodes)
     if free is not None and enough:  # a job that stacks on busy CPUs sees them all
         names = free.names(part)
-    get, required, excluded = nodes.get, job.req_nodes, job.exc_nodes  # locals: a hot loop
+    # Locals, not attribute lookups, in this hot loop.
+    get = nodes.get
+    asked = job.req_nodes
+    excluded = job.exc_nodes
     wanted = (
         node
         for n in names
         if (node := get(n)) is not None
-        and (node.free_cpus >= enough or n in required)
+        and (node.free_cpus >= enough or n in asked)
         and n not in excluded
         and n not in blocked
     )
