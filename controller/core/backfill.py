@@ -173,6 +173,9 @@ class Backfill:
         # probe only shrink during a pass (starts take, reservations block), so
         # a job cannot fit at a probe where an alike job ahead of it did not.
         self.floor: dict[tuple[object, ...], int] = {}
+        # Per probe, partition and shape, the first node the last alike job got
+        # there: the nodes before it cannot fit the next one either.
+        self.resume: dict[tuple[int, str, tuple[object, ...]], str] = {}
         self.chosen_tasks: Mapping[int, list[int]] = {}
 
     def _end_of(self, job: Job, start: Start) -> int | None:
@@ -289,8 +292,11 @@ class Backfill:
                     continue
                 length = duration(job, part, self.params.window)
                 blocked = self.reserved.during(when, ceil_to(when + length, res))
-                outcome = place(job, part, free, blocked, timeline.free_nodes(i))
+                key = (i, part.name, shape)
+                index = timeline.free_nodes(i)
+                outcome = place(job, part, free, blocked, index, self.resume.get(key))
                 if isinstance(outcome, Start):
+                    self.resume[key] = outcome.nodes[0]
                     start = self._sooner(outcome, when, length)
                     end = ceil_to(start + length, res)
                     self.reserved.add(start, end, outcome.nodes)

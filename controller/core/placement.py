@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from contextlib import suppress
 from dataclasses import replace
 from itertools import islice
 
@@ -172,12 +173,15 @@ def place(
     nodes: Mapping[str, NodeView],
     blocked: AbstractSet[str] = frozenset(),
     free: FreeNodes | None = None,
+    after: str | None = None,
 ) -> Start | Reason:
     """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``.
 
     Nodes in ``blocked`` (reserved by backfill for jobs ahead) are not candidates.
     ``free``, when given, lists the nodes with free CPUs, so that a pass over a
-    big, busy cluster does not walk the full ones for every job.
+    big, busy cluster does not walk the full ones for every job. ``after`` is
+    the first node an identical request got earlier in the pass (against
+    resources that have only shrunk since): the nodes before it cannot fit.
 
     The steps, in Slurm's order: the constraint's filter limits the
     candidates; each alternative of a matching OR (``[a|b]``) is tried in
@@ -202,6 +206,10 @@ def place(
     names: Sequence[str] = part.order or _selection_order(part, nodes)
     if free is not None and enough:  # a job that stacks on busy CPUs sees them all
         names = free.names(part)
+    plain = not (job.req_nodes or constraint.terms or share(job, part))
+    if plain and after is not None:
+        with suppress(ValueError):  # gone from the list: start from the top
+            names = names[names.index(after) :]
     # Locals, not attribute lookups, in this hot loop.
     get = nodes.get
     asked = job.req_nodes
@@ -215,7 +223,7 @@ def place(
         and n not in blocked
     )
     shares = share(job, part)
-    if not (job.req_nodes or constraint.terms or shares):
+    if plain:
         return _first_candidates(job, part, wanted, constraint)
     candidates = list(wanted)
     if job.req_nodes:  # required nodes first, each group still in selection order
