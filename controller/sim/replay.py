@@ -169,6 +169,7 @@ class SimCluster:
                     def_mem_per_node=0,
                     max_mem_per_node=0,
                     exclusive=False,
+                    order=names,  # every node weighs the same: as listed
                 )
             }
         )
