@@ -74,7 +74,7 @@ class SchedulerLoop:
         changed = self.link.check_nodes(now)
         self.store.recalculate_priorities(now)
         snap = self.store.snapshot()
-        if self._conf is not self.store.conf:  # reconfigured (checked before it was applied)
+        if self._conf is not self.store.conf:  # reconfigured
             self._conf = self.store.conf
             self.settings = scheduler_settings(self._conf)
         settings = self.settings

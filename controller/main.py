@@ -17,7 +17,6 @@ from controller.agentlink import AgentLink
 from controller.framed import FramedServer
 from controller.journal import Journal, JournalError
 from controller.loop import SchedulerLoop
-from controller.schedparams import scheduler_settings
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
 from corral import __version__, auth
@@ -111,11 +110,6 @@ def main() -> None:
         conf = load(args.config or default_path())
     except ConfigError as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
-        sys.exit(1)
-    try:
-        scheduler_settings(conf)
-    except ValueError as exc:
-        print(f"corral-controller: fatal: {conf.path}: {exc}", file=sys.stderr)
         sys.exit(1)
     for warning in conf.warnings:
         log.warning("%s", warning)

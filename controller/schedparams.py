@@ -9,6 +9,9 @@ Slurm's meanings and defaults (slurm.conf(5)):
 * ``bf_job_part_count_reserve=1``: only each partition's first waiting job
   reserves; the rest start now or wait (EASY backfill). Other values than 0
   and 1 are refused: Corral has no middle ground between the two.
+
+Values out of range stop the controller (``corral.config`` checks them, with
+the file and line, at start and at reconfigure).
 * ``bf_continue`` is accepted and always in effect: a backfill pass here is
   one synchronous call over a snapshot, so it never stops half-way.
 * ``default_queue_depth`` (100): the jobs an event-triggered main pass tries;
@@ -31,37 +34,27 @@ class SchedulerSettings:
     sched_interval: int
 
 
-def _number(conf: SlurmConfig, key: str, default: int, lowest: int, highest: int) -> int:
+def _number(conf: SlurmConfig, key: str, default: int) -> int:
+    """A numeric parameter; ``corral.config`` checked it (``SCHEDULER_NUMBERS``)."""
     text = conf.scheduler_param(key)
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"SchedulerParameters: invalid {key}={text!r}") from None
-    if not lowest <= value <= highest:
-        raise ValueError(f"SchedulerParameters: {key}={value} out of range ({lowest} to {highest})")
-    return value
+    return default if text is None else int(text)
 
 
 def scheduler_settings(conf: SlurmConfig) -> SchedulerSettings:
-    """The loop's settings from ``conf``; ValueError names a bad value."""
+    """The loop's settings from ``conf``, whose values ``corral.config`` has checked."""
     kind = dict(conf.settings).get("SchedulerType", "sched/backfill").lower()
-    if kind not in ("sched/backfill", "sched/builtin"):
-        raise ValueError(f"SchedulerType={kind}: only sched/backfill and sched/builtin exist")
-    interval = _number(conf, "bf_interval", 30, -1, 10800)
-    reserve = _number(conf, "bf_job_part_count_reserve", 0, 0, 1)
+    interval = _number(conf, "bf_interval", 30)
     params = BackfillParams(
-        window=_number(conf, "bf_window", 1440, 1, 43200) * 60,
-        resolution=_number(conf, "bf_resolution", 60, 1, 3600),
-        max_job_test=_number(conf, "bf_max_job_test", 500, 1, 1_000_000),
-        max_job_user=_number(conf, "bf_max_job_user", 0, 0, 1_000_000),
-        easy=reserve == 1,
+        window=_number(conf, "bf_window", 1440) * 60,
+        resolution=_number(conf, "bf_resolution", 60),
+        max_job_test=_number(conf, "bf_max_job_test", 500),
+        max_job_user=_number(conf, "bf_max_job_user", 0),
+        easy=_number(conf, "bf_job_part_count_reserve", 0) == 1,
     )
     enabled = kind == "sched/backfill" and interval > 0
     return SchedulerSettings(
         backfill=params if enabled else None,
         bf_interval=max(interval, 0),
-        default_queue_depth=_number(conf, "default_queue_depth", 100, 1, 10_000_000),
-        sched_interval=_number(conf, "sched_interval", 60, 0, 10_000_000),
+        default_queue_depth=_number(conf, "default_queue_depth", 100),
+        sched_interval=_number(conf, "sched_interval", 60),
     )

@@ -455,11 +455,6 @@ class Handlers:
         except ConfigError as exc:
             log.error("reconfigure failed: %s", exc)
             raise SlurmError(errors.EINVAL, f"reconfigure failed: {exc}") from None
-        try:
-            scheduler_settings(conf)
-        except ValueError as exc:
-            log.error("reconfigure failed: %s: %s", conf.path, exc)
-            raise SlurmError(errors.EINVAL, f"reconfigure failed: {conf.path}: {exc}") from None
         for warning in conf.warnings:
             log.warning("%s", warning)
         self.store.apply_config(conf)

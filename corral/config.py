@@ -721,9 +721,33 @@ def _partition(
 
 
 # ------------------------------------------------------------------ top level
-def _scheduler_parameters(value: str) -> tuple[tuple[str, str], ...]:
-    """``a,b=1`` as ``(("a", ""), ("b", "1"))``."""
-    return tuple((key, val) for key, _, val in (item.partition("=") for item in _words(value)))
+#: The SchedulerParameters the controller applies, with Slurm's ranges (slurm.conf(5)).
+SCHEDULER_NUMBERS = {
+    "bf_interval": (-1, 10800),
+    "bf_window": (1, 43200),
+    "bf_resolution": (1, 3600),
+    "bf_max_job_test": (1, 1_000_000),
+    "bf_max_job_user": (0, 1_000_000),
+    "bf_job_part_count_reserve": (0, 1),  # Corral: 0 conservative, 1 EASY
+    "default_queue_depth": (1, 10_000_000),
+    "sched_interval": (0, 10_000_000),
+}
+
+
+def _scheduler_parameters(value: str, where: Where) -> tuple[tuple[str, str], ...]:
+    """``a,b=1`` as ``(("a", ""), ("b", "1"))``; numbers the controller uses are checked."""
+    params = tuple((key, val) for key, _, val in (item.partition("=") for item in _words(value)))
+    for key, val in params:
+        bounds = SCHEDULER_NUMBERS.get(key.lower())
+        if bounds is None:
+            continue
+        lo, hi = bounds
+        digits = val[1:] if val.startswith("-") else val
+        if not (digits.isascii() and digits.isdigit()) or not lo <= int(val) <= hi:
+            raise ConfigError(
+                *where, f"bad SchedulerParameters value '{key}={val}': use {lo} to {hi}"
+            )
+    return params
 
 
 # ------------------------------------------------------------------ priority
@@ -894,6 +918,8 @@ def parse(text: str, path: str) -> SlurmConfig:
     sets = _node_sets(records["NodeSet"], nodes)
     partitions = _partitions(records["PartitionName"], nodes, sets, settings, reader.warnings)
     priority = _priority(settings, reader.warnings)
+    if "SchedulerType" in settings:
+        _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
     return SlurmConfig(
         path=path,
         cluster_name=cluster[0].lower(),
@@ -910,7 +936,9 @@ def parse(text: str, path: str) -> SlurmConfig:
         job_requeue=number("JobRequeue", 1) != 0,
         max_array_size=number("MaxArraySize", MAX_ARRAY_SIZE),
         job_file_append=number("JobFileAppend", 0) != 0,
-        scheduler_parameters=_scheduler_parameters(get("SchedulerParameters", "")),
+        scheduler_parameters=_scheduler_parameters(
+            *settings.get("SchedulerParameters", ("", NOWHERE))
+        ),
         nodes=tuple(nodes),
         partitions=tuple(partitions),
         settings=tuple((key, value) for key, (value, _) in settings.items()),

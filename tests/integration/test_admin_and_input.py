@@ -37,6 +37,20 @@ def test_bad_config_value_stops_the_controller_with_file_and_line(tmp_path: Path
     assert f"{c.conf}:{line}:" in result.stderr
 
 
+def test_bad_scheduler_parameter_stops_the_controller_with_file_and_line(tmp_path: Path) -> None:
+    c = Cluster(tmp_path, nodes=1, settings=("SchedulerParameters=bf_window=0",))
+    result = subprocess.run(
+        [sys.executable, "-m", "controller.main", "-f", c.conf],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode != 0
+    line = Path(c.conf).read_text().splitlines().index("SchedulerParameters=bf_window=0") + 1
+    assert f"{c.conf}:{line}: bad SchedulerParameters value 'bf_window=0'" in result.stderr
+
+
 def test_unknown_key_only_warns(make_cluster) -> None:  # type: ignore[no-untyped-def]
     c = make_cluster(nodes=1, settings=("NoSuchKnob=1",))
     assert "NoSuchKnob" in c.log("controller")

@@ -6,6 +6,7 @@ import pytest
 
 from controller.core import BackfillParams
 from controller.schedparams import scheduler_settings
+from corral.config import ConfigError
 from tests.unit.scenario import slurm_conf
 
 
@@ -49,5 +50,7 @@ def test_parameters(lines: list[str], backfill: BackfillParams | None) -> None:
     ],
 )
 def test_bad_values_are_refused_with_the_key(line: str) -> None:
-    with pytest.raises(ValueError, match=r"SchedulerType|SchedulerParameters"):
+    with pytest.raises(
+        ConfigError, match=r"slurm.conf:\d+: bad (SchedulerType|SchedulerParameters)"
+    ):
         scheduler_settings(slurm_conf(line))
