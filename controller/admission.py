@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.core import dependency, features
-from controller.core.placement import place
+from controller.core.placement import place, selection_order
 from controller.core.plan import Start
 from controller.core.request import gres_left, gres_request, node_gres, share
 from controller.core.snapshot import Gres, NodeView, PartitionView, oversubscribe
@@ -94,6 +94,7 @@ class Capacity:
 
 def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
     """Every configured node as if empty and up: for "can this ever fit?"."""
+    cores = allocates_cores(conf)
     return {
         n.name: NodeView(
             n.name,
@@ -106,24 +107,22 @@ def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
             True,
             True,
             gres=node_gres(n.gres),
-            unit=allocation_unit(conf, n.threads_per_core),
+            unit=max(n.threads_per_core, 1) if cores else 1,
         )
         for n in conf.nodes
     }
 
 
-def allocation_unit(conf: SlurmConfig, threads_per_core: int) -> int:
-    """CPUs given at a time on a node: whole cores unless SelectTypeParameters says CR_CPU*."""
+def allocates_cores(conf: SlurmConfig) -> bool:
+    """Whether jobs get whole cores (CR_Core*, the default) rather than threads (CR_CPU*)."""
     params = dict(conf.settings).get("SelectTypeParameters", "CR_Core_Memory").upper()
-    return 1 if params.startswith("CR_CPU") else max(threads_per_core, 1)
+    return not params.startswith("CR_CPU")
 
 
 def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> PartitionView:
     p = conf.partition(name)
     assert p is not None
     exclusive, max_share, force = oversubscribe(p.oversubscribe)
-    weight = {n.name: n.weight for n in conf.nodes}
-    rank = {name: i for i, name in enumerate(p.nodes)}
     return PartitionView(
         name=p.name,
         nodes=p.nodes,
@@ -138,7 +137,7 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         exclusive=exclusive,
         max_share=max_share,
         force=force,
-        order=tuple(sorted(p.nodes, key=lambda n: (weight[n], rank[n]))),
+        order=selection_order(p.nodes, {n.name: n.weight for n in conf.nodes}),
     )
 
 

@@ -106,12 +106,14 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         last_sched_eval=job.start_time or job.submit_time,
     )
     if job.array_pending:
-        tasks = arrayspec.expand(job.array_pending) if array_tasks is None else array_tasks
-        if len(tasks) > 1:
+        # Shown as stored unless the client named some tasks: never expanded to be
+        # compressed again (a 100,000-task array is one short string).
+        text = job.array_pending if array_tasks is None else arrayspec.compress(array_tasks)
+        if "," in text or "-" in text:
             throttle = f"%{job.array_max_tasks}" if job.array_max_tasks else ""
-            info.array_task_str = arrayspec.compress(tasks) + throttle
+            info.array_task_str = text + throttle
         else:
-            info.array_task_id = tasks[0]
+            info.array_task_id = int(text)
     elif job.array_task_id is not None:
         info.array_task_id = job.array_task_id
     return info

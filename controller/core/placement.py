@@ -160,11 +160,16 @@ def _choose(
     return chosen
 
 
-def _selection_order(part: PartitionView, nodes: Mapping[str, NodeView]) -> list[str]:
-    """The partition's nodes by Weight (lowest first), then in the order listed."""
-    rank = {name: i for i, name in enumerate(part.nodes)}
+def selection_order(names: Sequence[str], weight: Mapping[str, int]) -> tuple[str, ...]:
+    """``names`` (a partition's nodes, as listed) by Weight, lowest first, then as listed."""
+    rank = {name: i for i, name in enumerate(names)}
+    return tuple(sorted(names, key=lambda n: (weight[n], rank[n])))
+
+
+def _selection_order(part: PartitionView, nodes: Mapping[str, NodeView]) -> tuple[str, ...]:
+    """For views without a precomputed ``order`` (tests, ad hoc snapshots)."""
     present = [n for n in part.nodes if n in nodes]
-    return sorted(present, key=lambda n: (nodes[n].weight, rank[n]))
+    return selection_order(present, {n: nodes[n].weight for n in present})
 
 
 def place(
