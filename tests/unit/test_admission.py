@@ -555,3 +555,14 @@ def test_parse_array_range_matches_python_range(
 @given(st.lists(st.integers(0, 99), min_size=1, max_size=10))
 def test_parse_array_list_is_sorted_and_unique(items: list[int]) -> None:
     assert parse_array(",".join(map(str, items)), 100) == (sorted(set(items)), 0)
+
+
+def test_kill_invalid_depend_makes_kill_on_invalid_dep_the_default() -> None:
+    kill = slurm_conf(
+        "SchedulerParameters=kill_invalid_depend",
+        "NodeName=n1 CPUs=4 RealMemory=4000",
+        "PartitionName=p Nodes=n1 Default=YES",
+    )
+    assert submit(kill).job.kill_on_invalid_dep
+    assert not submit(NO_REQUEUE).job.kill_on_invalid_dep
+    assert submit(NO_REQUEUE, kill_on_invalid_dep=True).job.kill_on_invalid_dep
