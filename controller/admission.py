@@ -329,9 +329,9 @@ def admit(
         signal_time=spec.get("signal_time", 0),
         signal_batch_only=spec.get("signal_batch_only", False),
         deadline=spec.get("deadline", 0),
-        kill_on_invalid_dep=spec.get(
-            "kill_on_invalid_dep", conf.scheduler_param("kill_invalid_depend") is not None
-        ),
+        # A JobSpec bool cannot say "no": the site's default applies unless asked.
+        kill_on_invalid_dep=bool(spec.get("kill_on_invalid_dep"))
+        or conf.scheduler_param("kill_invalid_depend") is not None,
         gres=spec.get("gres", ""),
         oversubscribe=spec.get("oversubscribe", False),
     )
