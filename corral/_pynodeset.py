@@ -12,13 +12,14 @@ come in any order; ``str()`` always writes the canonical form (ascending, merged
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from operator import index as as_int
 
 # Importing typing costs milliseconds this module cannot spend; mypy honours the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
-    from typing import Self
+    from typing import Any, Self
 
 
 def check_size(size: int) -> int:
@@ -67,6 +68,18 @@ def format_runs(runs: Iterable[tuple[int, int]]) -> str:
     return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in runs)
 
 
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def check_int(value: int, bounds: tuple[int, int], what: str) -> int:
+    """``value`` as a plain int within ``bounds`` (inclusive), else OverflowError."""
+    value = as_int(value)
+    if not bounds[0] <= value <= bounds[1]:
+        raise OverflowError(f"{what} {value} out of range")
+    return value
+
+
 def size_mismatch(left: int, right: int) -> ValueError:
     """The error for a two-set operation on sets of different capacities."""
     return ValueError(f"NodeSet sizes differ: {left} and {right}")
@@ -104,6 +117,50 @@ class NodeSetBase:
         """Whether the two sets share no node (``not overlaps``)."""
         return not self.overlaps(other)
 
+    #: The NodeCounts and NodeClaims classes ``scan`` accepts (the same implementation's).
+    _companions: tuple[type[Any], type[Any]]
+
+    def scan(
+        self,
+        counts: Any,
+        least: int,
+        claims: Any = None,
+        begin: int = 0,
+        end: int = 0,
+        start: int = 0,
+        want: int | None = None,
+    ) -> list[int]:
+        """The scheduler's candidate scan: the indices ``i`` of this set, ascending
+        from ``start``, with ``counts[i] >= least`` and, given ``claims``, no claim
+        of ``i`` overlapping ``[begin, end)``; at most ``want`` of them (all: None).
+
+        ``counts`` and ``claims`` are the same implementation's NodeCounts and
+        NodeClaims, as long as the set's size (TypeError, ValueError otherwise);
+        ``least`` is a 32-bit and ``begin``/``end`` 64-bit integers (OverflowError).
+        """
+        counts_type, claims_type = self._companions
+        if not isinstance(counts, counts_type) or not isinstance(claims, (claims_type, type(None))):
+            raise TypeError("scan takes its own implementation's NodeCounts and NodeClaims")
+        want = self._size if want is None else as_int(want)
+        start = as_int(start)
+        if len(counts) != self._size:
+            raise ValueError(
+                f"NodeCounts of length {len(counts)} for a NodeSet of size {self._size}"
+            )
+        if claims is not None and claims.size != self._size:
+            raise ValueError(f"NodeClaims of size {claims.size} for a NodeSet of size {self._size}")
+        if not 0 <= start <= self._size:
+            raise IndexError(f"scan start {start} out of range for a NodeSet of size {self._size}")
+        if want < 0:
+            raise ValueError(f"scan want must be >= 0, not {want}")
+        return self._scan(counts, least, claims, begin, end, start, min(want, self._size - start))
+
+    def _scan(
+        self, counts: Any, least: int, claims: Any, begin: int, end: int, start: int, want: int
+    ) -> list[int]:
+        """``scan`` once its operands are checked (``0 <= want <= size - start``)."""
+        raise NotImplementedError
+
     def _same_size(self, other: Self) -> Self:
         if other._size != self._size:
             raise size_mismatch(self._size, other._size)
@@ -137,9 +194,10 @@ def _rebuild(spec: str, size: int) -> NodeSet:
 class NodeSet(NodeSetBase):
     """The int-bitmask NodeSet: bit ``i`` of ``_mask`` is node ``i``."""
 
-    __slots__ = ("_mask",)
+    __slots__ = ("_listed", "_mask")
 
     _mask: int
+    _listed: list[int] | None
 
     def __init__(self, spec: str | Iterable[int] = "", *, size: int) -> None:
         self._size = check_size(size)
@@ -151,6 +209,7 @@ class NodeSet(NodeSetBase):
             for index in spec:
                 mask |= 1 << check_index(index, self._size)
         self._mask = mask
+        self._listed = None
 
     @classmethod
     def full(cls, size: int) -> NodeSet:
@@ -163,6 +222,7 @@ class NodeSet(NodeSetBase):
         made = object.__new__(cls)
         made._mask = mask
         made._size = size
+        made._listed = None
         return made
 
     def first(self) -> int | None:
@@ -194,6 +254,40 @@ class NodeSet(NodeSetBase):
             length = (above ^ (above + 1)).bit_length() - 1
             yield lo, lo + length - 1
             mask &= ~(((1 << length) - 1) << lo)
+
+    def _scan(
+        self,
+        counts: NodeCounts,
+        least: int,
+        claims: NodeClaims | None,
+        begin: int,
+        end: int,
+        start: int,
+        want: int,
+    ) -> list[int]:
+        least = check_int(least, INT32, "least")
+        begin, end = check_int(begin, INT64, "time"), check_int(end, INT64, "time")
+        members = self._members
+        values = counts._values
+        spans = None if claims is None else claims._spans
+        found: list[int] = []
+        for i in members[bisect_left(members, start) :]:
+            if len(found) == want:
+                break
+            if values[i] < least:
+                continue
+            if spans is not None and any(b < end and begin < e for b, e in spans.get(i, ())):
+                continue
+            found.append(i)
+        return found
+
+    @property
+    def _members(self) -> list[int]:
+        """The indices in ascending order, listed once per set (sets never change)."""
+        members = self._listed
+        if members is None:
+            members = self._listed = list(self)
+        return members
 
     def __contains__(self, index: int) -> bool:
         return bool(self._mask >> check_index(index, self._size) & 1)
@@ -251,3 +345,60 @@ class NodeSet(NodeSetBase):
 
     def __reduce__(self) -> tuple[object, tuple[str, int]]:
         return _rebuild, (str(self), self._size)
+
+
+class NodeCounts:
+    """A mutable number per node index (free CPUs during a pass): ``scan``'s ``counts``.
+
+    Values are 32-bit signed integers (OverflowError beyond); the length is fixed.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Iterable[int]) -> None:
+        self._values = [check_int(v, INT32, "count") for v in values]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, index: int) -> int:
+        return self._values[check_index(index, len(self._values))]
+
+    def __setitem__(self, index: int, value: int) -> None:
+        self._values[check_index(index, len(self._values))] = check_int(value, INT32, "count")
+
+    def __repr__(self) -> str:
+        return f"NodeCounts({self._values!r})"
+
+
+class NodeClaims:
+    """Per node index, the ``[begin, end)`` intervals it is claimed for (backfill's
+    whole-node reservations): ``scan``'s ``claims``. Times are 64-bit integers."""
+
+    __slots__ = ("_size", "_spans")
+
+    def __init__(self, size: int) -> None:
+        self._size = check_size(size)
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def add(self, begin: int, end: int, indices: Iterable[int]) -> None:
+        """Claim each of ``indices`` for ``[begin, end)``."""
+        span = (check_int(begin, INT64, "time"), check_int(end, INT64, "time"))
+        for index in [check_index(i, self._size) for i in indices]:
+            self._spans.setdefault(index, []).append(span)
+
+    def overlaps(self, index: int, begin: int, end: int) -> bool:
+        """Whether a claim of ``index`` overlaps ``[begin, end)``."""
+        spans = self._spans.get(check_index(index, self._size), ())
+        return any(b < end and begin < e for b, e in spans)
+
+    def spans(self, index: int) -> list[tuple[int, int]]:
+        """The claims of ``index``, in the order added."""
+        return list(self._spans.get(check_index(index, self._size), ()))
+
+
+NodeSet._companions = (NodeCounts, NodeClaims)

@@ -15,7 +15,12 @@ grammar and the base class (``NodeSetBase``, with the API's documentation) both 
 from __future__ import annotations
 
 from corral._nodeset import ffi, lib
-from corral._pynodeset import NodeSetBase, check_index, check_size, parse_spec
+from corral._pynodeset import (
+    NodeSetBase,
+    check_index,
+    check_size,
+    parse_spec,
+)
 
 # Importing typing costs milliseconds this module cannot spend; mypy honours the name.
 TYPE_CHECKING = False
@@ -109,6 +114,32 @@ class NodeSet(NodeSetBase):
             yield lo, end - 1
             lo = lib.nodeset_next_set(ptr, end)
 
+    def _scan(
+        self,
+        counts: NodeCounts,
+        least: int,
+        claims: NodeClaims | None,
+        begin: int,
+        end: int,
+        start: int,
+        want: int,
+    ) -> list[int]:
+        out = ffi.new("uint32_t[]", want)
+        # cffi range-checks least, begin and end (OverflowError) as it converts them.
+        found: int = lib.nodeset_scan(
+            self._ptr,
+            counts._ptr,
+            least,
+            ffi.NULL if claims is None else claims._ptr,
+            begin,
+            end,
+            start,
+            want,
+            out,
+        )
+        result: list[int] = ffi.unpack(out, found)
+        return result
+
     def __contains__(self, index: int) -> bool:
         return bool(lib.nodeset_test(self._ptr, check_index(index, self._size)))
 
@@ -166,3 +197,68 @@ class NodeSet(NodeSetBase):
 
     def __reduce__(self) -> tuple[object, tuple[str, int]]:
         return _rebuild, (str(self), self._size)
+
+
+class NodeCounts:
+    """A mutable number per node index (free CPUs during a pass), in a C ``int32_t``
+    array: ``scan``'s ``counts``. The API of corral._pynodeset.NodeCounts."""
+
+    __slots__ = ("_len", "_ptr")
+
+    def __init__(self, values: Iterable[int]) -> None:
+        values = list(values)
+        self._len = len(values)
+        self._ptr = ffi.new("int32_t[]", values)  # cffi: OverflowError out of int32
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, index: int) -> int:
+        value: int = self._ptr[check_index(index, self._len)]
+        return value
+
+    def __setitem__(self, index: int, value: int) -> None:
+        self._ptr[check_index(index, self._len)] = value
+
+    def __repr__(self) -> str:
+        return f"NodeCounts({list(self._ptr)!r})"
+
+
+class NodeClaims:
+    """Per node index, the ``[begin, end)`` intervals it is claimed for, in a C
+    ``nodeclaims_t``: ``scan``'s ``claims``. The API of corral._pynodeset.NodeClaims."""
+
+    __slots__ = ("_ptr", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = check_size(size)
+        ptr = lib.nodeclaims_alloc(self._size)
+        if ptr == ffi.NULL:
+            raise MemoryError(f"cannot allocate NodeClaims of size {size}")
+        self._ptr = ffi.gc(ptr, lib.nodeclaims_free, size=self._size * 16 + 16)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def add(self, begin: int, end: int, indices: Iterable[int]) -> None:
+        """Claim each of ``indices`` for ``[begin, end)``."""
+        indices = [check_index(i, self._size) for i in indices]
+        for index in indices:
+            if lib.nodeclaims_add(self._ptr, index, begin, end) != 0:
+                raise MemoryError("cannot grow NodeClaims")
+
+    def overlaps(self, index: int, begin: int, end: int) -> bool:
+        """Whether a claim of ``index`` overlaps ``[begin, end)``."""
+        return bool(lib.nodeclaims_overlaps(self._ptr, check_index(index, self._size), begin, end))
+
+    def spans(self, index: int) -> list[tuple[int, int]]:
+        """The claims of ``index``, in the order added."""
+        ptr, index = self._ptr, check_index(index, self._size)
+        return [
+            (lib.nodeclaims_begin(ptr, index, k), lib.nodeclaims_end(ptr, index, k))
+            for k in range(lib.nodeclaims_count(ptr, index))
+        ]
+
+
+NodeSet._companions = (NodeCounts, NodeClaims)

@@ -172,3 +172,122 @@ uint64_t nodeset_hash(const nodeset_t *set)
     }
     return h;
 }
+
+/* ------------------------------------------------------------------ claims */
+
+struct span {
+    int64_t begin;
+    int64_t end;
+};
+
+struct claimlist {
+    struct span *spans;
+    uint32_t len;
+    uint32_t cap;
+};
+
+struct nodeclaims {
+    size_t nnodes;
+    struct claimlist nodes[];
+};
+
+nodeclaims_t *nodeclaims_alloc(size_t nnodes)
+{
+    if (nnodes > (SIZE_MAX - sizeof(nodeclaims_t)) / sizeof(struct claimlist)) {
+        return NULL;
+    }
+    nodeclaims_t *claims = calloc(1, sizeof(nodeclaims_t) + nnodes * sizeof(struct claimlist));
+    if (claims != NULL) {
+        claims->nnodes = nnodes;
+    }
+    return claims;
+}
+
+void nodeclaims_free(nodeclaims_t *claims)
+{
+    if (claims == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < claims->nnodes; i++) {
+        free(claims->nodes[i].spans);
+    }
+    free(claims);
+}
+
+int nodeclaims_add(nodeclaims_t *claims, size_t node, int64_t begin, int64_t end)
+{
+    struct claimlist *list = &claims->nodes[node];
+    if (list->len == list->cap) {
+        if (list->cap > UINT32_MAX / 2) {
+            return -1;
+        }
+        uint32_t cap = list->cap ? list->cap * 2 : 4;
+        struct span *grown = realloc(list->spans, (size_t)cap * sizeof(struct span));
+        if (grown == NULL) {
+            return -1;
+        }
+        list->spans = grown;
+        list->cap = cap;
+    }
+    list->spans[list->len].begin = begin;
+    list->spans[list->len].end = end;
+    list->len++;
+    return 0;
+}
+
+int nodeclaims_overlaps(const nodeclaims_t *claims, size_t node, int64_t begin, int64_t end)
+{
+    const struct claimlist *list = &claims->nodes[node];
+    for (uint32_t k = 0; k < list->len; k++) {
+        if (list->spans[k].begin < end && begin < list->spans[k].end) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+size_t nodeclaims_count(const nodeclaims_t *claims, size_t node) { return claims->nodes[node].len; }
+
+int64_t nodeclaims_begin(const nodeclaims_t *claims, size_t node, size_t k)
+{
+    return claims->nodes[node].spans[k].begin;
+}
+
+int64_t nodeclaims_end(const nodeclaims_t *claims, size_t node, size_t k)
+{
+    return claims->nodes[node].spans[k].end;
+}
+
+/* -------------------------------------------------------------------- scan */
+
+size_t nodeset_scan(const nodeset_t *mask, const int32_t *counts, int32_t least,
+                    const nodeclaims_t *claims, int64_t begin, int64_t end, size_t from,
+                    size_t want, uint32_t *out)
+{
+    size_t found = 0;
+    if (want == 0 || from >= mask->nbits) {
+        return 0;
+    }
+    size_t w = from / WORD_BITS;
+    uint64_t word = mask->words[w] & (ALL_ONES << (from % WORD_BITS));
+    for (;;) {
+        while (word != 0) {
+            size_t bit = w * WORD_BITS + (size_t)__builtin_ctzll(word);
+            word &= word - 1;
+            if (counts[bit] < least) {
+                continue;
+            }
+            if (claims != NULL && nodeclaims_overlaps(claims, bit, begin, end)) {
+                continue;
+            }
+            out[found++] = (uint32_t)bit;
+            if (found == want) {
+                return found;
+            }
+        }
+        if (++w == mask->nwords) {
+            return found;
+        }
+        word = mask->words[w];
+    }
+}

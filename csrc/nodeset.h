@@ -52,4 +52,32 @@ int nodeset_overlaps(const nodeset_t *a, const nodeset_t *b);
 int nodeset_equal(const nodeset_t *a, const nodeset_t *b);
 uint64_t nodeset_hash(const nodeset_t *set);
 
+/*
+ * Whole-node claims over time, for backfill: per node, the [begin, end)
+ * intervals for which it is promised to a job. Nodes are 0 <= node < nnodes.
+ */
+typedef struct nodeclaims nodeclaims_t;
+
+nodeclaims_t *nodeclaims_alloc(size_t nnodes);
+void nodeclaims_free(nodeclaims_t *claims);
+/* Claim node for [begin, end): 0, or -1 when out of memory (nothing changed then). */
+int nodeclaims_add(nodeclaims_t *claims, size_t node, int64_t begin, int64_t end);
+/* Some claim of node overlaps [begin, end). */
+int nodeclaims_overlaps(const nodeclaims_t *claims, size_t node, int64_t begin, int64_t end);
+size_t nodeclaims_count(const nodeclaims_t *claims, size_t node);
+/* The k-th claim of node in the order added; k < nodeclaims_count(claims, node). */
+int64_t nodeclaims_begin(const nodeclaims_t *claims, size_t node, size_t k);
+int64_t nodeclaims_end(const nodeclaims_t *claims, size_t node, size_t k);
+
+/*
+ * The scheduler's candidate scan: the bits i of mask, ascending from `from`,
+ * with counts[i] >= least and (claims not NULL) no claim of i overlapping
+ * [begin, end). Writes at most `want` of them to out and returns how many;
+ * fewer than `want` means the scan reached the end. counts has one entry per
+ * bit of mask, claims as many nodes; from <= capacity.
+ */
+size_t nodeset_scan(const nodeset_t *mask, const int32_t *counts, int32_t least,
+                    const nodeclaims_t *claims, int64_t begin, int64_t end, size_t from,
+                    size_t want, uint32_t *out);
+
 #endif

@@ -34,12 +34,16 @@ from hypothesis.stateful import (
 )
 
 import corral._pynodeset
+from corral._pynodeset import NodeClaims as PyNodeClaims
+from corral._pynodeset import NodeCounts as PyNodeCounts
 
 ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "csrc"
 SOURCES = [CSRC / "nodeset.c", CSRC / "nodeset.h", CSRC / "nodeset_build.py"]
 
 PyNodeSet = corral._pynodeset.NodeSet
+#: (NodeSet, NodeCounts, NodeClaims) of one implementation.
+Kit = tuple[type[Any], type[Any], type[Any]]
 
 # Word-boundary capacities (the C side stores 64 bits a word) plus the degenerate one.
 SIZES = [0, 1, 63, 64, 65, 128, 130]
@@ -84,6 +88,38 @@ def ns(request: pytest.FixtureRequest) -> type[Any]:
         cls: type[Any] = request.getfixturevalue("c_nodeset")
         return cls
     return PyNodeSet
+
+
+@pytest.fixture(params=["c", "python"])
+def kit(request: pytest.FixtureRequest) -> Kit:
+    """Each implementation's NodeSet, NodeCounts and NodeClaims in turn."""
+    if request.param == "c":
+        request.getfixturevalue("c_nodeset")
+        from corral import nodeset
+
+        return nodeset.NodeSet, nodeset.NodeCounts, nodeset.NodeClaims
+    return PyNodeSet, PyNodeCounts, PyNodeClaims
+
+
+def model_scan(
+    members: frozenset[int],
+    counts: list[int],
+    least: int,
+    claims: list[tuple[int, int, list[int]]] | None,
+    begin: int,
+    end: int,
+    start: int,
+    want: int | None,
+) -> list[int]:
+    """What ``NodeSet.scan`` must return, written as plainly as possible."""
+    found = [
+        i
+        for i in sorted(members)
+        if i >= start
+        and counts[i] >= least
+        and not (claims and any(i in nodes and b < end and begin < e for b, e, nodes in claims))
+    ]
+    return found if want is None else found[:want]
 
 
 # --- construction and text -------------------------------------------------------------
@@ -351,6 +387,98 @@ def test_c_and_python_sets_do_not_mix(c_nodeset: type[Any]) -> None:
         _ = c | py
 
 
+# --- candidate scans, counts and claims ----------------------------------------------
+
+
+def test_scan_by_count_and_claims(kit: Kit) -> None:
+    node_set, node_counts, node_claims = kit
+    s = node_set("0-9,64-70", size=72)
+    counts = node_counts([i % 4 for i in range(72)])
+    assert s.scan(counts, 2) == [2, 3, 6, 7, 66, 67, 70]
+    assert s.scan(counts, 0) == list(s)
+    claims = node_claims(72)
+    claims.add(100, 200, [3, 66])
+    assert s.scan(counts, 2, claims, 0, 100) == [2, 3, 6, 7, 66, 67, 70]  # half open
+    assert s.scan(counts, 2, claims, 199, 300) == [2, 6, 7, 67, 70]
+    assert s.scan(counts, 2, claims, 200, 300) == [2, 3, 6, 7, 66, 67, 70]
+    assert s.scan(counts, 2, claims, 50, 150, start=7, want=2) == [7, 67]
+    assert s.scan(counts, 2, start=72) == []
+    assert s.scan(counts, 2, want=0) == []
+    counts[66] = -1
+    assert counts[66] == -1
+    assert s.scan(counts, 0, start=64) == [64, 65, 67, 68, 69, 70]
+
+
+def test_scan_checks_its_operands(kit: Kit) -> None:
+    node_set, node_counts, node_claims = kit
+    s = node_set("1-3", size=8)
+    counts = node_counts([1] * 8)
+    with pytest.raises(ValueError, match="length 7"):
+        s.scan(node_counts([1] * 7), 1)
+    with pytest.raises(ValueError, match="NodeClaims of size 9"):
+        s.scan(counts, 1, node_claims(9))
+    with pytest.raises(IndexError):
+        s.scan(counts, 1, start=9)
+    with pytest.raises(IndexError):
+        s.scan(counts, 1, start=-1)
+    with pytest.raises(ValueError):
+        s.scan(counts, 1, want=-1)
+    with pytest.raises(OverflowError):
+        s.scan(counts, 2**31)
+    with pytest.raises(TypeError):
+        s.scan([1] * 8, 1)
+
+
+def test_scan_does_not_mix_implementations(c_nodeset: type[Any]) -> None:
+    with pytest.raises(TypeError):
+        c_nodeset("1", size=4).scan(PyNodeCounts([1] * 4), 1)
+    with pytest.raises(TypeError):
+        PyNodeSet("1", size=4).scan(PyNodeCounts([1] * 4), 1, corral.nodeset.NodeClaims(4))
+
+
+def test_counts(kit: Kit) -> None:
+    _, node_counts, _ = kit
+    counts = node_counts(range(5))
+    assert len(counts) == 5
+    assert [counts[i] for i in range(5)] == [0, 1, 2, 3, 4]
+    counts[4] = -7
+    assert counts[4] == -7
+    for bad in (5, -1):
+        with pytest.raises(IndexError):
+            counts[bad] = 1
+        with pytest.raises(IndexError):
+            _ = counts[bad]
+    with pytest.raises(OverflowError):
+        counts[0] = 2**31
+    with pytest.raises(OverflowError):
+        node_counts([2**40])
+    assert counts[0] == 0
+
+
+def test_claims(kit: Kit) -> None:
+    _, _, node_claims = kit
+    claims = node_claims(70)
+    assert claims.size == 70
+    claims.add(10, 20, [0, 69])
+    claims.add(30, 40, [69])
+    assert claims.spans(69) == [(10, 20), (30, 40)]
+    assert claims.spans(1) == []
+    assert claims.overlaps(69, 19, 30)
+    assert not claims.overlaps(69, 20, 30)
+    assert not claims.overlaps(0, 0, 10)
+    with pytest.raises(IndexError):
+        claims.add(0, 1, [3, 70])
+    assert claims.spans(3) == []  # nothing claimed when an index is bad
+    with pytest.raises(IndexError):
+        claims.overlaps(70, 0, 1)
+    with pytest.raises(OverflowError):
+        claims.add(2**63, 0, [1])
+    assert claims.spans(1) == []
+    for many in range(100):  # grows past its first allocation
+        claims.add(many, many + 1, [5])
+    assert len(claims.spans(5)) == 100
+
+
 # --- the two implementations agree -----------------------------------------------------
 
 SPEC_TEXT = st.text(alphabet="0123456789,- ", max_size=12)
@@ -476,6 +604,31 @@ class NodeSetMachine(RuleBasedStateMachine):
             else:
                 with pytest.raises(IndexError):
                     _ = index in s
+
+    @rule(a=sets, data=st.data())
+    def scan(self, a: Triple, data: st.DataObject) -> None:
+        from corral import nodeset
+
+        values = data.draw(st.lists(st.integers(-2, 4), min_size=self.size, max_size=self.size))
+        nodes = st.lists(st.integers(0, self.size - 1), max_size=4) if self.size else st.just([])
+        time = st.integers(-5, 50)
+        spans = data.draw(st.lists(st.tuples(time, time, nodes), max_size=4))
+        with_claims = data.draw(st.booleans())
+        least, begin, end = data.draw(st.integers(-1, 4)), data.draw(time), data.draw(time)
+        start = data.draw(st.integers(0, self.size))
+        want = data.draw(st.none() | st.integers(0, self.size + 2))
+        expected = model_scan(
+            a[2], values, least, spans if with_claims else None, begin, end, start, want
+        )
+        for s, node_counts, node_claims in (
+            (a[0], nodeset.NodeCounts, nodeset.NodeClaims),
+            (a[1], PyNodeCounts, PyNodeClaims),
+        ):
+            claims = node_claims(self.size) if with_claims else None
+            for b, e, indices in spans if claims is not None else ():
+                claims.add(b, e, indices)
+            got = s.scan(node_counts(values), least, claims, begin, end, start, want)
+            assert got == expected
 
     @invariant()
     def latest_sets_agree(self) -> None:
