@@ -108,8 +108,9 @@ def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
             True,
             gres=node_gres(n.gres),
             unit=max(n.threads_per_core, 1) if cores else 1,
+            rank=rank,
         )
-        for n in conf.nodes
+        for rank, n in enumerate(conf.nodes)
     }
 
 
@@ -137,7 +138,11 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         exclusive=exclusive,
         max_share=max_share,
         force=force,
-        order=selection_order(p.nodes, {n.name: n.weight for n in conf.nodes}),
+        order=selection_order(
+            p.nodes,
+            {n.name: n.weight for n in conf.nodes},
+            {n.name: i for i, n in enumerate(conf.nodes)},
+        ),
     )
 
 

@@ -369,7 +369,7 @@ class JobStore:
     def snapshot(self) -> Snapshot:
         """An immutable picture of the cluster for ``core.schedule``."""
         views = {}
-        for conf_node in self.conf.nodes:
+        for rank, conf_node in enumerate(self.conf.nodes):
             runtime = self.nodes[conf_node.name]
             cpus, memory = self.used(conf_node.name)
             shared = tuple(
@@ -395,6 +395,7 @@ class JobStore:
                 unshared=cpus > 0,
                 shared=shared,
                 unit=self.capacity.nodes[conf_node.name].unit,
+                rank=rank,
             )
         partitions = {
             name: view

@@ -27,10 +27,11 @@ Times are rounded up to ``resolution``; nothing is planned past ``window``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Set
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller.core.placement import FreeNodes, partition_reason, partitions_of, place, take
+from controller.core.nodeindex import FreeNodes, Reservations
+from controller.core.placement import partition_reason, partitions_of, place, take
 from controller.core.plan import Expected, Plan, Start
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.core.timeline import Release, Timeline, ceil_to
@@ -51,64 +52,6 @@ class BackfillParams:
     max_job_test: int = 500  # bf_max_job_test
     max_job_user: int = 0  # bf_max_job_user, 0 = no limit
     easy: bool = False  # only each partition's first waiting job reserves
-
-
-class _Reservations:
-    """Whole nodes promised to jobs ahead, each for ``[begin, end)``, indexed by node."""
-
-    def __init__(self) -> None:
-        self.by_node: dict[str, list[tuple[int, int]]] = {}  # node -> its [begin, end)s
-
-    def add(self, begin: int, end: int, nodes: Iterable[str]) -> None:
-        for name in nodes:
-            self.by_node.setdefault(name, []).append((begin, end))
-
-    def during(self, begin: int, end: int) -> _Claimed:
-        """Nodes reserved at any moment of ``[begin, end)`` (asked node by node)."""
-        return _Claimed(self, begin, end)
-
-    def reserved_nodes(self) -> Iterable[str]:
-        return self.by_node.keys()
-
-    def free_from(self, begin: int, length: int, nodes: Iterable[str], limit: int) -> int | None:
-        """The first time from ``begin`` on (before ``limit``) that no reservation
-        claims any of ``nodes`` for ``length`` seconds; None if there is none."""
-        spans = [span for name in nodes for span in self.by_node.get(name, ())]
-        while begin < limit:
-            ends = [e for b, e in spans if b < begin + length and begin < e]
-            if not ends:
-                return begin
-            begin = max(ends)
-        return None
-
-
-class _Claimed(Set[str]):
-    """The nodes reserved at some moment of ``[begin, end)``: what ``place`` takes
-    as ``blocked``. Membership is asked per node, as placement meets candidates
-    (the timeline's free-node indexes already leave out nodes reserved at the
-    probe itself, so few are asked)."""
-
-    def __init__(self, reserved: _Reservations, begin: int, end: int) -> None:
-        self._reserved = reserved
-        self._by_node = reserved.by_node
-        self._begin = begin
-        self._end = end
-
-    def __contains__(self, name: object) -> bool:
-        spans = self._by_node.get(name)  # type: ignore[call-overload]
-        if spans is None:
-            return False
-        begin, end = self._begin, self._end
-        for b, e in spans:  # noqa: SIM110 (a plain loop is cheaper than any() here)
-            if b < end and begin < e:
-                return True
-        return False
-
-    def __iter__(self) -> Iterator[str]:
-        return (n for n in self._reserved.reserved_nodes() if n in self)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 def _shape(job: Job) -> tuple[object, ...]:
@@ -161,7 +104,7 @@ class Backfill:
         self.free = free  # the main pass's index of nodes with a free CPU
         self.params = params
         self.running_arrays = running_arrays
-        self.reserved = _Reservations()
+        self.reserved = Reservations(free.order)
         self.members = {name: frozenset(p.nodes) for name, p in snap.partitions.items()}
         self.releases = [
             Release(r.end_time, r.nodes, r.cpus, r.memory)
@@ -201,7 +144,7 @@ class Backfill:
             self.nodes,
             self.releases,
             self.members,
-            self.snap.partitions.values(),
+            self.free.order,
         )
         tested = 0
         per_user: dict[int, int] = {}
@@ -300,7 +243,6 @@ class Backfill:
                     start = self._sooner(outcome, when, length)
                     end = ceil_to(start + length, res)
                     self.reserved.add(start, end, outcome.nodes)
-                    timeline.reserve(start, end, outcome.nodes)
                     self.plan.expected[job.job_id] = Expected(start, part.name, outcome.nodes)
                     self.floor[shape] = i
                     return

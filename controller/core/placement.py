@@ -15,6 +15,7 @@ from dataclasses import replace
 from itertools import islice
 
 from controller.core import features
+from controller.core.nodeindex import FreeNodes
 from controller.core.plan import Start
 from controller.core.request import (
     Fit,
@@ -160,16 +161,21 @@ def _choose(
     return chosen
 
 
-def selection_order(names: Sequence[str], weight: Mapping[str, int]) -> tuple[str, ...]:
-    """``names`` (a partition's nodes, as listed) by Weight, lowest first, then as listed."""
-    rank = {name: i for i, name in enumerate(names)}
+def selection_order(
+    names: Iterable[str], weight: Mapping[str, int], rank: Mapping[str, int]
+) -> tuple[str, ...]:
+    """``names`` (a partition's nodes) by Weight, lowest first, then by ``rank``
+    (their place in the configuration): the order of Slurm's node bitmap,
+    whatever order the partition lists them in (see nodeindex.NodeOrder)."""
     return tuple(sorted(names, key=lambda n: (weight[n], rank[n])))
 
 
 def _selection_order(part: PartitionView, nodes: Mapping[str, NodeView]) -> tuple[str, ...]:
-    """For views without a precomputed ``order`` (tests, ad hoc snapshots)."""
+    """For views without a precomputed ``order`` (tests, ad hoc snapshots): as
+    ``NodeOrder`` numbers the snapshot's nodes."""
+    position = {name: i for i, name in enumerate(nodes)}
     present = [n for n in part.nodes if n in nodes]
-    return selection_order(present, {n: nodes[n].weight for n in present})
+    return tuple(sorted(present, key=lambda n: (nodes[n].weight, nodes[n].rank, position[n])))
 
 
 def place(
@@ -208,10 +214,18 @@ def place(
     # A node without a task's worth of free CPUs is no candidate, unless the
     # job may stack on CPUs others use (OverSubscribe) or must have the node (-w).
     enough = 0 if share(job, part) else job.cpus_per_task
-    names: Sequence[str] = part.order or _selection_order(part, nodes)
-    if free is not None and enough:  # a job that stacks on busy CPUs sees them all
-        names = free.names(part)
     plain = not (job.req_nodes or constraint.terms or share(job, part))
+    if plain and free is not None and not job.exc_nodes:
+        get = nodes.get
+        scanned = free.candidates(part, enough, blocked, after)
+        return _first_candidates(job, part, (node for n in scanned if (node := get(n))), constraint)
+    names: Sequence[str]
+    if free is None:
+        names = part.order or _selection_order(part, nodes)
+    elif enough:
+        names = free.names(part)
+    else:  # a job that stacks on busy CPUs sees them all
+        names = free.order.partition(part)
     if plain and after is not None:
         with suppress(ValueError):  # gone from the list: start from the top
             names = names[names.index(after) :]
@@ -323,49 +337,6 @@ def partitions_of(job: Job, snap: Snapshot) -> list[PartitionView]:
         (snap.partitions[p] for p in job.partitions if p in snap.partitions),
         key=lambda p: -p.priority_tier,
     )
-
-
-class FreeNodes:
-    """For one pass: each partition's nodes that still have a free CPU, in selection order.
-
-    Nodes only fill up during a pass, so the lists only shrink; ``taken``
-    notes the nodes a start filled (``claim`` those a backfill reservation
-    holds at this index's moment) and a list is compacted once a quarter of
-    it is gone, so each job's candidate scan costs the free nodes, not all.
-    """
-
-    def __init__(self, nodes: Mapping[str, NodeView], parts: Iterable[PartitionView]) -> None:
-        self._nodes = nodes
-        self._lists: dict[str, list[str]] = {}
-        self._filled: dict[str, int] = {}
-        self._gone: set[str] = set()  # claimed whole by backfill reservations
-        for part in parts:
-            order = part.order or _selection_order(part, nodes)
-            self._lists[part.name] = [n for n in order if n in nodes and nodes[n].free_cpus > 0]
-            self._filled[part.name] = 0
-
-    def names(self, part: PartitionView) -> list[str]:
-        names = self._lists[part.name]
-        if self._filled[part.name] * 4 > len(names):
-            nodes, gone = self._nodes, self._gone
-            names = self._lists[part.name] = [
-                n for n in names if nodes[n].free_cpus > 0 and n not in gone
-            ]
-            self._filled[part.name] = 0
-        return names
-
-    def claim(self, names: Iterable[str]) -> None:
-        """Whole nodes a reservation holds at this index's moment: no longer candidates."""
-        fresh = [n for n in names if n not in self._gone]
-        self._gone.update(fresh)
-        for name in self._filled:
-            self._filled[name] += len(fresh)
-
-    def taken(self, start: Start) -> None:
-        full = sum(1 for n in start.nodes if self._nodes[n].free_cpus <= 0)
-        if full:
-            for name in self._filled:
-                self._filled[name] += full
 
 
 def first_fit(

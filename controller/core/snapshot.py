@@ -42,6 +42,9 @@ class NodeView:
     # CPUs a job is given at a time on this node: ThreadsPerCore when
     # SelectTypeParameters allocates cores (CR_Core*, the default), else 1.
     unit: int = 1
+    # The node's place in the configuration: with Weight, its position in the
+    # node bitmap (nodeindex.NodeOrder); equal ranks keep the snapshot's order.
+    rank: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +62,7 @@ class PartitionView:
     exclusive: bool  # OverSubscribe=EXCLUSIVE
     max_share: int = 1  # OverSubscribe=YES:n or FORCE:n: jobs that may share a CPU
     force: bool = False  # OverSubscribe=FORCE: every job shares (YES: jobs that ask)
-    # The nodes in selection order (Weight, then as listed), computed once per
+    # The nodes in selection order (Weight, then configuration order), computed once per
     # configuration; empty: place() sorts ``nodes`` itself.
     order: tuple[str, ...] = ()
 

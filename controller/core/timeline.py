@@ -14,12 +14,12 @@ sorted by time, so "since when does this node have enough?" is a short walk.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller.core.placement import FreeNodes
+from controller.core.nodeindex import FreeNodes, NodeOrder
 from controller.core.plan import Start
-from controller.core.snapshot import NodeView, PartitionView
+from controller.core.snapshot import NodeView
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ class Timeline:
         nodes: Mapping[str, NodeView],
         releases: list[Release],
         groups: Mapping[str, frozenset[str]],
-        parts: Iterable[PartitionView] = (),
+        order: NodeOrder,
     ) -> None:
         self.times: list[int] = []
         step = resolution
@@ -67,10 +67,9 @@ class Timeline:
         self._nodes = nodes  # free now; the pass's starts are already taken from it
         self._releases = sorted(releases, key=lambda r: r.at)
         self._groups = groups
-        self._parts = tuple(parts)
+        self._order = order
         self._states: list[tuple[dict[str, NodeView], dict[str, int]]] = []
         self._indexes: dict[int, FreeNodes] = {}
-        self._claims: list[tuple[int, int, tuple[str, ...]]] = []
         self.by_node: dict[str, list[tuple[int, int, int]]] = {}
         for rel in self._releases:
             self._index(rel)
@@ -112,21 +111,10 @@ class Timeline:
         return self._states[i]
 
     def free_nodes(self, i: int) -> FreeNodes:
-        """The index of nodes with a free CPU at ``times[i]`` and no reservation then."""
+        """The free CPUs per node position at ``times[i]``, for candidate scans."""
         if i not in self._indexes:
-            index = self._indexes[i] = FreeNodes(self.state(i)[0], self._parts)
-            when = self.times[i]
-            for begin, end, nodes in self._claims:
-                if begin <= when < end:
-                    index.claim(nodes)
+            self._indexes[i] = FreeNodes(self.state(i)[0], self._order)
         return self._indexes[i]
-
-    def reserve(self, begin: int, end: int, nodes: tuple[str, ...]) -> None:
-        """Whole nodes reserved for ``[begin, end)``: not candidates at the probes inside."""
-        self._claims.append((begin, end, nodes))
-        for i, index in self._indexes.items():
-            if begin <= self.times[i] < end:
-                index.claim(nodes)
 
     def take(self, start: Start, end: int | None) -> None:
         """A job started now and holds its allocation until ``end`` (None: past the window)."""

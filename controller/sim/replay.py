@@ -169,7 +169,7 @@ class SimCluster:
                     def_mem_per_node=0,
                     max_mem_per_node=0,
                     exclusive=False,
-                    order=names,  # every node weighs the same: as listed
+                    order=names,  # every node weighs the same: configuration order
                 )
             }
         )
@@ -194,6 +194,7 @@ class SimCluster:
                 free_memory=NODE_MEMORY,
                 usable=True,
                 idle=free == self.cpus_per_node,
+                rank=int(name[1:]),
             )
             self._views[key] = view
         return view

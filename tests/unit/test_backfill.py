@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.core import BackfillParams, Expected, Plan, Running, Snapshot, schedule
+from controller.core.nodeindex import PYTHON_BITMAPS
 from controller.jobstate import Reason
 from tests.unit.scenario import NOW, cluster, job, node, partition
 
@@ -195,3 +196,23 @@ def test_the_main_pass_tries_default_queue_depth_jobs_and_backfill_the_rest() ->
     assert _started(main_only) == [1, 2]
     with_backfill = schedule(TWO.snapshot(pending, running=[BUSY_N1]), NOW, BF, depth=2)
     assert _started(with_backfill) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("params", [BF, EASY, None], ids=["conservative", "easy", "main"])
+@settings(max_examples=100, deadline=None)
+@given(snap=_workload())
+def test_the_c_and_python_bitmaps_make_the_same_plan(
+    params: BackfillParams | None, snap: Snapshot
+) -> None:
+    """Candidate scans decide alike over the C bitmap and its pure-Python twin."""
+    assert schedule(snap, NOW, params) == schedule(snap, NOW, params, bitmaps=PYTHON_BITMAPS)
+
+
+def test_nodes_are_chosen_in_configuration_order_whatever_the_partition_lists() -> None:
+    """As Slurm's node bitmap: Weight, then the order of the NodeName lines."""
+    nodes = [node("n1"), node("n2"), node("n3", weight=0)]
+    snap = cluster(nodes, [partition("batch", ["n2", "n3", "n1"])]).snapshot(
+        [job(1, num_tasks=4), job(2, num_tasks=4), job(3, num_tasks=4)]
+    )
+    for params in (None, BF):
+        assert [s.nodes for s in schedule(snap, NOW, params).starts] == [("n3",), ("n1",), ("n2",)]
