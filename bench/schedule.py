@@ -1,16 +1,17 @@
-"""One scheduling pass (main + backfill) at scale, and the node bitmap, C against Python.
+"""One scheduling pass (main + backfill) at scale, over the C node bitmap and its Python twin.
 
 Synthetic clusters of 32-CPU nodes, three in five full, one in five half
 busy, one in five idle, the busy ones running jobs whose limits end within a
 day; pending jobs of 1 to 256 tasks with limits of 10 minutes to a day
 (a fixed seed). For each shape the script times the pure core,
 ``schedule(snapshot, now, BackfillParams(...))``, at the default
-``bf_max_job_test`` (500) and at full depth, and the main pass alone.
+``bf_max_job_test`` (500) and at full depth, and the main pass alone, first
+with the C bitmap (``corral.nodeset``: the candidate scans run in
+csrc/nodeset.c) and then, in the same run, with its pure-Python twin
+(``corral._pynodeset``); both must make the same plan.
 
-The bitmap figures time the operations backfill and placement ask of a node
-set (intersection, union, difference, count, iteration) on 1,000 and 10,000
-node sets, with ``corral.nodeset.NodeSet`` (C, cffi) and its pure-Python
-twin ``corral._pynodeset.NodeSet`` in the same run.
+The last figures time the set operations alone (intersection, union,
+difference, count, first) on 1,000 and 10,000 node sets, C against Python.
 
     python bench/schedule.py [--quick] [--runs N]
 """
@@ -18,6 +19,7 @@ twin ``corral._pynodeset.NodeSet`` in the same run.
 from __future__ import annotations
 
 import random
+import statistics
 import sys
 import time
 from dataclasses import replace
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import arguments, figure, log, python_baseline, report
 from controller.core import BackfillParams, Running, Snapshot, schedule
+from controller.core.nodeindex import C_BITMAPS, PYTHON_BITMAPS, Bitmaps
 from corral import _pynodeset, nodeset
 from tests.unit.scenario import NOW, cluster, job, node, partition
 
@@ -66,11 +69,26 @@ def workload(nodes: int, pending: int, seed: int = 1) -> Snapshot:
     return cluster(views, [replace(part, order=part.nodes)]).snapshot(jobs, running=running)
 
 
-def one_pass(snap: Snapshot, depth: int | None, backfill: bool) -> tuple[float, int, int]:
+def one_pass(
+    snap: Snapshot, depth: int | None, backfill: bool, bitmaps: Bitmaps = C_BITMAPS
+) -> tuple[float, int, int]:
     params = BackfillParams(max_job_test=depth or len(snap.pending)) if backfill else None
     began = time.perf_counter()
-    plan = schedule(snap, NOW, params)
+    plan = schedule(snap, NOW, params, bitmaps=bitmaps)
     return time.perf_counter() - began, len(plan.starts), len(plan.expected)
+
+
+def c_and_python(
+    snap: Snapshot, depth: int | None, backfill: bool, runs: int
+) -> tuple[list[tuple[float, int, int]], dict[str, Any]]:
+    """``runs`` passes over the C bitmap, and the Python twin's figures beside them."""
+    c = [one_pass(snap, depth, backfill) for _ in range(runs)]
+    py = [one_pass(snap, depth, backfill, PYTHON_BITMAPS) for _ in range(runs)]
+    if py[0][1:] != c[0][1:]:
+        raise SystemExit(f"the bitmaps planned differently: C {c[0][1:]}, Python {py[0][1:]}")
+    c_median = statistics.median(r[0] for r in c)
+    py_median = statistics.median(r[0] for r in py)
+    return c, {"python_s": round(py_median, 3), "speedup": round(py_median / c_median, 1)}
 
 
 def bitmap_ops(kind: Any, size: int, rounds: int) -> float:
@@ -98,7 +116,7 @@ def main() -> None:
         snap = workload(nodes, pending)
         name = f"backfill_{'full_depth' if depth is None else 'default_depth'}_{label}"
         log(f"{name}: {len(snap.running)} running, {args.runs} passes")
-        runs = [one_pass(snap, depth, True) for _ in range(args.runs)]
+        runs, twin = c_and_python(snap, depth, True, args.runs)
         figures[name] = figure(
             [r[0] for r in runs],
             "s",
@@ -109,14 +127,16 @@ def main() -> None:
             starts=runs[0][1],
             reservations=runs[0][2],
             bf_max_job_test=depth or pending,
+            **twin,
         )
         if depth == 500:
-            main_only = [one_pass(snap, None, False) for _ in range(args.runs)]
+            main_only, twin = c_and_python(snap, None, False, args.runs)
             figures[f"main_pass_{label}"] = figure(
                 [r[0] for r in main_only],
                 "s",
                 slurm=0.015 if nodes == 4 else None,
                 starts=main_only[0][1],
+                **twin,
             )
     for size in (1_000, 10_000):
         rounds = 200 if args.quick else 2_000
