@@ -281,6 +281,7 @@ def admit(
     if priority is not None and not who.is_admin:
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
     requeue = spec.get("requeue")
+    kill_on_invalid_dep = spec.get("kill_on_invalid_dep")
     base = Job(
         job_id=first_id,
         name=spec.get("name") or "sbatch",
@@ -334,9 +335,9 @@ def admit(
         signal_time=spec.get("signal_time", 0),
         signal_batch_only=spec.get("signal_batch_only", False),
         deadline=spec.get("deadline", 0),
-        # A JobSpec bool cannot say "no": the site's default applies unless asked.
-        kill_on_invalid_dep=bool(spec.get("kill_on_invalid_dep"))
-        or conf.scheduler_param("kill_invalid_depend") is not None,
+        kill_on_invalid_dep=conf.scheduler_param("kill_invalid_depend") is not None
+        if kill_on_invalid_dep is None
+        else kill_on_invalid_dep,
         gres=spec.get("gres", ""),
         oversubscribe=spec.get("oversubscribe", False),
     )

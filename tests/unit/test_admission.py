@@ -566,3 +566,4 @@ def test_kill_invalid_depend_makes_kill_on_invalid_dep_the_default() -> None:
     assert submit(kill).job.kill_on_invalid_dep
     assert not submit(NO_REQUEUE).job.kill_on_invalid_dep
     assert submit(NO_REQUEUE, kill_on_invalid_dep=True).job.kill_on_invalid_dep
+    assert not submit(kill, kill_on_invalid_dep=False).job.kill_on_invalid_dep  # =no wins
