@@ -425,7 +425,9 @@ class JobStore:
         running = []
         for j in self.jobs.values():
             if holds_nodes(j):
-                running.append(Running(j.job_id, j.nodes, j.cpus, j.alloc_mem, j.end_time))
+                running.append(
+                    Running(j.job_id, j.nodes, j.cpus, j.alloc_mem, j.end_time, j.gres_alloc)
+                )
                 if j.array_job_id:
                     running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
         return Snapshot(views, partitions, pending, facts, running_per_array, tuple(running))

@@ -107,7 +107,7 @@ class Backfill:
         self.reserved = Reservations(free.order)
         self.members = {name: frozenset(p.nodes) for name, p in snap.partitions.items()}
         self.releases = [
-            Release(r.end_time, r.nodes, r.cpus, r.memory)
+            Release(r.end_time, r.nodes, r.cpus, r.memory, r.gres)
             for r in snap.running
             if r.end_time and r.end_time < self.horizon
         ]
@@ -131,7 +131,7 @@ class Backfill:
         """Note a start of the main pass (before ``run``): it ends by its time limit."""
         end = self._end_of(job, start)
         if end is not None:
-            self.releases.append(Release(end, start.nodes, start.cpus, start.memory))
+            self.releases.append(Release.of(start, end))
 
     def run(self, waiting: list[Job], chosen_tasks: Mapping[int, list[int]]) -> None:
         """``chosen_tasks``: for arrays whose tasks wait each for its own counterpart,
@@ -259,8 +259,8 @@ class Backfill:
         assert timeline is not None
         res = self.params.resolution
         ready = max(
-            timeline.ready(name, self.nodes[name], cpus, memory, self.now)
-            for name, cpus, memory in zip(start.nodes, start.cpus, start.memory, strict=True)
+            timeline.ready(name, self.nodes[name], cpus, memory, gres, self.now)
+            for name, cpus, memory, gres in Release.of(start, 0).items()
         )
         sooner = max(ceil_to(ready, res), self.now + res)
         if sooner >= probe:

@@ -144,14 +144,28 @@ def gres_fit(request: Gres, free: Gres) -> Gres | None:
     return tuple(item for item in taken if item[2] > 0)
 
 
+def _gres_change(items: Gres, sign: int) -> dict[tuple[str, str], int]:
+    change: dict[tuple[str, str], int] = {}
+    for name, kind, count in items:
+        change[name, kind] = change.get((name, kind), 0) + sign * count
+    return change
+
+
 def gres_minus(free: Gres, taken: Gres) -> Gres:
     """``free`` after a job takes ``taken``."""
     if not taken:
         return free
-    use: dict[tuple[str, str], int] = {}
-    for name, kind, count in taken:
-        use[name, kind] = use.get((name, kind), 0) + count
-    return tuple((n, k, c - use.get((n, k), 0)) for n, k, c in free)
+    change = _gres_change(taken, -1)
+    return tuple((n, k, c + change.get((n, k), 0)) for n, k, c in free)
+
+
+def gres_plus(free: Gres, given: Gres) -> Gres:
+    """``free`` after a job gives ``given`` back (a kind ``free`` lacks is added)."""
+    if not given:
+        return free
+    change = _gres_change(given, 1)
+    grown = tuple((n, k, c + change.pop((n, k), 0)) for n, k, c in free)
+    return grown + tuple((n, k, c) for (n, k), c in change.items())
 
 
 def gres_left(total: Gres, used: Mapping[tuple[str, str | None], int]) -> Gres:

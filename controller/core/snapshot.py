@@ -102,6 +102,7 @@ class Running:
     cpus: tuple[int, ...]
     memory: tuple[int, ...]
     end_time: int
+    gres: tuple[Gres, ...] = ()  # per node, as allocated (empty: none recorded)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,13 @@ sorted by time, so "since when does this node have enough?" is a short walk.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from controller.core.nodeindex import FreeNodes, NodeOrder
 from controller.core.plan import Start
-from controller.core.snapshot import NodeView
+from controller.core.request import gres_fit, gres_minus, gres_plus
+from controller.core.snapshot import Gres, NodeView
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,19 +31,32 @@ class Release:
     nodes: tuple[str, ...]
     cpus: tuple[int, ...]
     memory: tuple[int, ...]
+    gres: tuple[Gres, ...] = ()  # per node; empty: none
+
+    @classmethod
+    def of(cls, start: Start, at: int) -> Release:
+        """What ``start`` holds, given back at ``at``."""
+        return cls(at, start.nodes, start.cpus, start.memory, start.gres)
+
+    def items(self) -> Iterator[tuple[str, int, int, Gres]]:
+        """(node, CPUs, MiB, GRES) per node."""
+        gres = self.gres or ((),) * len(self.nodes)
+        return zip(self.nodes, self.cpus, self.memory, gres, strict=True)
 
 
 def ceil_to(t: int, resolution: int) -> int:
     return -(-t // resolution) * resolution
 
 
-def _grown(node: NodeView, cpus: int, memory: int) -> NodeView:
-    free_cpus = max(0, min(node.cpus, node.free_cpus + cpus))
+def _changed(node: NodeView, sign: int, cpus: int, memory: int, gres: Gres) -> NodeView:
+    """``node`` after a job gives back (``sign`` 1) or takes (-1) what it holds there."""
+    free_cpus = max(0, min(node.cpus, node.free_cpus + sign * cpus))
     return replace(
         node,
         free_cpus=free_cpus,
-        free_memory=max(0, min(node.real_memory, node.free_memory + memory)),
+        free_memory=max(0, min(node.real_memory, node.free_memory + sign * memory)),
         idle=free_cpus == node.cpus,
+        gres=gres_plus(node.gres, gres) if sign > 0 else gres_minus(node.gres, gres),
     )
 
 
@@ -70,13 +84,13 @@ class Timeline:
         self._order = order
         self._states: list[tuple[dict[str, NodeView], dict[str, int]]] = []
         self._indexes: dict[int, FreeNodes] = {}
-        self.by_node: dict[str, list[tuple[int, int, int]]] = {}
+        self.by_node: dict[str, list[tuple[int, int, int, Gres]]] = {}
         for rel in self._releases:
             self._index(rel)
 
     def _index(self, rel: Release) -> None:
-        for name, cpus, memory in zip(rel.nodes, rel.cpus, rel.memory, strict=True):
-            bisect.insort(self.by_node.setdefault(name, []), (rel.at, cpus, memory))
+        for name, cpus, memory, gres in rel.items():
+            bisect.insort(self.by_node.setdefault(name, []), (rel.at, cpus, memory, gres))
 
     def _totals(self, free: Mapping[str, NodeView]) -> dict[str, int]:
         return {
@@ -99,14 +113,8 @@ class Timeline:
             lo = bisect.bisect_right(self._releases, begin, key=lambda r: r.at)
             hi = bisect.bisect_right(self._releases, end, key=lambda r: r.at)
             for rel in self._releases[lo:hi]:
-                for name, cpus, memory in zip(rel.nodes, rel.cpus, rel.memory, strict=True):
-                    node = free[name]
-                    grown = _grown(node, cpus, memory)
-                    free[name] = grown
-                    if node.usable:
-                        for group, members in self._groups.items():
-                            if name in members:
-                                totals[group] += grown.free_cpus - node.free_cpus
+                for name, cpus, memory, gres in rel.items():
+                    self._change(free, totals, name, 1, cpus, memory, gres)
             self._states.append((free, totals))
         return self._states[i]
 
@@ -118,29 +126,46 @@ class Timeline:
 
     def take(self, start: Start, end: int | None) -> None:
         """A job started now and holds its allocation until ``end`` (None: past the window)."""
+        held = Release.of(start, 0)
         for i, (when, (free, totals)) in enumerate(zip(self.times, self._states, strict=False)):
             if end is not None and when >= end:
                 break
-            for name, cpus, memory in zip(start.nodes, start.cpus, start.memory, strict=True):
-                node = free[name]
-                shrunk = _grown(node, -cpus, -memory)
-                free[name] = shrunk
-                if node.usable:
-                    for group, members in self._groups.items():
-                        if name in members:
-                            totals[group] += shrunk.free_cpus - node.free_cpus
+            for name, cpus, memory, gres in held.items():
+                self._change(free, totals, name, -1, cpus, memory, gres)
             if i in self._indexes:
                 self._indexes[i].taken(start)
         if end is not None:
-            rel = Release(end, start.nodes, start.cpus, start.memory)
+            rel = replace(held, at=end)
             bisect.insort(self._releases, rel, key=lambda r: r.at)
             self._index(rel)
 
-    def ready(self, name: str, node: NodeView, cpus: int, memory: int, now: int) -> int:
-        """When ``node`` (free as ``node`` now) first has ``cpus`` and ``memory`` free."""
-        free_cpus, free_memory, at = node.free_cpus, node.free_memory, now
-        for when, more_cpus, more_memory in self.by_node.get(name, ()):
-            if free_cpus >= cpus and free_memory >= memory:
+    def _change(
+        self,
+        free: dict[str, NodeView],
+        totals: dict[str, int],
+        name: str,
+        sign: int,
+        cpus: int,
+        memory: int,
+        gres: Gres,
+    ) -> None:
+        node = free[name]
+        changed = free[name] = _changed(node, sign, cpus, memory, gres)
+        if node.usable:
+            for group, members in self._groups.items():
+                if name in members:
+                    totals[group] += changed.free_cpus - node.free_cpus
+
+    def ready(self, name: str, node: NodeView, cpus: int, memory: int, gres: Gres, now: int) -> int:
+        """When ``node`` (free as ``node`` now) first has ``cpus``, ``memory`` and ``gres`` free."""
+        free_cpus, free_memory, free_gres, at = node.free_cpus, node.free_memory, node.gres, now
+        for when, more_cpus, more_memory, more_gres in self.by_node.get(name, ()):
+            if (
+                free_cpus >= cpus
+                and free_memory >= memory
+                and gres_fit(gres, free_gres) is not None
+            ):
                 break
             free_cpus, free_memory, at = free_cpus + more_cpus, free_memory + more_memory, when
+            free_gres = gres_plus(free_gres, more_gres)
         return at

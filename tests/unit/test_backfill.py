@@ -216,3 +216,19 @@ def test_nodes_are_chosen_in_configuration_order_whatever_the_partition_lists() 
     )
     for params in (None, BF):
         assert [s.nodes for s in schedule(snap, NOW, params).starts] == [("n3",), ("n1",), ("n2",)]
+
+
+def test_a_job_waiting_for_gpus_reserves_them_from_when_running_jobs_give_them_back() -> None:
+    gpus = cluster(
+        [node("n1", used_cpus=1, gres="gpu:a100:0")], [partition("batch", "n1")]
+    )  # both GPUs held by job 99 until its limit
+    holder = Running(99, ("n1",), (1,), (0,), NOW + 600, ((("gpu", "a100", 2),),))
+    pending = [
+        job(1, gres="gpu:2", time_limit=60),
+        job(2, time_limit=5),  # CPUs only, done before job 1's reservation
+        job(3, gres="gpu:1", time_limit=5),
+    ]
+    plan = schedule(gpus.snapshot(pending, running=[holder]), NOW, BF)
+    assert _started(plan) == [2]
+    assert plan.expected[1] == Expected(_at(NOW + 600), "batch", ("n1",))
+    assert plan.expected[3].start_time == _at(NOW + 600) + 60 * MINUTE  # after job 1, not before
