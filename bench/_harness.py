@@ -411,12 +411,7 @@ class Api:
         now = int(time.time())
         if self._cred is None or now - self._cred.issued > 60:
             uid, gid = os.getuid(), os.getgid()
-            self._cred = self.pb.Credential(
-                uid=uid,
-                gid=gid,
-                issued=now,
-                signature=auth.sign(self.key, f"{uid}:{gid}:{now}".encode()),
-            )
+            self._cred = self.pb.Credential(**auth.credential(self.key, uid, gid, now))
         return self._cred
 
     def spec(self, work_dir: Path, hold: bool, **fields: Any) -> Any:

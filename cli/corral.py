@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 USAGE = """\
 Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ...]
+                 [--database URL | --no-accounting]
        corral down [--dir DIR]
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
                   [--csv FILE] [--png FILE] [--json] [--quiet]   (corral sim --help)
@@ -44,7 +45,8 @@ average wait, average bounded slowdown, the utilization and the makespan.
   --nodes N          nodes (default: the trace header's MaxNodes)
   --cpus-per-node C  CPUs per node (default: MaxProcs / MaxNodes from the header, else 1)
   --policy P         fcfs: Slurm's main scheduler, priority order, the first job that cannot
-                     start blocks the rest (default); easy, conservative: backfill (not yet)
+                     start blocks the rest (default); conservative: with backfill, every
+                     waiting job reserves; easy: only the first waiting job reserves
   --jobs A:B         replay only job records A to B-1 in file order (0-based, as a Python
                      slice; either end may be left out: 1000:, :5000)
   --csv FILE         write one row per job: id,submit,start,end,wait,run,procs,nodes
@@ -79,8 +81,13 @@ def _memory_mib() -> int:
     return 1024
 
 
-def write_config(directory: str, nodes: int, extra: list[str]) -> str:
-    """Write DIR/slurm.conf (and the cluster key) for ``nodes`` emulated nodes."""
+def write_config(directory: str, nodes: int, extra: list[str], *, accounting: bool = False) -> str:
+    """Write DIR/slurm.conf (and the cluster key) for ``nodes`` emulated nodes.
+
+    With ``accounting``, slurm.conf sends job records to a corral-dbd on
+    127.0.0.1, and DIR/slurmdbd.conf configures that dbd (SQLite in
+    DIR/accounting.db unless it is started with ``--database``).
+    """
     from corral import auth
 
     os.makedirs(directory, exist_ok=True)
@@ -89,6 +96,19 @@ def write_config(directory: str, nodes: int, extra: list[str]) -> str:
     cpus = os.cpu_count() or 1
     memory = max(_memory_mib() // max(nodes, 1), 100)
     names = f"node[1-{nodes}]" if nodes > 1 else "node1"
+    dbd_port = _free_port()
+    if accounting:
+        _write(
+            os.path.join(directory, "slurmdbd.conf"),
+            [
+                "# Written by `corral up`: the accounting daemon of its cluster.",
+                "DbdAddr=127.0.0.1",
+                f"DbdPort={dbd_port}",
+                "StorageType=accounting_storage/sqlite",
+                f"StorageLoc={directory}/accounting.db",
+                "",
+            ],
+        )
     lines = [
         "# Written by `corral up`: a whole cluster on one machine.",
         "ClusterName=corral",
@@ -101,18 +121,31 @@ def write_config(directory: str, nodes: int, extra: list[str]) -> str:
         "KillWait=5",
         "MinJobAge=300",
         "SchedulerParameters=requeue_delay=1",
+        *(
+            [
+                "AccountingStorageType=accounting_storage/slurmdbd",
+                "AccountingStorageHost=127.0.0.1",
+                f"AccountingStoragePort={dbd_port}",
+            ]
+            if accounting
+            else []
+        ),
         *extra,
         f"NodeName={names} NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory}",
         "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
         "",
     ]
-    with open(path + ".tmp", "w") as out:
-        out.write("\n".join(lines))
-    os.replace(path + ".tmp", path)
+    _write(path, lines)
     key = auth.key_path(path)
     if not os.path.exists(key):
         auth.create_key(key)
     return path
+
+
+def _write(path: str, lines: list[str]) -> None:
+    with open(path + ".tmp", "w") as out:
+        out.write("\n".join(lines))
+    os.replace(path + ".tmp", path)
 
 
 def _spawn(args: list[str], log_path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -148,6 +181,7 @@ def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[byte
 
 def up(argv: list[str]) -> int:
     nodes, directory, detach, demo, extra = 4, DEFAULT_DIR, False, False, []
+    accounting, database = True, None
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -165,6 +199,12 @@ def up(argv: list[str]) -> int:
             demo = True
         elif arg == "--set" and args:
             extra.append(args.pop(0))
+        elif arg == "--database" and args:
+            database = args.pop(0)
+        elif arg.startswith("--database="):
+            database = arg.split("=", 1)[1]
+        elif arg == "--no-accounting":
+            accounting = False
         else:
             raise UsageError(f"unknown argument {arg!r}\n{USAGE}")
     if nodes < 1:
@@ -174,10 +214,23 @@ def up(argv: list[str]) -> int:
         raise UsageError(
             f"a cluster is already running in {directory} (corral down --dir {directory})"
         )
-    conf = write_config(directory, nodes, extra)
+    if database and not accounting:
+        raise UsageError("--database and --no-accounting exclude each other")
+    conf = write_config(directory, nodes, extra, accounting=accounting)
     logs = os.path.join(directory, "log")
     os.makedirs(logs, exist_ok=True)
     env = {**os.environ, "SLURM_CONF": conf}
+    procs = []
+    if accounting:
+        dbd_conf = os.path.join(directory, "slurmdbd.conf")
+        procs.append(
+            _spawn(
+                [sys.executable, "-m", "dbd.main", "-f", dbd_conf]
+                + (["--database", database] if database else []),
+                os.path.join(logs, "dbd.log"),
+                env,
+            )
+        )
     controller = _spawn(
         [sys.executable, "-m", "controller.main", "-f", conf],
         os.path.join(logs, "controller.log"),
@@ -189,15 +242,16 @@ def up(argv: list[str]) -> int:
         os.path.join(logs, "nodeagent.log"),
         env,
     )
-    procs = [controller, agent]
+    procs += [controller, agent]
     with open(os.path.join(directory, "pids"), "w") as out:
-        out.write(f"{controller.pid}\n{agent.pid}\n")
+        out.write("".join(f"{proc.pid}\n" for proc in procs))
     try:
         _wait_until_up(conf, nodes, procs)
     except BaseException:
         _stop(procs)
         raise
-    print(f"Corral cluster with {nodes} nodes is up (logs in {logs}).")
+    where = (database or f"SQLite in {directory}/accounting.db") if accounting else "off"
+    print(f"Corral cluster with {nodes} nodes is up (logs in {logs}; accounting: {where}).")
     print(f"export SLURM_CONF={shlex.quote(conf)}")
     sys.stdout.flush()
     if detach:

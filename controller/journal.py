@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS jobs (job_id INTEGER PRIMARY KEY, record TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS payloads (job_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, record BLOB NOT NULL);
 """
 
 #: Bump when a stored record changes shape; old state is then refused, not misread.
@@ -89,6 +90,10 @@ class Batch:
     payloads: dict[int, Payload] = field(default_factory=dict)
     nodes: dict[str, NodeRuntime] = field(default_factory=dict)
     meta: dict[str, str] = field(default_factory=dict)
+    # Accounting records for corral-dbd (controller/accounting.py): new ones by
+    # outbox sequence, and the sequence up to which dbd has them all.
+    outbox: dict[int, bytes] = field(default_factory=dict)
+    delivered: int = 0
 
     def __bool__(self) -> bool:
         return bool(
@@ -98,6 +103,8 @@ class Batch:
             or self.payloads
             or self.nodes
             or self.meta
+            or self.outbox
+            or self.delivered
         )
 
 
@@ -106,6 +113,7 @@ class Loaded:
     jobs: dict[int, Job]
     nodes: dict[str, dict[str, Any]]
     meta: dict[str, str]
+    outbox: dict[int, bytes]
 
 
 class Journal:
@@ -146,7 +154,8 @@ class Journal:
             for name, text in self._db.execute("SELECT name, record FROM nodes")
         }
         meta = dict(self._db.execute("SELECT key, value FROM meta WHERE key != 'schema'"))
-        return Loaded(jobs, nodes, meta)
+        outbox = dict(self._db.execute("SELECT seq, record FROM outbox ORDER BY seq"))
+        return Loaded(jobs, nodes, meta, outbox)
 
     def payload(self, job_id: int) -> Payload | None:
         row = self._db.execute("SELECT record FROM payloads WHERE job_id = ?", (job_id,)).fetchone()
@@ -195,6 +204,10 @@ class Journal:
                 db.executemany(
                     "INSERT OR REPLACE INTO meta VALUES (?, ?)", list(batch.meta.items())
                 )
+            if batch.outbox:
+                db.executemany("INSERT INTO outbox VALUES (?, ?)", list(batch.outbox.items()))
+            if batch.delivered:
+                db.execute("DELETE FROM outbox WHERE seq <= ?", (batch.delivered,))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import grpc
 import uvloop
 
+from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer
 from controller.journal import Journal, JournalError
@@ -51,6 +52,8 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     link = AgentLink(store, key, lambda: loop.kick())
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
     loop = SchedulerLoop(store, link)
+    delivery = Delivery(store, key) if conf.accounting.enabled else None
+    handlers.accounting = delivery
 
     server = grpc.aio.server(options=GRPC_OPTIONS)
     pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)  # type: ignore[no-untyped-call]
@@ -75,9 +78,13 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
         running.add_signal_handler(sig, stopping.set)
     running.add_signal_handler(signal.SIGHUP, _reconfigure(handlers))
     cycle = asyncio.create_task(loop.run())
+    sending = asyncio.create_task(delivery.run()) if delivery is not None else None
     await stopping.wait()
     log.info("shutting down")
     cycle.cancel()
+    if sending is not None and delivery is not None:
+        sending.cancel()
+        await delivery.close()
     await framed.close()
     await server.stop(grace=0.2)  # agent streams never end by themselves
     await store.flush()

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 
 from controller import jobstate, priorityviews, queries, views
+from controller.accounting import Delivery
 from controller.admission import admit
 from controller.agentlink import AgentLink
 from controller.core import BackfillParams, schedule
@@ -36,7 +37,6 @@ from corral.wire import corral_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 
-CREDENTIAL_TTL = 300  # seconds a signed credential stays valid
 
 GRPC_STATUS: dict[int, grpc.StatusCode] = {
     errors.ESLURM_ACCESS_DENIED: grpc.StatusCode.PERMISSION_DENIED,
@@ -103,6 +103,7 @@ class Handlers:
         self.clock = clock
         self.started = int(clock())
         self.encoder = views.JobsEncoder(store)
+        self.accounting: Delivery | None = None  # set by main when AccountingStorageType is on
         self._in_flight = 0
 
     def now(self) -> int:
@@ -438,6 +439,11 @@ class Handlers:
     async def Shares(self, req: pb.SharesRequest, who: Principal) -> pb.SharesReply:
         return priorityviews.shares(self.store, list(req.users), list(req.accounts), self.now())
 
+    async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
+        if self.accounting is None:
+            raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
+        return await self.accounting.history(req, who)
+
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
@@ -482,16 +488,15 @@ METHODS = (
     "Shutdown",
     "Priorities",
     "Shares",
+    "History",
 )
 
 
 def verify_credential(key: bytes, cred: pb.Credential, now: int) -> Principal:
     """A signed credential from an API client or restd, or SlurmError."""
-    payload = f"{cred.uid}:{cred.gid}:{cred.issued}".encode()
-    if not cred.signature or not auth.verify(key, payload, cred.signature):
-        raise SlurmError(errors.ESLURM_ACCESS_DENIED, "Invalid authentication credential")
-    if abs(now - cred.issued) > CREDENTIAL_TTL:
-        raise SlurmError(errors.ESLURM_ACCESS_DENIED, "Authentication credential expired")
+    refused = auth.check_credential(key, cred.uid, cred.gid, cred.issued, cred.signature, now)
+    if refused:
+        raise SlurmError(errors.ESLURM_ACCESS_DENIED, refused)
     return principal_for(cred.uid, cred.gid)
 
 

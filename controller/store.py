@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -63,6 +63,38 @@ def _shortfall(cpus: int, memory: int, reg: Registration) -> str:
     return ""
 
 
+#: What accounting records of a job: a change to one of these sends dbd a new record.
+_ACCOUNTED = (
+    "state",
+    "held",
+    "submit_time",
+    "eligible_time",
+    "start_time",
+    "end_time",
+    "partition",
+    "nodes",
+    "cpus",
+    "exit_status",
+    "restarts",
+    "time_limit",
+    "name",
+    "account",
+    "qos",
+    "array_pending",
+    "array_task_id",
+    "comment",
+    "work_dir",
+    "std_out",
+    "std_err",
+)
+OUTBOX_SEQ_KEY = "outbox_seq"
+
+
+def accounting_changed(old: Job | None, new: Job) -> bool:
+    """Whether ``new`` differs from ``old`` in what accounting records."""
+    return old is None or any(getattr(old, f) != getattr(new, f) for f in _ACCOUNTED)
+
+
 def holds_nodes(job: Job) -> bool:
     """True while a job's processes may still be on its nodes."""
     return bool(job.nodes) and (job.state is JobState.RUNNING or COMPLETING in job.flags)
@@ -93,6 +125,13 @@ class JobStore:
         self._purged_at = 0
         self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
         self._ended: dict[int, int] = {}  # finished jobs off their nodes -> end time
+        # Accounting (controller/accounting.py sets ``recorder`` when it is on):
+        # records committed but not yet delivered to dbd, by outbox sequence.
+        self.recorder: Callable[[Job], bytes] | None = None
+        self.outbox: dict[int, bytes] = {}
+        self.outbox_ready = asyncio.Event()
+        self._outbox_seq = 0
+        self._outbox_of_job: dict[int, int] = {}  # this batch's record of a job
         self.priorities = PriorityKeeper(conf)
         self.apply_config(conf)
 
@@ -143,6 +182,10 @@ class JobStore:
             i: j.end_time for i, j in self.jobs.items() if j.state.finished and not holds_nodes(j)
         }
         self.priorities.restore(loaded.meta.get(USAGE_KEY))
+        self.outbox = loaded.outbox
+        self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
+        if self.outbox:
+            self.outbox_ready.set()
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
             max(self.jobs, default=0) + 1,
@@ -159,6 +202,8 @@ class JobStore:
     # ------------------------------------------------------------ durability
 
     def _touch_job(self, job: Job) -> None:
+        if self.recorder is not None and accounting_changed(self.jobs.get(job.job_id), job):
+            self._record(job)
         self.jobs[job.job_id] = job
         self._batch.jobs[job.job_id] = job
         if job.state is JobState.PENDING:
@@ -169,6 +214,23 @@ class JobStore:
             self._ended[job.job_id] = job.end_time
         else:
             self._ended.pop(job.job_id, None)
+
+    def _record(self, job: Job) -> None:
+        """Queue ``job``'s accounting record (replacing one this batch already has)."""
+        assert self.recorder is not None
+        earlier = self._outbox_of_job.get(job.job_id)
+        if earlier is not None:
+            del self._batch.outbox[earlier]
+        self._outbox_seq += 1
+        self._batch.outbox[self._outbox_seq] = self.recorder(job)
+        self._batch.meta[OUTBOX_SEQ_KEY] = str(self._outbox_seq)
+        self._outbox_of_job[job.job_id] = self._outbox_seq
+
+    def delivered(self, seq: int) -> None:
+        """dbd holds every record up to ``seq``: drop them (from disk at the next flush)."""
+        for done in [s for s in self.outbox if s <= seq]:
+            del self.outbox[done]
+        self._batch.delivered = max(self._batch.delivered, seq)
 
     def _touch_node(self, node: NodeRuntime) -> None:
         self.nodes[node.name] = node
@@ -192,6 +254,7 @@ class JobStore:
             if self._committed_seq >= target:
                 return
             batch, self._batch = self._batch, Batch()
+            self._outbox_of_job = {}
             self._batch_seq += 1
             if batch:
                 self._in_flight = batch
@@ -206,6 +269,9 @@ class JobStore:
                     self._commit_s = time.perf_counter() - began
                 finally:
                     self._in_flight = None
+                if batch.outbox:  # on disk now: dbd may have them
+                    self.outbox.update(batch.outbox)
+                    self.outbox_ready.set()
             self._committed_seq = target
 
     def payload(self, job: Job) -> Payload | None:

@@ -17,6 +17,10 @@ import secrets
 
 from corral.errors import CorralError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 KEY_BYTES = 32
 
 
@@ -56,3 +60,29 @@ def sign(key: bytes, payload: bytes) -> bytes:
 def verify(key: bytes, payload: bytes, signature: bytes) -> bool:
     """True when ``signature`` is ``sign(key, payload)`` (constant time)."""
     return hmac.compare_digest(sign(key, payload), signature)
+
+
+#: Seconds a signed credential stays valid (clock skew between hosts included).
+CREDENTIAL_TTL = 300
+
+
+def credential_payload(uid: int, gid: int, issued: int) -> bytes:
+    """What a ``Credential`` signs: who, and when it was issued."""
+    return f"{uid}:{gid}:{issued}".encode()
+
+
+def credential(key: bytes, uid: int, gid: int, now: int) -> dict[str, Any]:
+    """A signed ``Credential`` (as a dict for the wire) saying ``uid``/``gid`` calls."""
+    signature = sign(key, credential_payload(uid, gid, now))
+    return {"uid": uid, "gid": gid, "issued": now, "signature": signature}
+
+
+def check_credential(
+    key: bytes, uid: int, gid: int, issued: int, signature: bytes, now: int
+) -> str | None:
+    """Why a credential is refused (Slurm's wording), or None when it holds."""
+    if not signature or not verify(key, credential_payload(uid, gid, issued), signature):
+        return "Invalid authentication credential"
+    if abs(now - issued) > CREDENTIAL_TTL:
+        return "Authentication credential expired"
+    return None

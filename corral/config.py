@@ -132,6 +132,26 @@ _WEEK = 7 * 24 * 3600
 
 
 @dataclass(frozen=True, slots=True)
+class AccountingConfig:
+    """Where job records go (slurm.conf(5), ``AccountingStorage*``, ``PrivateData``).
+
+    ``storage`` is ``none`` (no accounting: sacct says it is disabled) or
+    ``slurmdbd`` (corral-dbd at ``host``:``port``, default the controller's
+    own host and port 6819).
+    """
+
+    storage: str = "none"
+    host: str = "localhost"
+    port: int = 6819
+    enforce: tuple[str, ...] = ()
+    private_data: tuple[str, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return self.storage == "slurmdbd"
+
+
+@dataclass(frozen=True, slots=True)
 class PriorityConfig:
     """The multifactor priority and fair-share settings (slurm.conf(5), ``Priority*``).
 
@@ -203,6 +223,7 @@ class SlurmConfig:
     settings: tuple[tuple[str, str], ...]
     warnings: tuple[str, ...]
     priority: PriorityConfig = PriorityConfig()
+    accounting: AccountingConfig = AccountingConfig()
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -920,6 +941,22 @@ def parse(text: str, path: str) -> SlurmConfig:
     priority = _priority(settings, reader.warnings)
     if "SchedulerType" in settings:
         _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
+    storage = settings.get("AccountingStorageType")
+    accounting = AccountingConfig(
+        storage="none"
+        if storage is None
+        else _choice(
+            "AccountingStorageType",
+            *storage,
+            ("ACCOUNTING_STORAGE/NONE", "ACCOUNTING_STORAGE/SLURMDBD"),
+        )
+        .split("/")[1]
+        .lower(),
+        host=get("AccountingStorageHost", hosts[0][1]),
+        port=number("AccountingStoragePort", 6819, minimum=1, maximum=65535),
+        enforce=_words(get("AccountingStorageEnforce", "").lower()),
+        private_data=_words(get("PrivateData", "").lower()),
+    )
     return SlurmConfig(
         path=path,
         cluster_name=cluster[0].lower(),
@@ -944,6 +981,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         settings=tuple((key, value) for key, (value, _) in settings.items()),
         warnings=tuple(dict.fromkeys(reader.warnings)),  # a cluster-wide note once
         priority=priority,
+        accounting=accounting,
     )
 
 

@@ -47,6 +47,7 @@ ESLURM_JOB_HELD = 2042
 ESLURM_INVALID_JOB_STATE = 2181
 ESLURM_PROTOCOL_ERROR = 1005
 SLURM_UNEXPECTED_MSG_ERROR = 1000
+ESLURM_DB_CONNECTION = 7000
 EINVAL = 22
 
 MESSAGES: dict[int, str] = {
@@ -82,6 +83,7 @@ MESSAGES: dict[int, str] = {
     ESLURM_ENVIRONMENT_MISSING: "Environment is missing in job",
     ESLURM_PROTOCOL_ERROR: "Protocol error",
     SLURM_UNEXPECTED_MSG_ERROR: "Unexpected message received",
+    ESLURM_DB_CONNECTION: "Unable to connect to database",
     EINVAL: "Invalid argument",
 }
 

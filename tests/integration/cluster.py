@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from cli.corral import write_config
 from cli.demo import client_command as command
 from corral.client import Client, socket_path
 from corral.errors import SlurmError
+from dbd.config import load as load_dbd_config
 
 DONE = {
     "COMPLETED",
@@ -34,11 +36,29 @@ DONE = {
 }
 
 
+def _listening(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 class Cluster:
-    def __init__(self, directory: Path, nodes: int = 2, settings: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        nodes: int = 2,
+        settings: tuple[str, ...] = (),
+        *,
+        accounting: bool = False,
+        database: str | None = None,
+    ) -> None:
         self.dir = directory
         self.nodes = nodes
-        self.conf = write_config(str(directory), nodes, list(settings))
+        self.conf = write_config(str(directory), nodes, list(settings), accounting=accounting)
+        self.accounting = accounting
+        self.database = database
         self.env = {**os.environ, "SLURM_CONF": self.conf, "PYTHONUNBUFFERED": "1"}
         self.socket = socket_path(str(directory / "state"))
         self.client = Client(self.socket, timeout=10)
@@ -46,13 +66,14 @@ class Cluster:
         self.logs.mkdir(exist_ok=True)
         self.controller: subprocess.Popen[bytes] | None = None
         self.agent: subprocess.Popen[bytes] | None = None
+        self.dbd: subprocess.Popen[bytes] | None = None
 
     # ------------------------------------------------------------ daemons
 
-    def _spawn(self, module: str, *args: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, module: str, *args: str, conf: str | None = None) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{module.split('.')[0]}.log", "ab")  # noqa: SIM115
         return subprocess.Popen(
-            [sys.executable, "-m", module, "-f", self.conf, *args],
+            [sys.executable, "-m", module, "-f", conf or self.conf, *args],
             stdout=log,
             stderr=log,
             env=self.env,
@@ -67,7 +88,16 @@ class Cluster:
         names = f"node[1-{self.nodes}]" if self.nodes > 1 else "node1"
         self.agent = self._spawn("nodeagent.main", "--nodes", names)
 
+    def start_dbd(self) -> None:
+        database = ["--database", self.database] if self.database else []
+        path = str(self.dir / "slurmdbd.conf")
+        self.dbd = self._spawn("dbd.main", *database, conf=path)
+        dbd = load_dbd_config(path)
+        self.wait_for(lambda: _listening(dbd.dbd_addr, dbd.dbd_port), 30, "dbd did not listen")
+
     def start(self) -> Cluster:
+        if self.accounting:
+            self.start_dbd()
         self.start_controller()
         self.start_agent()
         self.wait_for(self.all_nodes_up, 20, "nodes did not register")
@@ -92,11 +122,11 @@ class Cluster:
             proc.wait(timeout=20)
 
     def stop(self) -> None:
-        for proc in (self.agent, self.controller):
+        for proc in (self.agent, self.controller, self.dbd):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 proc.terminate()
-        for proc in (self.agent, self.controller):
+        for proc in (self.agent, self.controller, self.dbd):
             if proc is not None:
                 try:
                     proc.wait(timeout=15)

@@ -1,0 +1,159 @@
+"""The outbox to corral-dbd, and sacct's queries through it.
+
+Every change accounting cares about puts the job's whole record (a
+``JobInfo``, as squeue shows it) into the store's outbox, in the same journal
+transaction as the change itself (``JobStore._record``). ``Delivery`` sends
+the committed records to dbd oldest first and drops them only once dbd has
+them; dbd keeps the newest record per job by outbox sequence. So records
+reach dbd at least once and are stored exactly once, whatever stops in
+between: dbd, its database, the network or the controller itself. The
+scheduler never waits for any of it.
+
+sacct asks the controller (``History``): it first lets the outbox drain (for a
+moment at most), then forwards the query as the calling user, so a job is in
+sacct as soon as sbatch has returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+from itertools import islice
+
+import grpc
+
+from controller.model import Job
+from controller.principal import Principal
+from controller.store import JobStore
+from controller.views import job_info
+from corral import auth, errors
+from corral.errors import SlurmError
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+
+log = logging.getLogger("corral.accounting")
+
+#: Records per RecordJobs call.
+BATCH = 500
+#: How long sacct waits for the outbox to reach dbd before asking anyway.
+DRAIN_WAIT_S = 2.0
+RETRY_FIRST_S = 0.5
+RETRY_MOST_S = 30.0
+
+
+def record(store: JobStore, job: Job) -> bytes:
+    """The accounting record of ``job`` now (no backfill estimate: that is not history)."""
+    info = job_info(replace(job, expected_start=0, expected_nodes=()), store)
+    data: bytes = info.SerializeToString()
+    return data
+
+
+class Delivery:
+    """Sends the store's outbox to dbd, and forwards sacct's queries to it."""
+
+    def __init__(self, store: JobStore, key: bytes) -> None:
+        conf = store.conf
+        self.store = store
+        self.key = key
+        self.cluster = conf.cluster_name
+        self.target = f"{conf.accounting.host}:{conf.accounting.port}"
+        self._channel = grpc.aio.insecure_channel(self.target)
+        self._stub = pb_grpc.AccountingStub(self._channel)  # type: ignore[no-untyped-call]
+        self.sent = 0  # highest outbox sequence dbd confirmed
+        self.failing = ""  # why the last delivery failed ("" while it works)
+        self._progress = asyncio.Event()
+        store.recorder = lambda job: record(store, job)
+
+    def _cred(self, uid: int = 0, gid: int = 0) -> pb.Credential:
+        return pb.Credential(**auth.credential(self.key, uid, gid, int(time.time())))
+
+    async def run(self) -> None:
+        """Deliver forever (cancel to stop); waits, with backoff, while dbd is away."""
+        conf = self.store.conf
+        registered = False
+        wait = RETRY_FIRST_S
+        while True:
+            outbox = self.store.outbox
+            if registered and not outbox:
+                self.store.outbox_ready.clear()
+                await self.store.outbox_ready.wait()
+                continue
+            try:
+                if not registered:
+                    await self._stub.RegisterCluster(
+                        pb.RegisterClusterRequest(
+                            cred=self._cred(),
+                            cluster=self.cluster,
+                            control_host=conf.controller_host[1],
+                            control_port=conf.slurmctld_port,
+                        ),
+                        timeout=10,
+                    )
+                    registered = True
+                    continue
+                seqs = list(islice(outbox, BATCH))
+                request = pb.RecordJobsRequest(cred=self._cred(), cluster=self.cluster, seqs=seqs)
+                for seq in seqs:
+                    request.jobs.add().MergeFromString(outbox[seq])
+                await self._stub.RecordJobs(request, timeout=30)
+            except grpc.aio.AioRpcError as exc:
+                if not self.failing:
+                    log.warning("accounting: dbd at %s: %s", self.target, exc.details())
+                self.failing = exc.details() or exc.code().name
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, RETRY_MOST_S)
+                continue
+            if self.failing:
+                log.info("accounting: dbd at %s reachable again", self.target)
+            self.failing, wait = "", RETRY_FIRST_S
+            self.store.delivered(seqs[-1])
+            self.sent = seqs[-1]
+            self._progress.set()
+            await self.store.flush()  # forget the delivered records on disk too
+
+    @property
+    def backlog(self) -> int:
+        """Records committed and not yet in dbd (sdiag's "DBD Agent queue size")."""
+        return len(self.store.outbox)
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait until every record committed so far is in dbd (False: gave up)."""
+        if not self.store.outbox:
+            return True
+        target = max(self.store.outbox)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.sent < target and not self.failing:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return False
+            self._progress.clear()
+            try:
+                await asyncio.wait_for(self._progress.wait(), left)
+            except TimeoutError:
+                return False
+        return self.sent >= target
+
+    async def history(self, request: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
+        """Answer sacct: dbd's records, once this controller's own have reached it."""
+        await self.drain(DRAIN_WAIT_S)
+        query = pb.HistoryRequest(cred=self._cred(who.uid, who.gid))
+        query.filter.CopyFrom(request.filter)
+        if not query.filter.clusters:
+            query.filter.clusters.append(self.cluster)
+        if "jobs" in self.store.conf.accounting.private_data and not who.is_admin:
+            del query.filter.uids[:]
+            query.filter.uids.append(who.uid)
+        try:
+            reply: pb.HistoryReply = await self._stub.History(query, timeout=60)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise SlurmError(errors.EINVAL, exc.details() or "Invalid argument") from None
+            raise SlurmError(
+                errors.ESLURM_DB_CONNECTION, f"Problem talking to the database: {exc.details()}"
+            ) from None
+        return reply
+
+    async def close(self) -> None:
+        await self._channel.close()

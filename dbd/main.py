@@ -1,0 +1,92 @@
+"""corral-dbd: start-up, wiring and shutdown. No logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import pwd
+import signal
+import sys
+
+import grpc
+import uvloop
+from sqlalchemy.exc import OperationalError
+
+from corral import __version__, auth
+from corral.confsyntax import ConfigError
+from corral.confsyntax import default_path as slurm_conf_path
+from corral.wire import corral_pb2_grpc as pb_grpc
+from dbd import schema
+from dbd.config import DbdConfig, default_path, load
+from dbd.service import AccountingService
+from dbd.storage import Storage, engine_for
+
+log = logging.getLogger("corral.dbd")
+
+
+async def serve(conf: DbdConfig, url: str, key: bytes) -> None:
+    engine = engine_for(url)
+    schema.upgrade(engine)
+    log.info("database %s at schema %s", engine.url.render_as_string(), schema.head())
+    slurm_uid = _slurm_uid()
+    server = grpc.aio.server(options=[("grpc.max_send_message_length", 256 << 20)])
+    service = AccountingService(Storage(engine), key, conf.private_data, slurm_uid)
+    pb_grpc.add_AccountingServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    port = server.add_insecure_port(f"{conf.dbd_addr}:{conf.dbd_port}")
+    if port == 0:
+        raise SystemExit(f"corral-dbd: fatal: cannot listen on {conf.dbd_addr}:{conf.dbd_port}")
+    await server.start()
+    log.info("corral-dbd %s: gRPC on %s:%d", __version__, conf.dbd_addr, port)
+    stopping = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, stopping.set)
+    await stopping.wait()
+    log.info("shutting down")
+    await server.stop(grace=1.0)
+    engine.dispose()
+
+
+def _slurm_uid() -> int:
+    """The uid of SlurmUser (an administrator of accounting data); root here."""
+    try:
+        return pwd.getpwnam("slurm").pw_uid
+    except KeyError:
+        return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="corral-dbd", description="Corral's accounting daemon")
+    parser.add_argument("-f", dest="config", default=None, help="slurmdbd.conf path")
+    parser.add_argument(
+        "--database", default=None, help="a SQLAlchemy URL instead of the Storage* settings"
+    )
+    parser.add_argument("-D", action="store_true", help="run in the foreground (always true)")
+    parser.add_argument("-v", action="count", default=0, help="more logging")
+    parser.add_argument("-V", "--version", action="version", version=f"corral {__version__}")
+    args = parser.parse_args()
+    logging.basicConfig(
+        level=logging.DEBUG if args.v > 1 else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    path = args.config or default_path(slurm_conf_path())
+    try:
+        conf = load(path)
+        key = auth.load_key(auth.key_path(path))
+    except (ConfigError, auth.AuthError) as exc:
+        print(f"corral-dbd: fatal: {exc}", file=sys.stderr)
+        sys.exit(1)
+    for warning in conf.warnings:
+        log.warning("%s", warning)
+    uvloop.install()
+    try:
+        asyncio.run(serve(conf, args.database or conf.database_url, key))
+    except OperationalError as exc:
+        print(f"corral-dbd: fatal: cannot reach the database: {exc.orig}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

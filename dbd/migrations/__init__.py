@@ -1,0 +1,1 @@
+"""Alembic migrations of the accounting database (``dbd.schema.upgrade`` runs them)."""

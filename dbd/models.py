@@ -1,0 +1,68 @@
+"""The accounting database's tables, as typed SQLAlchemy 2 models.
+
+Only what queries filter and sort on is a column; the whole record as the
+controller sent it (a ``JobInfo`` message, what sacct prints from) is kept in
+``record``, so a new sacct field needs no schema change. The migrations in
+``dbd/migrations`` create and upgrade these tables; a change here needs a new
+revision there (tests/unit/test_dbd_schema.py checks they agree).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.dialects import mysql
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: MEDIUMBLOB on MySQL: a record with a long submit line or comment outgrows 64 KiB.
+RECORD = LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb")
+#: A BIGINT key that SQLite still treats as its rowid (and so numbers by itself).
+ROW_ID = BigInteger().with_variant(Integer, "sqlite")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Cluster(Base):
+    """A cluster whose controller registered with this dbd (``sacctmgr show cluster``)."""
+
+    __tablename__ = "clusters"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    control_host: Mapped[str] = mapped_column(String(255), default="")
+    control_port: Mapped[int] = mapped_column(Integer, default=0)
+    registered: Mapped[int] = mapped_column(BigInteger, default=0)  # epoch seconds
+
+
+class JobRecord(Base):
+    """One job of one cluster: identified by (cluster, job id, submit time), as in Slurm.
+
+    ``seq`` is the controller's outbox sequence of the newest record stored:
+    a record that arrives again, or late, with a lower one changes nothing.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("cluster", "job_id", "submit_time", name="uq_jobs_identity"),
+        Index("ix_jobs_cluster_uid_end", "cluster", "uid", "end_time"),
+        Index("ix_jobs_cluster_end", "cluster", "end_time"),
+        Index("ix_jobs_cluster_array", "cluster", "array_job_id"),
+    )
+
+    id: Mapped[int] = mapped_column(ROW_ID, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(64))
+    job_id: Mapped[int] = mapped_column(BigInteger)
+    submit_time: Mapped[int] = mapped_column(BigInteger)
+    seq: Mapped[int] = mapped_column(BigInteger)
+    array_job_id: Mapped[int] = mapped_column(BigInteger, default=0)
+    array_task_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    uid: Mapped[int] = mapped_column(BigInteger)
+    account: Mapped[str] = mapped_column(String(64), default="")
+    partition: Mapped[str] = mapped_column(String(64), default="")
+    state: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(Text, default="")
+    nodes: Mapped[str] = mapped_column(Text, default="")  # hostlist expression
+    eligible_time: Mapped[int] = mapped_column(BigInteger, default=0)
+    start_time: Mapped[int] = mapped_column(BigInteger, default=0)
+    end_time: Mapped[int] = mapped_column(BigInteger, default=0)
+    record: Mapped[bytes] = mapped_column(RECORD)

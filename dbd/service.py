@@ -1,0 +1,106 @@
+"""corral-dbd's gRPC face: controllers record jobs, sacct's queries come through them.
+
+Every call carries a ``Credential`` signed with the cluster key, so only a
+controller (or an administrator holding the key) reaches the store; a query
+is answered as the user the credential names, and with ``PrivateData=jobs``
+a user other than root or SlurmUser sees only their own jobs. Database work
+runs on worker threads, so one slow query does not stall the deliveries.
+A database that cannot be reached is ``UNAVAILABLE``: controllers keep their
+outbox and try again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import grpc
+from sqlalchemy.exc import OperationalError
+
+from corral import auth
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+from dbd.storage import Query, Storage, parse_job_ids
+
+log = logging.getLogger("corral.dbd")
+
+
+class AccountingService(pb_grpc.AccountingServicer):
+    def __init__(self, storage: Storage, key: bytes, private_data: tuple[str, ...], slurm_uid: int):
+        self.storage = storage
+        self.key = key
+        self.private_jobs = "jobs" in private_data
+        self.slurm_uid = slurm_uid
+
+    async def _caller(self, cred: pb.Credential, context: grpc.aio.ServicerContext) -> int:
+        refused = auth.check_credential(
+            self.key, cred.uid, cred.gid, cred.issued, cred.signature, int(time.time())
+        )
+        if refused:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
+        return cred.uid
+
+    async def _run(self, context: grpc.aio.ServicerContext, work: Any, *args: Any) -> Any:
+        try:
+            return await asyncio.to_thread(work, *args)
+        except OperationalError as exc:
+            log.warning("database: %s", exc.orig)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "Unable to connect to database")
+
+    async def RegisterCluster(
+        self, request: pb.RegisterClusterRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RegisterClusterReply:
+        await self._caller(request.cred, context)
+        await self._run(
+            context,
+            self.storage.register_cluster,
+            request.cluster,
+            request.control_host,
+            request.control_port,
+            int(time.time()),
+        )
+        log.info("cluster %s registered from %s", request.cluster, request.control_host)
+        return pb.RegisterClusterReply()
+
+    async def RecordJobs(
+        self, request: pb.RecordJobsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RecordJobsReply:
+        await self._caller(request.cred, context)
+        if len(request.jobs) != len(request.seqs):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "one sequence per record")
+        stored = await self._run(
+            context, self.storage.record_jobs, request.cluster, request.jobs, request.seqs
+        )
+        return pb.RecordJobsReply(stored=stored)
+
+    async def History(
+        self, request: pb.HistoryRequest, context: grpc.aio.ServicerContext
+    ) -> pb.HistoryReply:
+        uid = await self._caller(request.cred, context)
+        f = request.filter
+        try:
+            job_ids = parse_job_ids(f.job_ids)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid job id: {exc}")
+        uids = tuple(f.uids)
+        if self.private_jobs and uid not in (0, self.slurm_uid):
+            uids = (uid,)
+        query = Query(
+            clusters=tuple(c for c in f.clusters if c.lower() != "all"),
+            job_ids=job_ids,
+            uids=uids,
+            accounts=tuple(f.accounts),
+            partitions=tuple(f.partitions),
+            states=tuple(s.upper() for s in f.states),
+            names=tuple(f.names),
+            nodes=tuple(f.nodes),
+            start=f.start,
+            end=f.end,
+        )
+        records = await self._run(context, self.storage.history, query)
+        reply = pb.HistoryReply(now=int(time.time()))
+        for record in records:
+            reply.jobs.add().MergeFromString(record)
+        return reply

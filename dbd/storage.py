@@ -1,0 +1,189 @@
+"""The accounting store: idempotent job records and sacct's queries, over SQLAlchemy.
+
+Controllers deliver each job's newest record at least once, in outbox order.
+``record_jobs`` keeps, per (cluster, job id, submit time), the record with the
+highest outbox sequence: a resent batch, or one that crosses a newer one,
+changes nothing, so at-least-once delivery stores every job exactly once.
+
+Queries are built with SQLAlchemy expressions, never from strings, and use the
+indexes of ``dbd.models``. The time window follows sacct: a job is in
+``[start, end]`` when it was eligible by ``end`` and had not ended before
+``start``; without job ids only jobs that ever became eligible count (a held
+job is found by its id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, and_, create_engine, or_, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from corral import hostlist
+from corral.wire import corral_pb2 as pb
+from dbd.models import Cluster, JobRecord
+
+
+def engine_for(url: str) -> Engine:
+    """An engine for a SQLAlchemy URL (``sqlite:///file`` or ``mysql+pymysql://...``)."""
+    if url.startswith("sqlite"):
+        return create_engine(url, connect_args={"timeout": 30})
+    return create_engine(url, pool_pre_ping=True, pool_recycle=3600)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What sacct asks for (``HistoryFilter``), with the clusters resolved."""
+
+    clusters: tuple[str, ...] = ()  # empty: every cluster
+    job_ids: tuple[str, ...] = ()
+    uids: tuple[int, ...] = ()
+    accounts: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    start: int = 0
+    end: int = 0  # 0: no upper bound
+
+
+def _job_id_clause(text: str) -> ColumnElement[bool]:
+    """``123`` (a job, or every task of array 123), ``123_4``, ``123_[1-3]``; ValueError."""
+    head, _, tasks = text.partition("_")
+    if not head.isdigit():
+        raise ValueError(text)
+    job_id = int(head)
+    if not tasks:
+        return or_(JobRecord.job_id == job_id, JobRecord.array_job_id == job_id)
+    spec = tasks[1:-1] if tasks.startswith("[") and tasks.endswith("]") else tasks
+    spans: list[ColumnElement[bool]] = []
+    for part in spec.split(","):
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(text)
+        spans.append(JobRecord.array_task_id.between(int(lo), int(hi if dash else lo)))
+    return and_(JobRecord.array_job_id == job_id, or_(*spans))
+
+
+class Storage:
+    """One accounting database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def register_cluster(self, name: str, host: str, port: int, now: int) -> None:
+        with Session(self.engine) as session, session.begin():
+            row = session.get(Cluster, name)
+            if row is None:
+                session.add(
+                    Cluster(name=name, control_host=host, control_port=port, registered=now)
+                )
+            else:
+                row.control_host, row.control_port, row.registered = host, port, now
+
+    def clusters(self) -> list[Cluster]:
+        with Session(self.engine) as session:
+            return list(session.scalars(select(Cluster).order_by(Cluster.name)))
+
+    def record_jobs(self, cluster: str, jobs: Sequence[pb.JobInfo], seqs: Sequence[int]) -> int:
+        """Store the records newer than what is stored; returns how many were."""
+        newest: dict[tuple[int, int], tuple[int, pb.JobInfo]] = {}
+        for info, seq in zip(jobs, seqs, strict=True):
+            key = (info.job_id, info.submit_time)
+            if key not in newest or newest[key][0] < seq:
+                newest[key] = (seq, info)
+        if not newest:
+            return 0
+        try:
+            return self._upsert(cluster, newest)
+        except IntegrityError:  # another delivery inserted one of them first: once more
+            return self._upsert(cluster, newest)
+
+    def _upsert(self, cluster: str, newest: dict[tuple[int, int], tuple[int, pb.JobInfo]]) -> int:
+        stored = 0
+        with Session(self.engine) as session, session.begin():
+            ids = sorted({job_id for job_id, _ in newest})
+            existing = {
+                (row.job_id, row.submit_time): row
+                for row in session.scalars(
+                    select(JobRecord).where(JobRecord.cluster == cluster, JobRecord.job_id.in_(ids))
+                )
+            }
+            for key, (seq, info) in newest.items():
+                row = existing.get(key)
+                if row is None:
+                    row = JobRecord(
+                        cluster=cluster, job_id=info.job_id, submit_time=info.submit_time
+                    )
+                    session.add(row)
+                elif row.seq >= seq:
+                    continue
+                _fill(row, info, seq)
+                stored += 1
+        return stored
+
+    def history(self, query: Query) -> list[bytes]:
+        """The serialized ``JobInfo`` records ``query`` selects, by cluster, submit time, id."""
+        clauses: list[ColumnElement[bool]] = []
+        if query.clusters:
+            clauses.append(JobRecord.cluster.in_(query.clusters))
+        if query.job_ids:
+            clauses.append(or_(*(_job_id_clause(text) for text in query.job_ids)))
+        else:
+            clauses.append(JobRecord.eligible_time > 0)
+        for column, values in (
+            (JobRecord.uid, query.uids),
+            (JobRecord.account, query.accounts),
+            (JobRecord.partition, query.partitions),
+            (JobRecord.state, query.states),
+            (JobRecord.name, query.names),
+        ):
+            if values:
+                clauses.append(column.in_(values))
+        if query.end:
+            clauses.append(or_(JobRecord.eligible_time <= query.end, JobRecord.eligible_time == 0))
+        if query.start:
+            clauses.append(or_(JobRecord.end_time == 0, JobRecord.end_time >= query.start))
+        statement = (
+            select(JobRecord.record, JobRecord.nodes)
+            .where(*clauses)
+            .order_by(JobRecord.cluster, JobRecord.submit_time, JobRecord.job_id)
+        )
+        wanted = set(query.nodes)
+        with Session(self.engine) as session:
+            return [
+                record
+                for record, nodes in session.execute(statement)
+                if not wanted or _ran_on(nodes, wanted)
+            ]
+
+
+def _ran_on(nodes: str, wanted: set[str]) -> bool:
+    return bool(nodes) and not wanted.isdisjoint(hostlist.expand(nodes))
+
+
+def _fill(row: JobRecord, info: pb.JobInfo, seq: int) -> None:
+    row.seq = seq
+    row.array_job_id = info.array_job_id
+    row.array_task_id = info.array_task_id if info.HasField("array_task_id") else None
+    row.uid = info.uid
+    row.account = info.account
+    row.partition = info.partition
+    row.state = info.state
+    row.name = info.name
+    row.nodes = info.nodes
+    row.eligible_time = info.eligible_time
+    row.start_time = info.start_time
+    row.end_time = info.end_time
+    row.record = info.SerializeToString()
+
+
+def parse_job_ids(texts: Iterable[str]) -> tuple[str, ...]:
+    """The job ids of a filter, each checked (ValueError names a bad one)."""
+    checked = tuple(texts)
+    for text in checked:
+        _job_id_clause(text)
+    return checked

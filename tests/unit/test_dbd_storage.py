@@ -1,0 +1,142 @@
+"""corral-dbd's store on SQLite and on MariaDB: schema, idempotent records, sacct's queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from corral.wire import corral_pb2 as pb
+from dbd import schema
+from dbd.models import Base
+from dbd.storage import Query, Storage, engine_for, parse_job_ids
+from tests.databases import BACKENDS, fresh_database
+
+
+@pytest.fixture(params=BACKENDS)
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
+    with fresh_database(request.param, tmp_path) as url:
+        engine = engine_for(url)
+        schema.upgrade(engine)
+        try:
+            yield Storage(engine)
+        finally:
+            engine.dispose()
+
+
+def info(job_id: int, **fields: object) -> pb.JobInfo:
+    values: dict[str, object] = {
+        "submit_time": 1000,
+        "eligible_time": 1000,
+        "uid": 1000,
+        "user": "alice",
+        "state": "PENDING",
+        "partition": "debug",
+        "account": "physics",
+        "name": f"job{job_id}",
+    }
+    values.update(fields)
+    return pb.JobInfo(job_id=job_id, **values)  # type: ignore[arg-type]
+
+
+def ids(storage: Storage, **query: object) -> list[int]:
+    return [pb.JobInfo.FromString(r).job_id for r in storage.history(Query(**query))]  # type: ignore[arg-type]
+
+
+def test_the_migrations_build_what_the_models_describe(storage: Storage) -> None:
+    assert schema.current(storage.engine) == schema.head()
+    schema.upgrade(storage.engine)  # a current database: nothing to do
+    with storage.engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert diff == []
+
+
+def test_a_record_is_stored_once_however_often_it_arrives(storage: Storage) -> None:
+    batch = [info(1), info(2, state="RUNNING", start_time=1010)]
+    assert storage.record_jobs("c", batch, [1, 2]) == 2
+    assert storage.record_jobs("c", batch, [1, 2]) == 0  # resent after a lost reply
+    assert ids(storage, start=0) == [1, 2]
+
+
+def test_an_older_record_never_overwrites_a_newer_one(storage: Storage) -> None:
+    storage.record_jobs("c", [info(1, state="COMPLETED", end_time=1100)], [7])
+    assert storage.record_jobs("c", [info(1, state="RUNNING")], [5]) == 0
+    storage.record_jobs("c", [info(1, state="RUNNING"), info(1, state="FAILED")], [8, 9])
+    (record,) = storage.history(Query(job_ids=("1",)))
+    assert pb.JobInfo.FromString(record).state == "FAILED"
+
+
+def test_records_are_per_cluster_and_submission(storage: Storage) -> None:
+    storage.record_jobs("a", [info(1)], [1])
+    storage.record_jobs("b", [info(1)], [1])
+    storage.record_jobs("a", [info(1, submit_time=2000, eligible_time=2000)], [2])
+    assert ids(storage, clusters=("a",)) == [1, 1]
+    assert ids(storage, clusters=("b",)) == [1]
+    assert ids(storage) == [1, 1, 1]
+
+
+def test_job_ids_name_jobs_array_tasks_and_ranges(storage: Storage) -> None:
+    storage.record_jobs(
+        "c",
+        [
+            info(10, array_job_id=10, array_task_id=3),
+            info(11, array_job_id=10, array_task_id=1),
+            info(12, array_job_id=10, array_task_id=2),
+            info(13),
+        ],
+        [1, 2, 3, 4],
+    )
+    assert ids(storage, job_ids=("10",)) == [10, 11, 12]
+    assert ids(storage, job_ids=("10_2",)) == [12]
+    assert ids(storage, job_ids=("10_[1-2]", "13")) == [11, 12, 13]
+    with pytest.raises(ValueError):
+        parse_job_ids(["10_[a]"])
+    with pytest.raises(ValueError):
+        parse_job_ids(["x"])
+
+
+def test_the_time_window_is_saccts(storage: Storage) -> None:
+    storage.record_jobs(
+        "c",
+        [
+            info(1, state="COMPLETED", start_time=1000, end_time=1500),  # ended before 2000
+            info(2, state="COMPLETED", start_time=1000, end_time=2500),  # ended inside
+            info(3, state="RUNNING", start_time=1000),  # still running
+            info(4, submit_time=5000, eligible_time=5000),  # eligible after the window
+            info(5, eligible_time=0),  # held: never eligible
+        ],
+        [1, 2, 3, 4, 5],
+    )
+    assert ids(storage, start=2000, end=3000) == [2, 3]
+    assert ids(storage, start=0, end=0) == [1, 2, 3, 4]
+    assert ids(storage, job_ids=("5",), start=0, end=3000) == [5]  # found by its id
+
+
+def test_filters_by_user_account_partition_state_name_and_node(storage: Storage) -> None:
+    storage.record_jobs(
+        "c",
+        [
+            info(1, uid=1000, nodes="node[1-2]", state="COMPLETED"),
+            info(2, uid=1001, account="chem", nodes="node3", state="FAILED"),
+            info(3, uid=1000, partition="gpu", name="train"),
+        ],
+        [1, 2, 3],
+    )
+    assert ids(storage, uids=(1000,)) == [1, 3]
+    assert ids(storage, accounts=("chem",)) == [2]
+    assert ids(storage, partitions=("gpu",)) == [3]
+    assert ids(storage, states=("COMPLETED", "FAILED")) == [1, 2]
+    assert ids(storage, names=("train",)) == [3]
+    assert ids(storage, nodes=("node2",)) == [1]
+    assert ids(storage, nodes=("node9",)) == []
+
+
+def test_clusters_register_and_re_register(storage: Storage) -> None:
+    storage.register_cluster("b", "10.0.0.2", 6817, 100)
+    storage.register_cluster("a", "10.0.0.1", 6817, 100)
+    storage.register_cluster("a", "10.0.0.9", 7000, 200)
+    rows = [(c.name, c.control_host, c.control_port) for c in storage.clusters()]
+    assert rows == [("a", "10.0.0.9", 7000), ("b", "10.0.0.2", 6817)]
