@@ -50,6 +50,19 @@ def record(store: JobStore, job: Job) -> bytes:
     return data
 
 
+def _failure(exc: grpc.aio.AioRpcError) -> SlurmError:
+    """dbd's refusal as the client should see it; anything else is dbd unreachable."""
+    code = {
+        grpc.StatusCode.INVALID_ARGUMENT: errors.EINVAL,
+        grpc.StatusCode.PERMISSION_DENIED: errors.ESLURM_ACCESS_DENIED,
+    }.get(exc.code())
+    if code is not None:
+        return SlurmError(code, exc.details() or None)
+    return SlurmError(
+        errors.ESLURM_DB_CONNECTION, f"Problem talking to the database: {exc.details()}"
+    )
+
+
 class Delivery:
     """Sends the store's outbox to dbd, and forwards sacct's queries to it."""
 
@@ -148,11 +161,18 @@ class Delivery:
         try:
             reply: pb.HistoryReply = await self._stub.History(query, timeout=60)
         except grpc.aio.AioRpcError as exc:
-            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                raise SlurmError(errors.EINVAL, exc.details() or "Invalid argument") from None
-            raise SlurmError(
-                errors.ESLURM_DB_CONNECTION, f"Problem talking to the database: {exc.details()}"
-            ) from None
+            raise _failure(exc) from None
+        return reply
+
+    async def admin(self, request: pb.AcctAdminRequest, who: Principal) -> pb.AcctAdminReply:
+        """Forward a sacctmgr request to dbd as the calling user."""
+        forwarded = pb.AcctAdminRequest()
+        forwarded.CopyFrom(request)
+        forwarded.cred.CopyFrom(self._cred(who.uid, who.gid))
+        try:
+            reply: pb.AcctAdminReply = await self._stub.AcctAdmin(forwarded, timeout=60)
+        except grpc.aio.AioRpcError as exc:
+            raise _failure(exc) from None
         return reply
 
     async def close(self) -> None:

@@ -444,6 +444,11 @@ class Handlers:
             raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
         return await self.accounting.history(req, who)
 
+    async def AcctAdmin(self, req: pb.AcctAdminRequest, who: Principal) -> pb.AcctAdminReply:
+        if self.accounting is None:
+            raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
+        return await self.accounting.admin(req, who)
+
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
@@ -489,6 +494,7 @@ METHODS = (
     "Priorities",
     "Shares",
     "History",
+    "AcctAdmin",
 )
 
 

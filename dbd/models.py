@@ -9,7 +9,16 @@ revision there (tests/unit/test_dbd_schema.py checks they agree).
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -66,3 +75,86 @@ class JobRecord(Base):
     start_time: Mapped[int] = mapped_column(BigInteger, default=0)
     end_time: Mapped[int] = mapped_column(BigInteger, default=0)
     record: Mapped[bytes] = mapped_column(RECORD)
+
+
+class Limits:
+    """The limits associations and QOS share (sacctmgr's Grp* and Max* settings).
+
+    A column left NULL is "no limit", as sacctmgr's ``-1`` makes it.
+    """
+
+    grp_tres: Mapped[str | None] = mapped_column(Text, nullable=True)
+    grp_tres_mins: Mapped[str | None] = mapped_column(Text, nullable=True)
+    grp_tres_run_mins: Mapped[str | None] = mapped_column(Text, nullable=True)
+    grp_jobs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    grp_submit: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    grp_wall: Mapped[int | None] = mapped_column(Integer, nullable=True)  # minutes
+    max_tres: Mapped[str | None] = mapped_column(Text, nullable=True)
+    max_tres_per_node: Mapped[str | None] = mapped_column(Text, nullable=True)
+    max_tres_mins: Mapped[str | None] = mapped_column(Text, nullable=True)
+    max_jobs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_submit: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_wall: Mapped[int | None] = mapped_column(Integer, nullable=True)  # minutes
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    description: Mapped[str] = mapped_column(String(255), default="")
+    organization: Mapped[str] = mapped_column(String(255), default="")
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    default_account: Mapped[str] = mapped_column(String(64), default="")
+    admin_level: Mapped[str] = mapped_column(String(16), default="None")
+
+
+class Qos(Limits, Base):
+    __tablename__ = "qos"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(String(255), default="")
+    priority: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    grace_time: Mapped[int | None] = mapped_column(Integer, nullable=True)  # seconds
+    preempt: Mapped[str] = mapped_column(Text, default="")  # QOS names, comma list
+    preempt_exempt_time: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    preempt_mode: Mapped[str] = mapped_column(String(32), default="cluster")
+    flags: Mapped[str] = mapped_column(Text, default="")
+    usage_threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    usage_factor: Mapped[float] = mapped_column(Float, default=1.0)
+    max_tres_pu: Mapped[str | None] = mapped_column(Text, nullable=True)
+    max_jobs_pu: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_submit_pu: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_tres_pa: Mapped[str | None] = mapped_column(Text, nullable=True)
+    max_jobs_pa: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_submit_pa: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    min_tres: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class Association(Limits, Base):
+    """(cluster, account, user, partition): who may run where, with shares and limits.
+
+    An account's own association has ``user`` "" and its parent account in
+    ``parent``; a user's has the account it belongs to there.
+    """
+
+    __tablename__ = "associations"
+    __table_args__ = (
+        UniqueConstraint("cluster", "account", "user", "partition", name="uq_associations"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(64))
+    account: Mapped[str] = mapped_column(String(64))
+    user: Mapped[str] = mapped_column(String(64), default="")
+    partition: Mapped[str] = mapped_column(String(64), default="")
+    parent: Mapped[str] = mapped_column(String(64), default="")
+    shares: Mapped[int] = mapped_column(Integer, default=1)  # -1: parent
+    priority: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    qos: Mapped[str] = mapped_column(Text, default="")  # QOS names, comma list
+    def_qos: Mapped[str] = mapped_column(String(64), default="")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import pwd
 import time
 from typing import Any
 
@@ -20,8 +21,10 @@ import grpc
 from sqlalchemy.exc import OperationalError
 
 from corral import auth
+from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
+from dbd.admin import Admin
 from dbd.storage import Query, Storage, parse_job_ids
 
 log = logging.getLogger("corral.dbd")
@@ -30,6 +33,7 @@ log = logging.getLogger("corral.dbd")
 class AccountingService(pb_grpc.AccountingServicer):
     def __init__(self, storage: Storage, key: bytes, private_data: tuple[str, ...], slurm_uid: int):
         self.storage = storage
+        self.admin = Admin(storage.engine)
         self.key = key
         self.private_jobs = "jobs" in private_data
         self.slurm_uid = slurm_uid
@@ -74,6 +78,38 @@ class AccountingService(pb_grpc.AccountingServicer):
             context, self.storage.record_jobs, request.cluster, request.jobs, request.seqs
         )
         return pb.RecordJobsReply(stored=stored)
+
+    async def AcctAdmin(
+        self, request: pb.AcctAdminRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AcctAdminReply:
+        uid = await self._caller(request.cred, context)
+        try:
+            caller = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            caller = str(uid)
+        try:
+            answer = await self._run(
+                context,
+                self.admin.run,
+                request.verb,
+                request.kind,
+                dict(request.where),
+                dict(request.set),
+                request.commit,
+                caller,
+                uid in (0, self.slurm_uid),
+            )
+        except SlurmError as exc:
+            code = (
+                grpc.StatusCode.PERMISSION_DENIED
+                if exc.code == ESLURM_ACCESS_DENIED
+                else grpc.StatusCode.INVALID_ARGUMENT
+            )
+            await context.abort(code, exc.message)
+        reply = pb.AcctAdminReply(columns=answer.columns, defaults=answer.defaults)
+        for row in answer.rows:
+            reply.rows.add().fields.update(row)
+        return reply
 
     async def History(
         self, request: pb.HistoryRequest, context: grpc.aio.ServicerContext

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from corral import hostlist
 from corral.wire import corral_pb2 as pb
+from dbd.admin import ensure_cluster
 from dbd.models import Cluster, JobRecord
 
 
@@ -75,14 +76,10 @@ class Storage:
         self.engine = engine
 
     def register_cluster(self, name: str, host: str, port: int, now: int) -> None:
+        """A controller (re)started: its cluster exists, with Slurm's defaults."""
         with Session(self.engine) as session, session.begin():
-            row = session.get(Cluster, name)
-            if row is None:
-                session.add(
-                    Cluster(name=name, control_host=host, control_port=port, registered=now)
-                )
-            else:
-                row.control_host, row.control_port, row.registered = host, port, now
+            row = ensure_cluster(session, name)
+            row.control_host, row.control_port, row.registered = host, port, now
 
     def clusters(self) -> list[Cluster]:
         with Session(self.engine) as session:

@@ -1,0 +1,319 @@
+"""What sacctmgr manages, as data: each entity's settings, their words and columns.
+
+For every kind (cluster, account, user, qos, association, tres) a table of
+``Setting``: the word sacctmgr takes (``grpjobs``, ``maxwall``...), the
+column it is stored in, how a typed value is read (with Slurm's error when it
+is bad) and how it is printed under which header. ``dbd.admin`` does the
+database work from these tables, so a new limit is one line here (and a
+column in ``dbd.models`` with its migration).
+
+Values follow sacctmgr: counts are whole numbers and ``-1`` clears a limit,
+times are Slurm durations stored in minutes, TRES limits are ``cpu=4,mem=1G``
+lists, QOS lists are names that must exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from corral import timefmt
+from corral.errors import EINVAL, SlurmError
+
+Reader = Callable[[str], object]
+Printer = Callable[[object], str]
+
+#: TRES Slurm always has, with their ids (``sacctmgr show tres``).
+BASE_TRES = (
+    ("cpu", "", 1),
+    ("mem", "", 2),
+    ("energy", "", 3),
+    ("node", "", 4),
+    ("billing", "", 5),
+    ("fs", "disk", 6),
+    ("vmem", "", 7),
+    ("pages", "", 8),
+)
+
+
+def invalid(message: str) -> SlurmError:
+    return SlurmError(EINVAL, message)
+
+
+def count(text: str) -> int | None:
+    """A limit count; ``-1`` (or empty) clears it."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise invalid(f"Invalid value '{text}': a whole number is needed") from None
+    if value < -1:
+        raise invalid(f"Invalid value '{text}': a whole number is needed")
+    return None if value == -1 else value
+
+
+def minutes(text: str) -> int | None:
+    """A wall-clock limit in minutes; ``-1`` clears it."""
+    if text.strip() == "-1":
+        return None
+    try:
+        value = timefmt.parse_duration(text)
+    except ValueError:
+        raise invalid(f"Invalid time specification: {text}") from None
+    return None if value == timefmt.UNLIMITED else value
+
+
+def tres_list(text: str) -> str | None:
+    """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it."""
+    if text.strip() in ("-1", ""):
+        return None
+    known = {name if not kind else f"{name}/{kind}" for name, kind, _ in BASE_TRES}
+    for item in text.split(","):
+        name, equal, value = item.partition("=")
+        name = name.strip().lower()
+        if not equal or not value.strip():
+            raise invalid(f"Invalid TRES specification: {text}")
+        if name not in known and not name.startswith("gres/"):
+            raise invalid(f"Invalid TRES name: {name}")
+    return text.strip()
+
+
+def stripped(text: str) -> str:
+    return text.strip()
+
+
+def shares(text: str) -> int:
+    """Fairshare: a positive number, or ``parent`` (stored as -1, as Slurm does)."""
+    if text.strip().lower() == "parent":
+        return -1
+    try:
+        value = int(text)
+    except ValueError:
+        raise invalid(f"Invalid Fairshare value '{text}'") from None
+    if value < 0:
+        raise invalid(f"Invalid Fairshare value '{text}'")
+    return value or 1
+
+
+def admin_level(text: str) -> str:
+    levels = {"none": "None", "operator": "Operator", "admin": "Administrator"}
+    key = text.strip().lower()
+    key = "admin" if key.startswith("admin") else key
+    if key not in levels:
+        raise invalid(f"Invalid AdminLevel '{text}': None, Operator or Administrator")
+    return levels[key]
+
+
+def number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise invalid(f"Invalid value '{text}': a number is needed") from None
+
+
+def plain(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def wall(value: object) -> str:
+    return "" if value is None else timefmt.format_limit_hms(int(str(value)))
+
+
+def fairshare(value: object) -> str:
+    return "parent" if value == -1 else plain(value)
+
+
+def usage_factor(value: object) -> str:
+    return f"{float(str(value)):.6f}"
+
+
+def grace(value: object) -> str:
+    return timefmt.format_hms(int(str(value or 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    word: str  # sacctmgr's word, lower case
+    column: str  # the model attribute
+    header: str  # what sacctmgr prints above it ("" = not a column)
+    read: Reader = stripped
+    show: Printer = plain
+
+
+#: Limits associations and QOS share.
+_LIMITS = (
+    Setting("grptres", "grp_tres", "GrpTRES", tres_list),
+    Setting("grptresmins", "grp_tres_mins", "GrpTRESMins", tres_list),
+    Setting("grptresrunmins", "grp_tres_run_mins", "GrpTRESRunMins", tres_list),
+    Setting("grpjobs", "grp_jobs", "GrpJobs", count),
+    Setting("grpsubmitjobs", "grp_submit", "GrpSubmit", count),
+    Setting("grpwall", "grp_wall", "GrpWall", minutes, wall),
+    Setting("maxtres", "max_tres", "MaxTRES", tres_list),
+    Setting("maxtrespernode", "max_tres_per_node", "MaxTRESPerNode", tres_list),
+    Setting("maxtresmins", "max_tres_mins", "MaxTRESMins", tres_list),
+    Setting("maxjobs", "max_jobs", "MaxJobs", count),
+    Setting("maxsubmitjobs", "max_submit", "MaxSubmit", count),
+    Setting("maxwall", "max_wall", "MaxWall", minutes, wall),
+)
+_LIMIT = {s.word: s for s in _LIMITS}
+
+ASSOCIATION = (
+    Setting("cluster", "cluster", "Cluster"),
+    Setting("account", "account", "Account"),
+    Setting("user", "user", "User"),
+    Setting("partition", "partition", "Partition"),
+    Setting("fairshare", "shares", "Share", shares, fairshare),
+    Setting("priority", "priority", "Priority", count),
+    _LIMIT["grpjobs"],
+    _LIMIT["grptres"],
+    _LIMIT["grpsubmitjobs"],
+    _LIMIT["grpwall"],
+    _LIMIT["grptresmins"],
+    _LIMIT["maxjobs"],
+    _LIMIT["maxtres"],
+    _LIMIT["maxtrespernode"],
+    _LIMIT["maxsubmitjobs"],
+    _LIMIT["maxwall"],
+    _LIMIT["maxtresmins"],
+    Setting("qos", "qos", "QOS"),
+    Setting("defaultqos", "def_qos", "Def QOS"),
+    _LIMIT["grptresrunmins"],
+    Setting("parent", "parent", "ParentName"),
+)
+
+QOS = (
+    Setting("name", "name", "Name"),
+    Setting("priority", "priority", "Priority", count, lambda v: plain(v or 0)),
+    Setting("gracetime", "grace_time", "GraceTime", count, grace),
+    Setting("preempt", "preempt", "Preempt"),
+    Setting("preemptexempttime", "preempt_exempt_time", "PreemptExemptTime", minutes, wall),
+    Setting("preemptmode", "preempt_mode", "PreemptMode"),
+    Setting("flags", "flags", "Flags"),
+    Setting("usagethreshold", "usage_threshold", "UsageThres", number),
+    Setting("usagefactor", "usage_factor", "UsageFactor", number, usage_factor),
+    _LIMIT["grptres"],
+    _LIMIT["grptresmins"],
+    _LIMIT["grptresrunmins"],
+    _LIMIT["grpjobs"],
+    _LIMIT["grpsubmitjobs"],
+    _LIMIT["grpwall"],
+    _LIMIT["maxtres"],
+    _LIMIT["maxtrespernode"],
+    _LIMIT["maxtresmins"],
+    _LIMIT["maxwall"],
+    Setting("maxtresperuser", "max_tres_pu", "MaxTRESPU", tres_list),
+    Setting("maxjobsperuser", "max_jobs_pu", "MaxJobsPU", count),
+    Setting("maxsubmitjobsperuser", "max_submit_pu", "MaxSubmitPU", count),
+    Setting("maxtresperaccount", "max_tres_pa", "MaxTRESPA", tres_list),
+    Setting("maxjobsperaccount", "max_jobs_pa", "MaxJobsPA", count),
+    Setting("maxsubmitjobsperaccount", "max_submit_pa", "MaxSubmitPA", count),
+    Setting("mintres", "min_tres", "MinTRES", tres_list),
+    Setting("description", "description", ""),
+)
+
+ACCOUNT = (
+    Setting("name", "name", "Account"),
+    Setting("description", "description", "Descr"),
+    Setting("organization", "organization", "Org"),
+)
+
+USER = (
+    Setting("name", "name", "User"),
+    Setting("defaultaccount", "default_account", "Def Acct"),
+    Setting("adminlevel", "admin_level", "Admin", admin_level),
+)
+
+CLUSTER = (
+    Setting("name", "name", "Cluster"),
+    Setting("controlhost", "control_host", "ControlHost"),
+    Setting("controlport", "control_port", "ControlPort"),
+    Setting("rpc", "rpc", "RPC"),
+)
+
+TRES = (
+    Setting("type", "type", "Type"),
+    Setting("name", "name", "Name"),
+    Setting("id", "id", "ID"),
+)
+
+#: sacctmgr's other spellings of the same word.
+SYNONYMS = {
+    "names": "name",
+    "accounts": "account",
+    "users": "user",
+    "clusters": "cluster",
+    "partitions": "partition",
+    "share": "fairshare",
+    "shares": "fairshare",
+    "defaultacct": "defaultaccount",
+    "defaccount": "defaultaccount",
+    "defqos": "defaultqos",
+    "qoslevel": "qos",
+    "grpsubmit": "grpsubmitjobs",
+    "maxsubmit": "maxsubmitjobs",
+    "maxwalldurationperjob": "maxwall",
+    "grpwallduration": "grpwall",
+    "maxtresperjob": "maxtres",
+    "maxcpus": "maxtres",
+    "maxjobspu": "maxjobsperuser",
+    "maxsubmitpu": "maxsubmitjobsperuser",
+    "maxtrespu": "maxtresperuser",
+    "maxjobspa": "maxjobsperaccount",
+    "maxsubmitpa": "maxsubmitjobsperaccount",
+    "maxtrespa": "maxtresperaccount",
+    "descr": "description",
+    "desc": "description",
+    "org": "organization",
+    "parentname": "parent",
+}
+
+DEFAULT_COLUMNS = {
+    "cluster": (
+        "Cluster",
+        "ControlHost",
+        "ControlPort",
+        "RPC",
+        "Share",
+        "GrpJobs",
+        "GrpTRES",
+        "GrpSubmit",
+        "MaxJobs",
+        "MaxTRES",
+        "MaxSubmit",
+        "MaxWall",
+        "QOS",
+        "Def QOS",
+    ),
+    "account": ("Account", "Descr", "Org"),
+    "user": ("User", "Def Acct", "Admin"),
+    "qos": tuple(s.header for s in QOS if s.header),
+    "association": tuple(s.header for s in ASSOCIATION[:-1]),
+    "tres": ("Type", "Name", "ID"),
+}
+
+SETTINGS = {
+    "cluster": CLUSTER,
+    "account": ACCOUNT,
+    "user": USER,
+    "qos": QOS,
+    "association": ASSOCIATION,
+    "tres": TRES,
+}
+
+
+def canonical(key: str) -> str:
+    key = key.strip().lower()
+    return SYNONYMS.get(key, key)
+
+
+def setting(kind: str, key: str, extra: tuple[Setting, ...] = ()) -> Setting:
+    """The setting ``key`` names for ``kind`` (with ``extra`` ones), or Slurm's error."""
+    wanted = canonical(key)
+    for item in (*SETTINGS[kind], *extra):
+        if item.word == wanted:
+            return item
+    raise invalid(f"Unknown option: {key}")
+
+
+def names(text: str) -> list[str]:
+    """A comma list of names, lower-cased as Slurm stores them; empty items dropped."""
+    return [part.strip().lower() for part in text.split(",") if part.strip()]

@@ -1,0 +1,150 @@
+"""sacctmgr's operations in corral-dbd, on SQLite and MariaDB."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral.errors import SlurmError
+from dbd import schema
+from dbd.admin import Admin
+from dbd.storage import Storage, engine_for
+from tests.databases import BACKENDS, fresh_database
+
+
+@pytest.fixture(params=BACKENDS)
+def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Admin]:
+    with fresh_database(request.param, tmp_path) as url:
+        engine = engine_for(url)
+        schema.upgrade(engine)
+        Storage(engine).register_cluster("bench", "127.0.0.1", 6817, 100)
+        try:
+            yield Admin(engine)
+        finally:
+            engine.dispose()
+
+
+def run(
+    admin: Admin, verb: str, kind: str, where: dict[str, str] | None = None, **values: str
+) -> list[dict[str, str]]:
+    return admin.run(verb, kind, where or {}, values, True, "root", True).rows
+
+
+def table(admin: Admin, kind: str, *columns: str, **where: str) -> list[tuple[str, ...]]:
+    return [tuple(row[c] for c in columns) for row in run(admin, "list", kind, where)]
+
+
+def test_a_registered_cluster_has_slurms_defaults(admin: Admin) -> None:
+    assert table(admin, "association", "Cluster", "Account", "User", "Share", "QOS") == [
+        ("bench", "root", "", "1", "normal"),
+        ("bench", "root", "root", "1", "normal"),
+    ]
+    (normal,) = run(admin, "list", "qos")
+    assert (normal["Name"], normal["Priority"], normal["GraceTime"]) == ("normal", "0", "00:00:00")
+    assert (normal["PreemptMode"], normal["UsageFactor"], normal["MaxWall"]) == (
+        "cluster",
+        "1.000000",
+        "",
+    )
+    (cluster,) = run(admin, "list", "cluster")
+    assert (cluster["Cluster"], cluster["ControlHost"], cluster["ControlPort"]) == (
+        "bench",
+        "127.0.0.1",
+        "6817",
+    )
+    assert table(admin, "user", "User", "Def Acct", "Admin") == [("root", "root", "Administrator")]
+
+
+def test_accounts_and_users_form_the_association_tree(admin: Admin) -> None:
+    run(admin, "add", "account", {"name": "bench"}, description="Bench", organization="lab")
+    run(admin, "add", "account", {"name": "sub"}, parent="bench")
+    run(admin, "add", "user", {"name": "root"}, account="bench")
+    run(admin, "add", "user", {"name": "Alice"}, account="sub", fairshare="10")
+    assert table(admin, "association", "Account", "User", "Share", "ParentName") == [
+        ("root", "", "1", ""),
+        ("root", "root", "1", "root"),
+        ("bench", "", "1", "root"),
+        ("bench", "root", "1", "bench"),
+        ("sub", "", "1", "bench"),
+        ("sub", "alice", "10", "sub"),
+    ]
+    assert table(admin, "account", "Account", "Descr", "Org", name="bench") == [
+        ("bench", "Bench", "lab")
+    ]
+    assert table(admin, "user", "User", "Def Acct", name="alice") == [("alice", "sub")]
+
+
+def test_nothing_changes_without_commit(admin: Admin) -> None:
+    rows = admin.run("add", "account", {"name": "ghost"}, {}, False, "root", True).rows
+    assert rows[0]["Account"] == "ghost"  # what would be added
+    assert table(admin, "account", "Account") == [("root",)]
+
+
+def test_limits_are_set_shown_and_cleared(admin: Admin) -> None:
+    run(admin, "add", "account", {"name": "phys"})
+    run(admin, "add", "user", {"name": "bob"}, account="phys")
+    run(
+        admin, "modify", "user", {"name": "bob"}, maxjobs="5", maxwall="1-00:00:00", grptres="cpu=8"
+    )
+    assert table(admin, "association", "MaxJobs", "MaxWall", "GrpTRES", user="bob") == [
+        ("5", "1-00:00:00", "cpu=8")
+    ]
+    run(admin, "modify", "user", {"name": "bob"}, maxjobs="-1")
+    assert table(admin, "association", "MaxJobs", user="bob") == [("",)]
+    run(admin, "modify", "qos", {"name": "normal"}, maxwall="60", priority="10")
+    assert table(admin, "qos", "Priority", "MaxWall") == [("10", "01:00:00")]
+    run(admin, "modify", "user", {"name": "bob"}, defaultaccount="phys", adminlevel="operator")
+    assert table(admin, "user", "Admin", name="bob") == [("Operator",)]
+
+
+@pytest.mark.parametrize(
+    ("verb", "kind", "where", "values", "message"),
+    [
+        ("add", "user", {"name": "carol"}, {"account": "nope"}, "The account 'nope' doesn't exist"),
+        ("add", "account", {"name": "x"}, {"parent": "nope"}, "parent account 'nope'"),
+        ("add", "account", {"name": "y"}, {"maxwall": "soon"}, "Invalid time specification"),
+        ("add", "account", {"name": "z"}, {"bogus": "1"}, "Unknown option: bogus"),
+        ("modify", "user", {"name": "root"}, {"qos": "gold"}, "Invalid qos specification"),
+        ("add", "account", {"name": "root"}, {}, "Nothing new added"),
+        ("delete", "account", {"name": "root"}, {}, "can't remove the root account"),
+        ("list", "widget", {}, {}, "Unknown entity"),
+    ],
+)
+def test_bad_requests_get_slurms_errors(
+    admin: Admin,
+    verb: str,
+    kind: str,
+    where: dict[str, str],
+    values: dict[str, str],
+    message: str,
+) -> None:
+    with pytest.raises(SlurmError, match=message):
+        admin.run(verb, kind, where, values, True, "root", True)
+
+
+def test_only_administrators_change_anything(admin: Admin) -> None:
+    with pytest.raises(SlurmError, match="Access/permission denied"):
+        admin.run("add", "account", {"name": "mine"}, {}, True, "mallory", False)
+    assert admin.run("list", "account", {}, {}, False, "mallory", False).rows  # reading is fine
+    run(admin, "add", "account", {"name": "ops"})
+    run(admin, "add", "user", {"name": "olga"}, account="ops", adminlevel="Operator")
+    admin.run("add", "account", {"name": "mine"}, {}, True, "olga", False)  # an operator may
+
+
+def test_deleting_users_accounts_and_qos(admin: Admin) -> None:
+    run(admin, "add", "account", {"name": "top"})
+    run(admin, "add", "account", {"name": "leaf"}, parent="top")
+    run(admin, "add", "user", {"name": "dan"}, account="leaf")
+    run(admin, "add", "qos", {"name": "gold"}, priority="100")
+    with pytest.raises(SlurmError, match="sub-accounts"):
+        run(admin, "delete", "account", {"name": "top"})
+    run(admin, "delete", "user", {"name": "dan"})
+    assert table(admin, "user", "User", name="dan") == []
+    run(admin, "delete", "account", {"name": "leaf"})
+    run(admin, "delete", "account", {"name": "top"})
+    run(admin, "delete", "qos", {"name": "gold"})
+    assert table(admin, "account", "Account") == [("root",)]
+    assert table(admin, "qos", "Name") == [("normal",)]
+    assert [r[0] for r in table(admin, "tres", "Type")][:4] == ["cpu", "mem", "energy", "node"]
