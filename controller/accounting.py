@@ -24,6 +24,7 @@ from itertools import islice
 
 import grpc
 
+from controller.associations import AssocSet
 from controller.model import Job
 from controller.principal import Principal
 from controller.store import JobStore
@@ -41,6 +42,8 @@ BATCH = 500
 DRAIN_WAIT_S = 2.0
 RETRY_FIRST_S = 0.5
 RETRY_MOST_S = 30.0
+#: How often the controller asks dbd for its associations, users and QOS.
+ASSOC_POLL_S = 2.0
 
 
 def record(store: JobStore, job: Job) -> bytes:
@@ -77,34 +80,38 @@ class Delivery:
         self.sent = 0  # highest outbox sequence dbd confirmed
         self.failing = ""  # why the last delivery failed ("" while it works)
         self._progress = asyncio.Event()
+        self._registered = False
         store.recorder = lambda job: record(store, job)
 
     def _cred(self, uid: int = 0, gid: int = 0) -> pb.Credential:
         return pb.Credential(**auth.credential(self.key, uid, gid, int(time.time())))
 
+    async def _register(self) -> None:
+        """Tell dbd this cluster exists (it then has Slurm's default associations)."""
+        conf = self.store.conf
+        await self._stub.RegisterCluster(
+            pb.RegisterClusterRequest(
+                cred=self._cred(),
+                cluster=self.cluster,
+                control_host=conf.controller_host[1],
+                control_port=conf.slurmctld_port,
+            ),
+            timeout=10,
+        )
+        self._registered = True
+
     async def run(self) -> None:
         """Deliver forever (cancel to stop); waits, with backoff, while dbd is away."""
-        conf = self.store.conf
-        registered = False
         wait = RETRY_FIRST_S
         while True:
             outbox = self.store.outbox
-            if registered and not outbox:
+            if self._registered and not outbox:
                 self.store.outbox_ready.clear()
                 await self.store.outbox_ready.wait()
                 continue
             try:
-                if not registered:
-                    await self._stub.RegisterCluster(
-                        pb.RegisterClusterRequest(
-                            cred=self._cred(),
-                            cluster=self.cluster,
-                            control_host=conf.controller_host[1],
-                            control_port=conf.slurmctld_port,
-                        ),
-                        timeout=10,
-                    )
-                    registered = True
+                if not self._registered:
+                    await self._register()
                     continue
                 seqs = list(islice(outbox, BATCH))
                 request = pb.RecordJobsRequest(cred=self._cred(), cluster=self.cluster, seqs=seqs)
@@ -125,6 +132,38 @@ class Delivery:
             self.sent = seqs[-1]
             self._progress.set()
             await self.store.flush()  # forget the delivered records on disk too
+
+    async def follow(self) -> None:
+        """Keep the store's associations, users and QOS as dbd has them (cancel to stop).
+
+        Asked every ``ASSOC_POLL_S``, so a sacctmgr change applies within
+        seconds; while dbd is away the last set known stays in force.
+        """
+        while True:
+            try:
+                if not self._registered:
+                    await self._register()
+                assocs = await self._fetch()
+            except grpc.aio.AioRpcError:
+                assocs = None  # Delivery.run reports dbd's absence
+            if assocs is not None and assocs != self.store.associations:
+                self.store.set_associations(assocs)
+                await self.store.flush()
+                log.info(
+                    "accounting: %d associations, %d users, %d QOS",
+                    len(assocs.assocs),
+                    len(assocs.users),
+                    len(assocs.qos),
+                )
+            await asyncio.sleep(ASSOC_POLL_S)
+
+    async def _fetch(self) -> AssocSet:
+        rows = {}
+        for kind, where in (("association", {"cluster": self.cluster}), ("user", {}), ("qos", {})):
+            request = pb.AcctAdminRequest(cred=self._cred(), verb="list", kind=kind, where=where)
+            reply = await self._stub.AcctAdmin(request, timeout=30)
+            rows[kind] = [dict(row.fields) for row in reply.rows]
+        return AssocSet.from_rows(rows["association"], rows["user"], rows["qos"])
 
     @property
     def backlog(self) -> int:

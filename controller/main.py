@@ -78,12 +78,17 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
         running.add_signal_handler(sig, stopping.set)
     running.add_signal_handler(signal.SIGHUP, _reconfigure(handlers))
     cycle = asyncio.create_task(loop.run())
-    sending = asyncio.create_task(delivery.run()) if delivery is not None else None
+    accounting = (
+        [asyncio.create_task(delivery.run()), asyncio.create_task(delivery.follow())]
+        if delivery is not None
+        else []
+    )
     await stopping.wait()
     log.info("shutting down")
     cycle.cancel()
-    if sending is not None and delivery is not None:
-        sending.cancel()
+    for task in accounting:
+        task.cancel()
+    if delivery is not None:
         await delivery.close()
     await framed.close()
     await server.stop(grace=0.2)  # agent streams never end by themselves

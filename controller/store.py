@@ -19,16 +19,18 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from controller import jobstate
+from controller import associations, jobstate
 from controller.admission import Admitted, Capacity, admit
+from controller.associations import AssocSet
 from controller.core import NodeView, Plan, Running, Snapshot
+from controller.core.limits import Gate
 from controller.core.snapshot import JobFacts
 from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Batch, Journal
 from controller.model import Job, NodeRuntime, Payload
 from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
-from corral import arrayspec
+from corral import arrayspec, errors
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
@@ -88,6 +90,7 @@ _ACCOUNTED = (
     "std_err",
 )
 OUTBOX_SEQ_KEY = "outbox_seq"
+ASSOCIATIONS_KEY = "associations"
 
 
 def accounting_changed(old: Job | None, new: Job) -> bool:
@@ -132,6 +135,9 @@ class JobStore:
         self.outbox_ready = asyncio.Event()
         self._outbox_seq = 0
         self._outbox_of_job: dict[int, int] = {}  # this batch's record of a job
+        # dbd's associations, users and QOS (controller/associations.py), newest known.
+        self.associations: AssocSet | None = None
+        self.enforce: frozenset[str] = frozenset()
         self.priorities = PriorityKeeper(conf)
         self.apply_config(conf)
 
@@ -141,6 +147,7 @@ class JobStore:
         """Adopt a (re)loaded slurm.conf; nodes keep their runtime state."""
         self.conf = conf
         self.capacity = Capacity(conf)
+        self.enforce = associations.enforcing(conf.accounting.enforce)
         nodes: dict[str, NodeRuntime] = {}
         for node in conf.nodes:
             current = self.nodes.get(node.name)
@@ -182,6 +189,8 @@ class JobStore:
             i: j.end_time for i, j in self.jobs.items() if j.state.finished and not holds_nodes(j)
         }
         self.priorities.restore(loaded.meta.get(USAGE_KEY))
+        if ASSOCIATIONS_KEY in loaded.meta:
+            self.associations = AssocSet.from_json(loaded.meta[ASSOCIATIONS_KEY])
         self.outbox = loaded.outbox
         self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
         if self.outbox:
@@ -225,6 +234,11 @@ class JobStore:
         self._batch.outbox[self._outbox_seq] = self.recorder(job)
         self._batch.meta[OUTBOX_SEQ_KEY] = str(self._outbox_seq)
         self._outbox_of_job[job.job_id] = self._outbox_seq
+
+    def set_associations(self, assocs: AssocSet) -> None:
+        """dbd's newest associations, users and QOS (kept for restarts and dbd outages)."""
+        self.associations = assocs
+        self._batch.meta[ASSOCIATIONS_KEY] = assocs.to_json()
 
     def delivered(self, seq: int) -> None:
         """dbd holds every record up to ``seq``: drop them (from disk at the next flush)."""
@@ -291,6 +305,11 @@ class JobStore:
             spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
         )
         job = admitted.job
+        if "associations" in self.enforce:
+            if self.associations is None:
+                raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
+            queued = (j for j in self.jobs.values() if not j.state.finished)
+            job = associations.admit(job, self.associations, self.enforce, queued)
         job = replace(job, calc_priority=self.priorities.initial(job, now))
         self._touch_job(job)
         self._batch.payloads[job.job_id] = admitted.payload
@@ -496,7 +515,26 @@ class JobStore:
                 )
                 if j.array_job_id:
                     running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
-        return Snapshot(views, partitions, pending, facts, running_per_array, tuple(running))
+        gates, usage = self._limits(pending)
+        return Snapshot(
+            views, partitions, pending, facts, running_per_array, tuple(running), gates, usage
+        )
+
+    def _limits(
+        self, pending: tuple[Job, ...]
+    ) -> tuple[dict[int, tuple[Gate, ...]], dict[str, int]]:
+        """Per pending job its accounting limits, and what running jobs use of them."""
+        assocs = self.associations
+        if assocs is None or "limits" not in self.enforce:
+            return {}, {}
+        usage: dict[str, int] = {}
+        for job in self.jobs.values():
+            if job.state is JobState.RUNNING:
+                for gate in associations.gates(job, assocs):
+                    if gate.key:
+                        usage[gate.key] = usage.get(gate.key, 0) + gate.amount
+        gates = {job.job_id: g for job in pending if (g := associations.gates(job, assocs))}
+        return gates, usage
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""

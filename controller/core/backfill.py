@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
 from controller.core.plan import Expected, Plan, Start
@@ -95,6 +96,7 @@ class Backfill:
         params: BackfillParams,
         running_arrays: dict[int, int],
         free: FreeNodes,
+        usage: Usage,
     ) -> None:
         self.snap = snap
         self.plan = plan
@@ -104,6 +106,7 @@ class Backfill:
         self.free = free  # the main pass's index of nodes with a free CPU
         self.params = params
         self.running_arrays = running_arrays
+        self.usage = usage  # accounting limits' counters, after the main pass
         self.reserved = Reservations(free.order)
         self.members = {name: frozenset(p.nodes) for name, p in snap.partitions.items()}
         self.releases = [
@@ -172,8 +175,13 @@ class Backfill:
         picks = self._still_pending(job)
         tasks = len(picks) if picks is not None else arrayspec.count(job.array_pending) or 1
         throttle = job.array_max_tasks
+        gates = self.snap.gates.get(job.job_id, ())
         while tasks:
             if throttle and self.running_arrays.get(job.array_job_id, 0) >= throttle:
+                return False
+            limit = self.usage.blocked(gates)
+            if limit is not None:  # no start and no reservation past an accounting limit
+                self.plan.reasons[job.job_id] = limit
                 return False
             start = self._fit_now(job, parts)
             if start is None:
@@ -183,6 +191,7 @@ class Backfill:
             self.plan.starts.append(start)
             take(self.nodes, start)
             self.free.taken(start)
+            self.usage.take(gates)
             assert self.timeline is not None
             self.timeline.take(start, self._end_of(job, start))
             if job.array_job_id:

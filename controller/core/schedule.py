@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from controller.core import dependency
 from controller.core.backfill import WAITING, Backfill, BackfillParams
+from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Plan, Start
@@ -109,14 +110,20 @@ def schedule(
         ordered, untried = ordered[:depth], ordered[depth:]
     else:
         untried = []
+    usage = Usage(snap.usage)
     for job in ordered:
         # An array's one pending record may start several tasks in one pass.
         picks = chosen_tasks.get(job.job_id)
         tasks = len(picks) if picks is not None else arrayspec.count(job.array_pending) or 1
         throttle = job.array_max_tasks
+        gates = snap.gates.get(job.job_id, ())
         while tasks:
             if throttle and running_arrays.get(job.array_job_id, 0) >= throttle:
                 plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
+                break
+            limit = usage.blocked(gates)
+            if limit is not None:  # held back by an accounting limit: blocks nothing behind
+                plan.reasons[job.job_id] = limit
                 break
             outcome = first_fit(job, snap, nodes, blocked, free)
             if isinstance(outcome, Reason):
@@ -131,12 +138,13 @@ def schedule(
             started.append((job, outcome))
             take(nodes, outcome)
             free.taken(outcome)
+            usage.take(gates)
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
     if backfill is not None:
         plan.backfilled = True
-        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free)
+        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage)
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)

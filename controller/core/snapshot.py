@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from controller.core.limits import Gate
 from controller.model import Job
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
@@ -113,3 +114,7 @@ class Snapshot:
     jobs: Mapping[int, JobFacts]
     running_per_array: Mapping[int, int]
     running: tuple[Running, ...] = ()
+    # Accounting limits (core/limits.py): per pending job the gates it must fit
+    # under, and what running jobs hold of each counter.
+    gates: Mapping[int, tuple[Gate, ...]] = field(default_factory=dict)
+    usage: Mapping[str, int] = field(default_factory=dict)

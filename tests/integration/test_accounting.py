@@ -91,3 +91,54 @@ def test_nothing_is_lost_while_dbd_is_down(accounted: Cluster) -> None:
 def test_without_accounting_history_is_disabled(cluster: Cluster) -> None:
     with pytest.raises(SlurmError, match="Slurm accounting storage is disabled"):
         history(cluster)
+
+
+def admin(cluster: Cluster, verb: str, kind: str, where: dict[str, str], **values: str) -> None:
+    request = {"verb": verb, "kind": kind, "where": where, "set": values, "commit": True}
+    cluster.client.call("AcctAdmin", request)
+
+
+def test_associations_and_limits_are_enforced_and_follow_sacctmgr(tmp_path: Path) -> None:
+    """AccountingStorageEnforce=associations,limits,qos on SQLite; a change made
+    through dbd reaches the controller within seconds, without a restart."""
+    enforce = ("AccountingStorageEnforce=associations,limits,qos", *SETTINGS)
+    cluster = Cluster(tmp_path / "c", 2, enforce, accounting=True).start()
+    try:
+
+        def submits(*account: str) -> bool:
+            sbatch = cluster.run("sbatch", *account, "--hold", "--wrap", "true", check=False)
+            return sbatch.returncode == 0
+
+        # The controller learns root's default association once it has asked dbd.
+        cluster.wait_for(submits, 15, "root's association did not reach the controller")
+        first = cluster.sbatch("--wrap", "true")  # root's DefaultAccount: root
+        assert cluster.wait_done(first)["account"] == "root"
+        refused = cluster.run("sbatch", "-A", "nope", "--wrap", "true", check=False)
+        assert refused.returncode == 1
+        assert "Invalid account or account/partition combination specified" in refused.stderr
+        admin(cluster, "add", "account", {"name": "lab"})
+        admin(cluster, "add", "user", {"name": "root"}, account="lab", maxjobs="1")
+
+        def submits_to_lab() -> bool:
+            return (
+                cluster.run(
+                    "sbatch", "-A", "lab", "--hold", "--wrap", "true", check=False
+                ).returncode
+                == 0
+            )
+
+        cluster.wait_for(submits_to_lab, 15, "the new association did not reach the controller")
+        running = cluster.sbatch("-A", "lab", "--wrap", "sleep 30")
+        waiting = cluster.sbatch("-A", "lab", "--wrap", "true")
+        cluster.wait_state(running, {"RUNNING"})
+        cluster.wait_for(
+            lambda: cluster.job(waiting)["reason"] == "AssocMaxJobsLimit",
+            15,
+            "the second job did not wait for AssocMaxJobsLimit",
+        )
+        admin(cluster, "modify", "user", {"name": "root", "account": "lab"}, maxjobs="-1")
+        cluster.wait_done(waiting, timeout=20)
+        bad_qos = cluster.run("sbatch", "--qos", "gold", "--wrap", "true", check=False)
+        assert "Invalid qos specification" in bad_qos.stderr
+    finally:
+        cluster.stop()

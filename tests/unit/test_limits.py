@@ -1,0 +1,98 @@
+"""Accounting limits: associations as the controller keeps them, and gates in the core."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from controller import associations
+from controller.associations import AssocSet
+from controller.core import BackfillParams, schedule
+from controller.core.limits import Gate, Usage
+from controller.jobstate import Reason
+from corral.errors import SlurmError
+from tests.unit.scenario import NOW, cluster, job, node, partition, running
+
+ROW = {"Cluster": "c", "Partition": "", "QOS": "normal", "Def QOS": ""}
+ASSOCS = AssocSet.from_rows(
+    [
+        {**ROW, "Account": "root", "User": "", "ParentName": ""},
+        {**ROW, "Account": "lab", "User": "", "ParentName": "root", "GrpTRES": "cpu=6"},
+        {
+            **ROW,
+            "Account": "lab",
+            "User": "alice",
+            "ParentName": "lab",
+            "MaxJobs": "2",
+            "MaxWall": "01:00:00",
+            "MaxSubmit": "3",
+        },
+        {**ROW, "Account": "lab", "User": "bob", "Partition": "gpu", "QOS": "normal,gold"},
+    ],
+    [{"User": "alice", "Def Acct": "lab"}, {"User": "bob", "Def Acct": "lab"}],
+    [{"Name": "normal", "MaxJobsPU": "", "MaxWall": ""}, {"Name": "gold", "MaxJobsPU": "1"}],
+)
+ALL = associations.enforcing(["associations", "limits", "qos"])
+
+
+def test_enforce_words_imply_associations() -> None:
+    assert associations.enforcing(["limits"]) == {"limits", "associations"}
+    assert associations.enforcing(["safe"]) == {"safe", "limits", "associations"}
+    assert associations.enforcing([]) == frozenset()
+
+
+def test_the_set_survives_its_journal_form() -> None:
+    assert AssocSet.from_json(ASSOCS.to_json()) == ASSOCS
+
+
+def test_submission_takes_the_default_account_and_checks_the_association() -> None:
+    admitted = associations.admit(job(1), ASSOCS, ALL, [])
+    assert (admitted.account, admitted.qos) == ("lab", "normal")
+    with pytest.raises(SlurmError, match="Invalid account"):
+        associations.admit(job(1, account="physics"), ASSOCS, ALL, [])
+    with pytest.raises(SlurmError, match="Invalid account"):
+        associations.admit(job(1, user="carol"), ASSOCS, ALL, [])
+    with pytest.raises(SlurmError, match="Invalid account"):  # bob only has partition gpu
+        associations.admit(job(1, user="bob"), ASSOCS, ALL, [])
+    bob = associations.admit(job(1, user="bob", partitions=("gpu",), qos="gold"), ASSOCS, ALL, [])
+    assert bob.qos == "gold"
+    with pytest.raises(SlurmError, match="Invalid qos"):
+        associations.admit(job(1, qos="gold"), ASSOCS, ALL, [])
+
+
+def test_max_submit_refuses_the_job_over_it() -> None:
+    queued = [job(i, account="lab") for i in range(3)]
+    with pytest.raises(SlurmError, match="Job violates accounting/QOS policy"):
+        associations.admit(job(9), ASSOCS, ALL, queued)
+    associations.admit(job(9), ASSOCS, ALL, queued[:2])
+
+
+def test_gates_carry_slurms_reasons() -> None:
+    alice = replace(job(1, account="lab", time_limit=30), cpus_per_task=2)
+    reasons = [g.reason for g in associations.gates(alice, ASSOCS)]
+    assert reasons == [Reason.ASSOC_MAX_JOBS, Reason.ASSOC_GRP_CPU]
+    too_long = associations.gates(replace(alice, time_limit=90), ASSOCS)
+    assert Usage({}).blocked(too_long) is Reason.ASSOC_MAX_WALL
+
+
+def test_usage_counts_against_caps() -> None:
+    gates = (Gate("k", 2, 1, Reason.ASSOC_MAX_JOBS),)
+    usage = Usage({"k": 1})
+    assert usage.blocked(gates) is None
+    usage.take(gates)
+    assert usage.blocked(gates) is Reason.ASSOC_MAX_JOBS
+
+
+@pytest.mark.parametrize("backfill", [None, BackfillParams()], ids=["main", "backfill"])
+def test_a_job_over_a_limit_waits_without_blocking_the_rest(
+    backfill: BackfillParams | None,
+) -> None:
+    one = Gate("a:lab/alice/:jobs", 2, 1, Reason.ASSOC_MAX_JOBS)
+    snap = cluster([node("n1", cpus=8)], [partition("batch", "n1")]).snapshot(
+        [job(1), job(2), job(3)], running=[running(99)]
+    )
+    snap = replace(snap, gates={1: (one,), 2: (one,)}, usage={one.key: 1})
+    plan = schedule(snap, NOW, backfill)
+    assert [s.job_id for s in plan.starts] == [1, 3]
+    assert plan.reasons[2] is Reason.ASSOC_MAX_JOBS
