@@ -51,13 +51,55 @@ def test_finished_jobs_keep_their_final_states(accounted: Cluster) -> None:
     )
     got = {j["job_id"]: (j["state"], j["exit_status"] >> 8) for j in history(accounted)}
     assert got == {ok: ("COMPLETED", 0), failed: ("FAILED", 3), cancelled: ("CANCELLED", 0)}
+    # What submitit and Snakemake run and parse.
+    submitit = accounted.run(
+        "sacct", "-o", "JobID,State", "--parsable2", "-j", str(ok), "-j", str(failed)
+    )
+    assert submitit.stdout.splitlines() == [
+        "JobID|State",
+        f"{ok}|COMPLETED",
+        f"{ok}.batch|COMPLETED",
+        f"{failed}|FAILED",
+        f"{failed}.batch|FAILED",
+    ]
+    snakemake = accounted.run(
+        "sacct",
+        "-X",
+        "--parsable2",
+        "--clusters",
+        "all",
+        "--noheader",
+        "--format=JobIdRaw,State",
+        "--starttime",
+        "now-1hour",
+        "--endtime",
+        "now",
+    )
+    assert snakemake.stdout.splitlines() == [
+        f"{ok}|COMPLETED",
+        f"{failed}|FAILED",
+        f"{cancelled}|CANCELLED",
+    ]
+    default = accounted.run("sacct", "-j", str(failed)).stdout.splitlines()
+    assert default[0].split() == [
+        "JobID",
+        "JobName",
+        "Partition",
+        "Account",
+        "AllocCPUS",
+        "State",
+        "ExitCode",
+    ]
+    assert default[2].split()[-2:] == ["FAILED", "3:0"]
 
 
-def test_a_job_is_in_history_as_soon_as_sbatch_returns(accounted: Cluster) -> None:
-    for _ in range(5):
+def test_a_job_is_in_sacct_as_soon_as_sbatch_returns(accounted: Cluster) -> None:
+    for _ in range(3):
         job = accounted.sbatch("--hold", "--wrap", "true")
         (record,) = history(accounted, job_ids=[str(job)])
         assert (record["job_id"], record["state"]) == (job, "PENDING")
+        shown = accounted.run("sacct", "-X", "-n", "-P", "-o", "JobID,State", "-j", str(job))
+        assert shown.stdout == f"{job}|PENDING\n"
 
 
 def test_nothing_is_lost_while_dbd_is_down(accounted: Cluster) -> None:

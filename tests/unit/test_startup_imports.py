@@ -84,6 +84,17 @@ COMMANDS = [
     pytest.param("sprio", ["-l", "-j", "1", "-u", "root", "-S", "-y"], id="sprio-long"),
     pytest.param("sshare", [], id="sshare"),
     pytest.param("sshare", ["-l", "-a", "-A", "bench", "-P"], id="sshare-long"),
+    pytest.param("sacct", [], id="sacct"),
+    pytest.param(
+        "sacct",
+        ["-X", "--parsable2", "--clusters", "all", "--noheader", "--format=JobIdRaw,State"],
+        id="sacct-snakemake",
+    ),
+    pytest.param(
+        "sacct",
+        ["-o", "JobID,State,NodeList", "--parsable2", "-j", "1", "-j", "2"],
+        id="sacct-submitit",
+    ),
 ]
 
 
@@ -139,7 +150,16 @@ CLIENT_SCRIPTS = sorted((ROOT / "bin").iterdir())
 def test_every_client_has_a_plain_script() -> None:
     """pip's console_scripts wrapper imports ``re``: the clients ship plain scripts."""
     names = {path.name for path in CLIENT_SCRIPTS}
-    assert names == {"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sprio", "sshare"}
+    assert names == {
+        "sbatch",
+        "squeue",
+        "scancel",
+        "sinfo",
+        "scontrol",
+        "sprio",
+        "sshare",
+        "sacct",
+    }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
         assert code == [f"from cli.{path.name} import main", "main()"], path
