@@ -260,7 +260,7 @@ def up(argv: list[str]) -> int:
         if demo:
             from cli.demo import run_demo
 
-            return run_demo(conf)
+            return run_demo(conf, accounting)
         print("Press Ctrl-C to stop.")
         signal.signal(signal.SIGTERM, _interrupt)
         while all(p.poll() is None for p in procs):

@@ -39,7 +39,7 @@ def _run(env: dict[str, str], name: str, *args: str, show: bool = True) -> str:
     return result.stdout
 
 
-def run_demo(conf: str) -> int:
+def run_demo(conf: str, accounting: bool = True) -> int:
     env = {**os.environ, "SLURM_CONF": conf}
     workdir = os.path.join(os.path.dirname(conf), "demo")
     os.makedirs(workdir, exist_ok=True)
@@ -92,6 +92,9 @@ def run_demo(conf: str) -> int:
         time.sleep(0.5)
     print("\nAll jobs finished:")
     _run(env, "squeue", "-t", "all", "-o", "%.10i %.9P %.8j %.10T %.10M %N")
+    if accounting:
+        print("\nAnd in the accounting database (corral-dbd):")
+        _run(env, "sacct", "-X", "-o", "JobID,JobName,Partition,Account,State,Elapsed,NodeList")
     print(f"\n$ cat {workdir}/slurm-{first}.out")
     with open(os.path.join(workdir, f"slurm-{first}.out")) as out:
         sys.stdout.write(out.read())

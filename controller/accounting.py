@@ -155,7 +155,8 @@ class Delivery:
                     len(assocs.users),
                     len(assocs.qos),
                 )
-            await asyncio.sleep(ASSOC_POLL_S)
+            # Until dbd first answers, ask again soon: jobs may be waiting on it.
+            await asyncio.sleep(ASSOC_POLL_S if self.store.associations else RETRY_FIRST_S)
 
     async def _fetch(self) -> AssocSet:
         rows = {}

@@ -310,6 +310,8 @@ class JobStore:
                 raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
             queued = (j for j in self.jobs.values() if not j.state.finished)
             job = associations.admit(job, self.associations, self.enforce, queued)
+        elif self.associations is not None and not job.account:  # DefaultAccount still applies
+            job = replace(job, account=self.associations.users.get(job.user, ""))
         job = replace(job, calc_priority=self.priorities.initial(job, now))
         self._touch_job(job)
         self._batch.payloads[job.job_id] = admitted.payload
