@@ -81,6 +81,7 @@ class Delivery:
         self.failing = ""  # why the last delivery failed ("" while it works)
         self._progress = asyncio.Event()
         self._registered = False
+        self._registering = asyncio.Lock()
         store.recorder = lambda job: record(store, job)
 
     def _cred(self, uid: int = 0, gid: int = 0) -> pb.Credential:
@@ -88,6 +89,11 @@ class Delivery:
 
     async def _register(self) -> None:
         """Tell dbd this cluster exists (it then has Slurm's default associations)."""
+        async with self._registering:  # run() and follow() both start with it: once
+            if not self._registered:
+                await self._register_now()
+
+    async def _register_now(self) -> None:
         conf = self.store.conf
         await self._stub.RegisterCluster(
             pb.RegisterClusterRequest(
@@ -99,6 +105,12 @@ class Delivery:
             timeout=10,
         )
         self._registered = True
+        self._reachable()
+
+    def _reachable(self) -> None:
+        if self.failing:
+            log.info("accounting: dbd at %s reachable again", self.target)
+        self.failing = ""
 
     async def run(self) -> None:
         """Deliver forever (cancel to stop); waits, with backoff, while dbd is away."""
@@ -125,9 +137,8 @@ class Delivery:
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, RETRY_MOST_S)
                 continue
-            if self.failing:
-                log.info("accounting: dbd at %s reachable again", self.target)
-            self.failing, wait = "", RETRY_FIRST_S
+            self._reachable()
+            wait = RETRY_FIRST_S
             self.store.delivered(seqs[-1])
             self.sent = seqs[-1]
             self._progress.set()
@@ -177,7 +188,7 @@ class Delivery:
             return True
         target = max(self.store.outbox)
         deadline = asyncio.get_running_loop().time() + timeout
-        while self.sent < target and not self.failing:
+        while self.sent < target:  # while dbd is away too: it may be back within the wait
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 return False

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import grpc
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from corral import auth
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
@@ -49,7 +49,7 @@ class AccountingService(pb_grpc.AccountingServicer):
     async def _run(self, context: grpc.aio.ServicerContext, work: Any, *args: Any) -> Any:
         try:
             return await asyncio.to_thread(work, *args)
-        except OperationalError as exc:
+        except DBAPIError as exc:  # the database is away, or refused: the caller tries again
             log.warning("database: %s", exc.orig)
             await context.abort(grpc.StatusCode.UNAVAILABLE, "Unable to connect to database")
 

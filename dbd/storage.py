@@ -77,9 +77,15 @@ class Storage:
 
     def register_cluster(self, name: str, host: str, port: int, now: int) -> None:
         """A controller (re)started: its cluster exists, with Slurm's defaults."""
-        with Session(self.engine) as session, session.begin():
-            row = ensure_cluster(session, name)
-            row.control_host, row.control_port, row.registered = host, port, now
+        for attempt in (1, 2):  # a concurrent registration may insert the defaults first
+            try:
+                with Session(self.engine) as session, session.begin():
+                    row = ensure_cluster(session, name)
+                    row.control_host, row.control_port, row.registered = host, port, now
+                return
+            except IntegrityError:
+                if attempt == 2:
+                    raise
 
     def clusters(self) -> list[Cluster]:
         with Session(self.engine) as session:
