@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from controller import associations, jobstate
+from controller import associations, jobcomp, jobstate
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
 from controller.core import NodeView, Plan, Running, Snapshot
@@ -211,8 +211,13 @@ class JobStore:
     # ------------------------------------------------------------ durability
 
     def _touch_job(self, job: Job) -> None:
-        if self.recorder is not None and accounting_changed(self.jobs.get(job.job_id), job):
+        old = self.jobs.get(job.job_id)
+        if self.recorder is not None and accounting_changed(old, job):
             self._record(job)
+        ended = job.state.finished and (old is None or not old.state.finished)
+        if ended and self.conf.accounting.jobcomp == "filetxt":
+            line = jobcomp.line(job, self.conf.cluster_name)
+            jobcomp.append(self.conf.accounting.jobcomp_loc, line)
         self.jobs[job.job_id] = job
         self._batch.jobs[job.job_id] = job
         if job.state is JobState.PENDING:

@@ -137,7 +137,8 @@ class AccountingConfig:
 
     ``storage`` is ``none`` (no accounting: sacct says it is disabled) or
     ``slurmdbd`` (corral-dbd at ``host``:``port``, default the controller's
-    own host and port 6819).
+    own host and port 6819). ``jobcomp`` ``filetxt`` appends a line per
+    finished job to ``jobcomp_loc``, with or without dbd.
     """
 
     storage: str = "none"
@@ -145,6 +146,8 @@ class AccountingConfig:
     port: int = 6819
     enforce: tuple[str, ...] = ()
     private_data: tuple[str, ...] = ()
+    jobcomp: str = "none"  # JobCompType: none or filetxt (one line per finished job)
+    jobcomp_loc: str = "/var/log/slurm_jobcomp.log"
 
     @property
     def enabled(self) -> bool:
@@ -956,6 +959,14 @@ def parse(text: str, path: str) -> SlurmConfig:
         port=number("AccountingStoragePort", 6819, minimum=1, maximum=65535),
         enforce=_words(get("AccountingStorageEnforce", "").lower()),
         private_data=_words(get("PrivateData", "").lower()),
+        jobcomp=_choice(
+            "JobCompType",
+            *settings.get("JobCompType", ("jobcomp/none", NOWHERE)),
+            ("JOBCOMP/NONE", "JOBCOMP/FILETXT"),
+        )
+        .split("/")[1]
+        .lower(),
+        jobcomp_loc=get("JobCompLoc", "/var/log/slurm_jobcomp.log"),
     )
     return SlurmConfig(
         path=path,

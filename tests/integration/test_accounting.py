@@ -184,3 +184,22 @@ def test_associations_and_limits_are_enforced_and_follow_sacctmgr(tmp_path: Path
         assert "Invalid qos specification" in bad_qos.stderr
     finally:
         cluster.stop()
+
+
+def test_jobcomp_filetxt_writes_a_line_per_finished_job(make_cluster: Any, tmp_path: Path) -> None:
+    """No database at all (AccountingStorageType none): the flat file still has every job."""
+    log = tmp_path / "jobcomp.log"
+    cluster = make_cluster(settings=("JobCompType=jobcomp/filetxt", f"JobCompLoc={log}"))
+    ok = cluster.sbatch("-J", "fine", "--wrap", "true")
+    bad = cluster.sbatch("-J", "broken", "--wrap", "exit 2")
+    for job in (ok, bad):
+        cluster.wait_done(job)
+    cluster.wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2, 10, "no log")
+    lines = log.read_text().splitlines()
+    fields = [dict(item.split("=", 1) for item in line.split()) for line in lines]
+    assert [(f["JobId"], f["Name"], f["JobState"], f["ExitCode"]) for f in fields] == [
+        (str(ok), "fine", "COMPLETED", "0:0"),
+        (str(bad), "broken", "FAILED", "2:0"),
+    ]
+    assert all(line.endswith(" ") for line in lines)
+    assert fields[0]["UserId"] == "root(0)" and fields[0]["TimeLimit"] == "UNLIMITED"
