@@ -193,6 +193,8 @@ class Admin:
                 {"Type": name, "Name": kind_, "ID": str(number)}
                 for name, kind_, number in entities.BASE_TRES
             ]
+        if kind in ("user", "account") and "withassoc" in wanted:
+            return self._with_associations(session, kind, wanted)
         if kind == "cluster":
             clusters = list(session.scalars(select(Cluster).order_by(Cluster.name)))
             return [
@@ -212,6 +214,25 @@ class Admin:
             for r in rows
             if "name" not in wanted or r.name in wanted["name"]
         ]
+
+    def _with_associations(
+        self, session: Session, kind: str, wanted: Mapping[str, list[str]]
+    ) -> list[dict[str, str]]:
+        """``list user|account withassoc``: a row per association, the entity's fields
+        beside the association's."""
+        column = "user" if kind == "user" else "account"
+        filters = {k: v for k, v in wanted.items() if k in ("cluster", "account", "user")}
+        if "name" in wanted:
+            filters[column] = wanted["name"]
+        rows = []
+        for assoc in self._associations(session, filters):
+            if kind == "user" and not assoc.user:
+                continue
+            owner = session.get(User if kind == "user" else Account, getattr(assoc, column))
+            if owner is None:
+                continue
+            rows.append({**_shown(assoc, entities.ASSOCIATION), **_shown(owner, SETTINGS[kind])})
+        return rows
 
     def _cluster_row(self, session: Session, cluster: Cluster) -> dict[str, str]:
         root = session.scalar(
@@ -266,13 +287,14 @@ class Admin:
         self, session: Session, where: Mapping[str, str], values: Mapping[str, str]
     ) -> list[dict[str, str]]:
         merged = _merged(where, values)
+        clusters = names(merged.pop("name", ""))
         added = []
-        for name in names(merged.get("name", "")):
+        for name in clusters:
             if session.get(Cluster, name) is None:
                 ensure_cluster(session, name)
+                root, _ = association(session, name, "root", "", "", parent="")
+                _apply(root, "association", merged)  # Fairshare, QOS, limits of the cluster
                 added.append({"Cluster": name})
-        if not added:
-            raise invalid("Nothing new added.")
         return added
 
     def _add_account(
@@ -304,8 +326,6 @@ class Admin:
                 if new:
                     _apply(assoc, "association", merged)
                     rows.append(_shown(assoc, entities.ASSOCIATION))
-        if not rows:
-            raise invalid("Nothing new added.")
         return rows
 
     def _add_user(
@@ -345,8 +365,6 @@ class Admin:
                         if new:
                             _apply(assoc, "association", merged)
                             rows.append(_shown(assoc, entities.ASSOCIATION))
-        if not rows:
-            raise invalid("Nothing new added.")
         return rows
 
     def _add_qos(
@@ -362,8 +380,6 @@ class Admin:
             session.add(qos)
             session.flush()
             rows.append(_shown(qos, entities.QOS))
-        if not rows:
-            raise invalid("Nothing new added.")
         return rows
 
     # ------------------------------------------------------------ modify
@@ -422,8 +438,6 @@ class Admin:
                 rows.append(_shown(account, entities.ACCOUNT))
         if rest:
             rows += self._modify_association(session, where, rest, user_rows=False)
-        if not rows:
-            raise invalid("Nothing modified")
         return rows
 
     def _modify_user(
@@ -455,8 +469,6 @@ class Admin:
             rows.append(_shown(user, entities.USER))
         if rest:
             rows += self._modify_association(session, where, rest, user_rows=True)
-        if not rows:
-            raise invalid("Nothing modified")
         return rows
 
     def _modify_qos(
@@ -468,8 +480,6 @@ class Admin:
         for qos in session.scalars(select(Qos).where(Qos.name.in_(wanted))):
             _apply(qos, "qos", changes)
             rows.append(_shown(qos, entities.QOS))
-        if not rows:
-            raise invalid("Nothing modified")
         return rows
 
     # ------------------------------------------------------------ delete
@@ -482,8 +492,6 @@ class Admin:
         user_rows: bool | None = None,
     ) -> list[dict[str, str]]:
         rows = self._where_associations(session, where, user_rows)
-        if not rows:
-            raise invalid("Nothing deleted")
         shown = [_shown(a, entities.ASSOCIATION) for a in rows]
         for assoc in rows:
             session.delete(assoc)
@@ -512,8 +520,6 @@ class Admin:
             for assoc in assocs:
                 session.delete(assoc)
             session.delete(account)
-        if not rows:
-            raise invalid("Nothing deleted")
         return rows
 
     def _delete_user(
@@ -535,8 +541,6 @@ class Admin:
         for qos in session.scalars(select(Qos).where(Qos.name.in_(wanted))):
             rows.append(_shown(qos, entities.QOS))
             session.delete(qos)
-        if not rows:
-            raise invalid("Nothing deleted")
         return rows
 
     def _delete_cluster(
@@ -551,6 +555,4 @@ class Admin:
                 session.delete(assoc)
             session.delete(cluster)
             rows.append({"Cluster": name})
-        if not rows:
-            raise invalid("Nothing deleted")
         return rows

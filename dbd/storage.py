@@ -51,22 +51,28 @@ class Query:
     end: int = 0  # 0: no upper bound
 
 
-def _job_id_clause(text: str) -> ColumnElement[bool]:
-    """``123`` (a job, or every task of array 123), ``123_4``, ``123_[1-3]``; ValueError."""
+def _job_id_clauses(text: str) -> list[ColumnElement[bool]]:
+    """``123`` (a job, or every task of array 123), ``123_4``, ``123_[1-3]``: the
+    alternatives that select it, each usable by an index; ValueError if malformed."""
     head, _, tasks = text.partition("_")
     if not head.isdigit():
         raise ValueError(text)
     job_id = int(head)
     if not tasks:
-        return or_(JobRecord.job_id == job_id, JobRecord.array_job_id == job_id)
+        return [JobRecord.job_id == job_id, JobRecord.array_job_id == job_id]
     spec = tasks[1:-1] if tasks.startswith("[") and tasks.endswith("]") else tasks
     spans: list[ColumnElement[bool]] = []
     for part in spec.split(","):
         lo, dash, hi = part.partition("-")
         if not lo.isdigit() or (dash and not hi.isdigit()):
             raise ValueError(text)
-        spans.append(JobRecord.array_task_id.between(int(lo), int(hi if dash else lo)))
-    return and_(JobRecord.array_job_id == job_id, or_(*spans))
+        spans.append(
+            and_(
+                JobRecord.array_job_id == job_id,
+                JobRecord.array_task_id.between(int(lo), int(hi if dash else lo)),
+            )
+        )
+    return spans
 
 
 class Storage:
@@ -131,11 +137,14 @@ class Storage:
     def history(self, query: Query) -> list[bytes]:
         """The serialized ``JobInfo`` records ``query`` selects, by cluster, submit time, id."""
         clauses: list[ColumnElement[bool]] = []
-        if query.clusters:
-            clauses.append(JobRecord.cluster.in_(query.clusters))
+        where = JobRecord.cluster.in_(query.clusters) if query.clusters else None
         if query.job_ids:
-            clauses.append(or_(*(_job_id_clause(text) for text in query.job_ids)))
+            # Each alternative carries the cluster, so every one can use an index.
+            alternatives = [c for text in query.job_ids for c in _job_id_clauses(text)]
+            clauses.append(or_(*(c if where is None else and_(where, c) for c in alternatives)))
         else:
+            if where is not None:
+                clauses.append(where)
             clauses.append(JobRecord.eligible_time > 0)
         for column, values in (
             (JobRecord.uid, query.uids),
@@ -188,5 +197,5 @@ def parse_job_ids(texts: Iterable[str]) -> tuple[str, ...]:
     """The job ids of a filter, each checked (ValueError names a bad one)."""
     checked = tuple(texts)
     for text in checked:
-        _job_id_clause(text)
+        _job_id_clauses(text)
     return checked

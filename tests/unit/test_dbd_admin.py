@@ -107,7 +107,6 @@ def test_limits_are_set_shown_and_cleared(admin: Admin) -> None:
         ("add", "account", {"name": "y"}, {"maxwall": "soon"}, "Invalid time specification"),
         ("add", "account", {"name": "z"}, {"bogus": "1"}, "Unknown option: bogus"),
         ("modify", "user", {"name": "root"}, {"qos": "gold"}, "Invalid qos specification"),
-        ("add", "account", {"name": "root"}, {}, "Nothing new added"),
         ("delete", "account", {"name": "root"}, {}, "can't remove the root account"),
         ("list", "widget", {}, {}, "Unknown entity"),
     ],
@@ -122,6 +121,30 @@ def test_bad_requests_get_slurms_errors(
 ) -> None:
     with pytest.raises(SlurmError, match=message):
         admin.run(verb, kind, where, values, True, "root", True)
+
+
+def test_a_change_that_matches_nothing_is_an_empty_answer(admin: Admin) -> None:
+    assert run(admin, "add", "account", {"name": "root"}) == []  # sacctmgr: " Nothing new added."
+    assert run(admin, "modify", "qos", {"name": "gold"}, priority="1") == []
+    assert run(admin, "delete", "user", {"name": "nobody"}) == []
+
+
+def test_users_with_their_associations(admin: Admin) -> None:
+    """What Snakemake asks: sacctmgr -n -s list user U format=account."""
+    run(admin, "add", "account", {"name": "lab"})
+    run(admin, "add", "user", {"name": "eve"}, account="lab")
+    rows = run(admin, "list", "user", {"name": "eve", "withassoc": "yes"})
+    assert [(r["User"], r["Def Acct"], r["Account"], r["Cluster"]) for r in rows] == [
+        ("eve", "lab", "lab", "bench")
+    ]
+    accounts = run(admin, "list", "account", {"name": "lab", "withassoc": "yes"})
+    assert [(r["Account"], r["User"]) for r in accounts] == [("lab", ""), ("lab", "eve")]
+
+
+def test_a_new_clusters_settings_go_on_its_root_association(admin: Admin) -> None:
+    run(admin, "add", "cluster", {"name": "second"}, fairshare="5", maxjobs="100")
+    rows = table(admin, "association", "User", "Share", "MaxJobs", cluster="second")
+    assert rows == [("", "5", "100"), ("root", "1", "")]
 
 
 def test_only_administrators_change_anything(admin: Admin) -> None:
