@@ -203,3 +203,33 @@ def test_jobcomp_filetxt_writes_a_line_per_finished_job(make_cluster: Any, tmp_p
     ]
     assert all(line.endswith(" ") for line in lines)
     assert fields[0]["UserId"] == "root(0)" and fields[0]["TimeLimit"] == "UNLIMITED"
+
+
+def test_sacctmgr_manages_accounts_users_and_limits(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path / "c", 1, SETTINGS, accounting=True).start()
+    try:
+
+        def sacctmgr(*args: str, check: bool = True) -> str:
+            return cluster.run("sacctmgr", *args, check=check).stdout
+
+        sacctmgr("-i", "add", "account", "physics", "Description=Physics", "Organization=sci")
+        sacctmgr("-i", "add", "user", "root", "Account=physics")
+        assert sacctmgr("show", "assoc", "-P", "-n", "format=Cluster,Account,User,Share") == (
+            "corral|root||1\ncorral|root|root|1\ncorral|physics||1\ncorral|physics|root|1\n"
+        )
+        # Snakemake's account check
+        accounts = sacctmgr("-n", "-s", "list", "user", "root", "format=account%256").split()
+        assert sorted(accounts) == ["physics", "root"]
+        sacctmgr("-i", "modify", "user", "root", "where", "account=physics", "set", "MaxJobs=3")
+        limits = sacctmgr("show", "assoc", "-P", "-n", "format=Account,User,MaxJobs", "user=root")
+        assert "physics|root|3" in limits.splitlines()
+        # Without -i and with no one to answer, nothing changes.
+        unanswered = cluster.run("sacctmgr", "add", "account", "chem", check=False, input="")
+        assert "Changes Discarded" in unanswered.stdout
+        assert "chem" not in sacctmgr("show", "account", "-P", "-n", "format=Account")
+        assert sacctmgr("show", "cluster", "-P", "-n", "format=Cluster").strip() == "corral"
+        sacctmgr("-i", "delete", "user", "root", "where", "account=physics")
+        sacctmgr("-i", "delete", "account", "physics")
+        assert sacctmgr("show", "account", "-P", "-n", "format=Account") == "root\n"
+    finally:
+        cluster.stop()

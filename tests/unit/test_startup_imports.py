@@ -95,6 +95,13 @@ COMMANDS = [
         ["-o", "JobID,State,NodeList", "--parsable2", "-j", "1", "-j", "2"],
         id="sacct-submitit",
     ),
+    pytest.param("sacctmgr", ["show", "assoc", "-P"], id="sacctmgr"),
+    pytest.param(
+        "sacctmgr",
+        ["-n", "-s", "list", "user", "root", "format=account%256"],
+        id="sacctmgr-snakemake",
+    ),
+    pytest.param("sacctmgr", ["-i", "add", "account", "physics", "parent=root"], id="sacctmgr-add"),
 ]
 
 
@@ -159,6 +166,7 @@ def test_every_client_has_a_plain_script() -> None:
         "sprio",
         "sshare",
         "sacct",
+        "sacctmgr",
     }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
