@@ -55,6 +55,11 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.config_path = store.conf.path
         self._flushes: set[asyncio.Future[None]] = set()
 
+    def load(self) -> tuple[int, int]:
+        """(agents connected, messages queued for them): sdiag's agent figures."""
+        sessions = {id(s): s for s in self.sessions.values()}
+        return len(sessions), sum(s.queue.qsize() for s in sessions.values())
+
     # ------------------------------------------------------------ stream
 
     async def Attach(

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from controller.agentlink import AgentLink
 from controller.core import schedule
+from controller.diag import SchedulerStats
 from controller.schedparams import SchedulerSettings, scheduler_settings
 from controller.store import JobStore
 
@@ -42,10 +43,7 @@ class SchedulerLoop:
         self.store = store
         self.link = link
         self.clock = clock
-        self.cycles = 0
-        self.last_cycle_us = 0
-        self.max_cycle_us = 0
-        self.total_cycle_us = 0
+        self.stats = SchedulerStats()
         self._wake = asyncio.Event()
         self._conf = store.conf
         self.settings: SchedulerSettings = scheduler_settings(store.conf)
@@ -66,7 +64,7 @@ class SchedulerLoop:
                 log.exception("scheduling cycle failed")
             # Let a busy controller serve RPCs too: cycles take at most a third
             # of its time, however long the queue.
-            await asyncio.sleep(max(MIN_GAP, 2 * self.last_cycle_us / 1e6))
+            await asyncio.sleep(max(MIN_GAP, 2 * self.stats.last_us / 1e6))
 
     async def cycle(self) -> None:
         began = time.perf_counter()
@@ -82,7 +80,10 @@ class SchedulerLoop:
         if backfill is not None and now - self.last_backfill < settings.bf_interval:
             backfill = None
         full = backfill is not None or now - self.last_full_pass >= settings.sched_interval
-        plan = schedule(snap, now, backfill, None if full else settings.default_queue_depth)
+        depth = None if full else settings.default_queue_depth
+        planning = time.perf_counter()
+        plan = schedule(snap, now, backfill, depth)
+        planned = int((time.perf_counter() - planning) * 1e6)
         if backfill is not None:
             self.last_backfill = now
         if full:
@@ -94,14 +95,15 @@ class SchedulerLoop:
         for job in started:
             self.link.launch(job)
         took = int((time.perf_counter() - began) * 1e6)
-        self.cycles += 1
-        self.last_cycle_us = took
-        self.max_cycle_us = max(self.max_cycle_us, took)
-        self.total_cycle_us += took
+        queue = len(snap.pending)
+        self.stats.cycle(took, queue, min(queue, depth or queue))
+        if backfill is not None:
+            tried = min(queue, backfill.max_job_test)
+            self.stats.backfill(now, planned, queue, tried, len(plan.starts) - plan.main_starts)
         if started or purged:
             log.info(
                 "cycle=%d pending=%d started=%d purged=%d took=%dus",
-                self.cycles,
+                self.stats.cycles,
                 len(snap.pending),
                 len(started),
                 len(purged),

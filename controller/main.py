@@ -54,6 +54,7 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     loop = SchedulerLoop(store, link)
     delivery = Delivery(store, key) if conf.accounting.enabled else None
     handlers.accounting = delivery
+    handlers.scheduler_stats = loop.stats
 
     server = grpc.aio.server(options=GRPC_OPTIONS)
     pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)  # type: ignore[no-untyped-call]

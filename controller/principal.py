@@ -25,15 +25,20 @@ class Principal:
 @lru_cache(maxsize=4096)
 def principal_for(uid: int, gid: int) -> Principal:
     """Resolve names and supplementary groups from the system databases."""
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = str(uid)
+    user = user_name(uid)
     try:
         groups = frozenset(os.getgrouplist(user, gid))
     except OSError:
         groups = frozenset({gid})
     return Principal(uid, gid, user, groups)
+
+
+@lru_cache(maxsize=4096)
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 @lru_cache(maxsize=4096)

@@ -19,11 +19,12 @@ from typing import Any
 
 import grpc
 
-from controller import jobstate, priorityviews, queries, views
+from controller import diag, jobstate, priorityviews, queries, views
 from controller.accounting import Delivery
 from controller.admission import admit
 from controller.agentlink import AgentLink
 from controller.core import BackfillParams, schedule
+from controller.diag import RpcStats, SchedulerStats
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.model import Job
 from controller.principal import Principal, principal_for
@@ -104,6 +105,9 @@ class Handlers:
         self.started = int(clock())
         self.encoder = views.JobsEncoder(store)
         self.accounting: Delivery | None = None  # set by main when AccountingStorageType is on
+        self.scheduler_stats = SchedulerStats()  # main shares the loop's
+        self.rpc_stats = RpcStats()
+        self.stats_since = self.started
         self._in_flight = 0
 
     def now(self) -> int:
@@ -112,10 +116,12 @@ class Handlers:
     async def dispatch(self, method: str, request: Any, who: Principal) -> Any:
         """Run one client request (gRPC or the CLI socket), counting those in flight."""
         self._in_flight += 1
+        began = time.perf_counter()
         try:
             return await getattr(self, method)(request, who)
         finally:
             self._in_flight -= 1
+            self.rpc_stats.count(method, who.uid, int((time.perf_counter() - began) * 1e6))
 
     async def _commit(self) -> None:
         """Make this request's changes durable before it is answered.
@@ -449,6 +455,28 @@ class Handlers:
             raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
         return await self.accounting.admin(req, who)
 
+    async def Diag(self, req: pb.DiagRequest, who: Principal) -> pb.DiagReply:
+        now = self.now()
+        if req.reset:
+            if not who.is_admin:
+                raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+            self.store.counters = dict.fromkeys(self.store.counters, 0)
+            self.scheduler_stats.reset()
+            self.rpc_stats = RpcStats()
+            self.stats_since = now
+        jobs = self.store.jobs.values()
+        return diag.reply(
+            now,
+            self.stats_since,
+            self.store.counters,
+            sum(1 for j in jobs if j.state is JobState.PENDING),
+            sum(1 for j in jobs if j.state is JobState.RUNNING),
+            self.scheduler_stats,
+            self.rpc_stats,
+            self.link.load(),
+            self.accounting.backlog if self.accounting is not None else 0,
+        )
+
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
@@ -495,6 +523,7 @@ METHODS = (
     "Shares",
     "History",
     "AcctAdmin",
+    "Diag",
 )
 
 

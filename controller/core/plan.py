@@ -43,3 +43,4 @@ class Plan:
     # Pending jobs to end: past their --deadline, or never runnable under --kill-on-invalid-dep.
     ended: dict[int, Reason] = field(default_factory=dict)
     backfilled: bool = False  # a backfill pass ran: jobs not in ``expected`` have no estimate
+    main_starts: int = 0  # how many of ``starts`` the main pass made (the rest: backfill)

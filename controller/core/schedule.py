@@ -142,6 +142,7 @@ def schedule(
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
+    plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
         bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage)

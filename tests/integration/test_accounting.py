@@ -113,6 +113,10 @@ def test_nothing_is_lost_while_dbd_is_down(accounted: Cluster) -> None:
         60,
         "the workload did not finish while dbd was down",
     )
+    backlog = [
+        line for line in accounted.run("sdiag").stdout.splitlines() if "DBD Agent queue" in line
+    ]
+    assert backlog and int(backlog[0].split(":")[1]) > 0, backlog  # sdiag shows the backlog
     accounted.kill("controller", signal.SIGKILL)
     accounted.start_controller()
     accounted.start_dbd()

@@ -95,6 +95,7 @@ COMMANDS = [
         ["-o", "JobID,State,NodeList", "--parsable2", "-j", "1", "-j", "2"],
         id="sacct-submitit",
     ),
+    pytest.param("sdiag", [], id="sdiag"),
     pytest.param("sacctmgr", ["show", "assoc", "-P"], id="sacctmgr"),
     pytest.param(
         "sacctmgr",
@@ -167,6 +168,7 @@ def test_every_client_has_a_plain_script() -> None:
         "sshare",
         "sacct",
         "sacctmgr",
+        "sdiag",
     }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
