@@ -58,6 +58,7 @@ class Assoc:
     user: str
     partition: str
     parent: str
+    shares: int = 1  # Fairshare (-1: "parent")
     max_jobs: int | None = None
     max_submit: int | None = None
     max_wall: int | None = None  # minutes
@@ -75,6 +76,7 @@ class Assoc:
             user=row["User"],
             partition=row["Partition"],
             parent=row.get("ParentName", ""),
+            shares=-1 if row.get("Share") == "parent" else int(row.get("Share") or 1),
             max_jobs=_count(row.get("MaxJobs", "")),
             max_submit=_count(row.get("MaxSubmit", "")),
             max_wall=_minutes(row.get("MaxWall", "")),

@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from controller.associations import AssocSet
 from controller.core import fairshare, priority
-from controller.core.fairshare import Charge, ShareTree, Usage
+from controller.core.fairshare import Account, Charge, ShareTree, Usage
 from controller.core.priority import Cluster, PriorityJob, account_of
 from controller.model import Job
 from corral.config import SlurmConfig
@@ -36,6 +37,8 @@ class PriorityKeeper:
         self.last_calc = 0
         self._ended: list[Charge] = []
         self._lowest_basic: int | None = None
+        # dbd's associations once known: the share tree's accounts, users and shares.
+        self.associations: AssocSet | None = None
 
     # ------------------------------------------------------------ state
 
@@ -74,6 +77,22 @@ class PriorityKeeper:
 
     # ------------------------------------------------------------ the calculation
 
+    def _associations(self) -> tuple[list[Account], dict[tuple[str, str], int]]:
+        """dbd's account tree and user shares (Fairshare=parent counts as 1 share)."""
+        if self.associations is None:
+            return [], {}
+        accounts = [
+            Account(a.account, a.parent or fairshare.ROOT, max(a.shares, 1))
+            for a in self.associations.assocs
+            if not a.user and a.account != fairshare.ROOT and not a.partition
+        ]
+        users = {
+            (a.account, a.user): max(a.shares, 1)
+            for a in self.associations.assocs
+            if a.user and not a.partition
+        }
+        return accounts, users
+
     def due(self, now: int) -> bool:
         return now - self.last_calc >= max(self.conf.priority.calc_period, 1)
 
@@ -96,9 +115,13 @@ class PriorityKeeper:
         pending = list(pending)
         users = {(account_of(j), j.user) for j in pending}
         users.update((c.account, c.user) for c in charges)
+        accounts, user_shares = self._associations()
+        users.update(user_shares)
         self.tree = fairshare.share_tree(
             self.usage,
             users,
+            accounts,
+            user_shares=user_shares,
             fair_tree=config.fair_tree,
             damping=config.fs_dampening_factor,
         )

@@ -190,7 +190,8 @@ class JobStore:
         }
         self.priorities.restore(loaded.meta.get(USAGE_KEY))
         if ASSOCIATIONS_KEY in loaded.meta:
-            self.associations = AssocSet.from_json(loaded.meta[ASSOCIATIONS_KEY])
+            assocs = AssocSet.from_json(loaded.meta[ASSOCIATIONS_KEY])
+            self.associations = self.priorities.associations = assocs
         self.outbox = loaded.outbox
         self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
         if self.outbox:
@@ -242,7 +243,8 @@ class JobStore:
 
     def set_associations(self, assocs: AssocSet) -> None:
         """dbd's newest associations, users and QOS (kept for restarts and dbd outages)."""
-        self.associations = assocs
+        self.associations = self.priorities.associations = assocs
+        self.priorities.last_calc = 0  # new shares: recompute at the next cycle
         self._batch.meta[ASSOCIATIONS_KEY] = assocs.to_json()
 
     def delivered(self, seq: int) -> None:

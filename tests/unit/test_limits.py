@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from controller.associations import AssocSet
 from controller.core import BackfillParams, schedule
 from controller.core.limits import Gate, Usage
 from controller.jobstate import Reason
+from controller.priorities import PriorityKeeper
+from corral.config import parse
 from corral.errors import SlurmError
 from tests.unit.scenario import NOW, cluster, job, node, partition, running
 
@@ -96,3 +99,28 @@ def test_a_job_over_a_limit_waits_without_blocking_the_rest(
     plan = schedule(snap, NOW, backfill)
     assert [s.job_id for s in plan.starts] == [1, 3]
     assert plan.reasons[2] is Reason.ASSOC_MAX_JOBS
+
+
+def test_the_share_tree_follows_dbds_associations(tmp_path: Path) -> None:
+    """sshare's tree and fair share come from the associations' Fairshare once dbd is known."""
+    conf = parse(
+        "ClusterName=c\nSlurmctldHost=h(127.0.0.1)\nPriorityType=priority/multifactor\n"
+        "NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 Default=YES\n",
+        str(tmp_path / "slurm.conf"),
+    )
+    keeper = PriorityKeeper(conf)
+    keeper.associations = AssocSet.from_rows(
+        [
+            {**ROW, "Account": "root", "User": "", "ParentName": "", "Share": "1"},
+            {**ROW, "Account": "lab", "User": "", "ParentName": "root", "Share": "10"},
+            {**ROW, "Account": "lab", "User": "alice", "ParentName": "lab", "Share": "3"},
+            {**ROW, "Account": "lab", "User": "bob", "ParentName": "lab", "Share": "parent"},
+        ],
+        [],
+        [],
+    )
+    keeper.recalculate(NOW, [], [], 1)
+    shares = {(r.account, r.user): r.raw_shares for r in keeper.tree.rows}
+    assert shares[("lab", "")] == 10
+    assert shares[("lab", "alice")] == 3
+    assert shares[("lab", "bob")] == 1
