@@ -17,6 +17,7 @@ import pytest
 from corral.errors import SlurmError
 from tests.databases import BACKENDS, fresh_database
 from tests.integration.cluster import Cluster
+from tests.tcpcut import Relay
 
 SETTINGS = ("KillWait=2", "SlurmdTimeout=6")
 
@@ -34,6 +35,14 @@ def accounted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluste
 
 def history(cluster: Cluster, **query: Any) -> list[dict[str, Any]]:
     return list(cluster.client.call("History", {"filter": query})["jobs"])
+
+
+def backlog(cluster: Cluster) -> int:
+    """sdiag's DBD Agent queue size: records not yet in dbd."""
+    for line in cluster.run("sdiag").stdout.splitlines():
+        if line.startswith("DBD Agent queue size:"):
+            return int(line.split(":")[1])
+    raise AssertionError("sdiag printed no DBD Agent queue size")
 
 
 def test_finished_jobs_keep_their_final_states(accounted: Cluster) -> None:
@@ -113,10 +122,7 @@ def test_nothing_is_lost_while_dbd_is_down(accounted: Cluster) -> None:
         60,
         "the workload did not finish while dbd was down",
     )
-    backlog = [
-        line for line in accounted.run("sdiag").stdout.splitlines() if "DBD Agent queue" in line
-    ]
-    assert backlog and int(backlog[0].split(":")[1]) > 0, backlog  # sdiag shows the backlog
+    assert backlog(accounted) > 0  # sdiag shows what waits for dbd
     accounted.kill("controller", signal.SIGKILL)
     accounted.start_controller()
     accounted.start_dbd()
@@ -237,3 +243,40 @@ def test_sacctmgr_manages_accounts_users_and_limits(tmp_path: Path) -> None:
         assert sacctmgr("show", "account", "-P", "-n", "format=Account") == "root\n"
     finally:
         cluster.stop()
+
+
+def test_nothing_is_lost_when_the_database_link_is_cut(tmp_path: Path) -> None:
+    """A 2,000-job workload while the link between dbd and MariaDB is cut: the
+    controller keeps scheduling, and once the link is back sacct has every job once."""
+    with fresh_database("mariadb", tmp_path) as url:
+        relay = Relay(("127.0.0.1", 3306))
+        relayed = url.replace("127.0.0.1:3306", f"127.0.0.1:{relay.port}")
+        cluster = Cluster(tmp_path / "c", 2, SETTINGS, accounting=True, database=relayed)
+        try:
+            cluster.start()
+            first = cluster.sbatch("--array=1-1000", "--wrap", "true")
+            relay.cut()
+            second = cluster.sbatch("--array=1-1000", "--wrap", "true")
+            cluster.wait_for(
+                lambda: all(j["state"] == "COMPLETED" for j in cluster.jobs(first, second)),
+                240,
+                "the workload did not finish while the database was cut off",
+            )
+            assert backlog(cluster) > 0  # the records wait in the outbox
+            relay.restore()
+            ids = [str(first), str(second)]
+
+            def all_recorded() -> bool:
+                try:
+                    return len(history(cluster, job_ids=ids)) == 2000
+                except SlurmError:
+                    return False
+
+            cluster.wait_for(all_recorded, 120, "the backlog did not reach the database")
+            records = history(cluster, job_ids=ids)
+            once = Counter((r["array_job_id"], r["array_task_id"]) for r in records)
+            assert set(once.values()) == {1}
+            assert {r["state"] for r in records} == {"COMPLETED"}
+        finally:
+            cluster.stop()
+            relay.close()
