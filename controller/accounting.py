@@ -101,6 +101,7 @@ class Delivery:
                 cluster=self.cluster,
                 control_host=conf.controller_host[1],
                 control_port=conf.slurmctld_port,
+                cpus=sum(node.cpus for node in conf.nodes),
             ),
             timeout=10,
         )
@@ -222,6 +223,19 @@ class Delivery:
         forwarded.cred.CopyFrom(self._cred(who.uid, who.gid))
         try:
             reply: pb.AcctAdminReply = await self._stub.AcctAdmin(forwarded, timeout=60)
+        except grpc.aio.AioRpcError as exc:
+            raise _failure(exc) from None
+        return reply
+
+    async def report(self, request: pb.ReportRequest, who: Principal) -> pb.ReportReply:
+        """Forward an sreport request to dbd as the calling user (own cluster by default)."""
+        forwarded = pb.ReportRequest()
+        forwarded.CopyFrom(request)
+        forwarded.cred.CopyFrom(self._cred(who.uid, who.gid))
+        if not forwarded.clusters:
+            forwarded.clusters.append(self.cluster)
+        try:
+            reply: pb.ReportReply = await self._stub.Report(forwarded, timeout=120)
         except grpc.aio.AioRpcError as exc:
             raise _failure(exc) from None
         return reply

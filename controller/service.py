@@ -455,6 +455,11 @@ class Handlers:
             raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
         return await self.accounting.admin(req, who)
 
+    async def Report(self, req: pb.ReportRequest, who: Principal) -> pb.ReportReply:
+        if self.accounting is None:
+            raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
+        return await self.accounting.report(req, who)
+
     async def Diag(self, req: pb.DiagRequest, who: Principal) -> pb.DiagReply:
         now = self.now()
         if req.reset:
@@ -524,6 +529,7 @@ METHODS = (
     "History",
     "AcctAdmin",
     "Diag",
+    "Report",
 )
 
 
