@@ -81,12 +81,22 @@ def _memory_mib() -> int:
     return 1024
 
 
-def write_config(directory: str, nodes: int, extra: list[str], *, accounting: bool = False) -> str:
+def write_config(
+    directory: str,
+    nodes: int,
+    extra: list[str],
+    *,
+    accounting: bool = False,
+    cluster: str = "corral",
+    shared_dbd: tuple[int, bytes] | None = None,
+) -> str:
     """Write DIR/slurm.conf (and the cluster key) for ``nodes`` emulated nodes.
 
     With ``accounting``, slurm.conf sends job records to a corral-dbd on
     127.0.0.1, and DIR/slurmdbd.conf configures that dbd (SQLite in
-    DIR/accounting.db unless it is started with ``--database``).
+    DIR/accounting.db unless it is started with ``--database``). With
+    ``shared_dbd`` (another cluster's dbd port and key), this cluster uses that
+    dbd instead and writes none: several clusters, one accounting database.
     """
     from corral import auth
 
@@ -96,8 +106,12 @@ def write_config(directory: str, nodes: int, extra: list[str], *, accounting: bo
     cpus = os.cpu_count() or 1
     memory = max(_memory_mib() // max(nodes, 1), 100)
     names = f"node[1-{nodes}]" if nodes > 1 else "node1"
-    dbd_port = _free_port()
-    if accounting:
+    dbd_port = shared_dbd[0] if shared_dbd else _free_port()
+    if shared_dbd:  # the other cluster's key: its dbd trusts this controller too
+        key = auth.key_path(path)
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+            out.write(shared_dbd[1] + b"\n")
+    elif accounting:
         _write(
             os.path.join(directory, "slurmdbd.conf"),
             [
@@ -111,7 +125,7 @@ def write_config(directory: str, nodes: int, extra: list[str], *, accounting: bo
         )
     lines = [
         "# Written by `corral up`: a whole cluster on one machine.",
-        "ClusterName=corral",
+        f"ClusterName={cluster}",
         f"SlurmctldHost={host}(127.0.0.1)",
         f"SlurmctldPort={_free_port()}",
         f"StateSaveLocation={directory}/state",
@@ -127,7 +141,7 @@ def write_config(directory: str, nodes: int, extra: list[str], *, accounting: bo
                 "AccountingStorageHost=127.0.0.1",
                 f"AccountingStoragePort={dbd_port}",
             ]
-            if accounting
+            if accounting or shared_dbd
             else []
         ),
         *extra,

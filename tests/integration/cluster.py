@@ -19,6 +19,7 @@ from typing import Any
 
 from cli.corral import write_config
 from cli.demo import client_command as command
+from corral.auth import key_path, load_key
 from corral.client import Client, socket_path
 from corral.errors import SlurmError
 from dbd.config import load as load_dbd_config
@@ -53,11 +54,25 @@ class Cluster:
         *,
         accounting: bool = False,
         database: str | None = None,
+        name: str = "corral",
+        dbd_of: Cluster | None = None,
     ) -> None:
+        """``dbd_of``: send accounting to that cluster's corral-dbd (none of its own)."""
         self.dir = directory
         self.nodes = nodes
-        self.conf = write_config(str(directory), nodes, list(settings), accounting=accounting)
-        self.accounting = accounting
+        shared = None
+        if dbd_of is not None:
+            dbd = load_dbd_config(str(dbd_of.dir / "slurmdbd.conf"))
+            shared = (dbd.dbd_port, load_key(key_path(dbd_of.conf)))
+        self.conf = write_config(
+            str(directory),
+            nodes,
+            list(settings),
+            accounting=accounting and dbd_of is None,
+            cluster=name,
+            shared_dbd=shared,
+        )
+        self.accounting = accounting and dbd_of is None
         self.database = database
         self.env = {**os.environ, "SLURM_CONF": self.conf, "PYTHONUNBUFFERED": "1"}
         self.socket = socket_path(str(directory / "state"))

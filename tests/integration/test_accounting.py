@@ -280,3 +280,29 @@ def test_nothing_is_lost_when_the_database_link_is_cut(tmp_path: Path) -> None:
         finally:
             cluster.stop()
             relay.close()
+
+
+def test_two_clusters_share_one_dbd(tmp_path: Path) -> None:
+    """Each controller registers its cluster; sacct -M and sacctmgr see both."""
+    alpha = Cluster(tmp_path / "a", 1, SETTINGS, accounting=True, name="alpha")
+    beta = Cluster(tmp_path / "b", 1, SETTINGS, accounting=True, name="beta", dbd_of=alpha)
+    try:
+        alpha.start()
+        beta.start()
+        for cluster in (alpha, beta):
+            cluster.wait_done(cluster.sbatch("--wrap", "true"))
+
+        def both() -> list[str]:
+            shown = alpha.run(
+                "sacct", "-M", "alpha,beta", "-X", "-P", "-n", "-o", "Cluster,JobID,State"
+            )
+            return shown.stdout.splitlines()
+
+        alpha.wait_for(lambda: len(both()) == 2, 20, "both clusters' jobs did not reach dbd")
+        assert both() == ["alpha|1|COMPLETED", "beta|1|COMPLETED"]
+        assert beta.run("sacct", "-X", "-P", "-n", "-o", "Cluster,JobID").stdout == "beta|1\n"
+        clusters = alpha.run("sacctmgr", "show", "cluster", "-P", "-n", "format=Cluster")
+        assert clusters.stdout.split() == ["alpha", "beta"]
+    finally:
+        beta.stop()
+        alpha.stop()
