@@ -233,6 +233,18 @@ def test_sacctmgr_manages_accounts_users_and_limits(tmp_path: Path) -> None:
         sacctmgr("-i", "modify", "user", "root", "where", "account=physics", "set", "MaxJobs=3")
         limits = sacctmgr("show", "assoc", "-P", "-n", "format=Account,User,MaxJobs", "user=root")
         assert "physics|root|3" in limits.splitlines()
+        # sshare's tree is dbd's associations, with their shares.
+        sacctmgr("-i", "modify", "account", "physics", "set", "Fairshare=7")
+
+        def physics_shares() -> list[str]:
+            rows = cluster.run("sshare", "-a", "-P", "-o", "Account,User,RawShares").stdout
+            return [row.strip() for row in rows.splitlines() if row.strip().startswith("physics")]
+
+        cluster.wait_for(
+            lambda: physics_shares() == ["physics||7", "physics|root|1"],
+            15,
+            "sshare did not show dbd's associations",
+        )
         # Without -i and with no one to answer, nothing changes.
         unanswered = cluster.run("sacctmgr", "add", "account", "chem", check=False, input="")
         assert "Changes Discarded" in unanswered.stdout
