@@ -314,6 +314,20 @@ def setting(kind: str, key: str, extra: tuple[Setting, ...] = ()) -> Setting:
     raise invalid(f"Unknown option: {key}")
 
 
+#: Longest name the database keeps (accounts, users, QOS, clusters, partitions).
+MAX_NAME = 64
+
+
 def names(text: str) -> list[str]:
-    """A comma list of names, lower-cased as Slurm stores them; empty items dropped."""
-    return [part.strip().lower() for part in text.split(",") if part.strip()]
+    """A comma list of names, lower-cased as Slurm stores them; empty items dropped.
+
+    A name the database could not keep whole, or with quotes, spaces or
+    control characters, is refused rather than stored altered.
+    """
+    found = [part.strip().lower() for part in text.split(",") if part.strip()]
+    for name in found:
+        if len(name) > MAX_NAME:
+            raise invalid(f"Name '{name[:MAX_NAME]}...' is longer than {MAX_NAME} characters")
+        if any(c in "'\"` " or not c.isprintable() for c in name):
+            raise invalid(f"Invalid name '{name}'")
+    return found

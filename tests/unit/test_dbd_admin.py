@@ -171,3 +171,9 @@ def test_deleting_users_accounts_and_qos(admin: Admin) -> None:
     assert table(admin, "account", "Account") == [("root",)]
     assert table(admin, "qos", "Name") == [("normal",)]
     assert [r[0] for r in table(admin, "tres", "Type")][:4] == ["cpu", "mem", "energy", "node"]
+
+
+@pytest.mark.parametrize("name", ["a" * 65, "bad'name", "tab\tname"])
+def test_names_the_database_cannot_keep_are_refused(admin: Admin, name: str) -> None:
+    with pytest.raises(SlurmError, match="(?i)name"):
+        run(admin, "add", "account", {"name": name})
