@@ -175,5 +175,5 @@ def test_deleting_users_accounts_and_qos(admin: Admin) -> None:
 
 @pytest.mark.parametrize("name", ["a" * 65, "bad'name", "tab\tname"])
 def test_names_the_database_cannot_keep_are_refused(admin: Admin, name: str) -> None:
-    with pytest.raises(SlurmError, match="(?i)name"):
+    with pytest.raises(SlurmError, match=r"(?i)name"):
         run(admin, "add", "account", {"name": name})
