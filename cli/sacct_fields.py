@@ -135,6 +135,8 @@ def job_state(job: Job) -> str:
     for flag in _RECORDED_FLAGS:
         if flag in flags:
             return flag
+    if job["state"] == "CANCELLED" and job.get("cancelled_by") is not None:
+        return f"CANCELLED by {job['cancelled_by']}"
     return str(job["state"]) or "UNKNOWN"
 
 

@@ -132,6 +132,7 @@ class Finish:
 @dataclass(frozen=True, slots=True)
 class Cancel:
     now: int
+    by: int = -1  # the uid that asked (sacct: "CANCELLED by <uid>"); -1 unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +250,15 @@ def apply(job: Job, event: Event) -> Job:
                 end_time=event.now,
                 reason=Reason.NONE,
                 start_time=job.start_time or event.now,
+                cancelled_by=event.by,
             )
         case Cancel() if state is JobState.RUNNING and COMPLETING not in job.flags:
             return replace(
-                job, state=JobState.CANCELLED, flags=job.flags | {COMPLETING}, end_time=event.now
+                job,
+                state=JobState.CANCELLED,
+                flags=job.flags | {COMPLETING},
+                end_time=event.now,
+                cancelled_by=event.by,
             )
         case Requeue() if state is JobState.RUNNING and COMPLETING not in job.flags:
             return replace(job, flags=job.flags | {COMPLETING, REQUEUED}, requeue_hold=event.hold)

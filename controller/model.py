@@ -84,6 +84,7 @@ class Job:
     signal_batch_only: bool = False
     deadline: int = 0
     kill_on_invalid_dep: bool = False
+    cancelled_by: int = -1  # the uid that cancelled it (-1: not cancelled, or unknown)
     partition: str = ""  # where it runs (or ran)
     nodes: tuple[str, ...] = ()
     cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``

@@ -250,7 +250,7 @@ class Handlers:
             return errors.ESLURM_ALREADY_DONE
         if sig in (0, signals.SIGKILL) and not req.batch_only:
             was_running = job.state is JobState.RUNNING
-            self.store.post(job.job_id, jobstate.Cancel(now))
+            self.store.post(job.job_id, jobstate.Cancel(now, who.uid))
             if was_running:
                 self.link.signal(job, 0, reason="cancel")
             log.info("job_id=%d cancelled by uid=%d", job.job_id, who.uid)

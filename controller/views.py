@@ -116,6 +116,8 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
             info.array_task_id = int(text)
     elif job.array_task_id is not None:
         info.array_task_id = job.array_task_id
+    if job.cancelled_by >= 0:
+        info.cancelled_by = job.cancelled_by
     return info
 
 

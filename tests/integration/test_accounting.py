@@ -87,7 +87,7 @@ def test_finished_jobs_keep_their_final_states(accounted: Cluster) -> None:
     assert snakemake.stdout.splitlines() == [
         f"{ok}|COMPLETED",
         f"{failed}|FAILED",
-        f"{cancelled}|CANCELLED",
+        f"{cancelled}|CANCELLED by 0",
     ]
     default = accounted.run("sacct", "-j", str(failed)).stdout.splitlines()
     assert default[0].split() == [

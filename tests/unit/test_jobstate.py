@@ -473,3 +473,9 @@ def test_give_up_records_why_and_when() -> None:
         Reason.DEADLINE,
         LATER,
     )
+
+
+def test_a_cancel_records_who_asked() -> None:
+    assert apply(JOBS["running"], Cancel(NOW, by=1000)).cancelled_by == 1000
+    assert apply(job(9), Cancel(NOW, by=0)).cancelled_by == 0
+    assert apply(job(9), Cancel(NOW)).cancelled_by == -1

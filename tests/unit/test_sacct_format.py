@@ -451,3 +451,11 @@ def test_json_records() -> None:
         "signal": {"id": {"set": True, "infinite": False, "number": 9}, "name": "SIGKILL"},
     }
     assert failed["steps"][0]["exit_code"]["signal"]["name"] == "SIGKILL"
+
+
+def test_a_cancelled_job_says_by_whom() -> None:
+    from cli.sacct_fields import job_state
+
+    base = {"state": "CANCELLED", "state_flags": []}
+    assert job_state({**base, "cancelled_by": 1000}) == "CANCELLED by 1000"
+    assert job_state({**base, "cancelled_by": None}) == "CANCELLED"
