@@ -4,7 +4,7 @@ Only what queries filter and sort on is a column; the whole record as the
 controller sent it (a ``JobInfo`` message, what sacct prints from) is kept in
 ``record``, so a new sacct field needs no schema change. The migrations in
 ``dbd/migrations`` create and upgrade these tables; a change here needs a new
-revision there (tests/unit/test_dbd_schema.py checks they agree).
+revision there (tests/unit/test_dbd_storage.py checks they agree).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class Cluster(Base):
     control_host: Mapped[str] = mapped_column(String(255), default="")
     control_port: Mapped[int] = mapped_column(Integer, default=0)
     registered: Mapped[int] = mapped_column(BigInteger, default=0)  # epoch seconds
+    cpus: Mapped[int] = mapped_column(Integer, default=0)  # configured, as last registered
 
 
 class JobRecord(Base):
@@ -56,6 +57,7 @@ class JobRecord(Base):
         Index("ix_jobs_cluster_uid_end", "cluster", "uid", "end_time"),
         Index("ix_jobs_cluster_end", "cluster", "end_time"),
         Index("ix_jobs_cluster_array", "cluster", "array_job_id"),
+        Index("ix_jobs_cluster_seq", "cluster", "seq"),  # what changed since a rollup
     )
 
     id: Mapped[int] = mapped_column(ROW_ID, primary_key=True, autoincrement=True)
@@ -158,3 +160,105 @@ class Association(Limits, Base):
     priority: Mapped[int | None] = mapped_column(Integer, nullable=True)
     qos: Mapped[str] = mapped_column(Text, default="")  # QOS names, comma list
     def_qos: Mapped[str] = mapped_column(String(64), default="")
+
+
+# ---------------------------------------------------------------- usage rollups
+# Slurm's assoc_usage_{hour,day,month} and cluster_usage_* tables, CPU only: the
+# rows of one period start at ``period`` (epoch seconds of a local hour, day or
+# month start). dbd/rollup.py writes them, dbd/report.py reads them.
+
+
+class AssocUsage:
+    """CPU-seconds allocated to the jobs of one (account, user) of a cluster in a period."""
+
+    cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
+    period: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    account: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user: Mapped[str] = mapped_column(String(64), primary_key=True)
+    alloc_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class ClusterUsage:
+    """A cluster's CPU-seconds in a period: allocated, down, idle, and reported in all.
+
+    ``reported_secs`` is ``cpus`` times the seconds of the period the cluster was
+    known; ``idle_secs`` what is left of it. Down and planned down stay 0 until
+    dbd records node events, and planned (reserved) 0 until reservations exist.
+    """
+
+    cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
+    period: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    cpus: Mapped[int] = mapped_column(Integer, default=0)
+    alloc_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+    down_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+    planned_down_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+    idle_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+    planned_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+    reported_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+#: The CPU-seconds columns of ``ClusterUsage``.
+CLUSTER_SECONDS = (
+    "alloc_secs",
+    "down_secs",
+    "planned_down_secs",
+    "idle_secs",
+    "planned_secs",
+    "reported_secs",
+)
+
+
+class AssocUsageHour(AssocUsage, Base):
+    __tablename__ = "assoc_usage_hour"
+
+
+class AssocUsageDay(AssocUsage, Base):
+    __tablename__ = "assoc_usage_day"
+
+
+class AssocUsageMonth(AssocUsage, Base):
+    __tablename__ = "assoc_usage_month"
+
+
+class ClusterUsageHour(ClusterUsage, Base):
+    __tablename__ = "cluster_usage_hour"
+
+
+class ClusterUsageDay(ClusterUsage, Base):
+    __tablename__ = "cluster_usage_day"
+
+
+class ClusterUsageMonth(ClusterUsage, Base):
+    __tablename__ = "cluster_usage_month"
+
+
+class UsageRollup(Base):
+    """How far one cluster's usage is rolled up, and what the last rollup saw.
+
+    Every hour before ``hour_end`` has its rows, from the hour of ``since`` (the
+    cluster's registration or its first job, whichever came first). A job record
+    with an id above ``job_mark`` or an outbox sequence above ``seq_mark`` arrived
+    or changed after the last rollup, which then rolls its hours again.
+    """
+
+    __tablename__ = "usage_rollups"
+
+    cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
+    since: Mapped[int] = mapped_column(BigInteger)
+    hour_end: Mapped[int] = mapped_column(BigInteger)
+    job_mark: Mapped[int] = mapped_column(BigInteger, default=0)
+    seq_mark: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class RunningUsage(Base):
+    """A job the last rollup counted as running (from ``start_time`` to its last hour).
+
+    When such a job's record changes, only the hours from its end on are rolled
+    again, not every hour since it started.
+    """
+
+    __tablename__ = "usage_running"
+
+    cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
+    job: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # jobs.id
+    start_time: Mapped[int] = mapped_column(BigInteger)

@@ -25,6 +25,7 @@ from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd.admin import Admin
+from dbd.report import ReportQuery, usage_report
 from dbd.storage import Query, Storage, parse_job_ids
 
 log = logging.getLogger("corral.dbd")
@@ -36,6 +37,7 @@ class AccountingService(pb_grpc.AccountingServicer):
         self.admin = Admin(storage.engine)
         self.key = key
         self.private_jobs = "jobs" in private_data
+        self.private_usage = "usage" in private_data
         self.slurm_uid = slurm_uid
 
     async def _caller(self, cred: pb.Credential, context: grpc.aio.ServicerContext) -> int:
@@ -64,6 +66,7 @@ class AccountingService(pb_grpc.AccountingServicer):
             request.control_host,
             request.control_port,
             int(time.time()),
+            request.cpus,
         )
         log.info("cluster %s registered from %s", request.cluster, request.control_host)
         return pb.RegisterClusterReply()
@@ -140,3 +143,52 @@ class AccountingService(pb_grpc.AccountingServicer):
         for record in records:
             reply.jobs.add().MergeFromString(record)
         return reply
+
+    async def Report(
+        self, request: pb.ReportRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReportReply:
+        """sreport's reports, from the usage rollups (rolled up to now first).
+
+        With ``PrivateData=usage`` a user other than root or SlurmUser sees only
+        their own usage: the user rows are theirs alone, without account rows.
+        """
+        uid = await self._caller(request.cred, context)
+        users = tuple(request.users)
+        if self.private_usage and uid not in (0, self.slurm_uid):
+            users = (_user_name(uid).lower(),)
+        try:
+            query = ReportQuery(
+                report=request.report.lower(),
+                start=request.start,
+                end=request.end,
+                clusters=tuple(c for c in request.clusters if c.lower() != "all"),
+                accounts=tuple(request.accounts),
+                users=users,
+                top=request.top,
+            )
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        rows, start, end = await self._run(
+            context, usage_report, self.storage.engine, query, int(time.time())
+        )
+        reply = pb.ReportReply(start=start, end=end)
+        for row in rows:
+            reply.rows.add(
+                cluster=row.cluster,
+                account=row.account,
+                user=row.user,
+                alloc_secs=row.alloc_secs,
+                down_secs=row.down_secs,
+                planned_down_secs=row.planned_down_secs,
+                idle_secs=row.idle_secs,
+                planned_secs=row.planned_secs,
+                reported_secs=row.reported_secs,
+            )
+        return reply
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)

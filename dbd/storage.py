@@ -81,13 +81,18 @@ class Storage:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def register_cluster(self, name: str, host: str, port: int, now: int) -> None:
-        """A controller (re)started: its cluster exists, with Slurm's defaults."""
+    def register_cluster(self, name: str, host: str, port: int, now: int, cpus: int = 0) -> None:
+        """A controller (re)started: its cluster exists, with Slurm's defaults.
+
+        ``cpus`` (its configured CPUs in all) is what the usage rollups report the
+        cluster had from then on.
+        """
         for attempt in (1, 2):  # a concurrent registration may insert the defaults first
             try:
                 with Session(self.engine) as session, session.begin():
                     row = ensure_cluster(session, name)
                     row.control_host, row.control_port, row.registered = host, port, now
+                    row.cpus = cpus
                 return
             except IntegrityError:
                 if attempt == 2:
