@@ -8,10 +8,12 @@ import logging
 import pwd
 import signal
 import sys
+import time
 
 import grpc
 import uvloop
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from corral import __version__, auth
 from corral.confsyntax import ConfigError
@@ -19,10 +21,15 @@ from corral.confsyntax import default_path as slurm_conf_path
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd import schema
 from dbd.config import DbdConfig, default_path, load
+from dbd.purge import purge_jobs
+from dbd.rollup import rollup
 from dbd.service import AccountingService
 from dbd.storage import Storage, engine_for
 
 log = logging.getLogger("corral.dbd")
+
+#: Seconds between usage rollups (sreport also rolls up before it reads).
+ROLLUP_EVERY_S = 300.0
 
 
 async def serve(conf: DbdConfig, url: str, key: bytes) -> None:
@@ -38,14 +45,35 @@ async def serve(conf: DbdConfig, url: str, key: bytes) -> None:
         raise SystemExit(f"corral-dbd: fatal: cannot listen on {conf.dbd_addr}:{conf.dbd_port}")
     await server.start()
     log.info("corral-dbd %s: gRPC on %s:%d", __version__, conf.dbd_addr, port)
+    rolling = asyncio.create_task(_roll_up(engine, conf.purge_job_after))
     stopping = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, stopping.set)
     await stopping.wait()
     log.info("shutting down")
+    rolling.cancel()
     await server.stop(grace=1.0)
     engine.dispose()
+
+
+async def _roll_up(engine: Engine, purge_job_after: int) -> None:
+    """Roll up usage, then apply PurgeJobAfter, at start and every ``ROLLUP_EVERY_S``
+    (cancel to stop): the rollups keep the usage of purged records."""
+    while True:
+        try:
+            hours = await asyncio.to_thread(rollup, engine, int(time.time()))
+            purged = await asyncio.to_thread(purge_jobs, engine, int(time.time()), purge_job_after)
+            if purged:
+                log.info("PurgeJobAfter: %d job records purged", purged)
+        except DBAPIError as exc:  # the database is away: next time
+            log.warning("usage rollup: %s", exc.orig)
+        except Exception:  # a bug must not stop the rollups (nor the daemon)
+            log.exception("usage rollup failed")
+        else:
+            if hours:
+                log.info("usage rollup: %d hours rolled up", hours)
+        await asyncio.sleep(ROLLUP_EVERY_S)
 
 
 def _slurm_uid() -> int:
