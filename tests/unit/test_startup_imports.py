@@ -96,6 +96,12 @@ COMMANDS = [
         id="sacct-submitit",
     ),
     pytest.param("sdiag", [], id="sdiag"),
+    pytest.param("sreport", ["cluster", "utilization"], id="sreport"),
+    pytest.param(
+        "sreport",
+        ["-P", "-t", "hourper", "user", "topusage", "TopCount=5", "Group"],
+        id="sreport-top",
+    ),
     pytest.param("sacctmgr", ["show", "assoc", "-P"], id="sacctmgr"),
     pytest.param(
         "sacctmgr",
@@ -169,6 +175,7 @@ def test_every_client_has_a_plain_script() -> None:
         "sacct",
         "sacctmgr",
         "sdiag",
+        "sreport",
     }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
