@@ -11,8 +11,13 @@ For each backend, on a fresh database:
   query sacct sends for one user's jobs of the last day and for one job id,
   through ``Storage.history`` (the SQL, the rows and the records) -> ms.
   Target: under 200 ms each, through the indexes.
-* ``rollup_month_1m_jobs``: hourly/daily/monthly usage rollups are not built
-  yet; reported as null with the reason.
+* ``rollup_month_1m_jobs``: with those 1,000,000 records (30 days, the cluster
+  registered the day before the first), ``dbd.rollup.rollup``'s first run: every
+  hour of the month from the job records, then the days and the month they
+  complete -> s (once per backend: a second run has nothing left to do). Beside
+  it ``again_s``, that second run (nothing changed), ``hour_rows``, and
+  ``report_ms``: the AccountUtilizationByUser query sreport sends for the 30
+  days, read from the rollups (``dbd.report.usage_report``).
 
 MariaDB is the one at 127.0.0.1:3306 (user root, no password); a backend that
 cannot be reached is reported with its error. ``--quick``: 100,000 records.
@@ -32,14 +37,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import create_engine, insert, text
+from sqlalchemy import create_engine, func, insert, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from bench._harness import arguments, figure, log, python_baseline, report
 from corral.wire import corral_pb2 as pb
 from dbd import schema
-from dbd.models import JobRecord
+from dbd.models import AssocUsageHour, JobRecord
+from dbd.report import ReportQuery, usage_report
+from dbd.rollup import rollup
 from dbd.storage import Query, Storage, engine_for
 
 MARIADB = "mysql+pymysql://root@127.0.0.1:3306"
@@ -48,6 +55,8 @@ USERS = 1_000
 DAYS = 30
 NOW = 1_790_000_000
 BATCH = 500
+#: The emulated cluster's CPUs: 1,000 nodes of 32 (the records' n0-n999, 1-32 CPUs each).
+CPUS = 32_000
 
 
 def info(job_id: int, uid: int, submit: int, run: int) -> pb.JobInfo:
@@ -133,6 +142,38 @@ def query_ms(storage: Storage, query: Query, samples: int) -> tuple[list[float],
     return timings, found
 
 
+def rollup_month(storage: Storage, records: int) -> dict[str, Any]:
+    """The first rollup of the loaded month, a second one, and sreport's query over it."""
+    first = NOW - (DAYS + 1) * 86_400
+    storage.register_cluster(CLUSTER, "127.0.0.1", 6817, first, cpus=CPUS)
+    log(f"  rollup of {records:,} records")
+    began = time.perf_counter()
+    hours = rollup(storage.engine, NOW)
+    elapsed = time.perf_counter() - began
+    began = time.perf_counter()
+    rollup(storage.engine, NOW)
+    again = time.perf_counter() - began
+    with Session(storage.engine) as session:
+        hour_rows = session.scalar(select(func.count()).select_from(AssocUsageHour))
+    query = ReportQuery(
+        "cluster accountutilizationbyuser", NOW - DAYS * 86_400, NOW, clusters=(CLUSTER,)
+    )
+    timings = []
+    for _ in range(5):
+        began = time.perf_counter()
+        rows, _, _ = usage_report(storage.engine, query, NOW)
+        timings.append((time.perf_counter() - began) * 1000)
+    return figure(
+        [elapsed],
+        "s",
+        note=f"{hours} hours, then their days and months, from {records:,} job records",
+        again_s=round(again, 3),
+        hour_rows=hour_rows,
+        report_ms=round(sorted(timings)[len(timings) // 2], 1),
+        report_rows=len(rows),
+    )
+
+
 class Database:
     """A fresh database of one backend, removed afterwards."""
 
@@ -186,10 +227,7 @@ def backend(kind: str, records: int, ingest_count: int, runs: int) -> dict[str, 
             figures[f"{kind}_sacct_one_job"] = figure(
                 timings, "ms", target="< 200", rows=found, records_in_table=records
             )
-            figures[f"{kind}_rollup_month_1m_jobs"] = {
-                "value": None,
-                "error": "usage rollups are not built yet",
-            }
+            figures[f"{kind}_rollup_month_1m_jobs"] = rollup_month(storage, records)
             engine.dispose()
         finally:
             database.drop()
