@@ -163,10 +163,38 @@ def _write(path: str, lines: list[str]) -> None:
 
 
 def _spawn(args: list[str], log_path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start a daemon in the cluster directory (the log's parent's parent).
+
+    Not in the caller's directory: ``python -m`` puts the working directory
+    first on the module path, and in a source checkout that would load the
+    daemon from the sources (without the built C extension) instead of the
+    installed package.
+    """
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     return subprocess.Popen(
-        args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+        args,
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+        cwd=os.path.dirname(os.path.dirname(log_path)),
     )
+
+
+def _wait_for_dbd(dbd_conf: str, dbd: subprocess.Popen[bytes]) -> None:
+    from dbd.config import load
+
+    conf = load(dbd_conf)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and dbd.poll() is None:
+        try:
+            socket.create_connection((conf.dbd_addr, conf.dbd_port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    _stop([dbd])
+    raise UsageError("corral-dbd did not start; see dbd.log in the cluster directory")
 
 
 def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[bytes]]) -> None:
@@ -245,6 +273,8 @@ def up(argv: list[str]) -> int:
                 env,
             )
         )
+        # The controller learns the associations from dbd as it starts: let dbd listen first.
+        _wait_for_dbd(dbd_conf, procs[0])
     controller = _spawn(
         [sys.executable, "-m", "controller.main", "-f", conf],
         os.path.join(logs, "controller.log"),
