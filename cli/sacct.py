@@ -36,6 +36,7 @@ from cli.sacct_fields import (
     parse_fields,
 )
 from cli.sshare import NOT_PARSABLE, PARSABLE, PARSABLE2
+from corral.errors import ESLURM_DISABLED, SlurmError
 from corral.timefmt import format_timestamp
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -632,8 +633,9 @@ def _user_name(uid: int) -> str:
 def sacct(argv: list[str]) -> int:
     """Run sacct with ``argv``; return the exit status.
 
-    A controller error (accounting disabled, dbd down) reaches the boundary,
-    which prints ``sacct: error: <message>`` and exits 1.
+    A controller error (dbd down, a bad filter) reaches the boundary, which
+    prints ``sacct: error: <message>`` and exits 1; disabled accounting is
+    said as Slurm says it, without the prefix.
     """
     try:
         settings = parse_settings(argv, os.environ, int(time.time()), os.getuid())
@@ -641,7 +643,13 @@ def sacct(argv: list[str]) -> int:
         return halt.report()
     for text in settings.warnings:
         print(text, file=sys.stderr)
-    reply = boundary.connect().call("History", request(settings))
+    try:
+        reply = boundary.connect().call("History", request(settings))
+    except SlurmError as exc:
+        if exc.code != ESLURM_DISABLED:
+            raise
+        print(exc.message, file=sys.stderr)
+        return 1
     if settings.json:
         sys.stdout.write(render_json(reply["jobs"], reply["now"], settings, os.environ, argv))
     else:

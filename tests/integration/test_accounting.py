@@ -143,6 +143,8 @@ def test_nothing_is_lost_while_dbd_is_down(accounted: Cluster) -> None:
 def test_without_accounting_history_is_disabled(cluster: Cluster) -> None:
     with pytest.raises(SlurmError, match="Slurm accounting storage is disabled"):
         history(cluster)
+    sacct = cluster.run("sacct", check=False)
+    assert (sacct.returncode, sacct.stderr) == (1, "Slurm accounting storage is disabled\n")
 
 
 def admin(cluster: Cluster, verb: str, kind: str, where: dict[str, str], **values: str) -> None:

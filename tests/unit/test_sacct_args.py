@@ -487,8 +487,8 @@ def test_snakemake_reason_of_a_step(
 def test_controller_errors_go_through_the_boundary(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    disabled = SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
-    monkeypatch.setattr(boundary, "connect", lambda: FakeClient(disabled))
+    down = SlurmError(errors.ESLURM_DB_CONNECTION, "Problem talking to the database: refused")
+    monkeypatch.setattr(boundary, "connect", lambda: FakeClient(down))
     monkeypatch.setattr(sys, "argv", ["sacct", "-X"])
     monkeypatch.delenv("SLURM_EXIT_ERROR", raising=False)
     with pytest.raises(SystemExit) as stop:
@@ -497,5 +497,14 @@ def test_controller_errors_go_through_the_boundary(
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == (
         "",
-        "sacct: error: Slurm accounting storage is disabled\n",
+        "sacct: error: Problem talking to the database: refused\n",
     )
+
+
+def test_disabled_accounting_is_said_as_slurm_says_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    disabled = SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
+    monkeypatch.setattr(boundary, "connect", lambda: FakeClient(disabled))
+    assert sacct.sacct(["-X"]) == 1
+    assert capsys.readouterr().err == "Slurm accounting storage is disabled\n"
