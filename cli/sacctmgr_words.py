@@ -46,7 +46,7 @@ _LIST_ENTITIES: _Entities = (
     ("Associations", 2, "association"),
     ("Clusters", 2, "cluster"),
     ("Configuration", 2, None),
-    ("Events", 1, None),
+    ("Events", 1, "event"),
     ("Federation", 1, None),
     ("Instances", 1, None),
     ("Problems", 1, None),
@@ -476,6 +476,16 @@ TRES_LIST = Grammar(
     flags=(("WithDeleted/5", "withdeleted"),),
 )
 
+EVENT_LIST = Grammar(
+    (
+        ("Clusters/1", "cluster"),
+        ("Nodes/1", "nodes"),
+        ("Format/1", "format"),
+    ),
+    _UNKNOWN_COND,
+    bare="nodes",
+)
+
 #: ``(kind, part)`` → grammar; part is ``cond`` (list, delete, modify's where),
 #: ``set`` (modify's set) or ``add``.
 GRAMMARS: dict[tuple[str, str], Grammar] = {
@@ -493,6 +503,7 @@ GRAMMARS: dict[tuple[str, str], Grammar] = {
     ("cluster", "set"): CLUSTER_SET,
     ("association", "cond"): ASSOC_LIST,
     ("tres", "cond"): TRES_LIST,
+    ("event", "cond"): EVENT_LIST,
 }
 
 

@@ -17,6 +17,7 @@ sacct as soon as sbatch has returned.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import replace
@@ -117,8 +118,8 @@ class Delivery:
         """Deliver forever (cancel to stop); waits, with backoff, while dbd is away."""
         wait = RETRY_FIRST_S
         while True:
-            outbox = self.store.outbox
-            if self._registered and not outbox:
+            outbox, events = self.store.outbox, self.store.event_outbox
+            if self._registered and not outbox and not events:
                 self.store.outbox_ready.clear()
                 await self.store.outbox_ready.wait()
                 continue
@@ -127,9 +128,14 @@ class Delivery:
                     await self._register()
                     continue
                 seqs = list(islice(outbox, BATCH))
-                request = pb.RecordJobsRequest(cred=self._cred(), cluster=self.cluster, seqs=seqs)
+                event_seqs = list(islice(events, BATCH))
+                request = pb.RecordJobsRequest(
+                    cred=self._cred(), cluster=self.cluster, seqs=seqs, event_seqs=event_seqs
+                )
                 for seq in seqs:
                     request.jobs.add().MergeFromString(outbox[seq])
+                for seq in event_seqs:
+                    request.events.add(**json.loads(events[seq]))
                 await self._stub.RecordJobs(request, timeout=30)
             except grpc.aio.AioRpcError as exc:
                 if not self.failing:
@@ -140,9 +146,12 @@ class Delivery:
                 continue
             self._reachable()
             wait = RETRY_FIRST_S
-            self.store.delivered(seqs[-1])
-            self.sent = seqs[-1]
-            self._progress.set()
+            if event_seqs:
+                self.store.events_delivered(event_seqs[-1])
+            if seqs:
+                self.store.delivered(seqs[-1])
+                self.sent = seqs[-1]
+                self._progress.set()
             await self.store.flush()  # forget the delivered records on disk too
 
     async def follow(self) -> None:
@@ -181,7 +190,7 @@ class Delivery:
     @property
     def backlog(self) -> int:
         """Records committed and not yet in dbd (sdiag's "DBD Agent queue size")."""
-        return len(self.store.outbox)
+        return len(self.store.outbox) + len(self.store.event_outbox)
 
     async def drain(self, timeout: float) -> bool:
         """Wait until every record committed so far is in dbd (False: gave up)."""

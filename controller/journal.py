@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS payloads (job_id INTEGER PRIMARY KEY, record TEXT NOT
 CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, record BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS event_outbox (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);
 """
 
 #: Bump when a stored record changes shape; old state is then refused, not misread.
@@ -94,6 +95,9 @@ class Batch:
     # outbox sequence, and the sequence up to which dbd has them all.
     outbox: dict[int, bytes] = field(default_factory=dict)
     delivered: int = 0
+    # Node events for dbd (JSON), the same way.
+    events: dict[int, str] = field(default_factory=dict)
+    events_delivered: int = 0
 
     def __bool__(self) -> bool:
         return bool(
@@ -105,6 +109,8 @@ class Batch:
             or self.meta
             or self.outbox
             or self.delivered
+            or self.events
+            or self.events_delivered
         )
 
 
@@ -114,6 +120,7 @@ class Loaded:
     nodes: dict[str, dict[str, Any]]
     meta: dict[str, str]
     outbox: dict[int, bytes]
+    events: dict[int, str]
 
 
 class Journal:
@@ -155,7 +162,8 @@ class Journal:
         }
         meta = dict(self._db.execute("SELECT key, value FROM meta WHERE key != 'schema'"))
         outbox = dict(self._db.execute("SELECT seq, record FROM outbox ORDER BY seq"))
-        return Loaded(jobs, nodes, meta, outbox)
+        events = dict(self._db.execute("SELECT seq, record FROM event_outbox ORDER BY seq"))
+        return Loaded(jobs, nodes, meta, outbox, events)
 
     def payload(self, job_id: int) -> Payload | None:
         row = self._db.execute("SELECT record FROM payloads WHERE job_id = ?", (job_id,)).fetchone()
@@ -208,6 +216,10 @@ class Journal:
                 db.executemany("INSERT INTO outbox VALUES (?, ?)", list(batch.outbox.items()))
             if batch.delivered:
                 db.execute("DELETE FROM outbox WHERE seq <= ?", (batch.delivered,))
+            if batch.events:
+                db.executemany("INSERT INTO event_outbox VALUES (?, ?)", list(batch.events.items()))
+            if batch.events_delivered:
+                db.execute("DELETE FROM event_outbox WHERE seq <= ?", (batch.events_delivered,))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -13,6 +13,7 @@ scheduler's snapshot costs one pass over nodes and pending jobs.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -90,12 +91,21 @@ _ACCOUNTED = (
     "std_err",
 )
 OUTBOX_SEQ_KEY = "outbox_seq"
+EVENT_SEQ_KEY = "event_seq"
 ASSOCIATIONS_KEY = "associations"
 
 
 def accounting_changed(old: Job | None, new: Job) -> bool:
     """Whether ``new`` differs from ``old`` in what accounting records."""
     return old is None or any(getattr(old, f) != getattr(new, f) for f in _ACCOUNTED)
+
+
+def _event_state(node: NodeRuntime) -> str:
+    """What sacctmgr show event calls a node that is out of service ("" when it is not)."""
+    down = node.state == "DOWN"
+    if down and node.drain:
+        return "DOWN+DRAIN"
+    return "DOWN" if down else "DRAIN" if node.drain else ""
 
 
 def holds_nodes(job: Job) -> bool:
@@ -135,6 +145,8 @@ class JobStore:
         self.outbox_ready = asyncio.Event()
         self._outbox_seq = 0
         self._outbox_of_job: dict[int, int] = {}  # this batch's record of a job
+        self.event_outbox: dict[int, str] = {}  # node events (JSON), the same way
+        self._event_seq = 0
         # dbd's associations, users and QOS (controller/associations.py), newest known.
         self.associations: AssocSet | None = None
         self.enforce: frozenset[str] = frozenset()
@@ -194,7 +206,11 @@ class JobStore:
             self.associations = self.priorities.associations = assocs
         self.outbox = loaded.outbox
         self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
-        if self.outbox:
+        self.event_outbox = loaded.events
+        self._event_seq = max(
+            int(loaded.meta.get(EVENT_SEQ_KEY, 0)), max(self.event_outbox, default=0)
+        )
+        if self.outbox or self.event_outbox:
             self.outbox_ready.set()
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
@@ -254,8 +270,45 @@ class JobStore:
         self._batch.delivered = max(self._batch.delivered, seq)
 
     def _touch_node(self, node: NodeRuntime) -> None:
+        old = self.nodes.get(node.name)
+        if self.recorder is not None and old is not None:
+            self._node_events(old, node)
         self.nodes[node.name] = node
         self._batch.nodes[node.name] = node
+
+    def _node_events(self, old: NodeRuntime, new: NodeRuntime) -> None:
+        """Accounting's node events: one starts as a node goes down or is drained
+        (or its reason changes), and ends as it comes back."""
+        was, now = _event_state(old), _event_state(new)
+        if was == now and (not now or old.reason_time == new.reason_time):
+            return
+        cpus = self.conf.node(new.name).cpus if new.name in self.capacity.nodes else 0
+        stamp = int(time.time())
+        if was:
+            self._event(old, was, old.reason_time or stamp, stamp, cpus)
+        if now:
+            self._event(new, now, new.reason_time or stamp, 0, cpus)
+
+    def _event(self, node: NodeRuntime, state: str, start: int, end: int, cpus: int) -> None:
+        self._event_seq += 1
+        self._batch.events[self._event_seq] = json.dumps(
+            {
+                "node": node.name,
+                "start": start,
+                "end": end,
+                "state": state,
+                "reason": node.reason,
+                "reason_uid": node.reason_uid,
+                "cpus": cpus,
+            }
+        )
+        self._batch.meta[EVENT_SEQ_KEY] = str(self._event_seq)
+
+    def events_delivered(self, seq: int) -> None:
+        """dbd holds every node event up to ``seq``."""
+        for done in [s for s in self.event_outbox if s <= seq]:
+            del self.event_outbox[done]
+        self._batch.events_delivered = max(self._batch.events_delivered, seq)
 
     async def flush(self, *, inline: bool = False) -> None:
         """Return once every change made before the call is on disk.
@@ -290,8 +343,9 @@ class JobStore:
                     self._commit_s = time.perf_counter() - began
                 finally:
                     self._in_flight = None
-                if batch.outbox:  # on disk now: dbd may have them
+                if batch.outbox or batch.events:  # on disk now: dbd may have them
                     self.outbox.update(batch.outbox)
+                    self.event_outbox.update(batch.events)
                     self.outbox_ready.set()
             self._committed_seq = target
 

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
 from dbd import entities
 from dbd.entities import DEFAULT_COLUMNS, SETTINGS, Setting, invalid, names
-from dbd.models import Account, Association, Cluster, Qos, User
+from dbd.models import Account, Association, Cluster, NodeEventRecord, Qos, User
 
 #: Slurm 24.11's protocol version, shown as a cluster's RPC.
 RPC_VERSION = "10752"
@@ -188,6 +188,15 @@ class Admin:
         wanted = {entities.canonical(k): names(v) for k, v in where.items() if v}
         if kind == "association":
             return [_shown(a, entities.ASSOCIATION) for a in self._associations(session, wanted)]
+        if kind == "event":
+            statement = select(NodeEventRecord)
+            if "cluster" in wanted:
+                statement = statement.where(NodeEventRecord.cluster.in_(wanted["cluster"]))
+            if "nodes" in wanted:
+                statement = statement.where(NodeEventRecord.node.in_(wanted["nodes"]))
+            order = (NodeEventRecord.cluster, NodeEventRecord.time_start, NodeEventRecord.node)
+            events = session.scalars(statement.order_by(*order))
+            return [_shown(e, entities.EVENT) for e in events]
         if kind == "tres":
             return [
                 {"Type": name, "Name": kind_, "ID": str(number)}

@@ -14,6 +14,7 @@ lists, QOS lists are names that must exist.
 
 from __future__ import annotations
 
+import pwd
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -229,6 +230,30 @@ CLUSTER = (
     Setting("rpc", "rpc", "RPC"),
 )
 
+
+def timestamp(value: object) -> str:
+    epoch = int(str(value or 0))
+    return timefmt.format_timestamp(epoch) if epoch else "Unknown"
+
+
+def user_of(value: object) -> str:
+    uid = int(str(value or 0))
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+EVENT = (
+    Setting("cluster", "cluster", "Cluster"),
+    Setting("nodes", "node", "NodeName"),
+    Setting("start", "time_start", "TimeStart", show=timestamp),
+    Setting("end", "time_end", "TimeEnd", show=timestamp),
+    Setting("state", "state", "State"),
+    Setting("reason", "reason", "Reason"),
+    Setting("user", "reason_uid", "User", show=user_of),
+)
+
 TRES = (
     Setting("type", "type", "Type"),
     Setting("name", "name", "Name"),
@@ -264,6 +289,8 @@ SYNONYMS = {
     "desc": "description",
     "org": "organization",
     "parentname": "parent",
+    "node": "nodes",
+    "nodename": "nodes",
 }
 
 DEFAULT_COLUMNS = {
@@ -288,6 +315,7 @@ DEFAULT_COLUMNS = {
     "qos": tuple(s.header for s in QOS if s.header),
     "association": tuple(s.header for s in ASSOCIATION[:-1]),
     "tres": ("Type", "Name", "ID"),
+    "event": ("Cluster", "NodeName", "TimeStart", "TimeEnd", "State", "Reason", "User"),
 }
 
 SETTINGS = {
@@ -297,6 +325,7 @@ SETTINGS = {
     "qos": QOS,
     "association": ASSOCIATION,
     "tres": TRES,
+    "event": EVENT,
 }
 
 

@@ -262,3 +262,26 @@ class RunningUsage(Base):
     cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
     job: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # jobs.id
     start_time: Mapped[int] = mapped_column(BigInteger)
+
+
+class NodeEventRecord(Base):
+    """A node down or drained (``sacctmgr show event``), one per (cluster, node, start).
+
+    ``seq`` is the controller's event outbox sequence of the newest record
+    stored, so a resent or late one (the start resent after the end) changes
+    nothing.
+    """
+
+    __tablename__ = "events"
+    __table_args__ = (UniqueConstraint("cluster", "node", "time_start", name="uq_events_identity"),)
+
+    id: Mapped[int] = mapped_column(ROW_ID, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(64))
+    node: Mapped[str] = mapped_column(String(64))
+    time_start: Mapped[int] = mapped_column(BigInteger)
+    time_end: Mapped[int] = mapped_column(BigInteger, default=0)  # 0 while it lasts
+    state: Mapped[str] = mapped_column(String(32))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    reason_uid: Mapped[int] = mapped_column(BigInteger, default=0)
+    cpus: Mapped[int] = mapped_column(Integer, default=0)
+    seq: Mapped[int] = mapped_column(BigInteger)

@@ -75,11 +75,19 @@ class AccountingService(pb_grpc.AccountingServicer):
         self, request: pb.RecordJobsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RecordJobsReply:
         await self._caller(request.cred, context)
-        if len(request.jobs) != len(request.seqs):
+        if len(request.jobs) != len(request.seqs) or len(request.events) != len(request.event_seqs):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "one sequence per record")
         stored = await self._run(
             context, self.storage.record_jobs, request.cluster, request.jobs, request.seqs
         )
+        if request.events:
+            stored += await self._run(
+                context,
+                self.storage.record_events,
+                request.cluster,
+                request.events,
+                request.event_seqs,
+            )
         return pb.RecordJobsReply(stored=stored)
 
     async def AcctAdmin(

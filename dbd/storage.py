@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from corral import hostlist
 from corral.wire import corral_pb2 as pb
 from dbd.admin import ensure_cluster
-from dbd.models import Cluster, JobRecord
+from dbd.models import Cluster, JobRecord, NodeEventRecord
 
 
 def engine_for(url: str) -> Engine:
@@ -137,6 +137,42 @@ class Storage:
                     continue
                 _fill(row, info, seq)
                 stored += 1
+        return stored
+
+    def record_events(
+        self, cluster: str, events: Sequence[pb.NodeEvent], seqs: Sequence[int]
+    ) -> int:
+        """Store the node events newer than what is stored; returns how many were."""
+        newest: dict[tuple[str, int], tuple[int, pb.NodeEvent]] = {}
+        for event, seq in zip(events, seqs, strict=True):
+            key = (event.node, event.start)
+            if key not in newest or newest[key][0] < seq:
+                newest[key] = (seq, event)
+        stored = 0
+        for attempt in (1, 2):  # a concurrent delivery may insert one first: once more
+            try:
+                with Session(self.engine) as session, session.begin():
+                    stored = 0
+                    for (node, start), (seq, event) in newest.items():
+                        row = session.scalar(
+                            select(NodeEventRecord).where(
+                                NodeEventRecord.cluster == cluster,
+                                NodeEventRecord.node == node,
+                                NodeEventRecord.time_start == start,
+                            )
+                        )
+                        if row is None:
+                            row = NodeEventRecord(cluster=cluster, node=node, time_start=start)
+                            session.add(row)
+                        elif row.seq >= seq:
+                            continue
+                        row.time_end, row.state, row.reason = event.end, event.state, event.reason
+                        row.reason_uid, row.cpus, row.seq = event.reason_uid, event.cpus, seq
+                        stored += 1
+                return stored
+            except IntegrityError:
+                if attempt == 2:
+                    raise
         return stored
 
     def history(self, query: Query) -> list[bytes]:

@@ -320,3 +320,27 @@ def test_two_clusters_share_one_dbd(tmp_path: Path) -> None:
     finally:
         beta.stop()
         alpha.stop()
+
+
+def test_drained_nodes_are_events_in_sacctmgr(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path / "c", 2, SETTINGS, accounting=True).start()
+    try:
+        cluster.run("scontrol", "update", "nodename=node2", "state=drain", "reason=fan broken")
+
+        def events() -> list[str]:
+            out = cluster.run(
+                "sacctmgr", "show", "event", "-P", "-n", "format=NodeName,State,Reason,TimeEnd"
+            )
+            return out.stdout.splitlines()
+
+        cluster.wait_for(
+            lambda: events() == ["node2|DRAIN|fan broken|Unknown"], 15, "no drain event"
+        )
+        cluster.run("scontrol", "update", "nodename=node2", "state=resume")
+        cluster.wait_for(
+            lambda: len(events()) == 1 and not events()[0].endswith("|Unknown"),
+            15,
+            "the drain event did not end",
+        )
+    finally:
+        cluster.stop()

@@ -11,6 +11,7 @@ from alembic.runtime.migration import MigrationContext
 
 from corral.wire import corral_pb2 as pb
 from dbd import schema
+from dbd.admin import Admin
 from dbd.models import Base
 from dbd.storage import Query, Storage, engine_for, parse_job_ids
 from tests.databases import BACKENDS, fresh_database
@@ -140,3 +141,17 @@ def test_clusters_register_and_re_register(storage: Storage) -> None:
     storage.register_cluster("a", "10.0.0.9", 7000, 200)
     rows = [(c.name, c.control_host, c.control_port) for c in storage.clusters()]
     assert rows == [("a", "10.0.0.9", 7000), ("b", "10.0.0.2", 6817)]
+
+
+def test_node_events_are_stored_once_and_end_later(storage: Storage) -> None:
+    down = pb.NodeEvent(node="n1", start=100, state="DRAIN", reason="fan", reason_uid=0, cpus=4)
+    back = pb.NodeEvent(node="n1", start=100, end=200, state="DRAIN", reason="fan", cpus=4)
+    assert storage.record_events("c", [down], [1]) == 1
+    assert storage.record_events("c", [back, down], [2, 1]) == 1  # the resend of 1 is older
+    assert storage.record_events("c", [down], [1]) == 0
+    admin = Admin(storage.engine)
+    rows = admin.run("list", "event", {"nodes": "n1"}, {}, False, "root", True).rows
+    assert [(r["Cluster"], r["NodeName"], r["State"], r["Reason"]) for r in rows] == [
+        ("c", "n1", "DRAIN", "fan")
+    ]
+    assert rows[0]["TimeEnd"] != "Unknown" and rows[0]["User"] == "root"

@@ -342,8 +342,8 @@ def test_immediate_commits_at_once(capsys: pytest.CaptureFixture[str]) -> None:
         pytest.param(("delete",), "No valid entity in delete command\n", id="no entity"),
         pytest.param(("li", "user"), "invalid keyword: li\n", id="invalid keyword"),
         pytest.param(
-            ("show", "events"),
-            "sacctmgr: error: list Events is not supported by Corral\n",
+            ("show", "wckeys"),
+            "sacctmgr: error: list WCKeys is not supported by Corral\n",
             id="entity Corral lacks",
         ),
         pytest.param(("add", "account"), " Need name of account to add.\n", id="no account"),
