@@ -23,10 +23,14 @@ hours are rolled again for another reason.
 Hours, days and months are those of dbd's local time, as in Slurm. Reported
 time is the cluster's CPUs (as registered when the hour was first rolled) times
 the seconds of the hour since the cluster was first known (its registration or
-its first job); idle is what allocation leaves of it. Down and planned down
-time are 0: dbd records no node events yet. Planned (reserved) time is 0: there
-are no reservations yet. As in Slurm, a cluster's allocated time in an hour is
-capped at its reported time (oversubscription), an association's is not.
+its first job); down is the CPU-seconds of nodes down or drained (node events,
+counted as they are when the hour is rolled: an event that reaches dbd after
+its hours were rolled counts only if they are rolled again); idle is what
+allocation and down time leave of it. Planned down time (power saving) and
+planned (reserved) time are 0: there are no reservations yet. As in Slurm, a
+cluster's allocated time in an hour is capped at its reported time
+(oversubscription), an association's is not; down time at what allocation
+leaves.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from sqlalchemy import BigInteger, delete, func, insert, literal, select
+from sqlalchemy import BigInteger, delete, func, insert, literal, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -51,6 +55,7 @@ from dbd.models import (
     ClusterUsageHour,
     ClusterUsageMonth,
     JobRecord,
+    NodeEventRecord,
     RunningUsage,
     UsageRollup,
 )
@@ -242,8 +247,9 @@ def _roll_hours(session: Session, cluster: str, lo: int, hi: int, since: int, cp
         ),
     )
     totals = [sum(column) for column in zip(*per_assoc.values(), strict=True)] or [0] * width
+    downs = _down(session, cluster, lo, hi, width)
     rows = []
-    for i, alloc in enumerate(totals):
+    for i, (alloc, down) in enumerate(zip(totals, downs, strict=True)):
         period = lo + i * HOUR
         known = max(0, period + HOUR - max(period, since))
         count = kept.get(period, cpus)
@@ -252,20 +258,41 @@ def _roll_hours(session: Session, cluster: str, lo: int, hi: int, since: int, cp
             continue
         if reported:
             alloc = min(alloc, reported)
+            down = min(down, reported - alloc)
         rows.append(
             {
                 "cluster": cluster,
                 "period": period,
                 "cpus": count,
                 "alloc_secs": alloc,
-                "down_secs": 0,
+                "down_secs": down,
                 "planned_down_secs": 0,
-                "idle_secs": reported - alloc if reported else 0,
+                "idle_secs": reported - alloc - down if reported else 0,
                 "planned_secs": 0,
                 "reported_secs": reported,
             }
         )
     _insert(session, ClusterUsageHour, rows)
+
+
+def _down(session: Session, cluster: str, lo: int, hi: int, width: int) -> list[int]:
+    """CPU-seconds of nodes down or drained (node events) in each hour of ``[lo, hi)``."""
+    down = [0] * width
+    events = session.execute(
+        select(NodeEventRecord.time_start, NodeEventRecord.time_end, NodeEventRecord.cpus).where(
+            NodeEventRecord.cluster == cluster,
+            NodeEventRecord.time_start < hi,
+            or_(NodeEventRecord.time_end == 0, NodeEventRecord.time_end > lo),
+        )
+    )
+    for start, end, cpus in events:
+        first, last = max(start, lo), min(end or hi, hi)
+        hour = first - (first - lo) % HOUR
+        while hour < last:
+            overlap = min(last, hour + HOUR) - max(first, hour)
+            down[(hour - lo) // HOUR] += cpus * max(overlap, 0)
+            hour += HOUR
+    return down
 
 
 def _allocated(

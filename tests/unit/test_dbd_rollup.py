@@ -412,3 +412,21 @@ def test_the_service_answers_reports_and_keeps_usage_private(
     assert [r.user for r in reply.rows] == [""]
     with pytest.raises(Refused, match="Not valid report cluster nothing"):
         ask(storage, (), 0, report="cluster nothing", **window)
+
+
+def test_nodes_down_or_drained_are_down_time(storage: Storage) -> None:
+    """A 4-CPU node drained from 23:30 to 00:15: down in both hours, out of idle."""
+    storage.register_cluster("c", "ctl", 6817, at("2024-01-31T22:00"), cpus=10)
+    drained = pb.NodeEvent(
+        node="n1", start=at("2024-01-31T23:30"), end=at("2024-02-01T00:15"), state="DRAIN", cpus=4
+    )
+    storage.record_events("c", [drained], [1])
+    rollup(storage.engine, at("2024-02-01T02:20"))
+    with Session(storage.engine) as session:
+        down = {
+            time.strftime("%H:%M", time.gmtime(row.period)): (row.down_secs, row.idle_secs)
+            for row in session.scalars(select(ClusterUsageHour))
+        }
+    assert down["23:00"] == (4 * 1800, 10 * 3600 - 4 * 1800)
+    assert down["00:00"] == (4 * 900, 10 * 3600 - 4 * 900)
+    assert down["01:00"] == (0, 10 * 3600)
