@@ -21,7 +21,7 @@ from corral.confsyntax import default_path as slurm_conf_path
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd import schema
 from dbd.config import DbdConfig, default_path, load
-from dbd.purge import purge_jobs
+from dbd.purge import purge_events, purge_jobs
 from dbd.rollup import rollup
 from dbd.service import AccountingService
 from dbd.storage import Storage, engine_for
@@ -45,7 +45,7 @@ async def serve(conf: DbdConfig, url: str, key: bytes) -> None:
         raise SystemExit(f"corral-dbd: fatal: cannot listen on {conf.dbd_addr}:{conf.dbd_port}")
     await server.start()
     log.info("corral-dbd %s: gRPC on %s:%d", __version__, conf.dbd_addr, port)
-    rolling = asyncio.create_task(_roll_up(engine, conf.purge_job_after))
+    rolling = asyncio.create_task(_roll_up(engine, conf.purge_job_after, conf.purge_event_after))
     stopping = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -57,15 +57,20 @@ async def serve(conf: DbdConfig, url: str, key: bytes) -> None:
     engine.dispose()
 
 
-async def _roll_up(engine: Engine, purge_job_after: int) -> None:
-    """Roll up usage, then apply PurgeJobAfter, at start and every ``ROLLUP_EVERY_S``
-    (cancel to stop): the rollups keep the usage of purged records."""
+async def _roll_up(engine: Engine, purge_job_after: int, purge_event_after: int) -> None:
+    """Roll up usage, then apply PurgeJobAfter and PurgeEventAfter, at start and every
+    ``ROLLUP_EVERY_S`` (cancel to stop): the rollups keep the usage of purged records."""
     while True:
         try:
             hours = await asyncio.to_thread(rollup, engine, int(time.time()))
             purged = await asyncio.to_thread(purge_jobs, engine, int(time.time()), purge_job_after)
             if purged:
                 log.info("PurgeJobAfter: %d job records purged", purged)
+            events = await asyncio.to_thread(
+                purge_events, engine, int(time.time()), purge_event_after
+            )
+            if events:
+                log.info("PurgeEventAfter: %d node events purged", events)
         except DBAPIError as exc:  # the database is away: next time
             log.warning("usage rollup: %s", exc.orig)
         except Exception:  # a bug must not stop the rollups (nor the daemon)

@@ -1,4 +1,4 @@
-"""PurgeJobAfter on SQLite and MariaDB."""
+"""PurgeJobAfter and PurgeEventAfter on SQLite and MariaDB."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from corral.wire import corral_pb2 as pb
 from dbd import schema
-from dbd.purge import purge_jobs
+from dbd.purge import purge_events, purge_jobs
 from dbd.storage import Storage, engine_for
 from tests.databases import BACKENDS, fresh_database
 from tests.unit.test_dbd_storage import ids, info
@@ -35,4 +36,9 @@ def test_only_records_that_ended_long_enough_ago_go(kind: str, tmp_path: Path) -
         assert purge_jobs(engine, NOW, 30 * DAY) == 1
         assert ids(storage, clusters=("c",)) == [2, 3]
         assert purge_jobs(engine, NOW, 30 * DAY) == 0
+        old = pb.NodeEvent(node="n1", start=NOW - 50 * DAY, end=NOW - 40 * DAY, state="DOWN")
+        open_ = pb.NodeEvent(node="n2", start=NOW - 50 * DAY, state="DRAIN")
+        storage.record_events("c", [old, open_], [1, 2])
+        assert purge_events(engine, NOW, 30 * DAY) == 1  # the open one stays
+        assert purge_events(engine, NOW, 30 * DAY) == 0
         engine.dispose()
