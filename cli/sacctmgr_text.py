@@ -254,6 +254,10 @@ def _listing(title: str, items: Sequence[str]) -> str:
 def describe_add(request: Request, rows: Sequence[Row]) -> Outcome:
     """What ``sacctmgr add`` prints for the rows the daemon would add."""
     kind = request.kind
+    if kind == "coordinator":
+        return _coordinators(
+            rows, " Adding Coordinator User(s)\n", " To Account(s) and all sub-accounts\n"
+        )
     if kind == "qos":
         return _add_qos(request, rows)
     if kind == "cluster":
@@ -397,11 +401,22 @@ _DELETING = {
 }
 
 
+def _coordinators(rows: Sequence[Row], users: str, accounts: str) -> Outcome:
+    """Coordinators added or removed: the users, then the accounts."""
+    if not rows:
+        return Outcome(" Nothing new added.\n", False, 1)
+    names = list(dict.fromkeys(str(row["User"]) for row in rows))
+    where = list(dict.fromkeys(str(row["Account"]) for row in rows))
+    return Outcome(_listing(users, names) + _listing(accounts, where), True)
+
+
 def describe_delete(request: Request, rows: Sequence[Row]) -> Outcome:
     """What ``sacctmgr delete`` prints for the rows the daemon would remove."""
     kind = request.kind
     if not rows:
         return Outcome(" Nothing deleted\n", False, 1)
+    if kind == "coordinator":
+        return _coordinators(rows, " Removing Coordinators with user name\n", " From Account(s)\n")
     entity_conditions = _ENTITY_CONDITIONS.get(kind)
     assoc = entity_conditions is not None and any(
         key not in entity_conditions for key in request.where if key not in _FLAGS

@@ -34,7 +34,7 @@ _ADD_ENTITIES: _Entities = (
     ("Account", 1, "account"),
     ("Acct", 4, "account"),
     ("Cluster", 2, "cluster"),
-    ("Coordinator", 2, None),
+    ("Coordinator", 2, "coordinator"),
     ("Federation", 1, None),
     ("QOS", 1, "qos"),
     ("Resource", 1, None),
@@ -78,7 +78,7 @@ _DELETE_ENTITIES: _Entities = (
     ("Accounts", 1, "account"),
     ("Acct", 4, "account"),
     ("Clusters", 2, "cluster"),
-    ("Coordinators", 2, None),
+    ("Coordinators", 2, "coordinator"),
     ("Federations", 1, None),
     ("QOS", 2, "qos"),
     ("Resource", 1, None),
@@ -486,6 +486,12 @@ EVENT_LIST = Grammar(
     bare="nodes",
 )
 
+COORDINATOR_COND = Grammar(
+    (("Names/1 Users/1", "name"), ("Accounts/2 Acct/4", "account")),
+    _UNKNOWN_COND,
+    bare="name",
+)
+
 #: ``(kind, part)`` → grammar; part is ``cond`` (list, delete, modify's where),
 #: ``set`` (modify's set) or ``add``.
 GRAMMARS: dict[tuple[str, str], Grammar] = {
@@ -504,6 +510,8 @@ GRAMMARS: dict[tuple[str, str], Grammar] = {
     ("association", "cond"): ASSOC_LIST,
     ("tres", "cond"): TRES_LIST,
     ("event", "cond"): EVENT_LIST,
+    ("coordinator", "cond"): COORDINATOR_COND,
+    ("coordinator", "add"): COORDINATOR_COND,
 }
 
 

@@ -24,7 +24,15 @@ from sqlalchemy.orm import Session
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
 from dbd import entities
 from dbd.entities import DEFAULT_COLUMNS, SETTINGS, Setting, invalid, names
-from dbd.models import Account, Association, Cluster, NodeEventRecord, Qos, User
+from dbd.models import (
+    Account,
+    Association,
+    Cluster,
+    Coordinator,
+    NodeEventRecord,
+    Qos,
+    User,
+)
 
 #: Slurm 24.11's protocol version, shown as a cluster's RPC.
 RPC_VERSION = "10752"
@@ -106,6 +114,45 @@ def association(
     return made, True
 
 
+def _coordinates(
+    session: Session,
+    caller: str,
+    kind: str,
+    verb: str,
+    where: Mapping[str, str],
+    values: Mapping[str, str],
+) -> bool:
+    """Whether ``caller`` may make this change as a coordinator: of users and
+    associations in accounts at or below those they coordinate, or of sub-accounts
+    added under them. The accounts must be named (``account=``, or ``parent=``)."""
+    mine = set(session.scalars(select(Coordinator.account).where(Coordinator.user == caller)))
+    if not mine or kind not in ("user", "association", "account"):
+        return False
+    merged = _merged(where, values)
+    if kind == "account":
+        if verb != "add":
+            return False
+        touched = names(merged.get("parent", "")) or ["root"]
+    else:
+        touched = names(merged.get("account", ""))
+    parents = {
+        a.account: a.parent
+        for a in session.scalars(select(Association).where(Association.user == ""))
+    }
+    return bool(touched) and all(_under(account, mine, parents) for account in touched)
+
+
+def _under(account: str, tops: set[str], parents: Mapping[str, str]) -> bool:
+    """Whether ``account`` is one of ``tops`` or below one of them."""
+    seen: set[str] = set()
+    while account and account not in seen:
+        if account in tops:
+            return True
+        seen.add(account)
+        account = parents.get(account, "")
+    return False
+
+
 def _tree_order(rows: list[Association]) -> list[Association]:
     """One cluster's associations depth first: each account, its users, its sub-accounts."""
     accounts = {r.account: r for r in rows if not r.user}
@@ -139,11 +186,6 @@ class Admin:
 
     # ------------------------------------------------------------ requests
 
-    def is_admin(self, user: str) -> bool:
-        with Session(self.engine) as session:
-            row = session.get(User, user)
-            return row is not None and row.admin_level in ADMINS
-
     def run(
         self,
         verb: str,
@@ -165,7 +207,11 @@ class Admin:
                 return Answer(self._list(session, kind, where), columns, defaults)
             if verb not in ("add", "modify", "delete"):
                 raise invalid(f"Unknown command: {verb}")
-            if not (admin or self._admin_in(session, caller)):
+            if not (
+                admin
+                or self._admin_in(session, caller)
+                or _coordinates(session, caller, kind, verb, where, values)
+            ):
                 raise SlurmError(ESLURM_ACCESS_DENIED, "Access/permission denied")
             method = getattr(self, f"_{verb}_{kind}", None)
             if method is None:
@@ -203,7 +249,29 @@ class Admin:
                 for name, kind_, number in entities.BASE_TRES
             ]
         if kind in ("user", "account") and "withassoc" in wanted:
-            return self._with_associations(session, kind, wanted)
+            rows = self._with_associations(session, kind, wanted)
+        elif kind == "coordinator":
+            return [
+                {"User": c.user, "Account": c.account}
+                for c in session.scalars(select(Coordinator).order_by(Coordinator.user))
+                if "name" not in wanted or c.user in wanted["name"]
+            ]
+        else:
+            rows = self._entities(session, kind, wanted)
+        if kind in ("user", "account") and "withcoord" in wanted:
+            coords: dict[str, list[str]] = {}
+            for c in session.scalars(select(Coordinator).order_by(Coordinator.account)):
+                coords.setdefault(c.user if kind == "user" else c.account, []).append(
+                    c.account if kind == "user" else c.user
+                )
+            key = "User" if kind == "user" else "Account"
+            for row in rows:
+                row["Coord Accounts"] = ",".join(coords.get(row[key], []))
+        return rows
+
+    def _entities(
+        self, session: Session, kind: str, wanted: Mapping[str, list[str]]
+    ) -> list[dict[str, str]]:
         if kind == "cluster":
             clusters = list(session.scalars(select(Cluster).order_by(Cluster.name)))
             return [
@@ -391,6 +459,29 @@ class Admin:
             rows.append(_shown(qos, entities.QOS))
         return rows
 
+    def _add_coordinator(
+        self, session: Session, where: Mapping[str, str], values: Mapping[str, str]
+    ) -> list[dict[str, str]]:
+        merged = _merged(where, values)
+        users = names(merged.get("name", "") or merged.get("user", ""))
+        accounts = names(merged.get("account", ""))
+        if not users or not accounts:
+            raise invalid(" You need to specify conditions to to add the coordinator.")
+        for user in users:
+            if session.get(User, user) is None:
+                raise invalid(f"User '{user}' doesn't exist")
+        for account in accounts:
+            if session.get(Account, account) is None:
+                raise invalid(f"The account '{account}' doesn't exist")
+        rows = []
+        for user in users:
+            for account in accounts:
+                if session.get(Coordinator, (user, account)) is None:
+                    session.add(Coordinator(user=user, account=account))
+                    rows.append({"User": user, "Account": account})
+        session.flush()
+        return rows
+
     # ------------------------------------------------------------ modify
 
     def _where_associations(
@@ -540,6 +631,21 @@ class Admin:
             user = session.get(User, name)
             if left is None and user is not None:
                 session.delete(user)
+        return rows
+
+    def _delete_coordinator(
+        self, session: Session, where: Mapping[str, str], values: Mapping[str, str]
+    ) -> list[dict[str, str]]:
+        merged = _merged(where, values)
+        users = names(merged.get("name", "") or merged.get("user", ""))
+        accounts = names(merged.get("account", ""))
+        statement = select(Coordinator).where(Coordinator.user.in_(users))
+        if accounts:
+            statement = statement.where(Coordinator.account.in_(accounts))
+        rows = []
+        for coordinator in session.scalars(statement):
+            rows.append({"User": coordinator.user, "Account": coordinator.account})
+            session.delete(coordinator)
         return rows
 
     def _delete_qos(

@@ -254,6 +254,11 @@ EVENT = (
     Setting("user", "reason_uid", "User", show=user_of),
 )
 
+COORDINATOR = (
+    Setting("name", "user", "User"),
+    Setting("account", "account", "Account"),
+)
+
 TRES = (
     Setting("type", "type", "Type"),
     Setting("name", "name", "Name"),
@@ -316,6 +321,7 @@ DEFAULT_COLUMNS = {
     "association": tuple(s.header for s in ASSOCIATION[:-1]),
     "tres": ("Type", "Name", "ID"),
     "event": ("Cluster", "NodeName", "TimeStart", "TimeEnd", "State", "Reason", "User"),
+    "coordinator": ("User", "Account"),
 }
 
 SETTINGS = {
@@ -326,6 +332,7 @@ SETTINGS = {
     "association": ASSOCIATION,
     "tres": TRES,
     "event": EVENT,
+    "coordinator": COORDINATOR,
 }
 
 

@@ -285,3 +285,12 @@ class NodeEventRecord(Base):
     reason_uid: Mapped[int] = mapped_column(BigInteger, default=0)
     cpus: Mapped[int] = mapped_column(Integer, default=0)
     seq: Mapped[int] = mapped_column(BigInteger)
+
+
+class Coordinator(Base):
+    """A user who may manage ``account`` and the accounts below it (sacctmgr's coordinators)."""
+
+    __tablename__ = "coordinators"
+
+    user: Mapped[str] = mapped_column(String(64), primary_key=True)
+    account: Mapped[str] = mapped_column(String(64), primary_key=True)

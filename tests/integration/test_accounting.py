@@ -252,6 +252,11 @@ def test_sacctmgr_manages_accounts_users_and_limits(tmp_path: Path) -> None:
         assert "Changes Discarded" in unanswered.stdout
         assert "chem" not in sacctmgr("show", "account", "-P", "-n", "format=Account")
         assert sacctmgr("show", "cluster", "-P", "-n", "format=Cluster").strip() == "corral"
+        added = sacctmgr("-i", "add", "coordinator", "account=physics", "names=root")
+        assert added.startswith(" Adding Coordinator User(s)\n  root\n")
+        coords = sacctmgr("show", "user", "root", "withcoord", "-P", "-n", "format=User,Coord")
+        assert coords == "root|physics\n"
+        sacctmgr("-i", "delete", "coordinator", "names=root", "account=physics")
         sacctmgr("-i", "delete", "user", "root", "where", "account=physics")
         sacctmgr("-i", "delete", "account", "physics")
         assert sacctmgr("show", "account", "-P", "-n", "format=Account") == "root\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,3 +178,36 @@ def test_deleting_users_accounts_and_qos(admin: Admin) -> None:
 def test_names_the_database_cannot_keep_are_refused(admin: Admin, name: str) -> None:
     with pytest.raises(SlurmError, match=r"(?i)name"):
         run(admin, "add", "account", {"name": name})
+
+
+def test_coordinators_manage_their_accounts_and_below_only(admin: Admin) -> None:
+    """Slurm's account coordinators: users and sub-accounts of their accounts, nothing else."""
+    run(admin, "add", "account", {"name": "lab"})
+    run(admin, "add", "account", {"name": "team"}, parent="lab")
+    run(admin, "add", "account", {"name": "other"})
+    run(admin, "add", "user", {"name": "cora"}, account="lab")
+    assert run(admin, "add", "coordinator", {"name": "cora"}, account="lab") == [
+        {"User": "cora", "Account": "lab"}
+    ]
+
+    def as_cora(verb: str, kind: str, where: dict[str, str], **values: str) -> list[Any]:
+        return admin.run(verb, kind, where, values, True, "cora", False).rows
+
+    as_cora("add", "user", {"name": "dan"}, account="team")  # below lab
+    as_cora("modify", "user", {"name": "dan", "account": "team"}, maxjobs="4")
+    as_cora("add", "account", {"name": "sub"}, parent="lab")
+    for verb, kind, where, values in (
+        ("add", "user", {"name": "eve"}, {"account": "other"}),  # not hers
+        ("add", "user", {"name": "eve"}, {}),  # no account named
+        ("modify", "qos", {"name": "normal"}, {"priority": "9"}),
+        ("add", "account", {"name": "top"}, {}),  # under root
+    ):
+        with pytest.raises(SlurmError, match="Access/permission denied"):
+            as_cora(verb, kind, where, **values)
+    users = run(admin, "list", "user", {"name": "cora", "withcoord": "yes"})
+    assert users[0]["Coord Accounts"] == "lab"
+    assert run(admin, "delete", "coordinator", {"name": "cora"}) == [
+        {"User": "cora", "Account": "lab"}
+    ]
+    with pytest.raises(SlurmError, match="Access/permission denied"):
+        as_cora("add", "user", {"name": "fay"}, account="lab")
