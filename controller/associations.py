@@ -21,7 +21,7 @@ With ``AccountingStorageEnforce``:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from controller.core.limits import Gate
@@ -66,6 +66,7 @@ class Assoc:
     grp_jobs: int | None = None
     grp_submit: int | None = None
     grp_cpus: int | None = None  # GrpTRES cpu=
+    grp_cpu_mins: int | None = None  # GrpTRESMins cpu=
     qos: tuple[str, ...] = ("normal",)
     def_qos: str = ""
 
@@ -84,6 +85,7 @@ class Assoc:
             grp_jobs=_count(row.get("GrpJobs", "")),
             grp_submit=_count(row.get("GrpSubmit", "")),
             grp_cpus=_cpus(row.get("GrpTRES", "")),
+            grp_cpu_mins=_cpus(row.get("GrpTRESMins", "")),
             qos=tuple(q for q in row.get("QOS", "").split(",") if q),
             def_qos=row.get("Def QOS", ""),
         )
@@ -223,8 +225,19 @@ def _check_submit_limits(
             raise SlurmError(ESLURM_ACCOUNTING_POLICY, POLICY)
 
 
-def gates(job: Job, assocs: AssocSet) -> tuple[Gate, ...]:
-    """The limits ``job`` must fit under to start (checked and counted by the core)."""
+def gates(
+    job: Job,
+    assocs: AssocSet,
+    used: Callable[[Assoc], float] = lambda _: 0.0,
+    safe: bool = False,
+) -> tuple[Gate, ...]:
+    """The limits ``job`` must fit under to start (checked and counted by the core).
+
+    ``used`` gives an association's decayed usage in CPU-seconds (its subtree's
+    for an account), for GrpTRESMins: a job waits once the usage reaches the
+    limit, and with ``safe`` (AccountingStorageEnforce=safe) also when its own
+    CPUs for its whole time limit would pass it.
+    """
     partition = job.partition or (job.partitions[0] if job.partitions else "")
     assoc = assocs.find(job.user, job.account, partition)
     if assoc is None:
@@ -239,6 +252,10 @@ def gates(job: Job, assocs: AssocSet) -> tuple[Gate, ...]:
     if assoc.max_jobs is not None:
         found.append(Gate(f"a:{assoc.key}:jobs", assoc.max_jobs, 1, Reason.ASSOC_MAX_JOBS))
     for parent in (assoc, *assocs.ancestors(assoc)):
+        if parent.grp_cpu_mins is not None:
+            ahead = cpus * max(wall, 0) if safe else 0
+            if used(parent) / 60 + ahead >= parent.grp_cpu_mins:
+                found.append(Gate("", 0, 1, Reason.ASSOC_GRP_CPU_MINUTES))
         if parent.grp_jobs is not None:
             found.append(Gate(f"g:{parent.key}:jobs", parent.grp_jobs, 1, Reason.ASSOC_GRP_JOBS))
         if parent.grp_cpus is not None:

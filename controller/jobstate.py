@@ -80,6 +80,7 @@ class Reason(enum.Enum):
     ASSOC_MAX_JOBS = "AssocMaxJobsLimit"
     ASSOC_GRP_JOBS = "AssocGrpJobsLimit"
     ASSOC_GRP_CPU = "AssocGrpCpuLimit"
+    ASSOC_GRP_CPU_MINUTES = "AssocGrpCPUMinutesLimit"
     ASSOC_MAX_WALL = "AssocMaxWallDurationPerJobLimit"
     ASSOC_MAX_CPU_PER_JOB = "AssocMaxCpuPerJobLimit"
     QOS_MAX_JOBS_PER_USER = "QOSMaxJobsPerUserLimit"

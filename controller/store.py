@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from controller import associations, jobcomp, jobstate
 from controller.admission import Admitted, Capacity, admit
-from controller.associations import AssocSet
+from controller.associations import Assoc, AssocSet
 from controller.core import NodeView, Plan, Running, Snapshot
 from controller.core.limits import Gate
 from controller.core.snapshot import JobFacts
@@ -596,8 +596,32 @@ class JobStore:
                 for gate in associations.gates(job, assocs):
                     if gate.key:
                         usage[gate.key] = usage.get(gate.key, 0) + gate.amount
-        gates = {job.job_id: g for job in pending if (g := associations.gates(job, assocs))}
+        used = self._used_by(assocs)
+        safe = "safe" in self.enforce
+        gates = {
+            job.job_id: g for job in pending if (g := associations.gates(job, assocs, used, safe))
+        }
         return gates, usage
+
+    def _used_by(self, assocs: AssocSet) -> Callable[[Assoc], float]:
+        """Each association's decayed CPU-seconds (fair share's usage), an account's
+        including every account and user below it: what GrpTRESMins limits."""
+        raw = self.priorities.usage.raw
+        parents = {a.account: a.parent for a in assocs.assocs if not a.user}
+        below: dict[str, float] = {}
+        for (account, _), seconds in raw.items():
+            name, seen = account, set()
+            while name and name not in seen:
+                below[name] = below.get(name, 0.0) + seconds
+                seen.add(name)
+                name = parents.get(name, "")
+
+        def used(assoc: Assoc) -> float:
+            if assoc.user:
+                return raw.get((assoc.account, assoc.user), 0.0)
+            return below.get(assoc.account, 0.0)
+
+        return used
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,25 @@ def test_the_share_tree_follows_dbds_associations(tmp_path: Path) -> None:
     assert shares[("lab", "")] == 10
     assert shares[("lab", "alice")] == 3
     assert shares[("lab", "bob")] == 1
+
+
+def test_grp_tres_mins_holds_jobs_once_the_accounts_usage_reaches_it() -> None:
+    assocs = AssocSet.from_rows(
+        [
+            {**ROW, "Account": "root", "User": "", "ParentName": ""},
+            {**ROW, "Account": "lab", "User": "", "ParentName": "root", "GrpTRESMins": "cpu=100"},
+            {**ROW, "Account": "lab", "User": "alice", "ParentName": "lab"},
+        ],
+        [{"User": "alice", "Def Acct": "lab"}],
+        [],
+    )
+    small = job(1, account="lab", time_limit=10)  # 1 CPU for 10 minutes
+
+    def used(minutes: float) -> Any:
+        return lambda assoc: minutes * 60 if not assoc.user else 0.0
+
+    assert associations.gates(small, assocs, used(50)) == ()
+    (gate,) = associations.gates(small, assocs, used(100))
+    assert Usage({}).blocked([gate]) is Reason.ASSOC_GRP_CPU_MINUTES
+    assert associations.gates(small, assocs, used(85), safe=False) == ()
+    assert associations.gates(small, assocs, used(95), safe=True) != ()  # 95 + 10 > 100
