@@ -8,6 +8,9 @@ or as one record per task when the client asks for that (``squeue -r``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from controller.core.snapshot import Gres
 from controller.jobstate import COMPLETING
 from controller.model import Job, NodeRuntime
 from controller.store import JobStore
@@ -20,11 +23,20 @@ def _mem_text(mib: int) -> str:
     return f"{mib}M"
 
 
-def tres(cpus: int, mem: int, nodes: int) -> str:
+def tres(cpus: int, mem: int, nodes: int, gres: Iterable[Gres] = ()) -> str:
+    """A TRES list as Slurm writes it: cpu, mem, node, billing, then each GRES
+    allocated (``gres/gpu`` in all and ``gres/gpu:a100`` per type), summed over nodes."""
     parts = [f"cpu={cpus}"]
     if mem:
         parts.append(f"mem={_mem_text(mem)}")
     parts += [f"node={nodes}", f"billing={cpus}"]
+    totals: dict[str, int] = {}
+    for node in gres:
+        for name, kind, count in node:
+            for key in (f"gres/{name}", f"gres/{name}:{kind}" if kind else ""):
+                if key:
+                    totals[key] = totals.get(key, 0) + count
+    parts += [f"{key}={count}" for key, count in totals.items() if count]
     return ",".join(parts)
 
 
@@ -97,7 +109,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         submit_line=job.submit_line,
         alloc_node=job.submit_host,
         req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
-        alloc_tres=tres(num_cpus, mem, num_nodes) if job.nodes else "",
+        alloc_tres=tres(num_cpus, mem, num_nodes, job.gres_alloc) if job.nodes else "",
         cluster=conf.cluster_name,
         cpus_per_node=list(job.cpus),
         signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",
