@@ -209,6 +209,7 @@ def test_jobcomp_filetxt_writes_a_line_per_finished_job(make_cluster: Any, tmp_p
     cluster.wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2, 10, "no log")
     lines = log.read_text().splitlines()
     fields = [dict(item.split("=", 1) for item in line.split()) for line in lines]
+    fields.sort(key=lambda f: int(f["JobId"]))  # written as the jobs end, in either order
     assert [(f["JobId"], f["Name"], f["JobState"], f["ExitCode"]) for f in fields] == [
         (str(ok), "fine", "COMPLETED", "0:0"),
         (str(bad), "broken", "FAILED", "2:0"),
