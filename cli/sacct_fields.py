@@ -235,6 +235,49 @@ def memory(mib: int, view: View) -> str:
     return mebibytes(mib)
 
 
+def kibibytes(kib: int, view: View) -> str:
+    """A size in KiB (MaxRSS) as sacct prints it: scaled while exact, or per ``--units``."""
+    if view.units is not None:
+        value = kib * 1024.0 ** (1 - view.units)
+        letter = _UNITS[view.units - 1]
+        return f"{int(value)}{letter}" if value == int(value) else f"{value:.2f}{letter}"
+    unit = 0
+    while not view.noconvert and kib and kib % 1024 == 0 and unit < len(_UNITS) - 1:
+        kib //= 1024
+        unit += 1
+    return f"{kib}{_UNITS[unit]}"
+
+
+def _rss(job: Job, view: View) -> str:
+    """The batch script's MaxRSS, once it ended ("" while unknown)."""
+    kib = int(job.get("max_rss_kb") or 0)
+    return kibibytes(kib, view) if kib else ""
+
+
+def cpu_clock(microseconds: int) -> str:
+    """CPU time as sacct prints it: ``[D-]HH:MM:SS``, or ``MM:SS.mmm`` under an hour."""
+    seconds, rest = divmod(microseconds, 1_000_000)
+    days, seconds = divmod(seconds, 86_400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if hours:
+        return f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if rest // 1000:
+        return f"{minutes:02d}:{seconds:02d}.{rest // 1000:03d}"
+    return f"00:{minutes:02d}:{seconds:02d}"
+
+
+def _cpu_time(*keys: str) -> tuple[Callable[[Job, View], Value], Callable[[Step, View], Value]]:
+    """A CPU-time field's job and step values: the batch script's (its only step)."""
+
+    def of_job(job: Job, view: View) -> Value:
+        return cpu_clock(sum(int(job.get(key) or 0) for key in keys))
+
+    return of_job, lambda step, view: of_job(step.job, view)
+
+
 def elapsed(job: Job, view: View) -> int:
     return run_seconds(job, view.now)
 
@@ -334,7 +377,6 @@ _ALLOC_CPUS = Field(
     lambda job, view: str(alloc_cpus(job)),
     lambda step, view: str(step.cpus),
 )
-_ZERO_CLOCK = _const("00:00:00")
 _ZERO = _const("0")
 _ENERGY = _const("energy=0")
 _UNKNOWN = _const("Unknown")
@@ -364,7 +406,7 @@ FIELDS: tuple[Field, ...] = (
     Field(14, "AveDiskRead", "str"),
     Field(14, "AveDiskWrite", "str"),
     Field(10, "AvePages", "str"),
-    Field(10, "AveRSS", "str"),
+    Field(10, "AveRSS", "str", step=lambda step, view: _rss(step.job, view)),
     Field(10, "AveVMSize", "str"),
     Field(16, "BlockID", "str"),
     Field(10, "Cluster", "str", _text("cluster"), _of_job(_text("cluster"))),
@@ -461,9 +503,11 @@ FIELDS: tuple[Field, ...] = (
     Field(8, "MaxPages", "str"),
     Field(12, "MaxPagesNode", "str"),
     Field(14, "MaxPagesTask", "num"),
-    Field(10, "MaxRSS", "str"),
-    Field(10, "MaxRSSNode", "str"),
-    Field(10, "MaxRSSTask", "num"),
+    Field(10, "MaxRSS", "str", step=lambda step, view: _rss(step.job, view)),
+    Field(
+        10, "MaxRSSNode", "str", step=lambda step, view: step.node if _rss(step.job, view) else ""
+    ),
+    Field(10, "MaxRSSTask", "num", step=lambda step, view: "0" if _rss(step.job, view) else ""),
     Field(10, "MaxVMSize", "str"),
     Field(14, "MaxVMSizeNode", "str"),
     Field(14, "MaxVMSizeTask", "num"),
@@ -545,10 +589,10 @@ FIELDS: tuple[Field, ...] = (
         lambda step, view: format_hms(_suspended(step.job, view)),
     ),
     Field(15, "SystemComment", "str"),
-    Field(10, "SystemCPU", "str", _ZERO_CLOCK, _ZERO_CLOCK),
+    Field(10, "SystemCPU", "str", *_cpu_time("sys_cpu_us")),
     Field(10, "Timelimit", "str", lambda job, view: _time_limit(job)),
     Field(10, "TimelimitRaw", "str", lambda job, view: _time_limit_raw(job)),
-    Field(10, "TotalCPU", "str", _ZERO_CLOCK, _ZERO_CLOCK),
+    Field(10, "TotalCPU", "str", *_cpu_time("user_cpu_us", "sys_cpu_us")),
     Field(14, "TRESUsageInAve", "str", step=_ENERGY),
     Field(14, "TRESUsageInMax", "str"),
     Field(18, "TRESUsageInMaxNode", "str"),
@@ -567,7 +611,7 @@ FIELDS: tuple[Field, ...] = (
     Field(15, "TRESUsageOutTot", "str", step=_ENERGY),
     Field(6, "UID", "num", lambda job, view: str(job["uid"])),
     Field(9, "User", "str", lambda job, view: str(job["user"] or job["uid"])),
-    Field(10, "UserCPU", "str", _ZERO_CLOCK, _ZERO_CLOCK),
+    Field(10, "UserCPU", "str", *_cpu_time("user_cpu_us")),
     Field(10, "WCKey", "str"),
     Field(10, "WCKeyID", "num"),
     Field(20, "WorkDir", "str", _text("work_dir")),

@@ -192,6 +192,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                         now=done.end_time or int(time.time()),
                         exit_status=done.exit_status,
                         outcome=done.outcome,
+                        usage=(done.max_rss_kb, done.user_cpu_us, done.sys_cpu_us),
                     ),
                 )
             except InvalidTransition:

@@ -128,6 +128,7 @@ class Finish:
     now: int
     exit_status: int
     outcome: str  # "exited" | "timeout" | "cancelled" | "launch_failed"
+    usage: tuple[int, int, int] = (0, 0, 0)  # max RSS KiB, user and system CPU microseconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +244,7 @@ def apply(job: Job, event: Event) -> Job:
                 flags=frozenset(),
                 exit_status=event.exit_status,
                 end_time=end,
+                usage=event.usage,
             )
         case Cancel() if state is JobState.PENDING:
             return replace(

@@ -66,7 +66,7 @@ def job_from_row(text: str) -> Job:
     record["state"] = JobState[record["state"]]
     record["reason"] = Reason[record["reason"]]
     record["flags"] = frozenset(record.get("flags", ()))
-    for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem"):
+    for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem", "usage"):
         if key in record:
             record[key] = tuple(record[key])
     if "gres_alloc" in record:

@@ -85,6 +85,8 @@ class Job:
     deadline: int = 0
     kill_on_invalid_dep: bool = False
     cancelled_by: int = -1  # the uid that cancelled it (-1: not cancelled, or unknown)
+    # What its batch script used: max RSS (KiB), user and system CPU (microseconds).
+    usage: tuple[int, int, int] = (0, 0, 0)
     partition: str = ""  # where it runs (or ran)
     nodes: tuple[str, ...] = ()
     cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``

@@ -130,6 +130,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         info.array_task_id = job.array_task_id
     if job.cancelled_by >= 0:
         info.cancelled_by = job.cancelled_by
+    info.max_rss_kb, info.user_cpu_us, info.sys_cpu_us = job.usage
     return info
 
 

@@ -97,6 +97,9 @@ def done_message(key: Key, result: Result) -> pb.JobDone:
         outcome=result.outcome,
         end_time=result.end_time,
         message=result.message,
+        max_rss_kb=result.max_rss_kb,
+        user_cpu_us=result.user_cpu_us,
+        sys_cpu_us=result.sys_cpu_us,
     )
 
 

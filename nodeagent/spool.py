@@ -123,6 +123,10 @@ class Result:
     outcome: str
     end_time: int
     message: str = ""
+    # What the batch script used (wait4's rusage: it and the children it waited for).
+    max_rss_kb: int = 0
+    user_cpu_us: int = 0
+    sys_cpu_us: int = 0
 
 
 class Phase(Enum):

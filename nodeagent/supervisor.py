@@ -43,7 +43,7 @@ from nodeagent.spool import (
 # Importing typing costs every job milliseconds; mypy honours the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
 
@@ -192,10 +192,10 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _reap(pid: int) -> int | None:
-    """The raw wait status of ``pid`` if it has ended, else None."""
-    done, status = os.waitpid(pid, os.WNOHANG)
-    return status if done == pid else None
+def _reap(pid: int) -> tuple[int, Any] | None:
+    """The raw wait status and rusage of ``pid`` if it has ended, else None."""
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    return (status, usage) if done == pid else None
 
 
 class Supervision:
@@ -211,9 +211,17 @@ class Supervision:
         self.kill_at: float | None = None
         self.signal_sent = False
 
-    def _result(self, status: int, outcome: str, message: str = "") -> Result:
+    def _result(self, status: int, outcome: str, message: str = "", usage: Any = None) -> Result:
+        if usage is None:
+            return Result(status, outcome, int(time.time()), message)
         return Result(
-            exit_status=status, outcome=outcome, end_time=int(time.time()), message=message
+            exit_status=status,
+            outcome=outcome,
+            end_time=int(time.time()),
+            message=message,
+            max_rss_kb=int(usage.ru_maxrss),  # Linux reports KiB
+            user_cpu_us=int(usage.ru_utime * 1e6),
+            sys_cpu_us=int(usage.ru_stime * 1e6),
         )
 
     def _notify(self) -> None:
@@ -252,17 +260,18 @@ class Supervision:
 
     def _watch(self, pid: int, start_time: int) -> Result:
         """Wait for the script, acting on cancel, time limit and --signal meanwhile."""
-        while (status := _reap(pid)) is None:
+        while (ended := _reap(pid)) is None:
             wake = self._act(pid, start_time, time.time())
             if wake is None:
                 signal.sigwaitinfo(WATCHED)
             else:
                 signal.sigtimedwait(WATCHED, max(0.0, wake - time.time()))
+        status, usage = ended
         # Whatever the script left behind in its process group goes with it.
         _signal_group(pid, signal.SIGKILL)
         outcome = self.ending or "exited"
         log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
-        return self._result(status, outcome, self.message)
+        return self._result(status, outcome, self.message, usage)
 
     def _act(self, pid: int, start_time: int, now: float) -> float | None:
         """Do whatever is due at ``now``; return when something next falls due."""

@@ -350,3 +350,23 @@ def test_drained_nodes_are_events_in_sacctmgr(tmp_path: Path) -> None:
         )
     finally:
         cluster.stop()
+
+
+def test_the_batch_step_shows_what_the_script_used(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path / "c", 1, SETTINGS, accounting=True).start()
+    try:
+        script = "x = bytearray(80 * 1024 * 1024); sum(range(3_000_000))"
+        job = cluster.sbatch("--wrap", f"python3 -c '{script}'")
+        assert cluster.wait_done(job)["state"] == "COMPLETED"
+
+        def batch() -> list[str]:
+            out = cluster.run("sacct", "-j", f"{job}.batch", "-P", "-n", "-o", "MaxRSS,TotalCPU")
+            return out.stdout.strip().split("|")
+
+        cluster.wait_for(lambda: batch()[0] != "", 15, "no MaxRSS for the batch step")
+        rss, cpu = batch()
+        kib = int(rss[:-1]) * {"K": 1, "M": 1024, "G": 1024**2}[rss[-1]]
+        assert kib >= 80 * 1024, rss
+        assert cpu != "00:00:00", cpu
+    finally:
+        cluster.stop()

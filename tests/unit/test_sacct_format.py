@@ -459,3 +459,18 @@ def test_a_cancelled_job_says_by_whom() -> None:
     base = {"state": "CANCELLED", "state_flags": []}
     assert job_state({**base, "cancelled_by": 1000}) == "CANCELLED by 1000"
     assert job_state({**base, "cancelled_by": None}) == "CANCELLED"
+
+
+def test_cpu_time_and_rss_as_sacct_prints_them() -> None:
+    from cli.sacct_fields import View, cpu_clock, kibibytes
+
+    assert cpu_clock(0) == "00:00:00"
+    assert cpu_clock(4_321) == "00:00.004"
+    assert cpu_clock(61_500_000) == "01:01.500"
+    assert cpu_clock(3_600_000_000 + 61_000_000) == "01:01:01"
+    assert cpu_clock(90_061_000_000) == "1-01:01:01"
+    view = View(0, {})
+    assert kibibytes(51_200, view) == "50M"
+    assert kibibytes(51_234, view) == "51234K"
+    assert kibibytes(51_200, View(0, {}, noconvert=True)) == "51200K"
+    assert kibibytes(1536, View(0, {}, units=2)) == "1.50M"

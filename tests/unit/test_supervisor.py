@@ -261,8 +261,7 @@ def test_job_survives_the_death_of_its_agent(tmp_path: Path) -> None:
     agent.kill()
     agent.wait()
     wait_for(lambda: jobdir.read_result() is not None)
-    result = jobdir.read_result()
-    assert result == Result(5 << 8, "exited", result.end_time if result else 0, "")
+    assert ended(jobdir) == (5 << 8, "exited", "")
     assert (tmp_path / "o.out").read_text() == "finished\n"
     assert jobdir.read_supervisor_pid() == supervisor_pid
     wait_for(lambda: not jobdir.supervisor_alive())
@@ -327,10 +326,14 @@ def zombie_children(*parents: int) -> list[int]:
     return found
 
 
-def end_time_of(jobdir: JobDir) -> int:
-    """The end time a result recorded (so results compare on everything else)."""
+def ended(jobdir: JobDir) -> tuple[int, str, str] | None:
+    """How a job ended (status, outcome, message), once a script that ran reports its
+    resource use too."""
     result = jobdir.read_result()
-    return result.end_time if result else 0
+    if result is None:
+        return None
+    assert result.max_rss_kb > 0  # wait4's rusage of the script
+    return result.exit_status, result.outcome, result.message
 
 
 def started_zygote(spool: Path, **options: float) -> Zygote:
@@ -429,8 +432,7 @@ def test_zygote_child_survives_its_agent_and_zygote(tmp_path: Path, first: str) 
         wait_for(lambda: not os.path.exists(f"/proc/{zygote_pid}/fd/0"))
     agent.wait()
     wait_for(lambda: jobdir.read_result() is not None)
-    result = jobdir.read_result()
-    assert result == Result(5 << 8, "exited", result.end_time if result else 0, "")
+    assert ended(jobdir) == (5 << 8, "exited", "")
     assert (tmp_path / "o.out").read_text() == "finished\n"
     assert jobdir.read_supervisor_pid() == supervisor_pid
     wait_for(lambda: not jobdir.supervisor_alive())
@@ -447,7 +449,7 @@ def test_spawn_falls_back_while_the_zygote_is_gone(tmp_path: Path) -> None:
         assert parent_of(proc.pid or 0) == os.getpid()  # spawned, not forked
         assert zygote.pid is None and zombie_children(os.getpid()) == []
         wait_for(lambda: first.read_result() is not None)
-        assert first.read_result() == Result(3 << 8, "exited", end_time_of(first), "")
+        assert ended(first) == (3 << 8, "exited", "")
         os.waitpid(proc.pid or 0, 0)
         os.close(proc.notify_fd)
 
@@ -456,7 +458,7 @@ def test_spawn_falls_back_while_the_zygote_is_gone(tmp_path: Path) -> None:
         proc = spawn_supervisor(second, env=ENV, zygote=zygote)
         assert parent_of(proc.pid or 0) == zygote.pid != dead
         wait_for(lambda: second.read_result() is not None)
-        assert second.read_result() == Result(4 << 8, "exited", end_time_of(second), "")
+        assert ended(second) == (4 << 8, "exited", "")
         os.close(proc.notify_fd)
     finally:
         zygote.close()
@@ -526,9 +528,7 @@ def test_zygote_leaves_no_zombies_after_50_launches(tmp_path: Path) -> None:
             while os.read(proc.notify_fd, 100):  # end-of-file: the supervisor has exited
                 pass
             os.close(proc.notify_fd)
-        assert all(
-            jobdir.read_result() == Result(0, "exited", end_time_of(jobdir)) for jobdir, _ in procs
-        )
+        assert all(ended(jobdir) == (0, "exited", "") for jobdir, _ in procs)
         assert zombie_children(zygote.pid or 0, os.getpid()) == []
         assert zygote.available()
     finally:
