@@ -22,6 +22,7 @@ import logging
 import time
 from dataclasses import replace
 from itertools import islice
+from typing import Any
 
 import grpc
 
@@ -209,44 +210,40 @@ class Delivery:
                 return False
         return self.sent >= target
 
+    async def _forward(self, method: str, request: Any, who: Principal, timeout: float) -> Any:
+        """Call dbd's ``method`` with a copy of ``request`` signed as the calling user."""
+        forwarded = type(request)()
+        forwarded.CopyFrom(request)
+        forwarded.cred.CopyFrom(self._cred(who.uid, who.gid))
+        try:
+            return await getattr(self._stub, method)(forwarded, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise _failure(exc) from None
+
     async def history(self, request: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         """Answer sacct: dbd's records, once this controller's own have reached it."""
         await self.drain(DRAIN_WAIT_S)
-        query = pb.HistoryRequest(cred=self._cred(who.uid, who.gid))
-        query.filter.CopyFrom(request.filter)
+        query = pb.HistoryRequest(filter=request.filter)
         if not query.filter.clusters:
             query.filter.clusters.append(self.cluster)
         if "jobs" in self.store.conf.accounting.private_data and not who.is_admin:
             del query.filter.uids[:]
             query.filter.uids.append(who.uid)
-        try:
-            reply: pb.HistoryReply = await self._stub.History(query, timeout=60)
-        except grpc.aio.AioRpcError as exc:
-            raise _failure(exc) from None
+        reply: pb.HistoryReply = await self._forward("History", query, who, 60)
         return reply
 
     async def admin(self, request: pb.AcctAdminRequest, who: Principal) -> pb.AcctAdminReply:
         """Forward a sacctmgr request to dbd as the calling user."""
-        forwarded = pb.AcctAdminRequest()
-        forwarded.CopyFrom(request)
-        forwarded.cred.CopyFrom(self._cred(who.uid, who.gid))
-        try:
-            reply: pb.AcctAdminReply = await self._stub.AcctAdmin(forwarded, timeout=60)
-        except grpc.aio.AioRpcError as exc:
-            raise _failure(exc) from None
+        reply: pb.AcctAdminReply = await self._forward("AcctAdmin", request, who, 60)
         return reply
 
     async def report(self, request: pb.ReportRequest, who: Principal) -> pb.ReportReply:
         """Forward an sreport request to dbd as the calling user (own cluster by default)."""
-        forwarded = pb.ReportRequest()
-        forwarded.CopyFrom(request)
-        forwarded.cred.CopyFrom(self._cred(who.uid, who.gid))
-        if not forwarded.clusters:
-            forwarded.clusters.append(self.cluster)
-        try:
-            reply: pb.ReportReply = await self._stub.Report(forwarded, timeout=120)
-        except grpc.aio.AioRpcError as exc:
-            raise _failure(exc) from None
+        query = pb.ReportRequest()
+        query.CopyFrom(request)
+        if not query.clusters:
+            query.clusters.append(self.cluster)
+        reply: pb.ReportReply = await self._forward("Report", query, who, 120)
         return reply
 
     async def close(self) -> None:

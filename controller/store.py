@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Any
 
 from controller import associations, jobcomp, jobstate
 from controller.admission import Admitted, Capacity, admit
@@ -98,6 +99,12 @@ ASSOCIATIONS_KEY = "associations"
 def accounting_changed(old: Job | None, new: Job) -> bool:
     """Whether ``new`` differs from ``old`` in what accounting records."""
     return old is None or any(getattr(old, f) != getattr(new, f) for f in _ACCOUNTED)
+
+
+def _drop_through(outbox: dict[int, Any], seq: int) -> None:
+    """Forget an outbox's records up to ``seq``: its oldest, since it is in sequence order."""
+    while outbox and (first := next(iter(outbox))) <= seq:
+        del outbox[first]
 
 
 def _event_state(node: NodeRuntime) -> str:
@@ -265,8 +272,7 @@ class JobStore:
 
     def delivered(self, seq: int) -> None:
         """dbd holds every record up to ``seq``: drop them (from disk at the next flush)."""
-        for done in [s for s in self.outbox if s <= seq]:
-            del self.outbox[done]
+        _drop_through(self.outbox, seq)
         self._batch.delivered = max(self._batch.delivered, seq)
 
     def _touch_node(self, node: NodeRuntime) -> None:
@@ -306,8 +312,7 @@ class JobStore:
 
     def events_delivered(self, seq: int) -> None:
         """dbd holds every node event up to ``seq``."""
-        for done in [s for s in self.event_outbox if s <= seq]:
-            del self.event_outbox[done]
+        _drop_through(self.event_outbox, seq)
         self._batch.events_delivered = max(self._batch.events_delivered, seq)
 
     async def flush(self, *, inline: bool = False) -> None:

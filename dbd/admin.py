@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import product
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -112,6 +113,24 @@ def association(
     session.add(made)
     session.flush()
     return made, True
+
+
+def _new_association(
+    session: Session, key: tuple[str, str, str, str, str], values: Mapping[str, str]
+) -> list[dict[str, str]]:
+    """The association ``key`` (cluster, account, user, partition, parent) with
+    ``values`` set, as a row, if it is new; nothing if it was there."""
+    assoc, new = association(session, *key)
+    if not new:
+        return []
+    _apply(assoc, "association", values)
+    return [_shown(assoc, entities.ASSOCIATION)]
+
+
+def _require_accounts(session: Session, accounts: Iterable[str]) -> None:
+    for account in accounts:
+        if session.get(Account, account) is None:
+            raise invalid(f"The account '{account}' doesn't exist")
 
 
 def _coordinates(
@@ -399,10 +418,7 @@ class Admin:
                 session.add(account)
                 rows.append(_shown(account, entities.ACCOUNT))
             for cluster in clusters:
-                assoc, new = association(session, cluster, name, "", "", parent)
-                if new:
-                    _apply(assoc, "association", merged)
-                    rows.append(_shown(assoc, entities.ASSOCIATION))
+                rows += _new_association(session, (cluster, name, "", "", parent), merged)
         return rows
 
     def _add_user(
@@ -416,9 +432,7 @@ class Admin:
         accounts = names(merged.pop("account", "")) or ([default] if default else [])
         if not accounts:
             raise invalid("Need a default account for these users to add.")
-        for account in accounts:
-            if session.get(Account, account) is None:
-                raise invalid(f"The account '{account}' doesn't exist")
+        _require_accounts(session, accounts)
         clusters = self._clusters(session, merged.pop("cluster", None))
         partitions = names(merged.pop("partition", "")) or [""]
         level = merged.pop("adminlevel", None)
@@ -433,15 +447,9 @@ class Admin:
                 )
                 session.add(user)
                 rows.append(_shown(user, entities.USER))
-            for cluster in clusters:
-                for account in accounts:
-                    for partition in partitions:
-                        assoc, new = association(
-                            session, cluster, account, name, partition, account
-                        )
-                        if new:
-                            _apply(assoc, "association", merged)
-                            rows.append(_shown(assoc, entities.ASSOCIATION))
+            for cluster, account, partition in product(clusters, accounts, partitions):
+                key = (cluster, account, name, partition, account)
+                rows += _new_association(session, key, merged)
         return rows
 
     def _add_qos(
@@ -470,9 +478,7 @@ class Admin:
         for user in users:
             if session.get(User, user) is None:
                 raise invalid(f"User '{user}' doesn't exist")
-        for account in accounts:
-            if session.get(Account, account) is None:
-                raise invalid(f"The account '{account}' doesn't exist")
+        _require_accounts(session, accounts)
         rows = []
         for user in users:
             for account in accounts:

@@ -236,12 +236,16 @@ def timestamp(value: object) -> str:
     return timefmt.format_timestamp(epoch) if epoch else "Unknown"
 
 
-def user_of(value: object) -> str:
-    uid = int(str(value or 0))
+def user_name(uid: int) -> str:
+    """The user called ``uid`` on this host, else the number."""
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
+
+
+def user_of(value: object) -> str:
+    return user_name(int(str(value or 0)))
 
 
 EVENT = (

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import pwd
 import time
 from typing import Any
 
@@ -25,6 +24,7 @@ from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd.admin import Admin
+from dbd.entities import user_name
 from dbd.report import ReportQuery, usage_report
 from dbd.storage import Query, Storage, parse_job_ids
 
@@ -94,10 +94,7 @@ class AccountingService(pb_grpc.AccountingServicer):
         self, request: pb.AcctAdminRequest, context: grpc.aio.ServicerContext
     ) -> pb.AcctAdminReply:
         uid = await self._caller(request.cred, context)
-        try:
-            caller = pwd.getpwuid(uid).pw_name
-        except KeyError:
-            caller = str(uid)
+        caller = user_name(uid)
         try:
             answer = await self._run(
                 context,
@@ -163,7 +160,7 @@ class AccountingService(pb_grpc.AccountingServicer):
         uid = await self._caller(request.cred, context)
         users = tuple(request.users)
         if self.private_usage and uid not in (0, self.slurm_uid):
-            users = (_user_name(uid).lower(),)
+            users = (user_name(uid).lower(),)
         try:
             query = ReportQuery(
                 report=request.report.lower(),
@@ -193,10 +190,3 @@ class AccountingService(pb_grpc.AccountingServicer):
                 reported_secs=row.reported_secs,
             )
         return reply
-
-
-def _user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)

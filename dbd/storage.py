@@ -14,8 +14,9 @@ job is found by its id).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy import ColumnElement, and_, create_engine, or_, select
 from sqlalchemy.engine import Engine
@@ -26,6 +27,10 @@ from corral import hostlist
 from corral.wire import corral_pb2 as pb
 from dbd.admin import ensure_cluster
 from dbd.models import Cluster, JobRecord, NodeEventRecord
+
+T = TypeVar("T")
+K = TypeVar("K")
+R = TypeVar("R")
 
 
 def engine_for(url: str) -> Engine:
@@ -87,16 +92,14 @@ class Storage:
         ``cpus`` (its configured CPUs in all) is what the usage rollups report the
         cluster had from then on.
         """
-        for attempt in (1, 2):  # a concurrent registration may insert the defaults first
-            try:
-                with Session(self.engine) as session, session.begin():
-                    row = ensure_cluster(session, name)
-                    row.control_host, row.control_port, row.registered = host, port, now
-                    row.cpus = cpus
-                return
-            except IntegrityError:
-                if attempt == 2:
-                    raise
+
+        def register() -> None:
+            with Session(self.engine) as session, session.begin():
+                row = ensure_cluster(session, name)
+                row.control_host, row.control_port, row.registered = host, port, now
+                row.cpus = cpus
+
+        _once_more_if_raced(register)
 
     def clusters(self) -> list[Cluster]:
         with Session(self.engine) as session:
@@ -104,17 +107,10 @@ class Storage:
 
     def record_jobs(self, cluster: str, jobs: Sequence[pb.JobInfo], seqs: Sequence[int]) -> int:
         """Store the records newer than what is stored; returns how many were."""
-        newest: dict[tuple[int, int], tuple[int, pb.JobInfo]] = {}
-        for info, seq in zip(jobs, seqs, strict=True):
-            key = (info.job_id, info.submit_time)
-            if key not in newest or newest[key][0] < seq:
-                newest[key] = (seq, info)
+        newest = _newest(jobs, seqs, lambda info: (info.job_id, info.submit_time))
         if not newest:
             return 0
-        try:
-            return self._upsert(cluster, newest)
-        except IntegrityError:  # another delivery inserted one of them first: once more
-            return self._upsert(cluster, newest)
+        return _once_more_if_raced(lambda: self._upsert(cluster, newest))
 
     def _upsert(self, cluster: str, newest: dict[tuple[int, int], tuple[int, pb.JobInfo]]) -> int:
         stored = 0
@@ -143,36 +139,30 @@ class Storage:
         self, cluster: str, events: Sequence[pb.NodeEvent], seqs: Sequence[int]
     ) -> int:
         """Store the node events newer than what is stored; returns how many were."""
-        newest: dict[tuple[str, int], tuple[int, pb.NodeEvent]] = {}
-        for event, seq in zip(events, seqs, strict=True):
-            key = (event.node, event.start)
-            if key not in newest or newest[key][0] < seq:
-                newest[key] = (seq, event)
+        newest = _newest(events, seqs, lambda event: (event.node, event.start))
+        return _once_more_if_raced(lambda: self._upsert_events(cluster, newest))
+
+    def _upsert_events(
+        self, cluster: str, newest: dict[tuple[str, int], tuple[int, pb.NodeEvent]]
+    ) -> int:
         stored = 0
-        for attempt in (1, 2):  # a concurrent delivery may insert one first: once more
-            try:
-                with Session(self.engine) as session, session.begin():
-                    stored = 0
-                    for (node, start), (seq, event) in newest.items():
-                        row = session.scalar(
-                            select(NodeEventRecord).where(
-                                NodeEventRecord.cluster == cluster,
-                                NodeEventRecord.node == node,
-                                NodeEventRecord.time_start == start,
-                            )
-                        )
-                        if row is None:
-                            row = NodeEventRecord(cluster=cluster, node=node, time_start=start)
-                            session.add(row)
-                        elif row.seq >= seq:
-                            continue
-                        row.time_end, row.state, row.reason = event.end, event.state, event.reason
-                        row.reason_uid, row.cpus, row.seq = event.reason_uid, event.cpus, seq
-                        stored += 1
-                return stored
-            except IntegrityError:
-                if attempt == 2:
-                    raise
+        with Session(self.engine) as session, session.begin():
+            for (node, start), (seq, event) in newest.items():
+                row = session.scalar(
+                    select(NodeEventRecord).where(
+                        NodeEventRecord.cluster == cluster,
+                        NodeEventRecord.node == node,
+                        NodeEventRecord.time_start == start,
+                    )
+                )
+                if row is None:
+                    row = NodeEventRecord(cluster=cluster, node=node, time_start=start)
+                    session.add(row)
+                elif row.seq >= seq:
+                    continue
+                row.time_end, row.state, row.reason = event.end, event.state, event.reason
+                row.reason_uid, row.cpus, row.seq = event.reason_uid, event.cpus, seq
+                stored += 1
         return stored
 
     def history(self, query: Query) -> list[bytes]:
@@ -212,6 +202,27 @@ class Storage:
                 for record, nodes in session.execute(statement)
                 if not wanted or _ran_on(nodes, wanted)
             ]
+
+
+def _newest(
+    items: Sequence[T], seqs: Sequence[int], key: Callable[[T], K]
+) -> dict[K, tuple[int, T]]:
+    """Per key, the item with the highest outbox sequence (and that sequence)."""
+    newest: dict[K, tuple[int, T]] = {}
+    for item, seq in zip(items, seqs, strict=True):
+        k = key(item)
+        if k not in newest or newest[k][0] < seq:
+            newest[k] = (seq, item)
+    return newest
+
+
+def _once_more_if_raced(work: Callable[[], R]) -> R:
+    """Run ``work``; if a concurrent writer inserted the same row first, run it again
+    (it then finds the row and updates it)."""
+    try:
+        return work()
+    except IntegrityError:
+        return work()
 
 
 def _ran_on(nodes: str, wanted: set[str]) -> bool:

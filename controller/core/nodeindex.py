@@ -41,6 +41,12 @@ C_BITMAPS = Bitmaps("c", nodeset.NodeSet, nodeset.NodeCounts, nodeset.NodeClaims
 PYTHON_BITMAPS = Bitmaps("python", _pynodeset.NodeSet, _pynodeset.NodeCounts, _pynodeset.NodeClaims)
 
 
+def selection_sorted(nodes: Mapping[str, NodeView]) -> tuple[str, ...]:
+    """The nodes by Weight, lowest first, then rank (configuration order); equal
+    ones keep the mapping's order (a stable sort)."""
+    return tuple(sorted(nodes, key=lambda n: (nodes[n].weight, nodes[n].rank)))
+
+
 class NodeOrder:
     """Every node of a snapshot as a bit position, in selection order, and each
     partition's nodes as a NodeSet of those positions."""
@@ -51,9 +57,7 @@ class NodeOrder:
         parts: Iterable[PartitionView],
         bitmaps: Bitmaps = C_BITMAPS,
     ) -> None:
-        self.names: tuple[str, ...] = tuple(
-            sorted(nodes, key=lambda n: (nodes[n].weight, nodes[n].rank))
-        )
+        self.names: tuple[str, ...] = selection_sorted(nodes)
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
         self.bitmaps = bitmaps
         size = len(self.names)

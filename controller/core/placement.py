@@ -15,7 +15,7 @@ from dataclasses import replace
 from itertools import islice
 
 from controller.core import features
-from controller.core.nodeindex import FreeNodes
+from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import (
     Fit,
@@ -173,9 +173,8 @@ def selection_order(
 def _selection_order(part: PartitionView, nodes: Mapping[str, NodeView]) -> tuple[str, ...]:
     """For views without a precomputed ``order`` (tests, ad hoc snapshots): as
     ``NodeOrder`` numbers the snapshot's nodes."""
-    position = {name: i for i, name in enumerate(nodes)}
-    present = [n for n in part.nodes if n in nodes]
-    return tuple(sorted(present, key=lambda n: (nodes[n].weight, nodes[n].rank, position[n])))
+    members = set(part.nodes)
+    return tuple(n for n in selection_sorted(nodes) if n in members)
 
 
 def place(
