@@ -102,6 +102,17 @@ def test_finished_jobs_keep_their_final_states(accounted: Cluster) -> None:
     assert default[2].split()[-2:] == ["FAILED", "3:0"]
 
 
+def test_without_enforcement_a_job_still_gets_the_users_default_account(
+    accounted: Cluster,
+) -> None:
+    def account_of_a_new_job() -> str:
+        job = accounted.sbatch("--hold", "--wrap", "true")
+        return str(accounted.job(job)["account"])
+
+    # As soon as the controller has dbd's users (it asks at start): root's is root.
+    accounted.wait_for(lambda: account_of_a_new_job() == "root", 15, "no DefaultAccount")
+
+
 def test_a_job_is_in_sacct_as_soon_as_sbatch_returns(accounted: Cluster) -> None:
     for _ in range(3):
         job = accounted.sbatch("--hold", "--wrap", "true")
@@ -123,6 +134,8 @@ def test_nothing_is_lost_while_dbd_is_down(accounted: Cluster) -> None:
         "the workload did not finish while dbd was down",
     )
     assert backlog(accounted) > 0  # sdiag shows what waits for dbd
+    assert accounted.run("sdiag", "-r").stdout == "Reset scheduling statistics\n"
+    assert "Jobs submitted: 0" in accounted.run("sdiag").stdout.splitlines()
     accounted.kill("controller", signal.SIGKILL)
     accounted.start_controller()
     accounted.start_dbd()
