@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
+from controller import jobtres
 from controller.core.limits import Gate
 from controller.jobstate import Reason
 from controller.model import Job
@@ -43,13 +44,8 @@ def _minutes(text: str) -> int | None:
     return timefmt.parse_duration(text) if text.strip() else None
 
 
-def _cpus(tres: str) -> int | None:
-    """The ``cpu=N`` of a TRES list, if any."""
-    for item in tres.split(","):
-        name, _, value = item.partition("=")
-        if name.strip().lower() == "cpu" and value.strip().isdigit():
-            return int(value)
-    return None
+def _tres(row: Mapping[str, str], column: str) -> Mapping[str, int]:
+    return jobtres.parse_limits(row.get(column, ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +58,14 @@ class Assoc:
     max_jobs: int | None = None
     max_submit: int | None = None
     max_wall: int | None = None  # minutes
-    max_cpus: int | None = None  # MaxTRES cpu=
     grp_jobs: int | None = None
     grp_submit: int | None = None
-    grp_cpus: int | None = None  # GrpTRES cpu=
-    grp_cpu_mins: int | None = None  # GrpTRESMins cpu=
+    grp_wall: int | None = None  # minutes
+    grp_tres: Mapping[str, int] = field(default_factory=dict)
+    grp_tres_mins: Mapping[str, int] = field(default_factory=dict)
+    max_tres: Mapping[str, int] = field(default_factory=dict)  # per job
+    max_tres_node: Mapping[str, int] = field(default_factory=dict)
+    max_tres_mins: Mapping[str, int] = field(default_factory=dict)  # per job
     qos: tuple[str, ...] = ("normal",)
     def_qos: str = ""
 
@@ -81,11 +80,14 @@ class Assoc:
             max_jobs=_count(row.get("MaxJobs", "")),
             max_submit=_count(row.get("MaxSubmit", "")),
             max_wall=_minutes(row.get("MaxWall", "")),
-            max_cpus=_cpus(row.get("MaxTRES", "")),
             grp_jobs=_count(row.get("GrpJobs", "")),
             grp_submit=_count(row.get("GrpSubmit", "")),
-            grp_cpus=_cpus(row.get("GrpTRES", "")),
-            grp_cpu_mins=_cpus(row.get("GrpTRESMins", "")),
+            grp_wall=_minutes(row.get("GrpWall", "")),
+            grp_tres=_tres(row, "GrpTRES"),
+            grp_tres_mins=_tres(row, "GrpTRESMins"),
+            max_tres=_tres(row, "MaxTRES"),
+            max_tres_node=_tres(row, "MaxTRESPerNode"),
+            max_tres_mins=_tres(row, "MaxTRESMins"),
             qos=tuple(q for q in row.get("QOS", "").split(",") if q),
             def_qos=row.get("Def QOS", ""),
         )
@@ -103,7 +105,12 @@ class QosLimits:
     max_submit_pu: int | None = None
     max_jobs_pa: int | None = None
     grp_jobs: int | None = None
-    grp_cpus: int | None = None
+    grp_tres: Mapping[str, int] = field(default_factory=dict)
+    max_tres: Mapping[str, int] = field(default_factory=dict)  # per job
+    max_tres_node: Mapping[str, int] = field(default_factory=dict)
+    max_tres_mins: Mapping[str, int] = field(default_factory=dict)  # per job
+    max_tres_pu: Mapping[str, int] = field(default_factory=dict)
+    max_tres_pa: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_row(cls, row: Mapping[str, str]) -> QosLimits:
@@ -114,17 +121,31 @@ class QosLimits:
             max_submit_pu=_count(row.get("MaxSubmitPU", "")),
             max_jobs_pa=_count(row.get("MaxJobsPA", "")),
             grp_jobs=_count(row.get("GrpJobs", "")),
-            grp_cpus=_cpus(row.get("GrpTRES", "")),
+            grp_tres=_tres(row, "GrpTRES"),
+            max_tres=_tres(row, "MaxTRES"),
+            max_tres_node=_tres(row, "MaxTRESPerNode"),
+            max_tres_mins=_tres(row, "MaxTRESMins"),
+            max_tres_pu=_tres(row, "MaxTRESPU"),
+            max_tres_pa=_tres(row, "MaxTRESPA"),
         )
+
+
+Rows = tuple[Mapping[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class AssocSet:
-    """One cluster's associations, users (name -> DefaultAccount) and QOS."""
+    """One cluster's associations, users (name -> DefaultAccount) and QOS.
+
+    ``rows`` are dbd's rows as fetched (association, user, qos): what the
+    journal keeps, so that a newer controller re-reads them with its own
+    understanding of each column.
+    """
 
     assocs: tuple[Assoc, ...] = ()
     users: Mapping[str, str] = field(default_factory=dict)
     qos: Mapping[str, QosLimits] = field(default_factory=dict)
+    rows: tuple[Rows, Rows, Rows] = ((), (), ())
 
     @classmethod
     def from_rows(
@@ -133,29 +154,25 @@ class AssocSet:
         users: Iterable[Mapping[str, str]],
         qos: Iterable[Mapping[str, str]],
     ) -> AssocSet:
+        rows = (tuple(assocs), tuple(users), tuple(qos))
         return cls(
-            tuple(Assoc.from_row(r) for r in assocs),
-            {r["User"]: r["Def Acct"] for r in users},
-            {r["Name"]: QosLimits.from_row(r) for r in qos},
+            tuple(Assoc.from_row(r) for r in rows[0]),
+            {r["User"]: r["Def Acct"] for r in rows[1]},
+            {r["Name"]: QosLimits.from_row(r) for r in rows[2]},
+            rows,
         )
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "assocs": [asdict(a) for a in self.assocs],
-                "users": dict(self.users),
-                "qos": [asdict(q) for q in self.qos.values()],
-            }
-        )
+        return json.dumps({"rows": [[dict(r) for r in kind] for kind in self.rows]})
 
     @classmethod
     def from_json(cls, text: str) -> AssocSet:
+        """The set ``to_json`` wrote; ValueError (or KeyError) if ``text`` is not one."""
         data = json.loads(text)
-        return cls(
-            tuple(Assoc(**{**a, "qos": tuple(a["qos"])}) for a in data["assocs"]),
-            data["users"],
-            {q["name"]: QosLimits(**q) for q in data["qos"]},
-        )
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+            raise ValueError("not a Corral association record")
+        assocs, users, qos = data["rows"]
+        return cls.from_rows(assocs, users, qos)
 
     def find(self, user: str, account: str, partition: str) -> Assoc | None:
         """The user's association in ``account`` for ``partition`` (else for any)."""
@@ -225,60 +242,141 @@ def _check_submit_limits(
             raise SlurmError(ESLURM_ACCOUNTING_POLICY, POLICY)
 
 
+def _class(tres: str) -> str:
+    """The family of a TRES for Slurm's reason names ("" for TRES not enforced)."""
+    if tres.startswith("gres/"):
+        return "gres"
+    return tres if tres in ("cpu", "mem", "node", "billing") else ""
+
+
+def _table(*reasons: Reason | None) -> dict[str, Reason]:
+    return {
+        k: r for k, r in zip(("cpu", "mem", "node", "gres", "billing"), reasons, strict=True) if r
+    }
+
+
+R = Reason
+#: Per kind of limit, Slurm's reason for each TRES family (cpu, mem, node, gres, billing).
+ASSOC_GRP = _table(R.ASSOC_GRP_CPU, R.ASSOC_GRP_MEM, R.ASSOC_GRP_NODE, R.ASSOC_GRP_GRES,
+                   R.ASSOC_GRP_BILLING)  # fmt: skip
+ASSOC_JOB = _table(R.ASSOC_MAX_CPU_PER_JOB, R.ASSOC_MAX_MEM_PER_JOB, R.ASSOC_MAX_NODE_PER_JOB,
+                   R.ASSOC_MAX_GRES_PER_JOB, R.ASSOC_MAX_BILLING_PER_JOB)  # fmt: skip
+ASSOC_NODE = _table(R.ASSOC_MAX_CPU_PER_NODE, R.ASSOC_MAX_MEM_PER_NODE, None,
+                    R.ASSOC_MAX_GRES_PER_NODE, R.ASSOC_MAX_BILLING_PER_NODE)  # fmt: skip
+ASSOC_MINS = _table(R.ASSOC_MAX_CPU_MINUTES_PER_JOB, R.ASSOC_MAX_MEM_MINUTES_PER_JOB,
+                    R.ASSOC_MAX_NODE_MINUTES_PER_JOB, R.ASSOC_MAX_GRES_MINUTES_PER_JOB,
+                    R.ASSOC_MAX_BILLING_MINUTES_PER_JOB)  # fmt: skip
+ASSOC_GRP_MINS = _table(R.ASSOC_GRP_CPU_MINUTES, None, None, None, R.ASSOC_GRP_BILLING_MINUTES)
+QOS_GRP = _table(R.QOS_GRP_CPU, R.QOS_GRP_MEM, R.QOS_GRP_NODE, R.QOS_GRP_GRES, R.QOS_GRP_BILLING)
+QOS_JOB = _table(R.QOS_MAX_CPU_PER_JOB, R.QOS_MAX_MEM_PER_JOB, R.QOS_MAX_NODE_PER_JOB,
+                 R.QOS_MAX_GRES_PER_JOB, R.QOS_MAX_BILLING_PER_JOB)  # fmt: skip
+QOS_NODE = _table(R.QOS_MAX_CPU_PER_NODE, R.QOS_MAX_MEM_PER_NODE, None,
+                  R.QOS_MAX_GRES_PER_NODE, R.QOS_MAX_BILLING_PER_NODE)  # fmt: skip
+QOS_MINS = _table(R.QOS_MAX_CPU_MINUTES_PER_JOB, R.QOS_MAX_MEM_MINUTES_PER_JOB,
+                  R.QOS_MAX_NODE_MINUTES_PER_JOB, R.QOS_MAX_GRES_MINUTES_PER_JOB,
+                  R.QOS_MAX_BILLING_MINUTES_PER_JOB)  # fmt: skip
+QOS_USER = _table(R.QOS_MAX_CPU_PER_USER, R.QOS_MAX_MEM_PER_USER, R.QOS_MAX_NODE_PER_USER,
+                  R.QOS_MAX_GRES_PER_USER, R.QOS_MAX_BILLING_PER_USER)  # fmt: skip
+QOS_ACCOUNT = _table(R.QOS_MAX_CPU_PER_ACCOUNT, R.QOS_MAX_MEM_PER_ACCOUNT,
+                     R.QOS_MAX_NODE_PER_ACCOUNT, R.QOS_MAX_GRES_PER_ACCOUNT,
+                     R.QOS_MAX_BILLING_PER_ACCOUNT)  # fmt: skip
+
+
+class _Gates:
+    """The gates of one job, built limit by limit."""
+
+    def __init__(self, job: Job) -> None:
+        self.tres = jobtres.of_job(job)
+        self.wall = job.time_limit
+        self.found: list[Gate] = []
+
+    def hold(self, reason: Reason) -> None:
+        """A limit the job breaks by itself."""
+        self.found.append(Gate("", 0, 1, reason))
+
+    def over(
+        self, limits: Mapping[str, int], amounts: Mapping[str, int], table: Mapping[str, Reason]
+    ) -> None:
+        for name, cap in limits.items():
+            reason = table.get(_class(name))
+            if reason and amounts.get(name, 0) > cap:
+                self.hold(reason)
+
+    def over_minutes(self, limits: Mapping[str, int], table: Mapping[str, Reason]) -> None:
+        """MaxTRESMins: the job's TRES times its time limit (no limit breaks any)."""
+        for name, cap in limits.items():
+            reason = table.get(_class(name))
+            amount = self.tres.total.get(name, 0)
+            if reason and amount and (self.wall < 0 or amount * self.wall > cap):
+                self.hold(reason)
+
+    def counted(self, limits: Mapping[str, int], prefix: str, table: Mapping[str, Reason]) -> None:
+        """Limits on the sum over running jobs (``prefix`` names whose sum)."""
+        for name, cap in limits.items():
+            reason = table.get(_class(name))
+            if reason:
+                self.found.append(
+                    Gate(f"{prefix}:{name}", cap, self.tres.total.get(name, 0), reason)
+                )
+
+
 def gates(
     job: Job,
     assocs: AssocSet,
-    used: Callable[[Assoc], float] = lambda _: 0.0,
+    used: Callable[[Assoc], tuple[float, float]] = lambda _: (0.0, 0.0),
     safe: bool = False,
 ) -> tuple[Gate, ...]:
     """The limits ``job`` must fit under to start (checked and counted by the core).
 
-    ``used`` gives an association's decayed usage in CPU-seconds (its subtree's
-    for an account), for GrpTRESMins: a job waits once the usage reaches the
-    limit, and with ``safe`` (AccountingStorageEnforce=safe) also when its own
-    CPUs for its whole time limit would pass it.
+    ``used`` gives an association's decayed usage (CPU-seconds, wall-seconds;
+    its subtree's for an account), for GrpTRESMins and GrpWall: a job waits
+    once the usage reaches the limit, and with ``safe``
+    (AccountingStorageEnforce=safe) also when its own request for its whole
+    time limit would pass it.
     """
     partition = job.partition or (job.partitions[0] if job.partitions else "")
     assoc = assocs.find(job.user, job.account, partition)
     if assoc is None:
         return ()
-    cpus = job.cpus_needed
+    g = _Gates(job)
     wall = job.time_limit
-    found: list[Gate] = []
     if assoc.max_wall is not None and (wall < 0 or wall > assoc.max_wall):
-        found.append(Gate("", 0, 1, Reason.ASSOC_MAX_WALL))
-    if assoc.max_cpus is not None and cpus > assoc.max_cpus:
-        found.append(Gate("", 0, 1, Reason.ASSOC_MAX_CPU_PER_JOB))
+        g.hold(Reason.ASSOC_MAX_WALL)
+    g.over(assoc.max_tres, g.tres.total, ASSOC_JOB)
+    g.over(assoc.max_tres_node, g.tres.per_node, ASSOC_NODE)
+    g.over_minutes(assoc.max_tres_mins, ASSOC_MINS)
     if assoc.max_jobs is not None:
-        found.append(Gate(f"a:{assoc.key}:jobs", assoc.max_jobs, 1, Reason.ASSOC_MAX_JOBS))
+        g.found.append(Gate(f"a:{assoc.key}:jobs", assoc.max_jobs, 1, Reason.ASSOC_MAX_JOBS))
     for parent in (assoc, *assocs.ancestors(assoc)):
-        if parent.grp_cpu_mins is not None:
-            ahead = cpus * max(wall, 0) if safe else 0
-            if used(parent) / 60 + ahead >= parent.grp_cpu_mins:
-                found.append(Gate("", 0, 1, Reason.ASSOC_GRP_CPU_MINUTES))
+        cpu_seconds, wall_seconds = used(parent)
+        for name, cap in parent.grp_tres_mins.items():
+            reason = ASSOC_GRP_MINS.get(name)
+            ahead = g.tres.total.get(name, 0) * max(wall, 0) if safe else 0
+            if reason and cpu_seconds / 60 + ahead >= cap:
+                g.hold(reason)
+        ahead = max(wall, 0) if safe else 0
+        if parent.grp_wall is not None and wall_seconds / 60 + ahead >= parent.grp_wall:
+            g.hold(Reason.ASSOC_GRP_WALL)
         if parent.grp_jobs is not None:
-            found.append(Gate(f"g:{parent.key}:jobs", parent.grp_jobs, 1, Reason.ASSOC_GRP_JOBS))
-        if parent.grp_cpus is not None:
-            found.append(Gate(f"g:{parent.key}:cpus", parent.grp_cpus, cpus, Reason.ASSOC_GRP_CPU))
+            g.found.append(Gate(f"g:{parent.key}:jobs", parent.grp_jobs, 1, Reason.ASSOC_GRP_JOBS))
+        g.counted(parent.grp_tres, f"g:{parent.key}", ASSOC_GRP)
     qos = assocs.qos.get(job.qos)
     if qos is not None:
         if qos.max_wall is not None and (wall < 0 or wall > qos.max_wall):
-            found.append(Gate("", 0, 1, Reason.QOS_MAX_WALL))
+            g.hold(Reason.QOS_MAX_WALL)
+        g.over(qos.max_tres, g.tres.total, QOS_JOB)
+        g.over(qos.max_tres_node, g.tres.per_node, QOS_NODE)
+        g.over_minutes(qos.max_tres_mins, QOS_MINS)
+        user, account = f"q:{qos.name}:u:{job.user}", f"q:{qos.name}:a:{job.account}"
         if qos.max_jobs_pu is not None:
-            found.append(
-                Gate(f"q:{qos.name}:u:{job.user}", qos.max_jobs_pu, 1, Reason.QOS_MAX_JOBS_PER_USER)
-            )
+            g.found.append(Gate(f"{user}:jobs", qos.max_jobs_pu, 1, Reason.QOS_MAX_JOBS_PER_USER))
         if qos.max_jobs_pa is not None:
-            found.append(
-                Gate(
-                    f"q:{qos.name}:a:{job.account}",
-                    qos.max_jobs_pa,
-                    1,
-                    Reason.QOS_MAX_JOBS_PER_ACCOUNT,
-                )
+            g.found.append(
+                Gate(f"{account}:jobs", qos.max_jobs_pa, 1, Reason.QOS_MAX_JOBS_PER_ACCOUNT)
             )
         if qos.grp_jobs is not None:
-            found.append(Gate(f"q:{qos.name}:jobs", qos.grp_jobs, 1, Reason.QOS_GRP_JOBS))
-        if qos.grp_cpus is not None:
-            found.append(Gate(f"q:{qos.name}:cpus", qos.grp_cpus, cpus, Reason.QOS_GRP_CPU))
-    return tuple(found)
+            g.found.append(Gate(f"q:{qos.name}:jobs", qos.grp_jobs, 1, Reason.QOS_GRP_JOBS))
+        g.counted(qos.grp_tres, f"q:{qos.name}", QOS_GRP)
+        g.counted(qos.max_tres_pu, user, QOS_USER)
+        g.counted(qos.max_tres_pa, account, QOS_ACCOUNT)
+    return tuple(g.found)

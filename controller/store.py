@@ -209,8 +209,12 @@ class JobStore:
         }
         self.priorities.restore(loaded.meta.get(USAGE_KEY))
         if ASSOCIATIONS_KEY in loaded.meta:
-            assocs = AssocSet.from_json(loaded.meta[ASSOCIATIONS_KEY])
-            self.associations = self.priorities.associations = assocs
+            try:
+                assocs = AssocSet.from_json(loaded.meta[ASSOCIATIONS_KEY])
+            except (ValueError, KeyError, TypeError) as exc:  # an older controller's form
+                log.warning("saved associations not read (%s): waiting for dbd's", exc)
+            else:
+                self.associations = self.priorities.associations = assocs
         self.outbox = loaded.outbox
         self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
         self.event_outbox = loaded.events
@@ -608,23 +612,27 @@ class JobStore:
         }
         return gates, usage
 
-    def _used_by(self, assocs: AssocSet) -> Callable[[Assoc], float]:
-        """Each association's decayed CPU-seconds (fair share's usage), an account's
-        including every account and user below it: what GrpTRESMins limits."""
-        raw = self.priorities.usage.raw
+    def _used_by(self, assocs: AssocSet) -> Callable[[Assoc], tuple[float, float]]:
+        """Each association's decayed (CPU-seconds, wall-seconds) from fair share's
+        usage, an account's including every account and user below it: what
+        GrpTRESMins and GrpWall limit."""
+        usage = self.priorities.usage
         parents = {a.account: a.parent for a in assocs.assocs if not a.user}
-        below: dict[str, float] = {}
-        for (account, _), seconds in raw.items():
-            name, seen = account, set()
+        below: dict[str, tuple[float, float]] = {}
+        for key, seconds in usage.raw.items():
+            name, seen = key[0], set()
+            wall = usage.wall.get(key, 0.0)
             while name and name not in seen:
-                below[name] = below.get(name, 0.0) + seconds
+                cpu_sum, wall_sum = below.get(name, (0.0, 0.0))
+                below[name] = (cpu_sum + seconds, wall_sum + wall)
                 seen.add(name)
                 name = parents.get(name, "")
 
-        def used(assoc: Assoc) -> float:
+        def used(assoc: Assoc) -> tuple[float, float]:
             if assoc.user:
-                return raw.get((assoc.account, assoc.user), 0.0)
-            return below.get(assoc.account, 0.0)
+                key = (assoc.account, assoc.user)
+                return usage.raw.get(key, 0.0), usage.wall.get(key, 0.0)
+            return below.get(assoc.account, (0.0, 0.0))
 
         return used
 

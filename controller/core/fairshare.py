@@ -94,25 +94,27 @@ class Usage:
     ``last_decay`` is 0 before the first ``advance`` (Slurm's
     ``priority_last_decay_ran``); ``last_reset`` is when usage was last
     zeroed (or first tracked). ``raw`` is never mutated: every change makes
-    a new ``Usage``.
+    a new ``Usage``. ``wall`` is the same decayed sum of wall-clock seconds
+    (a job counts once, whatever its size): what GrpWall limits.
     """
 
     raw: Mapping[Assoc, float] = field(default_factory=dict)
     last_decay: int = 0
     last_reset: int = 0
+    wall: Mapping[Assoc, float] = field(default_factory=dict)
 
     def of(self, account: str, user: str) -> float:
         return self.raw.get((account, user), 0.0)
 
     def to_json(self) -> str:
         """The usage as JSON text, associations sorted (stable for diffs and tests)."""
-        rows = [[account, user, value] for (account, user), value in sorted(self.raw.items())]
         return json.dumps(
             {
                 "version": _JSON_VERSION,
                 "last_decay": self.last_decay,
                 "last_reset": self.last_reset,
-                "usage": rows,
+                "usage": _rows(self.raw),
+                "wall": _rows(self.wall),
             },
             separators=(",", ":"),
         )
@@ -130,23 +132,31 @@ class Usage:
         )
         if not isinstance(last_decay, int) or not isinstance(last_reset, int):
             raise ValueError("usage record: bad times")
-        if not isinstance(rows, list):
-            raise ValueError("usage record: bad usage list")
-        raw: dict[Assoc, float] = {}
-        for row in rows:
-            if (
-                not isinstance(row, list)
-                or len(row) != 3
-                or not isinstance(row[0], str)
-                or not isinstance(row[1], str)
-                or isinstance(row[2], bool)
-                or not isinstance(row[2], int | float)
-                or not math.isfinite(row[2])
-                or row[2] < 0
-            ):
-                raise ValueError(f"usage record: bad row {row!r}")
-            raw[(row[0], row[1])] = float(row[2])
-        return cls(raw, last_decay, last_reset)
+        return cls(_read_rows(rows), last_decay, last_reset, _read_rows(data.get("wall", [])))
+
+
+def _rows(usage: Mapping[Assoc, float]) -> list[list[str | float]]:
+    return [[account, user, value] for (account, user), value in sorted(usage.items())]
+
+
+def _read_rows(rows: object) -> dict[Assoc, float]:
+    if not isinstance(rows, list):
+        raise ValueError("usage record: bad usage list")
+    usage: dict[Assoc, float] = {}
+    for row in rows:
+        if (
+            not isinstance(row, list)
+            or len(row) != 3
+            or not isinstance(row[0], str)
+            or not isinstance(row[1], str)
+            or isinstance(row[2], bool)
+            or not isinstance(row[2], int | float)
+            or not math.isfinite(row[2])
+            or row[2] < 0
+        ):
+            raise ValueError(f"usage record: bad row {row!r}")
+        usage[(row[0], row[1])] = float(row[2])
+    return usage
 
 
 def decay_factor(seconds: float, half_life: int) -> float:
@@ -176,7 +186,9 @@ def accrued(cpus: int, start: float, end: float, now: float, half_life: int) -> 
 
 def reset(usage: Usage, now: int) -> Usage:
     """Usage zeroed at ``now`` (PriorityUsageResetPeriod=NOW, or a period boundary)."""
-    return Usage(dict.fromkeys(usage.raw, 0.0), usage.last_decay, now)
+    return Usage(
+        dict.fromkeys(usage.raw, 0.0), usage.last_decay, now, dict.fromkeys(usage.wall, 0.0)
+    )
 
 
 def next_reset(period: str, last_reset: int, tz: _dt.tzinfo = _dt.UTC) -> int | None:
@@ -227,11 +239,12 @@ def advance(
     pass either). A ``now`` at or before ``last_decay`` changes nothing.
     """
     if usage.last_decay <= 0:
-        return Usage(usage.raw, now, usage.last_reset or now)
+        return Usage(usage.raw, now, usage.last_reset or now, usage.wall)
     start = usage.last_decay
     if now <= start:
         return usage
     raw: dict[Assoc, float] = dict(usage.raw)
+    wall: dict[Assoc, float] = dict(usage.wall)
     last_reset = usage.last_reset or start
     crossed = False
     boundary = next_reset(reset_period, last_reset, tz)
@@ -239,11 +252,12 @@ def advance(
         last_reset, crossed = boundary, True
         boundary = next_reset(reset_period, last_reset, tz)
     if crossed:  # usage before the last boundary is gone; only what follows it counts
-        raw = dict.fromkeys(raw, 0.0)
+        raw, wall = dict.fromkeys(raw, 0.0), dict.fromkeys(wall, 0.0)
         start = max(start, last_reset)
     factor = decay_factor(now - start, half_life)
     if factor != 1.0:
         raw = {assoc: value * factor for assoc, value in raw.items()}
+        wall = {assoc: value * factor for assoc, value in wall.items()}
     for charge in charges:
         if charge.start <= 0:
             continue
@@ -253,7 +267,8 @@ def advance(
         if amount > 0:
             key = (charge.account, charge.user)
             raw[key] = raw.get(key, 0.0) + amount
-    return Usage(raw, now, last_reset)
+            wall[key] = wall.get(key, 0.0) + accrued(1, begin, end, now, half_life)
+    return Usage(raw, now, last_reset, wall)
 
 
 # ------------------------------------------------------------------ the tree

@@ -172,7 +172,7 @@ def test_json_round_trip() -> None:
     text = usage.to_json()
     assert text == (
         '{"version":1,"last_decay":1796014614,"last_reset":1795928214,'
-        '"usage":[["a","u",2.0],["b","v",1.5]]}'
+        '"usage":[["a","u",2.0],["b","v",1.5]],"wall":[]}'
     )
     assert Usage.from_json(text) == usage
 

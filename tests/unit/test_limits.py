@@ -140,10 +140,96 @@ def test_grp_tres_mins_holds_jobs_once_the_accounts_usage_reaches_it() -> None:
     small = job(1, account="lab", time_limit=10)  # 1 CPU for 10 minutes
 
     def used(minutes: float) -> Any:
-        return lambda assoc: minutes * 60 if not assoc.user else 0.0
+        return lambda assoc: (minutes * 60 if not assoc.user else 0.0, 0.0)
 
     assert associations.gates(small, assocs, used(50)) == ()
     (gate,) = associations.gates(small, assocs, used(100))
     assert Usage({}).blocked([gate]) is Reason.ASSOC_GRP_CPU_MINUTES
     assert associations.gates(small, assocs, used(85), safe=False) == ()
     assert associations.gates(small, assocs, used(95), safe=True) != ()  # 95 + 10 > 100
+
+
+def _alice(**limits: str) -> AssocSet:
+    return AssocSet.from_rows(
+        [
+            {**ROW, "Account": "root", "User": "", "ParentName": ""},
+            {**ROW, "Account": "lab", "User": "", "ParentName": "root"},
+            {**ROW, "Account": "lab", "User": "alice", "ParentName": "lab", **limits},
+        ],
+        [{"User": "alice", "Def Acct": "lab"}],
+        [{"Name": "normal", **{k[4:]: v for k, v in limits.items() if k.startswith("qos:")}}],
+    )
+
+
+def _held(one: Any, assocs: AssocSet, usage: dict[str, int] | None = None) -> Reason | None:
+    return Usage(usage or {}).blocked(associations.gates(one, assocs))
+
+
+GPU_JOB = replace(job(1, account="lab", time_limit=60), min_nodes=2, gres="gpu:a100:2")
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        ({"MaxTRES": "mem=3G"}, Reason.ASSOC_MAX_MEM_PER_JOB),
+        ({"MaxTRES": "node=1"}, Reason.ASSOC_MAX_NODE_PER_JOB),
+        ({"MaxTRES": "gres/gpu=3"}, Reason.ASSOC_MAX_GRES_PER_JOB),
+        ({"MaxTRES": "gres/gpu:a100=2"}, Reason.ASSOC_MAX_GRES_PER_JOB),
+        ({"MaxTRESPerNode": "gres/gpu=1"}, Reason.ASSOC_MAX_GRES_PER_NODE),
+        ({"MaxTRESPerNode": "mem=1G"}, Reason.ASSOC_MAX_MEM_PER_NODE),
+        ({"MaxTRESMins": "cpu=100"}, Reason.ASSOC_MAX_CPU_MINUTES_PER_JOB),  # 2 x 60
+        ({"GrpTRES": "gres/gpu=3"}, Reason.ASSOC_GRP_GRES),
+        ({"GrpTRES": "node=1"}, Reason.ASSOC_GRP_NODE),
+        ({"qos:MaxTRES": "gres/gpu=2"}, Reason.QOS_MAX_GRES_PER_JOB),
+        ({"qos:MaxTRESPerNode": "cpu=0"}, Reason.QOS_MAX_CPU_PER_NODE),
+        ({"qos:MaxTRESPU": "mem=2G"}, Reason.QOS_MAX_MEM_PER_USER),
+        ({"qos:MaxTRESPA": "node=1"}, Reason.QOS_MAX_NODE_PER_ACCOUNT),
+        ({"qos:GrpTRES": "gres/gpu=1"}, Reason.QOS_GRP_GRES),
+    ],
+)
+def test_every_tres_limit_holds_a_job_with_slurms_reason(
+    limits: dict[str, str], reason: Reason
+) -> None:
+    """GPU_JOB: 2 nodes, 1 CPU each, 2 GiB each, 2 a100 GPUs each (4 in all)."""
+    big = replace(GPU_JOB, mem_per_node=2048)
+    assert _held(big, _alice(**limits)) is reason
+
+
+def test_tres_limits_that_fit_let_the_job_start_and_count_its_use() -> None:
+    assocs = _alice(**{"GrpTRES": "gres/gpu=6,mem=8G", "qos:MaxTRESPU": "gres/gpu:a100=4"})
+    first = replace(GPU_JOB, mem_per_node=2048)
+    assert _held(first, assocs) is None
+    usage = Usage({})
+    usage.take(associations.gates(first, assocs))
+    assert usage.blocked(associations.gates(first, assocs)) is Reason.ASSOC_GRP_GRES
+
+
+def test_a_running_job_counts_what_it_was_given() -> None:
+    given = replace(
+        GPU_JOB,
+        nodes=("n1", "n2", "n3"),
+        cpus=(4, 4, 4),
+        alloc_mem=(100, 100, 100),
+        gres_alloc=((("gpu", "a100", 2),),) * 3,
+    )
+    (gate,) = associations.gates(given, _alice(GrpTRES="node=8"))
+    assert gate.amount == 3
+    (gate,) = associations.gates(given, _alice(GrpTRES="gres/gpu:a100=8"))
+    assert gate.amount == 6
+
+
+def test_grp_wall_holds_jobs_once_the_wall_clock_usage_reaches_it() -> None:
+    assocs = _alice(GrpWall="10")
+    small = job(1, account="lab", time_limit=5)
+
+    def used(minutes: float) -> Any:
+        return lambda assoc: (0.0, minutes * 60 if assoc.user else 0.0)
+
+    assert associations.gates(small, assocs, used(4)) == ()
+    assert Usage({}).blocked(associations.gates(small, assocs, used(10))) is (Reason.ASSOC_GRP_WALL)
+    assert associations.gates(small, assocs, used(6), safe=True) != ()
+
+
+def test_an_older_journal_form_is_refused_not_misread() -> None:
+    with pytest.raises(ValueError):
+        AssocSet.from_json('{"assocs": [], "users": {}, "qos": []}')

@@ -1,0 +1,100 @@
+"""What a job counts against TRES limits, and TRES limit lists as sacctmgr keeps them.
+
+Accounting limits (GrpTRES, MaxTRES, MaxTRESPerNode, MaxTRESMins, a QOS's
+MaxTRESPU/MaxTRESPA) name trackable resources: ``cpu``, ``mem`` (MiB),
+``node``, ``billing`` (the CPUs, as Slurm without TRESBillingWeights) and
+``gres/<name>`` or ``gres/<name>:<type>``. A running job counts what it was
+given; a pending one what it asks for at its smallest (``-N`` minimum), as
+slurmctld's ``acct_policy`` does before a start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from controller.model import Job
+from corral import gres as gres_syntax
+from corral.units import parse_memory
+
+
+def parse_limits(text: str) -> dict[str, int]:
+    """``cpu=4,mem=1G,gres/gpu=2`` as {TRES: limit}, memory in MiB.
+
+    dbd checked the list when it was set; an item it could not have stored
+    (no ``=``, not a number) is left out rather than guessed.
+    """
+    limits: dict[str, int] = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        name, value = name.strip().lower(), value.strip()
+        if not name or not value:
+            continue
+        try:
+            limits[name] = parse_memory(value) if name == "mem" else int(value)
+        except ValueError:
+            continue
+    return limits
+
+
+@dataclass(frozen=True, slots=True)
+class JobTres:
+    """A job's TRES in all (``total``) and on its fullest node (``per_node``)."""
+
+    total: Mapping[str, int]
+    per_node: Mapping[str, int]
+
+
+def _gres_counts(items: Iterable[gres_syntax.Item]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, kind, count in items:
+        counts[f"gres/{name}"] = counts.get(f"gres/{name}", 0) + count
+        if kind:
+            counts[f"gres/{name}:{kind}"] = counts.get(f"gres/{name}:{kind}", 0) + count
+    return counts
+
+
+def _largest(per_node: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    largest: dict[str, int] = {}
+    for node in per_node:
+        for name, count in node.items():
+            largest[name] = max(largest.get(name, 0), count)
+    return largest
+
+
+def of_job(job: Job) -> JobTres:
+    """``job``'s TRES: its allocation once it has nodes, else its request."""
+    if job.nodes:
+        given = job.gres_alloc or tuple(() for _ in job.nodes)
+        nodes = [
+            {"cpu": cpus, "billing": cpus, "mem": mem, **_gres_counts(items)}
+            for cpus, mem, items in zip(
+                job.cpus, job.alloc_mem or (0,) * len(job.cpus), given, strict=True
+            )
+        ]
+        total: dict[str, int] = {"node": len(job.nodes)}
+        for node in nodes:
+            for name, count in node.items():
+                total[name] = total.get(name, 0) + count
+        return JobTres(total, _largest(nodes))
+    count = max(job.min_nodes, 1)
+    cpus = max(job.cpus_needed, count)  # at least one CPU on each node
+    if job.mem_per_node:
+        node_mem = job.mem_per_node
+    elif job.mem_per_cpu:
+        node_mem = job.mem_per_cpu * -(-cpus // count)
+    else:
+        node_mem = 0  # the partition's default, known only at the start
+    try:
+        gres = _gres_counts(gres_syntax.parse_request(job.gres)) if job.gres else {}
+    except ValueError:
+        gres = {}  # admission refused malformed requests; an old record counts none
+    per_node = {"cpu": -(-cpus // count), "billing": -(-cpus // count), "mem": node_mem, **gres}
+    total = {
+        "cpu": cpus,
+        "billing": cpus,
+        "node": count,
+        "mem": node_mem * count,
+        **{name: n * count for name, n in gres.items()},
+    }
+    return JobTres(total, per_node)
