@@ -226,9 +226,6 @@ class Delivery:
         query = pb.HistoryRequest(filter=request.filter)
         if not query.filter.clusters:
             query.filter.clusters.append(self.cluster)
-        if "jobs" in self.store.conf.accounting.private_data and not who.is_admin:
-            del query.filter.uids[:]
-            query.filter.uids.append(who.uid)
         reply: pb.HistoryReply = await self._forward("History", query, who, 60)
         return reply
 

@@ -158,10 +158,10 @@ def _coordinates(
         a.account: a.parent
         for a in session.scalars(select(Association).where(Association.user == ""))
     }
-    return bool(touched) and all(_under(account, mine, parents) for account in touched)
+    return bool(touched) and all(account_under(account, mine, parents) for account in touched)
 
 
-def _under(account: str, tops: set[str], parents: Mapping[str, str]) -> bool:
+def account_under(account: str, tops: set[str], parents: Mapping[str, str]) -> bool:
     """Whether ``account`` is one of ``tops`` or below one of them."""
     seen: set[str] = set()
     while account and account not in seen:

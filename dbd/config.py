@@ -54,6 +54,7 @@ class DbdConfig:
     purge_job_after: int  # seconds; 0 = never
     purge_event_after: int
     private_data: tuple[str, ...]
+    slurm_user: str  # who runs dbd, and administers accounting data (SlurmUser)
     warnings: tuple[str, ...]
 
     @property
@@ -145,5 +146,6 @@ def load(path: str) -> DbdConfig:
         purge_job_after=purges["PurgeJobAfter"],
         purge_event_after=purges["PurgeEventAfter"],
         private_data=tuple(p.strip().lower() for p in private.split(",") if p.strip()),
+        slurm_user=reader.get("SlurmUser", "root")[0],
         warnings=tuple(reader.warnings),
     )

@@ -36,7 +36,7 @@ async def serve(conf: DbdConfig, url: str, key: bytes) -> None:
     engine = engine_for(url)
     schema.upgrade(engine)
     log.info("database %s at schema %s", engine.url.render_as_string(), schema.head())
-    slurm_uid = _slurm_uid()
+    slurm_uid = _slurm_uid(conf.slurm_user)
     server = grpc.aio.server(options=[("grpc.max_send_message_length", 256 << 20)])
     service = AccountingService(Storage(engine), key, conf.private_data, slurm_uid)
     pb_grpc.add_AccountingServicer_to_server(service, server)  # type: ignore[no-untyped-call]
@@ -81,11 +81,12 @@ async def _roll_up(engine: Engine, purge_job_after: int, purge_event_after: int)
         await asyncio.sleep(ROLLUP_EVERY_S)
 
 
-def _slurm_uid() -> int:
-    """The uid of SlurmUser (an administrator of accounting data); root here."""
+def _slurm_uid(name: str) -> int:
+    """The uid of SlurmUser (an administrator of accounting data); root if unknown."""
     try:
-        return pwd.getpwnam("slurm").pw_uid
+        return pwd.getpwnam(name).pw_uid
     except KeyError:
+        log.warning("SlurmUser=%s: no such user; root alone administers", name)
         return 0
 
 

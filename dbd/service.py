@@ -2,8 +2,8 @@
 
 Every call carries a ``Credential`` signed with the cluster key, so only a
 controller (or an administrator holding the key) reaches the store; a query
-is answered as the user the credential names, and with ``PrivateData=jobs``
-a user other than root or SlurmUser sees only their own jobs. Database work
+is answered as the user the credential names, within what ``PrivateData``
+lets them see (``dbd.privacy``). Database work
 runs on worker threads, so one slow query does not stall the deliveries.
 A database that cannot be reached is ``UNAVAILABLE``: controllers keep their
 outbox and try again.
@@ -23,8 +23,10 @@ from corral import auth
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
+from dbd import privacy
 from dbd.admin import Admin
 from dbd.entities import user_name
+from dbd.privacy import Sight
 from dbd.report import ReportQuery, usage_report
 from dbd.storage import Query, Storage, parse_job_ids
 
@@ -47,6 +49,9 @@ class AccountingService(pb_grpc.AccountingServicer):
         if refused:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
         return cred.uid
+
+    def _sight(self, uid: int) -> Sight:
+        return privacy.sight(self.storage.engine, uid, user_name(uid).lower(), self.slurm_uid)
 
     async def _run(self, context: grpc.aio.ServicerContext, work: Any, *args: Any) -> Any:
         try:
@@ -128,13 +133,14 @@ class AccountingService(pb_grpc.AccountingServicer):
             job_ids = parse_job_ids(f.job_ids)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid job id: {exc}")
-        uids = tuple(f.uids)
-        if self.private_jobs and uid not in (0, self.slurm_uid):
-            uids = (uid,)
+        visible = None
+        if self.private_jobs:
+            seen = await self._run(context, self._sight, uid)
+            visible = None if seen.everything else (seen.uids, seen.accounts)
         query = Query(
             clusters=tuple(c for c in f.clusters if c.lower() != "all"),
             job_ids=job_ids,
-            uids=uids,
+            uids=tuple(f.uids),
             accounts=tuple(f.accounts),
             partitions=tuple(f.partitions),
             states=tuple(s.upper() for s in f.states),
@@ -142,6 +148,7 @@ class AccountingService(pb_grpc.AccountingServicer):
             nodes=tuple(f.nodes),
             start=f.start,
             end=f.end,
+            visible=visible,
         )
         records = await self._run(context, self.storage.history, query)
         reply = pb.HistoryReply(now=int(time.time()))
@@ -154,13 +161,17 @@ class AccountingService(pb_grpc.AccountingServicer):
     ) -> pb.ReportReply:
         """sreport's reports, from the usage rollups (rolled up to now first).
 
-        With ``PrivateData=usage`` a user other than root or SlurmUser sees only
-        their own usage: the user rows are theirs alone, without account rows.
+        With ``PrivateData=usage`` a user who may not see everything (see
+        ``dbd.privacy``) sees only their own usage: their user rows alone,
+        without account rows, and nothing when they ask for other users.
         """
         uid = await self._caller(request.cred, context)
         users = tuple(request.users)
-        if self.private_usage and uid not in (0, self.slurm_uid):
-            users = (user_name(uid).lower(),)
+        hidden = False
+        if self.private_usage and not (await self._run(context, self._sight, uid)).everything:
+            me = user_name(uid).lower()
+            hidden = bool(users) and me not in (u.lower() for u in users)
+            users = (me,)
         try:
             query = ReportQuery(
                 report=request.report.lower(),
@@ -177,7 +188,7 @@ class AccountingService(pb_grpc.AccountingServicer):
             context, usage_report, self.storage.engine, query, int(time.time())
         )
         reply = pb.ReportReply(start=start, end=end)
-        for row in rows:
+        for row in [] if hidden else rows:
             reply.rows.add(
                 cluster=row.cluster,
                 account=row.account,

@@ -54,6 +54,8 @@ class Query:
     nodes: tuple[str, ...] = ()
     start: int = 0
     end: int = 0  # 0: no upper bound
+    # PrivateData=jobs: only jobs of these uids or in these accounts (None: any job).
+    visible: tuple[tuple[int, ...], tuple[str, ...]] | None = None
 
 
 def _job_id_clauses(text: str) -> list[ColumnElement[bool]]:
@@ -186,6 +188,9 @@ class Storage:
         ):
             if values:
                 clauses.append(column.in_(values))
+        if query.visible is not None:
+            uids, accounts = query.visible
+            clauses.append(or_(JobRecord.uid.in_(uids), JobRecord.account.in_(accounts)))
         if query.end:
             clauses.append(or_(JobRecord.eligible_time <= query.end, JobRecord.eligible_time == 0))
         if query.start:
