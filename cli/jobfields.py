@@ -260,7 +260,7 @@ _REASON_LIST = Field(
     reads=("state_flags", "state", *_REASON_READS, "nodes"),
 )
 _REQ_NODES = _nodes("REQ_NODES", "req_nodes")
-_RESERVATION = _const("RESERVATION", "(null)")
+_RESERVATION = _text("RESERVATION", "reservation")
 _SCHED_NODES = _text("SCHEDNODES", "sched_nodes", cut=False, header_cut=False)
 _SCT = _const("S:C:T", "*:*:*")
 _SOCKETS = _const("SOCKETS_PER_NODE", "*")

@@ -140,6 +140,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
         f"Features={null(job['features'])} DelayBoot=00:00:00",
+        *([f"Reservation={job['reservation']}"] if job["reservation"] else []),
         f"OverSubscribe={job['oversubscribe'] or 'OK'} Contiguous=0 Licenses=(null) Network=(null)",
         f"Command={null(job['command'])}",
         f"WorkDir={null(job['work_dir'])}",

@@ -343,6 +343,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "partition": lambda text: {"partitions": [p for p in (text or "").split(",") if p]},
     "priority": _priority,
     "qos": _text("qos"),
+    "reservation": _text("reservation"),
     "requeue": _flag("requeue"),
     "signal": _signal,
     "test-only": _flag("test_only"),

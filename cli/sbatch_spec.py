@@ -29,7 +29,7 @@ _PASSED = (
     "num_tasks", "cpus_per_task", "ntasks_per_node", "mem_per_node", "mem_per_cpu",
     "time_limit", "time_min", "hold", "begin_time", "nice", "comment", "requeue", "open_mode",
     "signal_num", "signal_time", "signal_batch_only", "constraint", "exclusive", "account",
-    "qos", "gres", "kill_on_invalid_dep", "priority", "deadline", "oversubscribe",
+    "qos", "gres", "kill_on_invalid_dep", "priority", "deadline", "oversubscribe", "reservation",
 )  # fmt: skip
 
 _DEPENDENCY_TYPES = frozenset(

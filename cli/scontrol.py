@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
 PROG = "scontrol"
+EINVAL = 22
+RESERVATION_INVALID = 2053  # ESLURM_RESERVATION_INVALID
 
 USAGE = """\
 scontrol [<OPTION>] [<COMMAND>]
@@ -139,6 +141,8 @@ class Session:
         tag = words[0]
         handlers: list[tuple[str, int, Callable[[Sequence[str]], None]]] = [
             ("all", 2, self._ignore),
+            ("create", 2, self._create),
+            ("delete", 3, self._delete),
             ("details", 1, self._details),
             ("exit", 2, self._quit),
             ("help", 2, self._help),
@@ -240,6 +244,7 @@ class Session:
             (("jobs", "jobid"), 1, self.show_job),
             (("nodes",), 1, self.show_node),
             (("partitions", "partitionname"), 2, self.show_partition),
+            (("reservations", "reservationname"), 3, self.show_reservation),
         ]
         for names, minimum, handler in entities:
             if any(word_is(tag, name, minimum) for name in names):
@@ -462,6 +467,8 @@ class Session:
                 entity = entity or "partition"
             elif word_is(tag, "JobId", 3) or word_is(tag, "JobName", 3):
                 entity = "job"
+            elif word_is(tag, "ReservationName", 3):
+                entity = "reservation"
             index += 1
         if entity == "job":
             self.update_job(args)
@@ -469,6 +476,8 @@ class Session:
             self.update_node(args)
         elif entity == "partition":
             self.fail(f"slurm_update error: {SlurmError(2073)}")
+        elif entity == "reservation":
+            self._reservation("update", args)
         else:
             self.fail("No valid entity in update command", quiet_ok=False)
             self.fail(
@@ -476,6 +485,77 @@ class Session:
                 '"JobId", or "SlurmctldDebug"',
                 quiet_ok=False,
             )
+
+    # ------------------------------------------------------------- reservations
+
+    def _create(self, words: Sequence[str]) -> None:
+        if len(words) < 2 or not words[1].lower().startswith("res"):
+            self.fail(
+                f"invalid entity: {words[1] if len(words) > 1 else ''} for keyword:{words[0]}"
+            )
+            return
+        self._reservation("create", words[1:])
+
+    def _delete(self, words: Sequence[str]) -> None:
+        if len(words) != 2 and len(words) != 3:
+            self.fail(f"too {'few' if len(words) < 2 else 'many'} arguments for keyword:{words[0]}")
+            return
+        tag, value = split_tag(words[1])
+        if value is None and len(words) == 3:
+            value = words[2]
+        if not word_is(tag, "ReservationName", 3) or not value:
+            self.fail(f"Invalid deletion entity: {words[1]}", quiet_ok=False)
+            return
+        try:
+            self.call(
+                "ReservationControl", {"action": "delete", "settings": {"reservationname": value}}
+            )
+        except SlurmError as exc:
+            self.fail(f"delete_reservation {words[1]}: {exc}", quiet_ok=False)
+
+    def _reservation(self, action: str, words: Sequence[str]) -> None:
+        """create or update: Slurm's keywords checked here, the rules by the controller."""
+        from cli.reservations import parse_settings
+
+        try:
+            settings = parse_settings(words, action)
+        except ValueError as exc:
+            self.fail(f"{PROG}: error: {exc}", quiet_ok=False)
+            return
+        if action == "update" and "reservationname" not in settings:
+            self.fail(f"{PROG}: error: Reservation must be given.  No reservation update.")
+            return
+        try:
+            reply = self.call("ReservationControl", {"action": action, "settings": settings})
+        except SlurmError as exc:
+            if exc.code == EINVAL:
+                self.fail(f"{PROG}: error: {exc}", quiet_ok=False)
+            elif action == "create":
+                self.fail(f"Error creating the reservation: {exc}", quiet_ok=False)
+            else:
+                self.fail(f"slurm_update error: {exc}", quiet_ok=False)
+            return
+        self.print(
+            f"Reservation created: {reply['name']}"
+            if action == "create"
+            else "Reservation updated."
+        )
+
+    def show_reservation(self, value: str | None) -> None:
+        from cli.reservations import show
+
+        try:
+            reply = self.call("Reservations", {"name": value or ""})
+        except SlurmError as exc:
+            if exc.code == RESERVATION_INVALID and value:
+                self.print(f"Reservation {value} not found")
+            else:
+                self.fail(f"slurm_load_reservations error: {exc}")
+            return
+        if not reply["reservations"]:
+            self.print("No reservations in the system")
+        for resv in reply["reservations"]:
+            self.out.write(show(resv, self.oneliner))
 
     def update_job(self, args: Sequence[str]) -> None:
         """``update JobId=<list> Key=Value...``: the controller validates the values."""

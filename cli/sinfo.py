@@ -68,6 +68,7 @@ Usage: sinfo [OPTIONS]
   -s, --summarize            node counts by state only
   -S, --sort=fields          sort keys, e.g. "#P,-t" (the default)
   -t, --states=list          only nodes in these states
+  -T, --reservation          the advance reservations
   -v, --verbose              more messages
   -V, --version              print the version and exit
 
@@ -94,6 +95,7 @@ TABLE = OptionTable(
         Option("partition", "p", "partition", REQUIRED),
         Option("responding", "r", "responding"),
         Option("list-reasons", "R", "list-reasons"),
+        Option("reservation", "T", "reservation"),
         Option("summarize", "s", "summarize"),
         Option("sort", "S", "sort", REQUIRED),
         Option("states", "t", "states", REQUIRED),
@@ -122,6 +124,7 @@ class Settings:
         "noheader",
         "partitions",
         "reasons",
+        "reservations",
         "responding",
         "sort",
         "states",
@@ -136,6 +139,7 @@ class Settings:
         self.long: bool = False
         self.node_mode: bool = False
         self.reasons: bool = False
+        self.reservations: bool = False
         self.summarize: bool = False
         self.exact: bool = False
         self.dead: bool = False
@@ -242,6 +246,7 @@ _FLAGS = {
     "noheader": "noheader",
     "responding": "responding",
     "list-reasons": "reasons",
+    "reservation": "reservations",
     "summarize": "summarize",
 }
 
@@ -409,7 +414,25 @@ def sinfo(argv: list[str]) -> int:
         print(text, file=sys.stderr)
     client = boundary.connect()
     stamp = not settings.noheader and bool(settings.iterate or settings.long)
+    if settings.reservations:
+        return repeat(lambda: report_reservations(client, settings), settings.iterate, stamp)
     return repeat(lambda: report(client, settings, layout), settings.iterate, stamp)
+
+
+def report_reservations(client: Any, settings: Settings) -> int:
+    """``sinfo -T``: the reservations, or Slurm's line when there are none."""
+    from cli.reservations import sinfo_table
+
+    try:
+        reply = client.call("Reservations", {})
+    except SlurmError as exc:
+        print(f"slurm_load_reservations: {exc}", file=sys.stderr)
+        return 1
+    if not reply["reservations"]:
+        print("No reservations in the system")
+        return 0
+    sys.stdout.write(sinfo_table(reply["reservations"], not settings.noheader))
+    return 0
 
 
 def main() -> None:

@@ -340,6 +340,7 @@ def admit(
         else kill_on_invalid_dep,
         gres=spec.get("gres", ""),
         oversubscribe=spec.get("oversubscribe", False),
+        reservation=spec.get("reservation", ""),
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)

@@ -243,7 +243,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             append=job.open_mode == "append"
             or (not job.open_mode and self.store.conf.job_file_append),
             environment=env,
-            time_limit=job.time_limit,
+            time_limit=self.store.time_limit_at_launch(job),
             start_time=job.start_time,
             kill_wait=self.store.conf.kill_wait,
             array_job_id=job.array_job_id,
@@ -289,7 +289,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         if session is not None:
             session.send(
                 pb.ControllerMessage(
-                    update=pb.UpdateJob(job_id=job.job_id, time_limit=job.time_limit)
+                    update=pb.UpdateJob(
+                        job_id=job.job_id, time_limit=self.store.time_limit_at_launch(job)
+                    )
                 )
             )
 

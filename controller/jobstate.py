@@ -76,6 +76,8 @@ class Reason(enum.Enum):
     NODE_DOWN = "NodeDown"
     BAD_CONSTRAINTS = "BadConstraints"
     JOB_ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
+    RESERVATION = "Reservation"  # its reservation has not started yet
+    RESERVATION_DELETED = "ReservationDeleted"
     # Accounting limits (AccountingStorageEnforce=limits): controller/associations.py.
     ASSOC_MAX_JOBS = "AssocMaxJobsLimit"
     ASSOC_GRP_JOBS = "AssocGrpJobsLimit"

@@ -70,6 +70,7 @@ class SchedulerLoop:
         began = time.perf_counter()
         now = int(self.clock())
         changed = self.link.check_nodes(now)
+        changed = bool(self.store.end_reservations(now)) or changed
         self.store.recalculate_priorities(now)
         snap = self.store.snapshot()
         if self._conf is not self.store.conf:  # reconfigured

@@ -96,6 +96,7 @@ class Job:
     calc_priority: int = 1
     gres: str = ""  # --gres as given: generic resources on each node
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
+    reservation: str = ""  # --reservation: runs on its nodes, within its time
     # (name, type, count) generic resources allocated on each of ``nodes``.
     gres_alloc: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     # Where backfill expects a pending job to start (derived each pass, like the reason).

@@ -482,6 +482,34 @@ class Handlers:
             self.accounting.backlog if self.accounting is not None else 0,
         )
 
+    async def Reservations(
+        self, req: pb.ReservationsRequest, who: Principal
+    ) -> pb.ReservationsReply:
+        now = self.now()
+        book = self.store.reservations
+        if req.name and req.name not in book.by_name:
+            raise SlurmError(errors.ESLURM_RESERVATION_INVALID)
+        chosen = [book.by_name[req.name]] if req.name else list(book.by_name.values())
+        return pb.ReservationsReply(
+            reservations=[views.reservation_info(r, now) for r in chosen], now=now
+        )
+
+    async def ReservationControl(
+        self, req: pb.ReservationControlRequest, who: Principal
+    ) -> pb.ReservationControlReply:
+        if not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        now = self.now()
+        resv = self.store.change_reservation(req.action, dict(req.settings), now)
+        if req.action == "update":  # running jobs in it now end with its new end
+            for job in self.store.jobs.values():
+                if job.reservation == resv.name and job.state is JobState.RUNNING:
+                    self.link.update_limit(job)
+        await self._commit()
+        self.kick()
+        log.info("reservation %s: %s by uid=%d", resv.name, req.action, who.uid)
+        return pb.ReservationControlReply(name=resv.name)
+
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
@@ -530,6 +558,8 @@ METHODS = (
     "AcctAdmin",
     "Diag",
     "Report",
+    "Reservations",
+    "ReservationControl",
 )
 
 

@@ -32,7 +32,8 @@ from controller.journal import Batch, Journal
 from controller.model import Job, NodeRuntime, Payload
 from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
-from corral import arrayspec, errors
+from controller.reservations import Cluster, Reservation, ReservationBook
+from corral import arrayspec, errors, hostlist
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
@@ -94,6 +95,7 @@ _ACCOUNTED = (
 OUTBOX_SEQ_KEY = "outbox_seq"
 EVENT_SEQ_KEY = "event_seq"
 ASSOCIATIONS_KEY = "associations"
+RESERVATIONS_KEY = "reservations"
 
 
 def accounting_changed(old: Job | None, new: Job) -> bool:
@@ -156,6 +158,7 @@ class JobStore:
         self._event_seq = 0
         # dbd's associations, users and QOS (controller/associations.py), newest known.
         self.associations: AssocSet | None = None
+        self.reservations = ReservationBook()
         self.enforce: frozenset[str] = frozenset()
         self.priorities = PriorityKeeper(conf)
         self.apply_config(conf)
@@ -215,6 +218,8 @@ class JobStore:
                 log.warning("saved associations not read (%s): waiting for dbd's", exc)
             else:
                 self.associations = self.priorities.associations = assocs
+        if RESERVATIONS_KEY in loaded.meta:
+            self.reservations = ReservationBook.from_json(loaded.meta[RESERVATIONS_KEY])
         self.outbox = loaded.outbox
         self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
         self.event_outbox = loaded.events
@@ -382,6 +387,8 @@ class JobStore:
             job = associations.admit(job, self.associations, self.enforce, queued)
         elif self.associations is not None and not job.account:  # DefaultAccount still applies
             job = replace(job, account=self.associations.users.get(job.user, ""))
+        if job.reservation:
+            self.reservations.admit(job.reservation, job.user, job.account)
         job = replace(job, calc_priority=self.priorities.initial(job, now))
         self._touch_job(job)
         self._batch.payloads[job.job_id] = admitted.payload
@@ -523,6 +530,96 @@ class JobStore:
     def node_usable(self, node: NodeRuntime) -> bool:
         return node.state == "UP" and node.responding and not node.drain
 
+    # ------------------------------------------------------------ reservations
+
+    def reservation_cluster(self) -> Cluster:
+        """What a reservation request is checked against now."""
+        default = self.conf.default_partition
+        accounts = None
+        if self.associations is not None and self.associations.assocs:
+            accounts = frozenset(a.account for a in self.associations.assocs)
+        running = [
+            (j.nodes, j.start_time + j.time_limit * 60 if j.time_limit > 0 else 0, j.reservation)
+            for j in self.jobs.values()
+            if holds_nodes(j)
+        ]
+        return Cluster(
+            nodes={n.name: n.cpus for n in self.conf.nodes},
+            usable=frozenset(
+                name
+                for name, node in self.nodes.items()
+                if node.state not in ("DOWN", "UNKNOWN") and not node.drain
+            ),
+            partitions={p.name: tuple(p.nodes) for p in self.conf.partitions},
+            default_partition=default.name if default else "",
+            running=running,
+            accounts=accounts,
+        )
+
+    def change_reservation(self, action: str, settings: dict[str, str], now: int) -> Reservation:
+        """scontrol's create, update or delete reservation (SlurmError if refused)."""
+        book, cluster = self.reservations, self.reservation_cluster()
+        if action == "create":
+            resv = book.create(settings, cluster, now)
+        elif action == "update":
+            resv = book.update(settings, cluster, now)
+        elif action == "delete":
+            resv = book.delete(settings.get("reservationname", ""), cluster)
+            self._release_jobs_of(resv, now)
+        else:
+            raise SlurmError(errors.EINVAL, f"Invalid reservation action: {action}")
+        self._resv_changed(resv, deleted=action == "delete", now=now)
+        return resv
+
+    def end_reservations(self, now: int) -> list[Reservation]:
+        """Reservations whose end has come, removed (their pending jobs held)."""
+        ended = self.reservations.ended(now)
+        for resv in ended:
+            self._release_jobs_of(resv, now)
+            self._resv_changed(resv, deleted=False, now=now)
+        return ended
+
+    def _release_jobs_of(self, resv: Reservation, now: int) -> None:
+        """Pending jobs of a reservation that is gone: out of it, and held unless
+        it had NO_HOLD_JOBS_AFTER_END (Slurm's ReservationDeleted hold)."""
+        hold = not resv.has("NO_HOLD_JOBS_AFTER_END")
+        for job in list(self.jobs.values()):
+            if job.reservation == resv.name and job.state is JobState.PENDING:
+                held = (job.held or "resv") if hold else job.held
+                self._touch_job(replace(job, reservation="", held=held))
+        self.last_update = now
+
+    def _resv_changed(self, resv: Reservation, *, deleted: bool, now: int) -> None:
+        self._batch.meta[RESERVATIONS_KEY] = self.reservations.to_json()
+        if self.recorder is None:
+            return
+        self._event_seq += 1
+        info = {
+            "name": resv.name,
+            "id": resv.id,
+            "nodes": hostlist.compress(resv.nodes),
+            "node_count": len(resv.nodes),
+            "core_count": resv.cores,
+            "start": resv.start,
+            "end": min(resv.end, now) if deleted else resv.end,
+            "flags": ",".join(resv.flags),
+            "users": ",".join(resv.users),
+            "accounts": ",".join(resv.accounts),
+            "partition": resv.partition,
+            "tres": f"cpu={resv.cores}",
+            "deleted": deleted,
+        }
+        self._batch.events[self._event_seq] = json.dumps({"reservation": info})
+        self._batch.meta[EVENT_SEQ_KEY] = str(self._event_seq)
+
+    def time_limit_at_launch(self, job: Job) -> int:
+        """The limit a node agent enforces: the job's, cut at its reservation's end."""
+        resv = self.reservations.by_name.get(job.reservation) if job.reservation else None
+        if resv is None:
+            return job.time_limit
+        left = max(-(-(resv.end - job.start_time) // 60), 1)
+        return left if job.time_limit < 0 else min(job.time_limit, left)
+
     def snapshot(self) -> Snapshot:
         """An immutable picture of the cluster for ``core.schedule``."""
         views = {}
@@ -589,7 +686,15 @@ class JobStore:
                     running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
         gates, usage = self._limits(pending)
         return Snapshot(
-            views, partitions, pending, facts, running_per_array, tuple(running), gates, usage
+            views,
+            partitions,
+            pending,
+            facts,
+            running_per_array,
+            tuple(running),
+            gates,
+            usage,
+            self.reservations.views(),
         )
 
     def _limits(

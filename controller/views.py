@@ -8,11 +8,13 @@ or as one record per task when the client asks for that (``squeue -r``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from controller.core.snapshot import Gres
 from controller.jobstate import COMPLETING
 from controller.model import Job, NodeRuntime
+from controller.reservations import Reservation
 from controller.store import JobStore
 from corral import arrayspec, hostlist
 from corral.config import PartitionConfig
@@ -106,6 +108,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         std_err=std_err,
         std_in=job.std_in,
         comment=job.comment,
+        reservation=job.reservation,
         submit_line=job.submit_line,
         alloc_node=job.submit_host,
         req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
@@ -227,6 +230,10 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         flags.append("COMPLETING")
     if not runtime.responding and runtime.state != "UNKNOWN":
         flags.append("NOT_RESPONDING")
+    now = int(time.time())
+    for resv in store.reservations.by_name.values():
+        if name in resv.nodes and resv.active(now):
+            flags.append("MAINTENANCE" if resv.has("MAINT") else "RESERVED")
     return pb.NodeInfo(
         name=name,
         addr=conf.node_addr,
@@ -285,4 +292,23 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
         total_cpus=total_cpus,
         total_nodes=len(nodes),
         tres=tres(total_cpus, total_mem, len(nodes)),
+    )
+
+
+def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:
+    """A reservation as scontrol and sinfo show it."""
+    return pb.ReservationInfo(
+        name=resv.name,
+        id=resv.id,
+        nodes=hostlist.compress(resv.nodes),
+        node_count=len(resv.nodes),
+        core_count=resv.cores,
+        start=resv.start,
+        end=resv.end,
+        flags=",".join(resv.flags),
+        users=",".join(resv.users),
+        accounts=",".join(resv.accounts),
+        partition=resv.partition,
+        state="ACTIVE" if resv.start <= now <= resv.end else "INACTIVE",
+        tres=f"cpu={resv.cores}",
     )

@@ -48,6 +48,13 @@ ESLURM_INVALID_JOB_STATE = 2181
 ESLURM_PROTOCOL_ERROR = 1005
 SLURM_UNEXPECTED_MSG_ERROR = 1000
 ESLURM_DB_CONNECTION = 7000
+ESLURM_NODES_BUSY = 2016
+ESLURM_RESERVATION_ACCESS = 2052
+ESLURM_RESERVATION_INVALID = 2053
+ESLURM_RESERVATION_BUSY = 2055
+ESLURM_RESERVATION_OVERLAP = 2058
+ESLURM_RESERVATION_EMPTY = 2080
+ESLURM_RESERVATION_NAME_DUP = 2082
 EINVAL = 22
 
 MESSAGES: dict[int, str] = {
@@ -64,6 +71,13 @@ MESSAGES: dict[int, str] = {
     ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE: "Requested partition configuration not available now",
     ESLURM_INVALID_JOB_ID: "Invalid job id specified",
     ESLURM_INVALID_NODE_NAME: "Invalid node name specified",
+    ESLURM_NODES_BUSY: "Requested nodes are busy",
+    ESLURM_RESERVATION_ACCESS: "Access denied to requested reservation",
+    ESLURM_RESERVATION_INVALID: "Requested reservation is invalid",
+    ESLURM_RESERVATION_BUSY: "Requested reservation is in use",
+    ESLURM_RESERVATION_OVERLAP: "Requested reservation overlaps with another reservation",
+    ESLURM_RESERVATION_EMPTY: "Reservation request lacks users, groups or accounts",
+    ESLURM_RESERVATION_NAME_DUP: "Duplicate reservation name",
     ESLURM_ALREADY_DONE: "Job/step already completing or completed",
     ESLURM_USER_ID_MISSING: "Invalid user id",
     ESLURM_JOB_PENDING: "Job is pending execution",

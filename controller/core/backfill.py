@@ -34,7 +34,8 @@ from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
 from controller.core.plan import Expected, Plan, Start
-from controller.core.snapshot import NodeView, PartitionView, Snapshot
+from controller.core.resvwindows import ResvWindows, run_end
+from controller.core.snapshot import NodeView, PartitionView, ResvView, Snapshot
 from controller.core.timeline import Release, Timeline, ceil_to
 from controller.jobstate import Reason
 from controller.model import Job
@@ -76,6 +77,7 @@ def _shape(job: Job) -> tuple[object, ...]:
         job.oversubscribe,
         job.gres,
         job.time_limit,
+        job.reservation,
     )
 
 
@@ -108,6 +110,9 @@ class Backfill:
         self.running_arrays = running_arrays
         self.usage = usage  # accounting limits' counters, after the main pass
         self.reserved = Reservations(free.order)
+        # Advance reservations; the plans of the jobs in each are their own.
+        self.windows = ResvWindows(snap.reservations)
+        self.inner: dict[str, Reservations] = {}
         self.members = {name: frozenset(p.nodes) for name, p in snap.partitions.items()}
         self.releases = [
             Release(r.end_time, r.nodes, r.cpus, r.memory, r.gres)
@@ -127,8 +132,41 @@ class Backfill:
     def _end_of(self, job: Job, start: Start) -> int | None:
         """When a job started now reaches its limit; None past the window."""
         part = self.snap.partitions[start.partition]
-        at = self.now + duration(job, part, self.params.window)
+        at = self.now + self._length(job, part, self.now)
         return at if at < self.horizon else None
+
+    def _length(self, job: Job, part: PartitionView, begin: int) -> int:
+        """Seconds a run from ``begin`` lasts: to its limit, or its reservation's end."""
+        length = duration(job, part, self.params.window)
+        resv = self.windows.of(job)
+        return length if resv is None else max(min(length, resv.end - begin), 1)
+
+    def _claims(self, resv: ResvView | None) -> Reservations:
+        """The backfill plans a job competes with: its reservation's jobs', or the rest's."""
+        if resv is None:
+            return self.reserved
+        if resv.name not in self.inner:
+            self.inner[resv.name] = Reservations(self.free.order)
+        return self.inner[resv.name]
+
+    def _place(
+        self,
+        job: Job,
+        part: PartitionView,
+        when: int,
+        length: int,
+        nodes: Mapping[str, NodeView],
+        index: FreeNodes,
+        after: str | None = None,
+    ) -> Start | Reason:
+        """``place`` for a run over ``[when, when + length)``: clear of the plans
+        of jobs ahead, and inside the job's reservation or clear of all others."""
+        resv = self.windows.of(job)
+        blocked = self._claims(resv).during(when, ceil_to(when + length, self.params.resolution))
+        if resv is not None:
+            return place(job, part, nodes, blocked, index, after, only=resv.nodes)
+        avoid = self.windows.avoid(when, run_end(job, part, when))
+        return place(job, part, nodes, blocked, index, after, avoid=avoid)
 
     def started(self, job: Job, start: Start) -> None:
         """Note a start of the main pass (before ``run``): it ends by its time limit."""
@@ -211,10 +249,12 @@ class Backfill:
         return [t for t in picks if t not in taken]
 
     def _fit_now(self, job: Job, parts: list[PartitionView]) -> Start | None:
+        resv = self.windows.of(job)
+        if resv is not None and resv.start > self.now:
+            return None
         for part in parts:
-            end = self.now + duration(job, part, self.params.window)
-            blocked = self.reserved.during(self.now, ceil_to(end, self.params.resolution))
-            outcome = place(job, part, self.nodes, blocked, self.free)
+            length = self._length(job, part, self.now)
+            outcome = self._place(job, part, self.now, length, self.nodes, self.free)
             if isinstance(outcome, Start):
                 return outcome
         return None
@@ -234,35 +274,38 @@ class Backfill:
         need = job.cpus_needed
         shape = _shape(job)
         first = self.floor.get(shape, 0)
+        resv = self.windows.of(job)
         for i, when in enumerate(timeline.times):
-            if i < first:
+            if i < first or (resv is not None and when < resv.start):
                 continue
+            if resv is not None and when >= resv.end:
+                break
             free, totals = timeline.state(i)
             for part in parts:
                 total = totals[part.name]
                 if total < need:
                     continue
-                length = duration(job, part, self.params.window)
-                blocked = self.reserved.during(when, ceil_to(when + length, res))
+                length = self._length(job, part, when)
                 key = (i, part.name, shape)
                 index = timeline.free_nodes(i)
-                outcome = place(job, part, free, blocked, index, self.resume.get(key))
+                outcome = self._place(job, part, when, length, free, index, self.resume.get(key))
                 if isinstance(outcome, Start):
                     self.resume[key] = outcome.nodes[0]
-                    start = self._sooner(outcome, when, length)
+                    start = self._sooner(job, part, outcome, when, length)
                     end = ceil_to(start + length, res)
-                    self.reserved.add(start, end, outcome.nodes)
+                    self._claims(resv).add(start, end, outcome.nodes)
                     self.plan.expected[job.job_id] = Expected(start, part.name, outcome.nodes)
                     self.floor[shape] = i
                     return
         self.floor[shape] = len(timeline.times)
 
-    def _sooner(self, start: Start, probe: int, length: int) -> int:
+    def _sooner(self, job: Job, part: PartitionView, start: Start, probe: int, length: int) -> int:
         """The earliest time from which ``start``'s own nodes hold it, up to ``probe``.
 
         Each node's free CPUs and memory grow as the jobs on it reach their
         limits; the allocation fits once every node has grown enough. The
-        earlier time is kept only if no reservation ahead claims the nodes.
+        earlier time is kept only if no plan ahead claims the nodes, it is in
+        the job's reservation, and no other reservation's nodes are among them.
         """
         timeline = self.timeline
         assert timeline is not None
@@ -271,9 +314,14 @@ class Backfill:
             timeline.ready(name, self.nodes[name], cpus, memory, gres, self.now)
             for name, cpus, memory, gres in Release.of(start, 0).items()
         )
-        sooner = max(ceil_to(ready, res), self.now + res)
+        resv = self.windows.of(job)
+        sooner = max(ceil_to(ready, res), self.now + res, resv.start if resv else 0)
         if sooner >= probe:
             return probe
         span = ceil_to(sooner + length, res) - sooner
-        clear = self.reserved.free_from(sooner, span, start.nodes, probe)
-        return probe if clear is None else clear
+        clear = self._claims(resv).free_from(sooner, span, start.nodes, probe)
+        if clear is None:
+            return probe
+        if resv is None and self.windows.avoid(clear, run_end(job, part, clear)) & set(start.nodes):
+            return probe
+        return clear

@@ -26,6 +26,7 @@ from controller.core.request import (
     node_fits,
     share,
 )
+from controller.core.resvwindows import ResvWindows, run_end
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
@@ -184,10 +185,14 @@ def place(
     blocked: AbstractSet[str] = frozenset(),
     free: FreeNodes | None = None,
     after: str | None = None,
+    only: AbstractSet[str] | None = None,
+    avoid: AbstractSet[str] = frozenset(),
 ) -> Start | Reason:
     """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``.
 
-    Nodes in ``blocked`` (reserved by backfill for jobs ahead) are not candidates.
+    Nodes in ``blocked`` (reserved by backfill for jobs ahead) are not candidates,
+    nor are those in ``avoid`` (advance reservations the job is not in) or, when
+    ``only`` is given (the job's own reservation), those outside it.
     ``free``, when given, lists the nodes with free CPUs, so that a pass over a
     big, busy cluster does not walk the full ones for every job. ``after`` is
     the first node an identical request got earlier in the pass (against
@@ -203,7 +208,9 @@ def place(
         node = nodes.get(required)
         if node is None or required not in part.nodes or not node.usable:
             return Reason.REQ_NODE_NOT_AVAIL
-        if required in blocked:
+        if only is not None and required not in only:
+            return Reason.REQ_NODE_NOT_AVAIL
+        if required in blocked or required in avoid:
             return Reason.RESOURCES
     try:
         constraint = features.parse(job.constraint)
@@ -217,6 +224,8 @@ def place(
     if plain and free is not None and not job.exc_nodes:
         get = nodes.get
         scanned = free.candidates(part, enough, blocked, after)
+        if only is not None or avoid:
+            scanned = (n for n in scanned if n not in avoid and (only is None or n in only))
         return _first_candidates(job, part, (node for n in scanned if (node := get(n))), constraint)
     names: Sequence[str]
     if free is None:
@@ -239,6 +248,8 @@ def place(
         and (node.free_cpus >= enough or n in asked)
         and n not in excluded
         and n not in blocked
+        and n not in avoid
+        and (only is None or n in only)
     )
     shares = share(job, part)
     if plain:
@@ -344,18 +355,31 @@ def first_fit(
     nodes: Mapping[str, NodeView],
     blocked: set[str],
     free: FreeNodes | None = None,
+    windows: ResvWindows | None = None,
+    now: int = 0,
 ) -> Start | Reason:
-    """Where ``job`` starts now (the first partition by PriorityTier), or why not."""
+    """Where ``job`` starts now (the first partition by PriorityTier), or why not.
+
+    A job in an advance reservation is placed on its nodes alone and is not
+    held back by the jobs of ``blocked`` partitions, which cannot use them;
+    any other job avoids the reservations its run would overlap."""
     first_reason: Reason | None = None
+    resv = windows.of(job) if windows is not None else None
     for part in partitions_of(job, snap):
         limit = partition_reason(job, part)
         if limit is not None:
             first_reason = first_reason or limit
             continue
-        if part.name in blocked:
+        if part.name in blocked and resv is None:
             first_reason = first_reason or Reason.PRIORITY
             continue
-        outcome = place(job, part, nodes, free=free)
+        if resv is not None:
+            outcome = place(job, part, nodes, free=free, only=resv.nodes)
+        elif windows is not None and windows.by_name:
+            avoid = windows.avoid(now, run_end(job, part, now))
+            outcome = place(job, part, nodes, free=free, avoid=avoid)
+        else:
+            outcome = place(job, part, nodes, free=free)
         if isinstance(outcome, Start):
             return outcome
         first_reason = first_reason if first_reason not in (None, Reason.PRIORITY) else outcome

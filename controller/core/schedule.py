@@ -23,6 +23,7 @@ from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Plan, Start
+from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
@@ -38,7 +39,8 @@ def _waiting_reason(job: Job, snap: Snapshot, now: int) -> tuple[Reason | None, 
     array's record whose tasks wait each for its own counterpart (``aftercorr``)
     the tasks that may start."""
     if job.held:
-        return (Reason.JOB_HELD_ADMIN if job.held == "admin" else Reason.JOB_HELD_USER), None
+        held = {"admin": Reason.JOB_HELD_ADMIN, "resv": Reason.RESERVATION_DELETED}
+        return held.get(job.held, Reason.JOB_HELD_USER), None
     if job.begin_time > now:
         return Reason.BEGIN_TIME, None
     ready = None
@@ -111,7 +113,17 @@ def schedule(
     else:
         untried = []
     usage = Usage(snap.usage)
+    windows = ResvWindows(snap.reservations)
     for job in ordered:
+        if job.reservation:
+            resv = windows.of(job)
+            if resv is None or resv.start > now:
+                plan.reasons[job.job_id] = (
+                    Reason.RESERVATION_DELETED if resv is None else Reason.RESERVATION
+                )
+                if resv is not None:
+                    waiting.append(job)  # backfill plans its start in the reservation
+                continue
         # An array's one pending record may start several tasks in one pass.
         picks = chosen_tasks.get(job.job_id)
         tasks = len(picks) if picks is not None else arrayspec.count(job.array_pending) or 1
@@ -125,11 +137,12 @@ def schedule(
             if limit is not None:  # held back by an accounting limit: blocks nothing behind
                 plan.reasons[job.job_id] = limit
                 break
-            outcome = first_fit(job, snap, nodes, blocked, free)
+            outcome = first_fit(job, snap, nodes, blocked, free, windows, now)
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
                 if outcome in WAITING:
-                    blocked.update(p for p in job.partitions if p in snap.partitions)
+                    if not job.reservation:  # its reservation's nodes hold back no one else
+                        blocked.update(p for p in job.partitions if p in snap.partitions)
                     waiting.append(job)
                 break
             if picks is not None:

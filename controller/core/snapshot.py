@@ -107,6 +107,17 @@ class Running:
 
 
 @dataclass(frozen=True, slots=True)
+class ResvView:
+    """An advance reservation as the core sees it: ``nodes`` kept for its jobs
+    during ``[start, end)`` (controller/reservations.py owns the rest)."""
+
+    name: str
+    nodes: frozenset[str]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     nodes: Mapping[str, NodeView]
     partitions: Mapping[str, PartitionView]
@@ -118,3 +129,5 @@ class Snapshot:
     # under, and what running jobs hold of each counter.
     gates: Mapping[int, tuple[Gate, ...]] = field(default_factory=dict)
     usage: Mapping[str, int] = field(default_factory=dict)
+    # Advance reservations not yet ended (core/resvwindows.py).
+    reservations: tuple[ResvView, ...] = ()
