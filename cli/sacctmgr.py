@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from cli import boundary, sacctmgr_words
 from cli.command import Command
@@ -398,6 +399,8 @@ class Session:
         """``list``/``show``: one table of what the daemon returns."""
         if self.with_assoc and request.kind in ("account", "user"):
             request.where.setdefault("withassoc", "yes")
+        if request.kind == "reservation":
+            _reservation_window(request, int(time.time()))
         chosen = self._format(request) if request.format else None
         reply = self.call(request.message())
         rows = [row["fields"] for row in reply.get("rows", ())]
@@ -489,6 +492,26 @@ class _Exit(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self.status = status
+
+
+def _reservation_window(request: Request, now: int) -> None:
+    """``list reservation``'s ``Start=``/``End=`` as epoch seconds for the daemon; with
+    no condition and no format at all, since 00:00 yesterday (Slurm's default)."""
+    from corral.timefmt import parse_timestamp
+
+    where = request.where
+    if not where and not request.format:
+        today = time.localtime(now)
+        midnight = (today.tm_year, today.tm_mon, today.tm_mday - 1, 0, 0, 0, 0, 0, -1)
+        where["start"] = str(int(time.mktime(midnight)))
+        return
+    for key in ("start", "end"):
+        text = where.get(key)
+        if isinstance(text, str) and text:
+            try:
+                where[key] = str(parse_timestamp(text, now, past=True))
+            except ValueError:
+                raise Halt(1, f"Invalid time specification (pos=0): {text}") from None
 
 
 def _default_field(kind: str, name: str) -> Field:

@@ -55,8 +55,8 @@ _LIST_ENTITIES: _Entities = (
     ("LostJobs", 1, None),
     ("QOS", 1, "qos"),
     ("Resource", 4, None),
-    ("Reservations", 4, None),
-    ("Resv", 4, None),
+    ("Reservations", 4, "reservation"),
+    ("Resv", 4, "reservation"),
     ("Stats", 1, None),
     ("Transactions", 1, None),
     ("Txn", 1, None),
@@ -486,6 +486,20 @@ EVENT_LIST = Grammar(
     bare="nodes",
 )
 
+RESERVATION_LIST = Grammar(
+    (
+        ("Clusters/1", "cluster"),
+        ("End/1", "end"),
+        ("Format/1", "format"),
+        ("Ids/1", "id"),
+        ("Names/2", "name"),
+        ("Nodes/2", "nodes"),
+        ("Start/5", "start"),
+    ),
+    _UNKNOWN_COND,
+    bare=_UNKNOWN_COND,
+)
+
 COORDINATOR_COND = Grammar(
     (("Names/1 Users/1", "name"), ("Accounts/2 Acct/4", "account")),
     _UNKNOWN_COND,
@@ -510,6 +524,7 @@ GRAMMARS: dict[tuple[str, str], Grammar] = {
     ("association", "cond"): ASSOC_LIST,
     ("tres", "cond"): TRES_LIST,
     ("event", "cond"): EVENT_LIST,
+    ("reservation", "cond"): RESERVATION_LIST,
     ("coordinator", "cond"): COORDINATOR_COND,
     ("coordinator", "add"): COORDINATOR_COND,
 }

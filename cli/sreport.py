@@ -5,12 +5,15 @@
 monthly rollups) and prints it in Slurm's layout (``cli/sreport_format``).
 Without a command it reads commands from standard input, as Slurm does.
 
-Supported: ``cluster Utilization``, ``cluster AccountUtilizationByUser`` and
-``user TopUsage``, CPU time only (``-T cpu`` or ``ALL``), with Slurm's options,
-report arguments (``Start=``, ``End=``, ``Accounts=``, ``Users=``,
-``Clusters=``, ``All_Clusters``, ``Format=``, ``Tree``, ``Group``,
-``TopCount=``) and time formats. ``Tree`` is accepted, but account names are
-not indented: the reply does not carry each account's parent.
+Supported: ``cluster Utilization``, ``cluster AccountUtilizationByUser``,
+``user TopUsage`` and ``reservation Utilization``, CPU time only (``-T cpu`` or
+``ALL``), with Slurm's options, report arguments (``Start=``, ``End=``,
+``Accounts=``, ``Users=``, ``Clusters=``, ``All_Clusters``, ``Format=``,
+``Tree``, ``Group``, ``TopCount=``; for reservations ``Names=``, ``Ids=``,
+``Nodes=``, ``Flags=``) and time formats. The reservation report reads
+sacctmgr's reservation listing (``AcctAdmin``), with each reservation's use.
+``Tree`` is accepted, but account names are not indented: the reply does not
+carry each account's parent.
 
 Words are matched the way Slurm matches them (case-insensitive, abbreviated
 down to a per-word minimum), and errors use Slurm's words. Where Slurm carries
@@ -41,6 +44,8 @@ from cli.sreport_format import (
     MINUTES,
     MINUTES_PER,
     PERCENT,
+    RESERVATION,
+    RESERVATION_FIELDS,
     SECONDS,
     SECONDS_PER,
     TOP_ALL,
@@ -52,6 +57,7 @@ from cli.sreport_format import (
     parse_fields,
     proper_name,
     render_accounts,
+    render_reservations,
     render_top,
     render_utilization,
 )
@@ -63,7 +69,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-    #: A ``Report`` call: request dict in, reply dict out; ``SlurmError`` on failure.
+    #: A ``Report`` (or ``AcctAdmin``) call: request dict in, reply dict out; ``SlurmError``
+    #: on failure.
     Call = Callable[[dict[str, Any]], Mapping[str, Any]]
 
 PROG = "sreport"
@@ -95,6 +102,8 @@ sreport [<OPTION>] [<COMMAND>]
   <COMMAND>:
     cluster <REPORT> [<ARGS>]    Utilization, AccountUtilizationByUser
     user TopUsage [<ARGS>]       the users who used the most
+    reservation Utilization [<ARGS>]
+                                 each reservation's allocated and idle time
     exit, quit                   leave
     help                         this text
     parsable, parsable2, nonparsable
@@ -121,13 +130,18 @@ sreport [<OPTION>] [<COMMAND>]
     Tree                         AccountUtilizationByUser: accepted
     Group                        TopUsage: one line per user, all accounts
     TopCount=<N>                 TopUsage: how many users (default 10, -1: all)
+    Names=<LIST>, Ids=<LIST>, Nodes=<HOSTLIST>, Flags=<LIST>
+                                 reservation Utilization: these reservations
+                                 (a word alone: a name)
+      reservation Utilization's Format: Allocated, Associations, Cluster,
+                   End, Flags, Idle, Name, Nodes, ReservationId, Start,
+                   TotalTime, TresCount, TresName, TresTime
 
   <TIME>: HH:MM[:SS][AM|PM], MMDD[YY], MM/DD[/YY], MM.DD[.YY],
     MM/DD[/YY]-HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], today, midnight, noon,
     now[{+|-}N[seconds|minutes|hours|days|weeks]]
 
-  Down, PLND Down and Planned are 0: nodes' down time and reservations are
-  not accounted yet.
+  Over Comm is 0: the report's reply does not carry over-committed time yet.
 """
 
 TABLE = OptionTable(
@@ -387,6 +401,66 @@ def parse_args(
     return args, errors
 
 
+#: ``reservation Utilization``'s columns without ``Format=``.
+RESV_FORMAT = "Cl,name,start,end,TresName,al,i"
+
+
+def parse_resv_args(
+    words: Sequence[str], settings: Settings, now: int
+) -> tuple[ReportArgs, dict[str, str], set[str], list[str]]:
+    """``reservation Utilization``'s arguments: the window and columns, the listing's
+    conditions (names, ids, nodes), the flags asked for, and the error lines.
+
+    As in Slurm, a bare word is a reservation name; ``Flags=`` keeps reservations
+    with any of the flags named.
+    """
+    args = ReportArgs()
+    args.all_clusters = settings.all_clusters
+    args.clusters = list(settings.clusters)
+    where: dict[str, str] = {}
+    flags: set[str] = set()
+    errors: list[str] = []
+    start = end = 0
+    for word in words:
+        key, eq, value = word.partition("=")
+        size = len(key) if eq else len(word)
+
+        def named(full: str, least: int, word: str = word, size: int = size) -> bool:
+            return word[: max(size, least)].lower() == full[: max(size, least)].lower()
+
+        if not eq and named("all_clusters", 1):
+            args.all_clusters = True
+        elif not eq or named("names", 1):
+            listed = [n for n in where.get("name", "").split(",") if n]
+            _add(listed, names(value if eq else word))
+            where["name"] = ",".join(listed)
+        elif named("clusters", 1):
+            _add(args.clusters, names(value))
+        elif named("end", 1):
+            end = min(parse_time(value, now), now)
+        elif named("flags", 2):
+            flags.update(f.strip().upper() for f in _unquoted(value).split(",") if f.strip())
+        elif named("format", 2):
+            _add(args.formats, names(value))
+        elif named("ids", 1):
+            where["id"] = ",".join(names(value))
+        elif named("nodes", 1):
+            if "nodes" in where:
+                errors.append(
+                    f"{PROG}: error: You already specified nodes '{where['nodes']}' "
+                    " combine your request into 1 nodes=."
+                )
+                break
+            where["nodes"] = _unquoted(value)
+        elif named("start", 1):
+            start = parse_time(value, now)
+        else:
+            errors.append(f" Unknown condition: {word}")
+            errors.append("Use keyword set to modify value")
+    args.start, args.end = report_window(start, end, now)
+    return args, where, flags, errors
+
+
 def _add(items: list[str], new: list[str]) -> None:
     for item in new:
         if item in items:
@@ -454,7 +528,7 @@ def report_window(start: int, end: int, now: int) -> tuple[int, int]:
 class Session:
     """What one sreport run has set (options, and commands read since) and its exit status."""
 
-    __slots__ = ("call", "done", "names", "now", "settings", "status")
+    __slots__ = ("admin", "call", "done", "local_cluster", "names", "now", "settings", "status")
 
     def __init__(
         self,
@@ -462,11 +536,15 @@ class Session:
         call: Call,
         now: Callable[[], int],
         names: Callable[[str], str | None] = proper_name,
+        admin: Call | None = None,
+        local_cluster: Callable[[], str | None] | None = None,
     ) -> None:
         self.settings = settings
         self.call = call
         self.now = now
         self.names = names
+        self.admin = admin or _admin_call
+        self.local_cluster = local_cluster or _local_cluster
         self.status = 0
         self.done = False
 
@@ -545,6 +623,9 @@ class Session:
         if report is None:
             self.status = 1
             return
+        if report == RESERVATION:
+            self.reservations(words)
+            return
         settings = self.settings
         args, errors = parse_args(report, words, settings, self.now())
         for line in errors:
@@ -563,6 +644,43 @@ class Session:
             self.status = 1
         reply = self.call(request(report, args, settings))
         sys.stdout.write(self.render(report, args, fields, reply["rows"]))
+
+    def reservations(self, words: Sequence[str]) -> None:
+        """``reservation Utilization``: the reservations that met the window, each with
+        its jobs' use, from sacctmgr's listing (``AcctAdmin``) as Slurm's sreport reads
+        slurmdbd's."""
+        settings = self.settings
+        args, where, flags, errors = parse_resv_args(words, settings, self.now())
+        for line in errors:
+            print(line, file=sys.stderr)
+        if errors:
+            self.status = 1
+        fields, unknown = parse_fields(
+            args.formats or RESV_FORMAT.split(","),
+            False,
+            settings.time_format,
+            False,
+            RESERVATION_FIELDS,
+        )
+        for line in unknown:
+            print(line, file=sys.stderr)
+        if unknown:
+            self.status = 1
+        if args.clusters:
+            where["cluster"] = ",".join(args.clusters)
+        elif not args.all_clusters:
+            where["cluster"] = self.local_cluster() or ""
+        where.update(start=str(args.start), end=str(args.end), withusage="yes")
+        reply = self.admin({"verb": "list", "kind": "reservation", "where": where})
+        rows = [row["fields"] for row in reply.get("rows", ())]
+        if flags:
+            rows = [r for r in rows if flags & {f.upper() for f in r["Flags"].split(",")}]
+        out = ""
+        if settings.header:
+            title = "Reservation Utilization {window}"
+            out = header_block(title, args.start, args.end, settings.time_format, True)
+        table = Table(fields, settings.parsable, settings.header)
+        sys.stdout.write(out + render_reservations(rows, table, settings.time_format))
 
     def render(
         self, report: str, args: ReportArgs, fields: list[Any], rows: Sequence[Mapping[str, Any]]
@@ -611,7 +729,7 @@ def _which(kind: str, name: str) -> str | None:
         )
         report = None
     else:
-        known, report = name[:1].lower() == "u", None
+        known, report = name[:1].lower() == "u", RESERVATION
     if not known:
         print(f"Not valid report {name}", file=sys.stderr)
         print(f"Valid {kind} reports are, {_VALID[kind]}", file=sys.stderr)
@@ -709,15 +827,28 @@ def _controller_call(message: dict[str, Any]) -> Mapping[str, Any]:
     return boundary.connect().call("Report", message)
 
 
-def sreport(argv: list[str], call: Call | None = None) -> int:
-    """Run sreport with ``argv``; return the exit status.
+def _admin_call(message: dict[str, Any]) -> Mapping[str, Any]:
+    """The ``AcctAdmin`` call (sacctmgr's) on the controller named by slurm.conf."""
+    return boundary.connect().call("AcctAdmin", message)
+
+
+def _local_cluster() -> str | None:
+    """This cluster's name (slurm.conf's ClusterName)."""
+    from corral.clientconf import client_settings
+
+    return client_settings().cluster_name
+
+
+def sreport(argv: list[str], call: Call | None = None, admin: Call | None = None) -> int:
+    """Run sreport with ``argv``; return the exit status (``call``: the ``Report`` call,
+    ``admin``: the ``AcctAdmin`` call of the reservation report).
 
     A controller error (accounting disabled, dbd away) reaches the boundary,
     which prints ``sreport: error: <message>`` and exits 1.
     """
     try:
         settings, words = parse_settings(argv, os.environ)
-        session = Session(settings, call or _controller_call, lambda: int(time.time()))
+        session = Session(settings, call or _controller_call, lambda: int(time.time()), admin=admin)
         if not words:
             interactive(session)
         else:

@@ -45,6 +45,7 @@ _DIVISORS = {SECONDS: 1, MINUTES: 60, HOURS: 3600}
 TOP_ALL = 0xFFFFFFFF
 
 UTILIZATION, ACCOUNTS_BY_USER, TOP_USAGE = "utilization", "accounts_by_user", "top_usage"
+RESERVATION = "reservation_utilization"
 
 #: The columns the cluster reports know, in the order Slurm tries them:
 #: (name, letters that must match, header, width, width in the *Per formats, kind).
@@ -82,6 +83,26 @@ USER_FIELDS: tuple[tuple[str, int, str, int, int, str], ...] = (
     ("tresname", 5, "TRES Name", 14, 14, "tres"),
     ("used", 1, "Used", 10, 18, "used"),
 )
+#: The columns of ``reservation Utilization`` (fixed widths: Slurm does not widen them).
+RESERVATION_FIELDS: tuple[tuple[str, int, str, int, int, str], ...] = (
+    ("allocated", 2, "Allocated", 20, 29, "alloc"),
+    ("associations", 2, "Associations", 15, 15, "assocs"),
+    ("cluster", 2, "Cluster", 9, 9, "cluster"),
+    ("end", 2, "End", 19, 19, "end"),
+    ("flags", 2, "Flags", 20, 20, "flags"),
+    ("idle", 1, "Idle", 20, 29, "idle"),
+    ("name", 2, "Name", 9, 9, "name"),
+    ("nodes", 2, "Nodes", 15, 15, "nodes"),
+    ("reservationid", 2, "Id", 8, 8, "id"),
+    ("start", 2, "Start", 19, 19, "start"),
+    ("totaltime", 2, "TotalTime", 9, 9, "total"),
+    ("trescount", 5, "TRES count", 10, 10, "count"),
+    ("cpucount", 2, "TRES count", 10, 10, "count"),
+    ("count", 2, "TRES count", 10, 10, "count"),
+    ("tresname", 5, "TRES Name", 14, 14, "tres"),
+    ("trestime", 2, "TRES Time", 9, 9, "tres_time"),
+    ("cputime", 5, "TRES Time", 9, 9, "tres_time"),
+)
 #: Columns whose width follows the numbers (``sreport_set_usage_col_width``).
 _USAGE_KINDS = frozenset(
     ("alloc", "down", "idle", "over", "planned", "planned_down", "reported", "energy", "used")
@@ -101,10 +122,16 @@ def abbreviates(word: str, full: str, least: int) -> bool:
 
 
 def parse_fields(
-    items: Sequence[str], user_report: bool, time_format: int, tree: bool
+    items: Sequence[str],
+    user_report: bool,
+    time_format: int,
+    tree: bool,
+    table: Sequence[tuple[str, int, str, int, int, str]] | None = None,
 ) -> tuple[list[Field], list[str]]:
-    """The columns of a ``format=`` list, and the " Unknown field" lines for the rest."""
-    table = USER_FIELDS if user_report else CLUSTER_FIELDS
+    """The columns of a ``format=`` list, and the " Unknown field" lines for the rest
+    (from ``table``, else the user or the cluster reports' columns)."""
+    if table is None:
+        table = USER_FIELDS if user_report else CLUSTER_FIELDS
     per = time_format in _PER
     fields: list[Field] = []
     unknown: list[str] = []
@@ -358,3 +385,41 @@ def _member(
         "energy": time_str(0, 0, time_format),
         "tres": "cpu",
     }
+
+
+def render_reservations(rows: Sequence[Mapping[str, str]], table: Table, time_format: int) -> str:
+    """``reservation Utilization``: a line per reservation row (CPUs, its one TRES).
+
+    Allocated is its jobs' CPU-seconds (dbd's rollup, to its last whole hour), out
+    of its whole time (its CPUs from its start to its end); Idle the rest. A row
+    without an end is left out, as Slurm leaves out one that does not end after
+    it starts.
+    """
+    from corral.timefmt import format_hms
+
+    lines = []
+    for row in rows:
+        start, end = int(row["StartRaw"]), int(row["EndRaw"])
+        if end <= start:
+            continue
+        cpus = int(row["CPUs"])
+        total = (end - start) * cpus
+        alloc = int(row["AllocSecs"])
+        values: dict[str, str | int | None] = {
+            "cluster": row["Cluster"],
+            "name": row["Name"],
+            "id": int(row["ID"]),
+            "count": cpus,
+            "alloc": time_str(alloc, total, time_format),
+            "idle": time_str(max(total - alloc, 0), total, time_format),
+            "nodes": row["NodeName"],
+            "assocs": row["Accounts"] or row["Users"],
+            "start": format_timestamp(start),
+            "end": format_timestamp(end),
+            "flags": row["Flags"],
+            "total": format_hms(end - start),
+            "tres": "cpu",
+            "tres_time": format_hms(total),
+        }
+        lines.append(values)
+    return table.render(lines)

@@ -4,7 +4,9 @@ Every change accounting cares about puts the job's whole record (a
 ``JobInfo``, as squeue shows it) into the store's outbox, in the same journal
 transaction as the change itself (``JobStore._record``). ``Delivery`` sends
 the committed records to dbd oldest first and drops them only once dbd has
-them; dbd keeps the newest record per job by outbox sequence. So records
+them; dbd keeps the newest record per job by outbox sequence. The event
+outbox (node events, and reservation records as ``{"reservation": ...}``)
+goes along in the same calls, each kind in its own fields (``batch``). So records
 reach dbd at least once and are stored exactly once, whatever stops in
 between: dbd, its database, the network or the controller itself. The
 scheduler never waits for any of it.
@@ -53,6 +55,38 @@ def record(store: JobStore, job: Job) -> bytes:
     info = job_info(replace(job, expected_start=0, expected_nodes=()), store)
     data: bytes = info.SerializeToString()
     return data
+
+
+_RESV_FIELDS = frozenset(pb.ReservationInfo.DESCRIPTOR.fields_by_name)
+
+
+def batch(
+    outbox: dict[int, bytes], events: dict[int, str]
+) -> tuple[pb.RecordJobsRequest, list[int], list[int]]:
+    """The next ``RecordJobs`` request (without credential and cluster): the oldest
+    ``BATCH`` job records and event outbox items, and the sequences it carries of each.
+
+    The event outbox holds node events (a ``NodeEvent``'s fields) and reservation
+    records (``{"reservation": {...}}``, a ``ReservationInfo``'s fields); each goes
+    with its sequence into its own pair of fields. dbd acknowledges the events by
+    the last of ``event_seqs``, whichever kind it was.
+    """
+    seqs = list(islice(outbox, BATCH))
+    event_seqs = list(islice(events, BATCH))
+    request = pb.RecordJobsRequest(seqs=seqs)
+    for seq in seqs:
+        request.jobs.add().MergeFromString(outbox[seq])
+    for seq in event_seqs:
+        item = json.loads(events[seq])
+        if "reservation" in item:
+            # Only the fields the wire has: a key it lacks must not stop every delivery.
+            fields = item["reservation"].items()
+            request.reservations.add(**{k: v for k, v in fields if k in _RESV_FIELDS})
+            request.resv_seqs.append(seq)
+        else:
+            request.events.add(**item)
+            request.event_seqs.append(seq)
+    return request, seqs, event_seqs
 
 
 def _failure(exc: grpc.aio.AioRpcError) -> SlurmError:
@@ -128,15 +162,9 @@ class Delivery:
                 if not self._registered:
                     await self._register()
                     continue
-                seqs = list(islice(outbox, BATCH))
-                event_seqs = list(islice(events, BATCH))
-                request = pb.RecordJobsRequest(
-                    cred=self._cred(), cluster=self.cluster, seqs=seqs, event_seqs=event_seqs
-                )
-                for seq in seqs:
-                    request.jobs.add().MergeFromString(outbox[seq])
-                for seq in event_seqs:
-                    request.events.add(**json.loads(events[seq]))
+                request, seqs, event_seqs = batch(outbox, events)
+                request.cred.CopyFrom(self._cred())
+                request.cluster = self.cluster
                 await self._stub.RecordJobs(request, timeout=30)
             except grpc.aio.AioRpcError as exc:
                 if not self.failing:

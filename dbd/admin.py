@@ -14,6 +14,7 @@ account. ``list association`` walks that tree as sacctmgr prints it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import product
@@ -23,7 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
-from dbd import entities
+from dbd import entities, reservations
 from dbd.entities import DEFAULT_COLUMNS, SETTINGS, Setting, invalid, names
 from dbd.models import (
     Account,
@@ -34,6 +35,7 @@ from dbd.models import (
     Qos,
     User,
 )
+from dbd.rollup import rollup
 
 #: Slurm 24.11's protocol version, shown as a cluster's RPC.
 RPC_VERSION = "10752"
@@ -250,6 +252,14 @@ class Admin:
     # ------------------------------------------------------------ list
 
     def _list(self, session: Session, kind: str, where: Mapping[str, str]) -> list[dict[str, str]]:
+        if kind == "reservation":
+            conditions = {entities.canonical(k): v for k, v in where.items() if v}
+            now = int(time.time())
+            usage = "withusage" in conditions
+            if usage:  # sreport's reservation report: its use up to the last whole hour
+                rollup(self.engine, now)
+            found = reservations.listed(session, conditions, now)
+            return [reservations.sacctmgr_row(item, usage) for item in found]
         wanted = {entities.canonical(k): names(v) for k, v in where.items() if v}
         if kind == "association":
             return [_shown(a, entities.ASSOCIATION) for a in self._associations(session, wanted)]

@@ -1,6 +1,7 @@
 """What sacctmgr manages, as data: each entity's settings, their words and columns.
 
-For every kind (cluster, account, user, qos, association, tres) a table of
+For every kind (cluster, account, user, qos, association, tres, event,
+coordinator, reservation) a table of
 ``Setting``: the word sacctmgr takes (``grpjobs``, ``maxwall``...), the
 column it is stored in, how a typed value is read (with Slurm's error when it
 is bad) and how it is printed under which header. ``dbd.admin`` does the
@@ -258,6 +259,19 @@ EVENT = (
     Setting("user", "reason_uid", "User", show=user_of),
 )
 
+#: ``sacctmgr show reservation`` (rows made by ``dbd.reservations.sacctmgr_row``).
+RESERVATION = (
+    Setting("cluster", "cluster", "Cluster"),
+    Setting("name", "name", "Name"),
+    Setting("id", "resv_id", "ID"),
+    Setting("nodes", "nodes", "NodeName"),
+    Setting("flags", "flags", "Flags"),
+    Setting("tres", "tres", "TRES"),
+    Setting("start", "time_start", "TimeStart", show=timestamp),
+    Setting("end", "time_end", "TimeEnd", show=timestamp),
+    Setting("unusedwall", "unused_wall", "UnusedWall"),
+)
+
 COORDINATOR = (
     Setting("name", "user", "User"),
     Setting("account", "account", "Account"),
@@ -326,6 +340,7 @@ DEFAULT_COLUMNS = {
     "tres": ("Type", "Name", "ID"),
     "event": ("Cluster", "NodeName", "TimeStart", "TimeEnd", "State", "Reason", "User"),
     "coordinator": ("User", "Account"),
+    "reservation": ("Cluster", "Name%15", "TRES%30", "TimeStart", "TimeEnd", "UnusedWall"),
 }
 
 SETTINGS = {
@@ -337,6 +352,7 @@ SETTINGS = {
     "tres": TRES,
     "event": EVENT,
     "coordinator": COORDINATOR,
+    "reservation": RESERVATION,
 }
 
 

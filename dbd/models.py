@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Float,
     Index,
     Integer,
@@ -179,11 +180,13 @@ class AssocUsage:
 
 
 class ClusterUsage:
-    """A cluster's CPU-seconds in a period: allocated, down, idle, and reported in all.
+    """A cluster's CPU-seconds in a period: allocated, down, planned down, planned, idle,
+    and reported in all.
 
     ``reported_secs`` is ``cpus`` times the seconds of the period the cluster was
-    known; ``idle_secs`` what is left of it. Down and planned down stay 0 until
-    dbd records node events, and planned (reserved) 0 until reservations exist.
+    known; allocated, down, planned down, planned and idle add up to it.
+    ``over_secs`` is the time eligible jobs waited beyond that (sreport's
+    OverCommitted), outside the sum. See ``dbd.rollup`` for each figure.
     """
 
     cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -195,6 +198,7 @@ class ClusterUsage:
     idle_secs: Mapped[int] = mapped_column(BigInteger, default=0)
     planned_secs: Mapped[int] = mapped_column(BigInteger, default=0)
     reported_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+    over_secs: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 #: The CPU-seconds columns of ``ClusterUsage``.
@@ -205,6 +209,7 @@ CLUSTER_SECONDS = (
     "idle_secs",
     "planned_secs",
     "reported_secs",
+    "over_secs",
 )
 
 
@@ -248,6 +253,10 @@ class UsageRollup(Base):
     hour_end: Mapped[int] = mapped_column(BigInteger)
     job_mark: Mapped[int] = mapped_column(BigInteger, default=0)
     seq_mark: Mapped[int] = mapped_column(BigInteger, default=0)
+    # The same for reservation records: a row id above resv_mark, or an event outbox
+    # sequence above resv_seq_mark, arrived or changed since.
+    resv_mark: Mapped[int] = mapped_column(BigInteger, default=0)
+    resv_seq_mark: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class RunningUsage(Base):
@@ -294,3 +303,58 @@ class Coordinator(Base):
 
     user: Mapped[str] = mapped_column(String(64), primary_key=True)
     account: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
+class ReservationRecord(Base):
+    """An advance reservation (``sacctmgr show reservation``), one per (cluster, id, start),
+    as in Slurm: a change that keeps the start replaces the row, a new start makes a new
+    one (``dbd.reservations`` says which of a reservation's rows still count, and until
+    when).
+
+    ``seq`` is the controller's event outbox sequence of the newest record stored,
+    so a resent or late one changes nothing. ``state`` is the reservation's as the
+    record was made (ACTIVE once it had begun); ``deleted`` marks its last record,
+    when it ended or was removed (``time_end`` is then when).
+    """
+
+    __tablename__ = "reservations"
+    __table_args__ = (
+        UniqueConstraint("cluster", "resv_id", "time_start", name="uq_reservations_identity"),
+    )
+
+    id: Mapped[int] = mapped_column(ROW_ID, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(64))
+    resv_id: Mapped[int] = mapped_column(BigInteger)
+    time_start: Mapped[int] = mapped_column(BigInteger)
+    time_end: Mapped[int] = mapped_column(BigInteger, default=0)
+    name: Mapped[str] = mapped_column(String(255), default="")
+    nodes: Mapped[str] = mapped_column(Text, default="")  # hostlist expression
+    node_count: Mapped[int] = mapped_column(Integer, default=0)
+    cpus: Mapped[int] = mapped_column(Integer, default=0)
+    flags: Mapped[str] = mapped_column(Text, default="")  # MAINT,IGNORE_JOBS,...
+    users: Mapped[str] = mapped_column(Text, default="")
+    accounts: Mapped[str] = mapped_column(Text, default="")
+    partition: Mapped[str] = mapped_column(String(64), default="")
+    tres: Mapped[str] = mapped_column(Text, default="")  # cpu=N
+    state: Mapped[str] = mapped_column(String(32), default="")
+    deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    seq: Mapped[int] = mapped_column(BigInteger)
+
+
+class ReservationUsageHour(Base):
+    """What the hourly rollup saw of one reservation row in one hour.
+
+    ``wall_secs``: the seconds of the hour it covered; ``alloc_secs``: the
+    CPU-seconds jobs ran on its nodes then. Its UnusedWall is the sum of the
+    first less the sum of the second over its CPUs; sreport's reservation
+    Utilization reads Allocated here too.
+    """
+
+    __tablename__ = "reservation_usage_hour"
+
+    cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
+    period: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    resv_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    time_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    wall_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+    alloc_secs: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -93,6 +93,7 @@ class Usage:
     idle_secs: int = 0
     planned_secs: int = 0
     reported_secs: int = 0
+    over_secs: int = 0
 
 
 def window(start: int, end: int) -> tuple[int, int]:
@@ -134,7 +135,7 @@ def _cluster_usage(
     session: Session, cluster: str, pieces: list[tuple[str, int, int]]
 ) -> Usage | None:
     """The cluster's sums over ``pieces``, None if it has no rows there."""
-    sums = [0] * 7
+    sums = [0] * (1 + len(CLUSTER_SECONDS))
     for kind, lo, hi in pieces:
         table = _CLUSTER_TABLES[kind]
         statement = select(
@@ -143,10 +144,10 @@ def _cluster_usage(
         ).where(table.cluster == cluster, table.period >= lo, table.period < hi)
         for index, value in enumerate(session.execute(statement).one()):
             sums[index] += int(value)
-    count, alloc, down, planned_down, idle, planned, reported = sums
+    count, alloc, down, planned_down, idle, planned, reported, over = sums
     if not count:
         return None
-    return Usage(cluster, "", "", alloc, down, planned_down, idle, planned, reported)
+    return Usage(cluster, "", "", alloc, down, planned_down, idle, planned, reported, over)
 
 
 def _assoc_usage(

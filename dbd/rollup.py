@@ -15,22 +15,41 @@ its hours are rolled again.
 Records that arrive late are counted when the next rollup rolls their hours
 again: a record stored or changed since the last rollup (a row id above
 ``job_mark``, or an outbox sequence above the cluster's ``seq_mark``) makes the
-rollup start at the first hour it touches, which is its start; or, for a job the
-last rollup counted as running from the same start (``usage_running``), the hour
-it ended. A job's earlier run that a requeue overwrote stays counted until its
-hours are rolled again for another reason.
+rollup start at the first hour it touches, which is its start (or, for a record
+new since the last rollup, its eligible time; for one that was waiting then, the
+end of its wait); or, for a job the last rollup counted as running from the same
+start (``usage_running``), the hour it ended. A job's earlier run that a requeue
+overwrote stays counted until its hours are rolled again for another reason.
+A reservation record stored or changed since (``resv_mark``, ``resv_seq_mark``)
+rolls again from the first start of that reservation's rows.
 
 Hours, days and months are those of dbd's local time, as in Slurm. Reported
 time is the cluster's CPUs (as registered when the hour was first rolled) times
 the seconds of the hour since the cluster was first known (its registration or
-its first job); down is the CPU-seconds of nodes down or drained (node events,
-counted as they are when the hour is rolled: an event that reaches dbd after
-its hours were rolled counts only if they are rolled again); idle is what
-allocation and down time leave of it. Planned down time (power saving) and
-planned (reserved) time are 0: there are no reservations yet. As in Slurm, a
-cluster's allocated time in an hour is capped at its reported time
-(oversubscription), an association's is not; down time at what allocation
-leaves.
+its first job); the rest follows Slurm's hourly rollup (as_mysql_rollup.c):
+
+* Allocated: the jobs' CPU-seconds, except those inside a reservation with
+  neither MAINT nor IGNORE_JOBS, whose whole time (its CPUs while it lasts,
+  used or not) is allocated instead. Job records do not name a reservation: a
+  job's CPUs on a reservation's nodes while the reservation lasts are inside it.
+* Down: nodes down or drained (node events, counted as they are when the hour
+  is rolled: an event that reaches dbd after its hours were rolled counts only
+  if they are rolled again).
+* Planned down: reservations with MAINT but not IGNORE_JOBS (all their CPUs),
+  and nodes down inside a MAINT reservation; a reservation counts its nodes'
+  down time no more.
+* Planned: CPU-seconds eligible jobs waited (from their eligible time until
+  they started, ended unstarted, or the hour ended; a pending array record
+  once per pending task), up to what allocated, down and planned down time
+  leave; what waited beyond that is over-committed time (``over_secs``).
+* Idle: what is left.
+
+IGNORE_JOBS reservations count nothing for the cluster (their jobs count as
+any). As in Slurm, a cluster's allocated time in an hour is capped at its
+reported time (oversubscription), an association's is not; down time at what
+allocation leaves, planned down time at what both leave. Per reservation row
+and hour, ``reservation_usage_hour`` keeps the seconds it covered and its jobs'
+CPU-seconds (sacctmgr's UnusedWall, sreport's reservation Utilization).
 """
 
 from __future__ import annotations
@@ -40,10 +59,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from sqlalchemy import BigInteger, delete, func, insert, literal, or_, select
+from sqlalchemy import BigInteger, and_, delete, func, insert, literal, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from corral import arrayspec, hostlist
 from corral.wire import corral_pb2 as pb
 from dbd.models import (
     CLUSTER_SECONDS,
@@ -56,9 +76,12 @@ from dbd.models import (
     ClusterUsageMonth,
     JobRecord,
     NodeEventRecord,
+    ReservationRecord,
+    ReservationUsageHour,
     RunningUsage,
     UsageRollup,
 )
+from dbd.reservations import Span, spans_between
 
 HOUR = 3600
 #: Hours rolled per transaction: bounds the memory (associations x hours) and what
@@ -131,6 +154,13 @@ def _roll_cluster(engine: Engine, cluster: str, cpus: int, registered: int, now:
         seq_mark = (
             session.scalar(select(func.max(JobRecord.seq)).where(JobRecord.cluster == cluster)) or 0
         )
+        resv_mark = session.scalar(select(func.max(ReservationRecord.id))) or 0
+        resv_seq_mark = (
+            session.scalar(
+                select(func.max(ReservationRecord.seq)).where(ReservationRecord.cluster == cluster)
+            )
+            or 0
+        )
         state = session.get(UsageRollup, cluster)
         if state is None:
             first_start = session.scalar(
@@ -159,6 +189,7 @@ def _roll_cluster(engine: Engine, cluster: str, cpus: int, registered: int, now:
     with Session(engine) as session, session.begin():
         state = _save(session, cluster, since, hour_end=first)
         state.job_mark, state.seq_mark = job_mark, seq_mark
+        state.resv_mark, state.resv_seq_mark = resv_mark, resv_seq_mark
         _keep_running(session, cluster, state.hour_end, job_mark, seq_mark)
     return hours
 
@@ -167,7 +198,15 @@ def _save(session: Session, cluster: str, since: int, hour_end: int) -> UsageRol
     """The cluster's rollup state, rolled up at least to ``hour_end``."""
     state = session.get(UsageRollup, cluster)
     if state is None:
-        state = UsageRollup(cluster=cluster, since=since, hour_end=hour_end, job_mark=0, seq_mark=0)
+        state = UsageRollup(
+            cluster=cluster,
+            since=since,
+            hour_end=hour_end,
+            job_mark=0,
+            seq_mark=0,
+            resv_mark=0,
+            resv_seq_mark=0,
+        )
         session.add(state)
     state.since = min(state.since, since)
     state.hour_end = max(state.hour_end, hour_end)
@@ -178,7 +217,13 @@ def _changed(session: Session, state: UsageRollup) -> tuple[int, int]:
     """(since, the first hour to roll): job records stored or changed since the last rollup
     may touch hours it rolled already."""
     cluster = state.cluster
-    columns = (JobRecord.id, JobRecord.cluster, JobRecord.start_time, JobRecord.end_time)
+    columns = (
+        JobRecord.id,
+        JobRecord.cluster,
+        JobRecord.eligible_time,
+        JobRecord.start_time,
+        JobRecord.end_time,
+    )
     # Two index ranges: new rows by primary key (any cluster: the range is short), and
     # rows this cluster's controller changed by outbox sequence.
     new = session.execute(select(*columns).where(JobRecord.id > state.job_mark))
@@ -193,35 +238,65 @@ def _changed(session: Session, state: UsageRollup) -> tuple[int, int]:
     }
     since, first = state.since, state.hour_end
     seen: set[int] = set()
-    for job, of, start, end in (*new, *changed):
+    for job, of, eligible, start, end in (*new, *changed):
         if of != cluster or job in seen:
             continue
         seen.add(job)
-        touched = _touched_from(running.get(job), start, end)
+        fresh = job > state.job_mark
+        touched = _touched_from(running.get(job), start, end, eligible if fresh else 0)
         if touched is not None:
             first = min(first, hour_start(touched))
         if start:
             since = min(since, start)
+    resv_touched = _reservations_touched(session, state)
+    if resv_touched is not None:
+        first = min(first, hour_start(resv_touched))
     return since, first
 
 
-def _touched_from(counted: int | None, start: int, end: int) -> int | None:
+def _touched_from(counted: int | None, start: int, end: int, eligible: int = 0) -> int | None:
     """The first time whose usage a changed job record changes, None if none.
 
     ``counted`` is the start the last rollup counted the job running from (None: it
-    was not running then); the job now has ``start`` and ``end`` (0: not yet).
+    was not running then); the job now has ``start`` and ``end`` (0: not yet), and,
+    if its record is new since the last rollup, ``eligible`` (its wait is planned
+    time: a record seen before was counted waiting already, until it started or ended).
     """
     if counted is None:
-        return start or None  # newly started or seen: from its start
+        times = [t for t in (eligible, start, end) if t]
+        if eligible:
+            return min(times)  # newly seen: from its wait's start
+        return times[0] if times else None  # from its start, or where its wait ended
     if start == counted:
         return end or None  # the same run: from its end on, if it ended
     return min(counted, start) if start else counted  # requeued or restarted
 
 
+def _reservations_touched(session: Session, state: UsageRollup) -> int | None:
+    """The first start of a reservation with a record stored or changed since the last
+    rollup (all its rows: a new one can end an older one or replace it), None if none."""
+    cluster = state.cluster
+    changed = select(ReservationRecord.resv_id).where(
+        ReservationRecord.cluster == cluster,
+        or_(
+            ReservationRecord.id > state.resv_mark,
+            ReservationRecord.seq > state.resv_seq_mark,
+        ),
+    )
+    return session.scalar(
+        select(func.min(ReservationRecord.time_start)).where(
+            ReservationRecord.cluster == cluster, ReservationRecord.resv_id.in_(changed)
+        )
+    )
+
+
 def _roll_hours(session: Session, cluster: str, lo: int, hi: int, since: int, cpus: int) -> None:
-    """Recompute the hour rows of ``[lo, hi)`` (whole hours) from the job records."""
+    """Recompute the hour rows of ``[lo, hi)`` (whole hours) from the job records, node
+    events and reservations."""
     width = (hi - lo) // HOUR
-    per_assoc = _allocated(session, cluster, lo, hi, width)
+    reserved = spans_between(session, cluster, lo, hi)
+    jobs = _job_usage(session, cluster, lo, hi, width, reserved)
+    nodes = _node_time(session, cluster, lo, hi, width, reserved)
     kept = {
         period: count
         for period, count in session.execute(
@@ -232,7 +307,7 @@ def _roll_hours(session: Session, cluster: str, lo: int, hi: int, since: int, cp
             )
         )
     }
-    for table in (AssocUsageHour, ClusterUsageHour):
+    for table in (AssocUsageHour, ClusterUsageHour, ReservationUsageHour):
         session.execute(
             delete(table).where(table.cluster == cluster, table.period >= lo, table.period < hi)
         )
@@ -241,24 +316,31 @@ def _roll_hours(session: Session, cluster: str, lo: int, hi: int, since: int, cp
         AssocUsageHour,
         (
             {"cluster": cluster, "period": lo + i * HOUR, "account": a, "user": u, "alloc_secs": v}
-            for (a, u), secs in per_assoc.items()
+            for (a, u), secs in jobs.per_assoc.items()
             for i, v in enumerate(secs)
             if v
         ),
     )
-    totals = [sum(column) for column in zip(*per_assoc.values(), strict=True)] or [0] * width
-    downs = _down(session, cluster, lo, hi, width)
+    totals = [sum(column) for column in zip(*jobs.per_assoc.values(), strict=True)] or [0] * width
     rows = []
-    for i, (alloc, down) in enumerate(zip(totals, downs, strict=True)):
+    for i in range(width):
         period = lo + i * HOUR
         known = max(0, period + HOUR - max(period, since))
         count = kept.get(period, cpus)
         reported = count * known
+        # Jobs in a reservation that counts as allocated (or planned down) count in it.
+        alloc = max(0, totals[i] - jobs.bundled[i]) + nodes.reserved[i]
+        down, planned_down, planned, over, idle = nodes.down[i], nodes.planned_down[i], 0, 0, 0
         if not reported and not alloc:
             continue
         if reported:
             alloc = min(alloc, reported)
             down = min(down, reported - alloc)
+            planned_down = min(planned_down, reported - alloc - down)
+            free = reported - alloc - down - planned_down
+            planned = min(jobs.waiting[i], free)
+            over = jobs.waiting[i] - planned
+            idle = free - planned
         rows.append(
             {
                 "cluster": cluster,
@@ -266,67 +348,224 @@ def _roll_hours(session: Session, cluster: str, lo: int, hi: int, since: int, cp
                 "cpus": count,
                 "alloc_secs": alloc,
                 "down_secs": down,
-                "planned_down_secs": 0,
-                "idle_secs": reported - alloc - down if reported else 0,
-                "planned_secs": 0,
+                "planned_down_secs": planned_down,
+                "idle_secs": idle,
+                "planned_secs": planned,
                 "reported_secs": reported,
+                "over_secs": over,
             }
         )
     _insert(session, ClusterUsageHour, rows)
+    _insert(session, ReservationUsageHour, _reservation_rows(cluster, lo, hi, reserved, jobs))
 
 
-def _down(session: Session, cluster: str, lo: int, hi: int, width: int) -> list[int]:
-    """CPU-seconds of nodes down or drained (node events) in each hour of ``[lo, hi)``."""
-    down = [0] * width
+def _spread(values: list[int], lo: int, begin: int, end: int, rate: int) -> None:
+    """Add ``rate`` per second of ``[begin, end)`` (inside the hours from ``lo``) to the
+    hours' ``values``."""
+    index = (begin - lo) // HOUR
+    edge = lo + (index + 1) * HOUR
+    while begin < end:
+        part = min(end, edge)
+        values[index] += (part - begin) * rate
+        begin = part
+        edge += HOUR
+        index += 1
+
+
+def _clip(begin: int, end: int, lo: int, hi: int) -> tuple[int, int]:
+    """``[begin, end)`` (an end of 0: not yet) within ``[lo, hi)``; empty if ``end <= begin``."""
+    return max(begin, lo), min(end or hi, hi)
+
+
+class _NodeTime:
+    """Per hour: CPU-seconds of nodes down, planned down (in maintenance reservations),
+    and reserved (reservations that count as allocated)."""
+
+    __slots__ = ("down", "planned_down", "reserved")
+
+    def __init__(self, width: int) -> None:
+        self.down = [0] * width
+        self.planned_down = [0] * width
+        self.reserved = [0] * width
+
+
+def _node_time(
+    session: Session, cluster: str, lo: int, hi: int, width: int, reserved: list[Span]
+) -> _NodeTime:
+    """Down, planned down and reserved time in each hour of ``[lo, hi)``, as Slurm's
+    rollup counts them.
+
+    A reservation with neither MAINT nor IGNORE_JOBS is allocated time for all
+    its CPUs while it lasts, used or not (its jobs count in it, not again); with
+    MAINT but not IGNORE_JOBS it is planned down time. A node down or drained
+    (node events) is down time, planned down inside a MAINT reservation; the
+    reservation counts that time of its node no more.
+    """
+    times = _NodeTime(width)
+    # Per reservation that counts for the cluster: its nodes' down time in it.
+    taken = {index: [0] * width for index, span in enumerate(reserved) if not span.ignore_jobs}
     events = session.execute(
-        select(NodeEventRecord.time_start, NodeEventRecord.time_end, NodeEventRecord.cpus).where(
+        select(
+            NodeEventRecord.node,
+            NodeEventRecord.time_start,
+            NodeEventRecord.time_end,
+            NodeEventRecord.cpus,
+        ).where(
             NodeEventRecord.cluster == cluster,
             NodeEventRecord.time_start < hi,
             or_(NodeEventRecord.time_end == 0, NodeEventRecord.time_end > lo),
         )
     )
-    for start, end, cpus in events:
-        first, last = max(start, lo), min(end or hi, hi)
-        hour = first - (first - lo) % HOUR
-        while hour < last:
-            overlap = min(last, hour + HOUR) - max(first, hour)
-            down[(hour - lo) // HOUR] += cpus * max(overlap, 0)
-            hour += HOUR
-    return down
-
-
-def _allocated(
-    session: Session, cluster: str, lo: int, hi: int, width: int
-) -> dict[tuple[str, str], list[int]]:
-    """CPU-seconds per (account, user) in each hour of ``[lo, hi)``."""
-    per_assoc: dict[tuple[str, str], list[int]] = {}
-    for start, end, account, uid, record in _jobs_in(session, cluster, lo, hi):
-        begin = max(start, lo)
-        stop = hi if end == 0 or end > hi else end
-        if stop <= begin:
+    node_sets = [span.node_set() for span in reserved]
+    for node, start, end, cpus in events:
+        first, last = _clip(start, end, lo, hi)
+        if last <= first:
             continue
-        info = pb.JobInfo.FromString(record)
-        cpus = info.num_cpus
+        _spread(times.down, lo, first, last, cpus)
+        maintenance = []
+        for index, (span, nodes) in enumerate(zip(reserved, node_sets, strict=True)):
+            if node not in nodes:
+                continue
+            begin, stop = max(first, span.start), min(last, span.end)
+            if stop <= begin:
+                continue
+            if span.maint:
+                maintenance.append((begin, stop))
+            if index in taken:
+                _spread(taken[index], lo, begin, stop, cpus)
+        for begin, stop in _merged(maintenance):
+            _spread(times.down, lo, begin, stop, -cpus)
+            _spread(times.planned_down, lo, begin, stop, cpus)
+    for index, down in taken.items():
+        span = reserved[index]
+        whole = [0] * width
+        begin, stop = _clip(span.start, span.end, lo, hi)
+        _spread(whole, lo, begin, stop, span.cpus)
+        into = times.planned_down if span.maint else times.reserved
+        for i, (secs, lost) in enumerate(zip(whole, down, strict=True)):
+            into[i] += max(0, secs - lost)
+    return times
+
+
+def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping ``[begin, end)`` intervals joined."""
+    joined: list[tuple[int, int]] = []
+    for begin, end in sorted(intervals):
+        if joined and begin <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((begin, end))
+    return joined
+
+
+class _JobUsage:
+    """What the jobs did in each hour: CPU-seconds per (account, user); those inside
+    reservations that count for the cluster (``bundled``); those per reservation row
+    (``in_resv``); and the CPU-seconds eligible jobs waited (``waiting``: planned time)."""
+
+    __slots__ = ("bundled", "in_resv", "per_assoc", "waiting")
+
+    def __init__(self, width: int) -> None:
+        self.per_assoc: dict[tuple[str, str], list[int]] = {}
+        self.bundled = [0] * width
+        self.waiting = [0] * width
+        self.in_resv: dict[tuple[int, int], list[int]] = {}
+
+
+def _job_usage(
+    session: Session, cluster: str, lo: int, hi: int, width: int, reserved: list[Span]
+) -> _JobUsage:
+    """The jobs' use of each hour of ``[lo, hi)``, and their waits."""
+    usage = _JobUsage(width)
+    node_sets = [span.node_set() for span in reserved]
+    for eligible, start, end, account, uid, record in _jobs_in(session, cluster, lo, hi):
+        info: pb.JobInfo | None = None
+        begin, stop = _clip(start, end, lo, hi) if start else (0, 0)
+        if stop > begin:
+            info = pb.JobInfo.FromString(record)
+            cpus = info.num_cpus
+            if cpus:
+                key = (_name(account), _name(info.user or str(uid)))
+                secs = usage.per_assoc.get(key)
+                if secs is None:
+                    secs = usage.per_assoc[key] = [0] * width
+                _spread(secs, lo, begin, stop, cpus)
+                if reserved:
+                    _in_reservations(usage, info, begin, stop, lo, width, reserved, node_sets)
+        if eligible:
+            # Eligible and waiting, from its eligible time until it started (or ended
+            # without starting); a pending array record waits for each of its tasks.
+            wait_from, wait_to = _clip(eligible, start or end, lo, hi)
+            if wait_to > wait_from:
+                info = info or pb.JobInfo.FromString(record)
+                tasks = arrayspec.count(info.array_task_str.partition("%")[0]) or 1
+                _spread(usage.waiting, lo, wait_from, wait_to, info.num_cpus * tasks)
+    return usage
+
+
+def _in_reservations(
+    usage: _JobUsage,
+    info: pb.JobInfo,
+    begin: int,
+    stop: int,
+    lo: int,
+    width: int,
+    reserved: list[Span],
+    node_sets: list[frozenset[str]],
+) -> None:
+    """Count a job's CPU-seconds on a reservation's nodes while it lasted as used in it.
+
+    Records do not name a job's reservation: a job on its nodes then ran in it (or,
+    under IGNORE_JOBS, was let run there).
+    """
+    on: list[tuple[str, int]] | None = None  # (node, CPUs) of the job, once needed
+    for span, members in zip(reserved, node_sets, strict=True):
+        first, last = max(begin, span.start), min(stop, span.end)
+        if last <= first:
+            continue
+        if on is None:
+            nodes = hostlist.expand(info.nodes) if info.nodes else []
+            per_node = list(info.cpus_per_node)
+            if len(per_node) != len(nodes):  # not per node: spread evenly
+                per_node = [info.num_cpus // max(len(nodes), 1)] * len(nodes)
+            on = list(zip(nodes, per_node, strict=True))
+        cpus = sum(c for node, c in on if node in members)
         if not cpus:
             continue
-        key = (_name(account), _name(info.user or str(uid)))
-        secs = per_assoc.get(key)
+        secs = usage.in_resv.get((span.resv_id, span.start))
         if secs is None:
-            secs = per_assoc[key] = [0] * width
-        index = (begin - lo) // HOUR
-        edge = lo + (index + 1) * HOUR
-        while begin < stop:
-            part = min(stop, edge)
-            secs[index] += (part - begin) * cpus
-            begin = part
-            edge += HOUR
-            index += 1
-    return per_assoc
+            secs = usage.in_resv[span.resv_id, span.start] = [0] * width
+        _spread(secs, lo, first, last, cpus)
+        if not span.ignore_jobs:
+            _spread(usage.bundled, lo, first, last, cpus)
 
 
-#: A job as ``_jobs_in`` reads it: start, end, account, uid, record.
-_Job = tuple[int, int, str, int, bytes]
+def _reservation_rows(
+    cluster: str, lo: int, hi: int, reserved: list[Span], jobs: _JobUsage
+) -> Iterator[dict[str, Any]]:
+    """The reservation usage rows of the hours of ``[lo, hi)``."""
+    width = (hi - lo) // HOUR
+    for span in reserved:
+        wall = [0] * width
+        begin, stop = _clip(span.start, span.end, lo, hi)
+        _spread(wall, lo, begin, stop, 1)
+        used = jobs.in_resv.get((span.resv_id, span.start), [0] * width)
+        for i, (secs, alloc) in enumerate(zip(wall, used, strict=True)):
+            if secs:
+                yield {
+                    "cluster": cluster,
+                    "period": lo + i * HOUR,
+                    "resv_id": span.resv_id,
+                    "time_start": span.start,
+                    "wall_secs": secs,
+                    "alloc_secs": alloc,
+                }
+
+
+#: A job as ``_jobs_in`` reads it: eligible, start, end, account, uid, record.
+_Job = tuple[int, int, int, str, int, bytes]
 _JOB_COLUMNS = (
+    JobRecord.eligible_time,
     JobRecord.start_time,
     JobRecord.end_time,
     JobRecord.account,
@@ -336,8 +575,8 @@ _JOB_COLUMNS = (
 
 
 def _jobs_in(session: Session, cluster: str, lo: int, hi: int) -> Iterator[_Job]:
-    """(start, end, account, uid, record) of the cluster's jobs that ran in ``[lo, hi)``,
-    and maybe a few more.
+    """(eligible, start, end, account, uid, record) of the cluster's jobs that ran or
+    were eligible in ``[lo, hi)``, and maybe a few more.
 
     Few jobs (the hours of the last rollup): through the (cluster, end_time) index,
     as two ranges, ended after ``lo`` and not ended, since an OR of both would make
@@ -345,7 +584,13 @@ def _jobs_in(session: Session, cluster: str, lo: int, hi: int) -> Iterator[_Job]
     long job): the whole table in primary key ranges, which reads it in order where
     an index would jump about it; the rows are then filtered here.
     """
-    ran = (JobRecord.cluster == cluster, JobRecord.start_time > 0, JobRecord.start_time < hi)
+    ran = (
+        JobRecord.cluster == cluster,
+        or_(
+            and_(JobRecord.start_time > 0, JobRecord.start_time < hi),
+            and_(JobRecord.eligible_time > 0, JobRecord.eligible_time < hi),
+        ),
+    )
     after = (JobRecord.end_time > lo, JobRecord.end_time == 0)
     counted = sum(
         session.scalar(select(func.count()).where(JobRecord.cluster == cluster, cond)) or 0
@@ -366,7 +611,11 @@ def _jobs_in(session: Session, cluster: str, lo: int, hi: int) -> Iterator[_Job]
             JobRecord.id >= begin, JobRecord.id < begin + SCAN_IDS
         )
         for row in session.execute(rows.execution_options(**stream)):
-            if row[0] == cluster and 0 < row[1] < hi and (row[2] == 0 or row[2] > lo):
+            if (
+                row[0] == cluster
+                and (0 < row[1] < hi or 0 < row[2] < hi)
+                and (row[3] == 0 or row[3] > lo)
+            ):
                 yield row[1:]
 
 

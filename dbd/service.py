@@ -80,7 +80,11 @@ class AccountingService(pb_grpc.AccountingServicer):
         self, request: pb.RecordJobsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RecordJobsReply:
         await self._caller(request.cred, context)
-        if len(request.jobs) != len(request.seqs) or len(request.events) != len(request.event_seqs):
+        if (
+            len(request.jobs) != len(request.seqs)
+            or len(request.events) != len(request.event_seqs)
+            or len(request.reservations) != len(request.resv_seqs)
+        ):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "one sequence per record")
         stored = await self._run(
             context, self.storage.record_jobs, request.cluster, request.jobs, request.seqs
@@ -92,6 +96,14 @@ class AccountingService(pb_grpc.AccountingServicer):
                 request.cluster,
                 request.events,
                 request.event_seqs,
+            )
+        if request.reservations:
+            stored += await self._run(
+                context,
+                self.storage.record_reservations,
+                request.cluster,
+                request.reservations,
+                request.resv_seqs,
             )
         return pb.RecordJobsReply(stored=stored)
 

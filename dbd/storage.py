@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from corral import hostlist
 from corral.wire import corral_pb2 as pb
 from dbd.admin import ensure_cluster
-from dbd.models import Cluster, JobRecord, NodeEventRecord
+from dbd.models import Cluster, JobRecord, NodeEventRecord, ReservationRecord
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -167,6 +167,45 @@ class Storage:
                 stored += 1
         return stored
 
+    def record_reservations(
+        self, cluster: str, infos: Sequence[pb.ReservationInfo], seqs: Sequence[int]
+    ) -> int:
+        """Store the reservation records newer than what is stored; returns how many were.
+
+        One row per (cluster, reservation id, start): a record with the start of a
+        stored row replaces it if its sequence is higher, one with a new start is a
+        new row (``dbd.reservations`` says how the rows of one reservation count).
+        """
+        newest = _newest(infos, seqs, lambda info: (info.id, info.start))
+        if not newest:
+            return 0
+        return _once_more_if_raced(lambda: self._upsert_reservations(cluster, newest))
+
+    def _upsert_reservations(
+        self, cluster: str, newest: dict[tuple[int, int], tuple[int, pb.ReservationInfo]]
+    ) -> int:
+        stored = 0
+        with Session(self.engine) as session, session.begin():
+            ids = sorted({resv_id for resv_id, _ in newest})
+            existing = {
+                (row.resv_id, row.time_start): row
+                for row in session.scalars(
+                    select(ReservationRecord).where(
+                        ReservationRecord.cluster == cluster, ReservationRecord.resv_id.in_(ids)
+                    )
+                )
+            }
+            for (resv_id, start), (seq, info) in newest.items():
+                row = existing.get((resv_id, start))
+                if row is None:
+                    row = ReservationRecord(cluster=cluster, resv_id=resv_id, time_start=start)
+                    session.add(row)
+                elif row.seq >= seq:
+                    continue
+                _fill_reservation(row, info, seq)
+                stored += 1
+        return stored
+
     def history(self, query: Query) -> list[bytes]:
         """The serialized ``JobInfo`` records ``query`` selects, by cluster, submit time, id."""
         clauses: list[ColumnElement[bool]] = []
@@ -248,6 +287,31 @@ def _fill(row: JobRecord, info: pb.JobInfo, seq: int) -> None:
     row.start_time = info.start_time
     row.end_time = info.end_time
     row.record = info.SerializeToString()
+
+
+def _fill_reservation(row: ReservationRecord, info: pb.ReservationInfo, seq: int) -> None:
+    row.seq = seq
+    row.time_end = info.end
+    row.name = info.name[:255]
+    row.nodes = info.nodes
+    row.node_count = info.node_count
+    row.cpus = info.core_count or tres_count(info.tres, "cpu")
+    row.flags = info.flags
+    row.users = info.users
+    row.accounts = info.accounts
+    row.partition = info.partition[:64]
+    row.tres = info.tres or (f"cpu={info.core_count}" if info.core_count else "")
+    row.state = info.state[:32]
+    row.deleted = info.deleted
+
+
+def tres_count(tres: str, name: str) -> int:
+    """The count of ``name`` in a ``cpu=4,mem=1G`` list (0 if absent or not a number)."""
+    for item in tres.split(","):
+        key, _, value = item.partition("=")
+        if key.strip().lower() == name and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 def parse_job_ids(texts: Iterable[str]) -> tuple[str, ...]:

@@ -74,12 +74,26 @@ class Jobs:
         self.cluster = cluster
         self.seq = 0
 
-    def send(self, job_id: int, user: str, account: str, cpus: int, start: str, end: str) -> None:
+    def send(
+        self,
+        job_id: int,
+        user: str,
+        account: str,
+        cpus: int,
+        start: str,
+        end: str,
+        eligible: str | None = None,
+        **fields: Any,
+    ) -> None:
+        """A job record; eligible (waiting: planned time) by default from its start on, so
+        never waiting, and never if it has not started (held)."""
         self.seq += 1
+        if eligible is None:
+            eligible = start
         info = pb.JobInfo(
             job_id=job_id,
             submit_time=at("2024-01-31T20:00"),
-            eligible_time=at("2024-01-31T20:00"),
+            eligible_time=at(eligible) if eligible else 0,
             uid=1000 + job_id,
             user=user,
             account=account,
@@ -87,6 +101,7 @@ class Jobs:
             num_cpus=cpus,
             start_time=at(start) if start else 0,
             end_time=at(end) if end else 0,
+            **fields,
         )
         self.storage.record_jobs(self.cluster, [info], [self.seq])
 
@@ -117,7 +132,7 @@ def january_jobs(storage: Storage) -> Jobs:
     jobs.send(1, "alice", "physics", 2, "2024-01-31T22:30", "2024-02-01T01:15")
     jobs.send(2, "bob", "chem", 4, "2024-01-31T23:00", "2024-01-31T23:30")
     jobs.send(3, "carol", "physics", 1, "2024-02-01T00:10", "")  # still running
-    jobs.send(4, "dave", "chem", 8, "", "")  # pending
+    jobs.send(4, "dave", "chem", 8, "", "")  # pending (held: not waiting)
     return jobs
 
 
