@@ -30,9 +30,9 @@ from cli.sacct_fields import (
     Printer,
     Step,
     View,
-    batch_step,
     expand_array,
     help_format,
+    job_steps,
     parse_fields,
 )
 from cli.sshare import NOT_PARSABLE, PARSABLE, PARSABLE2
@@ -593,9 +593,9 @@ def records(
                 yield job, job, None
             if settings.allocations:
                 continue
-            step = batch_step(job)
-            if step is not None and (whole or step.id in steps):
-                yield None, job, step
+            for step in job_steps(job):
+                if whole or step.id in steps:
+                    yield None, job, step
 
 
 def render(jobs: Sequence[Job], now: int, settings: Settings, env: Mapping[str, str]) -> str:

@@ -10,8 +10,8 @@ The records are JobInfo dicts from the controller's ``History`` call. Fields
 Corral does not record (usage statistics gathered on the nodes, associations,
 wckeys, reservations) print as Slurm prints them on a cluster without
 accounting-gather plugins: blank, ``0`` or ``00:00:00``, as in the golden
-capture. Step records come from ``batch_step`` until the controller records
-job steps (issue 5).
+capture. Steps are the batch step, derived from the job record, and the
+steps srun ran, recorded in it (``JobInfo.steps``).
 """
 
 from __future__ import annotations
@@ -81,9 +81,18 @@ class View:
 
 
 class Step:
-    """One job step as sacct shows it, with a reference to its job."""
+    """One job step as sacct shows it, with a reference to its job.
 
-    __slots__ = ("cpus", "end", "exit_status", "id", "job", "mem", "name", "node", "start", "state")
+    ``batch`` derives the batch step from the job record (it ran on the batch
+    host with the first node's CPUs); ``recorded`` reads a step srun ran
+    (``JobInfo.steps``). Usage (``rss_kb`` and the CPU times) is what the node
+    agents measured with wait4 as the tasks ended.
+    """
+
+    __slots__ = (
+        "cpus", "end", "exit_status", "id", "job", "mem", "name", "node", "node_count",
+        "ntasks", "rss_kb", "start", "state", "sys_us", "user_us",
+    )  # fmt: skip
 
     def __init__(self, job: Job, step_id: str, name: str, state: str, exit_status: int) -> None:
         self.job = job
@@ -92,36 +101,69 @@ class Step:
         self.state = state
         self.exit_status = exit_status
         self.node = str(job["batch_host"] or job["nodes"])
+        self.node_count = 1
+        self.ntasks = 1
         cpus = job["cpus_per_node"]
         self.cpus = int(cpus[0]) if cpus else int(job["num_cpus"])
         nodes = max(int(job["num_nodes"]), 1)
         self.mem = tres_count(str(job["alloc_tres"]), "mem") // nodes
         self.start = int(job["start_time"])
         self.end = end_time(job)
+        self.rss_kb = int(job.get("max_rss_kb") or 0)
+        self.user_us = int(job.get("user_cpu_us") or 0)
+        self.sys_us = int(job.get("sys_cpu_us") or 0)
+
+    @classmethod
+    def recorded(cls, job: Job, info: Mapping[str, Any]) -> Step:
+        step = cls(job, str(info["step_id"]), str(info["name"]), str(info["state"]), 0)
+        step.exit_status = int(info["exit_status"])
+        step.node = str(info["nodes"])
+        step.node_count = int(info["node_count"])
+        step.ntasks = int(info["ntasks"])
+        step.cpus = int(info["cpus"])
+        step.mem *= step.node_count  # the job's memory on each of its nodes
+        step.start = int(info["start_time"])
+        step.end = int(info["end_time"])
+        step.rss_kb = int(info["max_rss_kb"])
+        step.user_us = int(info["user_cpu_us"])
+        step.sys_us = int(info["sys_cpu_us"])
+        return step
 
     def tres(self) -> str:
-        """AllocTRES of the step: its CPUs, its node's memory, one node."""
-        return f"cpu={self.cpus},mem={mebibytes(self.mem)},node=1"
+        """AllocTRES of the step: its CPUs, its memory, its nodes."""
+        return f"cpu={self.cpus},mem={mebibytes(self.mem)},node={self.node_count}"
+
+    def elapsed(self, view: View) -> int:
+        if not self.start:
+            return 0
+        return max((self.end or view.now) - self.start, 0)
 
 
 def batch_step(job: Job) -> Step | None:
     """The ``N.batch`` step of a job that started, derived from the job record.
 
-    Corral does not record job steps yet: step records proper come with job
-    steps (issue 5), and this function is what they replace. The batch step
-    ran on the batch host with the first node's CPUs and ended as the job did,
-    except that a job killed by a cancel, time limit, deadline or preemption
-    shows its batch step CANCELLED, as Slurm does. A job that never started
-    (still pending, or cancelled while pending) has no steps.
+    The batch step ran on the batch host with the first node's CPUs and ended
+    as the job did, except that a job killed by a cancel, time limit, deadline
+    or preemption shows its batch step CANCELLED, as Slurm does. A job that
+    never started (still pending, or cancelled while pending), or an
+    allocation without a batch script (salloc, srun), has no batch step.
     """
     if job["state"] == "PENDING" or not job["start_time"]:
         return None
-    if not (job["batch_host"] or job["nodes"]):
+    if not (job["batch_host"] or job["nodes"]) or not job.get("batch_flag", True):
         return None
     state = job_state(job)
     if state in _KILLED_STATES:
         state = "CANCELLED"
     return Step(job, "batch", "batch", state, int(job["exit_status"]))
+
+
+def job_steps(job: Job) -> list[Step]:
+    """Every step of a job as sacct lists them: the batch step, then srun's in order."""
+    batch = batch_step(job)
+    return ([batch] if batch is not None else []) + [
+        Step.recorded(job, info) for info in job.get("steps") or ()
+    ]
 
 
 def job_state(job: Job) -> str:
@@ -248,10 +290,9 @@ def kibibytes(kib: int, view: View) -> str:
     return f"{kib}{_UNITS[unit]}"
 
 
-def _rss(job: Job, view: View) -> str:
-    """The batch script's MaxRSS, once it ended ("" while unknown)."""
-    kib = int(job.get("max_rss_kb") or 0)
-    return kibibytes(kib, view) if kib else ""
+def _rss(step: Step, view: View) -> str:
+    """A step's MaxRSS, once it ended ("" while unknown)."""
+    return kibibytes(step.rss_kb, view) if step.rss_kb else ""
 
 
 def cpu_clock(microseconds: int) -> str:
@@ -275,7 +316,11 @@ def _cpu_time(*keys: str) -> tuple[Callable[[Job, View], Value], Callable[[Step,
     def of_job(job: Job, view: View) -> Value:
         return cpu_clock(sum(int(job.get(key) or 0) for key in keys))
 
-    return of_job, lambda step, view: of_job(step.job, view)
+    def of_step(step: Step, view: View) -> Value:
+        used = {"user_cpu_us": step.user_us, "sys_cpu_us": step.sys_us}
+        return cpu_clock(sum(used[key] for key in keys))
+
+    return of_job, of_step
 
 
 def elapsed(job: Job, view: View) -> int:
@@ -366,7 +411,7 @@ def _cpu_seconds(job: Job, view: View) -> int:
 
 
 def _step_cpu_seconds(step: Step, view: View) -> int:
-    return elapsed(step.job, view) * step.cpus
+    return step.elapsed(view) * step.cpus
 
 
 _ACCOUNT = _text("account")
@@ -391,7 +436,7 @@ FIELDS: tuple[Field, ...] = (
         "AllocNodes",
         "str",
         lambda job, view: str(tres_count(str(job["alloc_tres"]), "node")),
-        _const("1"),
+        lambda step, view: str(step.node_count),
     ),
     Field(
         10,
@@ -406,7 +451,7 @@ FIELDS: tuple[Field, ...] = (
     Field(14, "AveDiskRead", "str"),
     Field(14, "AveDiskWrite", "str"),
     Field(10, "AvePages", "str"),
-    Field(10, "AveRSS", "str", step=lambda step, view: _rss(step.job, view)),
+    Field(10, "AveRSS", "str", step=_rss),
     Field(10, "AveVMSize", "str"),
     Field(16, "BlockID", "str"),
     Field(10, "Cluster", "str", _text("cluster"), _of_job(_text("cluster"))),
@@ -442,14 +487,14 @@ FIELDS: tuple[Field, ...] = (
         "Elapsed",
         "time",
         lambda job, view: format_hms(elapsed(job, view)),
-        lambda step, view: format_hms(elapsed(step.job, view)),
+        lambda step, view: format_hms(step.elapsed(view)),
     ),
     Field(
         10,
         "ElapsedRaw",
         "num",
         lambda job, view: str(elapsed(job, view)),
-        lambda step, view: str(elapsed(step.job, view)),
+        lambda step, view: str(step.elapsed(view)),
     ),
     Field(
         19,
@@ -503,11 +548,9 @@ FIELDS: tuple[Field, ...] = (
     Field(8, "MaxPages", "str"),
     Field(12, "MaxPagesNode", "str"),
     Field(14, "MaxPagesTask", "num"),
-    Field(10, "MaxRSS", "str", step=lambda step, view: _rss(step.job, view)),
-    Field(
-        10, "MaxRSSNode", "str", step=lambda step, view: step.node if _rss(step.job, view) else ""
-    ),
-    Field(10, "MaxRSSTask", "num", step=lambda step, view: "0" if _rss(step.job, view) else ""),
+    Field(10, "MaxRSS", "str", step=_rss),
+    Field(10, "MaxRSSNode", "str", step=lambda step, view: step.node if step.rss_kb else ""),
+    Field(10, "MaxRSSTask", "num", step=lambda step, view: "0" if step.rss_kb else ""),
     Field(10, "MaxVMSize", "str"),
     Field(14, "MaxVMSizeNode", "str"),
     Field(14, "MaxVMSizeTask", "num"),
@@ -516,7 +559,9 @@ FIELDS: tuple[Field, ...] = (
     Field(10, "MinCPUNode", "str"),
     Field(10, "MinCPUTask", "num"),
     Field(10, "NCPUS", "num", _ALLOC_CPUS.job, _ALLOC_CPUS.step),
-    Field(8, "NNodes", "num", lambda job, view: str(job["num_nodes"]), _const("1")),
+    Field(
+        8, "NNodes", "num", lambda job, view: str(job["num_nodes"]), lambda s, v: str(s.node_count)
+    ),
     Field(
         15,
         "NodeList",
@@ -524,7 +569,7 @@ FIELDS: tuple[Field, ...] = (
         lambda job, view: node_list(str(job["nodes"])) or "None assigned",
         lambda step, view: step.node,
     ),
-    Field(8, "NTasks", "num", step=_const("1")),
+    Field(8, "NTasks", "num", step=lambda step, view: str(step.ntasks)),
     Field(10, "Partition", "str", _text("partition")),
     Field(10, "Planned", "time", lambda job, view: format_hms(_planned(job, view))),
     Field(

@@ -245,6 +245,7 @@ class Session:
             (("nodes",), 1, self.show_node),
             (("partitions", "partitionname"), 2, self.show_partition),
             (("reservations", "reservationname"), 3, self.show_reservation),
+            (("steps",), 2, self.show_step),
         ]
         for names, minimum, handler in entities:
             if any(word_is(tag, name, minimum) for name in names):
@@ -540,6 +541,26 @@ class Session:
             if action == "create"
             else "Reservation updated."
         )
+
+    def show_step(self, value: str | None) -> None:
+        from cli import steps
+
+        job_ids = [value.split(".")[0]] if value else []
+        try:
+            reply = self.call("Jobs", {"filter": {"job_ids": job_ids, "states": ["RUNNING"]}})
+        except SlurmError as exc:
+            self.fail(f"slurm_get_job_steps error: {exc}")
+            return
+        rows = [
+            r
+            for r in steps.rows(reply["jobs"], int(reply["now"]), [value] if value else [])
+            if r.step is not None
+        ]
+        if not rows:
+            self.print(f"Job step {value} not found" if value else "No job steps in the system")
+            return
+        for row in rows:
+            self.out.write(steps.show(row, self.oneliner))
 
     def show_reservation(self, value: str | None) -> None:
         from cli.reservations import show

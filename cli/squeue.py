@@ -107,6 +107,7 @@ TABLE = OptionTable(
         Option("sort", "S", "sort", REQUIRED),
         Option("start", "", "start"),
         Option("states", "t", "states", REQUIRED),
+        Option("steps", "s", "steps", OPTIONAL),
         Option("states", "", "state", REQUIRED),
         Option("usage", "", "usage"),
         Option("user", "u", "user", REQUIRED),
@@ -137,6 +138,7 @@ class Settings:
         "sort",
         "start",
         "states",
+        "steps",
         "users",
         "warnings",
     )
@@ -159,6 +161,7 @@ class Settings:
         self.sort: str | None = None
         self.iterate: int = 0
         self.warnings: list[str] = []
+        self.steps: list[str] | None = None  # -s: list steps (these, or all)
 
 
 class Layout:
@@ -235,6 +238,8 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
         elif key == "start":
             settings.start = True
             override_env = True
+        elif key == "steps":
+            settings.steps = split_list(value) if value else []
         else:
             _apply(settings, key, value or "")
     COMMAND.check_format_and_long(settings.fmt, settings.long)
@@ -429,6 +434,24 @@ def report(client: Any, settings: Settings, layout: Layout, sort: str) -> int:
     return 0
 
 
+def report_steps(client: Any, settings: Settings) -> int:
+    """``squeue -s``: the running steps of the jobs the filters select."""
+    from cli import steps
+
+    query = request(settings, steps.FIELDS)
+    query["filter"]["states"] = ["RUNNING"]
+    try:
+        reply = client.call("Jobs", query)
+    except SlurmError as exc:
+        print(f"slurm_load_job_steps error: {exc}", file=sys.stderr)
+        return 1
+    chosen = steps.rows(reply["jobs"], int(reply["now"]), settings.steps or ())
+    sys.stdout.write(
+        steps.render(chosen, settings.fmt or steps.DEFAULT_FORMAT, not settings.noheader)
+    )
+    return 0
+
+
 def squeue(argv: list[str]) -> int:
     """Run squeue with ``argv``; return the exit status."""
     try:
@@ -444,6 +467,9 @@ def squeue(argv: list[str]) -> int:
     for text in (*settings.warnings, *layout.errors):
         print(text, file=sys.stderr)
     client = boundary.connect()
+    if settings.steps is not None:
+        stamp = not settings.noheader and bool(settings.iterate or settings.long)
+        return repeat(lambda: report_steps(client, settings), settings.iterate, stamp)
 
     def once() -> int:
         # A report is tens of thousands of new, acyclic dicts and lists, which the

@@ -279,7 +279,7 @@ def render_utilization(
             "down": row["down_secs"],
             "idle": row["idle_secs"],
             "planned": row["planned_secs"],
-            "over": 0,
+            "over": row["over_secs"],
             "planned_down": row["planned_down_secs"],
         }
         for kind, value in (*secs.items(), ("reported", reported), ("energy", row["alloc_secs"])):

@@ -227,7 +227,7 @@ def admit(
     """
     capacity = capacity if capacity is not None and capacity.conf is conf else Capacity(conf)
     script = spec.get("script", "")
-    if not script:
+    if not script and not spec.get("interactive"):
         raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
     partitions = _partitions(spec, conf, who)
     for name in partitions:
@@ -341,6 +341,7 @@ def admit(
         gres=spec.get("gres", ""),
         oversubscribe=spec.get("oversubscribe", False),
         reservation=spec.get("reservation", ""),
+        interactive=spec.get("interactive", False),
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)

@@ -24,7 +24,8 @@ from typing import Any
 from controller import jobstate
 from controller.jobenv import batch_environment
 from controller.jobstate import InvalidTransition
-from controller.model import Job
+from controller.model import Job, Step
+from controller.steps import step_environment
 from controller.store import JobStore, Registration, holds_nodes
 from corral import auth
 from corral.wire import corral_pb2 as pb
@@ -92,6 +93,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 await self._hello(message.hello, session)
             elif kind == "done":
                 await self._done(message.done, session)
+            elif kind == "step_done":
+                self._step_done(message.step_done)
             elif kind == "running":
                 log.debug("job_id=%d running pid=%d", message.running.job_id, message.running.pid)
 
@@ -259,6 +262,63 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         launch.signature = auth.sign(self.key, launch.SerializeToString(deterministic=True))
         session.send(pb.ControllerMessage(launch=launch))
 
+    def launch_step(self, job: Job, step: Step, req: pb.StepCreateRequest) -> None:
+        """Send each node of ``step`` its part; srun hears from the runners directly."""
+        env = step_environment(job, step, req.environment)
+        env["SLURM_CONF"] = self.config_path
+        first = 0
+        for node_id, (node, count) in enumerate(zip(step.nodes, step.tasks, strict=True)):
+            tasks = list(range(first, first + count))
+            first += count
+            session = self.sessions.get(node)
+            if session is None:
+                log.warning(
+                    "job_id=%d step %d: node %s has no agent", job.job_id, step.step_id, node
+                )
+                self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
+                continue
+            launch = pb.LaunchStep(
+                job_id=job.job_id,
+                step_id=step.step_id,
+                node=node,
+                node_id=node_id,
+                tasks=tasks,
+                uid=job.uid,
+                gid=job.gid,
+                user=job.user,
+                argv=req.argv,
+                environment=env,
+                cwd=req.cwd or job.work_dir,
+                io_host=req.io_host,
+                io_port=req.io_port,
+                io_key=req.io_key,
+                std_out=req.std_out,
+                std_err=req.std_err,
+                std_in=req.std_in,
+                append=req.append,
+                cpus=step.cpus[node_id],
+                time_limit=step.time_limit,
+                start_time=step.start_time,
+                kill_wait=self.store.conf.kill_wait,
+                job_name=job.name,
+                array_job_id=job.array_job_id,
+                ntasks=step.ntasks,
+            )
+            if job.array_task_id is not None:
+                launch.array_task_id = job.array_task_id
+            launch.signature = auth.sign(self.key, launch.SerializeToString(deterministic=True))
+            session.send(pb.ControllerMessage(launch_step=launch))
+
+    def _step_done(self, done: pb.StepDone) -> None:
+        usage = (done.max_rss_kb, done.user_cpu_us, done.sys_cpu_us)
+        if done.message:
+            log.warning(
+                "job_id=%d step %d on %s: %s", done.job_id, done.step_id, done.node, done.message
+            )
+        self.store.step_node_done(
+            done.job_id, done.step_id, done.node, list(done.statuses), usage, done.end_time
+        )
+
     def signal(
         self,
         job: Job,
@@ -267,21 +327,24 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         batch_only: bool = False,
         full: bool = False,
         reason: str = "",
+        step_id: int | None = None,
     ) -> bool:
-        session = self._session_for(job)
-        if session is None:
+        """Send a SignalJob to the agents of the job's nodes (the batch host's first:
+        it runs the script; the others run step tasks)."""
+        sessions = []
+        for node in job.nodes:
+            session = self.sessions.get(node)
+            if session is not None and session not in sessions:
+                sessions.append(session)
+        if not sessions:
             return False
-        session.send(
-            pb.ControllerMessage(
-                signal=pb.SignalJob(
-                    job_id=job.job_id,
-                    signal=signal,
-                    batch_only=batch_only,
-                    full=full,
-                    reason=reason,
-                )
-            )
+        message = pb.SignalJob(
+            job_id=job.job_id, signal=signal, batch_only=batch_only, full=full, reason=reason
         )
+        if step_id is not None:
+            message.step_id = step_id
+        for session in sessions:
+            session.send(pb.ControllerMessage(signal=message))
         return True
 
     def update_limit(self, job: Job) -> None:

@@ -105,3 +105,15 @@ def _array_values(job: Job) -> dict[str, object]:
         "SLURM_ARRAY_TASK_MAX": indices[-1],
         "SLURM_ARRAY_TASK_STEP": steps.pop() if len(steps) == 1 else 1,
     }
+
+
+#: What only the batch script's environment has (salloc's command runs in no task).
+_BATCH_ONLY = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_GTIDS", "ENVIRONMENT")
+
+
+def allocation_environment(job: Job, cluster: str) -> dict[str, str]:
+    """The SLURM_* variables salloc gives its command (and srun its allocation)."""
+    env = batch_environment(job, Payload(script=""), cluster)
+    for name in _BATCH_ONLY:
+        env.pop(name, None)
+    return env

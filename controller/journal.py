@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from controller.jobstate import JobState, Reason
-from controller.model import Job, NodeRuntime, Payload
+from controller.model import Job, NodeRuntime, Payload, Step
 from corral.errors import CorralError
 
 _SCHEMA = """
@@ -58,6 +58,8 @@ def job_to_row(job: Job) -> str:
     record["state"] = job.state.name
     record["reason"] = job.reason.name
     record["flags"] = sorted(job.flags)
+    if job.steps:
+        record["steps"] = [asdict(step) for step in job.steps]
     return json.dumps(record, separators=(",", ":"))
 
 
@@ -73,7 +75,15 @@ def job_from_row(text: str) -> Job:
         record["gres_alloc"] = tuple(
             tuple((str(n), str(t), int(c)) for n, t, c in node) for node in record["gres_alloc"]
         )
+    if "steps" in record:
+        record["steps"] = tuple(_step(s) for s in record["steps"])
     return Job(**record)
+
+
+def _step(record: dict[str, Any]) -> Step:
+    for key in ("nodes", "tasks", "cpus", "done", "usage"):
+        record[key] = tuple(record.get(key, ()))
+    return Step(**record)
 
 
 def node_to_row(node: NodeRuntime) -> str:

@@ -91,10 +91,14 @@ class SchedulerLoop:
             self.last_full_pass = now
         started = self.store.commit(plan)
         purged = self.store.purge(now)
-        if started or changed or purged or plan.ended:
+        timed_out = self.store.end_interactive_past_limit(now)
+        if started or changed or purged or plan.ended or timed_out:
             await self.store.flush()
         for job in started:
-            self.link.launch(job)
+            if not job.interactive:  # salloc/srun run their own commands
+                self.link.launch(job)
+        for job in timed_out:
+            self.link.signal(job, 0, reason="timeout")
         took = int((time.perf_counter() - began) * 1e6)
         queue = len(snap.pending)
         self.stats.cycle(took, queue, min(queue, depth or queue))

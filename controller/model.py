@@ -97,6 +97,9 @@ class Job:
     gres: str = ""  # --gres as given: generic resources on each node
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
+    interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it
+    steps: tuple[Step, ...] = ()  # srun's steps of the current run
+    next_step_id: int = 0
     # (name, type, count) generic resources allocated on each of ``nodes``.
     gres_alloc: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     # Where backfill expects a pending job to start (derived each pass, like the reason).
@@ -124,6 +127,38 @@ class Job:
         if self.array_task_id is None:
             return str(self.job_id)
         return f"{self.array_job_id}_{self.array_task_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A job step (``srun`` inside the job): tasks on some of the job's nodes.
+
+    ``cpus`` are held on each node against other steps unless ``overlap``;
+    ``done`` are the nodes that reported their part ended.
+    """
+
+    step_id: int
+    name: str
+    nodes: tuple[str, ...]
+    tasks: tuple[int, ...]  # tasks on each of ``nodes``
+    cpus: tuple[int, ...]  # CPUs on each of ``nodes``
+    start_time: int
+    time_limit: int = -1  # minutes, -1: the job's
+    overlap: bool = False
+    state: str = "RUNNING"  # Slurm's step state names: RUNNING, COMPLETED, FAILED, ...
+    exit_status: int = 0  # the worst task's wait status
+    end_time: int = 0
+    done: tuple[str, ...] = ()
+    usage: tuple[int, int, int] = (0, 0, 0)  # max RSS KiB, user CPU us, system CPU us
+    submit_line: str = ""
+
+    @property
+    def ntasks(self) -> int:
+        return sum(self.tasks)
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
 
 
 @dataclass(frozen=True, slots=True)

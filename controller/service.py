@@ -11,6 +11,7 @@ gRPC status codes.
 from __future__ import annotations
 
 import logging
+import os
 import signal as signals
 import time
 from collections.abc import Callable, Mapping
@@ -25,10 +26,12 @@ from controller.admission import admit
 from controller.agentlink import AgentLink
 from controller.core import BackfillParams, schedule
 from controller.diag import RpcStats, SchedulerStats
+from controller.jobenv import allocation_environment
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.model import Job
 from controller.principal import Principal, principal_for
 from controller.schedparams import scheduler_settings
+from controller.steps import StepRequest
 from controller.store import JobStore
 from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt
 from corral.config import ConfigError, load, show_config
@@ -224,8 +227,9 @@ class Handlers:
         flt = to_dict(req.filter)
         ids = flt.pop("job_ids", [])
         now = self.now()
-        results = []
-        for text, jobs in self._targets(ids, flt):
+        results = [self._signal_step(t, req, who) for t in ids if "." in t]
+        named = [t for t in ids if "." not in t]
+        for text, jobs in self._targets(named, flt) if named or not ids else []:
             if text and not jobs:
                 results.append(_result(text, errors.ESLURM_INVALID_JOB_ID))
                 continue
@@ -242,6 +246,29 @@ class Handlers:
         self.kick()
         return pb.SignalReply(results=results)
 
+    def _signal_step(self, text: str, req: pb.SignalRequest, who: Principal) -> pb.JobResult:
+        """``scancel N.S``: the step's tasks get the signal (SIGKILL to cancel);
+        ``N.batch`` names the batch shell."""
+        job_text, _, step_text = text.partition(".")
+        found = self._targets([job_text], {})
+        jobs = found[0][1] if found else []
+        if len(jobs) != 1:
+            return _result(text, errors.ESLURM_INVALID_JOB_ID)
+        job = jobs[0]
+        if job.uid != who.uid and not who.is_admin:
+            return _result(text, errors.ESLURM_ACCESS_DENIED)
+        sig = _signal_number(req.signal) or signals.SIGKILL
+        if step_text == "batch" and job.state is JobState.RUNNING:
+            self.link.signal(job, sig, batch_only=True)
+            return _result(text, 0)
+        step = next((s for s in job.steps if str(s.step_id) == step_text), None)
+        if step is None or job.state is not JobState.RUNNING:
+            return _result(text, errors.ESLURM_INVALID_JOB_ID)
+        if not step.running:
+            return _result(text, errors.ESLURM_ALREADY_DONE)
+        self.link.signal(job, sig, step_id=step.step_id)
+        return _result(text, 0)
+
     def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:
         if job.uid != who.uid and not who.is_admin:
             return errors.ESLURM_ACCESS_DENIED
@@ -253,6 +280,8 @@ class Handlers:
             self.store.post(job.job_id, jobstate.Cancel(now, who.uid))
             if was_running:
                 self.link.signal(job, 0, reason="cancel")
+                if job.interactive:
+                    self.store.end_interactive(self.store.jobs[job.job_id], now, 0x9, "cancelled")
             log.info("job_id=%d cancelled by uid=%d", job.job_id, who.uid)
             return 0
         if job.state is JobState.PENDING:
@@ -320,6 +349,12 @@ class Handlers:
             self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
             if running:
                 self.link.signal(job, 0, reason="requeue")
+        elif action == "complete":  # salloc or srun gives its allocation back
+            if not job.interactive or job.state is not JobState.RUNNING:
+                raise SlurmError(errors.ESLURM_ALREADY_DONE)
+            status = int(updates.get("exit_status", "0"))
+            self.store.end_interactive(job, now, status, "exited")
+            self.link.signal(job, 0, reason="complete")
         elif action == "update":
             self._update(job, updates, who)
         else:
@@ -510,6 +545,38 @@ class Handlers:
         log.info("reservation %s: %s by uid=%d", resv.name, req.action, who.uid)
         return pb.ReservationControlReply(name=resv.name)
 
+    async def StepCreate(self, req: pb.StepCreateRequest, who: Principal) -> pb.StepCreateReply:
+        """srun in an allocation: a step laid out, journaled, then launched on its nodes."""
+        request = StepRequest(
+            ntasks=req.ntasks,
+            min_nodes=req.min_nodes,
+            cpus_per_task=req.cpus_per_task or 1,
+            ntasks_per_node=req.ntasks_per_node,
+            nodelist=tuple(self._node_names([req.nodelist])) if req.nodelist else (),
+            exclude=tuple(self._node_names([req.exclude])) if req.exclude else (),
+            overlap=req.overlap,
+        )
+        name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
+        job, step = self.store.create_step(
+            req.job_id, request, name, req.time_limit, req.submit_line, who
+        )
+        await self._commit()
+        self.link.launch_step(job, step, req)
+        return pb.StepCreateReply(step_id=step.step_id, nodes=step.nodes, tasks=step.tasks)
+
+    async def Allocation(self, req: pb.AllocationRequest, who: Principal) -> pb.AllocationReply:
+        """An interactive allocation's state, and its SLURM_* environment once it runs."""
+        job = self.store.jobs.get(req.job_id)
+        if job is None:
+            raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        self._owned(job, who)
+        reply = pb.AllocationReply(state=job.state.name, reason=job.reason.value)
+        if job.state is JobState.RUNNING and job.nodes:
+            reply.nodes = hostlist.compress(job.nodes)
+            env = allocation_environment(job, self.store.conf.cluster_name)
+            reply.environment.update(env)
+        return reply
+
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
@@ -560,6 +627,8 @@ METHODS = (
     "Report",
     "Reservations",
     "ReservationControl",
+    "StepCreate",
+    "Allocation",
 )
 
 

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller import associations, jobcomp, jobstate
+from controller import associations, jobcomp, jobstate, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import Assoc, AssocSet
 from controller.core import NodeView, Plan, Running, Snapshot
@@ -29,10 +29,11 @@ from controller.core.limits import Gate
 from controller.core.snapshot import JobFacts
 from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Batch, Journal
-from controller.model import Job, NodeRuntime, Payload
+from controller.model import Job, NodeRuntime, Payload, Step
 from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
+from controller.steps import StepRequest
 from corral import arrayspec, errors, hostlist
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
@@ -91,6 +92,8 @@ _ACCOUNTED = (
     "work_dir",
     "std_out",
     "std_err",
+    "reservation",
+    "steps",
 )
 OUTBOX_SEQ_KEY = "outbox_seq"
 EVENT_SEQ_KEY = "event_seq"
@@ -244,6 +247,10 @@ class JobStore:
     # ------------------------------------------------------------ durability
 
     def _touch_job(self, job: Job) -> None:
+        if job.steps and job.state.finished and any(s.running for s in job.steps):
+            job = replace(job, steps=steps.ended_with_job(job, job.end_time or int(time.time())))
+        elif job.steps and job.state is JobState.PENDING:  # requeued: a new run, new steps
+            job = replace(job, steps=(), next_step_id=0)
         old = self.jobs.get(job.job_id)
         if self.recorder is not None and accounting_changed(old, job):
             self._record(job)
@@ -529,6 +536,70 @@ class JobStore:
 
     def node_usable(self, node: NodeRuntime) -> bool:
         return node.state == "UP" and node.responding and not node.drain
+
+    # ------------------------------------------------------------ steps
+
+    def create_step(
+        self, job_id: int, req: StepRequest, name: str, time_limit: int, line: str, who: Principal
+    ) -> tuple[Job, Step]:
+        """A new step of a running job (SlurmError as srun reports it)."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        if job.uid != who.uid and not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        if job.state.finished or COMPLETING in job.flags:
+            raise SlurmError(errors.ESLURM_ALREADY_DONE)
+        if job.state is not JobState.RUNNING:
+            raise SlurmError(errors.ESLURM_JOB_PENDING)
+        step = steps.new_step(job, req, name, int(time.time()), time_limit, line)
+        job = replace(job, steps=(*job.steps, step), next_step_id=step.step_id + 1)
+        self._touch_job(job)
+        return job, step
+
+    def step_node_done(
+        self,
+        job_id: int,
+        step_id: int,
+        node: str,
+        statuses: list[int],
+        usage: tuple[int, int, int] = (0, 0, 0),
+        end: int = 0,
+    ) -> None:
+        """A node's part of a step ended (its tasks' wait statuses, -1: never ran)."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return
+        new = tuple(
+            steps.node_done(s, node, statuses, usage, end or int(time.time()))
+            if s.step_id == step_id
+            else s
+            for s in job.steps
+        )
+        if new != job.steps:
+            self._touch_job(replace(job, steps=new))
+
+    def end_interactive(self, job: Job, now: int, exit_status: int, outcome: str) -> None:
+        """An allocation without a batch script ends when its client says so (or is
+        cancelled, or reaches its limit): no agent will report it."""
+        if job.state is JobState.RUNNING and COMPLETING not in job.flags:
+            self.post(job.job_id, jobstate.Finish(now, exit_status, outcome))
+        elif COMPLETING in job.flags:
+            self.post(job.job_id, jobstate.Finish(now, exit_status, "cancelled"))
+
+    def end_interactive_past_limit(self, now: int) -> list[Job]:
+        """Interactive allocations whose time limit has passed, ended as TIMEOUT."""
+        over = [
+            j
+            for j in self.jobs.values()
+            if j.interactive
+            and j.state is JobState.RUNNING
+            and j.time_limit > 0
+            and now >= j.start_time + j.time_limit * 60
+        ]
+        for job in over:
+            self.end_interactive(job, now, 0, "timeout")
+        return over
 
     # ------------------------------------------------------------ reservations
 

@@ -12,8 +12,9 @@ import time
 from collections.abc import Iterable
 
 from controller.core.snapshot import Gres
+from controller.jobenv import run_length
 from controller.jobstate import COMPLETING
-from controller.model import Job, NodeRuntime
+from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
 from controller.store import JobStore
 from corral import arrayspec, hostlist
@@ -72,7 +73,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         dependency=job.dependency,
         requeue=job.requeue,
         restarts=job.restarts,
-        batch_flag=True,
+        batch_flag=not job.interactive,
         exit_status=job.exit_status,
         derived_exit_status=job.exit_status,
         time_limit=job.time_limit,
@@ -109,6 +110,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         std_in=job.std_in,
         comment=job.comment,
         reservation=job.reservation,
+        steps=[step_info(step) for step in job.steps],
         submit_line=job.submit_line,
         alloc_node=job.submit_host,
         req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
@@ -311,4 +313,26 @@ def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:
         partition=resv.partition,
         state="ACTIVE" if resv.start <= now <= resv.end else "INACTIVE",
         tres=f"cpu={resv.cores}",
+    )
+
+
+def step_info(step: Step) -> pb.StepInfo:
+    rss, user, system = step.usage
+    return pb.StepInfo(
+        step_id=step.step_id,
+        name=step.name,
+        nodes=hostlist.compress(step.nodes),
+        node_count=len(step.nodes),
+        ntasks=step.ntasks,
+        cpus=sum(step.cpus),
+        start_time=step.start_time,
+        end_time=step.end_time,
+        state=step.state,
+        exit_status=step.exit_status,
+        time_limit=step.time_limit,
+        max_rss_kb=rss,
+        user_cpu_us=user,
+        sys_cpu_us=system,
+        tasks_per_node=run_length(list(step.tasks)),
+        submit_line=step.submit_line,
     )

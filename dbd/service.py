@@ -211,5 +211,6 @@ class AccountingService(pb_grpc.AccountingServicer):
                 idle_secs=row.idle_secs,
                 planned_secs=row.planned_secs,
                 reported_secs=row.reported_secs,
+                over_secs=row.over_secs,
             )
         return reply

@@ -1,11 +1,15 @@
-"""corral-nodeagent: the node daemon (slurmd's role) and the per-job supervisor.
+"""corral-nodeagent: the node daemon (slurmd's role), the per-job supervisor and
+the per-step runner.
 
 ``main`` parses the command line, ``agent`` wires one agent process together,
 ``link`` keeps the AgentLink stream to the controller, ``jobs`` is the table
-of jobs on this host, ``spool`` their directories on disk, ``process`` starts
-supervisors, ``zygote`` forks them ready-made, ``supervisor`` is the per-job
-process (slurmstepd's role) and ``probe`` reads the host's hardware. The
-supervisor imports only ``spool`` and the standard library (plus
-``corral.filepattern``), so that starting one per job stays cheap even when
-the zygote is down.
+of jobs on this host and ``steps`` the table of their steps (srun), ``spool``
+their directories on disk, ``signing`` checks the controller's signature on
+launches, ``process`` starts supervisors and step runners, ``zygote`` forks
+them ready-made, ``supervisor`` is the per-job process and ``steprunner`` the
+per-step process (slurmstepd's roles), ``runas`` the user switch they share,
+and ``probe`` reads the host's hardware. The supervisor and step runner
+import only ``spool``, ``runas`` and the standard library (plus
+``corral.filepattern`` and, for the runner, ``corral.stepio``), so that
+starting one per job or step stays cheap even when the zygote is down.
 """

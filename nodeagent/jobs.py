@@ -16,6 +16,10 @@ How a job's progress is noticed:
 
 Keys are ``(job_id, restarts)``: a requeued job runs again under the same id,
 and a late AckDone for the previous run must not delete the new one.
+
+The job steps (``srun``) run here are in :attr:`JobTable.steps`
+(:class:`~nodeagent.steps.StepTable`), which shares the spool, key, zygote
+and stream; steps end with their job (see :meth:`JobTable.signal`).
 """
 
 from __future__ import annotations
@@ -28,10 +32,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from corral import auth
 from corral.wire import corral_pb2 as pb
+from nodeagent import signing
 from nodeagent.process import (
     Zygote,
+    reap_soon,
     signal_supervisor,
     spawn_supervisor,
     supervisor_environment,
@@ -45,6 +50,7 @@ from nodeagent.spool import (
     Spool,
     Started,
 )
+from nodeagent.steps import StepTable
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +59,6 @@ Send = Callable[[pb.AgentMessage], None]
 
 #: How often job directories without a notify pipe are looked at.
 POLL_INTERVAL = 0.1
-#: How soon to retry reaping a supervisor whose pipe closed before it became a zombie.
-REAP_RETRY = 0.01
 
 
 def _discard(message: pb.AgentMessage) -> None:
@@ -133,19 +137,6 @@ def launch_spec(msg: pb.LaunchJob, hostname: str, slurm_conf: str) -> LaunchSpec
     )
 
 
-def signed_payload(msg: pb.LaunchJob) -> bytes:
-    """The bytes the controller signs: the message without its signature.
-
-    Deterministic serialization (map entries sorted by key) makes the
-    environment map come out the same on both sides.
-    """
-    unsigned = pb.LaunchJob()
-    unsigned.CopyFrom(msg)
-    unsigned.ClearField("signature")
-    payload: bytes = unsigned.SerializeToString(deterministic=True)
-    return payload
-
-
 class JobTable:
     """Every job run on the served nodes that the controller has not yet forgotten."""
 
@@ -167,6 +158,14 @@ class JobTable:
         self.python = python
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
+        self.steps = StepTable(
+            spool=spool,
+            hostnames=hostnames,
+            key=key,
+            python=python,
+            env=self.supervisor_env,
+            zygote=self.zygote,
+        )
         self._jobs: dict[Key, Job] = {}
         self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
         self._rejected: dict[Key, pb.JobDone] = {}  # launches refused without a job directory
@@ -177,9 +176,11 @@ class JobTable:
 
     def connect(self, send: Send) -> None:
         self._send = send
+        self.steps.connect(send)
 
     def disconnect(self) -> None:
         self._send = _discard
+        self.steps.disconnect()
 
     def running(self) -> list[pb.JobRunning]:
         """Jobs alive on this host, for the hello.
@@ -224,6 +225,11 @@ class JobTable:
                     self._polled.add(job.key)
                 self._add(job)
                 log.info("job_id=%d recovered as %s", job.job_id, phase.value)
+        self.steps.recover()
+        for job in self._jobs.values():
+            if job.result is not None and job.job_id not in self._live:
+                # The job ended while no agent watched: its steps end too.
+                self.steps.terminate(job.job_id, self.kill_wait, "job ended")
 
     def _add(self, job: Job) -> None:
         self._jobs[job.key] = job
@@ -240,7 +246,7 @@ class JobTable:
     def launch(self, msg: pb.LaunchJob) -> None:
         key = (msg.job_id, msg.restarts)
         known = self._jobs.get(key)
-        if not auth.verify(self.key, signed_payload(msg), msg.signature):
+        if not signing.verified(self.key, msg):
             if known is not None or key in self._rejected:
                 log.warning("job_id=%d launch with a bad signature ignored", msg.job_id)
             else:
@@ -305,26 +311,51 @@ class JobTable:
             self._send(pb.AgentMessage(running=job.running_message()))
 
     def signal(self, msg: pb.SignalJob) -> None:
-        """Deliver a signal; signal 0 terminates every unfinished run of the job.
+        """Deliver a signal, by Slurm's rules for who receives it.
 
-        SignalJob names no run. A terminate means no run of the job should go
-        on here, older ones (stale after a requeue) included; any other signal
-        is for the current run, the most recent one.
+        * signal 0 (terminate: cancel, requeue, node failure): every
+          unfinished run of the batch job here, and every step of the job
+          here (TERM, then KILL after KillWait). SignalJob names no run: no
+          run of the job should go on, older ones (stale after a requeue)
+          included. With ``step_id``, that step alone.
+        * ``batch_only``: the batch shell alone (of the current run).
+        * ``full``: the batch script's process group and every step's tasks.
+        * neither (``scancel --signal``): the tasks of the job's steps only,
+          or of step ``step_id`` when it is set; not the batch script.
         """
         job = self._latest(msg.job_id)
-        if job is None:
-            log.info("job_id=%d signal %d: no running job here", msg.job_id, msg.signal)
+        reason = msg.reason or "no reason"
+        if msg.signal == 0 and msg.HasField("step_id"):
+            self.steps.terminate(msg.job_id, self.kill_wait, reason, msg.step_id)
             return
         if msg.signal == 0:
+            self.steps.terminate(msg.job_id, self.kill_wait, reason)
+            if job is None:
+                log.info("job_id=%d terminate: no batch job here", msg.job_id)
+                return
             for run in list(self._live[msg.job_id].values()):
-                log.info(
-                    "job_id=%d terminate run %d (%s)",
-                    msg.job_id,
-                    run.dir.restarts,
-                    msg.reason or "no reason",
-                )
+                log.info("job_id=%d terminate run %d (%s)", msg.job_id, run.dir.restarts, reason)
                 run.dir.request_cancel(self.kill_wait)
                 self._poke(run)
+            return
+        if msg.batch_only or msg.full:
+            self._signal_batch(job, msg)
+        if not msg.batch_only:
+            step_id = msg.step_id if msg.HasField("step_id") and not msg.full else None
+            sent = self.steps.signal(msg.job_id, msg.signal, step_id)
+            log.info(
+                "job_id=%d signal %d to %d step(s)%s (%s)",
+                msg.job_id,
+                msg.signal,
+                sent,
+                "" if step_id is None else f" of step {step_id}",
+                reason,
+            )
+
+    def _signal_batch(self, job: Job | None, msg: pb.SignalJob) -> None:
+        """The batch shell (``batch_only``) or the batch script's process group (``full``)."""
+        if job is None:
+            log.info("job_id=%d signal %d: no batch job here", msg.job_id, msg.signal)
             return
         started = job.started or job.dir.read_started()
         if started is None:
@@ -334,7 +365,7 @@ class JobTable:
             "job_id=%d signal %d to %s (%s)",
             msg.job_id,
             msg.signal,
-            "batch shell" if msg.batch_only else "process group",
+            "batch shell" if msg.batch_only else "batch process group",
             msg.reason or "no reason",
         )
         try:
@@ -393,20 +424,12 @@ class JobTable:
         os.close(fd)
         job.notify_fd = None
         if job.supervisor_pid is not None:
-            self._reap(job.supervisor_pid)
+            reap_soon(job.supervisor_pid)
         self._check(job)
         if job.result is None:
             # The supervisor closed its pipe but still holds its lock: it is
             # in the middle of exiting. The poll settles it in a moment.
             self._polled.add(job.key)
-
-    def _reap(self, pid: int) -> None:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if done == 0:
-            asyncio.get_running_loop().call_later(REAP_RETRY, self._reap, pid)
 
     def _check(self, job: Job) -> None:
         """Look at a job's directory and report whatever changed."""
@@ -432,12 +455,14 @@ class JobTable:
         self._polled.discard(job.key)
         runs = self._live.get(job.job_id, {})
         runs.pop(job.dir.restarts, None)
-        if not runs:
-            self._live.pop(job.job_id, None)
         log.info(
             "job_id=%d done: outcome=%s status=%d", job.job_id, result.outcome, result.exit_status
         )
         self._send(pb.AgentMessage(done=done_message(job.key, result)))
+        if not runs:
+            self._live.pop(job.job_id, None)
+            # Steps end with their job (as Slurm ends them when the batch script ends).
+            self.steps.terminate(job.job_id, self.kill_wait, "job ended")
 
     async def poll_forever(self, interval: float = POLL_INTERVAL) -> None:
         """Check the jobs no pipe tells us about."""
@@ -449,10 +474,12 @@ class JobTable:
                     self._polled.discard(key)
                 else:
                     self._check(job)
+            self.steps.poll()
 
     def close(self) -> None:
         """Stop watching pipes and the zygote (agent shutdown); the supervisors carry on."""
         self.zygote.close()
+        self.steps.close()
         loop = asyncio.get_running_loop()
         for job in self._jobs.values():
             if job.notify_fd is not None:

@@ -1,12 +1,14 @@
 """The agent's stream to the controller (AgentLink.Attach), kept up forever.
 
 Each stream starts the same way: AgentHello (served nodes, version, start
-time, jobs alive here), then every JobDone not yet acknowledged. The
-controller answers Welcome (heartbeat interval, KillWait) and from then on
-sends launch / signal / update / ack_done requests, which go to the job
-table. JobRunning and JobDone reports produced while the stream is up are
-queued on it; while it is down they are dropped, because the next hello and
-JobDone backlog say the same thing. When the stream breaks the agent
+time, jobs alive here), then every JobDone not yet acknowledged and the
+StepDones made while no stream was up. The controller answers Welcome
+(heartbeat interval, KillWait) and from then on sends launch / signal /
+update / ack_done requests, which go to the job table, and launch_step,
+which goes to its step table. JobRunning and JobDone reports produced while
+the stream is up are queued on it; while it is down they are dropped,
+because the next hello and JobDone backlog say the same thing (StepDones,
+which nothing acknowledges, wait for the next stream instead). When the stream breaks the agent
 reconnects after 0.1 s, doubling up to 2 s while attempts keep failing;
 jobs keep running meanwhile.
 """
@@ -79,7 +81,8 @@ class Link:
             running=self.table.running(),
         )
         backlog = [pb.AgentMessage(done=done) for done in self.table.unacked()]
-        return [pb.AgentMessage(hello=hello), *backlog]
+        steps = [pb.AgentMessage(step_done=done) for done in self.table.steps.backlog()]
+        return [pb.AgentMessage(hello=hello), *backlog, *steps]
 
     async def _session(self, attach: Any, *, quiet: bool) -> bool:
         """Run one stream to its end; True if the controller welcomed us."""
@@ -139,6 +142,8 @@ class Link:
         try:
             if kind == "launch":
                 self.table.launch(reply.launch)
+            elif kind == "launch_step":
+                self.table.steps.launch(reply.launch_step)
             elif kind == "signal":
                 self.table.signal(reply.signal)
             elif kind == "update":

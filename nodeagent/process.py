@@ -1,4 +1,8 @@
-"""Starting a job's supervisor, fully detached from the agent.
+"""Starting a job's supervisor (or a step's runner), fully detached from the agent.
+
+Everything below holds for step runners too (:func:`spawn_step_runner`,
+their directory a :class:`~nodeagent.spool.StepDir`), which the zygote forks
+like supervisors or posix_spawn starts as ``python -m nodeagent.steprunner``.
 
 The supervisor gets a session of its own (no signal aimed at the agent's
 process group or terminal reaches it), stdin from /dev/null, stdout and
@@ -22,6 +26,7 @@ back, and never runs twice because of it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import logging
@@ -32,7 +37,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from nodeagent.spool import LOCK, SUPERVISOR_LOG, JobDir
+from nodeagent.spool import LOCK, SUPERVISOR_LOG, RunDir, StepDir
 from nodeagent.zygote import READY
 
 log = logging.getLogger(__name__)
@@ -48,6 +53,11 @@ RESTART_DELAY = 1.0
 RESTART_DELAY_MAX = 60.0
 #: Longest answer the zygote sends.
 MAX_REPLY = 4096
+#: The modules a spawned supervisor and step runner run.
+SUPERVISOR = "nodeagent.supervisor"
+STEP_RUNNER = "nodeagent.steprunner"
+#: How soon to retry reaping a spawned child whose pipe closed before it became a zombie.
+REAP_RETRY = 0.01
 
 
 def supervisor_environment() -> dict[str, str]:
@@ -223,7 +233,7 @@ class Zygote:
         self._ready = False
 
 
-def _prepare(jobdir: JobDir) -> tuple[int, int, int]:
+def _prepare(jobdir: RunDir) -> tuple[int, int, int]:
     """The job's lock file, locked, and a notify pipe: (lock, read end, write end)."""
     lock_fd = os.open(jobdir.file(LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -235,7 +245,7 @@ def _prepare(jobdir: JobDir) -> tuple[int, int, int]:
     return lock_fd, notify_r, notify_w
 
 
-def _through_zygote(zygote: Zygote, jobdir: JobDir) -> SupervisorProcess | None:
+def _through_zygote(zygote: Zygote, jobdir: RunDir) -> SupervisorProcess | None:
     """The supervisor of ``jobdir`` as the zygote forked it; None if nothing was started."""
     lock_fd, notify_r, notify_w = _prepare(jobdir)
     try:
@@ -264,15 +274,16 @@ def _through_zygote(zygote: Zygote, jobdir: JobDir) -> SupervisorProcess | None:
 
 
 def spawn_supervisor(
-    jobdir: JobDir,
+    jobdir: RunDir,
     python: str = sys.executable,
     env: dict[str, str] | None = None,
     zygote: Zygote | None = None,
+    module: str = SUPERVISOR,
 ) -> SupervisorProcess:
     """Start the supervisor of ``jobdir`` and return at once.
 
-    Through ``zygote`` when it is ready, else ``python -m nodeagent.supervisor``
-    with ``env`` (:func:`supervisor_environment` unless given); the job's own
+    Through ``zygote`` when it is ready, else ``python -m MODULE`` with
+    ``env`` (:func:`supervisor_environment` unless given); the job's own
     environment comes from the launch, not this.
     """
     if zygote is not None and zygote.available():
@@ -287,7 +298,7 @@ def spawn_supervisor(
             python,
             "-S",  # no site-packages: the supervisor needs only the stdlib and CODE_ROOT
             "-m",
-            "nodeagent.supervisor",
+            module,
             jobdir.path,
             "--lock-fd",
             str(lock_fd),
@@ -316,6 +327,29 @@ def spawn_supervisor(
         os.close(notify_w)
     os.set_blocking(notify_r, False)
     return SupervisorProcess(pid=pid, notify_fd=notify_r)
+
+
+def spawn_step_runner(
+    stepdir: StepDir,
+    python: str = sys.executable,
+    env: dict[str, str] | None = None,
+    zygote: Zygote | None = None,
+) -> SupervisorProcess:
+    """Start the step runner of ``stepdir`` (as :func:`spawn_supervisor`) and return at once."""
+    return spawn_supervisor(stepdir, python, env, zygote, STEP_RUNNER)
+
+
+def reap_soon(pid: int) -> None:
+    """Reap a spawned child that has closed its notify pipe (it may not have exited yet).
+
+    Needs a running event loop; a child forked by the zygote is not ours to reap.
+    """
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return
+    if done == 0:
+        asyncio.get_running_loop().call_later(REAP_RETRY, reap_soon, pid)
 
 
 def signal_supervisor(pid: int) -> None:

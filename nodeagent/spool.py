@@ -21,6 +21,16 @@ Files in a job directory (who writes them):
 ``result``         supervisor  how the job ended (:class:`Result`), written last
 =================  ==========  ==================================================
 
+Job steps (``srun``) have directories of their own next to the jobs',
+``step<job id>.<step id>/``, since a step's node need not be its job's batch
+host. Their files have the same names and writers, the step runner
+(:mod:`nodeagent.steprunner`) playing the supervisor: ``launch.json`` (a
+:class:`StepSpec`), ``lock``, ``supervisor.pid``, ``supervisor.log``,
+``started`` (the tasks' process group), ``cancel``, ``signals`` (signal
+numbers for the tasks, one a line, appended by the agent) and ``result`` (a
+:class:`StepResult`). The agent deletes a step directory as soon as it has
+reported the result: step results do not survive an agent restart.
+
 The launch description is JSON rather than LaunchJob protobuf bytes because
 the supervisor starts once per job and importing protobuf would triple its
 start-up time; the file never leaves the host, so it is not a wire format.
@@ -57,11 +67,15 @@ STARTED = "started"
 TIME_LIMIT = "time_limit"
 CANCEL = "cancel"
 RESULT = "result"
+SIGNALS = "signals"
 
 #: Raw wait status of a launch failure: exit code 1, as Slurm records it.
 LAUNCH_FAILED_STATUS = 1 << 8
 
 _JOB_DIR = re.compile(r"^job(\d+)\.(\d+)$")
+_STEP_DIR = re.compile(r"^step(\d+)\.(\d+)$")
+#: A step task's status in a StepResult when it never started.
+NOT_STARTED = -1
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,75 @@ class Result:
     sys_cpu_us: int = 0
 
 
+@dataclass(frozen=True)
+class StepSpec:
+    """What a step runner needs to run one node's part of a job step (LaunchStep).
+
+    ``tasks`` are the global task ids run here (SLURM_PROCID), ``node_id``
+    this node's index in the step; ``io_key`` is srun's key in hex.
+    """
+
+    job_id: int
+    step_id: int
+    node: str
+    uid: int
+    gid: int
+    user: str
+    node_id: int = 0
+    tasks: tuple[int, ...] = ()
+    argv: tuple[str, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+    cwd: str = "/tmp"
+    io_host: str = ""
+    io_port: int = 0
+    io_key: str = ""
+    std_out: str = ""
+    std_err: str = ""
+    std_in: str = ""
+    append: bool = False
+    cpus: int = 0
+    time_limit: int = -1
+    start_time: int = 0
+    kill_wait: int = 30
+    job_name: str = ""
+    array_job_id: int = 0
+    array_task_id: int | None = None
+    ntasks: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> StepSpec:
+        data: dict[str, Any] = json.loads(text)
+        data["argv"] = tuple(data.get("argv", ()))
+        data["tasks"] = tuple(data.get("tasks", ()))
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """How one node's part of a step ended: a wait status per task, in ``tasks`` order.
+
+    A status of -1 (:data:`NOT_STARTED`) is a task that never ran. The use
+    figures are the largest task's max RSS and the tasks' summed CPU times.
+    """
+
+    statuses: tuple[int, ...]
+    start_time: int
+    end_time: int
+    max_rss_kb: int = 0
+    user_cpu_us: int = 0
+    sys_cpu_us: int = 0
+    message: str = ""
+
+    @classmethod
+    def from_json(cls, text: str) -> StepResult:
+        data: dict[str, Any] = json.loads(text)
+        data["statuses"] = tuple(data.get("statuses", ()))
+        return cls(**data)
+
+
 class Phase(Enum):
     """What a scan finds in a job directory."""
 
@@ -159,20 +242,21 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-class JobDir:
-    """One job directory; every method is a small, self-contained file access."""
+class RunDir:
+    """A directory one detached process works in: a job's or a step's.
+
+    Every method is a small, self-contained file access. The process (the
+    supervisor or step runner) holds ``lock`` for its whole life and writes
+    ``supervisor.pid``, ``started`` and finally ``result``; the agent creates
+    the directory, writes the launch description and asks for a terminate
+    through ``cancel``.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
-        name = os.path.basename(path)
-        match = _JOB_DIR.match(name)
-        if match is None:
-            raise ValueError(f"not a job directory name: {name}")
-        self.job_id = int(match.group(1))
-        self.restarts = int(match.group(2))
 
     def __repr__(self) -> str:
-        return f"JobDir({self.path!r})"
+        return f"{type(self).__name__}({self.path!r})"
 
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -183,23 +267,6 @@ class JobDir:
         """Make the directory (mode 0711: the job user may traverse, not list)."""
         os.mkdir(self.path, 0o711)
         os.chmod(self.path, 0o711)
-
-    def write_launch(self, spec: LaunchSpec) -> None:
-        _write_atomic(self.file(LAUNCH), spec.to_json(), mode=0o600)
-
-    def write_script(self, text: str, uid: int, gid: int) -> None:
-        """Write the script executable by its owner only, owned by the job user."""
-        path = self.file(SCRIPT)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
-        try:
-            os.write(fd, text.encode())
-            if os.geteuid() == 0:
-                os.fchown(fd, uid, gid)
-        finally:
-            os.close(fd)
-
-    def request_time_limit(self, minutes: int) -> None:
-        _write_atomic(self.file(TIME_LIMIT), f"{minutes}\n")
 
     def request_cancel(self, kill_wait: int) -> None:
         _write_atomic(self.file(CANCEL), f"{kill_wait}\n")
@@ -216,7 +283,17 @@ class JobDir:
         with contextlib.suppress(FileNotFoundError):
             os.rmdir(self.path)
 
-    # -- supervisor side ----------------------------------------------------
+    # -- supervisor / step runner side --------------------------------------
+
+    def hold_lock(self, lock_fd: int | None = None) -> int:
+        """Hold the lock for life (the agent may hand it over already locked).
+
+        Raises BlockingIOError when another process holds it.
+        """
+        fd = lock_fd if lock_fd is not None else os.open(self.file(LOCK), os.O_RDWR | os.O_CREAT)
+        os.set_inheritable(fd, False)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
 
     def write_supervisor_pid(self, pid: int) -> None:
         _write_atomic(self.file(SUPERVISOR_PID), f"{pid}\n")
@@ -224,15 +301,11 @@ class JobDir:
     def write_started(self, started: Started) -> None:
         _write_atomic(self.file(STARTED), json.dumps(dataclasses.asdict(started)))
 
-    def write_result(self, result: Result) -> None:
+    def _write_result(self, fields: dict[str, Any]) -> None:
         """Durably record the outcome; the rename makes it appear all at once."""
-        _write_atomic(self.file(RESULT), json.dumps(dataclasses.asdict(result)), sync=True)
+        _write_atomic(self.file(RESULT), json.dumps(fields), sync=True)
 
     # -- readers ------------------------------------------------------------
-
-    def read_launch(self) -> LaunchSpec | None:
-        text = _read_text(self.file(LAUNCH))
-        return None if text is None else LaunchSpec.from_json(text)
 
     def read_supervisor_pid(self) -> int | None:
         text = _read_text(self.file(SUPERVISOR_PID))
@@ -242,21 +315,13 @@ class JobDir:
         text = _read_text(self.file(STARTED))
         return None if text is None else Started(**json.loads(text))
 
-    def read_result(self) -> Result | None:
-        text = _read_text(self.file(RESULT))
-        return None if text is None else Result(**json.loads(text))
-
-    def read_time_limit(self) -> int | None:
-        text = _read_text(self.file(TIME_LIMIT))
-        return int(text) if text else None
-
     def read_cancel(self) -> int | None:
         """KillWait of a pending terminate request, or None when there is none."""
         text = _read_text(self.file(CANCEL))
         return int(text) if text else None
 
     def supervisor_alive(self) -> bool:
-        """True while a supervisor holds this directory's lock.
+        """True while a supervisor (or step runner) holds this directory's lock.
 
         A lock, unlike a pid, cannot outlive its holder or be inherited by an
         unrelated process that reused the pid.
@@ -282,6 +347,60 @@ class JobDir:
         # The supervisor may have written its result between the two checks.
         return Phase.DONE if os.path.exists(self.file(RESULT)) else Phase.LOST
 
+    def _kill_orphans(self) -> Started | None:
+        """SIGKILL what is left of the started process group; what ``started`` says."""
+        started = self.read_started()
+        if started is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(started.pid, signal.SIGKILL)
+        return started
+
+
+class JobDir(RunDir):
+    """One job directory (``job<id>.<restarts>``)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        name = os.path.basename(path)
+        match = _JOB_DIR.match(name)
+        if match is None:
+            raise ValueError(f"not a job directory name: {name}")
+        self.job_id = int(match.group(1))
+        self.restarts = int(match.group(2))
+
+    def write_launch(self, spec: LaunchSpec) -> None:
+        _write_atomic(self.file(LAUNCH), spec.to_json(), mode=0o600)
+
+    def write_script(self, text: str, uid: int, gid: int) -> None:
+        """Write the script executable by its owner only, owned by the job user."""
+        path = self.file(SCRIPT)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
+        try:
+            os.write(fd, text.encode())
+            if os.geteuid() == 0:
+                os.fchown(fd, uid, gid)
+        finally:
+            os.close(fd)
+
+    def request_time_limit(self, minutes: int) -> None:
+        _write_atomic(self.file(TIME_LIMIT), f"{minutes}\n")
+
+    def write_result(self, result: Result) -> None:
+        """Durably record the outcome; the rename makes it appear all at once."""
+        self._write_result(dataclasses.asdict(result))
+
+    def read_launch(self) -> LaunchSpec | None:
+        text = _read_text(self.file(LAUNCH))
+        return None if text is None else LaunchSpec.from_json(text)
+
+    def read_result(self) -> Result | None:
+        text = _read_text(self.file(RESULT))
+        return None if text is None else Result(**json.loads(text))
+
+    def read_time_limit(self) -> int | None:
+        text = _read_text(self.file(TIME_LIMIT))
+        return int(text) if text else None
+
     def settle_lost(self) -> Result:
         """Record the end of a job whose supervisor died without a result.
 
@@ -293,7 +412,7 @@ class JobDir:
         controller records it FAILED with a node-failure message rather than
         as a launch that never happened.
         """
-        started = self.read_started()
+        started = self._kill_orphans()
         now = int(time.time())
         if started is None:
             result = Result(
@@ -303,8 +422,6 @@ class JobDir:
                 message="node failure: job supervisor died before the job started",
             )
         else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(started.pid, signal.SIGKILL)
             result = Result(
                 exit_status=signal.SIGKILL,
                 outcome="exited",
@@ -313,6 +430,78 @@ class JobDir:
             )
         self.write_result(result)
         return result
+
+
+class StepDir(RunDir):
+    """One step directory (``step<job id>.<step id>``) on one node."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        name = os.path.basename(path)
+        match = _STEP_DIR.match(name)
+        if match is None:
+            raise ValueError(f"not a step directory name: {name}")
+        self.job_id = int(match.group(1))
+        self.step_id = int(match.group(2))
+
+    def write_spec(self, spec: StepSpec) -> None:
+        _write_atomic(self.file(LAUNCH), spec.to_json(), mode=0o600)
+
+    def read_spec(self) -> StepSpec | None:
+        text = _read_text(self.file(LAUNCH))
+        return None if text is None else StepSpec.from_json(text)
+
+    def write_result(self, result: StepResult) -> None:
+        self._write_result(dataclasses.asdict(result))
+
+    def read_result(self) -> StepResult | None:
+        text = _read_text(self.file(RESULT))
+        return None if text is None else StepResult.from_json(text)
+
+    def request_signal(self, signum: int) -> None:
+        """Ask for ``signum`` to be sent to the tasks (one small append: never torn)."""
+        fd = os.open(self.file(SIGNALS), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, f"{signum}\n".encode())
+        finally:
+            os.close(fd)
+
+    def read_signals(self, offset: int) -> tuple[list[int], int]:
+        """The signals requested past ``offset`` in ``signals``, and the offset after them."""
+        try:
+            with open(self.file(SIGNALS), "rb") as src:
+                src.seek(offset)
+                data = src.read()
+        except FileNotFoundError:
+            return [], offset
+        complete = data[: data.rfind(b"\n") + 1]
+        return [int(line) for line in complete.split()], offset + len(complete)
+
+    def settle_lost(self, ntasks: int) -> StepResult:
+        """Record the end of a step whose runner died without a result.
+
+        Tasks that had started are reported killed (status SIGKILL) once what
+        is left of their process group is; otherwise none started (-1).
+        """
+        started = self._kill_orphans()
+        now = int(time.time())
+        if started is None:
+            status, message = NOT_STARTED, "node failure: step runner died before the tasks started"
+        else:
+            status, message = signal.SIGKILL, "node failure: step runner died, tasks killed"
+        result = StepResult(
+            statuses=(status,) * ntasks,
+            start_time=started.start_time if started else 0,
+            end_time=now,
+            message=message,
+        )
+        self.write_result(result)
+        return result
+
+
+def is_step_dir(path: str) -> bool:
+    """Whether ``path`` names a step directory (rather than a job directory)."""
+    return _STEP_DIR.match(os.path.basename(path)) is not None
 
 
 class Spool:
@@ -342,6 +531,22 @@ class Spool:
 
     def job_dir(self, node: str, job_id: int, restarts: int) -> JobDir:
         return JobDir(os.path.join(self.node_dir(node), f"job{job_id}.{restarts}"))
+
+    def step_dir(self, node: str, job_id: int, step_id: int) -> StepDir:
+        return StepDir(os.path.join(self.node_dir(node), f"step{job_id}.{step_id}"))
+
+    def steps(self, node: str) -> list[StepDir]:
+        """Every step directory of ``node``."""
+        try:
+            names = os.listdir(self.node_dir(node))
+        except FileNotFoundError:
+            return []
+        found = [
+            StepDir(os.path.join(self.node_dir(node), name))
+            for name in names
+            if _STEP_DIR.match(name)
+        ]
+        return sorted(found, key=lambda sd: (sd.job_id, sd.step_id))
 
     def jobs(self, node: str) -> list[JobDir]:
         """Every job directory of ``node``, oldest job first."""

@@ -21,18 +21,17 @@ wake-up. Signals other than terminate go straight from the agent to the job.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
-import pwd
 import signal
 import sys
 import time
 
 from corral import filepattern
+from nodeagent import runas
+from nodeagent.runas import LaunchError
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
-    LOCK,
     SCRIPT,
     JobDir,
     LaunchSpec,
@@ -49,10 +48,6 @@ log = logging.getLogger(__name__)
 
 #: The signals the supervisor waits for instead of handling.
 WATCHED = {signal.SIGCHLD, signal.SIGUSR1}
-
-
-class LaunchError(Exception):
-    """Why the script could not be started; becomes a ``launch_failed`` result."""
 
 
 def job_environment(spec: LaunchSpec, task_pid: int) -> dict[str, str]:
@@ -89,46 +84,15 @@ def default_output(spec: LaunchSpec) -> str:
 # ---------------------------------------------------------------- the child
 
 
-def _become_user(spec: LaunchSpec) -> None:
-    """Switch to the job's uid, gid and the user's groups (when root)."""
-    euid = os.geteuid()
-    if euid != 0:
-        if spec.uid != euid:
-            raise LaunchError(f"cannot run as uid {spec.uid}: the node agent is not root")
-        return
-    try:
-        pwd.getpwuid(spec.uid)
-    except KeyError:
-        raise LaunchError(f"invalid user id {spec.uid} ({spec.user}) on this node") from None
-    groups = os.getgrouplist(spec.user, spec.gid)
-    os.setgroups(groups)
-    os.setgid(spec.gid)
-    os.setuid(spec.uid)
-
-
 def _enter_work_dir(spec: LaunchSpec) -> str:
     """chdir to the working directory, or to /tmp with a note for stderr."""
-    try:
-        os.chdir(spec.work_dir)
-    except OSError as exc:
-        os.chdir("/tmp")
-        return (
-            f"corral: job {spec.job_id}: cannot enter working directory {spec.work_dir} "
-            f"({exc.strerror}); running in /tmp instead\n"
-        )
-    return ""
-
-
-def _open_output(path: str, append: bool) -> int:
-    """Open an output file as the job user, creating missing parent directories."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
-    try:
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        return os.open(path, flags, 0o666)
-    except OSError as exc:
-        raise LaunchError(f"cannot open output file {path}: {exc.strerror}") from None
+    error = runas.enter_work_dir(spec.work_dir)
+    if error is None:
+        return ""
+    return (
+        f"corral: job {spec.job_id}: cannot enter working directory {spec.work_dir} "
+        f"({error.strerror}); running in /tmp instead\n"
+    )
 
 
 def _redirect(spec: LaunchSpec) -> None:
@@ -136,15 +100,12 @@ def _redirect(spec: LaunchSpec) -> None:
     out_path = expand(spec, spec.std_out or default_output(spec))
     err_path = expand(spec, spec.std_err) if spec.std_err else out_path
     in_path = expand(spec, spec.std_in) if spec.std_in else "/dev/null"
-    out_fd = _open_output(out_path, spec.append)
+    out_fd = runas.open_output(out_path, spec.append)
     if os.path.abspath(err_path) == os.path.abspath(out_path):
         err_fd = out_fd
     else:
-        err_fd = _open_output(err_path, spec.append)
-    try:
-        in_fd = os.open(in_path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise LaunchError(f"cannot open input file {in_path}: {exc.strerror}") from None
+        err_fd = runas.open_output(err_path, spec.append)
+    in_fd = runas.open_input(in_path)
     os.dup2(in_fd, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
@@ -159,13 +120,9 @@ def _exec_job(spec: LaunchSpec, script: str, error_fd: int) -> NoReturn:
     message = "unknown launch failure"
     try:
         os.setpgid(0, 0)
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
-        umask = spec.environment.get("SLURM_UMASK")
-        if umask:
-            os.umask(int(umask, 8))
-        _become_user(spec)
+        runas.reset_signals()
+        runas.apply_umask(spec.environment)
+        runas.become_user(spec.uid, spec.gid, spec.user)
         note = _enter_work_dir(spec)
         _redirect(spec)
         if note:
@@ -324,14 +281,6 @@ class Supervision:
         _signal_group(pid, signal.SIGTERM)
 
 
-def _take_lock(jobdir: JobDir, lock_fd: int | None) -> int:
-    """Hold the job directory's lock for life (the agent may hand it over locked)."""
-    fd = lock_fd if lock_fd is not None else os.open(jobdir.file(LOCK), os.O_RDWR | os.O_CREAT)
-    os.set_inheritable(fd, False)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return fd
-
-
 USAGE = (
     "usage: python -m nodeagent.supervisor JOBDIR [--lock-fd N] [--notify-fd N]\n"
     "       python -m nodeagent.supervisor SPOOL --zygote-fd N"
@@ -371,7 +320,7 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
         os.set_inheritable(notify_fd, False)
     jobdir = JobDir(os.path.abspath(path))
     try:
-        _take_lock(jobdir, lock_fd)
+        jobdir.hold_lock(lock_fd)
     except BlockingIOError:
         log.error("job_id=%d another supervisor holds %s", jobdir.job_id, jobdir.path)
         return 1
@@ -399,10 +348,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if zygote_fd is not None:
-        # Imported here, so that a supervisor started on its own never loads socket.
-        from nodeagent import zygote
+        # Imported here, so that a supervisor started on its own never loads
+        # socket nor the step runner; the zygote has both ready for its children.
+        from nodeagent import steprunner, zygote
 
-        return zygote.serve(zygote_fd, os.path.abspath(path), supervise)
+        return zygote.serve(zygote_fd, os.path.abspath(path), supervise, steprunner.run_step)
     return supervise(path, lock_fd, notify_fd)
 
 

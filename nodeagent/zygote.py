@@ -1,5 +1,10 @@
 """The zygote: a supervisor started ahead of its jobs, which forks one per launch.
 
+It forks step runners (:mod:`nodeagent.steprunner`, one per node of an
+``srun`` step) the same way: a request naming a step directory
+(``step<job>.<step>``) becomes a step runner, any other a supervisor. A step
+runner forked here carries the supervisor's command line too.
+
 Starting ``python -S -m nodeagent.supervisor`` costs about 50 ms of CPU per
 job, nearly all of it interpreter start-up and imports. The agent therefore
 keeps one zygote, ``python -S -m nodeagent.supervisor SPOOL --zygote-fd N``,
@@ -15,7 +20,7 @@ is single-threaded and does nothing but wait for requests.
 Protocol, over a SOCK_SEQPACKET socketpair (one message per request):
 
 * zygote to agent, once imports are done: ``ready``;
-* agent to zygote: a job directory's path, with two descriptors attached
+* agent to zygote: a job (or step) directory's path, with two descriptors attached
   (the locked lock file and the write end of the notify pipe, exactly what a
   directly started supervisor inherits);
 * zygote to agent: ``pid N`` once the supervisor is forked, or
@@ -41,7 +46,7 @@ import signal
 import socket
 import sys
 
-from nodeagent.spool import SUPERVISOR_LOG
+from nodeagent.spool import SUPERVISOR_LOG, is_step_dir
 
 # Importing typing costs the zygote milliseconds; mypy honours the name.
 TYPE_CHECKING = False
@@ -104,12 +109,21 @@ def _become_supervisor(
 
 
 def _fork(
-    sock: socket.socket, request: bytes, fds: list[int], root: str, supervise: Supervise
+    sock: socket.socket,
+    request: bytes,
+    fds: list[int],
+    root: str,
+    supervise: Supervise,
+    run_step: Supervise | None,
 ) -> bytes:
-    """Fork the supervisor a request asks for; the reply for the agent."""
+    """Fork the supervisor (or step runner) a request asks for; the reply for the agent."""
     path = os.path.normpath(os.fsdecode(request))
     if len(fds) != REQUEST_FDS or not path.startswith(root + os.sep):
         return _error(errno.EINVAL, f"bad request for {path!r} with {len(fds)} descriptors")
+    if is_step_dir(path):
+        if run_step is None:
+            return _error(errno.EINVAL, f"no step runner for {path!r}")
+        supervise = run_step
     lock_fd, notify_fd = fds
     log_flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
     try:
@@ -128,11 +142,12 @@ def _fork(
     return f"pid {pid}".encode()
 
 
-def serve(sock_fd: int, root: str, supervise: Supervise) -> int:
+def serve(sock_fd: int, root: str, supervise: Supervise, run_step: Supervise | None = None) -> int:
     """Fork a supervisor per request on ``sock_fd`` until the agent hangs up.
 
     ``root`` is the spool: job directories elsewhere are refused.
-    ``supervise`` is the supervisor's body, run in each child.
+    ``supervise`` is the supervisor's body, run in each child; ``run_step``
+    the step runner's, run instead for a step directory.
     """
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     sock = socket.socket(fileno=sock_fd)
@@ -145,7 +160,7 @@ def serve(sock_fd: int, root: str, supervise: Supervise) -> int:
             if not request and not fds:
                 return 0
             try:
-                reply = _fork(sock, request, fds, root, supervise)
+                reply = _fork(sock, request, fds, root, supervise, run_step)
             finally:
                 for fd in fds:
                     os.close(fd)

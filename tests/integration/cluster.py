@@ -74,7 +74,9 @@ class Cluster:
         )
         self.accounting = accounting and dbd_of is None
         self.database = database
-        self.env = {**os.environ, "SLURM_CONF": self.conf, "PYTHONUNBUFFERED": "1"}
+        # Job scripts call srun by name: the clients next to this interpreter come first.
+        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        self.env = {**os.environ, "SLURM_CONF": self.conf, "PYTHONUNBUFFERED": "1", "PATH": path}
         self.socket = socket_path(str(directory / "state"))
         self.client = Client(self.socket, timeout=10)
         self.logs = directory / "log"

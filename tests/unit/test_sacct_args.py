@@ -368,6 +368,7 @@ def finished(job_id: int, **fields: Any) -> dict[str, Any]:
         end_time=NOW - 30,
         nodes="n1",
         batch_host="n1",
+        batch_flag=True,
         num_nodes=1,
         num_cpus=1,
         alloc_tres="cpu=1,node=1",

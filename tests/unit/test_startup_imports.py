@@ -176,6 +176,8 @@ def test_every_client_has_a_plain_script() -> None:
         "sacctmgr",
         "sdiag",
         "sreport",
+        "srun",
+        "salloc",
     }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]

@@ -1,0 +1,129 @@
+"""Interactive allocations: what salloc, and srun outside a job, do with one.
+
+The job is submitted like sbatch's (the same option checks and fields, see
+cli/sbatch_settings.py) but marked interactive: the controller runs no batch
+script on it. The client waits for it to start (``Allocation`` answers its
+state, then its SLURM_* environment), runs its command or step, and gives it
+back (``JobControl`` action ``complete`` with the exit status). A client
+interrupted while waiting cancels the job; one killed outright leaves the
+allocation until its time limit, which the controller then enforces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+
+from cli.halt import Halt
+from corral.errors import SlurmError
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+#: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
+JOB_OPTIONS = (
+    "account", "chdir", "constraint", "cpus-per-task", "exclude", "exclusive", "gres",
+    "job-name", "mem", "mem-per-cpu", "nodelist", "nodes", "ntasks", "ntasks-per-node",
+    "partition", "qos", "reservation", "time",
+)  # fmt: skip
+
+
+def submit(
+    client: Any, prog: str, options: Mapping[str, str | None], name: str, line: list[str]
+) -> int:
+    """Ask for the allocation; its job id (Halt with Slurm's words if refused)."""
+    from cli.failure import Failure
+    from cli.sbatch_settings import Settings
+    from cli.sbatch_spec import Script, build
+
+    settings = Settings()
+    try:
+        for key in JOB_OPTIONS:
+            if key in options:
+                settings.apply(key, options[key], "command line")
+        spec = build(
+            settings, Script("", None, [], False), cwd=os.getcwd(), environ=os.environ,
+            command_line=line,
+        )  # fmt: skip
+    except Failure as exc:
+        raise Halt(1, f"{prog}: error: {exc}") from None
+    spec.update(interactive=True, name=settings.fields.get("name") or name)
+    spec["submit_line"] = " ".join([prog, *line])
+    try:
+        reply = client.call("Submit", {"spec": spec})
+    except SlurmError as exc:
+        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
+    return int(reply["job_id"])
+
+
+def wait_for_start(client: Any, prog: str, job_id: int, quiet: bool) -> dict[str, str]:
+    """The allocation's environment once it runs; Halt if it ends first or on Ctrl-C."""
+    told = False
+    delay = 0.05
+    # The controller schedules in its own cycle, a moment after the submission:
+    # only a job still pending after that waits for resources, as Slurm says it.
+    quiet_until = time.monotonic() + 0.5
+    try:
+        while True:
+            reply = client.call("Allocation", {"job_id": job_id})
+            state = reply["state"]
+            if state == "RUNNING":
+                if told and not quiet:
+                    print(f"{prog}: job {job_id} has been allocated resources", file=sys.stderr)
+                return dict(reply["environment"])
+            if state != "PENDING":
+                raise Halt(1, f"{prog}: error: Job allocation {job_id} has been revoked.")
+            if not told and not quiet and time.monotonic() >= quiet_until:
+                if prog == "salloc":
+                    print(f"{prog}: Pending job allocation {job_id}", file=sys.stderr)
+                print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)
+                told = True
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+    except KeyboardInterrupt:
+        cancel(client, job_id)
+        raise Halt(1, f"{prog}: Job allocation {job_id} has been revoked.") from None
+
+
+def running(client: Any, job_id: int) -> bool:
+    try:
+        return client.call("Allocation", {"job_id": job_id})["state"] == "RUNNING"
+    except SlurmError:
+        return False
+
+
+def release(client: Any, job_id: int, status: int) -> None:
+    """Give the allocation back; the job ends with ``status`` (a wait status)."""
+    request = {
+        "action": "complete",
+        "job_ids": [str(job_id)],
+        "updates": {"exit_status": str(status)},
+    }
+    with contextlib.suppress(SlurmError):  # already ended: cancelled or past its limit
+        client.call("JobControl", request)
+
+
+def cancel(client: Any, job_id: int) -> None:
+    with contextlib.suppress(SlurmError):
+        client.call("Signal", {"filter": {"job_ids": [str(job_id)]}, "signal": 0})
+
+
+def run_in_new_allocation(client: Any, settings: Any, argv: list[str]) -> int:
+    """srun outside a job: an allocation for the step, the step, then give it back."""
+    from cli.srun import PROG, run_in_allocation
+
+    quiet = settings.has("quiet")
+    name = os.path.basename(settings.command[0])
+    job_id = submit(client, PROG, settings.options, name, argv)
+    env = wait_for_start(client, PROG, job_id, quiet)
+    os.environ.update(env)
+    code = 1
+    try:
+        code = run_in_allocation(client, settings, job_id)
+    finally:
+        release(client, job_id, (code & 0xFF) << 8)
+    return code

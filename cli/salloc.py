@@ -1,0 +1,145 @@
+"""salloc: get an allocation, run a command (or a shell) in it, give it back.
+
+The command runs here, on the submitting host, as Slurm's salloc does, with
+the allocation's SLURM_* variables added to salloc's environment; ``srun``
+inside it then runs steps on the allocated nodes. The exit status is the
+command's. If the allocation ends under it (scancel, time limit), salloc
+says so and ends the command.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from cli import boundary
+from cli.allocation import release, running, submit, wait_for_start
+from cli.halt import Halt
+from cli.options import NO_ARGUMENT, OPTIONAL, REQUIRED, Option, OptionError, OptionTable
+from cli.options import parse as parse_options
+
+PROG = "salloc"
+#: How often salloc checks its allocation still stands while the command runs.
+CHECK_EVERY = 2.0
+
+USAGE = """\
+Usage: salloc [-N numnodes] [-n ntasks] [-c ncpus] [-t time] [-p partition] [-A account]
+              [-w hosts] [-x hosts] [-J jobname] [--mem=MB] [command [args...]]
+"""
+
+
+def _row(long: str, short: str = "", arg: int = REQUIRED) -> Option:
+    return Option(long, short, long, arg)
+
+
+TABLE = OptionTable(
+    [
+        _row("account", "A"),
+        _row("chdir", "D"),
+        _row("constraint", "C"),
+        _row("cpus-per-task", "c"),
+        _row("exclude", "x"),
+        _row("exclusive", arg=OPTIONAL),
+        _row("gres"),
+        _row("help", "h", NO_ARGUMENT),
+        _row("immediate", "I", OPTIONAL),
+        _row("job-name", "J"),
+        _row("mem"),
+        _row("mem-per-cpu"),
+        _row("nodelist", "w"),
+        _row("nodes", "N"),
+        _row("ntasks", "n"),
+        _row("ntasks-per-node"),
+        _row("partition", "p"),
+        _row("qos", "q"),
+        _row("quiet", "Q", NO_ARGUMENT),
+        _row("reservation"),
+        _row("time", "t"),
+        _row("usage", arg=NO_ARGUMENT),
+        _row("verbose", "v", NO_ARGUMENT),
+        _row("version", "V", NO_ARGUMENT),
+    ]
+)
+
+
+def _command(positional: list[str]) -> list[str]:
+    if positional:
+        return positional
+    return [os.environ.get("SHELL") or "/bin/sh"]
+
+
+def salloc(argv: list[str]) -> int:
+    try:
+        found, positional = parse_options(TABLE, argv)
+    except OptionError as exc:
+        return Halt(1, f"{PROG}: {exc}", f'Try "{PROG} --help" for more information').report()
+    options: dict[str, str | None] = {}
+    for option, value in found:
+        if option.key in ("help", "usage"):
+            print(USAGE, end="")
+            return 0
+        if option.key == "version":
+            print(boundary.version_line())
+            return 0
+        options[option.key] = value
+    quiet = "quiet" in options
+    command = _command(positional)
+    client = boundary.connect()
+    try:
+        job_id = submit(client, PROG, options, os.path.basename(command[0]), argv)
+        env = wait_for_start(client, PROG, job_id, quiet)
+    except Halt as halt:
+        return halt.report()
+    if not quiet:
+        print(f"{PROG}: Granted job allocation {job_id}", file=sys.stderr)
+    status = 0
+    try:
+        status = _run(client, job_id, command, {**os.environ, **env})
+    finally:
+        if not quiet:
+            print(f"{PROG}: Relinquishing job allocation {job_id}", file=sys.stderr)
+        release(client, job_id, status)
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _run(client: object, job_id: int, command: list[str], env: dict[str, str]) -> int:
+    """Run the command to its end (or the allocation's); its wait status."""
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        print(f"{PROG}: error: {command[0]}: {exc.strerror}", file=sys.stderr)
+        return 1 << 8
+    # The command owns the terminal's signals, as with Slurm's salloc.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        checked = time.monotonic()
+        while True:
+            try:
+                child.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() - checked >= CHECK_EVERY:
+                checked = time.monotonic()
+                if not running(client, job_id):
+                    print(f"{PROG}: Job allocation {job_id} has been revoked.", file=sys.stderr)
+                    child.send_signal(signal.SIGHUP)
+                    try:
+                        child.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        child.kill()
+                        child.wait()
+                    break
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    code = child.returncode
+    return (-code & 0x7F) if code < 0 else (code & 0xFF) << 8
+
+
+def main() -> None:
+    boundary.run(PROG, salloc)

@@ -1,0 +1,570 @@
+"""srun: run a job step's tasks on an allocation's nodes and bring their I/O home.
+
+Inside an allocation (``SLURM_JOB_ID``, or ``--jobid``) srun asks the
+controller for a step (``StepCreate``: the controller lays the tasks out and
+sends each node its part), and listens on a TCP socket of its own that each
+node's step runner connects back to (corral/stepio.py). Output comes back as
+it is written (``-l`` puts ``task: `` before each line), stdin goes to task 0,
+signals srun receives go to every task, and each task's end is reported as it
+happens. srun exits with the worst task's exit code (128 + signal for a task
+killed by one), and says which tasks failed, in Slurm's words.
+
+Outside an allocation, srun first gets one (``cli/allocation.py``), runs the
+step in it and gives it back.
+
+Ctrl-C once prints the tasks' state; twice within a second sends SIGINT to
+the tasks; a third time kills them.
+"""
+
+from __future__ import annotations
+
+# The raw modules: ``socket``, ``signal`` and ``selectors`` import ``enum`` and
+# more, ~7 ms of a command whose whole budget is Slurm's 27.5 ms.
+import _signal
+import _socket
+import os
+import select
+import sys
+import time
+
+from cli import boundary
+from cli.halt import Halt
+from cli.options import NO_ARGUMENT, OPTIONAL, REQUIRED, Option, OptionError, OptionTable
+from cli.options import parse as parse_options
+from corral import stepio
+from corral.errors import ESLURM_NODES_BUSY, SlurmError
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+PROG = "srun"
+#: Seconds to wait for every node's runner to connect back.
+CONNECT_TIMEOUT = 60.0
+#: Signals srun passes on to the tasks (as Slurm's srun does).
+FORWARDED = (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2)
+SIGINT, SIGKILL = _signal.SIGINT, _signal.SIGKILL
+
+USAGE = """\
+Usage: srun [-N nnodes] [-n ntasks] [-c ncpus] [-w hosts] [-x hosts] [-l] [-u]
+            [-o out] [-e err] [-i in] [-K] [--export=...] [--overlap] executable [args...]
+"""
+
+
+def _row(long: str, short: str = "", arg: int = REQUIRED) -> Option:
+    return Option(long, short, long, arg)
+
+
+TABLE = OptionTable(
+    [
+        _row("account", "A"),
+        _row("chdir", "D"),
+        _row("cpu-bind"),
+        _row("cpus-per-task", "c"),
+        _row("error", "e"),
+        _row("exclude", "x"),
+        _row("exclusive", arg=OPTIONAL),
+        _row("export"),
+        _row("gres"),
+        _row("help", arg=NO_ARGUMENT),
+        _row("immediate", "I", OPTIONAL),
+        _row("input", "i"),
+        _row("job-name", "J"),
+        _row("jobid"),
+        _row("kill-on-bad-exit", "K", OPTIONAL),
+        _row("label", "l", NO_ARGUMENT),
+        _row("mem"),
+        _row("mem-per-cpu"),
+        _row("mpi"),
+        _row("nodelist", "w"),
+        _row("nodes", "N"),
+        _row("ntasks", "n"),
+        _row("ntasks-per-node"),
+        _row("open-mode"),
+        _row("output", "o"),
+        _row("overlap", arg=NO_ARGUMENT),
+        _row("partition", "p"),
+        _row("qos", "q"),
+        _row("quiet", "Q", NO_ARGUMENT),
+        _row("time", "t"),
+        _row("unbuffered", "u", NO_ARGUMENT),
+        _row("usage", arg=NO_ARGUMENT),
+        _row("verbose", "v", NO_ARGUMENT),
+        _row("version", "V", NO_ARGUMENT),
+        _row("wait", "W"),
+    ]
+)
+
+
+class Settings:
+    """srun's options, as they shape the step request and what srun prints."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, str | None] = {}
+        self.command: list[str] = []
+
+    def get(self, key: str, default: str = "") -> str:
+        value = self.options.get(key)
+        return default if value is None else value
+
+    def has(self, key: str) -> bool:
+        return key in self.options
+
+    def count(self, key: str) -> int:
+        text = self.get(key, "0")
+        if key == "nodes":
+            text = text.split("-")[0]
+        try:
+            value = int(text)
+        except ValueError:
+            raise Halt(1, f'{PROG}: error: Invalid numeric value "{text}" for --{key}.') from None
+        if value < 0:
+            raise Halt(1, f"{PROG}: error: Invalid --{key} value: {text}")
+        return value
+
+
+def parse(argv: list[str]) -> Settings:
+    try:
+        found, positional = parse_options(TABLE, argv)
+    except OptionError as exc:
+        raise Halt(1, f"{PROG}: {exc}", f'Try "{PROG} --help" for more information') from None
+    settings = Settings()
+    for option, value in found:
+        if option.key == "help" or option.key == "usage":
+            raise Halt(0, USAGE.rstrip("\n"))
+        if option.key == "version":
+            raise Halt(0, boundary.version_line())
+        settings.options[option.key] = value
+    settings.command = positional
+    if not positional:
+        raise Halt(1, f"{PROG}: fatal: No command given to execute.")
+    return settings
+
+
+def task_environment(settings: Settings, env: Mapping[str, str]) -> dict[str, str]:
+    """The tasks' base environment after ``--export`` (default ALL)."""
+    export = settings.get("export", env.get("SLURM_EXPORT_ENV", "ALL") or "ALL")
+    words = [w for w in export.split(",") if w]
+    base: dict[str, str] = {}
+    upper = [w.upper() for w in words]
+    if "ALL" in upper:
+        base = dict(env)
+    elif "NONE" in upper:
+        base = {k: v for k, v in env.items() if k.startswith("SLURM_")}
+    for word, up in zip(words, upper, strict=True):
+        if up in ("ALL", "NONE"):
+            continue
+        name, eq, value = word.partition("=")
+        if eq:
+            base[name] = value
+        elif name in env:
+            base[name] = env[name]
+    return base
+
+
+def _io_host() -> str:
+    """Where the step runners reach this srun: SLURM_SRUN_COMM_HOST, else this host's
+    name (the runners resolve it)."""
+    return os.environ.get("SLURM_SRUN_COMM_HOST", "") or _socket.gethostname()
+
+
+def step_request(
+    settings: Settings, job_id: int, listener: _socket.socket, key: bytes
+) -> dict[str, Any]:
+    env = dict(os.environ)
+    append = settings.get("open-mode", env.get("SLURM_OPEN_MODE", "")).lower()[:1] == "a"
+    time_limit = -1
+    if settings.has("time"):
+        from corral.timefmt import parse_duration
+
+        try:
+            time_limit = parse_duration(settings.get("time"))
+        except ValueError:
+            raise Halt(1, f"{PROG}: error: Invalid time limit specification") from None
+    cwd = settings.get("chdir") or os.getcwd()
+    return {
+        "job_id": job_id,
+        "ntasks": settings.count("ntasks"),
+        "min_nodes": settings.count("nodes"),
+        "cpus_per_task": settings.count("cpus-per-task") or int(env.get("SRUN_CPUS_PER_TASK", 0)),
+        "ntasks_per_node": settings.count("ntasks-per-node"),
+        "nodelist": settings.get("nodelist"),
+        "exclude": settings.get("exclude"),
+        "overlap": settings.has("overlap") or env.get("SLURM_OVERLAP", "") != "",
+        "name": settings.get("job-name"),
+        "argv": settings.command,
+        "environment": task_environment(settings, env),
+        "cwd": cwd,
+        "io_host": _io_host(),
+        "io_port": listener.getsockname()[1],
+        "io_key": key,
+        "std_out": settings.get("output"),
+        "std_err": settings.get("error"),
+        "std_in": settings.get("input"),
+        "append": append,
+        "time_limit": time_limit,
+        "submit_line": " ".join(["srun", *sys.argv[1:]]),
+    }
+
+
+def create_step(client: Any, request: dict[str, Any], quiet: bool) -> dict[str, Any]:
+    """The step, retrying while other steps hold the CPUs (as Slurm's srun does)."""
+    job_id = request["job_id"]
+    told = False
+    while True:
+        try:
+            reply: dict[str, Any] = client.call("StepCreate", request)
+        except SlurmError as exc:
+            if exc.code != ESLURM_NODES_BUSY:
+                raise Halt(
+                    1, f"{PROG}: error: Unable to create step for job {job_id}: {exc}"
+                ) from None
+            if not told and not quiet:
+                print(
+                    f"{PROG}: Job {job_id} step creation temporarily disabled, retrying ({exc})",
+                    file=sys.stderr,
+                )
+                told = True
+            time.sleep(0.2)
+            continue
+        if told and not quiet:
+            print(f"{PROG}: Step created for StepId={job_id}.{reply['step_id']}", file=sys.stderr)
+        return reply
+
+
+def _ranges(ids: list[int]) -> str:
+    ids = sorted(ids)
+    parts, start = [], 0
+    while start < len(ids):
+        end = start
+        while end + 1 < len(ids) and ids[end + 1] == ids[end] + 1:
+            end += 1
+        parts.append(str(ids[start]) if start == end else f"{ids[start]}-{ids[end]}")
+        start = end + 1
+    return ",".join(parts)
+
+
+def _why(status: int) -> str:
+    if status & 0x7F:
+        return _signal.strsignal(status & 0x7F) or f"Signal {status & 0x7F}"
+    return f"Exited with exit code {(status >> 8) & 0xFF}"
+
+
+def exit_code(status: int) -> int:
+    if status & 0x7F:
+        return 128 + (status & 0x7F)
+    return (status >> 8) & 0xFF
+
+
+class Poll:
+    """``select.poll`` over sockets and descriptors, each with what it stands for."""
+
+    def __init__(self) -> None:
+        self._poll = select.poll()
+        self._what: dict[int, tuple[Any, Any]] = {}
+
+    def register(self, fileobj: Any, what: Any) -> None:
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        if fd in self._what:
+            self._poll.modify(fd, select.POLLIN)
+        else:
+            self._poll.register(fd, select.POLLIN)
+        self._what[fd] = (what, fileobj)
+
+    def unregister(self, fileobj: Any) -> None:
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        if self._what.pop(fd, None) is not None:
+            self._poll.unregister(fd)
+
+    def wait(self, timeout: float | None) -> list[tuple[Any, Any]]:
+        ready = self._poll.poll(None if timeout is None else timeout * 1000)
+        return [self._what[fd] for fd, _ in ready if fd in self._what]
+
+
+class Signals:
+    """The signals srun catches, from before the step exists until it ends: they
+    are noted here and acted on by the step's loop (a pipe wakes it up)."""
+
+    def __init__(self) -> None:
+        self.caught: list[int] = []
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        self._old_wakeup = _signal.set_wakeup_fd(self.wake_w)
+        self._handlers = {sig: _signal.signal(sig, self._note) for sig in (SIGINT, *FORWARDED)}
+
+    def _note(self, sig: int, _frame: object) -> None:
+        self.caught.append(sig)
+
+    def close(self) -> None:
+        _signal.set_wakeup_fd(self._old_wakeup)
+        for sig, handler in self._handlers.items():
+            _signal.signal(sig, handler)
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+
+
+class Step:
+    """One running step as srun sees it: connections, statuses, output."""
+
+    def __init__(
+        self, settings: Settings, job_id: int, reply: dict[str, Any], listener: _socket.socket,
+        key: bytes, signals: Signals,
+    ) -> None:  # fmt: skip
+        self.settings = settings
+        self.job_id = job_id
+        self.step_id = int(reply["step_id"])
+        self.nodes = list(reply["nodes"])
+        self.tasks = [int(t) for t in reply["tasks"]]
+        self.ntasks = sum(self.tasks)
+        self.first = [sum(self.tasks[:i]) for i in range(len(self.tasks))]
+        self.listener = listener
+        self.key = key
+        self.poll = Poll()
+        self.conns: dict[int, _socket.socket] = {}  # node id -> runner
+        self.readers: dict[_socket.socket, stepio.Reader] = {}
+        self.done: set[int] = set()
+        self.statuses: dict[int, int] = {}
+        self.label = settings.has("label")
+        self.width = len(str(max(self.ntasks - 1, 0)))
+        self.partial: dict[tuple[int, int], bytes] = {}
+        self.stdin_pending: list[bytes] = []
+        self.forward_stdin = not settings.get("input")
+        self.kill_on_bad_exit = settings.has("kill-on-bad-exit") and settings.get(
+            "kill-on-bad-exit", "1"
+        ) not in ("0",)
+        self.interrupts: list[float] = []
+        self.killed = False
+        self.signals = signals.caught
+        self.wake = signals.wake_r
+
+    @property
+    def name(self) -> str:
+        return f"StepId={self.job_id}.{self.step_id}"
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self) -> int:
+        self.poll.register(self.listener, "accept")
+        self.poll.register(self.wake, "wake")
+        if self.forward_stdin:
+            try:
+                self.poll.register(sys.stdin.fileno(), "stdin")
+            except (ValueError, OSError):  # closed, or a file: read it all now
+                self._stdin_eof()
+        deadline = time.monotonic() + CONNECT_TIMEOUT
+        try:
+            while len(self.done) < len(self.nodes):
+                timeout = None if len(self.conns) == len(self.nodes) else 1.0
+                for what, fileobj in self.poll.wait(timeout):
+                    self._ready(what, fileobj)
+                self._handle_signals()
+                if len(self.conns) < len(self.nodes) and time.monotonic() > deadline:
+                    missing = [self.nodes[i] for i in range(len(self.nodes)) if i not in self.conns]
+                    print(
+                        f"{PROG}: error: Task launch for {self.name} failed on node "
+                        f"{','.join(missing)}: no response",
+                        file=sys.stderr,
+                    )
+                    self._send_all(stepio.frame(stepio.SIGNAL, SIGKILL))
+                    for node_id in range(len(self.nodes)):
+                        self.done.add(node_id)
+                        for task in self._tasks_of(node_id):
+                            self.statuses.setdefault(task, 1 << 8)
+        finally:
+            for conn in self.conns.values():
+                conn.close()
+        self._flush_partial()
+        return self._report()
+
+    def _handle_signals(self) -> None:
+        while self.signals:
+            sig = self.signals.pop(0)
+            if sig != SIGINT:
+                self._send_all(stepio.frame(stepio.SIGNAL, sig))
+                continue
+            now = time.monotonic()
+            self.interrupts = [t for t in self.interrupts if now - t < 1.0] + [now]
+            if len(self.interrupts) == 1:
+                running = [t for t in range(self.ntasks) if t not in self.statuses]
+                print(f"{PROG}: interrupt (one more within 1 sec to abort)", file=sys.stderr)
+                if running:
+                    print(f"{PROG}: {self.name} tasks {_ranges(running)}: running", file=sys.stderr)
+            elif len(self.interrupts) == 2:
+                print(f"{PROG}: sending Ctrl-C to {self.name}", file=sys.stderr)
+                self._send_all(stepio.frame(stepio.SIGNAL, SIGINT))
+            else:
+                print(f"{PROG}: forcing job termination", file=sys.stderr)
+                self._send_all(stepio.frame(stepio.SIGNAL, SIGKILL))
+
+    def _ready(self, what: str, fileobj: Any) -> None:
+        if what == "accept":
+            fd, _ = self.listener._accept()
+            conn = _socket.socket(fileno=fd)
+            conn.setblocking(True)
+            self.readers[conn] = stepio.Reader()
+            self.poll.register(conn, "hello")
+        elif what == "wake":
+            os.read(fileobj, 512)
+        elif what == "stdin":
+            data = os.read(sys.stdin.fileno(), 65536)
+            if data:
+                self._stdin(data)
+            else:
+                self.poll.unregister(fileobj)
+                self._stdin_eof()
+        else:
+            self._from_runner(fileobj, what)
+
+    def _from_runner(self, conn: _socket.socket, what: str | int) -> None:
+        try:
+            frames = stepio.recv_frames(conn, self.readers[conn])
+        except (OSError, stepio.ProtocolError):
+            frames = None
+        if frames is None:
+            self._lost(conn, what)
+            return
+        for kind, number, payload in frames:
+            if kind == stepio.HELLO and what == "hello":
+                key, node_id, _ = stepio.read_hello(payload)
+                if key != self.key or node_id >= len(self.nodes) or node_id in self.conns:
+                    self._lost(conn, what)
+                    return
+                self.conns[node_id] = conn
+                self.poll.register(conn, node_id)
+                what = node_id
+                if node_id == 0 and self.forward_stdin:
+                    for data in self.stdin_pending:
+                        conn.sendall(stepio.frame(stepio.IN, 0, data))
+            elif kind in (stepio.OUT, stepio.ERR):
+                self._output(kind, number, payload)
+            elif kind == stepio.EXIT:
+                self._exited(number, stepio.read_status(payload))
+            elif kind == stepio.DONE and isinstance(what, int):
+                self.done.add(what)
+
+    def _lost(self, conn: _socket.socket, what: str | int) -> None:
+        self.poll.unregister(conn)
+        conn.close()
+        if isinstance(what, int) and what not in self.done:
+            self.done.add(what)
+            for task in self._tasks_of(what):
+                self.statuses.setdefault(task, SIGKILL)
+
+    def _tasks_of(self, node_id: int) -> range:
+        return range(self.first[node_id], self.first[node_id] + self.tasks[node_id])
+
+    # ------------------------------------------------------------ streams
+
+    def _stdin(self, data: bytes) -> None:
+        conn = self.conns.get(0)
+        if conn is None:
+            self.stdin_pending.append(data)
+        else:
+            conn.sendall(stepio.frame(stepio.IN, 0, data))
+
+    def _stdin_eof(self) -> None:
+        self.forward_stdin = True
+        self._stdin(b"")
+
+    def _output(self, kind: int, task: int, data: bytes) -> None:
+        stream = sys.stdout.buffer if kind == stepio.OUT else sys.stderr.buffer
+        if not self.label:
+            stream.write(data)
+            stream.flush()
+            return
+        prefix = f"{task:>{self.width}}: ".encode()
+        data = self.partial.pop((kind, task), b"") + data
+        *lines, rest = data.split(b"\n")
+        if lines:
+            stream.write(b"".join(prefix + line + b"\n" for line in lines))
+            stream.flush()
+        if rest:
+            self.partial[(kind, task)] = rest
+
+    def _flush_partial(self) -> None:
+        for (kind, task), rest in sorted(self.partial.items()):
+            stream = sys.stdout.buffer if kind == stepio.OUT else sys.stderr.buffer
+            stream.write(f"{task:>{self.width}}: ".encode() + rest + b"\n")
+        self.partial.clear()
+        sys.stdout.flush()
+
+    def _send_all(self, data: bytes) -> None:
+        for conn in self.conns.values():
+            try:
+                conn.sendall(data)
+            except OSError:
+                continue
+
+    def _exited(self, task: int, status: int) -> None:
+        self.statuses[task] = status
+        if status and self.kill_on_bad_exit and not self.killed:
+            self.killed = True
+            print(f"{PROG}: Terminating {self.name}", file=sys.stderr)
+            self._send_all(stepio.frame(stepio.SIGNAL, SIGKILL))
+
+    def _report(self) -> int:
+        """Slurm's lines for failed tasks, by node and cause; the exit code."""
+        worst = 0
+        for node_id, node in enumerate(self.nodes):
+            causes: dict[str, list[int]] = {}
+            for task in self._tasks_of(node_id):
+                status = self.statuses.get(task, 0)
+                worst = max(worst, exit_code(status))
+                if status:
+                    causes.setdefault(_why(status), []).append(task)
+            for why, ids in causes.items():
+                noun = "task" if len(ids) == 1 else "tasks"
+                print(f"{PROG}: error: {node}: {noun} {_ranges(ids)}: {why}", file=sys.stderr)
+        return worst
+
+
+def run_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.bind(("", 0))
+    listener.listen(64)
+    key = os.urandom(stepio.KEY_BYTES)
+    signals = Signals()
+    try:
+        request = step_request(settings, job_id, listener, key)
+        reply = create_step(client, request, settings.has("quiet"))
+        return Step(settings, job_id, reply, listener, key, signals).run()
+    finally:
+        signals.close()
+        listener.close()
+
+
+def srun(argv: list[str]) -> int:
+    try:
+        settings = parse(argv)
+        job_text = (
+            settings.get("jobid")
+            or os.environ.get("SLURM_JOB_ID")
+            or os.environ.get("SLURM_JOBID", "")
+        )
+        client = boundary.connect()
+        if not job_text:
+            from cli.allocation import run_in_new_allocation
+
+            return run_in_new_allocation(client, settings, argv)
+        try:
+            job_id = int(job_text.split("_")[0])
+        except ValueError:
+            raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
+        return run_in_allocation(client, settings, job_id)
+    except Halt as halt:
+        if halt.status == 0:  # --help, --version
+            print("\n".join(halt.lines))
+            return 0
+        return halt.report()
+
+
+def main() -> None:
+    try:
+        boundary.run(PROG, srun)
+    except SystemExit as done:
+        # Skip the interpreter's teardown (a few ms of srun's latency); nothing is
+        # left to clean up once the output is flushed.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(done.code if isinstance(done.code, int) else 1)

@@ -1,0 +1,221 @@
+"""Job steps: where an ``srun`` inside an allocation runs its tasks, and how it ends.
+
+Pure functions over a running ``Job``; the store applies what they return
+and the service sends the launches. Slurm's rules:
+
+* A step uses the job's nodes (``-w`` and ``-x`` narrow them), ``-N`` of them
+  or as few as its tasks need. Without ``-n`` it starts one task per task
+  slot of the job (the job's ``-n``, laid out as the job's), or one per node
+  with ``-N``, or ``--ntasks-per-node`` on each.
+* Tasks go to nodes in block order: with a node count, as evenly as the
+  order allows (``-N2 -n3`` -> 2, 1); without, each node filled before the
+  next.
+* A step holds its CPUs against other steps unless it or they ``--overlap``;
+  the batch script holds none. A step larger than the whole allocation is
+  refused ("More processors requested than permitted"); one that fits the
+  allocation but not what other steps leave waits ("Requested nodes are
+  busy": srun retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from controller.jobenv import run_length
+from controller.model import Job, Step
+from corral import errors, hostlist
+from corral.errors import SlurmError
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    """What srun asks for (StepCreateRequest's layout fields)."""
+
+    ntasks: int = 0
+    min_nodes: int = 0
+    cpus_per_task: int = 1
+    ntasks_per_node: int = 0
+    nodelist: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    overlap: bool = False
+
+
+def _job_slots(job: Job) -> list[int]:
+    """The job's tasks on each of its nodes, as its batch environment lays them out."""
+    base, extra = divmod(job.num_tasks, len(job.nodes))
+    return [base + (1 if i < extra else 0) for i in range(len(job.nodes))]
+
+
+def held_cpus(job: Job) -> dict[str, int]:
+    """CPUs running steps hold on each node (``--overlap`` steps hold none)."""
+    held: dict[str, int] = {}
+    for step in job.steps:
+        if step.running and not step.overlap:
+            for node, cpus in zip(step.nodes, step.cpus, strict=True):
+                held[node] = held.get(node, 0) + cpus
+    return held
+
+
+def layout(job: Job, req: StepRequest) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """(nodes, tasks on each) for ``req`` in ``job``'s allocation, or SlurmError."""
+    cpt = max(req.cpus_per_task, 1)
+    allocated = dict(zip(job.nodes, job.cpus, strict=True))
+    if any(n not in allocated for n in req.nodelist):
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    names = [n for n in job.nodes if (not req.nodelist or n in req.nodelist)]
+    names = [n for n in names if n not in req.exclude]
+    wanted_nodes = max(req.min_nodes, len(req.nodelist))
+    if wanted_nodes > len(names) or not names:
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    ntasks = req.ntasks
+    if not ntasks:
+        if req.ntasks_per_node:
+            ntasks = req.ntasks_per_node * (wanted_nodes or len(names))
+        elif wanted_nodes:
+            ntasks = wanted_nodes
+        else:
+            slots = dict(zip(job.nodes, _job_slots(job), strict=True))
+            ntasks = sum(slots[n] for n in names) or len(names)
+    capacity = {n: allocated[n] // cpt for n in names}
+    whole = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, capacity)
+    if whole is None:
+        raise SlurmError(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)
+    if not req.overlap:
+        held = held_cpus(job)
+        free = {n: (allocated[n] - held.get(n, 0)) // cpt for n in names}
+        now = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, free)
+        if now is None:
+            raise SlurmError(errors.ESLURM_NODES_BUSY)
+        return now
+    return whole
+
+
+def _spread(
+    names: Sequence[str],
+    ntasks: int,
+    node_count: int,
+    per_node: int,
+    capacity: Mapping[str, int],
+) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """Tasks over nodes in block order within ``capacity`` (tasks per node); None if
+    they do not fit."""
+    usable = [n for n in names if capacity[n] > 0]
+    if per_node:
+        count = node_count or -(-ntasks // per_node)
+        chosen = [n for n in usable if capacity[n] >= per_node][:count]
+        if len(chosen) < count or per_node * count < ntasks:
+            return None
+        tasks = [min(per_node, ntasks - per_node * i) for i in range(count)]
+        return tuple(chosen), tuple(tasks)
+    if node_count:
+        chosen = usable[:node_count]
+        if len(chosen) < node_count or ntasks < node_count:
+            return None
+        tasks, left = [], ntasks
+        for i, name in enumerate(chosen):
+            share = -(-left // (node_count - i))
+            if share > capacity[name]:
+                return None
+            tasks.append(share)
+            left -= share
+        return tuple(chosen), tuple(tasks)
+    chosen, tasks, left = [], [], ntasks
+    for name in usable:
+        take = min(capacity[name], left)
+        chosen.append(name)
+        tasks.append(take)
+        left -= take
+        if not left:
+            return tuple(chosen), tuple(tasks)
+    return None
+
+
+def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, line: str) -> Step:
+    nodes, tasks = layout(job, req)
+    cpt = max(req.cpus_per_task, 1)
+    return Step(
+        step_id=job.next_step_id,
+        name=name,
+        nodes=nodes,
+        tasks=tasks,
+        cpus=tuple(t * cpt for t in tasks),
+        start_time=now,
+        time_limit=time_limit,
+        overlap=req.overlap,
+        submit_line=line,
+    )
+
+
+def step_environment(job: Job, step: Step, base: Mapping[str, str]) -> dict[str, str]:
+    """Every task's environment but its own and its node's variables (the runner adds them)."""
+    env = dict(base)
+    nodelist = hostlist.compress(step.nodes)
+    env.update(
+        {
+            "SLURM_JOB_ID": str(job.job_id),
+            "SLURM_JOBID": str(job.job_id),
+            "SLURM_STEP_ID": str(step.step_id),
+            "SLURM_STEPID": str(step.step_id),
+            "SLURM_STEP_NODELIST": nodelist,
+            "SLURM_STEP_NUM_NODES": str(len(step.nodes)),
+            "SLURM_STEP_NUM_TASKS": str(step.ntasks),
+            "SLURM_STEP_TASKS_PER_NODE": run_length(list(step.tasks)),
+            "SLURM_NODELIST": nodelist,
+            "SLURM_NNODES": str(len(step.nodes)),
+            "SLURM_NTASKS": str(step.ntasks),
+            "SLURM_NPROCS": str(step.ntasks),
+            "SLURM_TASKS_PER_NODE": run_length(list(step.tasks)),
+            "SLURM_JOB_NODELIST": hostlist.compress(job.nodes),
+            "SLURM_JOB_NUM_NODES": str(len(job.nodes)),
+            "SLURM_JOB_CPUS_PER_NODE": run_length(list(job.cpus)),
+            "SLURM_JOB_NAME": job.name,
+            "SLURM_JOB_PARTITION": job.partition,
+            "SLURM_JOB_USER": job.user,
+            "SLURM_JOB_UID": str(job.uid),
+            "SLURM_RESTART_COUNT": str(job.restarts),
+            "SLURM_DISTRIBUTION": "block",
+            "SLURM_CPU_BIND": "quiet,none",
+            "SLURM_UMASK": base.get("SLURM_UMASK", "0022"),
+        }
+    )
+    if job.array_task_id is not None:
+        env["SLURM_ARRAY_JOB_ID"] = str(job.array_job_id)
+        env["SLURM_ARRAY_TASK_ID"] = str(job.array_task_id)
+    return env
+
+
+def exit_code(status: int) -> int:
+    """srun's view of a wait status: the exit code, or 128 + the signal."""
+    if status < 0:
+        return 0
+    if status & 0x7F:
+        return 128 + (status & 0x7F)
+    return (status >> 8) & 0xFF
+
+
+def node_done(
+    step: Step, node: str, statuses: Sequence[int], usage: tuple[int, int, int], end: int
+) -> Step:
+    """``step`` once ``node`` reported its tasks' wait statuses; ended when all have."""
+    if node in step.done or not step.running:
+        return step
+    worst = max([step.exit_status, *statuses], key=exit_code)
+    rss, user, system = step.usage
+    total = (max(rss, usage[0]), user + usage[1], system + usage[2])
+    step = replace(step, done=(*step.done, node), exit_status=max(worst, 0), usage=total)
+    if len(step.done) < len(step.nodes):
+        return step
+    if any(s < 0 for s in statuses) and not any(s > 0 for s in statuses):
+        state = "FAILED"
+    elif step.exit_status & 0x7F:
+        state = "CANCELLED" if step.exit_status & 0x7F == 9 else "FAILED"
+    else:
+        state = "FAILED" if step.exit_status else "COMPLETED"
+    return replace(step, state=state, end_time=end)
+
+
+def ended_with_job(job: Job, end: int) -> tuple[Step, ...]:
+    """The job's steps once it ended: the running ones end as the job did."""
+    state = {"COMPLETED": "CANCELLED", "FAILED": "CANCELLED"}.get(job.state.name, job.state.name)
+    return tuple(replace(s, state=state, end_time=end) if s.running else s for s in job.steps)

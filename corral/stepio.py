@@ -1,0 +1,102 @@
+"""The byte protocol between srun and the step runners of its step.
+
+srun listens on a TCP socket and puts its address and a random key in the
+step request; on each node of the step a runner (``nodeagent/steprunner.py``)
+connects to it, proves the key, and from then on both sides exchange
+frames. This mirrors Slurm's srun <-> slurmstepd I/O connection: output
+comes back to srun as it is written, stdin and signals go out, and each
+task's end is reported as it happens.
+
+A frame is a 9-byte header ``!BII`` (kind, task or number, payload length)
+and the payload. Kinds:
+
+========  =========  ====================================================
+kind      direction  meaning
+========  =========  ====================================================
+HELLO     runner →   key (32 bytes), then node id and task count (``!II``)
+OUT, ERR  runner →   a task's stdout/stderr bytes (``task`` = global id)
+IN        → runner   stdin bytes for task 0; an empty payload is EOF
+SIGNAL    → runner   deliver signal ``task`` (the number) to every task
+EXIT      runner →   task ``task`` ended; payload ``!i`` wait status
+DONE      runner →   every task of this node has ended (EXITs all sent)
+========  =========  ====================================================
+
+Sizes are bounded (``MAX_PAYLOAD``) so a confused peer cannot make the
+other allocate without limit.
+"""
+
+from __future__ import annotations
+
+import struct
+
+TYPE_CHECKING = False  # ``socket`` imports ``enum``; srun uses ``_socket``
+if TYPE_CHECKING:
+    from _socket import socket
+
+HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE = range(1, 8)
+HEADER = struct.Struct("!BII")
+NODE = struct.Struct("!II")
+STATUS = struct.Struct("!i")
+KEY_BYTES = 32
+MAX_PAYLOAD = 1 << 20
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not a frame of this protocol."""
+
+
+def frame(kind: int, number: int, payload: bytes = b"") -> bytes:
+    return HEADER.pack(kind, number, len(payload)) + payload
+
+
+def hello(key: bytes, node_id: int, ntasks: int) -> bytes:
+    return frame(HELLO, 0, key + NODE.pack(node_id, ntasks))
+
+
+def read_hello(payload: bytes) -> tuple[bytes, int, int]:
+    """(key, node id, task count) of a HELLO payload."""
+    if len(payload) != KEY_BYTES + NODE.size:
+        raise ProtocolError("bad hello")
+    node_id, ntasks = NODE.unpack(payload[KEY_BYTES:])
+    return payload[:KEY_BYTES], node_id, ntasks
+
+
+def exit_frame(task: int, status: int) -> bytes:
+    return frame(EXIT, task, STATUS.pack(status))
+
+
+def read_status(payload: bytes) -> int:
+    if len(payload) != STATUS.size:
+        raise ProtocolError("bad exit status")
+    (status,) = STATUS.unpack(payload)
+    return int(status)
+
+
+class Reader:
+    """Frames out of a byte stream that arrives in arbitrary pieces."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[int, int, bytes]]:
+        """The frames completed by ``data``: (kind, number, payload) each."""
+        self._buffer += data
+        frames = []
+        while len(self._buffer) >= HEADER.size:
+            kind, number, length = HEADER.unpack_from(self._buffer)
+            if not HELLO <= kind <= DONE or length > MAX_PAYLOAD:
+                raise ProtocolError(f"bad frame header (kind {kind}, length {length})")
+            end = HEADER.size + length
+            if len(self._buffer) < end:
+                break
+            frames.append((kind, number, bytes(self._buffer[HEADER.size : end])))
+            del self._buffer[:end]
+        return frames
+
+
+def recv_frames(sock: socket, reader: Reader) -> list[tuple[int, int, bytes]] | None:
+    """Frames from one ``recv`` on a blocking or ready socket; None once the peer closed."""
+    data = sock.recv(65536)
+    if not data:
+        return None
+    return reader.feed(data)

@@ -1,0 +1,790 @@
+"""The per-step process on one node: runs an ``srun`` step's tasks here (slurmstepd's part).
+
+``python -m nodeagent.steprunner STEPDIR [--lock-fd N] [--notify-fd N]``;
+usually the zygote forks it instead (see :mod:`nodeagent.zygote`), in the
+same state as a supervisor: a session of its own, SIGUSR1 and SIGCHLD
+blocked, the step directory's lock held, the agent's notify pipe (end-of-file
+when the runner exits). Everything it needs is the step directory's
+``launch.json`` (:class:`~nodeagent.spool.StepSpec`); what it reports goes to
+srun as it happens and to ``result`` at the end. Process model::
+
+    agent ─ zygote ─fork─ runner (root; holds the lock) ══TCP══ srun
+                            ├─ task: fork, become the user, exec argv
+                            └─ task: ... (all tasks in one process group)
+
+The runner itself stays root, like the supervisor: so that the user cannot
+kill it to escape the time limit, and so that it can write its result into
+the root-owned spool. Each task switches to the user (:mod:`nodeagent.runas`)
+in its child before exec; the files the user named are opened, and missing
+directories made, with the user's effective ids.
+
+In order:
+
+1. A pending ``cancel`` means nothing runs (every status -1).
+2. Open the tasks' files as the user, in ``cwd`` (or /tmp with a note on
+   each task's stderr, as slurmstepd does).
+3. Connect to srun (``io_host:io_port``, 10 s) and send HELLO. A runner that
+   cannot connect runs nothing: every status -1 and a message.
+4. Fork every task: the first one's pid is the process group of them all.
+   Each gets ``environment`` plus SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID,
+   SLURM_TASK_PID, SLURMD_NODENAME, SLURM_GTIDS and SLURM_CPUS_ON_NODE, and
+   execs ``argv[0]`` looked up on its PATH; if exec fails the task writes
+   ``slurmstepd: error: execve(): ARGV0: REASON`` to its stderr and exits
+   with the errno as status (2 for a missing command), as slurmstepd's tasks do.
+5. One single-threaded loop (selectors; signals arrive through
+   ``signal.set_wakeup_fd``) forwards the tasks' output to srun as OUT/ERR
+   frames as it is read, IN frames to the stdin of task 0, SIGNAL frames to
+   the process group; reaps each task with wait4 and sends its EXIT frame
+   (after what it wrote before exiting); ends the tasks (CONT+TERM, KILL
+   after the kill wait) at the time limit, on a ``cancel`` request or when
+   srun's connection closes; and sends the tasks the signals the agent asks
+   for (``signals``). The agent writes requests, then sends SIGUSR1; those
+   made before the tasks started are acted on once they have.
+6. When every task has ended: SIGKILL what is left in the process group,
+   DONE, close; then the result (statuses in ``tasks`` order, the largest
+   max RSS, the summed CPU times).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import encodings.idna  # noqa: F401 (see below)
+import logging
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+
+from corral import filepattern, stepio
+from nodeagent import runas
+from nodeagent.runas import LaunchError
+from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
+
+# socket.getaddrinfo encodes host names with the idna codec, imported on first
+# use: imported here, the zygote has it ready and each runner reaches srun ~2 ms sooner.
+# Importing typing costs every step milliseconds; mypy honours the name.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+log = logging.getLogger(__name__)
+
+#: How long the runner tries to reach srun.
+CONNECT_TIMEOUT = 10.0
+#: How long the last frames may take to leave, and srun to hang up after DONE.
+FLUSH_TIMEOUT = 10.0
+LINGER = 1.0
+READ_SIZE = 65536
+#: Output queued for srun beyond which the tasks' pipes are left unread (back-pressure).
+HIGH_WATER = 1 << 20
+#: Input queued for task 0 beyond which srun's socket is left unread.
+STDIN_HIGH_WATER = 1 << 22
+#: Signals the runner is woken by: a task ended; the agent wrote ``cancel``.
+WATCHED = {signal.SIGCHLD, signal.SIGUSR1}
+
+_SOCKET = "srun"
+_WAKE = "wake"
+_STDIN = "stdin"
+
+
+class Task:
+    """One local task: where it stands and the runner's end of its pipes."""
+
+    def __init__(self, index: int, task_id: int) -> None:
+        self.index = index  # SLURM_LOCALID
+        self.task_id = task_id  # SLURM_PROCID, the id in frames
+        self.pid = 0
+        self.status: int | None = None
+        self.usage: Any = None
+        self.pipes: dict[int, int] = {}  # read end -> OUT or ERR
+
+
+def task_environment(spec: StepSpec) -> dict[str, str]:
+    """What every local task gets: the step's environment plus this node's facts."""
+    env = dict(spec.environment)
+    env["SLURMD_NODENAME"] = spec.node
+    env["SLURM_NODEID"] = str(spec.node_id)
+    env["SLURM_GTIDS"] = ",".join(str(task_id) for task_id in spec.tasks)
+    env["SLURM_CPUS_ON_NODE"] = str(spec.cpus)
+    return env
+
+
+def expand(spec: StepSpec, pattern: str, task_id: int) -> str:
+    """Expand a %-pattern for one task of this step on this node."""
+    return filepattern.expand(
+        pattern,
+        job_id=spec.job_id,
+        array_job_id=spec.array_job_id,
+        array_task_id=spec.array_task_id,
+        user=spec.user,
+        job_name=spec.job_name,
+        node=spec.node,
+        node_index=spec.node_id,
+        task_id=task_id,
+        step=str(spec.step_id),
+    )
+
+
+def _noted(signum: int, frame: object) -> None:
+    """The Python-level handler; the wakeup fd is what the loop watches."""
+
+
+class StepRun:
+    """One node's part of one step, from the spec to the result."""
+
+    def __init__(self, stepdir: StepDir, spec: StepSpec) -> None:
+        self.stepdir = stepdir
+        self.spec = spec
+        self.tasks = [Task(index, task_id) for index, task_id in enumerate(spec.tasks)]
+        self.by_pid: dict[int, Task] = {}
+        self.sel = selectors.DefaultSelector()
+        self.sock: socket.socket | None = None
+        self.reader = stepio.Reader()
+        self.outbuf = bytearray()
+        self.paused = False
+        self.stdin_fd: int | None = None
+        self.inbuf = bytearray()
+        self.stdin_eof = False
+        self.child_fds: list[int] = []  # the tasks' ends, closed once they are forked
+        self.devnull: int | None = None
+        self.pgid = 0
+        self.started_at = 0.0
+        self.deadline: float | None = None
+        self.kill_at: float | None = None
+        self.ending: str | None = None
+        self.cancelled = False
+        self.signals_read = 0  # how far ``signals`` has been acted on
+        self.message = ""
+        self.wake_r = -1
+
+    # ------------------------------------------------------------ start
+
+    def run(self) -> StepResult:
+        self._catch_signals()
+        spec = self.spec
+        if self.stepdir.read_cancel() is not None:
+            return self._not_started("cancelled before start")
+        try:
+            groups = runas.user_groups(spec.uid, spec.gid, spec.user)
+            runas.apply_umask(spec.environment)
+            with runas.as_user(spec.uid, spec.gid, groups):
+                cwd_error = runas.enter_work_dir(spec.cwd)
+                stdio = self._open_stdio()
+        except LaunchError as exc:
+            self._close_all()
+            return self._not_started(str(exc))
+        try:
+            self._connect()
+        except (OSError, ValueError) as exc:
+            self._close_all()
+            reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+            message = f"cannot connect to srun at {spec.io_host}:{spec.io_port}: {reason}"
+            log.error("step %d.%d: %s", spec.job_id, spec.step_id, message)
+            return self._not_started(message)
+        note = ""
+        if cwd_error is not None:
+            note = (
+                f"slurmstepd: error: couldn't chdir to `{spec.cwd}': {cwd_error.strerror}: "
+                "going to /tmp instead\n"
+            )
+        self._start_tasks(stdio, groups, note)
+        if self.pgid:
+            self.stepdir.write_started(Started(pid=self.pgid, start_time=int(self.started_at)))
+            if spec.time_limit >= 0:
+                self.deadline = (spec.start_time or self.started_at) + spec.time_limit * 60
+            self._check_requests()
+            self._reap()
+            self._loop()
+        return self._finish()
+
+    def _catch_signals(self) -> None:
+        """Turn SIGCHLD and SIGUSR1 (blocked until now) into bytes on a pipe."""
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        for sig in WATCHED:
+            signal.signal(sig, _noted)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
+        self.sel.register(self.wake_r, selectors.EVENT_READ, _WAKE)
+
+    def _not_started(self, message: str) -> StepResult:
+        now = int(time.time())
+        return StepResult(
+            statuses=(NOT_STARTED,) * len(self.tasks),
+            start_time=now,
+            end_time=now,
+            message=message,
+        )
+
+    def _null(self) -> int:
+        if self.devnull is None:
+            self.devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            self.child_fds.append(self.devnull)
+        return self.devnull
+
+    def _pipe(self, task: Task, kind: int) -> int:
+        """A pipe for ``task``'s stdout or stderr, read here; the task's end."""
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        task.pipes[read_end] = kind
+        self.child_fds.append(write_end)
+        return write_end
+
+    def _open_stdio(self) -> list[tuple[int, int, int]]:
+        """Each task's stdin, stdout and stderr (run as the user, in the step's cwd).
+
+        An output file named by several tasks (or by stdout and stderr) is
+        opened once, so that it is truncated once, and shared, appending; an
+        input file is opened per task.
+        """
+        spec = self.spec
+        outputs: dict[str, int] = {}
+
+        def output(pattern: str, task_id: int) -> int:
+            if pattern == "none":
+                return self._null()
+            path = os.path.abspath(expand(spec, pattern, task_id))
+            if path not in outputs:
+                # Appending (after one truncation) keeps tasks from writing over each other.
+                outputs[path] = runas.open_output(path, append=True, truncate=not spec.append)
+                self.child_fds.append(outputs[path])
+            return outputs[path]
+
+        stdio = []
+        for task in self.tasks:
+            if spec.std_in == "" and task.task_id == 0:
+                in_fd, self.stdin_fd = os.pipe()
+                os.set_blocking(self.stdin_fd, False)
+                self.child_fds.append(in_fd)
+            elif spec.std_in in ("", "none"):
+                in_fd = self._null()
+            else:
+                in_fd = runas.open_input(os.path.abspath(expand(spec, spec.std_in, task.task_id)))
+                self.child_fds.append(in_fd)
+            if spec.std_out:
+                out_fd = output(spec.std_out, task.task_id)
+            else:
+                out_fd = self._pipe(task, stepio.OUT)
+            if spec.std_err:
+                err_fd = output(spec.std_err, task.task_id)
+            elif spec.std_out:
+                err_fd = out_fd  # srun -o without -e: stderr goes with stdout
+            else:
+                err_fd = self._pipe(task, stepio.ERR)
+            stdio.append((in_fd, out_fd, err_fd))
+        return stdio
+
+    def _connect(self) -> None:
+        spec = self.spec
+        key = bytes.fromhex(spec.io_key)
+        try:
+            address = (spec.io_host, spec.io_port)
+            sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
+        except socket.gaierror:  # srun's host name does not resolve here: it is this host
+            address = ("127.0.0.1", spec.io_port)
+            sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.sendall(stepio.hello(key, spec.node_id, len(self.tasks)))
+        except BaseException:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        self.sock = sock
+        self.sel.register(sock, selectors.EVENT_READ, _SOCKET)
+
+    def _start_tasks(self, stdio: list[tuple[int, int, int]], groups: Any, note: str) -> None:
+        env = task_environment(self.spec)
+        self.started_at = time.time()
+        # Every signal stays blocked from fork until the child has reset its
+        # handlers: a signal for the tasks must not reach one of Python's.
+        saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        try:
+            for task, fds in zip(self.tasks, stdio, strict=True):
+                self._fork_task(task, fds, env, groups, note)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, saved_mask)
+        for fd in dict.fromkeys(self.child_fds):
+            os.close(fd)
+        self.child_fds = []
+        self.devnull = None
+        for task in self.tasks:
+            for fd in task.pipes:
+                self.sel.register(fd, selectors.EVENT_READ, task)
+
+    def _fork_task(
+        self, task: Task, fds: tuple[int, int, int], env: dict[str, str], groups: Any, note: str
+    ) -> None:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            self.message = f"cannot start task {task.task_id}: {exc.strerror}"
+            log.error("step %d.%d: %s", self.spec.job_id, self.spec.step_id, self.message)
+            task.status = NOT_STARTED
+            self._close_task_pipes(task)
+            return
+        if pid == 0:
+            self._exec_task(task, fds, env, groups, note)
+        if not self.pgid:
+            self.pgid = pid
+        # Both sides set the group, so that it is set whichever runs first.
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, self.pgid)
+        task.pid = pid
+        self.by_pid[pid] = task
+
+    def _exec_task(
+        self, task: Task, fds: tuple[int, int, int], env: dict[str, str], groups: Any, note: str
+    ) -> NoReturn:
+        """In the forked child: become the task and exec it; never returns."""
+        spec = self.spec
+        program = spec.argv[0] if spec.argv else ""
+        status = 1
+        try:
+            os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
+            signal.set_wakeup_fd(-1)
+            for sig in (*WATCHED, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+            runas.reset_signals()  # unblocks: what came meanwhile now acts as it would
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+            runas.become_user(spec.uid, spec.gid, spec.user, groups)
+            if note:
+                os.write(2, note.encode())
+            env = {
+                **env,
+                "SLURM_PROCID": str(task.task_id),
+                "SLURM_LOCALID": str(task.index),
+                "SLURM_TASK_PID": str(os.getpid()),
+            }
+            status = 2
+            os.execvpe(program, list(spec.argv) or [program], env)
+        except OSError as exc:
+            if status == 2:
+                status = exc.errno or 2
+                message = f"slurmstepd: error: execve(): {program}: {os.strerror(status)}\n"
+            else:
+                message = f"slurmstepd: error: task setup failed: {exc}\n"
+        except BaseException as exc:
+            message = f"slurmstepd: error: task setup failed: {type(exc).__name__}: {exc}\n"
+        try:
+            os.write(2, message.encode())
+        finally:
+            os._exit(status)
+
+    # ------------------------------------------------------------ the loop
+
+    def _running(self) -> bool:
+        return any(task.status is None for task in self.tasks)
+
+    def _loop(self) -> None:
+        while self._running():
+            timeout = self._act(time.time())
+            for key, mask in self.sel.select(timeout):
+                what = key.data
+                if what == _WAKE:
+                    self._woken()
+                elif what == _SOCKET:
+                    if mask & selectors.EVENT_WRITE:
+                        self._flush()
+                    if mask & selectors.EVENT_READ and self.sock is not None:
+                        self._from_srun()
+                elif what == _STDIN:
+                    self._feed_stdin()
+                elif isinstance(what, Task) and key.fd in what.pipes:
+                    self._read_pipe(what, key.fd)
+
+    def _woken(self) -> None:
+        try:
+            signals = os.read(self.wake_r, 256)
+        except BlockingIOError:
+            return
+        if signal.SIGUSR1 in signals:
+            self._check_requests()
+        if signal.SIGCHLD in signals:
+            self._reap()
+
+    def _act(self, now: float) -> float | None:
+        """Do what is due at ``now`` (time limit, KILL); seconds until the next, if any."""
+        wakes = []
+        if self.deadline is not None and not self.ending:
+            if now >= self.deadline:
+                self._end("time limit reached", self.spec.kill_wait, " DUE TO TIME LIMIT")
+            else:
+                wakes.append(self.deadline)
+        if self.kill_at is not None:
+            if now >= self.kill_at:
+                log.info("step %d.%d: kill wait over, SIGKILL", self.spec.job_id, self.spec.step_id)
+                self._signal(signal.SIGKILL)
+                self.kill_at = None
+            else:
+                wakes.append(self.kill_at)
+        return max(0.0, min(wakes) - now) if wakes else None
+
+    def _check_requests(self) -> None:
+        """The agent's requests: signals for the tasks, and a terminate (``cancel``).
+
+        Requests made before the tasks started are acted on once they have.
+        """
+        spec = self.spec
+        signums, self.signals_read = self.stepdir.read_signals(self.signals_read)
+        for signum in signums:
+            if 0 < signum < signal.NSIG:
+                log.info("step %d.%d: signal %d requested", spec.job_id, spec.step_id, signum)
+                self._signal(signum)
+        kill_wait = self.stepdir.read_cancel()
+        if kill_wait is not None and not self.cancelled:
+            self.cancelled = True
+            self._end("cancelled", kill_wait, "")
+
+    def _end(self, why: str, kill_wait: int, banner: str | None) -> None:
+        """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds.
+
+        With a ``banner``, srun shows slurmstepd's line on its stderr (as the
+        first task's, whatever the tasks' own stderr is).
+        """
+        spec = self.spec
+        now = time.time()
+        kill_at = now + kill_wait
+        self.kill_at = kill_at if self.kill_at is None else min(self.kill_at, kill_at)
+        if self.ending:
+            return
+        log.info("step %d.%d: ending the tasks: %s", spec.job_id, spec.step_id, why)
+        self.ending = why
+        if banner is not None and self.tasks:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now))
+            line = (
+                f"slurmstepd: error: *** STEP {spec.job_id}.{spec.step_id} ON {spec.node} "
+                f"CANCELLED AT {stamp}{banner} ***\n"
+            )
+            self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
+        self._signal(signal.SIGCONT)
+        self._signal(signal.SIGTERM)
+
+    def _signal(self, sig: int) -> None:
+        """Signal the tasks' process group while any task is left to receive it."""
+        if not self.pgid or not self._running():
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            task = self.by_pid.get(pid)
+            if task is None:
+                continue
+            task.status, task.usage = status, usage
+            # What the task wrote before it exited goes out before its EXIT.
+            for fd in list(task.pipes):
+                self._drain(task, fd)
+            self._send(stepio.exit_frame(task.task_id, status))
+
+    # ------------------------------------------------------------ the tasks' pipes
+
+    def _read_pipe(self, task: Task, fd: int) -> bool:
+        """Forward one read of ``fd``; False once nothing more is there for now."""
+        try:
+            data = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            self._close_pipe(task, fd)
+            return False
+        self._send(stepio.frame(task.pipes[fd], task.task_id, data))
+        return True
+
+    def _drain(self, task: Task, fd: int) -> None:
+        while fd in task.pipes and self._read_pipe(task, fd):
+            pass
+
+    def _close_pipe(self, task: Task, fd: int) -> None:
+        self._want(fd, 0, task)
+        del task.pipes[fd]
+        os.close(fd)
+
+    def _close_task_pipes(self, task: Task) -> None:
+        for fd in list(task.pipes):
+            self._close_pipe(task, fd)
+
+    def _pause(self, paused: bool) -> None:
+        """Stop or resume reading the tasks' pipes (while srun is slow to read)."""
+        if paused == self.paused:
+            return
+        self.paused = paused
+        for task in self.tasks:
+            for fd in task.pipes:
+                self._want(fd, 0 if paused else selectors.EVENT_READ, task)
+
+    # ------------------------------------------------------------ srun's connection
+
+    def _send(self, data: bytes) -> None:
+        """Queue a frame for srun (dropped once srun is gone) and send what can go now."""
+        sock = self.sock
+        if sock is None:
+            return
+        if not self.outbuf:
+            try:
+                sent = sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self._srun_gone("connection lost")
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+        self.outbuf += data
+        self._watch_socket()
+        if len(self.outbuf) > HIGH_WATER:
+            self._pause(True)
+
+    def _flush(self) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        try:
+            sent = sock.send(self.outbuf)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._srun_gone("connection lost")
+            return
+        del self.outbuf[:sent]
+        self._watch_socket()
+        if len(self.outbuf) <= HIGH_WATER // 2:
+            self._pause(False)
+
+    def _watch_socket(self) -> None:
+        """Read srun unless task 0's stdin is backed up; write while frames are queued."""
+        if self.sock is None:
+            return
+        events = selectors.EVENT_WRITE if self.outbuf else 0
+        if len(self.inbuf) <= STDIN_HIGH_WATER:
+            events |= selectors.EVENT_READ
+        self._want(self.sock, events, _SOCKET)
+
+    def _want(self, fileobj: Any, events: int, data: object) -> None:
+        """Watch ``fileobj`` for ``events`` (none: not at all)."""
+        try:
+            key = self.sel.get_key(fileobj)
+        except KeyError:
+            key = None
+        if not events:
+            if key is not None:
+                self.sel.unregister(fileobj)
+        elif key is None:
+            self.sel.register(fileobj, events, data)
+        elif key.events != events:
+            self.sel.modify(fileobj, events, data)
+
+    def _from_srun(self) -> None:
+        assert self.sock is not None
+        try:
+            frames = stepio.recv_frames(self.sock, self.reader)
+        except BlockingIOError:
+            return
+        except stepio.ProtocolError as exc:
+            self._srun_gone(f"bad frame from srun: {exc}")
+            return
+        except OSError:
+            frames = None
+        if frames is None:
+            self._srun_gone("srun closed the connection")
+            return
+        spec = self.spec
+        for kind, number, payload in frames:
+            if kind == stepio.IN:
+                self._stdin(payload)
+            elif kind == stepio.SIGNAL and 0 < number < signal.NSIG:
+                log.info("step %d.%d: signal %d from srun", spec.job_id, spec.step_id, number)
+                self._signal(number)
+
+    def _srun_gone(self, why: str) -> None:
+        """srun is no more: drop its connection and end the tasks."""
+        log.warning("step %d.%d: %s", self.spec.job_id, self.spec.step_id, why)
+        if self.sock is not None:
+            self._want(self.sock, 0, _SOCKET)
+            self.sock.close()
+            self.sock = None
+        self.outbuf.clear()
+        self._pause(False)
+        self.inbuf.clear()
+        self._close_stdin()
+        if self._running():
+            self._end(why, self.spec.kill_wait, None)
+
+    # ------------------------------------------------------------ task 0's stdin
+
+    def _stdin(self, payload: bytes) -> None:
+        """IN frame: bytes for task 0, or (empty) its end-of-file."""
+        if self.stdin_fd is None:
+            return
+        if payload:
+            self.inbuf += payload
+        else:
+            self.stdin_eof = True
+        self._feed_stdin()
+
+    def _feed_stdin(self) -> None:
+        fd = self.stdin_fd
+        if fd is None:
+            return
+        while self.inbuf:
+            try:
+                written = os.write(fd, self.inbuf)
+            except BlockingIOError:
+                break
+            except OSError:  # the task closed its stdin or ended
+                self.inbuf.clear()
+                self._close_stdin()
+                return
+            del self.inbuf[:written]
+        if not self.inbuf and self.stdin_eof:
+            self._close_stdin()
+            return
+        self._want(fd, selectors.EVENT_WRITE if self.inbuf else 0, _STDIN)
+        self._watch_socket()
+
+    def _close_stdin(self) -> None:
+        fd = self.stdin_fd
+        if fd is None:
+            return
+        self._want(fd, 0, _STDIN)
+        os.close(fd)
+        self.stdin_fd = None
+        self._watch_socket()
+
+    # ------------------------------------------------------------ the end
+
+    def _close_all(self) -> None:
+        """Close every descriptor opened for the tasks (when they never start)."""
+        for fd in dict.fromkeys(self.child_fds):
+            os.close(fd)
+        self.child_fds = []
+        self.devnull = None
+        for task in self.tasks:
+            for fd in task.pipes:
+                os.close(fd)
+            task.pipes.clear()
+        if self.stdin_fd is not None:
+            os.close(self.stdin_fd)
+            self.stdin_fd = None
+
+    def _finish(self) -> StepResult:
+        spec = self.spec
+        if self.pgid:
+            # Whatever the tasks left behind in their group goes with them.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, signal.SIGKILL)
+        for task in self.tasks:
+            for fd in list(task.pipes):
+                self._drain(task, fd)
+                if fd in task.pipes:
+                    self._close_pipe(task, fd)
+        self._close_stdin()
+        self._send(stepio.frame(stepio.DONE, spec.node_id))
+        self._hang_up()
+        statuses = tuple(NOT_STARTED if t.status is None else t.status for t in self.tasks)
+        usages = [task.usage for task in self.tasks if task.usage is not None]
+        result = StepResult(
+            statuses=statuses,
+            start_time=int(self.started_at),
+            end_time=int(time.time()),
+            max_rss_kb=max((int(u.ru_maxrss) for u in usages), default=0),  # Linux: KiB
+            user_cpu_us=sum(int(u.ru_utime * 1e6) for u in usages),
+            sys_cpu_us=sum(int(u.ru_stime * 1e6) for u in usages),
+            message=self.message,
+        )
+        log.info(
+            "step %d.%d: done, statuses %s%s",
+            spec.job_id,
+            spec.step_id,
+            list(statuses),
+            f" ({self.ending})" if self.ending else "",
+        )
+        return result
+
+    def _hang_up(self) -> None:
+        """Send what is queued, then close once srun has hung up (or after LINGER).
+
+        Closing with srun's bytes unread would reset the connection, and a
+        reset can discard output srun has not read yet.
+        """
+        sock = self.sock
+        if sock is None:
+            return
+        self.sock = None
+        try:
+            sock.settimeout(FLUSH_TIMEOUT)
+            sock.sendall(self.outbuf)
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(LINGER)
+            while sock.recv(READ_SIZE):
+                pass
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+
+def run_step(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
+    """Run the step in ``path`` to its end and record how it ended.
+
+    The same in a process started for the step and in a child of the zygote.
+    """
+    if notify_fd is not None:
+        os.set_inheritable(notify_fd, False)
+    stepdir = StepDir(os.path.abspath(path))
+    try:
+        stepdir.hold_lock(lock_fd)
+    except BlockingIOError:
+        log.error("step %d.%d: another runner holds %s", stepdir.job_id, stepdir.step_id, path)
+        return 1
+    stepdir.write_supervisor_pid(os.getpid())
+    spec = stepdir.read_spec()
+    if spec is None:
+        now = int(time.time())
+        result = StepResult((), start_time=now, end_time=now, message="no step description")
+        stepdir.write_result(result)
+        return 0
+    try:
+        result = StepRun(stepdir, spec).run()
+    except Exception:
+        log.exception("step %d.%d: step runner failed", spec.job_id, spec.step_id)
+        stepdir.settle_lost(len(spec.tasks))
+        return 1
+    stepdir.write_result(result)
+    return 0
+
+
+USAGE = "usage: python -m nodeagent.steprunner STEPDIR [--lock-fd N] [--notify-fd N]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from nodeagent.supervisor import parse_args
+
+    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv)
+    if zygote_fd is not None:
+        raise SystemExit(USAGE)
+    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return run_step(path, lock_fd, notify_fd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Job steps end to end: srun in batch jobs, salloc and on its own; squeue -s,
+scontrol show step, scancel N.S, sacct's step rows; Slurm's words for failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli.demo import client_command
+from tests.integration.cluster import Cluster
+
+SETTINGS = ("KillWait=2", "SlurmdTimeout=6", "SchedulerParameters=bf_interval=1")
+
+
+@pytest.fixture
+def four(tmp_path: Path) -> Iterator[Cluster]:
+    """Four emulated nodes (the test machine's CPUs each)."""
+    c = Cluster(tmp_path, nodes=4, settings=SETTINGS)
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+
+
+def batch(cluster: Cluster, script: str, *args: str) -> tuple[dict[str, object], str]:
+    """Run ``script`` as a batch job to its end: (the job record, its output)."""
+    path = cluster.dir / f"job-{len(list(cluster.dir.glob('job-*')))}.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    job_id = cluster.sbatch(*args, "-o", str(cluster.dir / "out-%j.txt"), str(path))
+    job = cluster.wait_done(job_id, 60)
+    return job, (cluster.dir / f"out-{job_id}.txt").read_text()
+
+
+def test_srun_runs_every_task_with_its_slurm_variables(four: Cluster) -> None:
+    script = (
+        "srun -l sh -c 'echo $SLURM_PROCID/$SLURM_LOCALID/$SLURM_NODEID "
+        "$SLURMD_NODENAME $SLURM_STEP_ID $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST "
+        "$SLURM_STEP_TASKS_PER_NODE'\n"
+    )
+    job, out = batch(four, script, "-N2", "--ntasks-per-node=2")
+    assert job["state"] == "COMPLETED"
+    lines = sorted(out.splitlines())
+    assert lines == [
+        "0: 0/0/0 node1 0 4 node[1-2] 2(x2)",
+        "1: 1/1/0 node1 0 4 node[1-2] 2(x2)",
+        "2: 2/0/1 node2 0 4 node[1-2] 2(x2)",
+        "3: 3/1/1 node2 0 4 node[1-2] 2(x2)",
+    ]
+
+
+def test_exit_codes_stdin_files_and_an_oversized_step(four: Cluster) -> None:
+    script = (
+        "echo hello | srun -n2 cat\n"
+        "srun -n2 -o task-%t.txt sh -c 'echo I am $SLURM_PROCID'\n"
+        "srun -n99 true\n"
+        "echo oversized=$?\n"
+        "srun -n2 sh -c 'exit $SLURM_PROCID'\n"
+        "echo failed=$?\n"
+        "srun -n2 sh -c 'exit 3'\n"
+    )
+    job, out = batch(four, script, "-n2")
+    assert out.count("hello") == 1  # stdin reaches task 0 only
+    assert (four.dir / "task-0.txt").read_text() == "I am 0\n"
+    assert (four.dir / "task-1.txt").read_text() == "I am 1\n"
+    job_id = job["job_id"]
+    assert (
+        f"srun: error: Unable to create step for job {job_id}: "
+        "More processors requested than permitted"
+    ) in out
+    assert "oversized=1" in out
+    assert "srun: error: node1: task 1: Exited with exit code 1" in out
+    assert "failed=1" in out
+    assert "srun: error: node1: tasks 0-1: Exited with exit code 3" in out
+    assert job["state"] == "FAILED" and job["exit_status"] >> 8 == 3
+
+
+def test_steps_are_listed_cancelled_and_accounted(four: Cluster) -> None:
+    script = "srun -n1 --overlap sleep 60 &\nsrun -n1 --overlap sleep 60\nwait\n"
+    path = four.dir / "steps.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    job_id = four.sbatch("-n2", "-o", str(four.dir / "steps.out"), str(path))
+
+    def listed() -> list[str]:
+        out = four.run("squeue", "-s", "-h", "-o", "%i %j %N").stdout
+        return sorted(out.split("\n")[:-1])
+
+    four.wait_for(lambda: len(listed()) == 3, 30, "two steps and the batch step not listed")
+    assert listed() == [
+        f"{job_id}.0 sleep node1",
+        f"{job_id}.1 sleep node1",
+        f"{job_id}.batch batch node1",
+    ]
+    shown = four.run("scontrol", "show", "step", f"{job_id}.0").stdout
+    assert shown.startswith(f"StepId={job_id}.0 UserId=0 ")
+    assert "State=RUNNING" in shown and "Tasks=1 Name=sleep" in shown
+    four.run("scancel", f"{job_id}.0")
+    four.wait_for(lambda: len(listed()) == 2, 20, "the cancelled step is still listed")
+    four.run("scancel", f"{job_id}.1")
+    job = four.wait_done(job_id, 30)
+    assert job["state"] in ("COMPLETED", "FAILED")
+    states = {s["step_id"]: s["state"] for s in job["steps"]}
+    assert states == {0: "CANCELLED", 1: "CANCELLED"}
+    ended = four.run("srun", f"--jobid={job_id}", "true", check=False)
+    assert ended.returncode == 1
+    assert ended.stderr == (
+        f"srun: error: Unable to create step for job {job_id}: "
+        "Job/step already completing or completed\n"
+    )
+
+
+def test_signals_reach_the_steps_not_the_batch_shell(four: Cluster) -> None:
+    script = (
+        "trap 'echo shell got USR1' USR1\n"
+        "srun sh -c \"trap 'echo task got USR1; exit 0' USR1; "
+        'echo ready; while true; do sleep 0.1; done"\n'
+        "echo after srun\n"
+    )
+    path = four.dir / "signal.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    out = four.dir / "signal.out"
+    job_id = four.sbatch("-o", str(out), str(path))
+    four.wait_for(lambda: out.exists() and "ready" in out.read_text(), 30, "no ready")
+    four.run("scancel", "--signal=USR1", str(job_id))
+    four.wait_done(job_id, 30)
+    text = out.read_text()
+    assert "task got USR1" in text and "after srun" in text
+    assert "shell got USR1" not in text
+
+
+def test_salloc_and_srun_outside_an_allocation(four: Cluster) -> None:
+    done = four.run("srun", "-N2", "-l", "sh", "-c", "echo $SLURMD_NODENAME")
+    assert sorted(done.stdout.splitlines()) == ["0: node1", "1: node2"]
+    done = four.run("salloc", "-N2", "sh", "-c", "echo $SLURM_JOB_NUM_NODES; srun -N2 hostname")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "2" and len(lines) == 3
+    assert "salloc: Granted job allocation" in done.stderr
+    assert "salloc: Relinquishing job allocation" in done.stderr
+    failed = four.run("srun", "-n1", "false", check=False)
+    assert failed.returncode == 1
+    assert "srun: error: node1: task 0: Exited with exit code 1" in failed.stderr
+    jobs = four.jobs()
+    assert {j["state"] for j in jobs} == {"COMPLETED", "FAILED"}
+    assert all(not j["batch_flag"] for j in jobs)
+
+
+def test_ctrl_c_twice_stops_the_step(four: Cluster) -> None:
+    srun = subprocess.Popen(
+        [*client_command("srun"), "-n2", "sleep", "60"],
+        env=four.env,
+        cwd=four.dir,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    four.wait_for(
+        lambda: any(j["state"] == "RUNNING" and j["steps"] for j in four.jobs()), 30, "no step"
+    )
+    srun.send_signal(signal.SIGINT)
+    time.sleep(0.3)  # two signals sent at once would arrive as one
+    srun.send_signal(signal.SIGINT)
+    _, err = srun.communicate(timeout=30)
+    assert srun.returncode != 0
+    assert "srun: interrupt (one more within 1 sec to abort)" in err
+    assert "srun: sending Ctrl-C to StepId=" in err
+
+
+def test_srun_with_no_cluster_configured_fails_with_slurms_words(tmp_path: Path) -> None:
+    env = {**os.environ, "SLURM_CONF": str(tmp_path / "missing.conf"), "SLURM_JOB_ID": "7"}
+    done = subprocess.run(
+        [*client_command("srun"), "true"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("srun: error: ")
