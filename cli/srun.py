@@ -83,6 +83,7 @@ TABLE = OptionTable(
         _row("ntasks-per-node"),
         _row("open-mode"),
         _row("output", "o"),
+        _row("overcommit", "O", NO_ARGUMENT),
         _row("overlap", arg=NO_ARGUMENT),
         _row("partition", "p"),
         _row("qos", "q"),
@@ -183,7 +184,7 @@ def step_request(
         except ValueError:
             raise Halt(1, f"{PROG}: error: Invalid time limit specification") from None
     cwd = settings.get("chdir") or os.getcwd()
-    return {
+    request: dict[str, Any] = {
         "job_id": job_id,
         "ntasks": settings.count("ntasks"),
         "min_nodes": settings.count("nodes"),
@@ -192,6 +193,7 @@ def step_request(
         "nodelist": settings.get("nodelist"),
         "exclude": settings.get("exclude"),
         "overlap": settings.has("overlap") or env.get("SLURM_OVERLAP", "") != "",
+        "overcommit": settings.has("overcommit"),
         "name": settings.get("job-name"),
         "argv": settings.command,
         "environment": task_environment(settings, env),
@@ -206,6 +208,9 @@ def step_request(
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
     }
+    if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
+        request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
+    return request
 
 
 def create_step(client: Any, request: dict[str, Any], quiet: bool) -> dict[str, Any]:

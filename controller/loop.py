@@ -92,13 +92,16 @@ class SchedulerLoop:
         started = self.store.commit(plan)
         purged = self.store.purge(now)
         timed_out = self.store.end_interactive_past_limit(now)
-        if started or changed or purged or plan.ended or timed_out:
+        signalled = self.store.signals_due(now)
+        if started or changed or purged or plan.ended or timed_out or signalled:
             await self.store.flush()
         for job in started:
             if not job.interactive:  # salloc/srun run their own commands
                 self.link.launch(job)
         for job in timed_out:
             self.link.signal(job, 0, reason="timeout")
+        for job in signalled:  # --signal=SIG@T: to the job's steps
+            self.link.signal(job, job.signal_num, reason="signal")
         took = int((time.perf_counter() - began) * 1e6)
         queue = len(snap.pending)
         self.stats.cycle(took, queue, min(queue, depth or queue))

@@ -82,6 +82,7 @@ class Job:
     signal_num: int = 0
     signal_time: int = 0
     signal_batch_only: bool = False
+    signal_sent: bool = False  # --signal (to the steps) went out in this run
     deadline: int = 0
     kill_on_invalid_dep: bool = False
     cancelled_by: int = -1  # the uid that cancelled it (-1: not cancelled, or unknown)

@@ -10,6 +10,7 @@ gRPC status codes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal as signals
@@ -83,6 +84,10 @@ def _result(job_id: str, code: int) -> pb.JobResult:
     return pb.JobResult(
         job_id=job_id, code=code, message=errors.MESSAGES.get(code, "") if code else ""
     )
+
+
+#: How long after answering ``scontrol requeue`` the job is ended.
+REQUEUE_KILL_DELAY_S = 0.2
 
 
 def _signal_number(value: int) -> int:
@@ -348,7 +353,11 @@ class Handlers:
             hold = ("admin" if who.is_admin else "user") if action == "requeuehold" else ""
             self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
             if running:
-                self.link.signal(job, 0, reason="requeue")
+                # After the reply: a job often requeues itself (submitit), and the
+                # scontrol that asked must get its answer before the job is ended.
+                asyncio.get_running_loop().call_later(
+                    REQUEUE_KILL_DELAY_S, lambda: self.link.signal(job, 0, reason="requeue")
+                )
         elif action == "complete":  # salloc or srun gives its allocation back
             if not job.interactive or job.state is not JobState.RUNNING:
                 raise SlurmError(errors.ESLURM_ALREADY_DONE)
@@ -555,6 +564,7 @@ class Handlers:
             nodelist=tuple(self._node_names([req.nodelist])) if req.nodelist else (),
             exclude=tuple(self._node_names([req.exclude])) if req.exclude else (),
             overlap=req.overlap,
+            overcommit=req.overcommit,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(

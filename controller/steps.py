@@ -39,6 +39,7 @@ class StepRequest:
     nodelist: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     overlap: bool = False
+    overcommit: bool = False  # -O: more tasks than CPUs
 
 
 def _job_slots(job: Job) -> list[int]:
@@ -74,14 +75,18 @@ def layout(job: Job, req: StepRequest) -> tuple[tuple[str, ...], tuple[int, ...]
             ntasks = req.ntasks_per_node * (wanted_nodes or len(names))
         elif wanted_nodes:
             ntasks = wanted_nodes
-        else:
+        else:  # the job's own task slots, on every node it names
             slots = dict(zip(job.nodes, _job_slots(job), strict=True))
             ntasks = sum(slots[n] for n in names) or len(names)
-    capacity = {n: allocated[n] // cpt for n in names}
+            wanted_nodes = sum(1 for n in names if slots[n])
+    if req.overcommit:  # -O: tasks share the CPUs; the node count still holds
+        capacity = dict.fromkeys(names, ntasks)
+    else:
+        capacity = {n: allocated[n] // cpt for n in names}
     whole = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, capacity)
     if whole is None:
         raise SlurmError(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)
-    if not req.overlap:
+    if not req.overlap and not req.overcommit:
         held = held_cpus(job)
         free = {n: (allocated[n] - held.get(n, 0)) // cpt for n in names}
         now = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, free)
@@ -134,12 +139,13 @@ def _spread(
 def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, line: str) -> Step:
     nodes, tasks = layout(job, req)
     cpt = max(req.cpus_per_task, 1)
+    allocated = dict(zip(job.nodes, job.cpus, strict=True))
     return Step(
         step_id=job.next_step_id,
         name=name,
         nodes=nodes,
         tasks=tasks,
-        cpus=tuple(t * cpt for t in tasks),
+        cpus=tuple(min(t * cpt, allocated[n]) for n, t in zip(nodes, tasks, strict=True)),
         start_time=now,
         time_limit=time_limit,
         overlap=req.overlap,

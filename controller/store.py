@@ -249,8 +249,8 @@ class JobStore:
     def _touch_job(self, job: Job) -> None:
         if job.steps and job.state.finished and any(s.running for s in job.steps):
             job = replace(job, steps=steps.ended_with_job(job, job.end_time or int(time.time())))
-        elif job.steps and job.state is JobState.PENDING:  # requeued: a new run, new steps
-            job = replace(job, steps=(), next_step_id=0)
+        elif job.state is JobState.PENDING and (job.steps or job.signal_sent):
+            job = replace(job, steps=(), next_step_id=0, signal_sent=False)  # requeued: a new run
         old = self.jobs.get(job.job_id)
         if self.recorder is not None and accounting_changed(old, job):
             self._record(job)
@@ -578,6 +578,21 @@ class JobStore:
         )
         if new != job.steps:
             self._touch_job(replace(job, steps=new))
+
+    def signals_due(self, now: int) -> list[Job]:
+        """Running jobs whose ``--signal`` (for the steps) is due: marked as sent."""
+        due = []
+        for job in self.jobs.values():
+            if not job.signal_num or job.signal_batch_only or job.signal_sent:
+                continue
+            if job.state is not JobState.RUNNING or job.time_limit <= 0:
+                continue
+            end = job.end_time or job.start_time + job.time_limit * 60
+            if now >= end - job.signal_time:
+                due.append(job)
+        for job in due:
+            self._touch_job(replace(job, signal_sent=True))
+        return due
 
     def end_interactive(self, job: Job, now: int, exit_status: int, outcome: str) -> None:
         """An allocation without a batch script ends when its client says so (or is

@@ -259,17 +259,16 @@ class Supervision:
         if now >= deadline:
             self._end(pid, "timeout", "time limit reached", now + spec.kill_wait)
             return []
-        if not spec.signal_num or self.signal_sent:
+        # --signal=B:SIG@T is the batch shell's; without B: the controller sends it
+        # to the job's steps, wherever they run (as slurmctld does).
+        if not spec.signal_num or not spec.signal_batch_only or self.signal_sent:
             return [deadline]
         signal_at = deadline - spec.signal_time
         if now < signal_at:
             return [deadline, signal_at]
-        log.info("job_id=%d sending signal %d", spec.job_id, spec.signal_num)
-        if spec.signal_batch_only:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, spec.signal_num)
-        else:
-            _signal_group(pid, spec.signal_num)
+        log.info("job_id=%d sending signal %d to the batch shell", spec.job_id, spec.signal_num)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, spec.signal_num)
         self.signal_sent = True
         return [deadline]
 

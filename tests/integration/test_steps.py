@@ -176,3 +176,40 @@ def test_srun_with_no_cluster_configured_fails_with_slurms_words(tmp_path: Path)
     )
     assert done.returncode == 1
     assert done.stderr.startswith("srun: error: ")
+
+
+def test_signal_option_reaches_the_steps_before_the_time_limit(four: Cluster) -> None:
+    """``--signal=USR1@58`` with a one-minute limit: the step gets USR1 two seconds in."""
+    script = (
+        "trap 'echo shell got USR1' USR1\n"
+        "srun sh -c \"trap 'echo task got USR1; exit 0' USR1; "
+        'while true; do sleep 0.1; done"\n'
+    )
+    job, out = batch(four, script, "-t", "1", "--signal=USR1@58")
+    assert job["state"] == "COMPLETED"
+    assert "task got USR1" in out and "shell got USR1" not in out
+
+
+def test_sacct_lists_each_step_with_its_own_record(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path, nodes=2, settings=SETTINGS, accounting=True)
+    try:
+        cluster.start()
+        job, _ = batch(cluster, "srun -n2 true\nsrun -n1 sh -c 'exit 4'\n", "-n2")
+        rows = cluster.run(
+            "sacct",
+            "-j",
+            str(job["job_id"]),
+            "-P",
+            "-n",
+            "-o",
+            "JobID,JobName,State,ExitCode,NTasks",
+        ).stdout.splitlines()
+        job_id = job["job_id"]
+        assert rows == [
+            f"{job_id}|job-0.sh|FAILED|4:0|",
+            f"{job_id}.batch|batch|FAILED|4:0|1",
+            f"{job_id}.0|true|COMPLETED|0:0|2",
+            f"{job_id}.1|sh|FAILED|4:0|1",
+        ]
+    finally:
+        cluster.stop()

@@ -214,7 +214,8 @@ def test_new_time_limit_is_picked_up(tmp_path: Path) -> None:
     assert result is not None and result.outcome == "timeout"
 
 
-def test_signal_option_is_delivered_before_the_limit(tmp_path: Path) -> None:
+def test_signal_option_for_the_batch_shell_is_delivered_before_the_limit(tmp_path: Path) -> None:
+    """--signal=B:USR1@58; without B: the controller signals the steps instead."""
     script = "trap 'echo got-usr1; exit 0' USR1\nwhile true; do sleep 0.1; done\n"
     _, result = run_job(
         tmp_path,
@@ -223,6 +224,7 @@ def test_signal_option_is_delivered_before_the_limit(tmp_path: Path) -> None:
         start_time=int(time.time()) - 60,
         signal_num=signal.SIGUSR1,
         signal_time=58,
+        signal_batch_only=True,
         std_out="o.out",
     )
     assert result.outcome == "exited" and result.exit_status == 0

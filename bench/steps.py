@@ -1,0 +1,159 @@
+"""Job steps: srun's latency inside an allocation, and a submitit job array end to end.
+
+Each run starts a fresh 4-node cluster and takes an allocation of the four
+nodes with ``salloc`` (left holding it with ``sleep``); srun then runs from
+this process with ``SLURM_JOB_ID`` set, as inside the allocation, and each
+sample is srun's wall time, process start to exit:
+
+* ``srun -N1 -n1 true`` (Slurm 22.05 here: 27.5 ms);
+* ``srun -N4 -n8 true`` (Slurm: 145 ms);
+* ``srun -N4 -n64 -O true`` (64 tasks over 8 CPUs: ``-O`` lets tasks share them).
+
+Then submitit's ``map_array`` of N trivial functions (500; 50 with --quick) on
+the same cluster: from the call until every result is back.
+
+    python bench/steps.py [--quick] [--runs N]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import (
+    BenchCluster,
+    CommandFailed,
+    arguments,
+    compile_checkout,
+    each_run,
+    failed,
+    figure,
+    log,
+    python_baseline,
+    report,
+    run_ms,
+)
+
+SLURM = {"srun_one_ms": 27.5, "srun_eight_ms": 145.0}
+SAMPLES = 20  # srun runs per figure and cluster
+STEPS = {
+    "srun_1_task_1_node": ("-N1", "-n1", "true"),
+    "srun_8_tasks_4_nodes": ("-N4", "-n8", "true"),
+    "srun_64_tasks_4_nodes": ("-N4", "-n64", "-O", "true"),
+}
+
+
+def _allocation(cluster: BenchCluster) -> tuple[subprocess.Popen[bytes], int]:
+    """salloc holding the four nodes, and its job id."""
+    holder = subprocess.Popen(
+        cluster.command("salloc", "-N4", "-n8", "sleep", "3600"),
+        env=cluster.env,
+        cwd=cluster.dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        running = [j for j in cluster.jobs() if j["state"] == "RUNNING"]
+        if running:
+            return holder, int(running[0]["job_id"])
+        time.sleep(0.05)
+    holder.kill()
+    raise CommandFailed("salloc got no allocation within 60 s")
+
+
+def srun_run(samples: int) -> dict[str, list[float]]:
+    with BenchCluster(nodes=4) as cluster:
+        holder, job_id = _allocation(cluster)
+        env = {**cluster.env, "SLURM_JOB_ID": str(job_id)}
+        try:
+            out: dict[str, list[float]] = {name: [] for name in STEPS}
+            for _ in range(samples):  # round-robin, so a slow moment hits every figure
+                for name, args in STEPS.items():
+                    out[name].append(run_ms(cluster.command("srun", *args), env, cluster.dir))
+        finally:
+            holder.terminate()
+            holder.wait(timeout=30)
+        for name, values in out.items():
+            log(f"  {name}: median {sorted(values)[len(values) // 2]:.1f} ms")
+        return out
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def submitit_run(tasks: int) -> float:
+    import submitit
+
+    with BenchCluster(nodes=4) as cluster:
+        saved = {k: os.environ.get(k) for k in ("PATH", "SLURM_CONF")}
+        os.environ.update(PATH=cluster.env["PATH"], SLURM_CONF=cluster.conf)
+        try:
+            executor = submitit.AutoExecutor(folder=cluster.dir / "submitit" / "%j", cluster="slurm")
+            executor.update_parameters(timeout_min=10, slurm_array_parallelism=tasks)
+            began = time.perf_counter()
+            jobs = executor.map_array(_square, range(tasks))
+            results = [job.result() for job in jobs]
+            elapsed = time.perf_counter() - began
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        if results != [x * x for x in range(tasks)]:
+            raise CommandFailed("submitit returned wrong results")
+        log(f"  submitit map_array of {tasks}: {elapsed:.1f} s")
+        return elapsed
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0], runs=3, quick_runs=1)
+    compile_checkout()
+    samples = 5 if args.quick else SAMPLES
+    tasks = 50 if args.quick else 500
+    baseline = python_baseline(10 if args.quick else 20)
+    figures: dict[str, dict[str, Any]] = {}
+    targets = {
+        "srun_1_task_1_node": (f"<= {SLURM['srun_one_ms']}", SLURM["srun_one_ms"]),
+        "srun_8_tasks_4_nodes": (f"<= {SLURM['srun_eight_ms']}", SLURM["srun_eight_ms"]),
+        "srun_64_tasks_4_nodes": (None, None),
+    }
+    try:
+        runs = each_run(args.runs, "srun in an allocation of 4 nodes", lambda _: srun_run(samples))
+    except (CommandFailed, OSError, subprocess.SubprocessError) as exc:
+        log(f"failed: {exc}")
+        for name, (target, slurm) in targets.items():
+            figures[name] = failed("ms", target, slurm, str(exc)[:2000])
+    else:
+        for name, (target, slurm) in targets.items():
+            values = [v for run in runs for v in run[name]]
+            figures[name] = figure(values, "ms", target=target, slurm=slurm, digits=1)
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        figures["submitit_map_array"] = failed("s", None, None, "submitit is not installed")
+    else:
+        try:
+            seconds = each_run(
+                args.runs, f"submitit map_array of {tasks}", lambda _: submitit_run(tasks)
+            )
+        except (CommandFailed, OSError, RuntimeError) as exc:
+            log(f"failed: {exc}")
+            figures["submitit_map_array"] = failed("s", None, None, str(exc)[:2000])
+        else:
+            figures["submitit_map_array"] = figure(
+                seconds, "s", tasks=tasks, note="map_array call until every result is back"
+            )
+    report("steps", args, baseline, figures, nodes=4, samples_per_run=samples)
+
+
+if __name__ == "__main__":
+    main()

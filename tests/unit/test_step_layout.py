@@ -1,0 +1,107 @@
+"""Job steps in the controller: where srun's tasks go, and how a step ends."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from controller import steps
+from controller.jobstate import JobState
+from controller.model import Step
+from controller.steps import StepRequest, layout, new_step, node_done
+from corral import errors
+from corral.errors import SlurmError
+from tests.unit.scenario import NOW, job
+
+#: A running job: 4 tasks on n1..n3 with 4, 2 and 2 CPUs.
+JOB = replace(
+    job(1, num_tasks=4),
+    state=JobState.RUNNING,
+    nodes=("n1", "n2", "n3"),
+    cpus=(4, 2, 2),
+    start_time=NOW,
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        (StepRequest(), (("n1", "n2", "n3"), (2, 1, 1))),  # the job's own task slots
+        (StepRequest(ntasks=1), (("n1",), (1,))),
+        (StepRequest(ntasks=5), (("n1", "n2"), (4, 1))),  # block: fill n1 first
+        (StepRequest(min_nodes=2, ntasks=3), (("n1", "n2"), (2, 1))),
+        (StepRequest(min_nodes=3), (("n1", "n2", "n3"), (1, 1, 1))),  # one per node
+        (StepRequest(ntasks_per_node=2), (("n1", "n2", "n3"), (2, 2, 2))),
+        (StepRequest(nodelist=("n2",), ntasks=2), (("n2",), (2,))),
+        (StepRequest(exclude=("n1",), ntasks=3), (("n2", "n3"), (2, 1))),
+        (StepRequest(ntasks=2, cpus_per_task=2), (("n1",), (2,))),
+        (StepRequest(ntasks=20, overcommit=True), (("n1",), (20,))),
+    ],
+)
+def test_tasks_go_to_nodes_in_block_order(
+    request_: StepRequest, expected: tuple[tuple[str, ...], tuple[int, ...]]
+) -> None:
+    assert layout(JOB, request_) == expected
+
+
+@pytest.mark.parametrize(
+    ("request_", "code"),
+    [
+        (StepRequest(ntasks=9), errors.ESLURM_TOO_MANY_REQUESTED_CPUS),
+        (
+            StepRequest(ntasks=2, cpus_per_task=3, min_nodes=2),
+            errors.ESLURM_TOO_MANY_REQUESTED_CPUS,
+        ),
+        (StepRequest(nodelist=("n9",)), errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+        (StepRequest(min_nodes=4), errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    ],
+)
+def test_steps_the_allocation_cannot_hold_are_refused(request_: StepRequest, code: int) -> None:
+    with pytest.raises(SlurmError) as caught:
+        layout(JOB, request_)
+    assert caught.value.code == code
+
+
+def test_running_steps_hold_their_cpus_unless_one_overlaps() -> None:
+    first = new_step(JOB, StepRequest(ntasks=6), "a", NOW, -1, "")
+    assert (first.nodes, first.cpus) == (("n1", "n2"), (4, 2))
+    busy = replace(JOB, steps=(first,), next_step_id=1)
+    assert layout(busy, StepRequest(ntasks=2)) == (("n3",), (2,))
+    with pytest.raises(SlurmError) as caught:
+        layout(busy, StepRequest(ntasks=3))
+    assert caught.value.code == errors.ESLURM_NODES_BUSY  # srun waits and retries
+    assert layout(busy, StepRequest(ntasks=3, overlap=True)) == (("n1",), (3,))
+    done = replace(first, state="COMPLETED")
+    assert layout(replace(busy, steps=(done,)), StepRequest(ntasks=5))[1] == (4, 1)
+
+
+def test_a_step_ends_once_every_node_reported_with_the_worst_status() -> None:
+    step = Step(0, "x", ("n1", "n2"), (1, 1), (1, 1), NOW)
+    half = node_done(step, "n1", [0], (100, 5, 1), NOW + 3)
+    assert half.running and half.usage == (100, 5, 1)
+    assert node_done(half, "n1", [9], (0, 0, 0), NOW + 4) == half  # reported twice: once
+    ended = node_done(half, "n2", [3 << 8], (200, 5, 1), NOW + 5)
+    assert (ended.state, ended.exit_status, ended.end_time) == ("FAILED", 3 << 8, NOW + 5)
+    assert ended.usage == (200, 10, 2)
+    killed = node_done(node_done(step, "n1", [9], (0, 0, 0), NOW), "n2", [0], (0, 0, 0), NOW)
+    assert killed.state == "CANCELLED"
+    ok = node_done(node_done(step, "n1", [0], (0, 0, 0), NOW), "n2", [0], (0, 0, 0), NOW)
+    assert ok.state == "COMPLETED"
+
+
+def test_steps_end_with_their_job_and_srun_codes() -> None:
+    running = Step(0, "x", ("n1",), (1,), (1,), NOW)
+    over = replace(JOB, state=JobState.TIMEOUT, steps=(running,))
+    assert [s.state for s in steps.ended_with_job(over, NOW + 9)] == ["TIMEOUT"]
+    assert steps.exit_code(3 << 8) == 3 and steps.exit_code(9) == 137
+
+
+def test_a_steps_environment_describes_it() -> None:
+    step = new_step(JOB, StepRequest(min_nodes=2, ntasks=3), "x", NOW, -1, "")
+    env = steps.step_environment(JOB, step, {"HOME": "/root"})
+    assert env["HOME"] == "/root"
+    assert env["SLURM_STEP_NODELIST"] == "n[1-2]"
+    assert env["SLURM_STEP_TASKS_PER_NODE"] == "2,1"
+    assert env["SLURM_STEP_NUM_TASKS"] == env["SLURM_NTASKS"] == "3"
+    assert env["SLURM_JOB_NODELIST"] == "n[1-3]"
