@@ -96,7 +96,8 @@ def submitit_run(tasks: int) -> float:
         saved = {k: os.environ.get(k) for k in ("PATH", "SLURM_CONF")}
         os.environ.update(PATH=cluster.env["PATH"], SLURM_CONF=cluster.conf)
         try:
-            executor = submitit.AutoExecutor(folder=cluster.dir / "submitit" / "%j", cluster="slurm")
+            folder = cluster.dir / "submitit" / "%j"
+            executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
             executor.update_parameters(timeout_min=10, slurm_array_parallelism=tasks)
             began = time.perf_counter()
             jobs = executor.map_array(_square, range(tasks))
