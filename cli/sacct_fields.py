@@ -90,8 +90,22 @@ class Step:
     """
 
     __slots__ = (
-        "cpus", "end", "exit_status", "id", "job", "mem", "name", "node", "node_count",
-        "ntasks", "rss_kb", "start", "state", "sys_us", "user_us",
+        "ave_rss_kb",
+        "cpus",
+        "end",
+        "exit_status",
+        "id",
+        "job",
+        "mem",
+        "name",
+        "node",
+        "node_count",
+        "ntasks",
+        "rss_kb",
+        "start",
+        "state",
+        "sys_us",
+        "user_us",
     )  # fmt: skip
 
     def __init__(self, job: Job, step_id: str, name: str, state: str, exit_status: int) -> None:
@@ -110,6 +124,7 @@ class Step:
         self.start = int(job["start_time"])
         self.end = end_time(job)
         self.rss_kb = int(job.get("max_rss_kb") or 0)
+        self.ave_rss_kb = self.rss_kb  # the batch step is one task
         self.user_us = int(job.get("user_cpu_us") or 0)
         self.sys_us = int(job.get("sys_cpu_us") or 0)
 
@@ -125,6 +140,7 @@ class Step:
         step.start = int(info["start_time"])
         step.end = int(info["end_time"])
         step.rss_kb = int(info["max_rss_kb"])
+        step.ave_rss_kb = int(info["ave_rss_kb"])
         step.user_us = int(info["user_cpu_us"])
         step.sys_us = int(info["sys_cpu_us"])
         return step
@@ -451,7 +467,12 @@ FIELDS: tuple[Field, ...] = (
     Field(14, "AveDiskRead", "str"),
     Field(14, "AveDiskWrite", "str"),
     Field(10, "AvePages", "str"),
-    Field(10, "AveRSS", "str", step=_rss),
+    Field(
+        10,
+        "AveRSS",
+        "str",
+        step=lambda step, view: kibibytes(step.ave_rss_kb, view) if step.ave_rss_kb else "",
+    ),
     Field(10, "AveVMSize", "str"),
     Field(16, "BlockID", "str"),
     Field(10, "Cluster", "str", _text("cluster"), _of_job(_text("cluster"))),

@@ -316,7 +316,13 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 "job_id=%d step %d on %s: %s", done.job_id, done.step_id, done.node, done.message
             )
         self.store.step_node_done(
-            done.job_id, done.step_id, done.node, list(done.statuses), usage, done.end_time
+            done.job_id,
+            done.step_id,
+            done.node,
+            list(done.statuses),
+            usage,
+            done.end_time,
+            done.sum_rss_kb,
         )
 
     def signal(

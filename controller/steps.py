@@ -201,24 +201,43 @@ def exit_code(status: int) -> int:
 
 
 def node_done(
-    step: Step, node: str, statuses: Sequence[int], usage: tuple[int, int, int], end: int
+    step: Step,
+    node: str,
+    statuses: Sequence[int],
+    usage: tuple[int, int, int],
+    end: int,
+    sum_rss: int = 0,
 ) -> Step:
-    """``step`` once ``node`` reported its tasks' wait statuses; ended when all have."""
-    if node in step.done or not step.running:
+    """``step`` once ``node`` reported its tasks' wait statuses; ended when all have.
+
+    A report may come after the job ended, which ended the step as the job did:
+    tasks that exited on their own then give the step its real state; killed
+    ones leave the job's.
+    """
+    if node in step.done:
         return step
     worst = max([step.exit_status, *statuses], key=exit_code)
     rss, user, system = step.usage
     total = (max(rss, usage[0]), user + usage[1], system + usage[2])
-    step = replace(step, done=(*step.done, node), exit_status=max(worst, 0), usage=total)
+    ended_by_job = not step.running
+    step = replace(
+        step,
+        done=(*step.done, node),
+        exit_status=max(worst, 0),
+        usage=total,
+        sum_rss=step.sum_rss + sum_rss,
+    )
     if len(step.done) < len(step.nodes):
         return step
     if any(s < 0 for s in statuses) and not any(s > 0 for s in statuses):
         state = "FAILED"
     elif step.exit_status & 0x7F:
+        if ended_by_job:
+            return step
         state = "CANCELLED" if step.exit_status & 0x7F == 9 else "FAILED"
     else:
         state = "FAILED" if step.exit_status else "COMPLETED"
-    return replace(step, state=state, end_time=end)
+    return replace(step, state=state, end_time=end if not ended_by_job else step.end_time)
 
 
 def ended_with_job(job: Job, end: int) -> tuple[Step, ...]:

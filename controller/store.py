@@ -565,13 +565,14 @@ class JobStore:
         statuses: list[int],
         usage: tuple[int, int, int] = (0, 0, 0),
         end: int = 0,
+        sum_rss: int = 0,
     ) -> None:
         """A node's part of a step ended (its tasks' wait statuses, -1: never ran)."""
         job = self.jobs.get(job_id)
         if job is None:
             return
         new = tuple(
-            steps.node_done(s, node, statuses, usage, end or int(time.time()))
+            steps.node_done(s, node, statuses, usage, end or int(time.time()), sum_rss)
             if s.step_id == step_id
             else s
             for s in job.steps

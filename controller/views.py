@@ -335,4 +335,5 @@ def step_info(step: Step) -> pb.StepInfo:
         sys_cpu_us=system,
         tasks_per_node=run_length(list(step.tasks)),
         submit_line=step.submit_line,
+        ave_rss_kb=step.sum_rss // step.ntasks if step.ntasks else 0,
     )

@@ -194,7 +194,8 @@ class StepResult:
     """How one node's part of a step ended: a wait status per task, in ``tasks`` order.
 
     A status of -1 (:data:`NOT_STARTED`) is a task that never ran. The use
-    figures are the largest task's max RSS and the tasks' summed CPU times.
+    figures are the largest task's max RSS, the sum of every task's (for
+    AveRSS) and the tasks' summed CPU times.
     """
 
     statuses: tuple[int, ...]
@@ -204,6 +205,7 @@ class StepResult:
     user_cpu_us: int = 0
     sys_cpu_us: int = 0
     message: str = ""
+    sum_rss_kb: int = 0
 
     @classmethod
     def from_json(cls, text: str) -> StepResult:

@@ -134,9 +134,10 @@ def _noted(signum: int, frame: object) -> None:
 class StepRun:
     """One node's part of one step, from the spec to the result."""
 
-    def __init__(self, stepdir: StepDir, spec: StepSpec) -> None:
+    def __init__(self, stepdir: StepDir, spec: StepSpec, notify_fd: int | None = None) -> None:
         self.stepdir = stepdir
         self.spec = spec
+        self.notify_fd = notify_fd
         self.tasks = [Task(index, task_id) for index, task_id in enumerate(spec.tasks)]
         self.by_pid: dict[int, Task] = {}
         self.sel = selectors.DefaultSelector()
@@ -212,12 +213,14 @@ class StepRun:
 
     def _not_started(self, message: str) -> StepResult:
         now = int(time.time())
-        return StepResult(
+        result = StepResult(
             statuses=(NOT_STARTED,) * len(self.tasks),
             start_time=now,
             end_time=now,
             message=message,
         )
+        self.stepdir.write_result(result)
+        return result
 
     def _null(self) -> int:
         if self.devnull is None:
@@ -693,8 +696,6 @@ class StepRun:
                 if fd in task.pipes:
                     self._close_pipe(task, fd)
         self._close_stdin()
-        self._send(stepio.frame(stepio.DONE, spec.node_id))
-        self._hang_up()
         statuses = tuple(NOT_STARTED if t.status is None else t.status for t in self.tasks)
         usages = [task.usage for task in self.tasks if task.usage is not None]
         result = StepResult(
@@ -702,6 +703,7 @@ class StepRun:
             start_time=int(self.started_at),
             end_time=int(time.time()),
             max_rss_kb=max((int(u.ru_maxrss) for u in usages), default=0),  # Linux: KiB
+            sum_rss_kb=sum(int(u.ru_maxrss) for u in usages),
             user_cpu_us=sum(int(u.ru_utime * 1e6) for u in usages),
             sys_cpu_us=sum(int(u.ru_stime * 1e6) for u in usages),
             message=self.message,
@@ -713,6 +715,14 @@ class StepRun:
             list(statuses),
             f" ({self.ending})" if self.ending else "",
         )
+        # The result reaches the agent (and the controller) before srun hears DONE:
+        # srun's exit often ends the job, and the step's record must not lose that race.
+        self.stepdir.write_result(result)
+        if self.notify_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.notify_fd, b"d")
+        self._send(stepio.frame(stepio.DONE, spec.node_id))
+        self._hang_up()
         return result
 
     def _hang_up(self) -> None:
@@ -759,12 +769,11 @@ def run_step(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
         stepdir.write_result(result)
         return 0
     try:
-        result = StepRun(stepdir, spec).run()
+        StepRun(stepdir, spec, notify_fd).run()  # writes its result itself
     except Exception:
         log.exception("step %d.%d: step runner failed", spec.job_id, spec.step_id)
         stepdir.settle_lost(len(spec.tasks))
         return 1
-    stepdir.write_result(result)
     return 0
 
 

@@ -117,6 +117,7 @@ def step_done(key: StepKey, tasks: tuple[int, ...], result: StepResult) -> pb.St
         user_cpu_us=result.user_cpu_us,
         sys_cpu_us=result.sys_cpu_us,
         message=result.message,
+        sum_rss_kb=result.sum_rss_kb,
     )
 
 
@@ -309,7 +310,8 @@ class StepTable:
             data = os.read(fd, 4096)
         except BlockingIOError:
             return
-        if data:
+        if data:  # the runner wrote its result and is saying goodbye to srun
+            self._check(step)
             return
         asyncio.get_running_loop().remove_reader(fd)
         os.close(fd)
@@ -322,6 +324,8 @@ class StepTable:
             self._polled.add(step.key)
 
     def _check(self, step: Step) -> None:
+        if step.key not in self._steps:  # already reported
+            return
         phase = step.dir.phase()
         if phase is Phase.DONE:
             result = step.dir.read_result()

@@ -194,7 +194,11 @@ def test_sacct_lists_each_step_with_its_own_record(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, nodes=2, settings=SETTINGS, accounting=True)
     try:
         cluster.start()
-        job, _ = batch(cluster, "srun -n2 true\nsrun -n1 sh -c 'exit 4'\n", "-n2")
+        big = (
+            'srun -n2 python3 -c "import os; '
+            "x = bytearray((80 if os.environ['SLURM_PROCID'] == '0' else 1) << 20)\"\n"
+        )
+        job, _ = batch(cluster, big + "srun -n2 true\nsrun -n1 sh -c 'exit 4'\n", "-n2")
         rows = cluster.run(
             "sacct",
             "-j",
@@ -208,8 +212,14 @@ def test_sacct_lists_each_step_with_its_own_record(tmp_path: Path) -> None:
         assert rows == [
             f"{job_id}|job-0.sh|FAILED|4:0|",
             f"{job_id}.batch|batch|FAILED|4:0|1",
-            f"{job_id}.0|true|COMPLETED|0:0|2",
-            f"{job_id}.1|sh|FAILED|4:0|1",
+            f"{job_id}.0|python3|COMPLETED|0:0|2",
+            f"{job_id}.1|true|COMPLETED|0:0|2",
+            f"{job_id}.2|sh|FAILED|4:0|1",
         ]
+        use = cluster.run(
+            "sacct", "-j", f"{job_id}.0", "-P", "-n", "--units=M", "-o", "MaxRSS,AveRSS"
+        ).stdout.strip()
+        max_rss, ave_rss = (float(v.rstrip("M")) for v in use.split("|"))
+        assert max_rss >= 80 and max_rss / 2 <= ave_rss < max_rss  # task 0's, and the mean
     finally:
         cluster.stop()

@@ -105,3 +105,15 @@ def test_a_steps_environment_describes_it() -> None:
     assert env["SLURM_STEP_TASKS_PER_NODE"] == "2,1"
     assert env["SLURM_STEP_NUM_TASKS"] == env["SLURM_NTASKS"] == "3"
     assert env["SLURM_JOB_NODELIST"] == "n[1-3]"
+
+
+def test_a_report_after_the_job_ended_gives_the_step_its_real_end() -> None:
+    """srun's exit can end the batch script before its node's report arrives."""
+    step = Step(0, "x", ("n1",), (1,), (1,), NOW)
+    over = replace(JOB, state=JobState.FAILED, steps=(step,))
+    (ended,) = steps.ended_with_job(over, NOW + 5)
+    assert ended.state == "CANCELLED"
+    late = node_done(ended, "n1", [4 << 8], (10, 1, 1), NOW + 4)
+    assert (late.state, late.exit_status, late.end_time) == ("FAILED", 4 << 8, NOW + 5)
+    killed = node_done(ended, "n1", [15], (10, 1, 1), NOW + 4)
+    assert killed.state == "CANCELLED"  # killed with its job: the job's word stands
