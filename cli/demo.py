@@ -1,9 +1,10 @@
 """The demo workload ``corral up --demo`` runs through the real client commands.
 
-It submits a few batch jobs, a job array and a dependent job with ``sbatch``,
-shows ``squeue`` and ``sinfo`` while they run, waits for all of them and then
-shows their final states and one job's output, so a newcomer sees the whole
-path (submission, scheduling, launch, completion) in under a minute.
+It submits a few batch jobs, a job array, a dependent job and a two-node job
+whose tasks ``srun`` starts with ``sbatch``, shows ``squeue`` and ``sinfo``
+while they run, waits for all of them and then shows their final states and
+two jobs' output, so a newcomer sees the whole path (submission, scheduling,
+launch, steps, completion) in under a minute.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def _run(env: dict[str, str], name: str, *args: str, show: bool = True) -> str:
 
 
 def run_demo(conf: str, accounting: bool = True) -> int:
-    env = {**os.environ, "SLURM_CONF": conf}
+    # The jobs call srun by name: the clients installed next to this interpreter.
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    env = {**os.environ, "SLURM_CONF": conf, "PATH": path}
     workdir = os.path.join(os.path.dirname(conf), "demo")
     os.makedirs(workdir, exist_ok=True)
     print("\nSubmitting the demo workload:")
@@ -68,6 +71,19 @@ def run_demo(conf: str, accounting: bool = True) -> int:
         "--wrap",
         "echo task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID; sleep 1",
     )
+    steps = _run(
+        env,
+        "sbatch",
+        "--parsable",
+        "-J",
+        "tasks",
+        "-D",
+        workdir,
+        "-N2",
+        "--ntasks-per-node=2",
+        "--wrap",
+        "srun -l sh -c 'echo task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME'",
+    ).strip()
     _run(
         env,
         "sbatch",
@@ -95,8 +111,9 @@ def run_demo(conf: str, accounting: bool = True) -> int:
     if accounting:
         print("\nAnd in the accounting database (corral-dbd):")
         _run(env, "sacct", "-X", "-o", "JobID,JobName,Partition,Account,State,Elapsed,NodeList")
-    print(f"\n$ cat {workdir}/slurm-{first}.out")
-    with open(os.path.join(workdir, f"slurm-{first}.out")) as out:
-        sys.stdout.write(out.read())
+    for job_id in (first, steps):
+        print(f"\n$ cat {workdir}/slurm-{job_id}.out")
+        with open(os.path.join(workdir, f"slurm-{job_id}.out")) as out:
+            sys.stdout.write(out.read())
     print("\nThe demo is over; the cluster stops now. `corral up` keeps one running.")
     return 0
