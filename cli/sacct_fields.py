@@ -174,10 +174,25 @@ def batch_step(job: Job) -> Step | None:
     return Step(job, "batch", "batch", state, int(job["exit_status"]))
 
 
+def extern_step(job: Job) -> Step | None:
+    """``N.extern`` (PrologFlags=Contain): on every node of the job, for its whole run;
+    it ends CANCELLED where the job was killed, else COMPLETED, with exit code 0."""
+    if not job.get("extern_step") or not job["start_time"] or job["state"] == "PENDING":
+        return None
+    state = "CANCELLED" if job_state(job) in _KILLED_STATES else "COMPLETED"
+    step = Step(job, "extern", "extern", state, 0)
+    step.node = str(job["nodes"])
+    step.node_count = step.ntasks = max(int(job["num_nodes"]), 1)
+    step.cpus = int(job["num_cpus"])
+    step.mem *= step.node_count
+    step.rss_kb = step.ave_rss_kb = step.user_us = step.sys_us = 0
+    return step
+
+
 def job_steps(job: Job) -> list[Step]:
-    """Every step of a job as sacct lists them: the batch step, then srun's in order."""
-    batch = batch_step(job)
-    return ([batch] if batch is not None else []) + [
+    """Every step of a job as sacct lists them: batch, extern, then srun's in order."""
+    derived = [batch_step(job), extern_step(job)]
+    return [s for s in derived if s is not None] + [
         Step.recorded(job, info) for info in job.get("steps") or ()
     ]
 

@@ -111,6 +111,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         comment=job.comment,
         reservation=job.reservation,
         steps=[step_info(step) for step in job.steps],
+        extern_step="contain" in conf.prolog_flags and job.start_time > 0,
         submit_line=job.submit_line,
         alloc_node=job.submit_host,
         req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),

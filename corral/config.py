@@ -227,6 +227,7 @@ class SlurmConfig:
     warnings: tuple[str, ...]
     priority: PriorityConfig = PriorityConfig()
     accounting: AccountingConfig = AccountingConfig()
+    prolog_flags: tuple[str, ...] = ()  # lower case; "contain" gives every job an extern step
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -984,6 +985,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         job_requeue=number("JobRequeue", 1) != 0,
         max_array_size=number("MaxArraySize", MAX_ARRAY_SIZE),
         job_file_append=number("JobFileAppend", 0) != 0,
+        prolog_flags=_words(get("PrologFlags", "").lower()),
         scheduler_parameters=_scheduler_parameters(
             *settings.get("SchedulerParameters", ("", NOWHERE))
         ),

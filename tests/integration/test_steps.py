@@ -223,3 +223,23 @@ def test_sacct_lists_each_step_with_its_own_record(tmp_path: Path) -> None:
         assert max_rss >= 80 and max_rss / 2 <= ave_rss < max_rss  # task 0's, and the mean
     finally:
         cluster.stop()
+
+
+def test_prolog_flags_contain_gives_each_job_an_extern_step(tmp_path: Path) -> None:
+    cluster = Cluster(
+        tmp_path, nodes=2, settings=(*SETTINGS, "PrologFlags=Contain"), accounting=True
+    )
+    try:
+        cluster.start()
+        job, _ = batch(cluster, "true\n", "-N2")
+        rows = cluster.run(
+            "sacct", "-j", str(job["job_id"]), "-P", "-n", "-o", "JobID,State,NNodes,NTasks"
+        ).stdout.splitlines()
+        job_id = job["job_id"]
+        assert rows == [
+            f"{job_id}|COMPLETED|2|",
+            f"{job_id}.batch|COMPLETED|1|1",
+            f"{job_id}.extern|COMPLETED|2|2",
+        ]
+    finally:
+        cluster.stop()
