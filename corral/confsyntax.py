@@ -65,9 +65,23 @@ class ConfigError(CorralError):
         super().__init__(f"{where}: {message}")
 
 
+#: Where ``corral up`` keeps its cluster unless told otherwise (relative to $HOME).
+CORRAL_UP_CONF = os.path.join(".corral", "cluster", "slurm.conf")
+
+
 def default_path() -> str:
-    """``$SLURM_CONF`` if set, else the standard location."""
-    return os.environ.get("SLURM_CONF") or DEFAULT_PATH
+    """``$SLURM_CONF`` if set, else the standard location, else (when that does not
+    exist) the cluster ``corral up`` runs for this user: a job whose tool strips
+    SLURM_CONF from srun's environment (Snakemake's jobstep plugin keeps only the
+    job's identity) still finds its one-machine cluster."""
+    given = os.environ.get("SLURM_CONF")
+    if given:
+        return given
+    if not os.path.exists(DEFAULT_PATH):
+        personal = os.path.join(os.path.expanduser("~"), CORRAL_UP_CONF)
+        if os.path.exists(personal):
+            return personal
+    return DEFAULT_PATH
 
 
 def read_text(path: str, where: tuple[str, int | None], what: str) -> str:

@@ -231,7 +231,10 @@ class Storage:
             uids, accounts = query.visible
             clauses.append(or_(JobRecord.uid.in_(uids), JobRecord.account.in_(accounts)))
         if query.end:
-            clauses.append(or_(JobRecord.eligible_time <= query.end, JobRecord.eligible_time == 0))
+            eligible = [JobRecord.eligible_time <= query.end, JobRecord.eligible_time == 0]
+            if query.job_ids:  # a named job is shown while a requeue makes it wait
+                eligible.append(JobRecord.submit_time <= query.end)
+            clauses.append(or_(*eligible))
         if query.start:
             clauses.append(or_(JobRecord.end_time == 0, JobRecord.end_time >= query.start))
         statement = (

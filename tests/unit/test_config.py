@@ -695,9 +695,15 @@ def test_load_uses_slurm_conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert load().path == str(path)
 
 
-def test_default_path_without_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_path_without_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     assert default_path() == DEFAULT_PATH == "/etc/corral/slurm.conf"
+    personal = tmp_path / ".corral" / "cluster" / "slurm.conf"
+    personal.parent.mkdir(parents=True)
+    personal.write_text(HEAD)
+    expected = DEFAULT_PATH if Path(DEFAULT_PATH).exists() else str(personal)
+    assert default_path() == expected  # corral up's cluster, when there is no system one
 
 
 # ---------------------------------------------------------------- show config

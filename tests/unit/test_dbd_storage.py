@@ -116,6 +116,15 @@ def test_the_time_window_is_saccts(storage: Storage) -> None:
     assert ids(storage, job_ids=("5",), start=0, end=3000) == [5]  # found by its id
 
 
+def test_a_requeued_job_stays_visible_by_id_while_it_waits(storage: Storage) -> None:
+    """A requeue makes the job eligible again only after RequeueDelay: ``sacct -j``
+    (window ending now) must still show it, never a gap submitit or Parsl could misread."""
+    waiting = info(7, submit_time=1000, eligible_time=2000, restarts=1)
+    storage.record_jobs("c", [waiting], [1])
+    assert ids(storage, job_ids=("7",), end=1500) == [7]
+    assert ids(storage, end=1500) == []  # a window query still follows eligibility
+
+
 def test_filters_by_user_account_partition_state_name_and_node(storage: Storage) -> None:
     storage.record_jobs(
         "c",
