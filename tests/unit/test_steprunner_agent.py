@@ -115,6 +115,9 @@ class started_agent:
         return self.agent
 
     async def __aexit__(self, *exc: object) -> None:
+        if exc[0] is not None:  # a failed test: end its job and steps rather than leak them
+            self.agent.table.signal(pb.SignalJob(job_id=7, signal=0, reason="test failed"))
+            await asyncio.sleep(2.5)  # TERM, then KILL after kill_wait (1 s)
         self.poll.cancel()
         self.agent.table.close()
 
