@@ -111,6 +111,7 @@ class QosLimits:
     max_tres_mins: Mapping[str, int] = field(default_factory=dict)  # per job
     max_tres_pu: Mapping[str, int] = field(default_factory=dict)
     max_tres_pa: Mapping[str, int] = field(default_factory=dict)
+    preempt: frozenset[str] = frozenset()  # the QOS whose jobs this one's may preempt
 
     @classmethod
     def from_row(cls, row: Mapping[str, str]) -> QosLimits:
@@ -127,6 +128,7 @@ class QosLimits:
             max_tres_mins=_tres(row, "MaxTRESMins"),
             max_tres_pu=_tres(row, "MaxTRESPU"),
             max_tres_pa=_tres(row, "MaxTRESPA"),
+            preempt=frozenset(q for q in row.get("Preempt", "").split(",") if q),
         )
 
 

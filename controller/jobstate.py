@@ -187,6 +187,13 @@ class Cancel:
 
 
 @dataclass(frozen=True, slots=True)
+class Preempt:
+    """Preempted with PreemptMode=CANCEL (or a job that may not be requeued)."""
+
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
 class Requeue:
     now: int
     hold: str = ""  # "", or who holds it afterwards: "user" or "admin"
@@ -220,12 +227,12 @@ class GiveUp:
     reason: Reason
 
 
-Event = Start | Finish | Cancel | Requeue | NodeFail | Hold | Release | GiveUp
+Event = Start | Finish | Cancel | Preempt | Requeue | NodeFail | Hold | Release | GiveUp
 
 
 def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
-    if COMPLETING in job.flags and job.state is JobState.CANCELLED:
-        return JobState.CANCELLED, job.reason
+    if COMPLETING in job.flags and job.state in (JobState.CANCELLED, JobState.PREEMPTED):
+        return job.state, job.reason
     if event.outcome == "timeout":
         return JobState.TIMEOUT, Reason.TIME_LIMIT
     if event.outcome == "cancelled":
@@ -311,6 +318,10 @@ def apply(job: Job, event: Event) -> Job:
                 flags=job.flags | {COMPLETING},
                 end_time=event.now,
                 cancelled_by=event.by,
+            )
+        case Preempt() if state is JobState.RUNNING and COMPLETING not in job.flags:
+            return replace(
+                job, state=JobState.PREEMPTED, flags=job.flags | {COMPLETING}, end_time=event.now
             )
         case Requeue() if state is JobState.RUNNING and COMPLETING not in job.flags:
             return replace(job, flags=job.flags | {COMPLETING, REQUEUED}, requeue_hold=event.hold)

@@ -90,16 +90,21 @@ class SchedulerLoop:
         if full:
             self.last_full_pass = now
         started = self.store.commit(plan)
+        preempted = self.store.preempt(plan)
         purged = self.store.purge(now)
         timed_out = self.store.end_interactive_past_limit(now)
         signalled = self.store.signals_due(now)
-        if started or changed or purged or plan.ended or timed_out or signalled:
+        if started or changed or purged or plan.ended or timed_out or signalled or preempted:
             await self.store.flush()
         for job in started:
             if not job.interactive:  # salloc/srun run their own commands
                 self.link.launch(job)
         for job in timed_out:
             self.link.signal(job, 0, reason="timeout")
+        for job, requeued in preempted:
+            self.link.signal(job, 0, reason="requeue" if requeued else "preempt")
+            if job.interactive:
+                self.store.end_interactive(job, now, 0x9, "cancelled")
         for job in signalled:  # --signal=SIG@T: to the job's steps
             self.link.signal(job, job.signal_num, reason="signal")
         took = int((time.perf_counter() - began) * 1e6)

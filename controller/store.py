@@ -26,6 +26,7 @@ from controller.admission import Admitted, Capacity, admit
 from controller.associations import Assoc, AssocSet
 from controller.core import NodeView, Plan, Running, Snapshot
 from controller.core.limits import Gate
+from controller.core.preempt import PreemptPolicy
 from controller.core.snapshot import JobFacts
 from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Batch, Journal
@@ -767,7 +768,19 @@ class JobStore:
         for j in self.jobs.values():
             if holds_nodes(j):
                 running.append(
-                    Running(j.job_id, j.nodes, j.cpus, j.alloc_mem, j.end_time, j.gres_alloc)
+                    Running(
+                        j.job_id,
+                        j.nodes,
+                        j.cpus,
+                        j.alloc_mem,
+                        j.end_time,
+                        j.gres_alloc,
+                        preemptable=j.state is JobState.RUNNING and COMPLETING not in j.flags,
+                        priority=j.priority,
+                        qos=j.qos,
+                        partition=j.partition,
+                        start_time=j.start_time,
+                    )
                 )
                 if j.array_job_id:
                     running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
@@ -782,7 +795,38 @@ class JobStore:
             gates,
             usage,
             self.reservations.views(),
+            self._preempt_policy(),
         )
+
+    def _preempt_policy(self) -> PreemptPolicy | None:
+        """PreemptType as the core applies it (None: off)."""
+        conf = self.conf
+        if conf.preempt_mode == "OFF":
+            return None
+        if conf.preempt_type == "PREEMPT/QOS":
+            qos = self.associations.qos if self.associations is not None else {}
+            return PreemptPolicy("qos", qos={name: q.preempt for name, q in qos.items()})
+        tiers = {p.name: p.priority_tier for p in conf.partitions}
+        return PreemptPolicy("partition_prio", tiers=tiers)
+
+    def preempt(self, plan: Plan) -> list[tuple[Job, bool]]:
+        """Requeue (PreemptMode=REQUEUE, if the job may be) or cancel each of the
+        plan's victims; (the victim, whether it is requeued) for the agents."""
+        out = []
+        for victim_id, for_id in plan.preempted.items():
+            job = self.jobs.get(victim_id)
+            if job is None or job.state is not JobState.RUNNING or COMPLETING in job.flags:
+                continue
+            requeue = self.conf.preempt_mode == "REQUEUE" and job.requeue
+            event: Event = jobstate.Requeue(plan.now) if requeue else jobstate.Preempt(plan.now)
+            out.append((self.post(victim_id, event), requeue))
+            log.info(
+                "job_id=%d preempted (%s) for job_id=%d",
+                victim_id,
+                "requeue" if requeue else "cancel",
+                for_id,
+            )
+        return out
 
     def _limits(
         self, pending: tuple[Job, ...]

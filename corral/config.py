@@ -228,6 +228,8 @@ class SlurmConfig:
     priority: PriorityConfig = PriorityConfig()
     accounting: AccountingConfig = AccountingConfig()
     prolog_flags: tuple[str, ...] = ()  # lower case; "contain" gives every job an extern step
+    preempt_type: str = "PREEMPT/NONE"  # or PREEMPT/QOS, PREEMPT/PARTITION_PRIO
+    preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -423,6 +425,36 @@ def _choice(key: str, value: str, where: Where, allowed: tuple[str, ...]) -> str
     if upper not in allowed:
         raise ConfigError(*where, f"bad {key} value '{value}': use {', '.join(allowed)}")
     return upper
+
+
+_PREEMPT_TYPES = ("PREEMPT/NONE", "PREEMPT/QOS", "PREEMPT/PARTITION_PRIO")
+
+
+def _preemption(settings: _Pairs, warnings: list[str]) -> tuple[str, str]:
+    """PreemptType and PreemptMode's action (OFF, CANCEL or REQUEUE).
+
+    SUSPEND and GANG (time slicing) are not done: a configuration asking for
+    them runs without preemption, with a warning, rather than not at all.
+    """
+    kind = "PREEMPT/NONE"
+    if "PreemptType" in settings:
+        kind = _choice("PreemptType", *settings["PreemptType"], _PREEMPT_TYPES)
+    text, where = settings.get("PreemptMode", ("OFF", NOWHERE))
+    mode = "OFF"
+    for word in (w.strip().upper() for w in text.split(",") if w.strip()):
+        if word in ("OFF", "CANCEL", "REQUEUE"):
+            mode = word
+        elif word in ("SUSPEND", "GANG"):
+            warnings.append(
+                f"{where[0]}:{where[1]}: PreemptMode={word} is not supported: no preemption"
+            )
+            mode = "OFF"
+            break
+        elif word not in ("WITHIN", "PRIORITY"):
+            raise ConfigError(*where, f"bad PreemptMode value '{word}': use OFF, CANCEL or REQUEUE")
+    if kind == "PREEMPT/NONE":
+        mode = "OFF"
+    return kind, mode
 
 
 def _words(value: str) -> tuple[str, ...]:
@@ -945,6 +977,7 @@ def parse(text: str, path: str) -> SlurmConfig:
     priority = _priority(settings, reader.warnings)
     if "SchedulerType" in settings:
         _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
+    preempt_type, preempt_mode = _preemption(settings, reader.warnings)
     storage = settings.get("AccountingStorageType")
     accounting = AccountingConfig(
         storage="none"
@@ -986,6 +1019,8 @@ def parse(text: str, path: str) -> SlurmConfig:
         max_array_size=number("MaxArraySize", MAX_ARRAY_SIZE),
         job_file_append=number("JobFileAppend", 0) != 0,
         prolog_flags=_words(get("PrologFlags", "").lower()),
+        preempt_type=preempt_type,
+        preempt_mode=preempt_mode,
         scheduler_parameters=_scheduler_parameters(
             *settings.get("SchedulerParameters", ("", NOWHERE))
         ),

@@ -44,3 +44,5 @@ class Plan:
     ended: dict[int, Reason] = field(default_factory=dict)
     backfilled: bool = False  # a backfill pass ran: jobs not in ``expected`` have no estimate
     main_starts: int = 0  # how many of ``starts`` the main pass made (the rest: backfill)
+    # Running jobs to preempt (requeue or cancel): victim -> the waiting job it makes room for.
+    preempted: dict[int, int] = field(default_factory=dict)

@@ -23,6 +23,7 @@ from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Plan, Start
+from controller.core.preempt import preemptions
 from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import Snapshot
 from controller.jobstate import Reason
@@ -162,4 +163,6 @@ def schedule(
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)
+    if snap.preempt is not None:
+        plan.preempted = preemptions(snap, plan, nodes, ordered)
     return plan

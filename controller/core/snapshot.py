@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from controller.core.limits import Gate
+
+if TYPE_CHECKING:
+    from controller.core.preempt import PreemptPolicy
 from controller.model import Job
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
@@ -104,6 +108,12 @@ class Running:
     memory: tuple[int, ...]
     end_time: int
     gres: tuple[Gres, ...] = ()  # per node, as allocated (empty: none recorded)
+    # What preemption weighs (core/preempt.py): running and not yet ending.
+    preemptable: bool = False
+    priority: int = 0
+    qos: str = ""
+    partition: str = ""
+    start_time: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +141,5 @@ class Snapshot:
     usage: Mapping[str, int] = field(default_factory=dict)
     # Advance reservations not yet ended (core/resvwindows.py).
     reservations: tuple[ResvView, ...] = ()
+    # PreemptType (core/preempt.py); None: no preemption.
+    preempt: PreemptPolicy | None = None
