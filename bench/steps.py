@@ -90,7 +90,16 @@ def _square(x: int) -> int:
 
 
 def submitit_run(tasks: int) -> float:
+    import logging
+
     import submitit
+
+    # submitit logs to stdout, where this script's JSON goes: keep it to errors, on stderr.
+    logger = logging.getLogger("submitit")
+    logger.setLevel(logging.ERROR)
+    for handler in logger.handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
 
     with BenchCluster(nodes=4) as cluster:
         saved = {k: os.environ.get(k) for k in ("PATH", "SLURM_CONF")}

@@ -454,7 +454,9 @@ class StepDir(RunDir):
         return None if text is None else StepSpec.from_json(text)
 
     def write_result(self, result: StepResult) -> None:
-        self._write_result(dataclasses.asdict(result))
+        """Record the outcome (not fsync'ed: a step's result is reported at once and,
+        unlike a job's, does not outlive the agent; srun waits on this write)."""
+        _write_atomic(self.file(RESULT), json.dumps(dataclasses.asdict(result)))
 
     def read_result(self) -> StepResult | None:
         text = _read_text(self.file(RESULT))
