@@ -570,8 +570,12 @@ class Handlers:
         job, step = self.store.create_step(
             req.job_id, request, name, req.time_limit, req.submit_line, who
         )
-        await self._commit()
+        # The launch goes out while the step's record is committed: a step is not a job
+        # (its job is durable already), and srun's latency is Slurm's to match. A step
+        # launched but lost with a crash before the commit is reported by its nodes for
+        # nothing and leaves no record; its tasks still end with the job.
         self.link.launch_step(job, step, req)
+        await self._commit()
         return pb.StepCreateReply(step_id=step.step_id, nodes=step.nodes, tasks=step.tasks)
 
     async def Allocation(self, req: pb.AllocationRequest, who: Principal) -> pb.AllocationReply:

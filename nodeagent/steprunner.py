@@ -283,8 +283,11 @@ class StepRun:
     def _connect(self) -> None:
         spec = self.spec
         key = bytes.fromhex(spec.io_key)
+        host = spec.io_host
+        if host == socket.gethostname():  # srun runs on this host: no name to resolve
+            host = "127.0.0.1"
         try:
-            address = (spec.io_host, spec.io_port)
+            address = (host, spec.io_port)
             sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
         except socket.gaierror:  # srun's host name does not resolve here: it is this host
             address = ("127.0.0.1", spec.io_port)
