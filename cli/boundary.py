@@ -40,10 +40,11 @@ def version_line() -> str:
 
 def connect() -> Client:
     """A ``Client`` for the controller named by the active slurm.conf."""
-    from corral.client import Client, socket_path
+    from corral.client import Client, local_socket
     from corral.clientconf import client_settings
 
-    return Client(socket_path(client_settings().state_save_location))
+    settings = client_settings()
+    return Client(local_socket(settings.state_save_location, settings.slurmd_spool_dir))
 
 
 def run(prog: str, main: Callable[[list[str]], int]) -> NoReturn:

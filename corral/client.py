@@ -29,6 +29,25 @@ def socket_path(state_save_location: str) -> str:
     return os.path.join(state_save_location, "corral-ctld.sock")
 
 
+def agent_socket_path(slurmd_spool_dir: str) -> str:
+    """Where a host's node agent listens for local clients (nodeagent/clientproxy.py):
+    in SlurmdSpoolDir, above any per-node ``%n``/``%h`` part of it."""
+    base = slurmd_spool_dir
+    if "%" in base:
+        base = base.split("%", 1)[0]
+        base = base if base.endswith("/") else os.path.dirname(base)
+    return os.path.join(base, "corral-agent.sock")
+
+
+def local_socket(state_save_location: str, slurmd_spool_dir: str) -> str:
+    """The controller's socket on its own host, else this host's node agent's."""
+    controller = socket_path(state_save_location)
+    if os.path.exists(controller):
+        return controller
+    agent = agent_socket_path(slurmd_spool_dir)
+    return agent if os.path.exists(agent) else controller
+
+
 def recv_exact(sock: _socket.socket, size: int) -> bytes:
     """Read exactly ``size`` bytes or raise ``ConnectionError``."""
     chunks = []

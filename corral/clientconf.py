@@ -19,6 +19,7 @@ from corral.confsyntax import (
     NOWHERE,
     SLURMCTLD_PORT,
     SLURMD_PORT,
+    SLURMD_SPOOL_DIR,
     STATE_SAVE_LOCATION,
     ConfigError,
     Where,
@@ -34,6 +35,7 @@ _WANTED = {
     for key in (
         "ClusterName",
         "StateSaveLocation",
+        "SlurmdSpoolDir",
         "SlurmctldPort",
         "SlurmdPort",
         "MaxArraySize",
@@ -58,6 +60,7 @@ class ClientSettings:
         "path",
         "slurmctld_port",
         "slurmd_port",
+        "slurmd_spool_dir",
         "state_save_location",
     )
 
@@ -71,6 +74,7 @@ class ClientSettings:
         slurmctld_port: int,
         slurmd_port: int,
         max_array_size: int,
+        slurmd_spool_dir: str = SLURMD_SPOOL_DIR,
     ) -> None:
         self.path = path
         self.cluster_name = cluster_name
@@ -79,6 +83,7 @@ class ClientSettings:
         self.slurmctld_port = slurmctld_port
         self.slurmd_port = slurmd_port
         self.max_array_size = max_array_size
+        self.slurmd_spool_dir = slurmd_spool_dir
 
     @property
     def controller_host(self) -> tuple[str, str]:
@@ -135,6 +140,7 @@ def client_settings(path: str | None = None) -> ClientSettings:
         cluster_name=cluster[0].lower(),
         controller_hosts=hosts,
         state_save_location=settings.get("StateSaveLocation", (STATE_SAVE_LOCATION, NOWHERE))[0],
+        slurmd_spool_dir=settings.get("SlurmdSpoolDir", (SLURMD_SPOOL_DIR, NOWHERE))[0],
         slurmctld_port=(
             SLURMCTLD_PORT if ctld_ports is None else port_range("SlurmctldPort", *ctld_ports)[0]
         ),

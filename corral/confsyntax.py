@@ -27,6 +27,7 @@ UINT32 = 0xFFFFFFFF
 
 # Defaults of the settings both the daemons' model and the clients read.
 STATE_SAVE_LOCATION = "/var/spool/corral/ctld"
+SLURMD_SPOOL_DIR = "/var/spool/corral/slurmd"
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
 MAX_ARRAY_SIZE = 1001

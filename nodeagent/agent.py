@@ -19,8 +19,10 @@ import time
 from collections.abc import Sequence
 
 from corral import auth
+from corral.client import agent_socket_path
 from corral.config import NodeConfig, SlurmConfig
 from corral.wire import corral_pb2 as pb
+from nodeagent.clientproxy import ClientProxy
 from nodeagent.jobs import JobTable
 from nodeagent.link import Link
 from nodeagent.probe import HostFacts, probe_host
@@ -139,6 +141,8 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         target,
     )
     link = Link(target, registrations(nodes, facts), table, start_time)
+    proxy = ClientProxy(agent_socket_path(conf.slurmd_spool_dir), target, key)
+    await proxy.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -152,6 +156,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
     table.close()
+    await proxy.close()
     for task in done:
         if task is not stopping:
             task.result()

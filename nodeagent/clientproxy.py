@@ -1,0 +1,119 @@
+"""Client commands away from the controller's host: the node agent carries them.
+
+On the controller's host the clients (sbatch, squeue, srun in a job, ...)
+use its Unix socket, which learns who they are from the kernel. Anywhere
+else they use the same framed protocol on the node agent's socket
+(``corral.client.agent_socket_path``): the agent learns the caller's uid and
+gid the same way (SO_PEERCRED), signs a credential for them with the cluster
+key, and makes the call on the controller's gRPC API. This is MUNGE's part in
+Slurm: the controller takes a node's word for who is asking, and only hosts
+holding the key can give it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import struct
+import time
+from typing import Any
+
+import grpc
+
+from corral import auth, errors
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+MAX_FRAME = 64 << 20
+CALL_TIMEOUT_S = 120.0
+_PEERCRED = struct.Struct("3i")
+
+
+class ClientProxy:
+    """A Unix socket for local clients whose calls go to the controller's gRPC API."""
+
+    def __init__(self, path: str, target: str, key: bytes) -> None:
+        self.path = path
+        self.target = target
+        self.key = key
+        self.server: asyncio.AbstractServer | None = None
+        self.channel: grpc.aio.Channel | None = None
+        self.stub: Any = None
+
+    async def start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.channel = grpc.aio.insecure_channel(self.target)
+        self.stub = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
+        self.server = await asyncio.start_unix_server(self._serve, path=self.path)
+        os.chmod(self.path, 0o666)
+        log.info("clients on this host: %s, to %s", self.path, self.target)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+        if self.channel is not None:
+            await self.channel.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            sock = writer.get_extra_info("socket")
+            _, uid, gid = _PEERCRED.unpack(
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+            )
+            (size,) = struct.unpack(">I", await reader.readexactly(4))
+            if size > MAX_FRAME:
+                return
+            frame = pb.Frame.FromString(await reader.readexactly(size))
+            reply = await self._forward(frame, uid, gid)
+            data = reply.SerializeToString()
+            writer.write(struct.pack(">I", len(data)) + data)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except Exception:
+            log.exception("client request failed")
+        finally:
+            writer.close()
+
+    async def _forward(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
+        request_type = getattr(pb, f"{frame.method}Request", None)
+        call = getattr(self.stub, frame.method, None)
+        if request_type is None or call is None:
+            return _error(errors.SLURM_UNEXPECTED_MSG_ERROR, "unknown request")
+        try:
+            request = request_type.FromString(frame.body)
+        except Exception:
+            return _error(errors.ESLURM_PROTOCOL_ERROR, "malformed request")
+        if "cred" in request_type.DESCRIPTOR.fields_by_name:
+            signed = auth.credential(self.key, uid, gid, int(time.time()))
+            request.cred.CopyFrom(pb.Credential(**signed))
+        try:
+            reply = await call(request, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as exc:
+            return _from_status(exc)
+        return pb.Frame(method=frame.method, body=reply.SerializeToString())
+
+
+def _error(code: int, message: str) -> pb.Frame:
+    return pb.Frame(code=code, error=message)
+
+
+def _from_status(exc: grpc.aio.AioRpcError) -> pb.Frame:
+    """The controller's ``code: message`` detail back as the Slurm error it was."""
+    detail = exc.details() or ""
+    code_text, sep, message = detail.partition(": ")
+    if sep and code_text.isdigit():
+        return _error(int(code_text), message)
+    if exc.code() is grpc.StatusCode.UNAVAILABLE:
+        return _error(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller")
+    return _error(errors.SLURM_UNEXPECTED_MSG_ERROR, detail or exc.code().name)
