@@ -110,20 +110,3 @@ def release(client: Any, job_id: int, status: int) -> None:
 def cancel(client: Any, job_id: int) -> None:
     with contextlib.suppress(SlurmError):
         client.call("Signal", {"filter": {"job_ids": [str(job_id)]}, "signal": 0})
-
-
-def run_in_new_allocation(client: Any, settings: Any, argv: list[str]) -> int:
-    """srun outside a job: an allocation for the step, the step, then give it back."""
-    from cli.srun import PROG, run_in_allocation
-
-    quiet = settings.has("quiet")
-    name = os.path.basename(settings.command[0])
-    job_id = submit(client, PROG, settings.options, name, argv)
-    env = wait_for_start(client, PROG, job_id, quiet)
-    os.environ.update(env)
-    code = 1
-    try:
-        code = run_in_allocation(client, settings, job_id)
-    finally:
-        release(client, job_id, (code & 0xFF) << 8)
-    return code

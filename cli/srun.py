@@ -539,6 +539,21 @@ def run_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
         listener.close()
 
 
+def run_in_new_allocation(client: Any, settings: Settings, argv: list[str]) -> int:
+    """srun outside a job: an allocation for the step, the step, then give it back."""
+    from cli import allocation
+
+    name = os.path.basename(settings.command[0])
+    job_id = allocation.submit(client, PROG, settings.options, name, argv)
+    os.environ.update(allocation.wait_for_start(client, PROG, job_id, settings.has("quiet")))
+    code = 1
+    try:
+        code = run_in_allocation(client, settings, job_id)
+    finally:
+        allocation.release(client, job_id, (code & 0xFF) << 8)
+    return code
+
+
 def srun(argv: list[str]) -> int:
     try:
         settings = parse(argv)
@@ -549,8 +564,6 @@ def srun(argv: list[str]) -> int:
         )
         client = boundary.connect()
         if not job_text:
-            from cli.allocation import run_in_new_allocation
-
             return run_in_new_allocation(client, settings, argv)
         try:
             job_id = int(job_text.split("_")[0])

@@ -61,6 +61,7 @@ from corral import filepattern, stepio
 from nodeagent import runas
 from nodeagent.runas import LaunchError
 from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
+from nodeagent.startargs import parse_args
 
 # socket.getaddrinfo encodes host names with the idna codec, imported on first
 # use: imported here, the zygote has it ready and each runner reaches srun ~2 ms sooner.
@@ -784,9 +785,7 @@ USAGE = "usage: python -m nodeagent.steprunner STEPDIR [--lock-fd N] [--notify-f
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nodeagent.supervisor import parse_args
-
-    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv)
+    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv, USAGE)
     if zygote_fd is not None:
         raise SystemExit(USAGE)
     signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)

@@ -38,6 +38,7 @@ from nodeagent.spool import (
     Result,
     Started,
 )
+from nodeagent.startargs import parse_args
 
 # Importing typing costs every job milliseconds; mypy honours the name.
 TYPE_CHECKING = False
@@ -286,30 +287,6 @@ USAGE = (
 )
 
 
-def parse_args(argv: list[str]) -> tuple[str, int | None, int | None, int | None]:
-    """PATH and the inherited descriptors: lock and notify, or the zygote's socket.
-
-    argparse costs too much.
-    """
-    path: str | None = None
-    fds: dict[str, int | None] = {"--lock-fd": None, "--notify-fd": None, "--zygote-fd": None}
-    args = iter(argv)
-    for arg in args:
-        if arg in fds:
-            value = next(args, "")
-            if not value.isdigit():
-                raise SystemExit(USAGE)
-            fds[arg] = int(value)
-        elif path is None and not arg.startswith("-"):
-            path = arg
-        else:
-            raise SystemExit(USAGE)
-    lock_fd, notify_fd, zygote_fd = fds["--lock-fd"], fds["--notify-fd"], fds["--zygote-fd"]
-    if path is None or (zygote_fd is not None and (lock_fd, notify_fd) != (None, None)):
-        raise SystemExit(USAGE)
-    return path, lock_fd, notify_fd, zygote_fd
-
-
 def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
     """Run the job in ``path`` to its end and record how it ended.
 
@@ -339,7 +316,7 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv)
+    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv, USAGE)
     signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
     logging.basicConfig(
         stream=sys.stderr,

@@ -15,32 +15,19 @@ waiting job starts when their nodes are free, in a later pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from controller.core.placement import first_fit
 from controller.core.plan import Plan, Start
 from controller.core.request import gres_plus
-from controller.core.snapshot import NodeView, Running, Snapshot
+from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 
+__all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions"]
+
 #: Waiting jobs that look for victims in one pass.
 MAX_PREEMPTORS = 20
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptPolicy:
-    """PreemptType and who may preempt whom."""
-
-    kind: str  # "qos" or "partition_prio"
-    qos: Mapping[str, frozenset[str]] = field(default_factory=dict)  # QOS -> QOS it preempts
-    tiers: Mapping[str, int] = field(default_factory=dict)  # partition -> PriorityTier
-
-    def may_preempt(self, job: Job, victim: Running) -> bool:
-        if self.kind == "qos":
-            return victim.qos in self.qos.get(job.qos, frozenset())
-        tier = max((self.tiers.get(p, 0) for p in job.partitions), default=0)
-        return tier > self.tiers.get(victim.partition, 0)
 
 
 def _released(nodes: dict[str, NodeView], victim: Running) -> None:

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from controller.core.limits import Gate
-
-if TYPE_CHECKING:
-    from controller.core.preempt import PreemptPolicy
 from controller.model import Job
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
@@ -125,6 +121,21 @@ class ResvView:
     nodes: frozenset[str]
     start: int
     end: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptPolicy:
+    """PreemptType and who may preempt whom."""
+
+    kind: str  # "qos" or "partition_prio"
+    qos: Mapping[str, frozenset[str]] = field(default_factory=dict)  # QOS -> QOS it preempts
+    tiers: Mapping[str, int] = field(default_factory=dict)  # partition -> PriorityTier
+
+    def may_preempt(self, job: Job, victim: Running) -> bool:
+        if self.kind == "qos":
+            return victim.qos in self.qos.get(job.qos, frozenset())
+        tier = max((self.tiers.get(p, 0) for p in job.partitions), default=0)
+        return tier > self.tiers.get(victim.partition, 0)
 
 
 @dataclass(frozen=True, slots=True)
