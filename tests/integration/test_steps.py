@@ -243,3 +243,38 @@ def test_prolog_flags_contain_gives_each_job_an_extern_step(tmp_path: Path) -> N
         ]
     finally:
         cluster.stop()
+
+
+def test_a_step_outlives_a_controller_crash_and_is_recorded(four: Cluster) -> None:
+    """kill -9 the controller while srun's tasks run: their output still reaches srun
+    (it comes straight from the nodes), and the restarted controller records the end."""
+    script = "srun -n2 -l sh -c 'sleep 3; echo done $SLURM_PROCID'\n"
+    path = four.dir / "crash.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    out = four.dir / "crash.out"
+    job_id = four.sbatch("-n2", "-o", str(out), str(path))
+    four.wait_for(lambda: bool(four.job(job_id)["steps"]), 30, "no step")
+    four.kill("controller", signal.SIGKILL)
+    time.sleep(1)
+    four.start_controller()
+    job = four.wait_done(job_id, 60)
+    assert job["state"] == "COMPLETED"
+    assert sorted(out.read_text().splitlines()) == ["0: done 0", "1: done 1"]
+    (step,) = job["steps"]
+    assert (step["step_id"], step["state"], step["ntasks"]) == (0, "COMPLETED", 2)
+
+
+def test_a_step_outlives_its_node_agent_restarting(four: Cluster) -> None:
+    script = "srun -n2 -l sh -c 'sleep 3; echo done $SLURM_PROCID'\n"
+    path = four.dir / "agent.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    out = four.dir / "agent.out"
+    job_id = four.sbatch("-n2", "-o", str(out), str(path))
+    four.wait_for(lambda: bool(four.job(job_id)["steps"]), 30, "no step")
+    four.kill("agent", signal.SIGKILL)
+    four.start_agent()
+    job = four.wait_done(job_id, 60)
+    assert job["state"] == "COMPLETED"
+    assert sorted(out.read_text().splitlines()) == ["0: done 0", "1: done 1"]
+    (step,) = job["steps"]
+    assert step["state"] == "COMPLETED"
