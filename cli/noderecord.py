@@ -61,6 +61,8 @@ def node_lines(node: Node, *, slurmd_port: int = SLURMD_PORT) -> list[str]:
         f"ActiveFeatures={null(node['features'])}",
         f"Gres={null(node['gres'])}",
     ]
+    if node["gres_used"]:
+        out.append(f"GresUsed={node['gres_used']}")
     address = _address_line(node, slurmd_port)
     if address:
         out.append(address)

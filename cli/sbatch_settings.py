@@ -296,6 +296,18 @@ def _memory(field: str, option: str) -> Callable[[str | None], Fields]:
     return lambda text: {field: memory(option, text or "")}
 
 
+def _gpus(field: str, option: str) -> Callable[[str | None], Fields]:
+    """``--gpus``, ``--gpus-per-node``, ``--gpus-per-task``: ``[type:]count``."""
+
+    def setter(text: str | None) -> Fields:
+        kind, _, number = (text or "").rpartition(":")
+        if kind.startswith("gpu:"):  # the gres-style spelling, gpu:TYPE:N
+            kind = kind[4:]
+        return {field: (kind, count(option, number))}
+
+    return setter
+
+
 def _minutes(field: str, option: str) -> Callable[[str | None], Fields]:
     return lambda text: {field: minutes(option, text or "")}
 
@@ -323,6 +335,11 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "export-file": _text("export_file"),
     "get-user-env": _flag("get_user_env"),
     "gres": lambda text: {"gres": "" if (text or "").lower() == "none" else text},
+    "gpus": _gpus("gpus", "--gpus"),
+    "gpus-per-node": _gpus("gpus_per_node", "--gpus-per-node"),
+    "gpus-per-task": _gpus("gpus_per_task", "--gpus-per-task"),
+    "cpus-per-gpu": _count("cpus_per_gpu", "--cpus-per-gpu"),
+    "mem-per-gpu": _memory("mem_per_gpu", "--mem-per-gpu"),
     "hold": _flag("hold"),
     "input": _stdio("std_in"),
     "job-name": _text("name"),

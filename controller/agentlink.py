@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from controller import jobstate
-from controller.jobenv import batch_environment
+from controller.jobenv import batch_environment, gpu_environment
 from controller.jobstate import InvalidTransition
 from controller.model import Job, Step
 from controller.steps import step_environment
@@ -277,6 +277,14 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
                 self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
                 continue
+            node_env = env
+            if job.gpus:  # a step uses the job's GPUs on each of its nodes
+                ids = job.gpus[job.nodes.index(node)]
+                node_env = {
+                    **env,
+                    **gpu_environment(ids),
+                    "SLURM_STEP_GPUS": ",".join(map(str, ids)),
+                }
             launch = pb.LaunchStep(
                 job_id=job.job_id,
                 step_id=step.step_id,
@@ -287,7 +295,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 gid=job.gid,
                 user=job.user,
                 argv=req.argv,
-                environment=env,
+                environment=node_env,
                 cwd=req.cwd or job.work_dir,
                 io_host=req.io_host,
                 io_port=req.io_port,

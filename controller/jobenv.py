@@ -90,8 +90,24 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
         values["SLURM_MEM_PER_CPU"] = job.mem_per_cpu
     if job.array_task_id is not None:
         values.update(_array_values(job))
+    if job.gpus:
+        values.update(gpu_environment(job.gpus[0]))
+        values["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[0]))
     env.update({k: str(v) for k, v in values.items()})
     return env
+
+
+def gpu_environment(ids: tuple[int, ...]) -> dict[str, str]:
+    """What binds a process to its GPUs on one node, as Slurm sets it without device
+    cgroups: the devices' own indices for CUDA, ROCm and oneAPI alike."""
+    text = ",".join(map(str, ids))
+    return {
+        "CUDA_VISIBLE_DEVICES": text,
+        "GPU_DEVICE_ORDINAL": text,
+        "ROCR_VISIBLE_DEVICES": text,
+        "ZE_AFFINITY_MASK": text,
+        "SLURM_GPUS_ON_NODE": str(len(ids)),
+    }
 
 
 def _array_values(job: Job) -> dict[str, object]:

@@ -168,6 +168,8 @@ class Start:
     memory: tuple[int, ...]
     # (name, type, count) generic resources on each node; () when none.
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
+    # The GPUs given on each node, by index (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES).
+    gpus: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +263,7 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
         cpus=(),
         alloc_mem=(),
         gres_alloc=(),
+        gpus=(),
         start_time=0,
         end_time=0,
         eligible_time=now + job.requeue_delay,
@@ -282,6 +285,7 @@ def apply(job: Job, event: Event) -> Job:
                 cpus=event.cpus,
                 alloc_mem=event.memory,
                 gres_alloc=event.gres,
+                gpus=event.gpus,
                 start_time=event.now,
                 end_time=0 if job.time_limit < 0 else event.now + job.time_limit * 60,
             )

@@ -71,6 +71,8 @@ def job_from_row(text: str) -> Job:
     for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem", "usage"):
         if key in record:
             record[key] = tuple(record[key])
+    if "gpus" in record:
+        record["gpus"] = tuple(tuple(int(i) for i in node) for node in record["gpus"])
     if "gres_alloc" in record:
         record["gres_alloc"] = tuple(
             tuple((str(n), str(t), int(c)) for n, t, c in node) for node in record["gres_alloc"]

@@ -103,6 +103,7 @@ class Job:
     next_step_id: int = 0
     # (name, type, count) generic resources allocated on each of ``nodes``.
     gres_alloc: tuple[tuple[tuple[str, str, int], ...], ...] = ()
+    gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices given on each of ``nodes``
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()

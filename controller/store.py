@@ -36,6 +36,7 @@ from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
 from controller.steps import StepRequest
 from corral import arrayspec, errors, hostlist
+from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
@@ -119,6 +120,21 @@ def _event_state(node: NodeRuntime) -> str:
     if down and node.drain:
         return "DOWN+DRAIN"
     return "DOWN" if down else "DRAIN" if node.drain else ""
+
+
+def gpu_types(gres: str) -> list[tuple[str, int]]:
+    """A node's configured GPUs as (type, count), in its ``Gres=`` order."""
+    try:
+        items = gres_syntax.parse_node(gres)
+    except ValueError:
+        return []
+    return [(kind, count) for name, kind, count in items if name == "gpu"]
+
+
+def _gpus_on(job: Job, node: str) -> tuple[int, ...]:
+    if node not in job.nodes or not job.gpus:
+        return ()
+    return job.gpus[job.nodes.index(node)]
 
 
 def holds_nodes(job: Job) -> bool:
@@ -888,7 +904,13 @@ class JobStore:
                     continue
                 job = self.split_task(job, task)
             event = jobstate.Start(
-                plan.now, start.partition, start.nodes, start.cpus, start.memory, start.gres
+                plan.now,
+                start.partition,
+                start.nodes,
+                start.cpus,
+                start.memory,
+                start.gres,
+                self._gpu_indices(start.nodes, start.gres),
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():
@@ -909,6 +931,32 @@ class JobStore:
                 if (job.expected_start, job.expected_nodes) != (when, nodes):
                     self.jobs[job_id] = replace(job, expected_start=when, expected_nodes=nodes)
         return started
+
+    def _gpu_indices(
+        self, nodes: tuple[str, ...], gres: tuple[tuple[tuple[str, str, int], ...], ...]
+    ) -> tuple[tuple[int, ...], ...]:
+        """The lowest free GPU indices of each allocated type on each node.
+
+        A node's GPUs are numbered in the order its ``Gres=`` lists them (for
+        ``gpu:a100:2,gpu:v100:2``: a100 0-1, v100 2-3), as devices 0..N-1.
+        """
+        if not any(name == "gpu" for node in gres for name, _, _ in node):
+            return ()
+        out = []
+        for name, items in zip(nodes, gres, strict=True):
+            taken = {i for j in self.jobs_on(name) for i in _gpus_on(j, name)}
+            numbered: list[tuple[str, int]] = []
+            for kind, count in gpu_types(self.conf.node(name).gres):
+                numbered += [(kind, i) for i in range(len(numbered), len(numbered) + count)]
+            chosen: list[int] = []
+            for item_name, kind, count in items:
+                if item_name != "gpu":
+                    continue
+                free = [i for k, i in numbered if k == kind and i not in taken]
+                chosen += free[:count]
+                taken.update(free[:count])
+            out.append(tuple(sorted(chosen)))
+        return tuple(out)
 
     def _can_take(self, name: str, cpus: int, memory: int) -> bool:
         node = self.nodes.get(name)

@@ -18,6 +18,7 @@ from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
 from controller.store import JobStore
 from corral import arrayspec, hostlist
+from corral import gres as gres_syntax
 from corral.config import PartitionConfig
 from corral.wire import corral_pb2 as pb
 
@@ -254,6 +255,7 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         free_memory=max(conf.real_memory - used_mem, 0),
         features=",".join(conf.features),
         gres=conf.gres,
+        gres_used=gres_used(conf.gres, jobs, name),
         weight=conf.weight,
         partitions=[p.name for p in store.conf.partitions if name in p.nodes],
         reason=runtime.reason if (runtime.drain or runtime.state == "DOWN") else "",
@@ -338,3 +340,33 @@ def step_info(step: Step) -> pb.StepInfo:
         submit_line=step.submit_line,
         ave_rss_kb=step.sum_rss // step.ntasks if step.ntasks else 0,
     )
+
+
+def gres_used(configured: str, jobs: Iterable[Job], node: str) -> str:
+    """scontrol's GresUsed of a node: each configured item's use, GPUs with their
+    indices (``gpu:a100:1(IDX:0),gpu:v100:0(IDX:N/A)``); "" without GRES."""
+    try:
+        items = gres_syntax.parse_node(configured)
+    except ValueError:
+        return ""
+    used: dict[tuple[str, str], int] = {}
+    ids: list[int] = []
+    for job in jobs:
+        index = job.nodes.index(node)
+        for name, kind, count in job.gres_alloc[index] if job.gres_alloc else ():
+            used[name, kind] = used.get((name, kind), 0) + count
+        if job.gpus:
+            ids += job.gpus[index]
+    out = []
+    first = 0
+    for name, kind, count in items:
+        label = f"{name}:{kind}" if kind else name
+        n = used.get((name, kind), 0)
+        if name == "gpu":
+            mine = sorted(i for i in ids if first <= i < first + count)
+            first += count
+            where = arrayspec.compress(mine) if mine else "N/A"
+            out.append(f"{label}:{n}(IDX:{where})")
+        else:
+            out.append(f"{label}:{n}")
+    return ",".join(out)

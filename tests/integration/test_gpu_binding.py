@@ -1,0 +1,30 @@
+"""GPUs as Slurm hands them to jobs and steps: indices, binding variables, GresUsed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.integration.cluster import Cluster
+
+SETTINGS = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:a100:2,gpu:v100:2", "KillWait=1")
+SHOW = "echo $SLURM_JOB_GPUS/$CUDA_VISIBLE_DEVICES/$GPU_DEVICE_ORDINAL/$SLURM_GPUS_ON_NODE"
+
+
+def test_jobs_get_distinct_gpus_and_see_only_theirs(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster(nodes=1, settings=SETTINGS)
+    first = cluster.sbatch("--gpus=a100:1", "-o", "first.out", "--wrap", f"{SHOW}; sleep 30")
+    cluster.wait_state(first, {"RUNNING"})
+    second = cluster.sbatch("--gpus-per-node=2", "-o", "second.out", "--wrap", f"{SHOW}; sleep 30")
+    cluster.wait_state(second, {"RUNNING"})
+    node = cluster.run("scontrol", "show", "node", "node1").stdout
+    assert "   Gres=gpu:a100:2,gpu:v100:2\n" in node
+    assert "   GresUsed=gpu:a100:2(IDX:0-1),gpu:v100:1(IDX:2)\n" in node
+    steps = cluster.dir / "step.out"
+    third = cluster.sbatch(
+        "--gres=gpu:v100:1", "-o", str(steps), "--wrap", f"srun sh -c '{SHOW}'"
+    )  # fmt: skip
+    cluster.wait_done(third)
+    cluster.run("scancel", str(first), str(second))
+    assert (cluster.dir / "first.out").read_text() == "0/0/0/1\n"
+    assert (cluster.dir / "second.out").read_text() == "1,2/1,2/1,2/2\n"
+    assert steps.read_text() == "3/3/3/1\n"  # a step binds the job's GPUs on its node
