@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from corral import confsyntax, gres, hostlist, timefmt
+from corral import confsyntax, gres, gresconf, hostlist, timefmt
 from corral.clientconf import ClientSettings, client_settings
 from corral.confsyntax import (
     DEFAULT_PATH,
@@ -231,6 +231,7 @@ class SlurmConfig:
     prolog_flags: tuple[str, ...] = ()  # lower case; "contain" gives every job an extern step
     preempt_type: str = "PREEMPT/NONE"  # or PREEMPT/QOS, PREEMPT/PARTITION_PRIO
     preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
+    gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -1035,9 +1036,17 @@ def parse(text: str, path: str) -> SlurmConfig:
 
 
 def load(path: str | None = None) -> SlurmConfig:
-    """Read and parse slurm.conf (``default_path()`` unless given)."""
+    """Read and parse slurm.conf (``default_path()`` unless given), and the gres.conf
+    beside it when one exists and GresTypes is set (Slurm reads none without it)."""
     path = path or default_path()
-    return parse(read_text(path, (path, None), ""), path)
+    conf = parse(read_text(path, (path, None), ""), path)
+    types = _words(dict(conf.settings).get("GresTypes", "").lower())
+    gres_path = os.path.join(os.path.dirname(path), "gres.conf")
+    if not types or not os.path.exists(gres_path):
+        return conf
+    nodes = [node.name for node in conf.nodes]
+    found = gresconf.load(gres_path, gres_types=types, nodes=nodes, cluster_name=conf.cluster_name)
+    return replace(conf, gres_conf=found)
 
 
 # ------------------------------------------------------------------ show config
