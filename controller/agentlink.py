@@ -129,6 +129,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     version=hello.version,
                     boot_time=reg.boot_time,
                     agent_start_time=hello.agent_start_time,
+                    gres_found=reg.gres_found if reg.gres_probed else None,
                 ),
                 time.monotonic(),
                 now,

@@ -35,7 +35,7 @@ from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
 from controller.steps import StepRequest
-from corral import arrayspec, errors, hostlist
+from corral import arrayspec, errors, gresconf, hostlist
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
@@ -60,15 +60,36 @@ class Registration:
     version: str = ""
     boot_time: int = 0
     agent_start_time: int = 0
+    gres_found: str | None = None  # the GPUs the agent probed (None: not probed)
 
 
-def _shortfall(cpus: int, memory: int, reg: Registration) -> str:
+def _shortfall(cpus: int, memory: int, gres: str, reg: Registration) -> str:
     """Slurm's drain reason when a node has less than its configuration promises."""
     if reg.cpus < cpus:
         return f"Low socket*core*thread count, Low CPUs ({reg.cpus} < {cpus})"
     if reg.real_memory < memory:
         return f"Low RealMemory (reported:{reg.real_memory} < 100.00% of configured:{memory})"
+    if reg.gres_found is not None:
+        return _gres_shortfall(gres, reg.gres_found)
     return ""
+
+
+def _gres_shortfall(configured: str, found: str) -> str:
+    """slurmctld's reason when a node's probed GPUs fall short of its ``Gres=``."""
+    try:
+        items, got = gres_syntax.parse_node(configured), gres_syntax.parse_node(found)
+    except ValueError:
+        return ""
+    devices = [
+        gresconf.GresDevice(name, kind, (), count, None, None, frozenset(), i, ("probe", None))
+        for i, (name, kind, count) in enumerate(got)
+    ]
+    if not any(name == "gpu" for name, _, _ in got):  # the probe found none: 0, not unknown
+        devices.append(
+            gresconf.GresDevice("gpu", "", (), 0, None, None, frozenset(), 0, ("probe", None))
+        )
+    configured_gpus = [item for item in items if item[0] == "gpu"]
+    return gresconf.cross_check(configured_gpus, devices).reason or ""
 
 
 #: What accounting records of a job: a change to one of these sends dbd a new record.
@@ -982,7 +1003,7 @@ class JobStore:
             state = "UP"
         changed = state != node.state
         drain, reason = node.drain, ("" if changed and not node.drain else node.reason)
-        shortfall = _shortfall(conf.cpus, conf.real_memory, reg)
+        shortfall = _shortfall(conf.cpus, conf.real_memory, conf.gres, reg)
         if shortfall and not node.drain:
             drain, reason, changed = True, shortfall, True
             log.warning("node %s drained: %s", reg.name, shortfall)

@@ -8,7 +8,9 @@ their directories on disk, ``signing`` checks the controller's signature on
 launches, ``process`` starts supervisors and step runners, ``zygote`` forks
 them ready-made, ``supervisor`` is the per-job process and ``steprunner`` the
 per-step process (slurmstepd's roles), ``runas`` the user switch they share,
-and ``probe`` reads the host's hardware. The supervisor and step runner
+``probe`` reads the host's hardware and ``gpus`` its accelerators (NVML,
+nvidia-smi, sysfs, /dev/neuron*), ``clientproxy`` carries local clients' calls
+to the controller. The supervisor and step runner
 import only ``spool``, ``runas`` and the standard library (plus
 ``corral.filepattern`` and, for the runner, ``corral.stepio``), so that
 starting one per job or step stays cheap even when the zygote is down.

@@ -19,13 +19,16 @@ import time
 from collections.abc import Sequence
 
 from corral import auth
+from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import NodeConfig, SlurmConfig
 from corral.wire import corral_pb2 as pb
 from nodeagent.clientproxy import ClientProxy
+from nodeagent.gpus import probe_gpus
+from nodeagent.gpus.model import format_gres
 from nodeagent.jobs import JobTable
 from nodeagent.link import Link
-from nodeagent.probe import HostFacts, probe_host
+from nodeagent.probe import CpuPlace, HostFacts, probe_host
 from nodeagent.spool import Spool
 
 log = logging.getLogger(__name__)
@@ -55,8 +58,36 @@ def is_emulated(nodes: Sequence[NodeConfig], hostname: str) -> bool:
     return len(nodes) != 1 or (nodes[0].node_hostname or nodes[0].name) != hostname
 
 
-def registrations(nodes: Sequence[NodeConfig], facts: HostFacts) -> list[pb.NodeRegistration]:
-    """What the hello says about each served node."""
+def found_gpus(conf: SlurmConfig, node: NodeConfig, places: Sequence[CpuPlace]) -> str | None:
+    """The node's GPUs as the probe finds them, in Gres= form with the configured type
+    names (``gpu:h100:8(S:0-1)``); None when there is nothing to check: no GPU in the
+    node's Gres=, or no gres.conf ``AutoDetect`` (as in Slurm, slurm.conf's counts are
+    then taken on trust)."""
+    configured = [(kind, count) for name, kind, count in _gres_items(node.gres) if name == "gpu"]
+    if not configured:
+        return None
+    autodetect = conf.gres_conf.autodetect_for(node.name) if conf.gres_conf else None
+    if autodetect in (None, "off"):
+        return None
+    try:
+        devices = probe_gpus(None if autodetect == "full" else autodetect)
+    except (OSError, ValueError) as exc:
+        log.warning("GPU probe failed: %s", exc)
+        devices = []
+    return format_gres(devices, places, types=[kind for kind, _ in configured if kind])
+
+
+def _gres_items(text: str) -> list[tuple[str, str, int]]:
+    try:
+        return list(gres_syntax.parse_node(text))
+    except ValueError:
+        return []
+
+
+def registrations(
+    nodes: Sequence[NodeConfig], facts: HostFacts, gpus: str | None = None
+) -> list[pb.NodeRegistration]:
+    """What the hello says about each served node (``gpus``: the probe's, for a real node)."""
     if is_emulated(nodes, facts.hostname):
         shapes = [
             (
@@ -99,6 +130,8 @@ def registrations(nodes: Sequence[NodeConfig], facts: HostFacts) -> list[pb.Node
             arch=facts.arch,
             os=facts.os,
             boot_time=facts.boot_time,
+            gres_found=gpus or "",
+            gres_probed=gpus is not None,
         )
         for name, cpus, boards, sockets, cores, threads, memory, tmp_disk in shapes
     ]
@@ -140,7 +173,12 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         ",..." if len(nodes) > 8 else "",
         target,
     )
-    link = Link(target, registrations(nodes, facts), table, start_time)
+    gpus = None
+    if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices
+        gpus = await asyncio.to_thread(found_gpus, conf, nodes[0], facts.places)
+        if gpus is not None:
+            log.info("GPUs found: %s", gpus or "none")
+    link = Link(target, registrations(nodes, facts, gpus), table, start_time)
     proxy = ClientProxy(agent_socket_path(conf.slurmd_spool_dir), target, key)
     await proxy.start()
     stop = asyncio.Event()

@@ -51,6 +51,7 @@ class HostFacts:
     arch: str
     os: str
     boot_time: int
+    places: tuple[CpuPlace, ...] = ()  # the CPUs in use (GPU affinity maps onto them)
 
 
 def parse_meminfo(text: str) -> int:
@@ -167,14 +168,16 @@ def probe_host() -> HostFacts:
     """Probe the running host."""
     meminfo = _read("/proc/meminfo") or ""
     stat = _read("/proc/stat") or ""
+    places = tuple(read_places(usable_cpus()))
     facts = HostFacts(
         hostname=short_hostname(),
-        topology=topology(read_places(usable_cpus())),
+        topology=topology(places),
         real_memory=parse_meminfo(meminfo),
         tmp_disk=tmp_disk_mib(),
         arch=os.uname().machine,
         os=os_string(),
         boot_time=parse_boot_time(stat),
+        places=places,
     )
     log.debug("probed host %s", facts)
     return facts
