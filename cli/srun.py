@@ -66,6 +66,9 @@ TABLE = OptionTable(
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL),
         _row("export"),
+        _row("gpus", "G"),
+        _row("gpus-per-node"),
+        _row("gpus-per-task"),
         _row("gres"),
         _row("help", arg=NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL),
@@ -194,6 +197,7 @@ def step_request(
         "exclude": settings.get("exclude"),
         "overlap": settings.has("overlap") or env.get("SLURM_OVERLAP", "") != "",
         "overcommit": settings.has("overcommit"),
+        **_gpu_fields(settings),
         "name": settings.get("job-name"),
         "argv": settings.command,
         "environment": task_environment(settings, env),
@@ -211,6 +215,32 @@ def step_request(
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     return request
+
+
+def _gpu_count(settings: Settings, key: str) -> int:
+    """``[type:]N`` of a --gpus option (the step takes the job's GPUs, whatever their type)."""
+    text = settings.get(key).rpartition(":")[2]
+    if not text.isdigit():
+        raise Halt(1, f"{PROG}: error: Invalid --{key} specification")
+    return int(text)
+
+
+def _gpu_fields(settings: Settings) -> dict[str, int]:
+    """The step's GPU request: --gpus, --gpus-per-node (or --gres=gpu:N), --gpus-per-task."""
+    fields = {}
+    for key, field in (("gpus", "gpus"), ("gpus-per-node", "gpus_per_node"),
+                       ("gpus-per-task", "gpus_per_task")):  # fmt: skip
+        if settings.has(key):
+            fields[field] = _gpu_count(settings, key)
+    if settings.has("gres") and "gpus_per_node" not in fields:
+        total = 0
+        for item in settings.get("gres").split(","):
+            parts = item.removeprefix("gres/").split(":")
+            if parts[0] == "gpu":
+                total += int(parts[-1]) if parts[-1].isdigit() and len(parts) > 1 else 1
+        if total:
+            fields["gpus_per_node"] = total
+    return fields
 
 
 def create_step(client: Any, request: dict[str, Any], quiet: bool) -> dict[str, Any]:

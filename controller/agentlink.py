@@ -279,8 +279,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
                 continue
             node_env = env
-            if job.gpus:  # a step uses the job's GPUs on each of its nodes
-                ids = job.gpus[job.nodes.index(node)]
+            if job.gpus:  # the step's GPUs on this node, else all of the job's there
+                ids = step.gpus[node_id] if step.gpus else job.gpus[job.nodes.index(node)]
                 node_env = {
                     **env,
                     **gpu_environment(ids),

@@ -154,6 +154,7 @@ class Step:
     usage: tuple[int, int, int] = (0, 0, 0)  # max RSS KiB, user CPU us, system CPU us
     submit_line: str = ""
     sum_rss: int = 0  # every task's max RSS, summed (KiB): AveRSS is this over the tasks
+    gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices on each node (): the job's
 
     @property
     def ntasks(self) -> int:

@@ -565,6 +565,9 @@ class Handlers:
             exclude=tuple(self._node_names([req.exclude])) if req.exclude else (),
             overlap=req.overlap,
             overcommit=req.overcommit,
+            gpus=req.gpus,
+            gpus_per_node=req.gpus_per_node,
+            gpus_per_task=req.gpus_per_task,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(

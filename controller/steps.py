@@ -40,6 +40,9 @@ class StepRequest:
     exclude: tuple[str, ...] = ()
     overlap: bool = False
     overcommit: bool = False  # -O: more tasks than CPUs
+    gpus: int = 0  # in all, spread over the nodes
+    gpus_per_node: int = 0
+    gpus_per_task: int = 0
 
 
 def _job_slots(job: Job) -> list[int]:
@@ -136,6 +139,39 @@ def _spread(
     return None
 
 
+def step_gpus(
+    job: Job, req: StepRequest, nodes: Sequence[str], tasks: Sequence[int]
+) -> tuple[tuple[int, ...], ...]:
+    """The GPUs of the job a step asks for on each of its nodes, lowest first and not
+    held by other running steps (unless it or they ``--overlap``); () for none asked."""
+    if not (req.gpus or req.gpus_per_node or req.gpus_per_task) or not job.gpus:
+        return ()
+    held: dict[str, set[int]] = {}
+    if not req.overlap:
+        for step in job.steps:
+            if step.running and not step.overlap and step.gpus:
+                for node, ids in zip(step.nodes, step.gpus, strict=True):
+                    held.setdefault(node, set()).update(ids)
+    chosen = []
+    left = req.gpus
+    for i, (node, count) in enumerate(zip(nodes, tasks, strict=True)):
+        if req.gpus_per_node:
+            want = req.gpus_per_node
+        elif req.gpus_per_task:
+            want = req.gpus_per_task * count
+        else:
+            want = -(-left // (len(nodes) - i))
+            left -= want
+        mine = job.gpus[job.nodes.index(node)]
+        if want > len(mine):
+            raise SlurmError(errors.ESLURM_INVALID_GRES)
+        free = [g for g in mine if g not in held.get(node, set())]
+        if want > len(free):
+            raise SlurmError(errors.ESLURM_NODES_BUSY)
+        chosen.append(tuple(free[:want]))
+    return tuple(chosen)
+
+
 def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, line: str) -> Step:
     nodes, tasks = layout(job, req)
     cpt = max(req.cpus_per_task, 1)
@@ -150,6 +186,7 @@ def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, l
         time_limit=time_limit,
         overlap=req.overlap,
         submit_line=line,
+        gpus=step_gpus(job, req, nodes, tasks),
     )
 
 

@@ -19,12 +19,34 @@ def test_jobs_get_distinct_gpus_and_see_only_theirs(make_cluster: Callable[..., 
     node = cluster.run("scontrol", "show", "node", "node1").stdout
     assert "   Gres=gpu:a100:2,gpu:v100:2\n" in node
     assert "   GresUsed=gpu:a100:2(IDX:0-1),gpu:v100:1(IDX:2)\n" in node
+    cluster.run("scancel", str(first))  # a CPU for the next job (the node may have two)
     steps = cluster.dir / "step.out"
     third = cluster.sbatch(
         "--gres=gpu:v100:1", "-o", str(steps), "--wrap", f"srun sh -c '{SHOW}'"
     )  # fmt: skip
     cluster.wait_done(third)
-    cluster.run("scancel", str(first), str(second))
+    cluster.run("scancel", str(second))
     assert (cluster.dir / "first.out").read_text() == "0/0/0/1\n"
     assert (cluster.dir / "second.out").read_text() == "1,2/1,2/1,2/2\n"
     assert steps.read_text() == "3/3/3/1\n"  # a step binds the job's GPUs on its node
+
+
+def test_steps_ask_for_some_of_the_jobs_gpus(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster(nodes=1, settings=SETTINGS)
+    script = (
+        "srun --gpus=2 -n1 sh -c 'echo A $CUDA_VISIBLE_DEVICES; sleep 2' &\n"
+        "sleep 0.5\n"
+        "srun --gpus-per-node=2 -n1 sh -c 'echo B $CUDA_VISIBLE_DEVICES'\n"
+        "wait\n"
+        "srun --gpus=5 true\n"
+    )
+    path = cluster.dir / "steps.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    job_id = cluster.sbatch("--gpus-per-node=4", "-n2", "-o", "steps.out", str(path))
+    cluster.wait_done(job_id)
+    out = (cluster.dir / "steps.out").read_text().splitlines()
+    assert "A 0,1" in out and "B 2,3" in out
+    assert (
+        f"srun: error: Unable to create step for job {job_id}: "
+        "Invalid generic resource (gres) specification"
+    ) in out

@@ -117,3 +117,20 @@ def test_a_report_after_the_job_ended_gives_the_step_its_real_end() -> None:
     assert (late.state, late.exit_status, late.end_time) == ("FAILED", 4 << 8, NOW + 5)
     killed = node_done(ended, "n1", [15], (10, 1, 1), NOW + 4)
     assert killed.state == "CANCELLED"  # killed with its job: the job's word stands
+
+
+def test_steps_take_some_of_the_jobs_gpus_and_not_each_others() -> None:
+    gpus = replace(JOB, gpus=((0, 1, 2, 3), (4, 5), ()))
+    req = StepRequest(ntasks=1, gpus=2)
+    assert steps.step_gpus(gpus, req, ("n1",), (1,)) == ((0, 1),)
+    first = replace(new_step(gpus, req, "a", NOW, -1, ""), gpus=((0, 1),))
+    busy = replace(gpus, steps=(first,), next_step_id=1)
+    assert steps.step_gpus(busy, req, ("n1",), (1,)) == ((2, 3),)
+    per_task = StepRequest(ntasks=3, gpus_per_task=1)
+    assert steps.step_gpus(gpus, per_task, ("n1", "n2"), (2, 1)) == ((0, 1), (4,))
+    with pytest.raises(SlurmError) as caught:
+        steps.step_gpus(busy, StepRequest(gpus=3), ("n1",), (1,))
+    assert caught.value.code == errors.ESLURM_NODES_BUSY  # the job has them: srun waits
+    with pytest.raises(SlurmError) as caught:
+        steps.step_gpus(gpus, StepRequest(gpus=5), ("n1",), (1,))
+    assert caught.value.code == errors.ESLURM_INVALID_GRES
