@@ -3,7 +3,7 @@
 
 Run it from a checkout with the package installed (``pip install .``)::
 
-    python scripts/gpu_check.py [--timeout S] [--type T] [--keep] [--fake-nvml LIB]
+    python tests/gpu_check.py [--timeout S] [--type T] [--keep] [--fake-nvml LIB]
 
 1. Probes: NVML (``probe_nvml``) and nvidia-smi (``probe_smi``) must agree on
    the GPUs (count, names, UUIDs, memory within 1%, PCI bus ids, MIG
@@ -468,7 +468,7 @@ def bindir() -> str:
 
 def start_cluster(report: Report, cluster: Cluster, gres: str, host: str) -> None:
     (cluster.dir / "gres.conf").write_text(
-        "# Written by scripts/gpu_check.py: the agent probes, the controller cross-checks.\n"
+        "# Written by tests/gpu_check.py: the agent probes, the controller cross-checks.\n"
         "AutoDetect=nvml\n"
     )
     argv = [
