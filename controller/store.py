@@ -152,6 +152,12 @@ def gpu_types(gres: str) -> list[tuple[str, int]]:
     return [(kind, count) for name, kind, count in items if name == "gpu"]
 
 
+def _device_number(path: str, fallback: int) -> int:
+    """The number a device file ends with (``/dev/nvidia3``: 3), else ``fallback``."""
+    digits = len(path) - len(path.rstrip("0123456789"))
+    return int(path[-digits:]) if digits else fallback
+
+
 def _gpus_on(job: Job, node: str) -> tuple[int, ...]:
     if node not in job.nodes or not job.gpus:
         return ()
@@ -966,9 +972,7 @@ class JobStore:
         out = []
         for name, items in zip(nodes, gres, strict=True):
             taken = {i for j in self.jobs_on(name) for i in _gpus_on(j, name)}
-            numbered: list[tuple[str, int]] = []
-            for kind, count in gpu_types(self.conf.node(name).gres):
-                numbered += [(kind, i) for i in range(len(numbered), len(numbered) + count)]
+            numbered = self.gpu_numbering(name)
             chosen: list[int] = []
             for item_name, kind, count in items:
                 if item_name != "gpu":
@@ -978,6 +982,20 @@ class JobStore:
                 taken.update(free[:count])
             out.append(tuple(sorted(chosen)))
         return tuple(out)
+
+    def gpu_numbering(self, name: str) -> list[tuple[str, int]]:
+        """A node's GPUs as (type, index): with gres.conf ``File=`` lines, each device
+        file's number (``/dev/nvidia3`` is 3), in the file's order; else 0..N-1 in the
+        order ``Gres=`` lists the types."""
+        conf = self.conf
+        if conf.gres_conf is not None:
+            devices = [d for d in conf.gres_conf.devices_for(name) if d.name == "gpu" and d.files]
+            if devices:
+                return [(d.type, _device_number(d.files[0], d.index)) for d in devices]
+        numbered: list[tuple[str, int]] = []
+        for kind, count in gpu_types(conf.node(name).gres):
+            numbered += [(kind, i) for i in range(len(numbered), len(numbered) + count)]
+        return numbered
 
     def _can_take(self, name: str, cpus: int, memory: int) -> bool:
         node = self.nodes.get(name)

@@ -255,7 +255,7 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         free_memory=max(conf.real_memory - used_mem, 0),
         features=",".join(conf.features),
         gres=conf.gres,
-        gres_used=gres_used(conf.gres, jobs, name),
+        gres_used=gres_used(conf.gres, jobs, name, store.gpu_numbering(name)),
         weight=conf.weight,
         partitions=[p.name for p in store.conf.partitions if name in p.nodes],
         reason=runtime.reason if (runtime.drain or runtime.state == "DOWN") else "",
@@ -342,9 +342,12 @@ def step_info(step: Step) -> pb.StepInfo:
     )
 
 
-def gres_used(configured: str, jobs: Iterable[Job], node: str) -> str:
+def gres_used(
+    configured: str, jobs: Iterable[Job], node: str, numbering: list[tuple[str, int]]
+) -> str:
     """scontrol's GresUsed of a node: each configured item's use, GPUs with their
-    indices (``gpu:a100:1(IDX:0),gpu:v100:0(IDX:N/A)``); "" without GRES."""
+    indices (``gpu:a100:1(IDX:0),gpu:v100:0(IDX:N/A)``); "" without GRES.
+    ``numbering`` is the node's GPUs as (type, index)."""
     try:
         items = gres_syntax.parse_node(configured)
     except ValueError:
@@ -357,14 +360,13 @@ def gres_used(configured: str, jobs: Iterable[Job], node: str) -> str:
             used[name, kind] = used.get((name, kind), 0) + count
         if job.gpus:
             ids += job.gpus[index]
+    type_of = {index: kind for kind, index in numbering}
     out = []
-    first = 0
-    for name, kind, count in items:
+    for name, kind, _count in items:
         label = f"{name}:{kind}" if kind else name
         n = used.get((name, kind), 0)
         if name == "gpu":
-            mine = sorted(i for i in ids if first <= i < first + count)
-            first += count
+            mine = sorted(i for i in ids if type_of.get(i) == kind)
             where = arrayspec.compress(mine) if mine else "N/A"
             out.append(f"{label}:{n}(IDX:{where})")
         else:

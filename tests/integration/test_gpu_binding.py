@@ -50,3 +50,20 @@ def test_steps_ask_for_some_of_the_jobs_gpus(make_cluster: Callable[..., Cluster
         f"srun: error: Unable to create step for job {job_id}: "
         "Invalid generic resource (gres) specification"
     ) in out
+
+
+def test_gres_conf_files_number_the_gpus(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster(nodes=1, settings=SETTINGS, start=False)
+    (cluster.dir / "gres.conf").write_text(
+        "Name=gpu Type=a100 File=/dev/nvidia[4-5]\nName=gpu Type=v100 File=/dev/nvidia[0-1]\n"
+    )
+    cluster.start()
+    v100 = cluster.sbatch("--gpus=v100:1", "-o", "v.out", "--wrap", f"{SHOW}; sleep 30")
+    a100 = cluster.sbatch("--gpus=a100:1", "-o", "a.out", "--wrap", f"{SHOW}; sleep 30")
+    cluster.wait_state(v100, {"RUNNING"})
+    cluster.wait_state(a100, {"RUNNING"})
+    node = cluster.run("scontrol", "show", "node", "node1").stdout
+    assert "   GresUsed=gpu:a100:1(IDX:4),gpu:v100:1(IDX:0)\n" in node
+    cluster.run("scancel", str(v100), str(a100))
+    assert (cluster.dir / "v.out").read_text() == "0/0/0/1\n"
+    assert (cluster.dir / "a.out").read_text() == "4/4/4/1\n"
