@@ -11,19 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
-import struct
 
 from controller.principal import principal_for
 from controller.service import METHODS, Encoded, Handlers
 from corral import errors
 from corral.errors import SlurmError
+from corral.framedserver import serve_one
 from corral.wire import corral_pb2 as pb
 
 log = logging.getLogger(__name__)
-
-MAX_FRAME = 64 << 20
-_PEERCRED = struct.Struct("3i")
 
 
 class FramedServer:
@@ -46,25 +42,7 @@ class FramedServer:
             await self.server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            sock = writer.get_extra_info("socket")
-            _, uid, gid = _PEERCRED.unpack(
-                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-            )
-            (size,) = struct.unpack(">I", await reader.readexactly(4))
-            if size > MAX_FRAME:
-                return
-            frame = pb.Frame.FromString(await reader.readexactly(size))
-            reply = await self._dispatch(frame, uid, gid)
-            data = reply.SerializeToString()
-            writer.write(struct.pack(">I", len(data)) + data)
-            await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        except Exception:
-            log.exception("client request failed")
-        finally:
-            writer.close()
+        await serve_one(reader, writer, self._dispatch)
 
     async def _dispatch(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
         request_type = self._requests.get(frame.method)

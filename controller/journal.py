@@ -46,6 +46,7 @@ _NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_t
 _DERIVED = frozenset({"expected_start", "expected_nodes"})
 _JOB_FIELDS = tuple(f.name for f in fields(Job) if f.name not in _DERIVED)
 _JOB_DEFAULTS = {f.name: f.default for f in fields(Job) if f.default is not MISSING}
+_JOB_NAMES = frozenset(f.name for f in fields(Job))
 
 
 def job_to_row(job: Job) -> str:
@@ -64,7 +65,8 @@ def job_to_row(job: Job) -> str:
 
 
 def job_from_row(text: str) -> Job:
-    record: dict[str, Any] = json.loads(text)
+    """A job from its row; a field this version no longer has is dropped, not fatal."""
+    record: dict[str, Any] = {k: v for k, v in json.loads(text).items() if k in _JOB_NAMES}
     record["state"] = JobState[record["state"]]
     record["reason"] = Reason[record["reason"]]
     record["flags"] = frozenset(record.get("flags", ()))

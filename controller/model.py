@@ -99,8 +99,7 @@ class Job:
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it
-    steps: tuple[Step, ...] = ()  # srun's steps of the current run
-    next_step_id: int = 0
+    steps: tuple[Step, ...] = ()  # srun's steps of the current run, numbered from 0
     # (name, type, count) generic resources allocated on each of ``nodes``.
     gres_alloc: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices given on each of ``nodes``

@@ -177,7 +177,7 @@ def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, l
     cpt = max(req.cpus_per_task, 1)
     allocated = dict(zip(job.nodes, job.cpus, strict=True))
     return Step(
-        step_id=job.next_step_id,
+        step_id=len(job.steps),  # steps are never dropped within a run
         name=name,
         nodes=nodes,
         tasks=tasks,

@@ -158,12 +158,6 @@ def _device_number(path: str, fallback: int) -> int:
     return int(path[-digits:]) if digits else fallback
 
 
-def _gpus_on(job: Job, node: str) -> tuple[int, ...]:
-    if node not in job.nodes or not job.gpus:
-        return ()
-    return job.gpus[job.nodes.index(node)]
-
-
 def holds_nodes(job: Job) -> bool:
     """True while a job's processes may still be on its nodes."""
     return bool(job.nodes) and (job.state is JobState.RUNNING or COMPLETING in job.flags)
@@ -184,6 +178,7 @@ class JobStore:
         self._shared: dict[str, dict[str, dict[int, int]]] = {}
         # GRES in use: node -> (name, type; None = any type) -> count.
         self._gres_used: dict[str, dict[tuple[str, str | None], int]] = {}
+        self._gpus_used: dict[str, set[int]] = {}  # GPU indices held on each node
         self._batch = Batch()
         self._batch_seq = 1
         self._committed_seq = 0
@@ -237,6 +232,7 @@ class JobStore:
         self._used = {name: [0, 0] for name in nodes}
         self._shared = {}
         self._gres_used = {}
+        self._gpus_used = {}
         for job in self.jobs.values():
             if holds_nodes(job):
                 self._account(job, +1)
@@ -294,7 +290,7 @@ class JobStore:
         if job.steps and job.state.finished and any(s.running for s in job.steps):
             job = replace(job, steps=steps.ended_with_job(job, job.end_time or int(time.time())))
         elif job.state is JobState.PENDING and (job.steps or job.signal_sent):
-            job = replace(job, steps=(), next_step_id=0, signal_sent=False)  # requeued: a new run
+            job = replace(job, steps=(), signal_sent=False)  # requeued: a new run
         old = self.jobs.get(job.job_id)
         if self.recorder is not None and accounting_changed(old, job):
             self._record(job)
@@ -515,6 +511,12 @@ class JobStore:
             else:
                 used[0] += sign * cpus
             used[1] += sign * memory
+            if job.gpus and job.gpus[i]:
+                gpus = self._gpus_used.setdefault(name, set())
+                if sign > 0:
+                    gpus.update(job.gpus[i])
+                else:
+                    gpus.difference_update(job.gpus[i])
             held = self.capacity.gres_held(job, i)
             if held:
                 gres = self._gres_used.setdefault(name, {})
@@ -597,7 +599,7 @@ class JobStore:
         if job.state is not JobState.RUNNING:
             raise SlurmError(errors.ESLURM_JOB_PENDING)
         step = steps.new_step(job, req, name, int(time.time()), time_limit, line)
-        job = replace(job, steps=(*job.steps, step), next_step_id=step.step_id + 1)
+        job = replace(job, steps=(*job.steps, step))
         self._touch_job(job)
         return job, step
 
@@ -962,16 +964,13 @@ class JobStore:
     def _gpu_indices(
         self, nodes: tuple[str, ...], gres: tuple[tuple[tuple[str, str, int], ...], ...]
     ) -> tuple[tuple[int, ...], ...]:
-        """The lowest free GPU indices of each allocated type on each node.
-
-        A node's GPUs are numbered in the order its ``Gres=`` lists them (for
-        ``gpu:a100:2,gpu:v100:2``: a100 0-1, v100 2-3), as devices 0..N-1.
-        """
+        """The lowest free GPU indices of each allocated type on each node (numbered as
+        ``gpu_numbering`` says; those held are kept in ``_gpus_used``)."""
         if not any(name == "gpu" for node in gres for name, _, _ in node):
             return ()
         out = []
         for name, items in zip(nodes, gres, strict=True):
-            taken = {i for j in self.jobs_on(name) for i in _gpus_on(j, name)}
+            taken = set(self._gpus_used.get(name, ()))
             numbered = self.gpu_numbering(name)
             chosen: list[int] = []
             for item_name, kind, count in items:

@@ -16,22 +16,19 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
-import struct
 import time
 from typing import Any
 
 import grpc
 
 from corral import auth, errors
+from corral.framedserver import serve_one
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 
-MAX_FRAME = 64 << 20
 CALL_TIMEOUT_S = 120.0
-_PEERCRED = struct.Struct("3i")
 
 
 class ClientProxy:
@@ -65,25 +62,7 @@ class ClientProxy:
             os.unlink(self.path)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            sock = writer.get_extra_info("socket")
-            _, uid, gid = _PEERCRED.unpack(
-                sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-            )
-            (size,) = struct.unpack(">I", await reader.readexactly(4))
-            if size > MAX_FRAME:
-                return
-            frame = pb.Frame.FromString(await reader.readexactly(size))
-            reply = await self._forward(frame, uid, gid)
-            data = reply.SerializeToString()
-            writer.write(struct.pack(">I", len(data)) + data)
-            await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        except Exception:
-            log.exception("client request failed")
-        finally:
-            writer.close()
+        await serve_one(reader, writer, self._forward)
 
     async def _forward(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
         request_type = getattr(pb, f"{frame.method}Request", None)

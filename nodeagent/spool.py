@@ -297,6 +297,18 @@ class RunDir:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fd
 
+    def claim(self, lock_fd: int | None, notify_fd: int | None) -> bool:
+        """Become this directory's process: the notify pipe kept from the tasks, the
+        lock held, the pid written; False when another process holds the lock."""
+        if notify_fd is not None:
+            os.set_inheritable(notify_fd, False)
+        try:
+            self.hold_lock(lock_fd)
+        except BlockingIOError:
+            return False
+        self.write_supervisor_pid(os.getpid())
+        return True
+
     def write_supervisor_pid(self, pid: int) -> None:
         _write_atomic(self.file(SUPERVISOR_PID), f"{pid}\n")
 

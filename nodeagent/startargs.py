@@ -5,8 +5,28 @@
 
 from __future__ import annotations
 
+import logging
+import signal
+import sys
+from collections.abc import Iterable
 
-def parse_args(argv: list[str], usage: str) -> tuple[str, int | None, int | None, int | None]:
+Args = tuple[str, int | None, int | None, int | None]
+
+
+def start(argv: list[str] | None, usage: str, watched: Iterable[int]) -> Args:
+    """A supervisor's or step runner's start: its arguments (``parse_args``), the
+    ``watched`` signals blocked before anything can arrive, log lines to stderr."""
+    args = parse_args(sys.argv[1:] if argv is None else argv, usage)
+    signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return args
+
+
+def parse_args(argv: list[str], usage: str) -> Args:
     """PATH and the inherited descriptors: lock and notify, or the zygote's socket;
     SystemExit with ``usage`` for anything else."""
     path: str | None = None

@@ -61,7 +61,7 @@ from corral import filepattern, stepio
 from nodeagent import runas
 from nodeagent.runas import LaunchError
 from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
-from nodeagent.startargs import parse_args
+from nodeagent.startargs import start
 
 # socket.getaddrinfo encodes host names with the idna codec, imported on first
 # use: imported here, the zygote has it ready and each runner reaches srun ~2 ms sooner.
@@ -757,15 +757,10 @@ def run_step(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
 
     The same in a process started for the step and in a child of the zygote.
     """
-    if notify_fd is not None:
-        os.set_inheritable(notify_fd, False)
     stepdir = StepDir(os.path.abspath(path))
-    try:
-        stepdir.hold_lock(lock_fd)
-    except BlockingIOError:
+    if not stepdir.claim(lock_fd, notify_fd):
         log.error("step %d.%d: another runner holds %s", stepdir.job_id, stepdir.step_id, path)
         return 1
-    stepdir.write_supervisor_pid(os.getpid())
     spec = stepdir.read_spec()
     if spec is None:
         now = int(time.time())
@@ -785,15 +780,9 @@ USAGE = "usage: python -m nodeagent.steprunner STEPDIR [--lock-fd N] [--notify-f
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv, USAGE)
+    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED)
     if zygote_fd is not None:
         raise SystemExit(USAGE)
-    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     return run_step(path, lock_fd, notify_fd)
 
 

@@ -38,7 +38,7 @@ from nodeagent.spool import (
     Result,
     Started,
 )
-from nodeagent.startargs import parse_args
+from nodeagent.startargs import start
 
 # Importing typing costs every job milliseconds; mypy honours the name.
 TYPE_CHECKING = False
@@ -292,15 +292,10 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
 
     The same in a process started for the job and in a child of the zygote.
     """
-    if notify_fd is not None:
-        os.set_inheritable(notify_fd, False)
     jobdir = JobDir(os.path.abspath(path))
-    try:
-        jobdir.hold_lock(lock_fd)
-    except BlockingIOError:
+    if not jobdir.claim(lock_fd, notify_fd):
         log.error("job_id=%d another supervisor holds %s", jobdir.job_id, jobdir.path)
         return 1
-    jobdir.write_supervisor_pid(os.getpid())
     spec = jobdir.read_launch()
     if spec is None:
         result = Result(
@@ -316,13 +311,7 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd, zygote_fd = parse_args(sys.argv[1:] if argv is None else argv, USAGE)
-    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED)
     if zygote_fd is not None:
         # Imported here, so that a supervisor started on its own never loads
         # socket nor the step runner; the zygote has both ready for its children.

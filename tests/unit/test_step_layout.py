@@ -66,7 +66,7 @@ def test_steps_the_allocation_cannot_hold_are_refused(request_: StepRequest, cod
 def test_running_steps_hold_their_cpus_unless_one_overlaps() -> None:
     first = new_step(JOB, StepRequest(ntasks=6), "a", NOW, -1, "")
     assert (first.nodes, first.cpus) == (("n1", "n2"), (4, 2))
-    busy = replace(JOB, steps=(first,), next_step_id=1)
+    busy = replace(JOB, steps=(first,))
     assert layout(busy, StepRequest(ntasks=2)) == (("n3",), (2,))
     with pytest.raises(SlurmError) as caught:
         layout(busy, StepRequest(ntasks=3))
@@ -124,7 +124,7 @@ def test_steps_take_some_of_the_jobs_gpus_and_not_each_others() -> None:
     req = StepRequest(ntasks=1, gpus=2)
     assert steps.step_gpus(gpus, req, ("n1",), (1,)) == ((0, 1),)
     first = replace(new_step(gpus, req, "a", NOW, -1, ""), gpus=((0, 1),))
-    busy = replace(gpus, steps=(first,), next_step_id=1)
+    busy = replace(gpus, steps=(first,))
     assert steps.step_gpus(busy, req, ("n1",), (1,)) == ((2, 3),)
     per_task = StepRequest(ntasks=3, gpus_per_task=1)
     assert steps.step_gpus(gpus, per_task, ("n1", "n2"), (2, 1)) == ((0, 1), (4,))
