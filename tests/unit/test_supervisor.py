@@ -17,6 +17,9 @@ import pytest
 
 from nodeagent.process import LaunchInDoubt, Zygote, signal_supervisor, spawn_supervisor
 from nodeagent.spool import LAUNCH_FAILED_STATUS, JobDir, LaunchSpec, Result
+from nodeagent.supervisor import WATCHED
+
+WATCHED_MASK = sum(1 << (sig - 1) for sig in WATCHED)
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "CORRAL_TEST_LEAK": "agent-only"}
@@ -344,8 +347,12 @@ def started_zygote(spool: Path, **options: float) -> Zygote:
     return zygote
 
 
-def process_state(pid: int, jobdir: JobDir) -> dict[str, object]:
-    """What a supervisor starts with: session, signal state and descriptors."""
+def process_state(pid: int, jobdir: JobDir, waits_for: int = 0) -> dict[str, object]:
+    """What a supervisor starts with: session, signal state and descriptors.
+
+    In sigwaitinfo the kernel unblocks the signals waited for, so SigBlk lacks
+    ``waits_for`` while the process waits and has them a moment before: they
+    count as blocked either way."""
     with open(f"/proc/{pid}/status") as status:
         fields = dict(line.rstrip("\n").split(":\t", 1) for line in status)
     targets = []
@@ -354,7 +361,7 @@ def process_state(pid: int, jobdir: JobDir) -> dict[str, object]:
         targets.append(target.split("[")[0] if target.startswith(("pipe:", "socket:")) else target)
     return {
         "session leader": os.getsid(pid) == pid,
-        "blocked": int(fields["SigBlk"], 16),
+        "blocked": int(fields["SigBlk"], 16) | waits_for,
         "ignored": int(fields["SigIgn"], 16),
         "caught": int(fields["SigCgt"], 16),
         "descriptors": sorted(targets),
@@ -393,8 +400,7 @@ def test_zygote_child_starts_like_a_spawned_supervisor(tmp_path: Path) -> None:
     spawned.pop("descriptors")
     assert forked == spawned
     # Each child starts with the zygote's mask and undoes its SIGCHLD disposition.
-    watched = (1 << (signal.SIGUSR1 - 1)) | (1 << (signal.SIGCHLD - 1))
-    assert zygote_state["blocked"] == watched
+    assert zygote_state["blocked"] == WATCHED_MASK
     assert zygote_state["ignored"] & (1 << (signal.SIGCHLD - 1))
     assert forked["ignored"] == zygote_state["ignored"] & ~(1 << (signal.SIGCHLD - 1))
 
