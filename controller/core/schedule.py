@@ -1,6 +1,6 @@
 """One scheduling pass: walk pending jobs in priority order and place them.
 
-Phases, in order: ``order`` (priority, then submit order) → for each job
+Phases, in order: ``order`` (partition PriorityTier, priority, then submit order) → for each job
 ``eligible`` (held, begin time, dependency, partition limits: "not now" or
 "never") → ``place`` (first partition, by PriorityTier, whose nodes fit the
 job now) → record a start or the reason it waits. Within a partition the
@@ -15,6 +15,7 @@ in ``placement.py``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from controller.core import dependency
@@ -25,14 +26,23 @@ from controller.core.placement import first_fit, take
 from controller.core.plan import Plan, Start
 from controller.core.preempt import preemptions
 from controller.core.resvwindows import ResvWindows
-from controller.core.snapshot import Snapshot
+from controller.core.snapshot import PartitionView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 from corral import arrayspec
 
 
-def _order(jobs: list[Job]) -> list[Job]:
-    return sorted(jobs, key=lambda j: (-j.priority, j.submit_time, j.job_id))
+def _order(jobs: list[Job], partitions: Mapping[str, PartitionView]) -> list[Job]:
+    """Slurm's queue order: a higher partition PriorityTier first, then priority.
+
+    The tier comes first so that a job preempted for a higher tier, requeued and
+    eligible again before its preemptor started, cannot take its place back.
+    """
+
+    def tier(job: Job) -> int:
+        return max((p.priority_tier for n in job.partitions if (p := partitions.get(n))), default=0)
+
+    return sorted(jobs, key=lambda j: (-tier(j), -j.priority, j.submit_time, j.job_id))
 
 
 def _waiting_reason(job: Job, snap: Snapshot, now: int) -> tuple[Reason | None, list[int] | None]:
@@ -108,7 +118,7 @@ def schedule(
         else:
             plan.reasons[job.job_id] = reason
     free = FreeNodes(nodes, NodeOrder(nodes, snap.partitions.values(), bitmaps))
-    ordered = _order(candidates)
+    ordered = _order(candidates, snap.partitions)
     if depth is not None and len(ordered) > depth:
         ordered, untried = ordered[:depth], ordered[depth:]
     else:

@@ -486,6 +486,21 @@ CASES = [
         starts={1: ("n1",)},
     ),
     Case(
+        # A higher tier goes first whatever the priority: a job preempted for it and
+        # requeued cannot take its place back.
+        "tier-before-priority",
+        cluster(
+            nodes=[node("n1")],
+            partitions=[partition("low", "n1", tier=1), partition("high", "n1", tier=2)],
+        ),
+        (
+            job(1, partitions=("low",), num_tasks=4, admin_priority=9000),
+            job(2, partitions=("high",), num_tasks=4),
+        ),
+        starts={2: ("n1",)},
+        reasons={1: R.RESOURCES},
+    ),
+    Case(
         "unknown-partition-ignored",
         _stage(node("n1")),
         (job(1, partitions=("gone", "batch")),),
