@@ -768,7 +768,16 @@ def _assert_plan_is_sound(snap: Snapshot, plan: Plan) -> None:
     # Behind a job that waits for resources, nothing starts in its partitions.
     where = {s.job_id: s.partition for s in plan.starts}
     blocked: set[str] = set()
-    for j in sorted(pending.values(), key=lambda j: (-j.priority, j.submit_time, j.job_id)):
+
+    def tier(j: Job) -> int:
+        return max(
+            (snap.partitions[p].priority_tier for p in j.partitions if p in snap.partitions),
+            default=0,
+        )
+
+    for j in sorted(
+        pending.values(), key=lambda j: (-tier(j), -j.priority, j.submit_time, j.job_id)
+    ):
         if j.job_id in where:
             assert where[j.job_id] not in blocked, j.job_id
         elif plan.reasons[j.job_id] in (Reason.RESOURCES, Reason.PRIORITY):
