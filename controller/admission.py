@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from controller import gpushare
 from controller.core import dependency, features
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
@@ -57,6 +58,7 @@ class Capacity:
         self.conf = conf
         self.nodes = static_nodes(conf)
         self.partitions = {p.name: partition_view(conf, p.name) for p in conf.partitions}
+        self._gpus: dict[str, list[tuple[str, int]]] = {}
 
     # How running jobs use nodes, for JobStore's accounting of used resources.
 
@@ -86,10 +88,25 @@ class Capacity:
             return ()
         return tuple((name, kind or None, count) for name, kind, count in request)
 
-    def gres_free(self, name: str, used: Mapping[tuple[str, str | None], int]) -> Gres:
-        """What is free of node ``name``'s GRES when ``used`` is in use."""
+    def gres_free(
+        self, name: str, used: Mapping[tuple[str, str | None], int], whole: set[int]
+    ) -> Gres:
+        """What is free of node ``name``'s GRES when ``used`` is in use and the
+        GPUs ``whole`` are given whole (``gpushare.couple``)."""
         node = self.nodes.get(name)
-        return () if node is None else gres_left(node.gres, used)
+        if node is None:
+            return ()
+        free = gres_left(node.gres, used)
+        shared = gpushare.shared_gpus((n, k, c) for (n, k), c in used.items())
+        if not shared and not (whole and any("#" in kind for _, kind, _ in free)):
+            return free
+        return gpushare.couple(free, whole, shared, self.gpus(name))
+
+    def gpus(self, name: str) -> list[tuple[str, int]]:
+        """Node ``name``'s GPUs as (type, index), computed once per configuration."""
+        if name not in self._gpus:
+            self._gpus[name] = gpushare.gpu_numbering(self.conf, name)
+        return self._gpus[name]
 
 
 def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
@@ -106,7 +123,7 @@ def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
             n.real_memory,
             True,
             True,
-            gres=node_gres(n.gres),
+            gres=gpushare.pools(conf, n.name, node_gres(n.gres)),
             unit=max(n.threads_per_core, 1) if cores else 1,
             rank=rank,
         )
@@ -204,7 +221,8 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
         request = gres_request(gres)
     except ValueError:
         raise SlurmError(errors.ESLURM_INVALID_GRES) from None
-    have = {(g[0], g[1]) for p in parts for n in p.nodes for g in nodes[n].gres}
+    # A per-GPU pool (``a100#0``) offers its GPU's type.
+    have = {(g[0], g[1].split("#")[0]) for p in parts for n in p.nodes for g in nodes[n].gres}
     names = {name for name, _ in have}
     for name, kind, _ in request:
         if (name, kind) not in have if kind else name not in names:

@@ -231,6 +231,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             log.error("job_id=%d has no script in the journal", job.job_id)
             return
         env = batch_environment(job, payload, self.store.conf.cluster_name)
+        env.update(self.store.share_environment(job, 0))
         env["SLURM_CONF"] = self.config_path
         launch = pb.LaunchJob(
             job_id=job.job_id,
@@ -278,7 +279,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
                 self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
                 continue
-            node_env = env
+            node_env = {**env, **self.store.share_environment(job, job.nodes.index(node))}
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[job.nodes.index(node)]
                 node_env = {

@@ -47,7 +47,8 @@ class JobTres:
 
 def _gres_counts(items: Iterable[gres_syntax.Item]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for name, kind, count in items:
+    for name, pool, count in items:
+        kind = gres_syntax.shown_type(pool)
         counts[f"gres/{name}"] = counts.get(f"gres/{name}", 0) + count
         if kind:
             counts[f"gres/{name}:{kind}"] = counts.get(f"gres/{name}:{kind}", 0) + count

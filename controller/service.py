@@ -591,7 +591,7 @@ class Handlers:
         if job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
             env = allocation_environment(job, self.store.conf.cluster_name)
-            reply.environment.update(env)
+            reply.environment.update({**env, **self.store.share_environment(job, 0)})
         return reply
 
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller import associations, jobcomp, jobstate, steps
+from controller import associations, gpushare, jobcomp, jobstate, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import Assoc, AssocSet
 from controller.core import NodeView, Plan, Running, Snapshot
@@ -150,12 +150,6 @@ def gpu_types(gres: str) -> list[tuple[str, int]]:
     except ValueError:
         return []
     return [(kind, count) for name, kind, count in items if name == "gpu"]
-
-
-def _device_number(path: str, fallback: int) -> int:
-    """The number a device file ends with (``/dev/nvidia3``: 3), else ``fallback``."""
-    digits = len(path) - len(path.rstrip("0123456789"))
-    return int(path[-digits:]) if digits else fallback
 
 
 def holds_nodes(job: Job) -> bool:
@@ -778,7 +772,9 @@ class JobStore:
                 free_memory=conf_node.real_memory - memory,
                 usable=self.node_usable(runtime),
                 idle=cpus == 0 and not shared,
-                gres=self.capacity.gres_free(conf_node.name, gres_used or {}),
+                gres=self.capacity.gres_free(
+                    conf_node.name, gres_used or {}, self._gpus_used.get(conf_node.name, set())
+                ),
                 unshared=cpus > 0,
                 shared=shared,
                 unit=self.capacity.nodes[conf_node.name].unit,
@@ -932,6 +928,9 @@ class JobStore:
                 if not arrayspec.contains(job.array_pending, task):
                     continue
                 job = self.split_task(job, task)
+            gpus = self._gpu_indices(start.nodes, start.gres)
+            if gpus is None:  # a GPU this pass gave both whole and in shares: next pass
+                continue
             event = jobstate.Start(
                 plan.now,
                 start.partition,
@@ -939,7 +938,7 @@ class JobStore:
                 start.cpus,
                 start.memory,
                 start.gres,
-                self._gpu_indices(start.nodes, start.gres),
+                gpus,
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():
@@ -963,38 +962,46 @@ class JobStore:
 
     def _gpu_indices(
         self, nodes: tuple[str, ...], gres: tuple[tuple[tuple[str, str, int], ...], ...]
-    ) -> tuple[tuple[int, ...], ...]:
+    ) -> tuple[tuple[int, ...], ...] | None:
         """The lowest free GPU indices of each allocated type on each node (numbered as
-        ``gpu_numbering`` says; those held are kept in ``_gpus_used``)."""
-        if not any(name == "gpu" for node in gres for name, _, _ in node):
+        ``gpu_numbering`` says; those held are kept in ``_gpus_used``), passing over
+        GPUs in shared use; None if a node lacks them, or a share is asked of a GPU
+        held whole (the core's plan does not couple the two within one pass)."""
+        if not gres:
             return ()
         out = []
         for name, items in zip(nodes, gres, strict=True):
             taken = set(self._gpus_used.get(name, ()))
-            numbered = self.gpu_numbering(name)
+            shared = gpushare.shared_gpus(
+                (n, k, c) for (n, k), c in self._gres_used.get(name, {}).items()
+            )
+            if gpushare.shared_gpus(items) & taken:
+                return None
+            numbered = self.gpu_numbering(name) if any(i[0] == "gpu" for i in items) else []
             chosen: list[int] = []
             for item_name, kind, count in items:
                 if item_name != "gpu":
                     continue
-                free = [i for k, i in numbered if k == kind and i not in taken]
+                free = [i for k, i in numbered if k == kind and i not in taken | shared]
+                if len(free) < count:
+                    return None
                 chosen += free[:count]
                 taken.update(free[:count])
             out.append(tuple(sorted(chosen)))
-        return tuple(out)
+        return tuple(out) if any(out) else ()
+
+    def share_environment(self, job: Job, index: int) -> dict[str, str]:
+        """What binds ``job`` to its GPU shares on ``job.nodes[index]`` (none: {})."""
+        items = job.gres_alloc[index] if job.gres_alloc else ()
+        if not gpushare.shared_gpus(items):
+            return {}
+        node = self.capacity.nodes.get(job.nodes[index])
+        totals = {(n, k): c for n, k, c in node.gres} if node is not None else {}
+        return gpushare.share_environment(items, totals)
 
     def gpu_numbering(self, name: str) -> list[tuple[str, int]]:
-        """A node's GPUs as (type, index): with gres.conf ``File=`` lines, each device
-        file's number (``/dev/nvidia3`` is 3), in the file's order; else 0..N-1 in the
-        order ``Gres=`` lists the types."""
-        conf = self.conf
-        if conf.gres_conf is not None:
-            devices = [d for d in conf.gres_conf.devices_for(name) if d.name == "gpu" and d.files]
-            if devices:
-                return [(d.type, _device_number(d.files[0], d.index)) for d in devices]
-        numbered: list[tuple[str, int]] = []
-        for kind, count in gpu_types(conf.node(name).gres):
-            numbered += [(kind, i) for i in range(len(numbered), len(numbered) + count)]
-        return numbered
+        """A node's GPUs as (type, index) (``gpushare.gpu_numbering``)."""
+        return self.capacity.gpus(name)
 
     def _can_take(self, name: str, cpus: int, memory: int) -> bool:
         node = self.nodes.get(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from controller import gpushare
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
 from controller.jobstate import COMPLETING
@@ -36,7 +37,8 @@ def tres(cpus: int, mem: int, nodes: int, gres: Iterable[Gres] = ()) -> str:
     parts += [f"node={nodes}", f"billing={cpus}"]
     totals: dict[str, int] = {}
     for node in gres:
-        for name, kind, count in node:
+        for name, pool, count in node:
+            kind = gres_syntax.shown_type(pool)
             for key in (f"gres/{name}", f"gres/{name}:{kind}" if kind else ""):
                 if key:
                     totals[key] = totals.get(key, 0) + count
@@ -354,9 +356,14 @@ def gres_used(
         return ""
     used: dict[tuple[str, str], int] = {}
     ids: list[int] = []
+    shared: dict[str, set[int]] = {}  # per shared GRES, the GPUs it is used on
     for job in jobs:
         index = job.nodes.index(node)
-        for name, kind, count in job.gres_alloc[index] if job.gres_alloc else ():
+        for name, pool, count in job.gres_alloc[index] if job.gres_alloc else ():
+            gpu = gpushare.pool_gpu(pool)
+            if gpu is not None:
+                shared.setdefault(name, set()).add(gpu[1])
+            kind = pool if gpu is None else ""
             used[name, kind] = used.get((name, kind), 0) + count
         if job.gpus:
             ids += job.gpus[index]
@@ -365,10 +372,11 @@ def gres_used(
     for name, kind, _count in items:
         label = f"{name}:{kind}" if kind else name
         n = used.get((name, kind), 0)
-        if name == "gpu":
-            mine = sorted(i for i in ids if type_of.get(i) == kind)
+        if name == "gpu" or name in shared:
+            whole = (i for i in ids if type_of.get(i) == kind)
+            mine = sorted(whole if name == "gpu" else shared[name])
             where = arrayspec.compress(mine) if mine else "N/A"
-            out.append(f"{label}:{n}(IDX:{where})")
+            out.append(f"{label}:{gres_syntax.size_text(n)}(IDX:{where})")
         else:
-            out.append(f"{label}:{n}")
+            out.append(f"{label}:{gres_syntax.size_text(n)}")
     return ",".join(out)

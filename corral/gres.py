@@ -9,7 +9,7 @@ in a job's request means "any type". Counts take Slurm's suffixes (``k`` =
 
 from __future__ import annotations
 
-__all__ = ["Item", "format_items", "parse_node", "parse_request"]
+__all__ = ["Item", "format_items", "parse_node", "parse_request", "shown_type", "size_text"]
 
 #: (name, type, count); type "" = untyped.
 Item = tuple[str, str, int]
@@ -32,6 +32,21 @@ _SUFFIXES = {
     "pib": 1024**5,
     "pb": 1000**5,
 }
+
+
+def shown_type(kind: str) -> str:
+    """The type an allocated item shows in TRES and GresUsed: a per-GPU pool's
+    (``a100#1``, see ``controller.gpushare``) is its GPU's type, ``a100``."""
+    return kind.partition("#")[0]
+
+
+def size_text(count: int) -> str:
+    """A count as ``Gres=`` lines write a size: ``14G`` for 14 GiB; counts under
+    a MiB or not a whole number of the unit stay plain."""
+    for suffix, unit in (("P", 1024**5), ("T", 1024**4), ("G", 1024**3), ("M", 1024**2)):
+        if count >= unit and count % unit == 0:
+            return f"{count // unit}{suffix}"
+    return str(count)
 
 
 def _number(text: str) -> int | None:

@@ -120,18 +120,32 @@ def gres_fit(request: Gres, free: Gres) -> Gres | None:
     """The GRES ``request`` takes from ``free`` on one node, or None if they do not fit.
 
     A typed item takes its type; an untyped one takes any type of its name,
-    in configuration order, and may spread over several types.
+    in configuration order, and may spread over several types. A name shared
+    in per-GPU pools (types ``<gpu type>#<index>``, see ``controller.gpushare``)
+    takes from one pool of the GPU type asked, if any: the fullest that fits,
+    so that shares pack onto GPUs already shared.
     """
     if not request:
         return ()
     left = {(name, kind): count for name, kind, count in free}
+    pooled = {name for name, kind, _ in free if "#" in kind}
     for name, kind, count in request:
-        if kind:
+        if name in pooled:
+            fits = [
+                (n, k)
+                for n, k in left
+                if n == name and left[n, k] >= count and (not kind or k.split("#")[0] == kind)
+            ]
+            if not fits:
+                return None
+            best = min(fits, key=lambda key: left[key])
+            left[best] -= count
+        elif kind:
             if left.get((name, kind), 0) < count:
                 return None
             left[name, kind] -= count
     for name, kind, count in request:
-        if kind:
+        if kind or name in pooled:
             continue
         for key in left:
             if key[0] == name and count:

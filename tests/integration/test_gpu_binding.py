@@ -64,6 +64,9 @@ def test_gres_conf_files_number_the_gpus(make_cluster: Callable[..., Cluster]) -
     cluster.wait_state(a100, {"RUNNING"})
     node = cluster.run("scontrol", "show", "node", "node1").stdout
     assert "   GresUsed=gpu:a100:1(IDX:4),gpu:v100:1(IDX:0)\n" in node
+    for out in ("v.out", "a.out"):  # RUNNING comes before the script's first line
+        path = cluster.dir / out
+        cluster.wait_for(lambda p=path: p.exists() and p.read_text().endswith("\n"), 10, out)
     cluster.run("scancel", str(v100), str(a100))
     assert (cluster.dir / "v.out").read_text() == "0/0/0/1\n"
     assert (cluster.dir / "a.out").read_text() == "4/4/4/1\n"

@@ -1,0 +1,171 @@
+"""Sharing a GPU: MPS shares, shards and fractions by memory, as per-GPU pools.
+
+Three GRES share one GPU between jobs instead of giving it whole:
+
+* ``mps``: a share of a GPU's compute through NVIDIA MPS (``--gres=mps:50``;
+  a GPU usually counts 100). The job gets ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``
+  and the node agent runs an MPS server on the GPU while shares are in use.
+* ``shard``: time-sliced sharing with no fencing (``--gres=shard:2``).
+* ``gpumem``: a fraction by memory (``--gres=gpumem:20G``, counted in bytes as
+  every GRES count with a suffix), enforced through MPS's pinned device memory
+  limit where the node runs MPS. ``GpuFractionEnforce=required`` in
+  slurm.conf refuses fractions on nodes that cannot enforce them.
+
+A node's ``Gres=mps:200`` on two GPUs is split evenly, as Slurm splits it
+(gres.conf ``Name=mps Count=.. File=..`` lines give a count per GPU instead).
+Each GPU's part becomes its own pool, a GRES item whose type is
+``<gpu type>#<gpu index>`` (``("mps", "a100#1", 100)``). The scheduling core
+then needs only one rule (``request.gres_fit``): a request for a pooled name
+takes from a single pool, the fullest one that fits, so fractions pack onto
+GPUs already shared. What couples pools to whole GPUs is applied here, to the
+free resources the core sees: a GPU given whole offers no shares, and a GPU
+with shares in use is not free to be given whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from corral import gres as gres_syntax
+from corral.config import SlurmConfig
+
+__all__ = [
+    "SHARED",
+    "couple",
+    "gpu_numbering",
+    "pool_gpu",
+    "pools",
+    "share_environment",
+    "shared_gpus",
+]
+
+Gres = tuple[tuple[str, str, int], ...]
+
+#: The GRES that share a GPU rather than take it.
+SHARED = ("mps", "shard", "gpumem")
+
+
+def _device_number(path: str, fallback: int) -> int:
+    """The number a device file ends with (``/dev/nvidia3``: 3), else ``fallback``."""
+    digits = len(path) - len(path.rstrip("0123456789"))
+    return int(path[-digits:]) if digits else fallback
+
+
+def gpu_numbering(conf: SlurmConfig, name: str) -> list[tuple[str, int]]:
+    """A node's GPUs as (type, index): with gres.conf ``File=`` lines, each device
+    file's number (``/dev/nvidia3`` is 3), in the file's order; else 0..N-1 in the
+    order ``Gres=`` lists the types."""
+    if conf.gres_conf is not None:
+        devices = [d for d in conf.gres_conf.devices_for(name) if d.name == "gpu" and d.files]
+        if devices:
+            return [(d.type, _device_number(d.files[0], d.index)) for d in devices]
+    numbered: list[tuple[str, int]] = []
+    try:
+        items = gres_syntax.parse_node(conf.node(name).gres)
+    except ValueError:
+        return []
+    for _, kind, count in (item for item in items if item[0] == "gpu"):
+        numbered += [(kind, i) for i in range(len(numbered), len(numbered) + count)]
+    return numbered
+
+
+def pool_gpu(kind: str) -> tuple[str, int] | None:
+    """The (GPU type, index) a pool's type names (``a100#1``), None for a plain type."""
+    gpu_type, mark, index = kind.partition("#")
+    return (gpu_type, int(index)) if mark else None
+
+
+def _per_file_counts(conf: SlurmConfig, node: str, name: str) -> dict[int, int]:
+    if conf.gres_conf is None:
+        return {}
+    return {
+        _device_number(d.files[0], d.index): d.count
+        for d in conf.gres_conf.devices_for(node)
+        if d.name == name and d.files
+    }
+
+
+def pools(conf: SlurmConfig, node: str, items: Gres) -> Gres:
+    """A node's configured GRES with each shared item split into per-GPU pools.
+
+    A shared item on a node without GPUs stays a plain count.
+    """
+    gpus = gpu_numbering(conf, node)
+    if not gpus or not any(name in SHARED for name, _, _ in items):
+        return items
+    out: list[tuple[str, str, int]] = []
+    for name, kind, count in items:
+        if name not in SHARED:
+            out.append((name, kind, count))
+            continue
+        per_file = _per_file_counts(conf, node, name)
+        for position, (gpu_type, index) in enumerate(gpus):
+            if per_file:
+                share = per_file.get(index, 0)
+            else:  # an even split; the first GPUs take the remainder
+                share = count // len(gpus) + (position < count % len(gpus))
+            if share:
+                out.append((name, f"{gpu_type}#{index}", share))
+    return tuple(out)
+
+
+def shared_gpus(items: Iterable[tuple[str, str | None, int]]) -> set[int]:
+    """The indices of the GPUs some of ``items`` (used GRES) take shares of."""
+    out = set()
+    for _, kind, count in items:
+        gpu = pool_gpu(kind or "")
+        if gpu is not None and count > 0:
+            out.add(gpu[1])
+    return out
+
+
+def couple(free: Gres, whole: set[int], shared: set[int], gpus: list[tuple[str, int]]) -> Gres:
+    """``free`` (a node's GRES less what jobs use) as the core may take it: no pools
+    of the GPUs given ``whole``, and GPUs with ``shared`` use not free to give whole."""
+    if not shared and not whole:
+        return free
+    busy: dict[str, int] = {}
+    for gpu_type, index in gpus:
+        if index in shared and index not in whole:
+            busy[gpu_type] = busy.get(gpu_type, 0) + 1
+    out = []
+    for name, kind, count in free:
+        gpu = pool_gpu(kind)
+        if gpu is not None and gpu[1] in whole:
+            count = 0
+        elif name == "gpu":
+            count = max(count - busy.get(kind, 0), 0)
+        out.append((name, kind, count))
+    return tuple(out)
+
+
+def share_environment(items: Gres, totals: Mapping[tuple[str, str], int]) -> dict[str, str]:
+    """What binds a process to its shares of a GPU on one node: the GPU (global
+    index, as for whole GPUs), the MPS thread percentage, the pinned memory limit
+    of a fraction by memory and the shard count. ``totals``: each pool's size."""
+    env: dict[str, str] = {}
+    gpus: set[int] = set()
+    for name, kind, count in items:
+        gpu = pool_gpu(kind)
+        if gpu is None or name not in SHARED:
+            continue
+        gpus.add(gpu[1])
+        size = totals.get((name, kind), 0)
+        if name == "mps" and size:
+            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(max(count * 100 // size, 1))
+        elif name == "gpumem":
+            # The one GPU a job sees is CUDA's device 0; the limit is in MiB.
+            env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = f"0={max(count >> 20, 1)}M"
+            if "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" not in env and size:
+                env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(max(count * 100 // size, 1))
+        elif name == "shard":
+            env["SLURM_SHARDS_ON_NODE"] = str(count)
+    if gpus:
+        text = ",".join(map(str, sorted(gpus)))
+        env.update(
+            CUDA_VISIBLE_DEVICES=text,
+            GPU_DEVICE_ORDINAL=text,
+            ROCR_VISIBLE_DEVICES=text,
+            ZE_AFFINITY_MASK=text,
+        )
+    return env

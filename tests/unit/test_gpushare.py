@@ -1,0 +1,128 @@
+"""Sharing GPUs: per-GPU pools of mps, shard and gpumem, how they pack and couple
+with whole GPUs, and the variables that bind a job to its share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller import gpushare
+from controller.core.request import gres_fit
+from corral import config
+from corral.gres import parse_node
+
+SLURM_CONF = """\
+ClusterName=pod
+SlurmctldHost=ctl
+GresTypes=gpu,mps,shard,gpumem
+NodeName=n1 CPUs=8 Gres=gpu:a100:2,gpu:v100:1,mps:300,shard:7,gpumem:48G
+NodeName=n2 CPUs=8 Gres=shard:4
+PartitionName=p Nodes=ALL Default=YES
+"""
+G = 1 << 30
+
+
+def _conf(tmp_path: Path, gres_conf: str = "") -> config.SlurmConfig:
+    (tmp_path / "slurm.conf").write_text(SLURM_CONF)
+    if gres_conf:
+        (tmp_path / "gres.conf").write_text(gres_conf)
+    return config.load(str(tmp_path / "slurm.conf"))
+
+
+def test_shared_counts_split_evenly_over_the_gpus(tmp_path: Path) -> None:
+    conf = _conf(tmp_path)
+    pools = gpushare.pools(conf, "n1", parse_node(conf.node("n1").gres))
+    assert pools == (
+        ("gpu", "a100", 2),
+        ("gpu", "v100", 1),
+        ("mps", "a100#0", 100),
+        ("mps", "a100#1", 100),
+        ("mps", "v100#2", 100),
+        ("shard", "a100#0", 3),  # the first GPUs take the remainder
+        ("shard", "a100#1", 2),
+        ("shard", "v100#2", 2),
+        ("gpumem", "a100#0", 16 * G),
+        ("gpumem", "a100#1", 16 * G),
+        ("gpumem", "v100#2", 16 * G),
+    )
+    # Without GPUs a shared GRES is a plain count.
+    assert gpushare.pools(conf, "n2", (("shard", "", 4),)) == (("shard", "", 4),)
+
+
+def test_gres_conf_gives_each_gpu_its_own_count_and_number(tmp_path: Path) -> None:
+    conf = _conf(
+        tmp_path,
+        "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[4-5]\n"
+        "NodeName=n1 Name=gpu Type=v100 File=/dev/nvidia0\n"
+        "NodeName=n1 Name=mps Count=200 File=/dev/nvidia4\n"
+        "NodeName=n1 Name=mps Count=100 File=/dev/nvidia0\n",
+    )
+    pools = gpushare.pools(conf, "n1", (("mps", "", 300),))
+    assert pools == (("mps", "a100#4", 200), ("mps", "v100#0", 100))
+
+
+FREE = (
+    ("gpu", "a100", 2),
+    ("mps", "a100#0", 100),
+    ("mps", "a100#1", 40),
+    ("gpumem", "a100#0", 16 * G),
+    ("gpumem", "a100#1", 6 * G),
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "taken"),
+    [
+        ((("mps", "", 30),), (("mps", "a100#1", 30),)),  # the fullest pool that fits
+        ((("mps", "", 50),), (("mps", "a100#0", 50),)),
+        ((("mps", "a100", 50),), (("mps", "a100#0", 50),)),
+        ((("mps", "", 101),), None),  # one GPU's pool, never two
+        ((("mps", "v100", 1),), None),
+        ((("gpumem", "", 5 * G),), (("gpumem", "a100#1", 5 * G),)),
+        ((("gpumem", "", 20 * G),), None),
+        ((("gpu", "", 1), ("mps", "", 10)), (("gpu", "a100", 1), ("mps", "a100#1", 10))),
+    ],
+)
+def test_a_share_takes_one_pool(
+    request_: tuple[tuple[str, str, int], ...], taken: tuple[tuple[str, str, int], ...] | None
+) -> None:
+    assert gres_fit(request_, FREE) == taken
+
+
+def test_whole_gpus_and_shares_exclude_each_other() -> None:
+    gpus = [("a100", 0), ("a100", 1), ("v100", 2)]
+    free = (("gpu", "a100", 1), ("gpu", "v100", 1), ("mps", "a100#0", 100), ("mps", "a100#1", 60))
+    # GPU 0 is held whole; GPU 1 has MPS shares in use, so it is no longer free whole.
+    assert gpushare.couple(free, whole={0}, shared={1}, gpus=gpus) == (
+        ("gpu", "a100", 0),
+        ("gpu", "v100", 1),
+        ("mps", "a100#0", 0),
+        ("mps", "a100#1", 60),
+    )
+    assert gpushare.couple(free, whole=set(), shared=set(), gpus=gpus) == free
+
+
+def test_a_share_binds_its_gpu_compute_and_memory() -> None:
+    totals = {("mps", "a100#1"): 100, ("gpumem", "a100#3"): 40 * G}
+    assert gpushare.share_environment((("mps", "a100#1", 25),), totals) == {
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25",
+        "CUDA_VISIBLE_DEVICES": "1",
+        "GPU_DEVICE_ORDINAL": "1",
+        "ROCR_VISIBLE_DEVICES": "1",
+        "ZE_AFFINITY_MASK": "1",
+    }
+    env = gpushare.share_environment((("gpumem", "a100#3", 10 * G),), totals)
+    assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=10240M"
+    assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"  # its share of the memory
+    assert env["CUDA_VISIBLE_DEVICES"] == "3"
+    env = gpushare.share_environment((("shard", "#0", 2),), {})
+    assert env["SLURM_SHARDS_ON_NODE"] == "2" and env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_pool_types_show_their_gpu_type() -> None:
+    from corral.gres import shown_type
+
+    assert gpushare.pool_gpu("a100#3") == ("a100", 3)
+    assert gpushare.pool_gpu("a100") is None
+    assert shown_type("a100#3") == "a100" and shown_type("#0") == ""
