@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from controller import jobstate
-from controller.jobenv import batch_environment, gpu_environment
+from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
 from controller.model import Job, Step
 from controller.steps import step_environment
@@ -130,6 +130,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     boot_time=reg.boot_time,
                     agent_start_time=hello.agent_start_time,
                     gres_found=reg.gres_found if reg.gres_probed else None,
+                    mps=reg.mps,
                 ),
                 time.monotonic(),
                 now,
@@ -266,7 +267,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def launch_step(self, job: Job, step: Step, req: pb.StepCreateRequest) -> None:
         """Send each node of ``step`` its part; srun hears from the runners directly."""
-        env = step_environment(job, step, req.environment)
+        env = step_environment(job, step, without_grants(req.environment))
         env["SLURM_CONF"] = self.config_path
         first = 0
         for node_id, (node, count) in enumerate(zip(step.nodes, step.tasks, strict=True)):
@@ -279,14 +280,13 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
                 self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
                 continue
-            node_env = {**env, **self.store.share_environment(job, job.nodes.index(node))}
+            index = job.nodes.index(node)
+            node_env = {**env, **self.store.share_environment(job, index)}
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
-                ids = step.gpus[node_id] if step.gpus else job.gpus[job.nodes.index(node)]
-                node_env = {
-                    **env,
-                    **gpu_environment(ids),
-                    "SLURM_STEP_GPUS": ",".join(map(str, ids)),
-                }
+                ids = step.gpus[node_id] if step.gpus else job.gpus[index]
+                node_env.update(gpu_environment(ids))
+                node_env["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[index]))
+                node_env["SLURM_STEP_GPUS"] = ",".join(map(str, ids))
             launch = pb.LaunchStep(
                 job_id=job.job_id,
                 step_id=step.step_id,

@@ -8,6 +8,7 @@ HOSTNAME, SLURM_CONF). See docs/reference in slurm-interfaces.md section 2.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Mapping
 
 from controller.model import Job, Payload
 from corral import arrayspec, hostlist
@@ -34,9 +35,26 @@ def tasks_per_node(job: Job) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(n)]
 
 
+#: What tells a node agent which GPUs (or shares of one) a job or step may open
+#: (``nodeagent.devcgroup``): only the controller sets these, never the submitter.
+GRANTS = (
+    "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+    "SLURM_SHARDS_ON_NODE",
+)
+
+
+def without_grants(env: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
+    """``env`` less the GPU grants a submitter may have carried in (``sbatch`` run
+    inside a GPU job, or a forged variable): the controller sets its own."""
+    return {k: v for k, v in dict(env).items() if k not in GRANTS}
+
+
 def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str]:
     """The environment the batch script starts with (before node additions)."""
-    env = dict(payload.environment)
+    env = without_grants(payload.environment)
     nodelist = hostlist.compress(job.nodes)
     values = {
         "SLURM_JOB_ID": job.job_id,

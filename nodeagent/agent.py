@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from corral import auth
 from corral import gres as gres_syntax
 from corral.client import agent_socket_path
-from corral.config import NodeConfig, SlurmConfig
+from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.wire import corral_pb2 as pb
+from nodeagent import devcgroup
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
 from nodeagent.gpus.model import format_gres
@@ -75,6 +76,53 @@ def found_gpus(conf: SlurmConfig, node: NodeConfig, places: Sequence[CpuPlace]) 
         log.warning("GPU probe failed: %s", exc)
         devices = []
     return format_gres(devices, places, types=[kind for kind, _ in configured if kind])
+
+
+def _device_number(path: str, fallback: int) -> int:
+    """The number a device file ends with (``/dev/nvidia3``: 3), else ``fallback``: the
+    GPU's index, as the controller numbers it (and SLURM_JOB_GPUS names it)."""
+    digits = len(path) - len(path.rstrip("0123456789"))
+    return int(path[-digits:]) if digits else fallback
+
+
+def gpu_files(conf: SlurmConfig, node: str) -> list[tuple[int, tuple[str, ...]]]:
+    """``node``'s GPUs that gres.conf gives device files (``File=``): (index, files)."""
+    if conf.gres_conf is None:
+        return []
+    try:
+        devices = conf.gres_conf.devices_for(node)
+    except ConfigError as exc:
+        log.warning("node %s: %s", node, exc)
+        return []
+    return [
+        (_device_number(d.files[0], d.index), d.files)
+        for d in devices
+        if d.name == "gpu" and d.files
+    ]
+
+
+def device_guard(
+    conf: SlurmConfig, nodes: Sequence[NodeConfig], top: str | None = None
+) -> devcgroup.DeviceGuard | None:
+    """GPU isolation for the served nodes whose gres.conf lists GPU device files, as
+    Slurm's ConstrainDevices=yes: None (logged once) when no node has any, or when this
+    host cannot confine devices (``top``: where the cgroups go, by default
+    ``<cgroup2 mount>/corral``)."""
+    gpus = {node.name: files for node in nodes if (files := gpu_files(conf, node.name))}
+    if not gpus:
+        return None
+    if top is None:
+        top = devcgroup.default_top()
+    reason = devcgroup.unavailable(top)
+    if top is None or reason is not None:
+        log.warning(
+            "GPU isolation off (%s): jobs on %s may open every GPU device file",
+            reason,
+            ",".join(gpus),
+        )
+        return None
+    log.info("GPU isolation on: device cgroups under %s", top)
+    return devcgroup.DeviceGuard(top, gpus)
 
 
 def _gres_items(text: str) -> list[tuple[str, str, int]]:
@@ -162,6 +210,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         slurm_conf=os.path.abspath(conf.path),
         kill_wait=conf.kill_wait,
         python=sys.executable,
+        devices=device_guard(conf, nodes),
     )
     table.recover()
     table.zygote.start()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
+from nodeagent.devcgroup import BATCH, DeviceGuard, granted
 from nodeagent.process import (
     Zygote,
     reap_soon,
@@ -107,8 +108,17 @@ def done_message(key: Key, result: Result) -> pb.JobDone:
     )
 
 
-def launch_spec(msg: pb.LaunchJob, hostname: str, slurm_conf: str) -> LaunchSpec:
-    """The supervisor's view of a LaunchJob, plus the node's own facts."""
+def launch_spec(
+    msg: pb.LaunchJob, hostname: str, slurm_conf: str, devices: DeviceGuard | None = None
+) -> LaunchSpec:
+    """The supervisor's view of a LaunchJob, plus the node's own facts (and, with
+    ``devices``, the GPU device files the job may not open: those of the node's GPUs
+    neither in its SLURM_JOB_GPUS nor shared with it)."""
+    cgroup: str = ""
+    deny: list[list[int]] = []
+    if devices is not None:
+        gpus = granted(msg.environment, "SLURM_JOB_GPUS")
+        cgroup, deny = devices.confine(msg.node, msg.job_id, BATCH, gpus)
     return LaunchSpec(
         job_id=msg.job_id,
         restarts=msg.restarts,
@@ -134,6 +144,8 @@ def launch_spec(msg: pb.LaunchJob, hostname: str, slurm_conf: str) -> LaunchSpec
         signal_batch_only=msg.signal_batch_only,
         hostname=hostname,
         slurm_conf=slurm_conf,
+        cgroup=cgroup,
+        deny_devices=deny,
     )
 
 
@@ -149,6 +161,7 @@ class JobTable:
         slurm_conf: str,
         kill_wait: int,
         python: str,
+        devices: DeviceGuard | None = None,
     ) -> None:
         self.spool = spool
         self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
@@ -156,6 +169,7 @@ class JobTable:
         self.slurm_conf = slurm_conf
         self.kill_wait = kill_wait  # for terminate requests; the controller's Welcome updates it
         self.python = python
+        self.devices = devices  # GPU isolation (None: none)
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
         self.steps = StepTable(
@@ -165,6 +179,7 @@ class JobTable:
             python=python,
             env=self.supervisor_env,
             zygote=self.zygote,
+            devices=devices,
         )
         self._jobs: dict[Key, Job] = {}
         self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
@@ -274,7 +289,7 @@ class JobTable:
         job = Job(dir=jobdir)
         self._add(job)
         try:
-            jobdir.write_launch(launch_spec(msg, hostname, self.slurm_conf))
+            jobdir.write_launch(launch_spec(msg, hostname, self.slurm_conf, self.devices))
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
         except OSError as exc:

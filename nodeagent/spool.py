@@ -83,7 +83,9 @@ class LaunchSpec:
     """What the supervisor needs to run one batch job (LaunchJob + node facts).
 
     ``hostname`` and ``slurm_conf`` are what only the node knows: the value
-    of HOSTNAME and SLURM_CONF in the job's environment.
+    of HOSTNAME and SLURM_CONF in the job's environment. ``cgroup`` and
+    ``deny_devices`` ((kind, major, minor) lists) are the device isolation of
+    :mod:`nodeagent.devcgroup`: empty when there is none.
     """
 
     job_id: int
@@ -110,6 +112,8 @@ class LaunchSpec:
     signal_batch_only: bool = False
     hostname: str = ""
     slurm_conf: str = ""
+    cgroup: str = ""
+    deny_devices: list[list[int]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -148,7 +152,8 @@ class StepSpec:
     """What a step runner needs to run one node's part of a job step (LaunchStep).
 
     ``tasks`` are the global task ids run here (SLURM_PROCID), ``node_id``
-    this node's index in the step; ``io_key`` is srun's key in hex.
+    this node's index in the step; ``io_key`` is srun's key in hex;
+    ``cgroup`` and ``deny_devices`` as in :class:`LaunchSpec`.
     """
 
     job_id: int
@@ -177,6 +182,8 @@ class StepSpec:
     array_job_id: int = 0
     array_task_id: int | None = None
     ntasks: int = 0
+    cgroup: str = ""
+    deny_devices: list[list[int]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

@@ -58,7 +58,7 @@ import sys
 import time
 
 from corral import filepattern, stepio
-from nodeagent import runas
+from nodeagent import devcgroup, runas
 from nodeagent.runas import LaunchError
 from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.startargs import start
@@ -160,6 +160,7 @@ class StepRun:
         self.signals_read = 0  # how far ``signals`` has been acted on
         self.message = ""
         self.wake_r = -1
+        self.cgroup: str | None = None  # the device cgroup the tasks run in
 
     # ------------------------------------------------------------ start
 
@@ -191,6 +192,8 @@ class StepRun:
                 f"slurmstepd: error: couldn't chdir to `{spec.cwd}': {cwd_error.strerror}: "
                 "going to /tmp instead\n"
             )
+        if spec.cgroup:
+            self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
         self._start_tasks(stdio, groups, note)
         if self.pgid:
             self.stepdir.write_started(Started(pid=self.pgid, start_time=int(self.started_at)))
@@ -352,6 +355,7 @@ class StepRun:
         status = 1
         try:
             os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
+            confined = devcgroup.enter(self.cgroup, f"step {spec.job_id}.{spec.step_id}")
             signal.set_wakeup_fd(-1)
             for sig in (*WATCHED, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
@@ -367,6 +371,9 @@ class StepRun:
                 "SLURM_LOCALID": str(task.index),
                 "SLURM_TASK_PID": str(os.getpid()),
             }
+            if confined:
+                gpus = devcgroup.granted(spec.environment, "SLURM_STEP_GPUS")
+                devcgroup.local_binding(env, gpus)
             status = 2
             os.execvpe(program, list(spec.argv) or [program], env)
         except OSError as exc:
@@ -729,6 +736,12 @@ class StepRun:
         self._hang_up()
         return result
 
+    def release(self) -> None:
+        """Remove the device cgroup once the tasks' processes have left it."""
+        if self.cgroup is not None:
+            devcgroup.remove(self.cgroup, parents=devcgroup.PARENTS)
+            self.cgroup = None
+
     def _hang_up(self) -> None:
         """Send what is queued, then close once srun has hung up (or after LINGER).
 
@@ -767,12 +780,15 @@ def run_step(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
         result = StepResult((), start_time=now, end_time=now, message="no step description")
         stepdir.write_result(result)
         return 0
+    run = StepRun(stepdir, spec, notify_fd)
     try:
-        StepRun(stepdir, spec, notify_fd).run()  # writes its result itself
+        run.run()  # writes its result itself
     except Exception:
         log.exception("step %d.%d: step runner failed", spec.job_id, spec.step_id)
         stepdir.settle_lost(len(spec.tasks))
         return 1
+    finally:
+        run.release()
     return 0
 
 

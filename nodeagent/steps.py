@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
+from nodeagent.devcgroup import DeviceGuard, granted
 from nodeagent.process import Zygote, reap_soon, signal_supervisor, spawn_step_runner
 from nodeagent.spool import NOT_STARTED, Phase, Spool, StepDir, StepResult, StepSpec
 
@@ -70,8 +71,15 @@ class Step:
         return f"{self.dir.job_id}.{self.dir.step_id} on {self.node}"
 
 
-def step_spec(msg: pb.LaunchStep) -> StepSpec:
-    """The runner's view of a LaunchStep."""
+def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpec:
+    """The runner's view of a LaunchStep (with ``devices``, the GPU device files its
+    tasks may not open: those of the node's GPUs neither in its SLURM_STEP_GPUS nor
+    shared with its job)."""
+    cgroup: str = ""
+    deny: list[list[int]] = []
+    if devices is not None:
+        gpus = granted(msg.environment, "SLURM_STEP_GPUS")
+        cgroup, deny = devices.confine(msg.node, msg.job_id, f"step_{msg.step_id}", gpus)
     return StepSpec(
         job_id=msg.job_id,
         step_id=msg.step_id,
@@ -99,6 +107,8 @@ def step_spec(msg: pb.LaunchStep) -> StepSpec:
         array_job_id=msg.array_job_id,
         array_task_id=msg.array_task_id if msg.HasField("array_task_id") else None,
         ntasks=msg.ntasks,
+        cgroup=cgroup,
+        deny_devices=deny,
     )
 
 
@@ -140,6 +150,7 @@ class StepTable:
         python: str,
         env: dict[str, str],
         zygote: Zygote | None,
+        devices: DeviceGuard | None = None,
     ) -> None:
         self.spool = spool
         self.nodes = set(hostnames)
@@ -147,6 +158,7 @@ class StepTable:
         self.python = python
         self.env = env
         self.zygote = zygote
+        self.devices = devices
         self._steps: dict[StepKey, Step] = {}
         self._polled: set[StepKey] = set()
         self._reported: OrderedDict[StepKey, tuple[bytes, pb.StepDone]] = OrderedDict()
@@ -230,7 +242,7 @@ class StepTable:
         step = Step(stepdir, msg.node, tuple(msg.tasks), signature=msg.signature)
         self._steps[key] = step
         try:
-            stepdir.write_spec(step_spec(msg))
+            stepdir.write_spec(step_spec(msg, self.devices))
             proc = spawn_step_runner(stepdir, self.python, self.env, self.zygote)
         except OSError as exc:
             log.error("step %s cannot start its runner: %s", step.name, exc)

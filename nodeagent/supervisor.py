@@ -28,7 +28,7 @@ import sys
 import time
 
 from corral import filepattern
-from nodeagent import runas
+from nodeagent import devcgroup, runas
 from nodeagent.runas import LaunchError
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
@@ -112,7 +112,7 @@ def _redirect(spec: LaunchSpec) -> None:
     os.dup2(err_fd, 2)
 
 
-def _exec_job(spec: LaunchSpec, script: str, error_fd: int) -> NoReturn:
+def _exec_job(spec: LaunchSpec, script: str, error_fd: int, cgroup: str | None) -> NoReturn:
     """In the forked child: become the job and exec the script; never returns.
 
     Any failure is written to ``error_fd`` (close-on-exec, so a successful
@@ -121,6 +121,7 @@ def _exec_job(spec: LaunchSpec, script: str, error_fd: int) -> NoReturn:
     message = "unknown launch failure"
     try:
         os.setpgid(0, 0)
+        confined = devcgroup.enter(cgroup, f"job_id={spec.job_id}")
         runas.reset_signals()
         runas.apply_umask(spec.environment)
         runas.become_user(spec.uid, spec.gid, spec.user)
@@ -129,6 +130,8 @@ def _exec_job(spec: LaunchSpec, script: str, error_fd: int) -> NoReturn:
         if note:
             os.write(2, note.encode())
         env = job_environment(spec, os.getpid())
+        if confined:
+            devcgroup.local_binding(env, devcgroup.granted(spec.environment, "SLURM_JOB_GPUS"))
         os.execve(script, [script, *spec.argv], env)
     except LaunchError as exc:
         message = str(exc)
@@ -168,6 +171,7 @@ class Supervision:
         self.message = ""
         self.kill_at: float | None = None
         self.signal_sent = False
+        self.cgroup: str | None = None  # the device cgroup the script runs in
 
     def _result(self, status: int, outcome: str, message: str = "", usage: Any = None) -> Result:
         if usage is None:
@@ -194,12 +198,14 @@ class Supervision:
         if self.jobdir.read_cancel() is not None:
             log.info("job_id=%d cancelled before start", spec.job_id)
             return self._result(0, "cancelled", "cancelled before start")
+        if spec.cgroup:
+            self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
         script = self.jobdir.file(SCRIPT)
         error_r, error_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(error_r)
-            _exec_job(spec, script, error_w)
+            _exec_job(spec, script, error_w, self.cgroup)
         os.close(error_w)
         start_time = int(time.time())
         chunks = []
@@ -280,6 +286,12 @@ class Supervision:
         _signal_group(pid, signal.SIGCONT)
         _signal_group(pid, signal.SIGTERM)
 
+    def release(self) -> None:
+        """Remove the device cgroup once the script's processes have left it."""
+        if self.cgroup is not None:
+            devcgroup.remove(self.cgroup, parents=devcgroup.PARENTS)
+            self.cgroup = None
+
 
 USAGE = (
     "usage: python -m nodeagent.supervisor JOBDIR [--lock-fd N] [--notify-fd N]\n"
@@ -304,9 +316,13 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
             end_time=int(time.time()),
             message="launch description missing",
         )
-    else:
-        result = Supervision(jobdir, spec, notify_fd).run()
-    jobdir.write_result(result)
+        jobdir.write_result(result)
+        return 0
+    supervision = Supervision(jobdir, spec, notify_fd)
+    try:
+        jobdir.write_result(supervision.run())
+    finally:
+        supervision.release()
     return 0
 
 
@@ -314,9 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED)
     if zygote_fd is not None:
         # Imported here, so that a supervisor started on its own never loads
-        # socket nor the step runner; the zygote has both ready for its children.
+        # socket nor the step runner; the zygote has both ready for its children,
+        # and ctypes too (device isolation), which the others load when they need it.
         from nodeagent import steprunner, zygote
 
+        devcgroup.preload()
         return zygote.serve(zygote_fd, os.path.abspath(path), supervise, steprunner.run_step)
     return supervise(path, lock_fd, notify_fd)
 

@@ -10,6 +10,12 @@ SETTINGS = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:a100:2,gpu:v100:2", "Kil
 SHOW = "echo $SLURM_JOB_GPUS/$CUDA_VISIBLE_DEVICES/$GPU_DEVICE_ORDINAL/$SLURM_GPUS_ON_NODE"
 
 
+def _wait_output(cluster: Cluster, name: str) -> None:
+    """Wait for a job's first line: RUNNING comes before the script has run."""
+    path = cluster.dir / name
+    cluster.wait_for(lambda: path.exists() and path.read_text().endswith("\n"), 10, name)
+
+
 def test_jobs_get_distinct_gpus_and_see_only_theirs(make_cluster: Callable[..., Cluster]) -> None:
     cluster = make_cluster(nodes=1, settings=SETTINGS)
     first = cluster.sbatch("--gpus=a100:1", "-o", "first.out", "--wrap", f"{SHOW}; sleep 30")
@@ -19,6 +25,8 @@ def test_jobs_get_distinct_gpus_and_see_only_theirs(make_cluster: Callable[..., 
     node = cluster.run("scontrol", "show", "node", "node1").stdout
     assert "   Gres=gpu:a100:2,gpu:v100:2\n" in node
     assert "   GresUsed=gpu:a100:2(IDX:0-1),gpu:v100:1(IDX:2)\n" in node
+    for out in ("first.out", "second.out"):
+        _wait_output(cluster, out)
     cluster.run("scancel", str(first))  # a CPU for the next job (the node may have two)
     steps = cluster.dir / "step.out"
     third = cluster.sbatch(
@@ -64,9 +72,8 @@ def test_gres_conf_files_number_the_gpus(make_cluster: Callable[..., Cluster]) -
     cluster.wait_state(a100, {"RUNNING"})
     node = cluster.run("scontrol", "show", "node", "node1").stdout
     assert "   GresUsed=gpu:a100:1(IDX:4),gpu:v100:1(IDX:0)\n" in node
-    for out in ("v.out", "a.out"):  # RUNNING comes before the script's first line
-        path = cluster.dir / out
-        cluster.wait_for(lambda p=path: p.exists() and p.read_text().endswith("\n"), 10, out)
+    for out in ("v.out", "a.out"):
+        _wait_output(cluster, out)
     cluster.run("scancel", str(v100), str(a100))
     assert (cluster.dir / "v.out").read_text() == "0/0/0/1\n"
     assert (cluster.dir / "a.out").read_text() == "4/4/4/1\n"
