@@ -8,8 +8,9 @@ Three GRES share one GPU between jobs instead of giving it whole:
 * ``shard``: time-sliced sharing with no fencing (``--gres=shard:2``).
 * ``gpumem``: a fraction by memory (``--gres=gpumem:20G``, counted in bytes as
   every GRES count with a suffix), enforced through MPS's pinned device memory
-  limit where the node runs MPS. ``GpuFractionEnforce=required`` in
-  slurm.conf refuses fractions on nodes that cannot enforce them.
+  limit where the node runs MPS. With ``SchedulerParameters=enforce_gpu_fractions``
+  only nodes that run MPS offer fractions, and a job no node could enforce is
+  refused at submission.
 
 A node's ``Gres=mps:200`` on two GPUs is split evenly, as Slurm splits it
 (gres.conf ``Name=mps Count=.. File=..`` lines give a count per GPU instead).
@@ -31,12 +32,15 @@ from corral.config import SlurmConfig
 
 __all__ = [
     "SHARED",
+    "asks_fraction",
     "couple",
+    "fenced_only",
     "gpu_numbering",
     "pool_gpu",
     "pools",
     "share_environment",
     "shared_gpus",
+    "unfenced",
 ]
 
 Gres = tuple[tuple[str, str, int], ...]
@@ -139,10 +143,32 @@ def couple(free: Gres, whole: set[int], shared: set[int], gpus: list[tuple[str, 
     return tuple(out)
 
 
+def fenced_only(conf: SlurmConfig) -> bool:
+    """Whether the site demands that fractions by memory be enforced
+    (``SchedulerParameters=enforce_gpu_fractions``): then only nodes that run
+    MPS offer them."""
+    return conf.scheduler_param("enforce_gpu_fractions") is not None
+
+
+def asks_fraction(gres: str) -> bool:
+    """Whether a job's ``--gres`` asks for a fraction of a GPU by memory."""
+    try:
+        return any(name == "gpumem" for name, _, _ in gres_syntax.parse_request(gres))
+    except ValueError:
+        return False
+
+
+def unfenced(free: Gres) -> Gres:
+    """A node's free GRES without its fractions by memory (it cannot enforce them)."""
+    return tuple((n, k, 0 if n == "gpumem" and "#" in k else c) for n, k, c in free)
+
+
 def share_environment(items: Gres, totals: Mapping[tuple[str, str], int]) -> dict[str, str]:
     """What binds a process to its shares of a GPU on one node: the GPU (global
     index, as for whole GPUs), the MPS thread percentage, the pinned memory limit
-    of a fraction by memory and the shard count. ``totals``: each pool's size."""
+    of a fraction by memory (or of an MPS share, its part of the GPU's memory
+    where the node's ``gpumem`` gives it) and the shard count. ``totals``: each
+    pool's size."""
     env: dict[str, str] = {}
     gpus: set[int] = set()
     for name, kind, count in items:
@@ -153,6 +179,11 @@ def share_environment(items: Gres, totals: Mapping[tuple[str, str], int]) -> dic
         size = totals.get((name, kind), 0)
         if name == "mps" and size:
             env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(max(count * 100 // size, 1))
+            memory = totals.get(("gpumem", kind), 0)  # the GPU's, where gpumem says it
+            if memory and "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" not in env:
+                env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = (
+                    f"0={max((memory * count // size) >> 20, 1)}M"
+                )
         elif name == "gpumem":
             # The one GPU a job sees is CUDA's device 0; the limit is in MiB.
             env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = f"0={max(count >> 20, 1)}M"

@@ -195,4 +195,5 @@ class NodeRuntime:
     probed_cpus: int = 0
     probed_memory: int = 0
     ever_registered: bool = False
+    mps: bool = False  # its agent can run MPS servers: GPU shares there are fenced
     jobs: frozenset[int] = field(default_factory=frozenset)

@@ -61,6 +61,7 @@ class Registration:
     boot_time: int = 0
     agent_start_time: int = 0
     gres_found: str | None = None  # the GPUs the agent probed (None: not probed)
+    mps: bool = False  # it can run MPS servers, so GPU shares can be fenced
 
 
 def _shortfall(cpus: int, memory: int, gres: str, reg: Registration) -> str:
@@ -421,6 +422,7 @@ class JobStore:
             spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
         )
         job = admitted.job
+        self._check_fencing(job)
         if "associations" in self.enforce:
             if self.associations is None:
                 raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
@@ -750,6 +752,7 @@ class JobStore:
     def snapshot(self) -> Snapshot:
         """An immutable picture of the cluster for ``core.schedule``."""
         views = {}
+        fenced_only = gpushare.fenced_only(self.conf)
         for rank, conf_node in enumerate(self.conf.nodes):
             runtime = self.nodes[conf_node.name]
             cpus, memory = self.used(conf_node.name)
@@ -762,6 +765,11 @@ class JobStore:
             if shared:  # sharing jobs take idle CPUs first, as Slurm places them
                 free_cpus = max(free_cpus - sum(load for _, load, _ in shared), 0)
             gres_used = self._gres_used.get(conf_node.name)
+            gres = self.capacity.gres_free(
+                conf_node.name, gres_used or {}, self._gpus_used.get(conf_node.name, set())
+            )
+            if fenced_only and not runtime.mps:
+                gres = gpushare.unfenced(gres)
             views[conf_node.name] = NodeView(
                 name=conf_node.name,
                 cpus=conf_node.cpus,
@@ -772,9 +780,7 @@ class JobStore:
                 free_memory=conf_node.real_memory - memory,
                 usable=self.node_usable(runtime),
                 idle=cpus == 0 and not shared,
-                gres=self.capacity.gres_free(
-                    conf_node.name, gres_used or {}, self._gpus_used.get(conf_node.name, set())
-                ),
+                gres=gres,
                 unshared=cpus > 0,
                 shared=shared,
                 unit=self.capacity.nodes[conf_node.name].unit,
@@ -990,6 +996,20 @@ class JobStore:
             out.append(tuple(sorted(chosen)))
         return tuple(out) if any(out) else ()
 
+    def _check_fencing(self, job: Job) -> None:
+        """Refuse a fraction by memory when the site demands it be enforced and no
+        node of the job's partitions that has registered can (none runs MPS)."""
+        if not gpushare.fenced_only(self.conf) or not gpushare.asks_fraction(job.gres):
+            return
+        names = {n for p in job.partitions for n in self.capacity.partitions[p].nodes}
+        seen = [self.nodes[n] for n in names if self.nodes[n].ever_registered]
+        if seen and not any(node.mps for node in seen):
+            raise SlurmError(
+                errors.ESLURM_INVALID_GRES,
+                "GPU memory fractions cannot be enforced: no node of partition "
+                f"{','.join(job.partitions)} runs MPS (SchedulerParameters=enforce_gpu_fractions)",
+            )
+
     def share_environment(self, job: Job, index: int) -> dict[str, str]:
         """What binds ``job`` to its GPU shares on ``job.nodes[index]`` (none: {})."""
         items = job.gres_alloc[index] if job.gres_alloc else ()
@@ -1045,6 +1065,7 @@ class JobStore:
             version=reg.version,
             boot_time=reg.boot_time,
             agent_start_time=reg.agent_start_time,
+            mps=reg.mps,
             reason_user="slurm" if shortfall else node.reason_user,
             reason_time=now if shortfall else node.reason_time,
         )

@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from corral import auth
 from corral import gres as gres_syntax
@@ -29,6 +30,7 @@ from nodeagent.gpus import probe_gpus
 from nodeagent.gpus.model import format_gres
 from nodeagent.jobs import JobTable
 from nodeagent.link import Link
+from nodeagent.mps import MpsServers
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
 from nodeagent.spool import Spool
 
@@ -133,9 +135,10 @@ def _gres_items(text: str) -> list[tuple[str, str, int]]:
 
 
 def registrations(
-    nodes: Sequence[NodeConfig], facts: HostFacts, gpus: str | None = None
+    nodes: Sequence[NodeConfig], facts: HostFacts, gpus: str | None = None, *, mps: bool = False
 ) -> list[pb.NodeRegistration]:
-    """What the hello says about each served node (``gpus``: the probe's, for a real node)."""
+    """What the hello says about each served node (``gpus``: the probe's, for a real node;
+    ``mps``: whether this host runs MPS servers for GPU shares)."""
     if is_emulated(nodes, facts.hostname):
         shapes = [
             (
@@ -180,6 +183,7 @@ def registrations(
             boot_time=facts.boot_time,
             gres_found=gpus or "",
             gres_probed=gpus is not None,
+            mps=mps,
         )
         for name, cpus, boards, sockets, cores, threads, memory, tmp_disk in shapes
     ]
@@ -203,14 +207,16 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         key = auth.load_key(auth.key_path(conf.path))
     except auth.AuthError as exc:
         raise AgentError(str(exc)) from None
+    spool = Spool(conf.slurmd_spool_dir, facts.hostname)
     table = JobTable(
-        spool=Spool(conf.slurmd_spool_dir, facts.hostname),
+        spool=spool,
         hostnames={node.name: node.node_hostname or node.name for node in nodes},
         key=key,
         slurm_conf=os.path.abspath(conf.path),
         kill_wait=conf.kill_wait,
         python=sys.executable,
         devices=device_guard(conf, nodes),
+        mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,
     )
     table.recover()
     table.zygote.start()
@@ -227,7 +233,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         gpus = await asyncio.to_thread(found_gpus, conf, nodes[0], facts.places)
         if gpus is not None:
             log.info("GPUs found: %s", gpus or "none")
-    link = Link(target, registrations(nodes, facts, gpus), table, start_time)
+    link = Link(
+        target, registrations(nodes, facts, gpus, mps=table.mps is not None), table, start_time
+    )
     proxy = ClientProxy(agent_socket_path(conf.slurmd_spool_dir), target, key)
     await proxy.start()
     stop = asyncio.Event()

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import BATCH, DeviceGuard, granted
+from nodeagent.mps import MpsServers
 from nodeagent.process import (
     Zygote,
     reap_soon,
@@ -162,6 +163,7 @@ class JobTable:
         kill_wait: int,
         python: str,
         devices: DeviceGuard | None = None,
+        mps: MpsServers | None = None,
     ) -> None:
         self.spool = spool
         self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
@@ -170,6 +172,7 @@ class JobTable:
         self.kill_wait = kill_wait  # for terminate requests; the controller's Welcome updates it
         self.python = python
         self.devices = devices  # GPU isolation (None: none)
+        self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
         self.steps = StepTable(
@@ -180,6 +183,7 @@ class JobTable:
             env=self.supervisor_env,
             zygote=self.zygote,
             devices=devices,
+            mps=mps,
         )
         self._jobs: dict[Key, Job] = {}
         self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
@@ -238,6 +242,9 @@ class JobTable:
                 else:
                     job.started = jobdir.read_started()
                     self._polled.add(job.key)
+                    spec = jobdir.read_launch()
+                    if self.mps is not None and spec is not None:
+                        self.mps.adopt(spec.node, spec.job_id, spec.environment)
                 self._add(job)
                 log.info("job_id=%d recovered as %s", job.job_id, phase.value)
         self.steps.recover()
@@ -289,7 +296,10 @@ class JobTable:
         job = Job(dir=jobdir)
         self._add(job)
         try:
-            jobdir.write_launch(launch_spec(msg, hostname, self.slurm_conf, self.devices))
+            spec = launch_spec(msg, hostname, self.slurm_conf, self.devices)
+            if self.mps is not None:
+                spec.environment.update(self.mps.acquire(msg.node, msg.job_id, spec.environment))
+            jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
         except OSError as exc:
@@ -476,6 +486,8 @@ class JobTable:
         self._send(pb.AgentMessage(done=done_message(job.key, result)))
         if not runs:
             self._live.pop(job.job_id, None)
+            if self.mps is not None:
+                self.mps.release(job.job_id)
             # Steps end with their job (as Slurm ends them when the batch script ends).
             self.steps.terminate(job.job_id, self.kill_wait, "job ended")
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import DeviceGuard, granted
+from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, reap_soon, signal_supervisor, spawn_step_runner
 from nodeagent.spool import NOT_STARTED, Phase, Spool, StepDir, StepResult, StepSpec
 
@@ -151,6 +152,7 @@ class StepTable:
         env: dict[str, str],
         zygote: Zygote | None,
         devices: DeviceGuard | None = None,
+        mps: MpsServers | None = None,
     ) -> None:
         self.spool = spool
         self.nodes = set(hostnames)
@@ -159,6 +161,7 @@ class StepTable:
         self.env = env
         self.zygote = zygote
         self.devices = devices
+        self.mps = mps  # MPS servers for jobs with GPU shares (the job table's)
         self._steps: dict[StepKey, Step] = {}
         self._polled: set[StepKey] = set()
         self._reported: OrderedDict[StepKey, tuple[bytes, pb.StepDone]] = OrderedDict()
@@ -242,7 +245,10 @@ class StepTable:
         step = Step(stepdir, msg.node, tuple(msg.tasks), signature=msg.signature)
         self._steps[key] = step
         try:
-            stepdir.write_spec(step_spec(msg, self.devices))
+            spec = step_spec(msg, self.devices)
+            if self.mps is not None:
+                spec.environment.update(self.mps.acquire(msg.node, msg.job_id, spec.environment))
+            stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.env, self.zygote)
         except OSError as exc:
             log.error("step %s cannot start its runner: %s", step.name, exc)
