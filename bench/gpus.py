@@ -19,8 +19,15 @@ default ``bf_max_job_test`` (500) and main + backfill over every pending
 job, first with the C node bitmap and then, in the same run, with its
 pure-Python twin (``corral._pynodeset``); both must make the same plan.
 
-Fractional GPUs (MPS, shard, MIG slices, ``--gres=gpu:0.5``) are not
-implemented in Corral's scheduler, so every job here asks for whole GPUs.
+* one in five is a fraction of a GPU by memory instead: ``-n1 -c 4
+  --gres=gpumem:M`` with M = 10, 20 or 40 GiB.
+
+Each node's GPUs also offer 80 GiB of ``gpumem`` each, as per-GPU pools
+(``controller.gpushare``): a GPU held whole offers none, as the controller's
+snapshot couples them. Within one pass the core does not couple a fraction's
+GPU with whole GPUs taken in the same pass (the controller re-checks each
+start), so a plan here may count a GPU both ways; ``fraction_starts`` and
+``gpumem_started`` say how much the fractions took.
 
     python bench/gpus.py [--quick] [--runs N]
 """
@@ -49,6 +56,10 @@ CPUS = GPUS * CPUS_PER_GPU
 MEM_PER_CPU = 10_000  # MiB
 MEMORY = 1_024_000  # MiB per node
 TYPE = "h100"
+GPU_MEMORY = 80 << 30  # bytes of gpumem per GPU
+#: Share of pending jobs that are fractions, and their sizes (GiB).
+FRACTIONS = 0.2
+FRACTION_SIZES = (10, 20, 40)
 
 #: (nodes, pending jobs)
 FULL = (1_000, 10_000)
@@ -63,15 +74,13 @@ SIZES = [(1, 30), (2, 20), (4, 20), (8, 15), ((2,), 5), ((4,), 5), ((8,), 5)]
 #: Time limits, minutes (10 minutes to 24 hours).
 LIMITS = [10, 30, 60, 120, 240, 480, 720, 1440]
 
-NOTE_FRACTIONAL = (
-    "Fractional GPUs (MPS, shard, MIG slices) are not implemented in Corral's "
-    "scheduler: every job asks for whole GPUs; none are faked here."
-)
-
 
 def _gres(free: int) -> tuple[tuple[str, str, int], ...]:
-    """A node's free GPUs as the controller's snapshot holds them (a 0 count kept)."""
-    return (("gpu", TYPE, free),)
+    """A node's free GPUs and their gpumem pools as the controller's snapshot holds
+    them: the busy GPUs (the first ones) held whole, so their pools are empty."""
+    busy = GPUS - free
+    pools = tuple(("gpumem", f"{TYPE}#{i}", 0 if i < busy else GPU_MEMORY) for i in range(GPUS))
+    return (("gpu", TYPE, free), *pools)
 
 
 def _running(job_id: int, names: tuple[str, ...], gpus: int, end: int) -> Running:
@@ -88,9 +97,22 @@ def _running(job_id: int, names: tuple[str, ...], gpus: int, end: int) -> Runnin
 
 
 def _pending(rng: random.Random, job_id: int) -> Job:
+    limit = rng.choice(LIMITS)
+    if rng.random() < FRACTIONS:  # -n1 -c 4 --gres=gpumem:MG
+        gib = rng.choice(FRACTION_SIZES)
+        return job(
+            job_id,
+            cpus_per_task=4,
+            cpus_per_task_given=True,
+            mem_per_cpu=MEM_PER_CPU,
+            gres=f"gpumem:{gib}G",
+            time_limit=limit,
+            min_nodes=1,
+            nodes_given=True,
+            num_tasks=1,
+        )
     size = rng.choices([s for s, _ in SIZES], weights=[w for _, w in SIZES])[0]
     typed = rng.random() < 0.1
-    limit = rng.choice(LIMITS)
     if isinstance(size, tuple):  # -N K --ntasks-per-node=8 -c 12 --gres=gpu:8
         nodes, per_node = size[0], GPUS
         fields: dict[str, Any] = {
@@ -155,25 +177,34 @@ def workload(nodes: int, pending: int, seed: int = 1) -> Snapshot:
     return cluster(views, [replace(part, order=part.nodes)]).snapshot(jobs, running=running)
 
 
-def _gpus(plan_gres: tuple[tuple[tuple[str, str, int], ...], ...]) -> int:
-    return sum(count for items in plan_gres for name, _, count in items if name == "gpu")
+def _gpus(plan_gres: tuple[tuple[tuple[str, str, int], ...], ...], kind: str = "gpu") -> int:
+    return sum(count for items in plan_gres for name, _, count in items if name == kind)
+
+
+def _size(j: Job) -> str:
+    if j.gres.startswith("gpumem:"):
+        return f"gpumem_{j.gres.split(':')[1]}"
+    return f"{j.min_nodes}x8_gpus" if j.ntasks_per_node else f"{j.num_tasks}_gpus"
 
 
 def breakdown(snap: Snapshot, plan: Plan) -> dict[str, Any]:
     """What one plan did: GPUs started (main pass and backfill), starts by job size."""
     by_id = {j.job_id: j for j in snap.pending}
-
-    def size(job_id: int) -> str:
-        j = by_id[job_id]
-        return f"{j.min_nodes}x8_gpus" if j.ntasks_per_node else f"{j.num_tasks}_gpus"
-
     main, later = plan.starts[: plan.main_starts], plan.starts[plan.main_starts :]
+    fractions = [s for s in plan.starts if _gpus(s.gres, "gpumem")]
     return {
         "main_starts": plan.main_starts,
         "backfill_starts": len(later),
         "gpus_started": sum(_gpus(s.gres) for s in plan.starts),
         "gpus_started_by_backfill": sum(_gpus(s.gres) for s in later),
-        "starts_by_size": dict(sorted(Counter(size(s.job_id) for s in main + later).items())),
+        "fraction_starts": len(fractions),
+        "gpumem_started_gib": sum(_gpus(s.gres, "gpumem") for s in fractions) >> 30,
+        "gpus_shared_by_fractions": len(
+            {(s.nodes[0], k) for s in fractions for _, k, _ in s.gres[0]}
+        ),
+        "starts_by_size": dict(
+            sorted(Counter(_size(by_id[s.job_id]) for s in main + later).items())
+        ),
     }
 
 
@@ -182,14 +213,12 @@ def describe(snap: Snapshot) -> dict[str, Any]:
     total = len(snap.nodes) * GPUS
     free = sum(v.gres[0][2] for v in snap.nodes.values())
 
-    def size(j: Job) -> str:
-        return f"{j.min_nodes}x8_gpus" if j.ntasks_per_node else f"{j.num_tasks}_gpus"
-
+    whole = [j for j in snap.pending if not j.gres.startswith("gpumem:")]
     return {
         "nodes": len(snap.nodes),
         "cpus_per_node": CPUS,
         "memory_per_node_mib": MEMORY,
-        "gres_per_node": f"gpu:{TYPE}:{GPUS}",
+        "gres_per_node": f"gpu:{TYPE}:{GPUS},gpumem:{GPUS * (GPU_MEMORY >> 30)}G",
         "gpus": total,
         "gpus_busy": total - free,
         "gpus_busy_percent": round(100 * (total - free) / total, 1),
@@ -197,10 +226,11 @@ def describe(snap: Snapshot) -> dict[str, Any]:
         "running_jobs": len(snap.running),
         "pending_jobs": len(snap.pending),
         "pending_gpus": sum(
-            j.min_nodes * GPUS if j.ntasks_per_node else j.num_tasks for j in snap.pending
+            j.min_nodes * GPUS if j.ntasks_per_node else j.num_tasks for j in whole
         ),
+        "pending_fractions": len(snap.pending) - len(whole),
         "pending_typed": sum(1 for j in snap.pending if TYPE in j.gres),
-        "pending_by_size": dict(sorted(Counter(size(j) for j in snap.pending).items())),
+        "pending_by_size": dict(sorted(Counter(_size(j) for j in snap.pending).items())),
     }
 
 
@@ -243,7 +273,7 @@ def main() -> None:
             **breakdown(snap, plan),
             **twin,
         )
-    report("gpus", args, baseline, figures, cluster=shape, fractional_gpus=NOTE_FRACTIONAL)
+    report("gpus", args, baseline, figures, cluster=shape)
 
 
 if __name__ == "__main__":
