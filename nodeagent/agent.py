@@ -28,6 +28,7 @@ from nodeagent import devcgroup
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
 from nodeagent.gpus.model import format_gres
+from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.jobs import JobTable
 from nodeagent.link import Link
 from nodeagent.mps import MpsServers
@@ -101,6 +102,18 @@ def gpu_files(conf: SlurmConfig, node: str) -> list[tuple[int, tuple[str, ...]]]
         for d in devices
         if d.name == "gpu" and d.files
     ]
+
+
+def neuron_nodes(conf: SlurmConfig, nodes: Sequence[NodeConfig]) -> list[str]:
+    """The served nodes whose GPUs are AWS Neuron devices: gres.conf says
+    ``AutoDetect=nrt`` for them, or names ``neuronN`` device files."""
+    found = []
+    for node in nodes:
+        files = [f for _, paths in gpu_files(conf, node.name) for f in paths]
+        nrt = conf.gres_conf is not None and conf.gres_conf.autodetect_for(node.name) == "nrt"
+        if nrt or any(os.path.basename(f).startswith("neuron") for f in files):
+            found.append(node.name)
+    return found
 
 
 def device_guard(
@@ -217,6 +230,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         python=sys.executable,
         devices=device_guard(conf, nodes),
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,
+        neuron=NeuronBinding(neuron_nodes(conf, nodes)),
     )
     table.recover()
     table.zygote.start()

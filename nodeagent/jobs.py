@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import BATCH, DeviceGuard, granted
+from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import (
     Zygote,
@@ -164,6 +165,7 @@ class JobTable:
         python: str,
         devices: DeviceGuard | None = None,
         mps: MpsServers | None = None,
+        neuron: NeuronBinding | None = None,
     ) -> None:
         self.spool = spool
         self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
@@ -173,6 +175,7 @@ class JobTable:
         self.python = python
         self.devices = devices  # GPU isolation (None: none)
         self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
+        self.neuron = neuron  # NeuronCores for jobs on Neuron nodes (None: none served)
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
         self.steps = StepTable(
@@ -184,6 +187,7 @@ class JobTable:
             zygote=self.zygote,
             devices=devices,
             mps=mps,
+            neuron=neuron,
         )
         self._jobs: dict[Key, Job] = {}
         self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
@@ -299,6 +303,9 @@ class JobTable:
             spec = launch_spec(msg, hostname, self.slurm_conf, self.devices)
             if self.mps is not None:
                 spec.environment.update(self.mps.acquire(msg.node, msg.job_id, spec.environment))
+            if self.neuron is not None:
+                env = spec.environment
+                env.update(self.neuron.environment(msg.node, env, "SLURM_JOB_GPUS"))
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)

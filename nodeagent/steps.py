@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import DeviceGuard, granted
+from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, reap_soon, signal_supervisor, spawn_step_runner
 from nodeagent.spool import NOT_STARTED, Phase, Spool, StepDir, StepResult, StepSpec
@@ -153,6 +154,7 @@ class StepTable:
         zygote: Zygote | None,
         devices: DeviceGuard | None = None,
         mps: MpsServers | None = None,
+        neuron: NeuronBinding | None = None,
     ) -> None:
         self.spool = spool
         self.nodes = set(hostnames)
@@ -162,6 +164,7 @@ class StepTable:
         self.zygote = zygote
         self.devices = devices
         self.mps = mps  # MPS servers for jobs with GPU shares (the job table's)
+        self.neuron = neuron  # NeuronCores on Neuron nodes (the job table's)
         self._steps: dict[StepKey, Step] = {}
         self._polled: set[StepKey] = set()
         self._reported: OrderedDict[StepKey, tuple[bytes, pb.StepDone]] = OrderedDict()
@@ -248,6 +251,9 @@ class StepTable:
             spec = step_spec(msg, self.devices)
             if self.mps is not None:
                 spec.environment.update(self.mps.acquire(msg.node, msg.job_id, spec.environment))
+            if self.neuron is not None:
+                env = spec.environment
+                env.update(self.neuron.environment(msg.node, env, "SLURM_STEP_GPUS"))
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.env, self.zygote)
         except OSError as exc:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Iterable, Mapping
 
+from corral import arrayspec
 from nodeagent.gpus._sysfs import device_cpus, pci_slot, read_int, read_text
 from nodeagent.gpus.model import GpuDevice, slurm_type
 
-__all__ = ["DEFAULT_CORES", "probe_neuron"]
+__all__ = ["DEFAULT_CORES", "NeuronBinding", "probe_neuron", "visible_cores"]
 
 log = logging.getLogger(__name__)
 
@@ -66,3 +68,43 @@ def probe_neuron(dev: str = "/dev", sysfs: str = "/sys") -> list[GpuDevice]:
             )
         )
     return devices
+
+
+def visible_cores(devices: Iterable[int], sysfs: str = "/sys") -> str:
+    """NEURON_RT_VISIBLE_CORES for a process given the Neuron ``devices``.
+
+    The Neuron runtime numbers NeuronCores across the host device by device:
+    device d's cores follow those of devices 0..d-1, each with its sysfs
+    ``core_count`` (2 when absent). "" for no device.
+    """
+    wanted = set(devices)
+    if not wanted:
+        return ""
+    cores: list[int] = []
+    first = 0
+    for number in range(max(wanted) + 1):
+        base = os.path.join(sysfs, "devices", "virtual", "neuron_device", f"neuron{number}")
+        count = read_int(os.path.join(base, "core_count"))
+        count = count if count and count > 0 else DEFAULT_CORES
+        if number in wanted:
+            cores.extend(range(first, first + count))
+        first += count
+    return arrayspec.compress(cores)
+
+
+class NeuronBinding:
+    """NEURON_RT_VISIBLE_CORES for the jobs and steps of nodes whose accelerators are
+    Neuron devices: the cores of the devices they were given."""
+
+    def __init__(self, nodes: Iterable[str], sysfs: str = "/sys") -> None:
+        self.nodes = frozenset(nodes)
+        self.sysfs = sysfs
+
+    def environment(self, node: str, env: Mapping[str, str], key: str) -> dict[str, str]:
+        """The variable for a launch on ``node`` whose ``env`` lists its devices in
+        ``key`` (SLURM_JOB_GPUS, SLURM_STEP_GPUS); {} elsewhere or without devices."""
+        if node not in self.nodes:
+            return {}
+        devices = [int(i) for i in env.get(key, "").split(",") if i.strip().isdigit()]
+        cores = visible_cores(devices, self.sysfs)
+        return {"NEURON_RT_VISIBLE_CORES": cores} if cores else {}

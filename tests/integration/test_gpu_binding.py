@@ -77,3 +77,18 @@ def test_gres_conf_files_number_the_gpus(make_cluster: Callable[..., Cluster]) -
     cluster.run("scancel", str(v100), str(a100))
     assert (cluster.dir / "v.out").read_text() == "0/0/0/1\n"
     assert (cluster.dir / "a.out").read_text() == "4/4/4/1\n"
+
+
+def test_neuron_jobs_see_the_cores_of_their_devices(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster(nodes=1, settings=SETTINGS, start=False)
+    # Neuron devices named in gres.conf (absent here: no sysfs, so 2 cores each).
+    (cluster.dir / "gres.conf").write_text(
+        f"Name=gpu Type=a100 File={cluster.dir}/neuron[0-1]\n"
+        f"Name=gpu Type=v100 File={cluster.dir}/neuron[2-3]\n"
+    )
+    cluster.start()
+    show = "echo $SLURM_JOB_GPUS $NEURON_RT_VISIBLE_CORES"
+    script = f"{show}; srun --gpus=1 sh -c 'echo $SLURM_STEP_GPUS $NEURON_RT_VISIBLE_CORES'"
+    job = cluster.sbatch("--gpus=v100:2", "-o", "n.out", "--wrap", script)
+    assert cluster.wait_done(job)["state"] == "COMPLETED"
+    assert (cluster.dir / "n.out").read_text().splitlines() == ["2,3 4-7", "2 4-5"]

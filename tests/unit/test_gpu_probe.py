@@ -691,6 +691,24 @@ def test_neuron_devices(tmp_path: Path) -> None:
     assert format_gres(devices, PLACES) == "gpu:trainium2:4(S:0-1)"
 
 
+def test_neuron_cores_follow_each_devices_core_count(tmp_path: Path) -> None:
+    from nodeagent.gpus.neuron import NeuronBinding, visible_cores
+
+    _, sysfs = neuron_host(tmp_path, with_sysfs=True)  # 8 cores each, 2 on neuron3
+    assert visible_cores([1], sysfs) == "8-15"
+    assert visible_cores([0, 3], sysfs) == "0-7,24-25"
+    assert visible_cores([], sysfs) == ""
+    assert visible_cores([2], str(tmp_path / "none")) == "4-5"  # no sysfs: 2 per device
+    binding = NeuronBinding(["trn1"], sysfs)
+    env = {"SLURM_JOB_GPUS": "1,2", "SLURM_STEP_GPUS": "2"}
+    assert binding.environment("trn1", env, "SLURM_JOB_GPUS") == {"NEURON_RT_VISIBLE_CORES": "8-23"}
+    assert binding.environment("trn1", env, "SLURM_STEP_GPUS") == {
+        "NEURON_RT_VISIBLE_CORES": "16-23"
+    }
+    assert binding.environment("gpu1", env, "SLURM_JOB_GPUS") == {}  # not a Neuron node
+    assert binding.environment("trn1", {}, "SLURM_JOB_GPUS") == {}
+
+
 def test_neuron_devices_without_sysfs(tmp_path: Path) -> None:
     dev, sysfs = neuron_host(tmp_path, with_sysfs=False)
     devices = probe_neuron(dev, sysfs)
