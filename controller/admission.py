@@ -23,6 +23,7 @@ from controller.principal import Principal, group_name
 from corral import arrayspec, errors, hostlist
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
+from corral.gpunumbers import gpu_numbering
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +106,7 @@ class Capacity:
     def gpus(self, name: str) -> list[tuple[str, int]]:
         """Node ``name``'s GPUs as (type, index), computed once per configuration."""
         if name not in self._gpus:
-            self._gpus[name] = gpushare.gpu_numbering(self.conf, name)
+            self._gpus[name] = gpu_numbering(self.conf, name)
         return self._gpus[name]
 
 

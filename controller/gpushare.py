@@ -29,13 +29,13 @@ from collections.abc import Iterable, Mapping
 
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
+from corral.gpunumbers import device_number, gpu_numbering
 
 __all__ = [
     "SHARED",
     "asks_fraction",
     "couple",
     "fenced_only",
-    "gpu_numbering",
     "pool_gpu",
     "pools",
     "share_environment",
@@ -49,30 +49,6 @@ Gres = tuple[tuple[str, str, int], ...]
 SHARED = ("mps", "shard", "gpumem")
 
 
-def _device_number(path: str, fallback: int) -> int:
-    """The number a device file ends with (``/dev/nvidia3``: 3), else ``fallback``."""
-    digits = len(path) - len(path.rstrip("0123456789"))
-    return int(path[-digits:]) if digits else fallback
-
-
-def gpu_numbering(conf: SlurmConfig, name: str) -> list[tuple[str, int]]:
-    """A node's GPUs as (type, index): with gres.conf ``File=`` lines, each device
-    file's number (``/dev/nvidia3`` is 3), in the file's order; else 0..N-1 in the
-    order ``Gres=`` lists the types."""
-    if conf.gres_conf is not None:
-        devices = [d for d in conf.gres_conf.devices_for(name) if d.name == "gpu" and d.files]
-        if devices:
-            return [(d.type, _device_number(d.files[0], d.index)) for d in devices]
-    numbered: list[tuple[str, int]] = []
-    try:
-        items = gres_syntax.parse_node(conf.node(name).gres)
-    except ValueError:
-        return []
-    for _, kind, count in (item for item in items if item[0] == "gpu"):
-        numbered += [(kind, i) for i in range(len(numbered), len(numbered) + count)]
-    return numbered
-
-
 def pool_gpu(kind: str) -> tuple[str, int] | None:
     """The (GPU type, index) a pool's type names (``a100#1``), None for a plain type."""
     gpu_type, mark, index = kind.partition("#")
@@ -83,7 +59,7 @@ def _per_file_counts(conf: SlurmConfig, node: str, name: str) -> dict[int, int]:
     if conf.gres_conf is None:
         return {}
     return {
-        _device_number(d.files[0], d.index): d.count
+        device_number(d.files[0], d.index): d.count
         for d in conf.gres_conf.devices_for(node)
         if d.name == name and d.files
     }

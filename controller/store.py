@@ -1020,7 +1020,7 @@ class JobStore:
         return gpushare.share_environment(items, totals)
 
     def gpu_numbering(self, name: str) -> list[tuple[str, int]]:
-        """A node's GPUs as (type, index) (``gpushare.gpu_numbering``)."""
+        """A node's GPUs as (type, index) (``corral.gpunumbers``)."""
         return self.capacity.gpus(name)
 
     def _can_take(self, name: str, cpus: int, memory: int) -> bool:

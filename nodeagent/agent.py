@@ -23,11 +23,13 @@ from corral import auth
 from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import ConfigError, NodeConfig, SlurmConfig
+from corral.gpunumbers import device_number, gpu_numbering
 from corral.wire import corral_pb2 as pb
 from nodeagent import devcgroup
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
-from nodeagent.gpus.model import format_gres
+from nodeagent.gpus.migbinding import mig_uuids
+from nodeagent.gpus.model import GpuDevice, format_gres
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.jobs import JobTable
 from nodeagent.link import Link
@@ -62,30 +64,35 @@ def is_emulated(nodes: Sequence[NodeConfig], hostname: str) -> bool:
     return len(nodes) != 1 or (nodes[0].node_hostname or nodes[0].name) != hostname
 
 
-def found_gpus(conf: SlurmConfig, node: NodeConfig, places: Sequence[CpuPlace]) -> str | None:
-    """The node's GPUs as the probe finds them, in Gres= form with the configured type
-    names (``gpu:h100:8(S:0-1)``); None when there is nothing to check: no GPU in the
-    node's Gres=, or no gres.conf ``AutoDetect`` (as in Slurm, slurm.conf's counts are
-    then taken on trust)."""
-    configured = [(kind, count) for name, kind, count in _gres_items(node.gres) if name == "gpu"]
-    if not configured:
+def probed_gpus(conf: SlurmConfig, node: NodeConfig) -> list[GpuDevice] | None:
+    """The node's GPUs as the probe finds them; None when there is nothing to check:
+    no GPU in the node's Gres=, or no gres.conf ``AutoDetect`` (as in Slurm,
+    slurm.conf's counts are then taken on trust)."""
+    if not any(name == "gpu" for name, _, _ in _gres_items(node.gres)):
         return None
     autodetect = conf.gres_conf.autodetect_for(node.name) if conf.gres_conf else None
     if autodetect in (None, "off"):
         return None
     try:
-        devices = probe_gpus(None if autodetect == "full" else autodetect)
+        return probe_gpus(None if autodetect == "full" else autodetect)
     except (OSError, ValueError) as exc:
         log.warning("GPU probe failed: %s", exc)
-        devices = []
-    return format_gres(devices, places, types=[kind for kind, _ in configured if kind])
+        return []
 
 
-def _device_number(path: str, fallback: int) -> int:
-    """The number a device file ends with (``/dev/nvidia3``: 3), else ``fallback``: the
-    GPU's index, as the controller numbers it (and SLURM_JOB_GPUS names it)."""
-    digits = len(path) - len(path.rstrip("0123456789"))
-    return int(path[-digits:]) if digits else fallback
+def found_gpus(
+    conf: SlurmConfig,
+    node: NodeConfig,
+    places: Sequence[CpuPlace],
+    devices: list[GpuDevice] | None = None,
+) -> str | None:
+    """The node's GPUs (``devices``, else as ``probed_gpus`` finds them) in Gres= form
+    with the configured type names (``gpu:h100:8(S:0-1)``); None when not probed."""
+    devices = probed_gpus(conf, node) if devices is None else devices
+    if devices is None:
+        return None
+    kinds = [kind for name, kind, _ in _gres_items(node.gres) if name == "gpu" and kind]
+    return format_gres(devices, places, types=kinds)
 
 
 def gpu_files(conf: SlurmConfig, node: str) -> list[tuple[int, tuple[str, ...]]]:
@@ -98,7 +105,7 @@ def gpu_files(conf: SlurmConfig, node: str) -> list[tuple[int, tuple[str, ...]]]
         log.warning("node %s: %s", node, exc)
         return []
     return [
-        (_device_number(d.files[0], d.index), d.files)
+        (device_number(d.files[0], d.index), d.files)
         for d in devices
         if d.name == "gpu" and d.files
     ]
@@ -244,9 +251,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     )
     gpus = None
     if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices
-        gpus = await asyncio.to_thread(found_gpus, conf, nodes[0], facts.places)
-        if gpus is not None:
+        devices = await asyncio.to_thread(probed_gpus, conf, nodes[0])
+        gpus = found_gpus(conf, nodes[0], facts.places, devices)
+        if devices is not None:
             log.info("GPUs found: %s", gpus or "none")
+            table.mig[nodes[0].name] = mig_uuids(devices, gpu_numbering(conf, nodes[0].name))
     link = Link(
         target, registrations(nodes, facts, gpus, mps=table.mps is not None), table, start_time
     )

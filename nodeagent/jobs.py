@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import BATCH, DeviceGuard, granted
+from nodeagent.gpus.migbinding import bind_mig
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import (
@@ -176,6 +177,7 @@ class JobTable:
         self.devices = devices  # GPU isolation (None: none)
         self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
         self.neuron = neuron  # NeuronCores for jobs on Neuron nodes (None: none served)
+        self.mig: dict[str, dict[int, str]] = {}  # per node, MIG instances' UUIDs by index
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
         self.steps = StepTable(
@@ -188,6 +190,7 @@ class JobTable:
             devices=devices,
             mps=mps,
             neuron=neuron,
+            mig=self.mig,
         )
         self._jobs: dict[Key, Job] = {}
         self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
@@ -306,6 +309,7 @@ class JobTable:
             if self.neuron is not None:
                 env = spec.environment
                 env.update(self.neuron.environment(msg.node, env, "SLURM_JOB_GPUS"))
+            bind_mig(spec.environment, self.mig.get(msg.node, {}))
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)

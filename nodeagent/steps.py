@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import DeviceGuard, granted
+from nodeagent.gpus.migbinding import bind_mig
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, reap_soon, signal_supervisor, spawn_step_runner
@@ -155,6 +156,7 @@ class StepTable:
         devices: DeviceGuard | None = None,
         mps: MpsServers | None = None,
         neuron: NeuronBinding | None = None,
+        mig: Mapping[str, Mapping[int, str]] | None = None,
     ) -> None:
         self.spool = spool
         self.nodes = set(hostnames)
@@ -165,6 +167,7 @@ class StepTable:
         self.devices = devices
         self.mps = mps  # MPS servers for jobs with GPU shares (the job table's)
         self.neuron = neuron  # NeuronCores on Neuron nodes (the job table's)
+        self.mig = mig if mig is not None else {}  # MIG UUIDs by node and index (the job table's)
         self._steps: dict[StepKey, Step] = {}
         self._polled: set[StepKey] = set()
         self._reported: OrderedDict[StepKey, tuple[bytes, pb.StepDone]] = OrderedDict()
@@ -254,6 +257,7 @@ class StepTable:
             if self.neuron is not None:
                 env = spec.environment
                 env.update(self.neuron.environment(msg.node, env, "SLURM_STEP_GPUS"))
+            bind_mig(spec.environment, self.mig.get(msg.node, {}))
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.env, self.zygote)
         except OSError as exc:

@@ -834,3 +834,26 @@ def test_a_node_with_fewer_gpus_than_configured_is_drained_with_slurms_reason() 
     assert _gres_shortfall("gpu:h100:8,craynetwork:4", "") == (
         "gres/gpu count reported lower than configured (0 < 8)"
     )
+
+
+def test_mig_instances_are_bound_by_uuid() -> None:
+    from nodeagent.gpus.migbinding import bind_mig, mig_uuids
+
+    # GPUs 0-5 whole, GPU 6 in seven 1g.10gb instances, GPU 7 in two 3g.40gb ones,
+    # numbered as the controller numbers them from Gres= (types in its order).
+    numbering = [("h100", i) for i in range(6)]
+    numbering += [("1g.10gb", 6 + i) for i in range(7)] + [("3g.40gb", 13), ("3g.40gb", 14)]
+    uuids = mig_uuids(expected_h100s(), numbering)
+    assert uuids == {
+        **{6 + j: mig_uuid(6, j) for j in range(7)},
+        13: mig_uuid(7, 0),
+        14: mig_uuid(7, 1),
+    }
+    env = {"CUDA_VISIBLE_DEVICES": "2,7,14"}
+    bind_mig(env, uuids)
+    assert env["CUDA_VISIBLE_DEVICES"] == f"2,{mig_uuid(6, 1)},{mig_uuid(7, 1)}"
+    whole = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    bind_mig(whole, uuids)
+    assert whole == {"CUDA_VISIBLE_DEVICES": "0,1"}
+    # An untyped Gres= (gpu:15) numbers the same records in probe order.
+    assert mig_uuids(expected_h100s(), [("", i) for i in range(15)])[6] == mig_uuid(6, 0)
