@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller import gpushare
+from controller import gpuaffinity, gpushare
 from controller.core import dependency, features
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
@@ -60,6 +60,7 @@ class Capacity:
         self.nodes = static_nodes(conf)
         self.partitions = {p.name: partition_view(conf, p.name) for p in conf.partitions}
         self._gpus: dict[str, list[tuple[str, int]]] = {}
+        self._gpu_cpus: dict[str, dict[int, tuple[int, ...]]] = {}
 
     # How running jobs use nodes, for JobStore's accounting of used resources.
 
@@ -102,6 +103,12 @@ class Capacity:
         if not shared and not (whole and any("#" in kind for _, kind, _ in free)):
             return free
         return gpushare.couple(free, whole, shared, self.gpus(name))
+
+    def gpu_cpus(self, name: str) -> dict[int, tuple[int, ...]]:
+        """Node ``name``'s GPUs with known near cores -> their CPUs (``gpuaffinity``)."""
+        if name not in self._gpu_cpus:
+            self._gpu_cpus[name] = gpuaffinity.gpu_cpus(self.conf, name)
+        return self._gpu_cpus[name]
 
     def gpus(self, name: str) -> list[tuple[str, int]]:
         """Node ``name``'s GPUs as (type, index), computed once per configuration."""

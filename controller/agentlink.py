@@ -259,6 +259,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             signal_num=job.signal_num,
             signal_time=job.signal_time,
             signal_batch_only=job.signal_batch_only,
+            cpu_ids=job.cpu_ids[0] if job.cpu_ids else (),
         )
         if job.array_task_id is not None:
             launch.array_task_id = job.array_task_id
@@ -313,6 +314,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 job_name=job.name,
                 array_job_id=job.array_job_id,
                 ntasks=step.ntasks,
+                cpu_ids=job.cpu_ids[index] if job.cpu_ids else (),
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

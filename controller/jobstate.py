@@ -170,6 +170,8 @@ class Start:
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     # The GPUs given on each node, by index (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES).
     gpus: tuple[tuple[int, ...], ...] = ()
+    # The CPUs pinned on each node, near those GPUs; () when not pinned.
+    cpu_ids: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +266,7 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
         alloc_mem=(),
         gres_alloc=(),
         gpus=(),
+        cpu_ids=(),
         start_time=0,
         end_time=0,
         eligible_time=now + job.requeue_delay,
@@ -286,6 +289,7 @@ def apply(job: Job, event: Event) -> Job:
                 alloc_mem=event.memory,
                 gres_alloc=event.gres,
                 gpus=event.gpus,
+                cpu_ids=event.cpu_ids,
                 start_time=event.now,
                 end_time=0 if job.time_limit < 0 else event.now + job.time_limit * 60,
             )

@@ -73,8 +73,9 @@ def job_from_row(text: str) -> Job:
     for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem", "usage"):
         if key in record:
             record[key] = tuple(record[key])
-    if "gpus" in record:
-        record["gpus"] = tuple(tuple(int(i) for i in node) for node in record["gpus"])
+    for key in ("gpus", "cpu_ids"):
+        if key in record:
+            record[key] = tuple(tuple(int(i) for i in node) for node in record[key])
     if "gres_alloc" in record:
         record["gres_alloc"] = tuple(
             tuple((str(n), str(t), int(c)) for n, t, c in node) for node in record["gres_alloc"]

@@ -103,6 +103,8 @@ class Job:
     # (name, type, count) generic resources allocated on each of ``nodes``.
     gres_alloc: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices given on each of ``nodes``
+    # CPUs pinned on each node, near the job's GPUs (``gpuaffinity``); (): not pinned.
+    cpu_ids: tuple[tuple[int, ...], ...] = ()
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()

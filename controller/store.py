@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller import associations, gpushare, jobcomp, jobstate, steps
+from controller import associations, gpuaffinity, gpushare, jobcomp, jobstate, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import Assoc, AssocSet
 from controller.core import NodeView, Plan, Running, Snapshot
@@ -174,6 +174,7 @@ class JobStore:
         # GRES in use: node -> (name, type; None = any type) -> count.
         self._gres_used: dict[str, dict[tuple[str, str | None], int]] = {}
         self._gpus_used: dict[str, set[int]] = {}  # GPU indices held on each node
+        self._cpus_pinned: dict[str, set[int]] = {}  # CPUs jobs are pinned to on each node
         self._batch = Batch()
         self._batch_seq = 1
         self._committed_seq = 0
@@ -228,6 +229,7 @@ class JobStore:
         self._shared = {}
         self._gres_used = {}
         self._gpus_used = {}
+        self._cpus_pinned = {}
         for job in self.jobs.values():
             if holds_nodes(job):
                 self._account(job, +1)
@@ -507,12 +509,10 @@ class JobStore:
             else:
                 used[0] += sign * cpus
             used[1] += sign * memory
-            if job.gpus and job.gpus[i]:
-                gpus = self._gpus_used.setdefault(name, set())
-                if sign > 0:
-                    gpus.update(job.gpus[i])
-                else:
-                    gpus.difference_update(job.gpus[i])
+            for held, ids in ((self._gpus_used, job.gpus), (self._cpus_pinned, job.cpu_ids)):
+                if ids and ids[i]:
+                    mine = held.setdefault(name, set())
+                    (mine.update if sign > 0 else mine.difference_update)(ids[i])
             held = self.capacity.gres_held(job, i)
             if held:
                 gres = self._gres_used.setdefault(name, {})
@@ -945,6 +945,7 @@ class JobStore:
                 start.memory,
                 start.gres,
                 gpus,
+                self._cpus_near(start.nodes, start.cpus, gpus),
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():
@@ -1009,6 +1010,21 @@ class JobStore:
                 "GPU memory fractions cannot be enforced: no node of partition "
                 f"{','.join(job.partitions)} runs MPS (SchedulerParameters=enforce_gpu_fractions)",
             )
+
+    def _cpus_near(
+        self, nodes: tuple[str, ...], cpus: tuple[int, ...], gpus: tuple[tuple[int, ...], ...]
+    ) -> tuple[tuple[int, ...], ...]:
+        """The CPUs to pin a starting job to on each node, near its GPUs where gres.conf
+        says which cores they are close to (``gpuaffinity``); () when on none."""
+        if not gpus:
+            return ()
+        out = []
+        for name, count, ids in zip(nodes, cpus, gpus, strict=True):
+            near = self.capacity.gpu_cpus(name) if ids else {}
+            pinned = self._cpus_pinned.get(name, set())
+            total = self.conf.node(name).cpus
+            out.append(gpuaffinity.near_cpus(near, ids, count, total, pinned) if near else ())
+        return tuple(out) if any(out) else ()
 
     def share_environment(self, job: Job, index: int) -> dict[str, str]:
         """What binds ``job`` to its GPU shares on ``job.nodes[index]`` (none: {})."""

@@ -149,6 +149,7 @@ def launch_spec(
         slurm_conf=slurm_conf,
         cgroup=cgroup,
         deny_devices=deny,
+        cpu_ids=list(msg.cpu_ids),
     )
 
 

@@ -18,6 +18,7 @@ import contextlib
 import os
 import pwd
 import signal
+from collections.abc import Sequence
 
 # Importing typing costs every job milliseconds; mypy honours the name.
 TYPE_CHECKING = False
@@ -136,3 +137,13 @@ def reset_signals() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
+
+
+def pin_cpus(cpus: Sequence[int]) -> None:
+    """Pin this process (and what it starts) to ``cpus``, the CPUs near its GPUs the
+    controller chose; nothing for none. A CPU this host lacks (an emulated node
+    larger than its host) is left out; none left: not pinned."""
+    present = os.sched_getaffinity(0)
+    wanted = {c for c in cpus if c in present}
+    if wanted:
+        os.sched_setaffinity(0, wanted)

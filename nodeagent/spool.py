@@ -114,6 +114,7 @@ class LaunchSpec:
     slurm_conf: str = ""
     cgroup: str = ""
     deny_devices: list[list[int]] = field(default_factory=list)
+    cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin it to; []: none
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -184,6 +185,7 @@ class StepSpec:
     ntasks: int = 0
     cgroup: str = ""
     deny_devices: list[list[int]] = field(default_factory=list)
+    cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin its tasks to; []: none
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

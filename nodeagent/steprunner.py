@@ -356,6 +356,7 @@ class StepRun:
         try:
             os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
             confined = devcgroup.enter(self.cgroup, f"step {spec.job_id}.{spec.step_id}")
+            runas.pin_cpus(spec.cpu_ids)
             signal.set_wakeup_fd(-1)
             for sig in (*WATCHED, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)

@@ -112,6 +112,7 @@ def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpe
         ntasks=msg.ntasks,
         cgroup=cgroup,
         deny_devices=deny,
+        cpu_ids=list(msg.cpu_ids),
     )
 
 

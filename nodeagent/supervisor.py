@@ -122,6 +122,7 @@ def _exec_job(spec: LaunchSpec, script: str, error_fd: int, cgroup: str | None) 
     try:
         os.setpgid(0, 0)
         confined = devcgroup.enter(cgroup, f"job_id={spec.job_id}")
+        runas.pin_cpus(spec.cpu_ids)
         runas.reset_signals()
         runas.apply_umask(spec.environment)
         runas.become_user(spec.uid, spec.gid, spec.user)

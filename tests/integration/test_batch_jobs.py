@@ -195,7 +195,11 @@ def test_backfill_starts_a_short_job_without_delaying_the_one_ahead(make_cluster
     short = c.sbatch("-N", "1", "--exclusive", "-t", "1", "--wrap", "true")
     long = c.sbatch("-N", "1", "--exclusive", "-t", "10", "--wrap", "true")
     assert c.wait_done(short)["state"] == "COMPLETED"
-    c.wait_for(lambda: c.job(wide)["start_time"] > 0, 10, "no expected start for the wide job")
+
+    def planned() -> bool:  # both expected starts, from a backfill pass that planned both
+        return all(c.job(j)["start_time"] > 0 for j in (wide, long))
+
+    c.wait_for(planned, 10, "no expected starts for the waiting jobs")
     began = c.job(first)["start_time"]
     wide_job, long_job = c.job(wide), c.job(long)
     seen = {

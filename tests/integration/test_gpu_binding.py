@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
+from corral import arrayspec
 from tests.integration.cluster import Cluster
 
 SETTINGS = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:a100:2,gpu:v100:2", "KillWait=1")
@@ -92,3 +94,29 @@ def test_neuron_jobs_see_the_cores_of_their_devices(make_cluster: Callable[..., 
     job = cluster.sbatch("--gpus=v100:2", "-o", "n.out", "--wrap", script)
     assert cluster.wait_done(job)["state"] == "COMPLETED"
     assert (cluster.dir / "n.out").read_text().splitlines() == ["2,3 4-7", "2 4-5"]
+
+
+def test_jobs_run_on_the_cpus_near_their_gpus(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster(nodes=1, settings=SETTINGS, start=False)
+    # GPU 0 is near core 1, GPU 1 near core 0 (files absent here: no isolation).
+    (cluster.dir / "gres.conf").write_text(
+        f"Name=gpu Type=a100 File={cluster.dir}/gpu0 Cores=1\n"
+        f"Name=gpu Type=a100 File={cluster.dir}/gpu1 Cores=0\n"
+        f"Name=gpu Type=v100 File={cluster.dir}/gpu[2-3]\n"
+    )
+    cluster.start()
+    where = "grep Cpus_allowed_list /proc/self/status | cut -f2"
+    script = f"echo $SLURM_JOB_GPUS $({where}); srun sh -c 'echo step $({where})'; sleep 30"
+    first = cluster.sbatch("--gpus=a100:1", "-o", "first.out", "--wrap", script)
+    _wait_output(cluster, "first.out")
+    second = cluster.sbatch("--gpus=a100:1", "-o", "second.out", "--wrap", script)
+    _wait_output(cluster, "second.out")
+    cluster.wait_for(lambda: "step" in (cluster.dir / "second.out").read_text(), 10, "step")
+    cluster.run("scancel", str(first), str(second))
+    assert (cluster.dir / "first.out").read_text().splitlines()[:2] == ["0 1", "step 1"]
+    assert (cluster.dir / "second.out").read_text().splitlines()[:2] == ["1 0", "step 0"]
+    # A job whose GPUs have no known cores is not pinned.
+    third = cluster.sbatch("--gpus=v100:1", "-o", "third.out", "--wrap", f"{where}")
+    cluster.wait_done(third)
+    everywhere = arrayspec.compress(sorted(os.sched_getaffinity(0)))
+    assert (cluster.dir / "third.out").read_text().strip() == everywhere

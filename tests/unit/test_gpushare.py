@@ -126,3 +126,32 @@ def test_pool_types_show_their_gpu_type() -> None:
     assert gpushare.pool_gpu("a100#3") == ("a100", 3)
     assert gpushare.pool_gpu("a100") is None
     assert shown_type("a100#3") == "a100" and shown_type("#0") == ""
+
+
+def test_cpus_near_the_gpus_come_first() -> None:
+    from controller.gpuaffinity import near_cpus
+
+    near = {0: (0, 1, 2, 3), 1: (0, 1, 2, 3), 2: (4, 5, 6, 7)}
+    assert near_cpus(near, [2], 2, 8, pinned=set()) == (4, 5)
+    assert near_cpus(near, [2], 2, 8, pinned={4}) == (5, 6)
+    # Near CPUs run out: the rest come from the other free ones, lowest first.
+    assert near_cpus(near, [2], 6, 8, pinned={4}) == (0, 1, 2, 5, 6, 7)
+    assert near_cpus(near, [0, 2], 3, 8, pinned={0, 1, 2, 3}) == (4, 5, 6)
+    assert near_cpus(near, [3], 2, 8, pinned=set()) == ()  # GPU 3's cores are unknown
+    assert near_cpus(near, [2], 8, 8, pinned={7}) == ()  # too few free: left unpinned
+
+
+def test_gres_conf_cores_name_the_cpus_of_each_gpu(tmp_path: Path) -> None:
+    from controller.gpuaffinity import gpu_cpus
+
+    (tmp_path / "slurm.conf").write_text(
+        SLURM_CONF.replace("NodeName=n2 CPUs=8", "NodeName=n2 CPUs=8 ThreadsPerCore=2")
+    )
+    (tmp_path / "gres.conf").write_text(
+        "NodeName=n[1-2] Name=gpu File=/dev/nvidia[0-1] Cores=0-1\n"
+        "NodeName=n[1-2] Name=gpu File=/dev/nvidia2 Cores=2-3\n"
+    )
+    conf = config.load(str(tmp_path / "slurm.conf"))
+    assert gpu_cpus(conf, "n1") == {0: (0, 1), 1: (0, 1), 2: (2, 3)}
+    # Two threads a core: core c holds CPUs 2c and 2c+1.
+    assert gpu_cpus(conf, "n2")[2] == (4, 5, 6, 7)
