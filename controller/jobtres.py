@@ -99,3 +99,21 @@ def of_job(job: Job) -> JobTres:
         **{name: n * count for name, n in gres.items()},
     }
     return JobTres(total, per_node)
+
+
+def billing(job: Job, weights: Iterable[tuple[str, float]]) -> int:
+    """What ``job``'s allocation bills: CPUs without TRESBillingWeights, else the sum
+    of each TRES times its weight (``cpu``, ``mem`` in MiB, ``node``, ``gres/<name>``
+    and ``gres/<name>:<type>``), truncated as slurmctld stores it."""
+    weights = tuple(weights)
+    if not weights:
+        return sum(job.cpus)
+    counts: dict[str, int] = {
+        "cpu": sum(job.cpus),
+        "mem": sum(job.alloc_mem),
+        "node": len(job.nodes),
+    }
+    for items in job.gres_alloc:
+        for name, count in _gres_counts(items).items():
+            counts[name] = counts.get(name, 0) + count
+    return int(sum(weight * counts.get(name, 0) for name, weight in weights))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from controller import jobtres
 from controller.associations import AssocSet
 from controller.core import fairshare, priority
 from controller.core.fairshare import Account, Charge, ShareTree, Usage
@@ -68,11 +69,16 @@ class PriorityKeeper:
             return value
         return priority.job_priority(PriorityJob.from_job(job), now, self.cluster)
 
+    def billing(self, job: Job) -> int:
+        """What ``job`` bills a second: its partition's TRESBillingWeights applied."""
+        part = self.conf.partition(job.partition)
+        return jobtres.billing(job, part.billing_weights if part is not None else ())
+
     def ended(self, job: Job, end: int) -> None:
         """``job`` stopped holding its nodes at ``end``: charge it at the next calculation."""
         if job.start_time:
             self._ended.append(
-                Charge(account_of(job), job.user, sum(job.cpus), job.start_time, end)
+                Charge(account_of(job), job.user, self.billing(job), job.start_time, end)
             )
 
     # ------------------------------------------------------------ the calculation
@@ -102,7 +108,7 @@ class PriorityKeeper:
         """Advance usage to ``now`` and return the new priority of every pending job."""
         config = self.conf.priority
         charges = [
-            Charge(account_of(j), j.user, sum(j.cpus), j.start_time) for j in running
+            Charge(account_of(j), j.user, self.billing(j), j.start_time) for j in running
         ] + self._ended
         self._ended = []
         self.usage = fairshare.advance(

@@ -28,13 +28,16 @@ def _mem_text(mib: int) -> str:
     return f"{mib}M"
 
 
-def tres(cpus: int, mem: int, nodes: int, gres: Iterable[Gres] = ()) -> str:
-    """A TRES list as Slurm writes it: cpu, mem, node, billing, then each GRES
-    allocated (``gres/gpu`` in all and ``gres/gpu:a100`` per type), summed over nodes."""
+def tres(
+    cpus: int, mem: int, nodes: int, gres: Iterable[Gres] = (), billing: int | None = None
+) -> str:
+    """A TRES list as Slurm writes it: cpu, mem, node, billing (the CPUs unless
+    ``billing`` says otherwise), then each GRES allocated (``gres/gpu`` in all and
+    ``gres/gpu:a100`` per type), summed over nodes."""
     parts = [f"cpu={cpus}"]
     if mem:
         parts.append(f"mem={_mem_text(mem)}")
-    parts += [f"node={nodes}", f"billing={cpus}"]
+    parts += [f"node={nodes}", f"billing={cpus if billing is None else billing}"]
     totals: dict[str, int] = {}
     for node in gres:
         for name, pool, count in node:
@@ -118,7 +121,9 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         submit_line=job.submit_line,
         alloc_node=job.submit_host,
         req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
-        alloc_tres=tres(num_cpus, mem, num_nodes, job.gres_alloc) if job.nodes else "",
+        alloc_tres=tres(num_cpus, mem, num_nodes, job.gres_alloc, store.priorities.billing(job))
+        if job.nodes
+        else "",
         cluster=conf.cluster_name,
         cpus_per_node=list(job.cpus),
         signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",

@@ -110,6 +110,8 @@ class PartitionConfig:
     max_cpus_per_node: int | None
     hidden: bool
     root_only: bool
+    # TRESBillingWeights as (TRES, weight per unit: MiB for mem); (): billing = CPUs.
+    billing_weights: tuple[tuple[str, float], ...] = ()
 
 
 #: Slurm's PriorityFlags words, in the order ``scontrol show config`` lists them.
@@ -754,6 +756,7 @@ def _partition(
     max_node, max_cpu = _memory_pair(pairs, cluster, "MaxMemPerNode", "MaxMemPerCPU", warnings)
     default_time = pairs.get("DefaultTime")
     accounts = names("AllowAccounts")
+    weights = pairs.get("TRESBillingWeights")
     return PartitionConfig(
         name=name,
         nodes=_partition_nodes(nodes_expr, nodes_where, order, sets, name),
@@ -776,6 +779,7 @@ def _partition(
         max_cpus_per_node=limit("MaxCPUsPerNode"),
         hidden=flag("Hidden"),
         root_only=flag("RootOnly"),
+        billing_weights=_tres_weights(*weights, key="TRESBillingWeights") if weights else (),
     )
 
 
@@ -838,7 +842,9 @@ def _seconds(key: str, value: str, where: Where, *, minimum: int = 0) -> int:
     return seconds
 
 
-def _tres_weights(value: str, where: Where) -> tuple[tuple[str, float], ...]:
+def _tres_weights(
+    value: str, where: Where, *, key: str = "PriorityWeightTRES"
+) -> tuple[tuple[str, float], ...]:
     """``CPU=1000,Mem=2000,GRES/gpu=3000`` as ((name, weight), ...), Slurm's names.
 
     A weight may carry a unit (``Mem=1G``: the weight of a GiB), which divides
@@ -853,11 +859,11 @@ def _tres_weights(value: str, where: Where) -> tuple[tuple[str, float], ...]:
         canonical = f"{kind}/{sub}" if slash else kind
         known = canonical in _TRES_TYPES or (slash and sub and kind in _NAMED_TRES)
         if not eq or not amount:
-            raise ConfigError(*where, f"bad PriorityWeightTRES value '{value}': '{item}'")
+            raise ConfigError(*where, f"bad {key} value '{value}': '{item}'")
         if not known:
             raise ConfigError(
                 *where,
-                f"bad PriorityWeightTRES value '{value}': '{name}' is not a configured TRES type",
+                f"bad {key} value '{value}': '{name}' is not a configured TRES type",
             )
         number, unit = amount, ""
         if amount[-1:].upper() in _UNIT_INDEX:
@@ -867,7 +873,7 @@ def _tres_weights(value: str, where: Where) -> tuple[tuple[str, float], ...]:
         except ValueError:
             weight = -1.0
         if not weight >= 0 or weight == float("inf"):
-            raise ConfigError(*where, f"bad PriorityWeightTRES value '{value}': '{item}'")
+            raise ConfigError(*where, f"bad {key} value '{value}': '{item}'")
         if unit:
             base = 2 if kind in ("mem", "bb") else 0
             weight /= 1024 ** max(0, _UNIT_INDEX[unit] - base)

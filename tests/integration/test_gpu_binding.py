@@ -120,3 +120,17 @@ def test_jobs_run_on_the_cpus_near_their_gpus(make_cluster: Callable[..., Cluste
     cluster.wait_done(third)
     everywhere = arrayspec.compress(sorted(os.sched_getaffinity(0)))
     assert (cluster.dir / "third.out").read_text().strip() == everywhere
+
+
+def test_gpus_count_in_billing_where_the_partition_weighs_them(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    weighed = "PartitionName=gpuw Nodes=ALL TRESBillingWeights=CPU=1.0,GRES/gpu=4.0"
+    cluster = make_cluster(nodes=1, settings=(*SETTINGS, weighed))
+    job = cluster.sbatch("-p", "gpuw", "--gpus=2", "--wrap", "sleep 30")
+    cluster.wait_state(job, {"RUNNING"})
+    alloc = cluster.run("squeue", "-h", "-j", str(job), "-O", "tres-alloc:100").stdout
+    items = dict(item.split("=") for item in alloc.strip().split(","))
+    assert items["gres/gpu"] == "2"
+    assert int(items["billing"]) == int(items["cpu"]) + 8
+    cluster.run("scancel", str(job))
