@@ -1,14 +1,16 @@
 """The agent's stream to the controller (AgentLink.Attach), kept up forever.
 
 Each stream starts the same way: AgentHello (served nodes, version, start
-time, jobs alive here), then every JobDone not yet acknowledged and the
-StepDones made while no stream was up. The controller answers Welcome
+time, jobs alive here), then the StepDones made while no stream was up and
+every JobDone not yet acknowledged, in that order: a job's steps are recorded
+before the job ends (its end cancels the steps still unrecorded). The controller answers Welcome
 (heartbeat interval, KillWait) and from then on sends launch / signal /
 update / ack_done requests, which go to the job table, and launch_step,
 which goes to its step table. JobRunning and JobDone reports produced while
 the stream is up are queued on it; while it is down they are dropped,
 because the next hello and JobDone backlog say the same thing (StepDones,
-which nothing acknowledges, wait for the next stream instead). When the stream breaks the agent
+which nothing acknowledges, wait for the next stream instead, and those a
+stream may not have delivered are taken back for the next). When the stream breaks the agent
 reconnects after 0.1 s, doubling up to 2 s while attempts keep failing;
 jobs keep running meanwhile.
 """
@@ -73,7 +75,7 @@ class Link:
                 delay = min(delay * 2, BACKOFF_MAX)
 
     def _opening(self) -> list[pb.AgentMessage]:
-        """Hello plus the JobDone backlog, taken at one instant."""
+        """Hello plus the StepDone and JobDone backlogs, taken at one instant."""
         hello = pb.AgentHello(
             nodes=self.nodes,
             version=__version__,
@@ -82,7 +84,7 @@ class Link:
         )
         backlog = [pb.AgentMessage(done=done) for done in self.table.unacked()]
         steps = [pb.AgentMessage(step_done=done) for done in self.table.steps.backlog()]
-        return [pb.AgentMessage(hello=hello), *backlog, *steps]
+        return [pb.AgentMessage(hello=hello), *steps, *backlog]
 
     async def _session(self, attach: Any, *, quiet: bool) -> bool:
         """Run one stream to its end; True if the controller welcomed us."""
@@ -119,6 +121,7 @@ class Link:
             if heartbeat is not None:
                 heartbeat.cancel()
             call.cancel()
+            self.table.steps.restore(_undelivered(opening if not welcomed else [], queue))
         return welcomed
 
     def _welcome(
@@ -155,6 +158,18 @@ class Link:
         except Exception:
             # One bad request (a full disk, say) must not drop the stream for all jobs.
             log.exception("job_id=%d handling controller message %s failed", job_id, kind)
+
+
+def _undelivered(
+    opening: list[pb.AgentMessage], queue: asyncio.Queue[pb.AgentMessage]
+) -> list[pb.StepDone]:
+    """The StepDones of a stream that ended which may not have reached the controller:
+    its opening's when it was never welcomed, and those still queued. (JobDones need
+    no such care: they go out again until acknowledged.)"""
+    left = list(opening)
+    while not queue.empty():
+        left.append(queue.get_nowait())
+    return [m.step_done for m in left if m.WhichOneof("body") == "step_done"]
 
 
 async def _beat(queue: asyncio.Queue[pb.AgentMessage], interval: int) -> None:

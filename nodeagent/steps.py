@@ -188,6 +188,12 @@ class StepTable:
         backlog, self._backlog = self._backlog, []
         return backlog
 
+    def restore(self, dones: list[pb.StepDone]) -> None:
+        """Take back StepDones a stream may not have delivered (it broke, or was never
+        welcomed): they go out again first on the next. The controller ignores a
+        node's report for a step it has already recorded."""
+        self._backlog[:0] = dones
+
     def _report(self, done: pb.StepDone) -> None:
         if self._send is None:
             self._backlog.append(done)

@@ -247,7 +247,8 @@ def test_prolog_flags_contain_gives_each_job_an_extern_step(tmp_path: Path) -> N
 
 def test_a_step_outlives_a_controller_crash_and_is_recorded(four: Cluster) -> None:
     """kill -9 the controller while srun's tasks run: their output still reaches srun
-    (it comes straight from the nodes), and the restarted controller records the end."""
+    (it comes straight from the nodes), and the restarted controller records the end:
+    the step's before the job's, though both ended while it was down."""
     script = "srun -n2 -l sh -c 'sleep 3; echo done $SLURM_PROCID'\n"
     path = four.dir / "crash.sh"
     path.write_text("#!/bin/bash\n" + script)
@@ -255,7 +256,8 @@ def test_a_step_outlives_a_controller_crash_and_is_recorded(four: Cluster) -> No
     job_id = four.sbatch("-n2", "-o", str(out), str(path))
     four.wait_for(lambda: bool(four.job(job_id)["steps"]), 30, "no step")
     four.kill("controller", signal.SIGKILL)
-    time.sleep(1)
+    four.wait_for(lambda: out.exists() and len(out.read_text().splitlines()) == 2, 30, "output")
+    time.sleep(1)  # the batch script ends too
     four.start_controller()
     job = four.wait_done(job_id, 60)
     assert job["state"] == "COMPLETED"
