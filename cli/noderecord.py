@@ -26,9 +26,15 @@ SLURMD_PORT = 6818
 
 
 def _gres_tres(gres: str) -> str:
-    """``,gres/gpu=4`` for each ``name[:type]:count`` item of a node's Gres."""
+    """``,gres/gpu=4`` for each ``name[:type]:count`` item of a node's Gres (its
+    sockets, ``(S:0-1)``, left out)."""
     out = []
-    for item in filter(None, gres.split(",")):
+    bare, depth = [], 0
+    for char in gres:  # no ``re``: a client's start-up imports stay light
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and char != ")":
+            bare.append(char)
+    for item in filter(None, "".join(bare).split(",")):
         parts = item.split(":")
         name = parts[0]
         count = parts[-1] if len(parts) > 1 and parts[-1].isdigit() else "1"

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from corral import arrayspec
+from corral import gres as gres_syntax
 from corral.config import ConfigError, SlurmConfig
 from corral.gpunumbers import device_number
 
-__all__ = ["gpu_cpus", "near_cpus"]
+__all__ = ["gpu_cpus", "gres_with_sockets", "near_cpus"]
 
 
 def gpu_cpus(conf: SlurmConfig, node: str) -> dict[int, tuple[int, ...]]:
@@ -57,3 +59,46 @@ def near_cpus(
     rest = [c for c in range(cpus) if c not in pinned and c not in set(close)]
     chosen = (close + rest)[:count]
     return tuple(sorted(chosen)) if len(chosen) == count else ()
+
+
+def _probed_sockets(found: str) -> dict[str, str]:
+    """``gpu:h100:8(S:0-1)`` (what an agent probed) as {"h100": "(S:0-1)"}."""
+    out = {}
+    for item in found.split(","):
+        head, mark, tail = item.partition("(S:")
+        if mark and head.startswith("gpu"):
+            fields = head.split(":")
+            out[fields[1] if len(fields) == 3 else ""] = f"(S:{tail}"
+    return out
+
+
+def gres_with_sockets(conf: SlurmConfig, node: str, found: str = "") -> str:
+    """Node ``node``'s ``Gres=`` as ``scontrol show node`` prints it: each GPU item
+    with the sockets its GPUs are near (``gpu:h100:8(S:0-1)``), from gres.conf's
+    ``Cores=`` or else from what the node's agent probed (``found``)."""
+    text = conf.node(node).gres
+    if not text:
+        return text
+    cores_per_socket = max(conf.node(node).cores_per_socket, 1)
+    by_type: dict[str, set[int]] = {}
+    if conf.gres_conf is not None:
+        try:
+            devices = conf.gres_conf.devices_for(node)
+        except ConfigError:
+            devices = ()
+        for d in devices:
+            if d.name == "gpu" and d.cores:
+                for kind in {d.type, ""}:
+                    by_type.setdefault(kind, set()).update(c // cores_per_socket for c in d.cores)
+    probed = _probed_sockets(found)
+    out = []
+    for raw in text.split(","):
+        try:
+            ((name, kind, _),) = gres_syntax.parse_node(raw)
+        except ValueError:
+            out.append(raw)
+            continue
+        sockets = by_type.get(kind)
+        where = f"(S:{arrayspec.compress(sorted(sockets))})" if sockets else probed.get(kind, "")
+        out.append(raw + where if name == "gpu" and "(" not in raw else raw)
+    return ",".join(out)

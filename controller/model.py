@@ -198,4 +198,5 @@ class NodeRuntime:
     probed_memory: int = 0
     ever_registered: bool = False
     mps: bool = False  # its agent can run MPS servers: GPU shares there are fenced
+    gres_found: str = ""  # the GPUs its agent probed, in Gres= form ("" when not probed)
     jobs: frozenset[int] = field(default_factory=frozenset)

@@ -1082,6 +1082,7 @@ class JobStore:
             boot_time=reg.boot_time,
             agent_start_time=reg.agent_start_time,
             mps=reg.mps,
+            gres_found=reg.gres_found or "",
             reason_user="slurm" if shortfall else node.reason_user,
             reason_time=now if shortfall else node.reason_time,
         )

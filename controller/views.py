@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from controller import gpushare
+from controller import gpuaffinity, gpushare
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
 from controller.jobstate import COMPLETING
@@ -261,7 +261,7 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         alloc_memory=used_mem,
         free_memory=max(conf.real_memory - used_mem, 0),
         features=",".join(conf.features),
-        gres=conf.gres,
+        gres=gpuaffinity.gres_with_sockets(store.conf, name, runtime.gres_found),
         gres_used=gres_used(conf.gres, jobs, name, store.gpu_numbering(name)),
         weight=conf.weight,
         partitions=[p.name for p in store.conf.partitions if name in p.nodes],

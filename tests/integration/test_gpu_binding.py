@@ -105,6 +105,11 @@ def test_jobs_run_on_the_cpus_near_their_gpus(make_cluster: Callable[..., Cluste
         f"Name=gpu Type=v100 File={cluster.dir}/gpu[2-3]\n"
     )
     cluster.start()
+    node = cluster.run("scontrol", "show", "node", "node1").stdout
+    per_socket = int(node.split("CoresPerSocket=")[1].split()[0])  # the host's topology
+    sockets = arrayspec.compress(sorted({0 // per_socket, 1 // per_socket}))
+    assert f"   Gres=gpu:a100:2(S:{sockets}),gpu:v100:2\n" in node  # the a100s' cores 0, 1
+    assert ",gres/gpu=2,gres/gpu=2\n" in node  # CfgTRES reads past the sockets
     where = "grep Cpus_allowed_list /proc/self/status | cut -f2"
     script = f"echo $SLURM_JOB_GPUS $({where}); srun sh -c 'echo step $({where})'; sleep 30"
     first = cluster.sbatch("--gpus=a100:1", "-o", "first.out", "--wrap", script)

@@ -155,3 +155,25 @@ def test_gres_conf_cores_name_the_cpus_of_each_gpu(tmp_path: Path) -> None:
     assert gpu_cpus(conf, "n1") == {0: (0, 1), 1: (0, 1), 2: (2, 3)}
     # Two threads a core: core c holds CPUs 2c and 2c+1.
     assert gpu_cpus(conf, "n2")[2] == (4, 5, 6, 7)
+
+
+def test_scontrol_shows_the_sockets_near_each_gpu_type(tmp_path: Path) -> None:
+    from controller.gpuaffinity import gres_with_sockets
+
+    (tmp_path / "slurm.conf").write_text(
+        "ClusterName=c\nSlurmctldHost=h\nGresTypes=gpu,mps\n"
+        "NodeName=DEFAULT Sockets=2 CoresPerSocket=4 ThreadsPerCore=1\n"
+        "NodeName=n1 Gres=gpu:a100:2,gpu:v100:2,mps:200\n"
+        "NodeName=n2 Gres=gpu:h100:8\n"
+        "PartitionName=p Nodes=ALL\n"
+    )
+    (tmp_path / "gres.conf").write_text(
+        "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-3\n"
+        "NodeName=n1 Name=gpu Type=v100 File=/dev/nvidia2 Cores=4-5\n"
+        "NodeName=n1 Name=gpu Type=v100 File=/dev/nvidia3 Cores=0\n"
+    )
+    conf = config.load(str(tmp_path / "slurm.conf"))
+    assert gres_with_sockets(conf, "n1") == "gpu:a100:2(S:0),gpu:v100:2(S:0-1),mps:200"
+    # Without Cores=, what the node's agent probed; else nothing.
+    assert gres_with_sockets(conf, "n2", "gpu:h100:8(S:0-1)") == "gpu:h100:8(S:0-1)"
+    assert gres_with_sockets(conf, "n2") == "gpu:h100:8"
