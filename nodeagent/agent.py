@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from corral import auth
@@ -28,7 +28,7 @@ from corral.wire import corral_pb2 as pb
 from nodeagent import devcgroup
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
-from nodeagent.gpus.migbinding import mig_uuids
+from nodeagent.gpus.migbinding import mig_uuids, probed_files
 from nodeagent.gpus.model import GpuDevice, format_gres
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.jobs import JobTable
@@ -124,13 +124,22 @@ def neuron_nodes(conf: SlurmConfig, nodes: Sequence[NodeConfig]) -> list[str]:
 
 
 def device_guard(
-    conf: SlurmConfig, nodes: Sequence[NodeConfig], top: str | None = None
+    conf: SlurmConfig,
+    nodes: Sequence[NodeConfig],
+    top: str | None = None,
+    probed: Mapping[str, list[tuple[int, tuple[str, ...]]]] | None = None,
 ) -> devcgroup.DeviceGuard | None:
-    """GPU isolation for the served nodes whose gres.conf lists GPU device files, as
-    Slurm's ConstrainDevices=yes: None (logged once) when no node has any, or when this
-    host cannot confine devices (``top``: where the cgroups go, by default
+    """GPU isolation for the served nodes whose GPUs' device files are known, as
+    Slurm's ConstrainDevices=yes: from gres.conf's ``File=`` lines, else from the
+    probe (``probed``, per node); None (logged once) when no node has any, or when
+    this host cannot confine devices (``top``: where the cgroups go, by default
     ``<cgroup2 mount>/corral``)."""
-    gpus = {node.name: files for node in nodes if (files := gpu_files(conf, node.name))}
+    probed = probed or {}
+    gpus = {
+        node.name: files
+        for node in nodes
+        if (files := gpu_files(conf, node.name) or probed.get(node.name, []))
+    }
     if not gpus:
         return None
     if top is None:
@@ -227,6 +236,10 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         key = auth.load_key(auth.key_path(conf.path))
     except auth.AuthError as exc:
         raise AgentError(str(exc)) from None
+    devices = None
+    if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices
+        devices = await asyncio.to_thread(probed_gpus, conf, nodes[0])
+    numbering = gpu_numbering(conf, nodes[0].name) if devices else []
     spool = Spool(conf.slurmd_spool_dir, facts.hostname)
     table = JobTable(
         spool=spool,
@@ -235,7 +248,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         slurm_conf=os.path.abspath(conf.path),
         kill_wait=conf.kill_wait,
         python=sys.executable,
-        devices=device_guard(conf, nodes),
+        devices=device_guard(
+            conf,
+            nodes,
+            probed={nodes[0].name: probed_files(devices, numbering)} if devices else None,
+        ),
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,
         neuron=NeuronBinding(neuron_nodes(conf, nodes)),
     )
@@ -250,12 +267,10 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         target,
     )
     gpus = None
-    if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices
-        devices = await asyncio.to_thread(probed_gpus, conf, nodes[0])
+    if devices is not None:
         gpus = found_gpus(conf, nodes[0], facts.places, devices)
-        if devices is not None:
-            log.info("GPUs found: %s", gpus or "none")
-            table.mig[nodes[0].name] = mig_uuids(devices, gpu_numbering(conf, nodes[0].name))
+        log.info("GPUs found: %s", gpus or "none")
+        table.mig[nodes[0].name] = mig_uuids(devices, numbering)
     link = Link(
         target, registrations(nodes, facts, gpus, mps=table.mps is not None), table, start_time
     )

@@ -1,4 +1,5 @@
-"""MIG instances bound by UUID: what CUDA_VISIBLE_DEVICES must name for them.
+"""Probed GPUs matched to the controller's numbering: MIG instances bound by UUID,
+and the device files isolation guards when gres.conf names none.
 
 The controller allocates MIG instances as typed GPUs (``gpu:1g.10gb``) by the
 node's GPU numbering (``corral.gpunumbers``) and sends their indices. CUDA
@@ -15,33 +16,50 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from nodeagent.gpus.model import GpuDevice, normalize_type
 
-__all__ = ["bind_mig", "mig_uuids"]
+__all__ = ["bind_mig", "mig_uuids", "probed_files"]
 
 
-def mig_uuids(devices: Iterable[GpuDevice], numbering: Sequence[tuple[str, int]]) -> dict[int, str]:
-    """Each MIG instance's GPU index in ``numbering`` -> its UUID (whole GPUs absent)."""
+def _matched(
+    devices: Iterable[GpuDevice], numbering: Sequence[tuple[str, int]]
+) -> dict[int, tuple[tuple[str, ...], str]]:
+    """Each GPU index of ``numbering`` -> its probed record: (device files, MIG UUID or
+    "" for a whole GPU)."""
     configured = [kind for kind, _ in numbering if kind]
-    records: dict[str, list[str]] = {}  # type -> per record, its MIG UUID or ""
+    records: dict[str, list[tuple[tuple[str, ...], str]]] = {}
 
-    def add(detected: str, uuid: str) -> None:
+    def add(detected: str, files: tuple[str, ...], uuid: str) -> None:
         kind = normalize_type(detected, configured) if configured else ""
-        records.setdefault(kind, []).append(uuid)
+        records.setdefault(kind, []).append((files, uuid))
 
     for device in devices:
         if device.mig_enabled and device.mig:
             for mig in device.mig:
-                add(mig.type, mig.uuid)
+                add(mig.type, mig.files or (device.device_file,), mig.uuid)
         else:
-            add(device.type, "")
-    out: dict[int, str] = {}
+            add(device.type, (device.device_file,), "")
+    out = {}
     seen: dict[str, int] = {}
     for kind, index in numbering:
         rank = seen.get(kind, 0)
         seen[kind] = rank + 1
-        uuids = records.get(kind, [])
-        if rank < len(uuids) and uuids[rank]:
-            out[index] = uuids[rank]
+        found = records.get(kind, [])
+        if rank < len(found):
+            out[index] = found[rank]
     return out
+
+
+def mig_uuids(devices: Iterable[GpuDevice], numbering: Sequence[tuple[str, int]]) -> dict[int, str]:
+    """Each MIG instance's GPU index in ``numbering`` -> its UUID (whole GPUs absent)."""
+    return {i: uuid for i, (_, uuid) in _matched(devices, numbering).items() if uuid}
+
+
+def probed_files(
+    devices: Iterable[GpuDevice], numbering: Sequence[tuple[str, int]]
+) -> list[tuple[int, tuple[str, ...]]]:
+    """The device files of each GPU index, as the probe found them (a MIG instance's:
+    its GPU's and its capability files): what isolation guards when gres.conf has
+    no ``File=`` lines."""
+    return [(i, files) for i, (files, _) in sorted(_matched(devices, numbering).items())]
 
 
 def bind_mig(env: dict[str, str], uuids: Mapping[int, str]) -> None:

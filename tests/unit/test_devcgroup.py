@@ -230,6 +230,11 @@ def test_the_agent_confines_only_nodes_with_gpu_files(
         assert guard is not None and guard.top == TOP
         assert [index for index, _ in guard.gpus["n1"]] == [0, 1, 2, 3]
         assert "n2" not in guard.gpus
+        # GPUs that only the probe found (AutoDetect, no File=) are guarded too.
+        probed = {"n2": [(0, ("/dev/nvidia0",)), (1, ("/dev/nvidia1",))]}
+        guard = device_guard(conf, [n1, n2], probed=probed)
+        assert guard is not None and guard.gpus["n2"] == tuple(probed["n2"])
+        assert [index for index, _ in guard.gpus["n1"]] == [0, 1, 2, 3]  # File= first
 
 
 def test_launch_descriptions_carry_the_isolation() -> None:

@@ -857,3 +857,17 @@ def test_mig_instances_are_bound_by_uuid() -> None:
     assert whole == {"CUDA_VISIBLE_DEVICES": "0,1"}
     # An untyped Gres= (gpu:15) numbers the same records in probe order.
     assert mig_uuids(expected_h100s(), [("", i) for i in range(15)])[6] == mig_uuid(6, 0)
+
+
+def test_probed_gpus_give_isolation_their_device_files() -> None:
+    from nodeagent.gpus.migbinding import probed_files
+
+    numbering = [("h100", i) for i in range(6)]
+    numbering += [("1g.10gb", 6 + i) for i in range(7)] + [("3g.40gb", 13), ("3g.40gb", 14)]
+    files = dict(probed_files(expected_h100s(), numbering))
+    assert files[0] == (expected_h100s()[0].device_file,)
+    # A MIG instance: its GPU's file, then its GI and CI capability files.
+    h100s = expected_h100s()
+    assert files[6] == h100s[6].mig[0].files and files[6][0] == h100s[6].device_file
+    assert files[14] == h100s[7].mig[1].files
+    assert sorted(files) == list(range(15))
