@@ -131,6 +131,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     agent_start_time=hello.agent_start_time,
                     gres_found=reg.gres_found if reg.gres_probed else None,
                     mps=reg.mps,
+                    gpu_cpus=tuple((g.index, tuple(g.cpus)) for g in reg.gpu_cpus),
                 ),
                 time.monotonic(),
                 now,

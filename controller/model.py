@@ -199,4 +199,5 @@ class NodeRuntime:
     ever_registered: bool = False
     mps: bool = False  # its agent can run MPS servers: GPU shares there are fenced
     gres_found: str = ""  # the GPUs its agent probed, in Gres= form ("" when not probed)
+    gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
     jobs: frozenset[int] = field(default_factory=frozenset)

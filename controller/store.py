@@ -62,6 +62,7 @@ class Registration:
     agent_start_time: int = 0
     gres_found: str | None = None  # the GPUs the agent probed (None: not probed)
     mps: bool = False  # it can run MPS servers, so GPU shares can be fenced
+    gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
 
 
 def _shortfall(cpus: int, memory: int, gres: str, reg: Registration) -> str:
@@ -1015,12 +1016,13 @@ class JobStore:
         self, nodes: tuple[str, ...], cpus: tuple[int, ...], gpus: tuple[tuple[int, ...], ...]
     ) -> tuple[tuple[int, ...], ...]:
         """The CPUs to pin a starting job to on each node, near its GPUs where gres.conf
-        says which cores they are close to (``gpuaffinity``); () when on none."""
+        says which cores they are close to, else where the node's probe found them
+        (``gpuaffinity``); () when on none."""
         if not gpus:
             return ()
         out = []
         for name, count, ids in zip(nodes, cpus, gpus, strict=True):
-            near = self.capacity.gpu_cpus(name) if ids else {}
+            near = (self.capacity.gpu_cpus(name) or dict(self.nodes[name].gpu_cpus)) if ids else {}
             pinned = self._cpus_pinned.get(name, set())
             total = self.conf.node(name).cpus
             out.append(gpuaffinity.near_cpus(near, ids, count, total, pinned) if near else ())
@@ -1083,6 +1085,7 @@ class JobStore:
             agent_start_time=reg.agent_start_time,
             mps=reg.mps,
             gres_found=reg.gres_found or "",
+            gpu_cpus=reg.gpu_cpus,
             reason_user="slurm" if shortfall else node.reason_user,
             reason_time=now if shortfall else node.reason_time,
         )

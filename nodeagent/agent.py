@@ -28,7 +28,7 @@ from corral.wire import corral_pb2 as pb
 from nodeagent import devcgroup
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
-from nodeagent.gpus.migbinding import mig_uuids, probed_files
+from nodeagent.gpus.migbinding import mig_uuids, probed_cpus, probed_files
 from nodeagent.gpus.model import GpuDevice, format_gres
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.jobs import JobTable
@@ -164,10 +164,17 @@ def _gres_items(text: str) -> list[tuple[str, str, int]]:
 
 
 def registrations(
-    nodes: Sequence[NodeConfig], facts: HostFacts, gpus: str | None = None, *, mps: bool = False
+    nodes: Sequence[NodeConfig],
+    facts: HostFacts,
+    gpus: str | None = None,
+    *,
+    mps: bool = False,
+    gpu_cpus: Sequence[tuple[int, tuple[int, ...]]] = (),
 ) -> list[pb.NodeRegistration]:
-    """What the hello says about each served node (``gpus``: the probe's, for a real node;
-    ``mps``: whether this host runs MPS servers for GPU shares)."""
+    """What the hello says about each served node (``gpus``: the probe's, for a real node,
+    and ``gpu_cpus`` the CPUs near each of its GPUs; ``mps``: whether this host runs MPS
+    servers for GPU shares)."""
+    near = [pb.GpuCpus(index=index, cpus=cpus) for index, cpus in gpu_cpus]
     if is_emulated(nodes, facts.hostname):
         shapes = [
             (
@@ -213,6 +220,7 @@ def registrations(
             gres_found=gpus or "",
             gres_probed=gpus is not None,
             mps=mps,
+            gpu_cpus=near,
         )
         for name, cpus, boards, sockets, cores, threads, memory, tmp_disk in shapes
     ]
@@ -272,7 +280,16 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         log.info("GPUs found: %s", gpus or "none")
         table.mig[nodes[0].name] = mig_uuids(devices, numbering)
     link = Link(
-        target, registrations(nodes, facts, gpus, mps=table.mps is not None), table, start_time
+        target,
+        registrations(
+            nodes,
+            facts,
+            gpus,
+            mps=table.mps is not None,
+            gpu_cpus=probed_cpus(devices, numbering) if devices else (),
+        ),
+        table,
+        start_time,
     )
     proxy = ClientProxy(agent_socket_path(conf.slurmd_spool_dir), target, key)
     await proxy.start()

@@ -16,27 +16,27 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from nodeagent.gpus.model import GpuDevice, normalize_type
 
-__all__ = ["bind_mig", "mig_uuids", "probed_files"]
+__all__ = ["bind_mig", "mig_uuids", "probed_cpus", "probed_files"]
 
 
 def _matched(
     devices: Iterable[GpuDevice], numbering: Sequence[tuple[str, int]]
-) -> dict[int, tuple[tuple[str, ...], str]]:
+) -> dict[int, tuple[tuple[str, ...], str, tuple[int, ...]]]:
     """Each GPU index of ``numbering`` -> its probed record: (device files, MIG UUID or
-    "" for a whole GPU)."""
+    "" for a whole GPU, the CPUs near it)."""
     configured = [kind for kind, _ in numbering if kind]
-    records: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    records: dict[str, list[tuple[tuple[str, ...], str, tuple[int, ...]]]] = {}
 
-    def add(detected: str, files: tuple[str, ...], uuid: str) -> None:
+    def add(detected: str, files: tuple[str, ...], uuid: str, cpus: tuple[int, ...]) -> None:
         kind = normalize_type(detected, configured) if configured else ""
-        records.setdefault(kind, []).append((files, uuid))
+        records.setdefault(kind, []).append((files, uuid, cpus))
 
     for device in devices:
         if device.mig_enabled and device.mig:
             for mig in device.mig:
-                add(mig.type, mig.files or (device.device_file,), mig.uuid)
+                add(mig.type, mig.files or (device.device_file,), mig.uuid, device.cpus)
         else:
-            add(device.type, (device.device_file,), "")
+            add(device.type, (device.device_file,), "", device.cpus)
     out = {}
     seen: dict[str, int] = {}
     for kind, index in numbering:
@@ -50,7 +50,7 @@ def _matched(
 
 def mig_uuids(devices: Iterable[GpuDevice], numbering: Sequence[tuple[str, int]]) -> dict[int, str]:
     """Each MIG instance's GPU index in ``numbering`` -> its UUID (whole GPUs absent)."""
-    return {i: uuid for i, (_, uuid) in _matched(devices, numbering).items() if uuid}
+    return {i: uuid for i, (_, uuid, _) in _matched(devices, numbering).items() if uuid}
 
 
 def probed_files(
@@ -59,7 +59,16 @@ def probed_files(
     """The device files of each GPU index, as the probe found them (a MIG instance's:
     its GPU's and its capability files): what isolation guards when gres.conf has
     no ``File=`` lines."""
-    return [(i, files) for i, (files, _) in sorted(_matched(devices, numbering).items())]
+    return [(i, files) for i, (files, _, _) in sorted(_matched(devices, numbering).items())]
+
+
+def probed_cpus(
+    devices: Iterable[GpuDevice], numbering: Sequence[tuple[str, int]]
+) -> list[tuple[int, tuple[int, ...]]]:
+    """The CPUs near each GPU index, as the probe found them (its NUMA node's): what
+    the controller pins a job to when gres.conf gives no ``Cores=``."""
+    matched = sorted(_matched(devices, numbering).items())
+    return [(i, cpus) for i, (_, _, cpus) in matched if cpus]
 
 
 def bind_mig(env: dict[str, str], uuids: Mapping[int, str]) -> None:

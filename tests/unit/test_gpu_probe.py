@@ -871,3 +871,7 @@ def test_probed_gpus_give_isolation_their_device_files() -> None:
     assert files[6] == h100s[6].mig[0].files and files[6][0] == h100s[6].device_file
     assert files[14] == h100s[7].mig[1].files
     assert sorted(files) == list(range(15))
+    from nodeagent.gpus.migbinding import probed_cpus
+
+    near = dict(probed_cpus(h100s, numbering))
+    assert near[0] == h100s[0].cpus and near[14] == h100s[7].cpus  # a MIG instance: its GPU's

@@ -108,3 +108,17 @@ def test_cpus_shared_up_to_the_partition_count(store: JobStore) -> None:
     store.post(ids[2], jobstate.Finish(140, 0, "exited"))
     view = store.snapshot().nodes["c1"]
     assert (view.free_cpus, view.shared, view.idle, store.allocated_cpus("c1")) == (2, (), True, 0)
+
+
+def test_gpu_jobs_are_pinned_near_the_gpus_the_probe_placed(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    # g1's agent probed its GPUs: the a100 (index 0) near CPUs 2-3, the v100 near 0-1.
+    near = ((0, (2, 3)), (1, (0, 1)))
+    store.node_registered(Registration("g1", 4, 1000, gpu_cpus=near), monotonic=2.0, now=20)
+    a100 = store.submit({**SPEC, "gres": "gpu:a100:1"}, ROOT, now=100).job.job_id
+    v100 = store.submit({**SPEC, "gres": "gpu:v100:1", "cpus_per_task": 2}, ROOT, now=100)
+    store.commit(schedule(store.snapshot(), 110))
+    assert store.jobs[a100].cpu_ids == ((2,),)
+    assert store.jobs[v100.job.job_id].cpu_ids == ((0, 1),)
+    # Pinned CPUs survive a restart, so the next pinned job avoids them.
+    assert _reloaded(store, tmp_path).jobs[a100].cpu_ids == ((2,),)
