@@ -536,7 +536,8 @@ def start_cluster(report: Report, cluster: Cluster, gres: str, host: str) -> Non
         node.get("NodeHostName") == host,
         f"NodeHostName={node.get('NodeHostName')} (this host: {host}), not emulated",
     )
-    report.check("node Gres", node.get("Gres") == gres, f"Gres={node.get('Gres')}")
+    shown = node.get("Gres", "")  # with the sockets near the GPUs, (S:0-1), as Slurm's
+    report.check("node Gres", _SOCKETS.sub("", shown) == gres, f"Gres={shown}")
     if state != "IDLE":
         raise Abort(f"node1 is {state}: no job would run")
 
