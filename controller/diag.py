@@ -39,10 +39,32 @@ MESSAGE_TYPES = {
 }
 
 
+#: Histogram bounds (seconds) of pass and RPC durations, and of jobs started a pass.
+SECONDS = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
+STARTS = (0.0, 1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0)
+
+
+@dataclass
+class Buckets:
+    """A histogram kept as plain counts (what the metrics endpoint renders)."""
+
+    bounds: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)  # per bound, then +Inf
+    total: float = 0.0
+
+    def observe(self, value: float) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds) + 1)
+        index = next((i for i, b in enumerate(self.bounds) if value <= b), len(self.bounds))
+        self.counts[index] += 1
+        self.total += value
+
+
 @dataclass
 class RpcStats:
     by_method: dict[str, list[int]] = field(default_factory=dict)  # -> [count, total us]
     by_uid: dict[int, list[int]] = field(default_factory=dict)
+    latency: dict[str, Buckets] = field(default_factory=dict)  # per method, seconds
 
     def count(self, method: str, uid: int, took_us: int) -> None:
         for entry in (
@@ -51,6 +73,7 @@ class RpcStats:
         ):
             entry[0] += 1
             entry[1] += took_us
+        self.latency.setdefault(method, Buckets(SECONDS)).observe(took_us / 1e6)
 
 
 @dataclass
@@ -71,13 +94,18 @@ class SchedulerStats:
     bf_last_depth: int = 0
     bf_last_queue: int = 0
     bf_hit_max_test: int = 0
+    pass_seconds: Buckets = field(default_factory=lambda: Buckets(SECONDS))
+    bf_seconds: Buckets = field(default_factory=lambda: Buckets(SECONDS))
+    started: Buckets = field(default_factory=lambda: Buckets(STARTS))
 
     def reset(self) -> None:
         """sdiag -r: start counting again."""
         for name, value in vars(SchedulerStats()).items():
             setattr(self, name, value)
 
-    def cycle(self, took_us: int, queue: int, tried: int) -> None:
+    def cycle(self, took_us: int, queue: int, tried: int, started: int = 0) -> None:
+        self.pass_seconds.observe(took_us / 1e6)
+        self.started.observe(started)
         self.cycles += 1
         self.last_us = took_us
         self.max_us = max(self.max_us, took_us)
@@ -87,6 +115,7 @@ class SchedulerStats:
         self.hit_depth += tried < queue
 
     def backfill(self, now: int, took_us: int, queue: int, tried: int, started: int) -> None:
+        self.bf_seconds.observe(took_us / 1e6)
         self.bf_cycles += 1
         self.bf_jobs += started
         self.bf_last_when = now

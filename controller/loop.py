@@ -109,7 +109,7 @@ class SchedulerLoop:
             self.link.signal(job, job.signal_num, reason="signal")
         took = int((time.perf_counter() - began) * 1e6)
         queue = len(snap.pending)
-        self.stats.cycle(took, queue, min(queue, depth or queue))
+        self.stats.cycle(took, queue, min(queue, depth or queue), len(plan.starts))
         if backfill is not None:
             tried = min(queue, backfill.max_job_test)
             self.stats.backfill(now, planned, queue, tried, len(plan.starts) - plan.main_starts)

@@ -18,6 +18,7 @@ from controller.agentlink import AgentLink
 from controller.framed import FramedServer
 from controller.journal import Journal, JournalError
 from controller.loop import SchedulerLoop
+from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
 from corral import __version__, auth
@@ -73,6 +74,23 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     )
     framed = FramedServer(handlers, socket_path(conf.state_save_location))
     await framed.start()
+    try:
+        where = metrics_address(conf)
+    except ValueError as exc:
+        raise SystemExit(f"corral-controller: fatal: {exc}") from None
+    exporter = None
+    if where is not None:
+        collector = ControllerCollector(
+            store,
+            loop.stats,
+            lambda: handlers.rpc_stats,
+            lambda: delivery.backlog if delivery is not None else 0,
+        )
+        try:
+            exporter = await serve_metrics(collector, *where)
+        except OSError as exc:
+            where_text = f"{where[0]}:{where[1]}"
+            raise SystemExit(f"corral-controller: fatal: metrics on {where_text}: {exc}") from None
 
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -92,6 +110,8 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     if delivery is not None:
         await delivery.close()
     await framed.close()
+    if exporter is not None:
+        exporter.close()
     await server.stop(grace=0.2)  # agent streams never end by themselves
     await store.flush()
     journal.close()
