@@ -51,6 +51,8 @@ scontrol [<OPTION>] [<COMMAND>]
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
                               job, node or partition
+     token [lifespan=<secs>] [username=<user>]
+                              get a JWT for the REST gateway
      update <SPECIFICATIONS>  change a job (JobId=...) or node (NodeName=...)
      version                  print the version
 """
@@ -158,6 +160,7 @@ class Session:
             ("requeuehold", 11, self._requeue),
             ("release", 3, self._hold),
             ("show", 3, self._show),
+            ("token", 3, self._token),
             ("update", 1, self._update),
             ("verbose", 4, self._ignore),
             ("version", 4, self._version),
@@ -223,6 +226,28 @@ class Session:
             self.call("Reconfigure", {})
         except SlurmError as exc:
             self.fail(f"slurm_reconfigure error: {exc}")
+
+    def _token(self, words: Sequence[str]) -> None:
+        """``SLURM_JWT=...``: a token for the REST gateway (``corral.tokens``)."""
+        asked: dict[str, object] = {}
+        for word in words[1:]:
+            key, _, value = word.partition("=")
+            if word_is(key, "lifespan", 1) and value.isdigit() and int(value) > 0:
+                asked["lifespan"] = int(value)
+            elif word_is(key, "lifespan", 1):
+                self.fail(f"Invalid lifespan value: {value}", quiet_ok=False)
+                return
+            elif word_is(key, "username", 1) and value:
+                asked["username"] = value
+            else:
+                self.fail(f"Invalid parameter: {word}", quiet_ok=False)
+                return
+        try:
+            reply = self.call("Token", asked)
+        except SlurmError as exc:
+            self.fail(f"Unable to create token: {exc}", quiet_ok=False)
+            return
+        self.print(f"SLURM_JWT={reply['token']}")
 
     # ------------------------------------------------------------- show
 

@@ -21,7 +21,7 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth
+from corral import __version__, auth, tokens
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -56,6 +56,7 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     delivery = Delivery(store, key) if conf.accounting.enabled else None
     handlers.accounting = delivery
     handlers.scheduler_stats = loop.stats
+    handlers.jwt_key = tokens.jwt_key(key)
 
     server = grpc.aio.server(options=GRPC_OPTIONS)
     pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)  # type: ignore[no-untyped-call]

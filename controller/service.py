@@ -34,7 +34,7 @@ from controller.principal import Principal, principal_for
 from controller.schedparams import scheduler_settings
 from controller.steps import StepRequest
 from controller.store import JobStore
-from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt
+from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt, tokens
 from corral.config import ConfigError, load, show_config
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -113,6 +113,7 @@ class Handlers:
         self.started = int(clock())
         self.encoder = views.JobsEncoder(store)
         self.accounting: Delivery | None = None  # set by main when AccountingStorageType is on
+        self.jwt_key = b""  # set by main: the key scontrol token's JWTs are signed with
         self.scheduler_stats = SchedulerStats()  # main shares the loop's
         self.rpc_stats = RpcStats()
         self.stats_since = self.started
@@ -594,6 +595,17 @@ class Handlers:
             reply.environment.update({**env, **self.store.share_environment(job, 0)})
         return reply
 
+    async def Token(self, req: pb.TokenRequest, who: Principal) -> pb.TokenReply:
+        """``scontrol token``: a JWT for the caller, or for another user if an operator
+        asks (as Slurm allows only SlurmUser and root)."""
+        user = req.username or who.user
+        if user != who.user and not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        if not self.jwt_key:
+            raise SlurmError(errors.ESLURM_DISABLED, "JWT authentication is not configured")
+        lifespan = req.lifespan or tokens.DEFAULT_LIFESPAN
+        return pb.TokenReply(token=tokens.mint(self.jwt_key, user, self.now(), lifespan))
+
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
@@ -646,6 +658,7 @@ METHODS = (
     "ReservationControl",
     "StepCreate",
     "Allocation",
+    "Token",
 )
 
 

@@ -1,0 +1,52 @@
+"""JSON Web Tokens for the REST gateway, as ``scontrol token`` mints them.
+
+HS256, as slurmrestd's ``auth/jwt``: the claims are ``sun`` (the user name,
+Slurm's claim), ``iat`` and ``exp``. The signing key is derived from the
+cluster key (``corral.key``) rather than being it, so a token and a message
+signature can never stand for each other. PyJWT does the encoding and the
+checks (signature, expiry) that are easy to get subtly wrong by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import jwt
+
+__all__ = ["DEFAULT_LIFESPAN", "TokenError", "jwt_key", "mint", "user_of"]
+
+#: scontrol token's default lifespan, seconds (Slurm's).
+DEFAULT_LIFESPAN = 1800
+
+
+class TokenError(Exception):
+    """A token that is malformed, forged or expired; str() says which."""
+
+
+def jwt_key(cluster_key: bytes) -> bytes:
+    """The HS256 key of the cluster's tokens."""
+    return hashlib.sha256(b"corral jwt\0" + cluster_key).digest()
+
+
+def mint(key: bytes, user: str, now: int, lifespan: int = DEFAULT_LIFESPAN) -> str:
+    """A token for ``user`` valid from ``now`` for ``lifespan`` seconds."""
+    return jwt.encode({"sun": user, "iat": now, "exp": now + lifespan}, key, algorithm="HS256")
+
+
+def user_of(key: bytes, token: str, now: int) -> str:
+    """The user a valid token names; TokenError if it is not valid at ``now``."""
+    try:
+        claims = jwt.decode(
+            token,
+            key,
+            algorithms=["HS256"],
+            options={"require": ["exp", "sun"], "verify_exp": False},
+        )
+    except jwt.PyJWTError as exc:
+        raise TokenError(f"invalid token: {exc}") from None
+    if int(claims["exp"]) <= now:
+        raise TokenError("token expired")
+    user = claims["sun"]
+    if not isinstance(user, str) or not user:
+        raise TokenError("invalid token: no user")
+    return user
