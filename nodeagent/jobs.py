@@ -488,6 +488,7 @@ class JobTable:
             self._finish(job, result)
 
     def _finish(self, job: Job, result: Result) -> None:
+        self.steps.settle(job.job_id)  # steps that ended first are reported first
         job.result = result
         self._polled.discard(job.key)
         runs = self._live.get(job.job_id, {})
@@ -507,13 +508,13 @@ class JobTable:
         """Check the jobs no pipe tells us about."""
         while True:
             await asyncio.sleep(interval)
+            self.steps.poll()  # steps before jobs: a job's steps end before it does
             for key in list(self._polled):
                 job = self._jobs.get(key)
                 if job is None:
                     self._polled.discard(key)
                 else:
                     self._check(job)
-            self.steps.poll()
 
     def close(self) -> None:
         """Stop watching pipes and the zygote (agent shutdown); the supervisors carry on."""

@@ -385,6 +385,14 @@ class StepTable:
             self._reported.popitem(last=False)
         self._report(done)
 
+    def settle(self, job_id: int) -> None:
+        """Report the job's steps that have ended, now: before the job's own end is
+        reported, so the controller records them as they ended rather than as ended
+        with the job (a step watched by polling, after an agent restart, would
+        otherwise be seen after its job)."""
+        for step in self._of(job_id):
+            self._check(step)
+
     def poll(self) -> None:
         """Check the runners no pipe tells us about."""
         for key in list(self._polled):
