@@ -61,6 +61,7 @@ class Capacity:
         self.partitions = {p.name: partition_view(conf, p.name) for p in conf.partitions}
         self._gpus: dict[str, list[tuple[str, int]]] = {}
         self._gpu_cpus: dict[str, dict[int, tuple[int, ...]]] = {}
+        self._gpu_sockets: dict[str, dict[str, str]] = {}
 
     # How running jobs use nodes, for JobStore's accounting of used resources.
 
@@ -109,6 +110,12 @@ class Capacity:
         if name not in self._gpu_cpus:
             self._gpu_cpus[name] = gpuaffinity.gpu_cpus(self.conf, name)
         return self._gpu_cpus[name]
+
+    def gpu_sockets(self, name: str) -> dict[str, str]:
+        """Node ``name``'s GPU types -> the sockets near them (``gpuaffinity``)."""
+        if name not in self._gpu_sockets:
+            self._gpu_sockets[name] = gpuaffinity.gpu_sockets(self.conf, name)
+        return self._gpu_sockets[name]
 
     def gpus(self, name: str) -> list[tuple[str, int]]:
         """Node ``name``'s GPUs as (type, index), computed once per configuration."""

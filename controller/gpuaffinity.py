@@ -22,7 +22,7 @@ from corral import gres as gres_syntax
 from corral.config import ConfigError, SlurmConfig
 from corral.gpunumbers import device_number
 
-__all__ = ["gpu_cpus", "gres_with_sockets", "near_cpus"]
+__all__ = ["gpu_cpus", "gpu_sockets", "gres_with_sockets", "near_cpus"]
 
 
 def gpu_cpus(conf: SlurmConfig, node: str) -> dict[int, tuple[int, ...]]:
@@ -72,33 +72,35 @@ def _probed_sockets(found: str) -> dict[str, str]:
     return out
 
 
-def gres_with_sockets(conf: SlurmConfig, node: str, found: str = "") -> str:
-    """Node ``node``'s ``Gres=`` as ``scontrol show node`` prints it: each GPU item
-    with the sockets its GPUs are near (``gpu:h100:8(S:0-1)``), from gres.conf's
-    ``Cores=`` or else from what the node's agent probed (``found``)."""
-    text = conf.node(node).gres
-    if not text:
-        return text
+def gpu_sockets(conf: SlurmConfig, node: str) -> dict[str, str]:
+    """Per GPU type of ``node`` ("" for all), the sockets gres.conf's ``Cores=`` put its
+    GPUs near, as ``(S:0-1)`` (a core's socket by CoresPerSocket)."""
+    if conf.gres_conf is None:
+        return {}
+    try:
+        devices = conf.gres_conf.devices_for(node)
+    except ConfigError:
+        return {}
     cores_per_socket = max(conf.node(node).cores_per_socket, 1)
     by_type: dict[str, set[int]] = {}
-    if conf.gres_conf is not None:
-        try:
-            devices = conf.gres_conf.devices_for(node)
-        except ConfigError:
-            devices = ()
-        for d in devices:
-            if d.name == "gpu" and d.cores:
-                for kind in {d.type, ""}:
-                    by_type.setdefault(kind, set()).update(c // cores_per_socket for c in d.cores)
-    probed = _probed_sockets(found)
+    for d in devices:
+        if d.name == "gpu" and d.cores:
+            for kind in {d.type, ""}:
+                by_type.setdefault(kind, set()).update(c // cores_per_socket for c in d.cores)
+    return {kind: f"(S:{arrayspec.compress(sorted(s))})" for kind, s in by_type.items()}
+
+
+def gres_with_sockets(text: str, sockets: Mapping[str, str], found: str = "") -> str:
+    """A node's ``Gres=`` ``text`` as ``scontrol show node`` prints it: each GPU item
+    with the sockets its GPUs are near (``gpu:h100:8(S:0-1)``), from ``sockets``
+    (``gpu_sockets``) or else from what the node's agent probed (``found``)."""
+    where = sockets or _probed_sockets(found)
     out = []
-    for raw in text.split(","):
+    for raw in filter(None, text.split(",")):
         try:
             ((name, kind, _),) = gres_syntax.parse_node(raw)
         except ValueError:
             out.append(raw)
             continue
-        sockets = by_type.get(kind)
-        where = f"(S:{arrayspec.compress(sorted(sockets))})" if sockets else probed.get(kind, "")
-        out.append(raw + where if name == "gpu" and "(" not in raw else raw)
+        out.append(raw + where.get(kind, "") if name == "gpu" and "(" not in raw else raw)
     return ",".join(out)

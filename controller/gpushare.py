@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from controller.jobenv import gpu_environment
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
@@ -167,12 +168,8 @@ def share_environment(items: Gres, totals: Mapping[tuple[str, str], int]) -> dic
                 env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(max(count * 100 // size, 1))
         elif name == "shard":
             env["SLURM_SHARDS_ON_NODE"] = str(count)
-    if gpus:
-        text = ",".join(map(str, sorted(gpus)))
-        env.update(
-            CUDA_VISIBLE_DEVICES=text,
-            GPU_DEVICE_ORDINAL=text,
-            ROCR_VISIBLE_DEVICES=text,
-            ZE_AFFINITY_MASK=text,
-        )
+    if gpus:  # the whole-GPU binding variables, but for the count of whole GPUs
+        binding = gpu_environment(tuple(sorted(gpus)))
+        del binding["SLURM_GPUS_ON_NODE"]
+        env.update(binding)
     return env

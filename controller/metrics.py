@@ -28,8 +28,7 @@ from prometheus_client.registry import Collector
 from controller import views
 from controller.diag import Buckets, RpcStats, SchedulerStats
 from controller.jobstate import JobState
-from controller.store import JobStore, holds_nodes
-from corral import gres as gres_syntax
+from controller.store import JobStore
 from corral.config import SlurmConfig
 
 __all__ = ["DEFAULT_PORT", "ControllerCollector", "metrics_address", "serve_metrics"]
@@ -137,14 +136,8 @@ class ControllerCollector(Collector):
             cpus["idle"] += max(info.cpus - info.alloc_cpus, 0)
             memory["allocated"] += info.alloc_memory << 20
             memory["idle"] += max(info.real_memory - info.alloc_memory, 0) << 20
-            total = sum(c for n, _, c in _items(conf.gres) if n == "gpu")
-            used = sum(
-                c
-                for job in self.store.jobs_on(conf.name)
-                if holds_nodes(job) and job.gres_alloc
-                for n, _, c in job.gres_alloc[job.nodes.index(conf.name)]
-                if n == "gpu"
-            )
+            total = len(self.store.gpu_numbering(conf.name))
+            used = self.store.gpus_held(conf.name)
             gpus["allocated"] += used
             gpus["idle"] += max(total - used, 0)
         family = GaugeMetricFamily("corral_nodes", "Nodes by state", labels=["state"])
@@ -181,13 +174,6 @@ class ControllerCollector(Collector):
         yield calls
         series = [({"method": m}, b) for m, b in sorted(rpcs.latency.items())]
         yield _histogram("corral_rpc_seconds", "Client request durations", series)
-
-
-def _items(text: str) -> tuple[gres_syntax.Item, ...]:
-    try:
-        return gres_syntax.parse_node(text)
-    except ValueError:
-        return ()
 
 
 async def serve_metrics(collector: Collector, address: str, port: int) -> asyncio.Server:

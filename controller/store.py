@@ -1037,6 +1037,10 @@ class JobStore:
         totals = {(n, k): c for n, k, c in node.gres} if node is not None else {}
         return gpushare.share_environment(items, totals)
 
+    def gpus_held(self, name: str) -> int:
+        """How many of ``name``'s GPUs jobs hold whole."""
+        return len(self._gpus_used.get(name, ()))
+
     def gpu_numbering(self, name: str) -> list[tuple[str, int]]:
         """A node's GPUs as (type, index) (``corral.gpunumbers``)."""
         return self.capacity.gpus(name)

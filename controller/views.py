@@ -261,7 +261,9 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         alloc_memory=used_mem,
         free_memory=max(conf.real_memory - used_mem, 0),
         features=",".join(conf.features),
-        gres=gpuaffinity.gres_with_sockets(store.conf, name, runtime.gres_found),
+        gres=gpuaffinity.gres_with_sockets(
+            conf.gres, store.capacity.gpu_sockets(name), runtime.gres_found
+        ),
         gres_used=gres_used(conf.gres, jobs, name, store.gpu_numbering(name)),
         weight=conf.weight,
         partitions=[p.name for p in store.conf.partitions if name in p.nodes],

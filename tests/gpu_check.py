@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TypeVar
 
 try:
+    from controller.jobstate import JobState
     from nodeagent.gpus import (
         GpuDevice,
         format_gres,
@@ -73,17 +74,7 @@ CLEANUP_TIMEOUT = 20.0  # corral down; cancelling jobs first takes 10 s at most
 SMI_TIMEOUT = 10.0
 JOB_TIMEOUT = 60.0
 SMI_QUERY = "index,uuid,name,memory.total,pci.bus_id"
-DONE = {
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "TIMEOUT",
-    "NODE_FAIL",
-    "PREEMPTED",
-    "BOOT_FAIL",
-    "DEADLINE",
-    "OUT_OF_MEMORY",
-}
+DONE = {state.name for state in JobState if state.finished}
 Row = tuple[int, str, str, int, str]  # index, uuid, name, memory MiB, PCI bus id
 _SOCKETS = re.compile(r"\(S:[^)]*\)")
 _INDEX = re.compile(r"\d+")

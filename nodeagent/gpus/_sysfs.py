@@ -119,6 +119,30 @@ def drm_devices(sysfs: str, vendor: int) -> list[tuple[str, str, str]]:
     return sorted(found, key=lambda item: item[2])
 
 
+def with_render_nodes(
+    found: list[tuple[str, str, str]], dev: str, vendor: str
+) -> list[tuple[str, str, str, str]]:
+    """``drm_devices``' (card, device, bus id) with their render node: (card, device,
+    bus id, render). A GPU without one in ``dev``/dri cannot run compute: left out, said."""
+    usable = []
+    for card, device, bus_id in found:
+        render = render_node(device)
+        if render is None or not os.path.exists(os.path.join(dev, "dri", render)):
+            log.warning("%s GPU %s (%s) has no render node: left out", vendor, bus_id, card)
+            continue
+        usable.append((card, device, bus_id, render))
+    return usable
+
+
+def product_name(device_dir: str, vendor: str) -> str:
+    """The model the driver names, else ``<vendor> GPU 0x<device id>``."""
+    name = read_text(os.path.join(device_dir, "product_name")) or ""
+    if name:
+        return name
+    device_id = read_int(os.path.join(device_dir, "device"), 0) or 0
+    return f"{vendor} GPU 0x{device_id:04x}"
+
+
 def empty_links(index: int, count: int) -> tuple[int, ...]:
     """Slurm's ``gres_links_create_empty``: -1 at ``index``, 0 elsewhere."""
     return tuple(-1 if i == index else 0 for i in range(count))

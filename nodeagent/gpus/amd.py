@@ -25,9 +25,10 @@ from nodeagent.gpus._sysfs import (
     device_cpus,
     drm_devices,
     empty_links,
+    product_name,
     read_int,
     read_text,
-    render_node,
+    with_render_nodes,
 )
 from nodeagent.gpus.model import GpuDevice, slurm_type
 
@@ -46,19 +47,10 @@ def probe_amd(sysfs: str = "/sys", dev: str = "/dev") -> list[GpuDevice]:
     if not os.path.exists(os.path.join(dev, "kfd")):
         log.warning("AMD GPUs present but no %s/kfd: none usable for compute", dev)
         return []
-    usable = []
-    for card, device, bus_id in found:
-        render = render_node(device)
-        if render is None or not os.path.exists(os.path.join(dev, "dri", render)):
-            log.warning("AMD GPU %s (%s) has no render node: left out", bus_id, card)
-            continue
-        usable.append((device, bus_id, render))
+    usable = with_render_nodes(found, dev, "AMD")
     devices = []
-    for index, (device, bus_id, render) in enumerate(usable):
-        name = read_text(os.path.join(device, "product_name")) or ""
-        if not name:
-            device_id = read_int(os.path.join(device, "device"), 0) or 0
-            name = f"AMD GPU 0x{device_id:04x}"
+    for index, (_, device, bus_id, render) in enumerate(usable):
+        name = product_name(device, "AMD")
         vram = read_int(os.path.join(device, "mem_info_vram_total")) or 0
         devices.append(
             GpuDevice(

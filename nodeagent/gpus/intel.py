@@ -21,9 +21,9 @@ from nodeagent.gpus._sysfs import (
     device_cpus,
     drm_devices,
     empty_links,
+    product_name,
     read_int,
-    read_text,
-    render_node,
+    with_render_nodes,
 )
 from nodeagent.gpus.model import GpuDevice, slurm_type
 
@@ -38,19 +38,10 @@ _MEMORY_FILES = ("lmem_total_bytes", "prelim_lmem_total_bytes")
 
 def probe_intel(sysfs: str = "/sys", dev: str = "/dev") -> list[GpuDevice]:
     """The Intel GPUs of the host ([] if none)."""
-    usable = []
-    for card, device, bus_id in drm_devices(sysfs, VENDOR):
-        render = render_node(device)
-        if render is None or not os.path.exists(os.path.join(dev, "dri", render)):
-            log.warning("Intel GPU %s (%s) has no render node: left out", bus_id, card)
-            continue
-        usable.append((card, device, bus_id, render))
+    usable = with_render_nodes(drm_devices(sysfs, VENDOR), dev, "Intel")
     devices = []
     for index, (card, device, bus_id, render) in enumerate(usable):
-        name = read_text(os.path.join(device, "product_name")) or ""
-        if not name:
-            device_id = read_int(os.path.join(device, "device"), 0) or 0
-            name = f"Intel GPU 0x{device_id:04x}"
+        name = product_name(device, "Intel")
         memory = 0
         for file_name in _MEMORY_FILES:
             size = read_int(os.path.join(card, file_name))

@@ -19,22 +19,13 @@ from typing import Any
 
 from cli.corral import write_config
 from cli.demo import client_command as command
+from controller.jobstate import JobState
 from corral.auth import key_path, load_key
 from corral.client import Client, socket_path
 from corral.errors import SlurmError
 from dbd.config import load as load_dbd_config
 
-DONE = {
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "TIMEOUT",
-    "NODE_FAIL",
-    "PREEMPTED",
-    "BOOT_FAIL",
-    "DEADLINE",
-    "OUT_OF_MEMORY",
-}
+DONE = {state.name for state in JobState if state.finished}
 
 
 def _listening(host: str, port: int) -> bool:

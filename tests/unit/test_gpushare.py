@@ -158,7 +158,10 @@ def test_gres_conf_cores_name_the_cpus_of_each_gpu(tmp_path: Path) -> None:
 
 
 def test_scontrol_shows_the_sockets_near_each_gpu_type(tmp_path: Path) -> None:
-    from controller.gpuaffinity import gres_with_sockets
+    from controller.gpuaffinity import gpu_sockets, gres_with_sockets
+
+    def shown(node: str, found: str = "") -> str:
+        return gres_with_sockets(conf.node(node).gres, gpu_sockets(conf, node), found)
 
     (tmp_path / "slurm.conf").write_text(
         "ClusterName=c\nSlurmctldHost=h\nGresTypes=gpu,mps\n"
@@ -173,7 +176,7 @@ def test_scontrol_shows_the_sockets_near_each_gpu_type(tmp_path: Path) -> None:
         "NodeName=n1 Name=gpu Type=v100 File=/dev/nvidia3 Cores=0\n"
     )
     conf = config.load(str(tmp_path / "slurm.conf"))
-    assert gres_with_sockets(conf, "n1") == "gpu:a100:2(S:0),gpu:v100:2(S:0-1),mps:200"
+    assert shown("n1") == "gpu:a100:2(S:0),gpu:v100:2(S:0-1),mps:200"
     # Without Cores=, what the node's agent probed; else nothing.
-    assert gres_with_sockets(conf, "n2", "gpu:h100:8(S:0-1)") == "gpu:h100:8(S:0-1)"
-    assert gres_with_sockets(conf, "n2") == "gpu:h100:8"
+    assert shown("n2", "gpu:h100:8(S:0-1)") == "gpu:h100:8(S:0-1)"
+    assert shown("n2") == "gpu:h100:8"
