@@ -16,8 +16,14 @@ Run it from a checkout with the package installed (``pip install .``)::
 3. Jobs: a 1-GPU job completes and sees exactly one index in
    CUDA_VISIBLE_DEVICES; with 2+ GPUs, two 1-GPU jobs running at once get
    different indices; a step (``srun`` without ``--gpus``) in a 1-GPU job sees
-   the job's CUDA_VISIBLE_DEVICES. Corral has no device cgroups yet, so
-   isolation is reported, not asserted.
+   the job's CUDA_VISIBLE_DEVICES. Where the agent confines devices (cgroup v2,
+   its log says ``GPU isolation on``), ``nvidia-smi -L`` in the 1-GPU job lists
+   one GPU and a job without GPUs cannot open any ``/dev/nvidiaN``.
+   Where ``nvidia-cuda-mps-control`` is on PATH (and no GPU is in MIG mode), the
+   node also offers fractions by memory (``gpumem``): a ``--gres=gpumem:4G``
+   job runs under the MPS server the agent starts for it, and with PyTorch
+   beside this Python it can allocate 1 GiB but not 6 GiB; the server is
+   stopped after the job.
 4. ``corral down`` and the directory removed (``--keep`` keeps it).
 
 Exit status: 0 when every check passes, 1 when one fails, 2 when neither
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import glob
 import logging
 import os
 import re
@@ -420,6 +427,20 @@ class Cluster:
         except OSError:
             return ""
 
+    def agent_log(self) -> str:
+        log = self.dir / "log" / "nodeagent.log"
+        return log.read_text(errors="replace") if log.exists() else ""
+
+    def isolation(self) -> str:
+        """``on``, ``off (why)`` or ``not set up``, from what the agent logged."""
+        text = self.agent_log()
+        if "GPU isolation on" in text:
+            return "on"
+        off = re.search(r"GPU isolation off \((.*?)\)", text)
+        if off:
+            return f"off ({off.group(1)})"
+        return "not set up (no GPU device file known)"
+
     def first_line(self, job: int, cap: float = 15.0) -> str:
         end = time.monotonic() + self.deadline.left(cap)
         while "\n" not in self.output(job):
@@ -457,7 +478,13 @@ def bindir() -> str:
     return os.path.dirname(found)
 
 
-def start_cluster(report: Report, cluster: Cluster, gres: str, host: str) -> None:
+def gpu_part(gres: str) -> str:
+    """The ``gpu:`` items of a ``Gres=`` value, sockets left out."""
+    return ",".join(i for i in _SOCKETS.sub("", gres).split(",") if i.split(":")[0] == "gpu")
+
+
+def start_cluster(report: Report, cluster: Cluster, gres: str, host: str, shares: str) -> None:
+    """``shares``: the node's GPU-sharing GRES beside its GPUs (``gpumem:80G``), or ``""``."""
     (cluster.dir / "gres.conf").write_text(
         "# Written by tests/gpu_check.py: the agent probes, the controller cross-checks.\n"
         "AutoDetect=nvml\n"
@@ -472,9 +499,9 @@ def start_cluster(report: Report, cluster: Cluster, gres: str, host: str) -> Non
         str(cluster.dir),
         "--no-accounting",
         "--set",
-        "GresTypes=gpu",
+        "GresTypes=gpu" + (",gpumem" if shares else ""),
         "--set",
-        f"NodeName=DEFAULT Gres={gres}",
+        f"NodeName=DEFAULT Gres={gres}" + (f",{shares}" if shares else ""),
     ]
     report.info(f"$ {' '.join(argv[:-1])} {argv[-1]!r}")
     started = time.monotonic()
@@ -528,7 +555,7 @@ def start_cluster(report: Report, cluster: Cluster, gres: str, host: str) -> Non
         f"NodeHostName={node.get('NodeHostName')} (this host: {host}), not emulated",
     )
     shown = node.get("Gres", "")  # with the sockets near the GPUs, (S:0-1), as Slurm's
-    report.check("node Gres", _SOCKETS.sub("", shown) == gres, f"Gres={shown}")
+    report.check("node Gres", gpu_part(shown) == gres, f"Gres={shown}")
     if state != "IDLE":
         raise Abort(f"node1 is {state}: no job would run")
 
@@ -537,9 +564,7 @@ def single_index(value: str, count: int) -> bool:
     return _INDEX.fullmatch(value) is not None and int(value) < count
 
 
-def job_section(
-    report: Report, cluster: Cluster, devices: list[GpuDevice], count: int, fake: bool
-) -> None:
+def job_section(report: Report, cluster: Cluster, count: int, fake: bool, fractions: bool) -> None:
     smi = "nvidia-smi -L"
     if fake:  # the fake has no nvidia-smi to go with it: its absence is no failure
         smi = (
@@ -564,19 +589,24 @@ def job_section(
         f"{visible!r} (one index of 0-{count - 1} wanted)",
     )
     listed = [line for line in lines[1:] if re.match(r"GPU \d+:", line)]
+    isolation = cluster.isolation()
     if fake and not listed:
         report.skip("nvidia-smi -L in the job", "nvidia-smi not found (fake NVML)")
+    elif isolation != "on":
+        report.skip(
+            "1-GPU job sees one GPU",
+            f"GPU isolation {isolation}: nvidia-smi -L lists {len(listed)} GPU(s)",
+        )
     else:
-        report.note(
-            f"nvidia-smi -L in the job lists {len(listed)} GPU(s) while CUDA_VISIBLE_DEVICES="
-            f"{visible}: Corral has no device cgroups yet, so a job can reach every GPU; "
-            "isolation is not checked"
+        report.check(
+            "1-GPU job sees one GPU",
+            len(listed) == 1,
+            f"nvidia-smi -L in job {job} lists {len(listed)}: {' | '.join(listed)[:200]}",
         )
-    if any(d.mig_enabled for d in devices):
-        report.note(
-            "MIG is on: Corral does not schedule MIG yet; the indices count MIG instances "
-            "as gres records, not as CUDA devices"
-        )
+    if isolation == "on":
+        no_gpu_section(report, cluster)
+    if fractions:
+        fraction_section(report, cluster)
 
     # A step without --gpus inherits the job's GPUs.
     wrap = "echo job=$CUDA_VISIBLE_DEVICES; srun sh -c 'echo step=$CUDA_VISIBLE_DEVICES'"
@@ -624,6 +654,89 @@ def job_section(
     )
     for job in jobs:
         cluster.wait(job, DONE, cap=20)
+
+
+def no_gpu_section(report: Report, cluster: Cluster) -> None:
+    """A job given no GPU cannot open any GPU's device file (the device cgroup refuses)."""
+    files = sorted(glob.glob("/dev/nvidia[0-9]*"))
+    if not files:
+        report.skip("job without GPUs cannot open one", "no /dev/nvidiaN here")
+        return
+    wrap = (
+        f"for f in {' '.join(files)}; do "
+        'if (exec 3<"$f") 2>/dev/null; then echo opened $f; else echo refused $f; fi; done'
+    )
+    report.info(f"$ sbatch --wrap {wrap!r}")
+    job = cluster.sbatch(wrap=wrap)
+    state = cluster.wait(job, DONE)
+    lines = cluster.output(job).split()
+    opened = [f for verb, f in zip(lines[::2], lines[1::2], strict=False) if verb == "opened"]
+    refused = [f for verb, f in zip(lines[::2], lines[1::2], strict=False) if verb == "refused"]
+    report.check(
+        "job without GPUs cannot open one",
+        state == "COMPLETED" and bool(refused) and not opened,
+        f"job {job} {state}: refused {', '.join(refused) or 'none'}"
+        + (f"; opened {', '.join(opened)}" if opened else ""),
+    )
+
+
+#: Run by the fraction job: PyTorch inside an MPS share with a pinned memory limit.
+MPS_ALLOCATION = """\
+try:
+    import torch
+except ImportError:
+    print("torch=missing")
+    raise SystemExit(0)
+small = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+print("small=ok")
+try:
+    big = torch.empty(6 << 30, dtype=torch.uint8, device="cuda")
+    print("big=allowed")
+except RuntimeError as exc:
+    print("big=refused", str(exc).splitlines()[0][:80])
+"""
+
+
+def fraction_section(report: Report, cluster: Cluster) -> None:
+    """A 4 GiB fraction runs under the agent's MPS server, fenced by its memory limit."""
+    script = cluster.dir / "mps_allocation.py"
+    script.write_text(MPS_ALLOCATION)
+    wrap = (
+        "echo limit=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT pipe=$CUDA_MPS_PIPE_DIRECTORY; "
+        "echo get_server_list | nvidia-cuda-mps-control >/dev/null; echo control=$?; "
+        f"{sys.executable} {script}"
+    )
+    report.info(f"$ sbatch --gres=gpumem:4G --wrap {wrap!r}")
+    job = cluster.sbatch("--gres=gpumem:4G", wrap=wrap)
+    state = cluster.wait(job, DONE)
+    text = cluster.output(job)
+    seen = dict(re.findall(r"(\w+)=(\S*)", text))
+    report.check(
+        "fraction job runs under MPS",
+        state == "COMPLETED"
+        and seen.get("limit") == "0=4096M"
+        and bool(seen.get("pipe"))
+        and seen.get("control") == "0",
+        f"job {job} {state}: CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={seen.get('limit')!r}, "
+        f"pipe {seen.get('pipe')!r}, MPS control answered: {seen.get('control') == '0'}",
+    )
+    if seen.get("torch") == "missing":
+        report.skip("fraction memory limit", f"no PyTorch beside {sys.executable}")
+    else:
+        report.check(
+            "fraction memory limit",
+            seen.get("small") == "ok" and seen.get("big") == "refused",
+            f"1 GiB: {seen.get('small', 'failed')}, 6 GiB: {seen.get('big', 'failed')}"
+            + ("" if "small" in seen else f"; output: {text.strip()[-300:]}"),
+        )
+    end = time.monotonic() + cluster.deadline.left(10)
+    while "MPS server stopped" not in cluster.agent_log() and time.monotonic() < end:
+        time.sleep(0.2)
+    report.check(
+        "MPS server stopped after the job",
+        "MPS server stopped" in cluster.agent_log(),
+        "the agent logged it" if "MPS server stopped" in cluster.agent_log() else "not logged",
+    )
 
 
 def cancel_all(cluster: Cluster) -> None:
@@ -740,14 +853,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             report.info(
                 f"node Gres={gres} ({count} gres/gpu record(s), type(s) {', '.join(types)})"
             )
+            fractions = shutil.which("nvidia-cuda-mps-control") is not None and not any(
+                d.mig_enabled for d in devices
+            )
+            shares = f"gpumem:{sum(d.memory_mib for d in devices)}M" if fractions else ""
+            if not fractions:
+                report.skip(
+                    "fractions by memory",
+                    "MIG mode, or no nvidia-cuda-mps-control on PATH",
+                )
             commands = bindir()
             directory = Path(tempfile.mkdtemp(prefix="corral-gpu-check-"))
             cluster = Cluster(directory, commands, deadline)
             before = report.failed
             try:
-                start_cluster(report, cluster, gres, host)
+                start_cluster(report, cluster, gres, host, shares)
                 print("[3/4] GPU jobs", flush=True)
-                job_section(report, cluster, devices, count, bool(args.fake_nvml))
+                job_section(report, cluster, count, bool(args.fake_nvml), fractions)
             except BaseException:
                 cluster_failed = True
                 raise

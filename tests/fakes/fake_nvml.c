@@ -17,6 +17,7 @@
  * instances 1 and 2); compute instance 0 each.
  *
  * FAKE_NVML_INIT_RC (environment), when set, is what nvmlInit_v2 returns.
+ * FAKE_NVML_NO_MIG, when set, turns MIG off on every GPU (eight whole GPUs).
  * Built with -DOLD_DRIVER it lacks nvmlDeviceGetAttributes_v2, as drivers
  * before MIG attributes do.
  */
@@ -80,6 +81,7 @@ static const int mig_count[GPUS] = {0, 0, 0, 0, 0, 0, 7, 2};
 
 static struct fake_device gpus[GPUS];
 static struct fake_device migs[GPUS][MIG_MAX];
+static int no_mig;
 static int initialized;
 
 static int valid(nvmlDevice_t device)
@@ -111,6 +113,7 @@ nvmlReturn_t nvmlInit_v2(void)
 	const char *rc = getenv("FAKE_NVML_INIT_RC");
 	if (rc && *rc)
 		return atoi(rc);
+	no_mig = getenv("FAKE_NVML_NO_MIG") != NULL;
 	for (int g = 0; g < GPUS; g++) {
 		gpus[g].gpu = g;
 		gpus[g].mig = -1;
@@ -281,8 +284,8 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current,
 {
 	if (!valid(device) || device->mig >= 0)
 		return ERR_INVALID_ARGUMENT;
-	*current = mig_current[device->gpu];
-	*pending = mig_pending[device->gpu];
+	*current = no_mig ? 0 : mig_current[device->gpu];
+	*pending = no_mig ? 0 : mig_pending[device->gpu];
 	return OK;
 }
 
@@ -297,7 +300,7 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *c
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
 						 nvmlDevice_t *mig)
 {
-	if (!valid(device) || device->mig >= 0 || !mig_current[device->gpu])
+	if (!valid(device) || device->mig >= 0 || no_mig || !mig_current[device->gpu])
 		return ERR_INVALID_ARGUMENT;
 	if (index >= MIG_MAX)
 		return ERR_INVALID_ARGUMENT;
