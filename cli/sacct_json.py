@@ -49,7 +49,7 @@ def _number(value: int | None, *, infinite: bool = False) -> dict[str, Any]:
     return {"set": value is not None, "infinite": infinite, "number": value or 0}
 
 
-def _exit(status: int, ended: bool) -> dict[str, Any]:
+def exit_code(status: int, ended: bool) -> dict[str, Any]:
     """PROCESS_EXIT_CODE: status words, return code and signal of a wait(2) status."""
     signal_id = status & 0x7F
     if not ended:
@@ -101,7 +101,7 @@ def _step(step: Step, view: View) -> dict[str, Any]:
     return {
         "step": {"id": f"{job['job_id']}.{step.id}", "name": step.name},
         "state": [step.state],
-        "exit_code": _exit(step.exit_status, ended),
+        "exit_code": exit_code(step.exit_status, ended),
         "nodes": {"count": 1, "range": step.node, "list": [step.node]},
         "tasks": {"count": 1},
         "time": {
@@ -129,8 +129,8 @@ def job_record(job: Job, steps: Sequence[Step], view: View) -> dict[str, Any]:
         },
         "cluster": job["cluster"],
         "comment": {"administrator": "", "job": job["comment"], "system": ""},
-        "derived_exit_code": _exit(int(job["derived_exit_status"]), ended),
-        "exit_code": _exit(int(job["exit_status"]), ended),
+        "derived_exit_code": exit_code(int(job["derived_exit_status"]), ended),
+        "exit_code": exit_code(int(job["exit_status"]), ended),
         "group": job["group"],
         "job_id": job["job_id"],
         "name": job["name"],

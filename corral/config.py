@@ -261,6 +261,20 @@ class SlurmConfig:
         """The primary controller's (host name, address)."""
         return self.slurmctld_hosts[0]
 
+    @property
+    def controller_target(self) -> str:
+        """``host:port`` of the primary controller's gRPC services."""
+        name, addr = self.controller_host
+        host = addr or name
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{host}:{self.slurmctld_port}"
+
+    @property
+    def slurm_user(self) -> str:
+        """SlurmUser: who the daemons run as (root by default)."""
+        return dict(self.settings).get("SlurmUser", "root")
+
 
 # ------------------------------------------------------------------ known keys
 # Every key Slurm's slurm.conf accepts (slurm.conf(5), current and recently

@@ -226,15 +226,6 @@ def registrations(
     ]
 
 
-def controller_target(conf: SlurmConfig) -> str:
-    """``host:port`` of the primary controller's AgentLink service."""
-    name, addr = conf.controller_host
-    host = addr or name
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{host}:{conf.slurmctld_port}"
-
-
 async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     """Run the agent until SIGTERM or SIGINT; running jobs are left running."""
     start_time = int(time.time())
@@ -266,7 +257,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     )
     table.recover()
     table.zygote.start()
-    target = controller_target(conf)
+    target = conf.controller_target
     log.info(
         "serving %d node(s) %s%s, controller %s",
         len(nodes),

@@ -1,6 +1,8 @@
 """corral-restd, the Slurm-compatible REST gateway: HTTP in, the same gRPC
 Controller calls the CLI makes out. It owns no state.
 
-The gateway itself arrives with its own issue; the package exists now so that
-every Corral program has its final import path from the start.
+Where to look: ``api`` (every operation: path, schemas, handler), ``app``
+(routing, checks, Slurm's error envelope), ``jobs``/``cluster``/``accounting``
+(slurmrestd's record shapes), ``auth`` (JWT headers), ``openapi`` (the
+document, written from ``api``), ``main`` (listening, TLS).
 """

@@ -28,6 +28,13 @@ from dbd.config import load as load_dbd_config
 DONE = {state.name for state in JobState if state.finished}
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def _listening(host: str, port: int) -> bool:
     try:
         socket.create_connection((host, port), timeout=1).close()
@@ -75,6 +82,7 @@ class Cluster:
         self.controller: subprocess.Popen[bytes] | None = None
         self.agent: subprocess.Popen[bytes] | None = None
         self.dbd: subprocess.Popen[bytes] | None = None
+        self.restd: subprocess.Popen[bytes] | None = None
 
     # ------------------------------------------------------------ daemons
 
@@ -103,6 +111,13 @@ class Cluster:
         dbd = load_dbd_config(path)
         self.wait_for(lambda: _listening(dbd.dbd_addr, dbd.dbd_port), 30, "dbd did not listen")
 
+    def start_restd(self, *options: str) -> str:
+        """corral-restd on a free loopback port, with ``options``; its base URL."""
+        port = free_port()
+        self.restd = self._spawn("restd.main", *options, f"127.0.0.1:{port}")
+        self.wait_for(lambda: _listening("127.0.0.1", port), 20, "restd did not listen")
+        return f"{'https' if '--tls-cert' in options else 'http'}://127.0.0.1:{port}"
+
     def start(self) -> Cluster:
         if self.accounting:
             self.start_dbd()
@@ -130,11 +145,11 @@ class Cluster:
             proc.wait(timeout=20)
 
     def stop(self) -> None:
-        for proc in (self.agent, self.controller, self.dbd):
+        for proc in (self.restd, self.agent, self.controller, self.dbd):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 proc.terminate()
-        for proc in (self.agent, self.controller, self.dbd):
+        for proc in (self.restd, self.agent, self.controller, self.dbd):
             if proc is not None:
                 try:
                     proc.wait(timeout=15)

@@ -3,19 +3,12 @@ the ones squeue, sinfo and sdiag show."""
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.cluster import Cluster
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.integration.cluster import Cluster, free_port
 
 
 def _scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -30,7 +23,7 @@ def _scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 
 def test_metrics_match_what_squeue_and_sinfo_say(make_cluster: Callable[..., Cluster]) -> None:
-    port = _free_port()
+    port = free_port()
     settings = ("MetricsType=metrics/openmetrics", f"MetricsParameters=port={port}")
     cluster = make_cluster(nodes=2, settings=settings)
     running = [cluster.sbatch("-N1", "--exclusive", "--wrap", "sleep 60") for _ in range(2)]

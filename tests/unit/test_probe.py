@@ -10,7 +10,6 @@ import pytest
 from corral.config import parse
 from nodeagent.agent import (
     AgentError,
-    controller_target,
     is_emulated,
     registrations,
     select_nodes,
@@ -159,4 +158,4 @@ def test_node_selection_errors() -> None:
         select_nodes(conf, ["nope"], "h1")
     with pytest.raises(AgentError, match="no node"):
         select_nodes(conf, None, "elsewhere")
-    assert controller_target(conf).endswith(":6817")
+    assert conf.controller_target.endswith(":6817")

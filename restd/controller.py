@@ -1,0 +1,84 @@
+"""The gateway's calls to the controller: gRPC, signed as the caller.
+
+restd holds the cluster key, as a node agent does: it signs a ``Credential``
+for the user its token names, so the controller applies that user's rights
+(their own jobs only, PrivateData, operator checks) exactly as for the CLI.
+Errors come back as the ``SlurmError`` the controller raised.
+"""
+
+from __future__ import annotations
+
+import pwd
+import time
+from typing import Any
+
+import grpc
+
+from corral import auth, errors
+from corral.errors import SlurmError
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+
+__all__ = ["Caller", "Controller"]
+
+#: A listing of 10,000 jobs is a few MiB; gRPC's default cap is 4 MiB.
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", 256 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+]
+CALL_TIMEOUT_S = 60.0
+
+
+class Caller:
+    """The user a request acts as (from its token)."""
+
+    __slots__ = ("gid", "name", "uid")
+
+    def __init__(self, name: str, uid: int, gid: int) -> None:
+        self.name = name
+        self.uid = uid
+        self.gid = gid
+
+    @classmethod
+    def named(cls, name: str) -> Caller:
+        """The local account ``name``; SlurmError if this host does not know it."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise SlurmError(errors.ESLURM_USER_ID_MISSING, f"Invalid user: {name}") from None
+        return cls(name, entry.pw_uid, entry.pw_gid)
+
+
+class Controller:
+    """One gRPC channel to the controller, shared by every request."""
+
+    def __init__(self, target: str, key: bytes) -> None:
+        self.target = target
+        self.key = key
+        self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self.stub: Any = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def call(self, method: str, caller: Caller | None, **fields: Any) -> Any:
+        """``method`` with a request made of ``fields``, signed for ``caller``."""
+        request = getattr(pb, f"{method}Request")(**fields)
+        if caller is not None:
+            signed = auth.credential(self.key, caller.uid, caller.gid, int(time.time()))
+            request.cred.CopyFrom(pb.Credential(user=caller.name, **signed))
+        try:
+            return await getattr(self.stub, method)(request, timeout=CALL_TIMEOUT_S)
+        except grpc.aio.AioRpcError as exc:
+            raise _slurm_error(exc) from None
+
+
+def _slurm_error(exc: grpc.aio.AioRpcError) -> SlurmError:
+    """The controller's ``code: message`` detail back as the Slurm error it was."""
+    detail = exc.details() or ""
+    code, sep, message = detail.partition(": ")
+    if sep and code.isdigit():
+        return SlurmError(int(code), message)
+    if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller")
+    return SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, detail or exc.code().name)

@@ -1,0 +1,419 @@
+"""Jobs in slurmrestd's shapes: the job records of ``GET /jobs``, and the job
+descriptions of ``POST /job/submit`` and ``POST /job/{id}``.
+
+A record is built from the controller's ``JobInfo`` by attribute access on
+the protobuf message: listing 10,000 jobs must stay well under half a second,
+so there is no generic message-to-dict step. Descriptions are checked against
+their schema first (unknown fields and wrong types are refused), then turned
+into the ``JobSpec`` sbatch would send, or the ``scontrol update`` words the
+controller already understands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cli.sacct_json import exit_code
+from corral import errors, hostlist
+from corral.errors import SlurmError
+from restd.schema import (
+    Schema,
+    array,
+    boolean,
+    integer,
+    no_val,
+    no_val_input,
+    obj,
+    ref,
+    string,
+)
+
+__all__ = [
+    "DESCRIPTION",
+    "JOB_INFO",
+    "job_info",
+    "spec_from_description",
+    "updates_from_description",
+]
+
+#: The slurmrestd versions served; each answers with its own data_parser.
+VERSIONS = ("v0.0.40", "v0.0.41", "v0.0.42")
+
+
+def _set(number: int) -> dict[str, Any]:
+    return {"set": True, "infinite": False, "number": number}
+
+
+def _time(seconds: int) -> dict[str, Any]:
+    """A point in time: unset while unknown (0)."""
+    return {"set": seconds > 0, "infinite": False, "number": max(seconds, 0)}
+
+
+def _minutes(limit: int) -> dict[str, Any]:
+    """A time limit in minutes: -1 is UNLIMITED."""
+    return {"set": limit >= 0, "infinite": limit < 0, "number": max(limit, 0)}
+
+
+_UNSET = {"set": False, "infinite": False, "number": 0}
+
+EXIT_CODE = obj(
+    {
+        "status": array(string()),
+        "return_code": no_val(),
+        "signal": obj({"id": no_val(), "name": string()}),
+    }
+)
+
+#: One job of ``GET /jobs`` and ``GET /job/{id}`` (data_parser's JOB_INFO, the fields Corral has).
+JOB_INFO = obj(
+    {
+        "account": string(),
+        "accrue_time": no_val(maximum=2**53),
+        "array_job_id": no_val(),
+        "array_task_id": no_val(),
+        "array_max_tasks": no_val(),
+        "array_task_string": string(),
+        "batch_flag": boolean(),
+        "batch_host": string(),
+        "cluster": string(),
+        "command": string(),
+        "comment": string(),
+        "cpus": no_val(),
+        "cpus_per_task": no_val(),
+        "current_working_directory": string(),
+        "dependency": string(),
+        "derived_exit_code": EXIT_CODE,
+        "eligible_time": no_val(maximum=2**53),
+        "end_time": no_val(maximum=2**53),
+        "excluded_nodes": string(),
+        "exit_code": EXIT_CODE,
+        "features": string(),
+        "gres_detail": array(string()),
+        "group_id": integer(minimum=0),
+        "group_name": string(),
+        "hold": boolean(),
+        "job_id": integer(minimum=0),
+        "job_state": array(string(), "the base state, then its flags"),
+        "last_sched_evaluation": no_val(maximum=2**53),
+        "maximum_nodes": no_val(),
+        "memory_per_cpu": no_val(maximum=2**53),
+        "memory_per_node": no_val(maximum=2**53),
+        "name": string(),
+        "nice": integer(),
+        "node_count": no_val(),
+        "nodes": string(),
+        "partition": string(),
+        "priority": no_val(),
+        "qos": string(),
+        "requeue": boolean(),
+        "required_nodes": string(),
+        "reservation": string(),
+        "restart_cnt": integer(minimum=0),
+        "scheduled_nodes": string(),
+        "standard_error": string(),
+        "standard_input": string(),
+        "standard_output": string(),
+        "start_time": no_val(maximum=2**53),
+        "state_description": string(),
+        "state_reason": string(),
+        "submit_time": no_val(maximum=2**53),
+        "tasks": no_val(),
+        "tasks_per_node": no_val(),
+        "time_limit": no_val(),
+        "time_minimum": no_val(),
+        "tres_alloc_str": string(),
+        "tres_req_str": string(),
+        "user_id": integer(minimum=0),
+        "user_name": string(),
+    }
+)
+
+
+def job_info(job: Any) -> dict[str, Any]:
+    """One ``JobInfo`` as a JOB_INFO record."""
+    ended = job.state not in ("PENDING", "RUNNING", "SUSPENDED")
+    pending = job.state == "PENDING"
+    return {
+        "account": job.account,
+        "accrue_time": _time(job.accrue_time),
+        "array_job_id": _set(job.array_job_id) if job.array_job_id else _UNSET,
+        "array_task_id": (_set(job.array_task_id) if job.HasField("array_task_id") else _UNSET),
+        "array_max_tasks": _set(job.array_max_tasks),
+        "array_task_string": job.array_task_str,
+        "batch_flag": job.batch_flag,
+        "batch_host": job.batch_host,
+        "cluster": job.cluster,
+        "command": job.command,
+        "comment": job.comment,
+        "cpus": _set(job.num_cpus),
+        "cpus_per_task": _set(job.cpus_per_task),
+        "current_working_directory": job.work_dir,
+        "dependency": job.dependency,
+        "derived_exit_code": exit_code(job.derived_exit_status, ended),
+        "eligible_time": _time(job.eligible_time),
+        "end_time": _time(0 if not ended and not job.end_time else job.end_time),
+        "excluded_nodes": job.exc_nodes,
+        "exit_code": exit_code(job.exit_status, ended),
+        "features": job.features,
+        "gres_detail": [job.gres] if job.gres else [],
+        "group_id": job.gid,
+        "group_name": job.group,
+        "hold": job.held,
+        "job_id": job.job_id,
+        "job_state": [job.state, *job.state_flags],
+        "last_sched_evaluation": _time(job.last_sched_eval),
+        "maximum_nodes": _set(job.max_nodes) if job.max_nodes else _UNSET,
+        "memory_per_cpu": _set(job.min_mem_cpu) if job.min_mem_cpu else _UNSET,
+        "memory_per_node": _set(job.min_mem_node) if job.min_mem_node else _UNSET,
+        "name": job.name,
+        "nice": job.nice,
+        "node_count": _set(job.num_nodes),
+        "nodes": job.nodes,
+        "partition": job.partition,
+        "priority": _set(job.priority),
+        "qos": job.qos,
+        "requeue": job.requeue,
+        "required_nodes": job.req_nodes,
+        "reservation": job.reservation,
+        "restart_cnt": job.restarts,
+        "scheduled_nodes": job.sched_nodes if pending else "",
+        "standard_error": job.std_err,
+        "standard_input": job.std_in,
+        "standard_output": job.std_out,
+        "start_time": _time(job.start_time),
+        "state_description": job.state_desc,
+        "state_reason": job.reason,
+        "submit_time": _time(job.submit_time),
+        "tasks": _set(job.num_tasks),
+        "tasks_per_node": _set(job.ntasks_per_node) if job.ntasks_per_node else _UNSET,
+        "time_limit": _minutes(job.time_limit),
+        "time_minimum": _set(job.time_min) if job.time_min else _UNSET,
+        "tres_alloc_str": job.alloc_tres,
+        "tres_req_str": job.req_tres,
+        "user_id": job.uid,
+        "user_name": job.user,
+    }
+
+
+def _nodes_value() -> Schema:
+    return {
+        "oneOf": [string(max_length=4096), array(string(max_length=256))],
+        "description": "a hostlist expression, or a list of host names",
+    }
+
+
+#: A job description (data_parser's JOB_DESC_MSG, the fields Corral acts on).
+DESCRIPTION = obj(
+    {
+        "account": string(max_length=256),
+        "argv": array(string()),
+        "array": string("an array spec, e.g. 0-9%2", max_length=4096),
+        "begin_time": no_val_input("epoch seconds", maximum=2**53),
+        "comment": string(max_length=4096),
+        "constraints": string(max_length=4096),
+        "cpus_per_task": integer(minimum=1, maximum=0xFFFF),
+        "current_working_directory": string(max_length=4096),
+        "dependency": string(max_length=4096),
+        "environment": array(string(max_length=1 << 20), "NAME=value entries"),
+        "excluded_nodes": _nodes_value(),
+        "exclusive": {"oneOf": [boolean(), array(string(enum=["user", "true", "false"]))]},
+        "hold": boolean(),
+        "kill_on_invalid_dependency": boolean(),
+        "maximum_nodes": integer(minimum=1, maximum=0xFFFFFF),
+        "memory_per_cpu": no_val_input("MiB", maximum=2**53),
+        "memory_per_node": no_val_input("MiB", maximum=2**53),
+        "minimum_cpus": integer(minimum=1, maximum=0xFFFFFF),
+        "minimum_nodes": integer(minimum=1, maximum=0xFFFFFF),
+        "name": string(max_length=1024),
+        "nice": integer(minimum=-2147483645, maximum=2147483645),
+        "nodes": string("a node count or range, e.g. 2 or 1-4", max_length=64),
+        "partition": string("one partition, or a comma list", max_length=4096),
+        "priority": no_val_input("administrators only"),
+        "qos": string(max_length=256),
+        "required_nodes": _nodes_value(),
+        "requeue": boolean(),
+        "reservation": string(max_length=256),
+        "script": string("the batch script, starting with #!", max_length=4 << 20),
+        "standard_error": string(max_length=4096),
+        "standard_input": string(max_length=4096),
+        "standard_output": string(max_length=4096),
+        "tasks": integer(minimum=1, maximum=0xFFFFFF),
+        "tasks_per_node": integer(minimum=1, maximum=0xFFFF),
+        "time_limit": no_val_input("minutes"),
+        "time_minimum": no_val_input("minutes"),
+        "tres_per_node": string("e.g. gres/gpu:2", max_length=1024),
+    },
+    closed=True,
+)
+
+SUBMIT_REQUEST = obj(
+    {
+        "job": ref("job_desc_msg"),
+        "script": string("v0.0.40 and v0.0.41: the batch script (v0.0.42: job.script)"),
+    },
+    required=("job",),
+    closed=True,
+)
+
+
+def _number(value: Any) -> tuple[bool, int]:
+    """An optional number as given: (set, value); infinite counts as unset."""
+    if isinstance(value, dict):
+        return bool(value.get("set", True)) and not value.get("infinite"), int(
+            value.get("number", 0)
+        )
+    return True, int(value)
+
+
+def _hosts(value: str | list[str]) -> str:
+    """A node list as a hostlist expression; SlurmError when it is not one."""
+    names = value if isinstance(value, list) else [value]
+    try:
+        expanded = [n for name in names for n in hostlist.expand(name)]
+    except ValueError:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_NAME) from None
+    return hostlist.compress(expanded)
+
+
+def _node_range(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    if not low.isdigit() or (high and not high.isdigit()):
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT, f"Invalid node count: {text}")
+    first = int(low)
+    last = int(high) if high else first
+    if first < 1 or last < first:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT, f"Invalid node count: {text}")
+    return first, last
+
+
+_COPIED = {
+    "account": "account",
+    "comment": "comment",
+    "constraints": "constraint",
+    "cpus_per_task": "cpus_per_task",
+    "dependency": "dependency",
+    "hold": "hold",
+    "kill_on_invalid_dependency": "kill_on_invalid_dep",
+    "minimum_cpus": "min_cpus",
+    "name": "name",
+    "nice": "nice",
+    "qos": "qos",
+    "requeue": "requeue",
+    "reservation": "reservation",
+    "standard_error": "std_err",
+    "standard_input": "std_in",
+    "standard_output": "std_out",
+    "tasks": "num_tasks",
+    "tasks_per_node": "ntasks_per_node",
+}
+_NUMBERS = {
+    "begin_time": "begin_time",
+    "memory_per_cpu": "mem_per_cpu",
+    "memory_per_node": "mem_per_node",
+    "priority": "priority",
+    "time_limit": "time_limit",
+    "time_minimum": "time_min",
+}
+
+
+def spec_from_description(
+    desc: Mapping[str, Any], script: str, home: str, submit_line: str
+) -> dict[str, Any]:
+    """The ``JobSpec`` for a submitted description (already schema-checked).
+    ``home``: the working directory when none is given (the user's home)."""
+    if not script.strip():
+        raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
+    if not script.startswith("#!"):
+        raise SlurmError(
+            errors.EINVAL, "This does not look like a batch script: it must start with #!"
+        )
+    environment = desc.get("environment") or []
+    if not environment:
+        raise SlurmError(errors.ESLURM_ENVIRONMENT_MISSING)
+    env: dict[str, str] = {}
+    for entry in environment:
+        name, sep, value = entry.partition("=")
+        if not sep or not name:
+            raise SlurmError(errors.EINVAL, f"Invalid environment entry: {entry[:80]!r}")
+        env[name] = value
+    work_dir = desc.get("current_working_directory") or home
+    spec: dict[str, Any] = {
+        "script": script,
+        "argv": list(desc.get("argv", [])),
+        "environment": env,
+        "work_dir": work_dir,
+        "submit_dir": work_dir,
+        "submit_line": submit_line,
+        "name": desc.get("name") or "",
+    }
+    for key, field in _COPIED.items():
+        if key in desc:
+            spec[field] = desc[key]
+    for key, field in _NUMBERS.items():
+        if key in desc:
+            given, number = _number(desc[key])
+            if given:
+                spec[field] = number
+            elif key == "time_limit":
+                spec[field] = -1
+    for key in ("std_out", "std_err", "std_in"):
+        if spec.get(key) and not spec[key].startswith("/"):
+            spec[key] = f"{work_dir.rstrip('/')}/{spec[key]}"
+    if "partition" in desc:
+        spec["partitions"] = [p for p in desc["partition"].split(",") if p]
+    if "nodes" in desc:
+        spec["min_nodes"], spec["max_nodes"] = _node_range(desc["nodes"])
+    if "minimum_nodes" in desc:
+        spec["min_nodes"] = desc["minimum_nodes"]
+    if "maximum_nodes" in desc:
+        spec["max_nodes"] = desc["maximum_nodes"]
+    if "required_nodes" in desc:
+        spec["req_nodes"] = _hosts(desc["required_nodes"])
+    if "excluded_nodes" in desc:
+        spec["exc_nodes"] = _hosts(desc["excluded_nodes"])
+    if "array" in desc:
+        spec["array"] = desc["array"]
+    exclusive = desc.get("exclusive")
+    if exclusive is True or (isinstance(exclusive, list) and exclusive[:1] in (["user"], ["true"])):
+        spec["exclusive"] = True
+    if "tres_per_node" in desc:
+        spec["gres"] = ",".join(
+            item.removeprefix("gres/").replace("gres:", "", 1)
+            for item in desc["tres_per_node"].split(",")
+            if item
+        )
+    return spec
+
+
+def updates_from_description(desc: Mapping[str, Any]) -> tuple[dict[str, str], str]:
+    """``scontrol update`` words for a job update, and a hold action ("" none)."""
+    updates: dict[str, str] = {}
+    words = {
+        "name": "JobName",
+        "comment": "Comment",
+        "partition": "Partition",
+        "dependency": "Dependency",
+        "nice": "Nice",
+        "requeue": "Requeue",
+    }
+    for key, word in words.items():
+        if key in desc:
+            value = desc[key]
+            updates[word] = ("1" if value else "0") if isinstance(value, bool) else str(value)
+    for key, word in (("time_limit", "TimeLimit"), ("priority", "Priority")):
+        if key in desc:
+            given, number = _number(desc[key])
+            updates[word] = str(number) if given else ("UNLIMITED" if key == "time_limit" else "0")
+    if "begin_time" in desc:
+        given, number = _number(desc["begin_time"])
+        updates["StartTime"] = f"uts{number}" if given else "now"
+    unsupported = set(desc) - set(words) - {"time_limit", "priority", "begin_time", "hold"}
+    if unsupported:
+        raise SlurmError(
+            errors.EINVAL, f"Update of {', '.join(sorted(unsupported))} is not supported"
+        )
+    hold = ""
+    if "hold" in desc:
+        hold = "hold" if desc["hold"] else "release"
+    return updates, hold
