@@ -828,6 +828,7 @@ class JobStore:
                         qos=j.qos,
                         partition=j.partition,
                         start_time=j.start_time,
+                        user=j.user,
                     )
                 )
                 if j.array_job_id:

@@ -15,7 +15,7 @@ in ``placement.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from controller.core import dependency
@@ -32,17 +32,23 @@ from controller.model import Job
 from corral import arrayspec
 
 
-def _order(jobs: list[Job], partitions: Mapping[str, PartitionView]) -> list[Job]:
-    """Slurm's queue order: a higher partition PriorityTier first, then priority.
+def queue_key(partitions: Mapping[str, PartitionView]) -> Callable[[Job], tuple[int, ...]]:
+    """Slurm's queue order as a sort key: a higher partition PriorityTier first, then
+    priority, then submit order.
 
     The tier comes first so that a job preempted for a higher tier, requeued and
     eligible again before its preemptor started, cannot take its place back.
     """
 
-    def tier(job: Job) -> int:
-        return max((p.priority_tier for n in job.partitions if (p := partitions.get(n))), default=0)
+    def key(job: Job) -> tuple[int, ...]:
+        tier = max((p.priority_tier for n in job.partitions if (p := partitions.get(n))), default=0)
+        return -tier, -job.priority, job.submit_time, job.job_id
 
-    return sorted(jobs, key=lambda j: (-tier(j), -j.priority, j.submit_time, j.job_id))
+    return key
+
+
+def _order(jobs: list[Job], partitions: Mapping[str, PartitionView]) -> list[Job]:
+    return sorted(jobs, key=queue_key(partitions))
 
 
 def _waiting_reason(job: Job, snap: Snapshot, now: int) -> tuple[Reason | None, list[int] | None]:

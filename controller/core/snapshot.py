@@ -110,6 +110,7 @@ class Running:
     qos: str = ""
     partition: str = ""
     start_time: int = 0
+    user: str = ""  # who runs it (why.py names the jobs a pending one waits for)
 
 
 @dataclass(frozen=True, slots=True)
