@@ -31,6 +31,8 @@ log = logging.getLogger("corral.restd")
 
 DEFAULT_LISTEN = "127.0.0.1:6820"
 DEFAULT_MAX_BODY = 16 << 20
+#: Longest request line or header line (aiohttp's own default is 8 KiB).
+MAX_LINE = 1 << 20
 
 
 def _tls(cert: str | None, key: str | None) -> ssl.SSLContext | None:
@@ -70,7 +72,11 @@ async def serve(
     controller = Controller(conf.controller_target, key)
     proxies = frozenset({"root", conf.slurm_user})
     gateway = Gateway(controller, tokens.jwt_key(key), conf.cluster_name, proxies, max_body)
-    runner = web.AppRunner(build_app(gateway), access_log=None)
+    # aiohttp answers a request line or header past its limits itself, in plain
+    # text; these are high enough that any such request reaches the envelope.
+    runner = web.AppRunner(
+        build_app(gateway), access_log=None, max_line_size=MAX_LINE, max_field_size=MAX_LINE
+    )
     await runner.setup()
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

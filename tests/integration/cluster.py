@@ -26,6 +26,8 @@ from corral.errors import SlurmError
 from dbd.config import load as load_dbd_config
 
 DONE = {state.name for state in JobState if state.finished}
+#: Ordinary Unix users the tests act as (the ``users`` fixture creates them).
+TEST_USERS = ("corraltest1", "corraltest2")
 
 
 def free_port() -> int:
@@ -82,7 +84,7 @@ class Cluster:
         self.controller: subprocess.Popen[bytes] | None = None
         self.agent: subprocess.Popen[bytes] | None = None
         self.dbd: subprocess.Popen[bytes] | None = None
-        self.restd: subprocess.Popen[bytes] | None = None
+        self.restds: list[subprocess.Popen[bytes]] = []
 
     # ------------------------------------------------------------ daemons
 
@@ -111,10 +113,15 @@ class Cluster:
         dbd = load_dbd_config(path)
         self.wait_for(lambda: _listening(dbd.dbd_addr, dbd.dbd_port), 30, "dbd did not listen")
 
-    def start_restd(self, *options: str) -> str:
-        """corral-restd on a free loopback port, with ``options``; its base URL."""
+    def start_restd(self, *options: str, socket: str = "") -> str:
+        """A corral-restd with ``options``, on a free loopback port or on the Unix
+        ``socket``; its base URL (``unix:<socket>`` for a socket)."""
+        if socket:
+            self.restds.append(self._spawn("restd.main", *options, f"unix:{socket}"))
+            self.wait_for(lambda: os.path.exists(socket), 20, "restd did not listen")
+            return f"unix:{socket}"
         port = free_port()
-        self.restd = self._spawn("restd.main", *options, f"127.0.0.1:{port}")
+        self.restds.append(self._spawn("restd.main", *options, f"127.0.0.1:{port}"))
         self.wait_for(lambda: _listening("127.0.0.1", port), 20, "restd did not listen")
         return f"{'https' if '--tls-cert' in options else 'http'}://127.0.0.1:{port}"
 
@@ -145,11 +152,11 @@ class Cluster:
             proc.wait(timeout=20)
 
     def stop(self) -> None:
-        for proc in (self.restd, self.agent, self.controller, self.dbd):
+        for proc in (*self.restds, self.agent, self.controller, self.dbd):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 proc.terminate()
-        for proc in (self.restd, self.agent, self.controller, self.dbd):
+        for proc in (*self.restds, self.agent, self.controller, self.dbd):
             if proc is not None:
                 try:
                     proc.wait(timeout=15)

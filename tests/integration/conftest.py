@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import TEST_USERS, Cluster
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -41,3 +45,19 @@ def make_cluster(tmp_path: Path) -> Iterator[object]:
     finally:
         for c in made:
             c.stop()
+
+
+@pytest.fixture(scope="session")
+def users() -> tuple[str, ...]:
+    """TEST_USERS, created (no home directory) where missing; kept for the next run."""
+    if os.geteuid() != 0:
+        pytest.skip("switching users needs root")
+    if shutil.which("useradd") is None:
+        pytest.skip("no useradd to create the test users")
+    for name in TEST_USERS:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=False)
+            pwd.getpwnam(name)  # KeyError if neither this run nor a concurrent one made it
+    return TEST_USERS

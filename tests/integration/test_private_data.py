@@ -34,10 +34,10 @@ import pytest
 
 from cli.demo import client_command
 from dbd.rollup import HOUR, hour_start
+from tests.integration.cluster import TEST_USERS as USERS
 from tests.integration.cluster import Cluster
 
 SETTINGS = ("KillWait=2", "SlurmdTimeout=6")
-USERS = ("corraltest1", "corraltest2")
 #: CPU-seconds each user's job is given once moved into a finished hour.
 RUN_SECONDS = {"corraltest1": 600, "corraltest2": 1200}
 
@@ -71,22 +71,6 @@ def _runs_as(user: str, argv: list[str]) -> bool:
     except PermissionError:
         return False
     return done.returncode == 0
-
-
-@pytest.fixture(scope="module")
-def users() -> tuple[str, ...]:
-    """USERS, created (no home directory) where missing; kept for the next run."""
-    if os.geteuid() != 0:
-        pytest.skip("switching users needs root")
-    if shutil.which("useradd") is None:
-        pytest.skip("no useradd to create the test users")
-    for name in USERS:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=False)
-            pwd.getpwnam(name)  # KeyError if neither this run nor a concurrent one made it
-    return USERS
 
 
 def _system_python(users: tuple[str, ...]) -> tuple[str, str] | None:

@@ -1,0 +1,253 @@
+"""corral-restd against a live cluster: tokens, a client that knows only the
+OpenAPI document, other users' jobs, the versions' differences, bad input,
+a Unix socket, HTTPS, and the gateway's own metrics."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from corral import auth, tokens
+from tests.integration.cluster import Cluster
+from tests.integration.rest import Rest
+
+MAX_BODY = 64 << 10
+V = "/slurm/v0.0.42"
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Rest]]:
+    """A cluster and its restd (root's token), shared by this module's tests."""
+    cluster = Cluster(tmp_path_factory.mktemp("restd"), nodes=2, settings=("KillWait=2",))
+    try:
+        cluster.start()
+        url = cluster.start_restd("--max-body", str(MAX_BODY))
+        yield cluster, Rest(url, token_for(cluster, "root"))
+    finally:
+        cluster.stop()
+
+
+def token_for(cluster: Cluster, user: str, lifespan: int = 600) -> str:
+    out = cluster.run("scontrol", "token", f"lifespan={lifespan}", f"username={user}").stdout
+    return out.strip().split("=", 1)[1]
+
+
+def job_desc(cluster: Cluster, **fields: Any) -> dict[str, Any]:
+    return {
+        "script": "#!/bin/sh\nsleep 60\n",
+        "environment": ["PATH=/bin:/usr/bin"],
+        "current_working_directory": str(cluster.dir),
+        **fields,
+    }
+
+
+class OpenApiClient:
+    """A client that knows the gateway only through ``/openapi/v3``: it finds each
+    operation by its operationId and builds the request from the document."""
+
+    def __init__(self, rest: Rest) -> None:
+        self.rest = rest
+        status, doc = rest.call("GET", "/openapi/v3", headers={})
+        assert status == 200 and doc["openapi"].startswith("3.")
+        self.operations = {
+            spec["operationId"]: (method.upper(), path, spec)
+            for path, methods in doc["paths"].items()
+            for method, spec in methods.items()
+        }
+
+    def __call__(self, operation: str, body: Any = None, **values: Any) -> dict[str, Any]:
+        method, path, spec = self.operations[operation]
+        query = {}
+        for param in spec.get("parameters", []):
+            if param["name"] not in values:
+                assert not param["required"], f"{operation} needs {param['name']}"
+            elif param["in"] == "path":
+                path = path.replace("{" + param["name"] + "}", str(values[param["name"]]))
+            else:
+                query[param["name"]] = values[param["name"]]
+        if query:
+            path += "?" + urlencode(query)
+        assert (body is not None) == ("requestBody" in spec), operation
+        status, reply = self.rest.call(method, path, body)
+        assert status == 200 and reply["errors"] == [], (operation, status, reply)
+        return reply
+
+
+def test_a_client_written_from_the_openapi_document_runs_a_job(
+    gateway: tuple[Cluster, Rest],
+) -> None:
+    cluster, rest = gateway
+    api = OpenApiClient(rest)
+    submitted = api(
+        "post_slurm_v0_0_42_job_submit", {"job": job_desc(cluster, name="from-openapi")}
+    )
+    job = submitted["job_id"]
+    cluster.wait_state(job, {"RUNNING"}, timeout=20)
+    listed = api("get_slurm_v0_0_42_jobs")["jobs"]
+    assert [j["name"] for j in listed if j["job_id"] == job] == ["from-openapi"]
+    api("post_slurm_v0_0_42_job_job_id", {"time_limit": 5, "comment": "via REST"}, job_id=job)
+    shown = api("get_slurm_v0_0_42_job_job_id", job_id=job)["jobs"][0]
+    assert shown["time_limit"] == {"set": True, "infinite": False, "number": 5}
+    assert (shown["comment"], shown["job_state"], shown["user_name"]) == (
+        "via REST",
+        ["RUNNING"],
+        "root",
+    )
+    assert cluster.job(job)["time_limit"] == 5  # what squeue and scontrol see
+    api("delete_slurm_v0_0_42_job_job_id", job_id=job)
+    assert cluster.wait_done(job)["state"] == "CANCELLED"
+    nodes = api("get_slurm_v0_0_42_nodes")["nodes"]
+    assert sorted(n["name"] for n in nodes) == ["node1", "node2"]
+    assert api("get_slurm_v0_0_42_ping")["pings"][0]["responding"] is True
+
+
+def test_tokens_that_are_missing_expired_forged_or_misused_are_refused(
+    gateway: tuple[Cluster, Rest],
+) -> None:
+    cluster, rest = gateway
+    now = int(time.time())
+    key = tokens.jwt_key(auth.load_key(auth.key_path(cluster.conf)))
+    expired = tokens.mint(key, "root", now - 100, lifespan=10)
+    forged = tokens.mint(b"not the cluster key, but as long", "root", now)
+    cases = {
+        "none": ({}, 401),
+        "expired": ({"X-SLURM-USER-TOKEN": expired}, 401),
+        "forged": ({"X-SLURM-USER-TOKEN": forged}, 401),
+        "garbage": ({"Authorization": "Bearer not.a.jwt"}, 401),
+        "both": ({"X-SLURM-USER-TOKEN": rest.token, "Authorization": f"Bearer {rest.token}"}, 401),
+        "bearer": ({"Authorization": f"Bearer {rest.token}"}, 200),
+        "unknown user": ({"X-SLURM-USER-TOKEN": tokens.mint(key, "nosuchuser9", now)}, 403),
+    }
+    for name, (headers, wanted) in cases.items():
+        status, reply = rest.call("GET", f"{V}/jobs", headers=headers)
+        assert status == wanted, (name, reply)
+        if wanted != 200:
+            assert reply["errors"] and reply["errors"][0]["error_number"], name
+
+
+def test_users_change_only_their_own_jobs(
+    gateway: tuple[Cluster, Rest], users: tuple[str, ...]
+) -> None:
+    cluster, root = gateway
+    owner, other = (Rest(root.base, token_for(cluster, name)) for name in users)
+    status, reply = owner.call("POST", f"{V}/job/submit", {"job": job_desc(cluster, hold=True)})
+    assert status == 200, reply
+    job = reply["job_id"]
+    assert cluster.job(job)["user"] == users[0]  # the token's user, not restd's
+    # Acting as someone else takes a proxy's (root's) token.
+    status, reply = other.call(
+        "GET", f"{V}/jobs", headers={"X-SLURM-USER-TOKEN": other.token, "X-SLURM-USER-NAME": "root"}
+    )
+    assert status == 403
+    for method, body in (("DELETE", None), ("POST", {"comment": "mine now"})):
+        status, reply = other.call(method, f"{V}/job/{job}", body)
+        assert status == 403, (method, reply)
+        assert reply["errors"][0]["error"] == "Access/permission denied"
+    assert cluster.job(job)["state"] == "PENDING"
+    status, _ = owner.call("POST", f"{V}/job/{job}", {"comment": "still mine"})
+    assert status == 200 and cluster.job(job)["comment"] == "still mine"
+    status, _ = root.call("DELETE", f"{V}/job/{job}")
+    assert status == 200 and cluster.wait_done(job)["state"] == "CANCELLED"
+
+
+def test_each_version_answers_in_its_own_shape(gateway: tuple[Cluster, Rest]) -> None:
+    cluster, rest = gateway
+    desc = job_desc(cluster, hold=True)
+    script = desc.pop("script")
+    status, old = rest.call("POST", "/slurm/v0.0.40/job/submit", {"script": script, "job": desc})
+    assert status == 200 and old["result"]["job_id"] == old["job_id"] and old["warnings"] == []
+    assert old["meta"]["plugin"]["data_parser"] == "data_parser/v0.0.40"
+    status, new = rest.call("POST", f"{V}/job/submit", {"script": script, "job": desc})
+    assert status == 200 and "result" not in new
+    assert "deprecated" in new["warnings"][0]["description"]
+    status, listed = rest.call("GET", f"/slurm/v0.0.41/job/{old['job_id']}")
+    assert listed["jobs"][0]["job_state"] == ["PENDING"]
+    for job in (old["job_id"], new["job_id"]):
+        rest.call("DELETE", f"{V}/job/{job}")
+
+
+def test_bad_input_gets_a_4xx_in_slurms_envelope(gateway: tuple[Cluster, Rest]) -> None:
+    cluster, rest = gateway
+    submit = f"{V}/job/submit"
+    desc = job_desc(cluster)
+    cases: list[tuple[str, str, bytes | None, int, str]] = [
+        ("POST", submit, b"{not json", 400, "parse"),
+        ("POST", submit, b"[1, 2]", 400, "expected object"),
+        ("POST", submit, json.dumps({"job": {**desc, "tasks": "two"}}).encode(), 400, "tasks"),
+        ("POST", submit, json.dumps({"job": {**desc, "bogus": 1}}).encode(), 400, "unknown field"),
+        ("POST", submit, json.dumps({"job": {**desc, "environment": []}}).encode(), 400,
+         "Environment is missing"),
+        ("POST", submit, b"{" + b" " * (2 * MAX_BODY) + b"}", 413, ""),
+        ("GET", f"{V}/job/..%2F..%2Fetc%2Fpasswd", None, 404, "Invalid job id"),
+        ("GET", f"{V}/job/1;rm", None, 404, "Invalid job id"),
+        ("GET", f"{V}/node/..%2Fx", None, 404, "Invalid node name"),
+        ("DELETE", f"{V}/job/1?signal=SIGBOGUS", None, 400, "Invalid signal"),
+        ("GET", f"{V}/jobs?color=red", None, 400, "Unknown query parameter"),
+        ("GET", f"{V}/jobs?update_time=soon", None, 400, "integer"),
+        ("GET", "/slurm/v0.0.39/jobs", None, 404, "openapi"),
+        ("PUT", f"{V}/jobs", None, 405, ""),
+    ]  # fmt: skip
+    for method, path, body, wanted, words in cases:
+        status, text = rest.raw(method, path, body)
+        reply = json.loads(text)
+        assert status == wanted, (method, path, status, reply)
+        assert reply["errors"] and words in json.dumps(reply["errors"]), (path, reply)
+        assert b"Traceback" not in text
+    status, _ = rest.call("GET", f"{V}/ping")
+    assert status == 200  # still serving
+
+
+def test_restd_counts_its_requests(gateway: tuple[Cluster, Rest]) -> None:
+    _, rest = gateway
+    for _ in range(3):
+        rest.call("GET", f"{V}/partitions")
+    status, text = rest.raw("GET", "/metrics", headers={})
+    assert status == 200
+    families = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    counts = {
+        (s.labels["route"], s.labels["status"]): s.value
+        for s in families["corral_restd_requests"].samples
+        if s.name.endswith("_total")
+    }
+    assert counts[(f"{V}/partitions", "200")] >= 3
+    assert any(
+        s.labels.get("route") == f"{V}/partitions"
+        for s in families["corral_restd_request_duration_seconds"].samples
+    )
+
+
+def _certificate(directory: Path) -> tuple[str, str]:
+    cert, key = str(directory / "cert.pem"), str(directory / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", key, "-out", cert],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_https_only_with_a_certificate_and_a_unix_socket(
+    gateway: tuple[Cluster, Rest], tmp_path: Path
+) -> None:
+    cluster, rest = gateway
+    cert, key = _certificate(tmp_path)
+    url = cluster.start_restd("--tls-cert", cert, "--tls-key", key)
+    trusting = ssl.create_default_context(cafile=cert)
+    status, reply = Rest(url, rest.token, context=trusting).call("GET", f"{V}/ping")
+    assert status == 200 and reply["pings"][0]["pinged"] == "UP"
+    plain = Rest(url.replace("https:", "http:"), rest.token)
+    with pytest.raises((ConnectionError, OSError)):
+        plain.call("GET", f"{V}/ping")
+    local = cluster.start_restd(socket=str(tmp_path / "restd.sock"))
+    status, reply = Rest(local, rest.token).call("GET", f"{V}/ping")
+    assert status == 200
