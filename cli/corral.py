@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 USAGE = """\
 Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ...]
-                 [--database URL | --no-accounting]
+                 [--database URL | --no-accounting] [--no-restd]
        corral down [--dir DIR]
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
                   [--csv FILE] [--png FILE] [--json] [--quiet]   (corral sim --help)
@@ -71,6 +71,20 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+#: slurmrestd's port: corral up's REST gateway takes it where it is free.
+REST_PORT = 6820
+
+
+def _rest_port() -> int:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", REST_PORT))
+            return REST_PORT
+        except OSError:
+            pass
+    return _free_port()
 
 
 def _memory_mib() -> int:
@@ -182,19 +196,17 @@ def _spawn(args: list[str], log_path: str, env: dict[str, str]) -> subprocess.Po
     )
 
 
-def _wait_for_dbd(dbd_conf: str, dbd: subprocess.Popen[bytes]) -> None:
-    from dbd.config import load
-
-    conf = load(dbd_conf)
+def _wait_listening(host: str, port: int, proc: subprocess.Popen[bytes], name: str) -> None:
+    """Until ``proc`` (the daemon ``name``) listens on host:port; UsageError if it does not."""
     deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline and dbd.poll() is None:
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
-            socket.create_connection((conf.dbd_addr, conf.dbd_port), timeout=1).close()
+            socket.create_connection((host, port), timeout=1).close()
             return
         except OSError:
             time.sleep(0.1)
-    _stop([dbd])
-    raise UsageError("corral-dbd did not start; see dbd.log in the cluster directory")
+    _stop([proc])
+    raise UsageError(f"corral-{name} did not start; see {name}.log in the cluster directory")
 
 
 def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[bytes]]) -> None:
@@ -223,7 +235,7 @@ def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[byte
 
 def up(argv: list[str]) -> int:
     nodes, directory, detach, demo, extra = 4, DEFAULT_DIR, False, False, []
-    accounting, database = True, None
+    accounting, database, restd = True, None, True
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -247,6 +259,8 @@ def up(argv: list[str]) -> int:
             database = arg.split("=", 1)[1]
         elif arg == "--no-accounting":
             accounting = False
+        elif arg == "--no-restd":
+            restd = False
         else:
             raise UsageError(f"unknown argument {arg!r}\n{USAGE}")
     if nodes < 1:
@@ -274,7 +288,10 @@ def up(argv: list[str]) -> int:
             )
         )
         # The controller learns the associations from dbd as it starts: let dbd listen first.
-        _wait_for_dbd(dbd_conf, procs[0])
+        from dbd.config import load as load_dbd
+
+        dbd = load_dbd(dbd_conf)
+        _wait_listening(dbd.dbd_addr, dbd.dbd_port, procs[0], "dbd")
     controller = _spawn(
         [sys.executable, "-m", "controller.main", "-f", conf],
         os.path.join(logs, "controller.log"),
@@ -287,16 +304,34 @@ def up(argv: list[str]) -> int:
         env,
     )
     procs += [controller, agent]
+    rest_port = _rest_port() if restd else 0
+    if restd:
+        procs.append(
+            _spawn(
+                [sys.executable, "-m", "restd.main", "-f", conf, f"127.0.0.1:{rest_port}"],
+                os.path.join(logs, "restd.log"),
+                env,
+            )
+        )
     with open(os.path.join(directory, "pids"), "w") as out:
         out.write("".join(f"{proc.pid}\n" for proc in procs))
     try:
         _wait_until_up(conf, nodes, procs)
+        if restd:
+            _wait_listening("127.0.0.1", rest_port, procs[-1], "restd")
     except BaseException:
         _stop(procs)
         raise
     where = (database or f"SQLite in {directory}/accounting.db") if accounting else "off"
     print(f"Corral cluster with {nodes} nodes is up (logs in {logs}; accounting: {where}).")
     print(f"export SLURM_CONF={shlex.quote(conf)}")
+    if restd:
+        url = f"http://127.0.0.1:{rest_port}"
+        print(
+            f"REST API (slurmrestd's) at {url}, OpenAPI at {url}/openapi/v3; with a token:\n"
+            f'  export $(scontrol token); curl -H "X-SLURM-USER-TOKEN: $SLURM_JWT" '
+            f"{url}/slurm/v0.0.42/jobs"
+        )
     sys.stdout.flush()
     if detach:
         return 0

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from cli.demo import client_command
+from tests.integration.rest import Rest
 
 
 def corral(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,8 +42,44 @@ def test_up_starts_accounting_on_sqlite_by_default(tmp_path: Path) -> None:
         assert f"accounting: SQLite in {directory}/accounting.db" in up.stdout
         assert (directory / "slurmdbd.conf").exists()
         assert sacct(directory).returncode == 0
+        _the_rest_api_answers(directory, up.stdout)
     finally:
         assert corral("down", "--dir", str(directory)).returncode == 0
+
+
+def _the_rest_api_answers(directory: Path, printed: str) -> None:
+    """The REST gateway corral up started, found from what it printed, with a token
+    from scontrol: a job submitted there shows in the accounting records."""
+    url = printed.split("REST API (slurmrestd's) at ", 1)[1].split(",", 1)[0]
+    env = {**os.environ, "SLURM_CONF": str(directory / "slurm.conf")}
+    minted = subprocess.run(
+        [*client_command("scontrol"), "token"], capture_output=True, text=True, env=env, check=True
+    )
+    rest = Rest(url, minted.stdout.strip().split("=", 1)[1])
+    desc = {
+        "script": "#!/bin/sh\ntrue\n",
+        "environment": ["PATH=/bin:/usr/bin"],
+        "current_working_directory": str(directory),
+    }
+    status, reply = rest.call("POST", "/slurm/v0.0.42/job/submit", {"job": desc})
+    assert status == 200, reply
+    job = reply["job_id"]
+    deadline = time.monotonic() + 30
+    state: list[str] = []
+    while state != ["COMPLETED"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+        status, reply = rest.call("GET", f"/slurmdb/v0.0.42/job/{job}")
+        state = reply["jobs"][0]["state"]["current"] if status == 200 else []
+    assert state == ["COMPLETED"], reply
+    listed = {}
+    for listing in ("accounts", "users", "qos", "associations", "clusters", "tres"):
+        status, reply = rest.call("GET", f"/slurmdb/v0.0.42/{listing}")
+        assert status == 200 and reply[listing], (listing, reply)
+        listed[listing] = reply[listing]
+    assert [c["name"] for c in listed["clusters"]] == ["corral"]
+    assert {"type": "cpu", "name": "", "id": 1} in [
+        {k: t[k] for k in ("type", "name", "id")} for t in listed["tres"]
+    ]
 
 
 def test_up_without_accounting(tmp_path: Path) -> None:
