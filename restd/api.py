@@ -21,6 +21,7 @@ from corral import errors, timefmt
 from corral.errors import SlurmError
 from restd import accounting, cluster, jobs
 from restd.controller import Caller, Controller
+from restd.joblist import JobListing, split_reply
 from restd.schema import Schema, array, integer, obj, ref, string
 
 __all__ = ["OPERATIONS", "SCHEMAS", "Call", "Operation", "Param"]
@@ -35,6 +36,7 @@ class Call:
     params: dict[str, Any]
     body: Any
     controller: Controller
+    listing: JobListing
     warnings: list[str] = field(default_factory=list)
 
 
@@ -113,14 +115,15 @@ def _results(reply: Any) -> list[dict[str, Any]]:
 
 
 async def get_jobs(call: Call) -> dict[str, Any]:
-    reply = await call.controller.call(
+    raw = await call.controller.call_raw(
         "Jobs", call.caller, filter={"states": ["ALL"]}, expand_arrays=False
     )
+    records, last_update = split_reply(raw)
     since = call.params.get("update_time", 0)
-    listed = [] if since and reply.last_update <= since else reply.jobs
+    listed = [] if since and last_update <= since else records
     return {
-        "jobs": [jobs.job_info(job) for job in listed],
-        "last_update": {"set": True, "infinite": False, "number": reply.last_update},
+        "jobs": call.listing.render(listed),
+        "last_update": {"set": True, "infinite": False, "number": last_update},
         "last_backfill": {"set": False, "infinite": False, "number": 0},
     }
 

@@ -12,12 +12,12 @@ envelope.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from corral import SLURM_VERSION, errors
@@ -25,6 +25,7 @@ from corral.errors import SlurmError
 from restd.api import OPERATIONS, SCHEMAS, Call, Operation
 from restd.auth import AuthFailure, authenticate
 from restd.controller import Caller, Controller
+from restd.joblist import JobListing
 from restd.metrics import CONTENT_TYPE, RequestMetrics
 from restd.openapi import document
 from restd.schema import validate
@@ -63,7 +64,8 @@ class Gateway:
         self.proxies = proxies
         self.max_body = max_body
         self.metrics = RequestMetrics()
-        self.openapi = json.dumps(document()).encode()
+        self.listing = JobListing()
+        self.openapi = orjson.dumps(document())
 
 
 def _status(exc: SlurmError, op: Operation | None) -> int:
@@ -102,7 +104,7 @@ def _error(status: int, code: int, message: str, source: str) -> web.Response:
         ],
         "warnings": [],
     }
-    return web.json_response(body, status=status)
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
 
 
 def _parse_query(op: Operation, request: web.Request) -> dict[str, Any]:
@@ -130,8 +132,8 @@ async def _parse_body(op: Operation, request: web.Request) -> Any:
         return None
     raw = await request.read()
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
         raise SlurmError(errors.EINVAL, "Unable to parse the request body as JSON") from None
     problems = validate(op.body, body, SCHEMAS, "body")
     if problems:
@@ -156,6 +158,7 @@ def _handler(gateway: Gateway, op: Operation, version: str) -> Callable[..., Any
                 params=_parse_query(op, request),
                 body=await _parse_body(op, request),
                 controller=gateway.controller,
+                listing=gateway.listing,
             )
             payload = await op.handler(call)
             warnings = call.warnings
@@ -177,11 +180,7 @@ def _handler(gateway: Gateway, op: Operation, version: str) -> Callable[..., Any
             "errors": problems,
             "warnings": [{"description": w, "source": source} for w in warnings],
         }
-        return web.Response(
-            body=json.dumps(body, separators=(",", ":")),
-            status=status,
-            content_type="application/json",
-        )
+        return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
 
     return serve
 

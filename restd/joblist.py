@@ -1,0 +1,84 @@
+"""``GET /jobs`` fast: each job's JSON kept until the job changes.
+
+A listing of 10,000 jobs is 1.5 MB of protobuf but 20 MB of slurmrestd-shaped
+JSON, and building that JSON field by field costs about 30 µs a job, so a
+10,000-job listing would take a third of a second on conversion alone. Most
+jobs do not change between two listings, and the controller sends each job's
+record as the same bytes until it changes (it caches them, docs/wire.md). So
+the gateway takes the reply undecoded, splits it into each job's bytes, and
+keeps the record it made for those bytes: a job is converted again only when
+its record changed. What one listing used is all that is kept for the next,
+so the cache never outgrows the controller's job table. (The records are
+kept as dicts, not as JSON text: orjson writes a whole listing in one call
+about six times faster than it writes the jobs one by one.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.wire import corral_pb2 as pb
+from restd.jobs import job_info
+
+__all__ = ["JobListing", "split_reply"]
+
+_JOBS = 1  # JobsReply.jobs
+_LAST_UPDATE = 3  # JobsReply.last_update
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def split_reply(data: bytes) -> tuple[list[bytes], int]:
+    """A serialized ``JobsReply``: each job's bytes, and ``last_update``."""
+    jobs: list[bytes] = []
+    last_update = 0
+    at, end = 0, len(data)
+    while at < end:
+        key, at = _varint(data, at)
+        field, kind = key >> 3, key & 7
+        if kind == 2:
+            size, at = _varint(data, at)
+            if field == _JOBS:
+                jobs.append(data[at : at + size])
+            at += size
+        elif kind == 0:
+            value, at = _varint(data, at)
+            if field == _LAST_UPDATE:
+                last_update = value
+        elif kind == 1:
+            at += 8
+        elif kind == 5:
+            at += 4
+        else:
+            raise ValueError(f"JobsReply: unexpected wire type {kind}")
+    return jobs, last_update
+
+
+class JobListing:
+    """The JOB_INFO record of each job last listed, by the job's serialized bytes."""
+
+    def __init__(self) -> None:
+        self._records: dict[bytes, dict[str, Any]] = {}
+
+    def render(self, jobs: list[bytes]) -> list[dict[str, Any]]:
+        """The JOB_INFO records of ``jobs`` (serialized ``JobInfo``s)."""
+        known = self._records
+        kept: dict[bytes, dict[str, Any]] = {}
+        out = []
+        for data in jobs:
+            record = known.get(data)
+            if record is None:
+                record = job_info(pb.JobInfo.FromString(data))
+            kept[data] = record
+            out.append(record)
+        self._records = kept
+        return out
