@@ -32,6 +32,7 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral down [--dir DIR]
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
                   [--csv FILE] [--png FILE] [--json] [--quiet]   (corral sim --help)
+       corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
        corral --version"""
 
 SIM_USAGE = """\
@@ -529,12 +530,18 @@ def corral(argv: list[str]) -> int:
         return down(argv[1:])
     if argv[0] == "sim":
         return sim(argv[1:])
+    if argv[0] == "why":
+        from cli.why import why
+
+        return why(argv[1:])
     raise UsageError(f"unknown command {argv[0]!r}\n{USAGE}")
 
 
 def main() -> None:
     if sys.argv[1:2] == ["sim"]:
         run("corral sim", corral)  # errors read "corral sim: error: ..."
+    if sys.argv[1:2] == ["why"]:
+        run("corral why", corral)
     run("corral", corral)
 
 

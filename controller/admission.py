@@ -21,7 +21,7 @@ from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 from controller.principal import Principal, group_name
 from corral import arrayspec, errors, hostlist
-from corral.config import SlurmConfig
+from corral.config import PartitionConfig, SlurmConfig
 from corral.errors import SlurmError
 from corral.gpunumbers import gpu_numbering
 
@@ -189,14 +189,25 @@ def _partitions(spec: Mapping[str, Any], conf: SlurmConfig, who: Principal) -> t
         part = conf.partition(name)
         if part is None:
             raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
-        if part.allow_groups is not None and not who.is_admin:
-            allowed = {g for g in part.allow_groups}
-            if not allowed & {group_name(g) for g in who.groups | {who.gid}}:
-                raise SlurmError(errors.ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP)
-        account = spec.get("account", "")
-        if part.allow_accounts is not None and account not in part.allow_accounts:
-            raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
+        refused = partition_refusal(part, who, spec.get("account", ""))
+        if refused:
+            raise SlurmError(refused)
     return tuple(dict.fromkeys(names))
+
+
+def _member(groups: set[str], who: Principal) -> bool:
+    return bool(groups & {group_name(g) for g in who.groups | {who.gid}})
+
+
+def partition_refusal(part: PartitionConfig, who: Principal, account: str) -> int:
+    """Slurm's errno if ``who`` may not submit to ``part`` under ``account``, else 0
+    (AllowGroups, AllowAccounts); ``corral why`` offers only partitions that pass."""
+    groups = part.allow_groups
+    if groups is not None and not who.is_admin and not _member(set(groups), who):
+        return errors.ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP
+    if part.allow_accounts is not None and account not in part.allow_accounts:
+        return errors.ESLURM_INVALID_ACCOUNT
+    return 0
 
 
 def _hosts(expr: str) -> tuple[str, ...]:

@@ -87,6 +87,7 @@ class SchedulerLoop:
         planned = int((time.perf_counter() - planning) * 1e6)
         if backfill is not None:
             self.last_backfill = now
+            self.store.backfill_pass = (snap, plan, backfill)
         if full:
             self.last_full_pass = now
         started = self.store.commit(plan)

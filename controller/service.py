@@ -21,7 +21,7 @@ from typing import Any
 
 import grpc
 
-from controller import diag, jobstate, priorityviews, queries, views
+from controller import diag, jobstate, priorityviews, queries, views, whyviews
 from controller.accounting import Delivery
 from controller.admission import admit
 from controller.agentlink import AgentLink
@@ -487,6 +487,10 @@ class Handlers:
     async def Priorities(self, req: pb.PrioritiesRequest, who: Principal) -> pb.PrioritiesReply:
         return priorityviews.priorities(self.store, self.now())
 
+    async def Why(self, req: pb.WhyRequest, who: Principal) -> pb.WhyReply:
+        """``corral why``: why a pending job waits and what would start it sooner."""
+        return await whyviews.why(self.store, req.job_id, who, self.now())
+
     async def Shares(self, req: pb.SharesRequest, who: Principal) -> pb.SharesReply:
         return priorityviews.shares(self.store, list(req.users), list(req.accounts), self.now())
 
@@ -659,6 +663,7 @@ METHODS = (
     "StepCreate",
     "Allocation",
     "Token",
+    "Why",
 )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from controller import associations, gpuaffinity, gpushare, jobcomp, jobstate, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import Assoc, AssocSet
-from controller.core import NodeView, Plan, Running, Snapshot
+from controller.core import BackfillParams, NodeView, Plan, Running, Snapshot
 from controller.core.limits import Gate
 from controller.core.preempt import PreemptPolicy
 from controller.core.snapshot import JobFacts
@@ -200,6 +200,9 @@ class JobStore:
         self.reservations = ReservationBook()
         self.enforce: frozenset[str] = frozenset()
         self.priorities = PriorityKeeper(conf)
+        # The loop's last backfill pass: the plan behind every expected start, kept
+        # whole so ``corral why`` explains the very plan squeue --start shows.
+        self.backfill_pass: tuple[Snapshot, Plan, BackfillParams] | None = None
         self.apply_config(conf)
 
     # ------------------------------------------------------------ configuration

@@ -109,6 +109,7 @@ COMMANDS = [
         id="sacctmgr-snakemake",
     ),
     pytest.param("sacctmgr", ["-i", "add", "account", "physics", "parent=root"], id="sacctmgr-add"),
+    pytest.param("why", ["7"], id="corral-why"),  # cli.why: `corral why` without cli.corral
 ]
 
 

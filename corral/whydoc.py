@@ -1,0 +1,72 @@
+"""``corral why``'s answer as a JSON document: one shape for the CLI and the REST gateway.
+
+``why_document`` takes the Why reply as the import-light codec decodes it (a
+dict with every field; from a protobuf message:
+``codec.decode("WhyReply", message.SerializeToString())``) and returns plain
+JSON values. Unknown and unlimited become ``null``: no expected start, no time
+limit, no MaxTime, a blocker hidden by PrivateData=jobs. Times are epoch
+seconds; node lists are hostlist expressions. A job that is not pending has
+only ``job_id``, ``user``, ``state``, ``reason`` and ``nodes``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+
+def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
+    """The Why reply ``reply`` as the document ``corral why --json`` prints."""
+    doc: dict[str, Any] = {
+        "job_id": reply["job_id"],
+        "user": reply["user"],
+        "state": reply["state"],
+        "reason": reply["reason"],
+    }
+    if reply["state"] != "PENDING":
+        doc["nodes"] = reply["nodes"] or None
+        return doc
+    doc.update(
+        partition=reply["partition"],
+        position=reply["position"],
+        queued=reply["queued"],
+        needs={
+            "nodes": reply["need_nodes"],
+            "cpus_per_node": reply["need_cpus_per_node"],
+            "memory_per_node": reply["need_memory_per_node"] or None,
+            "gres": reply["need_gres"] or None,
+            "time_limit": reply["need_minutes"] if reply["need_minutes"] >= 0 else None,
+            "exclusive": reply["need_exclusive"],
+        },
+        partition_limits={
+            "max_time": reply["max_time"] if reply["max_time"] >= 0 else None,
+            "max_nodes": reply["max_nodes"] or None,
+        },
+        free={"count": reply["free_count"], "nodes": reply["free_nodes"] or None},
+        blockers=[
+            {
+                "job_id": b["job_id"] or None,
+                "user": b["user"] or None,
+                "priority": b["priority"],
+                "state": "RUNNING" if b["running"] else "PENDING",
+                "nodes": b["nodes"],
+                "start": b["start"],
+                "end": b["end"] or None,
+            }
+            for b in reply["blockers"]
+        ],
+        reservations=[
+            {"name": r["name"], "nodes": r["nodes"], "start": r["start"], "end": r["end"]}
+            for r in reply["reservations"]
+        ],
+        expected_start=reply["expected_start"] or None,
+        expected_nodes=reply["expected_nodes"] or None,
+        suggestions=[
+            {"option": s["option"], "start": s["start"], "nodes": s["nodes"] or None}
+            for s in reply["suggestions"]
+        ],
+        now=reply["now"],
+    )
+    return doc
