@@ -4,6 +4,7 @@ a Unix socket, HTTPS, and the gateway's own metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import subprocess
@@ -16,7 +17,10 @@ from urllib.parse import urlencode
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from corral import auth, tokens
+from corral import auth, errors, tokens
+from corral.config import load
+from corral.errors import SlurmError
+from restd.controller import Caller, Controller
 from tests.integration.cluster import Cluster
 from tests.integration.rest import Rest
 
@@ -157,6 +161,29 @@ def test_users_change_only_their_own_jobs(
     assert status == 200 and cluster.job(job)["comment"] == "still mine"
     status, _ = root.call("DELETE", f"{V}/job/{job}")
     assert status == 200 and cluster.wait_done(job)["state"] == "CANCELLED"
+
+
+def test_only_operators_mint_tokens_for_others(
+    gateway: tuple[Cluster, Rest], users: tuple[str, ...]
+) -> None:
+    """scontrol token username=U, asked as an ordinary user: the controller's check,
+    reached with that user's signed credential, as their scontrol would."""
+    cluster, _ = gateway
+    key = auth.load_key(auth.key_path(cluster.conf))
+
+    async def mint(username: str) -> str:
+        controller = Controller(load(cluster.conf).controller_target, key)
+        try:
+            reply = await controller.call("Token", Caller.named(users[0]), username=username)
+            return str(reply.token)
+        finally:
+            await controller.close()
+
+    with pytest.raises(SlurmError) as refused:
+        asyncio.run(mint("root"))
+    assert refused.value.code == errors.ESLURM_ACCESS_DENIED
+    own = asyncio.run(mint(""))
+    assert tokens.user_of(tokens.jwt_key(key), own, int(time.time())) == users[0]
 
 
 def test_each_version_answers_in_its_own_shape(gateway: tuple[Cluster, Rest]) -> None:
