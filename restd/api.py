@@ -19,10 +19,13 @@ from typing import Any
 
 from corral import errors, timefmt
 from corral.errors import SlurmError
+from corral.whydoc import why_document
+from corral.wire import codec
 from restd import accounting, cluster, jobs
 from restd.controller import Caller, Controller
 from restd.joblist import JobListing, split_reply
 from restd.schema import Schema, array, integer, obj, ref, string
+from restd.why import WHY
 
 __all__ = ["OPERATIONS", "SCHEMAS", "Call", "Operation", "Param"]
 
@@ -76,6 +79,7 @@ SCHEMAS: dict[str, Schema] = {
     "controller_ping": cluster.PING,
     "stats_msg": cluster.DIAG,
     "job": accounting.HISTORY_JOB,
+    "why_pending": WHY,
     **{kind: accounting.entity_schema(kind) for kind in accounting.ENTITY_KINDS.values()},
 }
 
@@ -340,6 +344,17 @@ async def dbd_diag(call: Call) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------- /corral/
+
+
+async def why(call: Call) -> dict[str, Any]:
+    wanted = job_id(call.params["job_id"])
+    if "_" in wanted:
+        raise SlurmError(errors.ESLURM_INVALID_JOB_ID, "Invalid job id specified")
+    reply = await call.controller.call("Why", call.caller, job_id=int(wanted))
+    return {"why": why_document(codec.decode("WhyReply", reply.SerializeToString()))}
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -517,5 +532,16 @@ OPERATIONS: tuple[Operation, ...] = (
         "accounting statistics",
         dbd_diag,
         {"statistics": obj({"time_start": integer(), "accounting_backlog": integer()})},
+    ),
+    Operation(
+        "corral",
+        "GET",
+        "job/{job_id}/why",
+        "why a job is pending: its place, what it needs and what holds it, when it is "
+        "expected to start, and what would start it sooner (corral why)",
+        why,
+        {"why": ref("why_pending")},
+        params=(JOB_ID,),
+        versions=("v1",),
     ),
 )

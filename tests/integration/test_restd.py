@@ -31,7 +31,8 @@ V = "/slurm/v0.0.42"
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Rest]]:
     """A cluster and its restd (root's token), shared by this module's tests."""
-    cluster = Cluster(tmp_path_factory.mktemp("restd"), nodes=2, settings=("KillWait=2",))
+    settings = ("KillWait=2", "SchedulerParameters=bf_interval=1")
+    cluster = Cluster(tmp_path_factory.mktemp("restd"), nodes=2, settings=settings)
     try:
         cluster.start()
         url = cluster.start_restd("--max-body", str(MAX_BODY))
@@ -184,6 +185,28 @@ def test_only_operators_mint_tokens_for_others(
     assert refused.value.code == errors.ESLURM_ACCESS_DENIED
     own = asyncio.run(mint(""))
     assert tokens.user_of(tokens.jwt_key(key), own, int(time.time())) == users[0]
+
+
+def test_why_pending_over_rest_is_corral_whys_answer(gateway: tuple[Cluster, Rest]) -> None:
+    cluster, rest = gateway
+    blocker = cluster.sbatch("-N", "1", "--exclusive", "-t", "10", "--wrap", "sleep 120")
+    cluster.wait_state(blocker, {"RUNNING"})
+    waiting = cluster.sbatch("-N", "2", "--exclusive", "-t", "5", "--wrap", "true")
+    try:
+        cluster.wait_for(lambda: cluster.job(waiting)["start_time"] > 0, 15, "no plan")
+        for _ in range(5):  # a backfill pass runs every second: two answers of one pass
+            status, reply = rest.call("GET", f"/corral/v1/job/{waiting}/why")
+            words = cluster.run("corral", "why", "--json", str(waiting)).stdout
+            served, printed = reply["why"], json.loads(words)
+            if served["expected_start"] == printed["expected_start"]:
+                break
+        assert status == 200 and reply["errors"] == []
+        assert {**served, "now": 0} == {**printed, "now": 0}
+        assert served["blockers"][0]["job_id"] == blocker and served["reason"] == "Resources"
+        status, reply = rest.call("GET", "/corral/v1/job/999999/why")
+        assert status == 404 and reply["errors"][0]["error"] == "Invalid job id specified"
+    finally:
+        cluster.run("scancel", str(blocker), str(waiting))
 
 
 def test_each_version_answers_in_its_own_shape(gateway: tuple[Cluster, Rest]) -> None:

@@ -1,0 +1,63 @@
+"""The schema of ``GET /corral/v1/job/{id}/why``: ``corral why --json``'s document
+(``corral/whydoc.py``), where unknown or unlimited is null."""
+
+from __future__ import annotations
+
+from restd.schema import Schema, array, boolean, integer, obj, string
+
+__all__ = ["WHY"]
+
+
+def _nullable(schema: Schema) -> Schema:
+    return {**schema, "nullable": True}
+
+
+_WHY_JOB = {"job_id": _nullable(integer(minimum=0)), "user": _nullable(string())}
+#: ``corral why --json``'s document (corral/whydoc.py): unknown or unlimited is null.
+WHY = obj(
+    {
+        "job_id": integer(minimum=0),
+        "user": string(),
+        "state": string(),
+        "reason": string(),
+        "nodes": _nullable(string()),
+        "partition": string(),
+        "position": integer(minimum=0),
+        "queued": integer(minimum=0),
+        "needs": obj(
+            {
+                "nodes": integer(minimum=0),
+                "cpus_per_node": integer(minimum=0),
+                "memory_per_node": _nullable(integer(minimum=0)),
+                "gres": _nullable(string()),
+                "time_limit": _nullable(integer(minimum=0)),
+                "exclusive": boolean(),
+            }
+        ),
+        "partition_limits": obj(
+            {"max_time": _nullable(integer(minimum=0)), "max_nodes": _nullable(integer())}
+        ),
+        "free": obj({"count": integer(minimum=0), "nodes": _nullable(string())}),
+        "blockers": array(
+            obj(
+                {
+                    **_WHY_JOB,
+                    "priority": integer(minimum=0),
+                    "state": string(enum=["RUNNING", "PENDING"]),
+                    "nodes": string(),
+                    "start": integer(),
+                    "end": _nullable(integer()),
+                }
+            )
+        ),
+        "reservations": array(
+            obj({"name": string(), "nodes": string(), "start": integer(), "end": integer()})
+        ),
+        "expected_start": _nullable(integer()),
+        "expected_nodes": _nullable(string()),
+        "suggestions": array(
+            obj({"option": string(), "start": integer(), "nodes": _nullable(string())})
+        ),
+        "now": integer(),
+    }
+)
