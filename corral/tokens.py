@@ -13,7 +13,7 @@ import hashlib
 
 import jwt
 
-__all__ = ["DEFAULT_LIFESPAN", "TokenError", "jwt_key", "mint", "user_of"]
+__all__ = ["DEFAULT_LIFESPAN", "TokenError", "jwt_key", "mint", "user_of", "verify"]
 
 #: scontrol token's default lifespan, seconds (Slurm's).
 DEFAULT_LIFESPAN = 1800
@@ -35,6 +35,11 @@ def mint(key: bytes, user: str, now: int, lifespan: int = DEFAULT_LIFESPAN) -> s
 
 def user_of(key: bytes, token: str, now: int) -> str:
     """The user a valid token names; TokenError if it is not valid at ``now``."""
+    return verify(key, token, now)[0]
+
+
+def verify(key: bytes, token: str, now: int) -> tuple[str, int]:
+    """(the user, the expiry) of a token valid at ``now``; TokenError if it is not."""
     try:
         claims = jwt.decode(
             token,
@@ -44,9 +49,10 @@ def user_of(key: bytes, token: str, now: int) -> str:
         )
     except jwt.PyJWTError as exc:
         raise TokenError(f"invalid token: {exc}") from None
-    if int(claims["exp"]) <= now:
+    expires = int(claims["exp"])
+    if expires <= now:
         raise TokenError("token expired")
     user = claims["sun"]
     if not isinstance(user, str) or not user:
         raise TokenError("invalid token: no user")
-    return user
+    return user, expires

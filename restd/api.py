@@ -150,8 +150,9 @@ async def submit_job(call: Call) -> dict[str, Any]:
         if call.version == "v0.0.42":
             call.warnings.append("top-level script is deprecated in v0.0.42: use job.script")
         script = script or body["script"]
-    home = _home(call.caller)
-    spec = jobs.spec_from_description(desc, script or "", home, "corral-restd job/submit")
+    spec = jobs.spec_from_description(
+        desc, script or "", call.caller.home, "corral-restd job/submit"
+    )
     spec["submit_host"] = os.uname().nodename.split(".")[0]
     reply = await call.controller.call("Submit", call.caller, spec=spec)
     payload: dict[str, Any] = {
@@ -162,15 +163,6 @@ async def submit_job(call: Call) -> dict[str, Any]:
     if call.version in ("v0.0.40", "v0.0.41"):
         payload["result"] = {**payload, "error_code": 0, "error": ""}
     return payload
-
-
-def _home(caller: Caller) -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(caller.uid).pw_dir or "/tmp"
-    except KeyError:
-        return "/tmp"
 
 
 async def update_job(call: Call) -> dict[str, Any]:

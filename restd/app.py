@@ -23,8 +23,8 @@ from aiohttp import web
 from corral import SLURM_VERSION, errors
 from corral.errors import SlurmError
 from restd.api import OPERATIONS, SCHEMAS, Call, Operation
-from restd.auth import AuthFailure, authenticate
-from restd.controller import Caller, Controller
+from restd.auth import AuthFailure, Verified, authenticate
+from restd.controller import Callers, Controller
 from restd.joblist import JobListing
 from restd.metrics import CONTENT_TYPE, RequestMetrics
 from restd.openapi import document
@@ -59,7 +59,8 @@ class Gateway:
         max_body: int,
     ) -> None:
         self.controller = controller
-        self.jwt_key = jwt_key
+        self.verified = Verified(jwt_key)
+        self.callers = Callers()
         self.cluster = cluster
         self.proxies = proxies
         self.max_body = max_body
@@ -151,10 +152,12 @@ def _handler(gateway: Gateway, op: Operation, version: str) -> Callable[..., Any
         problems: list[dict[str, Any]] = []
         warnings: list[str] = []
         try:
-            user = authenticate(request.headers, gateway.jwt_key, int(time.time()), gateway.proxies)
+            user = authenticate(
+                request.headers, gateway.verified, int(time.time()), gateway.proxies
+            )
             call = Call(
                 version=version,
-                caller=Caller.named(user),
+                caller=gateway.callers.named(user),
                 params=_parse_query(op, request),
                 body=await _parse_body(op, request),
                 controller=gateway.controller,

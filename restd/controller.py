@@ -19,7 +19,7 @@ from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
-__all__ = ["Caller", "Controller"]
+__all__ = ["Caller", "Callers", "Controller"]
 
 #: A listing of 10,000 jobs is a few MiB; gRPC's default cap is 4 MiB.
 CHANNEL_OPTIONS = [
@@ -32,12 +32,13 @@ CALL_TIMEOUT_S = 60.0
 class Caller:
     """The user a request acts as (from its token)."""
 
-    __slots__ = ("gid", "name", "uid")
+    __slots__ = ("gid", "home", "name", "uid")
 
-    def __init__(self, name: str, uid: int, gid: int) -> None:
+    def __init__(self, name: str, uid: int, gid: int, home: str = "/tmp") -> None:
         self.name = name
         self.uid = uid
         self.gid = gid
+        self.home = home
 
     @classmethod
     def named(cls, name: str) -> Caller:
@@ -46,7 +47,27 @@ class Caller:
             entry = pwd.getpwnam(name)
         except KeyError:
             raise SlurmError(errors.ESLURM_USER_ID_MISSING, f"Invalid user: {name}") from None
-        return cls(name, entry.pw_uid, entry.pw_gid)
+        return cls(name, entry.pw_uid, entry.pw_gid, entry.pw_dir or "/tmp")
+
+
+class Callers:
+    """Local accounts by name, looked up at most once a minute each."""
+
+    TTL_S = 60.0
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[Caller, float]] = {}
+
+    def named(self, name: str) -> Caller:
+        now = time.monotonic()
+        known = self._known.get(name)
+        if known is not None and now - known[1] < self.TTL_S:
+            return known[0]
+        caller = Caller.named(name)
+        if len(self._known) >= 4096:
+            self._known.clear()
+        self._known[name] = (caller, now)
+        return caller
 
 
 class Controller:

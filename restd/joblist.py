@@ -15,6 +15,7 @@ about six times faster than it writes the jobs one by one.)
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from corral.wire import corral_pb2 as pb
@@ -74,11 +75,19 @@ class JobListing:
         known = self._records
         kept: dict[bytes, dict[str, Any]] = {}
         out = []
-        for data in jobs:
-            record = known.get(data)
-            if record is None:
-                record = job_info(pb.JobInfo.FromString(data))
-            kept[data] = record
-            out.append(record)
+        # Thousands of new acyclic dicts: the cyclic collector would walk the
+        # growing heap many times over (a third of a cold listing's time).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for data in jobs:
+                record = known.get(data)
+                if record is None:
+                    record = job_info(pb.JobInfo.FromString(data))
+                kept[data] = record
+                out.append(record)
+        finally:
+            if collecting:
+                gc.enable()
         self._records = kept
         return out

@@ -11,6 +11,7 @@ controller already understands.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,21 +42,16 @@ __all__ = [
 VERSIONS = ("v0.0.40", "v0.0.41", "v0.0.42")
 
 
-def _set(number: int) -> dict[str, Any]:
-    return {"set": True, "infinite": False, "number": number}
-
-
 def _time(seconds: int) -> dict[str, Any]:
     """A point in time: unset while unknown (0)."""
-    return {"set": seconds > 0, "infinite": False, "number": max(seconds, 0)}
+    if seconds > 0:
+        return {"set": True, "infinite": False, "number": seconds}
+    return _UNSET
 
 
-def _minutes(limit: int) -> dict[str, Any]:
-    """A time limit in minutes: -1 is UNLIMITED."""
-    return {"set": limit >= 0, "infinite": limit < 0, "number": max(limit, 0)}
-
-
+#: Shared by every record that has them; records are never changed once built.
 _UNSET = {"set": False, "infinite": False, "number": 0}
+_UNLIMITED = {"set": False, "infinite": True, "number": 0}
 
 EXIT_CODE = obj(
     {
@@ -130,54 +126,85 @@ JOB_INFO = obj(
 )
 
 
+@functools.lru_cache(maxsize=1024)
+def _exit_code(status: int, ended: bool) -> dict[str, Any]:
+    """exit_code's record, shared between jobs with the same status: records are
+    never changed once built, only written out."""
+    return exit_code(status, ended)
+
+
 def job_info(job: Any) -> dict[str, Any]:
-    """One ``JobInfo`` as a JOB_INFO record."""
-    ended = job.state not in ("PENDING", "RUNNING", "SUSPENDED")
-    pending = job.state == "PENDING"
+    """One ``JobInfo`` as a JOB_INFO record.
+
+    Written for speed (a cold 10,000-job listing builds 10,000 of these): the
+    optional numbers are dict literals rather than calls, and the unset ones
+    and exit codes are shared objects.
+    """
+    state = job.state
+    ended = state not in ("PENDING", "RUNNING", "SUSPENDED")
+    end_time = job.end_time if ended or job.end_time else 0
+    limit = job.time_limit
+    gres = job.gres
+    array_job = job.array_job_id
+    max_nodes = job.max_nodes
+    mem_cpu = job.min_mem_cpu
+    mem_node = job.min_mem_node
+    per_node = job.ntasks_per_node
+    time_min = job.time_min
     return {
         "account": job.account,
         "accrue_time": _time(job.accrue_time),
-        "array_job_id": _set(job.array_job_id) if job.array_job_id else _UNSET,
-        "array_task_id": (_set(job.array_task_id) if job.HasField("array_task_id") else _UNSET),
-        "array_max_tasks": _set(job.array_max_tasks),
+        "array_job_id": {"set": True, "infinite": False, "number": array_job}
+        if array_job
+        else _UNSET,
+        "array_task_id": {"set": True, "infinite": False, "number": job.array_task_id}
+        if job.HasField("array_task_id")
+        else _UNSET,
+        "array_max_tasks": {"set": True, "infinite": False, "number": job.array_max_tasks},
         "array_task_string": job.array_task_str,
         "batch_flag": job.batch_flag,
         "batch_host": job.batch_host,
         "cluster": job.cluster,
         "command": job.command,
         "comment": job.comment,
-        "cpus": _set(job.num_cpus),
-        "cpus_per_task": _set(job.cpus_per_task),
+        "cpus": {"set": True, "infinite": False, "number": job.num_cpus},
+        "cpus_per_task": {"set": True, "infinite": False, "number": job.cpus_per_task},
         "current_working_directory": job.work_dir,
         "dependency": job.dependency,
-        "derived_exit_code": exit_code(job.derived_exit_status, ended),
+        "derived_exit_code": _exit_code(job.derived_exit_status, ended),
         "eligible_time": _time(job.eligible_time),
-        "end_time": _time(0 if not ended and not job.end_time else job.end_time),
+        "end_time": _time(end_time),
         "excluded_nodes": job.exc_nodes,
-        "exit_code": exit_code(job.exit_status, ended),
+        "exit_code": _exit_code(job.exit_status, ended),
         "features": job.features,
-        "gres_detail": [job.gres] if job.gres else [],
+        "gres_detail": [gres] if gres else [],
         "group_id": job.gid,
         "group_name": job.group,
         "hold": job.held,
         "job_id": job.job_id,
-        "job_state": [job.state, *job.state_flags],
+        "job_state": [state, *job.state_flags],
         "last_sched_evaluation": _time(job.last_sched_eval),
-        "maximum_nodes": _set(job.max_nodes) if job.max_nodes else _UNSET,
-        "memory_per_cpu": _set(job.min_mem_cpu) if job.min_mem_cpu else _UNSET,
-        "memory_per_node": _set(job.min_mem_node) if job.min_mem_node else _UNSET,
+        "maximum_nodes": {"set": True, "infinite": False, "number": max_nodes}
+        if max_nodes
+        else _UNSET,
+        "memory_per_cpu": {"set": True, "infinite": False, "number": mem_cpu}
+        if mem_cpu
+        else _UNSET,
+        "memory_per_node": {"set": True, "infinite": False, "number": mem_node}
+        if mem_node
+        else _UNSET,
         "name": job.name,
         "nice": job.nice,
-        "node_count": _set(job.num_nodes),
+        "node_count": {"set": True, "infinite": False, "number": job.num_nodes},
         "nodes": job.nodes,
         "partition": job.partition,
-        "priority": _set(job.priority),
+        "priority": {"set": True, "infinite": False, "number": job.priority},
         "qos": job.qos,
         "requeue": job.requeue,
         "required_nodes": job.req_nodes,
         "reservation": job.reservation,
         "restart_cnt": job.restarts,
-        "scheduled_nodes": job.sched_nodes if pending else "",
+        "scheduled_nodes": job.sched_nodes if state == "PENDING" else "",
         "standard_error": job.std_err,
         "standard_input": job.std_in,
         "standard_output": job.std_out,
@@ -185,10 +212,16 @@ def job_info(job: Any) -> dict[str, Any]:
         "state_description": job.state_desc,
         "state_reason": job.reason,
         "submit_time": _time(job.submit_time),
-        "tasks": _set(job.num_tasks),
-        "tasks_per_node": _set(job.ntasks_per_node) if job.ntasks_per_node else _UNSET,
-        "time_limit": _minutes(job.time_limit),
-        "time_minimum": _set(job.time_min) if job.time_min else _UNSET,
+        "tasks": {"set": True, "infinite": False, "number": job.num_tasks},
+        "tasks_per_node": {"set": True, "infinite": False, "number": per_node}
+        if per_node
+        else _UNSET,
+        "time_limit": _UNLIMITED
+        if limit < 0
+        else {"set": True, "infinite": False, "number": limit},
+        "time_minimum": {"set": True, "infinite": False, "number": time_min}
+        if time_min
+        else _UNSET,
         "tres_alloc_str": job.alloc_tres,
         "tres_req_str": job.req_tres,
         "user_id": job.uid,

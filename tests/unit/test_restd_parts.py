@@ -14,7 +14,7 @@ from corral import errors, tokens
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
 from restd.api import OPERATIONS, SCHEMAS, job_id, signal_number
-from restd.auth import AuthFailure, authenticate
+from restd.auth import AuthFailure, Verified, authenticate
 from restd.joblist import JobListing, split_reply
 from restd.jobs import spec_from_description, updates_from_description
 from restd.openapi import document
@@ -48,11 +48,13 @@ def test_the_submit_schema_refuses_unknown_fields_and_wrong_types() -> None:
 def test_tokens_in_either_header_and_what_is_refused() -> None:
     token = tokens.mint(KEY, "alice", NOW)
     proxies = frozenset({"root"})
-    assert authenticate({"X-SLURM-USER-TOKEN": token}, KEY, NOW, proxies) == "alice"
-    assert authenticate({"Authorization": f"Bearer {token}"}, KEY, NOW, proxies) == "alice"
+    assert authenticate({"X-SLURM-USER-TOKEN": token}, Verified(KEY), NOW, proxies) == "alice"
+    assert (
+        authenticate({"Authorization": f"Bearer {token}"}, Verified(KEY), NOW, proxies) == "alice"
+    )
     root = tokens.mint(KEY, "root", NOW)
     acting = {"X-SLURM-USER-TOKEN": root, "X-SLURM-USER-NAME": "bob"}
-    assert authenticate(acting, KEY, NOW, proxies) == "bob"
+    assert authenticate(acting, Verified(KEY), NOW, proxies) == "bob"
     refused = [
         ({}, 401),
         ({"X-SLURM-USER-TOKEN": token, "Authorization": f"Bearer {token}"}, 401),
@@ -63,8 +65,17 @@ def test_tokens_in_either_header_and_what_is_refused() -> None:
     ]
     for headers, status in refused:
         with pytest.raises(AuthFailure) as failure:
-            authenticate(headers, KEY, NOW, proxies)
+            authenticate(headers, Verified(KEY), NOW, proxies)
         assert failure.value.status == status, headers
+
+
+def test_a_verified_token_is_remembered_until_it_expires() -> None:
+    verified = Verified(KEY)
+    token = tokens.mint(KEY, "alice", NOW, lifespan=60)
+    assert verified.user_of(token, NOW) == "alice"
+    assert verified.user_of(token, NOW + 59) == "alice"
+    with pytest.raises(tokens.TokenError, match="expired"):
+        verified.user_of(token, NOW + 60)
 
 
 def test_a_description_becomes_the_spec_sbatch_would_send() -> None:
