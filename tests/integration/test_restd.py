@@ -209,6 +209,28 @@ def test_why_pending_over_rest_is_corral_whys_answer(gateway: tuple[Cluster, Res
         cluster.run("scancel", str(blocker), str(waiting))
 
 
+def test_operators_drain_and_resume_a_node(
+    gateway: tuple[Cluster, Rest], users: tuple[str, ...]
+) -> None:
+    cluster, root = gateway
+    user = Rest(root.base, token_for(cluster, users[0]))
+    drain = {"state": ["DRAIN"], "reason": "disk check"}
+    status, reply = user.call("POST", f"{V}/node/node2", drain)
+    assert status == 403, reply
+    status, reply = root.call("POST", f"{V}/node/node2", drain)
+    assert status == 200, reply
+    try:
+        status, reply = user.call("GET", f"{V}/node/node2")
+        node = reply["nodes"][0]
+        assert "DRAIN" in node["state"] and node["reason"] == "disk check", node
+        assert "drain" in cluster.run("sinfo", "-h", "-n", "node2", "-o", "%T").stdout
+    finally:
+        status, reply = root.call("POST", f"{V}/node/node2", {"state": ["RESUME"]})
+    assert status == 200, reply
+    resumed = root.call("GET", f"{V}/node/node2")[1]["nodes"][0]
+    assert "DRAIN" not in resumed["state"], resumed
+
+
 def test_each_version_answers_in_its_own_shape(gateway: tuple[Cluster, Rest]) -> None:
     cluster, rest = gateway
     desc = job_desc(cluster, hold=True)
