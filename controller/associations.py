@@ -112,6 +112,10 @@ class QosLimits:
     max_tres_pu: Mapping[str, int] = field(default_factory=dict)
     max_tres_pa: Mapping[str, int] = field(default_factory=dict)
     preempt: frozenset[str] = frozenset()  # the QOS whose jobs this one's may preempt
+    max_submit_pa: int | None = None
+    grp_submit: int | None = None
+    priority: int = 0  # the multifactor QOS factor's numerator
+    usage_factor: float = 1.0  # what fair share charges its jobs' use by
 
     @classmethod
     def from_row(cls, row: Mapping[str, str]) -> QosLimits:
@@ -129,6 +133,10 @@ class QosLimits:
             max_tres_pu=_tres(row, "MaxTRESPU"),
             max_tres_pa=_tres(row, "MaxTRESPA"),
             preempt=frozenset(q for q in row.get("Preempt", "").split(",") if q),
+            max_submit_pa=_count(row.get("MaxSubmitPA", "")),
+            grp_submit=_count(row.get("GrpSubmit", "")),
+            priority=_count(row.get("Priority", "")) or 0,
+            usage_factor=float(row.get("UsageFactor", "") or 1.0),
         )
 
 
@@ -208,8 +216,17 @@ def enforcing(enforce: Iterable[str]) -> frozenset[str]:
     return words
 
 
-def admit(job: Job, assocs: AssocSet, enforce: frozenset[str], queued: Iterable[Job]) -> Job:
-    """``job`` with its account and QOS settled, or SlurmError as sbatch reports it."""
+def admit(
+    job: Job,
+    assocs: AssocSet,
+    enforce: frozenset[str],
+    queued: Iterable[Job],
+    *,
+    qos_given: bool = True,
+) -> Job:
+    """``job`` with its account and QOS settled, or SlurmError as sbatch reports it.
+    ``qos_given``: the submitter named the QOS (else the association's DefaultQOS
+    replaces ``normal``, the QOS a job gets when none is asked for)."""
     account = job.account or assocs.users.get(job.user, "")
     for partition in job.partitions:
         assoc = assocs.find(job.user, account, partition)
@@ -219,7 +236,7 @@ def admit(job: Job, assocs: AssocSet, enforce: frozenset[str], queued: Iterable[
     assert assoc is not None
     qos = job.qos
     if "qos" in enforce:
-        qos = job.qos if job.qos != "normal" or not assoc.def_qos else assoc.def_qos
+        qos = assoc.def_qos if assoc.def_qos and not qos_given else job.qos
         if qos not in assoc.qos:
             raise SlurmError(errors.ESLURM_INVALID_QOS)
     if "limits" in enforce:
@@ -238,9 +255,16 @@ def _check_submit_limits(
             under = [j for j in queued if j.account == parent.account]
             if len(under) + 1 > parent.grp_submit:
                 raise SlurmError(ESLURM_ACCOUNTING_POLICY, POLICY)
-    if qos is not None and qos.max_submit_pu is not None:
-        theirs = [j for j in queued if j.user == job.user and j.qos == qos.name]
-        if len(theirs) + 1 > qos.max_submit_pu:
+    if qos is None:
+        return
+    in_qos = [j for j in queued if j.qos == qos.name]
+    caps = (
+        (qos.max_submit_pu, [j for j in in_qos if j.user == job.user]),
+        (qos.max_submit_pa, [j for j in in_qos if j.account == assoc.account]),
+        (qos.grp_submit, in_qos),
+    )
+    for cap, counted in caps:
+        if cap is not None and len(counted) + 1 > cap:
             raise SlurmError(ESLURM_ACCOUNTING_POLICY, POLICY)
 
 

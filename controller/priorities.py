@@ -55,7 +55,9 @@ class PriorityKeeper:
 
     def apply_config(self, conf: SlurmConfig, active_nodes: int) -> None:
         self.conf = conf
-        self.cluster = Cluster.from_config(conf, self.tree.factors, active_nodes=active_nodes)
+        self.cluster = Cluster.from_config(
+            conf, self.tree.factors, active_nodes=active_nodes, qos_priority=self._qos_priority()
+        )
         self.last_calc = 0  # recompute with the new weights at the next cycle
 
     # ------------------------------------------------------------ events
@@ -74,11 +76,22 @@ class PriorityKeeper:
         part = self.conf.partition(job.partition)
         return jobtres.billing(job, part.billing_weights if part is not None else ())
 
+    def charged(self, job: Job) -> float:
+        """What fair share charges ``job`` a second: its billing times its QOS's
+        UsageFactor (0 makes a QOS free, 2 twice as dear)."""
+        qos = self.associations.qos.get(job.qos) if self.associations is not None else None
+        return self.billing(job) * (qos.usage_factor if qos is not None else 1.0)
+
+    def _qos_priority(self) -> dict[str, int]:
+        if self.associations is None:
+            return {}
+        return {name: q.priority for name, q in self.associations.qos.items() if q.priority}
+
     def ended(self, job: Job, end: int) -> None:
         """``job`` stopped holding its nodes at ``end``: charge it at the next calculation."""
         if job.start_time:
             self._ended.append(
-                Charge(account_of(job), job.user, self.billing(job), job.start_time, end)
+                Charge(account_of(job), job.user, self.charged(job), job.start_time, end)
             )
 
     # ------------------------------------------------------------ the calculation
@@ -108,7 +121,7 @@ class PriorityKeeper:
         """Advance usage to ``now`` and return the new priority of every pending job."""
         config = self.conf.priority
         charges = [
-            Charge(account_of(j), j.user, self.billing(j), j.start_time) for j in running
+            Charge(account_of(j), j.user, self.charged(j), j.start_time) for j in running
         ] + self._ended
         self._ended = []
         self.usage = fairshare.advance(
@@ -131,7 +144,12 @@ class PriorityKeeper:
             fair_tree=config.fair_tree,
             damping=config.fs_dampening_factor,
         )
-        self.cluster = Cluster.from_config(self.conf, self.tree.factors, active_nodes=active_nodes)
+        self.cluster = Cluster.from_config(
+            self.conf,
+            self.tree.factors,
+            active_nodes=active_nodes,
+            qos_priority=self._qos_priority(),
+        )
         self.last_calc = now
         if not config.multifactor:
             return {}

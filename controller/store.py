@@ -433,7 +433,9 @@ class JobStore:
             if self.associations is None:
                 raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
             queued = (j for j in self.jobs.values() if not j.state.finished)
-            job = associations.admit(job, self.associations, self.enforce, queued)
+            job = associations.admit(
+                job, self.associations, self.enforce, queued, qos_given=bool(spec.get("qos"))
+            )
         elif self.associations is not None and not job.account:  # DefaultAccount still applies
             job = replace(job, account=self.associations.users.get(job.user, ""))
         if job.reservation:

@@ -82,7 +82,7 @@ class Charge:
 
     account: str
     user: str
-    cpus: int
+    cpus: float  # billing a second, times the QOS's UsageFactor
     start: int
     end: int = 0
 
@@ -169,7 +169,7 @@ def decay_factor(seconds: float, half_life: int) -> float:
     return math.pow(2.0, -seconds / half_life)
 
 
-def accrued(cpus: int, start: float, end: float, now: float, half_life: int) -> float:
+def accrued(cpus: float, start: float, end: float, now: float, half_life: int) -> float:
     """Usage at ``now`` of ``cpus`` CPUs used from ``start`` to ``end`` (<= ``now``).
 
     Each CPU-second used at time t has decayed to ``2**(-(now-t)/h)`` by

@@ -182,7 +182,7 @@ class Cluster:
     ``nodes`` counts the active nodes and ``cpus`` the cluster's CPUs (the
     job-size denominators); ``fairshare`` maps (account, user) to the factor
     (``fairshare.ShareTree.factors``); ``qos_priority`` the QOS priorities
-    (none yet: every QOS, ``normal`` included, has 0).
+    (sacctmgr's QOS Priority; none without accounting: every QOS has 0).
     """
 
     config: PriorityConfig
@@ -206,6 +206,7 @@ class Cluster:
         fairshare: Mapping[tuple[str, str], float] | None = None,
         *,
         active_nodes: int | None = None,
+        qos_priority: Mapping[str, int] | None = None,
     ) -> Cluster:
         """The cluster slurm.conf describes; ``active_nodes`` defaults to every node.
 
@@ -239,6 +240,7 @@ class Cluster:
             cpus=sum(cpus.values()),
             partitions=partitions,
             fairshare=fairshare or {},
+            qos_priority=qos_priority or {},
         )
 
 

@@ -233,3 +233,89 @@ def test_grp_wall_holds_jobs_once_the_wall_clock_usage_reaches_it() -> None:
 def test_an_older_journal_form_is_refused_not_misread() -> None:
     with pytest.raises(ValueError):
         AssocSet.from_json('{"assocs": [], "users": {}, "qos": []}')
+
+
+def test_qos_limits_hold_jobs_with_slurms_reasons() -> None:
+    gold = replace(job(1, account="lab", time_limit=30), qos="normal")
+    per_user = associations.gates(gold, _alice(**{"qos:MaxJobsPU": "1"}))
+    usage = Usage({})
+    assert usage.blocked(per_user) is None
+    usage.take(per_user)
+    assert usage.blocked(per_user) is Reason.QOS_MAX_JOBS_PER_USER
+    too_long = associations.gates(gold, _alice(**{"qos:MaxWall": "00:20:00"}))
+    assert Usage({}).blocked(too_long) is Reason.QOS_MAX_WALL
+    assert associations.gates(gold, _alice(**{"qos:MaxWall": "00:30:00"})) == ()
+
+
+@pytest.mark.parametrize("cap", ["MaxSubmitPU", "MaxSubmitPA", "GrpSubmit"])
+def test_a_qos_submit_cap_refuses_the_job_over_it(cap: str) -> None:
+    assocs = _alice(**{f"qos:{cap}": "2"})
+    queued = [job(i, account="lab", qos="normal") for i in range(2)]
+    with pytest.raises(SlurmError, match="Job violates accounting/QOS policy"):
+        associations.admit(job(9), assocs, ALL, queued)
+    associations.admit(job(9), assocs, ALL, queued[:1])
+
+
+def _keeper(tmp_path: Path, qos: list[dict[str, str]]) -> PriorityKeeper:
+    conf = parse(
+        "ClusterName=c\nSlurmctldHost=h(127.0.0.1)\nPriorityType=priority/multifactor\n"
+        "PriorityWeightQOS=1000\nPriorityDecayHalfLife=0\nPriorityUsageResetPeriod=MONTHLY\n"
+        "NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 Default=YES\n",
+        str(tmp_path / "slurm.conf"),
+    )
+    keeper = PriorityKeeper(conf)
+    keeper.associations = AssocSet.from_rows(
+        [
+            {**ROW, "Account": "root", "User": "", "ParentName": ""},
+            {**ROW, "Account": "lab", "User": "", "ParentName": "root"},
+            {**ROW, "Account": "lab", "User": "alice", "ParentName": "lab", "QOS": "normal,gold"},
+        ],
+        [{"User": "alice", "Def Acct": "lab"}],
+        qos,
+    )
+    return keeper
+
+
+def test_the_qos_priority_feeds_the_qos_factor(tmp_path: Path) -> None:
+    keeper = _keeper(tmp_path, [{"Name": "normal"}, {"Name": "gold", "Priority": "100"}])
+    gold, plain = job(1, account="lab", qos="gold"), job(2, account="lab", qos="normal")
+    new = keeper.recalculate(NOW, [], [gold, plain], 1)
+    # The whole PriorityWeightQOS; a job whose factors are all 0 gets Slurm's floor, 1.
+    assert (new[gold.job_id], new[plain.job_id]) == (1000, 1)
+
+
+def test_usage_factor_scales_what_fair_share_charges(tmp_path: Path) -> None:
+    keeper = _keeper(
+        tmp_path,
+        [{"Name": "normal", "UsageFactor": "2"}, {"Name": "gold", "UsageFactor": "0"}],
+    )
+    ran = replace(job(1, account="lab", qos="normal"), start_time=NOW - 100)
+    assert keeper.charged(ran) == 2 * keeper.billing(ran)
+    assert keeper.charged(replace(ran, qos="gold")) == 0
+    keeper.ended(ran, NOW)
+    keeper.recalculate(NOW, [], [], 1)
+    used = {(r.account, r.user): r.raw_usage for r in keeper.tree.rows}
+    assert used[("lab", "alice")] == 2 * keeper.billing(ran) * 100
+
+
+def test_default_qos_applies_only_when_no_qos_is_asked_for() -> None:
+    assocs = AssocSet.from_rows(
+        [
+            {**ROW, "Account": "root", "User": "", "ParentName": ""},
+            {**ROW, "Account": "lab", "User": "", "ParentName": "root"},
+            {
+                **ROW,
+                "Account": "lab",
+                "User": "alice",
+                "ParentName": "lab",
+                "QOS": "gold,normal",
+                "Def QOS": "gold",
+            },
+        ],
+        [{"User": "alice", "Def Acct": "lab"}],
+        [{"Name": "normal"}, {"Name": "gold"}],
+    )
+    assert associations.admit(job(1), assocs, ALL, [], qos_given=False).qos == "gold"
+    assert associations.admit(job(1, qos="normal"), assocs, ALL, [], qos_given=True).qos == (
+        "normal"
+    )
