@@ -298,14 +298,23 @@ def outcome(settings: Settings, results: list[Mapping[str, Any]]) -> tuple[list[
     status = 0
     for result in results:
         job_id, code = result["job_id"], int(result["code"])
+        step = "." in job_id
+        target = "step" if step else f"{kind}job"
         if settings.verbose > 0:
             if settings.signal is None:
-                lines.append(f"{PROG}: Terminating {kind}job {job_id}")
+                lines.append(f"{PROG}: Terminating {target} {job_id}")
             else:
-                lines.append(f"{PROG}: Signal {settings.signal} to {kind}job {job_id}")
+                lines.append(f"{PROG}: Signal {settings.signal} to {target} {job_id}")
         if not code:
             continue
         message = result["message"] or str(SlurmError(code))
+        if step:
+            # A step id: only "already done" is no error, as in Slurm.
+            if settings.verbose > 0 or code != ESLURM_ALREADY_DONE:
+                lines.append(f"{PROG}: error: Kill job error on job step id {job_id}: {message}")
+            if code != ESLURM_ALREADY_DONE:
+                status = 1
+            continue
         gone = code in (ESLURM_INVALID_JOB_ID, ESLURM_ALREADY_DONE)
         named = code == ESLURM_INVALID_JOB_ID and settings.has_filter()
         if named:

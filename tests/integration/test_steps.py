@@ -99,6 +99,11 @@ def test_steps_are_listed_cancelled_and_accounted(four: Cluster) -> None:
     shown = four.run("scontrol", "show", "step", f"{job_id}.0").stdout
     assert shown.startswith(f"StepId={job_id}.0 UserId=0 ")
     assert "State=RUNNING" in shown and "Tasks=1 Name=sleep" in shown
+    missing = four.run("scancel", f"{job_id}.99", check=False)
+    assert missing.returncode == 1
+    assert missing.stderr == (
+        f"scancel: error: Kill job error on job step id {job_id}.99: Invalid job id specified\n"
+    )
     four.run("scancel", f"{job_id}.0")
     four.wait_for(lambda: len(listed()) == 2, 20, "the cancelled step is still listed")
     four.run("scancel", f"{job_id}.1")

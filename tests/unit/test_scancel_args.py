@@ -189,6 +189,23 @@ def result(job_id: str, code: int = 0) -> dict[str, Any]:
             0,
         ),
         (("-p", "debug"), [], [], 0),
+        (
+            ("5.99",),
+            [result("5.99", 2017)],
+            ["scancel: error: Kill job error on job step id 5.99: Invalid job id specified"],
+            1,
+        ),
+        (("5.0",), [result("5.0", 2021)], [], 0),
+        (
+            ("-v", "5.0"),
+            [result("5.0", 2021)],
+            [
+                "scancel: Terminating step 5.0",
+                "scancel: error: Kill job error on job step id 5.0: "
+                "Job/step already completing or completed",
+            ],
+            0,
+        ),
     ],
 )
 def test_outcome(
