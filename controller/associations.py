@@ -115,6 +115,8 @@ class QosLimits:
     max_submit_pa: int | None = None
     grp_submit: int | None = None
     priority: int = 0  # the multifactor QOS factor's numerator
+    grp_tres_mins: Mapping[str, int] = field(default_factory=dict)
+    grp_wall: int | None = None  # minutes
     usage_factor: float = 1.0  # what fair share charges its jobs' use by
 
     @classmethod
@@ -136,6 +138,8 @@ class QosLimits:
             max_submit_pa=_count(row.get("MaxSubmitPA", "")),
             grp_submit=_count(row.get("GrpSubmit", "")),
             priority=_count(row.get("Priority", "")) or 0,
+            grp_tres_mins=_tres(row, "GrpTRESMins"),
+            grp_wall=_minutes(row.get("GrpWall", "")),
             usage_factor=float(row.get("UsageFactor", "") or 1.0),
         )
 
@@ -294,6 +298,7 @@ ASSOC_MINS = _table(R.ASSOC_MAX_CPU_MINUTES_PER_JOB, R.ASSOC_MAX_MEM_MINUTES_PER
                     R.ASSOC_MAX_BILLING_MINUTES_PER_JOB)  # fmt: skip
 ASSOC_GRP_MINS = _table(R.ASSOC_GRP_CPU_MINUTES, None, None, None, R.ASSOC_GRP_BILLING_MINUTES)
 QOS_GRP = _table(R.QOS_GRP_CPU, R.QOS_GRP_MEM, R.QOS_GRP_NODE, R.QOS_GRP_GRES, R.QOS_GRP_BILLING)
+QOS_GRP_MINS = _table(R.QOS_GRP_CPU_MINUTES, None, None, None, R.QOS_GRP_BILLING_MINUTES)
 QOS_JOB = _table(R.QOS_MAX_CPU_PER_JOB, R.QOS_MAX_MEM_PER_JOB, R.QOS_MAX_NODE_PER_JOB,
                  R.QOS_MAX_GRES_PER_JOB, R.QOS_MAX_BILLING_PER_JOB)  # fmt: skip
 QOS_NODE = _table(R.QOS_MAX_CPU_PER_NODE, R.QOS_MAX_MEM_PER_NODE, None,
@@ -336,6 +341,29 @@ class _Gates:
             if reason and amount and (self.wall < 0 or amount * self.wall > cap):
                 self.hold(reason)
 
+    def over_usage(
+        self,
+        used: tuple[float, float],
+        limits: Mapping[str, int],
+        safe: bool,
+        table: Mapping[str, Reason],
+    ) -> None:
+        """GrpTRESMins against decayed usage (CPU-seconds, billed): the job waits once
+        it is reached, and with ``safe`` once its own whole run would pass it."""
+        for name, cap in limits.items():
+            reason = table.get(name)
+            ahead = self.tres.total.get(name, 0) * max(self.wall, 0) if safe else 0
+            if reason and used[0] / 60 + ahead >= cap:
+                self.hold(reason)
+
+    def over_wall(
+        self, used: tuple[float, float], cap: int | None, safe: bool, reason: Reason
+    ) -> None:
+        """GrpWall (minutes) against decayed wall-clock usage, as ``over_usage``."""
+        ahead = max(self.wall, 0) if safe else 0
+        if cap is not None and used[1] / 60 + ahead >= cap:
+            self.hold(reason)
+
     def counted(self, limits: Mapping[str, int], prefix: str, table: Mapping[str, Reason]) -> None:
         """Limits on the sum over running jobs (``prefix`` names whose sum)."""
         for name, cap in limits.items():
@@ -351,6 +379,7 @@ def gates(
     assocs: AssocSet,
     used: Callable[[Assoc], tuple[float, float]] = lambda _: (0.0, 0.0),
     safe: bool = False,
+    qos_used: Callable[[str], tuple[float, float]] = lambda _: (0.0, 0.0),
 ) -> tuple[Gate, ...]:
     """The limits ``job`` must fit under to start (checked and counted by the core).
 
@@ -358,7 +387,7 @@ def gates(
     its subtree's for an account), for GrpTRESMins and GrpWall: a job waits
     once the usage reaches the limit, and with ``safe``
     (AccountingStorageEnforce=safe) also when its own request for its whole
-    time limit would pass it.
+    time limit would pass it. ``qos_used`` is the same for a QOS's own.
     """
     partition = job.partition or (job.partitions[0] if job.partitions else "")
     assoc = assocs.find(job.user, job.account, partition)
@@ -374,20 +403,15 @@ def gates(
     if assoc.max_jobs is not None:
         g.found.append(Gate(f"a:{assoc.key}:jobs", assoc.max_jobs, 1, Reason.ASSOC_MAX_JOBS))
     for parent in (assoc, *assocs.ancestors(assoc)):
-        cpu_seconds, wall_seconds = used(parent)
-        for name, cap in parent.grp_tres_mins.items():
-            reason = ASSOC_GRP_MINS.get(name)
-            ahead = g.tres.total.get(name, 0) * max(wall, 0) if safe else 0
-            if reason and cpu_seconds / 60 + ahead >= cap:
-                g.hold(reason)
-        ahead = max(wall, 0) if safe else 0
-        if parent.grp_wall is not None and wall_seconds / 60 + ahead >= parent.grp_wall:
-            g.hold(Reason.ASSOC_GRP_WALL)
+        g.over_usage(used(parent), parent.grp_tres_mins, safe, ASSOC_GRP_MINS)
+        g.over_wall(used(parent), parent.grp_wall, safe, Reason.ASSOC_GRP_WALL)
         if parent.grp_jobs is not None:
             g.found.append(Gate(f"g:{parent.key}:jobs", parent.grp_jobs, 1, Reason.ASSOC_GRP_JOBS))
         g.counted(parent.grp_tres, f"g:{parent.key}", ASSOC_GRP)
     qos = assocs.qos.get(job.qos)
     if qos is not None:
+        g.over_usage(qos_used(qos.name), qos.grp_tres_mins, safe, QOS_GRP_MINS)
+        g.over_wall(qos_used(qos.name), qos.grp_wall, safe, Reason.QOS_GRP_WALL)
         if qos.max_wall is not None and (wall < 0 or wall > qos.max_wall):
             g.hold(Reason.QOS_MAX_WALL)
         g.over(qos.max_tres, g.tres.total, QOS_JOB)

@@ -91,7 +91,7 @@ class PriorityKeeper:
         """``job`` stopped holding its nodes at ``end``: charge it at the next calculation."""
         if job.start_time:
             self._ended.append(
-                Charge(account_of(job), job.user, self.charged(job), job.start_time, end)
+                Charge(account_of(job), job.user, self.charged(job), job.start_time, end, job.qos)
             )
 
     # ------------------------------------------------------------ the calculation
@@ -121,7 +121,7 @@ class PriorityKeeper:
         """Advance usage to ``now`` and return the new priority of every pending job."""
         config = self.conf.priority
         charges = [
-            Charge(account_of(j), j.user, self.charged(j), j.start_time) for j in running
+            Charge(account_of(j), j.user, self.charged(j), j.start_time, 0, j.qos) for j in running
         ] + self._ended
         self._ended = []
         self.usage = fairshare.advance(

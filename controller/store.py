@@ -897,8 +897,15 @@ class JobStore:
                         usage[gate.key] = usage.get(gate.key, 0) + gate.amount
         used = self._used_by(assocs)
         safe = "safe" in self.enforce
+        spent = self.priorities.usage
+
+        def qos_used(name: str) -> tuple[float, float]:
+            return spent.qos.get(("", name), 0.0), spent.qos_wall.get(("", name), 0.0)
+
         gates = {
-            job.job_id: g for job in pending if (g := associations.gates(job, assocs, used, safe))
+            job.job_id: g
+            for job in pending
+            if (g := associations.gates(job, assocs, used, safe, qos_used))
         }
         return gates, usage
 

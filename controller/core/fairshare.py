@@ -44,7 +44,7 @@ import datetime as _dt
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "ROOT",
@@ -85,6 +85,7 @@ class Charge:
     cpus: float  # billing a second, times the QOS's UsageFactor
     start: int
     end: int = 0
+    qos: str = ""  # its QOS, whose GrpTRESMins and GrpWall count it too
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,9 @@ class Usage:
     last_decay: int = 0
     last_reset: int = 0
     wall: Mapping[Assoc, float] = field(default_factory=dict)
+    #: The same two sums per QOS (keyed ("", name)), for the QOS's own Grp limits.
+    qos: Mapping[Assoc, float] = field(default_factory=dict)
+    qos_wall: Mapping[Assoc, float] = field(default_factory=dict)
 
     def of(self, account: str, user: str) -> float:
         return self.raw.get((account, user), 0.0)
@@ -115,6 +119,8 @@ class Usage:
                 "last_reset": self.last_reset,
                 "usage": _rows(self.raw),
                 "wall": _rows(self.wall),
+                "qos": _rows(self.qos),
+                "qos_wall": _rows(self.qos_wall),
             },
             separators=(",", ":"),
         )
@@ -132,7 +138,14 @@ class Usage:
         )
         if not isinstance(last_decay, int) or not isinstance(last_reset, int):
             raise ValueError("usage record: bad times")
-        return cls(_read_rows(rows), last_decay, last_reset, _read_rows(data.get("wall", [])))
+        return cls(
+            _read_rows(rows),
+            last_decay,
+            last_reset,
+            _read_rows(data.get("wall", [])),
+            _read_rows(data.get("qos", [])),
+            _read_rows(data.get("qos_wall", [])),
+        )
 
 
 def _rows(usage: Mapping[Assoc, float]) -> list[list[str | float]]:
@@ -187,7 +200,12 @@ def accrued(cpus: float, start: float, end: float, now: float, half_life: int) -
 def reset(usage: Usage, now: int) -> Usage:
     """Usage zeroed at ``now`` (PriorityUsageResetPeriod=NOW, or a period boundary)."""
     return Usage(
-        dict.fromkeys(usage.raw, 0.0), usage.last_decay, now, dict.fromkeys(usage.wall, 0.0)
+        dict.fromkeys(usage.raw, 0.0),
+        usage.last_decay,
+        now,
+        dict.fromkeys(usage.wall, 0.0),
+        dict.fromkeys(usage.qos, 0.0),
+        dict.fromkeys(usage.qos_wall, 0.0),
     )
 
 
@@ -239,12 +257,11 @@ def advance(
     pass either). A ``now`` at or before ``last_decay`` changes nothing.
     """
     if usage.last_decay <= 0:
-        return Usage(usage.raw, now, usage.last_reset or now, usage.wall)
+        return replace(usage, last_decay=now, last_reset=usage.last_reset or now)
     start = usage.last_decay
     if now <= start:
         return usage
-    raw: dict[Assoc, float] = dict(usage.raw)
-    wall: dict[Assoc, float] = dict(usage.wall)
+    sums = [dict(usage.raw), dict(usage.wall), dict(usage.qos), dict(usage.qos_wall)]
     last_reset = usage.last_reset or start
     crossed = False
     boundary = next_reset(reset_period, last_reset, tz)
@@ -252,12 +269,12 @@ def advance(
         last_reset, crossed = boundary, True
         boundary = next_reset(reset_period, last_reset, tz)
     if crossed:  # usage before the last boundary is gone; only what follows it counts
-        raw, wall = dict.fromkeys(raw, 0.0), dict.fromkeys(wall, 0.0)
+        sums = [dict.fromkeys(values, 0.0) for values in sums]
         start = max(start, last_reset)
     factor = decay_factor(now - start, half_life)
     if factor != 1.0:
-        raw = {assoc: value * factor for assoc, value in raw.items()}
-        wall = {assoc: value * factor for assoc, value in wall.items()}
+        sums = [{key: value * factor for key, value in values.items()} for values in sums]
+    raw, wall, qos, qos_wall = sums
     for charge in charges:
         if charge.start <= 0:
             continue
@@ -265,10 +282,15 @@ def advance(
         end = min(charge.end or now, now)
         amount = accrued(charge.cpus, begin, end, now, half_life)
         if amount > 0:
+            seconds = accrued(1, begin, end, now, half_life)
             key = (charge.account, charge.user)
             raw[key] = raw.get(key, 0.0) + amount
-            wall[key] = wall.get(key, 0.0) + accrued(1, begin, end, now, half_life)
-    return Usage(raw, now, last_reset, wall)
+            wall[key] = wall.get(key, 0.0) + seconds
+            if charge.qos:
+                named = ("", charge.qos)
+                qos[named] = qos.get(named, 0.0) + amount
+                qos_wall[named] = qos_wall.get(named, 0.0) + seconds
+    return Usage(raw, now, last_reset, wall, qos, qos_wall)
 
 
 # ------------------------------------------------------------------ the tree

@@ -172,9 +172,24 @@ def test_json_round_trip() -> None:
     text = usage.to_json()
     assert text == (
         '{"version":1,"last_decay":1796014614,"last_reset":1795928214,'
-        '"usage":[["a","u",2.0],["b","v",1.5]],"wall":[]}'
+        '"usage":[["a","u",2.0],["b","v",1.5]],"wall":[],"qos":[],"qos_wall":[]}'
     )
     assert Usage.from_json(text) == usage
+    older = text.replace(',"qos":[],"qos_wall":[]', "")  # written before QOS usage was kept
+    assert Usage.from_json(older) == usage
+
+
+def test_usage_is_also_summed_per_qos() -> None:
+    charges = [
+        Charge("a", "u", 2, T0, T0 + 100, "gold"),
+        Charge("b", "v", 1, T0, T0 + 50, "gold"),
+        Charge("a", "u", 4, T0, T0 + 10),
+    ]
+    usage = advance(started({}), T0 + 100, charges, half_life=0, reset_period="MONTHLY")
+    assert usage.qos == {("", "gold"): 2 * 100 + 1 * 50}
+    assert usage.qos_wall == {("", "gold"): 150}
+    assert usage.of("a", "u") == 2 * 100 + 4 * 10
+    assert Usage.from_json(usage.to_json()) == usage
 
 
 @pytest.mark.parametrize(

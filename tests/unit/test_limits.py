@@ -319,3 +319,18 @@ def test_default_qos_applies_only_when_no_qos_is_asked_for() -> None:
     assert associations.admit(job(1, qos="normal"), assocs, ALL, [], qos_given=True).qos == (
         "normal"
     )
+
+
+def test_qos_grp_tres_mins_and_grp_wall_hold_jobs_once_the_qos_usage_reaches_them() -> None:
+    assocs = _alice(**{"qos:GrpTRESMins": "cpu=100", "qos:GrpWall": "60"})
+    small = job(1, account="lab", time_limit=10, qos="normal")
+
+    def qos_used(cpu_minutes: float, wall_minutes: float) -> Any:
+        return lambda name: (cpu_minutes * 60, wall_minutes * 60) if name == "normal" else (0, 0)
+
+    assert associations.gates(small, assocs, qos_used=qos_used(50, 30)) == ()
+    held = associations.gates(small, assocs, qos_used=qos_used(100, 30))
+    assert Usage({}).blocked(held) is Reason.QOS_GRP_CPU_MINUTES
+    held = associations.gates(small, assocs, qos_used=qos_used(10, 60))
+    assert Usage({}).blocked(held) is Reason.QOS_GRP_WALL
+    assert associations.gates(small, assocs, safe=True, qos_used=qos_used(95, 0)) != ()
