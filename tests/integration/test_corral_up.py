@@ -8,7 +8,10 @@ import sys
 import time
 from pathlib import Path
 
+from sqlalchemy import create_engine, text
+
 from cli.demo import client_command
+from tests.databases import fresh_database
 from tests.integration.rest import Rest
 
 
@@ -104,3 +107,29 @@ def test_database_and_no_accounting_exclude_each_other(tmp_path: Path) -> None:
     )
     assert refused.returncode != 0
     assert "--database and --no-accounting exclude each other" in refused.stderr
+
+
+def test_up_keeps_accounting_in_the_database_it_is_given(tmp_path: Path) -> None:
+    with fresh_database("mariadb", tmp_path) as url:
+        directory = tmp_path / "cluster"
+        up = corral("up", "--nodes", "1", "--dir", str(directory), "--detach", "--database", url)
+        try:
+            assert up.returncode == 0, up.stderr
+            assert f"accounting: {url}" in up.stdout
+            env = {**os.environ, "SLURM_CONF": str(directory / "slurm.conf")}
+            submitted = subprocess.run(
+                [*client_command("sbatch"), "--parsable", "--wrap", "true"],
+                capture_output=True, text=True, env=env, timeout=60, check=True,
+            )  # fmt: skip
+            job = submitted.stdout.strip()
+            listed = sacct(directory)
+            assert listed.returncode == 0 and job in listed.stdout, listed
+        finally:
+            assert corral("down", "--dir", str(directory)).returncode == 0
+        engine = create_engine(url)
+        try:
+            with engine.connect() as connection:
+                stored = connection.execute(text("SELECT job_id FROM jobs")).scalars().all()
+        finally:
+            engine.dispose()
+        assert int(job) in stored

@@ -131,10 +131,19 @@ class Seen:
 
 
 def _run(cluster: Cluster, clients: Clients, user: User | None, name: str, *args: str) -> list[str]:
+    result = _attempt(cluster, clients, user, name, *args)
+    who = user.name if user else "root"
+    assert result.returncode == 0, f"{name} {args} as {who}: {result.stderr}"
+    return sorted(result.stdout.splitlines())
+
+
+def _attempt(
+    cluster: Cluster, clients: Clients, user: User | None, name: str, *args: str
+) -> subprocess.CompletedProcess[str]:
     env = dict(cluster.env)
     if user is not None:
         env.update(HOME=str(user.work), USER=user.name, LOGNAME=user.name)
-    result = subprocess.run(
+    return subprocess.run(
         [*clients(name, user), *args],
         env=env,
         cwd=user.work if user else cluster.dir,
@@ -146,9 +155,6 @@ def _run(cluster: Cluster, clients: Clients, user: User | None, name: str, *args
         timeout=60,
         check=False,
     )
-    who = user.name if user else "root"
-    assert result.returncode == 0, f"{name} {args} as {who}: {result.stderr}"
-    return sorted(result.stdout.splitlines())
 
 
 def _scenario(top: Path, clients: Clients, private: bool) -> Seen:
@@ -183,6 +189,12 @@ def _scenario(top: Path, clients: Clients, private: bool) -> Seen:
             return all(r["end_time"] for r in cluster.client.call("History", query)["jobs"])
 
         cluster.wait_for(recorded, 20, "the final records did not reach dbd")
+        # An ordinary user may read accounting data but not change it.
+        refused = _attempt(cluster, clients, people[0], "sacctmgr", "-i", "add", "account", "x")
+        assert (refused.returncode, refused.stderr) == (
+            1,
+            "sacctmgr: error: Access/permission denied\n",
+        ), refused
         seen = Seen({}, {}, {}, {}, jobs)
         sacct = ("sacct", "-X", "-n", "-P", "-o", "JobID,User")
         for name, who in callers.items():
