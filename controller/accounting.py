@@ -34,6 +34,8 @@ from controller.principal import Principal
 from controller.store import JobStore
 from controller.views import job_info
 from corral import auth, errors
+from corral import gres as gres_syntax
+from corral.config import SlurmConfig
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -102,6 +104,23 @@ def _failure(exc: grpc.aio.AioRpcError) -> SlurmError:
     )
 
 
+def gres_tres(conf: SlurmConfig) -> list[str]:
+    """The TRES this cluster accounts beyond Slurm's fixed ones, for dbd's tres table:
+    ``gres/NAME`` for each of GresTypes, ``gres/NAME:TYPE`` for each type nodes have
+    (job records' AllocTRES carry both), then AccountingStorageTRES's own entries."""
+    settings = dict(conf.settings)
+    names = [n.strip().lower() for n in settings.get("GresTypes", "").split(",") if n.strip()]
+    tres = [f"gres/{name}" for name in names]
+    for node in conf.nodes:
+        for name, kind, _ in gres_syntax.parse_node(node.gres):
+            if name.lower() in names and kind:
+                tres.append(f"gres/{name}:{kind}")
+    for item in settings.get("AccountingStorageTRES", "").split(","):
+        if "/" in item:
+            tres.append(item.strip())
+    return list(dict.fromkeys(tres))
+
+
 class Delivery:
     """Sends the store's outbox to dbd, and forwards sacct's queries to it."""
 
@@ -138,6 +157,7 @@ class Delivery:
                 control_host=conf.controller_host[1],
                 control_port=conf.slurmctld_port,
                 cpus=sum(node.cpus for node in conf.nodes),
+                tres=gres_tres(conf),
             ),
             timeout=10,
         )

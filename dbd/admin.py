@@ -33,6 +33,7 @@ from dbd.models import (
     Coordinator,
     NodeEventRecord,
     Qos,
+    Tres,
     User,
 )
 from dbd.rollup import rollup
@@ -272,10 +273,14 @@ class Admin:
             order = (NodeEventRecord.cluster, NodeEventRecord.time_start, NodeEventRecord.node)
             events = session.scalars(statement.order_by(*order))
             return [_shown(e, entities.EVENT) for e in events]
-        if kind == "tres":
+        if kind == "tres":  # Slurm's fixed TRES, then those clusters registered
+            stored = session.scalars(select(Tres).order_by(Tres.id))
             return [
-                {"Type": name, "Name": kind_, "ID": str(number)}
-                for name, kind_, number in entities.BASE_TRES
+                {"Type": type_, "Name": name, "ID": str(number)}
+                for type_, name, number in (
+                    *entities.BASE_TRES,
+                    *((t.type, t.name, t.id) for t in stored),
+                )
             ]
         if kind in ("user", "account") and "withassoc" in wanted:
             rows = self._with_associations(session, kind, wanted)

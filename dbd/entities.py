@@ -36,6 +36,8 @@ BASE_TRES = (
     ("vmem", "", 7),
     ("pages", "", 8),
 )
+#: The id of the first TRES a cluster registers beyond those (``gres/gpu``, ...).
+FIRST_TRES_ID = 1001
 
 
 def invalid(message: str) -> SlurmError:

@@ -358,3 +358,19 @@ class ReservationUsageHour(Base):
     time_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     wall_secs: Mapped[int] = mapped_column(BigInteger, default=0)
     alloc_secs: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class Tres(Base):
+    """A TRES beyond Slurm's fixed ones (``dbd.entities.BASE_TRES``), such as ``gres/gpu``
+    or ``gres/gpu:a100``, as some cluster's controller registered it.
+
+    Ids start at 1001, as in Slurm, in the order dbd first heard of each TRES, and
+    never change: every cluster of this dbd shares them.
+    """
+
+    __tablename__ = "tres"
+    __table_args__ = (UniqueConstraint("type", "name", name="uq_tres_identity"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    type: Mapped[str] = mapped_column(String(64))  # gres, license, bb
+    name: Mapped[str] = mapped_column(String(255))  # gpu, gpu:a100

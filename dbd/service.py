@@ -72,6 +72,7 @@ class AccountingService(pb_grpc.AccountingServicer):
             request.control_port,
             int(time.time()),
             request.cpus,
+            list(request.tres),
         )
         log.info("cluster %s registered from %s", request.cluster, request.control_host)
         return pb.RegisterClusterReply()

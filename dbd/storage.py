@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import ColumnElement, and_, create_engine, or_, select
+from sqlalchemy import ColumnElement, and_, create_engine, func, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session
 from corral import hostlist
 from corral.wire import corral_pb2 as pb
 from dbd.admin import ensure_cluster
-from dbd.models import Cluster, JobRecord, NodeEventRecord, ReservationRecord
+from dbd.entities import BASE_TRES, FIRST_TRES_ID
+from dbd.models import Cluster, JobRecord, NodeEventRecord, ReservationRecord, Tres
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -88,11 +89,15 @@ class Storage:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def register_cluster(self, name: str, host: str, port: int, now: int, cpus: int = 0) -> None:
+    def register_cluster(
+        self, name: str, host: str, port: int, now: int, cpus: int = 0, tres: Sequence[str] = ()
+    ) -> None:
         """A controller (re)started: its cluster exists, with Slurm's defaults.
 
         ``cpus`` (its configured CPUs in all) is what the usage rollups report the
-        cluster had from then on.
+        cluster had from then on. ``tres`` (``gres/gpu``, ``gres/gpu:a100``) are the
+        TRES it accounts beyond Slurm's fixed ones: those new to this dbd get the
+        next ids (``sacctmgr show tres``).
         """
 
         def register() -> None:
@@ -100,6 +105,7 @@ class Storage:
                 row = ensure_cluster(session, name)
                 row.control_host, row.control_port, row.registered = host, port, now
                 row.cpus = cpus
+                _ensure_tres(session, tres)
 
         _once_more_if_raced(register)
 
@@ -270,6 +276,22 @@ def _once_more_if_raced(work: Callable[[], R]) -> R:
         return work()
     except IntegrityError:
         return work()
+
+
+def _ensure_tres(session: Session, tres: Sequence[str]) -> None:
+    """Store the ``type/name`` TRES not stored yet, numbered from the highest id on
+    (1001 first, as Slurm numbers them), so ids never change once given. Slurm's
+    fixed TRES and items without both a type and a name are not stored."""
+    fixed = {(kind, name) for kind, name, _ in BASE_TRES}
+    known = {(row.type, row.name) for row in session.scalars(select(Tres))}
+    last = session.scalar(select(func.max(Tres.id))) or FIRST_TRES_ID - 1
+    for item in tres:
+        kind, _, name = item.partition("/")
+        if not kind or not name or (kind, name) in fixed | known:
+            continue
+        last += 1
+        session.add(Tres(id=last, type=kind, name=name))
+        known.add((kind, name))
 
 
 def _ran_on(nodes: str, wanted: set[str]) -> bool:

@@ -316,12 +316,24 @@ def test_nothing_is_lost_when_the_database_link_is_cut(tmp_path: Path) -> None:
 
 
 def test_two_clusters_share_one_dbd(tmp_path: Path) -> None:
-    """Each controller registers its cluster; sacct -M and sacctmgr see both."""
-    alpha = Cluster(tmp_path / "a", 1, SETTINGS, accounting=True, name="alpha")
-    beta = Cluster(tmp_path / "b", 1, SETTINGS, accounting=True, name="beta", dbd_of=alpha)
+    """Each controller registers its cluster and its GRES TRES; sacct -M and sacctmgr
+    see both, and the TRES ids follow the order dbd first heard of them."""
+    a100 = (*SETTINGS, "GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:a100:2")
+    v100 = (*SETTINGS, "GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:v100:2,gpu:a100:1")
+    alpha = Cluster(tmp_path / "a", 1, a100, accounting=True, name="alpha")
+    beta = Cluster(tmp_path / "b", 1, v100, accounting=True, name="beta", dbd_of=alpha)
+
+    def gres_tres() -> list[str]:
+        shown = alpha.run("sacctmgr", "-P", "-n", "show", "tres").stdout.splitlines()
+        return [line for line in shown if line.startswith("gres|")]
+
     try:
         alpha.start()
+        alpha.wait_for(lambda: len(gres_tres()) == 2, 20, "alpha's TRES did not reach dbd")
+        assert gres_tres() == ["gres|gpu|1001", "gres|gpu:a100|1002"]
         beta.start()
+        alpha.wait_for(lambda: len(gres_tres()) == 3, 20, "beta's TRES did not reach dbd")
+        assert gres_tres() == ["gres|gpu|1001", "gres|gpu:a100|1002", "gres|gpu:v100|1003"]
         for cluster in (alpha, beta):
             cluster.wait_done(cluster.sbatch("--wrap", "true"))
 

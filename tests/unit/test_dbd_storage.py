@@ -152,6 +152,24 @@ def test_clusters_register_and_re_register(storage: Storage) -> None:
     assert rows == [("a", "10.0.0.9", 7000), ("b", "10.0.0.2", 6817)]
 
 
+def test_registered_tres_keep_their_ids_across_registrations_and_clusters(
+    storage: Storage,
+) -> None:
+    storage.register_cluster("a", "10.0.0.1", 6817, 100, tres=["gres/gpu", "gres/gpu:a100"])
+    storage.register_cluster("a", "10.0.0.1", 6817, 200, tres=["gres/gpu:a100", "gres/gpu"])
+    storage.register_cluster("b", "10.0.0.2", 6817, 200, tres=["gres/gpu:v100", "gres/gpu"])
+    storage.register_cluster("a", "10.0.0.1", 6817, 300, tres=["fs/disk", "cpu", "gres/"])
+    admin = Admin(storage.engine)
+    rows = admin.run("list", "tres", {}, {}, False, "root", True).rows
+    shown = [(r["Type"], r["Name"], r["ID"]) for r in rows]
+    assert shown[:2] == [("cpu", "", "1"), ("mem", "", "2")]
+    assert shown[8:] == [
+        ("gres", "gpu", "1001"),
+        ("gres", "gpu:a100", "1002"),
+        ("gres", "gpu:v100", "1003"),
+    ]
+
+
 def test_node_events_are_stored_once_and_end_later(storage: Storage) -> None:
     down = pb.NodeEvent(node="n1", start=100, state="DRAIN", reason="fan", reason_uid=0, cpus=4)
     back = pb.NodeEvent(node="n1", start=100, end=200, state="DRAIN", reason="fan", cpus=4)
