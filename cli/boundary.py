@@ -1,8 +1,9 @@
 """The one error boundary every client command runs inside.
 
 ``run("sbatch", main)`` calls ``main(argv)`` and turns failures into Slurm's
-output: ``sbatch: error: <message>`` on stderr and exit status 1. A traceback
-is shown only with ``-v`` (or ``CORRAL_DEBUG=1``).
+output: ``sbatch: error: <message>`` on stderr and exit status 1, followed by
+``sbatch: fatal: Unable to process configuration file`` when slurm.conf is
+the problem. A traceback is shown only with ``-v`` (or ``CORRAL_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import sys
 
 from corral import SLURM_VERSION
+from corral.confsyntax import ConfigError
 from corral.errors import CorralError, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -62,7 +64,12 @@ def run(prog: str, main: Callable[[list[str]], int]) -> NoReturn:
             traceback.print_exc()
         print(f"{prog}: error: {exc}", file=sys.stderr)
         status = int(os.environ.get("SLURM_EXIT_ERROR", "1") or 1)
-    except CorralError as exc:  # configuration problems and the like
+    except ConfigError as exc:
+        # Slurm's clients follow the parser's complaint with this fatal line.
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: fatal: Unable to process configuration file", file=sys.stderr)
+        status = 1
+    except CorralError as exc:  # the cluster key and the like
         print(f"{prog}: error: {exc}", file=sys.stderr)
         status = 1
     except KeyboardInterrupt:

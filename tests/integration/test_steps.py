@@ -180,7 +180,10 @@ def test_srun_with_no_cluster_configured_fails_with_slurms_words(tmp_path: Path)
         [*client_command("srun"), "true"], env=env, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 1
-    assert done.stderr.startswith("srun: error: ")
+    assert done.stderr == (
+        f"srun: error: {tmp_path / 'missing.conf'}: cannot read: No such file or directory\n"
+        "srun: fatal: Unable to process configuration file\n"
+    )
 
 
 def test_signal_option_reaches_the_steps_before_the_time_limit(four: Cluster) -> None:
