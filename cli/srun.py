@@ -6,8 +6,8 @@ sends each node its part), and listens on a TCP socket of its own that each
 node's step runner connects back to (corral/stepio.py). Output comes back as
 it is written (``-l`` puts ``task: `` before each line), stdin goes to task 0,
 signals srun receives go to every task, and each task's end is reported as it
-happens. srun exits with the worst task's exit code (128 + signal for a task
-killed by one), and says which tasks failed, in Slurm's words.
+happens. srun exits with 128 + the highest signal that killed a task, else the
+highest exit code, and says which tasks failed, in Slurm's words.
 
 Outside an allocation, srun first gets one (``cli/allocation.py``), runs the
 step in it and gives it back.
@@ -286,10 +286,14 @@ def _why(status: int) -> str:
     return f"Exited with exit code {(status >> 8) & 0xFF}"
 
 
-def exit_code(status: int) -> int:
-    if status & 0x7F:
-        return 128 + (status & 0x7F)
-    return (status >> 8) & 0xFF
+def exit_code(statuses: list[int]) -> int:
+    """srun's exit status from its tasks' wait statuses, as Slurm picks it: a task
+    killed by a signal wins over exit codes (128 + the highest signal, which is
+    predictable if not always the strongest), else the highest exit code."""
+    signals = [status & 0x7F for status in statuses if status & 0x7F]
+    if signals:
+        return 128 + max(signals)
+    return max(((status >> 8) & 0xFF for status in statuses), default=0)
 
 
 class Poll:
@@ -540,18 +544,16 @@ class Step:
 
     def _report(self) -> int:
         """Slurm's lines for failed tasks, by node and cause; the exit code."""
-        worst = 0
         for node_id, node in enumerate(self.nodes):
             causes: dict[str, list[int]] = {}
             for task in self._tasks_of(node_id):
                 status = self.statuses.get(task, 0)
-                worst = max(worst, exit_code(status))
                 if status:
                     causes.setdefault(_why(status), []).append(task)
             for why, ids in causes.items():
                 noun = "task" if len(ids) == 1 else "tasks"
                 print(f"{PROG}: error: {node}: {noun} {_ranges(ids)}: {why}", file=sys.stderr)
-        return worst
+        return exit_code(list(self.statuses.values()))
 
 
 def run_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
