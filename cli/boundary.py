@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from corral.client import Client
+    from corral.clientconf import ClientSettings
 
 
 class UsageError(CorralError):
@@ -40,12 +41,13 @@ def version_line() -> str:
     return f"slurm {SLURM_VERSION}"
 
 
-def connect() -> Client:
-    """A ``Client`` for the controller named by the active slurm.conf."""
+def connect(settings: ClientSettings | None = None) -> Client:
+    """A ``Client`` for the controller named by ``settings`` (the active slurm.conf's
+    unless a command that reads more of it passes them)."""
     from corral.client import Client, local_socket
     from corral.clientconf import client_settings
 
-    settings = client_settings()
+    settings = settings or client_settings()
     return Client(local_socket(settings.state_save_location, settings.slurmd_spool_dir))
 
 

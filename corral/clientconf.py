@@ -39,6 +39,7 @@ _WANTED = {
         "SlurmctldPort",
         "SlurmdPort",
         "MaxArraySize",
+        "KillOnBadExit",
         "ControlMachine",
         "ControlAddr",
         "BackupController",
@@ -56,6 +57,7 @@ class ClientSettings:
     __slots__ = (
         "cluster_name",
         "controller_hosts",
+        "kill_on_bad_exit",
         "max_array_size",
         "path",
         "slurmctld_port",
@@ -75,6 +77,7 @@ class ClientSettings:
         slurmd_port: int,
         max_array_size: int,
         slurmd_spool_dir: str = SLURMD_SPOOL_DIR,
+        kill_on_bad_exit: bool = False,
     ) -> None:
         self.path = path
         self.cluster_name = cluster_name
@@ -84,6 +87,7 @@ class ClientSettings:
         self.slurmd_port = slurmd_port
         self.max_array_size = max_array_size
         self.slurmd_spool_dir = slurmd_spool_dir
+        self.kill_on_bad_exit = kill_on_bad_exit
 
     @property
     def controller_host(self) -> tuple[str, str]:
@@ -135,6 +139,7 @@ def client_settings(path: str | None = None) -> ClientSettings:
     ctld_ports = settings.get("SlurmctldPort")
     slurmd_port = settings.get("SlurmdPort")
     array_size = settings.get("MaxArraySize")
+    bad_exit = settings.get("KillOnBadExit")
     return ClientSettings(
         path=path,
         cluster_name=cluster[0].lower(),
@@ -152,4 +157,5 @@ def client_settings(path: str | None = None) -> ClientSettings:
         max_array_size=(
             MAX_ARRAY_SIZE if array_size is None else integer("MaxArraySize", *array_size)
         ),
+        kill_on_bad_exit=bad_exit is not None and integer("KillOnBadExit", *bad_exit) != 0,
     )

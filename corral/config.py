@@ -217,6 +217,7 @@ class SlurmConfig:
     slurmd_spool_dir: str
     slurmd_timeout: int
     kill_wait: int
+    kill_on_bad_exit: bool
     min_job_age: int
     max_job_count: int
     first_job_id: int
@@ -1034,6 +1035,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         slurmd_spool_dir=get("SlurmdSpoolDir", SLURMD_SPOOL_DIR),
         slurmd_timeout=number("SlurmdTimeout", 300),
         kill_wait=number("KillWait", 30),
+        kill_on_bad_exit=number("KillOnBadExit", 0) != 0,
         min_job_age=number("MinJobAge", 300),
         max_job_count=number("MaxJobCount", 10000, minimum=1),
         first_job_id=number("FirstJobId", 1, minimum=1),
@@ -1115,6 +1117,7 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
             "FirstJobId": str(conf.first_job_id),
             "JobFileAppend": str(int(conf.job_file_append)),
             "JobRequeue": str(int(conf.job_requeue)),
+            "KillOnBadExit": str(int(conf.kill_on_bad_exit)),
             "KillWait": f"{conf.kill_wait} sec",
             "MaxArraySize": str(conf.max_array_size),
             "MaxJobCount": str(conf.max_job_count),

@@ -16,7 +16,8 @@ kind      direction  meaning
 HELLO     runner →   key (32 bytes), then node id and task count (``!II``)
 OUT, ERR  runner →   a task's stdout/stderr bytes (``task`` = global id)
 IN        → runner   stdin bytes for task 0; an empty payload is EOF
-SIGNAL    → runner   deliver signal ``task`` (the number) to every task
+SIGNAL    → runner   deliver signal ``task`` (the number) to every task;
+                     ``TERM_KILL``: CONT and TERM now, KILL after KillWait
 EXIT      runner →   task ``task`` ended; payload ``!i`` wait status
 DONE      runner →   every task of this node has ended (EXITs all sent)
 ========  =========  ====================================================
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from _socket import socket
 
 HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE = range(1, 8)
+#: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
+TERM_KILL = 997
 HEADER = struct.Struct("!BII")
 NODE = struct.Struct("!II")
 STATUS = struct.Struct("!i")

@@ -621,6 +621,8 @@ class StepRun:
         for kind, number, payload in frames:
             if kind == stepio.IN:
                 self._stdin(payload)
+            elif kind == stepio.SIGNAL and number == stepio.TERM_KILL:
+                self._end("a task exited badly", spec.kill_wait, None)
             elif kind == stepio.SIGNAL and 0 < number < signal.NSIG:
                 log.info("step %d.%d: signal %d from srun", spec.job_id, spec.step_id, number)
                 self._signal(number)

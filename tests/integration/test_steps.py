@@ -80,6 +80,20 @@ def test_exit_codes_stdin_files_and_an_oversized_step(four: Cluster) -> None:
     assert job["state"] == "FAILED" and job["exit_status"] >> 8 == 3
 
 
+def test_kill_on_bad_exit_terminates_the_other_tasks(four: Cluster) -> None:
+    """``-K``: task 0's exit 3 gets task 1 a TERM it can trap (KILL only after KillWait)."""
+    script = (
+        "srun -n2 -K sh -c 'if [ $SLURM_PROCID = 0 ]; then sleep 1; exit 3; fi; "
+        'trap "echo task 1 got TERM; exit 7" TERM; while :; do sleep 0.1; done\'\n'
+        "echo srun=$?\n"
+    )
+    job, out = batch(four, script, "-n2")
+    assert f"srun: Terminating StepId={job['job_id']}.0" in out
+    assert "task 1 got TERM" in out
+    assert "srun: error: node1: task 0: Exited with exit code 3" in out
+    assert "srun=7" in out
+
+
 def test_steps_are_listed_cancelled_and_accounted(four: Cluster) -> None:
     script = "srun -n1 --overlap sleep 60 &\nsrun -n1 --overlap sleep 60\nwait\n"
     path = four.dir / "steps.sh"

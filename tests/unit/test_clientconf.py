@@ -34,6 +34,7 @@ def _same(client: ClientSettings, full: SlurmConfig) -> None:
     assert client.slurmctld_port == full.slurmctld_port
     assert client.slurmd_port == full.slurmd_port
     assert client.max_array_size == full.max_array_size
+    assert client.kill_on_bad_exit == full.kill_on_bad_exit
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def _same(client: ClientSettings, full: SlurmConfig) -> None:
         pytest.param(
             "ClusterName=Big\nSlurmctldHost=a(10.0.0.1)\nSlurmctldHost=b\n"
             "StateSaveLocation=/srv/state\nSlurmctldPort=7000-7003\nSlurmdPort=7010\n"
-            "MaxArraySize=4k\n",
+            "MaxArraySize=4k\nKillOnBadExit=1\n",
             id="values",
         ),
         pytest.param(

@@ -1,10 +1,11 @@
-"""srun's exit status from its tasks' wait statuses, as Slurm's srun picks it."""
+"""srun's exit status from its tasks' wait statuses, as Slurm's srun picks it, and
+whether one task's bad exit ends the others (-K, slurm.conf's KillOnBadExit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cli.srun import exit_code
+from cli.srun import exit_code, kill_on_bad_exit, parse
 
 
 @pytest.mark.parametrize(
@@ -20,3 +21,21 @@ from cli.srun import exit_code
 )
 def test_a_signal_wins_over_exit_codes(statuses: list[int], expected: int) -> None:
     assert exit_code(statuses) == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "configured", "expected"),
+    [
+        ((), False, False),
+        ((), True, True),  # KillOnBadExit=1
+        (("-K",), False, True),
+        (("--kill-on-bad-exit",), False, True),
+        (("--kill-on-bad-exit=1",), False, True),
+        (("-K0",), True, False),  # turns KillOnBadExit=1 off
+        (("--kill-on-bad-exit=0",), True, False),
+    ],
+)
+def test_kill_on_bad_exit_from_the_option_else_slurm_conf(
+    options: tuple[str, ...], configured: bool, expected: bool
+) -> None:
+    assert kill_on_bad_exit(parse([*options, "true"]), configured) is expected

@@ -308,6 +308,22 @@ def test_kill_follows_term_after_kill_wait(spool: Path, zygote: Zygote, srun: Sr
     assert runner.result().statuses == (signal.SIGKILL,)
 
 
+def test_term_kill_from_srun_terms_then_kills_after_kill_wait(
+    spool: Path, zygote: Zygote, srun: Srun
+) -> None:
+    """srun -K: TERM first (a task may clean up), KILL after KillWait, no banner."""
+    stubborn = "trap 'echo TERM' TERM; echo ready; while :; do sleep 0.1; done"
+    start(spool, zygote, srun, spool, argv=("sh", "-c", stubborn), tasks=(0,), kill_wait=1)
+    srun.accept()
+    srun.pump(lambda: srun.out.get(0) == b"ready\n")
+    began = time.monotonic()
+    srun.send(stepio.SIGNAL, stepio.TERM_KILL)
+    srun.finish()
+    assert srun.out[0] == b"ready\nTERM\n" and b"CANCELLED" not in srun.err.get(0, b"")
+    assert srun.exits == {0: signal.SIGKILL}
+    assert 0.9 < time.monotonic() - began < 2.5
+
+
 def test_cancel_request_from_the_agent(spool: Path, zygote: Zygote, srun: Srun) -> None:
     runner = start(spool, zygote, srun, spool, argv=("sleep", "60"))
     srun.accept()
