@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from controller import jobtres
 from controller.core.limits import Gate
@@ -145,6 +146,18 @@ class QosLimits:
 
 
 Rows = tuple[Mapping[str, str], ...]
+
+
+class Spent(NamedTuple):
+    """Decayed usage: billing-seconds (fair share's), wall-clock seconds (a job counts
+    once), and seconds held of each TRES (``cpu``, ``mem`` in MiB, ``gres/gpu``...)."""
+
+    billing: float
+    wall: float
+    tres: Mapping[str, float]
+
+
+NOTHING_SPENT = Spent(0.0, 0.0, {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,9 +309,11 @@ ASSOC_NODE = _table(R.ASSOC_MAX_CPU_PER_NODE, R.ASSOC_MAX_MEM_PER_NODE, None,
 ASSOC_MINS = _table(R.ASSOC_MAX_CPU_MINUTES_PER_JOB, R.ASSOC_MAX_MEM_MINUTES_PER_JOB,
                     R.ASSOC_MAX_NODE_MINUTES_PER_JOB, R.ASSOC_MAX_GRES_MINUTES_PER_JOB,
                     R.ASSOC_MAX_BILLING_MINUTES_PER_JOB)  # fmt: skip
-ASSOC_GRP_MINS = _table(R.ASSOC_GRP_CPU_MINUTES, None, None, None, R.ASSOC_GRP_BILLING_MINUTES)
+ASSOC_GRP_MINS = _table(R.ASSOC_GRP_CPU_MINUTES, R.ASSOC_GRP_MEM_MINUTES, R.ASSOC_GRP_NODE_MINUTES,
+                        R.ASSOC_GRP_GRES_MINUTES, R.ASSOC_GRP_BILLING_MINUTES)  # fmt: skip
 QOS_GRP = _table(R.QOS_GRP_CPU, R.QOS_GRP_MEM, R.QOS_GRP_NODE, R.QOS_GRP_GRES, R.QOS_GRP_BILLING)
-QOS_GRP_MINS = _table(R.QOS_GRP_CPU_MINUTES, None, None, None, R.QOS_GRP_BILLING_MINUTES)
+QOS_GRP_MINS = _table(R.QOS_GRP_CPU_MINUTES, R.QOS_GRP_MEM_MINUTES, R.QOS_GRP_NODE_MINUTES,
+                      R.QOS_GRP_GRES_MINUTES, R.QOS_GRP_BILLING_MINUTES)  # fmt: skip
 QOS_JOB = _table(R.QOS_MAX_CPU_PER_JOB, R.QOS_MAX_MEM_PER_JOB, R.QOS_MAX_NODE_PER_JOB,
                  R.QOS_MAX_GRES_PER_JOB, R.QOS_MAX_BILLING_PER_JOB)  # fmt: skip
 QOS_NODE = _table(R.QOS_MAX_CPU_PER_NODE, R.QOS_MAX_MEM_PER_NODE, None,
@@ -342,26 +357,22 @@ class _Gates:
                 self.hold(reason)
 
     def over_usage(
-        self,
-        used: tuple[float, float],
-        limits: Mapping[str, int],
-        safe: bool,
-        table: Mapping[str, Reason],
+        self, used: Spent, limits: Mapping[str, int], safe: bool, table: Mapping[str, Reason]
     ) -> None:
-        """GrpTRESMins against decayed usage (CPU-seconds, billed): the job waits once
-        it is reached, and with ``safe`` once its own whole run would pass it."""
+        """GrpTRESMins against decayed usage (billing from fair share's charge, every
+        other TRES held): the job waits once it is reached, and with ``safe`` once its
+        own whole run would pass it."""
         for name, cap in limits.items():
-            reason = table.get(name)
+            reason = table.get(_class(name))
+            spent = used.billing if name == "billing" else used.tres.get(name, 0.0)
             ahead = self.tres.total.get(name, 0) * max(self.wall, 0) if safe else 0
-            if reason and used[0] / 60 + ahead >= cap:
+            if reason and spent / 60 + ahead >= cap:
                 self.hold(reason)
 
-    def over_wall(
-        self, used: tuple[float, float], cap: int | None, safe: bool, reason: Reason
-    ) -> None:
+    def over_wall(self, used: Spent, cap: int | None, safe: bool, reason: Reason) -> None:
         """GrpWall (minutes) against decayed wall-clock usage, as ``over_usage``."""
         ahead = max(self.wall, 0) if safe else 0
-        if cap is not None and used[1] / 60 + ahead >= cap:
+        if cap is not None and used.wall / 60 + ahead >= cap:
             self.hold(reason)
 
     def counted(self, limits: Mapping[str, int], prefix: str, table: Mapping[str, Reason]) -> None:
@@ -377,14 +388,14 @@ class _Gates:
 def gates(
     job: Job,
     assocs: AssocSet,
-    used: Callable[[Assoc], tuple[float, float]] = lambda _: (0.0, 0.0),
+    used: Callable[[Assoc], Spent] = lambda _: NOTHING_SPENT,
     safe: bool = False,
-    qos_used: Callable[[str], tuple[float, float]] = lambda _: (0.0, 0.0),
+    qos_used: Callable[[str], Spent] = lambda _: NOTHING_SPENT,
 ) -> tuple[Gate, ...]:
     """The limits ``job`` must fit under to start (checked and counted by the core).
 
-    ``used`` gives an association's decayed usage (CPU-seconds, wall-seconds;
-    its subtree's for an account), for GrpTRESMins and GrpWall: a job waits
+    ``used`` gives an association's decayed usage (``Spent``; its subtree's
+    for an account), for GrpTRESMins and GrpWall: a job waits
     once the usage reaches the limit, and with ``safe``
     (AccountingStorageEnforce=safe) also when its own request for its whole
     time limit would pass it. ``qos_used`` is the same for a QOS's own.

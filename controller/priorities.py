@@ -29,6 +29,15 @@ log = logging.getLogger(__name__)
 USAGE_KEY = "fairshare_usage"
 
 
+def held_tres(job: Job) -> tuple[tuple[str, float], ...]:
+    """What ``job`` holds of each TRES but billing (fair share charges that one)."""
+    return tuple(
+        (name, float(count))
+        for name, count in jobtres.of_job(job).total.items()
+        if name != "billing" and count
+    )
+
+
 class PriorityKeeper:
     def __init__(self, conf: SlurmConfig) -> None:
         self.conf = conf
@@ -91,7 +100,15 @@ class PriorityKeeper:
         """``job`` stopped holding its nodes at ``end``: charge it at the next calculation."""
         if job.start_time:
             self._ended.append(
-                Charge(account_of(job), job.user, self.charged(job), job.start_time, end, job.qos)
+                Charge(
+                    account_of(job),
+                    job.user,
+                    self.charged(job),
+                    job.start_time,
+                    end,
+                    job.qos,
+                    held_tres(job),
+                )
             )
 
     # ------------------------------------------------------------ the calculation
@@ -121,7 +138,8 @@ class PriorityKeeper:
         """Advance usage to ``now`` and return the new priority of every pending job."""
         config = self.conf.priority
         charges = [
-            Charge(account_of(j), j.user, self.charged(j), j.start_time, 0, j.qos) for j in running
+            Charge(account_of(j), j.user, self.charged(j), j.start_time, 0, j.qos, held_tres(j))
+            for j in running
         ] + self._ended
         self._ended = []
         self.usage = fairshare.advance(

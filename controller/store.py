@@ -23,7 +23,7 @@ from typing import Any
 
 from controller import associations, gpuaffinity, gpushare, jobcomp, jobstate, steps
 from controller.admission import Admitted, Capacity, admit
-from controller.associations import Assoc, AssocSet
+from controller.associations import NOTHING_SPENT, Assoc, AssocSet, Spent
 from controller.core import BackfillParams, NodeView, Plan, Running, Snapshot
 from controller.core.limits import Gate
 from controller.core.preempt import PreemptPolicy
@@ -897,11 +897,7 @@ class JobStore:
                         usage[gate.key] = usage.get(gate.key, 0) + gate.amount
         used = self._used_by(assocs)
         safe = "safe" in self.enforce
-        spent = self.priorities.usage
-
-        def qos_used(name: str) -> tuple[float, float]:
-            return spent.qos.get(("", name), 0.0), spent.qos_wall.get(("", name), 0.0)
-
+        qos_used = self._qos_used_by()
         gates = {
             job.job_id: g
             for job in pending
@@ -909,29 +905,50 @@ class JobStore:
         }
         return gates, usage
 
-    def _used_by(self, assocs: AssocSet) -> Callable[[Assoc], tuple[float, float]]:
-        """Each association's decayed (CPU-seconds, wall-seconds) from fair share's
-        usage, an account's including every account and user below it: what
-        GrpTRESMins and GrpWall limit."""
+    def _used_by(self, assocs: AssocSet) -> Callable[[Assoc], Spent]:
+        """Each association's decayed usage from fair share's (``associations.Spent``),
+        an account's including every account and user below it: what GrpTRESMins
+        and GrpWall limit."""
         usage = self.priorities.usage
+        held: dict[tuple[str, str], dict[str, float]] = {}
+        for (account, user_tres), seconds in usage.tres.items():
+            user, _, name = user_tres.partition("/")
+            held.setdefault((account, user), {})[name] = seconds
         parents = {a.account: a.parent for a in assocs.assocs if not a.user}
-        below: dict[str, tuple[float, float]] = {}
-        for key, seconds in usage.raw.items():
+        below: dict[str, Spent] = {}
+        for key, billing in usage.raw.items():
             name, seen = key[0], set()
-            wall = usage.wall.get(key, 0.0)
+            mine = Spent(billing, usage.wall.get(key, 0.0), held.get(key, {}))
             while name and name not in seen:
-                cpu_sum, wall_sum = below.get(name, (0.0, 0.0))
-                below[name] = (cpu_sum + seconds, wall_sum + wall)
+                total = below.get(name, NOTHING_SPENT)
+                tres = dict(total.tres)
+                for tres_name, seconds in mine.tres.items():
+                    tres[tres_name] = tres.get(tres_name, 0.0) + seconds
+                below[name] = Spent(total.billing + mine.billing, total.wall + mine.wall, tres)
                 seen.add(name)
                 name = parents.get(name, "")
 
-        def used(assoc: Assoc) -> tuple[float, float]:
+        def used(assoc: Assoc) -> Spent:
             if assoc.user:
                 key = (assoc.account, assoc.user)
-                return usage.raw.get(key, 0.0), usage.wall.get(key, 0.0)
-            return below.get(assoc.account, (0.0, 0.0))
+                return Spent(usage.raw.get(key, 0.0), usage.wall.get(key, 0.0), held.get(key, {}))
+            return below.get(assoc.account, NOTHING_SPENT)
 
         return used
+
+    def _qos_used_by(self) -> Callable[[str], Spent]:
+        """Each QOS's decayed usage, for its own GrpTRESMins and GrpWall."""
+        usage = self.priorities.usage
+        held: dict[str, dict[str, float]] = {}
+        for (_, qos_tres), seconds in usage.qos_tres.items():
+            qos, _, name = qos_tres.partition("/")
+            held.setdefault(qos, {})[name] = seconds
+
+        def qos_used(name: str) -> Spent:
+            key = ("", name)
+            return Spent(usage.qos.get(key, 0.0), usage.qos_wall.get(key, 0.0), held.get(name, {}))
+
+        return qos_used
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""

@@ -86,6 +86,9 @@ class Charge:
     start: int
     end: int = 0
     qos: str = ""  # its QOS, whose GrpTRESMins and GrpWall count it too
+    #: What it holds of each TRES a second (cpu, mem in MiB, node, gres/...), for
+    #: GrpTRESMins on TRES other than billing.
+    tres: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,10 @@ class Usage:
     #: The same two sums per QOS (keyed ("", name)), for the QOS's own Grp limits.
     qos: Mapping[Assoc, float] = field(default_factory=dict)
     qos_wall: Mapping[Assoc, float] = field(default_factory=dict)
+    #: TRES-seconds per user association and TRES (keyed (account, "user/tres")),
+    #: and per QOS and TRES (keyed ("", "qos/tres")): GrpTRESMins of mem, node, gres.
+    tres: Mapping[Assoc, float] = field(default_factory=dict)
+    qos_tres: Mapping[Assoc, float] = field(default_factory=dict)
 
     def of(self, account: str, user: str) -> float:
         return self.raw.get((account, user), 0.0)
@@ -121,6 +128,8 @@ class Usage:
                 "wall": _rows(self.wall),
                 "qos": _rows(self.qos),
                 "qos_wall": _rows(self.qos_wall),
+                "tres": _rows(self.tres),
+                "qos_tres": _rows(self.qos_tres),
             },
             separators=(",", ":"),
         )
@@ -145,6 +154,8 @@ class Usage:
             _read_rows(data.get("wall", [])),
             _read_rows(data.get("qos", [])),
             _read_rows(data.get("qos_wall", [])),
+            _read_rows(data.get("tres", [])),
+            _read_rows(data.get("qos_tres", [])),
         )
 
 
@@ -206,6 +217,8 @@ def reset(usage: Usage, now: int) -> Usage:
         dict.fromkeys(usage.wall, 0.0),
         dict.fromkeys(usage.qos, 0.0),
         dict.fromkeys(usage.qos_wall, 0.0),
+        dict.fromkeys(usage.tres, 0.0),
+        dict.fromkeys(usage.qos_tres, 0.0),
     )
 
 
@@ -261,7 +274,17 @@ def advance(
     start = usage.last_decay
     if now <= start:
         return usage
-    sums = [dict(usage.raw), dict(usage.wall), dict(usage.qos), dict(usage.qos_wall)]
+    sums = [
+        dict(values)
+        for values in (
+            usage.raw,
+            usage.wall,
+            usage.qos,
+            usage.qos_wall,
+            usage.tres,
+            usage.qos_tres,
+        )
+    ]
     last_reset = usage.last_reset or start
     crossed = False
     boundary = next_reset(reset_period, last_reset, tz)
@@ -274,7 +297,7 @@ def advance(
     factor = decay_factor(now - start, half_life)
     if factor != 1.0:
         sums = [{key: value * factor for key, value in values.items()} for values in sums]
-    raw, wall, qos, qos_wall = sums
+    raw, wall, qos, qos_wall, tres, qos_tres = sums
     for charge in charges:
         if charge.start <= 0:
             continue
@@ -290,7 +313,14 @@ def advance(
                 named = ("", charge.qos)
                 qos[named] = qos.get(named, 0.0) + amount
                 qos_wall[named] = qos_wall.get(named, 0.0) + seconds
-    return Usage(raw, now, last_reset, wall, qos, qos_wall)
+            for name, per_second in charge.tres:
+                held = per_second * seconds
+                mine = (charge.account, f"{charge.user}/{name}")
+                tres[mine] = tres.get(mine, 0.0) + held
+                if charge.qos:
+                    theirs = ("", f"{charge.qos}/{name}")
+                    qos_tres[theirs] = qos_tres.get(theirs, 0.0) + held
+    return Usage(raw, now, last_reset, wall, qos, qos_wall, tres, qos_tres)
 
 
 # ------------------------------------------------------------------ the tree

@@ -172,10 +172,11 @@ def test_json_round_trip() -> None:
     text = usage.to_json()
     assert text == (
         '{"version":1,"last_decay":1796014614,"last_reset":1795928214,'
-        '"usage":[["a","u",2.0],["b","v",1.5]],"wall":[],"qos":[],"qos_wall":[]}'
+        '"usage":[["a","u",2.0],["b","v",1.5]],"wall":[],"qos":[],"qos_wall":[],'
+        '"tres":[],"qos_tres":[]}'
     )
     assert Usage.from_json(text) == usage
-    older = text.replace(',"qos":[],"qos_wall":[]', "")  # written before QOS usage was kept
+    older = text.replace(',"qos":[],"qos_wall":[],"tres":[],"qos_tres":[]', "")  # before QOS
     assert Usage.from_json(older) == usage
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controller import associations
-from controller.associations import AssocSet
+from controller.associations import NOTHING_SPENT, AssocSet, Spent
 from controller.core import BackfillParams, schedule
 from controller.core.limits import Gate, Usage
 from controller.jobstate import Reason
@@ -140,7 +140,7 @@ def test_grp_tres_mins_holds_jobs_once_the_accounts_usage_reaches_it() -> None:
     small = job(1, account="lab", time_limit=10)  # 1 CPU for 10 minutes
 
     def used(minutes: float) -> Any:
-        return lambda assoc: (minutes * 60 if not assoc.user else 0.0, 0.0)
+        return lambda assoc: Spent(0.0, 0.0, {"cpu": minutes * 60} if not assoc.user else {})
 
     assert associations.gates(small, assocs, used(50)) == ()
     (gate,) = associations.gates(small, assocs, used(100))
@@ -223,7 +223,7 @@ def test_grp_wall_holds_jobs_once_the_wall_clock_usage_reaches_it() -> None:
     small = job(1, account="lab", time_limit=5)
 
     def used(minutes: float) -> Any:
-        return lambda assoc: (0.0, minutes * 60 if assoc.user else 0.0)
+        return lambda assoc: Spent(0.0, minutes * 60 if assoc.user else 0.0, {})
 
     assert associations.gates(small, assocs, used(4)) == ()
     assert Usage({}).blocked(associations.gates(small, assocs, used(10))) is (Reason.ASSOC_GRP_WALL)
@@ -289,9 +289,13 @@ def test_usage_factor_scales_what_fair_share_charges(tmp_path: Path) -> None:
         tmp_path,
         [{"Name": "normal", "UsageFactor": "2"}, {"Name": "gold", "UsageFactor": "0"}],
     )
-    ran = replace(job(1, account="lab", qos="normal"), start_time=NOW - 100)
-    assert keeper.charged(ran) == 2 * keeper.billing(ran)
+    ran = replace(
+        job(1, account="lab", qos="normal"), start_time=NOW - 100, nodes=("n1",), cpus=(2,)
+    )
+    assert keeper.billing(ran) == 2
+    assert keeper.charged(ran) == 4
     assert keeper.charged(replace(ran, qos="gold")) == 0
+    keeper.recalculate(NOW - 1000, [], [], 1)  # the first calculation starts the clock
     keeper.ended(ran, NOW)
     keeper.recalculate(NOW, [], [], 1)
     used = {(r.account, r.user): r.raw_usage for r in keeper.tree.rows}
@@ -326,7 +330,8 @@ def test_qos_grp_tres_mins_and_grp_wall_hold_jobs_once_the_qos_usage_reaches_the
     small = job(1, account="lab", time_limit=10, qos="normal")
 
     def qos_used(cpu_minutes: float, wall_minutes: float) -> Any:
-        return lambda name: (cpu_minutes * 60, wall_minutes * 60) if name == "normal" else (0, 0)
+        spent = Spent(0.0, wall_minutes * 60, {"cpu": cpu_minutes * 60})
+        return lambda name: spent if name == "normal" else NOTHING_SPENT
 
     assert associations.gates(small, assocs, qos_used=qos_used(50, 30)) == ()
     held = associations.gates(small, assocs, qos_used=qos_used(100, 30))
@@ -334,3 +339,45 @@ def test_qos_grp_tres_mins_and_grp_wall_hold_jobs_once_the_qos_usage_reaches_the
     held = associations.gates(small, assocs, qos_used=qos_used(10, 60))
     assert Usage({}).blocked(held) is Reason.QOS_GRP_WALL
     assert associations.gates(small, assocs, safe=True, qos_used=qos_used(95, 0)) != ()
+
+
+@pytest.mark.parametrize(
+    ("limit", "spent", "reason"),
+    [
+        ("mem=2000", {"mem": 2000 * 60}, Reason.ASSOC_GRP_MEM_MINUTES),
+        ("node=10", {"node": 10 * 60}, Reason.ASSOC_GRP_NODE_MINUTES),
+        ("gres/gpu=30", {"gres/gpu": 30 * 60}, Reason.ASSOC_GRP_GRES_MINUTES),
+        ("billing=5", {}, Reason.ASSOC_GRP_BILLING_MINUTES),
+    ],
+)
+def test_grp_tres_mins_covers_every_tres(
+    limit: str, spent: dict[str, float], reason: Reason
+) -> None:
+    assocs = _alice(GrpTRESMins=limit)
+    used = Spent(5 * 60, 0.0, spent)  # 5 billed minutes
+    held = associations.gates(GPU_JOB, assocs, lambda assoc: used)
+    assert Usage({}).blocked(held) is reason
+    assert associations.gates(GPU_JOB, assocs) == ()
+
+
+def test_fair_share_keeps_what_each_job_held_of_each_tres(tmp_path: Path) -> None:
+    keeper = _keeper(tmp_path, [{"Name": "normal"}])
+    ran = replace(
+        job(1, account="lab", qos="normal"),
+        start_time=NOW - 60,
+        nodes=("n1",),
+        cpus=(2,),
+        alloc_mem=(100,),
+        gres_alloc=((("gpu", "a100", 1),),),
+    )
+    keeper.recalculate(NOW - 1000, [], [], 1)  # the first calculation starts the clock
+    keeper.ended(ran, NOW)
+    keeper.recalculate(NOW, [], [], 1)
+    assert keeper.usage.tres == {
+        ("lab", "alice/cpu"): 120.0,
+        ("lab", "alice/mem"): 6000.0,
+        ("lab", "alice/node"): 60.0,
+        ("lab", "alice/gres/gpu"): 60.0,
+        ("lab", "alice/gres/gpu:a100"): 60.0,
+    }
+    assert keeper.usage.qos_tres[("", "normal/gres/gpu")] == 60.0
