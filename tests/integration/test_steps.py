@@ -1,5 +1,6 @@
-"""Job steps end to end: srun in batch jobs, salloc and on its own; squeue -s,
-scontrol show step, scancel N.S, sacct's step rows; Slurm's words for failures."""
+"""Job steps end to end: srun in batch jobs (multi-node too), salloc and on its own;
+squeue -s, scontrol show step, scancel N.S, -b and --full, srun -K, --signal's timing,
+sacct's step rows; Slurm's words for failures."""
 
 from __future__ import annotations
 
@@ -152,6 +153,51 @@ def test_signals_reach_the_steps_not_the_batch_shell(four: Cluster) -> None:
     assert "shell got USR1" not in text
 
 
+def test_a_two_node_batch_job_launches_one_task_per_node_as_torchrun_does(
+    four: Cluster,
+) -> None:
+    """The usual multi-node launch: the first host from ``scontrol show hostnames``
+    as the rendezvous address, one task per node that knows its node rank."""
+    script = (
+        'scontrol show hostnames "$SLURM_JOB_NODELIST"\n'
+        'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
+        "srun -N2 --ntasks-per-node=1 sh -c "
+        "'echo $SLURMD_NODENAME rank=$SLURM_NODEID proc=$SLURM_PROCID of $SLURM_NTASKS "
+        "master='$head\n"
+    )
+    job, out = batch(four, script, "-N2")
+    assert job["state"] == "COMPLETED"
+    lines = out.splitlines()
+    assert lines[:2] == ["node1", "node2"]
+    assert sorted(lines[2:]) == [
+        "node1 rank=0 proc=0 of 2 master=node1",
+        "node2 rank=1 proc=1 of 2 master=node1",
+    ]
+
+
+def test_scancel_batch_and_full_signal_the_batch_shell(four: Cluster) -> None:
+    """``-b``: the batch shell alone; ``--full``: the shell and the steps."""
+    script = (
+        "trap 'echo shell got USR1' USR1\n"
+        "trap 'echo shell got USR2' USR2\n"
+        "srun sh -c \"trap 'echo task got USR1' USR1; trap 'echo task got USR2; exit 0' USR2; "
+        'echo ready; while true; do sleep 0.1; done" &\n'
+        "until wait; do :; done\n"  # a trapped signal interrupts ``wait``
+    )
+    path = four.dir / "full.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    out = four.dir / "full.out"
+    job_id = four.sbatch("-o", str(out), str(path))
+    four.wait_for(lambda: out.exists() and "ready" in out.read_text(), 30, "no ready")
+    four.run("scancel", "-b", "--signal=USR1", str(job_id))
+    four.wait_for(lambda: "shell got USR1" in out.read_text(), 10, "the shell missed USR1")
+    four.run("scancel", "--full", "--signal=USR2", str(job_id))
+    assert four.wait_done(job_id, 30)["state"] == "COMPLETED"
+    text = out.read_text()
+    assert "shell got USR2" in text and "task got USR2" in text
+    assert "task got USR1" not in text
+
+
 def test_salloc_and_srun_outside_an_allocation(four: Cluster) -> None:
     done = four.run("srun", "-N2", "-l", "sh", "-c", "echo $SLURMD_NODENAME")
     assert sorted(done.stdout.splitlines()) == ["0: node1", "1: node2"]
@@ -200,16 +246,24 @@ def test_srun_with_no_cluster_configured_fails_with_slurms_words(tmp_path: Path)
     )
 
 
-def test_signal_option_reaches_the_steps_before_the_time_limit(four: Cluster) -> None:
-    """``--signal=USR1@58`` with a one-minute limit: the step gets USR1 two seconds in."""
+@pytest.mark.parametrize(
+    ("name", "due", "earliest", "latest"), [("USR1", 58, 0, 6), ("USR2", 45, 10, 20)]
+)
+def test_signal_option_reaches_the_steps_when_due(
+    four: Cluster, name: str, due: int, earliest: int, latest: int
+) -> None:
+    """``-t 1 --signal=SIG@T``: the step, not the batch shell, gets SIG 60 - T seconds
+    after the start: neither at once nor T seconds in (timestamps from the trap)."""
     script = (
-        "trap 'echo shell got USR1' USR1\n"
-        "srun sh -c \"trap 'echo task got USR1; exit 0' USR1; "
+        f"trap 'echo shell got {name}' {name}\n"
+        'srun sh -c "echo start $(date +%s.%N); '
+        f"trap 'echo got \\$(date +%s.%N); exit 0' {name}; "
         'while true; do sleep 0.1; done"\n'
     )
-    job, out = batch(four, script, "-t", "1", "--signal=USR1@58")
-    assert job["state"] == "COMPLETED"
-    assert "task got USR1" in out and "shell got USR1" not in out
+    job, out = batch(four, script, "-t", "1", f"--signal={name}@{due}")
+    assert job["state"] == "COMPLETED" and "shell got" not in out
+    times = dict(line.split() for line in out.splitlines() if line.startswith(("start", "got")))
+    assert earliest <= float(times["got"]) - float(times["start"]) <= latest, out
 
 
 def test_sacct_lists_each_step_with_its_own_record(tmp_path: Path) -> None:
