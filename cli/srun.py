@@ -219,12 +219,19 @@ def step_request(
         "std_err": settings.get("error"),
         "std_in": settings.get("input"),
         "append": append,
+        "unbuffered": settings.has("unbuffered"),
+        "cpu_bind_none": _cpu_bind_none(settings.get("cpu-bind", env.get("SLURM_CPU_BIND", ""))),
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
     }
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     return request
+
+
+def _cpu_bind_none(value: str) -> bool:
+    """--cpu-bind=none (or no, with verbose or quiet beside it): do not pin the tasks."""
+    return any(word in ("none", "no") for word in value.lower().split(","))
 
 
 def _gpu_count(settings: Settings, key: str) -> int:

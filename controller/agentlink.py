@@ -315,7 +315,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 job_name=job.name,
                 array_job_id=job.array_job_id,
                 ntasks=step.ntasks,
-                cpu_ids=job.cpu_ids[index] if job.cpu_ids else (),
+                cpu_ids=job.cpu_ids[index] if job.cpu_ids and not req.cpu_bind_none else (),
+                unbuffered=req.unbuffered,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

@@ -186,6 +186,7 @@ class StepSpec:
     cgroup: str = ""
     deny_devices: list[list[int]] = field(default_factory=list)
     cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin its tasks to; []: none
+    unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

@@ -55,6 +55,7 @@ import selectors
 import signal
 import socket
 import sys
+import termios
 import time
 
 from corral import filepattern, stepio
@@ -240,6 +241,20 @@ class StepRun:
         self.child_fds.append(write_end)
         return write_end
 
+    def _terminal(self, task: Task) -> int:
+        """srun -u: a pseudo-terminal for ``task``'s stdout, so that its C library
+        flushes every line (as on a terminal) instead of filling a pipe's buffer;
+        output processing is off, so its bytes arrive as written. The task's end."""
+        main, side = os.openpty()
+        mode = termios.tcgetattr(side)
+        mode[1] &= ~termios.OPOST  # no "\n" -> "\r\n"
+        mode[3] &= ~(termios.ECHO | termios.ICANON)
+        termios.tcsetattr(side, termios.TCSANOW, mode)
+        os.set_blocking(main, False)
+        task.pipes[main] = stepio.OUT
+        self.child_fds.append(side)
+        return side
+
     def _open_stdio(self) -> list[tuple[int, int, int]]:
         """Each task's stdin, stdout and stderr (run as the user, in the step's cwd).
 
@@ -273,6 +288,8 @@ class StepRun:
                 self.child_fds.append(in_fd)
             if spec.std_out:
                 out_fd = output(spec.std_out, task.task_id)
+            elif spec.unbuffered:
+                out_fd = self._terminal(task)
             else:
                 out_fd = self._pipe(task, stepio.OUT)
             if spec.std_err:

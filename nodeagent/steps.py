@@ -113,6 +113,7 @@ def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpe
         cgroup=cgroup,
         deny_devices=deny,
         cpu_ids=list(msg.cpu_ids),
+        unbuffered=msg.unbuffered,
     )
 
 

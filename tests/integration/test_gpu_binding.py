@@ -111,19 +111,25 @@ def test_jobs_run_on_the_cpus_near_their_gpus(make_cluster: Callable[..., Cluste
     assert f"   Gres=gpu:a100:2(S:{sockets}),gpu:v100:2\n" in node  # the a100s' cores 0, 1
     assert ",gres/gpu=2,gres/gpu=2\n" in node  # CfgTRES reads past the sockets
     where = "grep Cpus_allowed_list /proc/self/status | cut -f2"
-    script = f"echo $SLURM_JOB_GPUS $({where}); srun sh -c 'echo step $({where})'; sleep 30"
+    script = (
+        f"echo $SLURM_JOB_GPUS $({where}); srun sh -c 'echo step $({where})'; "
+        f"srun --cpu-bind=none sh -c 'echo unbound $({where})'; sleep 30"
+    )
     first = cluster.sbatch("--gpus=a100:1", "-o", "first.out", "--wrap", script)
     _wait_output(cluster, "first.out")
+    first_out = cluster.dir / "first.out"
+    cluster.wait_for(lambda: "unbound" in first_out.read_text(), 10, "unbound step")
     second = cluster.sbatch("--gpus=a100:1", "-o", "second.out", "--wrap", script)
     _wait_output(cluster, "second.out")
     cluster.wait_for(lambda: "step" in (cluster.dir / "second.out").read_text(), 10, "step")
     cluster.run("scancel", str(first), str(second))
-    assert (cluster.dir / "first.out").read_text().splitlines()[:2] == ["0 1", "step 1"]
+    everywhere = arrayspec.compress(sorted(os.sched_getaffinity(0)))
+    # --cpu-bind=none: a step of the pinned job runs on every CPU the agent has.
+    assert first_out.read_text().splitlines()[:3] == ["0 1", "step 1", f"unbound {everywhere}"]
     assert (cluster.dir / "second.out").read_text().splitlines()[:2] == ["1 0", "step 0"]
     # A job whose GPUs have no known cores is not pinned.
     third = cluster.sbatch("--gpus=v100:1", "-o", "third.out", "--wrap", f"{where}")
     cluster.wait_done(third)
-    everywhere = arrayspec.compress(sorted(os.sched_getaffinity(0)))
     assert (cluster.dir / "third.out").read_text().strip() == everywhere
 
 

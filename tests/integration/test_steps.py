@@ -55,6 +55,22 @@ def test_srun_runs_every_task_with_its_slurm_variables(four: Cluster) -> None:
     ]
 
 
+def test_unbuffered_tasks_write_to_a_terminal_and_cpu_bind_none_is_accepted(
+    four: Cluster,
+) -> None:
+    """srun -u runs the tasks' stdout on a pseudo-terminal (their C library flushes each
+    line), with no "\r" added; without it stdout is a pipe."""
+    tty = "python3 -c 'import os; print(os.isatty(1), flush=True)'"
+    script = (
+        f"srun -u -n2 -l {tty}\n"
+        f"srun -n1 {tty}\n"
+        "srun --cpu-bind=none --mpi=none -n1 true && echo bound=none\n"
+    )
+    job, out = batch(four, script, "-n2")
+    assert job["state"] == "COMPLETED", out
+    assert sorted(out.splitlines()) == ["0: True", "1: True", "False", "bound=none"], repr(out)
+
+
 def test_exit_codes_stdin_files_and_an_oversized_step(four: Cluster) -> None:
     script = (
         "echo hello | srun -n2 cat\n"
