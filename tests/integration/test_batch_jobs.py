@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import DONE, Cluster
 
 
 def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_path: Path) -> None:
@@ -92,16 +92,35 @@ def test_hold_and_release(cluster: Cluster) -> None:
 
 
 def test_requeue_running_job_runs_again(cluster: Cluster, tmp_path: Path) -> None:
+    """scontrol requeue answers at once; the same job id runs again with
+    SLURM_RESTART_COUNT 1, and no finished state is ever shown in between."""
     marker = tmp_path / "runs"
-    job_id = cluster.sbatch("--requeue", "--wrap", f"echo run >> {marker}; sleep 30")
+    script = f"echo run $SLURM_RESTART_COUNT >> {marker}; sleep 30"
+    job_id = cluster.sbatch("--requeue", "--wrap", script)
     cluster.wait_state(job_id, {"RUNNING"})
     cluster.wait_for(marker.exists, 10, "first run did not start")
+    began = time.monotonic()
     cluster.run("scontrol", "requeue", str(job_id))
-    cluster.wait_for(lambda: cluster.job(job_id)["restarts"] == 1, 20, "job was not requeued")
-    cluster.wait_state(job_id, {"RUNNING"}, timeout=30)
+    assert time.monotonic() - began < 2  # it does not wait for the job to end
+    seen: set[str] = set()
+
+    def running_again() -> bool:
+        job = cluster.job(job_id)
+        seen.add(str(job["state"]))
+        return job["restarts"] == 1 and job["state"] == "RUNNING"
+
+    cluster.wait_for(running_again, 30, "job was not requeued and run again")
+    assert not seen & DONE, seen
     cluster.wait_for(lambda: marker.read_text().count("run") == 2, 10, "second run did not start")
+    assert marker.read_text().splitlines() == ["run 0", "run 1"]
     cluster.run("scancel", str(job_id))
     assert cluster.wait_done(job_id)["state"] == "CANCELLED"
+
+
+def test_sbatch_wait_returns_the_jobs_exit_code(cluster: Cluster) -> None:
+    waited = cluster.run("sbatch", "--wait", "--wrap", "exit 7", check=False)
+    assert waited.returncode == 7, waited.stderr
+    assert cluster.run("sbatch", "--wait", "--wrap", "true").returncode == 0
 
 
 def test_array_job_runs_every_task(cluster: Cluster, tmp_path: Path) -> None:
