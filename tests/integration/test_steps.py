@@ -222,11 +222,21 @@ def test_salloc_and_srun_outside_an_allocation(four: Cluster) -> None:
     assert lines[0] == "2" and len(lines) == 3
     assert "salloc: Granted job allocation" in done.stderr
     assert "salloc: Relinquishing job allocation" in done.stderr
+    # No command: the user's shell, with the allocation's environment; its status is salloc's.
+    shell = four.run(
+        "salloc",
+        "-N1",
+        input="echo job=$SLURM_JOB_ID nodes=$SLURM_JOB_NODELIST\nexit 3\n",
+        env={"SHELL": "/bin/sh"},
+        check=False,
+    )
+    assert shell.returncode == 3, shell.stderr
+    assert shell.stdout.startswith("job=") and "nodes=node" in shell.stdout, shell.stdout
     failed = four.run("srun", "-n1", "false", check=False)
     assert failed.returncode == 1
     assert "srun: error: node1: task 0: Exited with exit code 1" in failed.stderr
     jobs = four.jobs()
-    assert {j["state"] for j in jobs} == {"COMPLETED", "FAILED"}
+    assert {j["state"] for j in jobs} == {"COMPLETED", "FAILED"}, jobs
     assert all(not j["batch_flag"] for j in jobs)
 
 
