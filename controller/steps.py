@@ -228,13 +228,15 @@ def step_environment(job: Job, step: Step, base: Mapping[str, str]) -> dict[str,
     return env
 
 
-def exit_code(status: int) -> int:
-    """srun's view of a wait status: the exit code, or 128 + the signal."""
+def severity(status: int) -> tuple[int, int]:
+    """How a task's wait status ranks for its step's, as Slurm picks it (and srun):
+    a task killed by a signal over any exit code (the highest signal), else the
+    highest exit code; a task that never ran (negative) lowest."""
     if status < 0:
-        return 0
+        return (-1, 0)
     if status & 0x7F:
-        return 128 + (status & 0x7F)
-    return (status >> 8) & 0xFF
+        return (1, status & 0x7F)
+    return (0, (status >> 8) & 0xFF)
 
 
 def node_done(
@@ -253,7 +255,7 @@ def node_done(
     """
     if node in step.done:
         return step
-    worst = max([step.exit_status, *statuses], key=exit_code)
+    worst = max([step.exit_status, *statuses], key=severity)
     rss, user, system = step.usage
     total = (max(rss, usage[0]), user + usage[1], system + usage[2])
     ended_by_job = not step.running

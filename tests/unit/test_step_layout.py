@@ -94,7 +94,12 @@ def test_steps_end_with_their_job_and_srun_codes() -> None:
     running = Step(0, "x", ("n1",), (1,), (1,), NOW)
     over = replace(JOB, state=JobState.TIMEOUT, steps=(running,))
     assert [s.state for s in steps.ended_with_job(over, NOW + 9)] == ["TIMEOUT"]
-    assert steps.exit_code(3 << 8) == 3 and steps.exit_code(9) == 137
+    # Slurm's precedence: any signal over any exit code, a task that never ran lowest.
+    ranked = sorted([200 << 8, 15, 9, 3 << 8, -1], key=steps.severity)
+    assert ranked == [-1, 3 << 8, 200 << 8, 9, 15]
+    step = Step(0, "x", ("n1", "n2"), (1, 1), (1, 1), NOW)
+    both = node_done(node_done(step, "n1", [200 << 8], (0, 0, 0), NOW), "n2", [15], (0, 0, 0), NOW)
+    assert both.exit_status == 15  # as srun reports it: 128 + 15, not 200
 
 
 def test_a_steps_environment_describes_it() -> None:
