@@ -379,7 +379,9 @@ def test_zygote_child_starts_like_a_spawned_supervisor(tmp_path: Path) -> None:
             pid = proc.pid or 0
             assert parent_of(pid) == (zygote.pid if via else os.getpid())
             wait_for(lambda jobdir=jobdir: jobdir.read_started() is not None)
-            states.append(process_state(pid, jobdir))
+            # The supervisor waits for its watched signals in sigwaitinfo: read either side
+            # of that wait, its mask is the same.
+            states.append(process_state(pid, jobdir, waits_for=WATCHED_MASK))
             jobdir.request_cancel(1)
             signal_supervisor(pid)
             wait_for(lambda jobdir=jobdir: jobdir.read_result() is not None)
