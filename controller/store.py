@@ -910,21 +910,20 @@ class JobStore:
         an account's including every account and user below it: what GrpTRESMins
         and GrpWall limit."""
         usage = self.priorities.usage
-        held: dict[tuple[str, str], dict[str, float]] = {}
-        for (account, user_tres), seconds in usage.tres.items():
-            user, _, name = user_tres.partition("/")
-            held.setdefault((account, user), {})[name] = seconds
+        held = usage.held()
         parents = {a.account: a.parent for a in assocs.assocs if not a.user}
-        below: dict[str, Spent] = {}
+        times: dict[str, list[float]] = {}  # account -> [billing, wall] below it
+        tres: dict[str, dict[str, float]] = {}  # account -> TRES-seconds below it
         for key, billing in usage.raw.items():
+            wall, mine = usage.wall.get(key, 0.0), held.get(key, {})
             name, seen = key[0], set()
-            mine = Spent(billing, usage.wall.get(key, 0.0), held.get(key, {}))
             while name and name not in seen:
-                total = below.get(name, NOTHING_SPENT)
-                tres = dict(total.tres)
-                for tres_name, seconds in mine.tres.items():
-                    tres[tres_name] = tres.get(tres_name, 0.0) + seconds
-                below[name] = Spent(total.billing + mine.billing, total.wall + mine.wall, tres)
+                pair = times.setdefault(name, [0.0, 0.0])
+                pair[0] += billing
+                pair[1] += wall
+                sums = tres.setdefault(name, {})
+                for tres_name, seconds in mine.items():
+                    sums[tres_name] = sums.get(tres_name, 0.0) + seconds
                 seen.add(name)
                 name = parents.get(name, "")
 
@@ -932,17 +931,17 @@ class JobStore:
             if assoc.user:
                 key = (assoc.account, assoc.user)
                 return Spent(usage.raw.get(key, 0.0), usage.wall.get(key, 0.0), held.get(key, {}))
-            return below.get(assoc.account, NOTHING_SPENT)
+            if assoc.account not in times:
+                return NOTHING_SPENT
+            billing, wall = times[assoc.account]
+            return Spent(billing, wall, tres[assoc.account])
 
         return used
 
     def _qos_used_by(self) -> Callable[[str], Spent]:
         """Each QOS's decayed usage, for its own GrpTRESMins and GrpWall."""
         usage = self.priorities.usage
-        held: dict[str, dict[str, float]] = {}
-        for (_, qos_tres), seconds in usage.qos_tres.items():
-            qos, _, name = qos_tres.partition("/")
-            held.setdefault(qos, {})[name] = seconds
+        held = usage.qos_held()
 
         def qos_used(name: str) -> Spent:
             key = ("", name)

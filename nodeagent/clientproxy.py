@@ -23,6 +23,7 @@ import grpc
 
 from corral import auth, errors
 from corral.framedserver import serve_one
+from corral.rpcerror import slurm_error
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -88,11 +89,6 @@ def _error(code: int, message: str) -> pb.Frame:
 
 
 def _from_status(exc: grpc.aio.AioRpcError) -> pb.Frame:
-    """The controller's ``code: message`` detail back as the Slurm error it was."""
-    detail = exc.details() or ""
-    code_text, sep, message = detail.partition(": ")
-    if sep and code_text.isdigit():
-        return _error(int(code_text), message)
-    if exc.code() is grpc.StatusCode.UNAVAILABLE:
-        return _error(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller")
-    return _error(errors.SLURM_UNEXPECTED_MSG_ERROR, detail or exc.code().name)
+    """The controller's refusal back as the Slurm error it was."""
+    refused = slurm_error(exc)
+    return _error(refused.code, refused.message)

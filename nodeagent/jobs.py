@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import BATCH, DeviceGuard, granted
-from nodeagent.gpus.migbinding import bind_mig
+from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import (
@@ -305,12 +305,15 @@ class JobTable:
         self._add(job)
         try:
             spec = launch_spec(msg, hostname, self.slurm_conf, self.devices)
-            if self.mps is not None:
-                spec.environment.update(self.mps.acquire(msg.node, msg.job_id, spec.environment))
-            if self.neuron is not None:
-                env = spec.environment
-                env.update(self.neuron.environment(msg.node, env, "SLURM_JOB_GPUS"))
-            bind_mig(spec.environment, self.mig.get(msg.node, {}))
+            bind_gpus(
+                spec.environment,
+                msg.node,
+                msg.job_id,
+                "SLURM_JOB_GPUS",
+                self.mps,
+                self.neuron,
+                self.mig,
+            )
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from corral.wire import corral_pb2 as pb
 from nodeagent import signing
 from nodeagent.devcgroup import DeviceGuard, granted
-from nodeagent.gpus.migbinding import bind_mig
+from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, reap_soon, signal_supervisor, spawn_step_runner
@@ -260,12 +260,15 @@ class StepTable:
         self._steps[key] = step
         try:
             spec = step_spec(msg, self.devices)
-            if self.mps is not None:
-                spec.environment.update(self.mps.acquire(msg.node, msg.job_id, spec.environment))
-            if self.neuron is not None:
-                env = spec.environment
-                env.update(self.neuron.environment(msg.node, env, "SLURM_STEP_GPUS"))
-            bind_mig(spec.environment, self.mig.get(msg.node, {}))
+            bind_gpus(
+                spec.environment,
+                msg.node,
+                msg.job_id,
+                "SLURM_STEP_GPUS",
+                self.mps,
+                self.neuron,
+                self.mig,
+            )
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.env, self.zygote)
         except OSError as exc:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.principal import uid_for
 from corral import errors, timefmt
 from corral.errors import SlurmError
 from corral.whydoc import why_document
@@ -269,17 +270,12 @@ _HISTORY_LISTS = {
 
 
 def _uids(names: list[str]) -> list[int]:
-    import pwd
-
     uids = []
     for name in names:
-        if name.isdigit():
-            uids.append(int(name))
-            continue
-        try:
-            uids.append(pwd.getpwnam(name).pw_uid)
-        except KeyError:
-            raise SlurmError(errors.ESLURM_USER_ID_MISSING, f"Invalid user: {name}") from None
+        uid = uid_for(name)
+        if uid is None:
+            raise SlurmError(errors.ESLURM_USER_ID_MISSING, f"Invalid user: {name}")
+        uids.append(uid)
     return uids
 
 

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from restd.schema import array, boolean, integer, no_val, obj, string
+from restd.schema import (
+    Schema,
+    array,
+    boolean,
+    given,
+    integer,
+    limited,
+    moment,
+    no_val,
+    obj,
+    string,
+)
 
 __all__ = [
     "DIAG",
@@ -23,18 +34,6 @@ __all__ = [
     "ping",
     "reservation",
 ]
-
-
-def _set(value: int) -> dict[str, Any]:
-    return {"set": True, "infinite": False, "number": value}
-
-
-def _time(seconds: int) -> dict[str, Any]:
-    return {"set": seconds > 0, "infinite": False, "number": max(seconds, 0)}
-
-
-def _limit(value: int, unlimited: bool) -> dict[str, Any]:
-    return {"set": not unlimited, "infinite": unlimited, "number": 0 if unlimited else value}
 
 
 def _words(text: str) -> list[str]:
@@ -97,7 +96,7 @@ def node(info: Any) -> dict[str, Any]:
         "threads": info.threads_per_core,
         "real_memory": info.real_memory,
         "alloc_memory": info.alloc_memory,
-        "free_mem": _set(info.free_memory),
+        "free_mem": given(info.free_memory),
         "cpu_load": round(info.cpu_load * 100),
         "features": features,
         "active_features": features,
@@ -107,10 +106,10 @@ def node(info: Any) -> dict[str, Any]:
         "partitions": list(info.partitions),
         "reason": info.reason,
         "reason_set_by_user": info.reason_user,
-        "reason_changed_at": _time(info.reason_time),
-        "boot_time": _time(info.boot_time),
-        "slurmd_start_time": _time(info.agent_start_time),
-        "last_busy": _time(info.last_busy),
+        "reason_changed_at": moment(info.reason_time),
+        "boot_time": moment(info.boot_time),
+        "slurmd_start_time": moment(info.agent_start_time),
+        "last_busy": moment(info.last_busy),
         "architecture": info.arch,
         "operating_system": info.os,
         "version": info.version,
@@ -173,10 +172,10 @@ def partition(info: Any) -> dict[str, Any]:
         "partition": {"state": [info.state]},
         "priority": {"tier": info.priority_tier, "job_factor": info.priority_job_factor},
         "maximums": {
-            "time": _limit(info.max_time, info.max_time < 0),
-            "nodes": _limit(info.max_nodes, info.max_nodes == 0),
-            "memory_per_cpu": _limit(info.max_mem_per_cpu, info.max_mem_per_cpu == 0),
-            "memory_per_node": _limit(info.max_mem_per_node, info.max_mem_per_node == 0),
+            "time": limited(info.max_time, info.max_time < 0),
+            "nodes": limited(info.max_nodes, info.max_nodes == 0),
+            "memory_per_cpu": limited(info.max_mem_per_cpu, info.max_mem_per_cpu == 0),
+            "memory_per_node": limited(info.max_mem_per_node, info.max_mem_per_node == 0),
             "oversubscribe": {
                 "jobs": int(jobs) if jobs.isdigit() else 1,
                 "flags": [over] if over and over != "NO" else [],
@@ -184,9 +183,9 @@ def partition(info: Any) -> dict[str, Any]:
         },
         "minimums": {"nodes": info.min_nodes},
         "defaults": {
-            "time": _limit(info.default_time, info.default_time < 0),
+            "time": limited(info.default_time, info.default_time < 0),
             "memory_per_cpu": info.def_mem_per_cpu,
-            "partition_memory_per_node": _limit(info.def_mem_per_node, info.def_mem_per_node == 0),
+            "partition_memory_per_node": limited(info.def_mem_per_node, info.def_mem_per_node == 0),
         },
         "accounts": {"allowed": info.allow_accounts},
         "groups": {"allowed": info.allow_groups},
@@ -218,8 +217,8 @@ def reservation(info: Any) -> dict[str, Any]:
         "node_list": info.nodes,
         "node_count": info.node_count,
         "core_count": info.core_count,
-        "start_time": _time(info.start),
-        "end_time": _time(info.end),
+        "start_time": moment(info.start),
+        "end_time": moment(info.end),
         "flags": _words(info.flags),
         "users": info.users,
         "accounts": info.accounts,
@@ -251,24 +250,27 @@ def ping(host: str, latency_us: int) -> dict[str, Any]:
     }
 
 
-_RPC = obj(
-    {
-        "type_id": integer(minimum=0),
-        "message_type": string(),
-        "count": integer(minimum=0),
-        "average_time": no_val(maximum=BIG),
-        "total_time": integer(minimum=0),
+def _rpc_schema(**who: Schema) -> Schema:
+    """An RPC counter of sdiag's, by message type or by user (``who``)."""
+    return obj(
+        {
+            **who,
+            "count": integer(minimum=0),
+            "average_time": no_val(maximum=BIG),
+            "total_time": integer(minimum=0),
+        }
+    )
+
+
+def _rpc(who: dict[str, Any], count: int, total_us: int) -> dict[str, Any]:
+    return {
+        **who,
+        "count": count,
+        "average_time": given(total_us // count if count else 0),
+        "total_time": total_us,
     }
-)
-_USER_RPC = obj(
-    {
-        "user_id": integer(minimum=0),
-        "user": string(),
-        "count": integer(minimum=0),
-        "average_time": no_val(maximum=BIG),
-        "total_time": integer(minimum=0),
-    }
-)
+
+
 _COUNTERS = (
     "jobs_submitted",
     "jobs_started",
@@ -301,22 +303,20 @@ DIAG = obj(
         "bf_queue_len": integer(minimum=0),
         "bf_last_backfilled_jobs": integer(minimum=0),
         "bf_when_last_cycle": no_val(maximum=BIG),
-        "rpcs_by_message_type": array(_RPC),
-        "rpcs_by_user": array(_USER_RPC),
+        "rpcs_by_message_type": array(
+            _rpc_schema(type_id=integer(minimum=0), message_type=string())
+        ),
+        "rpcs_by_user": array(_rpc_schema(user_id=integer(minimum=0), user=string())),
     }
 )
-
-
-def _average(total: int, count: int) -> dict[str, Any]:
-    return _set(total // count if count else 0)
 
 
 def diag(reply: Any) -> dict[str, Any]:
     cycles = reply.sched_cycles
     bf = reply.bf_cycles
     return {
-        "req_time": _time(reply.now),
-        "req_time_start": _time(reply.since),
+        "req_time": moment(reply.now),
+        "req_time_start": moment(reply.since),
         "agent_queue_size": reply.agent_queue,
         "agent_count": reply.agent_count,
         "dbd_agent_queue_size": reply.dbd_queue,
@@ -334,25 +334,13 @@ def diag(reply: Any) -> dict[str, Any]:
         "bf_last_depth": reply.bf_last_depth,
         "bf_queue_len": reply.bf_last_queue,
         "bf_last_backfilled_jobs": reply.bf_total_jobs,
-        "bf_when_last_cycle": _time(reply.bf_last_when),
+        "bf_when_last_cycle": moment(reply.bf_last_when),
         "rpcs_by_message_type": [
-            {
-                "type_id": rpc.id,
-                "message_type": rpc.name,
-                "count": rpc.count,
-                "average_time": _average(rpc.total_us, rpc.count),
-                "total_time": rpc.total_us,
-            }
+            _rpc({"type_id": rpc.id, "message_type": rpc.name}, rpc.count, rpc.total_us)
             for rpc in reply.rpcs
         ],
         "rpcs_by_user": [
-            {
-                "user_id": user.uid,
-                "user": user.user,
-                "count": user.count,
-                "average_time": _average(user.total_us, user.count),
-                "total_time": user.total_us,
-            }
+            _rpc({"user_id": user.uid, "user": user.user}, user.count, user.total_us)
             for user in reply.users
         ],
     }

@@ -16,6 +16,7 @@ import grpc
 
 from corral import auth, errors
 from corral.errors import SlurmError
+from corral.rpcerror import slurm_error
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -96,7 +97,7 @@ class Controller:
         try:
             return await getattr(self.stub, method)(request, timeout=CALL_TIMEOUT_S)
         except grpc.aio.AioRpcError as exc:
-            raise _slurm_error(exc) from None
+            raise slurm_error(exc) from None
 
     async def call_raw(self, method: str, caller: Caller | None, **fields: Any) -> bytes:
         """The same call, its reply left serialized (``restd.joblist`` splits it)."""
@@ -111,21 +112,10 @@ class Controller:
         try:
             reply: bytes = await call(request, timeout=CALL_TIMEOUT_S)
         except grpc.aio.AioRpcError as exc:
-            raise _slurm_error(exc) from None
+            raise slurm_error(exc) from None
         return reply
 
 
 def _serialize(message: Any) -> bytes:
     data: bytes = message.SerializeToString()
     return data
-
-
-def _slurm_error(exc: grpc.aio.AioRpcError) -> SlurmError:
-    """The controller's ``code: message`` detail back as the Slurm error it was."""
-    detail = exc.details() or ""
-    code, sep, message = detail.partition(": ")
-    if sep and code.isdigit():
-        return SlurmError(int(code), message)
-    if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        return SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller")
-    return SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR, detail or exc.code().name)

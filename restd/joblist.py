@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+from corral.wire import codec
 from corral.wire import corral_pb2 as pb
 from restd.jobs import job_info
 
@@ -27,40 +28,15 @@ _JOBS = 1  # JobsReply.jobs
 _LAST_UPDATE = 3  # JobsReply.last_update
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
 def split_reply(data: bytes) -> tuple[list[bytes], int]:
     """A serialized ``JobsReply``: each job's bytes, and ``last_update``."""
     jobs: list[bytes] = []
     last_update = 0
-    at, end = 0, len(data)
-    while at < end:
-        key, at = _varint(data, at)
-        field, kind = key >> 3, key & 7
-        if kind == 2:
-            size, at = _varint(data, at)
-            if field == _JOBS:
-                jobs.append(data[at : at + size])
-            at += size
-        elif kind == 0:
-            value, at = _varint(data, at)
-            if field == _LAST_UPDATE:
-                last_update = value
-        elif kind == 1:
-            at += 8
-        elif kind == 5:
-            at += 4
-        else:
-            raise ValueError(f"JobsReply: unexpected wire type {kind}")
+    for number, value in codec.fields(data):
+        if number == _JOBS and isinstance(value, bytes):
+            jobs.append(value)
+        elif number == _LAST_UPDATE and isinstance(value, int):
+            last_update = value
     return jobs, last_update
 
 

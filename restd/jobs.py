@@ -19,10 +19,13 @@ from cli.sacct_json import exit_code
 from corral import errors, hostlist
 from corral.errors import SlurmError
 from restd.schema import (
+    UNLIMITED,
+    UNSET,
     Schema,
     array,
     boolean,
     integer,
+    moment,
     no_val,
     no_val_input,
     obj,
@@ -41,17 +44,6 @@ __all__ = [
 #: The slurmrestd versions served; each answers with its own data_parser.
 VERSIONS = ("v0.0.40", "v0.0.41", "v0.0.42")
 
-
-def _time(seconds: int) -> dict[str, Any]:
-    """A point in time: unset while unknown (0)."""
-    if seconds > 0:
-        return {"set": True, "infinite": False, "number": seconds}
-    return _UNSET
-
-
-#: Shared by every record that has them; records are never changed once built.
-_UNSET = {"set": False, "infinite": False, "number": 0}
-_UNLIMITED = {"set": False, "infinite": True, "number": 0}
 
 EXIT_CODE = obj(
     {
@@ -153,13 +145,13 @@ def job_info(job: Any) -> dict[str, Any]:
     time_min = job.time_min
     return {
         "account": job.account,
-        "accrue_time": _time(job.accrue_time),
+        "accrue_time": moment(job.accrue_time),
         "array_job_id": {"set": True, "infinite": False, "number": array_job}
         if array_job
-        else _UNSET,
+        else UNSET,
         "array_task_id": {"set": True, "infinite": False, "number": job.array_task_id}
         if job.HasField("array_task_id")
-        else _UNSET,
+        else UNSET,
         "array_max_tasks": {"set": True, "infinite": False, "number": job.array_max_tasks},
         "array_task_string": job.array_task_str,
         "batch_flag": job.batch_flag,
@@ -172,8 +164,8 @@ def job_info(job: Any) -> dict[str, Any]:
         "current_working_directory": job.work_dir,
         "dependency": job.dependency,
         "derived_exit_code": _exit_code(job.derived_exit_status, ended),
-        "eligible_time": _time(job.eligible_time),
-        "end_time": _time(end_time),
+        "eligible_time": moment(job.eligible_time),
+        "end_time": moment(end_time),
         "excluded_nodes": job.exc_nodes,
         "exit_code": _exit_code(job.exit_status, ended),
         "features": job.features,
@@ -183,16 +175,14 @@ def job_info(job: Any) -> dict[str, Any]:
         "hold": job.held,
         "job_id": job.job_id,
         "job_state": [state, *job.state_flags],
-        "last_sched_evaluation": _time(job.last_sched_eval),
+        "last_sched_evaluation": moment(job.last_sched_eval),
         "maximum_nodes": {"set": True, "infinite": False, "number": max_nodes}
         if max_nodes
-        else _UNSET,
-        "memory_per_cpu": {"set": True, "infinite": False, "number": mem_cpu}
-        if mem_cpu
-        else _UNSET,
+        else UNSET,
+        "memory_per_cpu": {"set": True, "infinite": False, "number": mem_cpu} if mem_cpu else UNSET,
         "memory_per_node": {"set": True, "infinite": False, "number": mem_node}
         if mem_node
-        else _UNSET,
+        else UNSET,
         "name": job.name,
         "nice": job.nice,
         "node_count": {"set": True, "infinite": False, "number": job.num_nodes},
@@ -208,20 +198,16 @@ def job_info(job: Any) -> dict[str, Any]:
         "standard_error": job.std_err,
         "standard_input": job.std_in,
         "standard_output": job.std_out,
-        "start_time": _time(job.start_time),
+        "start_time": moment(job.start_time),
         "state_description": job.state_desc,
         "state_reason": job.reason,
-        "submit_time": _time(job.submit_time),
+        "submit_time": moment(job.submit_time),
         "tasks": {"set": True, "infinite": False, "number": job.num_tasks},
         "tasks_per_node": {"set": True, "infinite": False, "number": per_node}
         if per_node
-        else _UNSET,
-        "time_limit": _UNLIMITED
-        if limit < 0
-        else {"set": True, "infinite": False, "number": limit},
-        "time_minimum": {"set": True, "infinite": False, "number": time_min}
-        if time_min
-        else _UNSET,
+        else UNSET,
+        "time_limit": UNLIMITED if limit < 0 else {"set": True, "infinite": False, "number": limit},
+        "time_minimum": {"set": True, "infinite": False, "number": time_min} if time_min else UNSET,
         "tres_alloc_str": job.alloc_tres,
         "tres_req_str": job.req_tres,
         "user_id": job.uid,

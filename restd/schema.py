@@ -17,10 +17,15 @@ from typing import Any
 Schema = dict[str, Any]
 
 __all__ = [
+    "UNLIMITED",
+    "UNSET",
     "Schema",
     "array",
     "boolean",
+    "given",
     "integer",
+    "limited",
+    "moment",
     "no_val",
     "number",
     "obj",
@@ -108,6 +113,27 @@ def no_val(description: str = "", *, minimum: int = 0, maximum: int = UINT32) ->
         closed=True,
         description=description,
     )
+
+
+#: A ``no_val`` number that is not set, and one that is unlimited: shared, as records
+#: are never changed once built, only written out.
+UNSET = {"set": False, "infinite": False, "number": 0}
+UNLIMITED = {"set": False, "infinite": True, "number": 0}
+
+
+def given(number: int) -> dict[str, Any]:
+    """A ``no_val`` number that is set."""
+    return {"set": True, "infinite": False, "number": number}
+
+
+def moment(seconds: int) -> dict[str, Any]:
+    """A point in time as a ``no_val`` number: unset while unknown (0)."""
+    return given(seconds) if seconds > 0 else UNSET
+
+
+def limited(value: int, unlimited: bool) -> dict[str, Any]:
+    """A limit as a ``no_val`` number: infinite when ``unlimited``."""
+    return UNLIMITED if unlimited else given(value)
 
 
 def no_val_input(description: str = "", *, minimum: int = 0, maximum: int = UINT32) -> Schema:

@@ -117,6 +117,14 @@ class Usage:
     def of(self, account: str, user: str) -> float:
         return self.raw.get((account, user), 0.0)
 
+    def held(self) -> dict[Assoc, dict[str, float]]:
+        """``tres`` by user association: {(account, user): {tres: seconds}}."""
+        return _by_owner(self.tres)
+
+    def qos_held(self) -> dict[str, dict[str, float]]:
+        """``qos_tres`` by QOS: {qos: {tres: seconds}}."""
+        return {qos: held for (_, qos), held in _by_owner(self.qos_tres).items()}
+
     def to_json(self) -> str:
         """The usage as JSON text, associations sorted (stable for diffs and tests)."""
         return json.dumps(
@@ -157,6 +165,15 @@ class Usage:
             _read_rows(data.get("tres", [])),
             _read_rows(data.get("qos_tres", [])),
         )
+
+
+def _by_owner(sums: Mapping[Assoc, float]) -> dict[Assoc, dict[str, float]]:
+    """Sums keyed (account, "owner/tres") regrouped per (account, owner)."""
+    grouped: dict[Assoc, dict[str, float]] = {}
+    for (account, owner_tres), seconds in sums.items():
+        owner, _, name = owner_tres.partition("/")
+        grouped.setdefault((account, owner), {})[name] = seconds
+    return grouped
 
 
 def _rows(usage: Mapping[Assoc, float]) -> list[list[str | float]]:

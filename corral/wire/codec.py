@@ -22,6 +22,7 @@ from corral.wire.schema import MESSAGES
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 Message = dict[str, "Any"]
@@ -394,6 +395,27 @@ def _skip(data: bytes, pos: int, wire: int) -> int:
         length, pos = _read_varint(data, pos)
         return pos + length
     raise ValueError(f"unsupported wire type {wire}")
+
+
+def fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """A serialized message's fields in wire order, undecoded: (number, value), a
+    varint's value or a length-delimited field's bytes; fixed-width ones are skipped.
+    For readers that want a message's parts as bytes (restd's job listing)."""
+    pos, end = 0, len(data)
+    while pos < end:
+        key, pos = _read_varint(data, pos)
+        wire = key & 7
+        if wire == 0:
+            value, pos = _read_varint(data, pos)
+            yield key >> 3, value
+        elif wire == 2:
+            length, pos = _read_varint(data, pos)
+            if pos + length > end:
+                raise ValueError("truncated message")
+            yield key >> 3, data[pos : pos + length]
+            pos += length
+        else:
+            pos = _skip(data, pos, wire)
 
 
 def _map_entry(data: bytes, pos: int, end: int, ktype: str, vtype: str) -> tuple[Any, Any]:
