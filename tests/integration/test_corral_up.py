@@ -87,10 +87,13 @@ def _the_rest_api_answers(directory: Path, printed: str) -> None:
 
 def test_up_without_accounting(tmp_path: Path) -> None:
     directory = tmp_path / "cluster"
-    up = corral("up", "--nodes", "1", "--dir", str(directory), "--detach", "--no-accounting")
+    up = corral(
+        "up", "--nodes", "1", "--dir", str(directory), "--detach", "--no-accounting", "--no-restd"
+    )
     try:
         assert up.returncode == 0, up.stderr
         assert "accounting: off" in up.stdout
+        assert "REST API" not in up.stdout and not (directory / "log" / "restd.log").exists()
         assert not (directory / "slurmdbd.conf").exists()
         disabled = sacct(directory)
         assert (disabled.returncode, disabled.stderr) == (

@@ -231,6 +231,41 @@ def test_operators_drain_and_resume_a_node(
     assert "DRAIN" not in resumed["state"], resumed
 
 
+def test_signals_listings_since_a_time_and_reservations(gateway: tuple[Cluster, Rest]) -> None:
+    """DELETE with ?signal= signals without cancelling; ?update_time= lists nothing
+    when nothing changed since; reservations as scontrol made them."""
+    cluster, rest = gateway
+    out = cluster.dir / "usr1.out"
+    script = f"#!/bin/sh\ntrap 'echo got USR1 >> {out}' USR1\necho ready >> {out}\n"
+    script += "sleep 60 & wait; sleep 60 & wait\n"
+    status, reply = rest.call("POST", f"{V}/job/submit", {"job": job_desc(cluster, script=script)})
+    job = reply["job_id"]
+    cluster.wait_for(lambda: out.exists() and "ready" in out.read_text(), 20, "not ready")
+    status, reply = rest.call("DELETE", f"{V}/job/{job}?signal=SIGUSR1&flags=BATCH_JOB")
+    assert status == 200, reply
+    cluster.wait_for(lambda: "got USR1" in out.read_text(), 10, "no USR1")
+    assert cluster.job(job)["state"] == "RUNNING"  # signalled, not cancelled
+    rest.call("DELETE", f"{V}/job/{job}")
+    cluster.wait_done(job)
+    _, listed = rest.call("GET", f"{V}/jobs")
+    since = listed["last_update"]["number"]
+    _, unchanged = rest.call("GET", f"{V}/jobs?update_time={since}")
+    assert listed["jobs"] and unchanged["jobs"] == []
+    cluster.run(
+        "scontrol", "create", "reservation", "ReservationName=rest", "Nodes=node2",
+        "StartTime=now+3600", "Duration=60", "Users=root",
+    )  # fmt: skip
+    try:
+        status, reply = rest.call("GET", f"{V}/reservation/rest")
+        assert status == 200, reply
+        (shown,) = reply["reservations"]
+        assert (shown["name"], shown["node_list"], shown["users"]) == ("rest", "node2", "root")
+        assert shown["end_time"]["number"] - shown["start_time"]["number"] == 3600
+        assert rest.call("GET", f"{V}/reservation/none")[0] == 404
+    finally:
+        cluster.run("scontrol", "delete", "ReservationName=rest")
+
+
 def test_each_version_answers_in_its_own_shape(gateway: tuple[Cluster, Rest]) -> None:
     cluster, rest = gateway
     desc = job_desc(cluster, hold=True)
