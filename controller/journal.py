@@ -42,11 +42,12 @@ class JournalError(CorralError):
 _NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
 
 
-#: Derived anew by every backfill pass: never written.
-_DERIVED = frozenset({"expected_start", "expected_nodes"})
+#: Derived anew by every backfill pass, or (``deps``) from ``dependency`` when a
+#: job is made: never written, so journals stay as they were.
+_DERIVED = frozenset({"expected_start", "expected_nodes", "deps"})
 _JOB_FIELDS = tuple(f.name for f in fields(Job) if f.name not in _DERIVED)
 _JOB_DEFAULTS = {f.name: f.default for f in fields(Job) if f.default is not MISSING}
-_JOB_NAMES = frozenset(f.name for f in fields(Job))
+_JOB_NAMES = frozenset(f.name for f in fields(Job)) - {"deps"}
 
 
 def job_to_row(job: Job) -> str:

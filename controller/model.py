@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from controller.depspec import Deps, resolve
+
 if TYPE_CHECKING:
     from controller.jobstate import JobState, Reason
 
@@ -56,6 +58,9 @@ class Job:
     constraint: str = ""
     exclusive: bool = False
     dependency: str = ""
+    # ``dependency`` resolved into job references (see controller/depspec.py): made
+    # in __post_init__ whenever the text is new, so no pass ever re-reads the text.
+    deps: Deps | None = None
     array_job_id: int = 0
     array_task_id: int | None = None
     array_max_tasks: int = 0
@@ -108,6 +113,13 @@ class Job:
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.dependency:
+            if self.deps is None or self.deps.text != self.dependency:
+                object.__setattr__(self, "deps", resolve(self.dependency))
+        elif self.deps is not None:
+            object.__setattr__(self, "deps", None)
 
     @property
     def priority(self) -> int:

@@ -1,18 +1,26 @@
 """``--dependency``: is a job free to start, still waiting, or never going to?
 
-Grammar (sbatch.1): items joined by ``,`` (all must hold) or ``?`` (any);
-an item is ``type:id[:id...]`` with ``after`` ids allowing ``+minutes``,
-``singleton``, or a bare id meaning ``afterany``. An id names a job or a
-whole array (``123``), one task (``123_4``) or all tasks (``123_*``).
+A job's list arrives resolved (``controller/depspec.py``: job ids and task
+references, made once when the text was set). A pass builds one ``Index`` of
+the jobs the controller knows, in one walk over them, and then looks each
+reference up by id, so a job's check costs O(its references), not O(its
+references x all jobs).
+
+An id the controller does not know (never submitted, or ended and purged
+after MinJobAge) counts as a job that has already ended: the dependency on it
+is satisfied, as Slurm drops a dependency on a job no longer in its memory.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 
 from controller.core.snapshot import JobFacts
+from controller.depspec import ALL_TASKS, TYPES, Deps, Ref, parse, resolve
 from corral import arrayspec
+
+__all__ = ["TYPES", "Index", "Outcome", "check", "evaluate", "parse", "startable_tasks"]
 
 _FINISHED = frozenset(
     {
@@ -27,7 +35,6 @@ _FINISHED = frozenset(
         "OUT_OF_MEMORY",
     }
 )
-TYPES = ("after", "afterany", "afterok", "afternotok", "aftercorr", "singleton")
 
 
 class Outcome(enum.Enum):
@@ -36,107 +43,126 @@ class Outcome(enum.Enum):
     NEVER = "never"
 
 
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()
+class Index:
+    """The jobs a pass knows, keyed the ways dependency references name them."""
+
+    def __init__(self, jobs: Mapping[int, JobFacts]) -> None:
+        self.jobs = jobs
+        self.members: dict[int, list[JobFacts]] = {}  # array id -> its task records
+        self.tasks: dict[tuple[int, int], list[JobFacts]] = {}  # (array id, task) -> records
+        self.alive: dict[tuple[str, int], list[tuple[int, JobFacts]]] = {}  # singleton
+        for job_id, facts in jobs.items():
+            if facts.array_job_id:
+                self.members.setdefault(facts.array_job_id, []).append(facts)
+                if facts.array_task_id is not None:
+                    key = (facts.array_job_id, facts.array_task_id)
+                    self.tasks.setdefault(key, []).append(facts)
+            if facts.state not in _FINISHED:
+                self.alive.setdefault((facts.name, facts.uid), []).append((job_id, facts))
+
+    def targets(self, ref: Ref) -> Sequence[JobFacts]:
+        """The records ``ref`` names (empty: a job the controller does not know)."""
+        if ref.task is not None and ref.task != ALL_TASKS:
+            # A task id names the array task whose (array_job_id, task) match, or
+            # the array's own record while that task has not started.
+            found = list(self.tasks.get((ref.job_id, ref.task), ()))
+            own = self.jobs.get(ref.job_id)
+            if (
+                own is not None
+                and own.array_job_id == ref.job_id
+                and own.array_task_id != ref.task
+                and arrayspec.contains(own.array_pending, ref.task)
+            ):
+                found.append(own)
+            return found
+        members = self.members.get(ref.job_id)
+        if members:
+            return members
+        own = self.jobs.get(ref.job_id)
+        return [own] if own is not None else []
 
 
-def _check_id(ident: str, kind: str) -> None:
-    """``123``, ``123_4``, ``123_*``, and for ``after`` a ``+minutes`` delay."""
-    base, plus, delay = ident.partition("+")
-    if plus and (kind != "after" or not _digits(delay)):
-        raise ValueError(f"bad delay in {ident!r}")
-    head, underscore, task = base.partition("_")
-    if not _digits(head) or (underscore and task != "*" and not _digits(task)):
-        raise ValueError(f"bad job id {ident!r}")
-
-
-def parse(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
-    """Split into the joiner (``,`` or ``?``) and ``(type, ids)`` items; ValueError if bad.
-
-    Everything ``evaluate`` later reads is checked here, so a stored
-    dependency can never make a scheduling pass fail.
-    """
-    text = text.strip()
-    if not text or text == "0":
-        return ",", []
-    if "," in text and "?" in text:
-        raise ValueError("mixed separators")
-    joiner = "?" if "?" in text else ","
-    items: list[tuple[str, list[str]]] = []
-    for raw in text.split(joiner):
-        kind, _, rest = raw.partition(":")
-        kind = kind.strip().lower()
-        if not rest and kind and (kind[0].isdigit() or kind[0] == "_"):
-            _check_id(kind, "afterany")  # a bare id is the old form of afterany
-            items.append(("afterany", [kind]))
-            continue
-        matches = [t for t in TYPES if t == kind] or [t for t in TYPES if t.startswith(kind)]
-        if not kind or len(matches) != 1:
-            raise ValueError(f"unknown dependency type {kind!r}")
-        kind = matches[0]
-        ids = [i for i in rest.split(":") if i] if rest else []
-        if (kind == "singleton") != (not ids):
-            raise ValueError("bad dependency ids")
-        for ident in ids:
-            _check_id(ident, kind)
-        items.append((kind, ids))
-    return joiner, items
-
-
-def _targets(ident: str, jobs: Mapping[int, JobFacts]) -> Iterable[JobFacts]:
-    base = ident.split("+", 1)[0]
-    head, _, task = base.partition("_")
-    job_id = int(head)
-    if task and task != "*":
-        # A task id names the array task whose (array_job_id, task) match, or
-        # the array's own record while that task has not started.
-        index = int(task)
-        return [
-            f
-            for f in jobs.values()
-            if f.array_job_id == job_id
-            and (f.array_task_id == index or arrayspec.contains(f.array_pending, index))
-        ]
-    members = [f for f in jobs.values() if f.array_job_id == job_id]
-    if members:
-        return members
-    own = jobs.get(job_id)
-    return [own] if own is not None else []
-
-
-def _one(
-    kind: str, ident: str, jobs: Mapping[int, JobFacts], now: int, task: int | None
-) -> Outcome:
-    if kind == "aftercorr" and task is not None and "_" not in ident:
+def _one(kind: str, ref: Ref, index: Index, now: int, task: int | None) -> Outcome:
+    if kind == "aftercorr" and task is not None and ref.task is None:
         # Task-wise: task N waits for task N of the other array (if it has one).
-        ident = f"{ident.split('+', 1)[0]}_{task}"
-    targets = list(_targets(ident, jobs))
+        ref = Ref(ref.job_id, task)
+    targets = index.targets(ref)
     if not targets:
-        return Outcome.SATISFIED  # purged long ago: it ended
-    results = []
+        return Outcome.SATISFIED  # not known (purged long ago): it ended
+    results = set()
     for facts in targets:
         if kind == "after":
-            results.append(Outcome.WAITING if facts.state == "PENDING" else Outcome.SATISFIED)
+            results.add(Outcome.WAITING if facts.state == "PENDING" else Outcome.SATISFIED)
         elif facts.state not in _FINISHED:
-            results.append(Outcome.WAITING)
+            results.add(Outcome.WAITING)
         elif kind == "afterany":
-            results.append(Outcome.SATISFIED)
+            results.add(Outcome.SATISFIED)
         elif kind in ("afterok", "aftercorr"):
             ok = facts.state == "COMPLETED" and facts.exit_status == 0
-            results.append(Outcome.SATISFIED if ok else Outcome.NEVER)
+            results.add(Outcome.SATISFIED if ok else Outcome.NEVER)
         else:  # afternotok
             ok = facts.state != "COMPLETED" or facts.exit_status != 0
-            results.append(Outcome.SATISFIED if ok else Outcome.NEVER)
+            results.add(Outcome.SATISFIED if ok else Outcome.NEVER)
     if Outcome.NEVER in results:
         return Outcome.NEVER
     if Outcome.WAITING in results:
         return Outcome.WAITING
-    if kind == "after" and "+" in ident:
-        delay = int(ident.split("+", 1)[1] or 0) * 60
+    if kind == "after" and ref.delay:
         start = max(f.start_time for f in targets)
-        if start and now < start + delay:
+        if start and now < start + ref.delay * 60:
             return Outcome.WAITING
     return Outcome.SATISFIED
+
+
+def _singleton(job_id: int, name: str, uid: int, index: Index) -> Outcome:
+    busy = any(
+        jid != job_id and (f.state != "PENDING" or jid < job_id)
+        for jid, f in index.alive.get((name, uid), ())
+    )
+    return Outcome.WAITING if busy else Outcome.SATISFIED
+
+
+def check(
+    deps: Deps,
+    job_id: int,
+    name: str,
+    uid: int,
+    index: Index,
+    now: int,
+    task: int | None = None,
+) -> Outcome:
+    """Where a job with the resolved list ``deps`` stands right now.
+
+    ``task`` is the array task index of the job asking, for ``aftercorr``.
+    """
+    if not deps.valid:
+        return Outcome.NEVER
+    outcomes = set()
+    for kind, refs in deps.items:
+        if kind == "singleton":
+            outcomes.add(_singleton(job_id, name, uid, index))
+            continue
+        parts = set()
+        for ref in refs:
+            part = _one(kind, ref, index, now, task)
+            parts.add(part)
+            if part is Outcome.NEVER:
+                break
+        if Outcome.NEVER in parts:
+            outcomes.add(Outcome.NEVER)
+        elif Outcome.WAITING in parts:
+            outcomes.add(Outcome.WAITING)
+        else:
+            outcomes.add(Outcome.SATISFIED)
+    if not outcomes:
+        return Outcome.SATISFIED
+    if deps.any_of:
+        if Outcome.SATISFIED in outcomes:
+            return Outcome.SATISFIED
+        return Outcome.NEVER if outcomes == {Outcome.NEVER} else Outcome.WAITING
+    if Outcome.NEVER in outcomes:
+        return Outcome.NEVER
+    return Outcome.WAITING if Outcome.WAITING in outcomes else Outcome.SATISFIED
 
 
 def evaluate(
@@ -148,52 +174,17 @@ def evaluate(
     now: int,
     task: int | None = None,
 ) -> Outcome:
-    """Where a job with dependency ``text`` stands right now.
-
-    ``task`` is the array task index of the job asking, for ``aftercorr``.
-    """
-    try:
-        joiner, items = parse(text)
-    except ValueError:
-        return Outcome.NEVER
-    outcomes = []
-    for kind, ids in items:
-        if kind == "singleton":
-            busy = any(
-                jid != job_id
-                and f.name == name
-                and f.uid == uid
-                and f.state not in _FINISHED
-                and (f.state != "PENDING" or jid < job_id)
-                for jid, f in jobs.items()
-            )
-            outcomes.append(Outcome.WAITING if busy else Outcome.SATISFIED)
-            continue
-        parts = [_one(kind, ident, jobs, now, task) for ident in ids]
-        if Outcome.NEVER in parts:
-            outcomes.append(Outcome.NEVER)
-        elif Outcome.WAITING in parts:
-            outcomes.append(Outcome.WAITING)
-        else:
-            outcomes.append(Outcome.SATISFIED)
-    if not outcomes:
-        return Outcome.SATISFIED
-    if joiner == "?":
-        if Outcome.SATISFIED in outcomes:
-            return Outcome.SATISFIED
-        return Outcome.NEVER if all(o is Outcome.NEVER for o in outcomes) else Outcome.WAITING
-    if Outcome.NEVER in outcomes:
-        return Outcome.NEVER
-    return Outcome.WAITING if Outcome.WAITING in outcomes else Outcome.SATISFIED
+    """``check`` for a dependency text against ``jobs``: resolves and indexes for one question."""
+    return check(resolve(text), job_id, name, uid, Index(jobs), now, task)
 
 
 def startable_tasks(
-    text: str,
+    deps: Deps,
     job_id: int,
     name: str,
     uid: int,
     pending: str,
-    jobs: Mapping[int, JobFacts],
+    index: Index,
     now: int,
 ) -> tuple[list[int], Outcome]:
     """For an array's record with ``aftercorr``: the pending tasks free to start.
@@ -203,10 +194,10 @@ def startable_tasks(
     NEVER when none ever will.
     """
     ready, waiting = [], False
-    for index in arrayspec.expand(pending):
-        outcome = evaluate(text, job_id, name, uid, jobs, now, index)
+    for task in arrayspec.expand(pending):
+        outcome = check(deps, job_id, name, uid, index, now, task)
         if outcome is Outcome.SATISFIED:
-            ready.append(index)
+            ready.append(task)
         elif outcome is Outcome.WAITING:
             waiting = True
     if ready:

@@ -51,7 +51,9 @@ def _order(jobs: list[Job], partitions: Mapping[str, PartitionView]) -> list[Job
     return sorted(jobs, key=queue_key(partitions))
 
 
-def _waiting_reason(job: Job, snap: Snapshot, now: int) -> tuple[Reason | None, list[int] | None]:
+def _waiting_reason(
+    job: Job, snap: Snapshot, deps: dependency.Index, now: int
+) -> tuple[Reason | None, list[int] | None]:
     """Why ``job`` cannot be considered at all right now (or None), and for an
     array's record whose tasks wait each for its own counterpart (``aftercorr``)
     the tasks that may start."""
@@ -61,12 +63,12 @@ def _waiting_reason(job: Job, snap: Snapshot, now: int) -> tuple[Reason | None, 
     if job.begin_time > now:
         return Reason.BEGIN_TIME, None
     ready = None
-    if job.dependency:
-        args = (job.dependency, job.job_id, job.name, job.uid)
-        if job.array_pending and "aftercorr" in job.dependency:
-            ready, outcome = dependency.startable_tasks(*args, job.array_pending, snap.jobs, now)
+    if job.deps is not None:
+        args = (job.deps, job.job_id, job.name, job.uid)
+        if job.array_pending and any(kind == "aftercorr" for kind, _ in job.deps.items):
+            ready, outcome = dependency.startable_tasks(*args, job.array_pending, deps, now)
         else:
-            outcome = dependency.evaluate(*args, snap.jobs, now, job.array_task_id)
+            outcome = dependency.check(*args, deps, now, job.array_task_id)
         if outcome is dependency.Outcome.WAITING:
             return Reason.DEPENDENCY, None
         if outcome is dependency.Outcome.NEVER:
@@ -110,11 +112,12 @@ def schedule(
     # is sorted: 10,000 held jobs cost one pass, not a sort, per cycle.
     candidates = []
     chosen_tasks: dict[int, list[int]] = {}  # aftercorr arrays: the tasks that may start
+    deps = dependency.Index(snap.jobs)  # one walk over the jobs; each reference is a lookup
     for job in snap.pending:
         if _past_deadline(job, now):
             plan.ended[job.job_id] = Reason.DEADLINE
             continue
-        reason, ready = _waiting_reason(job, snap, now)
+        reason, ready = _waiting_reason(job, snap, deps, now)
         if reason is None:
             candidates.append(job)
             if ready is not None:
