@@ -24,7 +24,7 @@ from cli.sbatch_options import COMMAND_LINE_ONLY, TABLE
 from cli.sbatch_script import check, directives, read, resolve, wrap
 from cli.sbatch_settings import CLI, SCRIPT, Settings
 from cli.sbatch_spec import Script, build
-from corral.errors import ESLURM_INVALID_JOB_ID, ESLURM_INVALID_PARTITION_NAME, SlurmError
+from corral.errors import EAGAIN, ESLURM_INVALID_JOB_ID, ESLURM_INVALID_PARTITION_NAME, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def _submit(argv: list[str]) -> int:
     if fields.get("test_only"):
         return _test_only(client, spec)
     try:
-        reply = client.call("Submit", {"spec": spec, "test_only": False})
+        reply = _submit_retrying(client, spec)
     except SlurmError as exc:
         failed = f"Batch job submission failed: {exc.message}"
         if exc.code == ESLURM_INVALID_PARTITION_NAME and spec.get("partitions"):
@@ -169,6 +169,32 @@ def _submit(argv: list[str]) -> int:
         sys.stdout.flush()
         return _wait(client, reply["job_id"])
     return 0
+
+
+#: How often sbatch asks again while the controller is full (MaxJobCount), as Slurm's
+#: does: after 1 s, then 2 s, ... (two minutes in all) before giving up.
+SUBMIT_RETRIES = 15
+
+
+def _submit_retrying(client: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """Submit; while the controller answers EAGAIN (its MaxJobCount reached) say so
+    once and ask again with a growing pause, as Slurm's sbatch does."""
+    retries = 0
+    while True:
+        try:
+            reply: dict[str, Any] = client.call("Submit", {"spec": spec, "test_only": False})
+            return reply
+        except SlurmError as exc:
+            if exc.code != EAGAIN or retries >= SUBMIT_RETRIES:
+                raise
+            if not retries:
+                print(
+                    "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            retries += 1
+            time.sleep(retries)
 
 
 def _verbosity(given: list[tuple[Option, str | None]]) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller import gpuaffinity, gpushare
+from controller import bounds, gpuaffinity, gpushare
 from controller.core import dependency, features
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
@@ -270,6 +270,7 @@ def admit(
     ``capacity`` is ``Capacity(conf)``, passed in by callers that keep one.
     """
     capacity = capacity if capacity is not None and capacity.conf is conf else Capacity(conf)
+    bounds.check_submission(spec, conf)  # before any parsing: every text has a ceiling
     script = spec.get("script", "")
     if not script and not spec.get("interactive"):
         raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)

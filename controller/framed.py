@@ -12,20 +12,24 @@ import asyncio
 import logging
 import os
 
+from controller import bounds
 from controller.principal import principal_for
 from controller.service import METHODS, Encoded, Handlers
 from corral import errors
 from corral.errors import SlurmError
 from corral.framedserver import serve_one
+from corral.ratelimit import Gate, Limits
 from corral.wire import corral_pb2 as pb
 
 log = logging.getLogger(__name__)
 
 
 class FramedServer:
-    def __init__(self, handlers: Handlers, path: str) -> None:
+    def __init__(self, handlers: Handlers, path: str, limits: Limits) -> None:
         self.handlers = handlers
         self.path = path
+        self.gate = Gate(limits)
+        self.max_frame = bounds.request_limit(handlers.store.conf)
         self.server: asyncio.AbstractServer | None = None
         self._requests = {m: getattr(pb, f"{m}Request") for m in METHODS}
 
@@ -42,7 +46,7 @@ class FramedServer:
             await self.server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await serve_one(reader, writer, self._dispatch)
+        await serve_one(reader, writer, self._dispatch, self.gate, self.max_frame)
 
     async def _dispatch(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
         request_type = self._requests.get(frame.method)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import grpc
 import uvloop
 
+from controller import bounds
 from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer
@@ -21,15 +22,15 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth, tokens
+from corral import __version__, auth, ratelimit, tokens
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
+from corral.ratelimit import Gate
 from corral.wire import corral_pb2_grpc as pb_grpc
 
 log = logging.getLogger("corral.controller")
 
 GRPC_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 << 20),
     ("grpc.max_send_message_length", 64 << 20),
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
@@ -58,8 +59,13 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     handlers.scheduler_stats = loop.stats
     handlers.jwt_key = tokens.jwt_key(key)
 
-    server = grpc.aio.server(options=GRPC_OPTIONS)
-    pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)  # type: ignore[no-untyped-call]
+    # Requests are read up to what a submission at its ceilings needs (controller/bounds.py),
+    # checked by gRPC against the message's length before it is parsed.
+    limits = ratelimit.from_config(conf)
+    receive = ("grpc.max_receive_message_length", bounds.request_limit(conf))
+    server = grpc.aio.server(options=[*GRPC_OPTIONS, receive])
+    controller = GrpcController(handlers, key, Gate(limits))
+    pb_grpc.add_ControllerServicer_to_server(controller, server)  # type: ignore[no-untyped-call]
     pb_grpc.add_AgentLinkServicer_to_server(link, server)  # type: ignore[no-untyped-call]
     _, addr = conf.controller_host
     port = server.add_insecure_port(f"{addr}:{conf.slurmctld_port}")
@@ -73,7 +79,7 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
         addr,
         port,
     )
-    framed = FramedServer(handlers, socket_path(conf.state_save_location))
+    framed = FramedServer(handlers, socket_path(conf.state_save_location), limits)
     await framed.start()
     try:
         where = metrics_address(conf)
@@ -147,6 +153,11 @@ def main() -> None:
         sys.exit(1)
     for warning in conf.warnings:
         log.warning("%s", warning)
+    try:
+        ratelimit.from_config(conf)
+    except ValueError as exc:
+        print(f"corral-controller: fatal: {exc}", file=sys.stderr)
+        sys.exit(1)
     try:
         key = auth.load_key(auth.key_path(conf.path))
     except auth.AuthError as exc:

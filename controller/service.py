@@ -21,7 +21,7 @@ from typing import Any
 
 import grpc
 
-from controller import diag, jobstate, priorityviews, queries, views, whyviews
+from controller import bounds, diag, jobstate, priorityviews, queries, views, whyviews
 from controller.accounting import Delivery
 from controller.admission import admit
 from controller.agentlink import AgentLink
@@ -37,6 +37,7 @@ from controller.store import JobStore
 from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt, tokens
 from corral.config import ConfigError, load, show_config
 from corral.errors import SlurmError
+from corral.ratelimit import Gate
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -50,6 +51,8 @@ GRPC_STATUS: dict[int, grpc.StatusCode] = {
     errors.ESLURM_INVALID_PARTITION_NAME: grpc.StatusCode.NOT_FOUND,
     errors.ESLURM_ALREADY_DONE: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ESLURM_JOB_PENDING: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.SLURMCTLD_COMMUNICATIONS_BACKOFF: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.EAGAIN: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 
@@ -118,6 +121,7 @@ class Handlers:
         self.rpc_stats = RpcStats()
         self.stats_since = self.started
         self._in_flight = 0
+        self._what_ifs = asyncio.Lock()  # --test-only passes, one at a time off the loop
 
     def now(self) -> int:
         return int(self.clock())
@@ -147,7 +151,7 @@ class Handlers:
         spec = to_dict(req.spec)
         now = self.now()
         if req.test_only:
-            return self._test_only(spec, who, now)
+            return await self._test_only(spec, who, now)
         admitted = self.store.submit(spec, who, now)
         await self._commit()
         job = admitted.job
@@ -156,7 +160,12 @@ class Handlers:
         log.info("job_id=%d submitted by uid=%d (%d jobs)", job.job_id, who.uid, admitted.tasks)
         return pb.SubmitReply(job_id=job.job_id, cluster=self.store.conf.cluster_name)
 
-    def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
+    async def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
+        """Where and when the job would start: a whole scheduling pass over a snapshot.
+
+        The pass runs in a worker thread, one at a time, so ``--test-only``
+        calls queue behind each other instead of stalling the event loop.
+        """
         store = self.store
         admitted = admit(
             spec, who, store.conf, store.partition_state, store.next_job_id, now, 0, store.capacity
@@ -165,7 +174,9 @@ class Handlers:
         snap = self.store.snapshot()
         snap = replace(snap, pending=(*snap.pending, job))
         # The same plan as the scheduler's, with backfill for the estimate.
-        plan = schedule(snap, now, scheduler_settings(store.conf).backfill or BackfillParams())
+        params = scheduler_settings(store.conf).backfill or BackfillParams()
+        async with self._what_ifs:
+            plan = await asyncio.to_thread(schedule, snap, now, params)
         start = next((s for s in plan.starts if s.job_id == job.job_id), None)
         if start is not None:
             return pb.SubmitReply(
@@ -410,7 +421,7 @@ class Handlers:
                     raise SlurmError(errors.EINVAL)
                 changes["admin_priority"] = int(value)
             elif key in ("dependency",):
-                changes["dependency"] = "" if value in ("", "0") else value
+                changes["dependency"] = bounds.check_dependency(value)
             elif key in ("starttime", "begintime", "eligibletime"):
                 try:
                     changes["begin_time"] = timefmt.parse_timestamp(value, self.now())
@@ -678,9 +689,10 @@ def verify_credential(key: bytes, cred: pb.Credential, now: int) -> Principal:
 class GrpcController(pb_grpc.ControllerServicer):
     """The gRPC face of ``Handlers``: every request must carry a signed credential."""
 
-    def __init__(self, handlers: Handlers, key: bytes) -> None:
+    def __init__(self, handlers: Handlers, key: bytes, gate: Gate) -> None:
         self.handlers = handlers
         self.key = key
+        self.gate = gate  # the per-user rate limit, keyed by the credential's uid
         for method in METHODS:
             setattr(self, method, self._wrap(method))
 
@@ -691,6 +703,8 @@ class GrpcController(pb_grpc.ControllerServicer):
                     who = principal_for(0, 0)
                 else:
                     who = verify_credential(self.key, request.cred, int(time.time()))
+                    if not self.gate.allow(who.uid, time.monotonic()):
+                        raise SlurmError(errors.SLURMCTLD_COMMUNICATIONS_BACKOFF)
                 reply = await self.handlers.dispatch(method, request, who)
                 return reply.message() if isinstance(reply, Encoded) else reply
             except SlurmError as exc:

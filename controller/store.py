@@ -422,7 +422,8 @@ class JobStore:
 
     def submit(self, spec: dict[str, object], who: Principal, now: int) -> Admitted:
         if len(self.jobs) >= self.conf.max_job_count:
-            raise SlurmError(2008, "Slurm temporarily unable to accept job, sleeping and retrying")
+            # Slurm's answer at MaxJobCount: EAGAIN, which sbatch retries.
+            raise SlurmError(errors.EAGAIN)
         delay = int(self.conf.scheduler_param("requeue_delay") or 121)
         admitted = admit(
             spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity

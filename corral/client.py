@@ -20,8 +20,14 @@ from corral.errors import ControllerUnreachable, SlurmError
 from corral.wire import codec
 from corral.wire.codec import Message
 
-#: Largest frame either side accepts (a 10,000-job squeue is ~3 MiB).
+#: Largest reply frame a client accepts (a 10,000-job squeue is ~3 MiB). The daemons
+#: bound requests much lower (corral/framedserver.py).
 MAX_FRAME = 256 << 20
+#: How often a call rate-limited by the controller (SLURMCTLD_COMMUNICATIONS_BACKOFF)
+#: is made again, a second apart, as Slurm's clients wait and retry, before the
+#: error is the answer.
+BACKOFF_RETRIES = 5
+_BACKOFF = 1804
 
 
 def socket_path(state_save_location: str) -> str:
@@ -71,12 +77,27 @@ class Client:
         """Call ``method`` (e.g. ``"Submit"``); raise ``SlurmError`` on failure."""
         body = codec.encode(f"{method}Request", request or {})
         frame = codec.encode("Frame", {"method": method, "body": body})
+        for _ in range(BACKOFF_RETRIES):
+            try:
+                return self._once(method, frame)
+            except SlurmError as exc:
+                if exc.code != _BACKOFF:
+                    raise
+            import time  # only when rate-limited: off the start-up path
+
+            time.sleep(1)
+        return self._once(method, frame)
+
+    def _once(self, method: str, frame: bytes) -> Message:
         try:
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             try:
                 sock.settimeout(self.timeout)
                 sock.connect(self.socket_path)
-                sock.sendall(struct.pack(">I", len(frame)) + frame)
+                try:  # noqa: SIM105 - contextlib is not imported on the start-up path
+                    sock.sendall(struct.pack(">I", len(frame)) + frame)
+                except BrokenPipeError:
+                    pass  # refused unread (too many connections): its answer is waiting
                 (size,) = struct.unpack(">I", recv_exact(sock, 4))
                 if size > MAX_FRAME:
                     raise ConnectionError("reply too large")

@@ -56,6 +56,10 @@ ESLURM_RESERVATION_OVERLAP = 2058
 ESLURM_RESERVATION_EMPTY = 2080
 ESLURM_RESERVATION_NAME_DUP = 2082
 EINVAL = 22
+EAGAIN = 11
+ESLURM_PATHNAME_TOO_LONG = 2012
+SLURMCTLD_COMMUNICATIONS_BACKOFF = 1804
+SLURM_PROTOCOL_INSANE_MSG_LENGTH = 1008
 
 MESSAGES: dict[int, str] = {
     ESLURM_INVALID_PARTITION_NAME: "Invalid partition name specified",
@@ -99,6 +103,10 @@ MESSAGES: dict[int, str] = {
     SLURM_UNEXPECTED_MSG_ERROR: "Unexpected message received",
     ESLURM_DB_CONNECTION: "Unable to connect to database",
     EINVAL: "Invalid argument",
+    EAGAIN: "Resource temporarily unavailable",
+    ESLURM_PATHNAME_TOO_LONG: "Pathname of a file, directory or other parameter too long",
+    SLURMCTLD_COMMUNICATIONS_BACKOFF: "Rate limit exceeded, please retry momentarily",
+    SLURM_PROTOCOL_INSANE_MSG_LENGTH: "Insane message length",
 }
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from corral import auth
+from corral import auth, ratelimit
 from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import ConfigError, NodeConfig, SlurmConfig
@@ -282,7 +282,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         table,
         start_time,
     )
-    proxy = ClientProxy(agent_socket_path(conf.slurmd_spool_dir), target, key)
+    proxy = ClientProxy(
+        agent_socket_path(conf.slurmd_spool_dir), target, key, ratelimit.from_config(conf)
+    )
     await proxy.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

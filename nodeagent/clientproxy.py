@@ -23,6 +23,7 @@ import grpc
 
 from corral import auth, errors
 from corral.framedserver import serve_one
+from corral.ratelimit import Gate, Limits
 from corral.rpcerror import slurm_error
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -35,10 +36,11 @@ CALL_TIMEOUT_S = 120.0
 class ClientProxy:
     """A Unix socket for local clients whose calls go to the controller's gRPC API."""
 
-    def __init__(self, path: str, target: str, key: bytes) -> None:
+    def __init__(self, path: str, target: str, key: bytes, limits: Limits) -> None:
         self.path = path
         self.target = target
         self.key = key
+        self.gate = Gate(limits)
         self.server: asyncio.AbstractServer | None = None
         self.channel: grpc.aio.Channel | None = None
         self.stub: Any = None
@@ -63,7 +65,7 @@ class ClientProxy:
             os.unlink(self.path)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await serve_one(reader, writer, self._forward)
+        await serve_one(reader, writer, self._forward, self.gate)
 
     async def _forward(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
         request_type = getattr(pb, f"{frame.method}Request", None)

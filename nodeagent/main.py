@@ -19,7 +19,7 @@ import sys
 
 import uvloop
 
-from corral import __version__, hostlist
+from corral import __version__, hostlist, ratelimit
 from corral.config import ConfigError, default_path, load
 from nodeagent.agent import AgentError, serve
 
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         conf = load(os.path.abspath(args.conf or default_path()))
         requested = hostlist.expand(args.nodes) if args.nodes else None
+        ratelimit.from_config(conf)  # a malformed SlurmctldParameters number stops us here
     except (ConfigError, ValueError) as exc:
         print(f"corral-nodeagent: error: {exc}", file=sys.stderr)
         return 1
