@@ -224,8 +224,16 @@ def _decoder(name: str) -> _Decoder:
 
 
 def decode(name: str, data: bytes) -> Message:
-    """Decode protobuf bytes of message ``name`` into a dict with every field."""
-    return _fill(_decoder(name), data, 0, len(data), {})
+    """Decode protobuf bytes of message ``name`` into a dict with every field.
+
+    Bytes that are not such a message raise ValueError, whatever part of them is
+    wrong (a varint or fixed field running past the end included), so a caller
+    has one error to expect.
+    """
+    try:
+        return _fill(_decoder(name), data, 0, len(data), {})
+    except (IndexError, struct.error) as exc:
+        raise ValueError(f"truncated {name} message") from exc
 
 
 def _fill(decoder: _Decoder, data: bytes, pos: int, end: int, strings: dict[bytes, str]) -> Message:
