@@ -24,11 +24,8 @@ from controller.depspec import parse
 from corral import errors
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
+from corral.ratelimit import max_script_size
 
-#: Slurm's default ``max_script_size``.
-DEFAULT_MAX_SCRIPT_SIZE = 4 << 20
-#: Slurm's ceiling for ``max_script_size`` (512 MiB).
-MAX_SCRIPT_SIZE_CEILING = 512 << 20
 ARRAY_SPEC_MAX = 4 << 10
 DEPENDENCY_MAX = 128 << 10
 PATH_MAX = 4096
@@ -54,23 +51,6 @@ TEXT_LIMITS = {
     "command": 64 << 10,
     "export_env": 64 << 10,
 }
-
-
-def max_script_size(conf: SlurmConfig) -> int:
-    """``SchedulerParameters=max_script_size=N`` (bytes), else Slurm's 4 MiB."""
-    value = conf.scheduler_param("max_script_size")
-    if value and value.isascii() and value.isdigit():
-        return min(int(value), MAX_SCRIPT_SIZE_CEILING)
-    return DEFAULT_MAX_SCRIPT_SIZE
-
-
-def request_limit(conf: SlurmConfig) -> int:
-    """The largest request a client socket or gRPC reads: a submission at its ceilings.
-
-    Checked against a frame's length before its body is read, so an oversized
-    request costs nothing but its four-byte header.
-    """
-    return 3 * max_script_size(conf) + (1 << 20)
 
 
 def _too_long() -> SlurmError:

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import os
 
-from controller import bounds
 from controller.principal import principal_for
 from controller.service import METHODS, Encoded, Handlers
 from corral import errors
@@ -29,7 +28,6 @@ class FramedServer:
         self.handlers = handlers
         self.path = path
         self.gate = Gate(limits)
-        self.max_frame = bounds.request_limit(handlers.store.conf)
         self.server: asyncio.AbstractServer | None = None
         self._requests = {m: getattr(pb, f"{m}Request") for m in METHODS}
 
@@ -46,7 +44,7 @@ class FramedServer:
             await self.server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await serve_one(reader, writer, self._dispatch, self.gate, self.max_frame)
+        await serve_one(reader, writer, self._dispatch, self.gate)
 
     async def _dispatch(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
         request_type = self._requests.get(frame.method)

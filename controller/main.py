@@ -13,7 +13,6 @@ from collections.abc import Callable
 import grpc
 import uvloop
 
-from controller import bounds
 from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer
@@ -59,10 +58,10 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     handlers.scheduler_stats = loop.stats
     handlers.jwt_key = tokens.jwt_key(key)
 
-    # Requests are read up to what a submission at its ceilings needs (controller/bounds.py),
+    # Requests are read up to what a submission at its ceilings needs (corral/ratelimit.py),
     # checked by gRPC against the message's length before it is parsed.
     limits = ratelimit.from_config(conf)
-    receive = ("grpc.max_receive_message_length", bounds.request_limit(conf))
+    receive = ("grpc.max_receive_message_length", limits.max_frame)
     server = grpc.aio.server(options=[*GRPC_OPTIONS, receive])
     controller = GrpcController(handlers, key, Gate(limits))
     pb_grpc.add_ControllerServicer_to_server(controller, server)  # type: ignore[no-untyped-call]

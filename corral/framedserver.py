@@ -28,9 +28,6 @@ from corral.wire import corral_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-#: The largest request frame when a daemon names none: a submission's script,
-#: environment and arguments at Slurm's default 4 MiB each, and the rest.
-MAX_FRAME = 13 << 20
 _PEERCRED = struct.Struct("3i")
 
 #: What answers one request: (frame, uid, gid) -> the reply frame.
@@ -46,7 +43,6 @@ async def serve_one(
     writer: asyncio.StreamWriter,
     answer: Answer,
     gate: Gate,
-    max_frame: int = MAX_FRAME,
 ) -> None:
     """Read one frame from a connection, answer it, close the connection."""
     entered = False
@@ -62,7 +58,7 @@ async def serve_one(
             return
         async with asyncio.timeout(gate.limits.read_timeout):
             (size,) = struct.unpack(">I", await reader.readexactly(4))
-            if size > max_frame:
+            if size > gate.limits.max_frame:
                 await _reply(writer, refusal(errors.SLURM_PROTOCOL_INSANE_MSG_LENGTH))
                 return
             data = await reader.readexactly(size)

@@ -1,4 +1,4 @@
-"""Per-user request rate limits and connection ceilings, as slurm.conf sets them.
+"""Per-user request rate limits, connection ceilings and request sizes, as slurm.conf sets them.
 
 Why: the controller answers every user from one event loop, so without a
 ceiling one user's tight loop of requests (or of idle connections) costs
@@ -15,6 +15,11 @@ Connections: ``conmgr_max_connections`` (default 150) caps the connections
 served at once on a socket; one user may hold at most a quarter of them
 (Corral's rule, so one user's idle connections cannot take every slot), and
 each must deliver its request within MessageTimeout (default 10 s).
+
+Size: a request is read only up to what a submission at its ceilings needs
+(``SchedulerParameters=max_script_size`` for the script, the same again for
+the environment and for the arguments, and 1 MiB for the rest), checked
+against its length before the body is read.
 """
 
 from __future__ import annotations
@@ -33,6 +38,27 @@ DEFAULT_REFILL_PERIOD = 1
 DEFAULT_TABLE_SIZE = 8192
 DEFAULT_MAX_CONNECTIONS = 150
 DEFAULT_MESSAGE_TIMEOUT = 10
+#: Slurm's default ``SchedulerParameters=max_script_size`` and its ceiling (512 MiB).
+DEFAULT_MAX_SCRIPT_SIZE = 4 << 20
+MAX_SCRIPT_SIZE_CEILING = 512 << 20
+
+
+def max_script_size(conf: SlurmConfig) -> int:
+    """``SchedulerParameters=max_script_size=N`` (bytes), else Slurm's 4 MiB."""
+    value = conf.scheduler_param("max_script_size")
+    if value and value.isascii() and value.isdigit():
+        return min(int(value), MAX_SCRIPT_SIZE_CEILING)
+    return DEFAULT_MAX_SCRIPT_SIZE
+
+
+def request_limit(script_size: int) -> int:
+    """The largest request a daemon reads: a submission whose script, environment and
+    arguments are each at ``script_size``, and 1 MiB for the rest.
+
+    Checked against a frame's length before its body is read, so an oversized
+    request costs nothing but its four-byte header.
+    """
+    return 3 * script_size + (1 << 20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +77,7 @@ class Limits:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     read_timeout: float = DEFAULT_MESSAGE_TIMEOUT
     exempt: frozenset[int] = frozenset({0})  # root and SlurmUser
+    max_frame: int = request_limit(DEFAULT_MAX_SCRIPT_SIZE)  # bytes of one request
 
     @property
     def per_user_connections(self) -> int:
@@ -63,7 +90,9 @@ def _number(key: str, value: str, lowest: int) -> int:
     return int(value)
 
 
-def limits(settings: dict[str, str], slurm_uid: int = 0) -> Limits:
+def limits(
+    settings: dict[str, str], slurm_uid: int = 0, script_size: int = DEFAULT_MAX_SCRIPT_SIZE
+) -> Limits:
     """``SlurmctldParameters`` and ``MessageTimeout`` (raw slurm.conf values) as ``Limits``.
 
     ValueError names a malformed number.
@@ -88,6 +117,7 @@ def limits(settings: dict[str, str], slurm_uid: int = 0) -> Limits:
         _number("conmgr_max_connections", connections, 1),
         _number("MessageTimeout", timeout, 1),
         frozenset({0, slurm_uid}),
+        request_limit(script_size),
     )
 
 
@@ -97,7 +127,7 @@ def from_config(conf: SlurmConfig) -> Limits:
         slurm_uid = pwd.getpwnam(conf.slurm_user).pw_uid
     except KeyError:
         slurm_uid = 0
-    return limits(dict(conf.settings), slurm_uid)
+    return limits(dict(conf.settings), slurm_uid, max_script_size(conf))
 
 
 class TokenBuckets:

@@ -8,7 +8,7 @@ import pytest
 from scenario import slurm_conf
 
 from controller import bounds
-from corral import errors
+from corral import errors, ratelimit
 from corral.errors import SlurmError
 
 CONF = slurm_conf()
@@ -22,10 +22,11 @@ def _refused(spec: dict[str, Any], conf: Any = CONF) -> int:
     return refused.value.code
 
 
-def test_max_script_size_defaults_to_slurms_4_mib() -> None:
-    assert bounds.max_script_size(CONF) == 4 << 20
-    assert bounds.max_script_size(SMALL) == 100
-    assert bounds.request_limit(CONF) == 13 << 20
+def test_max_script_size_defaults_to_slurms_4_mib_and_sizes_the_request_limit() -> None:
+    assert ratelimit.max_script_size(CONF) == 4 << 20
+    assert ratelimit.max_script_size(SMALL) == 100
+    assert ratelimit.from_config(CONF).max_frame == 13 << 20
+    assert ratelimit.from_config(SMALL).max_frame == 300 + (1 << 20)
 
 
 def test_a_script_at_the_ceiling_passes_and_one_byte_more_is_refused() -> None:
