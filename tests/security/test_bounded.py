@@ -28,6 +28,7 @@ import grpc
 import pytest
 
 from corral import auth, errors
+from corral.client import agent_socket_path
 from corral.config import load
 from corral.errors import SlurmError
 from corral.wire import codec
@@ -220,6 +221,22 @@ def test_a_64mib_frame_header_is_refused_before_its_body(make_cluster: Build) ->
     assert reply["code"] == errors.SLURM_PROTOCOL_INSANE_MSG_LENGTH
     assert time.perf_counter() - began < 1.0
     assert _round_trip(c) < 1.0
+
+
+def test_the_agents_client_socket_has_the_same_bounds(make_cluster: Build) -> None:
+    """Clients away from the controller's host talk to their node agent: same ceilings."""
+    c = make_cluster(settings=("MessageTimeout=2",))
+    path = agent_socket_path(load(c.conf).slurmd_spool_dir)
+    c.wait_for(lambda: os.path.exists(path), 20, "the agent's socket did not appear")
+    reply = _raw(path, struct.pack(">I", 64 << 20))
+    assert reply["code"] == errors.SLURM_PROTOCOL_INSANE_MSG_LENGTH
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.connect(path)
+        silent.settimeout(10)
+        began = time.monotonic()
+        assert _raw(path, _frame("Ping"))["code"] == 0  # served meanwhile
+        assert silent.recv(1) == b""
+        assert time.monotonic() - began < 8
 
 
 def test_a_silent_client_is_dropped_and_others_are_served(make_cluster: Build) -> None:
