@@ -56,10 +56,10 @@ def workload() -> tuple[Snapshot, Deps]:
 def former_check(deps: Deps, jobs: Mapping[int, JobFacts]) -> Outcome:
     """The former cost: for each id, a scan of every job (array members, then the job)."""
     waiting = False
-    for _, refs in deps.items:
-        for ref in refs:
-            members = [f for f in jobs.values() if f.array_job_id == ref.job_id]
-            targets = members or ([jobs[ref.job_id]] if ref.job_id in jobs else [])
+    for item in deps.items:
+        for job_id, _, _ in item.references():
+            members = [f for f in jobs.values() if f.array_job_id == job_id]
+            targets = members or ([jobs[job_id]] if job_id in jobs else [])
             waiting = waiting or any(f.state != "COMPLETED" for f in targets)
     return Outcome.WAITING if waiting else Outcome.SATISFIED
 

@@ -15,6 +15,8 @@ pass looks each reference up by id (``controller/core/dependency.py``).
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 TYPES = ("after", "afterany", "afterok", "afternotok", "aftercorr", "singleton")
@@ -32,13 +34,38 @@ class Ref:
     delay: int = 0  # ``after:id+minutes``
 
 
+#: How plain job ids are packed in ``Item.ids``: 8 bytes each.
+_PACKED = "Q"
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One ``type:id[:id...]`` item of a list.
+
+    Plain job ids (the bulk of a long list) are packed 8 bytes each, so that a
+    120 KB list costs about as much memory again as its text, not a Python
+    object per id; task ids, delays and ids too large to pack are ``Ref``.
+    """
+
+    kind: str
+    ids: bytes = b""
+    refs: tuple[Ref, ...] = ()
+
+    def references(self) -> Iterator[tuple[int, int | None, int]]:
+        """Every reference as (job id, task or None or ALL_TASKS, delay in minutes)."""
+        for job_id in memoryview(self.ids).cast("Q"):  # as _PACKED
+            yield job_id, None, 0
+        for ref in self.refs:
+            yield ref.job_id, ref.task, ref.delay
+
+
 @dataclass(frozen=True, slots=True)
 class Deps:
     """A resolved dependency list; ``text`` is what it was resolved from."""
 
     text: str
     any_of: bool = False  # ``?`` joins the items: one satisfied item is enough
-    items: tuple[tuple[str, tuple[Ref, ...]], ...] = ()
+    items: tuple[Item, ...] = ()
     valid: bool = True  # False: the text does not parse; it can never be satisfied
 
 
@@ -102,5 +129,15 @@ def resolve(text: str) -> Deps:
         joiner, items = parse(text)
     except ValueError:
         return Deps(text, valid=False)
-    resolved = tuple((kind, tuple(_ref(i) for i in ids)) for kind, ids in items)
-    return Deps(text, joiner == "?", resolved)
+    return Deps(text, joiner == "?", tuple(_item(kind, ids) for kind, ids in items))
+
+
+def _item(kind: str, idents: list[str]) -> Item:
+    plain = array(_PACKED)
+    refs = []
+    for ident in idents:
+        if ident.isdigit() and int(ident) < 1 << 64:
+            plain.append(int(ident))
+        else:
+            refs.append(_ref(ident))
+    return Item(kind, plain.tobytes(), tuple(refs))

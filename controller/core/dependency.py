@@ -17,7 +17,7 @@ import enum
 from collections.abc import Mapping, Sequence
 
 from controller.core.snapshot import JobFacts
-from controller.depspec import ALL_TASKS, TYPES, Deps, Ref, parse, resolve
+from controller.depspec import ALL_TASKS, TYPES, Deps, parse, resolve
 from corral import arrayspec
 
 __all__ = ["TYPES", "Index", "Outcome", "check", "evaluate", "parse", "startable_tasks"]
@@ -60,33 +60,36 @@ class Index:
             if facts.state not in _FINISHED:
                 self.alive.setdefault((facts.name, facts.uid), []).append((job_id, facts))
 
-    def targets(self, ref: Ref) -> Sequence[JobFacts]:
-        """The records ``ref`` names (empty: a job the controller does not know)."""
-        if ref.task is not None and ref.task != ALL_TASKS:
+    def targets(self, job_id: int, task: int | None) -> Sequence[JobFacts]:
+        """The records a reference names (empty: a job the controller does not know)."""
+        if task is not None and task != ALL_TASKS:
             # A task id names the array task whose (array_job_id, task) match, or
             # the array's own record while that task has not started.
-            found = list(self.tasks.get((ref.job_id, ref.task), ()))
-            own = self.jobs.get(ref.job_id)
+            found = list(self.tasks.get((job_id, task), ()))
+            own = self.jobs.get(job_id)
             if (
                 own is not None
-                and own.array_job_id == ref.job_id
-                and own.array_task_id != ref.task
-                and arrayspec.contains(own.array_pending, ref.task)
+                and own.array_job_id == job_id
+                and own.array_task_id != task
+                and arrayspec.contains(own.array_pending, task)
             ):
                 found.append(own)
             return found
-        members = self.members.get(ref.job_id)
+        members = self.members.get(job_id)
         if members:
             return members
-        own = self.jobs.get(ref.job_id)
+        own = self.jobs.get(job_id)
         return [own] if own is not None else []
 
 
-def _one(kind: str, ref: Ref, index: Index, now: int, task: int | None) -> Outcome:
-    if kind == "aftercorr" and task is not None and ref.task is None:
+def _one(
+    kind: str, ref: tuple[int, int | None, int], index: Index, now: int, task: int | None
+) -> Outcome:
+    job_id, target_task, delay = ref
+    if kind == "aftercorr" and task is not None and target_task is None:
         # Task-wise: task N waits for task N of the other array (if it has one).
-        ref = Ref(ref.job_id, task)
-    targets = index.targets(ref)
+        target_task = task
+    targets = index.targets(job_id, target_task)
     if not targets:
         return Outcome.SATISFIED  # not known (purged long ago): it ended
     results = set()
@@ -107,9 +110,9 @@ def _one(kind: str, ref: Ref, index: Index, now: int, task: int | None) -> Outco
         return Outcome.NEVER
     if Outcome.WAITING in results:
         return Outcome.WAITING
-    if kind == "after" and ref.delay:
+    if kind == "after" and delay:
         start = max(f.start_time for f in targets)
-        if start and now < start + ref.delay * 60:
+        if start and now < start + delay * 60:
             return Outcome.WAITING
     return Outcome.SATISFIED
 
@@ -138,13 +141,13 @@ def check(
     if not deps.valid:
         return Outcome.NEVER
     outcomes = set()
-    for kind, refs in deps.items:
-        if kind == "singleton":
+    for item in deps.items:
+        if item.kind == "singleton":
             outcomes.add(_singleton(job_id, name, uid, index))
             continue
         parts = set()
-        for ref in refs:
-            part = _one(kind, ref, index, now, task)
+        for ref in item.references():
+            part = _one(item.kind, ref, index, now, task)
             parts.add(part)
             if part is Outcome.NEVER:
                 break

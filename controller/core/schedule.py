@@ -65,7 +65,7 @@ def _waiting_reason(
     ready = None
     if job.deps is not None:
         args = (job.deps, job.job_id, job.name, job.uid)
-        if job.array_pending and any(kind == "aftercorr" for kind, _ in job.deps.items):
+        if job.array_pending and any(item.kind == "aftercorr" for item in job.deps.items):
             ready, outcome = dependency.startable_tasks(*args, job.array_pending, deps, now)
         else:
             outcome = dependency.check(*args, deps, now, job.array_task_id)

@@ -8,18 +8,32 @@ from scenario import NOW, UID, facts, job
 
 from controller.core import dependency
 from controller.core.dependency import Index, Outcome, check
-from controller.depspec import ALL_TASKS, Deps, Ref, resolve
+from controller.depspec import ALL_TASKS, Deps, resolve
 from controller.journal import job_from_row, job_to_row
 
 
+def _refs(deps: Deps) -> list[tuple[str, list[tuple[int, int | None, int]]]]:
+    return [(item.kind, list(item.references())) for item in deps.items]
+
+
 def test_ids_become_references() -> None:
-    deps = resolve("after:12+5:13_4,afterok:14_*")
-    assert deps == Deps(
-        "after:12+5:13_4,afterok:14_*",
-        False,
-        (("after", (Ref(12, None, 5), Ref(13, 4))), ("afterok", (Ref(14, ALL_TASKS),))),
-    )
+    deps = resolve("after:12+5:13_4:15,afterok:14_*")
+    assert deps.text == "after:12+5:13_4:15,afterok:14_*" and not deps.any_of
+    assert _refs(deps) == [
+        ("after", [(15, None, 0), (12, None, 5), (13, 4, 0)]),
+        ("afterok", [(14, ALL_TASKS, 0)]),
+    ]
     assert resolve("afterok:1?afternotok:2").any_of
+
+
+def test_plain_ids_are_packed_not_objects() -> None:
+    """15,000 ids (120 KB of text) take 120 KB resolved, not a Python object each."""
+    deps = resolve("afterok:" + ":".join(str(1_000_000 + i) for i in range(15_000)))
+    (item,) = deps.items
+    assert len(item.ids) == 8 * 15_000 and item.refs == ()
+    huge = resolve("afterok:" + "9" * 30).items[0]
+    assert list(huge.references()) == [(int("9" * 30), None, 0)]
+    assert check(resolve("afterok:" + "9" * 30), 1, "x", UID, Index({}), NOW) is Outcome.SATISFIED
 
 
 def test_a_text_that_does_not_parse_resolves_invalid_and_never_holds() -> None:
@@ -30,7 +44,7 @@ def test_a_text_that_does_not_parse_resolves_invalid_and_never_holds() -> None:
 
 def test_a_job_carries_its_resolved_list_and_keeps_it_across_changes() -> None:
     first = job(1, dependency="afterok:9")
-    assert first.deps is not None and first.deps.items == (("afterok", (Ref(9),)),)
+    assert first.deps is not None and _refs(first.deps) == [("afterok", [(9, None, 0)])]
     # Changing anything else keeps the very same resolution (no second parse).
     assert replace(first, nice=5).deps is first.deps
     # A new text is resolved anew; clearing it drops the references.
