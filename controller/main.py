@@ -58,11 +58,19 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     handlers.scheduler_stats = loop.stats
     handlers.jwt_key = tokens.jwt_key(key)
 
-    # Requests are read up to what a submission at its ceilings needs (corral/ratelimit.py),
-    # checked by gRPC against the message's length before it is parsed.
+    # Bounded as the Unix sockets are (corral/ratelimit.py): requests are read up to what a
+    # submission at its ceilings needs, checked against the message's length before it is
+    # parsed; a connection must finish its handshake within MessageTimeout; calls in flight
+    # are capped at conmgr_max_connections beyond one stream per node agent.
     limits = ratelimit.from_config(conf)
-    receive = ("grpc.max_receive_message_length", limits.max_frame)
-    server = grpc.aio.server(options=[*GRPC_OPTIONS, receive])
+    bounded = [
+        ("grpc.max_receive_message_length", limits.max_frame),
+        ("grpc.server_handshake_timeout_ms", int(limits.read_timeout * 1000)),
+    ]
+    server = grpc.aio.server(
+        options=[*GRPC_OPTIONS, *bounded],
+        maximum_concurrent_rpcs=limits.max_connections + len(conf.nodes),
+    )
     controller = GrpcController(handlers, key, Gate(limits))
     pb_grpc.add_ControllerServicer_to_server(controller, server)  # type: ignore[no-untyped-call]
     pb_grpc.add_AgentLinkServicer_to_server(link, server)  # type: ignore[no-untyped-call]

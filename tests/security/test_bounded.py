@@ -239,6 +239,18 @@ def test_the_agents_client_socket_has_the_same_bounds(make_cluster: Build) -> No
         assert time.monotonic() - began < 8
 
 
+def test_a_silent_connection_to_grpc_is_dropped(make_cluster: Build) -> None:
+    c = make_cluster(settings=("MessageTimeout=2",))
+    port = load(c.conf).slurmctld_port
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as silent:
+        began = time.monotonic()
+        assert _round_trip(c) < 1.0
+        with contextlib.suppress(ConnectionResetError):
+            while silent.recv(4096):  # the server's HTTP/2 preface, then nothing
+                pass
+        assert time.monotonic() - began < 10
+
+
 def test_a_silent_client_is_dropped_and_others_are_served(make_cluster: Build) -> None:
     c = make_cluster(settings=("MessageTimeout=2",))
     silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
