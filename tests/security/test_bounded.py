@@ -28,7 +28,7 @@ import grpc
 import pytest
 
 from corral import auth, errors
-from corral.client import agent_socket_path
+from corral.client import Client, agent_socket_path
 from corral.config import load
 from corral.errors import SlurmError
 from corral.wire import codec
@@ -324,9 +324,21 @@ def _rate_limited(c: Cluster, first: str, second: str) -> None:
     def burst() -> list[Any]:
         return [_raw(c.socket, _frame("Ping")) for _ in range(5)]
 
+    def client_call() -> list[Any]:
+        """The CLI's client, told to back off, waits a second and asks again (5 times)."""
+        began = time.monotonic()
+        try:
+            Client(c.socket).call("Ping")
+            return ["answered"]
+        except SlurmError as exc:
+            return [exc.code, exc.message, time.monotonic() - began]
+
     replies = _as_user(first, burst)
     assert [r.get("code", 0) for r in replies] == [0, 0, 0, 1804, 1804]
     assert replies[-1]["error"] == "Rate limit exceeded, please retry momentarily"
+    code, message, waited = _as_user(first, client_call)
+    assert (code, message) == (1804, "Rate limit exceeded, please retry momentarily")
+    assert 4.5 < waited < 15
     # Root is never limited, and the limited user is refused without stalling anyone.
     assert all(_raw(c.socket, _frame("Ping")).get("code", 0) == 0 for _ in range(10))
     assert _round_trip(c) < 1.0
