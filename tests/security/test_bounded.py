@@ -174,6 +174,30 @@ def test_a_dependency_survives_a_restart(make_cluster: Build, tmp_path: Path) ->
     c.wait_done(job_id, 60)
 
 
+def test_test_only_runs_its_pass_off_the_event_loop(make_cluster: Build, tmp_path: Path) -> None:
+    """--test-only's whole scheduling pass runs in a worker thread; answers are unchanged."""
+    c = make_cluster()
+    for _ in range(200):
+        c.client.call("Submit", {"spec": _spec(tmp_path, hold=True)})
+    result = c.run("sbatch", "--test-only", "-n", "2", "--wrap=true")
+    assert result.stderr.startswith("sbatch: Job ") and "using 2 processors" in result.stderr
+    asked = [
+        subprocess.Popen(
+            [*command("sbatch"), "--test-only", "--wrap=true"],
+            env=c.env,
+            cwd=tmp_path,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    assert _round_trip(c) < 1.0
+    for proc in asked:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and err.startswith("sbatch: Job "), err
+    assert len(c.jobs()) == 200  # nothing was submitted
+
+
 # ------------------------------------------------------------ sizes
 
 
