@@ -4,13 +4,13 @@ Why: the controller keeps every pending job in memory, writes its script and
 environment to the journal on the state disk, and reads its array and
 dependency specifications on every submission. Without ceilings one user's
 7.8 MB script, megabytes of environment or a 10 MB array list fill the disk
-or stall the event loop for everyone. The ceilings are Slurm's where Slurm
-has one (slurmctld checks the same fields at submission): the script at
-``SchedulerParameters=max_script_size`` (4 MiB by default), the array
-specification at 4 KiB, the dependency list at 128 KiB, the job name,
-comment and paths at their own sizes. The environment, which Slurm bounds
-only by its message size, is held to the script's ceiling, since it is stored
-the same way. A text over its ceiling is refused as Slurm refuses it:
+or stall the event loop for everyone. slurmctld checks the same fields at
+submission: the script at ``SchedulerParameters=max_script_size`` (4 MiB by
+default), the array specification at 4 KiB and the dependency list at 128
+KiB follow Slurm; the job name, comment, paths and the other texts have
+ceilings of Corral's choosing (``TEXT_LIMITS``), generous for any real use.
+The environment and the arguments are held to the script's ceiling each,
+since they are stored the same way. A text over its ceiling is refused as Slurm refuses it:
 ESLURM_PATHNAME_TOO_LONG, "Pathname of a file, directory or other parameter
 too long".
 """
