@@ -389,7 +389,8 @@ def render(
 def report(client: Any, settings: Settings, layout: Layout) -> int:
     """Fetch and print one report; return its exit status."""
     try:
-        partitions = client.call("Partitions", {"names": []})["partitions"]
+        request = {"names": [], "all_partitions": settings.all}
+        partitions = client.call("Partitions", request)["partitions"]
     except SlurmError as exc:
         print(f"slurm_load_partitions: {exc}", file=sys.stderr)
         return 1

@@ -21,20 +21,32 @@ from typing import Any
 
 import grpc
 
-from controller import diag, jobstate, priorityviews, queries, views, whyviews
+from controller import (
+    associations,
+    diag,
+    jobstate,
+    partitionaccess,
+    priorityviews,
+    queries,
+    views,
+    visibility,
+    whyviews,
+)
 from controller.accounting import Delivery
 from controller.admission import admit
 from controller.agentlink import AgentLink
+from controller.associations import AssocSet
 from controller.core import BackfillParams, schedule
 from controller.diag import RpcStats, SchedulerStats
 from controller.jobenv import allocation_environment
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.model import Job
 from controller.principal import Principal, principal_for
+from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
 from controller.steps import StepRequest
 from controller.store import JobStore
-from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt, tokens
+from corral import SLURM_VERSION, arrayspec, auth, authalt, errors, hostlist, timefmt, tokens
 from corral.config import ConfigError, load, show_config
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -127,7 +139,7 @@ class Handlers:
         self._in_flight += 1
         began = time.perf_counter()
         try:
-            return await getattr(self, method)(request, who)
+            return await getattr(self, method)(request, elevate(who, self.store.associations))
         finally:
             self._in_flight -= 1
             self.rpc_stats.count(method, who.uid, int((time.perf_counter() - began) * 1e6))
@@ -186,7 +198,14 @@ class Handlers:
 
     async def Jobs(self, req: pb.JobsRequest, who: Principal) -> Encoded:
         flt = to_dict(req.filter)
-        jobs = queries.select(self.store.jobs, flt)
+        jobs = visibility.jobs_shown(
+            queries.select(self.store.jobs, flt),
+            self.store.conf,
+            who,
+            self.store.associations,
+            everything=req.all_partitions,
+            named=bool(flt.get("job_ids")),
+        )
         if flt.get("job_ids") and not jobs:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
         fields = tuple(f for f in req.fields if f in views.JOB_FIELDS)
@@ -204,7 +223,8 @@ class Handlers:
         return Encoded(self.encoder.reply(entries, self.now()), pb.JobsReply)
 
     def _owned(self, job: Job, who: Principal) -> None:
-        if job.uid != who.uid and not who.is_admin:
+        """Only the job's owner, an operator or its account's coordinator acts on it."""
+        if not who.may_manage(job.uid, job.account):
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
 
     def _targets(self, ids: list[str], flt: Mapping[str, Any]) -> list[tuple[str, list[Job]]]:
@@ -261,7 +281,7 @@ class Handlers:
         if len(jobs) != 1:
             return _result(text, errors.ESLURM_INVALID_JOB_ID)
         job = jobs[0]
-        if job.uid != who.uid and not who.is_admin:
+        if not who.may_manage(job.uid, job.account):
             return _result(text, errors.ESLURM_ACCESS_DENIED)
         sig = _signal_number(req.signal) or signals.SIGKILL
         if step_text == "batch" and job.state is JobState.RUNNING:
@@ -276,7 +296,7 @@ class Handlers:
         return _result(text, 0)
 
     def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:
-        if job.uid != who.uid and not who.is_admin:
+        if not who.may_manage(job.uid, job.account):
             return errors.ESLURM_ACCESS_DENIED
         sig = _signal_number(req.signal)
         if job.state.finished or COMPLETING in job.flags:
@@ -336,22 +356,23 @@ class Handlers:
                     if job.state.finished
                     else errors.ESLURM_JOB_NOT_PENDING
                 )
-            self.store.post(job.job_id, jobstate.Hold(admin=action == "hold" and who.is_admin))
+            admin = action == "hold" and who.is_operator
+            self.store.post(job.job_id, jobstate.Hold(admin=admin))
         elif action == "release":
-            if job.held == "admin" and not who.is_admin:
+            if job.held == "admin" and not who.is_operator:
                 raise SlurmError(errors.ESLURM_ACCESS_DENIED)
             if job.held:
                 self.store.post(job.job_id, jobstate.Release())
         elif action in ("requeue", "requeuehold"):
             if job.state is JobState.PENDING:
                 if action == "requeuehold" and not job.held:
-                    self.store.post(job.job_id, jobstate.Hold(admin=who.is_admin))
+                    self.store.post(job.job_id, jobstate.Hold(admin=who.is_operator))
                     return
                 raise SlurmError(errors.ESLURM_JOB_PENDING)
             if not job.requeue:
                 raise SlurmError(errors.ESLURM_DISABLED)
             running = job.state is JobState.RUNNING
-            hold = ("admin" if who.is_admin else "user") if action == "requeuehold" else ""
+            hold = ("admin" if who.is_operator else "user") if action == "requeuehold" else ""
             self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
             if running:
                 # After the reply: a job often requeues itself (submitit), and the
@@ -380,7 +401,7 @@ class Handlers:
                 except ValueError:
                     raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT) from None
                 longer = minutes < 0 or (job.time_limit >= 0 and minutes > job.time_limit)
-                if longer and not who.is_admin:
+                if longer and not who.is_operator:
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 changes["time_limit"] = minutes
                 if job.state is JobState.RUNNING:
@@ -392,11 +413,21 @@ class Handlers:
                 if not names or any(self.store.conf.partition(p) is None for p in names):
                     raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
                 changes["partitions"] = names
+            elif key in ("account", "qos"):
+                if job.state is not JobState.PENDING:
+                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
+                if not value:
+                    raise SlurmError(
+                        errors.ESLURM_INVALID_ACCOUNT
+                        if key == "account"
+                        else errors.ESLURM_INVALID_QOS
+                    )
+                changes[key] = value
             elif key == "nice":
                 nice = int(value) if value.lstrip("-").isdigit() else None
                 if nice is None:
                     raise SlurmError(errors.EINVAL)
-                if nice < job.nice and not who.is_admin:
+                if nice < job.nice and not who.is_operator:
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 changes["nice"] = nice
             elif key in ("name", "jobname"):
@@ -404,7 +435,7 @@ class Handlers:
             elif key == "comment":
                 changes["comment"] = value
             elif key == "priority":
-                if not who.is_admin:
+                if not who.is_operator:
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 if not value.isdigit():
                     raise SlurmError(errors.EINVAL)
@@ -421,13 +452,48 @@ class Handlers:
             else:
                 raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
         updated = replace(job, **changes)
+        if changes.keys() & {"partitions", "account", "qos", "time_limit"}:
+            updated = self._recheck(job, updated, who)
         self.store.update(updated)
         if "time_limit" in changes and job.state is JobState.RUNNING:
             self.link.update_limit(updated)
 
+    def _recheck(self, job: Job, updated: Job, who: Principal) -> Job:
+        """An update that changes what the job asks of its partitions passes the
+        rules submission applies (``controller.partitionaccess``), as the job's owner:
+        access again when partition, account or QOS change; the limits unless an
+        operator makes the change (as Slurm lets operators exceed them)."""
+        conf = self.store.conf
+        parts = [p for p in conf.partitions if p.name in updated.partitions]
+        if (updated.partitions, updated.account, updated.qos) != (
+            job.partitions,
+            job.account,
+            job.qos,
+        ):
+            owner = principal_for(job.uid, job.gid)
+            for part in parts:
+                refused = partitionaccess.access_refusal(
+                    part, owner, updated.account, updated.qos, owner.group_names()
+                )
+                if refused:
+                    raise SlurmError(refused)
+            if "associations" in self.store.enforce:
+                if self.store.associations is None:
+                    raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
+                updated = associations.admit(
+                    updated, self.store.associations, self.store.enforce, ()
+                )
+        if not who.is_operator:
+            mode = partitionaccess.enforce_mode(conf.settings)
+            refused = partitionaccess.limit_refusal(updated, parts, mode)
+            if refused:
+                raise SlurmError(refused)
+        return updated
+
     # ------------------------------------------------------------ nodes, partitions, config
 
     async def Nodes(self, req: pb.NodesRequest, who: Principal) -> pb.NodesReply:
+        visibility.check_nodes(self.store.conf, who)
         names = self._node_names(list(req.names))
         return pb.NodesReply(nodes=[views.node_info(n, self.store) for n in names], now=self.now())
 
@@ -445,7 +511,9 @@ class Handlers:
         return names
 
     async def Partitions(self, req: pb.PartitionsRequest, who: Principal) -> pb.PartitionsReply:
-        parts = self.store.conf.partitions
+        conf = self.store.conf
+        shown = visibility.shown_partitions(conf, who, self.store.associations, req.all_partitions)
+        parts = tuple(p for p in conf.partitions if p.name in shown)
         if req.names:
             parts = tuple(p for p in parts if p.name in req.names)
             if len(parts) != len(set(req.names)):
@@ -455,7 +523,7 @@ class Handlers:
         )
 
     async def NodeUpdate(self, req: pb.NodeUpdateRequest, who: Principal) -> pb.NodeUpdateReply:
-        if not who.is_admin:
+        if not who.is_operator:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         state = req.state.upper()
         if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
@@ -485,14 +553,26 @@ class Handlers:
         )
 
     async def Priorities(self, req: pb.PrioritiesRequest, who: Principal) -> pb.PrioritiesReply:
-        return priorityviews.priorities(self.store, self.now())
+        store = self.store
+        hide = visibility.private(store.conf, "jobs")
+        return priorityviews.priorities(
+            store, self.now(), lambda job: who.may_see(job.uid, job.account, hide)
+        )
 
     async def Why(self, req: pb.WhyRequest, who: Principal) -> pb.WhyReply:
         """``corral why``: why a pending job waits and what would start it sooner."""
         return await whyviews.why(self.store, req.job_id, who, self.now())
 
     async def Shares(self, req: pb.SharesRequest, who: Principal) -> pb.SharesReply:
-        return priorityviews.shares(self.store, list(req.users), list(req.accounts), self.now())
+        store = self.store
+        hide = visibility.private(store.conf, "usage")
+        return priorityviews.shares(
+            store,
+            list(req.users),
+            list(req.accounts),
+            self.now(),
+            lambda rows: visibility.share_rows_shown(rows, who, store.associations, hide),
+        )
 
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
@@ -539,6 +619,11 @@ class Handlers:
         if req.name and req.name not in book.by_name:
             raise SlurmError(errors.ESLURM_RESERVATION_INVALID)
         chosen = [book.by_name[req.name]] if req.name else list(book.by_name.values())
+        if not who.sees_all(visibility.private(self.store.conf, "reservations")):
+            account = (self.store.associations or AssocSet()).users.get(who.user, "")
+            chosen = [r for r in chosen if r.allows(who.user, account)]
+            if req.name and not chosen:
+                raise SlurmError(errors.ESLURM_RESERVATION_INVALID)
         return pb.ReservationsReply(
             reservations=[views.reservation_info(r, now) for r in chosen], now=now
         )
@@ -546,7 +631,7 @@ class Handlers:
     async def ReservationControl(
         self, req: pb.ReservationControlRequest, who: Principal
     ) -> pb.ReservationControlReply:
-        if not who.is_admin:
+        if not who.is_operator:  # sacctmgr(1): operators create, alter and delete them
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         now = self.now()
         resv = self.store.change_reservation(req.action, dict(req.settings), now)
@@ -607,7 +692,17 @@ class Handlers:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         if not self.jwt_key:
             raise SlurmError(errors.ESLURM_DISABLED, "JWT authentication is not configured")
+        rules = authalt.from_settings(dict(self.store.conf.settings))
+        if rules.disable_token_creation and not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         lifespan = req.lifespan or tokens.DEFAULT_LIFESPAN
+        cap = rules.max_token_lifespan
+        if cap is not None and lifespan > cap and not who.is_admin:
+            # slurmctld's refusal, and its errno (ESLURM_INVALID_TIME_LIMIT)
+            raise SlurmError(
+                errors.ESLURM_INVALID_TIME_LIMIT,
+                f"requested token lifespan {lifespan} exceeds limit of {cap}",
+            )
         return pb.TokenReply(token=tokens.mint(self.jwt_key, user, self.now(), lifespan))
 
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
@@ -615,7 +710,7 @@ class Handlers:
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
 
     async def Reconfigure(self, req: pb.ReconfigureRequest, who: Principal) -> pb.ReconfigureReply:
-        if not who.is_admin:
+        if not who.is_super_user:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         self.reconfigure()
         return pb.ReconfigureReply()
@@ -634,7 +729,7 @@ class Handlers:
         self.kick()
 
     async def Shutdown(self, req: pb.ShutdownRequest, who: Principal) -> pb.ShutdownReply:
-        if not who.is_admin:
+        if not who.is_super_user:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         self.stop()
         return pb.ShutdownReply()
