@@ -106,6 +106,19 @@ def _signal_number(value: int) -> int:
     return value if 0 < value < 65 else 0
 
 
+def _node_count(text: str, max_nodes: int | None) -> dict[str, Any]:
+    """``NumNodes=N`` or ``N-M`` (``MinNodes=N`` keeps the maximum ``max_nodes``) as
+    the job's new node counts; ESLURM_INVALID_NODE_COUNT if it is not one."""
+    low, _, high = text.partition("-")
+    if not low.isdigit() or (high and not high.isdigit()):
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    least = int(low)
+    most = int(high) if high else (max_nodes if max_nodes is not None else least)
+    if least < 1 or (most and most < least):
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    return {"min_nodes": least, "max_nodes": most, "nodes_given": True}
+
+
 class Handlers:
     """One method per Controller RPC. ``now`` comes from ``clock``."""
 
@@ -423,6 +436,13 @@ class Handlers:
                         else errors.ESLURM_INVALID_QOS
                     )
                 changes[key] = value
+            elif key in ("numnodes", "minnodes"):
+                if job.state is not JobState.PENDING:
+                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
+                changes.update(_node_count(value, job.max_nodes if key == "minnodes" else None))
+                if not job.tasks_given:  # one task per node unless tasks were asked for
+                    per_node = job.ntasks_per_node or 1
+                    changes["num_tasks"] = changes["min_nodes"] * per_node
             elif key == "nice":
                 nice = int(value) if value.lstrip("-").isdigit() else None
                 if nice is None:
@@ -452,7 +472,7 @@ class Handlers:
             else:
                 raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
         updated = replace(job, **changes)
-        if changes.keys() & {"partitions", "account", "qos", "time_limit"}:
+        if changes.keys() & {"partitions", "account", "qos", "time_limit", "min_nodes"}:
             updated = self._recheck(job, updated, who)
         self.store.update(updated)
         if "time_limit" in changes and job.state is JobState.RUNNING:

@@ -170,6 +170,14 @@ def test_a_pending_job_cannot_be_moved_where_submission_is_refused(site: Site) -
     site.ok(user, "scontrol", "update", f"jobid={job}", "timelimit=5")
     site.ok(user, "scontrol", "update", f"jobid={job}", "partition=short")
     assert site.ok(user, "squeue", "-h", "-j", str(job), "-o", "%P").strip() == "short"
+    for words, message in (
+        (("numnodes=2",), _message(errors.ESLURM_INVALID_NODE_COUNT)),  # MaxNodes=1
+        # What cannot be checked is refused whole, not half applied.
+        (("timelimit=4", "mincpusnode=2"), "Update of mincpusnode is not supported"),
+    ):
+        done = site.run(user, "scontrol", "update", f"jobid={job}", *words)
+        assert done.returncode == 1 and f"{message} for job {job}" in done.stderr, done.stderr
+    assert site.ok(user, "squeue", "-h", "-j", str(job), "-o", "%D %l").split() == ["1", "5:00"]
 
 
 def test_hidden_partitions_and_their_jobs_need_all(site: Site) -> None:
