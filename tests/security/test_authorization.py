@@ -3,7 +3,7 @@
 Two Unix users (the ``users`` fixture) run the real clients against real
 daemons: they try partitions closed to them, at submission and by moving a
 pending job with ``scontrol update``, look for partitions and jobs hidden from
-them (Hidden, PrivateData=jobs) through squeue, sinfo, scontrol, sprio and
+them (Hidden, PrivateData=jobs,reservations) through squeue, sinfo, scontrol, sprio and
 restd, ask for tokens longer than AuthAltParameters allows, and act on jobs
 and nodes that are not theirs before and after sacctmgr makes one of them a
 coordinator or an operator.
@@ -47,7 +47,7 @@ SETTINGS = (
     "KillWait=2",
     "SlurmdTimeout=6",
     "EnforcePartLimits=ALL",
-    "PrivateData=jobs",
+    "PrivateData=jobs,reservations",
     "AuthAltParameters=max_token_lifespan=600",
 )
 
@@ -228,6 +228,20 @@ def test_private_data_hides_other_users_jobs(site: Site) -> None:
     assert str(mine) in ids and not ids & others
     status, reply = rest.call("GET", f"{V}/job/{theirs}")
     assert status != 200 and not reply.get("jobs"), reply
+
+
+def test_private_data_hides_reservations_one_may_not_use(site: Site) -> None:
+    user, other = site.people
+    for name, who, start in (("rootres", "root", 3600), ("theirs", other.name, 7200)):
+        site.ok(None, "scontrol", "create", "reservation", f"ReservationName={name}",
+                f"Users={who}", f"StartTime=now+{start}", "Duration=10", "Nodes=node1")  # fmt: skip
+    assert site.ok(user, "scontrol", "show", "reservation") == "No reservations in the system\n"
+    assert "ReservationName=theirs" in site.ok(other, "scontrol", "show", "reservation")
+    assert "ReservationName=rootres" not in site.ok(other, "scontrol", "show", "reservation")
+    assert "ReservationName=rootres" in site.ok(None, "scontrol", "show", "reservation")
+    mine = ("ReservationName=mine", f"Users={user.name}", "StartTime=now+9000", "Duration=10")
+    done = site.run(user, "scontrol", "create", "reservation", *mine, "Nodes=node1")
+    assert done.returncode == 1 and "Access/permission denied" in done.stderr
 
 
 def test_a_token_longer_than_max_token_lifespan_is_refused(site: Site) -> None:
