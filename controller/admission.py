@@ -170,6 +170,7 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         exclusive=exclusive,
         max_share=max_share,
         force=force,
+        max_cpus_per_node=p.max_cpus_per_node,
         order=selection_order(
             p.nodes,
             {n.name: n.weight for n in conf.nodes},

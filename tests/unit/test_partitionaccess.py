@@ -9,7 +9,9 @@ import pytest
 from scenario import GID, NOW, UID, slurm_conf
 
 from controller import partitionaccess
-from controller.admission import admit
+from controller.admission import admit, partition_view, static_nodes
+from controller.core.placement import place
+from controller.core.plan import Start
 from controller.principal import Principal, principal_for
 from corral import errors
 from corral.config import SlurmConfig
@@ -131,3 +133,14 @@ def test_access_is_case_blind_for_accounts() -> None:
     part = ALL.partition("chemonly")
     assert part is not None
     assert partitionaccess.access_refusal(part, USER, "CHEM", "normal", ()) == 0
+
+
+def test_max_cpus_per_node_spreads_a_job_over_nodes() -> None:
+    """A job of ``-n 4`` in a MaxCPUsPerNode=2 partition gets two CPUs on each of two
+    nodes, where it would otherwise get four on one."""
+    job = submit(partitions=["narrow"], num_tasks=4)
+    start = place(job, partition_view(ALL, "narrow"), static_nodes(ALL))
+    assert isinstance(start, Start)
+    assert (start.nodes, start.cpus) == (("n1", "n2"), (2, 2))
+    wide = place(job, partition_view(ALL, "open"), static_nodes(ALL))
+    assert isinstance(wide, Start) and wide.cpus == (4,)
