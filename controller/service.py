@@ -170,6 +170,10 @@ class Handlers:
 
     async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:
         spec = to_dict(req.spec)
+        assocs = self.store.associations
+        if not spec.get("account") and assocs is not None and who.user in assocs.users:
+            # The DefaultAccount, before the partitions' AllowAccounts look at it.
+            spec["account"] = assocs.users[who.user]
         now = self.now()
         if req.test_only:
             return self._test_only(spec, who, now)

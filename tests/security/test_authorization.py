@@ -275,6 +275,8 @@ def test_operators_and_coordinators_act_on_jobs_as_slurm_allows(
     top = Path(tempfile.mkdtemp(prefix="corral-authz-acct-", dir="/tmp"))
     top.chmod(0o755)
     cluster = Cluster(top / "c", 1, ("KillWait=2", "SlurmdTimeout=6"), accounting=True)
+    with open(cluster.conf, "a") as conf:
+        conf.write("PartitionName=bioonly Nodes=node1 AllowAccounts=bio\n")
     try:
         cluster.start()
         site = Site(cluster, clients, _people(top, users), "")
@@ -283,6 +285,17 @@ def test_operators_and_coordinators_act_on_jobs_as_slurm_allows(
             cluster.run("sacctmgr", "-i", "add", "account", account)
         cluster.run("sacctmgr", "-i", "add", "user", first.name, "Account=chem")
         cluster.run("sacctmgr", "-i", "add", "user", second.name, "Account=bio")
+        # AllowAccounts against each user's DefaultAccount, for submission and for sinfo.
+        cluster.wait_for(
+            lambda: "bioonly" not in site.ok(first, "sinfo", "-h", "-o", "%P"),
+            30,
+            "sinfo kept showing a partition closed to the user's accounts",
+        )
+        assert "bioonly" in site.ok(second, "sinfo", "-h", "-o", "%P")
+        assert site.sbatch(second, "-H", "-p", "bioonly")
+        refused = site.run(first, "sbatch", "-H", "-p", "bioonly", "--wrap", "true")
+        assert refused.returncode == 1
+        assert _message(errors.ESLURM_INVALID_ACCOUNT) in refused.stderr
         bio_job = site.sbatch(second, "-H", "-A", "bio")
         root_job = site.sbatch(None, "-H", "-A", "other")
         # Ordinary users: their own jobs only, no node rights.
