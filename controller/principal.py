@@ -43,6 +43,12 @@ class Principal:
         controller down (Slurm's ``validate_super_user``)."""
         return self.is_admin or self.admin_level == "Administrator"
 
+    def privileged_over(self, account: str) -> bool:
+        """Whether this caller has operator's rights over the jobs of ``account``: as
+        Slurm's job update, an operator or a coordinator of the account (holds that
+        only they release, longer time limits, priorities, partition limits)."""
+        return self.is_operator or account in self.coordinates
+
     def may_manage(self, uid: int, account: str) -> bool:
         """Whether this caller may act on (cancel, hold, update...) a job of ``uid``
         charged to ``account``: its owner, an operator, or a coordinator of the account."""

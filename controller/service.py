@@ -366,6 +366,7 @@ class Handlers:
         self, action: str, job: Job, updates: dict[str, str], who: Principal, now: int
     ) -> None:
         self._owned(job, who)
+        privileged = who.privileged_over(job.account)
         if action in ("hold", "uhold"):
             if job.state is not JobState.PENDING:
                 raise SlurmError(
@@ -373,23 +374,23 @@ class Handlers:
                     if job.state.finished
                     else errors.ESLURM_JOB_NOT_PENDING
                 )
-            admin = action == "hold" and who.is_operator
+            admin = action == "hold" and privileged
             self.store.post(job.job_id, jobstate.Hold(admin=admin))
         elif action == "release":
-            if job.held == "admin" and not who.is_operator:
+            if job.held == "admin" and not privileged:
                 raise SlurmError(errors.ESLURM_ACCESS_DENIED)
             if job.held:
                 self.store.post(job.job_id, jobstate.Release())
         elif action in ("requeue", "requeuehold"):
             if job.state is JobState.PENDING:
                 if action == "requeuehold" and not job.held:
-                    self.store.post(job.job_id, jobstate.Hold(admin=who.is_operator))
+                    self.store.post(job.job_id, jobstate.Hold(admin=privileged))
                     return
                 raise SlurmError(errors.ESLURM_JOB_PENDING)
             if not job.requeue:
                 raise SlurmError(errors.ESLURM_DISABLED)
             running = job.state is JobState.RUNNING
-            hold = ("admin" if who.is_operator else "user") if action == "requeuehold" else ""
+            hold = ("admin" if privileged else "user") if action == "requeuehold" else ""
             self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
             if running:
                 # After the reply: a job often requeues itself (submitit), and the
@@ -418,7 +419,7 @@ class Handlers:
                 except ValueError:
                     raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT) from None
                 longer = minutes < 0 or (job.time_limit >= 0 and minutes > job.time_limit)
-                if longer and not who.is_operator:
+                if longer and not who.privileged_over(job.account):
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 changes["time_limit"] = minutes
                 if job.state is JobState.RUNNING:
@@ -451,7 +452,7 @@ class Handlers:
                 nice = int(value) if value.lstrip("-").isdigit() else None
                 if nice is None:
                     raise SlurmError(errors.EINVAL)
-                if nice < job.nice and not who.is_operator:
+                if nice < job.nice and not who.privileged_over(job.account):
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 changes["nice"] = nice
             elif key in ("name", "jobname"):
@@ -459,7 +460,7 @@ class Handlers:
             elif key == "comment":
                 changes["comment"] = value
             elif key == "priority":
-                if not who.is_operator:
+                if not who.privileged_over(job.account):
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 if not value.isdigit():
                     raise SlurmError(errors.EINVAL)
@@ -507,7 +508,7 @@ class Handlers:
                 updated = associations.admit(
                     updated, self.store.associations, self.store.enforce, ()
                 )
-        if not who.is_operator:
+        if not who.privileged_over(job.account):
             mode = partitionaccess.enforce_mode(conf.settings)
             refused = partitionaccess.limit_refusal(updated, parts, mode)
             if refused:

@@ -63,6 +63,9 @@ def test_a_coordinator_manages_their_accounts_only() -> None:
     assert carol.may_manage(12345, "chem")
     assert not carol.may_manage(12345, "bio")
     assert not carol.is_operator
+    # Over chem's jobs she has an operator's rights (Slurm's "privileged" job update).
+    assert carol.privileged_over("chem") and not carol.privileged_over("bio")
+    assert named("olga").privileged_over("bio") and not named("bob").privileged_over("bio")
 
 
 def test_an_ordinary_user_manages_their_own_jobs() -> None:
