@@ -274,7 +274,8 @@ def test_operators_and_coordinators_act_on_jobs_as_slurm_allows(
 ) -> None:
     top = Path(tempfile.mkdtemp(prefix="corral-authz-acct-", dir="/tmp"))
     top.chmod(0o755)
-    cluster = Cluster(top / "c", 1, ("KillWait=2", "SlurmdTimeout=6"), accounting=True)
+    settings = ("KillWait=2", "SlurmdTimeout=6", "PrivateData=usage")
+    cluster = Cluster(top / "c", 1, settings, accounting=True)
     with open(cluster.conf, "a") as conf:
         conf.write("PartitionName=bioonly Nodes=node1 AllowAccounts=bio\n")
     try:
@@ -296,6 +297,16 @@ def test_operators_and_coordinators_act_on_jobs_as_slurm_allows(
         refused = site.run(first, "sbatch", "-H", "-p", "bioonly", "--wrap", "true")
         assert refused.returncode == 1
         assert _message(errors.ESLURM_INVALID_ACCOUNT) in refused.stderr
+
+        # PrivateData=usage: sshare -a shows a user their own rows and the accounts above.
+        def shares(user: User | None) -> set[tuple[str, str]]:
+            out = site.ok(user, "sshare", "-a", "-n", "-P", "-o", "Account,User")
+            return {(a.strip(), u) for a, _, u in (line.partition("|") for line in out.split())}
+
+        cluster.wait_for(
+            lambda: ("bio", second.name) in shares(None), 30, "sshare never showed bio's user"
+        )
+        assert shares(first) == {("root", ""), ("chem", ""), ("chem", first.name)}
         bio_job = site.sbatch(second, "-H", "-A", "bio")
         root_job = site.sbatch(None, "-H", "-A", "other")
         # Ordinary users: their own jobs only, no node rights.
