@@ -65,6 +65,9 @@ class Request(Protocol):
     @property
     def nodes_given(self) -> bool: ...
 
+    @property
+    def min_cpus(self) -> int: ...
+
 
 def access_refusal(
     part: PartitionConfig,
@@ -90,13 +93,15 @@ def access_refusal(
 
 
 def cpus_per_node(job: Request) -> int:
-    """The fewest CPUs the job must have on each of its nodes."""
+    """The fewest CPUs the job must have on each of its nodes (``--mincpus`` at least)."""
     per_task = max(job.cpus_per_task, 1)
     if job.ntasks_per_node:
-        return job.ntasks_per_node * per_task
-    if job.nodes_given and job.min_nodes > 0:
-        return -(-max(job.num_tasks, job.min_nodes) // job.min_nodes) * per_task
-    return per_task
+        least = job.ntasks_per_node * per_task
+    elif job.nodes_given and job.min_nodes > 0:
+        least = -(-max(job.num_tasks, job.min_nodes) // job.min_nodes) * per_task
+    else:
+        least = per_task
+    return max(least, job.min_cpus)
 
 
 def _limit(job: Request, part: PartitionConfig) -> int:

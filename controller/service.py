@@ -37,6 +37,8 @@ from controller.admission import admit
 from controller.agentlink import AgentLink
 from controller.associations import AssocSet
 from controller.core import BackfillParams, schedule
+from controller.core.placement import place
+from controller.core.plan import Start
 from controller.diag import RpcStats, SchedulerStats
 from controller.jobenv import allocation_environment
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
@@ -46,7 +48,7 @@ from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
 from controller.steps import StepRequest
 from controller.store import JobStore
-from corral import SLURM_VERSION, arrayspec, auth, authalt, errors, hostlist, timefmt, tokens
+from corral import SLURM_VERSION, arrayspec, auth, authalt, errors, hostlist, timefmt, tokens, units
 from corral.config import ConfigError, load, show_config
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -98,6 +100,11 @@ def _result(job_id: str, code: int) -> pb.JobResult:
     )
 
 
+#: The Job fields whose change by ``scontrol update job`` can make it unable to run anywhere.
+RESHAPING = frozenset(
+    {"partitions", "min_nodes", "max_nodes", "min_cpus", "mem_per_node", "mem_per_cpu"}
+)
+
 #: How long after answering ``scontrol requeue`` the job is ended.
 REQUEUE_KILL_DELAY_S = 0.2
 
@@ -117,6 +124,20 @@ def _node_count(text: str, max_nodes: int | None) -> dict[str, Any]:
     if least < 1 or (most and most < least):
         raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
     return {"min_nodes": least, "max_nodes": most, "nodes_given": True}
+
+
+def _resources(key: str, value: str, job: Job) -> dict[str, Any]:
+    """``MinCPUsNode=N``, ``MinMemoryNode=SIZE`` or ``MinMemoryCPU=SIZE`` as the
+    job's new fields; EINVAL if the value is not a count or a size."""
+    try:
+        amount = int(value) if key == "mincpusnode" else units.parse_memory(value)
+    except ValueError:
+        raise SlurmError(errors.EINVAL) from None
+    if key == "mincpusnode":
+        return {"min_cpus": amount}
+    if key == "minmemorynode":
+        return {"mem_per_node": amount, "mem_per_cpu": None}
+    return {"mem_per_cpu": amount, "mem_per_node": None}
 
 
 class Handlers:
@@ -448,6 +469,10 @@ class Handlers:
                 if not job.tasks_given:  # one task per node unless tasks were asked for
                     per_node = job.ntasks_per_node or 1
                     changes["num_tasks"] = changes["min_nodes"] * per_node
+            elif key in ("mincpusnode", "minmemorynode", "minmemorycpu"):
+                if job.state is not JobState.PENDING:
+                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
+                changes.update(_resources(key, value, job))
             elif key == "nice":
                 nice = int(value) if value.lstrip("-").isdigit() else None
                 if nice is None:
@@ -477,7 +502,7 @@ class Handlers:
             else:
                 raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
         updated = replace(job, **changes)
-        if changes.keys() & {"partitions", "account", "qos", "time_limit", "min_nodes"}:
+        if changes.keys() & (RESHAPING | {"account", "qos", "time_limit"}):
             updated = self._recheck(job, updated, who)
         self.store.update(updated)
         if "time_limit" in changes and job.state is JobState.RUNNING:
@@ -487,7 +512,9 @@ class Handlers:
         """An update that changes what the job asks of its partitions passes the
         rules submission applies (``controller.partitionaccess``), as the job's owner:
         access again when partition, account or QOS change; the limits unless an
-        operator makes the change (as Slurm lets operators exceed them)."""
+        operator or the account's coordinator makes the change (as Slurm lets them
+        exceed them); and a job reshaped so that no partition of it could ever run
+        it is refused, as at submission."""
         conf = self.store.conf
         parts = [p for p in conf.partitions if p.name in updated.partitions]
         if (updated.partitions, updated.account, updated.qos) != (
@@ -508,11 +535,22 @@ class Handlers:
                 updated = associations.admit(
                     updated, self.store.associations, self.store.enforce, ()
                 )
+        if updated.mem_per_cpu is not None and updated.mem_per_cpu != job.mem_per_cpu and parts:
+            cpus, mem = partitionaccess.fit_mem_per_cpu(
+                updated.cpus_per_task, updated.mem_per_cpu, parts[0].max_mem_per_cpu
+            )
+            updated = replace(updated, cpus_per_task=cpus, mem_per_cpu=mem)
         if not who.privileged_over(job.account):
             mode = partitionaccess.enforce_mode(conf.settings)
             refused = partitionaccess.limit_refusal(updated, parts, mode)
             if refused:
                 raise SlurmError(refused)
+        capacity = self.store.capacity
+        if {k for k in RESHAPING if getattr(job, k) != getattr(updated, k)} and not any(
+            isinstance(place(updated, capacity.partitions[p.name], capacity.nodes), Start)
+            for p in parts
+        ):  # as at submission: a job no partition could ever run is refused
+            raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
         return updated
 
     # ------------------------------------------------------------ nodes, partitions, config

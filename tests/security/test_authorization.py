@@ -172,8 +172,10 @@ def test_a_pending_job_cannot_be_moved_where_submission_is_refused(site: Site) -
     assert site.ok(user, "squeue", "-h", "-j", str(job), "-o", "%P").strip() == "short"
     for words, message in (
         (("numnodes=2",), _message(errors.ESLURM_INVALID_NODE_COUNT)),  # MaxNodes=1
+        (("partition=narrow", "mincpusnode=2"), _message(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)),
+        (("minmemorynode=100T",), _message(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)),
         # What cannot be checked is refused whole, not half applied.
-        (("timelimit=4", "mincpusnode=2"), "Update of mincpusnode is not supported"),
+        (("timelimit=4", "numcpus=2"), "Update of numcpus is not supported"),
     ):
         done = site.run(user, "scontrol", "update", f"jobid={job}", *words)
         assert done.returncode == 1 and f"{message} for job {job}" in done.stderr, done.stderr

@@ -56,6 +56,7 @@ REFUSED = [
     ("max-nodes", {"partitions": ["short"], "min_nodes": 3}, errors.ESLURM_INVALID_NODE_COUNT),
     ("cpus-per-node", {"partitions": ["narrow"], "cpus_per_task": 3}, 2005),
     ("tasks-per-node", {"partitions": ["narrow"], "ntasks_per_node": 3}, 2005),
+    ("min-cpus-per-node", {"partitions": ["narrow"], "min_cpus": 3}, 2005),
     ("all-of-two", {"partitions": ["open", "short"], "time_limit": 60}, 2051),
 ]
 
