@@ -199,6 +199,7 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     settings.sort = env.get("SINFO_SORT")
     if "SINFO_PARTITION" in env:
         settings.partitions = split_list(env["SINFO_PARTITION"])
+    settings.all = "SINFO_ALL" in env
     set_a = set_p = False
     for opt, value in found:
         key, text = opt.key, value or ""

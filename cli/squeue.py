@@ -311,6 +311,8 @@ def _apply(settings: Settings, key: str, value: str) -> None:
 
 def _apply_env(settings: Settings, env: Mapping[str, str]) -> None:
     """The SQUEUE_* filters, each used only when its option was not given."""
+    if "SQUEUE_ALL" in env:
+        settings.all = True
     if not settings.accounts and "SQUEUE_ACCOUNT" in env:
         settings.accounts = split_list(env["SQUEUE_ACCOUNT"])
     if not settings.names and "SQUEUE_NAMES" in env:
