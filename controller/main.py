@@ -21,7 +21,7 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth, tokens
+from corral import __version__, auth, authalt, tokens
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -57,6 +57,8 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     handlers.accounting = delivery
     handlers.scheduler_stats = loop.stats
     handlers.jwt_key = tokens.jwt_key(key)
+    for warning in authalt.from_settings(dict(conf.settings)).warnings:
+        log.warning("%s", warning)  # slurmctld's: the limit is not enforced
 
     server = grpc.aio.server(options=GRPC_OPTIONS)
     pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)  # type: ignore[no-untyped-call]

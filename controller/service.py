@@ -126,7 +126,7 @@ def _node_count(text: str, max_nodes: int | None) -> dict[str, Any]:
     return {"min_nodes": least, "max_nodes": most, "nodes_given": True}
 
 
-def _resources(key: str, value: str, job: Job) -> dict[str, Any]:
+def _resources(key: str, value: str) -> dict[str, Any]:
     """``MinCPUsNode=N``, ``MinMemoryNode=SIZE`` or ``MinMemoryCPU=SIZE`` as the
     job's new fields; EINVAL if the value is not a count or a size."""
     try:
@@ -472,7 +472,7 @@ class Handlers:
             elif key in ("mincpusnode", "minmemorynode", "minmemorycpu"):
                 if job.state is not JobState.PENDING:
                     raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
-                changes.update(_resources(key, value, job))
+                changes.update(_resources(key, value))
             elif key == "nice":
                 nice = int(value) if value.lstrip("-").isdigit() else None
                 if nice is None:

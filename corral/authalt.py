@@ -38,7 +38,9 @@ def parse(text: str) -> AuthAltParams:
                 lifespan = int(value)
             else:
                 lifespan = None
-                warnings.append("Invalid AuthAltParameters max_token_lifespan option, no limit")
+                warnings.append(
+                    "Invalid AuthAltParameters max_token_lifespan option, no limit enforced"
+                )
     return AuthAltParams(lifespan, disabled, tuple(warnings))
 
 
