@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from scenario import GID, UID, slurm_conf
+from scenario import GID, UID, job, slurm_conf
 
 from controller import visibility
 from controller.associations import AssocSet
@@ -95,6 +95,25 @@ def test_hidden_and_unusable_partitions_are_not_shown_without_all() -> None:
     assert visibility.shown_partitions(HIDDEN, USER, None, True) == {"main", "secret", "staff"}
     root = principal_for(0, 0)
     assert visibility.shown_partitions(HIDDEN, root, None, False) == {"main", "secret", "staff"}
+
+
+def test_jobs_shown_under_private_data_and_hidden_partitions() -> None:
+    jobs = [
+        job(1, partitions=("main",)),  # the caller's own
+        job(2, partitions=("secret",)),  # their own, in a hidden partition
+        job(3, uid=UID + 1, account="chem", partitions=("main",)),
+        job(4, uid=UID + 1, account="bio", partitions=("main",)),
+    ]
+
+    def shown(who: Principal, *, everything: bool = False, named: bool = False) -> list[int]:
+        found = visibility.jobs_shown(jobs, HIDDEN, who, ASSOCS, everything=everything, named=named)
+        return [j.job_id for j in found]
+
+    assert shown(USER) == [1]
+    assert shown(USER, everything=True) == [1, 2]
+    assert shown(USER, named=True) == [1, 2]  # ids named: hidden partitions do not matter
+    assert shown(named("carol")) == [1, 3]  # her own (same uid) and chem's: she coordinates science
+    assert shown(named("olga")) == [1, 2, 3, 4]  # an operator
 
 
 def test_private_nodes_refused_to_users() -> None:
