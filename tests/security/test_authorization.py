@@ -259,6 +259,31 @@ def test_a_token_longer_than_max_token_lifespan_is_refused(site: Site) -> None:
     assert _token(site, None, 3600)  # the limit does not apply to root and SlurmUser
 
 
+def test_private_nodes_are_for_operators_only(
+    users: tuple[str, ...],
+    clients: Clients,  # noqa: F811
+) -> None:
+    top = Path(tempfile.mkdtemp(prefix="corral-authz-nodes-", dir="/tmp"))
+    top.chmod(0o755)
+    cluster = Cluster(top / "c", 1, ("KillWait=2", "SlurmdTimeout=6", "PrivateData=nodes"))
+    try:
+        cluster.start()
+        site = Site(cluster, clients, _people(top, users), cluster.start_restd())
+        user = site.people[0]
+        denied = _message(errors.ESLURM_ACCESS_DENIED)
+        shown = site.run(user, "scontrol", "show", "node")
+        assert (shown.returncode, shown.stderr) == (1, f"slurm_load_node error: {denied}\n")
+        listed = site.run(user, "sinfo")
+        assert (listed.returncode, listed.stderr) == (1, f"slurm_load_node: {denied}\n")
+        status, reply = Rest(site.rest, _token(site, user, 300)).call("GET", f"{V}/nodes")
+        assert status == 403, reply
+        assert "NodeName=node1" in site.ok(None, "scontrol", "show", "node")
+        assert site.ok(user, "squeue", "-h") == ""  # jobs are not private here
+    finally:
+        cluster.stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- accounting's rights
 
 
