@@ -113,6 +113,7 @@ class Session:
         self.oneliner = False
         self.details = False
         self.quiet = False
+        self.all_partitions = False  # -a/all: hidden partitions (and their jobs) too
         self.exit_code = 0
         self.done = False
         self._client: Any = None
@@ -142,7 +143,7 @@ class Session:
         """Execute one command line (already split into words)."""
         tag = words[0]
         handlers: list[tuple[str, int, Callable[[Sequence[str]], None]]] = [
-            ("all", 2, self._ignore),
+            ("all", 2, self._all),
             ("create", 2, self._create),
             ("delete", 3, self._delete),
             ("details", 1, self._details),
@@ -172,7 +173,11 @@ class Session:
         self.fail(f"invalid keyword: {tag}", quiet_ok=False)
 
     def _ignore(self, words: Sequence[str]) -> None:
-        """Settings Corral has no use for (``all``: there are no hidden partitions)."""
+        """Settings Corral has no use for."""
+
+    def _all(self, words: Sequence[str]) -> None:
+        """``all``: show hidden partitions and those one may not use, and their jobs."""
+        self.all_partitions = True
 
     def _help(self, words: Sequence[str]) -> None:
         self.out.write(USAGE)
@@ -342,6 +347,7 @@ class Session:
             "filter": {"job_ids": [value] if value else [], "states": ["ALL"]},
             "expand_arrays": False,
             "detail": self.details,
+            "all_partitions": self.all_partitions,
         }
         try:
             reply = self.call("Jobs", request)
@@ -399,7 +405,8 @@ class Session:
 
     def show_partition(self, value: str | None) -> None:
         try:
-            parts = self.call("Partitions", {"names": []})["partitions"]
+            request = {"names": [], "all_partitions": self.all_partitions}
+            parts = self.call("Partitions", request)["partitions"]
         except SlurmError as exc:
             self.fail(f"slurm_load_partitions error: {exc}")
             return
@@ -760,7 +767,9 @@ def scontrol(argv: list[str]) -> int:
         elif key == "quiet":
             session.quiet = True
         elif key == "hide":
-            session.details = False
+            session.details = session.all_partitions = False
+        elif key == "all":
+            session.all_partitions = True
     if words:
         session.run(words)
     else:

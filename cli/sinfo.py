@@ -199,6 +199,7 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
     settings.sort = env.get("SINFO_SORT")
     if "SINFO_PARTITION" in env:
         settings.partitions = split_list(env["SINFO_PARTITION"])
+    settings.all = "SINFO_ALL" in env
     set_a = set_p = False
     for opt, value in found:
         key, text = opt.key, value or ""
@@ -389,7 +390,8 @@ def render(
 def report(client: Any, settings: Settings, layout: Layout) -> int:
     """Fetch and print one report; return its exit status."""
     try:
-        partitions = client.call("Partitions", {"names": []})["partitions"]
+        request = {"names": [], "all_partitions": settings.all}
+        partitions = client.call("Partitions", request)["partitions"]
     except SlurmError as exc:
         print(f"slurm_load_partitions: {exc}", file=sys.stderr)
         return 1

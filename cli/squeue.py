@@ -124,6 +124,7 @@ class Settings:
 
     __slots__ = (
         "accounts",
+        "all",
         "array",
         "fmt",
         "fmt_long",
@@ -162,6 +163,7 @@ class Settings:
         self.iterate: int = 0
         self.warnings: list[str] = []
         self.steps: list[str] | None = None  # -s: list steps (these, or all)
+        self.all: bool = False  # -a: jobs in hidden partitions too
 
 
 class Layout:
@@ -277,6 +279,8 @@ def _apply(settings: Settings, key: str, value: str) -> None:
         settings.accounts = split_list(value)
     elif key == "array":
         settings.array = True
+    elif key == "all":
+        settings.all = True
     elif key == "iterate":
         try:
             settings.iterate = int(value)
@@ -307,6 +311,8 @@ def _apply(settings: Settings, key: str, value: str) -> None:
 
 def _apply_env(settings: Settings, env: Mapping[str, str]) -> None:
     """The SQUEUE_* filters, each used only when its option was not given."""
+    if "SQUEUE_ALL" in env:
+        settings.all = True
     if not settings.accounts and "SQUEUE_ACCOUNT" in env:
         settings.accounts = split_list(env["SQUEUE_ACCOUNT"])
     if not settings.names and "SQUEUE_NAMES" in env:
@@ -411,6 +417,7 @@ def request(settings: Settings, fields: Sequence[str]) -> dict[str, Any]:
         "expand_arrays": settings.array,
         "detail": False,
         "fields": list(fields),
+        "all_partitions": settings.all,
     }
 
 

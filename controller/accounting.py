@@ -230,11 +230,14 @@ class Delivery:
 
     async def _fetch(self) -> AssocSet:
         rows = {}
-        for kind, where in (("association", {"cluster": self.cluster}), ("user", {}), ("qos", {})):
+        kinds = (("association", {"cluster": self.cluster}), ("user", {}), ("qos", {}))
+        for kind, where in (*kinds, ("coordinator", {})):
             request = pb.AcctAdminRequest(cred=self._cred(), verb="list", kind=kind, where=where)
             reply = await self._stub.AcctAdmin(request, timeout=30)
             rows[kind] = [dict(row.fields) for row in reply.rows]
-        return AssocSet.from_rows(rows["association"], rows["user"], rows["qos"])
+        return AssocSet.from_rows(
+            rows["association"], rows["user"], rows["qos"], rows["coordinator"]
+        )
 
     @property
     def backlog(self) -> int:

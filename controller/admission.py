@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller import bounds, gpuaffinity, gpushare
+from controller import bounds, gpuaffinity, gpushare, partitionaccess
 from controller.core import dependency, features
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
@@ -21,7 +21,7 @@ from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 from controller.principal import Principal, group_name
 from corral import arrayspec, errors, hostlist
-from corral.config import PartitionConfig, SlurmConfig
+from corral.config import SlurmConfig
 from corral.errors import SlurmError
 from corral.gpunumbers import gpu_numbering
 
@@ -170,6 +170,7 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         exclusive=exclusive,
         max_share=max_share,
         force=force,
+        max_cpus_per_node=p.max_cpus_per_node,
         order=selection_order(
             p.nodes,
             {n.name: n.weight for n in conf.nodes},
@@ -185,29 +186,16 @@ def _partitions(spec: Mapping[str, Any], conf: SlurmConfig, who: Principal) -> t
         if default is None:
             raise SlurmError(errors.ESLURM_DEFAULT_PARTITION_NOT_SET)
         names = [default.name]
+    groups = who.group_names()
     for name in names:
         part = conf.partition(name)
         if part is None:
             raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
-        refused = partition_refusal(part, who, spec.get("account", ""))
+        qos = spec.get("qos") or "normal"
+        refused = partitionaccess.access_refusal(part, who, spec.get("account", ""), qos, groups)
         if refused:
             raise SlurmError(refused)
     return tuple(dict.fromkeys(names))
-
-
-def _member(groups: set[str], who: Principal) -> bool:
-    return bool(groups & {group_name(g) for g in who.groups | {who.gid}})
-
-
-def partition_refusal(part: PartitionConfig, who: Principal, account: str) -> int:
-    """Slurm's errno if ``who`` may not submit to ``part`` under ``account``, else 0
-    (AllowGroups, AllowAccounts); ``corral why`` offers only partitions that pass."""
-    groups = part.allow_groups
-    if groups is not None and not who.is_admin and not _member(set(groups), who):
-        return errors.ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP
-    if part.allow_accounts is not None and account not in part.allow_accounts:
-        return errors.ESLURM_INVALID_ACCOUNT
-    return 0
 
 
 def _hosts(expr: str) -> tuple[str, ...]:
@@ -327,6 +315,13 @@ def admit(
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
     requeue = spec.get("requeue")
     kill_on_invalid_dep = spec.get("kill_on_invalid_dep")
+    first = conf.partition(partitions[0])
+    assert first is not None
+    cpus_per_task, mem_per_cpu = spec.get("cpus_per_task") or 1, spec.get("mem_per_cpu")
+    if mem_per_cpu is not None:
+        cpus_per_task, mem_per_cpu = partitionaccess.fit_mem_per_cpu(
+            cpus_per_task, mem_per_cpu, first.max_mem_per_cpu
+        )
     base = Job(
         job_id=first_id,
         name=spec.get("name") or "sbatch",
@@ -350,14 +345,14 @@ def admit(
         min_nodes=min_nodes,
         max_nodes=max_nodes,
         num_tasks=num_tasks,
-        cpus_per_task=spec.get("cpus_per_task") or 1,
+        cpus_per_task=cpus_per_task,
         ntasks_per_node=ntasks_per_node,
         min_cpus=spec.get("min_cpus", 0),
         tasks_given=tasks_given,
         nodes_given=nodes_given,
-        cpus_per_task_given=spec.get("cpus_per_task") is not None,
+        cpus_per_task_given=spec.get("cpus_per_task") is not None or cpus_per_task > 1,
         mem_per_node=spec.get("mem_per_node"),
-        mem_per_cpu=spec.get("mem_per_cpu"),
+        mem_per_cpu=mem_per_cpu,
         req_nodes=req_nodes,
         exc_nodes=exc_nodes,
         constraint=spec.get("constraint", ""),
@@ -390,6 +385,12 @@ def admit(
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)
+    parts = [p for p in conf.partitions if p.name in partitions]
+    refused = partitionaccess.limit_refusal(
+        base, parts, partitionaccess.enforce_mode(conf.settings)
+    )
+    if refused:
+        raise SlurmError(refused)
     nodes = capacity.nodes
     _check_constraint(base.constraint, nodes, [capacity.partitions[p] for p in partitions])
     _check_gres(base.gres, nodes, [capacity.partitions[p] for p in partitions])

@@ -35,6 +35,8 @@ from corral.errors import SlurmError
 #: Slurm's message when a submission breaks a submit limit (ESLURM_ACCOUNTING_POLICY).
 POLICY = "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
 ESLURM_ACCOUNTING_POLICY = 2050
+#: sacctmgr's AdminLevels that give rights in the controller (None gives none).
+ADMIN_LEVELS = ("Operator", "Administrator")
 
 
 def _count(text: str) -> int | None:
@@ -162,17 +164,21 @@ NOTHING_SPENT = Spent(0.0, 0.0, {})
 
 @dataclass(frozen=True, slots=True)
 class AssocSet:
-    """One cluster's associations, users (name -> DefaultAccount) and QOS.
+    """One cluster's associations, users (name -> DefaultAccount), QOS, users'
+    AdminLevel (Operator or Administrator; None is left out) and coordinators
+    (user -> the accounts they were made coordinator of).
 
-    ``rows`` are dbd's rows as fetched (association, user, qos): what the
-    journal keeps, so that a newer controller re-reads them with its own
-    understanding of each column.
+    ``rows`` are dbd's rows as fetched (association, user, qos, coordinator):
+    what the journal keeps, so that a newer controller re-reads them with its
+    own understanding of each column.
     """
 
     assocs: tuple[Assoc, ...] = ()
     users: Mapping[str, str] = field(default_factory=dict)
     qos: Mapping[str, QosLimits] = field(default_factory=dict)
-    rows: tuple[Rows, Rows, Rows] = ((), (), ())
+    rows: tuple[Rows, ...] = ((), (), (), ())
+    admin_levels: Mapping[str, str] = field(default_factory=dict)
+    coordinators: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def from_rows(
@@ -180,14 +186,39 @@ class AssocSet:
         assocs: Iterable[Mapping[str, str]],
         users: Iterable[Mapping[str, str]],
         qos: Iterable[Mapping[str, str]],
+        coordinators: Iterable[Mapping[str, str]] = (),
     ) -> AssocSet:
-        rows = (tuple(assocs), tuple(users), tuple(qos))
+        rows = (tuple(assocs), tuple(users), tuple(qos), tuple(coordinators))
+        coords: dict[str, set[str]] = {}
+        for row in rows[3]:
+            coords.setdefault(row["User"], set()).add(row["Account"])
         return cls(
             tuple(Assoc.from_row(r) for r in rows[0]),
             {r["User"]: r["Def Acct"] for r in rows[1]},
             {r["Name"]: QosLimits.from_row(r) for r in rows[2]},
             rows,
+            {r["User"]: r["Admin"] for r in rows[1] if r.get("Admin") in ADMIN_LEVELS},
+            {user: frozenset(accounts) for user, accounts in coords.items()},
         )
+
+    def coordinated(self, user: str) -> frozenset[str]:
+        """The accounts ``user`` coordinates, with every account below them (as Slurm,
+        a coordinator of an account is one of its sub-accounts too)."""
+        tops = self.coordinators.get(user)
+        if not tops:
+            return frozenset()
+        parents = {a.account: a.parent for a in self.assocs if not a.user}
+        found = set()
+        for account in parents:
+            seen: set[str] = set()
+            name = account
+            while name and name not in seen:
+                if name in tops:
+                    found.add(account)
+                    break
+                seen.add(name)
+                name = parents.get(name, "")
+        return frozenset(found | tops)
 
     def to_json(self) -> str:
         return json.dumps({"rows": [[dict(r) for r in kind] for kind in self.rows]})
@@ -198,8 +229,9 @@ class AssocSet:
         data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
             raise ValueError("not a Corral association record")
-        assocs, users, qos = data["rows"]
-        return cls.from_rows(assocs, users, qos)
+        # Sets journaled before coordinators were fetched have three kinds of rows.
+        assocs, users, qos, *coordinators = data["rows"]
+        return cls.from_rows(assocs, users, qos, *coordinators[:1])
 
     def find(self, user: str, account: str, partition: str) -> Assoc | None:
         """The user's association in ``account`` for ``partition`` (else for any)."""

@@ -21,7 +21,7 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth, ratelimit, tokens
+from corral import __version__, auth, authalt, ratelimit, tokens
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.ratelimit import Gate
@@ -57,6 +57,8 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
     handlers.accounting = delivery
     handlers.scheduler_stats = loop.stats
     handlers.jwt_key = tokens.jwt_key(key)
+    for warning in authalt.from_settings(dict(conf.settings)).warnings:
+        log.warning("%s", warning)  # slurmctld's: the limit is not enforced
 
     # Bounded as the Unix sockets are (corral/ratelimit.py): requests are read up to what a
     # submission at its ceilings needs, checked against the message's length before it is

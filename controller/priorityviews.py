@@ -6,9 +6,12 @@ priority keeper and fills the Priorities and Shares replies.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from controller.core import priority
 from controller.core.priority import PriorityFactors, PriorityJob, account_of
 from controller.jobstate import JobState
+from controller.model import Job
 from controller.store import JobStore
 from corral.wire import corral_pb2 as pb
 
@@ -56,8 +59,11 @@ def _job_priority(job_id: int, display: str, f: PriorityFactors, store: JobStore
     )
 
 
-def priorities(store: JobStore, now: int) -> pb.PrioritiesReply:
-    """Every pending, eligible job that is not held: one row per job and partition."""
+def priorities(
+    store: JobStore, now: int, visible: Callable[[Job], bool] = lambda _: True
+) -> pb.PrioritiesReply:
+    """Every pending, eligible job that is not held and the caller may see
+    (``visible``: PrivateData=jobs): one row per job and partition."""
     keeper = store.priorities
     config = store.conf.priority
     weights = priority.Weights.from_config(config)
@@ -77,16 +83,24 @@ def priorities(store: JobStore, now: int) -> pb.PrioritiesReply:
     for job in store.jobs.values():
         if job.state is not JobState.PENDING or job.held or job.eligible_time > now:
             continue
-        if job.admin_priority == 0:
+        if job.admin_priority == 0 or not visible(job):
             continue
         for f in priority.job_priorities(PriorityJob.from_job(job), now, keeper.cluster):
             reply.jobs.append(_job_priority(job.job_id, job.display_id, f, store))
     return reply
 
 
-def shares(store: JobStore, users: list[str], accounts: list[str], now: int) -> pb.SharesReply:
-    """The fair-share tree, filtered as sshare's ``-u``/``-A`` ask."""
+def shares(
+    store: JobStore,
+    users: list[str],
+    accounts: list[str],
+    now: int,
+    visible: Callable[[Iterable[tuple[str, str]]], set[tuple[str, str]]] = set,
+) -> pb.SharesReply:
+    """The fair-share tree, filtered as sshare's ``-u``/``-A`` ask, and to the
+    (account, user) rows ``visible`` keeps (PrivateData=usage)."""
     keeper = store.priorities
+    allowed = visible((row.account, row.user) for row in keeper.tree.rows)
     wanted_users = {u.lower() for u in users}
     wanted_accounts = set(accounts)
     reply = pb.SharesReply(fair_tree=keeper.tree.fair_tree, now=now)
@@ -94,6 +108,8 @@ def shares(store: JobStore, users: list[str], accounts: list[str], now: int) -> 
         if row.user and wanted_users and row.user.lower() not in wanted_users:
             continue
         if wanted_accounts and row.account not in wanted_accounts:
+            continue
+        if (row.account, row.user) not in allowed:
             continue
         info = pb.ShareInfo(
             assoc_id=index,

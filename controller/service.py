@@ -21,20 +21,35 @@ from typing import Any
 
 import grpc
 
-from controller import bounds, diag, jobstate, priorityviews, queries, views, whyviews
+from controller import (
+    associations,
+    bounds,
+    diag,
+    jobstate,
+    partitionaccess,
+    priorityviews,
+    queries,
+    views,
+    visibility,
+    whyviews,
+)
 from controller.accounting import Delivery
 from controller.admission import admit
 from controller.agentlink import AgentLink
+from controller.associations import AssocSet
 from controller.core import BackfillParams, schedule
+from controller.core.placement import place
+from controller.core.plan import Start
 from controller.diag import RpcStats, SchedulerStats
 from controller.jobenv import allocation_environment
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.model import Job
 from controller.principal import Principal, principal_for
+from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
 from controller.steps import StepRequest
 from controller.store import JobStore
-from corral import SLURM_VERSION, arrayspec, auth, errors, hostlist, timefmt, tokens
+from corral import SLURM_VERSION, arrayspec, auth, authalt, errors, hostlist, timefmt, tokens, units
 from corral.config import ConfigError, load, show_config
 from corral.errors import SlurmError
 from corral.ratelimit import Gate
@@ -89,12 +104,44 @@ def _result(job_id: str, code: int) -> pb.JobResult:
     )
 
 
+#: The Job fields whose change by ``scontrol update job`` can make it unable to run anywhere.
+RESHAPING = frozenset(
+    {"partitions", "min_nodes", "max_nodes", "min_cpus", "mem_per_node", "mem_per_cpu"}
+)
+
 #: How long after answering ``scontrol requeue`` the job is ended.
 REQUEUE_KILL_DELAY_S = 0.2
 
 
 def _signal_number(value: int) -> int:
     return value if 0 < value < 65 else 0
+
+
+def _node_count(text: str, max_nodes: int | None) -> dict[str, Any]:
+    """``NumNodes=N`` or ``N-M`` (``MinNodes=N`` keeps the maximum ``max_nodes``) as
+    the job's new node counts; ESLURM_INVALID_NODE_COUNT if it is not one."""
+    low, _, high = text.partition("-")
+    if not low.isdigit() or (high and not high.isdigit()):
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    least = int(low)
+    most = int(high) if high else (max_nodes if max_nodes is not None else least)
+    if least < 1 or (most and most < least):
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    return {"min_nodes": least, "max_nodes": most, "nodes_given": True}
+
+
+def _resources(key: str, value: str) -> dict[str, Any]:
+    """``MinCPUsNode=N``, ``MinMemoryNode=SIZE`` or ``MinMemoryCPU=SIZE`` as the
+    job's new fields; EINVAL if the value is not a count or a size."""
+    try:
+        amount = int(value) if key == "mincpusnode" else units.parse_memory(value)
+    except ValueError:
+        raise SlurmError(errors.EINVAL) from None
+    if key == "mincpusnode":
+        return {"min_cpus": amount}
+    if key == "minmemorynode":
+        return {"mem_per_node": amount, "mem_per_cpu": None}
+    return {"mem_per_cpu": amount, "mem_per_node": None}
 
 
 class Handlers:
@@ -131,7 +178,7 @@ class Handlers:
         self._in_flight += 1
         began = time.perf_counter()
         try:
-            return await getattr(self, method)(request, who)
+            return await getattr(self, method)(request, elevate(who, self.store.associations))
         finally:
             self._in_flight -= 1
             self.rpc_stats.count(method, who.uid, int((time.perf_counter() - began) * 1e6))
@@ -149,6 +196,10 @@ class Handlers:
 
     async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:
         spec = to_dict(req.spec)
+        assocs = self.store.associations
+        if not spec.get("account") and assocs is not None and who.user in assocs.users:
+            # The DefaultAccount, before the partitions' AllowAccounts look at it.
+            spec["account"] = assocs.users[who.user]
         now = self.now()
         if req.test_only:
             return await self._test_only(spec, who, now)
@@ -197,7 +248,14 @@ class Handlers:
 
     async def Jobs(self, req: pb.JobsRequest, who: Principal) -> Encoded:
         flt = to_dict(req.filter)
-        jobs = queries.select(self.store.jobs, flt)
+        jobs = visibility.jobs_shown(
+            queries.select(self.store.jobs, flt),
+            self.store.conf,
+            who,
+            self.store.associations,
+            everything=req.all_partitions,
+            named=bool(flt.get("job_ids")),
+        )
         if flt.get("job_ids") and not jobs:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
         fields = tuple(f for f in req.fields if f in views.JOB_FIELDS)
@@ -215,7 +273,8 @@ class Handlers:
         return Encoded(self.encoder.reply(entries, self.now()), pb.JobsReply)
 
     def _owned(self, job: Job, who: Principal) -> None:
-        if job.uid != who.uid and not who.is_admin:
+        """Only the job's owner, an operator or its account's coordinator acts on it."""
+        if not who.may_manage(job.uid, job.account):
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
 
     def _targets(self, ids: list[str], flt: Mapping[str, Any]) -> list[tuple[str, list[Job]]]:
@@ -272,7 +331,7 @@ class Handlers:
         if len(jobs) != 1:
             return _result(text, errors.ESLURM_INVALID_JOB_ID)
         job = jobs[0]
-        if job.uid != who.uid and not who.is_admin:
+        if not who.may_manage(job.uid, job.account):
             return _result(text, errors.ESLURM_ACCESS_DENIED)
         sig = _signal_number(req.signal) or signals.SIGKILL
         if step_text == "batch" and job.state is JobState.RUNNING:
@@ -287,7 +346,7 @@ class Handlers:
         return _result(text, 0)
 
     def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:
-        if job.uid != who.uid and not who.is_admin:
+        if not who.may_manage(job.uid, job.account):
             return errors.ESLURM_ACCESS_DENIED
         sig = _signal_number(req.signal)
         if job.state.finished or COMPLETING in job.flags:
@@ -340,6 +399,7 @@ class Handlers:
         self, action: str, job: Job, updates: dict[str, str], who: Principal, now: int
     ) -> None:
         self._owned(job, who)
+        privileged = who.privileged_over(job.account)
         if action in ("hold", "uhold"):
             if job.state is not JobState.PENDING:
                 raise SlurmError(
@@ -347,22 +407,23 @@ class Handlers:
                     if job.state.finished
                     else errors.ESLURM_JOB_NOT_PENDING
                 )
-            self.store.post(job.job_id, jobstate.Hold(admin=action == "hold" and who.is_admin))
+            admin = action == "hold" and privileged
+            self.store.post(job.job_id, jobstate.Hold(admin=admin))
         elif action == "release":
-            if job.held == "admin" and not who.is_admin:
+            if job.held == "admin" and not privileged:
                 raise SlurmError(errors.ESLURM_ACCESS_DENIED)
             if job.held:
                 self.store.post(job.job_id, jobstate.Release())
         elif action in ("requeue", "requeuehold"):
             if job.state is JobState.PENDING:
                 if action == "requeuehold" and not job.held:
-                    self.store.post(job.job_id, jobstate.Hold(admin=who.is_admin))
+                    self.store.post(job.job_id, jobstate.Hold(admin=privileged))
                     return
                 raise SlurmError(errors.ESLURM_JOB_PENDING)
             if not job.requeue:
                 raise SlurmError(errors.ESLURM_DISABLED)
             running = job.state is JobState.RUNNING
-            hold = ("admin" if who.is_admin else "user") if action == "requeuehold" else ""
+            hold = ("admin" if privileged else "user") if action == "requeuehold" else ""
             self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
             if running:
                 # After the reply: a job often requeues itself (submitit), and the
@@ -391,7 +452,7 @@ class Handlers:
                 except ValueError:
                     raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT) from None
                 longer = minutes < 0 or (job.time_limit >= 0 and minutes > job.time_limit)
-                if longer and not who.is_admin:
+                if longer and not who.privileged_over(job.account):
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 changes["time_limit"] = minutes
                 if job.state is JobState.RUNNING:
@@ -403,11 +464,32 @@ class Handlers:
                 if not names or any(self.store.conf.partition(p) is None for p in names):
                     raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
                 changes["partitions"] = names
+            elif key in ("account", "qos"):
+                if job.state is not JobState.PENDING:
+                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
+                if not value:
+                    raise SlurmError(
+                        errors.ESLURM_INVALID_ACCOUNT
+                        if key == "account"
+                        else errors.ESLURM_INVALID_QOS
+                    )
+                changes[key] = value
+            elif key in ("numnodes", "minnodes"):
+                if job.state is not JobState.PENDING:
+                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
+                changes.update(_node_count(value, job.max_nodes if key == "minnodes" else None))
+                if not job.tasks_given:  # one task per node unless tasks were asked for
+                    per_node = job.ntasks_per_node or 1
+                    changes["num_tasks"] = changes["min_nodes"] * per_node
+            elif key in ("mincpusnode", "minmemorynode", "minmemorycpu"):
+                if job.state is not JobState.PENDING:
+                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
+                changes.update(_resources(key, value))
             elif key == "nice":
                 nice = int(value) if value.lstrip("-").isdigit() else None
                 if nice is None:
                     raise SlurmError(errors.EINVAL)
-                if nice < job.nice and not who.is_admin:
+                if nice < job.nice and not who.privileged_over(job.account):
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 changes["nice"] = nice
             elif key in ("name", "jobname"):
@@ -415,7 +497,7 @@ class Handlers:
             elif key == "comment":
                 changes["comment"] = value
             elif key == "priority":
-                if not who.is_admin:
+                if not who.privileged_over(job.account):
                     raise SlurmError(errors.ESLURM_ACCESS_DENIED)
                 if not value.isdigit():
                     raise SlurmError(errors.EINVAL)
@@ -432,13 +514,61 @@ class Handlers:
             else:
                 raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
         updated = replace(job, **changes)
+        if changes.keys() & (RESHAPING | {"account", "qos", "time_limit"}):
+            updated = self._recheck(job, updated, who)
         self.store.update(updated)
         if "time_limit" in changes and job.state is JobState.RUNNING:
             self.link.update_limit(updated)
 
+    def _recheck(self, job: Job, updated: Job, who: Principal) -> Job:
+        """An update that changes what the job asks of its partitions passes the
+        rules submission applies (``controller.partitionaccess``), as the job's owner:
+        access again when partition, account or QOS change; the limits unless an
+        operator or the account's coordinator makes the change (as Slurm lets them
+        exceed them); and a job reshaped so that no partition of it could ever run
+        it is refused, as at submission."""
+        conf = self.store.conf
+        parts = [p for p in conf.partitions if p.name in updated.partitions]
+        if (updated.partitions, updated.account, updated.qos) != (
+            job.partitions,
+            job.account,
+            job.qos,
+        ):
+            owner = principal_for(job.uid, job.gid)
+            for part in parts:
+                refused = partitionaccess.access_refusal(
+                    part, owner, updated.account, updated.qos, owner.group_names()
+                )
+                if refused:
+                    raise SlurmError(refused)
+            if "associations" in self.store.enforce:
+                if self.store.associations is None:
+                    raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
+                updated = associations.admit(
+                    updated, self.store.associations, self.store.enforce, ()
+                )
+        if updated.mem_per_cpu is not None and updated.mem_per_cpu != job.mem_per_cpu and parts:
+            cpus, mem = partitionaccess.fit_mem_per_cpu(
+                updated.cpus_per_task, updated.mem_per_cpu, parts[0].max_mem_per_cpu
+            )
+            updated = replace(updated, cpus_per_task=cpus, mem_per_cpu=mem)
+        if not who.privileged_over(job.account):
+            mode = partitionaccess.enforce_mode(conf.settings)
+            refused = partitionaccess.limit_refusal(updated, parts, mode)
+            if refused:
+                raise SlurmError(refused)
+        capacity = self.store.capacity
+        if {k for k in RESHAPING if getattr(job, k) != getattr(updated, k)} and not any(
+            isinstance(place(updated, capacity.partitions[p.name], capacity.nodes), Start)
+            for p in parts
+        ):  # as at submission: a job no partition could ever run is refused
+            raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+        return updated
+
     # ------------------------------------------------------------ nodes, partitions, config
 
     async def Nodes(self, req: pb.NodesRequest, who: Principal) -> pb.NodesReply:
+        visibility.check_nodes(self.store.conf, who)
         names = self._node_names(list(req.names))
         return pb.NodesReply(nodes=[views.node_info(n, self.store) for n in names], now=self.now())
 
@@ -456,7 +586,9 @@ class Handlers:
         return names
 
     async def Partitions(self, req: pb.PartitionsRequest, who: Principal) -> pb.PartitionsReply:
-        parts = self.store.conf.partitions
+        conf = self.store.conf
+        shown = visibility.shown_partitions(conf, who, self.store.associations, req.all_partitions)
+        parts = tuple(p for p in conf.partitions if p.name in shown)
         if req.names:
             parts = tuple(p for p in parts if p.name in req.names)
             if len(parts) != len(set(req.names)):
@@ -466,7 +598,7 @@ class Handlers:
         )
 
     async def NodeUpdate(self, req: pb.NodeUpdateRequest, who: Principal) -> pb.NodeUpdateReply:
-        if not who.is_admin:
+        if not who.is_operator:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         state = req.state.upper()
         if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
@@ -496,14 +628,26 @@ class Handlers:
         )
 
     async def Priorities(self, req: pb.PrioritiesRequest, who: Principal) -> pb.PrioritiesReply:
-        return priorityviews.priorities(self.store, self.now())
+        store = self.store
+        hide = visibility.private(store.conf, "jobs")
+        return priorityviews.priorities(
+            store, self.now(), lambda job: who.may_see(job.uid, job.account, hide)
+        )
 
     async def Why(self, req: pb.WhyRequest, who: Principal) -> pb.WhyReply:
         """``corral why``: why a pending job waits and what would start it sooner."""
         return await whyviews.why(self.store, req.job_id, who, self.now())
 
     async def Shares(self, req: pb.SharesRequest, who: Principal) -> pb.SharesReply:
-        return priorityviews.shares(self.store, list(req.users), list(req.accounts), self.now())
+        store = self.store
+        hide = visibility.private(store.conf, "usage")
+        return priorityviews.shares(
+            store,
+            list(req.users),
+            list(req.accounts),
+            self.now(),
+            lambda rows: visibility.share_rows_shown(rows, who, store.associations, hide),
+        )
 
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
@@ -550,6 +694,11 @@ class Handlers:
         if req.name and req.name not in book.by_name:
             raise SlurmError(errors.ESLURM_RESERVATION_INVALID)
         chosen = [book.by_name[req.name]] if req.name else list(book.by_name.values())
+        if not who.sees_all(visibility.private(self.store.conf, "reservations")):
+            account = (self.store.associations or AssocSet()).users.get(who.user, "")
+            chosen = [r for r in chosen if r.allows(who.user, account)]
+            if req.name and not chosen:
+                raise SlurmError(errors.ESLURM_RESERVATION_INVALID)
         return pb.ReservationsReply(
             reservations=[views.reservation_info(r, now) for r in chosen], now=now
         )
@@ -557,7 +706,7 @@ class Handlers:
     async def ReservationControl(
         self, req: pb.ReservationControlRequest, who: Principal
     ) -> pb.ReservationControlReply:
-        if not who.is_admin:
+        if not who.is_operator:  # sacctmgr(1): operators create, alter and delete them
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         now = self.now()
         resv = self.store.change_reservation(req.action, dict(req.settings), now)
@@ -618,7 +767,17 @@ class Handlers:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         if not self.jwt_key:
             raise SlurmError(errors.ESLURM_DISABLED, "JWT authentication is not configured")
+        rules = authalt.from_settings(dict(self.store.conf.settings))
+        if rules.disable_token_creation and not who.is_admin:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         lifespan = req.lifespan or tokens.DEFAULT_LIFESPAN
+        cap = rules.max_token_lifespan
+        if cap is not None and lifespan > cap and not who.is_admin:
+            # slurmctld's refusal, and its errno (ESLURM_INVALID_TIME_LIMIT)
+            raise SlurmError(
+                errors.ESLURM_INVALID_TIME_LIMIT,
+                f"requested token lifespan {lifespan} exceeds limit of {cap}",
+            )
         return pb.TokenReply(token=tokens.mint(self.jwt_key, user, self.now(), lifespan))
 
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
@@ -626,7 +785,7 @@ class Handlers:
         return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
 
     async def Reconfigure(self, req: pb.ReconfigureRequest, who: Principal) -> pb.ReconfigureReply:
-        if not who.is_admin:
+        if not who.is_super_user:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         self.reconfigure()
         return pb.ReconfigureReply()
@@ -645,7 +804,7 @@ class Handlers:
         self.kick()
 
     async def Shutdown(self, req: pb.ShutdownRequest, who: Principal) -> pb.ShutdownReply:
-        if not who.is_admin:
+        if not who.is_super_user:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         self.stop()
         return pb.ShutdownReply()

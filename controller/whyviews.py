@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 
-from controller.admission import partition_refusal
 from controller.core import BackfillParams
 from controller.core.why import Why, explain
 from controller.jobstate import JobState
 from controller.model import Job
+from controller.partitionaccess import access_refusal
 from controller.principal import Principal, principal_for
 from controller.schedparams import scheduler_settings
 from controller.store import JobStore
@@ -29,14 +29,14 @@ from corral.wire import corral_pb2 as pb
 
 def private(store: JobStore, who: Principal) -> bool:
     """PrivateData=jobs hides other users' jobs from ``who`` (operators see all)."""
-    return "jobs" in store.conf.accounting.private_data and not who.is_admin
+    return not who.sees_all("jobs" in store.conf.accounting.private_data)
 
 
 async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyReply:
     """The Why reply for ``job_id`` as ``who`` may see it."""
     job = store.jobs.get(job_id)
     hidden = private(store, who)
-    if job is None or (hidden and job.uid != who.uid):
+    if job is None or not who.may_see(job.uid, job.account, hidden):
         raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
     if job.state is not JobState.PENDING:
         return pb.WhyReply(
@@ -60,12 +60,13 @@ async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyR
 
 
 def _partitions_for(store: JobStore, job: Job) -> list[str]:
-    """The partitions the job's owner may submit it to (AllowGroups, AllowAccounts)."""
+    """The partitions the job's owner may submit it to (``controller.partitionaccess``)."""
     owner = principal_for(job.uid, job.gid)
+    groups = owner.group_names()
     return [
         part.name
         for part in store.conf.partitions
-        if not partition_refusal(part, owner, job.account)
+        if not access_refusal(part, owner, job.account, job.qos, groups)
     ]
 
 

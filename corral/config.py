@@ -112,6 +112,9 @@ class PartitionConfig:
     root_only: bool
     # TRESBillingWeights as (TRES, weight per unit: MiB for mem); (): billing = CPUs.
     billing_weights: tuple[tuple[str, float], ...] = ()
+    allow_qos: tuple[str, ...] | None = None  # None: ALL
+    deny_accounts: tuple[str, ...] = ()
+    deny_qos: tuple[str, ...] = ()
 
 
 #: Slurm's PriorityFlags words, in the order ``scontrol show config`` lists them.
@@ -795,6 +798,9 @@ def _partition(
         hidden=flag("Hidden"),
         root_only=flag("RootOnly"),
         billing_weights=_tres_weights(*weights, key="TRESBillingWeights") if weights else (),
+        allow_qos=names("AllowQos"),
+        deny_accounts=tuple(a.lower() for a in names("DenyAccounts") or ()),
+        deny_qos=names("DenyQos") or (),
     )
 
 

@@ -1,4 +1,4 @@
-"""What slurmdbd.conf's PrivateData lets a caller see of jobs and usage.
+"""What slurmdbd.conf's PrivateData lets a caller see of jobs, usage, users and accounts.
 
 As slurmdbd decides it: root, SlurmUser and users with AdminLevel Operator or
 Administrator see everything. Anyone else sees their own jobs and usage, and
@@ -6,10 +6,16 @@ an account coordinator also the jobs of the accounts they coordinate and of
 those below. A user with no association sees nothing ("has no associations,
 and is not admin, so not returning any jobs"). Asking for other users narrows
 what one may see; it never widens it.
+
+``users`` and ``accounts`` apply the same sight to sacctmgr's listings
+(``rows_shown``): with ``users``, user, association and coordinator rows of
+other users are left out unless they lie in accounts the caller coordinates;
+with ``accounts``, account rows are shown only for those accounts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, select
@@ -49,3 +55,28 @@ def sight(engine: Engine, uid: int, name: str, slurm_uid: int) -> Sight:
     return Sight(
         False, (uid,), tuple(sorted(a for a in parents if account_under(a, tops, parents)))
     )
+
+
+def rows_shown(
+    kind: str,
+    rows: Iterable[Mapping[str, str]],
+    name: str,
+    seen: Sight,
+    private: Iterable[str],
+) -> list[Mapping[str, str]]:
+    """Of sacctmgr's ``rows`` of ``kind``, those user ``name`` may see under
+    PrivateData ``private`` (``users``, ``accounts``) with ``seen`` (``sight``)."""
+    rows = list(rows)
+    if seen.everything:
+        return rows
+    words = set(private)
+    mine = set(seen.accounts)
+    if kind == "account" and "accounts" in words:
+        return [r for r in rows if r.get("Account") in mine]
+    if kind in ("user", "association", "coordinator") and "users" in words:
+        return [
+            r
+            for r in rows
+            if r.get("User", "").lower() == name or (r.get("Account") in mine and kind != "user")
+        ]
+    return rows

@@ -40,6 +40,7 @@ class AccountingService(pb_grpc.AccountingServicer):
         self.key = key
         self.private_jobs = "jobs" in private_data
         self.private_usage = "usage" in private_data
+        self.private_listings = tuple(p for p in private_data if p in ("users", "accounts"))
         self.slurm_uid = slurm_uid
 
     async def _caller(self, cred: pb.Credential, context: grpc.aio.ServicerContext) -> int:
@@ -133,7 +134,13 @@ class AccountingService(pb_grpc.AccountingServicer):
             )
             await context.abort(code, exc.message)
         reply = pb.AcctAdminReply(columns=answer.columns, defaults=answer.defaults)
-        for row in answer.rows:
+        rows = answer.rows
+        if request.verb == "list" and self.private_listings:
+            seen = await self._run(context, self._sight, uid)
+            rows = privacy.rows_shown(
+                request.kind, rows, caller.lower(), seen, self.private_listings
+            )
+        for row in rows:
             reply.rows.add().fields.update(row)
         return reply
 

@@ -87,6 +87,8 @@ def _packed(
             free = cpus_free(node, part, shares, stacking)
         else:
             free = node.free_cpus
+        if part.max_cpus_per_node is not None:
+            free = min(free, part.max_cpus_per_node)
         room = free // job.cpus_per_task
         later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
         tasks = min(remaining - later, room)

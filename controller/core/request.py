@@ -237,6 +237,8 @@ def node_fits(
         cpus = -(-cpus // node.unit) * node.unit  # whole cores (cons_tres, CR_Core)
         if cpus > node.cpus or cpus > cpus_free(node, part, share(job, part), stacking):
             return None
+        if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
+            return None
     memory = mem_per_node(job, part, cpus, node.real_memory)
     if memory > node.real_memory or memory > node.free_memory:
         return None

@@ -66,6 +66,8 @@ class PartitionView:
     # The nodes in selection order (Weight, then configuration order), computed once per
     # configuration; empty: place() sorts ``nodes`` itself.
     order: tuple[str, ...] = ()
+    # MaxCPUsPerNode: the most CPUs a job of the partition gets on one node (None: all).
+    max_cpus_per_node: int | None = None
 
 
 def oversubscribe(value: str) -> tuple[bool, int, bool]:

@@ -80,3 +80,31 @@ def test_asking_for_another_user_narrows_and_never_widens(storage: Storage) -> N
     assert seen(storage, "carol", uids=(UIDS["alice"], UIDS["bob"])) == ["alice"]
     assert privacy.sight(storage.engine, 0, "root", slurm_uid=0).everything
     assert privacy.sight(storage.engine, 77, "slurm", slurm_uid=77).everything
+
+
+def listed(storage: Storage, name: str, kind: str, private: tuple[str, ...]) -> list[str]:
+    """sacctmgr list ``kind`` as ``name`` sees it under PrivateData ``private``."""
+    rows = Admin(storage.engine).run("list", kind, {}, {}, False, "root", True).rows
+    sight = privacy.sight(storage.engine, UIDS[name], name, slurm_uid=0)
+    shown = privacy.rows_shown(kind, rows, name, sight, private)
+    return sorted(f"{r.get('Account', '')}/{r.get('User', '')}" for r in shown)
+
+
+def test_private_users_hides_other_users_and_their_associations(storage: Storage) -> None:
+    assert listed(storage, "bob", "user", ("users",)) == ["/bob"]
+    assert listed(storage, "bob", "association", ("users",)) == ["physics/bob"]
+    # carol coordinates lab: its associations and lab-x's, not other users' rows
+    assert listed(storage, "carol", "association", ("users",)) == [
+        "lab-x/",
+        "lab-x/alice",
+        "lab/",
+        "lab/carol",
+    ]
+    assert len(listed(storage, "olga", "user", ("users",))) == 5  # an Operator sees all (root too)
+    assert len(listed(storage, "bob", "user", ())) == 5  # without PrivateData too
+
+
+def test_private_accounts_shows_coordinated_accounts_only(storage: Storage) -> None:
+    assert listed(storage, "bob", "account", ("accounts",)) == []
+    assert listed(storage, "carol", "account", ("accounts",)) == ["lab-x/", "lab/"]
+    assert "physics/" in listed(storage, "olga", "account", ("accounts",))

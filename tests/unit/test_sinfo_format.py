@@ -336,3 +336,13 @@ def test_unknown_single_node(
     assert status == 1
     assert capsys.readouterr().err == "slurm_load_node: Invalid node name specified\n"
     assert client.requests[1] == ("Nodes", {"names": ["nosuch"]})
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "everything"),
+    [([], {}, False), (["-a"], {}, True), ([], {"SINFO_ALL": "1"}, True)],
+)
+def test_all_asks_for_hidden_partitions(
+    argv: list[str], env: dict[str, str], everything: bool
+) -> None:
+    assert sinfo.parse_settings(argv, env).all is everything

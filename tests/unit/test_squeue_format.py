@@ -476,3 +476,14 @@ def test_command_prints_golden(
     method, request = client.requests[0]
     assert method == "Jobs"
     assert request["filter"]["states"] == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "everything"),
+    [([], {}, False), (["-a"], {}, True), (["--all"], {}, True), ([], {"SQUEUE_ALL": ""}, True)],
+)
+def test_all_asks_for_jobs_in_hidden_partitions(
+    argv: list[str], env: dict[str, str], everything: bool
+) -> None:
+    settings = squeue.parse_settings(argv, env)
+    assert squeue.request(settings, [])["all_partitions"] is everything
