@@ -21,9 +21,10 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth, tokens
+from corral import __version__, auth
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
+from corral.credentials import Verifier
 from corral.wire import corral_pb2_grpc as pb_grpc
 
 log = logging.getLogger("corral.controller")
@@ -45,21 +46,23 @@ def setup_logging(verbose: int) -> None:
     )
 
 
-async def serve(conf: SlurmConfig, key: bytes) -> None:
+async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
     journal = Journal(conf.state_save_location)
     store = JobStore(conf, journal)
     store.load(time.monotonic())
     stopping = asyncio.Event()
-    link = AgentLink(store, key, lambda: loop.kick())
+    # One verifier for the Controller service and agents' hellos: one replay cache.
+    verifier = Verifier(keys.credential, auth.controller_receiver(conf.cluster_name), ttl)
+    link = AgentLink(store, keys.seal, verifier, lambda: loop.kick())
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
     loop = SchedulerLoop(store, link)
-    delivery = Delivery(store, key) if conf.accounting.enabled else None
+    delivery = Delivery(store, keys.credential, ttl) if conf.accounting.enabled else None
     handlers.accounting = delivery
     handlers.scheduler_stats = loop.stats
-    handlers.jwt_key = tokens.jwt_key(key)
+    handlers.jwt_key = keys.jwt
 
     server = grpc.aio.server(options=GRPC_OPTIONS)
-    pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, key), server)  # type: ignore[no-untyped-call]
+    pb_grpc.add_ControllerServicer_to_server(GrpcController(handlers, verifier), server)  # type: ignore[no-untyped-call]
     pb_grpc.add_AgentLinkServicer_to_server(link, server)  # type: ignore[no-untyped-call]
     _, addr = conf.controller_host
     port = server.add_insecure_port(f"{addr}:{conf.slurmctld_port}")
@@ -148,13 +151,13 @@ def main() -> None:
     for warning in conf.warnings:
         log.warning("%s", warning)
     try:
-        key = auth.load_key(auth.key_path(conf.path))
-    except auth.AuthError as exc:
+        keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))
+    except (auth.AuthError, ValueError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
     uvloop.install()
     try:
-        asyncio.run(serve(conf, key))
+        asyncio.run(serve(conf, keys, ttl))
     except JournalError as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -55,6 +55,7 @@ class DbdConfig:
     purge_event_after: int
     private_data: tuple[str, ...]
     slurm_user: str  # who runs dbd, and administers accounting data (SlurmUser)
+    auth_info: str  # AuthInfo: its ttl= is how long credentials live
     warnings: tuple[str, ...]
 
     @property
@@ -147,5 +148,6 @@ def load(path: str) -> DbdConfig:
         purge_event_after=purges["PurgeEventAfter"],
         private_data=tuple(p.strip().lower() for p in private.split(",") if p.strip()),
         slurm_user=reader.get("SlurmUser", "root")[0],
+        auth_info=reader.get("AuthInfo")[0],
         warnings=tuple(reader.warnings),
     )

@@ -9,7 +9,7 @@ from tests.integration.cluster import Cluster
 
 
 def test_scontrol_token_mints_a_jwt_the_cluster_key_verifies(cluster: Cluster) -> None:
-    key = tokens.jwt_key(auth.load_key(auth.key_path(cluster.conf)))
+    key = auth.Keys.derive(auth.load_key(auth.key_path(cluster.conf))).jwt
     out = cluster.run("scontrol", "token").stdout
     assert out.startswith("SLURM_JWT=") and out.endswith("\n")
     assert tokens.user_of(key, out.strip().split("=", 1)[1], int(time.time())) == "root"
