@@ -439,3 +439,61 @@ def test_agent_started_first_attaches_when_the_controller_appears(tmp_path: Path
             setup.stop()
 
     asyncio.run(main())
+
+
+def test_the_hello_carries_an_agent_credential_for_this_controller(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        hello = await ctl.expect("hello")
+        verifier = credentials.Verifier(setup.keys.credential, auth.controller_receiver("test"))
+        cred = verifier.check(hello, credentials.ATTACH)
+        assert (cred.uid, cred.expires - cred.issued) == (os.getuid(), auth.DEFAULT_TTL)
+
+    run(body, tmp_path)
+
+
+def test_messages_without_a_fresh_credential_for_this_agent_are_not_acted_on(
+    tmp_path: Path,
+) -> None:
+    """Unsigned, replayed, moved to another job, made for another agent or expired: the
+    job is neither signalled nor launched again."""
+
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        launch = ctl.seal(pb.ControllerMessage(launch=setup.launch(30, "echo x >> count\n")))
+        ctl.send_raw(launch)
+        await ctl.expect("done", lambda m: m.job_id == 30)
+        ctl.send(launch=setup.launch(31, "sleep 30\n"))
+        await ctl.expect("running", lambda m: m.job_id == 31)
+
+        cancel = pb.SignalJob(job_id=31, signal=0, reason="cancel")
+        unsigned = pb.ControllerMessage(signal=cancel)
+        unsigned.cred.SetInParent()
+        ctl.send_raw(unsigned)
+        moved = pb.ControllerMessage(signal=cancel)
+        moved.cred.CopyFrom(ctl.seal(pb.ControllerMessage(signal=pb.SignalJob(job_id=32))).cred)
+        ctl.send_raw(moved)
+        for receiver, now in ((auth.agent_receiver("test", "n2"), None), (None, 1000)):
+            other = pb.ControllerMessage(signal=cancel)
+            credentials.stamp(
+                other,
+                setup.keys.seal,
+                uid=os.getuid(),
+                gid=os.getgid(),
+                method=credentials.agent_message_method("signal"),
+                receiver=receiver or auth.agent_receiver("test", "n1"),
+                now=now,
+            )
+            ctl.send_raw(other)
+        ctl.send_raw(launch)  # replayed: the job is not run again, nor answered
+        await wait_until(lambda: setup.agent_log().count("refused") >= 5, "five refusals")
+        log = setup.agent_log()
+        assert "controller message signal (job_id=31) refused: Invalid" in log
+        assert "expired" in log and "replayed" in log
+        await asyncio.sleep(0.5)
+        assert setup.jobdir(31).exists() and not (setup.jobdir(31) / "result").exists()
+        assert (setup.work / "count").read_text() == "x\n"
+        ctl.send(signal=cancel)  # the controller's own, fresh: taken
+        done = await ctl.expect("done", lambda m: m.job_id == 31)
+        assert done.outcome == "cancelled"
+
+    run(body, tmp_path)

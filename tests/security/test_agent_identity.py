@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from controller.agentlink import DEAD_AFTER
 from corral import auth
 from corral.wire import corral_pb2 as pb
 from tests.integration.cluster import Cluster
@@ -69,19 +70,30 @@ def test_only_an_agent_attaches_and_never_over_a_live_one(
 
     async def attacks() -> dict[str, str]:
         captured = agent_hello(cluster, "node3")
-        return {
+        outcome = {
             "none": await _attempt(cluster, agent_hello(cluster, "node3", uid=None)),
             "user": await _attempt(cluster, agent_hello(cluster, "node3", uid=user.pw_uid)),
             "live": await _attempt(cluster, agent_hello(cluster, "node1")),
-            "fresh": await _attempt(cluster, captured),
-            "replayed": await _attempt(cluster, captured),
         }
+        silent = RogueAgent(controller_target(cluster))  # attached, then never heard from
+        try:
+            await silent.attach(captured)
+            outcome["fresh"] = await silent.outcome()
+            outcome["second"] = await _attempt(cluster, agent_hello(cluster, "node3"))
+            await asyncio.sleep(DEAD_AFTER + 1)
+            outcome["after silence"] = await _attempt(cluster, agent_hello(cluster, "node3"))
+        finally:
+            await silent.close()
+        outcome["replayed"] = await _attempt(cluster, captured)
+        return outcome
 
     outcome = asyncio.run(attacks())
     assert outcome["none"] == "Invalid authentication credential: none given"
     assert outcome["user"] == f"uid {user.pw_uid} is not root or SlurmUser: not an agent"
     assert outcome["live"].startswith("node node1 already has a live agent")
     assert outcome["fresh"] == "welcome"  # the control: a daemon's hello is taken
+    assert outcome["second"].startswith("node node3 already has a live agent")
+    assert outcome["after silence"] == "welcome"  # a dead session's nodes are taken over
     assert outcome["replayed"] == "Invalid authentication credential: replayed"
     assert before != "IDLE"
     # The real agent still serves node1: a job placed there runs and ends there.
