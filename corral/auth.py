@@ -109,9 +109,13 @@ def _user(uid: int) -> str:
         return f"uid {uid}"
 
 
-def load_key(path: str, owners: Collection[int] = (0,)) -> bytes:
-    """Read the cluster key, or raise AuthError saying why not (``check_key_file``)."""
-    check_key_file(path, "cluster key", owners)
+def load_key(path: str, owners: Collection[int] | None = None) -> bytes:
+    """Read the cluster key, or raise AuthError saying why not (``check_key_file``).
+
+    Daemons name the owners they accept (``daemon_uids``); a tool that reads its
+    own cluster's key (a benchmark, a test) accepts root and itself.
+    """
+    check_key_file(path, "cluster key", {0, os.geteuid()} if owners is None else owners)
     try:
         with open(path) as src:
             text = src.read().strip()
