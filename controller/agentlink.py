@@ -138,7 +138,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             kind = message.WhichOneof("body")
             if not session.name:
                 if kind != "hello":
-                    raise Refused(f"{kind} before hello")
+                    raise Refused(f"{kind or 'an empty message'} before hello")
                 self._admit(message.hello, session)
             elif kind == "hello":
                 raise Refused("a second hello on one stream")
@@ -165,8 +165,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             raise Refused(str(exc)) from None
         if cred.uid not in self.agents:
             raise Refused(f"uid {cred.uid} is not root or SlurmUser: not an agent")
-        if not hello.nodes:
-            raise Refused("hello names no node")
+        if not hello.nodes or not all(reg.name for reg in hello.nodes):
+            raise Refused("hello names no node, or a node without a name")
         now_mono = time.monotonic()
         for reg in hello.nodes:
             old = self.sessions.get(reg.name)
