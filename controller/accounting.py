@@ -37,6 +37,7 @@ from corral import auth, credentials, errors
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
+from corral.munge import Munge
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -124,10 +125,10 @@ def gres_tres(conf: SlurmConfig) -> list[str]:
 class Delivery:
     """Sends the store's outbox to dbd, and forwards sacct's queries to it."""
 
-    def __init__(self, store: JobStore, key: bytes, ttl: int = auth.DEFAULT_TTL) -> None:
+    def __init__(self, store: JobStore, key: bytes | Munge, ttl: int = auth.DEFAULT_TTL) -> None:
         conf = store.conf
         self.store = store
-        self.key = key  # the credential key
+        self.key = key  # the credential key (or munged)
         self.ttl = ttl
         self.cluster = conf.cluster_name
         self.target = f"{conf.accounting.host}:{conf.accounting.port}"

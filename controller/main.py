@@ -52,11 +52,16 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
     store.load(time.monotonic())
     stopping = asyncio.Event()
     # One verifier for the Controller service and agents' hellos: one replay cache.
-    verifier = Verifier(keys.credential, auth.controller_receiver(conf.cluster_name), ttl)
+    verifier = Verifier(
+        keys.signer,
+        auth.controller_receiver(conf.cluster_name),
+        ttl,
+        vouchers=auth.daemon_uids(conf.slurm_user),
+    )
     link = AgentLink(store, keys.seal, verifier, lambda: loop.kick())
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
     loop = SchedulerLoop(store, link)
-    delivery = Delivery(store, keys.credential, ttl) if conf.accounting.enabled else None
+    delivery = Delivery(store, keys.signer, ttl) if conf.accounting.enabled else None
     handlers.accounting = delivery
     handlers.scheduler_stats = loop.stats
     handlers.jwt_key = keys.jwt

@@ -31,6 +31,10 @@ from dataclasses import dataclass
 
 from corral.errors import CorralError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from corral.munge import Munge
+
 KEY_BYTES = 32
 NONCE_BYTES = 16
 
@@ -155,16 +159,25 @@ class Keys:
     credential: bytes
     seal: bytes
     jwt: bytes
+    munge: Munge | None = None  # AuthType=auth/munge: munged makes credentials instead
 
     @classmethod
-    def derive(cls, cluster_key: bytes, jwt_key: bytes | None = None) -> Keys:
+    def derive(
+        cls, cluster_key: bytes, jwt_key: bytes | None = None, munge: Munge | None = None
+    ) -> Keys:
         """The keys of a cluster; ``jwt_key`` (AuthAltParameters=jwt_key) replaces the
-        derived JWT key alone."""
+        derived JWT key alone, ``munge`` the credential key alone."""
         return cls(
             credential=derive(cluster_key, "credential"),
             seal=derive(cluster_key, "controller to agent"),
             jwt=jwt_key if jwt_key is not None else derive(cluster_key, "jwt"),
+            munge=munge,
         )
+
+    @property
+    def signer(self) -> bytes | Munge:
+        """What makes and checks credentials: munged, or the credential key."""
+        return self.munge if self.munge is not None else self.credential
 
 
 # ---------------------------------------------------------------- receivers
@@ -284,19 +297,29 @@ def jwt_key_path(alt_parameters: str) -> str | None:
     return _options(alt_parameters).get("jwt_key") or None
 
 
-def cluster_keys(conf_path: str, alt_parameters: str, slurm_user: str) -> Keys:
+def cluster_keys(
+    conf_path: str, alt_parameters: str, slurm_user: str, munge: Munge | None = None
+) -> Keys:
     """The keys of the cluster whose slurm.conf (or slurmdbd.conf) is ``conf_path``:
     derived from the cluster key beside it, the JWT key from AuthAltParameters'
     ``jwt_key`` file if set. AuthError names the file and what is wrong with it."""
     owners = daemon_uids(slurm_user)
     cluster = load_key(key_path(conf_path), owners)
     jwt_file = jwt_key_path(alt_parameters)
-    return Keys.derive(cluster, load_jwt_key(jwt_file, owners) if jwt_file else None)
+    return Keys.derive(cluster, load_jwt_key(jwt_file, owners) if jwt_file else None, munge)
 
 
 def settings_keys(conf_path: str, settings: Mapping[str, str]) -> tuple[Keys, int]:
     """A daemon's keys and credential lifetime from its config file's settings
-    (``AuthInfo``, ``AuthAltParameters``, ``SlurmUser``); AuthError or ValueError."""
-    ttl = ttl_of(settings.get("AuthInfo", ""))
+    (``AuthType``, ``AuthInfo``, ``AuthAltParameters``, ``SlurmUser``); AuthError or
+    ValueError. Only an ``AuthType=auth/munge`` written in the file turns MUNGE on
+    (its ``AuthInfo=socket=PATH`` names munged's socket)."""
+    info = settings.get("AuthInfo", "")
+    ttl = ttl_of(info)
+    munge = None
+    if settings.get("AuthType", "").strip().lower() == "auth/munge":
+        from corral.munge import Munge
+
+        munge = Munge(_options(info).get("socket", ""), ttl)
     alt = settings.get("AuthAltParameters", "")
-    return cluster_keys(conf_path, alt, settings.get("SlurmUser", "root")), ttl
+    return cluster_keys(conf_path, alt, settings.get("SlurmUser", "root"), munge), ttl

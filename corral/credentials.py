@@ -11,12 +11,14 @@ admits each nonce once (its ``ReplayCache``).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from corral import auth
 from corral.auth import AuthError
+from corral.munge import Munge
 from corral.wire import corral_pb2 as pb
 
 CONTROLLER_SERVICE = "/corral.v1.Controller/"
@@ -65,7 +67,7 @@ def _unsigned(cred: pb.Credential) -> bytes:
 
 def stamp(
     message: Any,
-    key: bytes,
+    key: bytes | Munge,
     *,
     uid: int,
     gid: int,
@@ -76,33 +78,40 @@ def stamp(
     now: int | None = None,
 ) -> Any:
     """Put a credential for one call of ``method`` on ``receiver`` on ``message``;
-    returns ``message``."""
+    returns ``message``. With MUNGE (``key`` a ``Munge``) the signature is a MUNGE
+    credential of this process carrying what the HMAC would cover."""
     issued = int(time.time()) if now is None else now
     cred = pb.Credential(
         uid=uid, gid=gid, user=user, issued=issued, expires=issued + ttl, nonce=auth.new_nonce()
     )
-    body = digest(message)
-    cred.signature = auth.sign(key, auth.seal_payload(method, receiver, body, _unsigned(cred)))
+    payload = auth.seal_payload(method, receiver, digest(message), _unsigned(cred))
+    cred.signature = key.encode(payload) if isinstance(key, Munge) else auth.sign(key, payload)
     message.cred.CopyFrom(cred)
     return message
 
 
 class Verifier:
-    """A receiver's check of credentials: its key, its name, its lifetime, its cache."""
+    """A receiver's check of credentials: its key, its name, its lifetime, its cache.
+
+    With MUNGE, munged says who made a credential: the uid it names, or one of
+    ``vouchers`` (root and SlurmUser: daemons carrying their callers' calls).
+    """
 
     def __init__(
         self,
-        key: bytes,
+        key: bytes | Munge,
         receiver: str,
         ttl: int = auth.DEFAULT_TTL,
         cache: auth.ReplayCache | None = None,
         clock: Callable[[], float] = time.time,
+        vouchers: Collection[int] = (0,),
     ) -> None:
         self.key = key
         self.receiver = receiver
         self.ttl = ttl
         self.cache = cache if cache is not None else auth.ReplayCache()
         self.clock = clock
+        self.vouchers = frozenset(vouchers)
 
     def check(self, message: Any, method: str) -> pb.Credential:
         """The credential on ``message`` if it was made for this call here, now, and
@@ -113,7 +122,9 @@ class Verifier:
         if len(cred.nonce) != auth.NONCE_BYTES:
             raise AuthError(auth.INVALID)
         payload = auth.seal_payload(method, self.receiver, digest(message), _unsigned(cred))
-        if not auth.verify(self.key, payload, cred.signature):
+        if isinstance(self.key, Munge):
+            self._munged(payload, cred)
+        elif not auth.verify(self.key, payload, cred.signature):
             raise AuthError(auth.INVALID)
         now = int(self.clock())
         refused = auth.check_times(cred.issued, cred.expires, now, self.ttl)
@@ -122,3 +133,14 @@ class Verifier:
         if refused is not None:
             raise AuthError(refused)
         return cred
+
+    def _munged(self, payload: bytes, cred: pb.Credential) -> None:
+        assert isinstance(self.key, Munge)
+        try:
+            carried, uid, _ = self.key.decode(cred.signature)
+        except AuthError as exc:
+            raise AuthError(f"{auth.INVALID}: {exc}") from None
+        if not hmac.compare_digest(carried, payload):
+            raise AuthError(auth.INVALID)
+        if uid != cred.uid and uid not in self.vouchers:
+            raise AuthError(f"{auth.INVALID}: uid {uid} made it for uid {cred.uid}")

@@ -39,7 +39,7 @@ async def serve(conf: DbdConfig, url: str, keys: auth.Keys, ttl: int) -> None:
     log.info("database %s at schema %s", engine.url.render_as_string(), schema.head())
     slurm_uid = _slurm_uid(conf.slurm_user)
     server = grpc.aio.server(options=[("grpc.max_send_message_length", 256 << 20)])
-    verifier = Verifier(keys.credential, auth.DBD_RECEIVER, ttl)
+    verifier = Verifier(keys.signer, auth.DBD_RECEIVER, ttl, vouchers={0, slurm_uid})
     service = AccountingService(Storage(engine), verifier, conf.private_data, slurm_uid)
     pb_grpc.add_AccountingServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port(f"{conf.dbd_addr}:{conf.dbd_port}")
@@ -111,7 +111,11 @@ def main() -> None:
     try:
         conf = load(path)
         # Not AuthAltParameters: dbd checks no JWT, and its key file may live elsewhere.
-        settings = {"AuthInfo": conf.auth_info, "SlurmUser": conf.slurm_user}
+        settings = {
+            "AuthType": conf.auth_type,
+            "AuthInfo": conf.auth_info,
+            "SlurmUser": conf.slurm_user,
+        }
         keys, ttl = auth.settings_keys(path, settings)
     except (ConfigError, auth.AuthError, ValueError) as exc:
         print(f"corral-dbd: fatal: {exc}", file=sys.stderr)

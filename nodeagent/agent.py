@@ -286,7 +286,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     proxy = ClientProxy(
         agent_socket_path(conf.slurmd_spool_dir),
         target,
-        keys.credential,
+        keys.signer,
         auth.controller_receiver(conf.cluster_name),
         ttl,
     )

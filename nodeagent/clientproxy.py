@@ -22,6 +22,7 @@ import grpc
 
 from corral import auth, credentials, errors
 from corral.framedserver import serve_one
+from corral.munge import Munge
 from corral.rpcerror import slurm_error
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -35,11 +36,16 @@ class ClientProxy:
     """A Unix socket for local clients whose calls go to the controller's gRPC API."""
 
     def __init__(
-        self, path: str, target: str, key: bytes, receiver: str, ttl: int = auth.DEFAULT_TTL
+        self,
+        path: str,
+        target: str,
+        key: bytes | Munge,
+        receiver: str,
+        ttl: int = auth.DEFAULT_TTL,
     ) -> None:
         self.path = path
         self.target = target
-        self.key = key  # the credential key
+        self.key = key  # the credential key (or munged)
         self.receiver = receiver  # the controller's name in credentials
         self.ttl = ttl
         self.server: asyncio.AbstractServer | None = None

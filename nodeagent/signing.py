@@ -34,7 +34,7 @@ class AgentAuth:
         """``hello`` with this agent's credential for this stream (its own uid)."""
         stamped: pb.AgentHello = credentials.stamp(
             hello,
-            self.keys.credential,
+            self.keys.signer,
             uid=os.getuid(),
             gid=os.getgid(),
             method=credentials.ATTACH,

@@ -17,6 +17,7 @@ import grpc
 
 from corral import auth, credentials, errors
 from corral.errors import SlurmError
+from corral.munge import Munge
 from corral.rpcerror import slurm_error
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -75,9 +76,11 @@ class Callers:
 class Controller:
     """One gRPC channel to the controller, shared by every request."""
 
-    def __init__(self, target: str, key: bytes, receiver: str, ttl: int = auth.DEFAULT_TTL) -> None:
+    def __init__(
+        self, target: str, key: bytes | Munge, receiver: str, ttl: int = auth.DEFAULT_TTL
+    ) -> None:
         self.target = target
-        self.key = key  # the credential key
+        self.key = key  # the credential key (or munged)
         self.receiver = receiver  # the controller's name in credentials
         self.ttl = ttl
         self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)

@@ -75,7 +75,7 @@ async def serve(
     max_body: int,
 ) -> None:
     receiver = auth.controller_receiver(conf.cluster_name)
-    controller = Controller(conf.controller_target, keys.credential, receiver, ttl)
+    controller = Controller(conf.controller_target, keys.signer, receiver, ttl)
     proxies = frozenset({"root", conf.slurm_user})
     gateway = Gateway(controller, keys.jwt, conf.cluster_name, proxies, max_body)
     # aiohttp answers a request line or header past its limits itself, in plain

@@ -3,6 +3,7 @@ and credentials on messages (made for one call, refused for any other)."""
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import pwd
 import shutil
@@ -231,3 +232,17 @@ def test_the_digest_ignores_the_credential_and_restores_it() -> None:
     before = request.SerializeToString()
     assert credentials.digest(request) == credentials.digest(_submit())
     assert request.SerializeToString() == before
+
+
+def test_authtype_munge_written_in_the_file_turns_munge_on(tmp_path: Path) -> None:
+    if ctypes.util.find_library("munge") is None:
+        pytest.skip("no libmunge")
+    _key(tmp_path)
+    conf = str(tmp_path / "slurm.conf")
+    me = pwd.getpwuid(os.getuid()).pw_name
+    plain, _ = auth.settings_keys(conf, {"SlurmUser": me})
+    assert plain.munge is None and plain.signer == plain.credential
+    settings = {"SlurmUser": me, "AuthType": "auth/munge", "AuthInfo": "socket=/run/m.sock,ttl=9"}
+    keys, ttl = auth.settings_keys(conf, settings)
+    assert keys.munge is not None and keys.signer is keys.munge
+    assert (keys.munge.socket, keys.munge.ttl, ttl) == ("/run/m.sock", 9, 9)
