@@ -401,18 +401,23 @@ class Api:
         conf = load(conf_path)
         _, addr = conf.controller_host
         self.target = f"{addr}:{conf.slurmctld_port}"
-        self.key = auth.load_key(auth.key_path(conf_path))
+        self.key = auth.Keys.derive(auth.load_key(auth.key_path(conf_path))).credential
+        self.receiver = auth.controller_receiver(conf.cluster_name)
         self.channel = grpc.insecure_channel(self.target)
         self.stub = corral_pb2_grpc.ControllerStub(self.channel)
-        self._cred: Any = None
 
-    def credential(self) -> Any:
-        """A signed credential, renewed well within its five minutes."""
-        now = int(time.time())
-        if self._cred is None or now - self._cred.issued > 60:
-            uid, gid = os.getuid(), os.getgid()
-            self._cred = self.pb.Credential(**auth.credential(self.key, uid, gid, now))
-        return self._cred
+    def signed(self, method: str, request: Any) -> Any:
+        """``request`` with a credential for this one call (each call needs its own)."""
+        from corral import credentials
+
+        return credentials.stamp(
+            request,
+            self.key,
+            uid=os.getuid(),
+            gid=os.getgid(),
+            method=credentials.controller_method(method),
+            receiver=self.receiver,
+        )
 
     def spec(self, work_dir: Path, hold: bool, **fields: Any) -> Any:
         return self.pb.JobSpec(
@@ -426,12 +431,12 @@ class Api:
         )
 
     def submit(self, spec: Any) -> int:
-        request = self.pb.SubmitRequest(cred=self.credential(), spec=spec)
+        request = self.signed("Submit", self.pb.SubmitRequest(spec=spec))
         return int(self.stub.Submit(request).job_id)
 
     def jobs(self, **filter_fields: Any) -> list[Any]:
-        request = self.pb.JobsRequest(
-            cred=self.credential(), filter=self.pb.JobFilter(**filter_fields)
+        request = self.signed(
+            "Jobs", self.pb.JobsRequest(filter=self.pb.JobFilter(**filter_fields))
         )
         return list(self.stub.Jobs(request).jobs)
 

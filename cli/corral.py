@@ -12,6 +12,7 @@ simulated clock (``controller/sim/``) and prints what the jobs would have seen.
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import signal
 import socket
@@ -122,6 +123,8 @@ def write_config(
     memory = max(_memory_mib() // max(nodes, 1), 100)
     names = f"node[1-{nodes}]" if nodes > 1 else "node1"
     dbd_port = shared_dbd[0] if shared_dbd else _free_port()
+    # The daemons run as whoever runs `corral up`: as SlurmUser, who owns the key.
+    owner = [] if os.getuid() == 0 else [f"SlurmUser={pwd.getpwuid(os.getuid()).pw_name}"]
     if shared_dbd:  # the other cluster's key: its dbd trusts this controller too
         key = auth.key_path(path)
         with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
@@ -135,6 +138,7 @@ def write_config(
                 f"DbdPort={dbd_port}",
                 "StorageType=accounting_storage/sqlite",
                 f"StorageLoc={directory}/accounting.db",
+                *owner,
                 "",
             ],
         )
@@ -150,6 +154,7 @@ def write_config(
         "KillWait=5",
         "MinJobAge=300",
         "SchedulerParameters=requeue_delay=1",
+        *owner,
         *(
             [
                 "AccountingStorageType=accounting_storage/slurmdbd",

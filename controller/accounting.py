@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
+import os
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -33,10 +33,11 @@ from controller.model import Job
 from controller.principal import Principal
 from controller.store import JobStore
 from controller.views import job_info
-from corral import auth, errors
+from corral import auth, credentials, errors
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
+from corral.munge import Munge
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -124,10 +125,11 @@ def gres_tres(conf: SlurmConfig) -> list[str]:
 class Delivery:
     """Sends the store's outbox to dbd, and forwards sacct's queries to it."""
 
-    def __init__(self, store: JobStore, key: bytes) -> None:
+    def __init__(self, store: JobStore, key: bytes | Munge, ttl: int = auth.DEFAULT_TTL) -> None:
         conf = store.conf
         self.store = store
-        self.key = key
+        self.key = key  # the credential key (or munged)
+        self.ttl = ttl
         self.cluster = conf.cluster_name
         self.target = f"{conf.accounting.host}:{conf.accounting.port}"
         self._channel = grpc.aio.insecure_channel(self.target)
@@ -139,8 +141,20 @@ class Delivery:
         self._registering = asyncio.Lock()
         store.recorder = lambda job: record(store, job)
 
-    def _cred(self, uid: int = 0, gid: int = 0) -> pb.Credential:
-        return pb.Credential(**auth.credential(self.key, uid, gid, int(time.time())))
+    def _signed(self, method: str, request: Any, who: Principal | None = None) -> Any:
+        """``request`` with a credential for this one call of dbd's ``method``: the
+        caller's, or this controller's own (its uid: root or SlurmUser, the only ones
+        dbd takes records from)."""
+        uid, gid = (who.uid, who.gid) if who is not None else (os.getuid(), os.getgid())
+        return credentials.stamp(
+            request,
+            self.key,
+            uid=uid,
+            gid=gid,
+            method=credentials.accounting_method(method),
+            receiver=auth.DBD_RECEIVER,
+            ttl=self.ttl,
+        )
 
     async def _register(self) -> None:
         """Tell dbd this cluster exists (it then has Slurm's default associations)."""
@@ -150,17 +164,14 @@ class Delivery:
 
     async def _register_now(self) -> None:
         conf = self.store.conf
-        await self._stub.RegisterCluster(
-            pb.RegisterClusterRequest(
-                cred=self._cred(),
-                cluster=self.cluster,
-                control_host=conf.controller_host[1],
-                control_port=conf.slurmctld_port,
-                cpus=sum(node.cpus for node in conf.nodes),
-                tres=gres_tres(conf),
-            ),
-            timeout=10,
+        request = pb.RegisterClusterRequest(
+            cluster=self.cluster,
+            control_host=conf.controller_host[1],
+            control_port=conf.slurmctld_port,
+            cpus=sum(node.cpus for node in conf.nodes),
+            tres=gres_tres(conf),
         )
+        await self._stub.RegisterCluster(self._signed("RegisterCluster", request), timeout=10)
         self._registered = True
         self._reachable()
 
@@ -183,9 +194,8 @@ class Delivery:
                     await self._register()
                     continue
                 request, seqs, event_seqs = batch(outbox, events)
-                request.cred.CopyFrom(self._cred())
                 request.cluster = self.cluster
-                await self._stub.RecordJobs(request, timeout=30)
+                await self._stub.RecordJobs(self._signed("RecordJobs", request), timeout=30)
             except grpc.aio.AioRpcError as exc:
                 if not self.failing:
                     log.warning("accounting: dbd at %s: %s", self.target, exc.details())
@@ -232,8 +242,8 @@ class Delivery:
         rows = {}
         kinds = (("association", {"cluster": self.cluster}), ("user", {}), ("qos", {}))
         for kind, where in (*kinds, ("coordinator", {})):
-            request = pb.AcctAdminRequest(cred=self._cred(), verb="list", kind=kind, where=where)
-            reply = await self._stub.AcctAdmin(request, timeout=30)
+            request = pb.AcctAdminRequest(verb="list", kind=kind, where=where)
+            reply = await self._stub.AcctAdmin(self._signed("AcctAdmin", request), timeout=30)
             rows[kind] = [dict(row.fields) for row in reply.rows]
         return AssocSet.from_rows(
             rows["association"], rows["user"], rows["qos"], rows["coordinator"]
@@ -265,9 +275,10 @@ class Delivery:
         """Call dbd's ``method`` with a copy of ``request`` signed as the calling user."""
         forwarded = type(request)()
         forwarded.CopyFrom(request)
-        forwarded.cred.CopyFrom(self._cred(who.uid, who.gid))
+        forwarded.ClearField("cred")
         try:
-            return await getattr(self._stub, method)(forwarded, timeout=timeout)
+            signed = self._signed(method, forwarded, who)
+            return await getattr(self._stub, method)(signed, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
             raise _failure(exc) from None
 

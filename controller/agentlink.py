@@ -11,15 +11,27 @@ still alive on them. The controller then:
     ask for them.
 Liveness: each message from an agent refreshes its nodes; ``check_nodes``
 turns nodes silent past SlurmdTimeout DOWN and handles their jobs.
+
+Trust: a stream counts for nothing until its hello carries a credential made
+for it by root or SlurmUser (only daemons hold the key, and a user's credential
+names the user). A session then speaks only for the nodes it attached: a
+report about a job placed elsewhere is logged and dropped. A node held by a
+live session cannot be taken over by a second one; a session silent for
+``DEAD_AFTER`` seconds is taken for dead, and a restarting agent's old stream
+normally ends at once anyway. Every message to an agent carries the
+controller's credential, made with the seal key for that agent and message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+import grpc
 
 from controller import jobstate
 from controller.jobenv import batch_environment, gpu_environment, without_grants
@@ -27,7 +39,8 @@ from controller.jobstate import InvalidTransition
 from controller.model import Job, Step
 from controller.steps import step_environment
 from controller.store import JobStore, Registration, holds_nodes
-from corral import auth
+from corral import auth, credentials
+from corral.credentials import Verifier
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -35,22 +48,39 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL = 2  # seconds
 RESULT_GRACE = 5.0  # seconds to wait for a result after a hello
+#: Seconds of silence after which a session is taken for dead: a second agent may
+#: then attach for its nodes (a live one heartbeats every HEARTBEAT_INTERVAL).
+DEAD_AFTER = 3 * HEARTBEAT_INTERVAL + 1
+
+
+class Refused(Exception):
+    """A stream that is not let in (its reason is logged and sent back)."""
 
 
 class _Session:
     def __init__(self, peer: str) -> None:
         self.peer = peer
+        self.name = ""  # the hello's first node: the agent's name in its credentials
         self.nodes: list[str] = []
+        self.heard = time.monotonic()
         self.queue: asyncio.Queue[pb.ControllerMessage] = asyncio.Queue()
 
     def send(self, message: pb.ControllerMessage) -> None:
         self.queue.put_nowait(message)
 
+    def alive(self, now_mono: float) -> bool:
+        return now_mono - self.heard <= DEAD_AFTER
+
 
 class AgentLink(pb_grpc.AgentLinkServicer):
-    def __init__(self, store: JobStore, key: bytes, on_change: Callable[[], None]) -> None:
+    def __init__(
+        self, store: JobStore, key: bytes, verifier: Verifier, on_change: Callable[[], None]
+    ) -> None:
         self.store = store
-        self.key = key
+        self.key = key  # the seal key: what the controller sends agents
+        self.verifier = verifier  # agents' hellos, as the Controller service's calls
+        self.ttl = verifier.ttl
+        self.agents = auth.daemon_uids(store.conf.slurm_user)
         self.on_change = on_change  # wakes the scheduler
         self.sessions: dict[str, _Session] = {}  # node name -> session
         self.config_path = store.conf.path
@@ -68,25 +98,52 @@ class AgentLink(pb_grpc.AgentLinkServicer):
     ) -> AsyncIterator[pb.ControllerMessage]:
         session = _Session(context.peer())
         reader = asyncio.create_task(self._read(request_iterator, session))
+        refused = None
         try:
             while True:
                 getter = asyncio.create_task(session.queue.get())
                 done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
-                    yield getter.result()
+                    yield self._sealed(getter.result(), session)
                     continue
                 getter.cancel()
-                if reader.exception() is not None:
-                    log.warning("agent %s: %s", session.peer, reader.exception())
+                failure = reader.exception()
+                if isinstance(failure, Refused):
+                    refused = str(failure)
+                    log.warning("agent %s refused: %s", session.peer, refused)
+                elif failure is not None:
+                    log.warning("agent %s: %s", session.peer, failure)
                 break
         finally:
             reader.cancel()
             self._detach(session)
+        if refused is not None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
+
+    def _sealed(self, message: pb.ControllerMessage, session: _Session) -> pb.ControllerMessage:
+        """``message`` with the controller's credential for this agent, made as it leaves."""
+        kind = message.WhichOneof("body") or ""
+        return credentials.stamp(
+            message,
+            self.key,
+            uid=os.getuid(),
+            gid=os.getgid(),
+            method=credentials.agent_message_method(kind),
+            receiver=auth.agent_receiver(self.store.conf.cluster_name, session.name),
+            ttl=self.ttl,
+        )
 
     async def _read(self, messages: AsyncIterator[pb.AgentMessage], session: _Session) -> None:
         async for message in messages:
             kind = message.WhichOneof("body")
+            if not session.name:
+                if kind != "hello":
+                    raise Refused(f"{kind or 'an empty message'} before hello")
+                self._admit(message.hello, session)
+            elif kind == "hello":
+                raise Refused("a second hello on one stream")
             now_mono = time.monotonic()
+            session.heard = now_mono
             for name in session.nodes:
                 self.store.node_seen(name, now_mono)
             if kind == "hello":
@@ -94,9 +151,28 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             elif kind == "done":
                 await self._done(message.done, session)
             elif kind == "step_done":
-                self._step_done(message.step_done)
+                self._step_done(message.step_done, session)
             elif kind == "running":
-                log.debug("job_id=%d running pid=%d", message.running.job_id, message.running.pid)
+                self._running(message.running, session)
+
+    def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
+        """Let a stream in, or raise Refused: its hello must carry a credential made for
+        it by root or SlurmUser, name at least one node, and take no node from a live
+        session."""
+        try:
+            cred = self.verifier.check(hello, credentials.ATTACH)
+        except auth.AuthError as exc:
+            raise Refused(str(exc)) from None
+        if cred.uid not in self.agents:
+            raise Refused(f"uid {cred.uid} is not root or SlurmUser: not an agent")
+        if not hello.nodes or not all(reg.name for reg in hello.nodes):
+            raise Refused("hello names no node, or a node without a name")
+        now_mono = time.monotonic()
+        for reg in hello.nodes:
+            old = self.sessions.get(reg.name)
+            if old is not None and old.alive(now_mono):
+                raise Refused(f"node {reg.name} already has a live agent ({old.peer})")
+        session.name = hello.nodes[0].name
 
     def _detach(self, session: _Session) -> None:
         for name in session.nodes:
@@ -115,6 +191,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 continue
             old = self.sessions.get(reg.name)
             if old is not None and old is not session:
+                log.warning(
+                    "agent %s silent for %d s: %s taken over", old.peer, DEAD_AFTER, reg.name
+                )
                 old.nodes.remove(reg.name)
             self.sessions[reg.name] = session
             session.nodes.append(reg.name)
@@ -188,7 +267,31 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         task.add_done_callback(self._flushes.discard)
         self.on_change()
 
+    def _placed_elsewhere(self, job_id: int, restarts: int, what: str, session: _Session) -> bool:
+        """True (and logged) when this run of the job is not on the session's nodes: a
+        session speaks for its own nodes' jobs alone."""
+        job = self.store.jobs.get(job_id)
+        if job is None or job.restarts != restarts:
+            return False  # nothing to act on: a stale run is acknowledged, as before
+        if job.nodes and job.nodes[0] in session.nodes:  # ended jobs keep their nodes
+            return False
+        log.warning(
+            "agent %s (%s) sent %s for job_id=%d placed on %s: dropped",
+            session.peer,
+            ",".join(session.nodes),
+            what,
+            job_id,
+            ",".join(job.nodes) or "no node",
+        )
+        return True
+
+    def _running(self, running: pb.JobRunning, session: _Session) -> None:
+        if not self._placed_elsewhere(running.job_id, running.restarts, "JobRunning", session):
+            log.debug("job_id=%d running pid=%d", running.job_id, running.pid)
+
     async def _done(self, done: pb.JobDone, session: _Session) -> None:
+        if self._placed_elsewhere(done.job_id, done.restarts, "JobDone", session):
+            return
         job = self.store.jobs.get(done.job_id)
         if job is not None and job.restarts == done.restarts:
             try:
@@ -264,7 +367,6 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         )
         if job.array_task_id is not None:
             launch.array_task_id = job.array_task_id
-        launch.signature = auth.sign(self.key, launch.SerializeToString(deterministic=True))
         session.send(pb.ControllerMessage(launch=launch))
 
     def launch_step(self, job: Job, step: Step, req: pb.StepCreateRequest) -> None:
@@ -320,10 +422,20 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
-            launch.signature = auth.sign(self.key, launch.SerializeToString(deterministic=True))
             session.send(pb.ControllerMessage(launch_step=launch))
 
-    def _step_done(self, done: pb.StepDone) -> None:
+    def _step_done(self, done: pb.StepDone, session: _Session) -> None:
+        job = self.store.jobs.get(done.job_id)
+        if done.node not in session.nodes or job is None or done.node not in job.nodes:
+            log.warning(
+                "agent %s (%s) sent StepDone of %d.%d for node %s: dropped",
+                session.peer,
+                ",".join(session.nodes),
+                done.job_id,
+                done.step_id,
+                done.node or "none",
+            )
+            return
         usage = (done.max_rss_kb, done.user_cpu_us, done.sys_cpu_us)
         if done.message:
             log.warning(

@@ -21,9 +21,10 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth, authalt, ratelimit, tokens
+from corral import __version__, auth, authalt, ratelimit
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
+from corral.credentials import Verifier
 from corral.ratelimit import Gate
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -45,18 +46,25 @@ def setup_logging(verbose: int) -> None:
     )
 
 
-async def serve(conf: SlurmConfig, key: bytes) -> None:
+async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
     journal = Journal(conf.state_save_location)
     store = JobStore(conf, journal)
     store.load(time.monotonic())
     stopping = asyncio.Event()
-    link = AgentLink(store, key, lambda: loop.kick())
+    # One verifier for the Controller service and agents' hellos: one replay cache.
+    verifier = Verifier(
+        keys.signer,
+        auth.controller_receiver(conf.cluster_name),
+        ttl,
+        vouchers=auth.daemon_uids(conf.slurm_user),
+    )
+    link = AgentLink(store, keys.seal, verifier, lambda: loop.kick())
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
     loop = SchedulerLoop(store, link)
-    delivery = Delivery(store, key) if conf.accounting.enabled else None
+    delivery = Delivery(store, keys.signer, ttl) if conf.accounting.enabled else None
     handlers.accounting = delivery
     handlers.scheduler_stats = loop.stats
-    handlers.jwt_key = tokens.jwt_key(key)
+    handlers.jwt_key = keys.jwt
     for warning in authalt.from_settings(dict(conf.settings)).warnings:
         log.warning("%s", warning)  # slurmctld's: the limit is not enforced
 
@@ -73,7 +81,7 @@ async def serve(conf: SlurmConfig, key: bytes) -> None:
         options=[*GRPC_OPTIONS, *bounded],
         maximum_concurrent_rpcs=limits.max_connections + len(conf.nodes),
     )
-    controller = GrpcController(handlers, key, Gate(limits))
+    controller = GrpcController(handlers, verifier, Gate(limits))
     pb_grpc.add_ControllerServicer_to_server(controller, server)  # type: ignore[no-untyped-call]
     pb_grpc.add_AgentLinkServicer_to_server(link, server)  # type: ignore[no-untyped-call]
     _, addr = conf.controller_host
@@ -164,17 +172,13 @@ def main() -> None:
         log.warning("%s", warning)
     try:
         ratelimit.from_config(conf)
-    except ValueError as exc:
-        print(f"corral-controller: fatal: {exc}", file=sys.stderr)
-        sys.exit(1)
-    try:
-        key = auth.load_key(auth.key_path(conf.path))
-    except auth.AuthError as exc:
+        keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))
+    except (auth.AuthError, ValueError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
     uvloop.install()
     try:
-        asyncio.run(serve(conf, key))
+        asyncio.run(serve(conf, keys, ttl))
     except JournalError as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -49,8 +49,20 @@ from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
 from controller.steps import StepRequest
 from controller.store import JobStore
-from corral import SLURM_VERSION, arrayspec, auth, authalt, errors, hostlist, timefmt, tokens, units
+from corral import (
+    SLURM_VERSION,
+    arrayspec,
+    auth,
+    authalt,
+    credentials,
+    errors,
+    hostlist,
+    timefmt,
+    tokens,
+    units,
+)
 from corral.config import ConfigError, load, show_config
+from corral.credentials import Verifier
 from corral.errors import SlurmError
 from corral.ratelimit import Gate
 from corral.wire import corral_pb2 as pb
@@ -837,20 +849,22 @@ METHODS = (
 )
 
 
-def verify_credential(key: bytes, cred: pb.Credential, now: int) -> Principal:
-    """A signed credential from an API client or restd, or SlurmError."""
-    refused = auth.check_credential(key, cred.uid, cred.gid, cred.issued, cred.signature, now)
-    if refused:
-        raise SlurmError(errors.ESLURM_ACCESS_DENIED, refused)
+def authenticate(verifier: Verifier, request: Any, method: str) -> Principal:
+    """Who calls ``method`` with ``request`` (a credential made for exactly this call,
+    here, never seen before), or SlurmError."""
+    try:
+        cred = verifier.check(request, credentials.controller_method(method))
+    except auth.AuthError as exc:
+        raise SlurmError(errors.ESLURM_ACCESS_DENIED, str(exc)) from None
     return principal_for(cred.uid, cred.gid)
 
 
 class GrpcController(pb_grpc.ControllerServicer):
-    """The gRPC face of ``Handlers``: every request must carry a signed credential."""
+    """The gRPC face of ``Handlers``: every request must carry a credential made for it."""
 
-    def __init__(self, handlers: Handlers, key: bytes, gate: Gate) -> None:
+    def __init__(self, handlers: Handlers, verifier: Verifier, gate: Gate) -> None:
         self.handlers = handlers
-        self.key = key
+        self.verifier = verifier
         self.gate = gate  # the per-user rate limit, keyed by the credential's uid
         for method in METHODS:
             setattr(self, method, self._wrap(method))
@@ -861,7 +875,7 @@ class GrpcController(pb_grpc.ControllerServicer):
                 if method == "Ping":
                     who = principal_for(0, 0)
                 else:
-                    who = verify_credential(self.key, request.cred, int(time.time()))
+                    who = authenticate(self.verifier, request, method)
                     if not self.gate.allow(who.uid, time.monotonic()):
                         raise SlurmError(errors.SLURMCTLD_COMMUNICATIONS_BACKOFF)
                 reply = await self.handlers.dispatch(method, request, who)

@@ -1,19 +1,18 @@
 """JSON Web Tokens for the REST gateway, as ``scontrol token`` mints them.
 
 HS256, as slurmrestd's ``auth/jwt``: the claims are ``sun`` (the user name,
-Slurm's claim), ``iat`` and ``exp``. The signing key is derived from the
-cluster key (``corral.key``) rather than being it, so a token and a message
-signature can never stand for each other. PyJWT does the encoding and the
+Slurm's claim), ``iat`` and ``exp``. The signing key is ``corral.auth.Keys.jwt``:
+derived from the cluster key (``corral.key``) rather than being it, so a token
+and a message signature can never stand for each other, or the file named by
+``AuthAltParameters=jwt_key=PATH``, as Slurm's. PyJWT does the encoding and the
 checks (signature, expiry) that are easy to get subtly wrong by hand.
 """
 
 from __future__ import annotations
 
-import hashlib
-
 import jwt
 
-__all__ = ["DEFAULT_LIFESPAN", "TokenError", "jwt_key", "mint", "user_of", "verify"]
+__all__ = ["DEFAULT_LIFESPAN", "TokenError", "mint", "user_of", "verify"]
 
 #: scontrol token's default lifespan, seconds (Slurm's).
 DEFAULT_LIFESPAN = 1800
@@ -21,11 +20,6 @@ DEFAULT_LIFESPAN = 1800
 
 class TokenError(Exception):
     """A token that is malformed, forged or expired; str() says which."""
-
-
-def jwt_key(cluster_key: bytes) -> bytes:
-    """The HS256 key of the cluster's tokens."""
-    return hashlib.sha256(b"corral jwt\0" + cluster_key).digest()
 
 
 def mint(key: bytes, user: str, now: int, lifespan: int = DEFAULT_LIFESPAN) -> str:

@@ -55,6 +55,8 @@ class DbdConfig:
     purge_event_after: int
     private_data: tuple[str, ...]
     slurm_user: str  # who runs dbd, and administers accounting data (SlurmUser)
+    auth_type: str  # AuthType as written ("" when not): auth/munge turns MUNGE on
+    auth_info: str  # AuthInfo: its ttl= is how long credentials live (socket=: munged's)
     warnings: tuple[str, ...]
 
     @property
@@ -147,5 +149,7 @@ def load(path: str) -> DbdConfig:
         purge_event_after=purges["PurgeEventAfter"],
         private_data=tuple(p.strip().lower() for p in private.split(",") if p.strip()),
         slurm_user=reader.get("SlurmUser", "root")[0],
+        auth_type=reader.get("AuthType")[0],
+        auth_info=reader.get("AuthInfo")[0],
         warnings=tuple(reader.warnings),
     )

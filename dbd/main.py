@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from corral import __version__, auth
 from corral.confsyntax import ConfigError
 from corral.confsyntax import default_path as slurm_conf_path
+from corral.credentials import Verifier
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd import schema
 from dbd.config import DbdConfig, default_path, load
@@ -32,13 +33,14 @@ log = logging.getLogger("corral.dbd")
 ROLLUP_EVERY_S = 300.0
 
 
-async def serve(conf: DbdConfig, url: str, key: bytes) -> None:
+async def serve(conf: DbdConfig, url: str, keys: auth.Keys, ttl: int) -> None:
     engine = engine_for(url)
     schema.upgrade(engine)
     log.info("database %s at schema %s", engine.url.render_as_string(), schema.head())
     slurm_uid = _slurm_uid(conf.slurm_user)
     server = grpc.aio.server(options=[("grpc.max_send_message_length", 256 << 20)])
-    service = AccountingService(Storage(engine), key, conf.private_data, slurm_uid)
+    verifier = Verifier(keys.signer, auth.DBD_RECEIVER, ttl, vouchers={0, slurm_uid})
+    service = AccountingService(Storage(engine), verifier, conf.private_data, slurm_uid)
     pb_grpc.add_AccountingServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port(f"{conf.dbd_addr}:{conf.dbd_port}")
     if port == 0:
@@ -108,15 +110,21 @@ def main() -> None:
     path = args.config or default_path(slurm_conf_path())
     try:
         conf = load(path)
-        key = auth.load_key(auth.key_path(path))
-    except (ConfigError, auth.AuthError) as exc:
+        # Not AuthAltParameters: dbd checks no JWT, and its key file may live elsewhere.
+        settings = {
+            "AuthType": conf.auth_type,
+            "AuthInfo": conf.auth_info,
+            "SlurmUser": conf.slurm_user,
+        }
+        keys, ttl = auth.settings_keys(path, settings)
+    except (ConfigError, auth.AuthError, ValueError) as exc:
         print(f"corral-dbd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
     for warning in conf.warnings:
         log.warning("%s", warning)
     uvloop.install()
     try:
-        asyncio.run(serve(conf, args.database or conf.database_url, key))
+        asyncio.run(serve(conf, args.database or conf.database_url, keys, ttl))
     except OperationalError as exc:
         print(f"corral-dbd: fatal: cannot reach the database: {exc.orig}", file=sys.stderr)
         sys.exit(1)

@@ -1,9 +1,11 @@
 """corral-dbd's gRPC face: controllers record jobs, sacct's queries come through them.
 
-Every call carries a ``Credential`` signed with the cluster key, so only a
-controller (or an administrator holding the key) reaches the store; a query
-is answered as the user the credential names, within what ``PrivateData``
-lets them see (``dbd.privacy``). Database work
+Every call carries a ``Credential`` made for that call to dbd
+(``corral.credentials``), so only a controller (or an administrator holding the
+key) reaches the store, and no credential serves twice. Records
+(``RegisterCluster``, ``RecordJobs``) are taken only from root or SlurmUser, as
+slurmdbd takes them only from slurmctld; a query is answered as the user the
+credential names, within what ``PrivateData`` lets them see (``dbd.privacy``). Database work
 runs on worker threads, so one slow query does not stall the deliveries.
 A database that cannot be reached is ``UNAVAILABLE``: controllers keep their
 outbox and try again.
@@ -19,8 +21,9 @@ from typing import Any
 import grpc
 from sqlalchemy.exc import DBAPIError
 
-from corral import auth
-from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
+from corral import auth, credentials
+from corral.credentials import Verifier
+from corral.errors import ESLURM_ACCESS_DENIED, MESSAGES, SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd import privacy
@@ -34,22 +37,37 @@ log = logging.getLogger("corral.dbd")
 
 
 class AccountingService(pb_grpc.AccountingServicer):
-    def __init__(self, storage: Storage, key: bytes, private_data: tuple[str, ...], slurm_uid: int):
+    def __init__(
+        self,
+        storage: Storage,
+        verifier: Verifier,
+        private_data: tuple[str, ...],
+        slurm_uid: int,
+    ):
         self.storage = storage
         self.admin = Admin(storage.engine)
-        self.key = key
+        self.verifier = verifier
         self.private_jobs = "jobs" in private_data
         self.private_usage = "usage" in private_data
         self.private_listings = tuple(p for p in private_data if p in ("users", "accounts"))
         self.slurm_uid = slurm_uid
 
-    async def _caller(self, cred: pb.Credential, context: grpc.aio.ServicerContext) -> int:
-        refused = auth.check_credential(
-            self.key, cred.uid, cred.gid, cred.issued, cred.signature, int(time.time())
-        )
-        if refused:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
-        return cred.uid
+    async def _caller(self, request: Any, method: str, context: grpc.aio.ServicerContext) -> int:
+        """The uid a request's credential names, if it was made for this call to dbd."""
+        try:
+            cred = self.verifier.check(request, credentials.accounting_method(method))
+        except auth.AuthError as exc:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        uid: int = cred.uid
+        return uid
+
+    async def _daemon(self, request: Any, method: str, context: grpc.aio.ServicerContext) -> None:
+        """Records come from controllers alone: root or SlurmUser (whoever holds a user's
+        credential must not write accounting)."""
+        uid = await self._caller(request, method, context)
+        if uid not in (0, self.slurm_uid):
+            log.warning("%s from uid %d refused: not root or SlurmUser", method, uid)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, MESSAGES[ESLURM_ACCESS_DENIED])
 
     def _sight(self, uid: int) -> Sight:
         return privacy.sight(self.storage.engine, uid, user_name(uid).lower(), self.slurm_uid)
@@ -64,7 +82,7 @@ class AccountingService(pb_grpc.AccountingServicer):
     async def RegisterCluster(
         self, request: pb.RegisterClusterRequest, context: grpc.aio.ServicerContext
     ) -> pb.RegisterClusterReply:
-        await self._caller(request.cred, context)
+        await self._daemon(request, "RegisterCluster", context)
         await self._run(
             context,
             self.storage.register_cluster,
@@ -81,7 +99,7 @@ class AccountingService(pb_grpc.AccountingServicer):
     async def RecordJobs(
         self, request: pb.RecordJobsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RecordJobsReply:
-        await self._caller(request.cred, context)
+        await self._daemon(request, "RecordJobs", context)
         if (
             len(request.jobs) != len(request.seqs)
             or len(request.events) != len(request.event_seqs)
@@ -112,7 +130,7 @@ class AccountingService(pb_grpc.AccountingServicer):
     async def AcctAdmin(
         self, request: pb.AcctAdminRequest, context: grpc.aio.ServicerContext
     ) -> pb.AcctAdminReply:
-        uid = await self._caller(request.cred, context)
+        uid = await self._caller(request, "AcctAdmin", context)
         caller = user_name(uid)
         try:
             answer = await self._run(
@@ -147,7 +165,7 @@ class AccountingService(pb_grpc.AccountingServicer):
     async def History(
         self, request: pb.HistoryRequest, context: grpc.aio.ServicerContext
     ) -> pb.HistoryReply:
-        uid = await self._caller(request.cred, context)
+        uid = await self._caller(request, "History", context)
         f = request.filter
         try:
             job_ids = parse_job_ids(f.job_ids)
@@ -185,7 +203,7 @@ class AccountingService(pb_grpc.AccountingServicer):
         ``dbd.privacy``) sees only their own usage: their user rows alone,
         without account rows, and nothing when they ask for other users.
         """
-        uid = await self._caller(request.cred, context)
+        uid = await self._caller(request, "Report", context)
         users = tuple(request.users)
         hidden = False
         if self.private_usage and not (await self._run(context, self._sight, uid)).everything:

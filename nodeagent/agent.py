@@ -35,6 +35,7 @@ from nodeagent.jobs import JobTable
 from nodeagent.link import Link
 from nodeagent.mps import MpsServers
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
+from nodeagent.signing import AgentAuth
 from nodeagent.spool import Spool
 
 log = logging.getLogger(__name__)
@@ -232,8 +233,8 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     facts = probe_host()
     nodes = select_nodes(conf, requested, facts.hostname)
     try:
-        key = auth.load_key(auth.key_path(conf.path))
-    except auth.AuthError as exc:
+        keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))
+    except (auth.AuthError, ValueError) as exc:
         raise AgentError(str(exc)) from None
     devices = None
     if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices
@@ -243,7 +244,6 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     table = JobTable(
         spool=spool,
         hostnames={node.name: node.node_hostname or node.name for node in nodes},
-        key=key,
         slurm_conf=os.path.abspath(conf.path),
         kill_wait=conf.kill_wait,
         python=sys.executable,
@@ -281,9 +281,15 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         ),
         table,
         start_time,
+        AgentAuth(keys, conf.cluster_name, nodes[0].name, ttl, auth.daemon_uids(conf.slurm_user)),
     )
     proxy = ClientProxy(
-        agent_socket_path(conf.slurmd_spool_dir), target, key, ratelimit.from_config(conf)
+        agent_socket_path(conf.slurmd_spool_dir),
+        target,
+        keys.signer,
+        auth.controller_receiver(conf.cluster_name),
+        ratelimit.from_config(conf),
+        ttl,
     )
     await proxy.start()
     stop = asyncio.Event()

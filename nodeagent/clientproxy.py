@@ -4,10 +4,10 @@ On the controller's host the clients (sbatch, squeue, srun in a job, ...)
 use its Unix socket, which learns who they are from the kernel. Anywhere
 else they use the same framed protocol on the node agent's socket
 (``corral.client.agent_socket_path``): the agent learns the caller's uid and
-gid the same way (SO_PEERCRED), signs a credential for them with the cluster
-key, and makes the call on the controller's gRPC API. This is MUNGE's part in
-Slurm: the controller takes a node's word for who is asking, and only hosts
-holding the key can give it.
+gid the same way (SO_PEERCRED), signs a credential for them and for that one
+call (``corral.credentials``), and makes the call on the controller's gRPC
+API. This is MUNGE's part in Slurm: the controller takes a node's word for
+who is asking, and only hosts holding the key can give it.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from typing import Any
 
 import grpc
 
-from corral import auth, errors
+from corral import auth, credentials, errors
 from corral.framedserver import serve_one
+from corral.munge import Munge
 from corral.ratelimit import Gate, Limits
 from corral.rpcerror import slurm_error
 from corral.wire import corral_pb2 as pb
@@ -36,10 +36,20 @@ CALL_TIMEOUT_S = 120.0
 class ClientProxy:
     """A Unix socket for local clients whose calls go to the controller's gRPC API."""
 
-    def __init__(self, path: str, target: str, key: bytes, limits: Limits) -> None:
+    def __init__(
+        self,
+        path: str,
+        target: str,
+        key: bytes | Munge,
+        receiver: str,
+        limits: Limits,
+        ttl: int = auth.DEFAULT_TTL,
+    ) -> None:
         self.path = path
         self.target = target
-        self.key = key
+        self.key = key  # the credential key (or munged)
+        self.receiver = receiver  # the controller's name in credentials
+        self.ttl = ttl
         self.gate = Gate(limits)
         self.server: asyncio.AbstractServer | None = None
         self.channel: grpc.aio.Channel | None = None
@@ -77,8 +87,16 @@ class ClientProxy:
         except Exception:
             return _error(errors.ESLURM_PROTOCOL_ERROR, "malformed request")
         if "cred" in request_type.DESCRIPTOR.fields_by_name:
-            signed = auth.credential(self.key, uid, gid, int(time.time()))
-            request.cred.CopyFrom(pb.Credential(**signed))
+            request.ClearField("cred")
+            credentials.stamp(
+                request,
+                self.key,
+                uid=uid,
+                gid=gid,
+                method=credentials.controller_method(frame.method),
+                receiver=self.receiver,
+                ttl=self.ttl,
+            )
         try:
             reply = await call(request, timeout=CALL_TIMEOUT_S)
         except grpc.aio.AioRpcError as exc:

@@ -18,7 +18,7 @@ Keys are ``(job_id, restarts)``: a requeued job runs again under the same id,
 and a late AckDone for the previous run must not delete the new one.
 
 The job steps (``srun``) run here are in :attr:`JobTable.steps`
-(:class:`~nodeagent.steps.StepTable`), which shares the spool, key, zygote
+(:class:`~nodeagent.steps.StepTable`), which shares the spool, zygote
 and stream; steps end with their job (see :meth:`JobTable.signal`).
 """
 
@@ -33,7 +33,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from corral.wire import corral_pb2 as pb
-from nodeagent import signing
 from nodeagent.devcgroup import BATCH, DeviceGuard, granted
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
@@ -161,7 +160,6 @@ class JobTable:
         *,
         spool: Spool,
         hostnames: Mapping[str, str],
-        key: bytes,
         slurm_conf: str,
         kill_wait: int,
         python: str,
@@ -171,7 +169,6 @@ class JobTable:
     ) -> None:
         self.spool = spool
         self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
-        self.key = key
         self.slurm_conf = slurm_conf
         self.kill_wait = kill_wait  # for terminate requests; the controller's Welcome updates it
         self.python = python
@@ -184,7 +181,6 @@ class JobTable:
         self.steps = StepTable(
             spool=spool,
             hostnames=hostnames,
-            key=key,
             python=python,
             env=self.supervisor_env,
             zygote=self.zygote,
@@ -273,16 +269,19 @@ class JobTable:
 
     # ------------------------------------------------------------ controller requests
 
+    def refuse(self, msg: pb.LaunchJob, reason: str) -> None:
+        """A launch whose credential did not verify: nothing runs. A run this agent has
+        is left alone; otherwise the controller hears of a failed launch."""
+        key = (msg.job_id, msg.restarts)
+        if key in self._jobs or key in self._rejected:
+            log.warning("job_id=%d launch refused (%s): the run here is left alone", key[0], reason)
+            return
+        log.warning("job_id=%d launch refused: %s", msg.job_id, reason)
+        self._reject(key, reason)
+
     def launch(self, msg: pb.LaunchJob) -> None:
         key = (msg.job_id, msg.restarts)
         known = self._jobs.get(key)
-        if not signing.verified(self.key, msg):
-            if known is not None or key in self._rejected:
-                log.warning("job_id=%d launch with a bad signature ignored", msg.job_id)
-            else:
-                log.warning("job_id=%d launch refused: bad signature", msg.job_id)
-                self._reject(key, "bad signature")
-            return
         if known is not None:
             self._repeat(known)
             return

@@ -28,6 +28,7 @@ import grpc
 from corral import __version__
 from corral.wire import corral_pb2 as pb
 from nodeagent.jobs import JobTable
+from nodeagent.signing import AgentAuth
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +51,13 @@ class Link:
         nodes: Sequence[pb.NodeRegistration],
         table: JobTable,
         start_time: int,
+        auth: AgentAuth,
     ) -> None:
         self.target = target
         self.nodes = list(nodes)
         self.table = table
         self.start_time = start_time
+        self.auth = auth
 
     async def run(self) -> None:
         """Keep a stream up until cancelled."""
@@ -76,11 +79,13 @@ class Link:
 
     def _opening(self) -> list[pb.AgentMessage]:
         """Hello plus the StepDone and JobDone backlogs, taken at one instant."""
-        hello = pb.AgentHello(
-            nodes=self.nodes,
-            version=__version__,
-            agent_start_time=self.start_time,
-            running=self.table.running(),
+        hello = self.auth.hello(
+            pb.AgentHello(
+                nodes=self.nodes,
+                version=__version__,
+                agent_start_time=self.start_time,
+                running=self.table.running(),
+            )
         )
         backlog = [pb.AgentMessage(done=done) for done in self.table.unacked()]
         steps = [pb.AgentMessage(step_done=done) for done in self.table.steps.backlog()]
@@ -105,7 +110,10 @@ class Link:
         welcomed = False
         try:
             async for reply in call:
-                if reply.WhichOneof("body") == "welcome":
+                refused = self.auth.refusal(reply)
+                if refused is not None:
+                    self._refuse(reply, refused)
+                elif reply.WhichOneof("body") == "welcome":
                     welcomed = True
                     if heartbeat is not None:
                         heartbeat.cancel()
@@ -138,6 +146,18 @@ class Link:
         if welcome.heartbeat_interval == 0:
             return None
         return asyncio.create_task(_beat(queue, welcome.heartbeat_interval))
+
+    def _refuse(self, reply: pb.ControllerMessage, reason: str) -> None:
+        """A message without a valid controller credential: nothing is done, but a
+        launch of a job this agent does not have is reported as failed."""
+        kind = reply.WhichOneof("body")
+        if kind == "launch":
+            self.table.refuse(reply.launch, reason)
+        elif kind == "launch_step":
+            self.table.steps.refuse(reply.launch_step, reason)
+        else:
+            job_id = getattr(getattr(reply, kind), "job_id", 0) if kind else 0
+            log.warning("controller message %s (job_id=%d) refused: %s", kind, job_id, reason)
 
     def _dispatch(self, reply: pb.ControllerMessage) -> None:
         kind = reply.WhichOneof("body")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import time
@@ -35,7 +36,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from corral.wire import corral_pb2 as pb
-from nodeagent import signing
 from nodeagent.devcgroup import DeviceGuard, granted
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
@@ -50,7 +50,7 @@ StepKey = tuple[int, int, str]
 Send = Callable[[pb.AgentMessage], None]
 
 #: How many reported steps are remembered, to answer a repeated LaunchStep without rerunning it.
-#: A repeat is the same message (same signature); a step of a requeued job may reuse the ids.
+#: A repeat is the same message (same identity); a step of a requeued job may reuse the ids.
 REMEMBERED = 1024
 
 
@@ -63,7 +63,7 @@ class Step:
     tasks: tuple[int, ...]
     runner_pid: int | None = None
     notify_fd: int | None = None
-    signature: bytes = b""  # which launch this is (srun's key makes each one unique)
+    identity: bytes = b""  # which launch this is (srun's key makes each one unique)
 
     @property
     def key(self) -> StepKey:
@@ -136,6 +136,11 @@ def step_done(key: StepKey, tasks: tuple[int, ...], result: StepResult) -> pb.St
     )
 
 
+def launch_identity(msg: pb.LaunchStep) -> bytes:
+    """Which launch ``msg`` is: a repeat of it is the same message."""
+    return hashlib.sha256(msg.SerializeToString(deterministic=True)).digest()
+
+
 def refusal(msg: pb.LaunchStep, message: str) -> pb.StepDone:
     """The StepDone of a launch that ran nothing."""
     now = int(time.time())
@@ -151,7 +156,6 @@ class StepTable:
         *,
         spool: Spool,
         hostnames: Mapping[str, str],
-        key: bytes,
         python: str,
         env: dict[str, str],
         zygote: Zygote | None,
@@ -162,7 +166,6 @@ class StepTable:
     ) -> None:
         self.spool = spool
         self.nodes = set(hostnames)
-        self.key = key
         self.python = python
         self.env = env
         self.zygote = zygote
@@ -223,30 +226,33 @@ class StepTable:
 
     # ------------------------------------------------------------ controller requests
 
+    def refuse(self, msg: pb.LaunchStep, reason: str) -> None:
+        """A launch whose credential did not verify: nothing runs, and it is reported
+        only when no real step has its name (a refusal must not end one)."""
+        key = (msg.job_id, msg.step_id, msg.node)
+        log.warning("step %d.%d launch refused: %s", msg.job_id, msg.step_id, reason)
+        if key not in self._steps and key not in self._reported:
+            self._report(refusal(msg, reason))
+
     def launch(self, msg: pb.LaunchStep) -> None:
         key = (msg.job_id, msg.step_id, msg.node)
         running = self._steps.get(key)
         reported = self._reported.get(key)
-        if not signing.verified(self.key, msg):
-            log.warning("step %d.%d launch refused: bad signature", msg.job_id, msg.step_id)
-            if running is None and reported is None:
-                # Reported only when no real step has this name, which it must not end.
-                self._report(refusal(msg, "bad signature"))
-            return
+        identity = launch_identity(msg)
         if running is not None:
-            if running.signature == msg.signature:
+            if running.identity == identity:
                 log.info("step %d.%d on %s: duplicate launch ignored", *key)
             else:
                 log.warning("step %d.%d on %s: launched again while it runs, refused", *key)
             return
-        if reported is not None and reported[0] == msg.signature:
+        if reported is not None and reported[0] == identity:
             log.info("step %d.%d on %s: duplicate launch, reported again", *key)
             self._report(reported[1])
             return
         if msg.node not in self.nodes:
             log.warning("step %d.%d for node %s not served here", *key)
             done = refusal(msg, f"node {msg.node} is not served by this agent")
-            self._remember(key, msg.signature, done)
+            self._remember(key, identity, done)
             return
         stepdir = self.spool.step_dir(msg.node, msg.job_id, msg.step_id)
         try:
@@ -254,9 +260,9 @@ class StepTable:
         except OSError as exc:
             log.error("step %d.%d cannot create %s: %s", msg.job_id, msg.step_id, stepdir.path, exc)
             done = refusal(msg, f"cannot create step directory: {exc.strerror}")
-            self._remember(key, msg.signature, done)
+            self._remember(key, identity, done)
             return
-        step = Step(stepdir, msg.node, tuple(msg.tasks), signature=msg.signature)
+        step = Step(stepdir, msg.node, tuple(msg.tasks), identity=identity)
         self._steps[key] = step
         try:
             spec = step_spec(msg, self.devices)
@@ -380,10 +386,10 @@ class StepTable:
         self._polled.discard(step.key)
         step.dir.delete()
         log.info("step %s done: statuses %s", step.name, list(result.statuses))
-        self._remember(step.key, step.signature, step_done(step.key, step.tasks, result))
+        self._remember(step.key, step.identity, step_done(step.key, step.tasks, result))
 
-    def _remember(self, key: StepKey, signature: bytes, done: pb.StepDone) -> None:
-        self._reported[key] = (signature, done)
+    def _remember(self, key: StepKey, identity: bytes, done: pb.StepDone) -> None:
+        self._reported[key] = (identity, done)
         self._reported.move_to_end(key)
         while len(self._reported) > REMEMBERED:
             self._reported.popitem(last=False)

@@ -1,8 +1,9 @@
 """The gateway's calls to the controller: gRPC, signed as the caller.
 
 restd holds the cluster key, as a node agent does: it signs a ``Credential``
-for the user its token names, so the controller applies that user's rights
-(their own jobs only, PrivateData, operator checks) exactly as for the CLI.
+for the user its token names and for that one call (``corral.credentials``), so
+the controller applies that user's rights (their own jobs only, PrivateData,
+operator checks) exactly as for the CLI.
 Errors come back as the ``SlurmError`` the controller raised.
 """
 
@@ -14,8 +15,9 @@ from typing import Any
 
 import grpc
 
-from corral import auth, errors
+from corral import auth, credentials, errors
 from corral.errors import SlurmError
+from corral.munge import Munge
 from corral.rpcerror import slurm_error
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -74,9 +76,13 @@ class Callers:
 class Controller:
     """One gRPC channel to the controller, shared by every request."""
 
-    def __init__(self, target: str, key: bytes) -> None:
+    def __init__(
+        self, target: str, key: bytes | Munge, receiver: str, ttl: int = auth.DEFAULT_TTL
+    ) -> None:
         self.target = target
-        self.key = key
+        self.key = key  # the credential key (or munged)
+        self.receiver = receiver  # the controller's name in credentials
+        self.ttl = ttl
         self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.stub: Any = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
         self._raw: dict[str, Any] = {}
@@ -87,8 +93,16 @@ class Controller:
     def _request(self, method: str, caller: Caller | None, fields: dict[str, Any]) -> Any:
         request = getattr(pb, f"{method}Request")(**fields)
         if caller is not None:
-            signed = auth.credential(self.key, caller.uid, caller.gid, int(time.time()))
-            request.cred.CopyFrom(pb.Credential(user=caller.name, **signed))
+            credentials.stamp(
+                request,
+                self.key,
+                uid=caller.uid,
+                gid=caller.gid,
+                user=caller.name,
+                method=credentials.controller_method(method),
+                receiver=self.receiver,
+                ttl=self.ttl,
+            )
         return request
 
     async def call(self, method: str, caller: Caller | None, **fields: Any) -> Any:

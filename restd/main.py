@@ -22,7 +22,7 @@ import sys
 import uvloop
 from aiohttp import web
 
-from corral import __version__, auth, tokens
+from corral import __version__, auth
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from restd.app import Gateway, build_app
 from restd.controller import Controller
@@ -67,11 +67,17 @@ def _sites(
 
 
 async def serve(
-    conf: SlurmConfig, key: bytes, listen: list[str], tls: ssl.SSLContext | None, max_body: int
+    conf: SlurmConfig,
+    keys: auth.Keys,
+    ttl: int,
+    listen: list[str],
+    tls: ssl.SSLContext | None,
+    max_body: int,
 ) -> None:
-    controller = Controller(conf.controller_target, key)
+    receiver = auth.controller_receiver(conf.cluster_name)
+    controller = Controller(conf.controller_target, keys.signer, receiver, ttl)
     proxies = frozenset({"root", conf.slurm_user})
-    gateway = Gateway(controller, tokens.jwt_key(key), conf.cluster_name, proxies, max_body)
+    gateway = Gateway(controller, keys.jwt, conf.cluster_name, proxies, max_body)
     # aiohttp answers a request line or header past its limits itself, in plain
     # text; these are high enough that any such request reaches the envelope.
     runner = web.AppRunner(
@@ -116,13 +122,13 @@ def main() -> None:
     )
     try:
         conf = load(args.config or default_path())
-        key = auth.load_key(auth.key_path(conf.path))
+        keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))
         tls = _tls(args.tls_cert, args.tls_key)
     except (ConfigError, auth.AuthError, ValueError, OSError, ssl.SSLError) as exc:
         print(f"corral-restd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
     try:
-        uvloop.run(serve(conf, key, args.listen or [DEFAULT_LISTEN], tls, args.max_body))
+        uvloop.run(serve(conf, keys, ttl, args.listen or [DEFAULT_LISTEN], tls, args.max_body))
     except (OSError, ValueError) as exc:
         print(f"corral-restd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

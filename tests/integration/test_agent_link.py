@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from corral import auth
+from corral import auth, credentials
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -31,13 +31,31 @@ WAIT = 10.0
 
 
 class FakeController(pb_grpc.AgentLinkServicer):
-    """Welcomes each stream, queues what the agent sends, sends what tests push."""
+    """Welcomes each stream, queues what the agent sends, sends what tests push, each
+    message with the controller's credential for agent n1 (unless pushed ``raw``)."""
 
     def __init__(self) -> None:
         self.inbox: asyncio.Queue[pb.AgentMessage] = asyncio.Queue()
         self.outbox: asyncio.Queue[pb.ControllerMessage | None] = asyncio.Queue()
         self.stash: list[pb.AgentMessage] = []
         self.streams = 0
+        self.keys: auth.Keys | None = None  # set once the test's key exists
+
+    def seal(self, message: pb.ControllerMessage) -> pb.ControllerMessage:
+        """``message`` with a credential as the real controller makes it."""
+        if message.HasField("cred"):  # pushed raw: sent as it is
+            return message
+        assert self.keys is not None
+        kind = message.WhichOneof("body") or ""
+        sealed: pb.ControllerMessage = credentials.stamp(
+            message,
+            self.keys.seal,
+            uid=os.getuid(),
+            gid=os.getgid(),
+            method=credentials.agent_message_method(kind),
+            receiver=auth.agent_receiver("test", "n1"),
+        )
+        return sealed
 
     async def Attach(
         self, request_iterator: AsyncIterator[pb.AgentMessage], context: Any
@@ -52,11 +70,13 @@ class FakeController(pb_grpc.AgentLinkServicer):
 
         reader = asyncio.create_task(pump())
         try:
-            yield pb.ControllerMessage(
-                welcome=pb.Welcome(cluster="test", heartbeat_interval=1, kill_wait=1)
+            yield self.seal(
+                pb.ControllerMessage(
+                    welcome=pb.Welcome(cluster="test", heartbeat_interval=1, kill_wait=1)
+                )
             )
             while (message := await outbox.get()) is not None:
-                yield message
+                yield self.seal(message)
         finally:
             reader.cancel()
 
@@ -87,6 +107,10 @@ class FakeController(pb_grpc.AgentLinkServicer):
     def send(self, **body: Any) -> None:
         self.outbox.put_nowait(pb.ControllerMessage(**body))
 
+    def send_raw(self, message: pb.ControllerMessage) -> None:
+        """Push ``message`` as it is: its credential (set, perhaps empty) is not replaced."""
+        self.outbox.put_nowait(message)
+
     def hang_up(self) -> None:
         """End the current stream cleanly, as a restarting controller would."""
         self.outbox.put_nowait(None)
@@ -113,7 +137,7 @@ class Setup:
         )
         key_file = auth.key_path(str(self.conf))
         auth.create_key(key_file)
-        self.key = auth.load_key(key_file)
+        self.keys = auth.Keys.derive(auth.load_key(key_file))
         self.log = tmp / "agent.log"
         self.agent: subprocess.Popen[bytes] | None = None
 
@@ -159,7 +183,6 @@ class Setup:
             node_list=node,
             **fields,
         )
-        msg.signature = auth.sign(self.key, msg.SerializeToString(deterministic=True))
         return msg
 
     def jobdir(self, job_id: int, restarts: int = 0, node: str = "n1") -> Path:
@@ -184,6 +207,7 @@ def run(test: Callable[[FakeController, Setup], Awaitable[None]], tmp: Path) -> 
     async def main() -> None:
         controller, server, port = await serve_controller()
         setup = Setup(tmp, port)
+        controller.keys = setup.keys
         setup.start_agent()
         try:
             await test(controller, setup)
@@ -260,12 +284,13 @@ def test_duplicate_launch_of_a_running_job_answers_running(tmp_path: Path) -> No
 def test_bad_signature_runs_nothing(tmp_path: Path) -> None:
     async def body(ctl: FakeController, setup: Setup) -> None:
         await ctl.expect("hello")
-        forged = setup.launch(7, "echo pwned > pwned\n")
-        forged.signature = b"\0" * 32
-        ctl.send(launch=forged)
+        forged = pb.ControllerMessage(launch=setup.launch(7, "echo pwned > pwned\n"))
+        forged.cred.CopyFrom(ctl.seal(pb.ControllerMessage(launch=forged.launch)).cred)
+        forged.cred.signature = b"\0" * 32
+        ctl.send_raw(forged)
         done = await ctl.expect("done", lambda m: m.job_id == 7)
         assert done.outcome == "launch_failed"
-        assert done.message == "bad signature"
+        assert done.message == "Invalid authentication credential"
         assert done.exit_status == 1 << 8
         assert not setup.jobdir(7).exists()
         assert not (setup.work / "pwned").exists()
@@ -404,6 +429,7 @@ def test_agent_started_first_attaches_when_the_controller_appears(tmp_path: Path
             await asyncio.sleep(1.0)  # several failed attempts, backing off
             assert setup.agent is not None and setup.agent.poll() is None
             controller, server, _ = await serve_controller(port)
+            controller.keys = setup.keys
             try:
                 hello = await controller.expect("hello", timeout=4)
                 assert [n.name for n in hello.nodes] == ["n1", "n2"]
@@ -413,3 +439,61 @@ def test_agent_started_first_attaches_when_the_controller_appears(tmp_path: Path
             setup.stop()
 
     asyncio.run(main())
+
+
+def test_the_hello_carries_an_agent_credential_for_this_controller(tmp_path: Path) -> None:
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        hello = await ctl.expect("hello")
+        verifier = credentials.Verifier(setup.keys.credential, auth.controller_receiver("test"))
+        cred = verifier.check(hello, credentials.ATTACH)
+        assert (cred.uid, cred.expires - cred.issued) == (os.getuid(), auth.DEFAULT_TTL)
+
+    run(body, tmp_path)
+
+
+def test_messages_without_a_fresh_credential_for_this_agent_are_not_acted_on(
+    tmp_path: Path,
+) -> None:
+    """Unsigned, replayed, moved to another job, made for another agent or expired: the
+    job is neither signalled nor launched again."""
+
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        launch = ctl.seal(pb.ControllerMessage(launch=setup.launch(30, "echo x >> count\n")))
+        ctl.send_raw(launch)
+        await ctl.expect("done", lambda m: m.job_id == 30)
+        ctl.send(launch=setup.launch(31, "sleep 30\n"))
+        await ctl.expect("running", lambda m: m.job_id == 31)
+
+        cancel = pb.SignalJob(job_id=31, signal=0, reason="cancel")
+        unsigned = pb.ControllerMessage(signal=cancel)
+        unsigned.cred.SetInParent()
+        ctl.send_raw(unsigned)
+        moved = pb.ControllerMessage(signal=cancel)
+        moved.cred.CopyFrom(ctl.seal(pb.ControllerMessage(signal=pb.SignalJob(job_id=32))).cred)
+        ctl.send_raw(moved)
+        for receiver, now in ((auth.agent_receiver("test", "n2"), None), (None, 1000)):
+            other = pb.ControllerMessage(signal=cancel)
+            credentials.stamp(
+                other,
+                setup.keys.seal,
+                uid=os.getuid(),
+                gid=os.getgid(),
+                method=credentials.agent_message_method("signal"),
+                receiver=receiver or auth.agent_receiver("test", "n1"),
+                now=now,
+            )
+            ctl.send_raw(other)
+        ctl.send_raw(launch)  # replayed: the job is not run again, nor answered
+        await wait_until(lambda: setup.agent_log().count("refused") >= 5, "five refusals")
+        log = setup.agent_log()
+        assert "controller message signal (job_id=31) refused: Invalid" in log
+        assert "expired" in log and "replayed" in log
+        await asyncio.sleep(0.5)
+        assert setup.jobdir(31).exists() and not (setup.jobdir(31) / "result").exists()
+        assert (setup.work / "count").read_text() == "x\n"
+        ctl.send(signal=cancel)  # the controller's own, fresh: taken
+        done = await ctl.expect("done", lambda m: m.job_id == 31)
+        assert done.outcome == "cancelled"
+
+    run(body, tmp_path)

@@ -120,7 +120,7 @@ def test_tokens_that_are_missing_expired_forged_or_misused_are_refused(
 ) -> None:
     cluster, rest = gateway
     now = int(time.time())
-    key = tokens.jwt_key(auth.load_key(auth.key_path(cluster.conf)))
+    key = auth.Keys.derive(auth.load_key(auth.key_path(cluster.conf))).jwt
     expired = tokens.mint(key, "root", now - 100, lifespan=10)
     forged = tokens.mint(b"not the cluster key, but as long", "root", now)
     cases = {
@@ -170,10 +170,12 @@ def test_only_operators_mint_tokens_for_others(
     """scontrol token username=U, asked as an ordinary user: the controller's check,
     reached with that user's signed credential, as their scontrol would."""
     cluster, _ = gateway
-    key = auth.load_key(auth.key_path(cluster.conf))
+    keys = auth.Keys.derive(auth.load_key(auth.key_path(cluster.conf)))
+    conf = load(cluster.conf)
 
     async def mint(username: str) -> str:
-        controller = Controller(load(cluster.conf).controller_target, key)
+        receiver = auth.controller_receiver(conf.cluster_name)
+        controller = Controller(conf.controller_target, keys.credential, receiver)
         try:
             reply = await controller.call("Token", Caller.named(users[0]), username=username)
             return str(reply.token)
@@ -184,7 +186,7 @@ def test_only_operators_mint_tokens_for_others(
         asyncio.run(mint("root"))
     assert refused.value.code == errors.ESLURM_ACCESS_DENIED
     own = asyncio.run(mint(""))
-    assert tokens.user_of(tokens.jwt_key(key), own, int(time.time())) == users[0]
+    assert tokens.user_of(keys.jwt, own, int(time.time())) == users[0]
 
 
 def test_why_pending_over_rest_is_corral_whys_answer(gateway: tuple[Cluster, Rest]) -> None:

@@ -19,7 +19,8 @@ import pytest
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from corral import auth
+from corral import auth, credentials
+from corral.credentials import Verifier
 from corral.wire import corral_pb2 as pb
 from dbd import schema
 from dbd.admin import Admin
@@ -402,9 +403,16 @@ class Context:
 
 def ask(storage: Storage, private: tuple[str, ...], uid: int, **fields: Any) -> pb.ReportReply:
     key = b"k" * 32
-    service = AccountingService(storage, key, private, slurm_uid=0)
-    cred = pb.Credential(**auth.credential(key, uid, uid, int(time.time())))
-    request = pb.ReportRequest(cred=cred, **fields)
+    service = AccountingService(storage, Verifier(key, auth.DBD_RECEIVER), private, slurm_uid=0)
+    request = pb.ReportRequest(**fields)
+    credentials.stamp(
+        request,
+        key,
+        uid=uid,
+        gid=uid,
+        method=credentials.accounting_method("Report"),
+        receiver=auth.DBD_RECEIVER,
+    )
     reply: pb.ReportReply = asyncio.run(service.Report(request, Context()))
     return reply
 

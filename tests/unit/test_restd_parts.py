@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from corral import errors, tokens
+from corral.auth import Keys
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
 from restd.api import OPERATIONS, SCHEMAS, job_id, signal_number
@@ -20,7 +21,7 @@ from restd.jobs import spec_from_description, updates_from_description
 from restd.openapi import document
 from restd.schema import validate
 
-KEY = tokens.jwt_key(b"k" * 64)
+KEY = Keys.derive(b"k" * 64).jwt
 NOW = int(time.time())  # PyJWT refuses a token issued in its future
 SUBMIT = next(op for op in OPERATIONS if op.path == "job/submit").body
 

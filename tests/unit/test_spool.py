@@ -150,7 +150,6 @@ def test_recovery_forgets_a_launch_the_previous_agent_never_finished(tmp_path: P
     table = JobTable(
         spool=spool,
         hostnames={"n1": "h"},
-        key=b"k" * 32,
         slurm_conf="/x",
         kill_wait=1,
         python="/bin/false",

@@ -1,4 +1,4 @@
-"""Steps through the agent's own code path: signed LaunchStep in, StepDone out, signals.
+"""Steps through the agent's own code path: LaunchStep in, StepDone out, signals.
 
 A JobTable (with its StepTable and zygote) runs on an event loop in the
 test, against the fake srun of test_steprunner; what the table would send to
@@ -17,13 +17,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from corral import auth
 from corral.wire import corral_pb2 as pb
 from nodeagent.jobs import JobTable
 from nodeagent.spool import Spool
 from tests.unit.test_steprunner import Srun
 
-KEY = b"k" * 32
 ME = pwd.getpwuid(os.getuid())
 WAIT = 5.0
 
@@ -38,7 +36,6 @@ class Agent:
         self.table = JobTable(
             spool=Spool(str(tmp / "spool"), "host1"),
             hostnames={"n1": "host1"},
-            key=KEY,
             slurm_conf="/etc/corral/slurm.conf",
             kill_wait=1,
             python=sys.executable,
@@ -66,7 +63,6 @@ class Agent:
             time_limit=-1,
             **fields,
         )
-        msg.signature = auth.sign(KEY, msg.SerializeToString(deterministic=True))
         self.table.steps.launch(msg)
 
     def launch_job(self, script: str) -> None:
@@ -83,7 +79,6 @@ class Agent:
             start_time=int(time.time()),
             kill_wait=1,
         )
-        msg.signature = auth.sign(KEY, msg.SerializeToString(deterministic=True))
         self.table.launch(msg)
 
     async def expect(self, kind: str, where: Callable[[Any], bool] = lambda _: True) -> Any:
@@ -156,17 +151,18 @@ def test_launch_step_to_step_done(tmp_path: Path) -> None:
     run(tmp_path, body)
 
 
-def test_bad_signature_runs_nothing(tmp_path: Path) -> None:
+def test_refused_launch_runs_nothing(tmp_path: Path) -> None:
+    """A launch whose credential the link refused: reported as never started."""
+
     async def body(agent: Agent) -> None:
         srun = Srun()
         try:
             msg = pb.LaunchStep(job_id=7, step_id=0, node="n1", tasks=[0, 1], argv=["true"])
             msg.io_port = srun.port
-            msg.signature = b"\0" * 32
-            agent.table.steps.launch(msg)
+            agent.table.steps.refuse(msg, "Invalid authentication credential")
             done = await agent.expect("step_done")
             assert list(done.statuses) == [-1, -1]
-            assert done.message == "bad signature"
+            assert done.message == "Invalid authentication credential"
             srun.server.settimeout(0.2)
             try:
                 srun.server.accept()

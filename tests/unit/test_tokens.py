@@ -6,8 +6,9 @@ import jwt
 import pytest
 
 from corral import tokens
+from corral.auth import Keys
 
-KEY = tokens.jwt_key(b"cluster key")
+KEY = Keys.derive(b"cluster key").jwt
 
 
 def test_a_token_names_its_user_until_it_expires() -> None:
@@ -22,7 +23,7 @@ def test_a_token_names_its_user_until_it_expires() -> None:
 @pytest.mark.parametrize(
     "token",
     [
-        tokens.mint(tokens.jwt_key(b"another cluster"), "alice", now=1000),  # forged
+        tokens.mint(Keys.derive(b"another cluster").jwt, "alice", now=1000),  # forged
         jwt.encode({"sun": "alice", "exp": 9999}, KEY * 2, algorithm="HS384"),  # not HS256
         jwt.encode({"exp": 9999}, KEY, algorithm="HS256"),  # no user
         jwt.encode({"sun": "", "exp": 9999}, KEY, algorithm="HS256"),
@@ -37,3 +38,9 @@ def test_bad_tokens_are_refused(token: str) -> None:
 
 def test_the_jwt_key_is_not_the_cluster_key() -> None:
     assert KEY != b"cluster key" and len(KEY) == 32
+
+
+def test_a_jwt_key_file_replaces_the_jwt_key_alone() -> None:
+    derived, given = Keys.derive(b"cluster key"), Keys.derive(b"cluster key", b"x" * 32)
+    assert given.jwt == b"x" * 32
+    assert (given.credential, given.seal) == (derived.credential, derived.seal)
