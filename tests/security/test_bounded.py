@@ -27,7 +27,7 @@ from typing import Any
 import grpc
 import pytest
 
-from corral import auth, errors
+from corral import errors
 from corral.client import Client, agent_socket_path
 from corral.config import load
 from corral.errors import SlurmError
@@ -35,6 +35,7 @@ from corral.wire import codec
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 from tests.integration.cluster import Cluster, command
+from tests.security.rogue import stamp_for_controller
 
 Build = Callable[..., Cluster]
 SCRIPT = "#!/bin/sh\ntrue\n"
@@ -369,15 +370,16 @@ def _rate_limited(c: Cluster, first: str, second: str) -> None:
 
     # The gRPC API limits by the credential's uid the same way.
     conf = load(c.conf)
-    key = auth.load_key(auth.key_path(c.conf))
     user = pwd.getpwnam(second)
     codes = []
     with grpc.insecure_channel(f"127.0.0.1:{conf.slurmctld_port}") as channel:
         stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
         for _ in range(5):
-            cred = pb.Credential(**auth.credential(key, user.pw_uid, user.pw_gid, int(time.time())))
+            request = stamp_for_controller(
+                c, pb.PartitionsRequest(), "Partitions", uid=user.pw_uid, gid=user.pw_gid
+            )
             try:
-                stub.Partitions(pb.PartitionsRequest(cred=cred), timeout=10)
+                stub.Partitions(request, timeout=10)
                 codes.append(0)
             except grpc.RpcError as exc:
                 assert exc.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
