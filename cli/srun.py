@@ -389,6 +389,7 @@ class Step:
         self.kill_on_bad_exit = settings.kill_on_bad_exit
         self.interrupts: list[float] = []
         self.killed = False
+        self.unlaunched: set[int] = set()  # node ids whose tasks could not be launched
         self.signals = signals.caught
         self.wake = signals.wake_r
 
@@ -496,6 +497,23 @@ class Step:
                 self._exited(number, stepio.read_status(payload))
             elif kind == stepio.DONE and isinstance(what, int):
                 self.done.add(what)
+            elif kind == stepio.FAILED and isinstance(what, int):
+                self._launch_failed(what, payload.decode(errors="replace"))
+
+    def _launch_failed(self, node_id: int, why: str) -> None:
+        """The node's runner could not start its tasks (user, cgroup): they failed."""
+        print(
+            f"{PROG}: error: Task launch for {self.name} failed on node {self.nodes[node_id]}: "
+            f"{why}",
+            file=sys.stderr,
+        )
+        if not self.killed:  # the step cannot run as asked: the other nodes' tasks end too
+            self.killed = True
+            self._send_all(stepio.frame(stepio.SIGNAL, stepio.TERM_KILL))
+        self.unlaunched.add(node_id)
+        self.done.add(node_id)
+        for task in self._tasks_of(node_id):
+            self.statuses.setdefault(task, 1 << 8)
 
     def _lost(self, conn: _socket.socket, what: str | int) -> None:
         self.poll.unregister(conn)
@@ -560,6 +578,8 @@ class Step:
     def _report(self) -> int:
         """Slurm's lines for failed tasks, by node and cause; the exit code."""
         for node_id, node in enumerate(self.nodes):
+            if node_id in self.unlaunched:  # said already
+                continue
             causes: dict[str, list[int]] = {}
             for task in self._tasks_of(node_id):
                 status = self.statuses.get(task, 0)

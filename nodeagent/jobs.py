@@ -45,6 +45,7 @@ from nodeagent.process import (
     spawn_supervisor,
     supervisor_environment,
 )
+from nodeagent.runas import LaunchError
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
     JobDir,
@@ -317,9 +318,11 @@ class JobTable:
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
-        except OSError as exc:
-            log.error("job_id=%d cannot start its supervisor: %s", msg.job_id, exc)
-            result = self._failure(f"cannot start job supervisor: {exc}")
+        except (OSError, LaunchError) as exc:
+            why = (
+                str(exc) if isinstance(exc, LaunchError) else f"cannot start job supervisor: {exc}"
+            )
+            result = self._failure(why)
             with contextlib.suppress(OSError):
                 jobdir.write_result(result)
             self._finish(job, result)
@@ -496,6 +499,8 @@ class JobTable:
         self._polled.discard(job.key)
         runs = self._live.get(job.job_id, {})
         runs.pop(job.dir.restarts, None)
+        if result.outcome == "launch_failed":  # the supervisor's reason, in the agent's log
+            log.error("job_id=%d launch failed: %s", job.job_id, result.message)
         log.info(
             "job_id=%d done: outcome=%s status=%d", job.job_id, result.outcome, result.exit_status
         )
