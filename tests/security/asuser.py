@@ -41,28 +41,49 @@ def open_cluster(top: Path, settings: tuple[str, ...] = ()) -> Cluster:
     return cluster.start()
 
 
-def _command(name: str, uid: int, gid: int) -> list[str] | None:
-    """How ``uid`` can run client ``name``: this environment's script if it may run
-    this interpreter (it can sit under root's 0700 home), else the system's Python
-    of this version with this environment's packages; None if neither."""
+def _python(uid: int, gid: int) -> list[str] | None:
+    """How ``uid`` runs Python code here (``[..., "-c"]``, the code's prefix last):
+    this interpreter if it may (it can sit under root's 0700 home), else the
+    system's Python of this version with this environment's packages; None if
+    neither."""
     python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
-    boot = f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})"
-    for argv, command in (
-        ([sys.executable, "-c", "import cli"], client_command(name)),
-        (
-            [python, "-c", f"{boot}; import cli"],
-            [python, "-c", f"{boot}; from cli.{name} import main; main()"],
-        ),
-    ):
+    boot = f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r}); "
+    for argv in ([sys.executable, "-c", ""], [python, "-c", boot]):
         try:
             probe = subprocess.run(
-                argv, user=uid, group=gid, extra_groups=[], cwd="/", capture_output=True, timeout=30
+                [*argv[:2], argv[2] + "import cli"],
+                user=uid,
+                group=gid,
+                extra_groups=[],
+                cwd="/",
+                capture_output=True,
+                timeout=30,
             )
         except (PermissionError, FileNotFoundError):
             continue
         if probe.returncode == 0:
-            return command
+            return argv
     return None
+
+
+def _command(name: str, uid: int, gid: int) -> list[str] | None:
+    """How ``uid`` can run client ``name``."""
+    python = _python(uid, gid)
+    if python is None:
+        return None
+    if python[0] == sys.executable:
+        return client_command(name)
+    return [*python[:2], python[2] + f"from cli.{name} import main; main()"]
+
+
+def run_code_as(
+    cluster: Cluster, uid: int, gid: int, code: str
+) -> subprocess.CompletedProcess[str]:
+    """Python ``code`` run as ``uid``/``gid``: a client the user wrote, not ours."""
+    python = _python(uid, gid)
+    if python is None:
+        pytest.skip(f"uid {uid} can run neither {sys.executable} nor a system Python")
+    return _run(cluster, uid, gid, [*python[:2], python[2] + code])
 
 
 def run_as(
@@ -73,9 +94,13 @@ def run_as(
     command = _command(name, uid, gid)
     if command is None:
         pytest.skip(f"uid {uid} can run neither {sys.executable} nor a system Python")
+    return _run(cluster, uid, gid, [*command, *args])
+
+
+def _run(cluster: Cluster, uid: int, gid: int, argv: list[str]) -> subprocess.CompletedProcess[str]:
     env = {**cluster.env, "HOME": "/tmp", "USER": str(uid), "LOGNAME": str(uid)}
     return subprocess.run(
-        [*command, *args],
+        argv,
         env=env,
         cwd=cluster.dir.parent / "work",
         user=uid,
