@@ -88,11 +88,13 @@ def gpu_cluster(make_cluster: Callable[..., Cluster], top: str) -> Cluster:
     return cluster.start()
 
 
-def assert_launch_failed(cluster: Cluster, job: int) -> None:
+def assert_launch_failed(cluster: Cluster, job: int, why: str) -> None:
+    """FAILED, JobLaunchFailure, and the reason (``why``, its start) in SystemComment."""
     info = cluster.wait_done(job)
     assert info["state"] == "FAILED", info
     shown = cluster.run("scontrol", "show", "job", str(job)).stdout
     assert "JobState=FAILED Reason=JobLaunchFailure" in shown, shown
+    assert f"SystemComment={why}" in shown, shown
 
 
 @needs_cgroups
@@ -103,7 +105,7 @@ def test_a_job_whose_gpu_fence_cannot_be_made_never_runs(
     assert "GPU isolation on" in cluster.log("nodeagent")
     ran = cluster.dir / "ran"
     job = cluster.sbatch("--gpus=1", "-o", "fence.out", "--wrap", f"touch {ran}")
-    assert_launch_failed(cluster, job)
+    assert_launch_failed(cluster, job, "cannot fence GPUs: cgroup ")
     assert not ran.exists()
     said = (cluster.dir / "fence.out").read_text()
     assert said.startswith(f"corral: error: job {job}: launch failed: cannot fence GPUs"), said
@@ -138,7 +140,7 @@ def test_a_host_that_cannot_fence_runs_no_job_that_needs_a_fence(
     assert "GPU isolation unavailable" in cluster.log("nodeagent")
     ran = cluster.dir / "ran"
     job = cluster.sbatch("--gpus=1", "-o", "fence.out", "--wrap", f"touch {ran}")
-    assert_launch_failed(cluster, job)
+    assert_launch_failed(cluster, job, "cannot fence GPUs on node node1: ")
     assert not ran.exists()
     # Holding every GPU, there is nothing to fence: the job runs.
     job = cluster.sbatch("--gpus=2", "-o", "all.out", "--wrap", f"touch {ran}")
@@ -163,7 +165,7 @@ def test_a_job_whose_user_cannot_be_become_never_runs(users: tuple[str, ...], sh
         )
         assert done.returncode == 0, done.stderr
         job = int(done.stdout.strip())
-        assert_launch_failed(cluster, job)
+        assert_launch_failed(cluster, job, f"invalid user id {NO_SUCH_UID}")
         assert not ran.exists()
         assert f"invalid user id {NO_SUCH_UID}" in cluster.log("nodeagent")
         step = run_as(cluster, NO_SUCH_UID, NO_SUCH_UID, "srun", "-n1", "touch", str(ran))
