@@ -117,12 +117,17 @@ def launch_spec(
 ) -> LaunchSpec:
     """The supervisor's view of a LaunchJob, plus the node's own facts (and, with
     ``devices``, the GPU device files the job may not open: those of the node's GPUs
-    neither in its SLURM_JOB_GPUS nor shared with it)."""
+    neither in its SLURM_JOB_GPUS nor shared with it; ``refused`` when they cannot be
+    fenced here)."""
     cgroup: str = ""
     deny: list[list[int]] = []
+    refused = ""
     if devices is not None:
         gpus = granted(msg.environment, "SLURM_JOB_GPUS")
-        cgroup, deny = devices.confine(msg.node, msg.job_id, BATCH, gpus)
+        try:
+            cgroup, deny = devices.confine(msg.node, msg.job_id, BATCH, gpus)
+        except LaunchError as exc:
+            refused = str(exc)
     return LaunchSpec(
         job_id=msg.job_id,
         restarts=msg.restarts,
@@ -151,6 +156,7 @@ def launch_spec(
         cgroup=cgroup,
         deny_devices=deny,
         cpu_ids=list(msg.cpu_ids),
+        refused=refused,
     )
 
 
@@ -318,11 +324,8 @@ class JobTable:
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
-        except (OSError, LaunchError) as exc:
-            why = (
-                str(exc) if isinstance(exc, LaunchError) else f"cannot start job supervisor: {exc}"
-            )
-            result = self._failure(why)
+        except OSError as exc:
+            result = self._failure(f"cannot start job supervisor: {exc}")
             with contextlib.suppress(OSError):
                 jobdir.write_result(result)
             self._finish(job, result)

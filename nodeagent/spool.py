@@ -115,6 +115,9 @@ class LaunchSpec:
     cgroup: str = ""
     deny_devices: list[list[int]] = field(default_factory=list)
     cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin it to; []: none
+    # Why the script must not run here (its GPU fence cannot be set up on this
+    # host): the supervisor only fails the launch and tells the user.
+    refused: str = ""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

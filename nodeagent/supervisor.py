@@ -218,6 +218,8 @@ class Supervision:
         if self.jobdir.read_cancel() is not None:
             log.info("job_id=%d cancelled before start", spec.job_id)
             return self._result(0, "cancelled", "cancelled before start")
+        if spec.refused:
+            return self._launch_failed(spec.refused)
         if spec.cgroup:
             try:
                 self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))

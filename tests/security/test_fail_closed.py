@@ -142,6 +142,8 @@ def test_a_host_that_cannot_fence_runs_no_job_that_needs_a_fence(
     job = cluster.sbatch("--gpus=1", "-o", "fence.out", "--wrap", f"touch {ran}")
     assert_launch_failed(cluster, job, "cannot fence GPUs on node node1: ")
     assert not ran.exists()
+    said = (cluster.dir / "fence.out").read_text()
+    assert said.startswith(f"corral: error: job {job}: launch failed: cannot fence GPUs on node")
     # Holding every GPU, there is nothing to fence: the job runs.
     job = cluster.sbatch("--gpus=2", "-o", "all.out", "--wrap", f"touch {ran}")
     assert cluster.wait_done(job)["state"] == "COMPLETED"
