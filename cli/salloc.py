@@ -54,7 +54,7 @@ TABLE = OptionTable(
         _row("constraint", "C"),
         _row("cpus-per-task", "c"),
         _row("exclude", "x"),
-        _row("exclusive", arg=OPTIONAL),
+        _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("gres"),
         _row("help", "h", NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),

@@ -75,7 +75,7 @@ TABLE = OptionTable(
         _no("distribution", _LAYOUT, "m"),
         _row("error", "e"),
         _row("exclude", "x"),
-        _row("exclusive", arg=OPTIONAL),
+        _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("export"),
         _row("export-file"),
         _no("extra", "extra node constraints are not implemented"),

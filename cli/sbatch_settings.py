@@ -243,10 +243,14 @@ def _priority(text: str | None) -> Fields:
 
 
 def _exclusive(text: str | None) -> Fields:
-    """``--exclusive[=user|mcs|topo|oversubscribe]``; only the plain form is whole nodes."""
+    """``--exclusive[=oversubscribe]``; only the plain form is whole nodes. Nodes kept to
+    one user, MCS label or topology block are not implemented: refused, since
+    taking them for shared nodes would put other jobs beside the job."""
     word = "exclusive" if text is None else text.lower()
     if word not in ("exclusive", "oversubscribe", "user", "mcs", "topo"):
         raise _invalid("--exclusive")
+    if word in ("user", "mcs", "topo"):
+        raise Failure(f"--exclusive={word} is not supported: only whole nodes are", status=255)
     return {"exclusive": word == "exclusive"}
 
 

@@ -77,7 +77,7 @@ TABLE = OptionTable(
         _row("cpus-per-task", "c"),
         _row("error", "e"),
         _row("exclude", "x"),
-        _row("exclusive", arg=OPTIONAL),
+        _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("export"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
