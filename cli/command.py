@@ -74,6 +74,25 @@ class Command:
             raise Halt(1, f"{self.prog}: error: '{text}' invalid entry for --{option}") from None
 
 
+#: The note of ``-M``/``--clusters`` for a command that talks to one controller.
+THIS_CLUSTER = "this cluster's name only; another is refused"
+
+
+def only_this_cluster(prog: str, text: str) -> None:
+    """``-M``/``--clusters`` of a command that reaches this cluster alone: ``Halt(1)``
+    unless the list names it (its ClusterName), rather than act here on a request
+    meant for another cluster."""
+    from corral.clientconf import client_settings
+
+    names = [name.lower() for name in split_list(text)]
+    if client_settings().cluster_name.lower() not in names:
+        raise Halt(
+            1,
+            f"{prog}: error: '{text}' can't be reached now, or it is an invalid entry for "
+            "--cluster.  Use 'sacctmgr list clusters' to see available clusters.",
+        )
+
+
 def split_list(text: str) -> list[str]:
     """A comma separated option value, empty items dropped (``strtok``)."""
     return [item for item in text.split(",") if item]

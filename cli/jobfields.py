@@ -433,7 +433,7 @@ _NAMED: dict[str, Field] = {
     "StdIn": _text("STDIN", "std_in"),
     "StdOut": Field("STDOUT", _std_out, reads=("batch_flag", "std_out", "work_dir", "job_id")),
     "SubmitTime": _SUBMIT_TIME,
-    "system_comment": _const("SYSTEM_COMMENT", "(null)"),
+    "system_comment": _text("SYSTEM_COMMENT", "system_comment"),
     "Threads": _THREADS,
     "TimeLeft": _TIME_LEFT,
     "TimeLimit": _TIME_LIMIT,

@@ -147,6 +147,8 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
     ]
     if job["comment"]:
         out.append(f"Comment={job['comment']} ")
+    if job["system_comment"]:
+        out.append(f"SystemComment={job['system_comment']} ")
     if job["batch_flag"]:
         out += [f"StdErr={std_err(job)}", f"StdIn={std_in(job)}", f"StdOut={std_out(job)}"]
     out.append("Power=")

@@ -29,9 +29,24 @@ NO_ARGUMENT = 0
 REQUIRED = 1
 OPTIONAL = 2
 
+#: Values of ``Option.use``: what Corral does with an option it accepts. Slurm's
+#: option names are all accepted (scripts written for Slurm must parse), but none
+#: may be silently ignored where that could change what happens: an option is
+#: either honoured, or refused with an error, or, when it cannot change an
+#: outcome (mail, profiling, frequencies), warned about once. docs/compatibility.md
+#: is generated from these (``python -m cli.compat``).
+HONOURED = "honoured"
+WARNED = "warned"
+REFUSED = "refused"
+
 
 class OptionError(UsageError):
     """A command line getopt rejects; ``str()`` is glibc's message without the prefix."""
+
+
+class OptionRefused(OptionError):
+    """An option Slurm has and Corral does not implement, where ignoring it could
+    change the outcome: the command stops, as for a bad option."""
 
 
 class Option:
@@ -39,25 +54,45 @@ class Option:
 
     ``key`` names the option for the command (the long name without dashes by
     convention); ``short`` is a single letter or ``""``; ``long`` the long name
-    or ``""``; ``arg`` one of ``NO_ARGUMENT``, ``REQUIRED`` or ``OPTIONAL``.
+    or ``""``; ``arg`` one of ``NO_ARGUMENT``, ``REQUIRED`` or ``OPTIONAL``;
+    ``use`` one of ``HONOURED``, ``WARNED`` or ``REFUSED``, and ``note`` why
+    (or a limit of what is honoured), for the message and the compatibility table.
     """
 
-    __slots__ = ("arg", "key", "long", "short")
+    __slots__ = ("arg", "key", "long", "note", "short", "use")
 
-    def __init__(self, key: str, short: str = "", long: str = "", arg: int = NO_ARGUMENT) -> None:
+    def __init__(
+        self,
+        key: str,
+        short: str = "",
+        long: str = "",
+        arg: int = NO_ARGUMENT,
+        use: str = HONOURED,
+        note: str = "",
+    ) -> None:
         self.key = key
         self.short = short
         self.long = long
         self.arg = arg
+        self.use = use
+        self.note = note
+
+    @property
+    def name(self) -> str:
+        """How a message names the option: ``--long``, else ``-s``."""
+        return f"--{self.long}" if self.long else f"-{self.short}"
 
     def __repr__(self) -> str:
         return f"Option({self.key!r}, {self.short!r}, {self.long!r}, {self.arg})"
 
 
 class OptionTable:
-    """The options of one command, indexed for lookup by letter and by long name."""
+    """The options of one command, indexed for lookup by letter and by long name.
 
-    def __init__(self, options: Iterable[Option]) -> None:
+    ``prog`` names the command in warnings."""
+
+    def __init__(self, options: Iterable[Option], prog: str = "") -> None:
+        self.prog = prog
         self.options = tuple(options)
         self.by_short = {opt.short: opt for opt in self.options if opt.short}
         self.by_long = {opt.long: opt for opt in self.options if opt.long}
@@ -112,7 +147,25 @@ def parse(table: OptionTable, argv: list[str], *, permute: bool = False) -> Pars
         else:
             positional.extend(argv[i - 1 :])
             break
+    for opt, _ in found:
+        check_use(table, opt)
     return found, positional
+
+
+#: Options warned about in this process: each is said once, however often given.
+_warned: set[tuple[str, str]] = set()
+
+
+def check_use(table: OptionTable, opt: Option) -> None:
+    """Refuse a ``REFUSED`` option (``OptionRefused``); warn once about a ``WARNED`` one.
+
+    Called for every option given, on the command line or (sbatch) in a script or
+    an environment variable that stands for it."""
+    if opt.use == REFUSED:
+        raise OptionRefused(f"error: {opt.name} is not supported: {opt.note}")
+    if opt.use == WARNED and (table.prog, opt.key) not in _warned:
+        _warned.add((table.prog, opt.key))
+        print(f"{table.prog}: warning: {opt.name} has no effect: {opt.note}", file=sys.stderr)
 
 
 def _long(

@@ -20,7 +20,7 @@ import time
 from cli import boundary, jobstate, options
 from cli.command import Command, split_list
 from cli.halt import Halt
-from cli.options import OPTIONAL, REQUIRED, Option, OptionTable
+from cli.options import OPTIONAL, REFUSED, REQUIRED, WARNED, Option, OptionTable
 from cli.sacct_fields import (
     BRIEF_FIELDS,
     DEFAULT_FIELDS,
@@ -104,12 +104,24 @@ TABLE = OptionTable(
         Option("array", "", "array"),
         Option("brief", "b", "brief"),
         Option("delimiter", "", "delimiter", REQUIRED),
-        Option("duplicates", "D", "duplicates"),
-        Option("federation", "", "federation"),
+        Option(
+            "duplicates",
+            "D",
+            "duplicates",
+            use=REFUSED,
+            note="a requeued job's earlier runs are not listed apart",
+        ),
+        Option("federation", "", "federation", note="no federation: the same as --local"),
         Option("helpformat", "e", "helpformat"),
         Option("helpformat", "", "help-fields"),
         Option("endtime", "E", "endtime", REQUIRED),
-        Option("expand_patterns", "", "expand-patterns"),
+        Option(
+            "expand_patterns",
+            "",
+            "expand-patterns",
+            use=REFUSED,
+            note="file name patterns are not expanded",
+        ),
         Option("help", "h", "help"),
         Option("local", "", "local"),
         Option("name", "", "name", REQUIRED),
@@ -131,14 +143,15 @@ TABLE = OptionTable(
         Option("starttime", "S", "starttime", REQUIRED),
         Option("truncate", "T", "truncate"),
         Option("user", "u", "uid", REQUIRED),
-        Option("use_local_uid", "", "use-local-uid"),
+        Option("use_local_uid", "", "use-local-uid", use=WARNED, note="the uid recorded is shown"),
         Option("usage", "U", "usage"),
         Option("user", "", "user", REQUIRED),
-        Option("verbose", "v", "verbose"),
+        Option("verbose", "v", "verbose", use=WARNED, note="sacct prints no progress"),
         Option("version", "V", "version"),
         Option("whole_hetjob", "", "whole-hetjob", OPTIONAL),
         Option("json", "", "json", OPTIONAL),
-    ]
+    ],
+    prog="sacct",
 )
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 

@@ -128,7 +128,8 @@ TABLE = OptionTable(
         Option("version", "V", "version"),
         Option("json", "", "json", OPTIONAL),
         Option("yaml", "", "yaml", OPTIONAL),
-    ]
+    ],
+    prog="sacctmgr",
 )
 #: What ``-h``, ``--usage`` and the ``help`` command print (Slurm adds a newline).
 HELP = USAGE + "\n"

@@ -18,7 +18,17 @@ import time
 from cli import boundary
 from cli.allocation import release, running, submit, wait_for_start
 from cli.halt import Halt
-from cli.options import NO_ARGUMENT, OPTIONAL, REQUIRED, Option, OptionError, OptionTable
+from cli.options import (
+    HONOURED,
+    NO_ARGUMENT,
+    OPTIONAL,
+    REFUSED,
+    REQUIRED,
+    WARNED,
+    Option,
+    OptionError,
+    OptionTable,
+)
 from cli.options import parse as parse_options
 
 PROG = "salloc"
@@ -31,8 +41,10 @@ Usage: salloc [-N numnodes] [-n ntasks] [-c ncpus] [-t time] [-p partition] [-A 
 """
 
 
-def _row(long: str, short: str = "", arg: int = REQUIRED) -> Option:
-    return Option(long, short, long, arg)
+def _row(
+    long: str, short: str = "", arg: int = REQUIRED, use: str = HONOURED, note: str = ""
+) -> Option:
+    return Option(long, short, long, arg, use, note)
 
 
 TABLE = OptionTable(
@@ -42,10 +54,10 @@ TABLE = OptionTable(
         _row("constraint", "C"),
         _row("cpus-per-task", "c"),
         _row("exclude", "x"),
-        _row("exclusive", arg=OPTIONAL),
+        _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("gres"),
         _row("help", "h", NO_ARGUMENT),
-        _row("immediate", "I", OPTIONAL),
+        _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("job-name", "J"),
         _row("mem"),
         _row("mem-per-cpu"),
@@ -59,9 +71,10 @@ TABLE = OptionTable(
         _row("reservation"),
         _row("time", "t"),
         _row("usage", arg=NO_ARGUMENT),
-        _row("verbose", "v", NO_ARGUMENT),
+        _row("verbose", "v", NO_ARGUMENT, WARNED, "salloc prints no progress"),
         _row("version", "V", NO_ARGUMENT),
-    ]
+    ],
+    prog="salloc",
 )
 
 

@@ -106,7 +106,8 @@ Command:
   -h, --help                   print this help
       --usage                  print a short usage line
 
-Other Slurm sbatch options are accepted and have no effect."""
+Other Slurm sbatch options are refused, or warned about where they cannot change
+the outcome (docs/compatibility.md lists them)."""
 
 
 def main() -> None:

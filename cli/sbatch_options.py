@@ -4,137 +4,165 @@ The table lists every long option Slurm 24.11's sbatch accepts, not only the
 ones Corral acts on: a script written for Slurm must not fail with
 ``unrecognized option`` because of ``--mail-type``, and prefix abbreviations
 must be ambiguous exactly where Slurm's are (``--par`` could be
-``--parsable`` or ``--partition``). Options without a setter in
-``cli.sbatch_settings`` are accepted and ignored.
+``--parsable`` or ``--partition``). Each row says what Corral does with the
+option (``cli.options.HONOURED``, ``WARNED`` or ``REFUSED``): an option it
+does not implement is refused where ignoring it could change the outcome,
+and warned about where it cannot.
 """
 
 from __future__ import annotations
 
-from cli.options import NO_ARGUMENT, OPTIONAL, REQUIRED, Option, OptionTable
+from cli.options import (
+    HONOURED,
+    NO_ARGUMENT,
+    OPTIONAL,
+    REFUSED,
+    REQUIRED,
+    WARNED,
+    Option,
+    OptionTable,
+)
 
 
-def _row(long: str, short: str = "", arg: int = REQUIRED) -> Option:
-    return Option(long, short, long, arg)
+def _row(
+    long: str, short: str = "", arg: int = REQUIRED, use: str = HONOURED, note: str = ""
+) -> Option:
+    return Option(long, short, long, arg, use, note)
+
+
+def _no(long: str, note: str, short: str = "", arg: int = REQUIRED) -> Option:
+    """An option not implemented whose absence could change the outcome: refused."""
+    return Option(long, short, long, arg, REFUSED, note)
+
+
+def _warn(long: str, note: str, short: str = "", arg: int = REQUIRED) -> Option:
+    """An option not implemented that cannot change the outcome: warned about."""
+    return Option(long, short, long, arg, WARNED, note)
+
+
+_PLACEMENT = "this placement constraint is not implemented"
+_LAYOUT = "this task layout request is not implemented"
 
 
 TABLE = OptionTable(
     [
         _row("account", "A"),
-        _row("acctg-freq"),
+        _warn("acctg-freq", "accounting samples once per job"),
         _row("array", "a"),
-        _row("autocomplete"),
-        _row("batch"),
-        _row("bb"),
-        _row("bbf"),
+        _no("autocomplete", "no shell completion"),
+        _no("batch", "batch host features are not implemented"),
+        _no("bb", "burst buffers are not implemented"),
+        _no("bbf", "burst buffers are not implemented"),
         _row("begin", "b"),
         _row("chdir", "D"),
-        _row("cluster"),
-        _row("cluster-constraint"),
-        _row("clusters", "M"),
+        Option("clusters", "", "cluster", REQUIRED, HONOURED, "this cluster's name only"),
+        _no("cluster-constraint", "federation is not implemented"),
+        _row("clusters", "M", note="this cluster's name only"),
         _row("comment"),
         _row("constraint", "C"),
-        _row("container"),
-        _row("container-id"),
-        _row("context"),
-        _row("contiguous", arg=NO_ARGUMENT),
-        _row("core-spec", "S"),
-        _row("cores-per-socket"),
-        _row("cpu-freq"),
+        _no("container", "OCI containers are not implemented"),
+        _no("container-id", "OCI containers are not implemented"),
+        _no("context", "SELinux contexts are not implemented"),
+        _no("contiguous", _PLACEMENT, arg=NO_ARGUMENT),
+        _no("core-spec", "core specialization is not implemented", "S"),
+        _no("cores-per-socket", _PLACEMENT),
+        _warn("cpu-freq", "CPU frequencies are left as they are"),
         _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
         _row("deadline"),
-        _row("delay-boot"),
+        _warn("delay-boot", "nodes are never rebooted for a job"),
         _row("dependency", "d"),
-        _row("distribution", "m"),
+        _no("distribution", _LAYOUT, "m"),
         _row("error", "e"),
         _row("exclude", "x"),
-        _row("exclusive", arg=OPTIONAL),
+        _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("export"),
         _row("export-file"),
-        _row("extra"),
-        _row("extra-node-info", "B"),
+        _no("extra", "extra node constraints are not implemented"),
+        _no("extra-node-info", _PLACEMENT, "B"),
         _row("get-user-env", arg=OPTIONAL),
         _row("gid"),
-        _row("gpu-bind"),
-        _row("gpu-freq"),
+        _no("gpu-bind", "GPU binding other than the default is not implemented"),
+        _warn("gpu-freq", "GPU frequencies are left as they are"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
-        _row("gpus-per-socket"),
+        _no("gpus-per-socket", _PLACEMENT),
         _row("gpus-per-task"),
         _row("gres"),
-        _row("gres-flags"),
+        _no("gres-flags", _PLACEMENT),
         _row("help", "h", NO_ARGUMENT),
-        _row("hint"),
+        _no("hint", _LAYOUT),
         _row("hold", "H", NO_ARGUMENT),
-        _row("ignore-pbs", arg=NO_ARGUMENT),
-        _row("immediate", "I", OPTIONAL),
+        _row("ignore-pbs", arg=NO_ARGUMENT, note="#PBS lines are never read"),
+        _no("immediate", "immediate allocation is not implemented", "I", OPTIONAL),
         _row("input", "i"),
         _row("job-name", "J"),
         _row("kill-on-invalid-dep"),
-        _row("licenses", "L"),
-        _row("mail-type"),
-        _row("mail-user"),
-        _row("mcs-label"),
+        _no("licenses", "licenses are not implemented", "L"),
+        _warn("mail-type", "no mail is sent"),
+        _warn("mail-user", "no mail is sent"),
+        _no("mcs-label", "MCS labels are not implemented"),
         _row("mem"),
-        _row("mem-bind"),
+        _warn("mem-bind", "memory is not bound to NUMA nodes"),
         _row("mem-per-cpu"),
         _row("mem-per-gpu"),
         _row("mincpus"),
-        _row("network"),
+        _no("network", "network requests are not implemented"),
         _row("nice", arg=OPTIONAL),
-        _row("no-kill", "k", OPTIONAL),
+        _no("no-kill", "a job always ends with a failed node", "k", OPTIONAL),
         _row("no-requeue", arg=NO_ARGUMENT),
-        _row("nodefile", "F"),
+        _no("nodefile", "node files are not implemented; use --nodelist", "F"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
-        _row("ntasks-per-core"),
-        _row("ntasks-per-gpu"),
+        _no("ntasks-per-core", _LAYOUT),
+        _no("ntasks-per-gpu", _LAYOUT),
         _row("ntasks-per-node"),
-        _row("ntasks-per-socket"),
-        _row("ntasks-per-tres"),
-        _row("oom-kill-step", arg=OPTIONAL),
+        _no("ntasks-per-socket", _LAYOUT),
+        _no("ntasks-per-tres", _LAYOUT),
+        _no("oom-kill-step", "OOM handling per step is not implemented", arg=OPTIONAL),
         _row("open-mode"),
         _row("output", "o"),
-        _row("overcommit", "O", NO_ARGUMENT),
+        _no("overcommit", "overcommitting CPUs is not implemented", "O", NO_ARGUMENT),
         _row("oversubscribe", "s", NO_ARGUMENT),
         _row("parsable", arg=NO_ARGUMENT),
         _row("partition", "p"),
-        _row("prefer"),
+        _warn("prefer", "soft feature preferences are not weighed"),
         _row("priority"),
-        _row("profile"),
-        _row("propagate", arg=OPTIONAL),
+        _warn("profile", "no profiling data is gathered"),
+        _no("propagate", "resource limits are not propagated", arg=OPTIONAL),
         _row("qos", "q"),
         _row("quiet", "Q", NO_ARGUMENT),
-        _row("reboot", arg=NO_ARGUMENT),
+        _warn("reboot", "nodes are never rebooted for a job", arg=NO_ARGUMENT),
         _row("requeue", arg=NO_ARGUMENT),
         _row("reservation"),
-        _row("resv-ports", arg=OPTIONAL),
-        _row("segment"),
+        _no("resv-ports", "reserved ports are not implemented", arg=OPTIONAL),
+        _no("segment", _PLACEMENT),
         _row("signal"),
-        _row("sockets-per-node"),
-        _row("spread-job", arg=NO_ARGUMENT),
-        _row("stepmgr", arg=NO_ARGUMENT),
-        _row("switches"),
+        _no("sockets-per-node", _PLACEMENT),
+        _no("spread-job", _PLACEMENT, arg=NO_ARGUMENT),
+        _warn("stepmgr", "steps are always managed by the controller", arg=NO_ARGUMENT),
+        _no("switches", _PLACEMENT),
         Option("ntasks-per-node", "", "tasks-per-node", REQUIRED),
         _row("test-only", arg=NO_ARGUMENT),
-        _row("thread-spec"),
-        _row("threads-per-core"),
+        _no("thread-spec", "thread specialization is not implemented"),
+        _no("threads-per-core", _PLACEMENT),
         _row("time", "t"),
         _row("time-min"),
-        _row("tmp"),
-        _row("tres-bind"),
-        _row("tres-per-task"),
+        _no("tmp", "temporary disk requests are not implemented"),
+        _no("tres-bind", _LAYOUT),
+        _no("tres-per-task", _LAYOUT),
         _row("uid"),
         _row("usage", arg=NO_ARGUMENT),
-        _row("use-min-nodes", arg=NO_ARGUMENT),
+        _no("use-min-nodes", _PLACEMENT, arg=NO_ARGUMENT),
         _row("verbose", "v", NO_ARGUMENT),
         _row("version", "V", NO_ARGUMENT),
         _row("wait", "W", NO_ARGUMENT),
-        _row("wait-all-nodes"),
-        _row("wckey"),
+        _warn("wait-all-nodes", "nodes are up when a job starts"),
+        _warn("wckey", "WCKeys are not tracked (a label only: TrackWCKey is refused)"),
         _row("wrap"),
-    ]
+    ],
+    prog="sbatch",
 )
 
 #: Options that only count on the command line: Slurm handles them before it

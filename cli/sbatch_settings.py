@@ -13,10 +13,11 @@ options, begin after deadline) are checked by ``Settings.verify``.
 
 from __future__ import annotations
 
+import os
 import time
 
 from cli.failure import Failure
-from cli.options import NO_ARGUMENT, OPTIONAL
+from cli.options import NO_ARGUMENT, OPTIONAL, check_use
 from cli.sbatch_options import ENVIRONMENT, TABLE
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -242,10 +243,14 @@ def _priority(text: str | None) -> Fields:
 
 
 def _exclusive(text: str | None) -> Fields:
-    """``--exclusive[=user|mcs|topo|oversubscribe]``; only the plain form is whole nodes."""
+    """``--exclusive[=oversubscribe]``; only the plain form is whole nodes. Nodes kept to
+    one user, MCS label or topology block are not implemented: refused, since
+    taking them for shared nodes would put other jobs beside the job."""
     word = "exclusive" if text is None else text.lower()
     if word not in ("exclusive", "oversubscribe", "user", "mcs", "topo"):
         raise _invalid("--exclusive")
+    if word in ("user", "mcs", "topo"):
+        raise Failure(f"--exclusive={word} is not supported: only whole nodes are", status=255)
     return {"exclusive": word == "exclusive"}
 
 
@@ -273,6 +278,35 @@ def _signal(text: str | None) -> Fields:
 def _nodes_option(text: str | None) -> Fields:
     low, high = node_count(text or "")
     return {"min_nodes": low, "max_nodes": high}
+
+
+def _identity(
+    option: str, field: str, lookup: Callable[[str], int]
+) -> Callable[[str | None], Fields]:
+    """``--uid``/``--gid``: root's alone, as in Slurm (the job then runs as that
+    user or group); a name or a number the system knows."""
+
+    def setter(text: str | None) -> Fields:
+        if os.getuid() != 0:
+            raise Failure(f"--{option} only permitted by root user", status=255)
+        try:
+            return {field: lookup(text or "")}
+        except (KeyError, ValueError, OverflowError):
+            raise _invalid(f"--{option}") from None
+
+    return setter
+
+
+def _uid_of(text: str) -> int:
+    import pwd
+
+    return pwd.getpwuid(int(text)).pw_uid if _is_digits(text) else pwd.getpwnam(text).pw_uid
+
+
+def _gid_of(text: str) -> int:
+    import grp
+
+    return grp.getgrgid(int(text)).gr_gid if _is_digits(text) else grp.getgrnam(text).gr_gid
 
 
 def _stdio(field: str) -> Callable[[str | None], Fields]:
@@ -316,7 +350,8 @@ def _timestamp(field: str, option: str) -> Callable[[str | None], Fields]:
     return lambda text: {field: timestamp(option, text or "")}
 
 
-#: Option key -> setter. Options not listed are accepted and ignored.
+#: Option key -> setter. The table's other options are refused or warned about
+#: (``cli.options.check_use``), or acted on by the command itself (``--wrap``).
 SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "account": _text("account"),
     "array": _text("array"),
@@ -367,6 +402,8 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "time": _minutes("time_limit", "--time"),
     "time-min": _minutes("time_min", "--time-min"),
     "wait": _flag("wait"),
+    "uid": _identity("uid", "run_as_uid", _uid_of),
+    "gid": _identity("gid", "run_as_gid", _gid_of),
 }
 
 
@@ -408,6 +445,7 @@ class Settings:
             value = environ.get(variable)
             if value is None:
                 continue
+            check_use(TABLE, TABLE.by_long[key])  # SBATCH_WCKEY is refused as --wckey is
             kind = TABLE.by_long[key].arg
             if kind == NO_ARGUMENT:
                 if value == "" or value.lower() == "yes" or _nonzero(value):

@@ -14,10 +14,10 @@ import os
 import sys
 
 from cli import boundary, jobstate
-from cli.command import Command, known_user
+from cli.command import THIS_CLUSTER, Command, known_user, only_this_cluster
 from cli.halt import Halt
 from cli.jobids import InvalidJobId, cancel_ids
-from cli.options import REQUIRED, Option, OptionTable
+from cli.options import REFUSED, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import ESLURM_ALREADY_DONE, ESLURM_INVALID_JOB_ID, SlurmError
 from corral.hostlist import expand
 
@@ -62,13 +62,13 @@ TABLE = OptionTable(
     [
         Option("account", "A", "account", REQUIRED),
         Option("batch", "b", "batch"),
-        Option("ctld", "", "ctld"),
+        Option("ctld", "", "ctld", note="requests always go through the controller"),
         Option("full", "f", "full"),
         Option("help", "", "help"),
-        Option("hurry", "H", "hurry"),
+        Option("hurry", "H", "hurry", use=WARNED, note="burst buffers are not implemented"),
         Option("interactive", "i", "interactive"),
-        Option("cluster", "M", "cluster", REQUIRED),
-        Option("cluster", "", "clusters", REQUIRED),
+        Option("cluster", "M", "cluster", REQUIRED, note=THIS_CLUSTER),
+        Option("cluster", "", "clusters", REQUIRED, note=THIS_CLUSTER),
         Option("name", "n", "name", REQUIRED),
         Option("name", "", "jobname", REQUIRED),
         Option("me", "", "me"),
@@ -77,15 +77,16 @@ TABLE = OptionTable(
         Option("qos", "q", "qos", REQUIRED),
         Option("quiet", "Q", "quiet"),
         Option("reservation", "R", "reservation", REQUIRED),
-        Option("sibling", "", "sibling", REQUIRED),
+        Option("sibling", "", "sibling", REQUIRED, REFUSED, "federation is not implemented"),
         Option("signal", "s", "signal", REQUIRED),
         Option("state", "t", "state", REQUIRED),
         Option("usage", "", "usage"),
         Option("user", "u", "user", REQUIRED),
         Option("verbose", "v", "verbose"),
         Option("version", "V", "version"),
-        Option("wckey", "", "wckey", REQUIRED),
-    ]
+        Option("wckey", "", "wckey", REQUIRED, REFUSED, "WCKeys are not tracked"),
+    ],
+    prog="scancel",
 )
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
@@ -129,7 +130,6 @@ class Settings:
         "state",
         "user",
         "verbose",
-        "wckey",
     )
 
     def __init__(self) -> None:
@@ -142,7 +142,6 @@ class Settings:
         self.reservation: str = ""
         self.state: str = ""
         self.user: str = ""
-        self.wckey: str = ""
         self.signal: int | None = None
         self.batch: bool = False
         self.full: bool = False
@@ -160,7 +159,6 @@ class Settings:
                 self.reservation,
                 self.state,
                 self.user,
-                self.wckey,
             )
         )
 
@@ -175,7 +173,6 @@ class Settings:
             ("reservation", self.reservation),
             ("state", self.state),
             ("user_name", self.user),
-            ("wckey", self.wckey),
         ]
         return "".join(f"{key}={value} " for key, value in parts if value)
 
@@ -249,8 +246,10 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
             settings.state = _state(text, "Invalid job state specified")
         elif key in ("account", "qos"):
             setattr(settings, key, text.lower())
-        elif key in ("name", "nodelist", "partition", "reservation", "user", "wckey"):
+        elif key in ("name", "nodelist", "partition", "reservation", "user"):
             setattr(settings, key, text)
+        elif key == "cluster":
+            only_this_cluster(PROG, text)
         elif key == "me":
             settings.user = str(os.getuid())
         elif key in ("batch", "full", "interactive"):
@@ -283,6 +282,7 @@ def request(settings: Settings, job_ids: list[str]) -> dict[str, Any]:
             "nodes": nodes,
             "accounts": [settings.account] if settings.account else [],
             "qos": [settings.qos] if settings.qos else [],
+            "reservations": [settings.reservation] if settings.reservation else [],
         },
         "signal": settings.signal or 0,
         "batch_only": settings.batch,

@@ -13,10 +13,10 @@ import os
 import sys
 
 from cli import boundary, jobrecord, noderecord
-from cli.command import Command
+from cli.command import THIS_CLUSTER, Command, only_this_cluster
 from cli.halt import Halt
 from cli.jobids import job_id_list
-from cli.options import REQUIRED, Option, OptionTable
+from cli.options import REFUSED, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import SlurmError
 from corral.hostlist import compress, expand
 from corral.timefmt import format_timestamp
@@ -60,20 +60,21 @@ scontrol [<OPTION>] [<COMMAND>]
 TABLE = OptionTable(
     [
         Option("all", "a", "all"),
-        Option("cluster", "M", "cluster", REQUIRED),
-        Option("cluster", "", "clusters", REQUIRED),
+        Option("cluster", "M", "cluster", REQUIRED, note=THIS_CLUSTER),
+        Option("cluster", "", "clusters", REQUIRED, note=THIS_CLUSTER),
         Option("details", "d", "details"),
-        Option("future", "F", "future"),
+        Option("future", "F", "future", use=WARNED, note="FUTURE nodes are not shown apart"),
         Option("help", "h", "help"),
         Option("help", "", "usage"),
         Option("hide", "", "hide"),
-        Option("local", "", "local"),
+        Option("local", "", "local", note="one cluster: always local"),
         Option("oneliner", "o", "oneliner"),
         Option("quiet", "Q", "quiet"),
-        Option("uid", "u", "uid", REQUIRED),
-        Option("verbose", "v", "verbose"),
+        Option("uid", "u", "uid", REQUIRED, REFUSED, "acting as another user is not implemented"),
+        Option("verbose", "v", "verbose", use=WARNED, note="scontrol prints no progress"),
         Option("version", "V", "version"),
-    ]
+    ],
+    prog="scontrol",
 )
 COMMAND = Command(PROG, TABLE, USAGE)
 
@@ -753,8 +754,10 @@ def scontrol(argv: list[str]) -> int:
     """Run scontrol with ``argv``; return the exit status."""
     try:
         found, words = COMMAND.parse(argv)
-        for opt, _ in found:
+        for opt, value in found:
             COMMAND.answer(opt.key)
+            if opt.key == "cluster":
+                only_this_cluster(PROG, value or "")
     except Halt as halt:
         return halt.report()
     session = Session()

@@ -13,7 +13,7 @@ import sys
 import time
 
 from cli import boundary
-from cli.command import Command
+from cli.command import THIS_CLUSTER, Command, only_this_cluster
 from cli.halt import Halt
 from cli.options import REQUIRED, Option, OptionTable
 from corral.errors import SlurmError
@@ -44,8 +44,8 @@ Help options:
 
 TABLE = OptionTable(
     [
-        Option("all", "a", "all"),
-        Option("cluster", "M", "cluster", REQUIRED),
+        Option("all", "a", "all", note="the default: every figure"),
+        Option("cluster", "M", "cluster", REQUIRED, note=THIS_CLUSTER),
         Option("reset", "r", "reset"),
         Option("by_id", "i", "sort-by-id"),
         Option("by_time", "t", "sort-by-time"),
@@ -53,7 +53,8 @@ TABLE = OptionTable(
         Option("version", "V", "version"),
         Option("help", "", "help"),
         Option("usage", "", "usage"),
-    ]
+    ],
+    prog="sdiag",
 )
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
@@ -184,10 +185,12 @@ def sdiag(argv: list[str]) -> int:
     try:
         found, positional = COMMAND.parse(argv)
         reset, sort = False, "count"
-        for opt, _ in found:
+        for opt, value in found:
             COMMAND.answer(opt.key)
             if opt.key == "reset":
                 reset = True
+            elif opt.key == "cluster":
+                only_this_cluster(PROG, value or "")
             elif opt.key in ("by_id", "by_time", "by_time2"):
                 sort = {"by_id": "id", "by_time": "time", "by_time2": "time2"}[opt.key]
         if positional:

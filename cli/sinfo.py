@@ -16,7 +16,7 @@ from cli.columns import Bound, Column, Field, line, parse_letters, parse_names
 from cli.command import Command, repeat, split_list
 from cli.halt import Halt
 from cli.nodegroups import DEFAULT_SORT, NODE_SORT, Grouping, NodeGroup, build, sort_groups
-from cli.options import REQUIRED, Option, OptionTable
+from cli.options import REQUIRED, WARNED, Option, OptionTable
 from corral.errors import SlurmError
 from corral.hostlist import compress
 
@@ -84,10 +84,10 @@ TABLE = OptionTable(
         Option("help", "", "help"),
         Option("hide", "", "hide"),
         Option("iterate", "i", "iterate", REQUIRED),
-        Option("local", "", "local"),
+        Option("local", "", "local", note="one cluster: always local"),
         Option("long", "l", "long"),
         Option("nodes", "n", "nodes", REQUIRED),
-        Option("noconvert", "", "noconvert"),
+        Option("noconvert", "", "noconvert", use=WARNED, note="sizes are shown as they are"),
         Option("noheader", "h", "noheader"),
         Option("Node", "N", "Node"),
         Option("format", "o", "format", REQUIRED),
@@ -100,9 +100,10 @@ TABLE = OptionTable(
         Option("sort", "S", "sort", REQUIRED),
         Option("states", "t", "states", REQUIRED),
         Option("usage", "", "usage"),
-        Option("verbose", "v", "verbose"),
+        Option("verbose", "v", "verbose", use=WARNED, note="sinfo prints no progress"),
         Option("version", "V", "version"),
-    ]
+    ],
+    prog="sinfo",
 )
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 

@@ -18,7 +18,7 @@ from cli import boundary
 from cli.columns import Column, cell, parse_letters
 from cli.command import Command, split_list
 from cli.halt import Halt
-from cli.options import OPTIONAL, REQUIRED, Option, OptionTable
+from cli.options import OPTIONAL, REFUSED, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -65,26 +65,27 @@ Help options:
 
 TABLE = OptionTable(
     [
-        Option("federation", "", "federation"),
+        Option("federation", "", "federation", note="no federation: the same as --local"),
         Option("help", "", "help"),
         Option("helpformat", "", "helpformat"),
         Option("jobs", "j", "jobs", OPTIONAL),
-        Option("local", "", "local"),
+        Option("local", "", "local", note="one cluster: always local"),
         Option("long", "l", "long"),
         Option("noheader", "h", "noheader"),
         Option("norm", "n", "norm"),
         Option("format", "o", "format", REQUIRED),
         Option("partition", "p", "partition", REQUIRED),
-        Option("sibling", "", "sib"),
-        Option("sibling", "", "sibling"),
+        Option("sibling", "", "sib", use=REFUSED, note="federation is not implemented"),
+        Option("sibling", "", "sibling", use=REFUSED, note="federation is not implemented"),
         Option("sort", "S", "sort", REQUIRED),
         Option("usage", "", "usage"),
         Option("user", "u", "user", REQUIRED),
         Option("user", "", "users", REQUIRED),
-        Option("verbose", "v", "verbose"),
+        Option("verbose", "v", "verbose", use=WARNED, note="sprio prints no progress"),
         Option("version", "V", "version"),
         Option("weights", "w", "weights"),
-    ]
+    ],
+    prog="sprio",
 )
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 

@@ -26,7 +26,7 @@ from cli.joborder import (
     sort_jobs,
     sort_reads,
 )
-from cli.options import OPTIONAL, REQUIRED, Option, OptionTable
+from cli.options import OPTIONAL, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import ESLURM_INVALID_JOB_ID, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -92,11 +92,11 @@ TABLE = OptionTable(
         Option("iterate", "i", "iterate", REQUIRED),
         Option("jobs", "j", "jobs", OPTIONAL),
         Option("jobs", "", "job", OPTIONAL),
-        Option("local", "", "local"),
+        Option("local", "", "local", note="one cluster: always local"),
         Option("long", "l", "long"),
         Option("me", "", "me"),
         Option("name", "n", "name", REQUIRED),
-        Option("noconvert", "", "noconvert"),
+        Option("noconvert", "", "noconvert", use=WARNED, note="sizes are shown as they are"),
         Option("nodelist", "w", "nodelist", REQUIRED),
         Option("nodelist", "", "nodes", REQUIRED),
         Option("nodelist", "", "node", REQUIRED),
@@ -112,9 +112,10 @@ TABLE = OptionTable(
         Option("usage", "", "usage"),
         Option("user", "u", "user", REQUIRED),
         Option("user", "", "users", REQUIRED),
-        Option("verbose", "v", "verbose"),
+        Option("verbose", "v", "verbose", use=WARNED, note="squeue prints no progress"),
         Option("version", "V", "version"),
-    ]
+    ],
+    prog="squeue",
 )
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 

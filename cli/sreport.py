@@ -148,10 +148,10 @@ TABLE = OptionTable(
     [
         Option("all_clusters", "a", "all_clusters"),
         Option("cluster", "M", "cluster", REQUIRED),
-        Option("federation", "", "federation"),
+        Option("federation", "", "federation", note="no federation: the same as --local"),
         Option("help", "h", "help"),
         Option("help", "", "usage"),
-        Option("immediate", "i", "immediate"),
+        Option("immediate", "i", "immediate", note="sreport asks nothing"),
         Option("local", "", "local"),
         Option("noheader", "n", "noheader"),
         Option("parsable", "p", "parsable"),
@@ -162,7 +162,8 @@ TABLE = OptionTable(
         Option("tres", "T", "tres", REQUIRED),
         Option("verbose", "v", "verbose"),
         Option("version", "V", "version"),
-    ]
+    ],
+    prog="sreport",
 )
 COMMAND = Command(PROG, TABLE, HELP, HELP)
 

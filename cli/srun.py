@@ -29,7 +29,17 @@ import time
 
 from cli import boundary
 from cli.halt import Halt
-from cli.options import NO_ARGUMENT, OPTIONAL, REQUIRED, Option, OptionError, OptionTable
+from cli.options import (
+    HONOURED,
+    NO_ARGUMENT,
+    OPTIONAL,
+    REFUSED,
+    REQUIRED,
+    WARNED,
+    Option,
+    OptionError,
+    OptionTable,
+)
 from cli.options import parse as parse_options
 from corral import stepio
 from corral.clientconf import client_settings
@@ -53,26 +63,28 @@ Usage: srun [-N nnodes] [-n ntasks] [-c ncpus] [-w hosts] [-x hosts] [-l] [-u]
 """
 
 
-def _row(long: str, short: str = "", arg: int = REQUIRED) -> Option:
-    return Option(long, short, long, arg)
+def _row(
+    long: str, short: str = "", arg: int = REQUIRED, use: str = HONOURED, note: str = ""
+) -> Option:
+    return Option(long, short, long, arg, use, note)
 
 
 TABLE = OptionTable(
     [
         _row("account", "A"),
         _row("chdir", "D"),
-        _row("cpu-bind"),
+        _row("cpu-bind", note="none unpins the tasks; any other value keeps the default binding"),
         _row("cpus-per-task", "c"),
         _row("error", "e"),
         _row("exclude", "x"),
-        _row("exclusive", arg=OPTIONAL),
+        _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("export"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
         _row("gpus-per-task"),
         _row("gres"),
         _row("help", arg=NO_ARGUMENT),
-        _row("immediate", "I", OPTIONAL),
+        _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("input", "i"),
         _row("job-name", "J"),
         _row("jobid"),
@@ -80,7 +92,7 @@ TABLE = OptionTable(
         _row("label", "l", NO_ARGUMENT),
         _row("mem"),
         _row("mem-per-cpu"),
-        _row("mpi"),
+        _row("mpi", note="none only (no PMI is provided); any other type is refused"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
@@ -95,10 +107,11 @@ TABLE = OptionTable(
         _row("time", "t"),
         _row("unbuffered", "u", NO_ARGUMENT),
         _row("usage", arg=NO_ARGUMENT),
-        _row("verbose", "v", NO_ARGUMENT),
+        _row("verbose", "v", NO_ARGUMENT, WARNED, "srun prints no progress"),
         _row("version", "V", NO_ARGUMENT),
-        _row("wait", "W"),
-    ]
+        _row("wait", "W", use=REFUSED, note="the other tasks are never ended after a first exit"),
+    ],
+    prog="srun",
 )
 
 
@@ -142,6 +155,9 @@ def parse(argv: list[str]) -> Settings:
         if option.key == "version":
             raise Halt(0, boundary.version_line())
         settings.options[option.key] = value
+    mpi = settings.get("mpi", "none")
+    if mpi.lower() != "none":  # tasks that expect PMI would start unwired, each alone
+        raise Halt(1, f"{PROG}: error: --mpi={mpi} is not supported: no PMI is provided")
     settings.command = positional
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
@@ -389,6 +405,7 @@ class Step:
         self.kill_on_bad_exit = settings.kill_on_bad_exit
         self.interrupts: list[float] = []
         self.killed = False
+        self.unlaunched: set[int] = set()  # node ids whose tasks could not be launched
         self.signals = signals.caught
         self.wake = signals.wake_r
 
@@ -496,6 +513,23 @@ class Step:
                 self._exited(number, stepio.read_status(payload))
             elif kind == stepio.DONE and isinstance(what, int):
                 self.done.add(what)
+            elif kind == stepio.FAILED and isinstance(what, int):
+                self._launch_failed(what, payload.decode(errors="replace"))
+
+    def _launch_failed(self, node_id: int, why: str) -> None:
+        """The node's runner could not start its tasks (user, cgroup): they failed."""
+        print(
+            f"{PROG}: error: Task launch for {self.name} failed on node {self.nodes[node_id]}: "
+            f"{why}",
+            file=sys.stderr,
+        )
+        if not self.killed:  # the step cannot run as asked: the other nodes' tasks end too
+            self.killed = True
+            self._send_all(stepio.frame(stepio.SIGNAL, stepio.TERM_KILL))
+        self.unlaunched.add(node_id)
+        self.done.add(node_id)
+        for task in self._tasks_of(node_id):
+            self.statuses.setdefault(task, 1 << 8)
 
     def _lost(self, conn: _socket.socket, what: str | int) -> None:
         self.poll.unregister(conn)
@@ -560,6 +594,8 @@ class Step:
     def _report(self) -> int:
         """Slurm's lines for failed tasks, by node and cause; the exit code."""
         for node_id, node in enumerate(self.nodes):
+            if node_id in self.unlaunched:  # said already
+                continue
             causes: dict[str, list[int]] = {}
             for task in self._tasks_of(node_id):
                 status = self.statuses.get(task, 0)

@@ -16,7 +16,7 @@ import sys
 from cli import boundary
 from cli.command import Command, split_list
 from cli.halt import Halt
-from cli.options import REQUIRED, Option, OptionTable
+from cli.options import REQUIRED, WARNED, Option, OptionTable
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -72,11 +72,12 @@ TABLE = OptionTable(
         Option("parsable2", "P", "parsable2"),
         Option("users", "u", "users", REQUIRED),
         Option("users_only", "U", "Users"),
-        Option("verbose", "v", "verbose"),
+        Option("verbose", "v", "verbose", use=WARNED, note="sshare prints no progress"),
         Option("version", "V", "version"),
         Option("help", "", "help"),
         Option("usage", "", "usage"),
-    ]
+    ],
+    prog="sshare",
 )
 COMMAND = Command(PROG, TABLE, USAGE, USAGE)
 

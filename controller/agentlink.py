@@ -302,6 +302,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                         exit_status=done.exit_status,
                         outcome=done.outcome,
                         usage=(done.max_rss_kb, done.user_cpu_us, done.sys_cpu_us),
+                        message=done.message,
                     ),
                 )
             except InvalidTransition:

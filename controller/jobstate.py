@@ -191,6 +191,7 @@ class Finish:
     exit_status: int
     outcome: str  # "exited" | "timeout" | "cancelled" | "launch_failed"
     usage: tuple[int, int, int] = (0, 0, 0)  # max RSS KiB, user and system CPU microseconds
+    message: str = ""  # the node's reason, kept (SystemComment) when the launch failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +319,9 @@ def apply(job: Job, event: Event) -> Job:
                 exit_status=event.exit_status,
                 end_time=end,
                 usage=event.usage,
+                system_comment=(
+                    event.message if reason is Reason.JOB_LAUNCH_FAILURE else job.system_comment
+                ),
             )
         case Cancel() if state is JobState.PENDING:
             return replace(

@@ -76,6 +76,7 @@ class Job:
     open_mode: str = ""
     command: str = ""
     comment: str = ""
+    system_comment: str = ""  # why the system ended it (a launch failure's reason)
     submit_line: str = ""
     submit_host: str = ""
     submit_dir: str = ""

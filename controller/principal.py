@@ -16,6 +16,9 @@ import pwd
 from dataclasses import dataclass
 from functools import lru_cache
 
+from corral import errors
+from corral.errors import SlurmError
+
 
 @dataclass(frozen=True, slots=True)
 class Principal:
@@ -104,3 +107,24 @@ def uid_for(user: str) -> int | None:
         return pwd.getpwnam(user).pw_uid
     except KeyError:
         return None
+
+
+def submitting_as(who: Principal, uid: int | None, gid: int | None) -> Principal:
+    """Whom a submission is for: the caller, or the user (and group) an operator names
+    (sbatch --uid/--gid, which Slurm allows root alone).
+
+    Anyone else naming another identity is refused, not ignored: a job must never run
+    as someone its submitter is not. A uid no passwd entry names is refused too (the
+    node could not become it); its group, unless named, is the user's own.
+    """
+    if uid is None and gid is None:
+        return who
+    if not who.is_admin and (uid not in (None, who.uid) or gid not in (None, who.gid)):
+        raise SlurmError(errors.ESLURM_USER_ID_MISSING)
+    if uid is None:
+        uid = who.uid
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        raise SlurmError(errors.ESLURM_USER_ID_MISSING) from None
+    return principal_for(uid, entry.pw_gid if gid is None else gid)

@@ -111,6 +111,7 @@ def select(
         ("names", "name"),
         ("accounts", "account"),
         ("qos", "qos"),
+        ("reservations", "reservation"),
     ):
         values = set(flt.get(key, []))
         if values:

@@ -44,7 +44,7 @@ from controller.diag import RpcStats, SchedulerStats
 from controller.jobenv import allocation_environment
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.model import Job
-from controller.principal import Principal, principal_for
+from controller.principal import Principal, principal_for, submitting_as
 from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
 from controller.steps import StepRequest
@@ -208,6 +208,8 @@ class Handlers:
 
     async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:
         spec = to_dict(req.spec)
+        who = submitting_as(who, spec.pop("run_as_uid", None), spec.pop("run_as_gid", None))
+        self._check_clusters(spec.pop("clusters", ""))
         assocs = self.store.associations
         if not spec.get("account") and assocs is not None and who.user in assocs.users:
             # The DefaultAccount, before the partitions' AllowAccounts look at it.
@@ -222,6 +224,17 @@ class Handlers:
             self.kick()  # a held or future job cannot start: no cycle for it
         log.info("job_id=%d submitted by uid=%d (%d jobs)", job.job_id, who.uid, admitted.tasks)
         return pb.SubmitReply(job_id=job.job_id, cluster=self.store.conf.cluster_name)
+
+    def _check_clusters(self, clusters: str) -> None:
+        """sbatch -M: the job is this cluster's only if the list names it; a job meant
+        for another cluster is refused rather than run here."""
+        names = [name.strip().lower() for name in clusters.split(",") if name.strip()]
+        if names and self.store.conf.cluster_name.lower() not in names:
+            raise SlurmError(
+                errors.EINVAL,
+                f"'{clusters}' can't be reached now, or it is an invalid entry for --cluster.  "
+                "Use 'sacctmgr list clusters' to see available clusters.",
+            )
 
     async def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
         """Where and when the job would start: a whole scheduling pass over a snapshot.

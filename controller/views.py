@@ -115,6 +115,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         std_err=std_err,
         std_in=job.std_in,
         comment=job.comment,
+        system_comment=job.system_comment,
         reservation=job.reservation,
         steps=[step_info(step) for step in job.steps],
         extern_step="contain" in conf.prolog_flags and job.start_time > 0,

@@ -5,11 +5,12 @@ case-insensitive ``Key=Value`` pairs (several per line, ``"quoted values"``),
 ``#`` comments unless escaped as ``\\#``, a trailing ``\\`` continuing a line,
 ``Include <file>`` (``%c`` is the ClusterName), cumulative
 ``NodeName=DEFAULT``/``PartitionName=DEFAULT`` lines, ``DownNodes=`` and
-``NodeSet=`` lines. Every key Slurm knows is accepted and kept; keys Slurm
-does not know are reported in ``SlurmConfig.warnings`` rather than refused,
-so a typo never takes a cluster down. A value Corral needs and cannot use is a
-``ConfigError`` naming the file and line, because guessing would schedule jobs
-on the wrong resources.
+``NodeSet=`` lines. Every key Slurm knows is accepted; keys Slurm does not
+know are reported in ``SlurmConfig.warnings`` rather than refused, so a typo
+never takes a cluster down. A known key Corral does not implement is warned
+about or refused as ``corral.confkeys`` says, never ignored in silence. A
+value Corral needs and cannot use is a ``ConfigError`` naming the file and
+line, because guessing would schedule jobs on the wrong resources.
 
 The lines themselves are read by ``corral.confsyntax``, the one tokenizer
 shared with ``corral.clientconf``: client commands need only a few top-level
@@ -23,8 +24,9 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from corral import confsyntax, gres, gresconf, hostlist, timefmt
+from corral import confkeys, confsyntax, gres, gresconf, hostlist, timefmt
 from corral.clientconf import ClientSettings, client_settings
+from corral.confkeys import KeyUse
 from corral.confsyntax import (
     DEFAULT_PATH,
     MAX_ARRAY_SIZE,
@@ -281,81 +283,17 @@ class SlurmConfig:
 
 
 # ------------------------------------------------------------------ known keys
-# Every key Slurm's slurm.conf accepts (slurm.conf(5), current and recently
-# retired), in Slurm's spelling. Record keys belong to NodeName=, PartitionName=,
-# DownNodes=, NodeSet= and PowerAction= lines.
-_TOP_KEYS = """
-AccountingStorageBackupHost AccountingStorageEnforce AccountingStorageExternalHost
-AccountingStorageHost AccountingStorageLoc AccountingStorageParameters AccountingStoragePass
-AccountingStoragePort AccountingStorageTRES AccountingStorageType AccountingStorageUser
-AccountingStoreFlags AccountingStoreJobComment AcctGatherEnergyType AcctGatherFilesystemType
-AcctGatherInfinibandType AcctGatherInterconnectType AcctGatherNodeFreq AcctGatherProfileType
-AllowSpecResourcesUsage AuthAltParameters AuthAltTypes AuthInfo AuthType BackupAddr
-BackupController BatchStartTimeout BcastExclude BcastParameters BurstBufferParameters
-BurstBufferType CacheGroups CertgenParameters CertgenType CertmgrParameters CertmgrType
-CheckpointType CliFilterParameters CliFilterPlugins ClusterName CommunicationParameters
-CompleteWait ControlAddr ControlMachine CoreSpecPlugin CpuFreqDef CpuFreqGovernors CredType
-CryptoType DataParserParameters DebugFlags DefCpuPerGPU DefMemPerCPU DefMemPerGPU DefMemPerNode
-DefRuntimePlugin DependencyParameters DisableRootJobs EioTimeout EnforcePartLimits Epilog
-EpilogMsgTime EpilogSlurmctld EpilogTimeout ExtSensorsFreq ExtSensorsType
-FairShareDampeningFactor FastSchedule FederationParameters FirstJobId GetEnvTimeout GpuFreqDef
-GresTypes GroupUpdateForce GroupUpdateTime HashPlugin HealthCheckInterval HealthCheckNodeState
-HealthCheckProgram HealthCheckTimeout HttpParserType InactiveLimit InteractiveStepOptions
-JobAcctGatherFrequency JobAcctGatherParams JobAcctGatherType JobCheckpointDir JobCompHost
-JobCompLoc JobCompParams JobCompPass JobCompPassScript JobCompPort JobCompType JobCompUser
-JobContainerType JobCredentialPrivateKey JobCredentialPublicCertificate JobFileAppend
-JobRequeue JobSubmitPlugins KeepAliveTime KillOnBadExit KillWait LaunchParameters LaunchType
-LicenseParameters Licenses LogTimeFormat MailDomain MailProg MaxArraySize MaxBatchRequeue
-MaxDBDMsgs MaxJobCount MaxJobId MaxMemPerCPU MaxMemPerNode MaxNodeCount MaxStepCount
-MaxTasksPerNode MCSParameters MCSPlugin MessageTimeout MetricsAuthUsers MetricsParameters
-MetricsType MinJobAge MpiDefault MpiParams NamespaceType NodeFeaturesPlugins OverTimeLimit
-PluginDir PlugStackConfig PowerParameters PowerPlugin PreemptExemptTime PreemptMode
-PreemptParameters PreemptType PrEpParameters PrEpPlugins PriorityCalcPeriod
-PriorityDecayHalfLife PriorityFavorSmall PriorityFlags PriorityMaxAge PriorityParameters
-PrioritySiteFactorParameters PrioritySiteFactorPlugin PriorityType PriorityUsageResetPeriod
-PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare PriorityWeightJobSize
-PriorityWeightPartition PriorityWeightQOS PriorityWeightTRES PrivateData ProctrackType Prolog
-PrologEpilogTimeout PrologFlags PrologSlurmctld PrologTimeout PropagatePrioProcess
-PropagateResourceLimits PropagateResourceLimitsExcept RebootProgram ReconfigFlags RequeueExit
-RequeueExitHold ResumeFailProgram ResumeProgram ResumeRate ResumeTimeout ResvEpilog
-ResvOverRun ResvProlog ReturnToService RoutePlugin SallocDefaultCommand SbcastParameters
-SchedulerParameters SchedulerPort SchedulerTimeSlice SchedulerType ScronParameters SelectType
-SelectTypeParameters SerializerParameters SerializerPlugins SlurmctldAddr SlurmctldDebug
-SlurmctldHost SlurmctldHttpAuthParameters SlurmctldLogFile SlurmctldParameters SlurmctldPidFile
-SlurmctldPort SlurmctldPrimaryOffProg SlurmctldPrimaryOnProg SlurmctldSyslogDebug
-SlurmctldTimeout SlurmdDebug SlurmdHttpAuthParameters SlurmdLogFile SlurmdParameters
-SlurmdPidFile SlurmdPort SlurmdSpoolDir SlurmdSyslogDebug SlurmdTimeout SlurmdUser
-SlurmrestdHttpAuthParameters SlurmrestdParameters SlurmSchedLogFile SlurmSchedLogLevel
-SlurmstepdParameters SlurmUser SrunEpilog SrunPortRange SrunProlog StateSaveLocation
-SuspendExcNodes SuspendExcParts SuspendExcStates SuspendProgram SuspendRate SuspendTime
-SuspendTimeout SwitchParameters SwitchType TaskEpilog TaskPlugin TaskPluginParam TaskProlog
-TCPTimeout TLSParameters TLSType TmpFS TopologyParam TopologyPlugin TrackWCKey TreeWidth
-UnkillableStepProgram UnkillableStepTimeout UrlParserType UsePAM VSizeFactor WaitTime
-X11Parameters
-"""
-_NODE_KEYS = """
-NodeName BcastAddr Boards CoreSpecCount CoresPerSocket CpuBind CPUs CPUSpecList Feature
-Features Gres GresConf MemSpecLimit NodeAddr NodeHostname Parameters Port Procs RealMemory
-Reason RestrictedCoresPerGPU Sockets SocketsPerBoard State SuspendTime ThreadsPerCore TmpDisk
-Topology TRESWeights Weight
-"""
-_PARTITION_KEYS = """
-PartitionName AllocNodes AllowAccounts AllowGroups AllowQos Alternate CpuBind DefCpuPerGPU
-DefMemPerCPU DefMemPerGPU DefMemPerNode Default DefaultTime DenyAccounts DenyQos
-DisableRootJobs Exclusive ExclusiveTopo ExclusiveUser GraceTime Hidden LLN MaxCPUsPerNode
-MaxCPUsPerSocket MaxMemPerCPU MaxMemPerNode MaxNodes MaxTime MinNodes Nodes OverSubscribe
-OverTimeLimit PowerDownOnIdle PreemptMode Priority PriorityJobFactor PriorityTier QOS ReqResv
-ResumeTimeout RootOnly SelectTypeParameters Shared State SuspendTime SuspendTimeout Topology
-TRESBillingWeights
-"""
-_RECORD_KEYS: dict[str, dict[str, str]] = {
-    "NodeName": {k.lower(): k for k in _NODE_KEYS.split()},
-    "PartitionName": {k.lower(): k for k in _PARTITION_KEYS.split()},
-    "DownNodes": {k.lower(): k for k in ("DownNodes", "Reason", "State")},
-    "NodeSet": {k.lower(): k for k in ("NodeSet", "Nodes", "Feature")},
-    "PowerAction": {k.lower(): k for k in ("PowerAction", "Location", "Program")},
+# Every key Slurm's slurm.conf accepts, with what Corral does with it, is in
+# corral.confkeys. Record keys belong to NodeName=, PartitionName=, DownNodes=,
+# NodeSet= and PowerAction= lines.
+_RECORD_KEYS: dict[str, dict[str, KeyUse]] = {
+    "NodeName": confkeys.NODE,
+    "PartitionName": confkeys.PARTITION,
+    "DownNodes": confkeys.DOWNNODES,
+    "NodeSet": confkeys.NODESET,
+    "PowerAction": confkeys.POWERACTION,
 }
-_TOP = {k.lower(): k for k in _TOP_KEYS.split()}
+_TOP = confkeys.TOP
 _RECORD_TYPES = confsyntax.RECORD_TYPES  # the keys of _RECORD_KEYS, lowercase
 
 _Pairs = dict[str, tuple[str, Where]]
@@ -384,23 +322,26 @@ class _Reader(confsyntax.Reader):
             if kind is not None:
                 self.records[kind].append(self._record(kind, pairs[index:], where))
                 return
-            canonical = _TOP.get(lowered)
-            if canonical is None:
+            row = _TOP.get(lowered)
+            if row is None:
                 self._unknown(key, where)
-            elif canonical == "SlurmctldHost":
+                continue
+            confkeys.check(row, value, where, self.warnings)
+            if row.key == "SlurmctldHost":
                 self.hosts.append((value, where))
             else:
-                self.settings[canonical] = (value, where)
+                self.settings[row.key] = (value, where)
 
     def _record(self, kind: str, pairs: list[tuple[str, str]], where: Where) -> _Record:
         known = _RECORD_KEYS[kind]
         kept: _Pairs = {}
         for key, value in pairs[1:]:
-            canonical = known.get(key.lower())
-            if canonical is None:
+            row = known.get(key.lower())
+            if row is None:
                 self._unknown(key, where)
             else:
-                kept[canonical] = (value, where)
+                confkeys.check(row, value, where, self.warnings)
+                kept[row.key] = (value, where)
         return where, pairs[0][1], kept
 
     def _unknown(self, key: str, where: Where) -> None:

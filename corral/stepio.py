@@ -20,6 +20,8 @@ SIGNAL    → runner   deliver signal ``task`` (the number) to every task;
                      ``TERM_KILL``: CONT and TERM now, KILL after KillWait
 EXIT      runner →   task ``task`` ended; payload ``!i`` wait status
 DONE      runner →   every task of this node has ended (EXITs all sent)
+FAILED    runner →   no task of node ``task`` could be launched; payload: why
+                     (UTF-8); the runner hangs up after it
 ========  =========  ====================================================
 
 Sizes are bounded (``MAX_PAYLOAD``) so a confused peer cannot make the
@@ -34,7 +36,7 @@ TYPE_CHECKING = False  # ``socket`` imports ``enum``; srun uses ``_socket``
 if TYPE_CHECKING:
     from _socket import socket
 
-HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE = range(1, 8)
+HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED = range(1, 9)
 #: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
 TERM_KILL = 997
 HEADER = struct.Struct("!BII")
@@ -87,7 +89,7 @@ class Reader:
         frames = []
         while len(self._buffer) >= HEADER.size:
             kind, number, length = HEADER.unpack_from(self._buffer)
-            if not HELLO <= kind <= DONE or length > MAX_PAYLOAD:
+            if not HELLO <= kind <= FAILED or length > MAX_PAYLOAD:
                 raise ProtocolError(f"bad frame header (kind {kind}, length {length})")
             end = HEADER.size + length
             if len(self._buffer) < end:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import URL
 
+from corral import confkeys
 from corral.confsyntax import NOWHERE, ConfigError, Reader, Where, integer
 
 DEFAULT_DBD_PORT = 6819
@@ -25,18 +26,8 @@ STORAGE_TYPES = ("accounting_storage/mysql", "accounting_storage/sqlite")
 #: Purge periods: Slurm's unit words (singular or plural) -> seconds.
 _PURGE_UNITS = {"hour": 3600, "day": 86_400, "month": 30 * 86_400}
 
-#: Keys Slurm's slurmdbd.conf accepts that Corral reads or knowingly ignores.
-_KEYS = """
-AllowNoDefAcct AllResourcesAbsolute ArchiveDir ArchiveEvents ArchiveJobs ArchiveResvs
-ArchiveScript ArchiveSteps ArchiveSuspend ArchiveTXN ArchiveUsage AuthAltTypes
-AuthAltParameters AuthInfo AuthType CommitDelay CommunicationParameters DbdAddr DbdBackupHost
-DbdHost DbdPort DebugFlags DebugLevel DebugLevelSyslog DefaultQOS LogFile LogTimeFormat
-MaxQueryTimeRange MessageTimeout Parameters PidFile PluginDir PrivateData PurgeEventAfter
-PurgeJobAfter PurgeResvAfter PurgeStepAfter PurgeSuspendAfter PurgeTXNAfter PurgeUsageAfter
-SlurmUser StorageBackupHost StorageHost StorageLoc StorageParameters StoragePass StoragePort
-StorageType StorageUser TCPTimeout TrackSlurmctldDown TrackWCKey
-"""
-KNOWN_KEYS = {key.lower(): key for key in _KEYS.split()}
+#: Keys Slurm's slurmdbd.conf accepts, with what Corral does with each.
+KNOWN_KEYS = confkeys.DBD
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +87,8 @@ class _DbdReader(Reader):
             if known is None:
                 self.warnings.append(f"{where[0]}:{where[1]}: unknown key '{key}' ignored")
                 continue
-            self.settings[known] = (value, where)
+            confkeys.check(known, value, where, self.warnings)
+            self.settings[known.key] = (value, where)
 
     def cluster_name(self) -> str | None:
         return None

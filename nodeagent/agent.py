@@ -124,6 +124,11 @@ def neuron_nodes(conf: SlurmConfig, nodes: Sequence[NodeConfig]) -> list[str]:
     return found
 
 
+#: Where the device cgroups go instead of ``<cgroup2 mount>/corral`` (a cgroup of its
+#: own for a test cluster, so that it fails there without touching others).
+CGROUP_TOP_ENV = "CORRAL_CGROUP_TOP"
+
+
 def device_guard(
     conf: SlurmConfig,
     nodes: Sequence[NodeConfig],
@@ -132,9 +137,13 @@ def device_guard(
 ) -> devcgroup.DeviceGuard | None:
     """GPU isolation for the served nodes whose GPUs' device files are known, as
     Slurm's ConstrainDevices=yes: from gres.conf's ``File=`` lines, else from the
-    probe (``probed``, per node); None (logged once) when no node has any, or when
-    this host cannot confine devices (``top``: where the cgroups go, by default
-    ``<cgroup2 mount>/corral``)."""
+    probe (``probed``, per node); None when no node has any (``top``: where the
+    cgroups go, by default ``<cgroup2 mount>/corral``).
+
+    When this host cannot confine devices the guard still comes back, marked
+    broken (logged once): launches that would have GPUs to refuse then fail
+    rather than run with every GPU.
+    """
     probed = probed or {}
     gpus = {
         node.name: files
@@ -147,12 +156,13 @@ def device_guard(
         top = devcgroup.default_top()
     reason = devcgroup.unavailable(top)
     if top is None or reason is not None:
-        log.warning(
-            "GPU isolation off (%s): jobs on %s may open every GPU device file",
+        log.error(
+            "GPU isolation unavailable (%s): launches on %s that must be fenced from "
+            "GPUs will fail",
             reason,
             ",".join(gpus),
         )
-        return None
+        return devcgroup.DeviceGuard(top or "", gpus, broken=reason)
     log.info("GPU isolation on: device cgroups under %s", top)
     return devcgroup.DeviceGuard(top, gpus)
 
@@ -250,6 +260,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         devices=device_guard(
             conf,
             nodes,
+            top=os.environ.get(CGROUP_TOP_ENV) or None,
             probed={nodes[0].name: probed_files(devices, numbering)} if devices else None,
         ),
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,

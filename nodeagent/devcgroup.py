@@ -13,12 +13,14 @@ Who does what:
 * the agent, at start-up, finds each served node's GPU device files in
   gres.conf (``File=``) and checks once that isolation works here
   (:func:`unavailable`: root, a cgroup2 mount, bpf(2) allowed); if it does
-  not, it logs why and jobs run without it. For each launch,
+  not, it logs why, and launches with GPUs to refuse are refused. For each launch,
   :meth:`DeviceGuard.confine` says which cgroup the job's (or step's)
   processes go in and which devices they may not open: the device numbers
   (``st_rdev``) of the node's gres.conf GPU files that are not among the job's
   (the step's) GPUs, ``SLURM_JOB_GPUS`` (``SLURM_STEP_GPUS``) and those it
   holds a share of (:func:`granted`). Nothing to refuse means no cgroup at all.
+  On a host where isolation does not work, a launch that has GPUs to refuse
+  is refused itself (:class:`~nodeagent.runas.LaunchError`).
 * the supervisor (the step runner), root, makes the cgroup
   ``<cgroup2 mount>/corral/<node>/job_<id>/step_batch`` (``step_<n>``) and
   attaches the program (:func:`prepare`) before it forks; the forked child
@@ -29,8 +31,11 @@ Who does what:
   like) number its GPUs from 0, since that is how it sees them
   (:func:`local_binding`).
 
-Failing to set up isolation never fails a job: it is logged and the job runs
-without it. Standard library only; ``ctypes`` is imported on first use (the
+Isolation fails closed: a job or step whose devices cannot be fenced (no
+program loaded, no cgroup made, the child not moved in) does not run; its
+launch fails (:class:`~nodeagent.runas.LaunchError`, Slurm's JobLaunchFailure)
+with the reason, since running it would hand it every GPU of the node.
+Standard library only; ``ctypes`` is imported on first use (the
 zygote imports it ahead: :func:`preload`).
 """
 
@@ -43,6 +48,8 @@ import os
 import stat
 import struct
 import time
+
+from nodeagent.runas import LaunchError
 
 # Importing typing costs every job milliseconds; mypy honours the name.
 TYPE_CHECKING = False
@@ -271,14 +278,14 @@ def _make(path: str) -> str:
     raise OSError(errno.EEXIST, f"cannot create cgroup {path}")
 
 
-def prepare(path: str, deny: Sequence[Rule]) -> str | None:
+def prepare(path: str, deny: Sequence[Rule]) -> str:
     """Create cgroup ``path`` with a device program refusing ``deny``: the cgroup's
-    path (see :func:`_make`), or None, logged, when that cannot be done."""
+    path (see :func:`_make`). :class:`LaunchError` when that cannot be done: the
+    job or step must then not run (it would open every GPU)."""
     try:
         prog_fd = load(deny)
     except OSError as exc:
-        log.warning("device isolation off: cannot load the device program: %s", exc)
-        return None
+        raise LaunchError(f"cannot fence GPUs: cannot load the device program: {exc}") from None
     made = None
     try:
         made = _make(path)
@@ -288,13 +295,24 @@ def prepare(path: str, deny: Sequence[Rule]) -> str | None:
         finally:
             os.close(cgroup_fd)
     except OSError as exc:
-        log.warning("device isolation off: cannot set up cgroup %s: %s", made or path, exc)
         if made is not None:
-            remove(made, 0)
-        return None
+            remove(made, 0, parents=PARENTS)
+        else:  # the job's and node's cgroups may have been made for it: not kept empty
+            _remove_empty_parents(path)
+        raise LaunchError(f"cannot fence GPUs: cgroup {made or path}: {exc}") from None
     finally:
         os.close(prog_fd)
     return made
+
+
+def _remove_empty_parents(path: str) -> None:
+    """rmdir ``path``'s :data:`PARENTS` ancestors, each if it is empty."""
+    for _ in range(PARENTS):
+        path = os.path.dirname(path)
+        try:
+            os.rmdir(path)
+        except OSError:  # not empty (another job's), or never made
+            return
 
 
 def join(path: str, pid: int = 0) -> None:
@@ -306,17 +324,16 @@ def join(path: str, pid: int = 0) -> None:
         os.close(fd)
 
 
-def enter(path: str | None, what: str) -> bool:
+def enter(path: str | None) -> bool:
     """In a forked child, still root, before it execs: move into cgroup ``path`` if
-    there is one; whether it did. Failing that is logged and ``what`` (the job or
-    step) runs without isolation."""
+    there is one; whether it did. :class:`LaunchError` when it cannot: the child
+    must not exec unfenced."""
     if path is None:
         return False
     try:
         join(path)
     except OSError as exc:
-        log.warning("%s runs without device isolation: cannot join %s: %s", what, path, exc)
-        return False
+        raise LaunchError(f"cannot fence GPUs: cannot join cgroup {path}: {exc}") from None
     return True
 
 
@@ -470,9 +487,15 @@ class DeviceGuard:
     device files (several for a MIG device). ``top`` is where the cgroups go.
     """
 
-    def __init__(self, top: str, gpus: Mapping[str, Sequence[tuple[int, Sequence[str]]]]) -> None:
+    def __init__(
+        self,
+        top: str,
+        gpus: Mapping[str, Sequence[tuple[int, Sequence[str]]]],
+        broken: str | None = None,
+    ) -> None:
         self.top = top
         self.gpus = {node: tuple(devices) for node, devices in gpus.items()}
+        self.broken = broken  # why isolation cannot work on this host (None: it can)
 
     def denied(self, node: str, mine: set[int]) -> list[Rule]:
         """The devices of ``node``'s GPUs not in ``mine`` (by index), but for files
@@ -491,10 +514,13 @@ class DeviceGuard:
     ) -> tuple[str, list[list[int]]]:
         """The cgroup and the refused devices (as JSON keeps them) of a batch job
         (``leaf`` :data:`BATCH`) or step (``step_<id>``) given ``gpus`` (see
-        :func:`granted`); ``("", [])`` when nothing is to be refused."""
+        :func:`granted`); ``("", [])`` when nothing is to be refused.
+        :class:`LaunchError` when something is, but isolation cannot work here."""
         deny = self.denied(node, gpus)
         if not deny:
             return "", []
+        if self.broken is not None:
+            raise LaunchError(f"cannot fence GPUs on node {node}: {self.broken}")
         path = os.path.join(self.top, _name(node), f"job_{job_id}", leaf)
         return path, [list(rule) for rule in deny]
 

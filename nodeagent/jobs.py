@@ -44,6 +44,7 @@ from nodeagent.process import (
     spawn_supervisor,
     supervisor_environment,
 )
+from nodeagent.runas import LaunchError
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
     JobDir,
@@ -115,12 +116,17 @@ def launch_spec(
 ) -> LaunchSpec:
     """The supervisor's view of a LaunchJob, plus the node's own facts (and, with
     ``devices``, the GPU device files the job may not open: those of the node's GPUs
-    neither in its SLURM_JOB_GPUS nor shared with it)."""
+    neither in its SLURM_JOB_GPUS nor shared with it; ``refused`` when they cannot be
+    fenced here)."""
     cgroup: str = ""
     deny: list[list[int]] = []
+    refused = ""
     if devices is not None:
         gpus = granted(msg.environment, "SLURM_JOB_GPUS")
-        cgroup, deny = devices.confine(msg.node, msg.job_id, BATCH, gpus)
+        try:
+            cgroup, deny = devices.confine(msg.node, msg.job_id, BATCH, gpus)
+        except LaunchError as exc:
+            refused = str(exc)
     return LaunchSpec(
         job_id=msg.job_id,
         restarts=msg.restarts,
@@ -149,6 +155,7 @@ def launch_spec(
         cgroup=cgroup,
         deny_devices=deny,
         cpu_ids=list(msg.cpu_ids),
+        refused=refused,
     )
 
 
@@ -317,7 +324,6 @@ class JobTable:
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
         except OSError as exc:
-            log.error("job_id=%d cannot start its supervisor: %s", msg.job_id, exc)
             result = self._failure(f"cannot start job supervisor: {exc}")
             with contextlib.suppress(OSError):
                 jobdir.write_result(result)
@@ -495,6 +501,8 @@ class JobTable:
         self._polled.discard(job.key)
         runs = self._live.get(job.job_id, {})
         runs.pop(job.dir.restarts, None)
+        if result.outcome == "launch_failed":  # the supervisor's reason, in the agent's log
+            log.error("job_id=%d launch failed: %s", job.job_id, result.message)
         log.info(
             "job_id=%d done: outcome=%s status=%d", job.job_id, result.outcome, result.exit_status
         )

@@ -45,21 +45,31 @@ def user_groups(uid: int, gid: int, user: str) -> list[int] | None:
         pwd.getpwuid(uid)
     except KeyError:
         raise LaunchError(f"invalid user id {uid} ({user}) on this node") from None
-    return os.getgrouplist(user, gid)
+    try:
+        return os.getgrouplist(user, gid)
+    except OSError as exc:
+        raise LaunchError(f"cannot read the groups of user {user}: {exc}") from None
 
 
 def become_user(uid: int, gid: int, user: str, groups: list[int] | None = None) -> None:
     """Switch for good to ``uid``, ``gid`` and the user's groups (when root).
 
-    ``groups`` as :func:`user_groups` gave them, or looked up now.
+    ``groups`` as :func:`user_groups` gave them, or looked up now. Any step that
+    fails is a :class:`LaunchError`, and it is checked that the switch took: a
+    job must never go on as root, or with root's groups, by accident.
     """
     if groups is None:
         groups = user_groups(uid, gid, user)
         if groups is None:
             return
-    os.setgroups(groups)
-    os.setgid(gid)
-    os.setuid(uid)
+    try:
+        os.setgroups(groups)
+        os.setgid(gid)
+        os.setuid(uid)
+    except OSError as exc:
+        raise LaunchError(f"cannot become user {user} (uid {uid}, gid {gid}): {exc}") from None
+    if os.getuid() != uid or os.geteuid() != uid or os.getgid() != gid or os.getegid() != gid:
+        raise LaunchError(f"cannot become user {user} (uid {uid}, gid {gid}): ids not taken")
 
 
 @contextlib.contextmanager

@@ -115,6 +115,9 @@ class LaunchSpec:
     cgroup: str = ""
     deny_devices: list[list[int]] = field(default_factory=list)
     cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin it to; []: none
+    # Why the script must not run here (its GPU fence cannot be set up on this
+    # host): the supervisor only fails the launch and tells the user.
+    refused: str = ""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -187,6 +190,9 @@ class StepSpec:
     deny_devices: list[list[int]] = field(default_factory=list)
     cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin its tasks to; []: none
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
+    # Why the tasks must not run here (their GPU fence cannot be set up on this
+    # host): the runner only tells srun, so that srun fails at once.
+    refused: str = ""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

@@ -170,15 +170,22 @@ class StepRun:
         spec = self.spec
         if self.stepdir.read_cancel() is not None:
             return self._not_started("cancelled before start")
-        try:
-            groups = runas.user_groups(spec.uid, spec.gid, spec.user)
-            runas.apply_umask(spec.environment)
-            with runas.as_user(spec.uid, spec.gid, groups):
-                cwd_error = runas.enter_work_dir(spec.cwd)
-                stdio = self._open_stdio()
-        except LaunchError as exc:
-            self._close_all()
-            return self._not_started(str(exc))
+        # A launch that must fail still connects to srun, to say why (as slurmstepd
+        # does): srun then fails at once instead of waiting for a runner.
+        refused = spec.refused
+        groups = None
+        cwd_error: OSError | None = None
+        stdio: list[tuple[int, int, int]] = []
+        if not refused:
+            try:
+                groups = runas.user_groups(spec.uid, spec.gid, spec.user)
+                runas.apply_umask(spec.environment)
+                with runas.as_user(spec.uid, spec.gid, groups):
+                    cwd_error = runas.enter_work_dir(spec.cwd)
+                    stdio = self._open_stdio()
+            except LaunchError as exc:
+                self._close_all()
+                refused = str(exc)
         try:
             self._connect()
         except (OSError, ValueError) as exc:
@@ -186,15 +193,21 @@ class StepRun:
             reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
             message = f"cannot connect to srun at {spec.io_host}:{spec.io_port}: {reason}"
             log.error("step %d.%d: %s", spec.job_id, spec.step_id, message)
-            return self._not_started(message)
+            return self._not_started(refused or message)
+        if not refused and spec.cgroup:
+            try:
+                self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
+            except LaunchError as exc:
+                self._close_all()
+                refused = str(exc)
+        if refused:
+            return self._refuse(refused)
         note = ""
         if cwd_error is not None:
             note = (
                 f"slurmstepd: error: couldn't chdir to `{spec.cwd}': {cwd_error.strerror}: "
                 "going to /tmp instead\n"
             )
-        if spec.cgroup:
-            self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
         self._start_tasks(stdio, groups, note)
         if self.pgid:
             self.stepdir.write_started(Started(pid=self.pgid, start_time=int(self.started_at)))
@@ -215,6 +228,15 @@ class StepRun:
             signal.signal(sig, _noted)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
         self.sel.register(self.wake_r, selectors.EVENT_READ, _WAKE)
+
+    def _refuse(self, why: str) -> StepResult:
+        """No task may start here: record that, then tell srun why (it exits non-zero)."""
+        spec = self.spec
+        log.error("step %d.%d: task launch failed: %s", spec.job_id, spec.step_id, why)
+        result = self._not_started(why)
+        self._send(stepio.frame(stepio.FAILED, spec.node_id, why.encode()[: stepio.MAX_PAYLOAD]))
+        self._hang_up()
+        return result
 
     def _not_started(self, message: str) -> StepResult:
         now = int(time.time())
@@ -372,7 +394,7 @@ class StepRun:
         status = 1
         try:
             os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
-            confined = devcgroup.enter(self.cgroup, f"step {spec.job_id}.{spec.step_id}")
+            confined = devcgroup.enter(self.cgroup)
             runas.pin_cpus(spec.cpu_ids)
             signal.set_wakeup_fd(-1)
             for sig in (*WATCHED, signal.SIGINT):

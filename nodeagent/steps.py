@@ -41,6 +41,7 @@ from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, reap_soon, signal_supervisor, spawn_step_runner
+from nodeagent.runas import LaunchError
 from nodeagent.spool import NOT_STARTED, Phase, Spool, StepDir, StepResult, StepSpec
 
 log = logging.getLogger(__name__)
@@ -77,12 +78,16 @@ class Step:
 def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpec:
     """The runner's view of a LaunchStep (with ``devices``, the GPU device files its
     tasks may not open: those of the node's GPUs neither in its SLURM_STEP_GPUS nor
-    shared with its job)."""
+    shared with its job; ``refused`` when they cannot be fenced here)."""
     cgroup: str = ""
     deny: list[list[int]] = []
+    refused = ""
     if devices is not None:
         gpus = granted(msg.environment, "SLURM_STEP_GPUS")
-        cgroup, deny = devices.confine(msg.node, msg.job_id, f"step_{msg.step_id}", gpus)
+        try:
+            cgroup, deny = devices.confine(msg.node, msg.job_id, f"step_{msg.step_id}", gpus)
+        except LaunchError as exc:
+            refused = str(exc)
     return StepSpec(
         job_id=msg.job_id,
         step_id=msg.step_id,
@@ -112,6 +117,7 @@ def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpe
         ntasks=msg.ntasks,
         cgroup=cgroup,
         deny_devices=deny,
+        refused=refused,
         cpu_ids=list(msg.cpu_ids),
         unbuffered=msg.unbuffered,
     )
@@ -385,6 +391,8 @@ class StepTable:
         self._steps.pop(step.key, None)
         self._polled.discard(step.key)
         step.dir.delete()
+        if result.message and (not result.statuses or NOT_STARTED in result.statuses):
+            log.warning("step %s tasks not started: %s", step.name, result.message)
         log.info("step %s done: statuses %s", step.name, list(result.statuses))
         self._remember(step.key, step.identity, step_done(step.key, step.tasks, result))
 

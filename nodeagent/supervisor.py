@@ -121,7 +121,7 @@ def _exec_job(spec: LaunchSpec, script: str, error_fd: int, cgroup: str | None) 
     message = "unknown launch failure"
     try:
         os.setpgid(0, 0)
-        confined = devcgroup.enter(cgroup, f"job_id={spec.job_id}")
+        confined = devcgroup.enter(cgroup)
         runas.pin_cpus(spec.cpu_ids)
         runas.reset_signals()
         runas.apply_umask(spec.environment)
@@ -144,6 +144,25 @@ def _exec_job(spec: LaunchSpec, script: str, error_fd: int, cgroup: str | None) 
         os.write(error_fd, message.encode())
     finally:
         os._exit(127)
+
+
+def _tell_user(spec: LaunchSpec, text: str) -> None:
+    """Append ``text`` to the job's error file, as its user, if that can be done:
+    where the user looks when a job failed to launch. Done in a child, since the
+    user switch is for good; a user that cannot be become has no file written."""
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            runas.become_user(spec.uid, spec.gid, spec.user)
+            runas.enter_work_dir(spec.work_dir)
+            path = expand(spec, spec.std_err or spec.std_out or default_output(spec))
+            fd = runas.open_output(path, append=True)
+            os.write(fd, text.encode())
+            status = 0
+        finally:  # whatever failed, the log has the reason already
+            os._exit(status)
+    os.waitpid(pid, 0)
 
 
 # ---------------------------------------------------------------- the parent
@@ -199,8 +218,13 @@ class Supervision:
         if self.jobdir.read_cancel() is not None:
             log.info("job_id=%d cancelled before start", spec.job_id)
             return self._result(0, "cancelled", "cancelled before start")
+        if spec.refused:
+            return self._launch_failed(spec.refused)
         if spec.cgroup:
-            self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
+            try:
+                self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
+            except LaunchError as exc:
+                return self._launch_failed(str(exc))
         script = self.jobdir.file(SCRIPT)
         error_r, error_w = os.pipe()
         pid = os.fork()
@@ -215,13 +239,17 @@ class Supervision:
         os.close(error_r)
         if chunks:
             os.waitpid(pid, 0)
-            message = b"".join(chunks).decode(errors="replace")
-            log.error("job_id=%d launch failed: %s", spec.job_id, message)
-            return self._result(LAUNCH_FAILED_STATUS, "launch_failed", message)
+            return self._launch_failed(b"".join(chunks).decode(errors="replace"))
         self.jobdir.write_started(Started(pid=pid, start_time=start_time))
         self._notify()
         log.info("job_id=%d started pid=%d", spec.job_id, pid)
         return self._watch(pid, spec.start_time or start_time)
+
+    def _launch_failed(self, message: str) -> Result:
+        """The script never ran: say why in the log and the job's error file."""
+        log.error("job_id=%d launch failed: %s", self.spec.job_id, message)
+        _tell_user(self.spec, f"corral: error: job {self.spec.job_id}: launch failed: {message}\n")
+        return self._result(LAUNCH_FAILED_STATUS, "launch_failed", message)
 
     def _watch(self, pid: int, start_time: int) -> Result:
         """Wait for the script, acting on cancel, time limit and --signal meanwhile."""

@@ -173,13 +173,13 @@ def test_scheduler_param_lookup() -> None:
         pytest.param("killwait=7\n", "KillWait", "7", id="key-case-insensitive"),
         pytest.param("KILLWAIT = 7\n", "KillWait", "7", id="spaces-around-equals"),
         pytest.param("KillWait=7 MinJobAge=9\n", "MinJobAge", "9", id="several-per-line"),
-        pytest.param('Epilog="/a b/c"\n', "Epilog", "/a b/c", id="quoted"),
+        pytest.param('JobCompLoc="/a b/c"\n', "JobCompLoc", "/a b/c", id="quoted"),
         pytest.param("KillWait=7 # comment\n", "KillWait", "7", id="comment"),
         pytest.param("# KillWait=1\nKillWait=7\n", "KillWait", "7", id="comment-line"),
-        pytest.param("Epilog=/x\\#y\n", "Epilog", "/x#y", id="escaped-hash"),
-        pytest.param("Epilog=/x\\\\#y\n", "Epilog", "/x\\", id="escaped-backslash-then-hash"),
+        pytest.param("JobCompLoc=/x\\#y\n", "JobCompLoc", "/x#y", id="escaped-hash"),
+        pytest.param("JobCompLoc=/x\\\\#y\n", "JobCompLoc", "/x\\", id="escaped-backslash-hash"),
         pytest.param("KillWait=1 \\\n  MinJobAge=9\n", "MinJobAge", "9", id="continuation"),
-        pytest.param("Epilog=/a\\\nb\n", "Epilog", "/ab", id="continuation-joins"),
+        pytest.param("JobCompLoc=/a\\\nb\n", "JobCompLoc", "/ab", id="continuation-joins"),
         pytest.param("KillWait=1\nKillWait=7\n", "KillWait", "7", id="last-wins"),
         pytest.param("KillWait=7\r\n", "KillWait", "7", id="crlf"),
         pytest.param("\n\n   \n", "ClusterName", "test", id="blank-lines"),
@@ -197,7 +197,10 @@ def test_settings_keep_every_slurm_key_in_canonical_spelling() -> None:
         ("PriorityType", "priority/basic"),
         ("SuspendTime", "NONE"),
     )
-    assert config.warnings == ()
+    # SuspendTime cannot change an outcome without a SuspendProgram: said, not refused.
+    assert [w.split(": ", 1)[1] for w in config.warnings] == [
+        "SuspendTime has no effect: no power saving"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -223,9 +226,9 @@ def test_settings_keep_every_slurm_key_in_canonical_spelling() -> None:
             id="partition-line",
         ),
         pytest.param(
-            "NodeName=n1 CoreSpecCount=1 MemSpecLimit=10 CpuBind=cores\n"
-            "PartitionName=p Nodes=n1 AllowQos=ALL GraceTime=5 TRESBillingWeights=CPU=1\n",
-            [],
+            "NodeName=n1 CoreSpecCount=0 CpuBind=cores\n"
+            "PartitionName=p Nodes=n1 AllowQos=ALL GraceTime=0 TRESBillingWeights=CPU=1\n",
+            ["/etc/corral/slurm.conf:3: CpuBind has no effect: tasks keep the default binding"],
             id="slurm-keys-not-modelled",
         ),
     ],
@@ -750,8 +753,8 @@ def test_show_config_settings() -> None:
     config = conf(
         "SlurmctldHost=backup(10.0.0.2)\n"
         "MinJobAge=60\nKillWait=5\nSlurmdTimeout=20\nSlurmctldPort=7000-7001\n"
-        "SchedulerParameters=bf_interval=30,defer\nAuthType=auth/slurm\nMpiDefault=pmix\n"
-        "GresTypes=gpu\nSlurmctldTimeout=120\nOverTimeLimit=5\nEpilogMsgTime=2000\n"
+        "SchedulerParameters=bf_interval=30,defer\nAuthType=auth/slurm\nMpiDefault=none\n"
+        "GresTypes=gpu\nSlurmctldTimeout=120\nOverTimeLimit=0\nEpilogMsgTime=2000\n"
         "SuspendTime=NONE\nJobRequeue=0\nJobFileAppend=1\nReturnToService=2\n"
     )
     values = dict(show_config(config))
@@ -764,10 +767,10 @@ def test_show_config_settings() -> None:
     )
     assert values["SlurmctldPort"] == "7000"
     assert values["SchedulerParameters"] == "bf_interval=30,defer"
-    assert (values["AuthType"], values["MpiDefault"]) == ("auth/slurm", "pmix")
+    assert (values["AuthType"], values["MpiDefault"]) == ("auth/slurm", "none")
     assert values["GresTypes"] == "gpu"
     assert values["SlurmctldTimeout"] == "120 sec"
-    assert values["OverTimeLimit"] == "5 min"
+    assert values["OverTimeLimit"] == "0 min"
     assert values["EpilogMsgTime"] == "2000 usec"
     assert values["SuspendTime"] == "NONE"
     assert (values["JobRequeue"], values["JobFileAppend"], values["ReturnToService"]) == (
@@ -1078,3 +1081,18 @@ def test_parse_is_fast() -> None:
 def test_a_malformed_node_gres_stops_the_daemon_with_its_line() -> None:
     with pytest.raises(ConfigError, match=r"slurm.conf:3: bad Gres value"):
         parse(HEAD + "NodeName=n1 Gres=gpu:x:y:z\n", PATH)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param("Prolog=/etc/prolog\n", "Prolog=/etc/prolog is not supported", id="prolog"),
+        pytest.param("UsePAM=1\n", "UsePAM=1 is not supported", id="pam"),
+        pytest.param("NodeName=n1 CoreSpecCount=1\n", "CoreSpecCount=1 is not", id="node"),
+        pytest.param("NodeName=n1\nPartitionName=p Nodes=n1 GraceTime=5\n", "GraceTime", id="p"),
+    ],
+)
+def test_keys_that_would_change_an_outcome_are_refused(body: str, message: str) -> None:
+    """Not implemented, and ignoring them could change what happens: no start."""
+    with pytest.raises(ConfigError, match=message):
+        conf(body)

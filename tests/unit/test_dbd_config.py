@@ -53,7 +53,20 @@ def test_mysql_settings_make_a_pymysql_url(tmp_path: Path) -> None:
 
 def test_unknown_keys_are_warnings(tmp_path: Path) -> None:
     conf = load(write(tmp_path, "Bogus=1", "DebugLevel=info"))
-    assert conf.warnings == (f"{tmp_path / 'slurmdbd.conf'}:1: unknown key 'Bogus' ignored",)
+    path = tmp_path / "slurmdbd.conf"
+    assert conf.warnings == (
+        f"{path}:1: unknown key 'Bogus' ignored",
+        f"{path}:2: DebugLevel has no effect: log levels are set with corral-dbd's -v",
+    )
+
+
+def test_keys_that_would_lose_or_expose_data_are_refused(tmp_path: Path) -> None:
+    """Purged records archived (ArchiveJobs), a TLS connection (StorageParameters):
+    ignoring them would lose data or send it in the clear."""
+    for line in ("ArchiveJobs=yes", "StorageParameters=SSL_CA=/etc/ca.pem"):
+        with pytest.raises(ConfigError, match="is not supported"):
+            load(write(tmp_path, line))
+    assert load(write(tmp_path, "ArchiveJobs=no")).warnings == ()
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from corral.config import SlurmConfig, load
 from nodeagent import devcgroup
 from nodeagent.agent import device_guard, gpu_files
 from nodeagent.devcgroup import CHAR, DeviceGuard
+from nodeagent.runas import LaunchError
 from nodeagent.spool import JobDir, LaunchSpec, StepSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -218,12 +219,14 @@ def test_the_agent_confines_only_nodes_with_gpu_files(
     n1, n2 = conf.node("n1"), conf.node("n2")
     assert device_guard(conf, [n2]) is None  # n2 has none: nothing tried, nothing said
     assert caplog.records == []
-    # Where isolation cannot work (no cgroup file system there), it is said once.
-    assert device_guard(conf, [n1, n2], top=str(tmp_path / "top")) is None
-    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warnings) == 1, warnings
-    assert warnings[0].startswith("GPU isolation off (")
-    assert warnings[0].endswith("): jobs on n1 may open every GPU device file")
+    # Where isolation cannot work (no cgroup file system there), it is said once,
+    # and a launch with GPUs to refuse is refused rather than run unfenced.
+    broken = device_guard(conf, [n1, n2], top=str(tmp_path / "top"))
+    assert broken is not None and broken.broken is not None
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("GPU isolation unavailable (")
+    assert errors[0].endswith("): launches on n1 that must be fenced from GPUs will fail")
     assert not (tmp_path / "top").exists() or os.listdir(tmp_path / "top") == []
     if WHY_NOT is None:
         guard = device_guard(conf, [n1, n2])
@@ -361,11 +364,63 @@ def test_an_existing_cgroup_is_left_alone(node_top: str) -> None:
 
 
 @needs_kernel
-def test_isolation_that_cannot_be_set_up_is_skipped(tmp_path: Path) -> None:
-    # Not a cgroup: the directory is made, the attach fails, nothing is left.
-    assert devcgroup.prepare(str(tmp_path / "job_5" / "step_batch"), [ZERO]) is None
+def test_isolation_that_cannot_be_set_up_fails_the_launch(tmp_path: Path) -> None:
+    # Not a cgroup: the directory is made, the attach fails, nothing is left, and
+    # the caller is told to fail the launch (running unfenced would give every GPU).
+    with pytest.raises(LaunchError, match=r"cannot fence GPUs: cgroup .*job_5/step_batch"):
+        devcgroup.prepare(str(tmp_path / "job_5" / "step_batch"), [ZERO])
     assert not (tmp_path / "job_5" / "step_batch").exists()
     assert devcgroup.unavailable(str(tmp_path / "top")) is not None
+    with pytest.raises(LaunchError, match="cannot join cgroup"):
+        devcgroup.enter(str(tmp_path / "nowhere"))
+    assert devcgroup.enter(None) is False  # nothing to fence: nothing to join
+
+
+def test_a_guard_that_cannot_fence_refuses_launches_with_gpus_to_refuse(tmp_path: Path) -> None:
+    zero = str(tmp_path / "zero")
+    os.symlink("/dev/zero", zero)  # a real device file, no mknod needed
+    guard = DeviceGuard("/nowhere", {"n1": [(0, (zero,))]}, broken="no cgroup2 mount")
+    with pytest.raises(LaunchError, match="cannot fence GPUs on node n1: no cgroup2 mount"):
+        guard.confine("n1", 5, "step_batch", set())
+    assert guard.confine("n1", 5, "step_batch", {0}) == ("", [])  # its GPU: nothing to fence
+    assert guard.confine("n2", 5, "step_batch", set()) == ("", [])  # no GPUs there
+
+
+@needs_kernel
+def test_a_supervisor_that_cannot_fence_never_runs_the_script(
+    tmp_path: Path, node_top: str
+) -> None:
+    """The cgroup cannot be made (cgroup.max.depth): the job fails to launch, its
+    script never runs, and its error file says why."""
+    os.makedirs(node_top)
+    with open(os.path.join(node_top, "cgroup.max.depth"), "w") as limit:
+        limit.write("0")
+    me = pwd.getpwuid(os.getuid())
+    spec = LaunchSpec(
+        job_id=43,
+        restarts=0,
+        node="n7",
+        uid=me.pw_uid,
+        gid=me.pw_gid,
+        user=me.pw_name,
+        work_dir=str(tmp_path),
+        environment={"PATH": "/usr/bin:/bin", "SLURM_JOB_GPUS": "3"},
+        cgroup=os.path.join(node_top, "job_43", "step_batch"),
+        deny_devices=[list(ZERO)],
+    )
+    jobdir = JobDir(str(tmp_path / "job43.0"))
+    jobdir.create()
+    jobdir.write_launch(spec)
+    jobdir.write_script(f"#!/bin/sh\ntouch {tmp_path}/ran\n", spec.uid, spec.gid)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = [sys.executable, "-m", "nodeagent.supervisor", jobdir.path]
+    subprocess.run(run, env=env, check=True, timeout=20)
+    result = jobdir.read_result()
+    assert result is not None and result.outcome == "launch_failed", result
+    assert result.message.startswith("cannot fence GPUs: cgroup "), result
+    assert not (tmp_path / "ran").exists()
+    said = (tmp_path / "slurm-43.out").read_text()
+    assert said.startswith("corral: error: job 43: launch failed: cannot fence GPUs"), said
 
 
 # ------------------------------------------------------------------ the supervisor

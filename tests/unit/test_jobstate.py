@@ -198,6 +198,14 @@ def test_finish_outcome(
     assert after.nodes == before.nodes  # kept for display
 
 
+def test_a_launch_failure_keeps_the_nodes_reason() -> None:
+    """scontrol show job says why (SystemComment); other endings keep what was there."""
+    why = "cannot fence GPUs: cgroup /x: [Errno 11] Resource temporarily unavailable"
+    failed = apply(running(1), Finish(LATER, 256, "launch_failed", message=why))
+    assert (failed.reason, failed.system_comment) == (Reason.JOB_LAUNCH_FAILURE, why)
+    assert apply(running(1), Finish(LATER, 256, "exited", message="x")).system_comment == ""
+
+
 @pytest.mark.parametrize(
     ("status", "outcome"),
     [(9, "exited"), (0, "exited"), (15, "timeout"), (0, "launch_failed")],

@@ -272,9 +272,7 @@ def test_bad_nodelist(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_accepted_flags() -> None:
-    chosen = settings(
-        "-D", "--noconvert", "--units=g", "-T", "-v", "--array", "--whole-hetjob=no", "-t"
-    )
+    chosen = settings("--noconvert", "--units=g", "-T", "--array", "--whole-hetjob=no", "-t")
     assert (chosen.noconvert, chosen.units, chosen.array, chosen.allocations) == (
         True,
         3,
@@ -509,3 +507,13 @@ def test_disabled_accounting_is_said_as_slurm_says_it(
     monkeypatch.setattr(boundary, "connect", lambda: FakeClient(disabled))
     assert sacct.sacct(["-X"]) == 1
     assert capsys.readouterr().err == "Slurm accounting storage is disabled\n"
+
+
+def test_options_not_implemented_are_refused_or_warned(capsys: pytest.CaptureFixture[str]) -> None:
+    """-D would list what it lists anyway: refused, not ignored; -v changes nothing."""
+    with pytest.raises(Halt) as caught:
+        settings("-D")
+    assert caught.value.status == 1
+    assert caught.value.lines[0].startswith("sacct: error: --duplicates is not supported: ")
+    settings("-v")
+    assert "sacct: warning: --verbose has no effect" in capsys.readouterr().err

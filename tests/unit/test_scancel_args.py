@@ -90,6 +90,7 @@ def test_options_after_ids_and_filters() -> None:
             "nodes": [],
             "accounts": [],
             "qos": ["hi"],
+            "reservations": [],
         },
         "signal": 10,
         "batch_only": True,

@@ -1,0 +1,161 @@
+"""No silent no-ops: an option or key accepted and ignored must not change what happens.
+
+The attacks (or accidents): ``scancel -R X`` sent an empty filter and cancelled
+every job of its caller (of the whole cluster as root); ``scancel --wckey``
+the same; ``sbatch --uid=alice`` run by root ran the job as root, and any user
+could ask for another uid. Each is now honoured as Slurm documents, or refused
+with Slurm's wording and a non-zero exit; nothing is cancelled or run by mistake.
+"""
+
+from __future__ import annotations
+
+import grp
+import pwd
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster import Cluster
+from tests.security.asuser import open_cluster, run_as, run_code_as, shared_top
+
+SETTINGS = ("KillWait=1",)
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    yield from shared_top()
+
+
+@pytest.fixture
+def open_one(shared: Path) -> Iterator[Cluster]:
+    """One node, in a directory every user can reach."""
+    cluster = open_cluster(shared, SETTINGS)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def running(cluster: Cluster, *jobs: int) -> list[str]:
+    return [cluster.job(job)["state"] for job in jobs]
+
+
+def test_scancel_by_reservation_cancels_only_that_reservations_jobs(cluster: Cluster) -> None:
+    cluster.run(
+        "scontrol", "create", "reservation", "ReservationName=r1", "Nodes=node1",
+        "StartTime=now", "Duration=60", "Users=root",
+    )  # fmt: skip
+    inside = cluster.sbatch("--reservation=r1", "-w", "node1", "--wrap", "sleep 60")
+    outside = cluster.sbatch("-w", "node2", "--wrap", "sleep 60")
+    cluster.wait_state(inside, {"RUNNING"})
+    cluster.wait_state(outside, {"RUNNING"})
+    # No job in that reservation: nothing is cancelled (it used to be every job).
+    missing = cluster.run("scancel", "-R", "nosuch", check=False)
+    assert missing.returncode == 0, missing.stderr
+    assert running(cluster, inside, outside) == ["RUNNING", "RUNNING"]
+    cluster.run("scancel", "--reservation=r1")
+    assert cluster.wait_done(inside)["state"] == "CANCELLED"
+    assert running(cluster, outside) == ["RUNNING"]
+
+
+def test_scancel_by_wckey_is_refused_and_cancels_nothing(cluster: Cluster) -> None:
+    job = cluster.sbatch("--wrap", "sleep 60")
+    cluster.wait_state(job, {"RUNNING"})
+    refused = cluster.run("scancel", "--wckey=x", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        "scancel: error: --wckey is not supported: WCKeys are not tracked\n"
+    ), refused.stderr
+    other = cluster.run("scancel", "-M", "elsewhere", str(job), check=False)
+    assert other.returncode == 1
+    assert "'elsewhere' can't be reached now" in other.stderr
+    assert running(cluster, job) == ["RUNNING"]
+    cluster.run("scancel", "-M", "corral", str(job))  # this cluster's own name
+    assert cluster.wait_done(job)["state"] == "CANCELLED"
+
+
+def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) -> None:
+    for args, env in (
+        (("--licenses=matlab",), {}),
+        (("--no-kill",), {}),
+        ((), {"SBATCH_CONTAINER": "/srv/image"}),
+    ):
+        done = cluster.run("sbatch", *args, "--wrap", "true", check=False, env=env)
+        assert done.returncode == 255, done
+        assert "sbatch: error: --" in done.stderr and "is not supported" in done.stderr
+    # Another cluster's name: refused by the controller, not run here.
+    elsewhere = cluster.run("sbatch", "-M", "elsewhere", "--wrap", "true", check=False)
+    assert elsewhere.returncode != 0
+    assert "'elsewhere' can't be reached now" in elsewhere.stderr
+    assert cluster.jobs() == []
+    # Labels and mail cannot change what runs: said once, then the job is submitted.
+    warned = cluster.run("sbatch", "--mail-type=END", "--wckey=w", "--wrap", "true")
+    assert "sbatch: warning: --mail-type has no effect: no mail is sent" in warned.stderr
+    assert "sbatch: warning: --wckey has no effect: WCKeys are not tracked" in warned.stderr
+    mpi = cluster.run("srun", "--mpi=pmix", "true", check=False)
+    assert mpi.returncode == 1
+    assert "srun: error: --mpi=pmix is not supported" in mpi.stderr
+
+
+def test_root_submits_for_another_user_with_uid_and_gid(
+    users: tuple[str, ...], open_one: Cluster
+) -> None:
+    user = pwd.getpwnam(users[0])
+    group = grp.getgrnam(users[1]) if _has_group(users[1]) else grp.getgrgid(user.pw_gid)
+    out = open_one.dir.parent / "work" / "ids.out"
+    job = open_one.sbatch(
+        f"--uid={users[0]}", f"--gid={group.gr_name}", "-o", str(out), "--wrap", "id -u; id -g"
+    )
+    assert open_one.wait_done(job)["state"] == "COMPLETED"
+    assert out.read_text().split() == [str(user.pw_uid), str(group.gr_gid)]
+    shown = open_one.run("scontrol", "show", "job", str(job)).stdout
+    assert f"UserId={users[0]}({user.pw_uid})" in shown, shown
+
+
+def _has_group(name: str) -> bool:
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def test_only_root_may_submit_as_another_user(users: tuple[str, ...], open_one: Cluster) -> None:
+    user = pwd.getpwnam(users[0])
+    ours = run_as(open_one, user.pw_uid, user.pw_gid, "sbatch", "--uid=root", "--wrap", "id")
+    assert ours.returncode == 255
+    assert ours.stderr == "sbatch: error: --uid only permitted by root user\n"
+    gid = run_as(open_one, user.pw_uid, user.pw_gid, "sbatch", "--gid=0", "--wrap", "id")
+    assert gid.stderr == "sbatch: error: --gid only permitted by root user\n"
+    # A client of the user's own making skips that check: the controller refuses.
+    forged = run_code_as(
+        open_one,
+        user.pw_uid,
+        user.pw_gid,
+        "import os, sys; os.getuid = lambda: 0; "
+        "sys.argv = ['sbatch', '--uid=root', '--wrap', 'id']; "
+        "from cli.sbatch import main; main()",
+    )
+    assert forged.returncode != 0
+    assert "Batch job submission failed: Invalid user id" in forged.stderr, forged.stderr
+    assert open_one.jobs() == []
+
+
+def test_a_refused_slurm_conf_key_stops_the_controller(tmp_path: Path) -> None:
+    """Prolog= would not run: the controller does not start rather than skip it."""
+    cluster = Cluster(tmp_path, 1, ("Prolog=/etc/slurm/prolog.sh",))
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.main", "-f", cluster.conf],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=cluster.env,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "Prolog=/etc/slurm/prolog.sh is not supported: node prolog scripts are not run" in (
+        done.stderr
+    ), done.stderr
