@@ -393,16 +393,16 @@ class Api:
     """The gRPC Controller service, authenticated with the cluster key."""
 
     def __init__(self, conf_path: str) -> None:
-        import grpc
-
+        from corral import grpctls
         from corral.wire import corral_pb2, corral_pb2_grpc
 
         self.pb = corral_pb2
         conf = load(conf_path)
         _, addr = conf.controller_host
         self.target = f"{addr}:{conf.slurmctld_port}"
+        self.tls = conf.tls
         self.key = auth.load_key(auth.key_path(conf_path))
-        self.channel = grpc.insecure_channel(self.target)
+        self.channel = grpctls.sync_channel(self.target, conf.tls)
         self.stub = corral_pb2_grpc.ControllerStub(self.channel)
         self._cred: Any = None
 

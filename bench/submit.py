@@ -87,11 +87,10 @@ def api_grpc_concurrent(n: int) -> float:
         spec = api.spec(cluster.dir, hold=True)
 
         async def submit_all() -> float:
-            import grpc
-
+            from corral import grpctls
             from corral.wire import corral_pb2_grpc
 
-            async with grpc.aio.insecure_channel(api.target) as channel:
+            async with grpctls.channel(api.target, api.tls) as channel:
                 stub = corral_pb2_grpc.ControllerStub(channel)
                 request: Any = api.pb.SubmitRequest(cred=api.credential(), spec=spec)
                 await stub.Submit(request)  # connect; not counted

@@ -13,11 +13,13 @@ also be given whole (``corral-dbd --database URL``, or ``corral up --database``)
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.engine import URL
 
+from corral import tlsconf
 from corral.confsyntax import NOWHERE, ConfigError, Reader, Where, integer
+from corral.tlsconf import TlsConfig
 
 DEFAULT_DBD_PORT = 6819
 STORAGE_TYPES = ("accounting_storage/mysql", "accounting_storage/sqlite")
@@ -34,7 +36,7 @@ DbdHost DbdPort DebugFlags DebugLevel DebugLevelSyslog DefaultQOS LogFile LogTim
 MaxQueryTimeRange MessageTimeout Parameters PidFile PluginDir PrivateData PurgeEventAfter
 PurgeJobAfter PurgeResvAfter PurgeStepAfter PurgeSuspendAfter PurgeTXNAfter PurgeUsageAfter
 SlurmUser StorageBackupHost StorageHost StorageLoc StorageParameters StoragePass StoragePort
-StorageType StorageUser TCPTimeout TrackSlurmctldDown TrackWCKey
+StorageType StorageUser TCPTimeout TLSParameters TLSType TrackSlurmctldDown TrackWCKey
 """
 KNOWN_KEYS = {key.lower(): key for key in _KEYS.split()}
 
@@ -56,6 +58,7 @@ class DbdConfig:
     private_data: tuple[str, ...]
     slurm_user: str  # who runs dbd, and administers accounting data (SlurmUser)
     warnings: tuple[str, ...]
+    tls: TlsConfig = field(default_factory=TlsConfig)  # TLSType, TLSParameters (dbd_cert_file, ...)
 
     @property
     def database_url(self) -> str:
@@ -132,6 +135,9 @@ def load(path: str) -> DbdConfig:
         text, at = reader.get(key)
         purges[key] = purge_period(key, text, at) if text else 0
     private, _ = reader.get("PrivateData")
+    tls = tlsconf.parse(
+        reader.settings.get("TLSType"), reader.settings.get("TLSParameters"), path, reader.warnings
+    )
     return DbdConfig(
         path=path,
         storage_type=storage_type,
@@ -148,4 +154,5 @@ def load(path: str) -> DbdConfig:
         private_data=tuple(p.strip().lower() for p in private.split(",") if p.strip()),
         slurm_user=reader.get("SlurmUser", "root")[0],
         warnings=tuple(reader.warnings),
+        tls=tls,
     )

@@ -281,8 +281,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         ),
         table,
         start_time,
+        conf.tls,
     )
-    proxy = ClientProxy(agent_socket_path(conf.slurmd_spool_dir), target, key)
+    proxy = ClientProxy(agent_socket_path(conf.slurmd_spool_dir), target, key, conf.tls)
     await proxy.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

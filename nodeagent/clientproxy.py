@@ -21,9 +21,10 @@ from typing import Any
 
 import grpc
 
-from corral import auth, errors
+from corral import auth, errors, grpctls
 from corral.framedserver import serve_one
 from corral.rpcerror import slurm_error
+from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -35,9 +36,10 @@ CALL_TIMEOUT_S = 120.0
 class ClientProxy:
     """A Unix socket for local clients whose calls go to the controller's gRPC API."""
 
-    def __init__(self, path: str, target: str, key: bytes) -> None:
+    def __init__(self, path: str, target: str, key: bytes, tls: TlsConfig) -> None:
         self.path = path
         self.target = target
+        self.tls = tls
         self.key = key
         self.server: asyncio.AbstractServer | None = None
         self.channel: grpc.aio.Channel | None = None
@@ -47,7 +49,7 @@ class ClientProxy:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.channel = grpc.aio.insecure_channel(self.target)
+        self.channel = grpctls.channel(self.target, self.tls)
         self.stub = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
         self.server = await asyncio.start_unix_server(self._serve, path=self.path)
         os.chmod(self.path, 0o666)

@@ -14,9 +14,10 @@ from typing import Any
 
 import grpc
 
-from corral import auth, errors
+from corral import auth, errors, grpctls
 from corral.errors import SlurmError
 from corral.rpcerror import slurm_error
+from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -74,10 +75,10 @@ class Callers:
 class Controller:
     """One gRPC channel to the controller, shared by every request."""
 
-    def __init__(self, target: str, key: bytes) -> None:
+    def __init__(self, target: str, key: bytes, tls: TlsConfig) -> None:
         self.target = target
         self.key = key
-        self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self.channel = grpctls.channel(target, tls, options=CHANNEL_OPTIONS)
         self.stub: Any = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
         self._raw: dict[str, Any] = {}
 

@@ -69,7 +69,7 @@ def _sites(
 async def serve(
     conf: SlurmConfig, key: bytes, listen: list[str], tls: ssl.SSLContext | None, max_body: int
 ) -> None:
-    controller = Controller(conf.controller_target, key)
+    controller = Controller(conf.controller_target, key, conf.tls)
     proxies = frozenset({"root", conf.slurm_user})
     gateway = Gateway(controller, tokens.jwt_key(key), conf.cluster_name, proxies, max_body)
     # aiohttp answers a request line or header past its limits itself, in plain

@@ -63,7 +63,7 @@ class Cluster:
         shared = None
         if dbd_of is not None:
             dbd = load_dbd_config(str(dbd_of.dir / "slurmdbd.conf"))
-            shared = (dbd.dbd_port, load_key(key_path(dbd_of.conf)))
+            shared = (dbd.dbd_port, load_key(key_path(dbd_of.conf)), str(dbd_of.dir))
         self.conf = write_config(
             str(directory),
             nodes,

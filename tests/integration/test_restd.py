@@ -173,7 +173,8 @@ def test_only_operators_mint_tokens_for_others(
     key = auth.load_key(auth.key_path(cluster.conf))
 
     async def mint(username: str) -> str:
-        controller = Controller(load(cluster.conf).controller_target, key)
+        conf = load(cluster.conf)
+        controller = Controller(conf.controller_target, key, conf.tls)
         try:
             reply = await controller.call("Token", Caller.named(users[0]), username=username)
             return str(reply.token)
