@@ -56,8 +56,10 @@ class Cluster:
         database: str | None = None,
         name: str = "corral",
         dbd_of: Cluster | None = None,
+        tls: bool = True,
     ) -> None:
-        """``dbd_of``: send accounting to that cluster's corral-dbd (none of its own)."""
+        """``dbd_of``: send accounting to that cluster's corral-dbd (none of its own);
+        ``tls``: False for a plaintext cluster (``corral up --no-tls``)."""
         self.dir = directory
         self.nodes = nodes
         shared = None
@@ -71,6 +73,7 @@ class Cluster:
             accounting=accounting and dbd_of is None,
             cluster=name,
             shared_dbd=shared,
+            tls=tls,
         )
         self.accounting = accounting and dbd_of is None
         self.database = database
