@@ -63,7 +63,10 @@ def log(message: str) -> None:
 # ---------------------------------------------------------------- arguments and report
 
 
-def arguments(description: str, runs: int, quick_runs: int) -> argparse.Namespace:
+def arguments(
+    description: str, runs: int, quick_runs: int, *, tls: bool = False
+) -> argparse.Namespace:
+    """The common options; ``tls``: the script measures through ``tls_passes`` (``--tls``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--quick",
@@ -81,6 +84,14 @@ def arguments(description: str, runs: int, quick_runs: int) -> argparse.Namespac
         action="store_true",
         help="keep each cluster's directory (config, state, logs) and print it",
     )
+    if tls:
+        parser.add_argument(
+            "--tls",
+            choices=("on", "off", "both"),
+            default="both",
+            help="internal traffic over TLS (on: corral up's default), plaintext (off), or "
+            "every figure both ways, plaintext first, with TLS's cost beside it (both, default)",
+        )
     args = parser.parse_args()
     global KEEP
     KEEP = args.keep
@@ -299,6 +310,44 @@ def python_baseline(samples: int = 20) -> Baseline:
 # ---------------------------------------------------------------- the cluster
 
 
+#: Whether the clusters BenchCluster starts use TLS (``tls_passes`` sets it for each pass).
+TLS = True
+
+
+def tls_passes(
+    args: argparse.Namespace, measured: Callable[[], dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """The figures of ``measured()`` on clusters with TLS as ``--tls`` says.
+
+    With ``both`` it runs twice, plaintext then TLS, and each figure is the TLS one
+    with the plaintext figure beside it (``plaintext``) and what TLS costs in percent
+    of it (``tls_cost_pct``: time added, or rate lost).
+    """
+    global TLS
+    if args.tls != "both":
+        TLS = args.tls == "on"
+        return {name: {**fig, "tls": TLS} for name, fig in measured().items()}
+    TLS = False
+    log("pass 1 of 2: plaintext (TLSType=tls/none)")
+    plain = measured()
+    TLS = True
+    log("pass 2 of 2: TLS")
+    return {name: _beside(fig, plain.get(name)) for name, fig in measured().items()}
+
+
+def _beside(secure: dict[str, Any], plain: dict[str, Any] | None) -> dict[str, Any]:
+    out = {**secure, "tls": True}
+    if plain is None:
+        return out
+    out["plaintext"] = {k: plain.get(k) for k in ("value", "min", "max", "samples", "error")}
+    before, after = plain.get("value"), secure.get("value")
+    if before and after is not None:
+        rate = str(secure.get("unit", "")).endswith("/s")
+        cost = (before - after) / before if rate else (after - before) / before
+        out["tls_cost_pct"] = round(100 * cost, 1)
+    return out
+
+
 class BenchCluster(Cluster):
     """The integration harness's cluster in its own temporary directory.
 
@@ -308,7 +357,7 @@ class BenchCluster(Cluster):
 
     def __init__(self, nodes: int = 4, settings: Iterable[str] = ()) -> None:
         directory = Path(tempfile.mkdtemp(prefix="corral-bench-"))
-        super().__init__(directory, nodes=nodes, settings=tuple(settings))
+        super().__init__(directory, nodes=nodes, settings=tuple(settings), tls=TLS)
         path = os.environ.get("PYTHONPATH")
         self.env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)
         self._api: Api | None = None
