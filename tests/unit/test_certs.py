@@ -104,3 +104,21 @@ def test_an_unknown_tls_type_is_an_error_and_an_unknown_parameter_a_warning(
         parse(BASE + "TLSType=tls/openssl\n", str(tmp_path / "slurm.conf"))
     conf = parse(BASE + "TLSParameters=security_policy_version=x\n", str(tmp_path / "s.conf"))
     assert any("security_policy_version" in warning for warning in conf.warnings)
+
+
+def test_corral_cert_makes_a_ca_and_issues_from_it(tmp_path: Path) -> None:
+    from cli.boundary import UsageError
+    from cli.corral import cert
+
+    ca_dir, out = tmp_path / "ca", tmp_path / "etc"
+    assert cert(["ca", str(ca_dir)]) == 0
+    with pytest.raises(UsageError, match="already holds a CA"):
+        cert(["ca", str(ca_dir)])  # never overwrites the CA every certificate chains to
+    assert cert(["issue", "dbd", "--ca", str(ca_dir), "--host", "db1", "--out", str(out)]) == 0
+    ca = x509.load_pem_x509_certificate((ca_dir / "ca_cert.pem").read_bytes())
+    x509.load_pem_x509_certificate((out / "dbd_cert.pem").read_bytes()).verify_directly_issued_by(
+        ca
+    )
+    assert stat.S_IMODE(os.stat(out / "dbd_cert_key.pem").st_mode) == 0o600
+    with pytest.raises(UsageError, match="--host"):
+        cert(["issue", "dbd", "--ca", str(ca_dir)])
