@@ -353,10 +353,17 @@ def up(argv: list[str]) -> int:
     )
     procs += [controller, agent]
     rest_port = _rest_port() if restd else 0
+    tls_dir = os.path.join(directory, "tls")
+    # With TLS, restd serves HTTPS with its certificate: tokens cross no wire in clear either.
+    https = (
+        ["--tls-cert", f"{tls_dir}/restd_cert.pem", "--tls-key", f"{tls_dir}/restd_cert_key.pem"]
+        if tls
+        else []
+    )
     if restd:
         procs.append(
             _spawn(
-                [sys.executable, "-m", "restd.main", "-f", conf, f"127.0.0.1:{rest_port}"],
+                [sys.executable, "-m", "restd.main", "-f", conf, *https, f"127.0.0.1:{rest_port}"],
                 os.path.join(logs, "restd.log"),
                 env,
             )
@@ -378,10 +385,11 @@ def up(argv: list[str]) -> int:
         print("Internal traffic is plaintext (--no-tls): TLSType=tls/none.")
     print(f"export SLURM_CONF={shlex.quote(conf)}")
     if restd:
-        url = f"http://127.0.0.1:{rest_port}"
+        url = f"{'https' if tls else 'http'}://127.0.0.1:{rest_port}"
+        cacert = f"--cacert {shlex.quote(tls_dir + '/ca_cert.pem')} " if tls else ""
         print(
             f"REST API (slurmrestd's) at {url}, OpenAPI at {url}/openapi/v3; with a token:\n"
-            f'  export $(scontrol token); curl -H "X-SLURM-USER-TOKEN: $SLURM_JWT" '
+            f'  export $(scontrol token); curl {cacert}-H "X-SLURM-USER-TOKEN: $SLURM_JWT" '
             f"{url}/slurm/v0.0.42/jobs"
         )
     sys.stdout.flush()
