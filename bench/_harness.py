@@ -319,20 +319,49 @@ def tls_passes(
 ) -> dict[str, dict[str, Any]]:
     """The figures of ``measured()`` on clusters with TLS as ``--tls`` says.
 
-    With ``both`` it runs twice, plaintext then TLS, and each figure is the TLS one
-    with the plaintext figure beside it (``plaintext``) and what TLS costs in percent
-    of it (``tls_cost_pct``: time added, or rate lost).
+    With ``both``, each of the ``--runs`` runs measures every figure twice, once
+    plaintext and once with TLS, in alternating order (plaintext first on even runs),
+    so that a machine growing busier or quieter does not favour one side; each figure
+    is then the TLS one with the plaintext one beside it (``plaintext``) and what TLS
+    costs in percent of it (``tls_cost_pct``: time added, or rate lost).
     """
     global TLS
     if args.tls != "both":
         TLS = args.tls == "on"
         return {name: {**fig, "tls": TLS} for name, fig in measured().items()}
-    TLS = False
-    log("pass 1 of 2: plaintext (TLSType=tls/none)")
-    plain = measured()
-    TLS = True
-    log("pass 2 of 2: TLS")
-    return {name: _beside(fig, plain.get(name)) for name, fig in measured().items()}
+    runs, args.runs = args.runs, 1
+    passes: dict[bool, list[dict[str, dict[str, Any]]]] = {False: [], True: []}
+    try:
+        for run in range(runs):
+            for TLS in (False, True) if run % 2 == 0 else (True, False):
+                log(f"run {run + 1}/{runs}: {'TLS' if TLS else 'plaintext (TLSType=tls/none)'}")
+                passes[TLS].append(measured())
+    finally:
+        args.runs = runs
+    plain, secure = _merged(passes[False]), _merged(passes[True])
+    return {name: _beside(fig, plain.get(name)) for name, fig in secure.items()}
+
+
+def _merged(passes: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """One figure per name from one-run passes: the median of their values, the extremes."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, first in passes[0].items():
+        figs = [p[name] for p in passes if name in p]
+        values = [f["value"] for f in figs if f.get("value") is not None]
+        if not values:
+            out[name] = first
+            continue
+        out[name] = {
+            **first,
+            "value": round(statistics.median(values), 4),
+            "min": min(f.get("min", f["value"]) for f in figs if f.get("value") is not None),
+            "max": max(f.get("max", f["value"]) for f in figs if f.get("value") is not None),
+            "samples": sum(f.get("samples", 1) for f in figs if f.get("value") is not None),
+            "runs": len(values),
+        }
+        if first.get("target"):
+            out[name]["met"] = _met(out[name]["value"], first["target"])
+    return out
 
 
 def _beside(secure: dict[str, Any], plain: dict[str, Any] | None) -> dict[str, Any]:
