@@ -31,15 +31,16 @@ class TlsError(CorralError):
     """TLS material that is missing, unreadable or unsafe."""
 
 
+#: What to do about a missing file, said with every such error.
+_HINT = "create it with `corral cert`, name it in TLSParameters, or set TLSType=tls/none"
+
+
 def _read(path: str, what: str) -> bytes:
     try:
         with open(path, "rb") as src:
             return src.read()
     except OSError as exc:
-        raise TlsError(
-            f"cannot read {what} {path}: {exc.strerror} (create it with `corral cert`, "
-            "name it in TLSParameters, or set TLSType=tls/none for plaintext)"
-        ) from None
+        raise TlsError(f"cannot read {what} {path}: {exc.strerror} ({_HINT})") from None
 
 
 def _read_key(path: str) -> bytes:
@@ -47,7 +48,7 @@ def _read_key(path: str) -> bytes:
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
-        raise TlsError(f"cannot read TLS key {path}: {exc.strerror}") from None
+        raise TlsError(f"cannot read TLS key {path}: {exc.strerror} ({_HINT})") from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise TlsError(
             f"TLS key {path} is readable by others (mode {stat.S_IMODE(mode):04o}); "

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from corral import auth
+from corral import auth, grpctls
 from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import ConfigError, NodeConfig, SlurmConfig
@@ -233,7 +233,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     nodes = select_nodes(conf, requested, facts.hostname)
     try:
         key = auth.load_key(auth.key_path(conf.path))
-    except auth.AuthError as exc:
+        if conf.tls.enabled:  # the CA, read now: a missing one stops the agent at start
+            grpctls.channel_credentials(conf.tls)
+    except (auth.AuthError, grpctls.TlsError) as exc:
         raise AgentError(str(exc)) from None
     devices = None
     if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices

@@ -22,7 +22,7 @@ import sys
 import uvloop
 from aiohttp import web
 
-from corral import __version__, auth, tokens
+from corral import __version__, auth, grpctls, tokens
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from restd.app import Gateway, build_app
 from restd.controller import Controller
@@ -123,7 +123,7 @@ def main() -> None:
         sys.exit(1)
     try:
         uvloop.run(serve(conf, key, args.listen or [DEFAULT_LISTEN], tls, args.max_body))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, grpctls.TlsError) as exc:
         print(f"corral-restd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
 

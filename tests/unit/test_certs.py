@@ -122,3 +122,24 @@ def test_corral_cert_makes_a_ca_and_issues_from_it(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(out / "dbd_cert_key.pem").st_mode) == 0o600
     with pytest.raises(UsageError, match="--host"):
         cert(["issue", "dbd", "--ca", str(ca_dir)])
+
+
+def test_daemons_without_their_tls_files_refuse_to_start_and_say_why(tmp_path: Path) -> None:
+    """No TLSType and no files: not plaintext, but a clear refusal naming the file."""
+    import subprocess
+    import sys
+
+    from corral import auth
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(BASE + f"SlurmctldPort=1\nStateSaveLocation={tmp_path}/state\n")
+    auth.create_key(auth.key_path(str(conf)))
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.main", "-f", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert f"cannot read TLS key {tmp_path}/ctld_cert_key.pem" in done.stderr
+    assert "TLSType=tls/none" in done.stderr
