@@ -63,7 +63,10 @@ def log(message: str) -> None:
 # ---------------------------------------------------------------- arguments and report
 
 
-def arguments(description: str, runs: int, quick_runs: int) -> argparse.Namespace:
+def arguments(
+    description: str, runs: int, quick_runs: int, *, tls: bool = False
+) -> argparse.Namespace:
+    """The common options; ``tls``: the script measures through ``tls_passes`` (``--tls``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--quick",
@@ -81,6 +84,14 @@ def arguments(description: str, runs: int, quick_runs: int) -> argparse.Namespac
         action="store_true",
         help="keep each cluster's directory (config, state, logs) and print it",
     )
+    if tls:
+        parser.add_argument(
+            "--tls",
+            choices=("on", "off", "both"),
+            default="both",
+            help="internal traffic over TLS (on: corral up's default), plaintext (off), or "
+            "every figure both ways, plaintext first, with TLS's cost beside it (both, default)",
+        )
     args = parser.parse_args()
     global KEEP
     KEEP = args.keep
@@ -299,6 +310,73 @@ def python_baseline(samples: int = 20) -> Baseline:
 # ---------------------------------------------------------------- the cluster
 
 
+#: Whether the clusters BenchCluster starts use TLS (``tls_passes`` sets it for each pass).
+TLS = True
+
+
+def tls_passes(
+    args: argparse.Namespace, measured: Callable[[], dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """The figures of ``measured()`` on clusters with TLS as ``--tls`` says.
+
+    With ``both``, each of the ``--runs`` runs measures every figure twice, once
+    plaintext and once with TLS, in alternating order (plaintext first on even runs),
+    so that a machine growing busier or quieter does not favour one side; each figure
+    is then the TLS one with the plaintext one beside it (``plaintext``) and what TLS
+    costs in percent of it (``tls_cost_pct``: time added, or rate lost).
+    """
+    global TLS
+    if args.tls != "both":
+        TLS = args.tls == "on"
+        return {name: {**fig, "tls": TLS} for name, fig in measured().items()}
+    runs, args.runs = args.runs, 1
+    passes: dict[bool, list[dict[str, dict[str, Any]]]] = {False: [], True: []}
+    try:
+        for run in range(runs):
+            for TLS in (False, True) if run % 2 == 0 else (True, False):
+                log(f"run {run + 1}/{runs}: {'TLS' if TLS else 'plaintext (TLSType=tls/none)'}")
+                passes[TLS].append(measured())
+    finally:
+        args.runs = runs
+    plain, secure = _merged(passes[False]), _merged(passes[True])
+    return {name: _beside(fig, plain.get(name)) for name, fig in secure.items()}
+
+
+def _merged(passes: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """One figure per name from one-run passes: the median of their values, the extremes."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, first in passes[0].items():
+        figs = [p[name] for p in passes if name in p]
+        values = [f["value"] for f in figs if f.get("value") is not None]
+        if not values:
+            out[name] = first
+            continue
+        out[name] = {
+            **first,
+            "value": round(statistics.median(values), 4),
+            "min": min(f.get("min", f["value"]) for f in figs if f.get("value") is not None),
+            "max": max(f.get("max", f["value"]) for f in figs if f.get("value") is not None),
+            "samples": sum(f.get("samples", 1) for f in figs if f.get("value") is not None),
+            "runs": len(values),
+        }
+        if first.get("target"):
+            out[name]["met"] = _met(out[name]["value"], first["target"])
+    return out
+
+
+def _beside(secure: dict[str, Any], plain: dict[str, Any] | None) -> dict[str, Any]:
+    out = {**secure, "tls": True}
+    if plain is None:
+        return out
+    out["plaintext"] = {k: plain.get(k) for k in ("value", "min", "max", "samples", "error")}
+    before, after = plain.get("value"), secure.get("value")
+    if before and after is not None:
+        rate = str(secure.get("unit", "")).endswith("/s")
+        cost = (before - after) / before if rate else (after - before) / before
+        out["tls_cost_pct"] = round(100 * cost, 1)
+    return out
+
+
 class BenchCluster(Cluster):
     """The integration harness's cluster in its own temporary directory.
 
@@ -308,7 +386,7 @@ class BenchCluster(Cluster):
 
     def __init__(self, nodes: int = 4, settings: Iterable[str] = ()) -> None:
         directory = Path(tempfile.mkdtemp(prefix="corral-bench-"))
-        super().__init__(directory, nodes=nodes, settings=tuple(settings))
+        super().__init__(directory, nodes=nodes, settings=tuple(settings), tls=TLS)
         path = os.environ.get("PYTHONPATH")
         self.env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)
         self._api: Api | None = None
@@ -393,17 +471,17 @@ class Api:
     """The gRPC Controller service, authenticated with the cluster key."""
 
     def __init__(self, conf_path: str) -> None:
-        import grpc
-
+        from corral import grpctls
         from corral.wire import corral_pb2, corral_pb2_grpc
 
         self.pb = corral_pb2
         conf = load(conf_path)
         _, addr = conf.controller_host
         self.target = f"{addr}:{conf.slurmctld_port}"
+        self.tls = conf.tls
         self.key = auth.Keys.derive(auth.load_key(auth.key_path(conf_path))).credential
         self.receiver = auth.controller_receiver(conf.cluster_name)
-        self.channel = grpc.insecure_channel(self.target)
+        self.channel = grpctls.sync_channel(self.target, conf.tls)
         self.stub = corral_pb2_grpc.ControllerStub(self.channel)
 
     def signed(self, method: str, request: Any) -> Any:

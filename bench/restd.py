@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -44,6 +45,7 @@ from bench._harness import (
     log,
     python_baseline,
     report,
+    tls_passes,
 )
 from tests.integration.cluster import free_port
 
@@ -208,77 +210,86 @@ def one_run(jobs: int, seconds: float, count: int) -> dict[str, float]:
 
 
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0], runs=3, quick_runs=1)
+    args = arguments(__doc__.splitlines()[0], runs=3, quick_runs=1, tls=True)
     jobs = 5000 if args.quick else 10_000
     seconds = 1.0 if args.quick else 3.0
     count = 200 if args.quick else 1000  # requests per measure without wrk
     baseline = python_baseline(10 if args.quick else 20)
-    try:
-        runs = each_run(args.runs, "restd", lambda _: one_run(jobs, seconds, count))
-    except (CommandFailed, OSError, AssertionError) as exc:
-        log(f"restd: failed: {exc}")
-        report("restd", args, baseline, {"error": failed("", None, None, str(exc)[:2000])})
-        return
 
-    def of(key: str) -> list[float]:
-        return [run[key] for run in runs]
+    def measured() -> dict[str, dict[str, Any]]:
+        """Every figure, from clusters with TLS as ``--tls`` says."""
+        try:
+            runs = each_run(args.runs, "restd", lambda _: one_run(jobs, seconds, count))
+        except (CommandFailed, OSError, AssertionError) as exc:
+            log(f"restd: failed: {exc}")
+            return {"error": failed("", None, None, str(exc)[:2000])}
 
-    figures = {
-        "baseline_ping": figure(
-            of("ping_ms"), "ms", digits=2, note="GET /slurm/v0.0.42/ping: the floor of a request"
-        ),
-        "jobs_empty": figure(
-            of("jobs_empty_ms"), "ms", slurm=SLURMRESTD["jobs_empty_ms"], digits=2
-        ),
-        f"jobs_{jobs}": figure(
-            of("jobs_full_ms"),
-            "ms",
-            target="< 500",
-            slurm=SLURMRESTD["jobs_10k_ms"] if jobs == 10_000 else None,
-            digits=1,
-            jobs=jobs,
-            note="median of GET /slurm/v0.0.42/jobs over one connection, body read",
-        ),
-        f"jobs_{jobs}_p99": figure(of("jobs_full_p99_ms"), "ms", digits=1, jobs=jobs),
-        f"jobs_{jobs}_first": figure(
-            of("jobs_first_ms"),
-            "ms",
-            target="< 500",
-            digits=1,
-            jobs=jobs,
-            note="the first listing after the jobs were submitted: every job's record built anew",
-        ),
-        f"jobs_{jobs}_requests_per_s": figure(
-            of("jobs_full_per_s"),
-            "requests/s",
-            digits=2,
-            note=f"{CONNECTIONS} keep-alive connections at once",
-        ),
-        "submissions_one_connection": figure(
-            of("submissions_per_s"),
-            "submissions/s",
-            slurm=SLURMRESTD["submissions_per_s"],
-            digits=1,
-            note="POST /slurm/v0.0.42/job/submit one after another over one connection "
-            "(slurmrestd's figure was taken so)",
-        ),
-        "submission_p99": figure(of("submission_p99_ms"), "ms", digits=2),
-        f"submissions_{SUBMITTERS}_connections": figure(
-            of("submissions_concurrent_per_s"),
-            "submissions/s",
-            target=">= 1000",
-            digits=1,
-            note=f"the same from {SUBMITTERS} keep-alive connections at once",
-        ),
-        f"metrics_scrape_{jobs}": figure(
-            of("metrics_scrape_ms"),
-            "ms",
-            target="< 50",
-            digits=2,
-            jobs=jobs,
-            note="GET /metrics on the controller (MetricsType=metrics/openmetrics)",
-        ),
-    }
+        def of(key: str) -> list[float]:
+            return [run[key] for run in runs]
+
+        figures = {
+            "baseline_ping": figure(
+                of("ping_ms"),
+                "ms",
+                digits=2,
+                note="GET /slurm/v0.0.42/ping: the floor of a request",
+            ),
+            "jobs_empty": figure(
+                of("jobs_empty_ms"), "ms", slurm=SLURMRESTD["jobs_empty_ms"], digits=2
+            ),
+            f"jobs_{jobs}": figure(
+                of("jobs_full_ms"),
+                "ms",
+                target="< 500",
+                slurm=SLURMRESTD["jobs_10k_ms"] if jobs == 10_000 else None,
+                digits=1,
+                jobs=jobs,
+                note="median of GET /slurm/v0.0.42/jobs over one connection, body read",
+            ),
+            f"jobs_{jobs}_p99": figure(of("jobs_full_p99_ms"), "ms", digits=1, jobs=jobs),
+            f"jobs_{jobs}_first": figure(
+                of("jobs_first_ms"),
+                "ms",
+                target="< 500",
+                digits=1,
+                jobs=jobs,
+                note="the first listing after the jobs were submitted: every job's record "
+                "built anew",
+            ),
+            f"jobs_{jobs}_requests_per_s": figure(
+                of("jobs_full_per_s"),
+                "requests/s",
+                digits=2,
+                note=f"{CONNECTIONS} keep-alive connections at once",
+            ),
+            "submissions_one_connection": figure(
+                of("submissions_per_s"),
+                "submissions/s",
+                slurm=SLURMRESTD["submissions_per_s"],
+                digits=1,
+                note="POST /slurm/v0.0.42/job/submit one after another over one connection "
+                "(slurmrestd's figure was taken so)",
+            ),
+            "submission_p99": figure(of("submission_p99_ms"), "ms", digits=2),
+            f"submissions_{SUBMITTERS}_connections": figure(
+                of("submissions_concurrent_per_s"),
+                "submissions/s",
+                target=">= 1000",
+                digits=1,
+                note=f"the same from {SUBMITTERS} keep-alive connections at once",
+            ),
+            f"metrics_scrape_{jobs}": figure(
+                of("metrics_scrape_ms"),
+                "ms",
+                target="< 50",
+                digits=2,
+                jobs=jobs,
+                note="GET /metrics on the controller (MetricsType=metrics/openmetrics)",
+            ),
+        }
+        return figures
+
+    figures = tls_passes(args, measured)
     generator = "wrk" if WRK else "aiohttp client (in this process)"
     report("restd", args, baseline, figures, jobs=jobs, load_generator=generator)
 

@@ -33,6 +33,7 @@ from bench._harness import (
     python_baseline,
     report,
     run_ms,
+    tls_passes,
 )
 
 PARALLEL = 8
@@ -87,11 +88,10 @@ def api_grpc_concurrent(n: int) -> float:
         spec = api.spec(cluster.dir, hold=True)
 
         async def submit_all() -> float:
-            import grpc
-
+            from corral import grpctls
             from corral.wire import corral_pb2_grpc
 
-            async with grpc.aio.insecure_channel(api.target) as channel:
+            async with grpctls.channel(api.target, api.tls) as channel:
                 stub = corral_pb2_grpc.ControllerStub(channel)
                 await stub.Submit(api.signed("Submit", api.pb.SubmitRequest(spec=spec)))
                 left = n  # the connection is made: from here on, counted
@@ -151,97 +151,103 @@ def measure(name: str, runs: int, body: Any, arg: int, unit: str, **fig: Any) ->
 
 
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0], runs=3, quick_runs=1)
+    args = arguments(__doc__.splitlines()[0], runs=3, quick_runs=1, tls=True)
     n = 100 if args.quick else 1000
     tasks = 1000
     baseline = python_baseline(10 if args.quick else 20)
-    figures: dict[str, dict[str, Any]] = {}
-    figures["sbatch_one_process_per_submission"] = measure(
-        "sbatch, one process per submission",
-        args.runs,
-        sbatch_sequential,
-        n,
-        "submissions/s",
-        target=">= 33.3",
-        slurm=SLURM["sbatch_submissions_per_s"],
-        digits=1,
-        jobs=n,
-        note="no target of its own: the 30 ms budget of a client command gives >= 33.3/s",
-    )
-    figures["sbatch_8_parallel_submitters"] = measure(
-        f"sbatch, {PARALLEL} parallel submitters",
-        args.runs,
-        sbatch_parallel,
-        n,
-        "submissions/s",
-        target=None,
-        slurm=SLURM["sbatch_8_submitters_per_s"],
-        digits=1,
-        jobs=n,
-        note=f"{PARALLEL} threads each running sbatch processes one after another, on "
-        f"{os.cpu_count()} cores",
-    )
-    figures["api_grpc_one_process"] = measure(
-        "gRPC API, one process",
-        args.runs,
-        api_grpc,
-        n,
-        "submissions/s",
-        target=">= 1000",
-        slurm=None,
-        digits=1,
-        jobs=n,
-        note="ControllerStub.Submit, one call after another, signed Credential",
-    )
-    figures["api_framed_client_one_process"] = measure(
-        "framed client, one process",
-        args.runs,
-        api_framed,
-        n,
-        "submissions/s",
-        target=">= 1000",
-        slurm=None,
-        digits=1,
-        jobs=n,
-        note="corral.client.Client('Submit'), one call after another, Unix socket",
-    )
-    figures["api_grpc_one_process_16_in_flight"] = measure(
-        f"gRPC API, one process, {CONCURRENT} in flight",
-        args.runs,
-        api_grpc_concurrent,
-        n,
-        "submissions/s",
-        target=">= 1000",
-        slurm=None,
-        digits=1,
-        jobs=n,
-        note=f"grpc.aio with {CONCURRENT} Submit calls in flight (extra figure)",
-    )
-    figures["sbatch_array_1000"] = measure(
-        f"sbatch --array=1-{tasks}",
-        args.runs,
-        sbatch_array,
-        tasks,
-        "s",
-        target="< 0.03",
-        slurm=SLURM["array_1000_s"],
-        digits=4,
-        tasks=tasks,
-        note="wall time of one sbatch process; target: the 30 ms budget of a client command",
-    )
-    figures["api_array_1000"] = measure(
-        f"gRPC API array 1-{tasks}",
-        args.runs,
-        api_array,
-        tasks,
-        "s",
-        target=None,
-        slurm=None,
-        digits=4,
-        tasks=tasks,
-        note="one Submit call with array=1-1000 (extra figure: the "
-        "controller's share of the sbatch figure)",
-    )
+
+    def measured() -> dict[str, dict[str, Any]]:
+        """Every figure, from clusters with TLS as ``--tls`` says."""
+        figures: dict[str, dict[str, Any]] = {}
+        figures["sbatch_one_process_per_submission"] = measure(
+            "sbatch, one process per submission",
+            args.runs,
+            sbatch_sequential,
+            n,
+            "submissions/s",
+            target=">= 33.3",
+            slurm=SLURM["sbatch_submissions_per_s"],
+            digits=1,
+            jobs=n,
+            note="no target of its own: the 30 ms budget of a client command gives >= 33.3/s",
+        )
+        figures["sbatch_8_parallel_submitters"] = measure(
+            f"sbatch, {PARALLEL} parallel submitters",
+            args.runs,
+            sbatch_parallel,
+            n,
+            "submissions/s",
+            target=None,
+            slurm=SLURM["sbatch_8_submitters_per_s"],
+            digits=1,
+            jobs=n,
+            note=f"{PARALLEL} threads each running sbatch processes one after another, on "
+            f"{os.cpu_count()} cores",
+        )
+        figures["api_grpc_one_process"] = measure(
+            "gRPC API, one process",
+            args.runs,
+            api_grpc,
+            n,
+            "submissions/s",
+            target=">= 1000",
+            slurm=None,
+            digits=1,
+            jobs=n,
+            note="ControllerStub.Submit, one call after another, signed Credential",
+        )
+        figures["api_framed_client_one_process"] = measure(
+            "framed client, one process",
+            args.runs,
+            api_framed,
+            n,
+            "submissions/s",
+            target=">= 1000",
+            slurm=None,
+            digits=1,
+            jobs=n,
+            note="corral.client.Client('Submit'), one call after another, Unix socket",
+        )
+        figures["api_grpc_one_process_16_in_flight"] = measure(
+            f"gRPC API, one process, {CONCURRENT} in flight",
+            args.runs,
+            api_grpc_concurrent,
+            n,
+            "submissions/s",
+            target=">= 1000",
+            slurm=None,
+            digits=1,
+            jobs=n,
+            note=f"grpc.aio with {CONCURRENT} Submit calls in flight (extra figure)",
+        )
+        figures["sbatch_array_1000"] = measure(
+            f"sbatch --array=1-{tasks}",
+            args.runs,
+            sbatch_array,
+            tasks,
+            "s",
+            target="< 0.03",
+            slurm=SLURM["array_1000_s"],
+            digits=4,
+            tasks=tasks,
+            note="wall time of one sbatch process; target: the 30 ms budget of a client command",
+        )
+        figures["api_array_1000"] = measure(
+            f"gRPC API array 1-{tasks}",
+            args.runs,
+            api_array,
+            tasks,
+            "s",
+            target=None,
+            slurm=None,
+            digits=4,
+            tasks=tasks,
+            note="one Submit call with array=1-1000 (extra figure: the "
+            "controller's share of the sbatch figure)",
+        )
+        return figures
+
+    figures = tls_passes(args, measured)
     report("submit", args, baseline, figures, submissions_per_run=n)
 
 

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
 USAGE = """\
 Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ...]
-                 [--database URL | --no-accounting] [--no-restd]
+                 [--database URL | --no-accounting] [--no-restd] [--no-tls]
        corral down [--dir DIR]
+       corral cert ca DIR   |   corral cert issue NAME --ca DIR --host H [--host H ...] [--out DIR]
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
                   [--csv FILE] [--png FILE] [--json] [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
@@ -97,6 +98,40 @@ def _memory_mib() -> int:
     return 1024
 
 
+#: The daemons corral up gives certificates (node agents need only the CA: they are clients).
+TLS_ROLES = ("ctld", "dbd", "restd")
+
+
+def write_tls(directory: str, ca_from: str | None = None) -> tuple[list[str], list[str]]:
+    """The cluster's TLS material in DIR/tls; its slurm.conf and slurmdbd.conf lines.
+
+    A CA already in DIR/tls (or in ``ca_from``'s, another cluster sharing this one's
+    dbd) is kept, so running ``corral up`` again leaves certificates handed out valid;
+    the daemons' certificates are issued anew each time.
+    """
+    from corral import certs
+
+    tls_dir = os.path.join(directory, "tls")
+    os.makedirs(tls_dir, mode=0o755, exist_ok=True)
+    ca_dir = os.path.join(ca_from, "tls") if ca_from else tls_dir
+    ca_cert = os.path.join(ca_dir, "ca_cert.pem")
+    ca_key = os.path.join(ca_dir, "ca_key.pem")
+    if not (os.path.exists(ca_cert) and os.path.exists(ca_key)):
+        certs.create_ca(ca_cert, ca_key)
+    names = socket.gethostname()
+    hosts = [names.split(".")[0], names, "localhost", "127.0.0.1", "::1"]
+    files = {}
+    for role in TLS_ROLES:
+        cert = os.path.join(tls_dir, f"{role}_cert.pem")
+        key = os.path.join(tls_dir, f"{role}_cert_key.pem")
+        certs.issue(ca_cert, ca_key, role, hosts, cert, key)
+        files[role] = f"{role}_cert_file={cert},{role}_cert_key_file={key}"
+    ca = f"ca_cert_file={ca_cert}"
+    slurm = ["TLSType=tls/s2n", f"TLSParameters={ca},{files['ctld']},{files['restd']}"]
+    dbd = ["TLSType=tls/s2n", f"TLSParameters={ca},{files['dbd']}"]
+    return slurm, dbd
+
+
 def write_config(
     directory: str,
     nodes: int,
@@ -104,21 +139,29 @@ def write_config(
     *,
     accounting: bool = False,
     cluster: str = "corral",
-    shared_dbd: tuple[int, bytes] | None = None,
+    shared_dbd: tuple[int, bytes, str] | None = None,
+    tls: bool = True,
 ) -> str:
     """Write DIR/slurm.conf (and the cluster key) for ``nodes`` emulated nodes.
 
     With ``accounting``, slurm.conf sends job records to a corral-dbd on
     127.0.0.1, and DIR/slurmdbd.conf configures that dbd (SQLite in
     DIR/accounting.db unless it is started with ``--database``). With
-    ``shared_dbd`` (another cluster's dbd port and key), this cluster uses that
-    dbd instead and writes none: several clusters, one accounting database.
+    ``shared_dbd`` (another cluster's dbd port, key and directory), this cluster
+    uses that dbd instead and writes none: several clusters, one accounting
+    database (and one CA, whose certificates that dbd trusts). With ``tls`` (the
+    default) every daemon speaks TLS (``write_tls``); without, the files say
+    ``TLSType=tls/none``: plaintext, asked for in so many words.
     """
     from corral import auth
 
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "slurm.conf")
     host = socket.gethostname().split(".")[0]
+    if tls:
+        tls_lines, dbd_tls = write_tls(directory, shared_dbd[2] if shared_dbd else None)
+    else:
+        tls_lines = dbd_tls = ["TLSType=tls/none"]
     cpus = os.cpu_count() or 1
     memory = max(_memory_mib() // max(nodes, 1), 100)
     names = f"node[1-{nodes}]" if nodes > 1 else "node1"
@@ -139,6 +182,7 @@ def write_config(
                 "StorageType=accounting_storage/sqlite",
                 f"StorageLoc={directory}/accounting.db",
                 *owner,
+                *dbd_tls,
                 "",
             ],
         )
@@ -155,6 +199,7 @@ def write_config(
         "MinJobAge=300",
         "SchedulerParameters=requeue_delay=1",
         *owner,
+        *tls_lines,
         *(
             [
                 "AccountingStorageType=accounting_storage/slurmdbd",
@@ -241,7 +286,7 @@ def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[byte
 
 def up(argv: list[str]) -> int:
     nodes, directory, detach, demo, extra = 4, DEFAULT_DIR, False, False, []
-    accounting, database, restd = True, None, True
+    accounting, database, restd, tls = True, None, True, True
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -267,6 +312,8 @@ def up(argv: list[str]) -> int:
             accounting = False
         elif arg == "--no-restd":
             restd = False
+        elif arg == "--no-tls":
+            tls = False
         else:
             raise UsageError(f"unknown argument {arg!r}\n{USAGE}")
     if nodes < 1:
@@ -278,7 +325,7 @@ def up(argv: list[str]) -> int:
         )
     if database and not accounting:
         raise UsageError("--database and --no-accounting exclude each other")
-    conf = write_config(directory, nodes, extra, accounting=accounting)
+    conf = write_config(directory, nodes, extra, accounting=accounting, tls=tls)
     logs = os.path.join(directory, "log")
     os.makedirs(logs, exist_ok=True)
     env = {**os.environ, "SLURM_CONF": conf}
@@ -311,10 +358,17 @@ def up(argv: list[str]) -> int:
     )
     procs += [controller, agent]
     rest_port = _rest_port() if restd else 0
+    tls_dir = os.path.join(directory, "tls")
+    # With TLS, restd serves HTTPS with its certificate: tokens cross no wire in clear either.
+    https = (
+        ["--tls-cert", f"{tls_dir}/restd_cert.pem", "--tls-key", f"{tls_dir}/restd_cert_key.pem"]
+        if tls
+        else []
+    )
     if restd:
         procs.append(
             _spawn(
-                [sys.executable, "-m", "restd.main", "-f", conf, f"127.0.0.1:{rest_port}"],
+                [sys.executable, "-m", "restd.main", "-f", conf, *https, f"127.0.0.1:{rest_port}"],
                 os.path.join(logs, "restd.log"),
                 env,
             )
@@ -330,12 +384,17 @@ def up(argv: list[str]) -> int:
         raise
     where = (database or f"SQLite in {directory}/accounting.db") if accounting else "off"
     print(f"Corral cluster with {nodes} nodes is up (logs in {logs}; accounting: {where}).")
+    if tls:
+        print(f"Internal traffic uses TLS: the cluster CA and certificates are in {directory}/tls.")
+    else:
+        print("Internal traffic is plaintext (--no-tls): TLSType=tls/none.")
     print(f"export SLURM_CONF={shlex.quote(conf)}")
     if restd:
-        url = f"http://127.0.0.1:{rest_port}"
+        url = f"{'https' if tls else 'http'}://127.0.0.1:{rest_port}"
+        cacert = f"--cacert {shlex.quote(tls_dir + '/ca_cert.pem')} " if tls else ""
         print(
             f"REST API (slurmrestd's) at {url}, OpenAPI at {url}/openapi/v3; with a token:\n"
-            f'  export $(scontrol token); curl -H "X-SLURM-USER-TOKEN: $SLURM_JWT" '
+            f'  export $(scontrol token); curl {cacert}-H "X-SLURM-USER-TOKEN: $SLURM_JWT" '
             f"{url}/slurm/v0.0.42/jobs"
         )
     sys.stdout.flush()
@@ -522,6 +581,82 @@ def sim(argv: list[str]) -> int:
     return 0
 
 
+CERT_USAGE = """\
+Usage: corral cert ca DIR
+       corral cert issue NAME --ca DIR --host H [--host H ...] [--out DIR]
+
+ca     a new cluster CA: DIR/ca_cert.pem (give it to every host) and DIR/ca_key.pem
+       (mode 0600; keep it off the compute nodes).
+issue  a certificate for daemon NAME (ctld, dbd, restd or slurmd: the names TLSParameters
+       uses) valid for the host names and addresses given with --host (those clients dial),
+       signed by the CA in --ca: OUT/NAME_cert.pem and OUT/NAME_cert_key.pem (mode 0600),
+       OUT being --out or the current directory. Prints the TLSParameters entries to add."""
+
+
+def cert(argv: list[str]) -> int:
+    """``corral cert``: a cluster CA, and certificates signed by it, for a real cluster."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(CERT_USAGE)
+        return 0 if argv else 1
+    from corral import certs
+
+    command, args = argv[0], list(argv[1:])
+    if command == "ca":
+        if len(args) != 1:
+            raise UsageError(f"corral cert ca wants one directory\n{CERT_USAGE}")
+        directory = os.path.abspath(args[0])
+        os.makedirs(directory, exist_ok=True)
+        cert_path = os.path.join(directory, "ca_cert.pem")
+        key_path = os.path.join(directory, "ca_key.pem")
+        if os.path.exists(cert_path) or os.path.exists(key_path):
+            raise UsageError(f"{directory} already holds a CA; remove it first to make another")
+        certs.create_ca(cert_path, key_path)
+        print(f"CA certificate: {cert_path}\nCA key: {key_path} (mode 0600)")
+        print(
+            f"slurm.conf and slurmdbd.conf: TLSType=tls/s2n, TLSParameters=ca_cert_file={cert_path}"
+        )
+        return 0
+    if command != "issue" or not args or args[0].startswith("-"):
+        raise UsageError(f"unknown or incomplete cert command\n{CERT_USAGE}")
+    name, args = args[0], args[1:]
+    ca_dir, out, hosts = "", ".", []
+    while args:
+        arg = args.pop(0)
+        option, equals, value = arg.partition("=")
+        if option in ("--ca", "--host", "--out") and not equals:
+            if not args:
+                raise UsageError(f"{option} needs a value")
+            value = args.pop(0)
+        if option == "--ca":
+            ca_dir = value
+        elif option == "--host":
+            hosts.append(value)
+        elif option == "--out":
+            out = value
+        else:
+            raise UsageError(f"unknown argument {arg!r}\n{CERT_USAGE}")
+    if not ca_dir or not hosts:
+        raise UsageError(f"corral cert issue needs --ca DIR and at least one --host\n{CERT_USAGE}")
+    out = os.path.abspath(out)
+    os.makedirs(out, exist_ok=True)
+    cert_path = os.path.join(out, f"{name}_cert.pem")
+    key_path = os.path.join(out, f"{name}_cert_key.pem")
+    try:
+        certs.issue(
+            os.path.join(ca_dir, "ca_cert.pem"),
+            os.path.join(ca_dir, "ca_key.pem"),
+            name,
+            hosts,
+            cert_path,
+            key_path,
+        )
+    except certs.CertError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"certificate: {cert_path}\nkey: {key_path} (mode 0600)")
+    print(f"TLSParameters entries: {name}_cert_file={cert_path},{name}_cert_key_file={key_path}")
+    return 0
+
+
 def corral(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
@@ -535,6 +670,8 @@ def corral(argv: list[str]) -> int:
         return down(argv[1:])
     if argv[0] == "sim":
         return sim(argv[1:])
+    if argv[0] == "cert":
+        return cert(argv[1:])
     if argv[0] == "why":
         from cli.why import why
 

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from corral.stepcipher import SrunEnd
+
 PROG = "srun"
 #: Seconds to wait for every node's runner to connect back.
 CONNECT_TIMEOUT = 60.0
@@ -394,13 +396,19 @@ class Step:
         self.key = key
         self.poll = Poll()
         self.conns: dict[int, _socket.socket] = {}  # node id -> runner
-        self.readers: dict[_socket.socket, stepio.Reader] = {}
+        self.ends: dict[_socket.socket, SrunEnd] = {}  # each runner's session
+        # Imported once the step exists, while its runners start and connect: the
+        # cipher's few ms of import hide in that wait instead of adding to srun's.
+        from corral.stepcipher import SrunEnd as new_end
+
+        self.new_end = new_end
         self.done: set[int] = set()
         self.statuses: dict[int, int] = {}
         self.label = settings.has("label")
         self.width = len(str(max(self.ntasks - 1, 0)))
         self.partial: dict[tuple[int, int], bytes] = {}
         self.stdin_pending: list[bytes] = []
+        self.early: list[bytes] = []  # frames for every runner, sent before all connected
         self.forward_stdin = not settings.get("input")
         self.kill_on_bad_exit = settings.kill_on_bad_exit
         self.interrupts: list[float] = []
@@ -473,7 +481,7 @@ class Step:
             fd, _ = self.listener._accept()
             conn = _socket.socket(fileno=fd)
             conn.setblocking(True)
-            self.readers[conn] = stepio.Reader()
+            self.ends[conn] = self.new_end(self.key)
             self.poll.register(conn, "hello")
         elif what == "wake":
             os.read(fileobj, 512)
@@ -489,7 +497,7 @@ class Step:
 
     def _from_runner(self, conn: _socket.socket, what: str | int) -> None:
         try:
-            frames = stepio.recv_frames(conn, self.readers[conn])
+            frames = stepio.recv_frames(conn, self.ends[conn])
         except (OSError, stepio.ProtocolError):
             frames = None
         if frames is None:
@@ -497,8 +505,8 @@ class Step:
             return
         for kind, number, payload in frames:
             if kind == stepio.HELLO and what == "hello":
-                key, node_id, _ = stepio.read_hello(payload)
-                if key != self.key or node_id >= len(self.nodes) or node_id in self.conns:
+                node_id, _ = stepio.read_hello(payload)  # sealed: from a holder of the key
+                if node_id >= len(self.nodes) or node_id in self.conns:
                     self._lost(conn, what)
                     return
                 self.conns[node_id] = conn
@@ -506,7 +514,12 @@ class Step:
                 what = node_id
                 if node_id == 0 and self.forward_stdin:
                     for data in self.stdin_pending:
-                        conn.sendall(stepio.frame(stepio.IN, 0, data))
+                        self._send(conn, stepio.frame(stepio.IN, 0, data))
+                for data in self.early:  # a signal that came before this runner did
+                    self._send(conn, data)
+            elif what == "hello":  # nothing but HELLO comes first
+                self._lost(conn, what)
+                return
             elif kind in (stepio.OUT, stepio.ERR):
                 self._output(kind, number, payload)
             elif kind == stepio.EXIT:
@@ -533,6 +546,7 @@ class Step:
 
     def _lost(self, conn: _socket.socket, what: str | int) -> None:
         self.poll.unregister(conn)
+        self.ends.pop(conn, None)
         conn.close()
         if isinstance(what, int) and what not in self.done:
             self.done.add(what)
@@ -549,7 +563,7 @@ class Step:
         if conn is None:
             self.stdin_pending.append(data)
         else:
-            conn.sendall(stepio.frame(stepio.IN, 0, data))
+            self._send(conn, stepio.frame(stepio.IN, 0, data))
 
     def _stdin_eof(self) -> None:
         self.forward_stdin = True
@@ -577,10 +591,15 @@ class Step:
         self.partial.clear()
         sys.stdout.flush()
 
+    def _send(self, conn: _socket.socket, frames: bytes) -> None:
+        conn.sendall(self.ends[conn].seal(frames))
+
     def _send_all(self, data: bytes) -> None:
+        if len(self.conns) < len(self.nodes):
+            self.early.append(data)
         for conn in self.conns.values():
             try:
-                conn.sendall(data)
+                self._send(conn, data)
             except OSError:
                 continue
 

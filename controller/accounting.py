@@ -33,7 +33,7 @@ from controller.model import Job
 from controller.principal import Principal
 from controller.store import JobStore
 from controller.views import job_info
-from corral import auth, credentials, errors
+from corral import auth, credentials, errors, grpctls
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
@@ -132,7 +132,8 @@ class Delivery:
         self.ttl = ttl
         self.cluster = conf.cluster_name
         self.target = f"{conf.accounting.host}:{conf.accounting.port}"
-        self._channel = grpc.aio.insecure_channel(self.target)
+        # dbd asks for the controller's certificate (mutual TLS): ctld's is shown.
+        self._channel = grpctls.channel(self.target, conf.tls, role="ctld")
         self._stub = pb_grpc.AccountingStub(self._channel)  # type: ignore[no-untyped-call]
         self.sent = 0  # highest outbox sequence dbd confirmed
         self.failing = ""  # why the last delivery failed ("" while it works)

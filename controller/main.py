@@ -21,7 +21,7 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth, authalt, ratelimit
+from corral import __version__, auth, authalt, grpctls, ratelimit
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.credentials import Verifier
@@ -85,14 +85,15 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
     pb_grpc.add_ControllerServicer_to_server(controller, server)  # type: ignore[no-untyped-call]
     pb_grpc.add_AgentLinkServicer_to_server(link, server)  # type: ignore[no-untyped-call]
     _, addr = conf.controller_host
-    port = server.add_insecure_port(f"{addr}:{conf.slurmctld_port}")
+    port = grpctls.add_port(server, f"{addr}:{conf.slurmctld_port}", conf.tls, "ctld")
     if port == 0:
         raise SystemExit(f"corral-controller: fatal: cannot listen on {addr}:{conf.slurmctld_port}")
     await server.start()
     log.info(
-        "corral-controller %s for cluster %s: gRPC on %s:%d",
+        "corral-controller %s for cluster %s: gRPC%s on %s:%d",
         __version__,
         conf.cluster_name,
+        " (TLS)" if conf.tls.enabled else " (plaintext: TLSType=tls/none)",
         addr,
         port,
     )
@@ -179,7 +180,7 @@ def main() -> None:
     uvloop.install()
     try:
         asyncio.run(serve(conf, keys, ttl))
-    except JournalError as exc:
+    except (JournalError, grpctls.TlsError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
 

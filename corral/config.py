@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from corral import confkeys, confsyntax, gres, gresconf, hostlist, timefmt
+from corral import confkeys, confsyntax, gres, gresconf, hostlist, timefmt, tlsconf
 from corral.clientconf import ClientSettings, client_settings
 from corral.confkeys import KeyUse
 from corral.confsyntax import (
@@ -240,6 +240,7 @@ class SlurmConfig:
     preempt_type: str = "PREEMPT/NONE"  # or PREEMPT/QOS, PREEMPT/PARTITION_PRIO
     preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
     gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
+    tls: tlsconf.TlsConfig = field(default_factory=tlsconf.TlsConfig)  # TLSType, TLSParameters
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -948,6 +949,9 @@ def parse(text: str, path: str) -> SlurmConfig:
     if "SchedulerType" in settings:
         _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
     preempt_type, preempt_mode = _preemption(settings, reader.warnings)
+    tls = tlsconf.parse(
+        settings.get("TLSType"), settings.get("TLSParameters"), path, reader.warnings
+    )
     storage = settings.get("AccountingStorageType")
     accounting = AccountingConfig(
         storage="none"
@@ -1001,6 +1005,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         warnings=tuple(dict.fromkeys(reader.warnings)),  # a cluster-wide note once
         priority=priority,
         accounting=accounting,
+        tls=tls,
     )
 
 

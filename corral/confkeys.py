@@ -304,8 +304,8 @@ TaskPlugin                      warned              tasks keep the default bindi
 TaskPluginParam                 warned              tasks keep the default binding
 TaskProlog                      refused             task prolog scripts are not run
 TCPTimeout                      warned              not read
-TLSParameters                   warned              not read
-TLSType                         warned              not read
+TLSParameters                   honoured            ca_cert_file and the daemons' cert and key files
+TLSType                         honoured            tls/s2n (the default here) or tls/none
 TmpFS                           warned              temporary disk is not tracked
 TopologyParam                   warned              no network topology
 TopologyPlugin                  refused(topology/flat,topology/default) topology is not weighed
@@ -485,6 +485,8 @@ StoragePort                     honoured
 StorageType                     honoured
 StorageUser                     honoured
 TCPTimeout                      warned              not read
+TLSParameters                   honoured            ca_cert_file, dbd_cert_file, dbd_cert_key_file
+TLSType                         honoured            tls/s2n (the default here) or tls/none
 TrackSlurmctldDown              warned              not read
 TrackWCKey                      refused(no,0)       WCKeys are not tracked
 """

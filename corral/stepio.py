@@ -2,10 +2,12 @@
 
 srun listens on a TCP socket and puts its address and a random key in the
 step request; on each node of the step a runner (``nodeagent/steprunner.py``)
-connects to it, proves the key, and from then on both sides exchange
-frames. This mirrors Slurm's srun <-> slurmstepd I/O connection: output
-comes back to srun as it is written, stdin and signals go out, and each
-task's end is reported as it happens.
+connects to it, opens a session keyed by it (``corral/stepcipher.py``: every
+frame after the opening travels sealed with AES-GCM, so the key itself never
+crosses this connection and a peer without it is refused at its first record),
+and from then on both sides exchange frames. This mirrors Slurm's srun <->
+slurmstepd I/O connection: output comes back to srun as it is written, stdin
+and signals go out, and each task's end is reported as it happens.
 
 A frame is a 9-byte header ``!BII`` (kind, task or number, payload length)
 and the payload. Kinds:
@@ -13,7 +15,8 @@ and the payload. Kinds:
 ========  =========  ====================================================
 kind      direction  meaning
 ========  =========  ====================================================
-HELLO     runner →   key (32 bytes), then node id and task count (``!II``)
+HELLO     runner →   in clear, the session's 16-byte salt; then, as the first
+                     sealed frame, node id and task count (``!II``)
 OUT, ERR  runner →   a task's stdout/stderr bytes (``task`` = global id)
 IN        → runner   stdin bytes for task 0; an empty payload is EOF
 SIGNAL    → runner   deliver signal ``task`` (the number) to every task;
@@ -35,6 +38,13 @@ import struct
 TYPE_CHECKING = False  # ``socket`` imports ``enum``; srun uses ``_socket``
 if TYPE_CHECKING:
     from _socket import socket
+    from typing import Protocol
+
+    class Frames(Protocol):
+        """What turns received bytes into frames: a ``Reader``, or a sealed session."""
+
+        def feed(self, data: bytes) -> list[tuple[int, int, bytes]]: ...
+
 
 HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED = range(1, 9)
 #: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
@@ -54,16 +64,12 @@ def frame(kind: int, number: int, payload: bytes = b"") -> bytes:
     return HEADER.pack(kind, number, len(payload)) + payload
 
 
-def hello(key: bytes, node_id: int, ntasks: int) -> bytes:
-    return frame(HELLO, 0, key + NODE.pack(node_id, ntasks))
-
-
-def read_hello(payload: bytes) -> tuple[bytes, int, int]:
-    """(key, node id, task count) of a HELLO payload."""
-    if len(payload) != KEY_BYTES + NODE.size:
+def read_hello(payload: bytes) -> tuple[int, int]:
+    """(node id, task count) of a sealed HELLO's payload."""
+    if len(payload) != NODE.size:
         raise ProtocolError("bad hello")
-    node_id, ntasks = NODE.unpack(payload[KEY_BYTES:])
-    return payload[:KEY_BYTES], node_id, ntasks
+    node_id, ntasks = NODE.unpack(payload)
+    return node_id, ntasks
 
 
 def exit_frame(task: int, status: int) -> bytes:
@@ -99,7 +105,7 @@ class Reader:
         return frames
 
 
-def recv_frames(sock: socket, reader: Reader) -> list[tuple[int, int, bytes]] | None:
+def recv_frames(sock: socket, reader: Frames) -> list[tuple[int, int, bytes]] | None:
     """Frames from one ``recv`` on a blocking or ready socket; None once the peer closed."""
     data = sock.recv(65536)
     if not data:

@@ -13,12 +13,13 @@ also be given whole (``corral-dbd --database URL``, or ``corral up --database``)
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.engine import URL
 
-from corral import confkeys
+from corral import confkeys, tlsconf
 from corral.confsyntax import NOWHERE, ConfigError, Reader, Where, integer
+from corral.tlsconf import TlsConfig
 
 DEFAULT_DBD_PORT = 6819
 STORAGE_TYPES = ("accounting_storage/mysql", "accounting_storage/sqlite")
@@ -49,6 +50,7 @@ class DbdConfig:
     auth_type: str  # AuthType as written ("" when not): auth/munge turns MUNGE on
     auth_info: str  # AuthInfo: its ttl= is how long credentials live (socket=: munged's)
     warnings: tuple[str, ...]
+    tls: TlsConfig = field(default_factory=TlsConfig)  # TLSType, TLSParameters (dbd_cert_file, ...)
 
     @property
     def database_url(self) -> str:
@@ -126,6 +128,9 @@ def load(path: str) -> DbdConfig:
         text, at = reader.get(key)
         purges[key] = purge_period(key, text, at) if text else 0
     private, _ = reader.get("PrivateData")
+    tls = tlsconf.parse(
+        reader.settings.get("TLSType"), reader.settings.get("TLSParameters"), path, reader.warnings
+    )
     return DbdConfig(
         path=path,
         storage_type=storage_type,
@@ -144,4 +149,5 @@ def load(path: str) -> DbdConfig:
         auth_type=reader.get("AuthType")[0],
         auth_info=reader.get("AuthInfo")[0],
         warnings=tuple(reader.warnings),
+        tls=tls,
     )

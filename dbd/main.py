@@ -15,7 +15,7 @@ import uvloop
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from corral import __version__, auth
+from corral import __version__, auth, grpctls
 from corral.confsyntax import ConfigError
 from corral.confsyntax import default_path as slurm_conf_path
 from corral.credentials import Verifier
@@ -42,11 +42,19 @@ async def serve(conf: DbdConfig, url: str, keys: auth.Keys, ttl: int) -> None:
     verifier = Verifier(keys.signer, auth.DBD_RECEIVER, ttl, vouchers={0, slurm_uid})
     service = AccountingService(Storage(engine), verifier, conf.private_data, slurm_uid)
     pb_grpc.add_AccountingServicer_to_server(service, server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port(f"{conf.dbd_addr}:{conf.dbd_port}")
+    # Only controllers connect: they must show a certificate of the cluster's CA too.
+    address = f"{conf.dbd_addr}:{conf.dbd_port}"
+    port = grpctls.add_port(server, address, conf.tls, "dbd", require_client_cert=True)
     if port == 0:
         raise SystemExit(f"corral-dbd: fatal: cannot listen on {conf.dbd_addr}:{conf.dbd_port}")
     await server.start()
-    log.info("corral-dbd %s: gRPC on %s:%d", __version__, conf.dbd_addr, port)
+    log.info(
+        "corral-dbd %s: gRPC%s on %s:%d",
+        __version__,
+        " (mutual TLS)" if conf.tls.enabled else " (plaintext: TLSType=tls/none)",
+        conf.dbd_addr,
+        port,
+    )
     rolling = asyncio.create_task(_roll_up(engine, conf.purge_job_after, conf.purge_event_after))
     stopping = asyncio.Event()
     running = asyncio.get_running_loop()
@@ -127,6 +135,9 @@ def main() -> None:
         asyncio.run(serve(conf, args.database or conf.database_url, keys, ttl))
     except OperationalError as exc:
         print(f"corral-dbd: fatal: cannot reach the database: {exc.orig}", file=sys.stderr)
+        sys.exit(1)
+    except grpctls.TlsError as exc:
+        print(f"corral-dbd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
 
 

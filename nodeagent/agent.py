@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from corral import auth, ratelimit
+from corral import auth, grpctls, ratelimit
 from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import ConfigError, NodeConfig, SlurmConfig
@@ -244,7 +244,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     nodes = select_nodes(conf, requested, facts.hostname)
     try:
         keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))
-    except (auth.AuthError, ValueError) as exc:
+        if conf.tls.enabled:  # the CA, read now: a missing one stops the agent at start
+            grpctls.channel_credentials(conf.tls)
+    except (auth.AuthError, ValueError, grpctls.TlsError) as exc:
         raise AgentError(str(exc)) from None
     devices = None
     if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices
@@ -293,6 +295,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         table,
         start_time,
         AgentAuth(keys, conf.cluster_name, nodes[0].name, ttl, auth.daemon_uids(conf.slurm_user)),
+        conf.tls,
     )
     proxy = ClientProxy(
         agent_socket_path(conf.slurmd_spool_dir),
@@ -300,6 +303,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         keys.signer,
         auth.controller_receiver(conf.cluster_name),
         ratelimit.from_config(conf),
+        conf.tls,
         ttl,
     )
     await proxy.start()

@@ -20,11 +20,12 @@ from typing import Any
 
 import grpc
 
-from corral import auth, credentials, errors
+from corral import auth, credentials, errors, grpctls
 from corral.framedserver import serve_one
 from corral.munge import Munge
 from corral.ratelimit import Gate, Limits
 from corral.rpcerror import slurm_error
+from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -43,10 +44,12 @@ class ClientProxy:
         key: bytes | Munge,
         receiver: str,
         limits: Limits,
+        tls: TlsConfig,
         ttl: int = auth.DEFAULT_TTL,
     ) -> None:
         self.path = path
         self.target = target
+        self.tls = tls
         self.key = key  # the credential key (or munged)
         self.receiver = receiver  # the controller's name in credentials
         self.ttl = ttl
@@ -59,7 +62,7 @@ class ClientProxy:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.channel = grpc.aio.insecure_channel(self.target)
+        self.channel = grpctls.channel(self.target, self.tls)
         self.stub = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
         self.server = await asyncio.start_unix_server(self._serve, path=self.path)
         os.chmod(self.path, 0o666)

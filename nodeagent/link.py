@@ -25,7 +25,8 @@ from typing import Any
 
 import grpc
 
-from corral import __version__
+from corral import __version__, grpctls
+from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
 from nodeagent.jobs import JobTable
 from nodeagent.signing import AgentAuth
@@ -52,8 +53,10 @@ class Link:
         table: JobTable,
         start_time: int,
         auth: AgentAuth,
+        tls: TlsConfig,
     ) -> None:
         self.target = target
+        self.tls = tls
         self.nodes = list(nodes)
         self.table = table
         self.start_time = start_time
@@ -61,7 +64,7 @@ class Link:
 
     async def run(self) -> None:
         """Keep a stream up until cancelled."""
-        async with grpc.aio.insecure_channel(self.target, options=CHANNEL_OPTIONS) as channel:
+        async with grpctls.channel(self.target, self.tls, options=CHANNEL_OPTIONS) as channel:
             attach = channel.stream_stream(
                 ATTACH,
                 request_serializer=pb.AgentMessage.SerializeToString,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import importlib.util
 import logging
 import os
 import signal
@@ -58,6 +59,28 @@ SUPERVISOR = "nodeagent.supervisor"
 STEP_RUNNER = "nodeagent.steprunner"
 #: How soon to retry reaping a spawned child whose pipe closed before it became a zombie.
 REAP_RETRY = 0.01
+
+
+def _libraries() -> str:
+    """The directory ``cryptography`` is installed in (site-packages, usually).
+
+    Supervisors and step runners start with -S, no site-packages, for a fast
+    start; but runners seal srun's I/O with ``cryptography``, so its directory
+    goes on their path, after everything else.
+    """
+    spec = importlib.util.find_spec("cryptography")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the cryptography package is not installed")
+    return os.path.dirname(next(iter(spec.submodule_search_locations)))
+
+
+def with_libraries(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``_libraries()`` at the end of PYTHONPATH (where it is not already)."""
+    where = _libraries()
+    old = env.get("PYTHONPATH", "")
+    if where in old.split(os.pathsep):
+        return env
+    return {**env, "PYTHONPATH": f"{old}{os.pathsep}{where}" if old else where}
 
 
 def supervisor_environment() -> dict[str, str]:
@@ -143,7 +166,7 @@ class Zygote:
             self.pid = os.posix_spawn(
                 self.python,
                 argv,
-                self.env,
+                with_libraries(self.env),
                 file_actions=[
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                     (os.POSIX_SPAWN_DUP2, 2, 1),  # its messages go to the agent's log
@@ -310,7 +333,7 @@ def spawn_supervisor(
         pid = os.posix_spawn(
             python,
             argv,
-            supervisor_environment() if env is None else env,
+            with_libraries(supervisor_environment() if env is None else env),
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 1, log_path, log_flags, 0o600),

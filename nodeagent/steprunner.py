@@ -58,7 +58,7 @@ import sys
 import termios
 import time
 
-from corral import filepattern, stepio
+from corral import filepattern, stepcipher, stepio
 from nodeagent import devcgroup, runas
 from nodeagent.runas import LaunchError
 from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
@@ -144,7 +144,7 @@ class StepRun:
         self.by_pid: dict[int, Task] = {}
         self.sel = selectors.DefaultSelector()
         self.sock: socket.socket | None = None
-        self.reader = stepio.Reader()
+        self.session: stepcipher.Session | None = None  # sealed frames to and from srun
         self.outbuf = bytearray()
         self.paused = False
         self.stdin_fd: int | None = None
@@ -337,7 +337,8 @@ class StepRun:
             sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.sendall(stepio.hello(key, spec.node_id, len(self.tasks)))
+            self.session, opening = stepcipher.runner_session(key, spec.node_id, len(self.tasks))
+            sock.sendall(opening)
         except BaseException:
             sock.close()
             raise
@@ -585,8 +586,9 @@ class StepRun:
     def _send(self, data: bytes) -> None:
         """Queue a frame for srun (dropped once srun is gone) and send what can go now."""
         sock = self.sock
-        if sock is None:
+        if sock is None or self.session is None:
             return
+        data = self.session.seal(data)
         if not self.outbuf:
             try:
                 sent = sock.send(data)
@@ -643,9 +645,9 @@ class StepRun:
             self.sel.modify(fileobj, events, data)
 
     def _from_srun(self) -> None:
-        assert self.sock is not None
+        assert self.sock is not None and self.session is not None
         try:
-            frames = stepio.recv_frames(self.sock, self.reader)
+            frames = stepio.recv_frames(self.sock, self.session)
         except BlockingIOError:
             return
         except stepio.ProtocolError as exc:

@@ -15,10 +15,11 @@ from typing import Any
 
 import grpc
 
-from corral import auth, credentials, errors
+from corral import auth, credentials, errors, grpctls
 from corral.errors import SlurmError
 from corral.munge import Munge
 from corral.rpcerror import slurm_error
+from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -77,13 +78,18 @@ class Controller:
     """One gRPC channel to the controller, shared by every request."""
 
     def __init__(
-        self, target: str, key: bytes | Munge, receiver: str, ttl: int = auth.DEFAULT_TTL
+        self,
+        target: str,
+        key: bytes | Munge,
+        receiver: str,
+        tls: TlsConfig,
+        ttl: int = auth.DEFAULT_TTL,
     ) -> None:
         self.target = target
         self.key = key  # the credential key (or munged)
         self.receiver = receiver  # the controller's name in credentials
         self.ttl = ttl
-        self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self.channel = grpctls.channel(target, tls, options=CHANNEL_OPTIONS)
         self.stub: Any = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
         self._raw: dict[str, Any] = {}
 

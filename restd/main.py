@@ -22,7 +22,7 @@ import sys
 import uvloop
 from aiohttp import web
 
-from corral import __version__, auth
+from corral import __version__, auth, grpctls
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from restd.app import Gateway, build_app
 from restd.controller import Controller
@@ -75,7 +75,7 @@ async def serve(
     max_body: int,
 ) -> None:
     receiver = auth.controller_receiver(conf.cluster_name)
-    controller = Controller(conf.controller_target, keys.signer, receiver, ttl)
+    controller = Controller(conf.controller_target, keys.signer, receiver, conf.tls, ttl)
     proxies = frozenset({"root", conf.slurm_user})
     gateway = Gateway(controller, keys.jwt, conf.cluster_name, proxies, max_body)
     # aiohttp answers a request line or header past its limits itself, in plain
@@ -129,7 +129,7 @@ def main() -> None:
         sys.exit(1)
     try:
         uvloop.run(serve(conf, keys, ttl, args.listen or [DEFAULT_LISTEN], tls, args.max_body))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, grpctls.TlsError) as exc:
         print(f"corral-restd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
 

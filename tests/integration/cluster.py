@@ -56,14 +56,16 @@ class Cluster:
         database: str | None = None,
         name: str = "corral",
         dbd_of: Cluster | None = None,
+        tls: bool = True,
     ) -> None:
-        """``dbd_of``: send accounting to that cluster's corral-dbd (none of its own)."""
+        """``dbd_of``: send accounting to that cluster's corral-dbd (none of its own);
+        ``tls``: False for a plaintext cluster (``corral up --no-tls``)."""
         self.dir = directory
         self.nodes = nodes
         shared = None
         if dbd_of is not None:
             dbd = load_dbd_config(str(dbd_of.dir / "slurmdbd.conf"))
-            shared = (dbd.dbd_port, load_key(key_path(dbd_of.conf)))
+            shared = (dbd.dbd_port, load_key(key_path(dbd_of.conf)), str(dbd_of.dir))
         self.conf = write_config(
             str(directory),
             nodes,
@@ -71,6 +73,7 @@ class Cluster:
             accounting=accounting and dbd_of is None,
             cluster=name,
             shared_dbd=shared,
+            tls=tls,
         )
         self.accounting = accounting and dbd_of is None
         self.database = database
@@ -95,6 +98,7 @@ class Cluster:
             stdout=log,
             stderr=log,
             env=self.env,
+            cwd=self.dir,  # a job sent without a working directory writes here, not in the checkout
             start_new_session=True,
         )
 

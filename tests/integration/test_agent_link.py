@@ -131,6 +131,7 @@ class Setup:
             f"SlurmctldPort={port}\n"
             f"SlurmdSpoolDir={self.spool}/%n\n"
             "KillWait=1\n"
+            "TLSType=tls/none\n"  # the fake controller serves plaintext
             "NodeName=n[1-2] CPUs=4 Sockets=1 CoresPerSocket=2 ThreadsPerCore=2 "
             "RealMemory=1000 TmpDisk=50\n"
             "PartitionName=p Nodes=n[1-2] Default=YES\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -58,7 +59,10 @@ def _the_rest_api_answers(directory: Path, printed: str) -> None:
     minted = subprocess.run(
         [*client_command("scontrol"), "token"], capture_output=True, text=True, env=env, check=True
     )
-    rest = Rest(url, minted.stdout.strip().split("=", 1)[1])
+    # corral up's restd serves HTTPS with a certificate of the cluster's CA.
+    context = ssl.create_default_context(cafile=str(directory / "tls" / "ca_cert.pem"))
+    assert url.startswith("https://")
+    rest = Rest(url, minted.stdout.strip().split("=", 1)[1], context=context)
     desc = {
         "script": "#!/bin/sh\ntrue\n",
         "environment": ["PATH=/bin:/usr/bin"],

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from corral import stepio
+from corral import stepcipher, stepio
 from nodeagent.process import Zygote, signal_supervisor, spawn_step_runner
 from nodeagent.spool import Started, StepDir, StepResult, StepSpec
 
@@ -40,8 +40,8 @@ class Srun:
         self.server.settimeout(WAIT)
         self.key = os.urandom(stepio.KEY_BYTES)
         self.conn: socket.socket | None = None
-        self.reader = stepio.Reader()
-        self.hello: tuple[bytes, int, int] | None = None
+        self.reader = stepcipher.SrunEnd(self.key)
+        self.hello: tuple[int, int] | None = None
         self.out: dict[int, bytes] = {}
         self.err: dict[int, bytes] = {}
         self.exits: dict[int, int] = {}
@@ -60,7 +60,7 @@ class Srun:
 
     def send(self, kind: int, number: int, payload: bytes = b"") -> None:
         assert self.conn is not None
-        self.conn.sendall(stepio.frame(kind, number, payload))
+        self.conn.sendall(self.reader.seal(stepio.frame(kind, number, payload)))
 
     def pump(self, until: Callable[[], bool], timeout: float = WAIT) -> None:
         """Take frames until ``until()`` holds (or the runner hangs up)."""
@@ -204,7 +204,7 @@ def start(spool: Path, zygote: Zygote | None, srun: Srun, cwd: Path, **fields: o
 def test_tasks_report_to_srun_with_their_ids(spool: Path, zygote: Zygote, srun: Srun) -> None:
     runner = start(spool, zygote, srun, spool)
     srun.accept()
-    assert srun.hello == (srun.key, 1, 2)
+    assert srun.hello == (1, 2)
     srun.finish()
     assert srun.out == {2: b"out 2\n", 3: b"out 3\n"}
     assert srun.err == {2: b"err 2\n", 3: b"err 3\n"}
