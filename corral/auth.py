@@ -29,7 +29,7 @@ import stat
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from corral.errors import CorralError
+from corral.errors import AuthError as AuthError  # raised here, defined there (corral.munge)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,10 +53,6 @@ REWOUND = "Invalid authentication credential: issued in the future (clock skew?)
 TOO_LONG = "Invalid authentication credential: lifetime longer than AuthInfo ttl"
 REPLAYED = "Invalid authentication credential: replayed"
 CACHE_FULL = "Authentication credential refused: too many credentials in flight"
-
-
-class AuthError(CorralError):
-    """A missing or insecure key, or a credential that does not verify."""
 
 
 # ---------------------------------------------------------------- key files

@@ -114,6 +114,11 @@ class CorralError(Exception):
     """Base of every Corral error."""
 
 
+class AuthError(CorralError):
+    """A missing or insecure key, or a credential that does not verify (here, not in
+    corral.auth, so that corral.munge can raise it without importing auth)."""
+
+
 class SlurmError(CorralError):
     """A failure with a Slurm errno; ``str()`` is what a client prints."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-from corral.auth import AuthError
+from corral.errors import AuthError
 
 MUNGE_OPT_TTL = 4
 MUNGE_OPT_SOCKET = 8

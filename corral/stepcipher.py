@@ -31,11 +31,14 @@ import os
 import struct
 from _blake2 import blake2b
 
-from cryptography.hazmat.bindings._rust import openssl as _openssl
-
 from corral import stepio
 
-AESGCM = _openssl.aead.AESGCM
+try:  # the class itself, without the package's Python imports
+    from cryptography.hazmat.bindings._rust import openssl as _openssl
+
+    AESGCM = _openssl.aead.AESGCM
+except (ImportError, AttributeError):  # a cryptography release laid out otherwise
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 SALT_BYTES = 16
 TAG_BYTES = 16
 LENGTH = struct.Struct("!I")

@@ -15,7 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from corral import auth, credentials
+from corral import auth, credentials, grpctls
 from corral.config import load
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
@@ -119,7 +119,7 @@ def test_munge_credentials(
         request.cred.CopyFrom(cred)
         return request
 
-    with grpc.insecure_channel(conf.controller_target) as channel:
+    with grpctls.sync_channel(conf.controller_target, conf.tls) as channel:
         stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
         taken = stamped(keys.munge)
         stub.Jobs(taken, timeout=10)

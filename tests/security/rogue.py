@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 
-from corral import auth, credentials
+from corral import auth, credentials, grpctls
 from corral.config import load
 from corral.wire import corral_pb2 as pb
 from tests.integration.cluster import Cluster
@@ -63,8 +63,9 @@ def agent_hello(cluster: Cluster, node: str, uid: int | None = 0) -> pb.AgentHel
 class RogueAgent:
     """One AgentLink stream opened by hand: send what you like, see what comes back."""
 
-    def __init__(self, target: str) -> None:
-        self.channel = grpc.aio.insecure_channel(target)
+    def __init__(self, cluster: Cluster) -> None:
+        conf = load(cluster.conf)
+        self.channel = grpctls.channel(conf.controller_target, conf.tls)
         self.outbox: asyncio.Queue[pb.AgentMessage | None] = asyncio.Queue()
         self.replies: list[pb.ControllerMessage] = []
         self.error: grpc.aio.AioRpcError | None = None

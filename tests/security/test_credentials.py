@@ -20,7 +20,8 @@ from typing import Any
 import grpc
 import pytest
 
-from corral import auth, credentials
+from corral import auth, credentials, grpctls
+from corral.config import load
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd.config import load as load_dbd_config
@@ -50,7 +51,7 @@ def _refusal(call: Any, request: Any) -> str:
 
 
 def test_a_captured_credential_serves_no_other_call(cluster: Cluster) -> None:
-    with grpc.insecure_channel(controller_target(cluster)) as channel:
+    with grpctls.sync_channel(controller_target(cluster), load(cluster.conf).tls) as channel:
         stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
         submit = stamp_for_controller(
             cluster, pb.SubmitRequest(spec=_spec(cluster, "first")), "Submit"
@@ -109,7 +110,9 @@ def test_dbd_takes_records_only_from_daemons(accounted: Cluster, users: tuple[st
     forged = pb.JobInfo(job_id=777777, name="forged", uid=user.pw_uid, state="COMPLETED")
 
     async def attack() -> dict[str, grpc.StatusCode]:
-        async with grpc.aio.insecure_channel(f"{dbd.dbd_addr}:{dbd.dbd_port}") as channel:
+        target = f"{dbd.dbd_addr}:{dbd.dbd_port}"
+        tls = load(cluster.conf).tls  # the controller's certificate: dbd asks for one
+        async with grpctls.channel(target, tls, role="ctld") as channel:
             stub = pb_grpc.AccountingStub(channel)  # type: ignore[no-untyped-call]
             record = pb.RecordJobsRequest(cluster="corral", jobs=[forged], seqs=[1 << 40])
             register = pb.RegisterClusterRequest(cluster="forged", control_host="127.0.0.1")

@@ -25,12 +25,14 @@ import grpc
 import pytest
 
 from corral import auth, certs
+from corral import credentials as credentials_module
 from corral.config import load
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd.config import load as load_dbd
 from tests.integration.cluster import Cluster
 from tests.integration.rest import Rest
+from tests.security.rogue import keys_of, stamp_for_controller
 
 ETH_P_ALL = 0x0003
 PACKET_HOST = 0  # each loopback packet shows twice, outgoing and incoming: keep one
@@ -62,8 +64,10 @@ def other_ca(tmp_path: Path) -> Path:
     return where
 
 
-def credential(key: bytes) -> dict[str, object]:
-    return auth.credential(key, 0, 0, int(time.time()))
+def jobs_request(cluster: Cluster) -> pb.JobsRequest:
+    """A Jobs request with a root credential made for this cluster's controller."""
+    request: pb.JobsRequest = stamp_for_controller(cluster, pb.JobsRequest(), "Jobs")
+    return request
 
 
 def channel(target: str, credentials: grpc.ChannelCredentials | None) -> grpc.aio.Channel:
@@ -74,9 +78,9 @@ def channel(target: str, credentials: grpc.ChannelCredentials | None) -> grpc.ai
 
 
 def jobs(
-    target: str, credentials: grpc.ChannelCredentials | None, signed: dict[str, object]
+    target: str, credentials: grpc.ChannelCredentials | None, request: pb.JobsRequest
 ) -> grpc.StatusCode:
-    """A Jobs call to the controller with the credential ``signed``: how it ended.
+    """A Jobs ``request`` to the controller: how it ended.
 
     Anything but UNAVAILABLE means the call reached the controller's code, whatever
     the controller then thought of the credential.
@@ -86,7 +90,7 @@ def jobs(
         async with channel(target, credentials) as opened:
             stub = pb_grpc.ControllerStub(opened)  # type: ignore[no-untyped-call]
             try:
-                await stub.Jobs(pb.JobsRequest(cred=pb.Credential(**signed)), timeout=5)
+                await stub.Jobs(request, timeout=5)
             except grpc.aio.AioRpcError as exc:
                 return exc.code()
             return grpc.StatusCode.OK
@@ -102,8 +106,13 @@ def register(
     async def call() -> grpc.StatusCode:
         async with channel(target, credentials) as opened:
             stub = pb_grpc.AccountingStub(opened)  # type: ignore[no-untyped-call]
-            request = pb.RegisterClusterRequest(
-                cred=pb.Credential(**credential(key)), cluster="intruder"
+            request = credentials_module.stamp(
+                pb.RegisterClusterRequest(cluster="intruder"),
+                key,
+                uid=0,
+                gid=0,
+                method=credentials_module.accounting_method("RegisterCluster"),
+                receiver=auth.DBD_RECEIVER,
             )
             try:
                 await stub.RegisterCluster(request, timeout=5)
@@ -119,22 +128,21 @@ UNAVAILABLE = grpc.StatusCode.UNAVAILABLE  # what a failed TLS handshake looks l
 
 def test_a_plaintext_client_is_refused_by_the_controller_and_by_dbd(secure: Cluster) -> None:
     conf = load(secure.conf)
-    key = auth.load_key(auth.key_path(secure.conf))
+    key = keys_of(secure).credential
     dbd = load_dbd(str(secure.dir / "slurmdbd.conf"))
     ca = Path(conf.tls.ca_cert_file).read_bytes()
     ctld = conf.controller_target
     # The right CA gets through: the refusals below are TLS's doing, not a dead daemon.
-    assert jobs(ctld, grpc.ssl_channel_credentials(ca), credential(key)) != UNAVAILABLE
-    assert jobs(ctld, None, credential(key)) == UNAVAILABLE
+    assert jobs(ctld, grpc.ssl_channel_credentials(ca), jobs_request(secure)) != UNAVAILABLE
+    assert jobs(ctld, None, jobs_request(secure)) == UNAVAILABLE
     assert register(f"127.0.0.1:{dbd.dbd_port}", None, key) == UNAVAILABLE
 
 
 def test_a_client_trusting_another_ca_is_refused(secure: Cluster, tmp_path: Path) -> None:
     conf = load(secure.conf)
-    key = auth.load_key(auth.key_path(secure.conf))
     theirs = other_ca(tmp_path)
     wrong = grpc.ssl_channel_credentials((theirs / "ca_cert.pem").read_bytes())
-    assert jobs(conf.controller_target, wrong, credential(key)) == UNAVAILABLE
+    assert jobs(conf.controller_target, wrong, jobs_request(secure)) == UNAVAILABLE
 
 
 def test_dbd_refuses_a_client_without_a_certificate_of_the_cluster_ca(
@@ -142,7 +150,7 @@ def test_dbd_refuses_a_client_without_a_certificate_of_the_cluster_ca(
 ) -> None:
     """Mutual TLS: the cluster's CA and key are not enough; a certificate it signed is."""
     conf = load(secure.conf)
-    key = auth.load_key(auth.key_path(secure.conf))
+    key = keys_of(secure).credential
     target = f"127.0.0.1:{load_dbd(str(secure.dir / 'slurmdbd.conf')).dbd_port}"
     ca = Path(conf.tls.ca_cert_file).read_bytes()
     theirs = other_ca(tmp_path)
@@ -259,7 +267,7 @@ def test_a_captured_workload_shows_no_reusable_secret(secure: Cluster) -> None:
         context = ssl.create_default_context(cafile=conf.tls.ca_cert_file)
         status, listing = Rest(base, token, context=context).call("GET", "/slurm/v0.0.42/jobs")
         assert status == 200 and name in str(listing)
-        signed = credential(key)
+        signed = jobs_request(secure)
         trusted = grpc.ssl_channel_credentials(Path(conf.tls.ca_cert_file).read_bytes())
         assert jobs(conf.controller_target, trusted, signed) != UNAVAILABLE
         server = socket.create_server(("127.0.0.1", 0))  # the capture's control
@@ -276,7 +284,7 @@ def test_a_captured_workload_shows_no_reusable_secret(secure: Cluster) -> None:
         "the cluster key": key,
         "a minted JWT": token.encode(),
         "a JWT's signature": token.rsplit(".", 1)[1].encode(),
-        "a credential's signature": signed["signature"],
+        "a credential's signature": signed.cred.signature,
         "the job script": script_secret,
         "the tasks' output": output_secret,
         "the job's name": name.encode(),
