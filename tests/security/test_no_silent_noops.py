@@ -100,6 +100,14 @@ def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) ->
     mpi = cluster.run("srun", "--mpi=pmix", "true", check=False)
     assert mpi.returncode == 1
     assert "srun: error: --mpi=pmix is not supported" in mpi.stderr
+    # A binding Corral does not do: the tasks would see all the job's CPUs.
+    before = len(cluster.jobs())
+    bind = cluster.run("srun", "--cpu-bind=cores", "true", check=False)
+    assert bind.returncode == 1
+    assert bind.stderr.startswith("srun: error: --cpu-bind=cores is not supported: "), bind
+    mode = cluster.run("srun", "--open-mode=overwrite", "true", check=False)
+    assert mode.stderr == "srun: error: Invalid --open-mode specification\n", mode
+    assert len(cluster.jobs()) == before  # refused before any allocation is asked for
 
 
 def test_root_submits_for_another_user_with_uid_and_gid(
