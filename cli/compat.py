@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 
+from cli.corral_options import SUBCOMMANDS
 from cli.options import Option, OptionTable
 from corral import confkeys
 from corral.confkeys import KeyUse
@@ -111,6 +112,22 @@ def keys_section(heading: str, rows: Mapping[str, KeyUse]) -> list[str]:
     return [*lines, ""]
 
 
+def corral_section() -> list[str]:
+    """The ``corral`` command's own subcommands (cli.corral_options): not Slurm's, so all
+    honoured; an option not listed is refused as unrecognized."""
+    lines = [
+        "## The corral command",
+        "",
+        "Corral's own command: `corral up`, `down`, `cert ca DIR`, `cert issue NAME`, `sim`,",
+        "`why`, `--version`. Each subcommand parses its options with getopt's rules, from",
+        "these tables; any other option is refused as unrecognized.",
+        "",
+    ]
+    for name, table in SUBCOMMANDS:
+        lines += options_section(f"corral {name}", table)
+    return lines
+
+
 def rest_section() -> list[str]:
     """The REST gateway's job description fields (restd.jobfields), in their order."""
     lines = [
@@ -149,6 +166,7 @@ def render() -> str:
     lines.append("")
     for command, table in tables.items():
         lines += options_section(command, table)
+    lines += corral_section()
     lines += rest_section()
     lines += ["## Configuration keys", ""]
     for heading, rows in CONFIG:
