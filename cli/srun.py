@@ -85,7 +85,7 @@ TABLE = OptionTable(
         _row("error", "e"),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
-        _row("export"),
+        _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
         _row("gpus-per-task"),
@@ -95,7 +95,7 @@ TABLE = OptionTable(
         _row("input", "i"),
         _row("job-name", "J"),
         _row("jobid"),
-        _row("kill-on-bad-exit", "K", OPTIONAL),
+        _row("kill-on-bad-exit", "K", OPTIONAL, note="0 or 1"),
         _row("label", "l", NO_ARGUMENT),
         _row("mem"),
         _row("mem-per-cpu"),
@@ -185,7 +185,10 @@ def kill_on_bad_exit(settings: Settings, configured: bool) -> bool:
     KillOnBadExit=1 off), else slurm.conf's KillOnBadExit, as in Slurm."""
     if not settings.has("kill-on-bad-exit"):
         return configured
-    return settings.get("kill-on-bad-exit", "1") != "0"
+    value = settings.get("kill-on-bad-exit", "1")
+    if value not in ("0", "1"):  # "yes" once meant 1 here and 0 to Slurm's strtol
+        raise Halt(1, f"{PROG}: error: Invalid --kill-on-bad-exit value: {value}")
+    return value == "1"
 
 
 def task_environment(settings: Settings, env: Mapping[str, str]) -> dict[str, str]:
