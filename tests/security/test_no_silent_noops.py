@@ -201,3 +201,18 @@ def test_restd_refuses_job_fields_it_would_drop_and_warns_of_mail(cluster: Clust
     assert cluster.wait_done(reply["job_id"])["state"] == "COMPLETED"
     status, reply = rest.call("POST", f"/slurm/v0.0.42/job/{reply['job_id']}", {"mail_user": "x"})
     assert status == 400 and "Update of mail_user is not supported" in json.dumps(reply)
+
+
+def test_report_options_that_would_misreport_are_refused(cluster: Cluster) -> None:
+    """sacct -T printed untruncated times; sacct --json=v0.0.40 got v0.0.42 records;
+    the corral command's subcommands take only the options their tables list."""
+    for args, words in (
+        (("sacct", "-T"), "sacct: error: --truncate is not supported: times are not truncated"),
+        (("sacct", "--json=v0.0.40"), "sacct: error: --json=v0.0.40 is not supported"),
+        (("sacctmgr", "--yaml", "show", "user"), "sacctmgr: error: --yaml is not supported"),
+        (("corral", "down", "--force"), "corral: error: unrecognized option '--force'"),
+    ):
+        done = cluster.run(*args, check=False)
+        assert done.returncode == 1, (args, done)
+        assert done.stderr.startswith(words), (args, done.stderr)
+        assert done.stdout == "", args
