@@ -21,6 +21,9 @@ import sys
 import time
 
 from cli.boundary import UsageError, run
+from cli.corral_options import CERT_ISSUE, DOWN, SIM, UP
+from cli.options import REQUIRED
+from cli.options import parse as parse_options
 from corral import __version__
 
 TYPE_CHECKING = False  # typing stays out of a command's start-up
@@ -63,7 +66,6 @@ packed onto nodes, and for its requested time (its run time when unknown) as its
 it runs for its run time. Records with no run time or no processors, or with more processors
 than the cluster has, are skipped and counted."""
 
-SIM_OPTIONS = ("--nodes", "--cpus-per-node", "--policy", "--jobs", "--csv", "--png")
 SIM_PROGRESS_JOBS = 10_000  # report progress on traces at least this long
 
 DEFAULT_DIR = os.path.join(os.path.expanduser("~"), ".corral", "cluster")
@@ -287,37 +289,29 @@ def _wait_until_up(conf_path: str, nodes: int, procs: list[subprocess.Popen[byte
 def up(argv: list[str]) -> int:
     nodes, directory, detach, demo, extra = 4, DEFAULT_DIR, False, False, []
     accounting, database, restd, tls = True, None, True, True
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        if arg in ("--nodes", "-n") and args:
-            nodes = int(args.pop(0))
-        elif arg.startswith("--nodes="):
-            nodes = int(arg.split("=", 1)[1])
-        elif arg == "--dir" and args:
-            directory = args.pop(0)
-        elif arg.startswith("--dir="):
-            directory = arg.split("=", 1)[1]
-        elif arg == "--detach":
+    found, positional = parse_options(UP, argv, permute=True)
+    if positional:
+        raise UsageError(f"unknown argument {positional[0]!r}\n{USAGE}")
+    for option, value in found:
+        text = value or ""
+        if option.key == "nodes":
+            nodes = _positive("--nodes", text)
+        elif option.key == "dir":
+            directory = text
+        elif option.key == "detach":
             detach = True
-        elif arg == "--demo":
+        elif option.key == "demo":
             demo = True
-        elif arg == "--set" and args:
-            extra.append(args.pop(0))
-        elif arg == "--database" and args:
-            database = args.pop(0)
-        elif arg.startswith("--database="):
-            database = arg.split("=", 1)[1]
-        elif arg == "--no-accounting":
+        elif option.key == "set":
+            extra.append(text)
+        elif option.key == "database":
+            database = text
+        elif option.key == "no-accounting":
             accounting = False
-        elif arg == "--no-restd":
+        elif option.key == "no-restd":
             restd = False
-        elif arg == "--no-tls":
+        elif option.key == "no-tls":
             tls = False
-        else:
-            raise UsageError(f"unknown argument {arg!r}\n{USAGE}")
-    if nodes < 1:
-        raise UsageError("--nodes must be at least 1")
     directory = os.path.abspath(directory)
     if _running_pids(directory):
         raise UsageError(
@@ -451,12 +445,12 @@ def _running_pids(directory: str) -> list[int]:
 
 def down(argv: list[str]) -> int:
     directory = DEFAULT_DIR
-    if argv[:1] == ["--dir"] and len(argv) > 1:
-        directory = argv[1]
-    elif argv and argv[0].startswith("--dir="):
-        directory = argv[0].split("=", 1)[1]
-    elif argv:
-        raise UsageError(USAGE)
+    found, positional = parse_options(DOWN, argv, permute=True)
+    if positional:
+        raise UsageError(f"unknown argument {positional[0]!r}\n{USAGE}")
+    for option, value in found:
+        if option.key == "dir":
+            directory = value or ""
     directory = os.path.abspath(directory)
     pids = _running_pids(directory)
     if not pids:
@@ -506,29 +500,18 @@ def sim(argv: list[str]) -> int:
     options: dict[str, str] = {}
     flags: set[str] = set()
     trace_path: str | None = None
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        name, equals, value = arg.partition("=")
-        if name in SIM_OPTIONS:
-            if not equals:
-                if not args:
-                    raise UsageError(f"{name} needs a value\n{SIM_USAGE.splitlines()[0]}")
-                value = args.pop(0)
-            options[name] = value
-        elif arg in ("-h", "--help"):
+    found, positional = parse_options(SIM, argv, permute=True)
+    for option, value in found:
+        if option.key == "help":
             print(SIM_USAGE)
             return 0
-        elif arg in ("--json", "--quiet"):
-            flags.add(arg)
-        elif arg in ("-v", "--verbose"):
-            pass  # the error boundary's switch for tracebacks
-        elif arg.startswith("-"):
-            raise UsageError(f"unknown argument {arg!r} (corral sim --help)")
-        elif trace_path is None:
-            trace_path = arg
-        else:
-            raise UsageError(f"one trace at a time, got {trace_path!r} and {arg!r}")
+        if option.arg == REQUIRED:
+            options[f"--{option.key}"] = value or ""
+        elif option.key != "verbose":  # the error boundary's switch for tracebacks
+            flags.add(f"--{option.key}")
+    if len(positional) > 1:
+        raise UsageError(f"one trace at a time, got {positional[0]!r} and {positional[1]!r}")
+    trace_path = positional[0] if positional else None
     if trace_path is None:
         raise UsageError("which trace? (corral sim --help)")
     nodes = _positive("--nodes", options["--nodes"]) if "--nodes" in options else None
@@ -620,21 +603,16 @@ def cert(argv: list[str]) -> int:
         raise UsageError(f"unknown or incomplete cert command\n{CERT_USAGE}")
     name, args = args[0], args[1:]
     ca_dir, out, hosts = "", ".", []
-    while args:
-        arg = args.pop(0)
-        option, equals, value = arg.partition("=")
-        if option in ("--ca", "--host", "--out") and not equals:
-            if not args:
-                raise UsageError(f"{option} needs a value")
-            value = args.pop(0)
-        if option == "--ca":
-            ca_dir = value
-        elif option == "--host":
-            hosts.append(value)
-        elif option == "--out":
-            out = value
-        else:
-            raise UsageError(f"unknown argument {arg!r}\n{CERT_USAGE}")
+    found, positional = parse_options(CERT_ISSUE, args, permute=True)
+    if positional:
+        raise UsageError(f"unknown argument {positional[0]!r}\n{CERT_USAGE}")
+    for option, value in found:
+        if option.key == "ca":
+            ca_dir = value or ""
+        elif option.key == "host":
+            hosts.append(value or "")
+        elif option.key == "out":
+            out = value or ""
     if not ca_dir or not hosts:
         raise UsageError(f"corral cert issue needs --ca DIR and at least one --host\n{CERT_USAGE}")
     out = os.path.abspath(out)

@@ -82,7 +82,7 @@ sacct [<OPTION>]
                           OOM, PR, BF, DL, RQ, RS, RV, S or the long names)
      -S, --starttime=time jobs eligible after this time (default: 00:00 today;
                           with -s, now; with -j, the epoch)
-     -T, --truncate       accepted: times are not truncated to the window
+     -T, --truncate       refused: times are not truncated to the window
      -u, --user=list      only jobs of these users (names or uids; -1 for all)
          --units=[KMGTP]  print sizes in this unit
          --usage          a one-line usage summary
@@ -94,6 +94,13 @@ sacct [<OPTION>]
      YYYY-MM-DD[THH:MM[:SS]], now[{+|-}N[seconds|minutes|hours|days|weeks]],
      today, midnight, noon.
 """
+
+#: The data_parser version of ``--json``'s records (cli/sacct_json.py).
+JSON_PARSER = "v0.0.42"
+
+#: What the format options' notes say (docs/compatibility.md): a field of a feature
+#: Corral lacks (licenses, burst buffers...) prints the value Slurm prints when unset.
+_FIELDS_NOTE = "every Slurm field; those of features Corral lacks show Slurm's unset value"
 
 TABLE = OptionTable(
     [
@@ -132,16 +139,24 @@ TABLE = OptionTable(
         Option("clusters", "", "clusters", REQUIRED),
         Option("nodelist", "N", "nodelist", REQUIRED),
         Option("noconvert", "", "noconvert"),
-        Option("units", "", "units", REQUIRED),
+        Option("units", "", "units", REQUIRED, note="K, M, G, T or P"),
         Option("noheader", "n", "noheader"),
-        Option("format", "o", "fields", REQUIRED),
-        Option("format", "", "format", REQUIRED),
+        Option("format", "o", "fields", REQUIRED, note=_FIELDS_NOTE),
+        Option("format", "", "format", REQUIRED, note=_FIELDS_NOTE),
         Option("parsable", "p", "parsable"),
         Option("parsable2", "P", "parsable2"),
         Option("partition", "r", "partition", REQUIRED),
-        Option("state", "s", "state", REQUIRED),
+        Option(
+            "state",
+            "s",
+            "state",
+            REQUIRED,
+            note="job state names and abbreviations; others are an error",
+        ),
         Option("starttime", "S", "starttime", REQUIRED),
-        Option("truncate", "T", "truncate"),
+        Option(
+            "truncate", "T", "truncate", use=REFUSED, note="times are not truncated to the window"
+        ),
         Option("user", "u", "uid", REQUIRED),
         Option("use_local_uid", "", "use-local-uid", use=WARNED, note="the uid recorded is shown"),
         Option("usage", "U", "usage"),
@@ -149,7 +164,7 @@ TABLE = OptionTable(
         Option("verbose", "v", "verbose", use=WARNED, note="sacct prints no progress"),
         Option("version", "V", "version"),
         Option("whole_hetjob", "", "whole-hetjob", OPTIONAL),
-        Option("json", "", "json", OPTIONAL),
+        Option("json", "", "json", OPTIONAL, note="data_parser v0.0.42 only (the default)"),
     ],
     prog="sacct",
 )
@@ -377,8 +392,10 @@ def _apply(settings: Settings, key: str, text: str, value: str | None) -> None:
         if value is not None and value.lower() not in ("yes", "y", "no", "n"):
             raise _error(f'Invalid --whole-hetjob value "{value}". Valid values: [yes|no].')
     elif key == "json":
+        if value and value.removeprefix("data_parser/") != JSON_PARSER:
+            raise _error(f"--json={value} is not supported: only data_parser {JSON_PARSER} is")
         settings.json = True
-    # duplicates, expand_patterns, truncate, use_local_uid, verbose: accepted as no-ops
+    # use_local_uid and verbose are warned about by the option table
 
 
 def _add_new(items: list[Any], new: list[Any]) -> None:

@@ -23,7 +23,7 @@ import time
 from cli import boundary, sacctmgr_words
 from cli.command import Command
 from cli.halt import Halt
-from cli.options import OPTIONAL, Option, OptionTable
+from cli.options import OPTIONAL, REFUSED, Option, OptionTable
 from cli.sacctmgr_fields import (
     Field,
     FieldError,
@@ -126,8 +126,8 @@ TABLE = OptionTable(
         Option("associations", "s", "associations"),
         Option("verbose", "v", "verbose"),
         Option("version", "V", "version"),
-        Option("json", "", "json", OPTIONAL),
-        Option("yaml", "", "yaml", OPTIONAL),
+        Option("json", "", "json", OPTIONAL, REFUSED, "JSON output is not implemented"),
+        Option("yaml", "", "yaml", OPTIONAL, REFUSED, "YAML output is not implemented"),
     ],
     prog="sacctmgr",
 )
@@ -331,8 +331,6 @@ class Session:
                 self.readonly = True
             elif key == "associations":
                 self.with_assoc = True
-            elif key in ("json", "yaml"):
-                raise Halt(1, f"{PROG}: error: --{key} is not supported by Corral")
         return words
 
     # -------------------------------------------------------------- commands

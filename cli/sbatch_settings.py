@@ -14,6 +14,7 @@ options, begin after deadline) are checked by ``Settings.verify``.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from cli.failure import Failure
@@ -271,8 +272,31 @@ def _kill_on_invalid_dep(text: str | None) -> Fields:
 
 
 def _signal(text: str | None) -> Fields:
+    """``--signal``; the ``R`` flag lets a job overlap a reservation's MaxStartDelay,
+    which Corral's reservations do not have: said, as it changes nothing."""
+    flags, colon, _ = (text or "").partition(":")
+    if colon and "R" in flags.upper():
+        print(
+            "sbatch: warning: --signal=R: has no effect: reservations have no MaxStartDelay",
+            file=sys.stderr,
+        )
     number, secs, batch_only = signal_spec(text or "")
     return {"signal_num": number, "signal_time": secs, "signal_batch_only": batch_only}
+
+
+def _get_user_env(text: str | None) -> Fields:
+    """``--get-user-env[=timeout][S|L]``. Slurm loads the user's login environment
+    for root's submissions only (it ignores the option for anyone else); Corral never
+    loads it, so root's is refused rather than run with the wrong environment."""
+    value = text or ""
+    digits = value[:-1] if value[-1:] in ("S", "s", "L", "l") else value
+    if digits and not _is_digits(digits):
+        raise _invalid("--get-user-env")
+    if os.geteuid() == 0:
+        raise Failure(
+            "--get-user-env is not supported: the login environment is not loaded", status=255
+        )
+    return {"get_user_env": True}
 
 
 def _nodes_option(text: str | None) -> Fields:
@@ -368,7 +392,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "exclusive": _exclusive,
     "export": _text("export"),
     "export-file": _text("export_file"),
-    "get-user-env": _flag("get_user_env"),
+    "get-user-env": _get_user_env,
     "gres": lambda text: {"gres": "" if (text or "").lower() == "none" else text},
     "gpus": _gpus("gpus", "--gpus"),
     "gpus-per-node": _gpus("gpus_per_node", "--gpus-per-node"),

@@ -78,8 +78,10 @@ TABLE = OptionTable(
         Option("quiet", "Q", "quiet"),
         Option("reservation", "R", "reservation", REQUIRED),
         Option("sibling", "", "sibling", REQUIRED, REFUSED, "federation is not implemented"),
-        Option("signal", "s", "signal", REQUIRED),
-        Option("state", "t", "state", REQUIRED),
+        Option(
+            "signal", "s", "signal", REQUIRED, note="a signal name (with or without SIG) or number"
+        ),
+        Option("state", "t", "state", REQUIRED, note="PENDING, RUNNING or SUSPENDED (as in Slurm)"),
         Option("usage", "", "usage"),
         Option("user", "u", "user", REQUIRED),
         Option("verbose", "v", "verbose"),

@@ -76,6 +76,10 @@ Usage: sinfo [OPTIONS]
   --usage                    show a short usage summary
 """
 
+#: What the format options' notes say (docs/compatibility.md): a field of a feature
+#: Corral lacks (licenses, burst buffers...) prints the value Slurm prints when unset.
+_FIELDS_NOTE = "every Slurm field; those of features Corral lacks show Slurm's unset value"
+
 TABLE = OptionTable(
     [
         Option("all", "a", "all"),
@@ -90,15 +94,21 @@ TABLE = OptionTable(
         Option("noconvert", "", "noconvert", use=WARNED, note="sizes are shown as they are"),
         Option("noheader", "h", "noheader"),
         Option("Node", "N", "Node"),
-        Option("format", "o", "format", REQUIRED),
-        Option("Format", "O", "Format", REQUIRED),
+        Option("format", "o", "format", REQUIRED, note=_FIELDS_NOTE),
+        Option("Format", "O", "Format", REQUIRED, note=_FIELDS_NOTE),
         Option("partition", "p", "partition", REQUIRED),
         Option("responding", "r", "responding"),
         Option("list-reasons", "R", "list-reasons"),
         Option("reservation", "T", "reservation"),
         Option("summarize", "s", "summarize"),
         Option("sort", "S", "sort", REQUIRED),
-        Option("states", "t", "states", REQUIRED),
+        Option(
+            "states",
+            "t",
+            "states",
+            REQUIRED,
+            note="node state names and flags; others are an error",
+        ),
         Option("usage", "", "usage"),
         Option("verbose", "v", "verbose", use=WARNED, note="sinfo prints no progress"),
         Option("version", "V", "version"),

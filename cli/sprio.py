@@ -63,6 +63,10 @@ Help options:
   --usage                         display a brief summary of sprio options
 """
 
+#: What the format options' notes say (docs/compatibility.md): a field of a feature
+#: Corral lacks (licenses, burst buffers...) prints the value Slurm prints when unset.
+_FIELDS_NOTE = "every Slurm field; those of features Corral lacks show Slurm's unset value"
+
 TABLE = OptionTable(
     [
         Option("federation", "", "federation", note="no federation: the same as --local"),
@@ -73,7 +77,7 @@ TABLE = OptionTable(
         Option("long", "l", "long"),
         Option("noheader", "h", "noheader"),
         Option("norm", "n", "norm"),
-        Option("format", "o", "format", REQUIRED),
+        Option("format", "o", "format", REQUIRED, note=_FIELDS_NOTE),
         Option("partition", "p", "partition", REQUIRED),
         Option("sibling", "", "sib", use=REFUSED, note="federation is not implemented"),
         Option("sibling", "", "sibling", use=REFUSED, note="federation is not implemented"),

@@ -79,14 +79,19 @@ Usage: squeue [OPTIONS]
   --usage                   show a short usage summary
 """
 
+#: What the format options' notes say (docs/compatibility.md): a field of a feature
+#: Corral lacks (licenses, burst buffers...) prints the value Slurm prints when unset.
+_FIELDS_NOTE = "every Slurm field; those of features Corral lacks show Slurm's unset value"
+_STATES_NOTE = "job state names and abbreviations, or all; others are an error"
+
 TABLE = OptionTable(
     [
         Option("account", "A", "account", REQUIRED),
         Option("account", "U", "accounts", REQUIRED),
         Option("all", "a", "all"),
         Option("array", "r", "array"),
-        Option("Format", "O", "Format", REQUIRED),
-        Option("format", "o", "format", REQUIRED),
+        Option("Format", "O", "Format", REQUIRED, note=_FIELDS_NOTE),
+        Option("format", "o", "format", REQUIRED, note=_FIELDS_NOTE),
         Option("help", "", "help"),
         Option("hide", "", "hide"),
         Option("iterate", "i", "iterate", REQUIRED),
@@ -104,11 +109,17 @@ TABLE = OptionTable(
         Option("partition", "p", "partition", REQUIRED),
         Option("partition", "", "partitions", REQUIRED),
         Option("qos", "q", "qos", REQUIRED),
-        Option("sort", "S", "sort", REQUIRED),
+        Option(
+            "sort",
+            "S",
+            "sort",
+            REQUIRED,
+            note="any format letter or field, +/- for the order; others are an error",
+        ),
         Option("start", "", "start"),
-        Option("states", "t", "states", REQUIRED),
+        Option("states", "t", "states", REQUIRED, note=_STATES_NOTE),
         Option("steps", "s", "steps", OPTIONAL),
-        Option("states", "", "state", REQUIRED),
+        Option("states", "", "state", REQUIRED, note=_STATES_NOTE),
         Option("usage", "", "usage"),
         Option("user", "u", "user", REQUIRED),
         Option("user", "", "users", REQUIRED),

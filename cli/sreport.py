@@ -158,8 +158,10 @@ TABLE = OptionTable(
         Option("parsable2", "P", "parsable2"),
         Option("quiet", "Q", "quiet"),
         Option("sort", "s", "sort", REQUIRED),
-        Option("time", "t", "", REQUIRED),
-        Option("tres", "T", "tres", REQUIRED),
+        Option(
+            "time", "t", "", REQUIRED, note="Seconds, Minutes, Hours, Percent and their Per forms"
+        ),
+        Option("tres", "T", "tres", REQUIRED, note="cpu (or ALL) only: any other TRES is an error"),
         Option("verbose", "v", "verbose"),
         Option("version", "V", "version"),
     ],

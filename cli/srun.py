@@ -41,6 +41,7 @@ from cli.options import (
     OptionTable,
 )
 from cli.options import parse as parse_options
+from cli.srun_values import cpu_bind_none, open_mode_append
 from corral import stepio
 from corral.clientconf import client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
@@ -75,12 +76,16 @@ TABLE = OptionTable(
     [
         _row("account", "A"),
         _row("chdir", "D"),
-        _row("cpu-bind", note="none unpins the tasks; any other value keeps the default binding"),
+        _row(
+            "cpu-bind",
+            note="none, quiet (verbose warned); rank, sockets, cores, threads, ldoms, boards "
+            "and maps are refused: tasks are bound to the job's CPUs on the node",
+        ),
         _row("cpus-per-task", "c"),
         _row("error", "e"),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
-        _row("export"),
+        _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
         _row("gpus-per-task"),
@@ -90,7 +95,7 @@ TABLE = OptionTable(
         _row("input", "i"),
         _row("job-name", "J"),
         _row("jobid"),
-        _row("kill-on-bad-exit", "K", OPTIONAL),
+        _row("kill-on-bad-exit", "K", OPTIONAL, note="0 or 1"),
         _row("label", "l", NO_ARGUMENT),
         _row("mem"),
         _row("mem-per-cpu"),
@@ -99,7 +104,7 @@ TABLE = OptionTable(
         _row("nodes", "N"),
         _row("ntasks", "n"),
         _row("ntasks-per-node"),
-        _row("open-mode"),
+        _row("open-mode", note="append or truncate"),
         _row("output", "o"),
         _row("overcommit", "O", NO_ARGUMENT),
         _row("overlap", arg=NO_ARGUMENT),
@@ -124,6 +129,8 @@ class Settings:
         self.options: dict[str, str | None] = {}
         self.command: list[str] = []
         self.kill_on_bad_exit = False  # -K, else slurm.conf's KillOnBadExit
+        self.cpu_bind_none = False
+        self.append = False
 
     def get(self, key: str, default: str = "") -> str:
         value = self.options.get(key)
@@ -160,6 +167,13 @@ def parse(argv: list[str]) -> Settings:
     mpi = settings.get("mpi", "none")
     if mpi.lower() != "none":  # tasks that expect PMI would start unwired, each alone
         raise Halt(1, f"{PROG}: error: --mpi={mpi} is not supported: no PMI is provided")
+    env = os.environ
+    settings.cpu_bind_none = cpu_bind_none(
+        PROG, settings.get("cpu-bind", env.get("SLURM_CPU_BIND", ""))
+    )
+    settings.append = open_mode_append(
+        PROG, settings.get("open-mode", env.get("SLURM_OPEN_MODE", ""))
+    )
     settings.command = positional
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
@@ -171,7 +185,10 @@ def kill_on_bad_exit(settings: Settings, configured: bool) -> bool:
     KillOnBadExit=1 off), else slurm.conf's KillOnBadExit, as in Slurm."""
     if not settings.has("kill-on-bad-exit"):
         return configured
-    return settings.get("kill-on-bad-exit", "1") != "0"
+    value = settings.get("kill-on-bad-exit", "1")
+    if value not in ("0", "1"):  # "yes" once meant 1 here and 0 to Slurm's strtol
+        raise Halt(1, f"{PROG}: error: Invalid --kill-on-bad-exit value: {value}")
+    return value == "1"
 
 
 def task_environment(settings: Settings, env: Mapping[str, str]) -> dict[str, str]:
@@ -205,7 +222,6 @@ def step_request(
     settings: Settings, job_id: int, listener: _socket.socket, key: bytes
 ) -> dict[str, Any]:
     env = dict(os.environ)
-    append = settings.get("open-mode", env.get("SLURM_OPEN_MODE", "")).lower()[:1] == "a"
     time_limit = -1
     if settings.has("time"):
         from corral.timefmt import parse_duration
@@ -236,20 +252,15 @@ def step_request(
         "std_out": settings.get("output"),
         "std_err": settings.get("error"),
         "std_in": settings.get("input"),
-        "append": append,
+        "append": settings.append,
         "unbuffered": settings.has("unbuffered"),
-        "cpu_bind_none": _cpu_bind_none(settings.get("cpu-bind", env.get("SLURM_CPU_BIND", ""))),
+        "cpu_bind_none": settings.cpu_bind_none,
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
     }
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     return request
-
-
-def _cpu_bind_none(value: str) -> bool:
-    """--cpu-bind=none (or no, with verbose or quiet beside it): do not pin the tasks."""
-    return any(word in ("none", "no") for word in value.lower().split(","))
 
 
 def _gpu_count(settings: Settings, key: str) -> int:

@@ -58,6 +58,10 @@ USAGE = (
     "".join(line.ljust(75 - line.count('"')) + "\n" for line in _USAGE_LINES) + " " * 75 + "\n\n"
 )
 
+#: What the format options' notes say (docs/compatibility.md): a field of a feature
+#: Corral lacks (licenses, burst buffers...) prints the value Slurm prints when unset.
+_FIELDS_NOTE = "every Slurm field; those of features Corral lacks show Slurm's unset value"
+
 TABLE = OptionTable(
     [
         Option("accounts", "A", "accounts", REQUIRED),
@@ -67,7 +71,7 @@ TABLE = OptionTable(
         Option("long", "l", "long"),
         Option("partition", "m", "partition"),
         Option("noheader", "n", "noheader"),
-        Option("format", "o", "format", REQUIRED),
+        Option("format", "o", "format", REQUIRED, note=_FIELDS_NOTE),
         Option("parsable", "p", "parsable"),
         Option("parsable2", "P", "parsable2"),
         Option("users", "u", "users", REQUIRED),

@@ -12,6 +12,8 @@ import sys
 import time
 
 from cli.boundary import UsageError, connect, run
+from cli.corral_options import WHY
+from cli.options import parse
 from corral import errors, timefmt
 from corral.errors import SlurmError
 from corral.whydoc import why_document
@@ -28,19 +30,12 @@ MAX_JOB_ID = 0xFFFFFFFF
 
 
 def why(argv: list[str]) -> int:
-    as_json, ids = False, []
-    for arg in argv:
-        if arg in ("-h", "--help"):
-            print(USAGE)
-            return 0
-        if arg == "--json":
-            as_json = True
-        elif arg in ("-v", "--verbose"):
-            pass  # the error boundary's switch for tracebacks
-        elif arg.startswith("-"):
-            raise UsageError(f"unknown argument {arg!r}\n{USAGE}")
-        else:
-            ids.append(arg)
+    found, ids = parse(WHY, argv, permute=True)
+    keys = {option.key for option, _ in found}
+    if "help" in keys:
+        print(USAGE)
+        return 0
+    as_json = "json" in keys  # -v is the error boundary's switch for tracebacks
     if len(ids) != 1:
         raise UsageError(USAGE)
     if not ids[0].isdigit() or not 0 < int(ids[0]) <= MAX_JOB_ID:

@@ -152,7 +152,7 @@ async def submit_job(call: Call) -> dict[str, Any]:
             call.warnings.append("top-level script is deprecated in v0.0.42: use job.script")
         script = script or body["script"]
     spec = jobs.spec_from_description(
-        desc, script or "", call.caller.home, "corral-restd job/submit"
+        desc, script or "", call.caller.home, "corral-restd job/submit", call.warnings
     )
     spec["submit_host"] = os.uname().nodename.split(".")[0]
     reply = await call.controller.call("Submit", call.caller, spec=spec)

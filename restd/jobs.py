@@ -15,19 +15,19 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from cli.options import REFUSED, WARNED
 from cli.sacct_json import exit_code
 from corral import errors, hostlist
 from corral.errors import SlurmError
+from restd.jobfields import BY_NAME, DESCRIPTION
 from restd.schema import (
     UNLIMITED,
     UNSET,
-    Schema,
     array,
     boolean,
     integer,
     moment,
     no_val,
-    no_val_input,
     obj,
     ref,
     string,
@@ -215,57 +215,6 @@ def job_info(job: Any) -> dict[str, Any]:
     }
 
 
-def _nodes_value() -> Schema:
-    return {
-        "oneOf": [string(max_length=4096), array(string(max_length=256))],
-        "description": "a hostlist expression, or a list of host names",
-    }
-
-
-#: A job description (data_parser's JOB_DESC_MSG, the fields Corral acts on).
-DESCRIPTION = obj(
-    {
-        "account": string(max_length=256),
-        "argv": array(string()),
-        "array": string("an array spec, e.g. 0-9%2", max_length=4096),
-        "begin_time": no_val_input("epoch seconds", maximum=2**53),
-        "comment": string(max_length=4096),
-        "constraints": string(max_length=4096),
-        "cpus_per_task": integer(minimum=1, maximum=0xFFFF),
-        "current_working_directory": string(max_length=4096),
-        "dependency": string(max_length=4096),
-        "environment": array(string(max_length=1 << 20), "NAME=value entries"),
-        "excluded_nodes": _nodes_value(),
-        "exclusive": {"oneOf": [boolean(), array(string(enum=["user", "true", "false"]))]},
-        "hold": boolean(),
-        "kill_on_invalid_dependency": boolean(),
-        "maximum_nodes": integer(minimum=1, maximum=0xFFFFFF),
-        "memory_per_cpu": no_val_input("MiB", maximum=2**53),
-        "memory_per_node": no_val_input("MiB", maximum=2**53),
-        "minimum_cpus": integer(minimum=1, maximum=0xFFFFFF),
-        "minimum_nodes": integer(minimum=1, maximum=0xFFFFFF),
-        "name": string(max_length=1024),
-        "nice": integer(minimum=-2147483645, maximum=2147483645),
-        "nodes": string("a node count or range, e.g. 2 or 1-4", max_length=64),
-        "partition": string("one partition, or a comma list", max_length=4096),
-        "priority": no_val_input("administrators only"),
-        "qos": string(max_length=256),
-        "required_nodes": _nodes_value(),
-        "requeue": boolean(),
-        "reservation": string(max_length=256),
-        "script": string("the batch script, starting with #!", max_length=4 << 20),
-        "standard_error": string(max_length=4096),
-        "standard_input": string(max_length=4096),
-        "standard_output": string(max_length=4096),
-        "tasks": integer(minimum=1, maximum=0xFFFFFF),
-        "tasks_per_node": integer(minimum=1, maximum=0xFFFF),
-        "time_limit": no_val_input("minutes"),
-        "time_minimum": no_val_input("minutes"),
-        "tres_per_node": string("e.g. gres/gpu:2", max_length=1024),
-    },
-    closed=True,
-)
-
 SUBMIT_REQUEST = obj(
     {
         "job": ref("job_desc_msg"),
@@ -336,11 +285,66 @@ _NUMBERS = {
 }
 
 
+def _gres(text: str) -> str:
+    """``tres_per_node`` as sbatch's --gres: only generic resources are per-node TRES
+    Corral schedules; any other (cpu=, mem=, license/...) is refused, not dropped."""
+    items = [item for item in text.split(",") if item]
+    other = [item for item in items if not item.startswith(("gres/", "gres:"))]
+    if other:
+        raise SlurmError(
+            errors.ESLURM_NOT_SUPPORTED,
+            f"job.tres_per_node={other[0][:64]} is not supported: only gres/ TRES are",
+        )
+    return ",".join(item.removeprefix("gres/").removeprefix("gres:") for item in items)
+
+
+def check_uses(desc: Mapping[str, Any], warnings: list[str]) -> None:
+    """Refuse a field Corral does not implement where that could change the outcome
+    (SlurmError, a 400); add a warning for one that cannot (restd.jobfields)."""
+    for name in desc:
+        row = BY_NAME[name]
+        if row.use == REFUSED:
+            raise SlurmError(
+                errors.ESLURM_NOT_SUPPORTED, f"job.{name} is not supported: {row.note}"
+            )
+        if row.use == WARNED:
+            warnings.append(f"job.{name} has no effect: {row.note}")
+
+
+def _exclusive(value: bool | list[str]) -> dict[str, bool]:
+    """``exclusive``: true asks for whole nodes, false lets the job oversubscribe
+    (Slurm's JOB_SHARED_OK). Nodes kept to one user, MCS label or topology block are
+    not implemented: refused, as taking them for shared nodes would put other jobs
+    beside the job."""
+    if isinstance(value, bool):
+        return {"exclusive": True} if value else {}
+    words = set(value)
+    other = sorted(words - {"true", "false"})
+    if other:
+        raise SlurmError(
+            errors.ESLURM_NOT_SUPPORTED,
+            f"job.exclusive={other[0]} is not supported: only whole nodes are",
+        )
+    if words == {"true", "false"}:
+        raise SlurmError(errors.EINVAL, "job.exclusive: true and false exclude each other")
+    if "true" in words:
+        return {"exclusive": True}
+    return {"oversubscribe": True} if words else {}
+
+
+def _open_mode(flags: list[str]) -> str:
+    if len(set(flags)) > 1:
+        raise SlurmError(errors.EINVAL, "job.open_mode: APPEND and TRUNCATE exclude each other")
+    return flags[0].lower() if flags else ""
+
+
 def spec_from_description(
-    desc: Mapping[str, Any], script: str, home: str, submit_line: str
+    desc: Mapping[str, Any], script: str, home: str, submit_line: str, warnings: list[str]
 ) -> dict[str, Any]:
     """The ``JobSpec`` for a submitted description (already schema-checked).
-    ``home``: the working directory when none is given (the user's home)."""
+    ``home``: the working directory when none is given (the user's home);
+    ``warnings`` gathers what the reply says about fields with no effect."""
+    check_uses(desc, warnings)
     if not script.strip():
         raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
     if not script.startswith("#!"):
@@ -393,45 +397,34 @@ def spec_from_description(
         spec["exc_nodes"] = _hosts(desc["excluded_nodes"])
     if "array" in desc:
         spec["array"] = desc["array"]
-    exclusive = desc.get("exclusive")
-    if exclusive is True or (isinstance(exclusive, list) and exclusive[:1] in (["user"], ["true"])):
-        spec["exclusive"] = True
+    if "exclusive" in desc:
+        spec.update(_exclusive(desc["exclusive"]))
+    if desc.get("open_mode"):
+        spec["open_mode"] = _open_mode(desc["open_mode"])
     if "tres_per_node" in desc:
-        spec["gres"] = ",".join(
-            item.removeprefix("gres/").replace("gres:", "", 1)
-            for item in desc["tres_per_node"].split(",")
-            if item
-        )
+        spec["gres"] = _gres(desc["tres_per_node"])
     return spec
 
 
 def updates_from_description(desc: Mapping[str, Any]) -> tuple[dict[str, str], str]:
-    """``scontrol update`` words for a job update, and a hold action ("" none)."""
-    updates: dict[str, str] = {}
-    words = {
-        "name": "JobName",
-        "comment": "Comment",
-        "partition": "Partition",
-        "dependency": "Dependency",
-        "nice": "Nice",
-        "requeue": "Requeue",
-    }
-    for key, word in words.items():
-        if key in desc:
-            value = desc[key]
-            updates[word] = ("1" if value else "0") if isinstance(value, bool) else str(value)
-    for key, word in (("time_limit", "TimeLimit"), ("priority", "Priority")):
-        if key in desc:
-            given, number = _number(desc[key])
-            updates[word] = str(number) if given else ("UNLIMITED" if key == "time_limit" else "0")
-    if "begin_time" in desc:
-        given, number = _number(desc["begin_time"])
-        updates["StartTime"] = f"uts{number}" if given else "now"
-    unsupported = set(desc) - set(words) - {"time_limit", "priority", "begin_time", "hold"}
+    """``scontrol update`` words for a job update, and a hold action ("" none).
+    A field without an update word in restd.jobfields is refused."""
+    unsupported = sorted(name for name in desc if not BY_NAME[name].update)
     if unsupported:
-        raise SlurmError(
-            errors.EINVAL, f"Update of {', '.join(sorted(unsupported))} is not supported"
-        )
+        raise SlurmError(errors.EINVAL, f"Update of {', '.join(unsupported)} is not supported")
+    updates: dict[str, str] = {}
+    for key, value in desc.items():
+        word = BY_NAME[key].update
+        if key == "hold":
+            continue
+        if key in ("time_limit", "priority"):
+            given, number = _number(value)
+            updates[word] = str(number) if given else ("UNLIMITED" if key == "time_limit" else "0")
+        elif key == "begin_time":
+            given, number = _number(value)
+            updates[word] = f"uts{number}" if given else "now"
+        else:
+            updates[word] = ("1" if value else "0") if isinstance(value, bool) else str(value)
     hold = ""
     if "hold" in desc:
         hold = "hold" if desc["hold"] else "release"

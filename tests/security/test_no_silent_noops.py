@@ -10,6 +10,7 @@ with Slurm's wording and a non-zero exit; nothing is cancelled or run by mistake
 from __future__ import annotations
 
 import grp
+import json
 import pwd
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.cluster import Cluster
+from tests.integration.rest import Rest
 from tests.security.asuser import open_cluster, run_as, run_code_as, shared_top
 
 SETTINGS = ("KillWait=1",)
@@ -98,6 +100,14 @@ def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) ->
     mpi = cluster.run("srun", "--mpi=pmix", "true", check=False)
     assert mpi.returncode == 1
     assert "srun: error: --mpi=pmix is not supported" in mpi.stderr
+    # A binding Corral does not do: the tasks would see all the job's CPUs.
+    before = len(cluster.jobs())
+    bind = cluster.run("srun", "--cpu-bind=cores", "true", check=False)
+    assert bind.returncode == 1
+    assert bind.stderr.startswith("srun: error: --cpu-bind=cores is not supported: "), bind
+    mode = cluster.run("srun", "--open-mode=overwrite", "true", check=False)
+    assert mode.stderr == "srun: error: Invalid --open-mode specification\n", mode
+    assert len(cluster.jobs()) == before  # refused before any allocation is asked for
 
 
 def test_root_submits_for_another_user_with_uid_and_gid(
@@ -159,3 +169,50 @@ def test_a_refused_slurm_conf_key_stops_the_controller(tmp_path: Path) -> None:
     assert "Prolog=/etc/slurm/prolog.sh is not supported: node prolog scripts are not run" in (
         done.stderr
     ), done.stderr
+
+
+def test_restd_refuses_job_fields_it_would_drop_and_warns_of_mail(cluster: Cluster) -> None:
+    """A REST client's CPU binding or user-shared nodes used to be dropped or taken
+    for whole nodes (exclusive=user); each is a 400 now, and nothing is submitted."""
+    token = cluster.run("scontrol", "token", "username=root").stdout.strip().split("=", 1)[1]
+    rest = Rest(cluster.start_restd(), token)
+    desc = {
+        "script": "#!/bin/sh\ntrue\n",
+        "environment": ["PATH=/bin:/usr/bin"],
+        "current_working_directory": str(cluster.dir),
+    }
+    submit = "/slurm/v0.0.42/job/submit"
+    for field, words in (
+        ({"cpu_binding": "map_cpu:0"}, "job.cpu_binding is not supported: CPU binding"),
+        ({"exclusive": ["user"]}, "job.exclusive=user is not supported: only whole nodes"),
+        ({"licenses": "matlab:1"}, "job.licenses is not supported: licenses"),
+        ({"tres_per_node": "license/matlab:1"}, "job.tres_per_node=license/matlab:1"),
+    ):
+        status, reply = rest.call("POST", submit, {"job": {**desc, **field}})
+        assert status == 400, (field, reply)
+        assert reply["errors"][0]["description"].startswith(words), reply
+        assert reply["errors"][0]["error"] == "Requested operation not supported on this system"
+    assert cluster.jobs() == []
+    status, reply = rest.call("POST", submit, {"job": {**desc, "mail_type": ["END"]}})
+    assert status == 200 and reply["errors"] == [], reply
+    assert [w["description"] for w in reply["warnings"]] == [
+        "job.mail_type has no effect: no mail is sent"
+    ]
+    assert cluster.wait_done(reply["job_id"])["state"] == "COMPLETED"
+    status, reply = rest.call("POST", f"/slurm/v0.0.42/job/{reply['job_id']}", {"mail_user": "x"})
+    assert status == 400 and "Update of mail_user is not supported" in json.dumps(reply)
+
+
+def test_report_options_that_would_misreport_are_refused(cluster: Cluster) -> None:
+    """sacct -T printed untruncated times; sacct --json=v0.0.40 got v0.0.42 records;
+    the corral command's subcommands take only the options their tables list."""
+    for args, words in (
+        (("sacct", "-T"), "sacct: error: --truncate is not supported: times are not truncated"),
+        (("sacct", "--json=v0.0.40"), "sacct: error: --json=v0.0.40 is not supported"),
+        (("sacctmgr", "--yaml", "show", "user"), "sacctmgr: error: --yaml is not supported"),
+        (("corral", "down", "--force"), "corral: error: unrecognized option '--force'"),
+    ):
+        done = cluster.run(*args, check=False)
+        assert done.returncode == 1, (args, done)
+        assert done.stderr.startswith(words), (args, done.stderr)
+        assert done.stdout == "", args

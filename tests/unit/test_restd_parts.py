@@ -10,12 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cli.options import HONOURED, REFUSED, WARNED
 from corral import errors, tokens
 from corral.auth import Keys
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
 from restd.api import OPERATIONS, SCHEMAS, job_id, signal_number
 from restd.auth import AuthFailure, Verified, authenticate
+from restd.jobfields import BY_NAME, FIELDS
 from restd.joblist import JobListing, split_reply
 from restd.jobs import spec_from_description, updates_from_description
 from restd.openapi import document
@@ -90,16 +92,18 @@ def test_a_description_becomes_the_spec_sbatch_would_send() -> None:
         "memory_per_node": {"set": True, "number": 1024},
         "tres_per_node": "gres/gpu:2",
         "required_nodes": ["n1", "n2"],
-        "exclusive": ["user"],
+        "exclusive": ["true"],
+        "open_mode": ["APPEND"],
     }
-    spec = spec_from_description(desc, "#!/bin/sh\ntrue\n", "/home/x", "restd")
+    spec = spec_from_description(desc, "#!/bin/sh\ntrue\n", "/home/x", "restd", [])
     assert spec["environment"] == {"PATH": "/bin", "EMPTY": ""}
     assert (spec["work_dir"], spec["std_out"]) == ("/work", "/work/out-%j.txt")
     assert (spec["min_nodes"], spec["max_nodes"]) == (2, 4)
     assert spec["partitions"] == ["a", "b"]
     assert (spec["time_limit"], spec["mem_per_node"]) == (-1, 1024)
     assert (spec["gres"], spec["req_nodes"], spec["exclusive"]) == ("gpu:2", "n[1-2]", True)
-    home = spec_from_description({"environment": ["A=1"]}, "#!/bin/sh\n", "/home/x", "r")
+    assert spec["open_mode"] == "append"
+    home = spec_from_description({"environment": ["A=1"]}, "#!/bin/sh\n", "/home/x", "r", [])
     assert home["work_dir"] == "/home/x"
 
 
@@ -117,8 +121,64 @@ def test_a_description_becomes_the_spec_sbatch_would_send() -> None:
 )  # fmt: skip
 def test_descriptions_slurm_refuses(desc: dict[str, Any], script: str, code: int) -> None:
     with pytest.raises(SlurmError) as refused:
-        spec_from_description(desc, script, "/home/x", "restd")
+        spec_from_description(desc, script, "/home/x", "restd", [])
     assert refused.value.code == code
+
+
+#: What a client sends that Corral cannot do (and once took in silence, or took for
+#: something else: exclusive=user used to mean whole nodes).
+REFUSED_FIELDS = [
+    {"cpu_binding": "map_cpu:0,1"},
+    {"distribution": "cyclic"},
+    {"licenses": "matlab:1"},
+    {"threads_per_core": 1},
+    {"contiguous": True},
+    {"exclusive": ["user"]},
+    {"exclusive": ["topo"]},
+    {"kill_warning_signal": "USR1"},
+    {"tres_per_node": "gres/gpu:1,cpu=4"},
+]
+
+
+@pytest.mark.parametrize("field", REFUSED_FIELDS, ids=lambda f: next(iter(f)))
+def test_fields_that_could_change_the_outcome_are_refused(field: dict[str, Any]) -> None:
+    desc = {"environment": ["A=1"], **field}
+    assert validate(SCHEMAS["job_desc_msg"], desc, SCHEMAS, "job") == []
+    with pytest.raises(SlurmError, match=r"^job\.\w+(=\S+)? is not supported: ") as refused:
+        spec_from_description(desc, "#!/bin/sh\n", "/home/x", "restd", [])
+    assert refused.value.code == errors.ESLURM_NOT_SUPPORTED
+
+
+def test_fields_that_cannot_change_the_outcome_are_warned_about() -> None:
+    warnings: list[str] = []
+    desc = {"environment": ["A=1"], "mail_type": ["END"], "mail_user": "a@b", "name": "j"}
+    spec = spec_from_description(desc, "#!/bin/sh\n", "/home/x", "restd", warnings)
+    assert spec["name"] == "j"
+    assert warnings == [
+        "job.mail_type has no effect: no mail is sent",
+        "job.mail_user has no effect: no mail is sent",
+    ]
+
+
+def test_exclusive_false_oversubscribes_and_open_mode_is_one_word() -> None:
+    desc = {"environment": ["A=1"], "exclusive": ["false"], "open_mode": ["TRUNCATE"]}
+    spec = spec_from_description(desc, "#!/bin/sh\n", "/home/x", "restd", [])
+    assert (spec["oversubscribe"], spec["open_mode"], "exclusive" in spec) == (
+        True,
+        "truncate",
+        False,
+    )
+    for bad in ({"exclusive": ["true", "false"]}, {"open_mode": ["APPEND", "TRUNCATE"]}):
+        with pytest.raises(SlurmError, match="exclude each other"):
+            spec_from_description({"environment": ["A=1"], **bad}, "#!/bin/sh\n", "/", "r", [])
+
+
+def test_every_field_is_classified_and_the_schema_is_the_table() -> None:
+    assert set(SCHEMAS["job_desc_msg"]["properties"]) == set(BY_NAME)
+    for row in FIELDS:
+        assert row.use in (HONOURED, WARNED, REFUSED), row
+        assert row.use == HONOURED or row.note, row
+        assert not row.update or row.use == HONOURED, row
 
 
 def test_updates_are_scontrols_words() -> None:
@@ -132,6 +192,8 @@ def test_updates_are_scontrols_words() -> None:
     }
     with pytest.raises(SlurmError, match="Update of tasks is not supported"):
         updates_from_description({"tasks": 2})
+    with pytest.raises(SlurmError, match="Update of licenses, mail_type is not supported"):
+        updates_from_description({"mail_type": ["END"], "licenses": "x"})
 
 
 def test_ids_and_signals_as_paths_and_queries_give_them() -> None:

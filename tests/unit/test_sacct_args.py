@@ -271,8 +271,12 @@ def test_bad_nodelist(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+def test_json_of_the_one_data_parser() -> None:
+    assert settings("--json").json and settings("--json=data_parser/v0.0.42").json
+
+
 def test_accepted_flags() -> None:
-    chosen = settings("--noconvert", "--units=g", "-T", "--array", "--whole-hetjob=no", "-t")
+    chosen = settings("--noconvert", "--units=g", "--array", "--whole-hetjob=no", "-t")
     assert (chosen.noconvert, chosen.units, chosen.array, chosen.allocations) == (
         True,
         3,
@@ -322,6 +326,16 @@ def test_accepted_flags() -> None:
             id="operands",
         ),
         pytest.param(("-Q",), "sacct: invalid option -- 'Q'\n", id="unknown option"),
+        pytest.param(
+            ("-T",),
+            "sacct: error: --truncate is not supported: times are not truncated to the window\n",
+            id="truncate",
+        ),
+        pytest.param(
+            ("--json=v0.0.40",),
+            "sacct: error: --json=v0.0.40 is not supported: only data_parser v0.0.42 is\n",
+            id="json-version",
+        ),
         pytest.param(
             ("--st=1",),
             "sacct: option '--st=1' is ambiguous; possibilities: '--state' '--starttime'\n",

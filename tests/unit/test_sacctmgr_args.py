@@ -381,7 +381,8 @@ def test_immediate_commits_at_once(capsys: pytest.CaptureFixture[str]) -> None:
         ),
         pytest.param(
             ("--json", "show", "user"),
-            "sacctmgr: error: --json is not supported by Corral\n",
+            "sacctmgr: error: --json is not supported: JSON output is not implemented\n"
+            'Try "sacctmgr --help" for more information\n',
             id="json",
         ),
     ],

@@ -239,3 +239,26 @@ def test_node_count_raises_only_failure(text: str) -> None:
 def test_setters_raise_only_failure(key: str, text: str) -> None:
     with contextlib.suppress(Failure):
         fields_of(key, text)
+
+
+def test_get_user_env_is_refused_for_root_whose_login_environment_slurm_would_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    assert failure_of("get-user-env", "10L").lines == (
+        "--get-user-env is not supported: the login environment is not loaded",
+    )
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert [fields_of("get-user-env", v) for v in (None, "10", "S", "60l")] == [
+        {"get_user_env": True}
+    ] * 4
+    assert failure_of("get-user-env", "soon").lines == ("Invalid --get-user-env specification",)
+
+
+def test_signal_reservation_flag_is_said_to_have_no_effect(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert fields_of("signal", "R:USR2@30")["signal_num"] == 12
+    assert "--signal=R: has no effect" in capsys.readouterr().err
+    fields_of("signal", "B:USR2")
+    assert capsys.readouterr().err == ""

@@ -397,7 +397,7 @@ def test_cli_errors(tmp_path: Path) -> None:
         ((str(trace), "--jobs", "20:"), "no job records to replay"),
         ((str(trace), "--nodes", "0"), "--nodes wants a positive integer, got '0'"),
         ((str(trace), "--policy", "sjf"), "unknown policy 'sjf'"),
-        ((str(trace), "--frobnicate"), "unknown argument '--frobnicate'"),
+        ((str(trace), "--frobnicate"), "unrecognized option '--frobnicate'"),
         ((), "which trace?"),
     ]
     for args, message in cases:

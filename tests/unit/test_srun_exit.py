@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from cli.halt import Halt
 from cli.srun import exit_code, kill_on_bad_exit, parse
 
 
@@ -39,3 +40,10 @@ def test_kill_on_bad_exit_from_the_option_else_slurm_conf(
     options: tuple[str, ...], configured: bool, expected: bool
 ) -> None:
     assert kill_on_bad_exit(parse([*options, "true"]), configured) is expected
+
+
+def test_kill_on_bad_exit_takes_0_or_1_only() -> None:
+    """``-Kyes`` read as on here and as off by Slurm's strtol: refused instead."""
+    with pytest.raises(Halt) as refused:
+        kill_on_bad_exit(parse(["--kill-on-bad-exit=yes", "true"]), False)
+    assert refused.value.lines == ("srun: error: Invalid --kill-on-bad-exit value: yes",)

@@ -1,0 +1,82 @@
+"""The ``corral`` command's subcommands and their options, as option tables.
+
+``corral up``, ``down``, ``cert issue``, ``sim`` and ``why`` parse their
+arguments with these tables (``cli.options.parse``, getopt's rules), so an
+option not listed is refused as unrecognized and docs/compatibility.md, written
+from the same tables, lists exactly what each subcommand accepts. None of them
+is a Slurm command, so every row is honoured; the note says what it does.
+"""
+
+from __future__ import annotations
+
+from cli.options import HONOURED, NO_ARGUMENT, REQUIRED, Option, OptionTable
+
+__all__ = ["CERT_ISSUE", "DOWN", "SIM", "SUBCOMMANDS", "UP", "WHY"]
+
+
+def _row(long: str, note: str, short: str = "", arg: int = NO_ARGUMENT) -> Option:
+    return Option(long, short, long, arg, HONOURED, note)
+
+
+_VERBOSE = _row("verbose", "a traceback with an error", "v")
+
+UP = OptionTable(
+    [
+        _row("nodes", "emulated nodes (default 4)", "n", REQUIRED),
+        _row("dir", "the cluster's directory (default ~/.corral/cluster)", arg=REQUIRED),
+        _row("detach", "return once the cluster answers"),
+        _row("demo", "run a short workload through the clients, then stop"),
+        _row("set", "a slurm.conf Key=Value line (checked as slurm.conf is)", arg=REQUIRED),
+        _row("database", "accounting in this SQLAlchemy URL (default SQLite)", arg=REQUIRED),
+        _row("no-accounting", "no corral-dbd"),
+        _row("no-restd", "no corral-restd"),
+        _row("no-tls", "plaintext gRPC and HTTP"),
+        _VERBOSE,
+    ],
+    prog="corral up",
+)
+
+DOWN = OptionTable(
+    [_row("dir", "the cluster's directory (default ~/.corral/cluster)", arg=REQUIRED), _VERBOSE],
+    prog="corral down",
+)
+
+CERT_ISSUE = OptionTable(
+    [
+        _row("ca", "the directory of the CA `corral cert ca` made (required)", arg=REQUIRED),
+        _row("host", "a host name or address the certificate names (one or more)", arg=REQUIRED),
+        _row("out", "where the certificate and key go (default .)", arg=REQUIRED),
+        _VERBOSE,
+    ],
+    prog="corral cert issue",
+)
+
+SIM = OptionTable(
+    [
+        _row("nodes", "nodes (default: the trace header's MaxNodes)", arg=REQUIRED),
+        _row("cpus-per-node", "CPUs per node (default: MaxProcs / MaxNodes)", arg=REQUIRED),
+        _row("policy", "fcfs, easy or conservative (default fcfs)", arg=REQUIRED),
+        _row("jobs", "job records A:B of the trace, as a Python slice", arg=REQUIRED),
+        _row("csv", "one row per job to this file", arg=REQUIRED),
+        _row("png", "queue and utilization plot (needs matplotlib)", arg=REQUIRED),
+        _row("json", "the summary as one JSON object"),
+        _row("quiet", "no progress on stderr"),
+        _row("help", "the usage", "h"),
+        _VERBOSE,
+    ],
+    prog="corral sim",
+)
+
+WHY = OptionTable(
+    [_row("json", "the answer as JSON"), _row("help", "the usage", "h"), _VERBOSE],
+    prog="corral why",
+)
+
+#: (subcommand, table), in the order docs/compatibility.md lists them.
+SUBCOMMANDS = (
+    ("up", UP),
+    ("down", DOWN),
+    ("cert issue", CERT_ISSUE),
+    ("sim", SIM),
+    ("why", WHY),
+)
