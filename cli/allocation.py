@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
 JOB_OPTIONS = (
     "account", "chdir", "constraint", "cpus-per-task", "exclude", "exclusive", "gpus",
-    "gpus-per-node", "gpus-per-task", "gres",
-    "job-name", "mem", "mem-per-cpu", "nodelist", "nodes", "ntasks", "ntasks-per-node",
+    "gpus-per-node", "gpus-per-task", "gres", "job-name", "mem", "mem-per-cpu", "mem-per-gpu",
+    "nodelist", "nodes", "ntasks", "ntasks-per-node",
     "partition", "qos", "reservation", "time",
 )  # fmt: skip
 

@@ -27,7 +27,7 @@ import select
 import sys
 import time
 
-from cli import boundary
+from cli import boundary, step_options
 from cli.halt import Halt
 from cli.options import (
     HONOURED,
@@ -72,9 +72,15 @@ def _row(
     return Option(long, short, long, arg, use, note)
 
 
+#: What a job step does with the options that shape a new job (cli/step_options.py).
+JOB_LEVEL = "in a job step the job's applies, and another value is warned about"
+STEP_MEMORY = (
+    "in a job step only 0 (the job's memory): step memory is neither limited nor held (issue 16)"
+)
+
 TABLE = OptionTable(
     [
-        _row("account", "A"),
+        _row("account", "A", note=JOB_LEVEL),
         _row("chdir", "D"),
         _row(
             "cpu-bind",
@@ -84,12 +90,17 @@ TABLE = OptionTable(
         _row("cpus-per-task", "c"),
         _row("error", "e"),
         _row("exclude", "x"),
-        _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
+        _row(
+            "exclusive",
+            arg=OPTIONAL,
+            note="=user, =mcs and =topo are refused for a new job; in a job step plain "
+            "--exclusive is the default and the job-level values are warned about",
+        ),
         _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
         _row("gpus-per-task"),
-        _row("gres"),
+        _row("gres", note="in a job step only gpu: other generic resources are refused"),
         _row("help", arg=NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("input", "i"),
@@ -97,8 +108,9 @@ TABLE = OptionTable(
         _row("jobid"),
         _row("kill-on-bad-exit", "K", OPTIONAL, note="0 or 1"),
         _row("label", "l", NO_ARGUMENT),
-        _row("mem"),
-        _row("mem-per-cpu"),
+        _row("mem", note=STEP_MEMORY),
+        _row("mem-per-cpu", note=STEP_MEMORY),
+        _row("mem-per-gpu", note=STEP_MEMORY),
         _row("mpi", note="none only (no PMI is provided); any other type is refused"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
@@ -108,8 +120,8 @@ TABLE = OptionTable(
         _row("output", "o"),
         _row("overcommit", "O", NO_ARGUMENT),
         _row("overlap", arg=NO_ARGUMENT),
-        _row("partition", "p"),
-        _row("qos", "q"),
+        _row("partition", "p", note=JOB_LEVEL),
+        _row("qos", "q", note=JOB_LEVEL),
         _row("quiet", "Q", NO_ARGUMENT),
         _row("time", "t"),
         _row("unbuffered", "u", NO_ARGUMENT),
@@ -675,15 +687,19 @@ def srun(argv: list[str]) -> int:
             or os.environ.get("SLURM_JOB_ID")
             or os.environ.get("SLURM_JOBID", "")
         )
+        job_id = 0
+        if job_text:  # a step of that job: the options only a new job takes are checked
+            try:
+                job_id = int(job_text.split("_")[0])
+            except ValueError:
+                raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
+            for warning in step_options.check(settings.options, job_id, os.environ):
+                print(warning, file=sys.stderr)
         conf = client_settings()
         settings.kill_on_bad_exit = kill_on_bad_exit(settings, conf.kill_on_bad_exit)
         client = boundary.connect(conf)
         if not job_text:
             return run_in_new_allocation(client, settings, argv)
-        try:
-            job_id = int(job_text.split("_")[0])
-        except ValueError:
-            raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
         return run_in_allocation(client, settings, job_id)
     except Halt as halt:
         if halt.status == 0:  # --help, --version
