@@ -74,6 +74,7 @@ def _row(
 
 #: What a job step does with the options that shape a new job (cli/step_options.py).
 JOB_LEVEL = "in a job step the job's applies, and another value is warned about"
+STEP_GPU_TYPE = "in a job step a GPU type is warned about: the step takes the job's GPUs"
 STEP_MEMORY = (
     "in a job step only 0 (the job's memory): step memory is neither limited nor held (issue 16)"
 )
@@ -97,10 +98,10 @@ TABLE = OptionTable(
             "--exclusive is the default and the job-level values are warned about",
         ),
         _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
-        _row("gpus", "G"),
-        _row("gpus-per-node"),
-        _row("gpus-per-task"),
-        _row("gres", note="in a job step only gpu: other generic resources are refused"),
+        _row("gpus", "G", note=STEP_GPU_TYPE),
+        _row("gpus-per-node", note=STEP_GPU_TYPE),
+        _row("gpus-per-task", note=STEP_GPU_TYPE),
+        _row("gres", note="in a job step only gpu (a type is warned about): others are refused"),
         _row("help", arg=NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("input", "i"),

@@ -9,7 +9,8 @@ used to drop the ones its step request has no field for without a word. Slurm:
   against the job's other steps. Corral divides only CPUs and GPUs among steps
   and limits no step's memory (issue 16), so a value that asks for any of that
   is refused; ``0`` (the job's memory, what a step has anyway), a GPU gres and a
-  zero count are honoured;
+  zero count are honoured. A GPU type is warned about: the step takes GPUs of
+  the job's, which Slurm would refuse if of another type;
 * ignores the job's account, partition and QOS, and ``--exclusive``'s job-level
   values (``user``, ``mcs``, ``topo``, ``oversubscribe``), silently: the step runs
   as its job does. Corral says so once, unless the value is the job's own.
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 PROG = "srun"
 MEMORY = ("mem", "mem-per-cpu", "mem-per-gpu")
+#: GPU options whose ``type:`` a step cannot honour (the job's GPUs are the step's).
+GPUS = ("gpus", "gpus-per-node", "gpus-per-task", "gres")
 #: Job-level options a step runs without, and the allocation's variable holding the job's.
 JOB_LEVEL = (
     ("account", "SLURM_JOB_ACCOUNT"),
@@ -52,7 +55,12 @@ def check(options: Mapping[str, str | None], job_id: int, env: Mapping[str, str]
             _memory(key, options[key] or "")
     if "gres" in options:
         _gres(options["gres"] or "")
-    warnings = []
+    warnings = [
+        f"{PROG}: warning: the GPU type of --{key}={options[key]} has no effect in a job step: "
+        "it takes the job's GPUs, whatever their type"
+        for key in GPUS
+        if _gpu_typed(key, options.get(key))
+    ]
     exclusive = options.get("exclusive")
     if exclusive is not None and exclusive.lower() != "exclusive":
         if exclusive.lower() not in JOB_SHARING:
@@ -75,6 +83,19 @@ def check(options: Mapping[str, str | None], job_id: int, env: Mapping[str, str]
             f"job {job_id}'s {key}{of_job} applies"
         )
     return warnings
+
+
+def _gpu_typed(key: str, value: str | None) -> bool:
+    """Whether a GPU option names a type: ``--gpus=a100:2``, ``--gres=gpu:a100:2``."""
+    if not value:
+        return False
+    if key != "gres":
+        return ":" in value
+    for item in value.split(","):
+        kind, *given = item.removeprefix("gres/").split(":")
+        if kind == "gpu" and (len(given) > 1 or (given and not given[-1].isdigit())):
+            return True
+    return False
 
 
 def _memory(key: str, value: str) -> None:

@@ -48,9 +48,27 @@ def test_a_non_gpu_gres_is_refused(value: str) -> None:
     )
 
 
-@pytest.mark.parametrize("value", ["gpu:2", "gpu:a100:1", "gres/gpu:1", "none", "nic:0", "gpu"])
+@pytest.mark.parametrize("value", ["gpu:2", "gres/gpu:1", "none", "nic:0", "gpu"])
 def test_gpus_and_nothing_are_honoured_as_gres(value: str) -> None:
     assert check({"gres": value}, 7, JOB) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("gpus", "a100:2"), ("gpus-per-node", "h100:1"), ("gpus-per-task", "v100:1"),
+     ("gres", "gpu:a100:1"), ("gres", "gpu:a100")],
+)  # fmt: skip
+def test_a_gpu_type_is_warned_about(key: str, value: str) -> None:
+    """The step takes GPUs of the job's: of another type Slurm would refuse it."""
+    assert check({key: value}, 7, JOB) == [
+        f"srun: warning: the GPU type of --{key}={value} has no effect in a job step: "
+        "it takes the job's GPUs, whatever their type"
+    ]
+
+
+@pytest.mark.parametrize(("key", "value"), [("gpus", "2"), ("gres", "gpu:1"), ("gres", "gpu")])
+def test_a_gpu_count_alone_passes_without_a_word(key: str, value: str) -> None:
+    assert check({key: value}, 7, JOB) == []
 
 
 def test_plain_exclusive_is_a_steps_default() -> None:
@@ -98,6 +116,6 @@ def test_another_jobs_environment_tells_nothing_of_this_one() -> None:
 def test_every_option_srun_has_is_classified_for_a_step() -> None:
     """The options that shape a job say in srun's table what a step does with them."""
     for key in ("account", "partition", "qos", "mem", "mem-per-cpu", "mem-per-gpu", "gres",
-                "exclusive"):  # fmt: skip
+                "exclusive", "gpus", "gpus-per-node", "gpus-per-task"):  # fmt: skip
         (option,) = [opt for opt in TABLE.options if opt.key == key]
         assert "job step" in option.note, key
