@@ -180,6 +180,12 @@ def parse(argv: list[str]) -> Settings:
     mpi = settings.get("mpi", "none")
     if mpi.lower() != "none":  # tasks that expect PMI would start unwired, each alone
         raise Halt(1, f"{PROG}: error: --mpi={mpi} is not supported: no PMI is provided")
+    if settings.has("exclusive") and settings.has("overlap"):  # overlap would win unsaid
+        raise Halt(1, f"{PROG}: error: --exclusive and --overlap are mutually exclusive")
+    if sum(settings.has(key) for key in ("mem", "mem-per-cpu", "mem-per-gpu")) > 1:
+        raise Halt(
+            1, f"{PROG}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
+        )
     env = os.environ
     settings.cpu_bind_none = cpu_bind_none(
         PROG, settings.get("cpu-bind", env.get("SLURM_CPU_BIND", ""))

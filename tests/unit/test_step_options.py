@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cli.halt import Halt
-from cli.srun import TABLE
+from cli.srun import TABLE, parse
 from cli.step_options import check
 
 JOB = {"SLURM_JOB_ID": "7", "SLURM_JOB_ACCOUNT": "physics", "SLURM_JOB_PARTITION": "debug",
@@ -119,3 +119,22 @@ def test_every_option_srun_has_is_classified_for_a_step() -> None:
                 "exclusive", "gpus", "gpus-per-node", "gpus-per-task"):  # fmt: skip
         (option,) = [opt for opt in TABLE.options if opt.key == key]
         assert "job step" in option.note, key
+
+
+OVERLAP = "srun: error: --exclusive and --overlap are mutually exclusive"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--exclusive", "--overlap"], OVERLAP),
+        (["--overlap", "--exclusive=user"], OVERLAP),
+        (["--mem=0", "--mem-per-cpu=0"],
+         "srun: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."),
+    ],
+)  # fmt: skip
+def test_options_that_contradict_each_other_stop_srun(argv: list[str], line: str) -> None:
+    """--overlap used to win over --exclusive without a word; Slurm's srun refuses both."""
+    with pytest.raises(Halt) as halt:
+        parse([*argv, "true"])
+    assert (halt.value.status, halt.value.lines) == (1, (line,))
