@@ -126,7 +126,7 @@ def test_up_keeps_accounting_in_the_database_it_is_given(tmp_path: Path) -> None
             env = {**os.environ, "SLURM_CONF": str(directory / "slurm.conf")}
             submitted = subprocess.run(
                 [*client_command("sbatch"), "--parsable", "--wrap", "true"],
-                capture_output=True, text=True, env=env, timeout=60, check=True,
+                capture_output=True, text=True, env=env, timeout=60, check=True, cwd=directory,
             )  # fmt: skip
             job = submitted.stdout.strip()
             listed = sacct(directory)
