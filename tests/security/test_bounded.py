@@ -30,7 +30,7 @@ from typing import Any
 import grpc
 import pytest
 
-from corral import errors
+from corral import errors, grpctls
 from corral.client import Client, agent_socket_path
 from corral.config import load
 from corral.errors import SlurmError
@@ -375,7 +375,7 @@ def _rate_limited(c: Cluster, first: str, second: str) -> None:
     conf = load(c.conf)
     user = pwd.getpwnam(second)
     codes = []
-    with grpc.insecure_channel(f"127.0.0.1:{conf.slurmctld_port}") as channel:
+    with grpctls.sync_channel(f"127.0.0.1:{conf.slurmctld_port}", conf.tls) as channel:
         stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
         for _ in range(5):
             request = stamp_for_controller(
