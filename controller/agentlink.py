@@ -99,6 +99,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         session = _Session(context.peer())
         reader = asyncio.create_task(self._read(request_iterator, session))
         refused = None
+        getter: asyncio.Task[pb.ControllerMessage] | None = None
         try:
             while True:
                 getter = asyncio.create_task(session.queue.get())
@@ -114,8 +115,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 elif failure is not None:
                     log.warning("agent %s: %s", session.peer, failure)
                 break
-        finally:
+        finally:  # also when the agent goes away while both tasks wait: none is left pending
             reader.cancel()
+            if getter is not None:
+                getter.cancel()
             self._detach(session)
         if refused is not None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, refused)
@@ -188,6 +191,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         for reg in hello.nodes:
             if reg.name not in known:
                 log.warning("agent %s offers unknown node %s; ignored", session.peer, reg.name)
+                continue
+            if reg.name in session.nodes:
+                log.warning("agent %s offers node %s twice; ignored", session.peer, reg.name)
                 continue
             old = self.sessions.get(reg.name)
             if old is not None and old is not session:

@@ -21,12 +21,11 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import GrpcController, Handlers
 from controller.store import JobStore
-from corral import __version__, auth, authalt, grpctls, ratelimit
+from corral import __version__, auth, authalt, grpcservice, grpctls, ratelimit
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.credentials import Verifier
 from corral.ratelimit import Gate
-from corral.wire import corral_pb2_grpc as pb_grpc
 
 log = logging.getLogger("corral.controller")
 
@@ -82,8 +81,8 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
         maximum_concurrent_rpcs=limits.max_connections + len(conf.nodes),
     )
     controller = GrpcController(handlers, verifier, Gate(limits))
-    pb_grpc.add_ControllerServicer_to_server(controller, server)  # type: ignore[no-untyped-call]
-    pb_grpc.add_AgentLinkServicer_to_server(link, server)  # type: ignore[no-untyped-call]
+    grpcservice.add_service(server, "Controller", controller)
+    grpcservice.add_service(server, "AgentLink", link)
     _, addr = conf.controller_host
     port = grpctls.add_port(server, f"{addr}:{conf.slurmctld_port}", conf.tls, "ctld")
     if port == 0:

@@ -15,11 +15,10 @@ import uvloop
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from corral import __version__, auth, grpctls
+from corral import __version__, auth, grpcservice, grpctls
 from corral.confsyntax import ConfigError
 from corral.confsyntax import default_path as slurm_conf_path
 from corral.credentials import Verifier
-from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd import schema
 from dbd.config import DbdConfig, default_path, load
 from dbd.purge import purge_events, purge_jobs
@@ -41,7 +40,7 @@ async def serve(conf: DbdConfig, url: str, keys: auth.Keys, ttl: int) -> None:
     server = grpc.aio.server(options=[("grpc.max_send_message_length", 256 << 20)])
     verifier = Verifier(keys.signer, auth.DBD_RECEIVER, ttl, vouchers={0, slurm_uid})
     service = AccountingService(Storage(engine), verifier, conf.private_data, slurm_uid)
-    pb_grpc.add_AccountingServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    grpcservice.add_service(server, "Accounting", service)
     # Only controllers connect: they must show a certificate of the cluster's CA too.
     address = f"{conf.dbd_addr}:{conf.dbd_port}"
     port = grpctls.add_port(server, address, conf.tls, "dbd", require_client_cert=True)

@@ -35,6 +35,9 @@ from dbd.storage import Query, Storage, parse_job_ids
 
 log = logging.getLogger("corral.dbd")
 
+#: The largest record sequence the database holds (BIGINT is signed in SQLite and MariaDB).
+SEQ_MAX = 2**63 - 1
+
 
 class AccountingService(pb_grpc.AccountingServicer):
     def __init__(
@@ -106,6 +109,9 @@ class AccountingService(pb_grpc.AccountingServicer):
             or len(request.reservations) != len(request.resv_seqs)
         ):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "one sequence per record")
+        # Sequences are stored in signed 64-bit columns; a controller's count from 1.
+        if any(seq > SEQ_MAX for seq in (*request.seqs, *request.event_seqs, *request.resv_seqs)):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "sequence out of range")
         stored = await self._run(
             context, self.storage.record_jobs, request.cluster, request.jobs, request.seqs
         )

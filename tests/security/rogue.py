@@ -13,6 +13,7 @@ import grpc
 
 from corral import auth, credentials, grpctls
 from corral.config import load
+from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
 from tests.integration.cluster import Cluster
 
@@ -60,13 +61,23 @@ def agent_hello(cluster: Cluster, node: str, uid: int | None = 0) -> pb.AgentHel
     return stamped
 
 
-class RogueAgent:
-    """One AgentLink stream opened by hand: send what you like, see what comes back."""
+def _serialized(message: pb.AgentMessage | bytes) -> bytes:
+    """Messages as the protocol encodes them; bytes as they are (what a fuzzer sends)."""
+    return message if isinstance(message, bytes) else message.SerializeToString()
 
-    def __init__(self, cluster: Cluster) -> None:
-        conf = load(cluster.conf)
-        self.channel = grpctls.channel(conf.controller_target, conf.tls)
-        self.outbox: asyncio.Queue[pb.AgentMessage | None] = asyncio.Queue()
+
+class RogueAgent:
+    """One AgentLink stream opened by hand: send what you like, see what comes back.
+
+    ``tls``: the cluster's TLS settings (``load(cluster.conf).tls``), which trust its
+    CA as any client may; without them the stream is plaintext."""
+
+    def __init__(self, target: str, tls: TlsConfig | None = None) -> None:
+        if tls is None:
+            self.channel = grpc.aio.insecure_channel(target)
+        else:
+            self.channel = grpctls.channel(target, tls)
+        self.outbox: asyncio.Queue[pb.AgentMessage | bytes | None] = asyncio.Queue()
         self.replies: list[pb.ControllerMessage] = []
         self.error: grpc.aio.AioRpcError | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -74,14 +85,14 @@ class RogueAgent:
     async def attach(self, hello: pb.AgentHello) -> None:
         attach = self.channel.stream_stream(
             credentials.ATTACH,
-            request_serializer=pb.AgentMessage.SerializeToString,
+            request_serializer=_serialized,
             response_deserializer=pb.ControllerMessage.FromString,
         )
         self.outbox.put_nowait(pb.AgentMessage(hello=hello))
         call = attach(self._outgoing())
         self._reader = asyncio.create_task(self._read(call))
 
-    async def _outgoing(self) -> AsyncIterator[pb.AgentMessage]:
+    async def _outgoing(self) -> AsyncIterator[pb.AgentMessage | bytes]:
         while (message := await self.outbox.get()) is not None:
             yield message
 
@@ -94,6 +105,10 @@ class RogueAgent:
 
     def send(self, **body: Any) -> None:
         self.outbox.put_nowait(pb.AgentMessage(**body))
+
+    def send_raw(self, data: bytes | pb.AgentMessage) -> None:
+        """``data`` on the stream as it is: bytes need not be a message at all."""
+        self.outbox.put_nowait(data)
 
     async def outcome(self, timeout: float = 10.0) -> str:
         """ "welcome" once welcomed, else the refusal's details when the stream ends."""

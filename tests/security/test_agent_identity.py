@@ -18,9 +18,10 @@ from typing import Any
 
 from controller.agentlink import DEAD_AFTER
 from corral import auth
+from corral.config import load
 from corral.wire import corral_pb2 as pb
 from tests.integration.cluster import Cluster
-from tests.security.rogue import RogueAgent, agent_hello
+from tests.security.rogue import RogueAgent, agent_hello, controller_target
 
 SETTINGS = ("KillWait=2", "SlurmdTimeout=6")
 
@@ -39,7 +40,7 @@ def _state(cluster: Cluster, node: str) -> str:
 
 
 async def _attempt(cluster: Cluster, hello: pb.AgentHello) -> str:
-    rogue = RogueAgent(cluster)
+    rogue = RogueAgent(controller_target(cluster), load(cluster.conf).tls)
     try:
         await rogue.attach(hello)
         return await rogue.outcome()
@@ -75,7 +76,9 @@ def test_only_an_agent_attaches_and_never_over_a_live_one(
             "user": await _attempt(cluster, agent_hello(cluster, "node3", uid=user.pw_uid)),
             "live": await _attempt(cluster, agent_hello(cluster, "node1")),
         }
-        silent = RogueAgent(cluster)  # attached, then never heard from
+        silent = RogueAgent(
+            controller_target(cluster), load(cluster.conf).tls
+        )  # attached, then never heard from
         try:
             await silent.attach(captured)
             outcome["fresh"] = await silent.outcome()
@@ -108,7 +111,7 @@ def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Clu
     running = cluster.wait_state(job, {"RUNNING"})
 
     async def forge() -> str:
-        rogue = RogueAgent(cluster)
+        rogue = RogueAgent(controller_target(cluster), load(cluster.conf).tls)
         try:
             await rogue.attach(agent_hello(cluster, "node3"))
             welcomed = await rogue.outcome()

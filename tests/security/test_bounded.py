@@ -5,7 +5,9 @@ oversized script, environment or array specification, a 64 MiB frame header,
 a client that connects and says nothing, more connections than the ceiling,
 a user over the rate limit, a full controller (MaxJobCount). Each is answered
 with a Slurm error, and the controller keeps serving the others: a Ping or
-squeue round trip stays short, and the scheduling pass stays cheap.
+squeue round trip stays short, and the scheduling pass stays cheap: sdiag's
+mean main-pass time, with jobs pending, stays near its baseline while the
+attacks run all at once.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -416,3 +419,104 @@ def test_sbatch_waits_and_retries_while_the_controller_is_full(
         "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying"
     )
     assert out.startswith("Submitted batch job ")
+
+
+# ------------------------------------------------------------ the main pass under attack
+
+
+def _pass_figures(c: Cluster) -> tuple[int, int, int]:
+    """sdiag's main schedule statistics: (cycles, total microseconds, max microseconds)."""
+    diag = c.client.call("Diag")
+    return (
+        int(diag.get("sched_cycles", 0)),
+        int(diag.get("sched_total_us", 0)),
+        int(diag.get("sched_max_us", 0)),
+    )
+
+
+def _mean_over(c: Cluster, seconds: float) -> tuple[float, int]:
+    """The mean main-pass time (us) of the cycles run in the next ``seconds``, and how
+    many ran (a cycle runs at least once a second)."""
+    cycles, total, _ = _pass_figures(c)
+    time.sleep(seconds)
+    c.wait_for(lambda: _pass_figures(c)[0] >= cycles + 2, 20, "no scheduling cycle")
+    after, after_total, _ = _pass_figures(c)
+    return (after_total - total) / (after - cycles), after - cycles
+
+
+def _attacks(c: Cluster, tmp: Path, stop: Callable[[], bool]) -> list[Callable[[], int]]:
+    """Each attack of this module, repeated until ``stop``; each returns how often it ran."""
+    ids = ":".join(str(1_000_000 + i) for i in range(15_000))
+
+    def dependencies() -> int:  # 120 KB dependency lists: a pending job each, checked each pass
+        runs = 0
+        while not stop() and runs < 12:
+            spec = _spec(tmp, dependency=f"afterok:{ids}")
+            c.client.call("Submit", {"spec": spec})
+            runs += 1
+        return runs
+
+    def arrays() -> int:  # huge array specifications: refused
+        runs = 0
+        while not stop():
+            for array in ("0-4000000000", ",".join(str(i) for i in range(1200))):
+                with contextlib.suppress(SlurmError):
+                    c.client.call("Submit", {"spec": _spec(tmp, array=array)})
+            runs += 1
+        return runs
+
+    def floods() -> int:  # 64 MiB frame headers and frames of garbage
+        runs = 0
+        while not stop():
+            _raw(c.socket, struct.pack(">I", 64 << 20))
+            with contextlib.suppress(OSError):
+                _raw(c.socket, struct.pack(">I", 40) + os.urandom(40), timeout=2)
+            runs += 1
+        return runs
+
+    def slow() -> int:  # clients that connect and say nothing, or half a frame
+        held = []
+        try:
+            while not stop():
+                if len(held) < 20:
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    sock.connect(c.socket)
+                    sock.sendall(struct.pack(">I", 100) + b"x" * (len(held) % 50))
+                    held.append(sock)
+                time.sleep(0.05)
+            return len(held)
+        finally:
+            for sock in held:
+                sock.close()
+
+    return [dependencies, arrays, floods, slow]
+
+
+def test_the_main_pass_keeps_its_time_under_attack(make_cluster: Build, tmp_path: Path) -> None:
+    """sdiag's mean main-pass time, with jobs pending, before and during every attack above
+    at once: within 5 times its baseline plus 50 ms (a regression guard on shared cores,
+    not a benchmark)."""
+    c = make_cluster(settings=("MessageTimeout=2",))
+    blocker = c.sbatch("-N", "2", "--exclusive", "--wrap", "sleep 300")
+    c.wait_state(blocker, {"RUNNING"})
+    for _ in range(200):  # pending for want of resources: each pass looks at them
+        c.client.call("Submit", {"spec": _spec(tmp_path)})
+    baseline, cycles = _mean_over(c, 3.0)
+    assert cycles >= 2 and _pass_figures(c)[2] > 0
+
+    ending = time.monotonic() + 4.0
+    outcomes: dict[str, int] = {}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        attacks = _attacks(c, tmp_path, lambda: time.monotonic() > ending)
+        running = {pool.submit(attack): attack.__name__ for attack in attacks}
+        time.sleep(0.5)  # the attacks under way
+        during, cycles = _mean_over(c, 3.0)
+        round_trip = _round_trip(c)
+        for future, name in running.items():
+            outcomes[name] = future.result(timeout=60)
+    assert all(outcomes.values()), outcomes  # every attack ran
+    assert cycles >= 2
+    assert during < 5 * baseline + 50_000, (during, baseline, outcomes)
+    assert round_trip < 1.0
+    jobs = c.client.call("Diag")
+    assert jobs["jobs_pending"] >= 200 and c.job(blocker)["state"] == "RUNNING"

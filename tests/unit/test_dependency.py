@@ -250,6 +250,28 @@ def test_evaluate(text: str, jobs: dict[int, JobFacts], expected: Outcome) -> No
     assert evaluate(text, ME, MY_NAME, UID, jobs, NOW) is expected
 
 
+# ---------------------------------------------------------------- long lists
+
+
+def test_a_long_list_of_unknown_ids_is_looked_at_only_where_jobs_are_known() -> None:
+    """15,000 ids nobody submitted (satisfied) around the few that hold the job back: the
+    known ones decide, wherever they sit in the list, and the check stays cheap."""
+    jobs = {
+        7: facts("RUNNING"),
+        9: facts("COMPLETED", exit_status=1),
+        500: facts("COMPLETED", array_job_id=500, array_task_id=1),
+    }
+    unknown = [str(1_000_000 + i) for i in range(15_000)]
+    assert evaluate("afterok:" + ":".join(unknown), ME, MY_NAME, UID, jobs, NOW) is SAT
+    waits = ":".join([*unknown[:7000], "7", *unknown[7000:]])
+    assert evaluate(f"afterok:{waits}", ME, MY_NAME, UID, jobs, NOW) is WAIT
+    assert evaluate(f"afterok:{waits}:9", ME, MY_NAME, UID, jobs, NOW) is NEVER
+    assert evaluate(f"afterany:{waits}:9", ME, MY_NAME, UID, jobs, NOW) is WAIT
+    assert evaluate(f"afterany:{':'.join(unknown)}:9", ME, MY_NAME, UID, jobs, NOW) is SAT
+    assert evaluate(f"afterok:{':'.join(unknown)}:500_1", ME, MY_NAME, UID, jobs, NOW) is SAT
+    assert evaluate(f"afterok:{':'.join(unknown)}:500_2", ME, MY_NAME, UID, jobs, NOW) is SAT
+
+
 # ---------------------------------------------------------------- no crash on accepted text
 
 # Texts that used to pass parse() and then made evaluate() raise (every scheduling
