@@ -447,11 +447,11 @@ class BenchCluster(Cluster):
         if self._api is not None:
             self._api.close()
             self._api = None
-        for proc in (self.agent, self.controller):
+        for proc in (*self.restds, self.agent, self.controller):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 proc.terminate()
-        for proc in (self.agent, self.controller):
+        for proc in (*self.restds, self.agent, self.controller):
             if proc is not None:
                 try:
                     proc.wait(timeout=15)

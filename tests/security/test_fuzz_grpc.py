@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import pwd
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -100,6 +101,8 @@ def fuzzed(users: tuple[str, ...]) -> Iterator[Fuzzed]:
         loop.close()
     finally:
         c.stop()
+        # The jobs' own processes (the victim's sleep) outlive their supervisors' TERM.
+        subprocess.run(["pkill", "-KILL", "-f", str(top)], check=False)
         shutil.rmtree(top, ignore_errors=True)
 
 
