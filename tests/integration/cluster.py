@@ -167,8 +167,10 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        # Supervisors are detached from the agent by design; end any left over.
+        # Supervisors are detached from the agent by design; end any left over, and the
+        # jobs' own processes (a script in this cluster's spool) that outlive their TERM.
         subprocess.run(["pkill", "-f", f"nodeagent.supervisor {self.dir}"], check=False)
+        subprocess.run(["pkill", "-KILL", "-f", f"{self.dir}/spool/"], check=False)
 
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import pwd
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -101,8 +100,6 @@ def fuzzed(users: tuple[str, ...]) -> Iterator[Fuzzed]:
         loop.close()
     finally:
         c.stop()
-        # The jobs' own processes (the victim's sleep) outlive their supervisors' TERM.
-        subprocess.run(["pkill", "-KILL", "-f", str(top)], check=False)
         shutil.rmtree(top, ignore_errors=True)
 
 
@@ -284,19 +281,25 @@ def test_the_rogues_own_job_ends_whatever_values_it_reports(
     node = next(n for n in load(c.conf).nodes if n.name == ROGUE_NODE)
     # As configured: a node reporting less is drained and its job would never start.
     registration = {"name": node.name, "cpus": node.cpus, "real_memory": node.real_memory}
-    job = c.sbatch("-w", ROGUE_NODE, "--wrap", "sleep 600")
 
     async def report() -> None:
         rogue = await _welcomed(fuzzed, lambda: _hello(fuzzed, {"nodes": []}, registration))
         try:
+            # An earlier example's short registration drained the node, as Slurm would;
+            # this one registers as configured, so an administrator may resume it.
+            resume = ("scontrol", "update", f"nodename={ROGUE_NODE}", "state=resume")
+            await asyncio.to_thread(c.run, *resume, check=False)
+            job = await asyncio.to_thread(c.sbatch, "-w", ROGUE_NODE, "--wrap", "sleep 600")
+            jobs.append(job)
             launch = await _reply(rogue, lambda r: r.launch.job_id == job)
             rogue.send(done=pb.JobDone(job_id=job, restarts=launch.launch.restarts, **done))
             await _reply(rogue, lambda r: r.ack_done.job_id == job)
         finally:
             await rogue.close()
 
+    jobs: list[int] = []
     fuzzed.run(report())
-    assert c.job(job)["state"] not in ("PENDING", "RUNNING")
+    assert c.job(jobs[0])["state"] not in ("PENDING", "RUNNING")
     _alive(fuzzed)
 
 
