@@ -45,7 +45,7 @@ for path in sys.argv[2:]:
 """
 
 
-def _remove_cgroup(path: str) -> None:
+def remove_cgroup(path: str) -> None:
     """Kill what is left in a cgroup and remove it (after a failure)."""
     kill = os.path.join(path, "cgroup.kill")
     if os.path.exists(kill):
@@ -77,8 +77,8 @@ def node_cgroups() -> Iterator[str]:
             job = os.path.join(path, name)
             for leaf in os.listdir(job):
                 if os.path.isdir(os.path.join(job, leaf)):
-                    _remove_cgroup(os.path.join(job, leaf))
-            _remove_cgroup(job)
+                    remove_cgroup(os.path.join(job, leaf))
+            remove_cgroup(job)
         for directory in (path, TOP):
             try:
                 os.rmdir(directory)

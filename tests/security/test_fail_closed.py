@@ -15,9 +15,7 @@ so that a fence is needed on any machine.
 
 from __future__ import annotations
 
-import errno
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import pytest
 
 from nodeagent import devcgroup
 from tests.integration.cluster import Cluster
+from tests.integration.test_gpu_isolation import remove_cgroup
 from tests.security.asuser import open_cluster, run_as, shared_top
 
 MOUNT = devcgroup.cgroup2_mount()
@@ -43,15 +42,7 @@ def _rmtree_cgroups(path: str) -> None:
         child = os.path.join(path, name)
         if os.path.isdir(child):
             _rmtree_cgroups(child)
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            os.rmdir(path)
-            return
-        except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    remove_cgroup(path)
 
 
 @pytest.fixture
