@@ -240,15 +240,9 @@ class Delivery:
             await asyncio.sleep(ASSOC_POLL_S if self.store.associations else RETRY_FIRST_S)
 
     async def _fetch(self) -> AssocSet:
-        rows = {}
-        kinds = (("association", {"cluster": self.cluster}), ("user", {}), ("qos", {}))
-        for kind, where in (*kinds, ("coordinator", {})):
-            request = pb.AcctAdminRequest(verb="list", kind=kind, where=where)
-            reply = await self._stub.AcctAdmin(self._signed("AcctAdmin", request), timeout=30)
-            rows[kind] = [dict(row.fields) for row in reply.rows]
-        return AssocSet.from_rows(
-            rows["association"], rows["user"], rows["qos"], rows["coordinator"]
-        )
+        request = self._signed("Associations", pb.AssociationsRequest(cluster=self.cluster))
+        reply = await self._stub.Associations(request, timeout=30)
+        return AssocSet.from_reply(reply)
 
     @property
     def backlog(self) -> int:

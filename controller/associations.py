@@ -1,8 +1,9 @@
 """What the controller knows of dbd's associations, users and QOS, and what it enforces.
 
 The controller asks dbd for its cluster's associations, users and QOS every
-few seconds (``controller.accounting``), in sacctmgr's own text form (the
-rows ``sacctmgr show`` prints), and keeps the newest set in the journal, so
+few seconds (``controller.accounting``), as typed messages
+(``Accounting.Associations``, built by ``dbd.enforced``), and keeps the newest
+set in the journal, so
 it enforces the same rules while dbd is away and after a restart, as
 slurmctld does with its association cache.
 
@@ -20,17 +21,19 @@ With ``AccountingStorageEnforce``:
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from controller import jobtres
+from controller import assocrows, jobtres
 from controller.core.limits import Gate
 from controller.jobstate import Reason
 from controller.model import Job
-from corral import errors, timefmt
+from corral import errors
 from corral.errors import SlurmError
+from corral.wire import corral_pb2 as pb
 
 #: Slurm's message when a submission breaks a submit limit (ESLURM_ACCOUNTING_POLICY).
 POLICY = "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
@@ -39,16 +42,9 @@ ESLURM_ACCOUNTING_POLICY = 2050
 ADMIN_LEVELS = ("Operator", "Administrator")
 
 
-def _count(text: str) -> int | None:
-    return int(text) if text.strip() else None
-
-
-def _minutes(text: str) -> int | None:
-    return timefmt.parse_duration(text) if text.strip() else None
-
-
-def _tres(row: Mapping[str, str], column: str) -> Mapping[str, int]:
-    return jobtres.parse_limits(row.get(column, ""))
+def _optional(message: Any, name: str) -> int | None:
+    """An optional limit of a typed message: None where dbd stores no limit."""
+    return int(getattr(message, name)) if message.HasField(name) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,26 +69,26 @@ class Assoc:
     def_qos: str = ""
 
     @classmethod
-    def from_row(cls, row: Mapping[str, str]) -> Assoc:
+    def from_message(cls, m: pb.AssociationLimits) -> Assoc:
         return cls(
-            account=row["Account"],
-            user=row["User"],
-            partition=row["Partition"],
-            parent=row.get("ParentName", ""),
-            shares=-1 if row.get("Share") == "parent" else int(row.get("Share") or 1),
-            max_jobs=_count(row.get("MaxJobs", "")),
-            max_submit=_count(row.get("MaxSubmit", "")),
-            max_wall=_minutes(row.get("MaxWall", "")),
-            grp_jobs=_count(row.get("GrpJobs", "")),
-            grp_submit=_count(row.get("GrpSubmit", "")),
-            grp_wall=_minutes(row.get("GrpWall", "")),
-            grp_tres=_tres(row, "GrpTRES"),
-            grp_tres_mins=_tres(row, "GrpTRESMins"),
-            max_tres=_tres(row, "MaxTRES"),
-            max_tres_node=_tres(row, "MaxTRESPerNode"),
-            max_tres_mins=_tres(row, "MaxTRESMins"),
-            qos=tuple(q for q in row.get("QOS", "").split(",") if q),
-            def_qos=row.get("Def QOS", ""),
+            account=m.account,
+            user=m.user,
+            partition=m.partition,
+            parent=m.parent,
+            shares=m.shares,
+            max_jobs=_optional(m, "max_jobs"),
+            max_submit=_optional(m, "max_submit"),
+            max_wall=_optional(m, "max_wall"),
+            grp_jobs=_optional(m, "grp_jobs"),
+            grp_submit=_optional(m, "grp_submit"),
+            grp_wall=_optional(m, "grp_wall"),
+            grp_tres=dict(m.grp_tres),
+            grp_tres_mins=dict(m.grp_tres_mins),
+            max_tres=dict(m.max_tres),
+            max_tres_node=dict(m.max_tres_per_node),
+            max_tres_mins=dict(m.max_tres_mins),
+            qos=tuple(m.qos),
+            def_qos=m.def_qos,
         )
 
     @property
@@ -123,31 +119,28 @@ class QosLimits:
     usage_factor: float = 1.0  # what fair share charges its jobs' use by
 
     @classmethod
-    def from_row(cls, row: Mapping[str, str]) -> QosLimits:
+    def from_message(cls, m: pb.QosLimitsRecord) -> QosLimits:
         return cls(
-            name=row["Name"],
-            max_wall=_minutes(row.get("MaxWall", "")),
-            max_jobs_pu=_count(row.get("MaxJobsPU", "")),
-            max_submit_pu=_count(row.get("MaxSubmitPU", "")),
-            max_jobs_pa=_count(row.get("MaxJobsPA", "")),
-            grp_jobs=_count(row.get("GrpJobs", "")),
-            grp_tres=_tres(row, "GrpTRES"),
-            max_tres=_tres(row, "MaxTRES"),
-            max_tres_node=_tres(row, "MaxTRESPerNode"),
-            max_tres_mins=_tres(row, "MaxTRESMins"),
-            max_tres_pu=_tres(row, "MaxTRESPU"),
-            max_tres_pa=_tres(row, "MaxTRESPA"),
-            preempt=frozenset(q for q in row.get("Preempt", "").split(",") if q),
-            max_submit_pa=_count(row.get("MaxSubmitPA", "")),
-            grp_submit=_count(row.get("GrpSubmit", "")),
-            priority=_count(row.get("Priority", "")) or 0,
-            grp_tres_mins=_tres(row, "GrpTRESMins"),
-            grp_wall=_minutes(row.get("GrpWall", "")),
-            usage_factor=float(row.get("UsageFactor", "") or 1.0),
+            name=m.name,
+            max_wall=_optional(m, "max_wall"),
+            max_jobs_pu=_optional(m, "max_jobs_pu"),
+            max_submit_pu=_optional(m, "max_submit_pu"),
+            max_jobs_pa=_optional(m, "max_jobs_pa"),
+            grp_jobs=_optional(m, "grp_jobs"),
+            grp_tres=dict(m.grp_tres),
+            max_tres=dict(m.max_tres),
+            max_tres_node=dict(m.max_tres_per_node),
+            max_tres_mins=dict(m.max_tres_mins),
+            max_tres_pu=dict(m.max_tres_pu),
+            max_tres_pa=dict(m.max_tres_pa),
+            preempt=frozenset(m.preempt),
+            max_submit_pa=_optional(m, "max_submit_pa"),
+            grp_submit=_optional(m, "grp_submit"),
+            priority=m.priority,
+            grp_tres_mins=dict(m.grp_tres_mins),
+            grp_wall=_optional(m, "grp_wall"),
+            usage_factor=m.usage_factor,
         )
-
-
-Rows = tuple[Mapping[str, str], ...]
 
 
 class Spent(NamedTuple):
@@ -168,17 +161,31 @@ class AssocSet:
     AdminLevel (Operator or Administrator; None is left out) and coordinators
     (user -> the accounts they were made coordinator of).
 
-    ``rows`` are dbd's rows as fetched (association, user, qos, coordinator):
-    what the journal keeps, so that a newer controller re-reads them with its
-    own understanding of each column.
+    ``reply`` is dbd's ``AssociationsReply`` as fetched, serialized: what the
+    journal keeps, so that a newer controller re-reads it with its own
+    understanding of each field.
     """
 
     assocs: tuple[Assoc, ...] = ()
     users: Mapping[str, str] = field(default_factory=dict)
     qos: Mapping[str, QosLimits] = field(default_factory=dict)
-    rows: tuple[Rows, ...] = ((), (), (), ())
     admin_levels: Mapping[str, str] = field(default_factory=dict)
     coordinators: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    reply: bytes = field(default=b"", compare=False)
+
+    @classmethod
+    def from_reply(cls, reply: pb.AssociationsReply) -> AssocSet:
+        coords: dict[str, set[str]] = {}
+        for c in reply.coordinators:
+            coords.setdefault(c.user, set()).add(c.account)
+        return cls(
+            tuple(Assoc.from_message(m) for m in reply.associations),
+            {u.name: u.default_account for u in reply.users},
+            {q.name: QosLimits.from_message(q) for q in reply.qos},
+            {u.name: u.admin_level for u in reply.users if u.admin_level in ADMIN_LEVELS},
+            {user: frozenset(accounts) for user, accounts in coords.items()},
+            reply.SerializeToString(deterministic=True),
+        )
 
     @classmethod
     def from_rows(
@@ -188,18 +195,9 @@ class AssocSet:
         qos: Iterable[Mapping[str, str]],
         coordinators: Iterable[Mapping[str, str]] = (),
     ) -> AssocSet:
-        rows = (tuple(assocs), tuple(users), tuple(qos), tuple(coordinators))
-        coords: dict[str, set[str]] = {}
-        for row in rows[3]:
-            coords.setdefault(row["User"], set()).add(row["Account"])
-        return cls(
-            tuple(Assoc.from_row(r) for r in rows[0]),
-            {r["User"]: r["Def Acct"] for r in rows[1]},
-            {r["Name"]: QosLimits.from_row(r) for r in rows[2]},
-            rows,
-            {r["User"]: r["Admin"] for r in rows[1] if r.get("Admin") in ADMIN_LEVELS},
-            {user: frozenset(accounts) for user, accounts in coords.items()},
-        )
+        """A set from sacctmgr's rows (``controller.assocrows``), as journals written
+        before dbd sent typed messages keep it."""
+        return cls.from_reply(assocrows.reply(assocs, users, qos, coordinators))
 
     def coordinated(self, user: str) -> frozenset[str]:
         """The accounts ``user`` coordinates, with every account below them (as Slurm,
@@ -221,12 +219,15 @@ class AssocSet:
         return frozenset(found | tops)
 
     def to_json(self) -> str:
-        return json.dumps({"rows": [[dict(r) for r in kind] for kind in self.rows]})
+        return json.dumps({"reply": base64.b64encode(self.reply).decode()})
 
     @classmethod
     def from_json(cls, text: str) -> AssocSet:
-        """The set ``to_json`` wrote; ValueError (or KeyError) if ``text`` is not one."""
+        """The set ``to_json`` wrote (or an older controller's rows); ValueError (or
+        KeyError) if ``text`` is not one."""
         data = json.loads(text)
+        if isinstance(data, dict) and isinstance(data.get("reply"), str):
+            return cls.from_reply(pb.AssociationsReply.FromString(base64.b64decode(data["reply"])))
         if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
             raise ValueError("not a Corral association record")
         # Sets journaled before coordinators were fetched have three kinds of rows.

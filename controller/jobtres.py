@@ -1,4 +1,4 @@
-"""What a job counts against TRES limits, and TRES limit lists as sacctmgr keeps them.
+"""What a job counts against TRES limits.
 
 Accounting limits (GrpTRES, MaxTRES, MaxTRESPerNode, MaxTRESMins, a QOS's
 MaxTRESPU/MaxTRESPA) name trackable resources: ``cpu``, ``mem`` (MiB),
@@ -15,26 +15,6 @@ from dataclasses import dataclass
 
 from controller.model import Job
 from corral import gres as gres_syntax
-from corral.units import parse_memory
-
-
-def parse_limits(text: str) -> dict[str, int]:
-    """``cpu=4,mem=1G,gres/gpu=2`` as {TRES: limit}, memory in MiB.
-
-    dbd checked the list when it was set; an item it could not have stored
-    (no ``=``, not a number) is left out rather than guessed.
-    """
-    limits: dict[str, int] = {}
-    for item in text.split(","):
-        name, _, value = item.partition("=")
-        name, value = name.strip().lower(), value.strip()
-        if not name or not value:
-            continue
-        try:
-            limits[name] = parse_memory(value) if name == "mem" else int(value)
-        except ValueError:
-            continue
-    return limits
 
 
 @dataclass(frozen=True, slots=True)

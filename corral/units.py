@@ -27,3 +27,23 @@ def parse_memory(text: str) -> int:
     if unit == "K":
         return -(-value // 1024)
     return value * _MIB_PER_UNIT[unit]
+
+
+def parse_tres_limits(text: str) -> dict[str, int]:
+    """A TRES limit list as sacctmgr keeps it (``cpu=4,mem=1G,gres/gpu=2``) as
+    {TRES: limit}, memory in MiB.
+
+    dbd checked the list when it was set; an item it could not have stored
+    (no ``=``, not a number) is left out rather than guessed.
+    """
+    limits: dict[str, int] = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        name, value = name.strip().lower(), value.strip()
+        if not name or not value:
+            continue
+        try:
+            limits[name] = parse_memory(value) if name == "mem" else int(value)
+        except ValueError:
+            continue
+    return limits

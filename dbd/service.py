@@ -4,7 +4,8 @@ Every call carries a ``Credential`` made for that call to dbd
 (``corral.credentials``), so only a controller (or an administrator holding the
 key) reaches the store, and no credential serves twice. Records
 (``RegisterCluster``, ``RecordJobs``) are taken only from root or SlurmUser, as
-slurmdbd takes them only from slurmctld; a query is answered as the user the
+slurmdbd takes them only from slurmctld, and so is ``Associations``, what a
+controller enforces; a query is answered as the user the
 credential names, within what ``PrivateData`` lets them see (``dbd.privacy``). Database work
 runs on worker threads, so one slow query does not stall the deliveries.
 A database that cannot be reached is ``UNAVAILABLE``: controllers keep their
@@ -28,6 +29,7 @@ from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 from dbd import privacy
 from dbd.admin import Admin
+from dbd.enforced import enforced
 from dbd.entities import user_name
 from dbd.privacy import Sight
 from dbd.report import ReportQuery, usage_report
@@ -132,6 +134,17 @@ class AccountingService(pb_grpc.AccountingServicer):
                 request.resv_seqs,
             )
         return pb.RecordJobsReply(stored=stored)
+
+    async def Associations(
+        self, request: pb.AssociationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AssociationsReply:
+        """What a controller enforces; only controllers ask (users list theirs through
+        sacctmgr, within PrivateData)."""
+        await self._daemon(request, "Associations", context)
+        reply: pb.AssociationsReply = await self._run(
+            context, enforced, self.storage.engine, request.cluster
+        )
+        return reply
 
     async def AcctAdmin(
         self, request: pb.AcctAdminRequest, context: grpc.aio.ServicerContext

@@ -91,7 +91,9 @@ def accounted(tmp_path: Path) -> Any:
         cluster.stop()
 
 
-def test_dbd_takes_records_only_from_daemons(accounted: Cluster, users: tuple[str, ...]) -> None:
+def test_dbd_takes_records_and_answers_associations_only_from_daemons(
+    accounted: Cluster, users: tuple[str, ...]
+) -> None:
     cluster = accounted
     user = pwd.getpwnam(users[0])
     dbd = load_dbd_config(str(cluster.dir / "slurmdbd.conf"))
@@ -116,10 +118,12 @@ def test_dbd_takes_records_only_from_daemons(accounted: Cluster, users: tuple[st
             stub = pb_grpc.AccountingStub(channel)  # type: ignore[no-untyped-call]
             record = pb.RecordJobsRequest(cluster="corral", jobs=[forged], seqs=[1 << 40])
             register = pb.RegisterClusterRequest(cluster="forged", control_host="127.0.0.1")
+            enforced = pb.AssociationsRequest(cluster="corral")
             codes = {}
             for name, call, request in (
                 ("RecordJobs", stub.RecordJobs, record),
                 ("RegisterCluster", stub.RegisterCluster, register),
+                ("Associations", stub.Associations, enforced),
             ):
                 try:
                     await call(signed(name, request, user.pw_uid), timeout=10)
@@ -135,6 +139,7 @@ def test_dbd_takes_records_only_from_daemons(accounted: Cluster, users: tuple[st
     assert codes == {
         "RecordJobs": grpc.StatusCode.PERMISSION_DENIED,
         "RegisterCluster": grpc.StatusCode.PERMISSION_DENIED,
+        "Associations": grpc.StatusCode.PERMISSION_DENIED,
     }
     sacct = cluster.run("sacct", "-X", "-n", "-a", "-P", "-o", "JobID,JobName", "-M", "all")
     assert "777777" not in sacct.stdout

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from controller.associations import AssocSet
 from corral.errors import SlurmError
 from dbd import schema
 from dbd.admin import Admin
+from dbd.enforced import enforced
 from dbd.storage import Storage, engine_for
 from tests.databases import BACKENDS, fresh_database
 
@@ -211,3 +214,71 @@ def test_coordinators_manage_their_accounts_and_below_only(admin: Admin) -> None
     ]
     with pytest.raises(SlurmError, match="Access/permission denied"):
         as_cora("add", "user", {"name": "fay"}, account="lab")
+
+
+def test_what_a_controller_enforces_comes_typed_and_as_sacctmgr_shows_it(admin: Admin) -> None:
+    """``Associations`` carries what sacctmgr shows, as numbers: the set a controller
+    builds from it equals the one it built from sacctmgr's rows."""
+    run(admin, "add", "account", {"name": "lab"}, grpjobs="20", grptres="cpu=64,mem=1G")
+    run(admin, "add", "account", {"name": "team"}, parent="lab", fairshare="parent")
+    run(admin, "add", "qos", {"name": "gold"}, priority="100", maxwall="2-00:00:00")
+    run(
+        admin,
+        "modify",
+        "qos",
+        {"name": "gold"},
+        preempt="normal",
+        usagefactor="2.5",
+        maxtresperuser="gres/gpu=4",
+        maxjobsperaccount="7",
+        maxsubmitjobsperuser="9",
+        grpwall="600",
+    )
+    run(admin, "add", "user", {"name": "ann"}, account="team", qos="normal,gold")
+    run(
+        admin,
+        "modify",
+        "user",
+        {"name": "ann"},
+        maxjobs="3",
+        maxsubmitjobs="5",
+        maxwall="90",
+        maxtres="cpu=8,gres/gpu:a100=2",
+        maxtrespernode="mem=2G",
+        maxtresmins="cpu=600",
+        grptresmins="cpu=6000",
+        defaultqos="gold",
+        adminlevel="operator",
+    )
+    run(admin, "add", "coordinator", {"name": "ann"}, account="team")
+    reply = enforced(admin.engine, "bench")
+    typed = AssocSet.from_reply(reply)
+    shown = AssocSet.from_rows(
+        run(admin, "list", "association", {"cluster": "bench"}),
+        run(admin, "list", "user"),
+        run(admin, "list", "qos"),
+        run(admin, "list", "coordinator"),
+    )
+    assert sorted(typed.assocs, key=lambda a: a.key) == sorted(shown.assocs, key=lambda a: a.key)
+    assert (typed.users, typed.qos) == (shown.users, shown.qos)
+    assert (typed.admin_levels, typed.coordinators) == (shown.admin_levels, shown.coordinators)
+    ann = typed.find("ann", "team", "")
+    assert ann is not None
+    assert (ann.max_jobs, ann.max_submit, ann.max_wall, ann.grp_jobs) == (3, 5, 90, None)
+    assert ann.max_tres == {"cpu": 8, "gres/gpu:a100": 2}
+    assert ann.max_tres_node == {"mem": 2048}
+    assert (ann.qos, ann.def_qos) == (("normal", "gold"), "gold")
+    lab = next(a for a in typed.assocs if a.account == "lab" and not a.user)
+    assert (lab.grp_jobs, lab.grp_tres) == (20, {"cpu": 64, "mem": 1024})
+    assert next(a for a in typed.assocs if a.account == "team" and not a.user).shares == -1
+    gold = typed.qos["gold"]
+    assert (gold.priority, gold.max_wall, gold.grp_wall, gold.usage_factor) == (100, 2880, 600, 2.5)
+    assert (gold.max_tres_pu, gold.max_jobs_pa, gold.max_submit_pu) == ({"gres/gpu": 4}, 7, 9)
+    assert gold.preempt == frozenset({"normal"})
+    assert typed.admin_levels == {"ann": "Operator", "root": "Administrator"}
+    assert typed.coordinated("ann") == frozenset({"team"})
+    # The journal keeps the reply; an older controller's rows still read.
+    assert AssocSet.from_json(typed.to_json()) == typed
+    assert AssocSet.from_json(typed.to_json()).reply == typed.reply
+    assert AssocSet.from_json(json.dumps({"rows": [[], [], []]})) == AssocSet()
+    assert enforced(admin.engine, "elsewhere").associations == []
