@@ -23,9 +23,9 @@ import grpc
 
 from controller import (
     associations,
-    bounds,
     diag,
     jobstate,
+    jobupdate,
     partitionaccess,
     priorityviews,
     queries,
@@ -43,6 +43,7 @@ from controller.core.plan import Start
 from controller.diag import RpcStats, SchedulerStats
 from controller.jobenv import allocation_environment
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
+from controller.jobupdate import JobUpdate
 from controller.model import Job
 from controller.principal import Principal, principal_for, submitting_as
 from controller.privilege import elevate
@@ -59,7 +60,6 @@ from corral import (
     hostlist,
     timefmt,
     tokens,
-    units,
 )
 from corral.config import ConfigError, load, show_config
 from corral.credentials import Verifier
@@ -116,44 +116,12 @@ def _result(job_id: str, code: int) -> pb.JobResult:
     )
 
 
-#: The Job fields whose change by ``scontrol update job`` can make it unable to run anywhere.
-RESHAPING = frozenset(
-    {"partitions", "min_nodes", "max_nodes", "min_cpus", "mem_per_node", "mem_per_cpu"}
-)
-
 #: How long after answering ``scontrol requeue`` the job is ended.
 REQUEUE_KILL_DELAY_S = 0.2
 
 
 def _signal_number(value: int) -> int:
     return value if 0 < value < 65 else 0
-
-
-def _node_count(text: str, max_nodes: int | None) -> dict[str, Any]:
-    """``NumNodes=N`` or ``N-M`` (``MinNodes=N`` keeps the maximum ``max_nodes``) as
-    the job's new node counts; ESLURM_INVALID_NODE_COUNT if it is not one."""
-    low, _, high = text.partition("-")
-    if not low.isdigit() or (high and not high.isdigit()):
-        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
-    least = int(low)
-    most = int(high) if high else (max_nodes if max_nodes is not None else least)
-    if least < 1 or (most and most < least):
-        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
-    return {"min_nodes": least, "max_nodes": most, "nodes_given": True}
-
-
-def _resources(key: str, value: str) -> dict[str, Any]:
-    """``MinCPUsNode=N``, ``MinMemoryNode=SIZE`` or ``MinMemoryCPU=SIZE`` as the
-    job's new fields; EINVAL if the value is not a count or a size."""
-    try:
-        amount = int(value) if key == "mincpusnode" else units.parse_memory(value)
-    except ValueError:
-        raise SlurmError(errors.EINVAL) from None
-    if key == "mincpusnode":
-        return {"min_cpus": amount}
-    if key == "minmemorynode":
-        return {"mem_per_node": amount, "mem_per_cpu": None}
-    return {"mem_per_cpu": amount, "mem_per_node": None}
 
 
 class Handlers:
@@ -395,6 +363,13 @@ class Handlers:
         flt: dict[str, Any] = {"names": [req.job_name]} if req.job_name else {}
         results = []
         now = self.now()
+        updates = dict(req.updates)
+        update: JobUpdate | SlurmError = JobUpdate()
+        if req.action == "update":
+            try:
+                update = jobupdate.parse(updates, now)
+            except SlurmError as exc:  # each job's answer, once its owner is checked
+                update = exc
         for text, jobs in self._targets(ids, flt):
             if not jobs:
                 results.append(_result(text, errors.ESLURM_INVALID_JOB_ID))
@@ -402,7 +377,7 @@ class Handlers:
             failures: list[pb.JobResult] = []
             for job in jobs:
                 try:
-                    self._control_one(req.action, job, dict(req.updates), who, now)
+                    self._control_one(req.action, job, updates, update, who, now)
                 except SlurmError as exc:
                     failures.append(
                         pb.JobResult(
@@ -421,7 +396,13 @@ class Handlers:
         return pb.JobControlReply(results=results)
 
     def _control_one(
-        self, action: str, job: Job, updates: dict[str, str], who: Principal, now: int
+        self,
+        action: str,
+        job: Job,
+        updates: Mapping[str, str],
+        update: JobUpdate | SlurmError,
+        who: Principal,
+        now: int,
     ) -> None:
         self._owned(job, who)
         privileged = who.privileged_over(job.account)
@@ -463,83 +444,18 @@ class Handlers:
             self.store.end_interactive(job, now, status, "exited")
             self.link.signal(job, 0, reason="complete")
         elif action == "update":
-            self._update(job, updates, who)
+            if isinstance(update, SlurmError):
+                raise update
+            self._update(job, update, who)
         else:
             raise SlurmError(errors.EINVAL, f"unknown action {action!r}")
 
-    def _update(self, job: Job, updates: dict[str, str], who: Principal) -> None:
-        changes: dict[str, Any] = {}
-        for raw_key, value in updates.items():
-            key = raw_key.lower()
-            if key == "timelimit":
-                try:
-                    minutes = timefmt.parse_duration(value)
-                except ValueError:
-                    raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT) from None
-                longer = minutes < 0 or (job.time_limit >= 0 and minutes > job.time_limit)
-                if longer and not who.privileged_over(job.account):
-                    raise SlurmError(errors.ESLURM_ACCESS_DENIED)
-                changes["time_limit"] = minutes
-                if job.state is JobState.RUNNING:
-                    changes["end_time"] = 0 if minutes < 0 else job.start_time + minutes * 60
-            elif key == "partition":
-                if job.state is not JobState.PENDING:
-                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
-                names = tuple(p for p in value.split(",") if p)
-                if not names or any(self.store.conf.partition(p) is None for p in names):
-                    raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
-                changes["partitions"] = names
-            elif key in ("account", "qos"):
-                if job.state is not JobState.PENDING:
-                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
-                if not value:
-                    raise SlurmError(
-                        errors.ESLURM_INVALID_ACCOUNT
-                        if key == "account"
-                        else errors.ESLURM_INVALID_QOS
-                    )
-                changes[key] = value
-            elif key in ("numnodes", "minnodes"):
-                if job.state is not JobState.PENDING:
-                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
-                changes.update(_node_count(value, job.max_nodes if key == "minnodes" else None))
-                if not job.tasks_given:  # one task per node unless tasks were asked for
-                    per_node = job.ntasks_per_node or 1
-                    changes["num_tasks"] = changes["min_nodes"] * per_node
-            elif key in ("mincpusnode", "minmemorynode", "minmemorycpu"):
-                if job.state is not JobState.PENDING:
-                    raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
-                changes.update(_resources(key, value))
-            elif key == "nice":
-                nice = int(value) if value.lstrip("-").isdigit() else None
-                if nice is None:
-                    raise SlurmError(errors.EINVAL)
-                if nice < job.nice and not who.privileged_over(job.account):
-                    raise SlurmError(errors.ESLURM_ACCESS_DENIED)
-                changes["nice"] = nice
-            elif key in ("name", "jobname"):
-                changes["name"] = value
-            elif key == "comment":
-                changes["comment"] = value
-            elif key == "priority":
-                if not who.privileged_over(job.account):
-                    raise SlurmError(errors.ESLURM_ACCESS_DENIED)
-                if not value.isdigit():
-                    raise SlurmError(errors.EINVAL)
-                changes["admin_priority"] = int(value)
-            elif key in ("dependency",):
-                changes["dependency"] = bounds.check_dependency(value)
-            elif key in ("starttime", "begintime", "eligibletime"):
-                try:
-                    changes["begin_time"] = timefmt.parse_timestamp(value, self.now())
-                except ValueError:
-                    raise SlurmError(errors.EINVAL) from None
-            elif key == "requeue":
-                changes["requeue"] = value not in ("0", "no", "NO")
-            else:
-                raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
+    def _update(self, job: Job, update: JobUpdate, who: Principal) -> None:
+        changes = jobupdate.changes(job, update, who.privileged_over(job.account))
+        if any(self.store.conf.partition(p) is None for p in update.partitions or ()):
+            raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
         updated = replace(job, **changes)
-        if changes.keys() & (RESHAPING | {"account", "qos", "time_limit"}):
+        if changes.keys() & (jobupdate.RESHAPING | {"account", "qos", "time_limit"}):
             updated = self._recheck(job, updated, who)
         self.store.update(updated)
         if "time_limit" in changes and job.state is JobState.RUNNING:
@@ -583,7 +499,7 @@ class Handlers:
             if refused:
                 raise SlurmError(refused)
         capacity = self.store.capacity
-        if {k for k in RESHAPING if getattr(job, k) != getattr(updated, k)} and not any(
+        if {k for k in jobupdate.RESHAPING if getattr(job, k) != getattr(updated, k)} and not any(
             isinstance(place(updated, capacity.partitions[p.name], capacity.nodes), Start)
             for p in parts
         ):  # as at submission: a job no partition could ever run is refused
