@@ -37,13 +37,7 @@ from nodeagent.devcgroup import BATCH, DeviceGuard, granted
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
-from nodeagent.process import (
-    Zygote,
-    reap_soon,
-    signal_supervisor,
-    spawn_supervisor,
-    supervisor_environment,
-)
+from nodeagent.process import Zygote, spawn_supervisor, supervisor_environment
 from nodeagent.runas import LaunchError
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
@@ -55,6 +49,7 @@ from nodeagent.spool import (
     Started,
 )
 from nodeagent.steps import StepTable
+from nodeagent.watch import Run, Watch
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +65,10 @@ def _discard(message: pb.AgentMessage) -> None:
 
 
 @dataclass
-class Job:
-    """One run of one job on this host."""
+class Job(Run):
+    """One run of one job on this host (its process: the supervisor)."""
 
     dir: JobDir
-    supervisor_pid: int | None = None
-    notify_fd: int | None = None
     started: Started | None = None
     result: Result | None = None
 
@@ -95,6 +88,14 @@ class Job:
             start_time=started.start_time if started else 0,
             pid=started.pid if started else 0,
         )
+
+
+def _key(job: Job) -> Key:
+    return job.key
+
+
+def _unfinished(job: Job) -> bool:
+    return job.result is None
 
 
 def done_message(key: Key, result: Result) -> pb.JobDone:
@@ -199,7 +200,7 @@ class JobTable:
         self._jobs: dict[Key, Job] = {}
         self._live: dict[int, dict[int, Job]] = {}  # job_id -> restarts -> unfinished run
         self._rejected: dict[Key, pb.JobDone] = {}  # launches refused without a job directory
-        self._polled: set[Key] = set()
+        self._watch: Watch[Key, Job] = Watch(self._check, _key, _unfinished)
         self._send: Send = _discard
 
     # ------------------------------------------------------------ the stream
@@ -232,7 +233,7 @@ class JobTable:
         for node in self.hostnames:
             self.spool.prepare(node)
             for jobdir in self.spool.jobs(node):
-                job = Job(dir=jobdir, supervisor_pid=jobdir.read_supervisor_pid())
+                job = Job(dir=jobdir, pid=jobdir.read_supervisor_pid())
                 phase = jobdir.phase()
                 if phase is Phase.DONE:
                     job.result = jobdir.read_result()
@@ -252,7 +253,7 @@ class JobTable:
                     )
                 else:
                     job.started = jobdir.read_started()
-                    self._polled.add(job.key)
+                    self._watch.adopt(job)
                     spec = jobdir.read_launch()
                     if self.mps is not None and spec is not None:
                         self.mps.adopt(spec.node, spec.job_id, spec.environment)
@@ -329,9 +330,7 @@ class JobTable:
                 jobdir.write_result(result)
             self._finish(job, result)
             return
-        job.supervisor_pid = proc.pid
-        job.notify_fd = proc.notify_fd
-        asyncio.get_running_loop().add_reader(proc.notify_fd, self._on_notify, job)
+        self._watch.attach(job, proc)
         log.info("job_id=%d launched on %s, supervisor pid %s", msg.job_id, msg.node, proc.pid)
 
     def _failure(self, message: str) -> Result:
@@ -381,7 +380,7 @@ class JobTable:
             for run in list(self._live[msg.job_id].values()):
                 log.info("job_id=%d terminate run %d (%s)", msg.job_id, run.dir.restarts, reason)
                 run.dir.request_cancel(self.kill_wait)
-                self._poke(run)
+                self._watch.poke(run)
             return
         if msg.batch_only or msg.full:
             self._signal_batch(job, msg)
@@ -428,7 +427,7 @@ class JobTable:
             return
         log.info("job_id=%d time limit now %d", msg.job_id, msg.time_limit)
         job.dir.request_time_limit(msg.time_limit)
-        self._poke(job)
+        self._watch.poke(job)
 
     def ack(self, msg: pb.AckDone) -> None:
         key = (msg.job_id, msg.restarts)
@@ -445,36 +444,7 @@ class JobTable:
         del self._jobs[key]
         log.debug("job_id=%d acknowledged, directory removed", msg.job_id)
 
-    def _poke(self, job: Job) -> None:
-        """Make the supervisor re-read its control files now."""
-        pid = job.supervisor_pid or job.dir.read_supervisor_pid()
-        if pid is not None:
-            job.supervisor_pid = pid
-            signal_supervisor(pid)
-
     # ------------------------------------------------------------ watching
-
-    def _on_notify(self, job: Job) -> None:
-        fd = job.notify_fd
-        if fd is None:
-            return
-        try:
-            data = os.read(fd, 4096)
-        except BlockingIOError:
-            return
-        if data:
-            self._check(job)
-            return
-        asyncio.get_running_loop().remove_reader(fd)
-        os.close(fd)
-        job.notify_fd = None
-        if job.supervisor_pid is not None:
-            reap_soon(job.supervisor_pid)
-        self._check(job)
-        if job.result is None:
-            # The supervisor closed its pipe but still holds its lock: it is
-            # in the middle of exiting. The poll settles it in a moment.
-            self._polled.add(job.key)
 
     def _check(self, job: Job) -> None:
         """Look at a job's directory and report whatever changed."""
@@ -498,7 +468,7 @@ class JobTable:
     def _finish(self, job: Job, result: Result) -> None:
         self.steps.settle(job.job_id)  # steps that ended first are reported first
         job.result = result
-        self._polled.discard(job.key)
+        self._watch.forget(job)
         runs = self._live.get(job.job_id, {})
         runs.pop(job.dir.restarts, None)
         if result.outcome == "launch_failed":  # the supervisor's reason, in the agent's log
@@ -519,21 +489,10 @@ class JobTable:
         while True:
             await asyncio.sleep(interval)
             self.steps.poll()  # steps before jobs: a job's steps end before it does
-            for key in list(self._polled):
-                job = self._jobs.get(key)
-                if job is None:
-                    self._polled.discard(key)
-                else:
-                    self._check(job)
+            self._watch.poll(self._jobs)
 
     def close(self) -> None:
         """Stop watching pipes and the zygote (agent shutdown); the supervisors carry on."""
         self.zygote.close()
         self.steps.close()
-        loop = asyncio.get_running_loop()
-        for job in self._jobs.values():
-            if job.notify_fd is not None:
-                loop.remove_reader(job.notify_fd)
-                with contextlib.suppress(OSError):
-                    os.close(job.notify_fd)
-                job.notify_fd = None
+        self._watch.close(self._jobs.values())

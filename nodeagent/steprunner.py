@@ -60,6 +60,7 @@ import time
 
 from corral import filepattern, stepcipher, stepio
 from nodeagent import devcgroup, runas
+from nodeagent.ending import KillSequence, kill_group, use_of
 from nodeagent.runas import LaunchError
 from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.startargs import start
@@ -155,8 +156,7 @@ class StepRun:
         self.pgid = 0
         self.started_at = 0.0
         self.deadline: float | None = None
-        self.kill_at: float | None = None
-        self.ending: str | None = None
+        self.ending = KillSequence(self._signal)  # why and until when the tasks are being ended
         self.cancelled = False
         self.signals_read = 0  # how far ``signals`` has been acted on
         self.message = ""
@@ -465,18 +465,16 @@ class StepRun:
     def _act(self, now: float) -> float | None:
         """Do what is due at ``now`` (time limit, KILL); seconds until the next, if any."""
         wakes = []
-        if self.deadline is not None and not self.ending:
+        if self.deadline is not None and not self.ending.why:
             if now >= self.deadline:
                 self._end("time limit reached", self.spec.kill_wait, " DUE TO TIME LIMIT")
             else:
                 wakes.append(self.deadline)
-        if self.kill_at is not None:
-            if now >= self.kill_at:
-                log.info("step %d.%d: kill wait over, SIGKILL", self.spec.job_id, self.spec.step_id)
-                self._signal(signal.SIGKILL)
-                self.kill_at = None
-            else:
-                wakes.append(self.kill_at)
+        if self.ending.kill_at is not None and now >= self.ending.kill_at:
+            log.info("step %d.%d: kill wait over, SIGKILL", self.spec.job_id, self.spec.step_id)
+        kill_at = self.ending.due(now)
+        if kill_at is not None:
+            wakes.append(kill_at)
         return max(0.0, min(wakes) - now) if wakes else None
 
     def _check_requests(self) -> None:
@@ -503,12 +501,9 @@ class StepRun:
         """
         spec = self.spec
         now = time.time()
-        kill_at = now + kill_wait
-        self.kill_at = kill_at if self.kill_at is None else min(self.kill_at, kill_at)
-        if self.ending:
-            return
+        if not self.ending.begin(why, now + kill_wait):
+            return  # ending already: at most the KILL came forward
         log.info("step %d.%d: ending the tasks: %s", spec.job_id, spec.step_id, why)
-        self.ending = why
         if banner is not None and self.tasks:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now))
             line = (
@@ -516,8 +511,6 @@ class StepRun:
                 f"CANCELLED AT {stamp}{banner} ***\n"
             )
             self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
-        self._signal(signal.SIGCONT)
-        self._signal(signal.SIGTERM)
 
     def _signal(self, sig: int) -> None:
         """Signal the tasks' process group while any task is left to receive it."""
@@ -743,8 +736,7 @@ class StepRun:
         spec = self.spec
         if self.pgid:
             # Whatever the tasks left behind in their group goes with them.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pgid, signal.SIGKILL)
+            kill_group(self.pgid)
         for task in self.tasks:
             for fd in list(task.pipes):
                 self._drain(task, fd)
@@ -752,15 +744,15 @@ class StepRun:
                     self._close_pipe(task, fd)
         self._close_stdin()
         statuses = tuple(NOT_STARTED if t.status is None else t.status for t in self.tasks)
-        usages = [task.usage for task in self.tasks if task.usage is not None]
+        use = use_of([task.usage for task in self.tasks if task.usage is not None])
         result = StepResult(
             statuses=statuses,
             start_time=int(self.started_at),
             end_time=int(time.time()),
-            max_rss_kb=max((int(u.ru_maxrss) for u in usages), default=0),  # Linux: KiB
-            sum_rss_kb=sum(int(u.ru_maxrss) for u in usages),
-            user_cpu_us=sum(int(u.ru_utime * 1e6) for u in usages),
-            sys_cpu_us=sum(int(u.ru_stime * 1e6) for u in usages),
+            max_rss_kb=use.max_rss_kb,
+            sum_rss_kb=use.sum_rss_kb,
+            user_cpu_us=use.user_cpu_us,
+            sys_cpu_us=use.sys_cpu_us,
             message=self.message,
         )
         log.info(
@@ -768,7 +760,7 @@ class StepRun:
             spec.job_id,
             spec.step_id,
             list(statuses),
-            f" ({self.ending})" if self.ending else "",
+            f" ({self.ending.why})" if self.ending.why else "",
         )
         # The result reaches the agent (and the controller) before srun hears DONE:
         # srun's exit often ends the job, and the step's record must not lose that race.

@@ -25,11 +25,8 @@ then KILL after the kill wait; or the signal, to the tasks' process group).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import logging
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -40,9 +37,10 @@ from nodeagent.devcgroup import DeviceGuard, granted
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
-from nodeagent.process import Zygote, reap_soon, signal_supervisor, spawn_step_runner
+from nodeagent.process import Zygote, spawn_step_runner
 from nodeagent.runas import LaunchError
 from nodeagent.spool import NOT_STARTED, Phase, Spool, StepDir, StepResult, StepSpec
+from nodeagent.watch import Run, Watch
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +53,13 @@ Send = Callable[[pb.AgentMessage], None]
 REMEMBERED = 1024
 
 
-@dataclass
-class Step:
-    """One node's part of one step, from launch to report."""
+@dataclass(kw_only=True)
+class Step(Run):
+    """One node's part of one step, from launch to report (its process: the step runner)."""
 
     dir: StepDir
     node: str
     tasks: tuple[int, ...]
-    runner_pid: int | None = None
-    notify_fd: int | None = None
     identity: bytes = b""  # which launch this is (srun's key makes each one unique)
 
     @property
@@ -73,6 +69,10 @@ class Step:
     @property
     def name(self) -> str:
         return f"{self.dir.job_id}.{self.dir.step_id} on {self.node}"
+
+
+def _key(step: Step) -> StepKey:
+    return step.key
 
 
 def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpec:
@@ -180,7 +180,7 @@ class StepTable:
         self.neuron = neuron  # NeuronCores on Neuron nodes (the job table's)
         self.mig = mig if mig is not None else {}  # MIG UUIDs by node and index (the job table's)
         self._steps: dict[StepKey, Step] = {}
-        self._polled: set[StepKey] = set()
+        self._watch: Watch[StepKey, Step] = Watch(self._check, _key, self._unreported)
         self._reported: OrderedDict[StepKey, tuple[bytes, pb.StepDone]] = OrderedDict()
         self._backlog: list[pb.StepDone] = []
         self._send: Send | None = None
@@ -219,10 +219,12 @@ class StepTable:
                 spec = stepdir.read_spec()
                 ended = stepdir.read_result() is not None
                 if spec is not None and not ended and stepdir.supervisor_alive():
-                    step = Step(stepdir, node, spec.tasks, stepdir.read_supervisor_pid())
+                    step = Step(
+                        dir=stepdir, node=node, tasks=spec.tasks, pid=stepdir.read_supervisor_pid()
+                    )
                     self._steps[step.key] = step
-                    self._polled.add(step.key)
-                    log.info("step %s recovered, runner pid %s", step.name, step.runner_pid)
+                    self._watch.adopt(step)
+                    log.info("step %s recovered, runner pid %s", step.name, step.pid)
                     continue
                 if not ended:
                     # Kills whatever its tasks left, if they started.
@@ -268,7 +270,7 @@ class StepTable:
             done = refusal(msg, f"cannot create step directory: {exc.strerror}")
             self._remember(key, identity, done)
             return
-        step = Step(stepdir, msg.node, tuple(msg.tasks), identity=identity)
+        step = Step(dir=stepdir, node=msg.node, tasks=tuple(msg.tasks), identity=identity)
         self._steps[key] = step
         try:
             spec = step_spec(msg, self.devices)
@@ -289,9 +291,7 @@ class StepTable:
             message = f"cannot start step runner: {exc}"
             self._finish(step, StepResult((), start_time=now, end_time=now, message=message))
             return
-        step.runner_pid = proc.pid
-        step.notify_fd = proc.notify_fd
-        asyncio.get_running_loop().add_reader(proc.notify_fd, self._on_notify, step)
+        self._watch.attach(step, proc)
         log.info("step %s launched, runner pid %s", step.name, proc.pid)
 
     @staticmethod
@@ -326,16 +326,9 @@ class StepTable:
                 log.warning("step %s signal %d failed: %s", step.name, signum, exc)
                 continue
             log.info("step %s signal %d to its tasks", step.name, signum)
-            self._poke(step)
+            self._watch.poke(step)
             asked += 1
         return asked
-
-    def _poke(self, step: Step) -> None:
-        """Make the runner read its requests now."""
-        pid = step.runner_pid or step.dir.read_supervisor_pid()
-        if pid is not None:
-            step.runner_pid = pid
-            signal_supervisor(pid)
 
     def terminate(
         self, job_id: int, kill_wait: int, reason: str = "", step_id: int | None = None
@@ -349,30 +342,12 @@ class StepTable:
             except OSError as exc:
                 log.warning("step %s cannot request its end: %s", step.name, exc)
                 continue
-            self._poke(step)
+            self._watch.poke(step)
 
     # ------------------------------------------------------------ watching
 
-    def _on_notify(self, step: Step) -> None:
-        fd = step.notify_fd
-        if fd is None:
-            return
-        try:
-            data = os.read(fd, 4096)
-        except BlockingIOError:
-            return
-        if data:  # the runner wrote its result and is saying goodbye to srun
-            self._check(step)
-            return
-        asyncio.get_running_loop().remove_reader(fd)
-        os.close(fd)
-        step.notify_fd = None
-        if step.runner_pid is not None:
-            reap_soon(step.runner_pid)
-        self._check(step)
-        if step.key in self._steps:
-            # Pipe closed, lock still held: the runner is exiting; the poll settles it.
-            self._polled.add(step.key)
+    def _unreported(self, step: Step) -> bool:
+        return step.key in self._steps
 
     def _check(self, step: Step) -> None:
         if step.key not in self._steps:  # already reported
@@ -389,7 +364,7 @@ class StepTable:
 
     def _finish(self, step: Step, result: StepResult) -> None:
         self._steps.pop(step.key, None)
-        self._polled.discard(step.key)
+        self._watch.forget(step)
         step.dir.delete()
         if result.message and (not result.statuses or NOT_STARTED in result.statuses):
             log.warning("step %s tasks not started: %s", step.name, result.message)
@@ -413,19 +388,8 @@ class StepTable:
 
     def poll(self) -> None:
         """Check the runners no pipe tells us about."""
-        for key in list(self._polled):
-            step = self._steps.get(key)
-            if step is None:
-                self._polled.discard(key)
-            else:
-                self._check(step)
+        self._watch.poll(self._steps)
 
     def close(self) -> None:
         """Stop watching pipes (agent shutdown); the runners carry on."""
-        loop = asyncio.get_running_loop()
-        for step in self._steps.values():
-            if step.notify_fd is not None:
-                loop.remove_reader(step.notify_fd)
-                with contextlib.suppress(OSError):
-                    os.close(step.notify_fd)
-                step.notify_fd = None
+        self._watch.close(self._steps.values())

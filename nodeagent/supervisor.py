@@ -29,6 +29,7 @@ import time
 
 from corral import filepattern
 from nodeagent import devcgroup, runas
+from nodeagent.ending import KillSequence, kill_group, use_of
 from nodeagent.runas import LaunchError
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
@@ -168,11 +169,6 @@ def _tell_user(spec: LaunchSpec, text: str) -> None:
 # ---------------------------------------------------------------- the parent
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-
-
 def _reap(pid: int) -> tuple[int, Any] | None:
     """The raw wait status and rusage of ``pid`` if it has ended, else None."""
     done, status, usage = os.wait4(pid, os.WNOHANG)
@@ -186,25 +182,32 @@ class Supervision:
         self.jobdir = jobdir
         self.spec = spec
         self.notify_fd = notify_fd
-        # Set once the supervisor starts ending the job ("cancelled" or "timeout").
-        self.ending: str | None = None
+        # The job's ending, once the supervisor starts it ("cancelled" or "timeout").
+        self.ending = KillSequence(self._signal_script)
         self.message = ""
-        self.kill_at: float | None = None
+        self.pid = 0  # the script's, and its process group's
         self.signal_sent = False
         self.cgroup: str | None = None  # the device cgroup the script runs in
 
     def _result(self, status: int, outcome: str, message: str = "", usage: Any = None) -> Result:
         if usage is None:
             return Result(status, outcome, int(time.time()), message)
+        use = use_of([usage])
         return Result(
             exit_status=status,
             outcome=outcome,
             end_time=int(time.time()),
             message=message,
-            max_rss_kb=int(usage.ru_maxrss),  # Linux reports KiB
-            user_cpu_us=int(usage.ru_utime * 1e6),
-            sys_cpu_us=int(usage.ru_stime * 1e6),
+            max_rss_kb=use.max_rss_kb,
+            user_cpu_us=use.user_cpu_us,
+            sys_cpu_us=use.sys_cpu_us,
         )
+
+    def _signal_script(self, sig: int) -> None:
+        """Signal the script's process group (once it has one)."""
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, sig)
 
     def _notify(self) -> None:
         """Tell the agent (if it is still there) to read ``started``."""
@@ -240,6 +243,7 @@ class Supervision:
         if chunks:
             os.waitpid(pid, 0)
             return self._launch_failed(b"".join(chunks).decode(errors="replace"))
+        self.pid = pid
         self.jobdir.write_started(Started(pid=pid, start_time=start_time))
         self._notify()
         log.info("job_id=%d started pid=%d", spec.job_id, pid)
@@ -261,23 +265,21 @@ class Supervision:
                 signal.sigtimedwait(WATCHED, max(0.0, wake - time.time()))
         status, usage = ended
         # Whatever the script left behind in its process group goes with it.
-        _signal_group(pid, signal.SIGKILL)
-        outcome = self.ending or "exited"
+        kill_group(pid)
+        outcome = self.ending.why or "exited"
         log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
         return self._result(status, outcome, self.message, usage)
 
     def _act(self, pid: int, start_time: int, now: float) -> float | None:
         """Do whatever is due at ``now``; return when something next falls due."""
         wakes: list[float] = []
-        if self.ending is None:
+        if self.ending.why is None:
             wakes += self._check_requests(pid, start_time, now)
-        if self.kill_at is not None:
-            if now >= self.kill_at:
-                log.info("job_id=%d kill_wait over, sending SIGKILL", self.spec.job_id)
-                _signal_group(pid, signal.SIGKILL)
-                self.kill_at = None
-            else:
-                wakes.append(self.kill_at)
+        if self.ending.kill_at is not None and now >= self.ending.kill_at:
+            log.info("job_id=%d kill_wait over, sending SIGKILL", self.spec.job_id)
+        kill_at = self.ending.due(now)
+        if kill_at is not None:
+            wakes.append(kill_at)
         return min(wakes) if wakes else None
 
     def _check_requests(self, pid: int, start_time: int, now: float) -> list[float]:
@@ -285,7 +287,7 @@ class Supervision:
         spec = self.spec
         cancel_wait = self.jobdir.read_cancel()
         if cancel_wait is not None:
-            self._end(pid, "cancelled", "cancelled by the controller", now + cancel_wait)
+            self._end("cancelled", "cancelled by the controller", now + cancel_wait)
             return []
         limit = self.jobdir.read_time_limit()
         limit = spec.time_limit if limit is None else limit
@@ -293,7 +295,7 @@ class Supervision:
             return []
         deadline = start_time + limit * 60
         if now >= deadline:
-            self._end(pid, "timeout", "time limit reached", now + spec.kill_wait)
+            self._end("timeout", "time limit reached", now + spec.kill_wait)
             return []
         # --signal=B:SIG@T is the batch shell's; without B: the controller sends it
         # to the job's steps, wherever they run (as slurmctld does).
@@ -308,12 +310,11 @@ class Supervision:
         self.signal_sent = True
         return [deadline]
 
-    def _end(self, pid: int, outcome: str, message: str, kill_at: float) -> None:
+    def _end(self, outcome: str, message: str, kill_at: float) -> None:
         """Start ending the job: CONT and TERM now, KILL at ``kill_at``."""
         log.info("job_id=%d terminating: %s", self.spec.job_id, message)
-        self.ending, self.message, self.kill_at = outcome, message, kill_at
-        _signal_group(pid, signal.SIGCONT)
-        _signal_group(pid, signal.SIGTERM)
+        self.message = message
+        self.ending.begin(outcome, kill_at)
 
     def release(self) -> None:
         """Remove the device cgroup once the script's processes have left it."""
