@@ -126,7 +126,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
     def _sealed(self, message: pb.ControllerMessage, session: _Session) -> pb.ControllerMessage:
         """``message`` with the controller's credential for this agent, made as it leaves."""
         kind = message.WhichOneof("body") or ""
-        return credentials.stamp(
+        sealed: pb.ControllerMessage = credentials.stamp(
             message,
             self.key,
             uid=os.getuid(),
@@ -135,6 +135,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             receiver=auth.agent_receiver(self.store.conf.cluster_name, session.name),
             ttl=self.ttl,
         )
+        return sealed
 
     async def _read(self, messages: AsyncIterator[pb.AgentMessage], session: _Session) -> None:
         async for message in messages:

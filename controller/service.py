@@ -274,7 +274,7 @@ class Handlers:
         """Per requested id the jobs it names (all states), or one group for a filter."""
         if not ids:
             return [("", queries.select(self.store.jobs, flt))]
-        out = []
+        out: list[tuple[str, list[Job]]] = []
         for text in ids:
             one = {**flt, "job_ids": [text], "states": flt.get("states") or ["ALL"]}
             try:
