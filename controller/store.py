@@ -1,9 +1,10 @@
 """JobStore: the only owner of the controller's live state.
 
 Every change goes through a method here; each one updates the in-memory maps
-and adds the new values to the pending journal batch. ``await flush()`` makes
-all changes made so far durable (group commit) and must precede any reply
-that acknowledges them, and any launch that depends on them.
+and hands the new values to ``durable`` (``controller/durability.py``: the
+journal batch, the accounting outboxes, jobcomp). ``await flush()`` makes all
+changes made so far durable (group commit) and must precede any reply that
+acknowledges them, and any launch that depends on them.
 
 Resource usage per node is derived from the jobs that hold nodes (RUNNING,
 or finished but still COMPLETING) and kept up to date in ``_account``, so the
@@ -12,39 +13,32 @@ scheduler's snapshot costs one pass over nodes and pending jobs.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
 
-from controller import associations, gpuaffinity, gpushare, jobcomp, jobstate, steps
+from controller import associations, gpuaffinity, gpushare, jobstate, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import NOTHING_SPENT, Assoc, AssocSet, Spent
 from controller.core import BackfillParams, NodeView, Plan, Running, Snapshot
 from controller.core.limits import Gate
 from controller.core.preempt import PreemptPolicy
 from controller.core.snapshot import JobFacts
+from controller.durability import Durability
 from controller.jobstate import COMPLETING, Event, JobState
-from controller.journal import Batch, Journal
+from controller.journal import Journal
 from controller.model import Job, NodeRuntime, Payload, Step
 from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
 from controller.steps import StepRequest
-from corral import arrayspec, errors, gresconf, hostlist
+from corral import arrayspec, errors, gresconf
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
 log = logging.getLogger(__name__)
-
-
-#: A journal commit that took longer than this sends the next one to the writer thread.
-INLINE_COMMIT_S = 0.002
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,55 +88,8 @@ def _gres_shortfall(configured: str, found: str) -> str:
     return gresconf.cross_check(configured_gpus, devices).reason or ""
 
 
-#: What accounting records of a job: a change to one of these sends dbd a new record.
-_ACCOUNTED = (
-    "state",
-    "held",
-    "submit_time",
-    "eligible_time",
-    "start_time",
-    "end_time",
-    "partition",
-    "nodes",
-    "cpus",
-    "exit_status",
-    "restarts",
-    "time_limit",
-    "name",
-    "account",
-    "qos",
-    "array_pending",
-    "array_task_id",
-    "comment",
-    "work_dir",
-    "std_out",
-    "std_err",
-    "reservation",
-    "steps",
-)
-OUTBOX_SEQ_KEY = "outbox_seq"
-EVENT_SEQ_KEY = "event_seq"
 ASSOCIATIONS_KEY = "associations"
 RESERVATIONS_KEY = "reservations"
-
-
-def accounting_changed(old: Job | None, new: Job) -> bool:
-    """Whether ``new`` differs from ``old`` in what accounting records."""
-    return old is None or any(getattr(old, f) != getattr(new, f) for f in _ACCOUNTED)
-
-
-def _drop_through(outbox: dict[int, Any], seq: int) -> None:
-    """Forget an outbox's records up to ``seq``: its oldest, since it is in sequence order."""
-    while outbox and (first := next(iter(outbox))) <= seq:
-        del outbox[first]
-
-
-def _event_state(node: NodeRuntime) -> str:
-    """What sacctmgr show event calls a node that is out of service ("" when it is not)."""
-    down = node.state == "DOWN"
-    if down and node.drain:
-        return "DOWN+DRAIN"
-    return "DOWN" if down else "DRAIN" if node.drain else ""
 
 
 def gpu_types(gres: str) -> list[tuple[str, int]]:
@@ -176,25 +123,10 @@ class JobStore:
         self._gres_used: dict[str, dict[tuple[str, str | None], int]] = {}
         self._gpus_used: dict[str, set[int]] = {}  # GPU indices held on each node
         self._cpus_pinned: dict[str, set[int]] = {}  # CPUs jobs are pinned to on each node
-        self._batch = Batch()
-        self._batch_seq = 1
-        self._committed_seq = 0
-        self._lock = asyncio.Lock()
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
-        self._in_flight: Batch | None = None
-        self._commit_s = 0.0  # how long the last journal commit took
+        self.durable = Durability(conf, journal)
         self._purged_at = 0
         self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
         self._ended: dict[int, int] = {}  # finished jobs off their nodes -> end time
-        # Accounting (controller/accounting.py sets ``recorder`` when it is on):
-        # records committed but not yet delivered to dbd, by outbox sequence.
-        self.recorder: Callable[[Job], bytes] | None = None
-        self.outbox: dict[int, bytes] = {}
-        self.outbox_ready = asyncio.Event()
-        self._outbox_seq = 0
-        self._outbox_of_job: dict[int, int] = {}  # this batch's record of a job
-        self.event_outbox: dict[int, str] = {}  # node events (JSON), the same way
-        self._event_seq = 0
         # dbd's associations, users and QOS (controller/associations.py), newest known.
         self.associations: AssocSet | None = None
         self.reservations = ReservationBook()
@@ -209,7 +141,7 @@ class JobStore:
 
     def apply_config(self, conf: SlurmConfig) -> None:
         """Adopt a (re)loaded slurm.conf; nodes keep their runtime state."""
-        self.conf = conf
+        self.conf = self.durable.conf = conf
         self.capacity = Capacity(conf)
         self.enforce = associations.enforcing(conf.accounting.enforce)
         nodes: dict[str, NodeRuntime] = {}
@@ -264,14 +196,7 @@ class JobStore:
                 self.associations = self.priorities.associations = assocs
         if RESERVATIONS_KEY in loaded.meta:
             self.reservations = ReservationBook.from_json(loaded.meta[RESERVATIONS_KEY])
-        self.outbox = loaded.outbox
-        self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
-        self.event_outbox = loaded.events
-        self._event_seq = max(
-            int(loaded.meta.get(EVENT_SEQ_KEY, 0)), max(self.event_outbox, default=0)
-        )
-        if self.outbox or self.event_outbox:
-            self.outbox_ready.set()
+        self.durable.restore(loaded)
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
             max(self.jobs, default=0) + 1,
@@ -292,15 +217,8 @@ class JobStore:
             job = replace(job, steps=steps.ended_with_job(job, job.end_time or int(time.time())))
         elif job.state is JobState.PENDING and (job.steps or job.signal_sent):
             job = replace(job, steps=(), signal_sent=False)  # requeued: a new run
-        old = self.jobs.get(job.job_id)
-        if self.recorder is not None and accounting_changed(old, job):
-            self._record(job)
-        ended = job.state.finished and (old is None or not old.state.finished)
-        if ended and self.conf.accounting.jobcomp == "filetxt":
-            line = jobcomp.line(job, self.conf.cluster_name)
-            jobcomp.append(self.conf.accounting.jobcomp_loc, line)
+        self.durable.job(self.jobs.get(job.job_id), job)
         self.jobs[job.job_id] = job
-        self._batch.jobs[job.job_id] = job
         if job.state is JobState.PENDING:
             self._pending[job.job_id] = None
         else:
@@ -310,113 +228,24 @@ class JobStore:
         else:
             self._ended.pop(job.job_id, None)
 
-    def _record(self, job: Job) -> None:
-        """Queue ``job``'s accounting record (replacing one this batch already has)."""
-        assert self.recorder is not None
-        earlier = self._outbox_of_job.get(job.job_id)
-        if earlier is not None:
-            del self._batch.outbox[earlier]
-        self._outbox_seq += 1
-        self._batch.outbox[self._outbox_seq] = self.recorder(job)
-        self._batch.meta[OUTBOX_SEQ_KEY] = str(self._outbox_seq)
-        self._outbox_of_job[job.job_id] = self._outbox_seq
-
     def set_associations(self, assocs: AssocSet) -> None:
         """dbd's newest associations, users and QOS (kept for restarts and dbd outages)."""
         self.associations = self.priorities.associations = assocs
         self.priorities.last_calc = 0  # new shares: recompute at the next cycle
-        self._batch.meta[ASSOCIATIONS_KEY] = assocs.to_json()
-
-    def delivered(self, seq: int) -> None:
-        """dbd holds every record up to ``seq``: drop them (from disk at the next flush)."""
-        _drop_through(self.outbox, seq)
-        self._batch.delivered = max(self._batch.delivered, seq)
+        self.durable.keep(ASSOCIATIONS_KEY, assocs.to_json())
 
     def _touch_node(self, node: NodeRuntime) -> None:
-        old = self.nodes.get(node.name)
-        if self.recorder is not None and old is not None:
-            self._node_events(old, node)
+        cpus = self.conf.node(node.name).cpus if node.name in self.capacity.nodes else 0
+        self.durable.node(self.nodes.get(node.name), node, cpus)
         self.nodes[node.name] = node
-        self._batch.nodes[node.name] = node
-
-    def _node_events(self, old: NodeRuntime, new: NodeRuntime) -> None:
-        """Accounting's node events: one starts as a node goes down or is drained
-        (or its reason changes), and ends as it comes back."""
-        was, now = _event_state(old), _event_state(new)
-        if was == now and (not now or old.reason_time == new.reason_time):
-            return
-        cpus = self.conf.node(new.name).cpus if new.name in self.capacity.nodes else 0
-        stamp = int(time.time())
-        if was:
-            self._event(old, was, old.reason_time or stamp, stamp, cpus)
-        if now:
-            self._event(new, now, new.reason_time or stamp, 0, cpus)
-
-    def _event(self, node: NodeRuntime, state: str, start: int, end: int, cpus: int) -> None:
-        self._event_seq += 1
-        self._batch.events[self._event_seq] = json.dumps(
-            {
-                "node": node.name,
-                "start": start,
-                "end": end,
-                "state": state,
-                "reason": node.reason,
-                "reason_uid": node.reason_uid,
-                "cpus": cpus,
-            }
-        )
-        self._batch.meta[EVENT_SEQ_KEY] = str(self._event_seq)
-
-    def events_delivered(self, seq: int) -> None:
-        """dbd holds every node event up to ``seq``."""
-        _drop_through(self.event_outbox, seq)
-        self._batch.events_delivered = max(self._batch.events_delivered, seq)
 
     async def flush(self, *, inline: bool = False) -> None:
-        """Return once every change made before the call is on disk.
-
-        Commits normally run in the writer thread, so that the loop admits
-        other requests meanwhile and they share the next commit (group
-        commit). A caller that knows nothing else is waiting (``inline``) gets
-        the commit on the loop instead when the disk is fast: the hand-off to
-        the thread and back costs more than the fsync itself. Once a commit
-        has taken longer than ``INLINE_COMMIT_S`` (a slow or busy disk), every
-        commit goes to the thread until one is fast again.
-        """
-        target = self._batch_seq
-        if self._committed_seq >= target:
-            return
-        async with self._lock:
-            if self._committed_seq >= target:
-                return
-            batch, self._batch = self._batch, Batch()
-            self._outbox_of_job = {}
-            self._batch_seq += 1
-            if batch:
-                self._in_flight = batch
-                try:
-                    began = time.perf_counter()
-                    if inline and self._commit_s < INLINE_COMMIT_S:
-                        self.journal.write(batch)
-                    else:
-                        await asyncio.get_running_loop().run_in_executor(
-                            self._writer, self.journal.write, batch
-                        )
-                    self._commit_s = time.perf_counter() - began
-                finally:
-                    self._in_flight = None
-                if batch.outbox or batch.events:  # on disk now: dbd may have them
-                    self.outbox.update(batch.outbox)
-                    self.event_outbox.update(batch.events)
-                    self.outbox_ready.set()
-            self._committed_seq = target
+        """Return once every change made before the call is on disk (group commit:
+        ``Durability.flush``); every acknowledgement and launch waits for it."""
+        await self.durable.flush(inline=inline)
 
     def payload(self, job: Job) -> Payload | None:
-        key = job.array_job_id or job.job_id
-        for batch in (self._batch, self._in_flight):
-            if batch is not None and key in batch.payloads:
-                return batch.payloads[key]
-        return self.journal.payload(key)
+        return self.durable.payload(job.array_job_id or job.job_id)
 
     # ------------------------------------------------------------ jobs
 
@@ -443,7 +272,7 @@ class JobStore:
             self.reservations.admit(job.reservation, job.user, job.account)
         job = replace(job, calc_priority=self.priorities.initial(job, now))
         self._touch_job(job)
-        self._batch.payloads[job.job_id] = admitted.payload
+        self.durable.add_payload(job.job_id, admitted.payload)
         self._advance_job_id(job.job_id + 1)
         self.counters["submitted"] += admitted.tasks
         self.last_update = now
@@ -451,7 +280,7 @@ class JobStore:
 
     def _advance_job_id(self, next_id: int) -> None:
         self.next_job_id = next_id
-        self._batch.meta["next_job_id"] = str(next_id)
+        self.durable.keep("next_job_id", str(next_id))
 
     def split_task(self, array: Job, index: int) -> Job:
         """Give one pending task of ``array`` its own record, as Slurm does.
@@ -558,12 +387,10 @@ class JobStore:
             job = self.jobs.pop(job_id)
             keys.add(job.array_job_id or job_id)
             del self._ended[job_id]
-            self._batch.jobs.pop(job_id, None)
-            self._batch.deleted_jobs.add(job_id)
         if gone:
             # An array's tasks share one payload: it goes with the array's last task.
             still = {j.array_job_id for j in self.jobs.values() if j.array_job_id in keys}
-            self._batch.deleted_payloads.update(keys - still)
+            self.durable.forget_jobs(gone, keys - still)
         return gone
 
     # ------------------------------------------------------------ scheduling
@@ -581,7 +408,7 @@ class JobStore:
             if job.calc_priority != value:
                 # Derived from usage (which is journaled) at every calculation: not journaled.
                 self.jobs[job_id] = replace(job, calc_priority=value)
-        self._batch.meta[USAGE_KEY] = keeper.saved()
+        self.durable.keep(USAGE_KEY, keeper.saved())
 
     def node_usable(self, node: NodeRuntime) -> bool:
         return node.state == "UP" and node.responding and not node.drain
@@ -726,27 +553,8 @@ class JobStore:
         self.last_update = now
 
     def _resv_changed(self, resv: Reservation, *, deleted: bool, now: int) -> None:
-        self._batch.meta[RESERVATIONS_KEY] = self.reservations.to_json()
-        if self.recorder is None:
-            return
-        self._event_seq += 1
-        info = {
-            "name": resv.name,
-            "id": resv.id,
-            "nodes": hostlist.compress(resv.nodes),
-            "node_count": len(resv.nodes),
-            "core_count": resv.cores,
-            "start": resv.start,
-            "end": min(resv.end, now) if deleted else resv.end,
-            "flags": ",".join(resv.flags),
-            "users": ",".join(resv.users),
-            "accounts": ",".join(resv.accounts),
-            "partition": resv.partition,
-            "tres": f"cpu={resv.cores}",
-            "deleted": deleted,
-        }
-        self._batch.events[self._event_seq] = json.dumps({"reservation": info})
-        self._batch.meta[EVENT_SEQ_KEY] = str(self._event_seq)
+        self.durable.keep(RESERVATIONS_KEY, self.reservations.to_json())
+        self.durable.reservation(resv, deleted=deleted, now=now)
 
     def time_limit_at_launch(self, job: Job) -> int:
         """The limit a node agent enforces: the job's, cut at its reservation's end."""
