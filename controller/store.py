@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import replace
 
-from controller import associations, gpuaffinity, gpushare, jobstate, steps
+from controller import associations, assoclimits, drain, gpuaffinity, gpushare, jobstate, steps
 from controller.admission import Admitted, Capacity, admit
-from controller.associations import NOTHING_SPENT, Assoc, AssocSet, Spent
+from controller.associations import AssocSet
 from controller.core import BackfillParams, NodeView, Plan, Running, Snapshot
-from controller.core.limits import Gate
 from controller.core.preempt import PreemptPolicy
 from controller.core.snapshot import JobFacts
+from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Journal
@@ -33,59 +33,12 @@ from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
 from controller.steps import StepRequest
-from corral import arrayspec, errors, gresconf
+from corral import arrayspec, errors
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Registration:
-    """What a node agent reported about one node when it attached."""
-
-    name: str
-    cpus: int
-    real_memory: int
-    hostname: str = ""
-    arch: str = ""
-    os: str = ""
-    version: str = ""
-    boot_time: int = 0
-    agent_start_time: int = 0
-    gres_found: str | None = None  # the GPUs the agent probed (None: not probed)
-    mps: bool = False  # it can run MPS servers, so GPU shares can be fenced
-    gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
-
-
-def _shortfall(cpus: int, memory: int, gres: str, reg: Registration) -> str:
-    """Slurm's drain reason when a node has less than its configuration promises."""
-    if reg.cpus < cpus:
-        return f"Low socket*core*thread count, Low CPUs ({reg.cpus} < {cpus})"
-    if reg.real_memory < memory:
-        return f"Low RealMemory (reported:{reg.real_memory} < 100.00% of configured:{memory})"
-    if reg.gres_found is not None:
-        return _gres_shortfall(gres, reg.gres_found)
-    return ""
-
-
-def _gres_shortfall(configured: str, found: str) -> str:
-    """slurmctld's reason when a node's probed GPUs fall short of its ``Gres=``."""
-    try:
-        items, got = gres_syntax.parse_node(configured), gres_syntax.parse_node(found)
-    except ValueError:
-        return ""
-    devices = [
-        gresconf.GresDevice(name, kind, (), count, None, None, frozenset(), i, ("probe", None))
-        for i, (name, kind, count) in enumerate(got)
-    ]
-    if not any(name == "gpu" for name, _, _ in got):  # the probe found none: 0, not unknown
-        devices.append(
-            gresconf.GresDevice("gpu", "", (), 0, None, None, frozenset(), 0, ("probe", None))
-        )
-    configured_gpus = [item for item in items if item[0] == "gpu"]
-    return gresconf.cross_check(configured_gpus, devices).reason or ""
 
 
 ASSOCIATIONS_KEY = "associations"
@@ -411,7 +364,7 @@ class JobStore:
         self.durable.keep(USAGE_KEY, keeper.saved())
 
     def node_usable(self, node: NodeRuntime) -> bool:
-        return node.state == "UP" and node.responding and not node.drain
+        return drain.usable(node)
 
     # ------------------------------------------------------------ steps
 
@@ -647,7 +600,9 @@ class JobStore:
                 )
                 if j.array_job_id:
                     running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
-        gates, usage = self._limits(pending)
+        gates, usage = assoclimits.limits(
+            self.jobs.values(), pending, self.associations, self.enforce, self.priorities.usage
+        )
         return Snapshot(
             views,
             partitions,
@@ -690,73 +645,6 @@ class JobStore:
                 for_id,
             )
         return out
-
-    def _limits(
-        self, pending: tuple[Job, ...]
-    ) -> tuple[dict[int, tuple[Gate, ...]], dict[str, int]]:
-        """Per pending job its accounting limits, and what running jobs use of them."""
-        assocs = self.associations
-        if assocs is None or "limits" not in self.enforce:
-            return {}, {}
-        usage: dict[str, int] = {}
-        for job in self.jobs.values():
-            if job.state is JobState.RUNNING:
-                for gate in associations.gates(job, assocs):
-                    if gate.key:
-                        usage[gate.key] = usage.get(gate.key, 0) + gate.amount
-        used = self._used_by(assocs)
-        safe = "safe" in self.enforce
-        qos_used = self._qos_used_by()
-        gates = {
-            job.job_id: g
-            for job in pending
-            if (g := associations.gates(job, assocs, used, safe, qos_used))
-        }
-        return gates, usage
-
-    def _used_by(self, assocs: AssocSet) -> Callable[[Assoc], Spent]:
-        """Each association's decayed usage from fair share's (``associations.Spent``),
-        an account's including every account and user below it: what GrpTRESMins
-        and GrpWall limit."""
-        usage = self.priorities.usage
-        held = usage.held()
-        parents = {a.account: a.parent for a in assocs.assocs if not a.user}
-        times: dict[str, list[float]] = {}  # account -> [billing, wall] below it
-        tres: dict[str, dict[str, float]] = {}  # account -> TRES-seconds below it
-        for key, billing in usage.raw.items():
-            wall, mine = usage.wall.get(key, 0.0), held.get(key, {})
-            name, seen = key[0], set()
-            while name and name not in seen:
-                pair = times.setdefault(name, [0.0, 0.0])
-                pair[0] += billing
-                pair[1] += wall
-                sums = tres.setdefault(name, {})
-                for tres_name, seconds in mine.items():
-                    sums[tres_name] = sums.get(tres_name, 0.0) + seconds
-                seen.add(name)
-                name = parents.get(name, "")
-
-        def used(assoc: Assoc) -> Spent:
-            if assoc.user:
-                key = (assoc.account, assoc.user)
-                return Spent(usage.raw.get(key, 0.0), usage.wall.get(key, 0.0), held.get(key, {}))
-            if assoc.account not in times:
-                return NOTHING_SPENT
-            billing, wall = times[assoc.account]
-            return Spent(billing, wall, tres[assoc.account])
-
-        return used
-
-    def _qos_used_by(self) -> Callable[[str], Spent]:
-        """Each QOS's decayed usage, for its own GrpTRESMins and GrpWall."""
-        usage = self.priorities.usage
-        held = usage.qos_held()
-
-        def qos_used(name: str) -> Spent:
-            key = ("", name)
-            return Spent(usage.qos.get(key, 0.0), usage.qos_wall.get(key, 0.0), held.get(name, {}))
-
-        return qos_used
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""
@@ -894,54 +782,19 @@ class JobStore:
     # ------------------------------------------------------------ nodes
 
     def node_registered(self, reg: Registration, monotonic: float, now: int) -> None:
-        """An agent attached for this node: it is up (unless an admin said otherwise).
-
-        Like slurmd, a node whose probed CPUs or memory fall short of its
-        configuration is drained, so jobs are never placed on resources that
-        are not there.
-        """
-        node = self.nodes[reg.name]
-        conf = self.conf.node(reg.name)
-        state = node.state
-        if state == "UNKNOWN" or (state == "DOWN" and self._returns_to_service(node)):
-            state = "UP"
-        changed = state != node.state
-        drain, reason = node.drain, ("" if changed and not node.drain else node.reason)
-        shortfall = _shortfall(conf.cpus, conf.real_memory, conf.gres, reg)
-        if shortfall and not node.drain:
-            drain, reason, changed = True, shortfall, True
-            log.warning("node %s drained: %s", reg.name, shortfall)
-        node = replace(
-            node,
-            state=state,
-            drain=drain,
-            reason=reason,
-            responding=True,
-            last_seen=monotonic,
-            ever_registered=True,
-            hostname=reg.hostname,
-            arch=reg.arch,
-            os=reg.os,
-            version=reg.version,
-            boot_time=reg.boot_time,
-            agent_start_time=reg.agent_start_time,
-            mps=reg.mps,
-            gres_found=reg.gres_found or "",
-            gpu_cpus=reg.gpu_cpus,
-            reason_user="slurm" if shortfall else node.reason_user,
-            reason_time=now if shortfall else node.reason_time,
+        """An agent attached for this node (``drain.registered``: up, or drained if it
+        has less than its configuration promises)."""
+        rts = int(dict(self.conf.settings).get("ReturnToService", "0") or 0)
+        node, changed, drained = drain.registered(
+            self.nodes[reg.name], self.conf.node(reg.name), reg, rts, monotonic, now
         )
+        if drained:
+            log.warning("node %s drained: %s", reg.name, drained)
         if changed:
             self._touch_node(node)
         else:
             self.nodes[reg.name] = node
         self.last_update = now
-
-    def _returns_to_service(self, node: NodeRuntime) -> bool:
-        rts = int(dict(self.conf.settings).get("ReturnToService", "0") or 0)
-        if rts >= 2:
-            return True
-        return rts == 1 and node.reason == "Not responding"
 
     def node_seen(self, name: str, monotonic: float) -> None:
         node = self.nodes.get(name)
@@ -964,48 +817,12 @@ class JobStore:
         return failed
 
     def set_node_down(self, name: str, reason: str, user: str, uid: int, now: int) -> None:
-        node = replace(
-            self.nodes[name],
-            state="DOWN",
-            reason=reason,
-            reason_user=user,
-            reason_uid=uid,
-            reason_time=now,
-        )
-        self._touch_node(node)
+        self._touch_node(drain.down(self.nodes[name], reason, user, uid, now))
         self.last_update = now
 
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int
     ) -> None:
         for name in names:
-            node = self.nodes[name]
-            if state == "DRAIN":
-                node = replace(
-                    node,
-                    drain=True,
-                    reason=reason,
-                    reason_user=who.user,
-                    reason_uid=who.uid,
-                    reason_time=now,
-                )
-            elif state in ("DOWN", "FAIL"):
-                node = replace(
-                    node,
-                    state="DOWN",
-                    reason=reason,
-                    reason_user=who.user,
-                    reason_uid=who.uid,
-                    reason_time=now,
-                )
-            elif state in ("RESUME", "IDLE", "UNDRAIN"):
-                up = "UP" if node.ever_registered and node.responding else "UNKNOWN"
-                node = replace(
-                    node,
-                    drain=False,
-                    reason="",
-                    reason_time=0,
-                    state=node.state if state == "UNDRAIN" else up,
-                )
-            self._touch_node(node)
+            self._touch_node(drain.admin_state(self.nodes[name], state, reason, who, now))
         self.last_update = now
