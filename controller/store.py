@@ -7,8 +7,10 @@ changes made so far durable (group commit) and must precede any reply that
 acknowledges them, and any launch that depends on them.
 
 Resource usage per node is derived from the jobs that hold nodes (RUNNING,
-or finished but still COMPLETING) and kept up to date in ``_account``, so the
-scheduler's snapshot costs one pass over nodes and pending jobs.
+or finished but still COMPLETING) and kept up to date in ``holdings``
+(``controller/holdings.py``), so the scheduler's snapshot, which
+``controller/snapshots.py`` builds from the store's maps and slurm.conf alone,
+costs one pass over nodes and pending jobs.
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from controller import associations, assoclimits, drain, gpuaffinity, gpushare, jobstate, steps
+from controller import associations, drain, gpuaffinity, gpushare, jobstate, snapshots, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
-from controller.core import BackfillParams, NodeView, Plan, Running, Snapshot
-from controller.core.preempt import PreemptPolicy
-from controller.core.snapshot import JobFacts
+from controller.core import BackfillParams, Plan, Snapshot
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
+from controller.holdings import Holdings, holds_nodes
 from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Journal
 from controller.model import Job, NodeRuntime, Payload, Step
@@ -54,11 +55,6 @@ def gpu_types(gres: str) -> list[tuple[str, int]]:
     return [(kind, count) for name, kind, count in items if name == "gpu"]
 
 
-def holds_nodes(job: Job) -> bool:
-    """True while a job's processes may still be on its nodes."""
-    return bool(job.nodes) and (job.state is JobState.RUNNING or COMPLETING in job.flags)
-
-
 class JobStore:
     def __init__(self, conf: SlurmConfig, journal: Journal) -> None:
         self.conf = conf
@@ -69,13 +65,7 @@ class JobStore:
         self.next_job_id = conf.first_job_id
         self.last_update = 0
         self.counters = {"submitted": 0, "started": 0, "completed": 0, "canceled": 0, "failed": 0}
-        self._used: dict[str, list[int]] = {}  # node -> [cpus, memory]
-        # Jobs sharing CPUs (OverSubscribe): node -> partition -> {CPUs of one job: jobs}.
-        self._shared: dict[str, dict[str, dict[int, int]]] = {}
-        # GRES in use: node -> (name, type; None = any type) -> count.
-        self._gres_used: dict[str, dict[tuple[str, str | None], int]] = {}
-        self._gpus_used: dict[str, set[int]] = {}  # GPU indices held on each node
-        self._cpus_pinned: dict[str, set[int]] = {}  # CPUs jobs are pinned to on each node
+        self.holdings = Holdings(())
         self.durable = Durability(conf, journal)
         self._purged_at = 0
         self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
@@ -114,11 +104,7 @@ class JobStore:
         self.partition_state = {
             p.name: self.partition_state.get(p.name, p.state) for p in conf.partitions
         }
-        self._used = {name: [0, 0] for name in nodes}
-        self._shared = {}
-        self._gres_used = {}
-        self._gpus_used = {}
-        self._cpus_pinned = {}
+        self.holdings = Holdings(nodes)
         for job in self.jobs.values():
             if holds_nodes(job):
                 self._account(job, +1)
@@ -285,45 +271,16 @@ class JobStore:
 
     def _account(self, job: Job, sign: int) -> None:
         """Add (``sign`` +1) or remove (-1) what ``job`` holds on its nodes."""
-        shares = self.capacity.sharing(job)
-        for i, (name, cpus, memory) in enumerate(
-            zip(job.nodes, job.cpus, job.alloc_mem, strict=True)
-        ):
-            used = self._used.setdefault(name, [0, 0])
-            if shares:
-                jobs = self._shared.setdefault(name, {}).setdefault(job.partition, {})
-                jobs[cpus] = jobs.get(cpus, 0) + sign
-                if not jobs[cpus]:
-                    del jobs[cpus]
-            else:
-                used[0] += sign * cpus
-            used[1] += sign * memory
-            for held, ids in ((self._gpus_used, job.gpus), (self._cpus_pinned, job.cpu_ids)):
-                if ids and ids[i]:
-                    mine = held.setdefault(name, set())
-                    (mine.update if sign > 0 else mine.difference_update)(ids[i])
-            held = self.capacity.gres_held(job, i)
-            if held:
-                gres = self._gres_used.setdefault(name, {})
-                for gname, gtype, count in held:
-                    gres[gname, gtype] = gres.get((gname, gtype), 0) + sign * count
+        gres = [self.capacity.gres_held(job, i) for i in range(len(job.nodes))]
+        self.holdings.change(job, sign, bool(self.capacity.sharing(job)), gres)
 
     def used(self, name: str) -> tuple[int, int]:
-        """(CPUs held by jobs that do not share them, MiB held by all jobs) on ``name``.
-
-        Jobs sharing CPUs (OverSubscribe) are not in the CPU count, so that a
-        start that shares CPUs passes the re-check in ``commit``; what
-        ``scontrol show node`` calls CPUAlloc is ``allocated_cpus``.
-        """
-        cpus, memory = self._used.get(name, (0, 0))
-        return cpus, memory
+        """(CPUs held by jobs that do not share them, MiB held by all jobs) on ``name``."""
+        return self.holdings.used(name)
 
     def allocated_cpus(self, name: str) -> int:
         """CPUs in use on ``name`` as Slurm counts them: held ones plus those jobs share."""
-        held = self._used.get(name, (0, 0))[0]
-        pools = self._shared.get(name, {}).values()
-        shared = sum(cpus * n for jobs in pools for cpus, n in jobs.items())
-        return held + min(shared, max(self.conf.node(name).cpus - held, 0))
+        return self.holdings.allocated_cpus(name, self.conf.node(name).cpus)
 
     def jobs_on(self, name: str) -> list[Job]:
         return [j for j in self.jobs.values() if holds_nodes(j) and name in j.nodes]
@@ -518,114 +475,19 @@ class JobStore:
         return left if job.time_limit < 0 else min(job.time_limit, left)
 
     def snapshot(self) -> Snapshot:
-        """An immutable picture of the cluster for ``core.schedule``."""
-        views = {}
-        fenced_only = gpushare.fenced_only(self.conf)
-        for rank, conf_node in enumerate(self.conf.nodes):
-            runtime = self.nodes[conf_node.name]
-            cpus, memory = self.used(conf_node.name)
-            shared = tuple(
-                (part, sum(c * n for c, n in jobs.items()), max(jobs))
-                for part, jobs in self._shared.get(conf_node.name, {}).items()
-                if jobs
-            )
-            free_cpus = conf_node.cpus - cpus
-            if shared:  # sharing jobs take idle CPUs first, as Slurm places them
-                free_cpus = max(free_cpus - sum(load for _, load, _ in shared), 0)
-            gres_used = self._gres_used.get(conf_node.name)
-            gres = self.capacity.gres_free(
-                conf_node.name, gres_used or {}, self._gpus_used.get(conf_node.name, set())
-            )
-            if fenced_only and not runtime.mps:
-                gres = gpushare.unfenced(gres)
-            views[conf_node.name] = NodeView(
-                name=conf_node.name,
-                cpus=conf_node.cpus,
-                real_memory=conf_node.real_memory,
-                weight=conf_node.weight,
-                features=frozenset(conf_node.features),
-                free_cpus=free_cpus,
-                free_memory=conf_node.real_memory - memory,
-                usable=self.node_usable(runtime),
-                idle=cpus == 0 and not shared,
-                gres=gres,
-                unshared=cpus > 0,
-                shared=shared,
-                unit=self.capacity.nodes[conf_node.name].unit,
-                rank=rank,
-            )
-        partitions = {
-            name: view
-            if self.partition_state.get(name, view.state) == view.state
-            else replace(view, state=self.partition_state[name])
-            for name, view in self.capacity.partitions.items()
-        }
-        pending = tuple(self.jobs[job_id] for job_id in self._pending)
-        facts = (
-            {
-                j.job_id: JobFacts(
-                    j.state.name,
-                    j.exit_status,
-                    j.name,
-                    j.uid,
-                    j.array_job_id,
-                    j.array_task_id,
-                    j.start_time,
-                    j.array_pending,
-                )
-                for j in self.jobs.values()
-            }
-            if any(j.dependency for j in pending)
-            else {}
+        """An immutable picture of the cluster for ``core.schedule`` (``snapshots.build``)."""
+        ledger = snapshots.Ledger(
+            self.nodes,
+            self.partition_state,
+            self.jobs,
+            self._pending,
+            self.holdings,
+            self.associations,
+            self.enforce,
+            self.priorities.usage,
+            self.reservations,
         )
-        running_per_array: dict[int, int] = {}
-        running = []
-        for j in self.jobs.values():
-            if holds_nodes(j):
-                running.append(
-                    Running(
-                        j.job_id,
-                        j.nodes,
-                        j.cpus,
-                        j.alloc_mem,
-                        j.end_time,
-                        j.gres_alloc,
-                        preemptable=j.state is JobState.RUNNING and COMPLETING not in j.flags,
-                        priority=j.priority,
-                        qos=j.qos,
-                        partition=j.partition,
-                        start_time=j.start_time,
-                        user=j.user,
-                    )
-                )
-                if j.array_job_id:
-                    running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
-        gates, usage = assoclimits.limits(
-            self.jobs.values(), pending, self.associations, self.enforce, self.priorities.usage
-        )
-        return Snapshot(
-            views,
-            partitions,
-            pending,
-            facts,
-            running_per_array,
-            tuple(running),
-            gates,
-            usage,
-            self.reservations.views(),
-            self._preempt_policy(),
-        )
-
-    def _preempt_policy(self) -> PreemptPolicy | None:
-        """PreemptType as the core applies it (None: off)."""
-        conf = self.conf
-        if conf.preempt_mode == "OFF":
-            return None
-        if conf.preempt_type == "PREEMPT/QOS":
-            qos = self.associations.qos if self.associations is not None else {}
-            return PreemptPolicy("qos", qos={name: q.preempt for name, q in qos.items()})
-        tiers = {p.name: p.priority_tier for p in conf.partitions}
-        return PreemptPolicy("partition_prio", tiers=tiers)
+        return snapshots.build(ledger, self.conf, self.capacity)
 
     def preempt(self, plan: Plan) -> list[tuple[Job, bool]]:
         """Requeue (PreemptMode=REQUEUE, if the job may be) or cancel each of the
@@ -698,16 +560,16 @@ class JobStore:
         self, nodes: tuple[str, ...], gres: tuple[tuple[tuple[str, str, int], ...], ...]
     ) -> tuple[tuple[int, ...], ...] | None:
         """The lowest free GPU indices of each allocated type on each node (numbered as
-        ``gpu_numbering`` says; those held are kept in ``_gpus_used``), passing over
+        ``gpu_numbering`` says; those held are kept in ``holdings``), passing over
         GPUs in shared use; None if a node lacks them, or a share is asked of a GPU
         held whole (the core's plan does not couple the two within one pass)."""
         if not gres:
             return ()
         out = []
         for name, items in zip(nodes, gres, strict=True):
-            taken = set(self._gpus_used.get(name, ()))
+            taken = set(self.holdings.gpus(name))
             shared = gpushare.shared_gpus(
-                (n, k, c) for (n, k), c in self._gres_used.get(name, {}).items()
+                (n, k, c) for (n, k), c in self.holdings.gres(name).items()
             )
             if gpushare.shared_gpus(items) & taken:
                 return None
@@ -749,7 +611,7 @@ class JobStore:
         out = []
         for name, count, ids in zip(nodes, cpus, gpus, strict=True):
             near = (self.capacity.gpu_cpus(name) or dict(self.nodes[name].gpu_cpus)) if ids else {}
-            pinned = self._cpus_pinned.get(name, set())
+            pinned = self.holdings.pinned(name)
             total = self.conf.node(name).cpus
             out.append(gpuaffinity.near_cpus(near, ids, count, total, pinned) if near else ())
         return tuple(out) if any(out) else ()
@@ -765,7 +627,7 @@ class JobStore:
 
     def gpus_held(self, name: str) -> int:
         """How many of ``name``'s GPUs jobs hold whole."""
-        return len(self._gpus_used.get(name, ()))
+        return len(self.holdings.gpus(name))
 
     def gpu_numbering(self, name: str) -> list[tuple[str, int]]:
         """A node's GPUs as (type, index) (``corral.gpunumbers``)."""
