@@ -11,6 +11,13 @@ or finished but still COMPLETING) and kept up to date in ``holdings``
 (``controller/holdings.py``), so the scheduler's snapshot, which
 ``controller/snapshots.py`` builds from the store's maps and slurm.conf alone,
 costs one pass over nodes and pending jobs.
+
+Why this module is over 500 lines: it is the ledger's only writer, and each
+of its methods is one change of the live maps (a submission, a state event, a
+step, a reservation, a node's state) that must keep the maps, ``holdings``
+and ``durable`` in step. The rules those changes apply live in their own
+modules: ``drain`` (node states), ``binding`` (GPUs and CPUs of a start),
+``assoclimits`` (accounting limits), ``snapshots`` (what the core sees).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from controller import associations, drain, gpuaffinity, gpushare, jobstate, snapshots, steps
+from controller import associations, binding, drain, jobstate, snapshots, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
 from controller.core import BackfillParams, Plan, Snapshot
@@ -35,7 +42,6 @@ from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
 from controller.steps import StepRequest
 from corral import arrayspec, errors
-from corral import gres as gres_syntax
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
@@ -44,15 +50,6 @@ log = logging.getLogger(__name__)
 
 ASSOCIATIONS_KEY = "associations"
 RESERVATIONS_KEY = "reservations"
-
-
-def gpu_types(gres: str) -> list[tuple[str, int]]:
-    """A node's configured GPUs as (type, count), in its ``Gres=`` order."""
-    try:
-        items = gres_syntax.parse_node(gres)
-    except ValueError:
-        return []
-    return [(kind, count) for name, kind, count in items if name == "gpu"]
 
 
 class JobStore:
@@ -197,7 +194,7 @@ class JobStore:
             spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
         )
         job = admitted.job
-        self._check_fencing(job)
+        binding.check_fencing(self.conf, self.capacity, self.nodes, job)
         if "associations" in self.enforce:
             if self.associations is None:
                 raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
@@ -523,7 +520,7 @@ class JobStore:
                 if not arrayspec.contains(job.array_pending, task):
                     continue
                 job = self.split_task(job, task)
-            gpus = self._gpu_indices(start.nodes, start.gres)
+            gpus = binding.gpu_indices(self.holdings, self.capacity, start.nodes, start.gres)
             if gpus is None:  # a GPU this pass gave both whole and in shares: next pass
                 continue
             event = jobstate.Start(
@@ -534,7 +531,15 @@ class JobStore:
                 start.memory,
                 start.gres,
                 gpus,
-                self._cpus_near(start.nodes, start.cpus, gpus),
+                binding.cpus_near(
+                    self.holdings,
+                    self.capacity,
+                    self.conf,
+                    self.nodes,
+                    start.nodes,
+                    start.cpus,
+                    gpus,
+                ),
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():
@@ -556,74 +561,9 @@ class JobStore:
                     self.jobs[job_id] = replace(job, expected_start=when, expected_nodes=nodes)
         return started
 
-    def _gpu_indices(
-        self, nodes: tuple[str, ...], gres: tuple[tuple[tuple[str, str, int], ...], ...]
-    ) -> tuple[tuple[int, ...], ...] | None:
-        """The lowest free GPU indices of each allocated type on each node (numbered as
-        ``gpu_numbering`` says; those held are kept in ``holdings``), passing over
-        GPUs in shared use; None if a node lacks them, or a share is asked of a GPU
-        held whole (the core's plan does not couple the two within one pass)."""
-        if not gres:
-            return ()
-        out = []
-        for name, items in zip(nodes, gres, strict=True):
-            taken = set(self.holdings.gpus(name))
-            shared = gpushare.shared_gpus(
-                (n, k, c) for (n, k), c in self.holdings.gres(name).items()
-            )
-            if gpushare.shared_gpus(items) & taken:
-                return None
-            numbered = self.gpu_numbering(name) if any(i[0] == "gpu" for i in items) else []
-            chosen: list[int] = []
-            for item_name, kind, count in items:
-                if item_name != "gpu":
-                    continue
-                free = [i for k, i in numbered if k == kind and i not in taken | shared]
-                if len(free) < count:
-                    return None
-                chosen += free[:count]
-                taken.update(free[:count])
-            out.append(tuple(sorted(chosen)))
-        return tuple(out) if any(out) else ()
-
-    def _check_fencing(self, job: Job) -> None:
-        """Refuse a fraction by memory when the site demands it be enforced and no
-        node of the job's partitions that has registered can (none runs MPS)."""
-        if not gpushare.fenced_only(self.conf) or not gpushare.asks_fraction(job.gres):
-            return
-        names = {n for p in job.partitions for n in self.capacity.partitions[p].nodes}
-        seen = [self.nodes[n] for n in names if self.nodes[n].ever_registered]
-        if seen and not any(node.mps for node in seen):
-            raise SlurmError(
-                errors.ESLURM_INVALID_GRES,
-                "GPU memory fractions cannot be enforced: no node of partition "
-                f"{','.join(job.partitions)} runs MPS (SchedulerParameters=enforce_gpu_fractions)",
-            )
-
-    def _cpus_near(
-        self, nodes: tuple[str, ...], cpus: tuple[int, ...], gpus: tuple[tuple[int, ...], ...]
-    ) -> tuple[tuple[int, ...], ...]:
-        """The CPUs to pin a starting job to on each node, near its GPUs where gres.conf
-        says which cores they are close to, else where the node's probe found them
-        (``gpuaffinity``); () when on none."""
-        if not gpus:
-            return ()
-        out = []
-        for name, count, ids in zip(nodes, cpus, gpus, strict=True):
-            near = (self.capacity.gpu_cpus(name) or dict(self.nodes[name].gpu_cpus)) if ids else {}
-            pinned = self.holdings.pinned(name)
-            total = self.conf.node(name).cpus
-            out.append(gpuaffinity.near_cpus(near, ids, count, total, pinned) if near else ())
-        return tuple(out) if any(out) else ()
-
     def share_environment(self, job: Job, index: int) -> dict[str, str]:
         """What binds ``job`` to its GPU shares on ``job.nodes[index]`` (none: {})."""
-        items = job.gres_alloc[index] if job.gres_alloc else ()
-        if not gpushare.shared_gpus(items):
-            return {}
-        node = self.capacity.nodes.get(job.nodes[index])
-        totals = {(n, k): c for n, k, c in node.gres} if node is not None else {}
-        return gpushare.share_environment(items, totals)
+        return binding.share_environment(self.capacity, job, index)
 
     def gpus_held(self, name: str) -> int:
         """How many of ``name``'s GPUs jobs hold whole."""
