@@ -146,7 +146,7 @@ class JobStore:
         self.apply_config(self.conf)
         log.info("recovered %d jobs, next job id %d", len(self.jobs), self.next_job_id)
 
-    # ------------------------------------------------------------ durability
+    # ------------------------------------------------------------ changes, made durable
 
     def _touch_job(self, job: Job) -> None:
         if job.steps and job.state.finished and any(s.running for s in job.steps):
