@@ -140,7 +140,7 @@ class Delivery:
         self._progress = asyncio.Event()
         self._registered = False
         self._registering = asyncio.Lock()
-        store.recorder = lambda job: record(store, job)
+        store.durable.recorder = lambda job: record(store, job)
 
     def _signed(self, method: str, request: Any, who: Principal | None = None) -> Any:
         """``request`` with a credential for this one call of dbd's ``method``: the
@@ -185,10 +185,10 @@ class Delivery:
         """Deliver forever (cancel to stop); waits, with backoff, while dbd is away."""
         wait = RETRY_FIRST_S
         while True:
-            outbox, events = self.store.outbox, self.store.event_outbox
+            outbox, events = self.store.durable.outbox, self.store.durable.event_outbox
             if self._registered and not outbox and not events:
-                self.store.outbox_ready.clear()
-                await self.store.outbox_ready.wait()
+                self.store.durable.outbox_ready.clear()
+                await self.store.durable.outbox_ready.wait()
                 continue
             try:
                 if not self._registered:
@@ -207,9 +207,9 @@ class Delivery:
             self._reachable()
             wait = RETRY_FIRST_S
             if event_seqs:
-                self.store.events_delivered(event_seqs[-1])
+                self.store.durable.events_delivered(event_seqs[-1])
             if seqs:
-                self.store.delivered(seqs[-1])
+                self.store.durable.delivered(seqs[-1])
                 self.sent = seqs[-1]
                 self._progress.set()
             await self.store.flush()  # forget the delivered records on disk too
@@ -247,13 +247,13 @@ class Delivery:
     @property
     def backlog(self) -> int:
         """Records committed and not yet in dbd (sdiag's "DBD Agent queue size")."""
-        return len(self.store.outbox) + len(self.store.event_outbox)
+        return len(self.store.durable.outbox) + len(self.store.durable.event_outbox)
 
     async def drain(self, timeout: float) -> bool:
         """Wait until every record committed so far is in dbd (False: gave up)."""
-        if not self.store.outbox:
+        if not self.store.durable.outbox:
             return True
-        target = max(self.store.outbox)
+        target = max(self.store.durable.outbox)
         deadline = asyncio.get_running_loop().time() + timeout
         while self.sent < target:  # while dbd is away too: it may be back within the wait
             left = deadline - asyncio.get_running_loop().time()

@@ -34,11 +34,12 @@ from typing import Any
 import grpc
 
 from controller import jobstate
+from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
 from controller.model import Job, Step
 from controller.steps import step_environment
-from controller.store import JobStore, Registration, holds_nodes
+from controller.store import JobStore, Registration
 from corral import auth, credentials
 from corral.credentials import Verifier
 from corral.wire import corral_pb2 as pb

@@ -825,7 +825,7 @@ def test_the_agent_reports_its_gpus_under_the_configured_type(
 
 
 def test_a_node_with_fewer_gpus_than_configured_is_drained_with_slurms_reason() -> None:
-    from controller.store import _gres_shortfall
+    from controller.drain import gres_shortfall as _gres_shortfall
 
     assert _gres_shortfall("gpu:h100:8", "gpu:h100:8(S:0-1)") == ""
     assert _gres_shortfall("gpu:h100:8", "gpu:h100:4(S:0)") == (

@@ -1,0 +1,159 @@
+"""Node-drain rules: when a node is up, drained or down, and why.
+
+Pure functions from a node's runtime state and what happened (an agent
+attached, an administrator's ``scontrol update node``, a node gone silent) to
+its next state, with Slurm's reasons. The store applies what they return and
+records it; keeping the rules apart lets them be read as one list and
+changed without reading the store's bookkeeping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from controller.model import NodeRuntime
+from controller.principal import Principal
+from corral import gres as gres_syntax
+from corral import gresconf
+from corral.config import NodeConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What a node agent reported about one node when it attached."""
+
+    name: str
+    cpus: int
+    real_memory: int
+    hostname: str = ""
+    arch: str = ""
+    os: str = ""
+    version: str = ""
+    boot_time: int = 0
+    agent_start_time: int = 0
+    gres_found: str | None = None  # the GPUs the agent probed (None: not probed)
+    mps: bool = False  # it can run MPS servers, so GPU shares can be fenced
+    gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
+
+
+def usable(node: NodeRuntime) -> bool:
+    """Whether jobs may start on ``node``: up, answering, not drained."""
+    return node.state == "UP" and node.responding and not node.drain
+
+
+def shortfall(cpus: int, memory: int, gres: str, reg: Registration) -> str:
+    """Slurm's drain reason when a node has less than its configuration promises."""
+    if reg.cpus < cpus:
+        return f"Low socket*core*thread count, Low CPUs ({reg.cpus} < {cpus})"
+    if reg.real_memory < memory:
+        return f"Low RealMemory (reported:{reg.real_memory} < 100.00% of configured:{memory})"
+    if reg.gres_found is not None:
+        return gres_shortfall(gres, reg.gres_found)
+    return ""
+
+
+def gres_shortfall(configured: str, found: str) -> str:
+    """slurmctld's reason when a node's probed GPUs fall short of its ``Gres=``."""
+    try:
+        items, got = gres_syntax.parse_node(configured), gres_syntax.parse_node(found)
+    except ValueError:
+        return ""
+    devices = [
+        gresconf.GresDevice(name, kind, (), count, None, None, frozenset(), i, ("probe", 0))
+        for i, (name, kind, count) in enumerate(got)
+    ]
+    if not any(name == "gpu" for name, _, _ in got):  # the probe found none: 0, not unknown
+        devices.append(
+            gresconf.GresDevice("gpu", "", (), 0, None, None, frozenset(), 0, ("probe", 0))
+        )
+    configured_gpus = [item for item in items if item[0] == "gpu"]
+    return gresconf.cross_check(configured_gpus, devices).reason or ""
+
+
+def returns_to_service(node: NodeRuntime, return_to_service: int) -> bool:
+    """Whether a DOWN node comes back UP as its agent attaches (``ReturnToService``):
+    never (0), only if it went down for not responding (1), always (2)."""
+    if return_to_service >= 2:
+        return True
+    return return_to_service == 1 and node.reason == "Not responding"
+
+
+def registered(
+    node: NodeRuntime,
+    conf: NodeConfig,
+    reg: Registration,
+    return_to_service: int,
+    monotonic: float,
+    now: int,
+) -> tuple[NodeRuntime, bool, str]:
+    """``node`` once its agent attached with ``reg``: (the node, whether its state or
+    drain changed, the reason it is drained now: it reports less than ``conf`` promises).
+
+    It is up (unless an administrator said otherwise). Like slurmd, a node whose
+    probed CPUs or memory fall short of its configuration is drained, so jobs
+    are never placed on resources that are not there.
+    """
+    state = node.state
+    if state == "UNKNOWN" or (state == "DOWN" and returns_to_service(node, return_to_service)):
+        state = "UP"
+    changed = state != node.state
+    drain, reason = node.drain, ("" if changed and not node.drain else node.reason)
+    short = shortfall(conf.cpus, conf.real_memory, conf.gres, reg)
+    newly = short if short and not node.drain else ""
+    if newly:
+        drain, reason, changed = True, short, True
+    node = replace(
+        node,
+        state=state,
+        drain=drain,
+        reason=reason,
+        responding=True,
+        last_seen=monotonic,
+        ever_registered=True,
+        hostname=reg.hostname,
+        arch=reg.arch,
+        os=reg.os,
+        version=reg.version,
+        boot_time=reg.boot_time,
+        agent_start_time=reg.agent_start_time,
+        mps=reg.mps,
+        gres_found=reg.gres_found or "",
+        gpu_cpus=reg.gpu_cpus,
+        reason_user="slurm" if short else node.reason_user,
+        reason_time=now if short else node.reason_time,
+    )
+    return node, changed, newly
+
+
+def down(node: NodeRuntime, reason: str, user: str, uid: int, now: int) -> NodeRuntime:
+    """``node`` taken DOWN (by the controller, ``user`` "slurm", or an administrator)."""
+    return replace(
+        node, state="DOWN", reason=reason, reason_user=user, reason_uid=uid, reason_time=now
+    )
+
+
+def admin_state(
+    node: NodeRuntime, state: str, reason: str, who: Principal, now: int
+) -> NodeRuntime:
+    """``node`` after ``scontrol update node=... state=STATE``."""
+    if state == "DRAIN":
+        return replace(
+            node,
+            drain=True,
+            reason=reason,
+            reason_user=who.user,
+            reason_uid=who.uid,
+            reason_time=now,
+        )
+    if state in ("DOWN", "FAIL"):
+        return down(node, reason, who.user, who.uid, now)
+    if state in ("RESUME", "IDLE", "UNDRAIN"):
+        up = "UP" if node.ever_registered and node.responding else "UNKNOWN"
+        return replace(
+            node,
+            drain=False,
+            reason="",
+            reason_time=0,
+            state=node.state if state == "UNDRAIN" else up,
+        )
+    return node

@@ -1,0 +1,265 @@
+"""Durability: what the store's changes become on disk and on their way out.
+
+The store (``controller/store.py``) owns the live maps and tells this module
+each value it changes; this module alone decides what that costs: the next
+journal batch (group commit, ``flush``), a record in the accounting outbox
+when a job changes in what dbd keeps, a node or reservation event in the
+second outbox, and jobcomp/filetxt's line when a job ends. Keeping them here
+leaves the store one job (the ledger) and gives every durable side effect
+one place, beside the commit that makes it durable.
+
+Both outboxes hold only committed records: a change joins them when its batch
+is on disk, so dbd never learns of a change a crash could still undo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from controller import jobcomp
+from controller.journal import Batch, Journal, Loaded
+from controller.model import Job, NodeRuntime, Payload
+from controller.reservations import Reservation
+from corral import hostlist
+from corral.config import SlurmConfig
+
+#: A journal commit that took longer than this sends the next one to the writer thread.
+INLINE_COMMIT_S = 0.002
+
+#: What accounting records of a job: a change to one of these sends dbd a new record.
+_ACCOUNTED = (
+    "state",
+    "held",
+    "submit_time",
+    "eligible_time",
+    "start_time",
+    "end_time",
+    "partition",
+    "nodes",
+    "cpus",
+    "exit_status",
+    "restarts",
+    "time_limit",
+    "name",
+    "account",
+    "qos",
+    "array_pending",
+    "array_task_id",
+    "comment",
+    "work_dir",
+    "std_out",
+    "std_err",
+    "reservation",
+    "steps",
+)
+OUTBOX_SEQ_KEY = "outbox_seq"
+EVENT_SEQ_KEY = "event_seq"
+
+
+def accounting_changed(old: Job | None, new: Job) -> bool:
+    """Whether ``new`` differs from ``old`` in what accounting records."""
+    return old is None or any(getattr(old, f) != getattr(new, f) for f in _ACCOUNTED)
+
+
+def _drop_through(outbox: dict[int, bytes] | dict[int, str], seq: int) -> None:
+    """Forget an outbox's records up to ``seq``: its oldest, since it is in sequence order."""
+    while outbox and (first := next(iter(outbox))) <= seq:
+        del outbox[first]
+
+
+def event_state(node: NodeRuntime) -> str:
+    """What sacctmgr show event calls a node that is out of service ("" when it is not)."""
+    down = node.state == "DOWN"
+    if down and node.drain:
+        return "DOWN+DRAIN"
+    return "DOWN" if down else "DRAIN" if node.drain else ""
+
+
+class Durability:
+    """The journal batch in the making, group commit, and the two outboxes to dbd."""
+
+    def __init__(self, conf: SlurmConfig, journal: Journal) -> None:
+        self.conf = conf  # the store's: jobcomp's settings and the cluster's name
+        self.journal = journal
+        self.batch = Batch()
+        self._batch_seq = 1
+        self._committed_seq = 0
+        self._lock = asyncio.Lock()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+        self._in_flight: Batch | None = None
+        self._commit_s = 0.0  # how long the last journal commit took
+        # Accounting (controller/accounting.py sets ``recorder`` when it is on):
+        # records committed but not yet delivered to dbd, by outbox sequence.
+        self.recorder: Callable[[Job], bytes] | None = None
+        self.outbox: dict[int, bytes] = {}
+        self.outbox_ready = asyncio.Event()
+        self._outbox_seq = 0
+        self._outbox_of_job: dict[int, int] = {}  # this batch's record of a job
+        self.event_outbox: dict[int, str] = {}  # node events (JSON), the same way
+        self._event_seq = 0
+
+    def restore(self, loaded: Loaded) -> None:
+        """Take back the outboxes a restart found in the journal."""
+        self.outbox = loaded.outbox
+        self._outbox_seq = max(int(loaded.meta.get(OUTBOX_SEQ_KEY, 0)), max(self.outbox, default=0))
+        self.event_outbox = loaded.events
+        self._event_seq = max(
+            int(loaded.meta.get(EVENT_SEQ_KEY, 0)), max(self.event_outbox, default=0)
+        )
+        if self.outbox or self.event_outbox:
+            self.outbox_ready.set()
+
+    # ------------------------------------------------------------ changes
+
+    def job(self, old: Job | None, job: Job) -> None:
+        """``job`` replaces ``old`` (None: it is new) in the store."""
+        if self.recorder is not None and accounting_changed(old, job):
+            self._record(job)
+        ended = job.state.finished and (old is None or not old.state.finished)
+        if ended and self.conf.accounting.jobcomp == "filetxt":
+            line = jobcomp.line(job, self.conf.cluster_name)
+            jobcomp.append(self.conf.accounting.jobcomp_loc, line)
+        self.batch.jobs[job.job_id] = job
+
+    def _record(self, job: Job) -> None:
+        """Queue ``job``'s accounting record (replacing one this batch already has)."""
+        assert self.recorder is not None
+        earlier = self._outbox_of_job.get(job.job_id)
+        if earlier is not None:
+            del self.batch.outbox[earlier]
+        self._outbox_seq += 1
+        self.batch.outbox[self._outbox_seq] = self.recorder(job)
+        self.batch.meta[OUTBOX_SEQ_KEY] = str(self._outbox_seq)
+        self._outbox_of_job[job.job_id] = self._outbox_seq
+
+    def forget_jobs(self, job_ids: list[int], payloads: set[int]) -> None:
+        """Purged jobs (and the payloads no job left needs) leave the journal."""
+        for job_id in job_ids:
+            self.batch.jobs.pop(job_id, None)
+            self.batch.deleted_jobs.add(job_id)
+        self.batch.deleted_payloads.update(payloads)
+
+    def add_payload(self, key: int, payload: Payload) -> None:
+        self.batch.payloads[key] = payload
+
+    def payload(self, key: int) -> Payload | None:
+        """A job's script and environment: from a batch not yet on disk, else the journal."""
+        for batch in (self.batch, self._in_flight):
+            if batch is not None and key in batch.payloads:
+                return batch.payloads[key]
+        return self.journal.payload(key)
+
+    def keep(self, key: str, value: str) -> None:
+        """A journal meta value (counters, associations, reservations, usage)."""
+        self.batch.meta[key] = value
+
+    def node(self, old: NodeRuntime | None, new: NodeRuntime, cpus: int) -> None:
+        """``new`` replaces ``old`` in the store; ``cpus``: its configured count."""
+        if self.recorder is not None and old is not None:
+            self._node_events(old, new, cpus)
+        self.batch.nodes[new.name] = new
+
+    def _node_events(self, old: NodeRuntime, new: NodeRuntime, cpus: int) -> None:
+        """Accounting's node events: one starts as a node goes down or is drained
+        (or its reason changes), and ends as it comes back."""
+        was, now = event_state(old), event_state(new)
+        if was == now and (not now or old.reason_time == new.reason_time):
+            return
+        stamp = int(time.time())
+        if was:
+            self._event(old, was, old.reason_time or stamp, stamp, cpus)
+        if now:
+            self._event(new, now, new.reason_time or stamp, 0, cpus)
+
+    def _event(self, node: NodeRuntime, state: str, start: int, end: int, cpus: int) -> None:
+        self._event_seq += 1
+        self.batch.events[self._event_seq] = json.dumps(
+            {
+                "node": node.name,
+                "start": start,
+                "end": end,
+                "state": state,
+                "reason": node.reason,
+                "reason_uid": node.reason_uid,
+                "cpus": cpus,
+            }
+        )
+        self.batch.meta[EVENT_SEQ_KEY] = str(self._event_seq)
+
+    def reservation(self, resv: Reservation, *, deleted: bool, now: int) -> None:
+        """dbd's record of a reservation made, changed, deleted or ended."""
+        if self.recorder is None:
+            return
+        self._event_seq += 1
+        info = {
+            "name": resv.name,
+            "id": resv.id,
+            "nodes": hostlist.compress(resv.nodes),
+            "node_count": len(resv.nodes),
+            "core_count": resv.cores,
+            "start": resv.start,
+            "end": min(resv.end, now) if deleted else resv.end,
+            "flags": ",".join(resv.flags),
+            "users": ",".join(resv.users),
+            "accounts": ",".join(resv.accounts),
+            "partition": resv.partition,
+            "tres": f"cpu={resv.cores}",
+            "deleted": deleted,
+        }
+        self.batch.events[self._event_seq] = json.dumps({"reservation": info})
+        self.batch.meta[EVENT_SEQ_KEY] = str(self._event_seq)
+
+    # ------------------------------------------------------------ delivery
+
+    def delivered(self, seq: int) -> None:
+        """dbd holds every record up to ``seq``: drop them (from disk at the next flush)."""
+        _drop_through(self.outbox, seq)
+        self.batch.delivered = max(self.batch.delivered, seq)
+
+    def events_delivered(self, seq: int) -> None:
+        """dbd holds every node event up to ``seq``."""
+        _drop_through(self.event_outbox, seq)
+        self.batch.events_delivered = max(self.batch.events_delivered, seq)
+
+    async def flush(self, *, inline: bool = False) -> None:
+        """Return once every change made before the call is on disk.
+
+        Commits normally run in the writer thread, so that the loop admits
+        other requests meanwhile and they share the next commit (group
+        commit). A caller that knows nothing else is waiting (``inline``) gets
+        the commit on the loop instead when the disk is fast: the hand-off to
+        the thread and back costs more than the fsync itself. Once a commit
+        has taken longer than ``INLINE_COMMIT_S`` (a slow or busy disk), every
+        commit goes to the thread until one is fast again.
+        """
+        target = self._batch_seq
+        if self._committed_seq >= target:
+            return
+        async with self._lock:
+            if self._committed_seq >= target:
+                return
+            batch, self.batch = self.batch, Batch()
+            self._outbox_of_job = {}
+            self._batch_seq += 1
+            if batch:
+                self._in_flight = batch
+                try:
+                    began = time.perf_counter()
+                    if inline and self._commit_s < INLINE_COMMIT_S:
+                        self.journal.write(batch)
+                    else:
+                        await asyncio.get_running_loop().run_in_executor(
+                            self._writer, self.journal.write, batch
+                        )
+                    self._commit_s = time.perf_counter() - began
+                finally:
+                    self._in_flight = None
+                if batch.outbox or batch.events:  # on disk now: dbd may have them
+                    self.outbox.update(batch.outbox)
+                    self.event_outbox.update(batch.events)
+                    self.outbox_ready.set()
+            self._committed_seq = target

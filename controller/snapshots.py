@@ -1,0 +1,158 @@
+"""The scheduler's snapshot, built by a pure function of the ledger and the configuration.
+
+``build`` reads what the store owns (nodes, jobs, what they hold, dbd's
+associations, reservations) and slurm.conf, and changes none of it: the same
+inputs give the same ``Snapshot``. The store calls it for the loop, ``Why``
+and ``sbatch --test-only``; tests can call it on values they made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from controller import assoclimits, gpushare
+from controller.admission import Capacity
+from controller.associations import AssocSet
+from controller.core import NodeView, Running, Snapshot
+from controller.core.fairshare import Usage
+from controller.core.preempt import PreemptPolicy
+from controller.core.snapshot import JobFacts
+from controller.drain import usable
+from controller.holdings import Holdings, holds_nodes
+from controller.jobstate import COMPLETING, JobState
+from controller.model import Job, NodeRuntime
+from controller.reservations import ReservationBook
+from corral.config import SlurmConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """What the store owns that a snapshot reads (the store's own maps, not copies)."""
+
+    nodes: Mapping[str, NodeRuntime]
+    partition_state: Mapping[str, str]
+    jobs: Mapping[int, Job]
+    pending: Iterable[int]  # ids of PENDING jobs, in submission order
+    holdings: Holdings
+    associations: AssocSet | None
+    enforce: frozenset[str]
+    usage: Usage
+    reservations: ReservationBook
+
+
+def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
+    """An immutable picture of the cluster for ``core.schedule``."""
+    pending = tuple(ledger.jobs[job_id] for job_id in ledger.pending)
+    gates, usage = assoclimits.limits(
+        ledger.jobs.values(), pending, ledger.associations, ledger.enforce, ledger.usage
+    )
+    running, running_per_array = _running(ledger.jobs.values())
+    return Snapshot(
+        _node_views(ledger, conf, capacity),
+        {
+            name: view
+            if ledger.partition_state.get(name, view.state) == view.state
+            else replace(view, state=ledger.partition_state[name])
+            for name, view in capacity.partitions.items()
+        },
+        pending,
+        _facts(ledger.jobs.values()) if any(j.dependency for j in pending) else {},
+        running_per_array,
+        running,
+        gates,
+        usage,
+        ledger.reservations.views(),
+        preempt_policy(conf, ledger.associations),
+    )
+
+
+def _node_views(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> dict[str, NodeView]:
+    """Every configured node with what is free on it, in configuration order."""
+    views = {}
+    holdings = ledger.holdings
+    fenced_only = gpushare.fenced_only(conf)
+    for rank, conf_node in enumerate(conf.nodes):
+        runtime = ledger.nodes[conf_node.name]
+        cpus, memory = holdings.used(conf_node.name)
+        shared = holdings.shared(conf_node.name)
+        free_cpus = conf_node.cpus - cpus
+        if shared:  # sharing jobs take idle CPUs first, as Slurm places them
+            free_cpus = max(free_cpus - sum(load for _, load, _ in shared), 0)
+        gres = capacity.gres_free(
+            conf_node.name, holdings.gres(conf_node.name), holdings.gpus(conf_node.name)
+        )
+        if fenced_only and not runtime.mps:
+            gres = gpushare.unfenced(gres)
+        views[conf_node.name] = NodeView(
+            name=conf_node.name,
+            cpus=conf_node.cpus,
+            real_memory=conf_node.real_memory,
+            weight=conf_node.weight,
+            features=frozenset(conf_node.features),
+            free_cpus=free_cpus,
+            free_memory=conf_node.real_memory - memory,
+            usable=usable(runtime),
+            idle=cpus == 0 and not shared,
+            gres=gres,
+            unshared=cpus > 0,
+            shared=shared,
+            unit=capacity.nodes[conf_node.name].unit,
+            rank=rank,
+        )
+    return views
+
+
+def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:
+    """What dependencies are checked against, for every job the store knows."""
+    return {
+        j.job_id: JobFacts(
+            j.state.name,
+            j.exit_status,
+            j.name,
+            j.uid,
+            j.array_job_id,
+            j.array_task_id,
+            j.start_time,
+            j.array_pending,
+        )
+        for j in jobs
+    }
+
+
+def _running(jobs: Iterable[Job]) -> tuple[tuple[Running, ...], dict[int, int]]:
+    """The jobs on their nodes as the core sees them, and how many of each array run."""
+    running_per_array: dict[int, int] = {}
+    running = []
+    for j in jobs:
+        if holds_nodes(j):
+            running.append(
+                Running(
+                    j.job_id,
+                    j.nodes,
+                    j.cpus,
+                    j.alloc_mem,
+                    j.end_time,
+                    j.gres_alloc,
+                    preemptable=j.state is JobState.RUNNING and COMPLETING not in j.flags,
+                    priority=j.priority,
+                    qos=j.qos,
+                    partition=j.partition,
+                    start_time=j.start_time,
+                    user=j.user,
+                )
+            )
+            if j.array_job_id:
+                running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
+    return tuple(running), running_per_array
+
+
+def preempt_policy(conf: SlurmConfig, assocs: AssocSet | None) -> PreemptPolicy | None:
+    """PreemptType as the core applies it (None: off)."""
+    if conf.preempt_mode == "OFF":
+        return None
+    if conf.preempt_type == "PREEMPT/QOS":
+        qos = assocs.qos if assocs is not None else {}
+        return PreemptPolicy("qos", qos={name: q.preempt for name, q in qos.items()})
+    tiers = {p.name: p.priority_tier for p in conf.partitions}
+    return PreemptPolicy("partition_prio", tiers=tiers)

@@ -1,0 +1,76 @@
+"""The store as a ledger: its seams to durability, holdings and the snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from controller import snapshots
+from controller.holdings import Holdings
+from controller.jobstate import Cancel, Finish, Start
+from controller.journal import Journal
+from controller.principal import principal_for
+from controller.store import JobStore
+from corral.config import parse
+
+CONF = """\
+ClusterName=test
+SlurmctldHost=ctl
+NodeName=n[1-2] CPUs=8 RealMemory=16000
+PartitionName=p Nodes=ALL Default=YES
+"""
+SPEC = {"name": "a", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return JobStore(parse(CONF, str(tmp_path / "slurm.conf")), Journal(str(tmp_path / "state")))
+
+
+def test_a_record_reaches_the_outbox_once_committed_and_once_per_batch(store: JobStore) -> None:
+    store.durable.recorder = lambda job: f"{job.job_id}:{job.state.name}".encode()
+    job = store.submit(SPEC, principal_for(0, 0), now=100).job
+    store.post(job.job_id, Cancel(now=110))
+    assert store.durable.outbox == {}  # not on disk yet: dbd must not learn of it
+    asyncio.run(store.flush())
+    assert list(store.durable.outbox.values()) == [f"{job.job_id}:CANCELLED".encode()]
+    store.durable.delivered(max(store.durable.outbox))
+    assert store.durable.outbox == {}
+
+
+def test_holdings_come_and_go_with_the_job(store: JobStore) -> None:
+    job = store.submit(SPEC, principal_for(0, 0), now=100).job
+    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    assert (store.used("n1"), store.used("n2")) == ((4, 1000), (0, 0))
+    store.post(job.job_id, Cancel(now=120))
+    assert store.used("n1") == (4, 1000)  # COMPLETING: still on its node
+    store.post(job.job_id, Finish(130, 0, "cancelled"))
+    assert store.used("n1") == (0, 0)
+
+
+def test_the_snapshot_is_a_function_of_the_ledger_and_changes_nothing(store: JobStore) -> None:
+    job = store.submit(SPEC, principal_for(0, 0), now=100).job
+    other = store.submit(SPEC, principal_for(0, 0), now=100).job
+    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    jobs, nodes = dict(store.jobs), dict(store.nodes)
+    first, second = store.snapshot(), store.snapshot()
+    assert first == second
+    assert (store.jobs, store.nodes) == (jobs, nodes)
+    assert [j.job_id for j in first.pending] == [other.job_id]
+    assert first.nodes["n1"].free_cpus == 4 and first.nodes["n2"].free_cpus == 8
+    holdings = Holdings(nodes)  # a ledger made by hand: nothing held
+    ledger = snapshots.Ledger(
+        nodes,
+        {},
+        jobs,
+        [other.job_id],
+        holdings,
+        None,
+        frozenset(),
+        store.priorities.usage,
+        store.reservations,
+    )
+    alone = snapshots.build(ledger, store.conf, store.capacity)
+    assert alone.nodes["n1"].free_cpus == 8 and alone.pending == first.pending
