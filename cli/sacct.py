@@ -17,9 +17,10 @@ import pwd
 import sys
 import time
 
-from cli import boundary, jobstate, options
+from cli import boundary, options
 from cli.command import Command, split_list
 from cli.halt import Halt
+from cli.jobs import statenames
 from cli.options import OPTIONAL, REFUSED, REQUIRED, WARNED, Option, OptionTable
 from cli.sacct_fields import (
     BRIEF_FIELDS,
@@ -171,7 +172,7 @@ TABLE = OptionTable(
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
 #: States slurmdbd records, the only ones ``-s`` may name (sacct's ``_supported_state``).
-ACCOUNTED_STATES = frozenset((*jobstate.BASE_STATES, "REQUEUED", "RESIZING", "REVOKED"))
+ACCOUNTED_STATES = frozenset((*statenames.BASE_STATES, "REQUEUED", "RESIZING", "REVOKED"))
 #: Step names ``-j 123.<step>`` accepts besides a number.
 _STEP_NAMES = ("batch", "extern", "interactive", "TBD")
 _UNITS = "KMGTP"
@@ -493,7 +494,7 @@ def parse_states(text: str) -> list[str]:
     """``-s``: long state names; ``Halt`` for unknown or unaccounted states."""
     states = []
     for item in split_list(text):
-        name = jobstate.parse_state(item)
+        name = statenames.parse_state(item)
         if name is None:
             raise _fatal(f"unrecognized job state value '{item}'")
         if name not in ACCOUNTED_STATES:

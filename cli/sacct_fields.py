@@ -16,9 +16,9 @@ steps srun ran, recorded in it (``JobInfo.steps``).
 
 from __future__ import annotations
 
-from cli.jobfields import node_list, run_seconds
-from cli.jobids import task_range
-from cli.jobrecord import exit_code
+from cli.jobs.fields import node_list, run_seconds
+from cli.jobs.ids import task_range
+from cli.jobs.record import exit_code
 from cli.quantity import mebibytes
 from cli.sshare import PARSABLE2
 from cli.sshare import Printer as _SsharePrinter
