@@ -22,7 +22,7 @@ from cli.command import Command, split_list
 from cli.halt import Halt
 from cli.jobs import statenames
 from cli.options import OPTIONAL, REFUSED, REQUIRED, WARNED, Option, OptionTable
-from cli.sacct_fields import (
+from cli.sacct.fields import (
     BRIEF_FIELDS,
     DEFAULT_FIELDS,
     LONG_FIELDS,
@@ -96,7 +96,7 @@ sacct [<OPTION>]
      today, midnight, noon.
 """
 
-#: The data_parser version of ``--json``'s records (cli/sacct_json.py).
+#: The data_parser version of ``--json``'s records (cli/sacct/jsonrecords.py).
 JSON_PARSER = "v0.0.42"
 
 #: What the format options' notes say (docs/compatibility.md): a field of a feature
@@ -642,7 +642,7 @@ def render_json(
     jobs: Sequence[Job], now: int, settings: Settings, env: Mapping[str, str], argv: Sequence[str]
 ) -> str:
     """``--json``: each job with its steps."""
-    from cli.sacct_json import document
+    from cli.sacct.jsonrecords import document
 
     view = View(now, env, units=settings.units, noconvert=settings.noconvert)
     grouped: list[tuple[Job, list[Step]]] = []
@@ -686,7 +686,3 @@ def sacct(argv: list[str]) -> int:
     else:
         sys.stdout.write(render(reply["jobs"], reply["now"], settings, os.environ))
     return 0
-
-
-def main() -> None:
-    boundary.run(PROG, sacct)
