@@ -22,6 +22,7 @@ from cli.command import Command, split_list
 from cli.halt import Halt
 from cli.jobs import statenames
 from cli.options import OPTIONAL, REFUSED, REQUIRED, WARNED, Option, OptionTable
+from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2
 from cli.sacct.fields import (
     BRIEF_FIELDS,
     DEFAULT_FIELDS,
@@ -36,7 +37,6 @@ from cli.sacct.fields import (
     job_steps,
     parse_fields,
 )
-from cli.sshare import NOT_PARSABLE, PARSABLE, PARSABLE2
 from corral.errors import ESLURM_DISABLED, SlurmError
 from corral.timefmt import format_timestamp
 

@@ -24,6 +24,7 @@ from cli import boundary
 from cli.command import Command
 from cli.halt import Halt
 from cli.options import OPTIONAL, REFUSED, Option, OptionTable
+from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2
 from cli.sacctmgr.fields import (
     Field,
     FieldError,
@@ -136,8 +137,6 @@ TABLE = OptionTable(
 HELP = USAGE + "\n"
 COMMAND = Command(PROG, TABLE, HELP, HELP)
 
-#: print_fields' parsable modes (as in sshare).
-NOT_PARSABLE, PARSABLE, PARSABLE2 = 0, 1, 2
 #: How long the commit prompt waits, in seconds.
 ANSWER_SECONDS = 30.0
 

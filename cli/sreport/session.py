@@ -37,6 +37,7 @@ from cli import boundary
 from cli.command import Command
 from cli.halt import Halt
 from cli.options import REQUIRED, Option, OptionTable
+from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2
 from cli.sreport.layout import (
     ACCOUNTS_BY_USER,
     HOURS,
@@ -61,7 +62,6 @@ from cli.sreport.layout import (
     render_top,
     render_utilization,
 )
-from cli.sshare import NOT_PARSABLE, PARSABLE, PARSABLE2
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
