@@ -79,6 +79,7 @@ TABLE_MODULES = {
     "sacct": "cli.sacct.query",
     "sacctmgr": "cli.sacctmgr.session",
     "sreport": "cli.sreport.session",
+    "srun": "cli.srun.launch",
 }
 
 
