@@ -1,7 +1,7 @@
 """Interactive allocations: what salloc, and srun outside a job, do with one.
 
 The job is submitted like sbatch's (the same option checks and fields, see
-cli/sbatch_settings.py) but marked interactive: the controller runs no batch
+cli/sbatch/settings.py) but marked interactive: the controller runs no batch
 script on it. The client waits for it to start (``Allocation`` answers its
 state, then its SLURM_* environment), runs its command or step, and gives it
 back (``JobControl`` action ``complete`` with the exit status). A client
@@ -38,8 +38,8 @@ def submit(
 ) -> int:
     """Ask for the allocation; its job id (Halt with Slurm's words if refused)."""
     from cli.failure import Failure
-    from cli.sbatch_settings import Settings
-    from cli.sbatch_spec import Script, build
+    from cli.sbatch.settings import Settings
+    from cli.sbatch.spec import Script, build
 
     settings = Settings()
     try:

@@ -72,9 +72,20 @@ configuration files written for Slurm parse. What happens then:
 """
 
 
+#: The module of each client whose option table is not in ``cli.<client>``: a
+#: package's ``__init__`` imports nothing, so the table is in one of its modules.
+TABLE_MODULES = {
+    "sbatch": "cli.sbatch.options",
+    "sacct": "cli.sacct.query",
+    "sacctmgr": "cli.sacctmgr.session",
+    "sreport": "cli.sreport.session",
+    "srun": "cli.srun.launch",
+}
+
+
 def table_of(command: str) -> OptionTable:
-    """A client's option table (sbatch's lives in its own module)."""
-    module = "cli.sbatch_options" if command == "sbatch" else f"cli.{command}"
+    """A client's option table."""
+    module = TABLE_MODULES.get(command, f"cli.{command}")
     table: OptionTable = importlib.import_module(module).TABLE
     return table
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary, jobstate
+from cli import boundary
 from cli.command import THIS_CLUSTER, Command, known_user, only_this_cluster
 from cli.halt import Halt
-from cli.jobids import InvalidJobId, cancel_ids
+from cli.jobs import statenames
+from cli.jobs.ids import InvalidJobId, cancel_ids
 from cli.options import REFUSED, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import ESLURM_ALREADY_DONE, ESLURM_INVALID_JOB_ID, SlurmError
 from corral.hostlist import expand
@@ -224,7 +225,7 @@ def _from_env(settings: Settings, env: Mapping[str, str]) -> None:
 
 
 def _state(text: str, complaint: str) -> str:
-    name = jobstate.parse_state(text)
+    name = statenames.parse_state(text)
     if name is None:
         raise Halt(
             1, f"{complaint}: {text}", "Valid job states are PENDING, RUNNING, and SUSPENDED"

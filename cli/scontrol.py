@@ -4,7 +4,7 @@ Command words are case-insensitive and may be abbreviated as far as Slurm
 allows (``sho job``, ``upd``); messages go where Slurm sends them (``Job 5
 not found`` on stdout, ``Invalid job id specified for job x`` on stderr)
 with Slurm's exit status, because scripts test both. Records are rendered by
-``jobrecord`` and ``noderecord``.
+``cli.jobs.record`` and ``cli.nodes.record``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary, jobrecord, noderecord
+from cli import boundary
 from cli.command import THIS_CLUSTER, Command, only_this_cluster
 from cli.halt import Halt
-from cli.jobids import job_id_list
+from cli.jobs.ids import job_id_list
+from cli.jobs.record import record as job_record
+from cli.nodes.record import node_record, partition_record
 from cli.options import REFUSED, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import SlurmError
 from corral.hostlist import compress, expand
@@ -361,7 +363,7 @@ class Session:
             if task is not None and job["array_task_str"]:
                 shown = {**job, "array_task_str": "", "array_task_id": task}
             self.out.write(
-                jobrecord.record(shown, reply["now"], oneliner=self.oneliner, details=self.details)
+                job_record(shown, reply["now"], oneliner=self.oneliner, details=self.details)
             )
         if jobs:
             return
@@ -383,9 +385,7 @@ class Session:
         port = client_settings().slurmd_port
         if value is None:
             for node in nodes:
-                self.out.write(
-                    noderecord.node_record(node, oneliner=self.oneliner, slurmd_port=port)
-                )
+                self.out.write(node_record(node, oneliner=self.oneliner, slurmd_port=port))
             if not nodes and not self.quiet:
                 self.print("No nodes in the system")
             return
@@ -402,7 +402,7 @@ class Session:
                 if not self.quiet:
                     self.print(f"Node {name} not found")
                 continue
-            self.out.write(noderecord.node_record(node, oneliner=self.oneliner, slurmd_port=port))
+            self.out.write(node_record(node, oneliner=self.oneliner, slurmd_port=port))
 
     def show_partition(self, value: str | None) -> None:
         try:
@@ -413,7 +413,7 @@ class Session:
             return
         chosen = [part for part in parts if value is None or part["name"] == value]
         for part in chosen:
-            self.out.write(noderecord.partition_record(part, oneliner=self.oneliner))
+            self.out.write(partition_record(part, oneliner=self.oneliner))
         if chosen or self.quiet:
             if not chosen:
                 self.exit_code = 1
@@ -576,7 +576,7 @@ class Session:
         )
 
     def show_step(self, value: str | None) -> None:
-        from cli import steps
+        from cli.jobs import steps
 
         job_ids = [value.split(".")[0]] if value else []
         try:

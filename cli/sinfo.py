@@ -1,7 +1,7 @@
 """sinfo: partitions and nodes the way Slurm's sinfo shows them, byte for byte.
 
 The controller is asked for every partition and node; rows are formed
-(``nodegroups``), sorted and laid out (``nodefields``, ``columns``) here, so
+(``cli.nodes.groups``), sorted and laid out (``cli.nodes.fields``, ``columns``) here, so
 the grouping that scripts rely on ("one line per partition and state") is
 Slurm's own.
 """
@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary, nodefields, nodestate
+from cli import boundary
 from cli.columns import Bound, Column, Field, line, parse_letters, parse_names
 from cli.command import Command, repeat, split_list
 from cli.halt import Halt
-from cli.nodegroups import DEFAULT_SORT, NODE_SORT, Grouping, NodeGroup, build, sort_groups
+from cli.nodes import fields, statenames
+from cli.nodes.groups import DEFAULT_SORT, NODE_SORT, Grouping, NodeGroup, build, sort_groups
 from cli.options import REQUIRED, WARNED, Option, OptionTable
 from corral.errors import SlurmError
 from corral.hostlist import compress
@@ -186,18 +187,18 @@ class Layout:
 def parse_states(text: str) -> tuple[list[tuple[int, str]], bool]:
     """``-t``: the selected states and whether all must hold (``&``); ``Halt`` if unknown."""
     if text.lower() == "all":
-        every = [(base, "base") for base in range(len(nodestate.BASE_NAMES))]
-        return [*every, (nodestate.DRAIN, "drain")], False
+        every = [(base, "base") for base in range(len(statenames.BASE_NAMES))]
+        return [*every, (statenames.DRAIN, "drain")], False
     selected = []
     for word in text.replace("&", ",").split(","):
         if not word:
             continue
-        found = nodestate.filter_word(word)
+        found = statenames.filter_word(word)
         if found is None:
             raise Halt(
                 1,
                 f'{PROG}: error: Bad state string: "{word}"',
-                f"{PROG}: error: valid states: {nodestate.filter_listing()}",
+                f"{PROG}: error: valid states: {statenames.filter_listing()}",
             )
         selected.append(found)
     return selected, "&" in text
@@ -294,7 +295,7 @@ def build_layout(spec: str, names: bool) -> Layout:
         prefix, columns = "", parse_names(spec)
     else:
         prefix, columns = parse_letters(spec)
-    table = nodefields.NAMES if names else nodefields.LETTERS
+    table = fields.NAMES if names else fields.LETTERS
     layout = Layout(prefix, [])
     for column in columns:
         found = table.get(column.key.lower() if names else column.key)
@@ -304,7 +305,7 @@ def build_layout(spec: str, names: bool) -> Layout:
             literal = column.suffix if names else _literal(column)
             layout.bound.append(Bound(column, None, literal))
             continue
-        flag = nodefields.MATCH_FLAGS.get(found, "")
+        flag = fields.MATCH_FLAGS.get(found, "")
         if flag:
             layout.flags.add(flag)
         layout.bound.append(Bound(column, found))
@@ -328,9 +329,9 @@ def _widened(layout: Layout, groups: Sequence[NodeGroup], node_mode: bool) -> li
     bound = []
     for item in layout.bound:
         column, found = item.column, item.field
-        if found in nodefields.PARTITION_FIELDS:
+        if found in fields.PARTITION_FIELDS:
             column = Column(column.key, part_width, column.right, column.suffix)
-        elif node_mode and found in nodefields.NODE_LIST_FIELDS:
+        elif node_mode and found in fields.NODE_LIST_FIELDS:
             column = Column(column.key, node_width, column.right, column.suffix)
         bound.append(Bound(column, found, item.literal))
     return bound
@@ -340,7 +341,7 @@ def _marked(bound: list[Bound]) -> list[Bound]:
     """Give PARTITION columns of fixed width Slurm's ``*`` placement for the default one."""
     out = []
     for item in bound:
-        if item.field is nodefields.LETTERS["P"] and item.column.width:
+        if item.field is fields.LETTERS["P"] and item.column.width:
             width = item.column.width
 
             def value(group: NodeGroup, view: Any, width: int = width) -> str:
@@ -369,8 +370,8 @@ def node_filter(settings: Settings) -> Callable[[Mapping[str, Any]], bool]:
             return False
         if settings.states is None:
             return True
-        state = nodestate.value(node)
-        hits = [nodestate.matches(state, int(node["alloc_cpus"]), s) for s in settings.states]
+        state = statenames.value(node)
+        hits = [statenames.matches(state, int(node["alloc_cpus"]), s) for s in settings.states]
         return all(hits) if settings.states_and else any(hits)
 
     return keep

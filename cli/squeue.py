@@ -2,7 +2,7 @@
 
 Options and environment are read as Slurm reads them, the controller is asked
 once for the jobs matching the filters, and the rows are sorted and laid out
-here (``joborder``, ``jobfields``, ``columns``), so what scripts parse is
+here (``cli.jobs.order``, ``cli.jobs.fields``, ``columns``), so what scripts parse is
 exactly what Slurm would have printed.
 """
 
@@ -12,13 +12,14 @@ import gc
 import os
 import sys
 
-from cli import boundary, jobstate
+from cli import boundary
 from cli.columns import Bound, line, lines, parse_letters, parse_names
 from cli.command import Command, known_user, repeat, split_list
 from cli.halt import Halt
-from cli.jobfields import LETTERS, NAMES, JobView
-from cli.jobids import InvalidJobId, squeue_job_id
-from cli.joborder import (
+from cli.jobs import statenames
+from cli.jobs.fields import LETTERS, NAMES, JobView
+from cli.jobs.ids import InvalidJobId, squeue_job_id
+from cli.jobs.order import (
     DEFAULT_SORT,
     START_SORT,
     InvalidSort,
@@ -195,9 +196,9 @@ def parse_states(text: str) -> list[str]:
         return ["ALL"]
     states = []
     for item in split_list(text):
-        name = jobstate.parse_state(item)
+        name = statenames.parse_state(item)
         if name is None:
-            listing = ",".join(jobstate.state_listing())
+            listing = ",".join(statenames.state_listing())
             raise Halt(
                 1,
                 f"{PROG}: error: Invalid job state specified: {item}",
@@ -455,7 +456,7 @@ def report(client: Any, settings: Settings, layout: Layout, sort: str) -> int:
 
 def report_steps(client: Any, settings: Settings) -> int:
     """``squeue -s``: the running steps of the jobs the filters select."""
-    from cli import steps
+    from cli.jobs import steps
 
     query = request(settings, steps.FIELDS)
     query["filter"]["states"] = ["RUNNING"]

@@ -17,6 +17,7 @@ from cli import boundary
 from cli.command import Command, split_list
 from cli.halt import Halt
 from cli.options import REQUIRED, WARNED, Option, OptionTable
+from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2, Printer
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -111,11 +112,6 @@ _LONG_FAIR_TREE = (
 _LONG_CLASSIC = (
     "A,User,RawShares,NormShares,RawUsage,NormUsage,Eff,Fairshare,GrpTRESMins,TRESRunMins"
 )
-
-#: print_fields' parsable modes.
-NOT_PARSABLE, PARSABLE, PARSABLE2 = 0, 1, 2
-#: What Slurm's unsigned printers leave blank (NO_VAL, INFINITE and their 64-bit forms).
-_BLANK_DOUBLES = (float(0xFFFFFFFFFFFFFFFE), float(0xFFFFFFFFFFFFFFFF), 4294967294.0, 4294967295.0)
 
 
 class Settings:
@@ -260,87 +256,6 @@ def _atoi(text: str) -> int:
     while end < len(digits) and digits[end] in "0123456789":
         end += 1
     return sign * int(digits[:end]) if end else 0
-
-
-class Printer:
-    """Slurm's ``print_fields`` for one report: padding, ``+`` cut marks, ``|`` forms."""
-
-    __slots__ = ("parsable",)
-
-    def __init__(self, parsable: int) -> None:
-        self.parsable = parsable
-
-    def _end(self, text: str, last: bool) -> str:
-        if self.parsable == PARSABLE2 and last:
-            return text
-        return text + "|"
-
-    def header(self, fields: Sequence[tuple[str, int, str]]) -> str:
-        if self.parsable:
-            names = [
-                self._end(name, index == len(fields) - 1)
-                for index, (name, _, _) in enumerate(fields)
-            ]
-            return "".join(names) + "\n"
-        titles = "".join(_justify(name[: abs(width)], width) + " " for name, width, _ in fields)
-        dashes = "".join("-" * abs(width) + " " for _, width, _ in fields)
-        return titles + "\n" + dashes + "\n"
-
-    def text(self, value: str | None, width: int, last: bool) -> str:
-        """``print_fields_str``: None prints blank; a long value ends in ``+``."""
-        if self.parsable:
-            return self._end(value or "", last)
-        size = abs(width)
-        if value is None:
-            shown = " "
-        elif len(value) > size:
-            shown = value[: size - 1] + "+" if size else ""
-        else:
-            shown = value
-        return _justify(shown[:size], width) + " "
-
-    def unsigned(self, value: int | None, width: int, last: bool) -> str:
-        """``print_fields_uint32``/``uint64``: None (NO_VAL) prints blank."""
-        if value is None:
-            if self.parsable:
-                return "" if self.parsable == PARSABLE2 and last else "|"
-            return " " * abs(width) + " "
-        if self.parsable:
-            return self._end(str(value), last)
-        return _justify(str(value), width) + " "
-
-    def double(self, value: float | None, width: int, last: bool) -> str:
-        """``print_fields_double``: ``%f``, or ``%e`` narrowed to fit the column."""
-        if value is None or value in _BLANK_DOUBLES:
-            if self.parsable:
-                return "" if self.parsable == PARSABLE2 and last else "|"
-            return " " * abs(width) + " "
-        if self.parsable:
-            return self._end(_c_float(value, "f"), last)
-        size = abs(width)
-        fixed = _c_float(value, "f").rjust(size)
-        if len(fixed) <= size:
-            return _justify(_c_float(value, "f"), width) + " "
-        narrowed = size
-        scientific = _c_float(value, "e", size).rjust(size)
-        if len(scientific) > size:
-            narrowed -= len(scientific) - size
-        return _justify(_c_float(value, "e", max(narrowed, 0)), width, narrowed) + " "
-
-
-def _justify(text: str, width: int, size: int | None = None) -> str:
-    """``%*s`` with Slurm's sign convention: positive widths right-justify."""
-    size = abs(width) if size is None else size
-    return text.rjust(size) if width > 0 else text.ljust(size)
-
-
-def _c_float(value: float, kind: str, precision: int = 6) -> str:
-    """C's ``%f``/``%.*e`` (``inf``, ``nan`` spelled as C spells them)."""
-    if value != value:
-        return "-nan" if str(value).startswith("-") else "nan"
-    if value in (float("inf"), float("-inf")):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.{precision}{kind}}"
 
 
 def account_names(rows: Sequence[Row]) -> list[str]:

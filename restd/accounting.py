@@ -3,7 +3,7 @@ the accounting entities as ``sacctmgr show`` lists them.
 
 Job records come from the controller's ``History`` call (which forwards to
 corral-dbd as the caller), decoded with the CLI's own codec so that the
-record builder ``cli.sacct_json.job_record`` is shared with ``sacct --json``.
+record builder ``cli.sacct.jsonrecords.job_record`` is shared with ``sacct --json``.
 Entities (accounts, users, QOS, associations, clusters, TRES) carry every
 column sacctmgr has, named in snake case, with slurmrestd's names for the
 fields clients key on (``name``, ``description``, ``organization``,
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cli.sacct_fields import View, job_steps
-from cli.sacct_json import job_record
+from cli.sacct.fields import View, job_steps
+from cli.sacct.jsonrecords import job_record
 from corral.wire import codec
 from restd.schema import Schema, array, integer, obj, string
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.options import REFUSED, WARNED
-from cli.sacct_json import exit_code
+from cli.sacct.jsonrecords import exit_code
 from corral import errors, hostlist
 from corral.errors import SlurmError
 from restd.jobfields import BY_NAME, DESCRIPTION

@@ -33,8 +33,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cli.sacctmgr import sacctmgr
-from cli.sreport import sreport
+from cli.sacctmgr.session import sacctmgr
+from cli.sreport.session import sreport
 from controller.accounting import batch
 from corral.wire import corral_pb2 as pb
 from dbd import schema

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from cli import boundary, sacct
+from cli import boundary
 from cli.halt import Halt
-from cli.sacct import JobSelection
+from cli.sacct import main, query
+from cli.sacct.query import JobSelection
 from corral import errors
 from corral.errors import SlurmError
 from corral.wire import codec
@@ -28,8 +29,8 @@ MIDNIGHT = epoch("2026-11-30T00:00:00")
 USER = 1000
 
 
-def settings(*argv: str, uid: int = USER, env: dict[str, str] | None = None) -> sacct.Settings:
-    return sacct.parse_settings(list(argv), env or {}, NOW, uid)
+def settings(*argv: str, uid: int = USER, env: dict[str, str] | None = None) -> query.Settings:
+    return query.parse_settings(list(argv), env or {}, NOW, uid)
 
 
 def halt(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -65,7 +66,7 @@ def halt(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     ],
 )
 def test_time_forms(text: str, stamp: str) -> None:
-    assert sacct.parse_time(text, NOW) == epoch(stamp)
+    assert query.parse_time(text, NOW) == epoch(stamp)
 
 
 @pytest.mark.parametrize("text", ["yesterday-ish", "25:00", "2026-13-01", "now-3parsecs", ""])
@@ -102,7 +103,7 @@ def test_bad_times(capsys: pytest.CaptureFixture[str], text: str) -> None:
 def test_window(argv: tuple[str, ...], start: int, end: int) -> None:
     chosen = settings(*argv)
     assert (chosen.start, chosen.end) == (start, end)
-    request = sacct.request(chosen)["filter"]
+    request = query.request(chosen)["filter"]
     assert (request["start"], request["end"]) == (start, end)
 
 
@@ -135,7 +136,7 @@ def test_start_after_end(capsys: pytest.CaptureFixture[str]) -> None:
     ],
 )
 def test_users(argv: tuple[str, ...], uid: int, uids: list[int]) -> None:
-    assert sacct.request(settings(*argv, uid=uid))["filter"]["uids"] == uids
+    assert query.request(settings(*argv, uid=uid))["filter"]["uids"] == uids
 
 
 def test_unknown_user(capsys: pytest.CaptureFixture[str]) -> None:
@@ -164,7 +165,7 @@ def test_user_names_come_from_the_password_database() -> None:
     ],
 )
 def test_states(text: str, states: list[str]) -> None:
-    assert sacct.request(settings("-s", text))["filter"]["states"] == states
+    assert query.request(settings("-s", text))["filter"]["states"] == states
 
 
 def test_bad_states(capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,7 +212,7 @@ def test_bad_states(capsys: pytest.CaptureFixture[str]) -> None:
 def test_job_ids(argv: tuple[str, ...], selections: list[JobSelection], ids: list[str]) -> None:
     chosen = settings(*argv)
     assert chosen.jobs == selections
-    assert sacct.request(chosen)["filter"]["job_ids"] == ids
+    assert query.request(chosen)["filter"]["job_ids"] == ids
 
 
 @pytest.mark.parametrize(
@@ -234,7 +235,7 @@ def test_filters_reach_the_request() -> None:
     chosen = settings(
         "-A", "bench,phys", "-r", "debug", "--partition=gpu", "--name=a,b", "-N", "n[1-3]"
     )
-    request = sacct.request(chosen)["filter"]
+    request = query.request(chosen)["filter"]
     assert request["accounts"] == ["bench", "phys"]
     assert request["partitions"] == ["debug", "gpu"]
     assert request["names"] == ["a", "b"]
@@ -254,7 +255,7 @@ def test_filters_reach_the_request() -> None:
     ],
 )
 def test_clusters(argv: tuple[str, ...], clusters: list[str]) -> None:
-    assert sacct.request(settings(*argv))["filter"]["clusters"] == clusters
+    assert query.request(settings(*argv))["filter"]["clusters"] == clusters
 
 
 def test_second_nodelist_is_refused_with_a_message() -> None:
@@ -351,8 +352,8 @@ def test_errors(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], err: 
 # ---------------------------------------------------------------- help
 def test_help_usage_version_helpformat(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = halt(capsys, "--help")
-    assert (status, err) == (0, "") and out == sacct.HELP
-    assert halt(capsys, "-h")[1] == sacct.HELP
+    assert (status, err) == (0, "") and out == query.HELP
+    assert halt(capsys, "-h")[1] == query.HELP
     assert halt(capsys, "--usage") == (0, "Usage: sacct [options]\n\tUse --help for help\n", "")
     assert halt(capsys, "-V") == (0, "slurm 24.11.0\n", "")
     status, out, _ = halt(capsys, "-e")
@@ -397,10 +398,10 @@ def run(
 ) -> tuple[FakeClient, int, str, str]:
     client = FakeClient(answer)
     monkeypatch.setattr(boundary, "connect", lambda: client)
-    monkeypatch.setattr(sacct.time, "time", lambda: float(NOW))
-    monkeypatch.setattr(sacct.os, "getuid", lambda: USER)
+    monkeypatch.setattr(query.time, "time", lambda: float(NOW))
+    monkeypatch.setattr(query.os, "getuid", lambda: USER)
     monkeypatch.delenv("SACCT_FORMAT", raising=False)
-    status = sacct.sacct(list(argv))
+    status = query.sacct(list(argv))
     captured = capsys.readouterr()
     return client, status, captured.out, captured.err
 
@@ -505,7 +506,7 @@ def test_controller_errors_go_through_the_boundary(
     monkeypatch.setattr(sys, "argv", ["sacct", "-X"])
     monkeypatch.delenv("SLURM_EXIT_ERROR", raising=False)
     with pytest.raises(SystemExit) as stop:
-        sacct.main()
+        main()
     assert stop.value.code == 1
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == (
@@ -519,7 +520,7 @@ def test_disabled_accounting_is_said_as_slurm_says_it(
 ) -> None:
     disabled = SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
     monkeypatch.setattr(boundary, "connect", lambda: FakeClient(disabled))
-    assert sacct.sacct(["-X"]) == 1
+    assert query.sacct(["-X"]) == 1
     assert capsys.readouterr().err == "Slurm accounting storage is disabled\n"
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from cli import sacct
-from cli.sacct_fields import FIELDS, batch_step, help_format, job_state, parse_fields
+from cli.sacct import query
+from cli.sacct.fields import FIELDS, batch_step, help_format, job_state, parse_fields
 from corral.wire import codec
 from tests.unit.test_timefmt import NOW, epoch, utc  # noqa: F401  (utc: autouse fixture)
 
@@ -73,8 +73,8 @@ def pending(**fields: Any) -> dict[str, Any]:
 
 
 def report(jobs: list[dict[str, Any]], *argv: str, env: dict[str, str] | None = None) -> str:
-    settings = sacct.parse_settings(list(argv), env or {}, NOW, 0)
-    return sacct.render(jobs, NOW, settings, env or {})
+    settings = query.parse_settings(list(argv), env or {}, NOW, 0)
+    return query.render(jobs, NOW, settings, env or {})
 
 
 # ---------------------------------------------------------------- golden runs
@@ -421,9 +421,9 @@ def test_help_format_lists_fields_four_to_a_line() -> None:
 
 # ---------------------------------------------------------------- --json
 def test_json_records() -> None:
-    settings = sacct.parse_settings(["--json", "-j", "2"], {}, NOW, 0)
+    settings = query.parse_settings(["--json", "-j", "2"], {}, NOW, 0)
     jobs = [*GOLDEN_ARRAY, job(job_id=11, state="FAILED", exit_status=9)]
-    text = sacct.render_json(jobs, NOW, settings, {}, ["--json", "-j", "2"])
+    text = query.render_json(jobs, NOW, settings, {}, ["--json", "-j", "2"])
     document = json.loads(text)
     assert (document["errors"], document["warnings"]) == ([], [])
     assert document["meta"]["slurm"]["release"] == "24.11.0"
@@ -454,7 +454,7 @@ def test_json_records() -> None:
 
 
 def test_a_cancelled_job_says_by_whom() -> None:
-    from cli.sacct_fields import job_state
+    from cli.sacct.fields import job_state
 
     base = {"state": "CANCELLED", "state_flags": []}
     assert job_state({**base, "cancelled_by": 1000}) == "CANCELLED by 1000"
@@ -462,7 +462,7 @@ def test_a_cancelled_job_says_by_whom() -> None:
 
 
 def test_cpu_time_and_rss_as_sacct_prints_them() -> None:
-    from cli.sacct_fields import View, cpu_clock, kibibytes
+    from cli.sacct.fields import View, cpu_clock, kibibytes
 
     assert cpu_clock(0) == "00:00:00"
     assert cpu_clock(4_321) == "00:00.004"

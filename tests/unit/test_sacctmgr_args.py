@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from cli import sacctmgr, sacctmgr_words
 from cli.halt import Halt
+from cli.sacctmgr import session
+from cli.sacctmgr.words import parse as parse_request
 from corral.wire import codec
 
 
@@ -44,14 +45,14 @@ def run(
     capsys: pytest.CaptureFixture[str], *argv: str
 ) -> tuple[int, str, str, list[dict[str, Any]]]:
     call = Recorder()
-    status = sacctmgr.sacctmgr(list(argv), call, NoTerminal())
+    status = session.sacctmgr(list(argv), call, NoTerminal())
     out, err = capsys.readouterr()
     return status, out, err, call.requests
 
 
 def request(*words: str) -> dict[str, object]:
     verbs = {"show": "list", "list": "list", "add": "add", "create": "add", "modify": "modify"}
-    return sacctmgr_words.parse(verbs.get(words[0], "delete"), list(words[1:])).message()
+    return parse_request(verbs.get(words[0], "delete"), list(words[1:])).message()
 
 
 @pytest.mark.parametrize(
@@ -240,7 +241,7 @@ def test_conditions(words: tuple[str, ...], where: dict[str, str]) -> None:
 
 
 def test_format_stays_on_this_side() -> None:
-    parsed = sacctmgr_words.parse("list", ["assoc", "format=Cluster,Account%20", "user=bob"])
+    parsed = parse_request("list", ["assoc", "format=Cluster,Account%20", "user=bob"])
     assert (parsed.format, parsed.message()["where"]) == (
         ["cluster", "account%20"],
         {"user": "bob"},
@@ -410,13 +411,13 @@ def test_version(capsys: pytest.CaptureFixture[str], option: str) -> None:
 def test_help(capsys: pytest.CaptureFixture[str], option: str) -> None:
     status, out, _, requests = run(capsys, option)
     assert (status, requests) == (0, [])
-    assert out == sacctmgr.HELP
+    assert out == session.HELP
 
 
 def test_help_command(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _, _ = run(capsys, "help")
     assert status == 0
-    assert out == sacctmgr.HELP
+    assert out == session.HELP
 
 
 def test_version_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -436,7 +437,7 @@ def test_version_command(capsys: pytest.CaptureFixture[str]) -> None:
     ],
 )
 def test_interactive_lines_split_like_slurm(text: str, words: list[str]) -> None:
-    assert sacctmgr.split_line(text) == words
+    assert session.split_line(text) == words
 
 
 def test_quoted_values_lose_their_quotes() -> None:
@@ -446,7 +447,7 @@ def test_quoted_values_lose_their_quotes() -> None:
 
 def test_parse_raises_halt_with_all_lines() -> None:
     with pytest.raises(Halt) as caught:
-        sacctmgr_words.parse("list", ["user", "x=1"])
+        parse_request("list", ["user", "x=1"])
     assert caught.value.lines == (
         " Unknown condition: x=1",
         " Use keyword 'set' to modify value",

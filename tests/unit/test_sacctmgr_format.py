@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from cli import sacctmgr
-from cli.sacctmgr_text import admin_level
+from cli.sacctmgr import session
+from cli.sacctmgr.text import admin_level
 from corral.errors import SlurmError
 from corral.timefmt import format_hms, parse_duration
 
@@ -133,7 +133,7 @@ class Script:
 def run(
     capsys: pytest.CaptureFixture[str], call: Any, *argv: str, keys: Any = ""
 ) -> tuple[int, str, str]:
-    status = sacctmgr.sacctmgr(list(argv), call, Script(keys))
+    status = session.sacctmgr(list(argv), call, Script(keys))
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -264,7 +264,7 @@ def test_daemon_errors_reach_the_boundary() -> None:
         raise SlurmError(1, "Access/permission denied")
 
     with pytest.raises(SlurmError):
-        sacctmgr.sacctmgr(["show", "user"], refuse, Script())
+        session.sacctmgr(["show", "user"], refuse, Script())
 
 
 # ----------------------------------------------------------------- changes
@@ -518,7 +518,7 @@ def test_modify_without_where_asks_first(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_prompt_waits_thirty_seconds(capsys: pytest.CaptureFixture[str]) -> None:
     terminal = Script("n")
-    sacctmgr.sacctmgr(list(ADD_ARGV), Changes(*PHYSICS), terminal)
+    session.sacctmgr(list(ADD_ARGV), Changes(*PHYSICS), terminal)
     capsys.readouterr()
     assert terminal.waited == [30.0]
 
@@ -527,7 +527,7 @@ def test_prompt_waits_thirty_seconds(capsys: pytest.CaptureFixture[str]) -> None
 def test_interactive_mode(capsys: pytest.CaptureFixture[str]) -> None:
     lines = ("# comment", "show cluster", "bogus", "!!", "show qos format=name", "exit", "bogus")
     terminal = Script(lines=lines)
-    status = sacctmgr.sacctmgr([], Golden(), terminal)
+    status = session.sacctmgr([], Golden(), terminal)
     out, err = capsys.readouterr()
     assert status == 1
     assert out.startswith("sacctmgr: sacctmgr: " + GOLDEN_CLUSTER + "sacctmgr: ")
@@ -536,7 +536,7 @@ def test_interactive_mode(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_interactive_mode_ends_with_input(capsys: pytest.CaptureFixture[str]) -> None:
-    status = sacctmgr.sacctmgr([], Golden(), Script(lines=("show qos",)))
+    status = session.sacctmgr([], Golden(), Script(lines=("show qos",)))
     out, _ = capsys.readouterr()
     assert status == 0
     assert out.endswith("\nsacctmgr: \n")
@@ -667,7 +667,7 @@ def build(database: Database, capsys: pytest.CaptureFixture[str]) -> None:
         "add user bob account=theory cluster=bench AdminLevel=Operator",
         "add user alice account=theory cluster=bench partition=debug",
     ):
-        assert sacctmgr.sacctmgr(["-i", *words.split()], database, Script()) == 0
+        assert session.sacctmgr(["-i", *words.split()], database, Script()) == 0
     capsys.readouterr()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from cli import boundary
-from cli.sbatch import sbatch
+from cli.sbatch.submission import sbatch
 from corral import SLURM_VERSION
 from corral.errors import ESLURM_INVALID_JOB_ID, ESLURM_INVALID_PARTITION_NAME, SlurmError
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cli.sbatch_settings import Settings
-from cli.sbatch_spec import Script, build
+from cli.sbatch.settings import Settings
+from cli.sbatch.spec import Script, build
 
 
 def spec(*options: tuple[str, str]) -> dict[str, Any]:

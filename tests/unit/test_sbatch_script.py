@@ -1,4 +1,4 @@
-"""cli.sbatch_script: script checks, --wrap, path resolution and #SBATCH directives."""
+"""cli.sbatch.script: script checks, --wrap, path resolution and #SBATCH directives."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.failure import Failure
-from cli.sbatch_script import check, directives, read, resolve, split, wrap
+from cli.sbatch.script import check, directives, read, resolve, split, wrap
 
 SHEBANG_LINES = (
     "This does not look like a batch script.  The first",

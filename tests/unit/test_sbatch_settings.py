@@ -1,4 +1,4 @@
-"""cli.sbatch_settings: option values checked with Slurm's messages, and precedence."""
+"""cli.sbatch.settings: option values checked with Slurm's messages, and precedence."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.failure import Failure
-from cli.sbatch_settings import CLI, ENV, SCRIPT, Settings, node_count, signal_spec
+from cli.sbatch.settings import CLI, ENV, SCRIPT, Settings, node_count, signal_spec
 
 
 def fields_of(key: str, text: str | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""cli.sbatch_spec and cli.sbatch_environment: the JobSpec sbatch sends."""
+"""cli.sbatch.spec and cli.sbatch.environment: the JobSpec sbatch sends."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.failure import Failure
-from cli.sbatch_environment import job_environment, read_export_file, split_export
-from cli.sbatch_settings import CLI, Settings
-from cli.sbatch_spec import Script, build, check_array, check_dependency
+from cli.sbatch.environment import job_environment, read_export_file, split_export
+from cli.sbatch.settings import CLI, Settings
+from cli.sbatch.spec import Script, build, check_array, check_dependency
 from corral.wire import codec
 
 ENVIRON = {"HOME": "/home/a", "PATH": "/bin", "SLURM_CONF": "/etc/s.conf", "A": "1", "B": "2"}

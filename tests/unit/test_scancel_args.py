@@ -14,7 +14,7 @@ import pytest
 
 from cli import boundary, scancel
 from cli.halt import Halt
-from cli.jobids import InvalidJobId, cancel_ids
+from cli.jobs.ids import InvalidJobId, cancel_ids
 from corral.errors import SlurmError
 
 

@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 import corral.clientconf
-from cli import jobrecord, noderecord, scontrol
+from cli import scontrol
+from cli.jobs import record as job_record
+from cli.nodes import record as node_record
 from corral.errors import ControllerUnreachable, SlurmError
 from corral.wire import codec
 
@@ -234,25 +236,25 @@ PartitionName=debug
 
 
 def test_golden_job_record() -> None:
-    assert jobrecord.record(JOB_4, NOW) == GOLDEN_JOB_4
+    assert job_record.record(JOB_4, NOW) == GOLDEN_JOB_4
 
 
 def test_golden_job_oneliner() -> None:
-    assert jobrecord.record(JOB_3, NOW, oneliner=True) == GOLDEN_JOB_3_ONELINE
+    assert job_record.record(JOB_3, NOW, oneliner=True) == GOLDEN_JOB_3_ONELINE
 
 
 def test_golden_array_record() -> None:
-    text = jobrecord.record(JOB_2, NOW)
+    text = job_record.record(JOB_2, NOW)
     assert text.startswith(GOLDEN_JOB_2_HEAD)
     assert text.endswith(GOLDEN_JOB_2_TAIL)
 
 
 def test_golden_node_record() -> None:
-    assert noderecord.node_record(node()) == GOLDEN_NODE
+    assert node_record.node_record(node()) == GOLDEN_NODE
 
 
 def test_golden_partition_record() -> None:
-    assert noderecord.partition_record(partition()) == GOLDEN_PARTITION
+    assert node_record.partition_record(partition()) == GOLDEN_PARTITION
 
 
 @pytest.mark.parametrize(
@@ -260,7 +262,7 @@ def test_golden_partition_record() -> None:
     [(0, "0:0"), (3 << 8, "3:0"), (9, "0:9"), (15, "0:15"), (0x7F, "0:0"), (255 << 8, "255:0")],
 )
 def test_exit_code(status: int, text: str) -> None:
-    assert jobrecord.exit_code(status) == text
+    assert job_record.exit_code(status) == text
 
 
 def line_of(record: str, key: str) -> str:
@@ -282,7 +284,7 @@ def test_running_job_lines() -> None:
         min_mem_cpu=1024,
         exit_status=0,
     )
-    text = jobrecord.record(running, NOW, details=True)
+    text = job_record.record(running, NOW, details=True)
     assert "   RunTime=01:00:05 TimeLimit=02:00:00 TimeMin=N/A\n" in text
     assert "   NodeList=n[1-2]\n   BatchHost=n1\n" in text
     assert "   DerivedExitCode=0:0\n" in text
@@ -293,7 +295,7 @@ def test_running_job_lines() -> None:
 
 def test_reason_whitespace_becomes_underscores() -> None:
     pending = job(state_desc="ReqNodeNotAvail, UnavailableNodes:n3")
-    line = line_of(jobrecord.record(pending, NOW), "JobState=")
+    line = line_of(job_record.record(pending, NOW), "JobState=")
     assert line == "JobState=PENDING Reason=ReqNodeNotAvail,_UnavailableNodes:n3 Dependency=(null)"
 
 
@@ -307,7 +309,7 @@ def test_node_state_and_reason() -> None:
         reason_user="admin",
         reason_time=NOW,
     )
-    text = noderecord.node_record(drained)
+    text = node_record.node_record(drained)
     assert "   State=MIXED+DRAIN+NOT_RESPONDING ThreadsPerCore=1" in text
     assert "   AllocTRES=cpu=1,mem=100M\n" in text
     assert text.endswith("   Reason=disk [admin@2026-11-30T04:56:54]\n          second line\n\n")

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from cli import boundary, nodestate, sinfo
+from cli import boundary, sinfo
 from cli.halt import Halt
+from cli.nodes import statenames
 from corral.errors import SlurmError
 from corral.wire import codec
 
@@ -255,27 +256,27 @@ def test_fixed_width_partition_keeps_the_default_mark() -> None:
 def test_node_state_names(
     base: str, flags: list[str], compact: str, long: str, complete: str
 ) -> None:
-    state = nodestate.value(node("x", state=base, state_flags=flags))
-    assert nodestate.compact(state) == compact
-    assert nodestate.long_name(state) == long
-    assert nodestate.complete(state) == complete
+    state = statenames.value(node("x", state=base, state_flags=flags))
+    assert statenames.compact(state) == compact
+    assert statenames.long_name(state) == long
+    assert statenames.complete(state) == complete
 
 
 @pytest.mark.parametrize(
     ("word", "selected"),
     [
-        ("idle", (nodestate.IDLE, "base")),
-        ("al", (nodestate.ALLOCATED, "allocated")),
-        ("drain", (nodestate.DRAIN, "drain")),
-        ("drng", (nodestate.DRAIN | nodestate.ALLOCATED, "draining")),
-        ("DRAINED", (nodestate.DRAIN | nodestate.IDLE, "drained")),
-        ("no_respond", (nodestate.NO_RESPOND, "flag")),
-        ("d", (nodestate.DOWN, "base")),
+        ("idle", (statenames.IDLE, "base")),
+        ("al", (statenames.ALLOCATED, "allocated")),
+        ("drain", (statenames.DRAIN, "drain")),
+        ("drng", (statenames.DRAIN | statenames.ALLOCATED, "draining")),
+        ("DRAINED", (statenames.DRAIN | statenames.IDLE, "drained")),
+        ("no_respond", (statenames.NO_RESPOND, "flag")),
+        ("d", (statenames.DOWN, "base")),
         ("bogus", None),
     ],
 )
 def test_state_filter_words(word: str, selected: tuple[int, str] | None) -> None:
-    assert nodestate.filter_word(word) == selected
+    assert statenames.filter_word(word) == selected
 
 
 def test_bad_state_word() -> None:

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli import boundary, squeue
-from cli.jobfields import LETTERS, NAMES, JobView
-from cli.joborder import DEFAULT_SORT, sort_jobs, sort_reads
+from cli.jobs.fields import LETTERS, NAMES, JobView
+from cli.jobs.order import DEFAULT_SORT, sort_jobs, sort_reads
 from corral.wire import codec
 from corral.wire.schema import MESSAGES
 

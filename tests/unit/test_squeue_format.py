@@ -14,11 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli import boundary, jobstate, squeue
+from cli import boundary, squeue
 from cli.columns import Bound, Column, Field, cell, line, lines, parse_letters, parse_names
 from cli.halt import Halt
-from cli.jobids import display_id
-from cli.joborder import InvalidSort, parse_sort, sort_jobs
+from cli.jobs import statenames
+from cli.jobs.ids import display_id
+from cli.jobs.order import InvalidSort, parse_sort, sort_jobs
 from corral.errors import SlurmError
 from corral.wire import codec
 
@@ -238,8 +239,8 @@ def test_lines_are_line_for_each_record(
 )
 def test_state_names(fields: dict[str, Any], long: str, compact: str) -> None:
     record = job(**fields)
-    assert jobstate.long_name(record) == long
-    assert jobstate.compact_name(record) == compact
+    assert statenames.long_name(record) == long
+    assert statenames.compact_name(record) == compact
 
 
 @pytest.mark.parametrize(
@@ -409,7 +410,7 @@ def test_request_from_options() -> None:
             [
                 "squeue: error: Invalid job state specified: bogus",
                 "squeue: error: Valid job states include: "
-                + ",".join(jobstate.state_listing())
+                + ",".join(statenames.state_listing())
                 + "\n",
             ],
         ),

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from cli import sreport
 from cli.halt import Halt
-from cli.sreport_format import (
+from cli.sreport import session as sreport_session
+from cli.sreport.layout import (
     HOURS,
     HOURS_PER,
     MINUTES,
@@ -55,16 +55,16 @@ def run(
     capsys: pytest.CaptureFixture[str], *argv: str
 ) -> tuple[int, str, str, list[dict[str, Any]]]:
     call = Recorder()
-    status = sreport.sreport(list(argv), call)
+    status = sreport_session.sreport(list(argv), call)
     out, err = capsys.readouterr()
     return status, out, err, call.requests
 
 
-def args(report: str, *words: str, **options: Any) -> sreport.ReportArgs:
-    settings = sreport.Settings()
+def args(report: str, *words: str, **options: Any) -> sreport_session.ReportArgs:
+    settings = sreport_session.Settings()
     for name, value in options.items():
         setattr(settings, name, value)
-    parsed, errors = sreport.parse_args(report, words, settings, NOW)
+    parsed, errors = sreport_session.parse_args(report, words, settings, NOW)
     assert errors == []
     return parsed
 
@@ -105,7 +105,9 @@ def test_a_time_that_does_not_parse_stops_the_report(capsys: pytest.CaptureFixtu
 
 # ------------------------------------------------------------------ arguments
 def test_report_arguments_abbreviate_as_slurms_do() -> None:
-    parsed = args(sreport.ACCOUNTS_BY_USER, "Acc=Physics,chem,physics", "u=Alice", "bob", "Tree")
+    parsed = args(
+        sreport_session.ACCOUNTS_BY_USER, "Acc=Physics,chem,physics", "u=Alice", "bob", "Tree"
+    )
     assert (parsed.accounts, parsed.users, parsed.tree) == (
         ["chem", "physics"],
         ["alice", "bob"],
@@ -150,7 +152,7 @@ def test_unknown_columns_are_reported_and_left_out(capsys: pytest.CaptureFixture
         cluster.update(cluster="bench", alloc_secs=60, idle_secs=3540, reported_secs=3600)
         return {"rows": [cluster]}
 
-    status = sreport.sreport(["-P", "-n", "cluster", "ut", "format=cluster,bogus,al"], call)
+    status = sreport_session.sreport(["-P", "-n", "cluster", "ut", "format=cluster,bogus,al"], call)
     assert (status, *capsys.readouterr()) == (1, "bench|1\n", " Unknown field 'bogus'\n")
 
 
@@ -201,7 +203,7 @@ def test_requests_name_the_report_window_and_filters(capsys: pytest.CaptureFixtu
     ],
 )
 def test_time_formats(word: str, time_format: int) -> None:
-    assert sreport.parse_time_format(word) == time_format
+    assert sreport_session.parse_time_format(word) == time_format
 
 
 @pytest.mark.parametrize("word", ["minp", "hours,percent", "x"])
@@ -211,10 +213,10 @@ def test_unknown_time_formats_stop(capsys: pytest.CaptureFixture[str], word: str
 
 
 def test_sort_orders() -> None:
-    assert sreport.parse_sort("n") is True
-    assert sreport.parse_sort("Time") is False
+    assert sreport_session.parse_sort("n") is True
+    assert sreport_session.parse_sort("Time") is False
     with pytest.raises(Halt):
-        sreport.parse_sort("t")
+        sreport_session.parse_sort("t")
 
 
 def test_options_errors_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,7 +229,7 @@ def test_options_errors_help_and_version(capsys: pytest.CaptureFixture[str]) -> 
     assert run(capsys, "-V")[:2] == (0, "slurm 24.11.0\n")
     for flag in ("-h", "--help", "--usage"):
         status, out, _, _ = run(capsys, flag)
-        assert (status, out) == (0, sreport.HELP)
+        assert (status, out) == (0, sreport_session.HELP)
     assert run(capsys, "-a", "-M", "x", "cluster", "ut")[:3] == (
         1,
         "",
@@ -287,8 +289,8 @@ def test_interactive_commands_keep_their_settings(capsys: pytest.CaptureFixture[
         ]
     )
     call = Recorder()
-    session = sreport.Session(sreport.Settings(), call, lambda: NOW)
-    sreport.interactive(session, lambda prompt: next(lines))
+    session = sreport_session.Session(sreport_session.Settings(), call, lambda: NOW)
+    sreport_session.interactive(session, lambda prompt: next(lines))
     out, _ = capsys.readouterr()
     assert len(call.requests) == 2
     assert out.count("Usage reported in CPU Hours\n") == 2
@@ -300,13 +302,13 @@ def test_interactive_input_ends_with_a_newline(capsys: pytest.CaptureFixture[str
     def read(prompt: str) -> str:
         raise EOFError
 
-    session = sreport.Session(sreport.Settings(), Recorder(), lambda: NOW)
-    sreport.interactive(session, read)
+    session = sreport_session.Session(sreport_session.Settings(), Recorder(), lambda: NOW)
+    sreport_session.interactive(session, read)
     assert capsys.readouterr().out == "\n"
 
 
 def test_words_keep_quoted_blanks() -> None:
-    assert sreport.words_of("  cluster  ut \"format=a b\" x'y z'") == [
+    assert sreport_session.words_of("  cluster  ut \"format=a b\" x'y z'") == [
         "cluster",
         "ut",
         '"format=a b"',

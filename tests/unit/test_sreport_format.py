@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from cli import sreport
-from cli.sreport_format import (
+from cli.sreport import session as sreport_session
+from cli.sreport.layout import (
     HOURS,
     MINUTES,
     PERCENT,
@@ -77,8 +77,8 @@ def output(
     *argv: str,
 ) -> str:
     names = {"alice": "Alice Smith", "bob": "Bob,,,"}
-    monkeypatch.setattr("cli.sreport_format.pwd.getpwnam", lambda user: _Passwd(names, user))
-    assert sreport.sreport(list(argv), Reply(rows)) == 0
+    monkeypatch.setattr("cli.sreport.layout.pwd.getpwnam", lambda user: _Passwd(names, user))
+    assert sreport_session.sreport(list(argv), Reply(rows)) == 0
     out, err = capsys.readouterr()
     assert err == ""
     return out

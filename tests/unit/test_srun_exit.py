@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cli.halt import Halt
-from cli.srun import exit_code, kill_on_bad_exit, parse
+from cli.srun.launch import exit_code, kill_on_bad_exit, parse
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cli.halt import Halt
-from cli.srun_values import cpu_bind_none, open_mode_append
+from cli.srun.values import cpu_bind_none, open_mode_append
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from cli import boundary, sshare
+from cli.printfields import NOT_PARSABLE, Printer
 from controller.core.fairshare import ShareTree, Usage, share_tree
 from corral.errors import SlurmError
 from corral.wire import codec
@@ -236,7 +237,7 @@ def test_classic_long_default_has_no_level_fs() -> None:
     ],
 )
 def test_double(value: float | None, width: int, expected: str) -> None:
-    assert sshare.Printer(sshare.NOT_PARSABLE).double(value, width, False) == expected
+    assert Printer(NOT_PARSABLE).double(value, width, False) == expected
 
 
 @pytest.mark.parametrize(
@@ -249,7 +250,7 @@ def test_double(value: float | None, width: int, expected: str) -> None:
     ],
 )
 def test_text(value: str | None, width: int, expected: str) -> None:
-    assert sshare.Printer(sshare.NOT_PARSABLE).text(value, width, False) == expected
+    assert Printer(NOT_PARSABLE).text(value, width, False) == expected
 
 
 def test_account_names_without_root() -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from cli.halt import Halt
-from cli.srun import TABLE, parse
-from cli.step_options import check
+from cli.srun.launch import TABLE, parse
+from cli.srun.step_options import check
 
 JOB = {"SLURM_JOB_ID": "7", "SLURM_JOB_ACCOUNT": "physics", "SLURM_JOB_PARTITION": "debug",
        "SLURM_JOB_QOS": "normal"}  # fmt: skip

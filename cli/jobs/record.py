@@ -8,8 +8,8 @@ expect. Rendering is pure: the controller's clock comes in as ``now``.
 
 from __future__ import annotations
 
-from cli import jobstate
-from cli.jobfields import node_list, run_seconds
+from cli.jobs import statenames
+from cli.jobs.fields import node_list, run_seconds
 from cli.quantity import mebibytes
 from cli.records import join, null
 from corral.timefmt import format_hms, format_limit_hms, format_timestamp
@@ -106,7 +106,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"GroupId={job['group'] or job['gid']}({job['gid']}) MCS_label=N/A",
         f"Priority={job['priority']} Nice={job['nice']} "
         f"Account={null(job['account'])} QOS={null(job['qos'])}",
-        f"JobState={jobstate.long_name(job)} Reason={_reason(job)} "
+        f"JobState={statenames.long_name(job)} Reason={_reason(job)} "
         f"Dependency={null(job['dependency'])}",
         f"Requeue={int(job['requeue'])} Restarts={job['restarts']} "
         f"BatchFlag={int(job['batch_flag'])} Reboot=0 ExitCode={exit_code(job['exit_status'])}",

@@ -16,8 +16,8 @@ import os
 import sys
 
 from cli.failure import Failure
-from cli.sbatch_environment import job_environment
-from cli.sbatch_settings import Settings
+from cli.sbatch.environment import job_environment
+from cli.sbatch.settings import Settings
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:

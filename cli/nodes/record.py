@@ -8,7 +8,7 @@ the values Slurm prints when they are unset.
 
 from __future__ import annotations
 
-from cli import nodestate
+from cli.nodes import statenames
 from cli.quantity import mebibytes
 from cli.records import join, null
 from corral.timefmt import format_hms, format_timestamp
@@ -77,7 +77,7 @@ def node_lines(node: Node, *, slurmd_port: int = SLURMD_PORT) -> list[str]:
     out += [
         f"RealMemory={node['real_memory']} AllocMem={node['alloc_memory']} "
         f"FreeMem={node['free_memory']} Sockets={node['sockets']} Boards={node['boards'] or 1}",
-        f"State={nodestate.complete(nodestate.value(node))} "
+        f"State={statenames.complete(statenames.value(node))} "
         f"ThreadsPerCore={node['threads_per_core']} TmpDisk={node['tmp_disk']} "
         f"Weight={node['weight']} Owner=N/A MCS_label=N/A",
     ]

@@ -14,7 +14,7 @@ headers, so laying a row out is a lookup per column.
 
 from __future__ import annotations
 
-from cli.sshare import Printer as _SsharePrinter
+from cli.printfields import Printer as _FieldPrinter
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
@@ -249,8 +249,8 @@ def parse_format(words: Sequence[str]) -> list[Field]:
     return columns
 
 
-class Printer(_SsharePrinter):
-    """sshare's ``print_fields`` rules for values that arrive as text."""
+class Printer(_FieldPrinter):
+    """Slurm's ``print_fields`` rules for values that arrive as text."""
 
     __slots__ = ()
 

@@ -2,7 +2,7 @@
 
 ``sreport [OPTIONS] <type> <report> [ARGUMENTS]`` asks the controller for one
 ``Report`` (forwarded to corral-dbd, which answers from its hourly, daily and
-monthly rollups) and prints it in Slurm's layout (``cli/sreport_format``).
+monthly rollups) and prints it in Slurm's layout (``cli/sreport/layout.py``).
 Without a command it reads commands from standard input, as Slurm does.
 
 Supported: ``cluster Utilization``, ``cluster AccountUtilizationByUser``,
@@ -37,7 +37,8 @@ from cli import boundary
 from cli.command import Command
 from cli.halt import Halt
 from cli.options import REQUIRED, Option, OptionTable
-from cli.sreport_format import (
+from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2
+from cli.sreport.layout import (
     ACCOUNTS_BY_USER,
     HOURS,
     HOURS_PER,
@@ -61,7 +62,6 @@ from cli.sreport_format import (
     render_top,
     render_utilization,
 )
-from cli.sshare import NOT_PARSABLE, PARSABLE, PARSABLE2
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -859,7 +859,3 @@ def sreport(argv: list[str], call: Call | None = None, admin: Call | None = None
     except Halt as halt:
         return halt.report()
     return session.status
-
-
-def main() -> None:
-    boundary.run(PROG, sreport)

@@ -9,9 +9,9 @@ outside inputs (the controller's clock and the environment).
 
 from __future__ import annotations
 
-from cli import jobstate
 from cli.columns import Field
-from cli.jobids import DISPLAY_ID_READS, display_id, task_range
+from cli.jobs import statenames
+from cli.jobs.ids import DISPLAY_ID_READS, display_id, task_range
 from cli.quantity import mebibytes, scaled
 from cli.records import null
 from corral.hostlist import compress, expand
@@ -265,8 +265,8 @@ _SCHED_NODES = _text("SCHEDNODES", "sched_nodes", cut=False, header_cut=False)
 _SCT = _const("S:C:T", "*:*:*")
 _SOCKETS = _const("SOCKETS_PER_NODE", "*")
 _START_TIME = _stamp("START_TIME", "start_time")
-_STATE = Field("STATE", lambda job, view: jobstate.long_name(job), reads=jobstate.READS)
-_STATE_COMPACT = Field("ST", lambda job, view: jobstate.compact_name(job), reads=jobstate.READS)
+_STATE = Field("STATE", lambda job, view: statenames.long_name(job), reads=statenames.READS)
+_STATE_COMPACT = Field("ST", lambda job, view: statenames.compact_name(job), reads=statenames.READS)
 _SUBMIT_TIME = _stamp("SUBMIT_TIME", "submit_time")
 _THREADS = _const("THREADS_PER_CORE", "*")
 _TIME_LEFT = Field("TIME_LEFT", _left, cut=False, reads=("time_limit", *RUN_SECONDS_READS))

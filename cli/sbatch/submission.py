@@ -20,10 +20,10 @@ import time
 from cli import boundary
 from cli.failure import Failure, report
 from cli.options import Option, OptionError, parse, print_error
-from cli.sbatch_options import COMMAND_LINE_ONLY, TABLE
-from cli.sbatch_script import check, directives, read, resolve, wrap
-from cli.sbatch_settings import CLI, SCRIPT, Settings
-from cli.sbatch_spec import Script, build
+from cli.sbatch.options import COMMAND_LINE_ONLY, TABLE
+from cli.sbatch.script import check, directives, read, resolve, wrap
+from cli.sbatch.settings import CLI, SCRIPT, Settings
+from cli.sbatch.spec import Script, build
 from corral.errors import EAGAIN, ESLURM_INVALID_JOB_ID, ESLURM_INVALID_PARTITION_NAME, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -108,11 +108,6 @@ Command:
 
 Other Slurm sbatch options are refused, or warned about where they cannot change
 the outcome (docs/compatibility.md lists them)."""
-
-
-def main() -> None:
-    """The ``sbatch`` console script."""
-    boundary.run("sbatch", sbatch)
 
 
 def sbatch(argv: list[str]) -> int:

@@ -1,6 +1,6 @@
 """What sinfo can print about a row of nodes: its ``-o`` letters and ``-O`` names.
 
-A row (``nodegroups.NodeGroup``) holds a partition and some of its nodes;
+A row (``groups.NodeGroup``) holds a partition and some of its nodes;
 fields show partition settings, counts, or a node attribute as one value or a
 ``min+`` range when the nodes differ. Each field also names the "match flag"
 that makes sinfo split rows on it. Headers and placeholders are Slurm's.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pwd
 
-from cli import nodestate
 from cli.columns import Field
-from cli.nodegroups import NodeGroup
+from cli.nodes import statenames
+from cli.nodes.groups import NodeGroup
 from cli.quantity import scaled
 from corral.hostlist import compress
 from corral.timefmt import format_sinfo_limit, format_timestamp
@@ -68,11 +68,11 @@ def _counts(group: NodeGroup) -> tuple[int, int, int, int]:
     """Nodes allocated, idle, other (drained or down) and total, as sinfo counts them."""
     alloc = idle = other = 0
     for node in group.nodes:
-        state = nodestate.value(node)
-        base = state & nodestate.BASE_MASK
-        if base in (nodestate.ALLOCATED, nodestate.MIXED) or state & nodestate.COMPLETING:
+        state = statenames.value(node)
+        base = state & statenames.BASE_MASK
+        if base in (statenames.ALLOCATED, statenames.MIXED) or state & statenames.COMPLETING:
             alloc += 1
-        elif state & nodestate.DRAIN or base == nodestate.DOWN:
+        elif state & statenames.DRAIN or base == statenames.DOWN:
             other += 1
         else:
             idle += 1
@@ -82,10 +82,10 @@ def _counts(group: NodeGroup) -> tuple[int, int, int, int]:
 def _cpu_counts(group: NodeGroup, view: Any) -> str:
     alloc = idle = other = total = 0
     for node in group.nodes:
-        state = nodestate.value(node)
+        state = statenames.value(node)
         used = int(node["alloc_cpus"])
         total += int(node["cpus"])
-        if state & nodestate.DRAIN or state & nodestate.BASE_MASK == nodestate.DOWN:
+        if state & statenames.DRAIN or state & statenames.BASE_MASK == statenames.DOWN:
             other += int(node["cpus"]) - used
         else:
             idle += int(node["cpus"]) - used
@@ -157,8 +157,8 @@ def _const(text: str) -> Render:
 _NODELIST = Field("NODELIST", _names("name"), header_cut=False)
 _HOSTNAMES = Field("HOSTNAMES", _names("hostname"), header_cut=False)
 _PARTITION = Field("PARTITION", _partition)
-_STATE_COMPACT = Field("STATE", _state(nodestate.compact))
-_STATE_LONG = Field("STATE", _state(nodestate.long_name))
+_STATE_COMPACT = Field("STATE", _state(statenames.compact))
+_STATE_LONG = Field("STATE", _state(statenames.long_name))
 
 #: Field, match flag: the attribute that splits rows when the field is shown.
 _ALL: dict[str, tuple[Field, str]] = {
@@ -265,7 +265,7 @@ _NAME_LETTERS = {
     "weight": "w",
 }
 
-_STATE_COMPLETE = Field("STATECOMPLETE", _state(lambda state: nodestate.complete(state).lower()))
+_STATE_COMPLETE = Field("STATECOMPLETE", _state(lambda state: statenames.complete(state).lower()))
 _EXTRA_NAMES: dict[str, tuple[Field, str]] = {
     "allocmem": (
         Field("ALLOCMEM", lambda g, v: str(g.nodes[-1]["alloc_memory"] if g.nodes else 0)),

@@ -13,8 +13,8 @@ print in task order, so they sort as one unit here.
 
 from __future__ import annotations
 
-from cli import jobstate
-from cli.jobfields import RUN_SECONDS_READS, run_seconds
+from cli.jobs import statenames
+from cli.jobs.fields import RUN_SECONDS_READS, run_seconds
 from corral.hostlist import expand
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -120,8 +120,8 @@ _KEYS: dict[str, SortKey] = {
     "p": _field("priority"),
     "P": _field("partition"),
     "Q": _field("priority"),
-    "t": (jobstate.compact_name, jobstate.READS, False),
-    "T": (jobstate.long_name, jobstate.READS, False),
+    "t": (statenames.compact_name, statenames.READS, False),
+    "T": (statenames.long_name, statenames.READS, False),
     "u": (lambda job: job["user"] or str(job["uid"]), ("user", "uid"), False),
     "U": _field("uid"),
     "v": _IGNORED,

@@ -16,16 +16,16 @@ of entities that already exist are left as they are.
 from __future__ import annotations
 
 from cli.halt import Halt
-from cli.sacctmgr_fields import abbreviates, parse_format, render, value_of
-from cli.sacctmgr_text import admin_level, shown
-from cli.sacctmgr_words import ASSOC_REC, Grammar, Request, char_list, split_option, strip_quotes
+from cli.sacctmgr.fields import abbreviates, parse_format, render, value_of
+from cli.sacctmgr.text import admin_level, shown
+from cli.sacctmgr.words import ASSOC_REC, Grammar, Request, char_list, split_option, strip_quotes
 from corral.timefmt import UNLIMITED, parse_duration
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from cli.sacctmgr import Session
+    from cli.sacctmgr.session import Session
 
     Row = Mapping[str, str]
 

@@ -27,7 +27,7 @@ import select
 import sys
 import time
 
-from cli import boundary, step_options
+from cli import boundary
 from cli.halt import Halt
 from cli.options import (
     HONOURED,
@@ -41,7 +41,8 @@ from cli.options import (
     OptionTable,
 )
 from cli.options import parse as parse_options
-from cli.srun_values import cpu_bind_none, open_mode_append
+from cli.srun import step_options
+from cli.srun.values import cpu_bind_none, open_mode_append
 from corral import stepio
 from corral.clientconf import client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
@@ -72,7 +73,7 @@ def _row(
     return Option(long, short, long, arg, use, note)
 
 
-#: What a job step does with the options that shape a new job (cli/step_options.py).
+#: What a job step does with the options that shape a new job (cli/srun/step_options.py).
 JOB_LEVEL = "in a job step the job's applies, and another value is warned about"
 STEP_GPU_TYPE = "in a job step a GPU type is warned about: the step takes the job's GPUs"
 STEP_MEMORY = (
@@ -713,14 +714,3 @@ def srun(argv: list[str]) -> int:
             print("\n".join(halt.lines))
             return 0
         return halt.report()
-
-
-def main() -> None:
-    try:
-        boundary.run(PROG, srun)
-    except SystemExit as done:
-        # Skip the interpreter's teardown (a few ms of srun's latency); nothing is
-        # left to clean up once the output is flushed.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(done.code if isinstance(done.code, int) else 1)

@@ -6,9 +6,9 @@ formatted, keyed by sacctmgr's column headers, plus the kind's columns and
 default columns; ``add``, ``modify`` and ``delete`` are asked first with
 ``commit`` false, which says what would change, then (after ``-i`` or a
 ``y`` at the 30-second prompt) again with ``commit`` true. Parsing the words
-(``sacctmgr_words``), laying out the tables (``sacctmgr_fields``), wording
-the changes (``sacctmgr_text``) and the flat files of ``dump``/``load``
-(``sacctmgr_file``) happen on this side, where Slurm does them.
+(``words``), laying out the tables (``fields``), wording the changes
+(``text``) and the flat files of ``dump``/``load`` (``file``), modules of this
+package, happen on this side, where Slurm does them.
 
 The call is a parameter (``sacctmgr(argv, call=...)``), as is the terminal
 the prompt reads, so tests drive the whole command without daemons.
@@ -20,11 +20,12 @@ import os
 import sys
 import time
 
-from cli import boundary, sacctmgr_words
+from cli import boundary
 from cli.command import Command
 from cli.halt import Halt
 from cli.options import OPTIONAL, REFUSED, Option, OptionTable
-from cli.sacctmgr_fields import (
+from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2
+from cli.sacctmgr.fields import (
     Field,
     FieldError,
     abbreviates,
@@ -33,7 +34,8 @@ from cli.sacctmgr_fields import (
     parse_format,
     render,
 )
-from cli.sacctmgr_text import conditions, describe_add, describe_delete, describe_modify
+from cli.sacctmgr.text import conditions, describe_add, describe_delete, describe_modify
+from cli.sacctmgr.words import parse as parse_request
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -41,8 +43,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any, Protocol
 
-    from cli.sacctmgr_text import Outcome
-    from cli.sacctmgr_words import Request
+    from cli.sacctmgr.text import Outcome
+    from cli.sacctmgr.words import Request
 
     #: An ``AcctAdmin`` call: request dict in, reply dict out; ``SlurmError`` on failure.
     Call = Callable[[dict[str, Any]], Mapping[str, Any]]
@@ -135,8 +137,6 @@ TABLE = OptionTable(
 HELP = USAGE + "\n"
 COMMAND = Command(PROG, TABLE, HELP, HELP)
 
-#: print_fields' parsable modes (as in sshare).
-NOT_PARSABLE, PARSABLE, PARSABLE2 = 0, 1, 2
 #: How long the commit prompt waits, in seconds.
 ANSWER_SECONDS = 30.0
 
@@ -358,15 +358,15 @@ class Session:
         if command in ("add", "modify", "delete", "load") and self.readonly:
             raise Halt(1, "Can't run this command in readonly mode.")
         if command in ("add", "modify", "delete"):
-            return self.change(sacctmgr_words.parse(command, rest))
+            return self.change(parse_request(command, rest))
         if command == "list":
-            return self.show(sacctmgr_words.parse("list", rest))
+            return self.show(parse_request("list", rest))
         if command in ("dump", "load"):
-            from cli import sacctmgr_file
+            from cli.sacctmgr.file import dump, load
 
             if command == "dump":
-                return sacctmgr_file.dump(self, rest)
-            return sacctmgr_file.load(self, rest)
+                return dump(self, rest)
+            return load(self, rest)
         return self._setting(command, first, rest)
 
     def _setting(self, command: str, first: str, rest: list[str]) -> int:
@@ -595,7 +595,3 @@ def sacctmgr(argv: list[str], call: Call | None = None, terminal: Keyboard | Non
         except _Exit as stop:
             return stop.status
     return session.interactive()
-
-
-def main() -> None:
-    boundary.run(PROG, sacctmgr)

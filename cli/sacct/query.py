@@ -17,11 +17,13 @@ import pwd
 import sys
 import time
 
-from cli import boundary, jobstate, options
+from cli import boundary, options
 from cli.command import Command, split_list
 from cli.halt import Halt
+from cli.jobs import statenames
 from cli.options import OPTIONAL, REFUSED, REQUIRED, WARNED, Option, OptionTable
-from cli.sacct_fields import (
+from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2
+from cli.sacct.fields import (
     BRIEF_FIELDS,
     DEFAULT_FIELDS,
     LONG_FIELDS,
@@ -35,7 +37,6 @@ from cli.sacct_fields import (
     job_steps,
     parse_fields,
 )
-from cli.sshare import NOT_PARSABLE, PARSABLE, PARSABLE2
 from corral.errors import ESLURM_DISABLED, SlurmError
 from corral.timefmt import format_timestamp
 
@@ -95,7 +96,7 @@ sacct [<OPTION>]
      today, midnight, noon.
 """
 
-#: The data_parser version of ``--json``'s records (cli/sacct_json.py).
+#: The data_parser version of ``--json``'s records (cli/sacct/jsonrecords.py).
 JSON_PARSER = "v0.0.42"
 
 #: What the format options' notes say (docs/compatibility.md): a field of a feature
@@ -171,7 +172,7 @@ TABLE = OptionTable(
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
 #: States slurmdbd records, the only ones ``-s`` may name (sacct's ``_supported_state``).
-ACCOUNTED_STATES = frozenset((*jobstate.BASE_STATES, "REQUEUED", "RESIZING", "REVOKED"))
+ACCOUNTED_STATES = frozenset((*statenames.BASE_STATES, "REQUEUED", "RESIZING", "REVOKED"))
 #: Step names ``-j 123.<step>`` accepts besides a number.
 _STEP_NAMES = ("batch", "extern", "interactive", "TBD")
 _UNITS = "KMGTP"
@@ -493,7 +494,7 @@ def parse_states(text: str) -> list[str]:
     """``-s``: long state names; ``Halt`` for unknown or unaccounted states."""
     states = []
     for item in split_list(text):
-        name = jobstate.parse_state(item)
+        name = statenames.parse_state(item)
         if name is None:
             raise _fatal(f"unrecognized job state value '{item}'")
         if name not in ACCOUNTED_STATES:
@@ -641,7 +642,7 @@ def render_json(
     jobs: Sequence[Job], now: int, settings: Settings, env: Mapping[str, str], argv: Sequence[str]
 ) -> str:
     """``--json``: each job with its steps."""
-    from cli.sacct_json import document
+    from cli.sacct.jsonrecords import document
 
     view = View(now, env, units=settings.units, noconvert=settings.noconvert)
     grouped: list[tuple[Job, list[Step]]] = []
@@ -685,7 +686,3 @@ def sacct(argv: list[str]) -> int:
     else:
         sys.stdout.write(render(reply["jobs"], reply["now"], settings, os.environ))
     return 0
-
-
-def main() -> None:
-    boundary.run(PROG, sacct)

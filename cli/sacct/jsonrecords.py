@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from cli.sacct_fields import (
+from cli.sacct.fields import (
     Step,
     View,
     elapsed,

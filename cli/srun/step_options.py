@@ -17,7 +17,7 @@ used to drop the ones its step request has no field for without a word. Slurm:
 
 Plain ``--exclusive`` is a step's default here as in Slurm (its CPUs are its own
 unless ``--overlap``) and honoured; the options that shape a step's layout, time
-and name reach the controller's ``StepCreate`` (cli/srun.py ``step_request``).
+and name reach the controller's ``StepCreate`` (cli/srun/launch.py ``step_request``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pwd
 
-from cli.sshare import Printer
+from cli.printfields import Printer
 from corral.timefmt import format_timestamp
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget

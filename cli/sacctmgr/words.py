@@ -19,7 +19,7 @@ front of the value.
 from __future__ import annotations
 
 from cli.halt import Halt
-from cli.sacctmgr_fields import abbreviates
+from cli.sacctmgr.fields import abbreviates
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:

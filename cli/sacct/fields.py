@@ -16,12 +16,12 @@ steps srun ran, recorded in it (``JobInfo.steps``).
 
 from __future__ import annotations
 
-from cli.jobfields import node_list, run_seconds
-from cli.jobids import task_range
-from cli.jobrecord import exit_code
+from cli.jobs.fields import node_list, run_seconds
+from cli.jobs.ids import task_range
+from cli.jobs.record import exit_code
+from cli.printfields import PARSABLE2
+from cli.printfields import Printer as _FieldPrinter
 from cli.quantity import mebibytes
-from cli.sshare import PARSABLE2
-from cli.sshare import Printer as _SsharePrinter
 from corral.timefmt import format_hms, format_limit_hms, format_timestamp
 from corral.units import parse_memory
 
@@ -760,8 +760,8 @@ def parse_fields(spec: str) -> list[tuple[Field, int]]:
     return [(field, widths.get(field.name, field.width)) for field in chosen]
 
 
-class Printer(_SsharePrinter):
-    """sshare's ``print_fields`` rules plus sacct's ``--delimiter`` and its value kinds."""
+class Printer(_FieldPrinter):
+    """Slurm's ``print_fields`` rules plus sacct's ``--delimiter`` and its value kinds."""
 
     __slots__ = ("delimiter",)
 

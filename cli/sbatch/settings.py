@@ -19,7 +19,7 @@ import time
 
 from cli.failure import Failure
 from cli.options import NO_ARGUMENT, OPTIONAL, check_use
-from cli.sbatch_options import ENVIRONMENT, TABLE
+from cli.sbatch.options import ENVIRONMENT, TABLE
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:

@@ -11,14 +11,14 @@ Slurm prints (`` Adding Account(s)``, `` Modified user associations...``,
 
 from __future__ import annotations
 
-from cli.sacctmgr_fields import value_of
+from cli.sacctmgr.fields import value_of
 from corral.timefmt import UNLIMITED, format_hms, parse_duration
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from cli.sacctmgr_words import Request
+    from cli.sacctmgr.words import Request
 
     Row = Mapping[str, str]
 
