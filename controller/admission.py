@@ -243,6 +243,47 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
             raise SlurmError(errors.ESLURM_INVALID_GRES)
 
 
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """How many nodes and tasks a submission asks for, defaults applied."""
+
+    min_nodes: int
+    max_nodes: int
+    num_tasks: int
+    ntasks_per_node: int
+    tasks_given: bool
+    nodes_given: bool
+
+
+def _counts(spec: JobSpec, required: int) -> _Counts:
+    """``-N``, ``-n`` and ``--ntasks-per-node`` with the ``required`` nodes ``-w`` names."""
+    min_nodes = spec.min_nodes
+    ntasks_per_node = spec.ntasks_per_node or 0
+    num_tasks = spec.num_tasks or 0
+    if min_nodes is None:
+        if ntasks_per_node and num_tasks:
+            min_nodes = -(-num_tasks // ntasks_per_node)
+        else:
+            min_nodes = max(1, required)
+    min_nodes = max(min_nodes, required)  # -w names nodes the job must get
+    if min_nodes < 1 or num_tasks < 0:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    if not num_tasks:
+        num_tasks = min_nodes * (ntasks_per_node or 1)
+    max_nodes = spec.max_nodes or 0
+    if max_nodes and max_nodes < min_nodes:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    return _Counts(
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        num_tasks=num_tasks,
+        ntasks_per_node=ntasks_per_node,
+        tasks_given=spec.num_tasks is not None,
+        # -w alone does not fix the count: more nodes are added if the tasks need them.
+        nodes_given=spec.min_nodes is not None or spec.ntasks_per_node is not None,
+    )
+
+
 def admit(
     spec: JobSpec,
     who: Principal,
@@ -274,25 +315,7 @@ def admit(
     known = {n.name for n in conf.nodes}
     if any(n not in known for n in req_nodes + exc_nodes):
         raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
-    tasks_given = spec.num_tasks is not None
-    min_nodes = spec.min_nodes
-    # -w alone does not fix the count: more nodes are added if the tasks need them.
-    nodes_given = min_nodes is not None or spec.ntasks_per_node is not None
-    ntasks_per_node = spec.ntasks_per_node or 0
-    num_tasks = spec.num_tasks or 0
-    if min_nodes is None:
-        if ntasks_per_node and num_tasks:
-            min_nodes = -(-num_tasks // ntasks_per_node)
-        else:
-            min_nodes = max(1, len(req_nodes))
-    min_nodes = max(min_nodes, len(req_nodes))  # -w names nodes the job must get
-    if min_nodes < 1 or num_tasks < 0:
-        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
-    if not num_tasks:
-        num_tasks = min_nodes * (ntasks_per_node or 1)
-    max_nodes = spec.max_nodes or 0
-    if max_nodes and max_nodes < min_nodes:
-        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    counts = _counts(spec, len(req_nodes))
     time_limit = spec.time_limit
     if time_limit is None:
         default = conf.partition(partitions[0])
@@ -339,14 +362,14 @@ def admit(
         eligible_time=max(now, spec.begin_time),
         time_limit=time_limit,
         time_min=spec.time_min or 0,
-        min_nodes=min_nodes,
-        max_nodes=max_nodes,
-        num_tasks=num_tasks,
+        min_nodes=counts.min_nodes,
+        max_nodes=counts.max_nodes,
+        num_tasks=counts.num_tasks,
         cpus_per_task=cpus_per_task,
-        ntasks_per_node=ntasks_per_node,
+        ntasks_per_node=counts.ntasks_per_node,
         min_cpus=spec.min_cpus,
-        tasks_given=tasks_given,
-        nodes_given=nodes_given,
+        tasks_given=counts.tasks_given,
+        nodes_given=counts.nodes_given,
         cpus_per_task_given=spec.cpus_per_task is not None or cpus_per_task > 1,
         mem_per_node=spec.mem_per_node,
         mem_per_cpu=mem_per_cpu,
