@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from controller import bounds, gpuaffinity, gpushare, partitionaccess
 from controller.core import dependency, features
@@ -17,6 +16,7 @@ from controller.core.placement import place, selection_order
 from controller.core.plan import Start
 from controller.core.request import gres_left, gres_request, node_gres, share
 from controller.core.snapshot import Gres, NodeView, PartitionView, oversubscribe
+from controller.jobspec import JobSpec
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 from controller.principal import Principal, group_name
@@ -179,8 +179,8 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
     )
 
 
-def _partitions(spec: Mapping[str, Any], conf: SlurmConfig, who: Principal) -> tuple[str, ...]:
-    names = [p for p in spec.get("partitions", []) if p]
+def _partitions(spec: JobSpec, conf: SlurmConfig, who: Principal) -> tuple[str, ...]:
+    names = [p for p in spec.partitions if p]
     if not names:
         default = conf.default_partition
         if default is None:
@@ -191,8 +191,8 @@ def _partitions(spec: Mapping[str, Any], conf: SlurmConfig, who: Principal) -> t
         part = conf.partition(name)
         if part is None:
             raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
-        qos = spec.get("qos") or "normal"
-        refused = partitionaccess.access_refusal(part, who, spec.get("account", ""), qos, groups)
+        qos = spec.qos or "normal"
+        refused = partitionaccess.access_refusal(part, who, spec.account, qos, groups)
         if refused:
             raise SlurmError(refused)
     return tuple(dict.fromkeys(names))
@@ -243,8 +243,49 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
             raise SlurmError(errors.ESLURM_INVALID_GRES)
 
 
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """How many nodes and tasks a submission asks for, defaults applied."""
+
+    min_nodes: int
+    max_nodes: int
+    num_tasks: int
+    ntasks_per_node: int
+    tasks_given: bool
+    nodes_given: bool
+
+
+def _counts(spec: JobSpec, required: int) -> _Counts:
+    """``-N``, ``-n`` and ``--ntasks-per-node`` with the ``required`` nodes ``-w`` names."""
+    min_nodes = spec.min_nodes
+    ntasks_per_node = spec.ntasks_per_node or 0
+    num_tasks = spec.num_tasks or 0
+    if min_nodes is None:
+        if ntasks_per_node and num_tasks:
+            min_nodes = -(-num_tasks // ntasks_per_node)
+        else:
+            min_nodes = max(1, required)
+    min_nodes = max(min_nodes, required)  # -w names nodes the job must get
+    if min_nodes < 1 or num_tasks < 0:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    if not num_tasks:
+        num_tasks = min_nodes * (ntasks_per_node or 1)
+    max_nodes = spec.max_nodes or 0
+    if max_nodes and max_nodes < min_nodes:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    return _Counts(
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        num_tasks=num_tasks,
+        ntasks_per_node=ntasks_per_node,
+        tasks_given=spec.num_tasks is not None,
+        # -w alone does not fix the count: more nodes are added if the tasks need them.
+        nodes_given=spec.min_nodes is not None or spec.ntasks_per_node is not None,
+    )
+
+
 def admit(
-    spec: Mapping[str, Any],
+    spec: JobSpec,
     who: Principal,
     conf: SlurmConfig,
     partition_states: Mapping[str, str],
@@ -253,14 +294,14 @@ def admit(
     requeue_delay: int,
     capacity: Capacity | None = None,
 ) -> Admitted:
-    """Validate ``spec`` (JobSpec fields by name) and build its jobs from ``first_id`` on.
+    """Validate ``spec`` and build its jobs from ``first_id`` on.
 
     ``capacity`` is ``Capacity(conf)``, passed in by callers that keep one.
     """
     capacity = capacity if capacity is not None and capacity.conf is conf else Capacity(conf)
     bounds.check_submission(spec, conf)  # before any parsing: every text has a ceiling
-    script = spec.get("script", "")
-    if not script and not spec.get("interactive"):
+    script = spec.script
+    if not script and not spec.interactive:
         raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
     partitions = _partitions(spec, conf, who)
     for name in partitions:
@@ -269,119 +310,98 @@ def admit(
                 errors.ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE,
                 "Required partition not available (inactive or drain)",
             )
-    req_nodes = _hosts(spec.get("req_nodes", ""))
-    exc_nodes = _hosts(spec.get("exc_nodes", ""))
+    req_nodes = _hosts(spec.req_nodes)
+    exc_nodes = _hosts(spec.exc_nodes)
     known = {n.name for n in conf.nodes}
     if any(n not in known for n in req_nodes + exc_nodes):
         raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
-    tasks_given = spec.get("num_tasks") is not None
-    min_nodes = spec.get("min_nodes")
-    ntasks_per_node_given = spec.get("ntasks_per_node") is not None
-    # -w alone does not fix the count: more nodes are added if the tasks need them.
-    nodes_given = min_nodes is not None or ntasks_per_node_given
-    ntasks_per_node = spec.get("ntasks_per_node") or 0
-    num_tasks = spec.get("num_tasks") or 0
-    if min_nodes is None:
-        if ntasks_per_node and num_tasks:
-            min_nodes = -(-num_tasks // ntasks_per_node)
-        else:
-            min_nodes = max(1, len(req_nodes))
-    min_nodes = max(min_nodes, len(req_nodes))  # -w names nodes the job must get
-    if min_nodes < 1 or num_tasks < 0:
-        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
-    if not num_tasks:
-        num_tasks = min_nodes * (ntasks_per_node or 1)
-    max_nodes = spec.get("max_nodes") or 0
-    if max_nodes and max_nodes < min_nodes:
-        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
-    time_limit = spec.get("time_limit")
+    counts = _counts(spec, len(req_nodes))
+    time_limit = spec.time_limit
     if time_limit is None:
         default = conf.partition(partitions[0])
         assert default is not None
         time_limit = default.default_time if default.default_time is not None else default.max_time
-    if spec.get("mem_per_node") is not None and spec.get("mem_per_cpu") is not None:
+    if spec.mem_per_node is not None and spec.mem_per_cpu is not None:
         raise SlurmError(errors.EINVAL, "--mem and --mem-per-cpu are mutually exclusive")
-    dep = spec.get("dependency", "")
+    dep = spec.dependency
     if dep:
         try:
             dependency.parse(dep)
         except ValueError:
             raise SlurmError(errors.ESLURM_DEPENDENCY) from None
-    nice = spec.get("nice", 0)
+    nice = spec.nice
     if nice < 0 and not who.is_admin:
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
-    priority = spec.get("priority")
+    priority = spec.priority
     if priority is not None and not who.is_admin:
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
-    requeue = spec.get("requeue")
-    kill_on_invalid_dep = spec.get("kill_on_invalid_dep")
     first = conf.partition(partitions[0])
     assert first is not None
-    cpus_per_task, mem_per_cpu = spec.get("cpus_per_task") or 1, spec.get("mem_per_cpu")
+    cpus_per_task, mem_per_cpu = spec.cpus_per_task or 1, spec.mem_per_cpu
     if mem_per_cpu is not None:
         cpus_per_task, mem_per_cpu = partitionaccess.fit_mem_per_cpu(
             cpus_per_task, mem_per_cpu, first.max_mem_per_cpu
         )
     base = Job(
         job_id=first_id,
-        name=spec.get("name") or "sbatch",
+        name=spec.name or "sbatch",
         uid=who.uid,
         gid=who.gid,
         user=who.user,
         group=group_name(who.gid),
         state=JobState.PENDING,
-        reason=Reason.JOB_HELD_USER if spec.get("hold") else Reason.NONE,
+        reason=Reason.JOB_HELD_USER if spec.hold else Reason.NONE,
         submit_time=now,
         partitions=partitions,
-        account=spec.get("account", ""),
-        qos=spec.get("qos") or "normal",
-        held="user" if spec.get("hold") else "",
+        account=spec.account,
+        qos=spec.qos or "normal",
+        held="user" if spec.hold else "",
         admin_priority=priority,
         nice=nice,
-        begin_time=spec.get("begin_time", 0),
-        eligible_time=max(now, spec.get("begin_time", 0)),
+        begin_time=spec.begin_time,
+        eligible_time=max(now, spec.begin_time),
         time_limit=time_limit,
-        time_min=spec.get("time_min") or 0,
-        min_nodes=min_nodes,
-        max_nodes=max_nodes,
-        num_tasks=num_tasks,
+        time_min=spec.time_min or 0,
+        min_nodes=counts.min_nodes,
+        max_nodes=counts.max_nodes,
+        num_tasks=counts.num_tasks,
         cpus_per_task=cpus_per_task,
-        ntasks_per_node=ntasks_per_node,
-        min_cpus=spec.get("min_cpus", 0),
-        tasks_given=tasks_given,
-        nodes_given=nodes_given,
-        cpus_per_task_given=spec.get("cpus_per_task") is not None or cpus_per_task > 1,
-        mem_per_node=spec.get("mem_per_node"),
+        ntasks_per_node=counts.ntasks_per_node,
+        min_cpus=spec.min_cpus,
+        tasks_given=counts.tasks_given,
+        nodes_given=counts.nodes_given,
+        cpus_per_task_given=spec.cpus_per_task is not None or cpus_per_task > 1,
+        mem_per_node=spec.mem_per_node,
         mem_per_cpu=mem_per_cpu,
         req_nodes=req_nodes,
         exc_nodes=exc_nodes,
-        constraint=spec.get("constraint", ""),
-        exclusive=spec.get("exclusive", False),
+        constraint=spec.constraint,
+        exclusive=spec.exclusive,
         dependency=dep,
-        work_dir=spec.get("work_dir") or "/",
-        std_out=spec.get("std_out", ""),
-        std_err=spec.get("std_err", ""),
-        std_in=spec.get("std_in") or "/dev/null",
-        open_mode=spec.get("open_mode", ""),
-        command=spec.get("command", ""),
-        comment=spec.get("comment", ""),
-        submit_line=spec.get("submit_line", ""),
-        submit_host=spec.get("submit_host", ""),
-        submit_dir=spec.get("submit_dir", ""),
-        export_env=spec.get("export_env", ""),
-        requeue=conf.job_requeue if requeue is None else requeue,
+        work_dir=spec.work_dir or "/",
+        std_out=spec.std_out,
+        std_err=spec.std_err,
+        std_in=spec.std_in or "/dev/null",
+        open_mode=spec.open_mode,
+        command=spec.command,
+        comment=spec.comment,
+        submit_line=spec.submit_line,
+        submit_host=spec.submit_host,
+        submit_dir=spec.submit_dir,
+        export_env=spec.export_env,
+        requeue=conf.job_requeue if spec.requeue is None else spec.requeue,
         requeue_delay=requeue_delay,
-        signal_num=spec.get("signal_num", 0),
-        signal_time=spec.get("signal_time", 0),
-        signal_batch_only=spec.get("signal_batch_only", False),
-        deadline=spec.get("deadline", 0),
+        signal_num=spec.signal_num,
+        signal_time=spec.signal_time,
+        signal_batch_only=spec.signal_batch_only,
+        deadline=spec.deadline,
         kill_on_invalid_dep=conf.scheduler_param("kill_invalid_depend") is not None
-        if kill_on_invalid_dep is None
-        else kill_on_invalid_dep,
-        gres=spec.get("gres", ""),
-        oversubscribe=spec.get("oversubscribe", False),
-        reservation=spec.get("reservation", ""),
-        interactive=spec.get("interactive", False),
+        if spec.kill_on_invalid_dep is None
+        else spec.kill_on_invalid_dep,
+        gres=spec.gres,
+        oversubscribe=spec.oversubscribe,
+        reservation=spec.reservation,
+        interactive=spec.interactive,
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)
@@ -399,10 +419,10 @@ def admit(
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
     payload = Payload(
         script=script,
-        argv=tuple(spec.get("argv", ())),
-        environment=tuple(sorted(spec.get("environment", {}).items())),
+        argv=spec.argv,
+        environment=tuple(sorted(spec.environment.items())),
     )
-    array = spec.get("array", "")
+    array = spec.array
     if not array:
         return Admitted(base, payload)
     indices, throttle = parse_array(array, conf.max_array_size)

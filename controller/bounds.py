@@ -17,10 +17,8 @@ too long".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from controller.depspec import parse
+from controller.jobspec import JobSpec
 from corral import errors
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
@@ -57,23 +55,22 @@ def _too_long() -> SlurmError:
     return SlurmError(errors.ESLURM_PATHNAME_TOO_LONG)
 
 
-def check_submission(spec: Mapping[str, Any], conf: SlurmConfig) -> None:
-    """Refuse a JobSpec (fields by name) with any text over its ceiling."""
+def check_submission(spec: JobSpec, conf: SlurmConfig) -> None:
+    """Refuse a JobSpec with any text over its ceiling."""
     ceiling = max_script_size(conf)
-    script: str = spec.get("script", "")
+    script = spec.script
     if len(script) > ceiling or len(script.encode()) > ceiling:
         raise _too_long()
-    environment: Mapping[str, str] = spec.get("environment") or {}
-    size = sum(len(k) + len(v) + 2 for k, v in environment.items())
+    size = sum(len(k) + len(v) + 2 for k, v in spec.environment.items())
     if size > ceiling:
         raise _too_long()
-    if sum(len(a) + 1 for a in spec.get("argv", ())) > ceiling:
+    if sum(len(a) + 1 for a in spec.argv) > ceiling:
         raise _too_long()
     for name, limit in TEXT_LIMITS.items():
-        value = spec.get(name)
+        value = getattr(spec, name)
         if isinstance(value, str) and len(value) > limit:
             raise _too_long()
-    if sum(len(p) + 1 for p in spec.get("partitions", ())) > 64 << 10:
+    if sum(len(p) + 1 for p in spec.partitions) > 64 << 10:
         raise _too_long()
 
 

@@ -24,6 +24,7 @@ import grpc
 from controller import (
     associations,
     diag,
+    jobspec,
     jobstate,
     jobupdate,
     partitionaccess,
@@ -42,6 +43,7 @@ from controller.core.placement import place
 from controller.core.plan import Start
 from controller.diag import RpcStats, SchedulerStats
 from controller.jobenv import allocation_environment
+from controller.jobspec import JobSpec
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
 from controller.jobupdate import JobUpdate
 from controller.model import Job
@@ -175,13 +177,13 @@ class Handlers:
     # ------------------------------------------------------------ jobs
 
     async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:
-        spec = to_dict(req.spec)
-        who = submitting_as(who, spec.pop("run_as_uid", None), spec.pop("run_as_gid", None))
-        self._check_clusters(spec.pop("clusters", ""))
+        spec = jobspec.from_wire(req.spec)
+        who = submitting_as(who, spec.run_as_uid, spec.run_as_gid)
+        self._check_clusters(spec.clusters)
         assocs = self.store.associations
-        if not spec.get("account") and assocs is not None and who.user in assocs.users:
+        if not spec.account and assocs is not None and who.user in assocs.users:
             # The DefaultAccount, before the partitions' AllowAccounts look at it.
-            spec["account"] = assocs.users[who.user]
+            spec = replace(spec, account=assocs.users[who.user])
         now = self.now()
         if req.test_only:
             return await self._test_only(spec, who, now)
@@ -204,7 +206,7 @@ class Handlers:
                 "Use 'sacctmgr list clusters' to see available clusters.",
             )
 
-    async def _test_only(self, spec: dict[str, Any], who: Principal, now: int) -> pb.SubmitReply:
+    async def _test_only(self, spec: JobSpec, who: Principal, now: int) -> pb.SubmitReply:
         """Where and when the job would start: a whole scheduling pass over a snapshot.
 
         The pass runs in a worker thread, one at a time, so ``--test-only``

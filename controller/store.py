@@ -34,6 +34,7 @@ from controller.core import BackfillParams, Plan, Snapshot
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.holdings import Holdings, holds_nodes
+from controller.jobspec import JobSpec
 from controller.jobstate import COMPLETING, Event, JobState
 from controller.journal import Journal
 from controller.model import Job, NodeRuntime, Payload, Step
@@ -185,7 +186,7 @@ class JobStore:
 
     # ------------------------------------------------------------ jobs
 
-    def submit(self, spec: dict[str, object], who: Principal, now: int) -> Admitted:
+    def submit(self, spec: JobSpec, who: Principal, now: int) -> Admitted:
         if len(self.jobs) >= self.conf.max_job_count:
             # Slurm's answer at MaxJobCount: EAGAIN, which sbatch retries.
             raise SlurmError(errors.EAGAIN)
@@ -200,7 +201,7 @@ class JobStore:
                 raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
             queued = (j for j in self.jobs.values() if not j.state.finished)
             job = associations.admit(
-                job, self.associations, self.enforce, queued, qos_given=bool(spec.get("qos"))
+                job, self.associations, self.enforce, queued, qos_given=bool(spec.qos)
             )
         elif self.associations is not None and not job.account:  # DefaultAccount still applies
             job = replace(job, account=self.associations.users.get(job.user, ""))

@@ -8,6 +8,7 @@ or as one record per task when the client asks for that (``squeue -r``).
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterable
 
@@ -18,7 +19,7 @@ from controller.jobstate import COMPLETING
 from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
 from controller.store import JobStore
-from corral import arrayspec, hostlist
+from corral import arrayspec, hostlist, jobinfo
 from corral import gres as gres_syntax
 from corral.config import PartitionConfig
 from corral.wire import corral_pb2 as pb
@@ -49,8 +50,16 @@ def tres(
     return ",".join(parts)
 
 
+#: The Job attributes ``job_info`` copies unchanged, in ``jobinfo.COPIED``'s order.
+_copied = operator.attrgetter(*jobinfo.COPIED.values())
+
+
 def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
-    """One job record; for an array's record, ``array_tasks`` shows only those tasks."""
+    """One job record; for an array's record, ``array_tasks`` shows only those tasks.
+
+    The fields copied as they are come from ``corral.jobinfo.COPIED``; the ones
+    worked out here are that module's ``DERIVED``.
+    """
     conf = store.conf
     nodes = hostlist.compress(job.nodes) if job.nodes else ""
     num_cpus = sum(job.cpus) if job.cpus else job.cpus_needed
@@ -60,67 +69,32 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
     std_err = job.std_err or std_out
     mem = sum(job.alloc_mem) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
     info = pb.JobInfo(
-        job_id=job.job_id,
-        array_job_id=job.array_job_id,
-        array_max_tasks=job.array_max_tasks,
-        name=job.name,
-        uid=job.uid,
-        gid=job.gid,
-        user=job.user,
-        group=job.group,
-        account=job.account,
-        qos=job.qos,
+        **dict(zip(jobinfo.COPIED, _copied(job), strict=True)),
         partition=job.partition or ",".join(job.partitions),
         state=job.state.name,
         state_flags=flags,
         reason=job.reason.value,
-        priority=job.priority,
-        nice=job.nice,
-        dependency=job.dependency,
-        requeue=job.requeue,
-        restarts=job.restarts,
         batch_flag=not job.interactive,
-        exit_status=job.exit_status,
-        derived_exit_status=job.exit_status,
-        time_limit=job.time_limit,
-        time_min=job.time_min,
-        submit_time=job.submit_time,
         eligible_time=0 if job.held else job.eligible_time,
         accrue_time=0 if job.held else job.eligible_time,
         start_time=job.start_time or job.expected_start,
         sched_nodes=hostlist.compress(job.expected_nodes) if job.expected_nodes else "",
-        end_time=job.end_time,
-        deadline=job.deadline,
         nodes=nodes,
         batch_host=job.nodes[0] if job.nodes else "",
         req_nodes=hostlist.compress(job.req_nodes) if job.req_nodes else "",
         exc_nodes=hostlist.compress(job.exc_nodes) if job.exc_nodes else "",
         num_nodes=num_nodes,
-        max_nodes=job.max_nodes,
         num_cpus=num_cpus,
-        num_tasks=job.num_tasks,
-        cpus_per_task=job.cpus_per_task,
-        ntasks_per_node=job.ntasks_per_node,
         min_cpus_node=max(job.min_cpus, job.cpus_per_task),
         min_mem_node=job.mem_per_node or 0,
         min_mem_cpu=job.mem_per_cpu or 0,
         mem_all=job.mem_per_node == 0,
-        features=job.constraint,
         gres=_tres_per_node(job.gres),
         oversubscribe="NO" if job.exclusive else "YES" if job.oversubscribe else "OK",
-        exclusive=job.exclusive,
-        command=job.command,
-        work_dir=job.work_dir,
         std_out=std_out,
         std_err=std_err,
-        std_in=job.std_in,
-        comment=job.comment,
-        system_comment=job.system_comment,
-        reservation=job.reservation,
         steps=[step_info(step) for step in job.steps],
         extern_step="contain" in conf.prolog_flags and job.start_time > 0,
-        submit_line=job.submit_line,
-        alloc_node=job.submit_host,
         req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
         alloc_tres=tres(num_cpus, mem, num_nodes, job.gres_alloc, store.priorities.billing(job))
         if job.nodes
@@ -128,7 +102,6 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         cluster=conf.cluster_name,
         cpus_per_node=list(job.cpus),
         signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",
-        open_mode=job.open_mode,
         held=bool(job.held),
         last_sched_eval=job.start_time or job.submit_time,
     )
@@ -189,7 +162,8 @@ class JobsEncoder:
         """One job's reply entry, with only ``fields`` when any are named."""
         if array_tasks is not None:
             info = job_info(job, self.store, array_tasks=array_tasks)
-            return pb.JobsReply(jobs=[_only(info, fields)]).SerializeToString()
+            one: bytes = pb.JobsReply(jobs=[_only(info, fields)]).SerializeToString()
+            return one
         if self._conf is not self.store.conf:
             self._cache.clear()
             self._conf = self.store.conf
@@ -197,14 +171,16 @@ class JobsEncoder:
         cached = per_job.get(fields)
         if cached is not None and cached[0] is job:
             return cached[1]
-        data = pb.JobsReply(jobs=[_only(job_info(job, self.store), fields)]).SerializeToString()
+        data: bytes = pb.JobsReply(
+            jobs=[_only(job_info(job, self.store), fields)]
+        ).SerializeToString()
         per_job[fields] = (job, data)
         return data
 
     def reply(self, entries: list[bytes], now: int) -> bytes:
         if len(self._cache) > 2 * len(self.store.jobs) + 1024:
             self._cache = {k: v for k, v in self._cache.items() if k in self.store.jobs}
-        head = pb.JobsReply(now=now, last_update=self.store.last_update).SerializeToString()
+        head: bytes = pb.JobsReply(now=now, last_update=self.store.last_update).SerializeToString()
         return head + b"".join(entries)
 
 

@@ -130,7 +130,10 @@ def job_info(job: Any) -> dict[str, Any]:
 
     Written for speed (a cold 10,000-job listing builds 10,000 of these): the
     optional numbers are dict literals rather than calls, and the unset ones
-    and exit codes are shared objects.
+    and exit codes are shared objects. So the keys are spelled out here rather
+    than looked up; ``corral.jobinfo.REST`` says which ``JobInfo`` field each
+    one shows (and ``NOT_IN_REST`` which are left out), and
+    tests/unit/test_jobinfo.py holds this function to it.
     """
     state = job.state
     ended = state not in ("PENDING", "RUNNING", "SUSPENDED")

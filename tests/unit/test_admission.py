@@ -12,6 +12,7 @@ from scenario import GID, NOW, UID, slurm_conf
 from controller.admission import Admitted, admit, parse_array, partition_view, static_nodes
 from controller.core.placement import place
 from controller.core.plan import Start
+from controller.jobspec import JobSpec, from_fields
 from controller.jobstate import JobState, Reason
 from controller.principal import Principal, principal_for
 from corral import arrayspec, errors
@@ -41,9 +42,11 @@ FIRST = 500
 SCRIPT = "#!/bin/sh\ntrue\n"
 
 
-def spec(**fields: Any) -> dict[str, Any]:
+def spec(**fields: Any) -> JobSpec:
     """A JobSpec as the controller receives it: through the wire codec, every field present."""
-    return codec.decode("JobSpec", codec.encode("JobSpec", {"script": SCRIPT, **fields}))
+    return from_fields(
+        codec.decode("JobSpec", codec.encode("JobSpec", {"script": SCRIPT, **fields}))
+    )
 
 
 def submit(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from scenario import slurm_conf
 
-from controller import bounds
+from controller import bounds, jobspec
 from corral import errors, ratelimit
 from corral.errors import SlurmError
 
@@ -17,7 +17,7 @@ SMALL = slurm_conf("SchedulerParameters=max_script_size=100")
 
 def _refused(spec: dict[str, Any], conf: Any = CONF) -> int:
     with pytest.raises(SlurmError) as refused:
-        bounds.check_submission(spec, conf)
+        bounds.check_submission(jobspec.from_fields(spec), conf)
     assert refused.value.message == "Pathname of a file, directory or other parameter too long"
     return refused.value.code
 
@@ -30,7 +30,7 @@ def test_max_script_size_defaults_to_slurms_4_mib_and_sizes_the_request_limit() 
 
 
 def test_a_script_at_the_ceiling_passes_and_one_byte_more_is_refused() -> None:
-    bounds.check_submission({"script": "x" * 100}, SMALL)
+    bounds.check_submission(jobspec.from_fields({"script": "x" * 100}), SMALL)
     assert _refused({"script": "x" * 101}, SMALL) == errors.ESLURM_PATHNAME_TOO_LONG
     assert _refused({"script": "é" * 60}, SMALL)  # bytes, not characters
 

@@ -12,6 +12,7 @@ from controller import partitionaccess
 from controller.admission import admit, partition_view, static_nodes
 from controller.core.placement import place
 from controller.core.plan import Start
+from controller.jobspec import from_fields
 from controller.principal import Principal, principal_for
 from corral import errors
 from corral.config import SlurmConfig
@@ -40,7 +41,8 @@ ROOT = principal_for(0, 0)
 
 
 def submit(conf: SlurmConfig = ALL, who: Principal = USER, **fields: Any) -> Any:
-    spec = codec.decode("JobSpec", codec.encode("JobSpec", {"script": "#!/bin/sh\n", **fields}))
+    fields = {"script": "#!/bin/sh\n", **fields}
+    spec = from_fields(codec.decode("JobSpec", codec.encode("JobSpec", fields)))
     return admit(spec, who, conf, {}, 100, NOW, 0).job
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from controller.core import schedule
+from controller.jobspec import from_fields
 from controller.journal import Journal
 from controller.principal import principal_for
 from controller.store import JobStore, Registration
@@ -39,7 +40,7 @@ def store(tmp_path: Path) -> JobStore:
 
 
 def test_a_thousand_task_array_is_one_record_and_one_job_id(store: JobStore) -> None:
-    admitted = store.submit({**SPEC, "array": "1-1000"}, ROOT, now=100)
+    admitted = store.submit(from_fields({**SPEC, "array": "1-1000"}), ROOT, now=100)
     assert admitted.tasks == 1000
     assert list(store.jobs) == [100]
     assert store.jobs[100].array_pending == "1-1000"
@@ -50,8 +51,8 @@ def test_a_thousand_task_array_is_one_record_and_one_job_id(store: JobStore) -> 
 def test_tasks_get_new_job_ids_as_they_start_and_the_last_takes_the_arrays(
     store: JobStore,
 ) -> None:
-    store.submit({**SPEC, "array": "1-6"}, ROOT, now=100)
-    store.submit(SPEC, ROOT, now=100)  # job 101, after the array
+    store.submit(from_fields({**SPEC, "array": "1-6"}), ROOT, now=100)
+    store.submit(from_fields(SPEC), ROOT, now=100)  # job 101, after the array
     started = store.commit(schedule(store.snapshot(), 110))
     # Two nodes with 2 CPUs each: four tasks start, each with a new id.
     assert [(j.job_id, j.array_task_id) for j in started] == [
@@ -70,14 +71,14 @@ def test_tasks_get_new_job_ids_as_they_start_and_the_last_takes_the_arrays(
 
 
 def test_the_throttle_limits_tasks_started_in_one_pass(store: JobStore) -> None:
-    store.submit({**SPEC, "array": "1-6%3"}, ROOT, now=100)
+    store.submit(from_fields({**SPEC, "array": "1-6%3"}), ROOT, now=100)
     started = store.commit(schedule(store.snapshot(), 110))
     assert [j.array_task_id for j in started] == [1, 2, 3]
     assert store.jobs[100].reason.name == "JOB_ARRAY_TASK_LIMIT"
 
 
 def test_splits_survive_a_restart(store: JobStore, tmp_path: Path) -> None:
-    store.submit({**SPEC, "array": "1-3", "hold": True}, ROOT, now=100)
+    store.submit(from_fields({**SPEC, "array": "1-3", "hold": True}), ROOT, now=100)
     store.split_task(store.jobs[100], 2)
     asyncio.run(store.flush())
     store.journal.close()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.jobspec import from_fields
 from controller.jobstate import Cancel
 from controller.journal import Journal
 from controller.principal import principal_for
@@ -63,7 +64,7 @@ def test_down_node_stays_down_without_return_to_service(store: JobStore) -> None
 def test_purging_an_array_task_keeps_the_script_its_siblings_need(store: JobStore) -> None:
     """Array tasks share one payload; purging finished tasks must not take it."""
     spec = {"name": "a", "script": "#!/bin/sh\ntrue\n", "array": "1-2", "work_dir": "/tmp"}
-    array = store.submit(spec, principal_for(0, 0), now=100).job
+    array = store.submit(from_fields(spec), principal_for(0, 0), now=100).job
     first = store.split_task(array, 1)
     second = store.split_task(store.jobs[array.job_id], 2)
     store.post(first.job_id, Cancel(now=110))

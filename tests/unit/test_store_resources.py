@@ -9,6 +9,7 @@ import pytest
 
 from controller import jobstate
 from controller.core import schedule
+from controller.jobspec import from_fields
 from controller.journal import Journal
 from controller.principal import principal_for
 from controller.store import JobStore, Registration
@@ -46,9 +47,9 @@ def _free_gpus(store: JobStore) -> int:
 
 
 def test_gres_are_held_while_jobs_run_and_come_back(store: JobStore, tmp_path: Path) -> None:
-    typed = store.submit({**SPEC, "gres": "gpu:a100:1"}, ROOT, now=100).job.job_id
-    untyped = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
-    third = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
+    typed = store.submit(from_fields({**SPEC, "gres": "gpu:a100:1"}), ROOT, now=100).job.job_id
+    untyped = store.submit(from_fields({**SPEC, "gres": "gpu:1"}), ROOT, now=100).job.job_id
+    third = store.submit(from_fields({**SPEC, "gres": "gpu:1"}), ROOT, now=100).job.job_id
     started = store.commit(schedule(store.snapshot(), 110))
     assert [j.job_id for j in started] == [typed, untyped]
     assert store.jobs[third].reason is jobstate.Reason.RESOURCES
@@ -62,7 +63,7 @@ def test_gres_are_held_while_jobs_run_and_come_back(store: JobStore, tmp_path: P
 
 
 def test_recorded_allocation_is_what_the_store_counts(store: JobStore) -> None:
-    job_id = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
+    job_id = store.submit(from_fields({**SPEC, "gres": "gpu:1"}), ROOT, now=100).job.job_id
     v100 = ((("gpu", "v100", 1),),)
     store.post(job_id, jobstate.Start(110, "gpu", ("g1",), (1,), (0,), v100))
     assert store.jobs[job_id].gres_alloc == v100
@@ -72,8 +73,8 @@ def test_recorded_allocation_is_what_the_store_counts(store: JobStore) -> None:
 
 
 def test_commit_records_the_planned_gres(store: JobStore) -> None:
-    store.submit({**SPEC, "gres": "gpu:a100:1"}, ROOT, now=100)
-    untyped = store.submit({**SPEC, "gres": "gpu:1"}, ROOT, now=100).job.job_id
+    store.submit(from_fields({**SPEC, "gres": "gpu:a100:1"}), ROOT, now=100)
+    untyped = store.submit(from_fields({**SPEC, "gres": "gpu:1"}), ROOT, now=100).job.job_id
     store.commit(schedule(store.snapshot(), 110))
     assert store.jobs[untyped].gres_alloc == ((("gpu", "v100", 1),),)
 
@@ -87,7 +88,9 @@ def _reloaded(store: JobStore, tmp_path: Path) -> JobStore:
 
 def test_cpus_shared_up_to_the_partition_count(store: JobStore) -> None:
     ids = [
-        store.submit({**SPEC, "partitions": ["shared"], "num_tasks": 2}, ROOT, now=100).job.job_id
+        store.submit(
+            from_fields({**SPEC, "partitions": ["shared"], "num_tasks": 2}), ROOT, now=100
+        ).job.job_id
         for _ in range(3)
     ]
     started = store.commit(schedule(store.snapshot(), 110))
@@ -115,8 +118,10 @@ def test_gpu_jobs_are_pinned_near_the_gpus_the_probe_placed(tmp_path: Path) -> N
     # g1's agent probed its GPUs: the a100 (index 0) near CPUs 2-3, the v100 near 0-1.
     near = ((0, (2, 3)), (1, (0, 1)))
     store.node_registered(Registration("g1", 4, 1000, gpu_cpus=near), monotonic=2.0, now=20)
-    a100 = store.submit({**SPEC, "gres": "gpu:a100:1"}, ROOT, now=100).job.job_id
-    v100 = store.submit({**SPEC, "gres": "gpu:v100:1", "cpus_per_task": 2}, ROOT, now=100)
+    a100 = store.submit(from_fields({**SPEC, "gres": "gpu:a100:1"}), ROOT, now=100).job.job_id
+    v100 = store.submit(
+        from_fields({**SPEC, "gres": "gpu:v100:1", "cpus_per_task": 2}), ROOT, now=100
+    )
     store.commit(schedule(store.snapshot(), 110))
     assert store.jobs[a100].cpu_ids == ((2,),)
     assert store.jobs[v100.job.job_id].cpu_ids == ((0, 1),)

@@ -9,6 +9,7 @@ import pytest
 
 from controller import whyviews
 from controller.core import BackfillParams, schedule
+from controller.jobspec import from_fields
 from controller.journal import Journal
 from controller.principal import Principal, principal_for
 from controller.store import JobStore, Registration
@@ -57,9 +58,9 @@ def _why(store: JobStore, job_id: int, who: Principal, now: int = NOW + 5) -> pb
 
 
 def test_the_answer_is_the_recorded_plan_within_private_data(store: JobStore) -> None:
-    bob = store.submit({**SPEC, "time_limit": 10}, BOB, now=NOW).job.job_id
+    bob = store.submit(from_fields({**SPEC, "time_limit": 10}), BOB, now=NOW).job.job_id
     _backfill(store, NOW)
-    mine = store.submit({**SPEC, "time_limit": 5}, ALICE, now=NOW + 1).job.job_id
+    mine = store.submit(from_fields({**SPEC, "time_limit": 5}), ALICE, now=NOW + 1).job.job_id
     _backfill(store, NOW + 2)
     job = store.jobs[mine]
     assert job.expected_start > NOW
@@ -82,9 +83,9 @@ def test_the_answer_is_the_recorded_plan_within_private_data(store: JobStore) ->
 
 
 def test_a_job_newer_than_the_last_pass_is_planned_afresh(store: JobStore) -> None:
-    store.submit({**SPEC, "time_limit": 10}, BOB, now=NOW)
+    store.submit(from_fields({**SPEC, "time_limit": 10}), BOB, now=NOW)
     _backfill(store, NOW)
-    newer = store.submit({**SPEC, "time_limit": 5}, ALICE, now=NOW + 1).job.job_id
+    newer = store.submit(from_fields({**SPEC, "time_limit": 5}), ALICE, now=NOW + 1).job.job_id
     assert store.jobs[newer].expected_start == 0  # no pass has planned it yet
     reply = _why(store, newer, ALICE, now=NOW + 3)
     assert reply.now == NOW + 3 and reply.expected_start >= NOW + 600
