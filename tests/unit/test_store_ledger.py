@@ -9,6 +9,7 @@ import pytest
 
 from controller import snapshots
 from controller.holdings import Holdings
+from controller.jobspec import from_fields
 from controller.jobstate import Cancel, Finish, Start
 from controller.journal import Journal
 from controller.principal import principal_for
@@ -21,7 +22,7 @@ SlurmctldHost=ctl
 NodeName=n[1-2] CPUs=8 RealMemory=16000
 PartitionName=p Nodes=ALL Default=YES
 """
-SPEC = {"name": "a", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"}
+SPEC = from_fields({"name": "a", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"})
 
 
 @pytest.fixture
