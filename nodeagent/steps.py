@@ -213,7 +213,8 @@ class StepTable:
     # ------------------------------------------------------------ start-up
 
     def recover(self) -> None:
-        """Adopt the runners a previous agent process left running; drop the rest."""
+        """Adopt the runners a previous agent process left running, start those it
+        left before they started, and drop the rest."""
         for node in sorted(self.nodes):
             for stepdir in self.spool.steps(node):
                 spec = stepdir.read_spec()
@@ -226,11 +227,33 @@ class StepTable:
                     self._watch.adopt(step)
                     log.info("step %s recovered, runner pid %s", step.name, step.pid)
                     continue
+                if spec is not None and not ended and self._restart(node, stepdir, spec):
+                    continue
                 if not ended:
                     # Kills whatever its tasks left, if they started.
                     stepdir.settle_lost(len(spec.tasks) if spec else 0)
                 log.info("step %d.%d on %s ended unreported", stepdir.job_id, stepdir.step_id, node)
                 stepdir.delete()
+
+    def _restart(self, node: str, stepdir: StepDir, spec: StepSpec) -> bool:
+        """Start the runner of a step whose tasks never started: the previous agent
+        process stopped between writing the step and its runner taking it (or the
+        runner died first). srun still waits for the step to connect, so it runs now
+        rather than being lost. False if its tasks started or the runner cannot start."""
+        if stepdir.read_started() is not None:
+            return False
+        try:
+            proc = spawn_step_runner(stepdir, self.python, self.env, None)
+        except OSError as exc:
+            log.error(
+                "step %d.%d on %s cannot restart: %s", stepdir.job_id, stepdir.step_id, node, exc
+            )
+            return False
+        step = Step(dir=stepdir, node=node, tasks=spec.tasks)
+        self._steps[step.key] = step
+        self._watch.attach(step, proc)
+        log.info("step %s never started: runner started again, pid %s", step.name, proc.pid)
+        return True
 
     # ------------------------------------------------------------ controller requests
 

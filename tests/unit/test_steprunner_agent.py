@@ -17,7 +17,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from corral.wire import corral_pb2 as pb
+from nodeagent import steps
 from nodeagent.jobs import JobTable
 from nodeagent.spool import Spool
 from tests.unit.test_steprunner import Srun
@@ -265,6 +268,34 @@ def test_a_restarted_agent_adopts_running_steps(tmp_path: Path) -> None:
         async with started_agent(tmp_path) as second:
             second.table.signal(pb.SignalJob(job_id=7, signal=signal.SIGUSR2))
             assert await ended(second, step, 5) == [signal.SIGUSR2] * 2
+
+    asyncio.run(main())
+
+
+def test_a_step_whose_agent_stopped_before_its_runner_started_runs_after_the_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent stops between writing a step and starting its runner: the next agent
+    process starts it, srun (still waiting) gets its tasks, and the controller its end."""
+
+    class AgentStopped(BaseException):
+        pass
+
+    def stop(*_: object) -> None:
+        raise AgentStopped
+
+    async def main() -> None:
+        srun = Srun()
+        async with started_agent(tmp_path) as first:
+            monkeypatch.setattr(steps, "spawn_step_runner", stop)
+            with pytest.raises(AgentStopped):
+                first.launch_step(srun, 8, ["sh", "-c", "exit 3"])
+            monkeypatch.undo()
+        assert (tmp_path / "spool" / "n1" / "step7.8" / "launch.json").exists()
+        accepted = asyncio.create_task(asyncio.to_thread(srun.accept))
+        async with started_agent(tmp_path) as second:
+            await accepted
+            assert await ended(second, srun, 8) == [3 << 8] * 2
 
     asyncio.run(main())
 
