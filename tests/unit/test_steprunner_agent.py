@@ -284,18 +284,28 @@ def test_a_step_whose_agent_stopped_before_its_runner_started_runs_after_the_res
     def stop(*_: object) -> None:
         raise AgentStopped
 
+    spawned: list[int] = []
+    spawn = steps.spawn_step_runner
+
+    def recorded(*args: Any) -> Any:
+        proc = spawn(*args)
+        spawned.append(proc.pid)
+        return proc
+
     async def main() -> None:
         srun = Srun()
         async with started_agent(tmp_path) as first:
             monkeypatch.setattr(steps, "spawn_step_runner", stop)
             with pytest.raises(AgentStopped):
                 first.launch_step(srun, 8, ["sh", "-c", "exit 3"])
-            monkeypatch.undo()
         assert (tmp_path / "spool" / "n1" / "step7.8" / "launch.json").exists()
+        monkeypatch.setattr(steps, "spawn_step_runner", recorded)
         accepted = asyncio.create_task(asyncio.to_thread(srun.accept))
         async with started_agent(tmp_path) as second:
             await accepted
             assert await ended(second, srun, 8) == [3 << 8] * 2
+        (runner,) = spawned  # the new agent's child: reaped here, as its loop would
+        os.waitpid(runner, 0)
 
     asyncio.run(main())
 
