@@ -17,7 +17,7 @@ For the cluster the script times the pure core, ``schedule(snapshot, now,
 BackfillParams(...))``, for the main pass alone, main + backfill at the
 default ``bf_max_job_test`` (500) and main + backfill over every pending
 job, first with the C node bitmap and then, in the same run, with its
-pure-Python twin (``corral._pynodeset``); both must make the same plan.
+pure-Python twin (``corral.pynodeset``); both must make the same plan.
 
 * one in five is a fraction of a GPU by memory instead: ``-n1 -c 4
   --gres=gpumem:M`` with M = 10, 20 or 40 GiB.

@@ -8,7 +8,7 @@ day; pending jobs of 1 to 256 tasks with limits of 10 minutes to a day
 ``bf_max_job_test`` (500) and at full depth, and the main pass alone, first
 with the C bitmap (``corral.nodeset``: the candidate scans run in
 csrc/nodeset.c) and then, in the same run, with its pure-Python twin
-(``corral._pynodeset``); both must make the same plan.
+(``corral.pynodeset``); both must make the same plan.
 
 The last figures time the set operations alone (intersection, union,
 difference, count, first) on 1,000 and 10,000 node sets, C against Python.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._harness import arguments, figure, log, python_baseline, report
 from controller.core import BackfillParams, Running, Snapshot, schedule
 from controller.core.nodeindex import C_BITMAPS, PYTHON_BITMAPS, Bitmaps
-from corral import _pynodeset, nodeset
+from corral import nodeset, pynodeset
 from tests.unit.scenario import NOW, cluster, job, node, partition
 
 #: (nodes, pending jobs, bf_max_job_test or None for full depth, target seconds)
@@ -141,7 +141,7 @@ def main() -> None:
     for size in (1_000, 10_000):
         rounds = 200 if args.quick else 2_000
         c = bitmap_ops(nodeset.NodeSet, size, rounds)
-        py = bitmap_ops(_pynodeset.NodeSet, size, rounds)
+        py = bitmap_ops(pynodeset.NodeSet, size, rounds)
         figures[f"nodeset_ops_{size}_nodes"] = figure(
             [c],
             "us",

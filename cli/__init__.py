@@ -2,3 +2,24 @@
 Slurm does, calls the controller through ``corral.client`` and prints what
 Slurm prints. ``boundary`` is the one place errors become ``prog: error: ...``.
 """
+
+#: What other modules may import: each command (bin/ and the ``corral`` entry point),
+#: ``options`` (how each option is honoured, for restd's job fields) and ``sacct``'s
+#: record shapes (restd's accounting answers in them).
+__all__ = [
+    "corral",
+    "options",
+    "sacct",
+    "sacctmgr",
+    "salloc",
+    "sbatch",
+    "scancel",
+    "scontrol",
+    "sdiag",
+    "sinfo",
+    "sprio",
+    "squeue",
+    "sreport",
+    "srun",
+    "sshare",
+]

@@ -92,7 +92,8 @@ def wait_for_start(client: Any, prog: str, job_id: int, quiet: bool) -> dict[str
 
 def running(client: Any, job_id: int) -> bool:
     try:
-        return client.call("Allocation", {"job_id": job_id})["state"] == "RUNNING"
+        state: str = client.call("Allocation", {"job_id": job_id})["state"]
+        return state == "RUNNING"
     except SlurmError:
         return False
 

@@ -257,8 +257,8 @@ def default_format(settings: Settings, weights: Mapping[str, Any]) -> str:
         parts.append("%.8u")
     if settings.normalized:
         parts.append("%10y")
-        letters = (("age", "a"), ("assoc", "b"), ("fairshare", "f"), ("job_size", "j"))
-        letters += (("partition", "p"), ("qos", "q"))
+        letters: tuple[tuple[str, str], ...] = (("age", "a"), ("assoc", "b"), ("fairshare", "f"))
+        letters += (("job_size", "j"), ("partition", "p"), ("qos", "q"))
         parts += [f"%10{letter}" for key, letter in letters if weights[key]]
         if weights["tres"]:
             parts.append("%20t")

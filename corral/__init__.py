@@ -7,3 +7,43 @@ __version__ = "0.1.0"
 
 #: The Slurm release whose interface Corral follows; clients print it for --version.
 SLURM_VERSION = "24.11.0"
+
+#: What the other packages may import from here (tests/unit/test_public_surface.py
+#: holds every import across packages to these lists).
+__all__ = [
+    "SLURM_VERSION",
+    "__version__",
+    "arrayspec",
+    "auth",
+    "authalt",
+    "certs",
+    "client",
+    "clientconf",
+    "config",
+    "confkeys",
+    "confsyntax",
+    "credentials",
+    "errors",
+    "filepattern",
+    "framedserver",
+    "gpunumbers",
+    "gres",
+    "gresconf",
+    "grpcservice",
+    "grpctls",
+    "hostlist",
+    "jobinfo",
+    "munge",
+    "nodeset",
+    "pynodeset",
+    "ratelimit",
+    "rpcerror",
+    "stepcipher",
+    "stepio",
+    "timefmt",
+    "tlsconf",
+    "tokens",
+    "units",
+    "whydoc",
+    "wire",
+]

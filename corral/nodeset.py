@@ -7,7 +7,7 @@ mistake is an IndexError or ValueError, never memory corruption. Memory is owned
 the cdata pointer (``ffi.gc``) and freed when the last NodeSet holding it goes.
 
 Sets are immutable values: operations return new sets, equal sets hash alike, and
-they pickle and deep-copy through their range string. corral._pynodeset is the
+they pickle and deep-copy through their range string. corral.pynodeset is the
 pure-Python twin with the same API; it holds the checks, the range-string
 grammar and the base class (``NodeSetBase``, with the API's documentation) both use.
 """
@@ -15,7 +15,7 @@ grammar and the base class (``NodeSetBase``, with the API's documentation) both 
 from __future__ import annotations
 
 from corral._nodeset import ffi, lib
-from corral._pynodeset import (
+from corral.pynodeset import (
     NodeSetBase,
     check_index,
     check_size,
@@ -201,7 +201,7 @@ class NodeSet(NodeSetBase):
 
 class NodeCounts:
     """A mutable number per node index (free CPUs during a pass), in a C ``int32_t``
-    array: ``scan``'s ``counts``. The API of corral._pynodeset.NodeCounts."""
+    array: ``scan``'s ``counts``. The API of corral.pynodeset.NodeCounts."""
 
     __slots__ = ("_len", "_ptr")
 
@@ -226,7 +226,7 @@ class NodeCounts:
 
 class NodeClaims:
     """Per node index, the ``[begin, end)`` intervals it is claimed for, in a C
-    ``nodeclaims_t``: ``scan``'s ``claims``. The API of corral._pynodeset.NodeClaims."""
+    ``nodeclaims_t``: ``scan``'s ``claims``. The API of corral.pynodeset.NodeClaims."""
 
     __slots__ = ("_ptr", "_size")
 

@@ -1,5 +1,11 @@
 """corral-dbd, the accounting daemon (SQLAlchemy on MariaDB/MySQL or SQLite).
 
-The daemon itself is issue 4; the package exists now so that every Corral
-program has its final import path from the start.
+``service`` is its gRPC face, ``storage`` the job records, ``admin`` sacctmgr's
+operations over ``models``, ``enforced`` what controllers enforce, ``report``
+and ``rollup`` sreport's usage, ``schema`` and ``migrations`` the tables.
 """
+
+#: What other packages may import: ``config`` (``corral up`` writes and reads slurmdbd.conf).
+__all__ = [
+    "config",
+]

@@ -16,3 +16,6 @@ import only ``spool``, ``runas`` and the standard library (plus
 ``corral.filepattern`` and, for the runner, ``corral.stepio``), so that
 starting one per job or step stays cheap even when the zygote is down.
 """
+
+#: Nothing here is for other packages: they reach an agent through the controller.
+__all__ = []

@@ -6,3 +6,9 @@ Where to look: ``api`` (every operation: path, schemas, handler), ``app``
 (slurmrestd's record shapes), ``auth`` (JWT headers), ``openapi`` (the
 document, written from ``api``), ``main`` (listening, TLS).
 """
+
+#: What other packages may import: ``jobfields`` (``corral compat`` lists the REST
+#: job fields beside the options).
+__all__ = [
+    "jobfields",
+]

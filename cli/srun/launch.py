@@ -20,7 +20,7 @@ from __future__ import annotations
 
 # The raw modules: ``socket``, ``signal`` and ``selectors`` import ``enum`` and
 # more, ~7 ms of a command whose whole budget is Slurm's 27.5 ms.
-import _signal
+import _signal  # type: ignore[import-not-found]  # no stub: CPython's C module
 import _socket
 import os
 import select
@@ -509,7 +509,7 @@ class Step:
 
     def _ready(self, what: str, fileobj: Any) -> None:
         if what == "accept":
-            fd, _ = self.listener._accept()
+            fd, _ = self.listener._accept()  # type: ignore[attr-defined]  # _socket's
             conn = _socket.socket(fileno=fd)
             conn.setblocking(True)
             self.ends[conn] = self.new_end(self.key)

@@ -12,7 +12,7 @@ backfill's whole-node promises). Python then looks closely only at the few
 nodes the scan returns.
 
 ``Bitmaps`` names the implementation: the C classes of corral.nodeset by
-default, their pure-Python twins from corral._pynodeset for comparison
+default, their pure-Python twins from corral.pynodeset for comparison
 (bench/schedule.py runs whole passes with both).
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from controller.core.plan import Start
 from controller.core.snapshot import NodeView, PartitionView
-from corral import _pynodeset, nodeset
+from corral import nodeset, pynodeset
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Bitmaps:
 
 
 C_BITMAPS = Bitmaps("c", nodeset.NodeSet, nodeset.NodeCounts, nodeset.NodeClaims)
-PYTHON_BITMAPS = Bitmaps("python", _pynodeset.NodeSet, _pynodeset.NodeCounts, _pynodeset.NodeClaims)
+PYTHON_BITMAPS = Bitmaps("python", pynodeset.NodeSet, pynodeset.NodeCounts, pynodeset.NodeClaims)
 
 
 def selection_sorted(nodes: Mapping[str, NodeView]) -> tuple[str, ...]:

@@ -33,15 +33,15 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import corral._pynodeset
-from corral._pynodeset import NodeClaims as PyNodeClaims
-from corral._pynodeset import NodeCounts as PyNodeCounts
+import corral.pynodeset
+from corral.pynodeset import NodeClaims as PyNodeClaims
+from corral.pynodeset import NodeCounts as PyNodeCounts
 
 ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "csrc"
 SOURCES = [CSRC / "nodeset.c", CSRC / "nodeset.h", CSRC / "nodeset_build.py"]
 
-PyNodeSet = corral._pynodeset.NodeSet
+PyNodeSet = corral.pynodeset.NodeSet
 #: (NodeSet, NodeCounts, NodeClaims) of one implementation.
 Kit = tuple[type[Any], type[Any], type[Any]]
 
