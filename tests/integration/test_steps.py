@@ -356,7 +356,10 @@ def test_a_step_outlives_a_controller_crash_and_is_recorded(four: Cluster) -> No
     path.write_text("#!/bin/bash\n" + script)
     out = four.dir / "crash.out"
     job_id = four.sbatch("-n2", "-o", str(out), str(path))
-    four.wait_for(lambda: bool(four.job(job_id)["steps"]), 30, "no step")
+    # Once the tasks run, their runner has reached srun: srun had its StepCreate answer
+    # (a controller killed before answering leaves srun nothing to wait for).
+    started = f"spool/*/step{job_id}.0/started"
+    four.wait_for(lambda: any(four.dir.glob(started)), 30, "the step's tasks did not start")
     four.kill("controller", signal.SIGKILL)
     four.wait_for(lambda: out.exists() and len(out.read_text().splitlines()) == 2, 30, "output")
     time.sleep(1)  # the batch script ends too
