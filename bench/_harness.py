@@ -371,10 +371,15 @@ def _beside(secure: dict[str, Any], plain: dict[str, Any] | None) -> dict[str, A
     out["plaintext"] = {k: plain.get(k) for k in ("value", "min", "max", "samples", "error")}
     before, after = plain.get("value"), secure.get("value")
     if before and after is not None:
-        rate = str(secure.get("unit", "")).endswith("/s")
-        cost = (before - after) / before if rate else (after - before) / before
-        out["tls_cost_pct"] = round(100 * cost, 1)
+        out["tls_cost_pct"] = worse_pct(str(secure.get("unit", "")), before, after)
     return out
+
+
+def worse_pct(unit: str, before: float, after: float) -> float:
+    """What ``after`` loses against ``before`` (non-zero) in percent, by ``unit``: time
+    added, or rate lost for a rate (``.../s``); negative where it gained."""
+    lost = (before - after) if unit.endswith("/s") else (after - before)
+    return round(100 * lost / before, 1)
 
 
 class BenchCluster(Cluster):

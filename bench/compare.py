@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._harness import log, worse_pct  # noqa: E402
+
 SCRIPTS = ("schedule", "submit", "throughput", "clients", "steps", "restd")
-
-
-def log(message: str) -> None:
-    print(f"[compare] {message}", file=sys.stderr, flush=True)
 
 
 def checkout(revision: str) -> Path:
@@ -68,14 +69,6 @@ def run(tree: Path, script: str, extra: list[str]) -> dict[str, Any]:
     return figures
 
 
-def worse_pct(unit: str, base: float, head: float) -> float | None:
-    """What ``head`` loses against ``base`` in percent: time added, or rate lost."""
-    if not base:
-        return None
-    lost = (base - head) if unit.endswith("/s") else (head - base)
-    return round(100 * lost / base, 1)
-
-
 def merged(runs: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
     """Each figure's unit and the median of its values over ``runs``."""
     values: dict[str, list[float]] = {}
@@ -100,7 +93,7 @@ def compare(
             "unit": unit,
             "base": round(before[name][1], 4),
             "head": round(value, 4),
-            "worse_pct": worse_pct(unit, before[name][1], value),
+            "worse_pct": worse_pct(unit, before[name][1], value) if before[name][1] else None,
         }
     worse = [n for n, f in figures.items() if (f["worse_pct"] or 0) > max_worse]
     return {"figures": figures, "worse": worse}

@@ -21,19 +21,27 @@ from dbd.models import Association, Coordinator, Limits, Qos, User
 _COUNTS = ("max_jobs", "max_submit", "max_wall", "grp_jobs", "grp_submit", "grp_wall")
 #: The TRES limit columns of ``Limits`` that both messages carry.
 _TRES = ("grp_tres", "grp_tres_mins", "max_tres", "max_tres_per_node", "max_tres_mins")
+#: The per-user and per-account counts only QOS have.
+_QOS_COUNTS = ("max_jobs_pu", "max_submit_pu", "max_jobs_pa", "max_submit_pa")
 
 
 def _names(text: str) -> list[str]:
     return [name for name in text.split(",") if name]
 
 
-def _limits(row: Limits, message: pb.AssociationLimits | pb.QosLimitsRecord) -> None:
-    """Copy the limits associations and QOS share; NULL columns stay absent."""
-    for column in _COUNTS:
+def _limits(
+    row: Limits,
+    message: pb.AssociationLimits | pb.QosLimitsRecord,
+    counts: tuple[str, ...] = _COUNTS,
+    tres: tuple[str, ...] = _TRES,
+) -> None:
+    """Copy the limit columns ``counts`` and ``tres`` (the message's fields of the same
+    names); NULL columns stay absent."""
+    for column in counts:
         value = getattr(row, column)
         if value is not None:
             setattr(message, column, value)
-    for column in _TRES:
+    for column in tres:
         getattr(message, column).update(parse_tres_limits(getattr(row, column) or ""))
 
 
@@ -58,13 +66,7 @@ def qos(row: Qos) -> pb.QosLimitsRecord:
         usage_factor=row.usage_factor,
         preempt=_names(row.preempt),
     )
-    _limits(row, message)
-    for column in ("max_jobs_pu", "max_submit_pu", "max_jobs_pa", "max_submit_pa"):
-        value = getattr(row, column)
-        if value is not None:
-            setattr(message, column, value)
-    message.max_tres_pu.update(parse_tres_limits(row.max_tres_pu or ""))
-    message.max_tres_pa.update(parse_tres_limits(row.max_tres_pa or ""))
+    _limits(row, message, (*_COUNTS, *_QOS_COUNTS), (*_TRES, "max_tres_pu", "max_tres_pa"))
     return message
 
 
