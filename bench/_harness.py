@@ -339,7 +339,7 @@ def tls_passes(
     finally:
         args.runs = runs
     plain, secure = _merged(passes[False]), _merged(passes[True])
-    return {name: _beside(fig, plain.get(name)) for name, fig in secure.items()}
+    return {name: beside(fig, plain.get(name)) for name, fig in secure.items()}
 
 
 def _merged(passes: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -364,7 +364,8 @@ def _merged(passes: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
     return out
 
 
-def _beside(secure: dict[str, Any], plain: dict[str, Any] | None) -> dict[str, Any]:
+def beside(secure: dict[str, Any], plain: dict[str, Any] | None) -> dict[str, Any]:
+    """The TLS figure ``secure`` with the plaintext one beside it and what TLS costs."""
     out = {**secure, "tls": True}
     if plain is None:
         return out
@@ -389,9 +390,12 @@ class BenchCluster(Cluster):
     running from its spool, by pid, then removes the directory.
     """
 
-    def __init__(self, nodes: int = 4, settings: Iterable[str] = ()) -> None:
+    def __init__(
+        self, nodes: int = 4, settings: Iterable[str] = (), tls: bool | None = None
+    ) -> None:
         directory = Path(tempfile.mkdtemp(prefix="corral-bench-"))
-        super().__init__(directory, nodes=nodes, settings=tuple(settings), tls=TLS)
+        tls = TLS if tls is None else tls
+        super().__init__(directory, nodes=nodes, settings=tuple(settings), tls=tls)
         path = os.environ.get("PYTHONPATH")
         self.env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)
         self._api: Api | None = None
