@@ -28,12 +28,13 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
 
 from controller import jobstate
+from controller.effects import Effect, Kill, Launch, NewLimit, Signal
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
@@ -331,6 +332,27 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.on_change()
 
     # ------------------------------------------------------------ commands
+
+    def dispatch(self, effects: Sequence[Effect]) -> None:
+        """Send what the store's committed changes cause (``controller/effects.py``):
+        the one sender of launches, kills, signals and new limits."""
+        for effect in effects:
+            match effect:
+                case Launch(job):
+                    self.launch(job)
+                case Kill(job, reason, delay) if delay:
+                    asyncio.get_running_loop().call_later(delay, self._kill, job, reason)
+                case Kill(job, reason):
+                    self._kill(job, reason)
+                case Signal(job, sig, batch_only, full, step_id, reason):
+                    self.signal(
+                        job, sig, batch_only=batch_only, full=full, step_id=step_id, reason=reason
+                    )
+                case NewLimit(job):
+                    self.update_limit(job)
+
+    def _kill(self, job: Job, reason: str) -> None:
+        self.signal(job, 0, reason=reason)
 
     def _session_for(self, job: Job) -> _Session | None:
         return self.sessions.get(job.nodes[0]) if job.nodes else None

@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from controller import jobcomp
+from controller.effects import Effect
 from controller.journal import Batch, Journal, Loaded
 from controller.model import Job, NodeRuntime, Payload
 from controller.reservations import Reservation
@@ -101,6 +102,10 @@ class Durability:
         self._outbox_of_job: dict[int, int] = {}  # this batch's record of a job
         self.event_outbox: dict[int, str] = {}  # node events (JSON), the same way
         self._event_seq = 0
+        # What the agents must hear once this batch is on disk (controller/effects.py),
+        # and who tells them (``AgentLink.dispatch``; none in a store without agents).
+        self.effects: list[Effect] = []
+        self.dispatch: Callable[[Sequence[Effect]], None] | None = None
 
     def restore(self, loaded: Loaded) -> None:
         """Take back the outboxes a restart found in the journal."""
@@ -225,8 +230,14 @@ class Durability:
         _drop_through(self.event_outbox, seq)
         self.batch.events_delivered = max(self.batch.events_delivered, seq)
 
+    def emit(self, effects: Iterable[Effect]) -> None:
+        """Queue ``effects`` for dispatch after the next commit."""
+        self.effects.extend(effects)
+
     async def flush(self, *, inline: bool = False) -> None:
-        """Return once every change made before the call is on disk.
+        """Return once every change made before the call is on disk, then dispatch
+        the effects of those changes (never before: an agent must not act on what the
+        journal could still lose).
 
         Commits normally run in the writer thread, so that the loop admits
         other requests meanwhile and they share the next commit (group
@@ -243,6 +254,7 @@ class Durability:
             if self._committed_seq >= target:
                 return
             batch, self.batch = self.batch, Batch()
+            effects, self.effects = self.effects, []
             self._outbox_of_job = {}
             self._batch_seq += 1
             if batch:
@@ -263,3 +275,5 @@ class Durability:
                     self.event_outbox.update(batch.events)
                     self.outbox_ready.set()
             self._committed_seq = target
+            if effects and self.dispatch is not None:
+                self.dispatch(effects)

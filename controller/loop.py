@@ -10,8 +10,8 @@ Each cycle, in order:
                       ``sched_interval``), plus backfill every ``bf_interval``
   4. ``commit``       starts re-checked against live state and applied
   5. ``purge``        finished jobs older than MinJobAge forgotten
-  6. ``flush``        all of it made durable
-  7. ``launch``       only now are the node agents told to start jobs
+  6. ``flush``        all of it made durable; only then are the node agents told
+                      what it causes (launches, kills, signals: ``effects.py``)
 A cycle runs when something changed (``kick``) and at least once a second,
 never sooner after the previous one than twice its duration.
 """
@@ -95,19 +95,11 @@ class SchedulerLoop:
         purged = self.store.purge(now)
         timed_out = self.store.end_interactive_past_limit(now)
         signalled = self.store.signals_due(now)
+        for job, _ in preempted:
+            if job.interactive:  # no agent reports an allocation's end
+                self.store.end_interactive(job, now, 0x9, "cancelled")
         if started or changed or purged or plan.ended or timed_out or signalled or preempted:
             await self.store.flush()
-        for job in started:
-            if not job.interactive:  # salloc/srun run their own commands
-                self.link.launch(job)
-        for job in timed_out:
-            self.link.signal(job, 0, reason="timeout")
-        for job, requeued in preempted:
-            self.link.signal(job, 0, reason="requeue" if requeued else "preempt")
-            if job.interactive:
-                self.store.end_interactive(job, now, 0x9, "cancelled")
-        for job in signalled:  # --signal=SIG@T: to the job's steps
-            self.link.signal(job, job.signal_num, reason="signal")
         took = int((time.perf_counter() - began) * 1e6)
         queue = len(snap.pending)
         self.stats.cycle(took, queue, min(queue, depth or queue), len(plan.starts))

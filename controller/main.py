@@ -58,6 +58,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
         vouchers=auth.daemon_uids(conf.slurm_user),
     )
     link = AgentLink(store, keys.seal, verifier, lambda: loop.kick())
+    store.dispatch_to(link.dispatch)  # the one sender of what transitions cause
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
     loop = SchedulerLoop(store, link)
     delivery = Delivery(store, keys.signer, ttl) if conf.accounting.enabled else None

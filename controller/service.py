@@ -24,6 +24,7 @@ import grpc
 from controller import (
     associations,
     diag,
+    effects,
     jobspec,
     jobstate,
     jobupdate,
@@ -116,10 +117,6 @@ def _result(job_id: str, code: int) -> pb.JobResult:
     return pb.JobResult(
         job_id=job_id, code=code, message=errors.MESSAGES.get(code, "") if code else ""
     )
-
-
-#: How long after answering ``scontrol requeue`` the job is ended.
-REQUEUE_KILL_DELAY_S = 0.2
 
 
 def _signal_number(value: int) -> int:
@@ -330,14 +327,14 @@ class Handlers:
             return _result(text, errors.ESLURM_ACCESS_DENIED)
         sig = _signal_number(req.signal) or signals.SIGKILL
         if step_text == "batch" and job.state is JobState.RUNNING:
-            self.link.signal(job, sig, batch_only=True)
+            self.store.emit(effects.Signal(job, sig, batch_only=True))
             return _result(text, 0)
         step = next((s for s in job.steps if str(s.step_id) == step_text), None)
         if step is None or job.state is not JobState.RUNNING:
             return _result(text, errors.ESLURM_INVALID_JOB_ID)
         if not step.running:
             return _result(text, errors.ESLURM_ALREADY_DONE)
-        self.link.signal(job, sig, step_id=step.step_id)
+        self.store.emit(effects.Signal(job, sig, step_id=step.step_id))
         return _result(text, 0)
 
     def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:
@@ -347,17 +344,14 @@ class Handlers:
         if job.state.finished or COMPLETING in job.flags:
             return errors.ESLURM_ALREADY_DONE
         if sig in (0, signals.SIGKILL) and not req.batch_only:
-            was_running = job.state is JobState.RUNNING
             self.store.post(job.job_id, jobstate.Cancel(now, who.uid))
-            if was_running:
-                self.link.signal(job, 0, reason="cancel")
-                if job.interactive:
-                    self.store.end_interactive(self.store.jobs[job.job_id], now, 0x9, "cancelled")
+            if job.interactive and job.state is JobState.RUNNING:
+                self.store.end_interactive(self.store.jobs[job.job_id], now, 0x9, "cancelled")
             log.info("job_id=%d cancelled by uid=%d", job.job_id, who.uid)
             return 0
         if job.state is JobState.PENDING:
             return errors.ESLURM_JOB_PENDING
-        self.link.signal(job, sig, batch_only=req.batch_only, full=req.full)
+        self.store.emit(effects.Signal(job, sig, batch_only=req.batch_only, full=req.full))
         return 0
 
     async def JobControl(self, req: pb.JobControlRequest, who: Principal) -> pb.JobControlReply:
@@ -430,21 +424,13 @@ class Handlers:
                 raise SlurmError(errors.ESLURM_JOB_PENDING)
             if not job.requeue:
                 raise SlurmError(errors.ESLURM_DISABLED)
-            running = job.state is JobState.RUNNING
             hold = ("admin" if privileged else "user") if action == "requeuehold" else ""
             self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
-            if running:
-                # After the reply: a job often requeues itself (submitit), and the
-                # scontrol that asked must get its answer before the job is ended.
-                asyncio.get_running_loop().call_later(
-                    REQUEUE_KILL_DELAY_S, lambda: self.link.signal(job, 0, reason="requeue")
-                )
         elif action == "complete":  # salloc or srun gives its allocation back
             if not job.interactive or job.state is not JobState.RUNNING:
                 raise SlurmError(errors.ESLURM_ALREADY_DONE)
             status = int(updates.get("exit_status", "0"))
             self.store.end_interactive(job, now, status, "exited")
-            self.link.signal(job, 0, reason="complete")
         elif action == "update":
             if isinstance(update, SlurmError):
                 raise update
@@ -460,8 +446,6 @@ class Handlers:
         if changes.keys() & (jobupdate.RESHAPING | {"account", "qos", "time_limit"}):
             updated = self._recheck(job, updated, who)
         self.store.update(updated)
-        if "time_limit" in changes and job.state is JobState.RUNNING:
-            self.link.update_limit(updated)
 
     def _recheck(self, job: Job, updated: Job, who: Principal) -> Job:
         """An update that changes what the job asks of its partitions passes the
@@ -551,8 +535,7 @@ class Handlers:
         self.store.set_node_admin_state(names, state, req.reason, who, now)
         if state in ("DOWN", "FAIL"):
             for name in names:
-                for job, _ in self.store.fail_jobs_on(name, now):
-                    self.link.signal(job, 0, reason="node_down")
+                self.store.fail_jobs_on(name, now)
         await self._commit()
         self.kick()
         return pb.NodeUpdateReply()
@@ -653,10 +636,6 @@ class Handlers:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         now = self.now()
         resv = self.store.change_reservation(req.action, dict(req.settings), now)
-        if req.action == "update":  # running jobs in it now end with its new end
-            for job in self.store.jobs.values():
-                if job.reservation == resv.name and job.state is JobState.RUNNING:
-                    self.link.update_limit(job)
         await self._commit()
         self.kick()
         log.info("reservation %s: %s by uid=%d", resv.name, req.action, who.uid)

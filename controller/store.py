@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from controller import associations, binding, drain, jobstate, snapshots, steps
+from controller import associations, binding, drain, effects, jobstate, snapshots, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
 from controller.core import BackfillParams, Plan, Snapshot
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
+from controller.effects import Effect, NewLimit
 from controller.holdings import Holdings, holds_nodes
 from controller.jobspec import JobSpec
 from controller.jobstate import COMPLETING, Event, JobState
@@ -178,8 +179,18 @@ class JobStore:
 
     async def flush(self, *, inline: bool = False) -> None:
         """Return once every change made before the call is on disk (group commit:
-        ``Durability.flush``); every acknowledgement and launch waits for it."""
+        ``Durability.flush``), and hand the effects of those changes to the dispatcher;
+        every acknowledgement waits for it."""
         await self.durable.flush(inline=inline)
+
+    def dispatch_to(self, dispatch: Callable[[Sequence[Effect]], None]) -> None:
+        """Who tells the agents what the store's changes cause (``AgentLink.dispatch``)."""
+        self.durable.dispatch = dispatch
+
+    def emit(self, *queued: Effect) -> None:
+        """Messages that follow no state change (``scancel --signal``, a reservation's
+        new end), sent after the next flush with those that do."""
+        self.durable.emit(queued)
 
     def payload(self, job: Job) -> Payload | None:
         return self.durable.payload(job.array_job_id or job.job_id)
@@ -240,6 +251,7 @@ class JobStore:
         """Apply a state-machine event; raise InvalidTransition if it does not apply."""
         old = self.jobs[job_id]
         new = jobstate.apply(old, event)
+        self.durable.emit(effects.follow(old, new, event))
         if holds_nodes(old) and not holds_nodes(new):
             self._account(old, -1)
             self.priorities.ended(old, new.end_time or getattr(event, "now", 0))
@@ -264,8 +276,11 @@ class JobStore:
 
     def update(self, job: Job) -> None:
         """Store a job whose user-updatable attributes changed (never its state)."""
-        assert job.state is self.jobs[job.job_id].state
+        old = self.jobs[job.job_id]
+        assert job.state is old.state
         self._touch_job(job)
+        if job.time_limit != old.time_limit and job.state is JobState.RUNNING:
+            self.durable.emit((NewLimit(job),))
 
     def _account(self, job: Job, sign: int) -> None:
         """Add (``sign`` +1) or remove (-1) what ``job`` holds on its nodes."""
@@ -377,6 +392,7 @@ class JobStore:
                 due.append(job)
         for job in due:
             self._touch_job(replace(job, signal_sent=True))
+            self.durable.emit((effects.Signal(job, job.signal_num, reason="signal"),))
         return due
 
     def end_interactive(self, job: Job, now: int, exit_status: int, outcome: str) -> None:
@@ -434,6 +450,11 @@ class JobStore:
             resv = book.create(settings, cluster, now)
         elif action == "update":
             resv = book.update(settings, cluster, now)
+            self.durable.emit(  # running jobs in it now end with its new end
+                NewLimit(j)
+                for j in self.jobs.values()
+                if j.reservation == resv.name and j.state is JobState.RUNNING
+            )
         elif action == "delete":
             resv = book.delete(settings.get("reservationname", ""), cluster)
             self._release_jobs_of(resv, now)

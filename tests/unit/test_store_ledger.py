@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from controller import snapshots
+from controller.effects import Effect, Kill, Launch, NewLimit, Signal
 from controller.holdings import Holdings
 from controller.jobspec import from_fields
 from controller.jobstate import Cancel, Finish, Start
@@ -75,3 +78,44 @@ def test_the_snapshot_is_a_function_of_the_ledger_and_changes_nothing(store: Job
     )
     alone = snapshots.build(ledger, store.conf, store.capacity)
     assert alone.nodes["n1"].free_cpus == 8 and alone.pending == first.pending
+
+
+class Recorder:
+    """A dispatcher that notes each effect with the job's state in the journal then."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.sent: list[tuple[Effect, str]] = []
+
+    def __call__(self, sent: Sequence[Effect]) -> None:
+        on_disk = Journal(str(self.state)).load().jobs
+        for effect in sent:
+            self.sent.append((effect, on_disk[effect.job.job_id].state.name))
+
+
+def test_effects_wait_for_the_commit_of_their_cause(store: JobStore, tmp_path: Path) -> None:
+    sent = Recorder(tmp_path / "state")
+    store.dispatch_to(sent)
+    job = store.submit(SPEC, principal_for(0, 0), now=100).job
+    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    assert sent.sent == []  # not on disk yet: no agent may hear of it
+    asyncio.run(store.flush())
+    assert [(type(e), state) for e, state in sent.sent] == [(Launch, "RUNNING")]
+    store.post(job.job_id, Cancel(now=120))
+    asyncio.run(store.flush())
+    assert [(type(e), state) for e, state in sent.sent[1:]] == [(Kill, "CANCELLED")]
+    asyncio.run(store.flush())
+    assert len(sent.sent) == 2  # each effect is sent once
+
+
+def test_a_new_time_limit_and_a_signal_follow_the_same_path(store: JobStore) -> None:
+    sent: list[Effect] = []
+    store.dispatch_to(sent.extend)
+    job = store.submit(SPEC, principal_for(0, 0), now=100).job
+    started = store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    store.update(replace(started, comment="x"))  # no message for the agent
+    store.update(replace(store.jobs[job.job_id], time_limit=5))
+    store.emit(Signal(started, 10))
+    asyncio.run(store.flush())
+    assert [type(e) for e in sent] == [Launch, NewLimit, Signal]
+    assert sent[1].job.time_limit == 5

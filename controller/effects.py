@@ -1,0 +1,120 @@
+"""What a job's transition tells the node agents: the transition -> effect table.
+
+``jobstate.apply`` decides a job's next state and nothing else. What the rest of
+the cluster must hear because of it (start the script, end the job's processes,
+move its time limit) is decided here, in one table, by ``follow(old, new, event)``:
+
+=====================  ==============================  =============================
+event                  the job before                  effect
+=====================  ==============================  =============================
+Start                  pending                         Launch (not for salloc/srun:
+                                                       their client runs the command)
+Cancel                 running                         Kill "cancel"
+Preempt                running                         Kill "preempt"
+Requeue                running                         Kill "requeue", after
+                                                       ``REQUEUE_KILL_DELAY_S``
+NodeFail               running                         Kill "node_down" (the job's
+                                                       other nodes)
+Finish                 running allocation (salloc,     Kill "complete" (its client
+                       srun without a batch script)    gave it back) or "timeout"
+Finish                 running batch job               none: its agent reported it
+anything               pending, or already completing  none: no process to tell
+=====================  ==============================  =============================
+
+A running job's time limit changed by ``scontrol update`` or its reservation
+gives ``NewLimit``; ``scancel --signal`` and ``--signal=SIG@T`` give ``Signal``.
+Those are not state changes, so their callers emit them through the same queue.
+
+``JobStore`` queues what ``follow`` returns; ``Durability.flush`` hands each batch's
+effects to one dispatcher (``AgentLink.dispatch``) once the changes that caused them
+are on disk, so no agent acts on a change the journal could still lose. Two
+messages stay outside the queue on purpose: a step's launch (a step is not a job
+transition, and srun's latency should not wait for the commit) and the link's own
+reconciliation with a reconnecting agent (``AgentLink._reconcile``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.jobstate import (
+    COMPLETING,
+    Cancel,
+    Event,
+    Finish,
+    JobState,
+    NodeFail,
+    Preempt,
+    Requeue,
+)
+from controller.model import Job
+
+#: A requeue's kill waits this long: a job often requeues itself (submitit), and the
+#: scontrol that asked must get its answer before the job is ended.
+REQUEUE_KILL_DELAY_S = 0.2
+
+#: The kill that follows each ending event of a running job, by its reason.
+KILLS: dict[type, str] = {
+    Cancel: "cancel",
+    Preempt: "preempt",
+    Requeue: "requeue",
+    NodeFail: "node_down",
+}
+
+#: An allocation's end, by ``Finish.outcome``: why its nodes are told to clean up.
+ALLOCATION_ENDS = {"exited": "complete", "timeout": "timeout"}
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Start the batch script on the job's first node (``LaunchJob``)."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    """End every process of the job on its nodes (``SignalJob`` with signal 0)."""
+
+    job: Job  # as it was when it ran: the nodes to tell
+    reason: str
+    delay: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """Deliver ``signal`` to the job's processes, its batch shell alone, or one step."""
+
+    job: Job
+    signal: int
+    batch_only: bool = False
+    full: bool = False
+    step_id: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NewLimit:
+    """The running job's time limit moved (``UpdateJob``)."""
+
+    job: Job
+
+
+Effect = Launch | Kill | Signal | NewLimit
+
+
+def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:
+    """The effects of ``old`` becoming ``new`` by ``event`` (see the table above)."""
+    if old.state is JobState.PENDING:
+        if new.state is JobState.RUNNING and not new.interactive:
+            return (Launch(new),)
+        return ()
+    if old.state is not JobState.RUNNING or COMPLETING in old.flags:
+        return ()
+    reason = KILLS.get(type(event))
+    if reason is not None:
+        delay = REQUEUE_KILL_DELAY_S if isinstance(event, Requeue) else 0.0
+        return (Kill(old, reason, delay),)
+    if isinstance(event, Finish) and old.interactive:
+        return (Kill(old, ALLOCATION_ENDS.get(event.outcome, event.outcome)),)
+    return ()
