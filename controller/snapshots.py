@@ -135,6 +135,7 @@ def _running(jobs: Iterable[Job]) -> tuple[tuple[Running, ...], dict[int, int]]:
                     j.end_time,
                     j.gres_alloc,
                     preemptable=j.state is JobState.RUNNING and COMPLETING not in j.flags,
+                    requeue=j.requeue,
                     priority=j.priority,
                     qos=j.qos,
                     partition=j.partition,
@@ -151,8 +152,9 @@ def preempt_policy(conf: SlurmConfig, assocs: AssocSet | None) -> PreemptPolicy 
     """PreemptType as the core applies it (None: off)."""
     if conf.preempt_mode == "OFF":
         return None
+    requeue = conf.preempt_mode == "REQUEUE"
     if conf.preempt_type == "PREEMPT/QOS":
         qos = assocs.qos if assocs is not None else {}
-        return PreemptPolicy("qos", qos={name: q.preempt for name, q in qos.items()})
+        return PreemptPolicy("qos", requeue, qos={name: q.preempt for name, q in qos.items()})
     tiers = {p.name: p.priority_tier for p in conf.partitions}
-    return PreemptPolicy("partition_prio", tiers=tiers)
+    return PreemptPolicy("partition_prio", requeue, tiers=tiers)

@@ -509,14 +509,14 @@ class JobStore:
         return snapshots.build(ledger, self.conf, self.capacity)
 
     def preempt(self, plan: Plan) -> list[tuple[Job, bool]]:
-        """Requeue (PreemptMode=REQUEUE, if the job may be) or cancel each of the
-        plan's victims; (the victim, whether it is requeued) for the agents."""
+        """Requeue or cancel each of the plan's victims as the plan says, if it still
+        runs; (the victim, whether it is requeued) each."""
         out = []
         for victim_id, for_id in plan.preempted.items():
             job = self.jobs.get(victim_id)
             if job is None or job.state is not JobState.RUNNING or COMPLETING in job.flags:
                 continue
-            requeue = self.conf.preempt_mode == "REQUEUE" and job.requeue
+            requeue = victim_id in plan.requeued
             event: Event = jobstate.Requeue(plan.now) if requeue else jobstate.Preempt(plan.now)
             out.append((self.post(victim_id, event), requeue))
             log.info(

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
-from controller.core.plan import Expected, Plan, Start
+from controller.core.plan import Draft, Expected, Start
 from controller.core.resvwindows import ResvWindows, run_end
 from controller.core.snapshot import NodeView, PartitionView, ResvView, Snapshot
 from controller.core.timeline import Release, Timeline, ceil_to
@@ -93,7 +93,7 @@ class Backfill:
     def __init__(
         self,
         snap: Snapshot,
-        plan: Plan,
+        plan: Draft,
         nodes: dict[str, NodeView],
         params: BackfillParams,
         running_arrays: dict[int, int],

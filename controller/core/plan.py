@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from controller.jobstate import Reason
+
+_EMPTY: Mapping[int, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[int, Any]:
+    return _EMPTY
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +40,54 @@ class Expected:
     nodes: tuple[str, ...]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """Starts to commit, and for every pending job the reason it waits."""
+    """What one pass decided, whole and unchangeable once ``schedule`` returns it:
+    starts to commit, for every pending job the reason it waits, the jobs to end and
+    the running jobs to preempt with what is done to each. The store only re-checks
+    it against the ledger and applies it."""
+
+    now: int
+    starts: tuple[Start, ...] = ()
+    reasons: Mapping[int, Reason] = field(default_factory=_empty)
+    details: Mapping[int, str] = field(default_factory=_empty)  # e.g. "UnavailableNodes:n3"
+    expected: Mapping[int, Expected] = field(default_factory=_empty)  # from backfill
+    # Pending jobs to end: past their --deadline, or never runnable under --kill-on-invalid-dep.
+    ended: Mapping[int, Reason] = field(default_factory=_empty)
+    backfilled: bool = False  # a backfill pass ran: jobs not in ``expected`` have no estimate
+    main_starts: int = 0  # how many of ``starts`` the main pass made (the rest: backfill)
+    # Running jobs to preempt: victim -> the waiting job it makes room for; those in
+    # ``requeued`` go back to pending (PreemptMode=REQUEUE, a job that may requeue),
+    # the others are cancelled.
+    preempted: Mapping[int, int] = field(default_factory=_empty)
+    requeued: frozenset[int] = frozenset()
+
+
+@dataclass(slots=True)
+class Draft:
+    """A plan while a pass fills it in (the main pass, backfill, preemption)."""
 
     now: int
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, Reason] = field(default_factory=dict)
-    details: dict[int, str] = field(default_factory=dict)  # e.g. "UnavailableNodes:n3"
-    expected: dict[int, Expected] = field(default_factory=dict)  # from backfill
-    # Pending jobs to end: past their --deadline, or never runnable under --kill-on-invalid-dep.
+    details: dict[int, str] = field(default_factory=dict)
+    expected: dict[int, Expected] = field(default_factory=dict)
     ended: dict[int, Reason] = field(default_factory=dict)
-    backfilled: bool = False  # a backfill pass ran: jobs not in ``expected`` have no estimate
-    main_starts: int = 0  # how many of ``starts`` the main pass made (the rest: backfill)
-    # Running jobs to preempt (requeue or cancel): victim -> the waiting job it makes room for.
+    backfilled: bool = False
+    main_starts: int = 0
     preempted: dict[int, int] = field(default_factory=dict)
+    requeued: set[int] = field(default_factory=set)
+
+    def freeze(self) -> Plan:
+        return Plan(
+            now=self.now,
+            starts=tuple(self.starts),
+            reasons=MappingProxyType(self.reasons),
+            details=MappingProxyType(self.details),
+            expected=MappingProxyType(self.expected),
+            ended=MappingProxyType(self.ended),
+            backfilled=self.backfilled,
+            main_starts=self.main_starts,
+            preempted=MappingProxyType(self.preempted),
+            requeued=frozenset(self.requeued),
+        )

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from controller.core.placement import first_fit
-from controller.core.plan import Plan, Start
+from controller.core.plan import Draft, Start
 from controller.core.request import gres_plus
 from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
@@ -49,7 +49,7 @@ def _released(nodes: dict[str, NodeView], victim: Running) -> None:
 
 
 def preemptions(
-    snap: Snapshot, plan: Plan, nodes: Mapping[str, NodeView], ordered: list[Job]
+    snap: Snapshot, plan: Draft, nodes: Mapping[str, NodeView], ordered: list[Job]
 ) -> dict[int, int]:
     """Victims for the waiting jobs of ``plan``: victim job id -> the job it makes room for."""
     policy = snap.preempt

@@ -23,7 +23,7 @@ from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
-from controller.core.plan import Plan, Start
+from controller.core.plan import Draft, Plan, Start
 from controller.core.preempt import preemptions
 from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import PartitionView, Snapshot
@@ -102,7 +102,7 @@ def schedule(
     ``bitmaps`` picks the node bitmap behind candidate scans (the C one; the
     benchmark compares its pure-Python twin).
     """
-    plan = Plan(now=now)
+    plan = Draft(now=now)
     nodes = dict(snap.nodes)
     blocked: set[str] = set()
     running_arrays = dict(snap.running_per_array)
@@ -184,4 +184,7 @@ def schedule(
         bf.run(waiting + untried, chosen_tasks)
     if snap.preempt is not None:
         plan.preempted = preemptions(snap, plan, nodes, ordered)
-    return plan
+        if snap.preempt.requeue:
+            may = {r.job_id for r in snap.running if r.requeue}
+            plan.requeued = {victim for victim in plan.preempted if victim in may}
+    return plan.freeze()

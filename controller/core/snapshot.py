@@ -108,6 +108,7 @@ class Running:
     gres: tuple[Gres, ...] = ()  # per node, as allocated (empty: none recorded)
     # What preemption weighs (core/preempt.py): running and not yet ending.
     preemptable: bool = False
+    requeue: bool = False  # it may be requeued (--requeue, JobRequeue)
     priority: int = 0
     qos: str = ""
     partition: str = ""
@@ -131,6 +132,7 @@ class PreemptPolicy:
     """PreemptType and who may preempt whom."""
 
     kind: str  # "qos" or "partition_prio"
+    requeue: bool = False  # PreemptMode=REQUEUE: victims that may be requeued are (else cancelled)
     qos: Mapping[str, frozenset[str]] = field(default_factory=dict)  # QOS -> QOS it preempts
     tiers: Mapping[str, int] = field(default_factory=dict)  # partition -> PriorityTier
 

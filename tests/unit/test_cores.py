@@ -31,7 +31,7 @@ def test_allocations_round_up_to_whole_cores(fields: dict[str, int], cpus: int) 
 def test_a_node_whose_free_cpus_are_not_a_whole_core_cannot_take_a_task() -> None:
     busy = cluster([replace(node("n1", cpus=8, used_cpus=7), unit=2)], [partition("batch", "n1")])
     plan = schedule(busy.snapshot([job(1)]), NOW)
-    assert plan.starts == []
+    assert plan.starts == ()
 
 
 @pytest.mark.parametrize(

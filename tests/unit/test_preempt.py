@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
+
+import pytest
 
 from controller.core import schedule
 from controller.core.preempt import PreemptPolicy
@@ -80,3 +82,25 @@ def test_a_cancelled_victim_ends_preempted() -> None:
     running = replace(job(5), state=JobState.RUNNING, start_time=NOW - 10, nodes=("n1",))
     preempted = apply(running, PreemptEvent(NOW))
     assert preempted.state is JobState.PREEMPTED and COMPLETING in preempted.flags
+
+
+def test_the_plan_says_which_victims_are_requeued_under_preemptmode_requeue() -> None:
+    policy = replace(TIERS, requeue=True)
+    big = job(1, num_tasks=8, partitions=("high",), min_nodes=2, nodes_given=True)
+    running = [victim(10, ("n1",), requeue=True), victim(11, ("n2",), requeue=False)]
+    plan = schedule(snap([big], running, policy), NOW)  # type: ignore[arg-type]
+    assert plan.preempted == {10: 1, 11: 1}
+    assert plan.requeued == {10}  # the other may not be requeued: it is cancelled
+    plan = schedule(snap([big], running, TIERS), NOW)  # type: ignore[arg-type]
+    assert plan.requeued == frozenset()  # PreemptMode=CANCEL
+
+
+def test_a_plan_cannot_be_changed_once_returned() -> None:
+    urgent = job(1, num_tasks=4, partitions=("high",))
+    plan = schedule(snap([urgent], [victim(11, ("n2",))], TIERS), NOW)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plan.preempted[12] = 1  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        plan.starts.append(plan.starts[0] if plan.starts else None)  # type: ignore[attr-defined]
+    with pytest.raises(FrozenInstanceError):
+        plan.now = 0  # type: ignore[misc]
