@@ -38,6 +38,7 @@ from controller.effects import Effect, Kill, Launch, NewLimit, Signal
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
+from controller.launchmsg import launch_job
 from controller.model import Job, Step
 from controller.steps import step_environment
 from controller.store import JobStore, Registration
@@ -369,35 +370,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         env = batch_environment(job, payload, self.store.conf.cluster_name)
         env.update(self.store.share_environment(job, 0))
         env["SLURM_CONF"] = self.config_path
-        launch = pb.LaunchJob(
-            job_id=job.job_id,
-            node=job.nodes[0],
-            uid=job.uid,
-            gid=job.gid,
-            user=job.user,
-            script=payload.script,
-            argv=payload.argv,
-            work_dir=job.work_dir,
-            std_out=job.std_out,
-            std_err=job.std_err,
-            std_in=job.std_in,
-            append=job.open_mode == "append"
-            or (not job.open_mode and self.store.conf.job_file_append),
-            environment=env,
-            time_limit=self.store.time_limit_at_launch(job),
-            start_time=job.start_time,
-            kill_wait=self.store.conf.kill_wait,
-            array_job_id=job.array_job_id,
-            job_name=job.name,
-            node_list=env["SLURM_JOB_NODELIST"],
-            restarts=job.restarts,
-            signal_num=job.signal_num,
-            signal_time=job.signal_time,
-            signal_batch_only=job.signal_batch_only,
-            cpu_ids=job.cpu_ids[0] if job.cpu_ids else (),
+        launch = launch_job(
+            job, payload, env, self.store.time_limit_at_launch(job), self.store.conf
         )
-        if job.array_task_id is not None:
-            launch.array_task_id = job.array_task_id
         session.send(pb.ControllerMessage(launch=launch))
 
     def launch_step(self, job: Job, step: Step, req: pb.StepCreateRequest) -> None:

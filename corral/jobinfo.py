@@ -5,9 +5,11 @@ Why: a job's fields were restated by hand in two places, ``controller.views``
 (the controller's ``Job`` -> ``JobInfo``) and ``restd.jobs`` (``JobInfo`` ->
 slurmrestd's JOB_INFO record), and a field added to the message could be
 forgotten in either without any test noticing. These tables say it once:
-``views.job_info`` copies the ``COPIED`` fields from them, and
-``tests/unit/test_jobinfo.py`` holds both modules and the message to them, so
-a new ``JobInfo`` field fails that test until it is placed in each table.
+``views.job_info`` copies the ``COPIED`` fields from them, ``restd.jobs``
+builds its records from ``REST`` (what it computes are converters named there,
+not another list of fields), and ``tests/unit/test_jobinfo.py`` holds both
+modules and the message to them, so a new ``JobInfo`` field fails that test
+until it is placed in each table.
 
 Only names live here (no wire, controller or restd imports), so the CLI, the
 controller and restd can all read it.
@@ -110,7 +112,8 @@ NOT_SET: Final[dict[str, str]] = {
     "sched_partition": "a pending job's partitions are all in partition",
 }
 
-#: JobInfo fields restd shows, and the JOB_INFO key each appears under.
+#: JobInfo fields restd shows, and the JOB_INFO key each appears under, in the
+#: record's key order (``restd.jobs.job_info`` builds the record from this table).
 REST: Final[dict[str, str]] = {
     "account": "account",
     "accrue_time": "accrue_time",

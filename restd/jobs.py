@@ -1,9 +1,12 @@
 """Jobs in slurmrestd's shapes: the job records of ``GET /jobs``, and the job
 descriptions of ``POST /job/submit`` and ``POST /job/{id}``.
 
-A record is built from the controller's ``JobInfo`` by attribute access on
-the protobuf message: listing 10,000 jobs must stay well under half a second,
-so there is no generic message-to-dict step. Descriptions are checked against
+A record is built from the controller's ``JobInfo`` by ``corral.jobinfo.REST``
+(which field shows under which key), each value read by attribute access on the
+protobuf message and, where slurmrestd's shape differs from the field's, passed
+through a named converter (``SHOWN_AS``, ``FROM_JOB``): listing 10,000 jobs
+must stay well under half a second, so there is no generic message-to-dict
+step, and the plan of readers is made once, at import. Descriptions are checked against
 their schema first (unknown fields and wrong types are refused), then turned
 into the ``JobSpec`` sbatch would send, or the ``scontrol update`` words the
 controller already understands.
@@ -12,12 +15,13 @@ controller already understands.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cli.options import REFUSED, WARNED
 from cli.sacct.jsonrecords import exit_code
-from corral import errors, hostlist
+from corral import errors, hostlist, jobinfo
 from corral.errors import SlurmError
 from restd.jobfields import BY_NAME, DESCRIPTION
 from restd.schema import (
@@ -25,6 +29,7 @@ from restd.schema import (
     UNSET,
     array,
     boolean,
+    given,
     integer,
     moment,
     no_val,
@@ -125,97 +130,87 @@ def _exit_code(status: int, ended: bool) -> dict[str, Any]:
     return exit_code(status, ended)
 
 
-def job_info(job: Any) -> dict[str, Any]:
-    """One ``JobInfo`` as a JOB_INFO record.
+def _ended(job: Any) -> bool:
+    return job.state not in ("PENDING", "RUNNING", "SUSPENDED")
 
-    Written for speed (a cold 10,000-job listing builds 10,000 of these): the
-    optional numbers are dict literals rather than calls, and the unset ones
-    and exit codes are shared objects. So the keys are spelled out here rather
-    than looked up; ``corral.jobinfo.REST`` says which ``JobInfo`` field each
-    one shows (and ``NOT_IN_REST`` which are left out), and
-    tests/unit/test_jobinfo.py holds this function to it.
-    """
-    state = job.state
-    ended = state not in ("PENDING", "RUNNING", "SUSPENDED")
-    end_time = job.end_time if ended or job.end_time else 0
-    limit = job.time_limit
-    gres = job.gres
-    array_job = job.array_job_id
-    max_nodes = job.max_nodes
-    mem_cpu = job.min_mem_cpu
-    mem_node = job.min_mem_node
-    per_node = job.ntasks_per_node
-    time_min = job.time_min
-    return {
-        "account": job.account,
-        "accrue_time": moment(job.accrue_time),
-        "array_job_id": {"set": True, "infinite": False, "number": array_job}
-        if array_job
-        else UNSET,
-        "array_task_id": {"set": True, "infinite": False, "number": job.array_task_id}
-        if job.HasField("array_task_id")
-        else UNSET,
-        "array_max_tasks": {"set": True, "infinite": False, "number": job.array_max_tasks},
-        "array_task_string": job.array_task_str,
-        "batch_flag": job.batch_flag,
-        "batch_host": job.batch_host,
-        "cluster": job.cluster,
-        "command": job.command,
-        "comment": job.comment,
-        "cpus": {"set": True, "infinite": False, "number": job.num_cpus},
-        "cpus_per_task": {"set": True, "infinite": False, "number": job.cpus_per_task},
-        "current_working_directory": job.work_dir,
-        "dependency": job.dependency,
-        "derived_exit_code": _exit_code(job.derived_exit_status, ended),
-        "eligible_time": moment(job.eligible_time),
-        "end_time": moment(end_time),
-        "excluded_nodes": job.exc_nodes,
-        "exit_code": _exit_code(job.exit_status, ended),
-        "features": job.features,
-        "gres_detail": [gres] if gres else [],
-        "group_id": job.gid,
-        "group_name": job.group,
-        "hold": job.held,
-        "job_id": job.job_id,
-        "job_state": [state, *job.state_flags],
-        "last_sched_evaluation": moment(job.last_sched_eval),
-        "maximum_nodes": {"set": True, "infinite": False, "number": max_nodes}
-        if max_nodes
-        else UNSET,
-        "memory_per_cpu": {"set": True, "infinite": False, "number": mem_cpu} if mem_cpu else UNSET,
-        "memory_per_node": {"set": True, "infinite": False, "number": mem_node}
-        if mem_node
-        else UNSET,
-        "name": job.name,
-        "nice": job.nice,
-        "node_count": {"set": True, "infinite": False, "number": job.num_nodes},
-        "nodes": job.nodes,
-        "partition": job.partition,
-        "priority": {"set": True, "infinite": False, "number": job.priority},
-        "qos": job.qos,
-        "requeue": job.requeue,
-        "required_nodes": job.req_nodes,
-        "reservation": job.reservation,
-        "restart_cnt": job.restarts,
-        "scheduled_nodes": job.sched_nodes if state == "PENDING" else "",
-        "standard_error": job.std_err,
-        "standard_input": job.std_in,
-        "standard_output": job.std_out,
-        "start_time": moment(job.start_time),
-        "state_description": job.state_desc,
-        "state_reason": job.reason,
-        "submit_time": moment(job.submit_time),
-        "tasks": {"set": True, "infinite": False, "number": job.num_tasks},
-        "tasks_per_node": {"set": True, "infinite": False, "number": per_node}
-        if per_node
-        else UNSET,
-        "time_limit": UNLIMITED if limit < 0 else {"set": True, "infinite": False, "number": limit},
-        "time_minimum": {"set": True, "infinite": False, "number": time_min} if time_min else UNSET,
-        "tres_alloc_str": job.alloc_tres,
-        "tres_req_str": job.req_tres,
-        "user_id": job.uid,
-        "user_name": job.user,
-    }
+
+def _set_if_nonzero(number: int) -> dict[str, Any]:
+    """A count or size where 0 means not asked for (an array's id, a memory request)."""
+    return given(number) if number else UNSET
+
+
+def _time_limit(minutes: int) -> dict[str, Any]:
+    return UNLIMITED if minutes < 0 else given(minutes)
+
+
+def _gres_detail(gres: str) -> list[str]:
+    return [gres] if gres else []
+
+
+#: How a field's value is shown, for the ``corral.jobinfo.REST`` fields not shown
+#: as they are; each is given the field's value.
+SHOWN_AS: dict[str, Callable[[Any], Any]] = {
+    "accrue_time": moment,
+    "eligible_time": moment,
+    "end_time": moment,
+    "last_sched_eval": moment,
+    "start_time": moment,
+    "submit_time": moment,
+    "array_max_tasks": given,
+    "num_cpus": given,
+    "cpus_per_task": given,
+    "num_nodes": given,
+    "priority": given,
+    "num_tasks": given,
+    "array_job_id": _set_if_nonzero,
+    "max_nodes": _set_if_nonzero,
+    "min_mem_cpu": _set_if_nonzero,
+    "min_mem_node": _set_if_nonzero,
+    "ntasks_per_node": _set_if_nonzero,
+    "time_min": _set_if_nonzero,
+    "time_limit": _time_limit,
+    "gres": _gres_detail,
+}
+
+#: JOB_INFO keys that read more of the job than their field's value: whether it
+#: is set, the job's state, or two fields; each is given the whole ``JobInfo``.
+FROM_JOB: dict[str, Callable[[Any], Any]] = {
+    "array_task_id": lambda job: (
+        given(job.array_task_id) if job.HasField("array_task_id") else UNSET
+    ),
+    "derived_exit_code": lambda job: _exit_code(job.derived_exit_status, _ended(job)),
+    "exit_code": lambda job: _exit_code(job.exit_status, _ended(job)),
+    "job_state": lambda job: [job.state, *job.state_flags],
+    "scheduled_nodes": lambda job: job.sched_nodes if job.state == "PENDING" else "",
+}
+
+
+def _shown(field: str, show: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    read = operator.attrgetter(field)
+    return lambda job: show(read(job))
+
+
+def _plan() -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """Each JOB_INFO key, in ``corral.jobinfo.REST``'s order, with what reads its value."""
+    plan: dict[str, Callable[[Any], Any]] = {}
+    for field, key in jobinfo.REST.items():
+        if key in FROM_JOB:
+            plan[key] = FROM_JOB[key]
+        elif field in SHOWN_AS:
+            plan[key] = _shown(field, SHOWN_AS[field])
+        else:
+            plan[key] = operator.attrgetter(field)
+    return tuple(plan.items())
+
+
+_PLAN = _plan()
+
+
+def job_info(job: Any) -> dict[str, Any]:
+    """One ``JobInfo`` as a JOB_INFO record: each ``corral.jobinfo.REST`` field under
+    its key, as it is or through ``SHOWN_AS`` or ``FROM_JOB``, so a field added to
+    the table reaches restd with no change here."""
+    return {key: read(job) for key, read in _PLAN}
 
 
 SUBMIT_REQUEST = obj(

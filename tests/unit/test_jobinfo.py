@@ -45,6 +45,15 @@ def test_restd_records_have_exactly_the_tables_keys() -> None:
     assert set(jobs.job_info(pb.JobInfo())) == keys
 
 
+def test_restd_converters_name_only_fields_and_keys_of_the_table() -> None:
+    """Each converter serves a field (``SHOWN_AS``) or a key (``FROM_JOB``) the
+    table shows, and a key read from the whole job takes none of its fields' own
+    converters, so none lies unused."""
+    assert set(jobs.SHOWN_AS) <= set(jobinfo.REST)
+    assert set(jobs.FROM_JOB) <= set(jobinfo.REST.values())
+    assert not {jobinfo.REST[field] for field in jobs.SHOWN_AS} & set(jobs.FROM_JOB)
+
+
 def _sample(kind: str, repeated: bool, seed: int) -> Any:
     """A value of a JobInfo field's kind that differs for each ``seed``."""
     if kind.startswith("message:"):

@@ -1,0 +1,29 @@
+"""restd's JOB_INFO record of a job, byte for byte as clients have seen it.
+
+Why: the record is built from ``corral.jobinfo``'s table and named converters;
+these records (restd_records.json, written by the hand-built record before the
+table drove it) hold every key's value and order for a pending job, a running
+job with GPUs, an array task and a failed job, so a change to the table or a
+converter cannot change what ``GET /jobs`` writes unnoticed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from corral.wire import corral_pb2 as pb
+from restd.jobs import job_info
+
+CASES: dict[str, dict[str, Any]] = orjson.loads(
+    (Path(__file__).parent / "restd_records.json").read_bytes()
+)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_record_is_what_restd_has_always_written(case: str) -> None:
+    info = pb.JobInfo(**CASES[case]["info"])
+    assert orjson.dumps(job_info(info)) == orjson.dumps(CASES[case]["record"])
