@@ -345,7 +345,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             log.error("job_id=%d has no script in the journal", job.job_id)
             return
         env = batch_environment(job, payload, self.store.conf.cluster_name)
-        env.update(self.store.share_environment(job, 0))
+        env.update(self.store.shares(job, 0).environment())
         env["SLURM_CONF"] = self.config_path
         launch = pb.LaunchJob(
             job_id=job.job_id,
@@ -394,7 +394,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
                 continue
             index = job.nodes.index(node)
-            node_env = {**env, **self.store.share_environment(job, index)}
+            node_env = {**env, **self.store.shares(job, index).environment()}
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
