@@ -28,12 +28,13 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import grpc
 
 from controller import jobstate
+from controller.gpushare import Shares
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
@@ -56,6 +57,21 @@ DEAD_AFTER = 3 * HEARTBEAT_INTERVAL + 1
 
 class Refused(Exception):
     """A stream that is not let in (its reason is logged and sent back)."""
+
+
+def gpu_grant(whole: Iterable[int], shares: Shares) -> pb.GpuGrant:
+    """A launch's typed GPU grant on its node: its ``whole`` GPUs (the same indices as
+    its SLURM_JOB_GPUS or SLURM_STEP_GPUS) and its ``shares``. The agent fences and
+    serves MPS from this alone, since the environment is the submitter's to fill."""
+    grant = pb.GpuGrant(
+        gpus=whole,
+        shared=shares.gpus,
+        mps_percentage=shares.mps_percentage,
+        pinned_mem_mib=shares.pinned_mib,
+    )
+    if shares.shards is not None:
+        grant.shards = shares.shards
+    return grant
 
 
 class _Session:
@@ -345,7 +361,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             log.error("job_id=%d has no script in the journal", job.job_id)
             return
         env = batch_environment(job, payload, self.store.conf.cluster_name)
-        env.update(self.store.shares(job, 0).environment())
+        shares = self.store.shares(job, 0)
+        env.update(shares.environment())
         env["SLURM_CONF"] = self.config_path
         launch = pb.LaunchJob(
             job_id=job.job_id,
@@ -373,6 +390,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             signal_time=job.signal_time,
             signal_batch_only=job.signal_batch_only,
             cpu_ids=job.cpu_ids[0] if job.cpu_ids else (),
+            grant=gpu_grant(job.gpus[0] if job.gpus else (), shares),
         )
         if job.array_task_id is not None:
             launch.array_task_id = job.array_task_id
@@ -394,7 +412,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
                 continue
             index = job.nodes.index(node)
-            node_env = {**env, **self.store.shares(job, index).environment()}
+            shares = self.store.shares(job, index)
+            node_env = {**env, **shares.environment()}
+            ids: tuple[int, ...] = ()
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
@@ -428,6 +448,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 ntasks=step.ntasks,
                 cpu_ids=job.cpu_ids[index] if job.cpu_ids and not req.cpu_bind_none else (),
                 unbuffered=req.unbuffered,
+                grant=gpu_grant(ids, shares),
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
