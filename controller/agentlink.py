@@ -38,7 +38,7 @@ from controller.effects import Effect, Kill, Launch, NewLimit, Signal
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
-from controller.launchmsg import launch_job
+from controller.launchmsg import gpu_grant, launch_job
 from controller.model import Job, Step
 from controller.steps import step_environment
 from controller.store import JobStore, Registration
@@ -368,10 +368,11 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             log.error("job_id=%d has no script in the journal", job.job_id)
             return
         env = batch_environment(job, payload, self.store.conf.cluster_name)
-        env.update(self.store.share_environment(job, 0))
+        shares = self.store.shares(job, 0)
+        env.update(shares.environment())
         env["SLURM_CONF"] = self.config_path
         launch = launch_job(
-            job, payload, env, self.store.time_limit_at_launch(job), self.store.conf
+            job, payload, env, self.store.time_limit_at_launch(job), self.store.conf, shares
         )
         session.send(pb.ControllerMessage(launch=launch))
 
@@ -391,7 +392,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self.store.step_node_done(job.job_id, step.step_id, node, [-1] * count)
                 continue
             index = job.nodes.index(node)
-            node_env = {**env, **self.store.share_environment(job, index)}
+            shares = self.store.shares(job, index)
+            node_env = {**env, **shares.environment()}
+            ids: tuple[int, ...] = ()
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
@@ -425,6 +428,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 ntasks=step.ntasks,
                 cpu_ids=job.cpu_ids[index] if job.cpu_ids and not req.cpu_bind_none else (),
                 unbuffered=req.unbuffered,
+                grant=gpu_grant(ids, shares),
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

@@ -75,14 +75,14 @@ def cpus_near(
     return tuple(out) if any(out) else ()
 
 
-def share_environment(capacity: Capacity, job: Job, index: int) -> dict[str, str]:
-    """What binds ``job`` to its GPU shares on ``job.nodes[index]`` (none: {})."""
+def shares(capacity: Capacity, job: Job, index: int) -> gpushare.Shares:
+    """``job``'s GPU shares on ``job.nodes[index]`` (none: empty)."""
     items = job.gres_alloc[index] if job.gres_alloc else ()
     if not gpushare.shared_gpus(items):
-        return {}
+        return gpushare.Shares()
     node = capacity.nodes.get(job.nodes[index])
     totals = {(n, k): c for n, k, c in node.gres} if node is not None else {}
-    return gpushare.share_environment(items, totals)
+    return gpushare.shares(items, totals)
 
 
 def check_fencing(

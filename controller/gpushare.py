@@ -26,6 +26,7 @@ with shares in use is not free to be given whole.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from controller.jobenv import gpu_environment
 from corral import gres as gres_syntax
@@ -34,13 +35,14 @@ from corral.gpunumbers import device_number, gpu_numbering
 
 __all__ = [
     "SHARED",
+    "Shares",
     "asks_fraction",
     "couple",
     "fenced_only",
     "pool_gpu",
     "pools",
-    "share_environment",
     "shared_gpus",
+    "shares",
     "unfenced",
 ]
 
@@ -140,14 +142,45 @@ def unfenced(free: Gres) -> Gres:
     return tuple((n, k, 0 if n == "gpumem" and "#" in k else c) for n, k, c in free)
 
 
-def share_environment(items: Gres, totals: Mapping[tuple[str, str], int]) -> dict[str, str]:
-    """What binds a process to its shares of a GPU on one node: the GPU (global
-    index, as for whole GPUs), the MPS thread percentage, the pinned memory limit
-    of a fraction by memory (or of an MPS share, its part of the GPU's memory
-    where the node's ``gpumem`` gives it) and the shard count. ``totals``: each
-    pool's size."""
-    env: dict[str, str] = {}
+@dataclass(frozen=True)
+class Shares:
+    """A job's shares of GPUs on one node: what its launch grants the node agent
+    (``GpuGrant``: the fence admits these GPUs, MPS serves them) and what binds its
+    programs to them (:meth:`environment`), from one computation so the two agree."""
+
+    gpus: tuple[int, ...] = ()  # the GPUs shared, by the node's index
+    mps_percentage: int = 0  # of the GPU's compute, under MPS; 0: none
+    pinned_mib: int = 0  # MPS's pinned device memory limit; 0: none
+    shards: int | None = None  # time slices; None: no shard
+
+    def environment(self) -> dict[str, str]:
+        """The GPU (global index, as for whole GPUs), the MPS thread percentage, the
+        pinned memory limit (of CUDA's device 0: the one GPU the job sees, in MiB)
+        and the shard count."""
+        env: dict[str, str] = {}
+        if self.mps_percentage:
+            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(self.mps_percentage)
+        if self.pinned_mib:
+            env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = f"0={self.pinned_mib}M"
+        if self.shards is not None:
+            env["SLURM_SHARDS_ON_NODE"] = str(self.shards)
+        if self.gpus:  # the whole-GPU binding variables, but for the count of whole GPUs
+            binding = gpu_environment(self.gpus)
+            del binding["SLURM_GPUS_ON_NODE"]
+            env.update(binding)
+        return env
+
+
+def shares(items: Gres, totals: Mapping[tuple[str, str], int]) -> Shares:
+    """A job's shares on one node from its GRES there (``items``); ``totals``: each
+    pool's size. An mps share's percentage is its part of the pool, and its memory
+    limit its part of the GPU's memory where the node's ``gpumem`` gives it; a
+    fraction by memory's limit is its size, and its percentage its part of the
+    memory. Where a job holds both, the mps share's percentage and the fraction's
+    limit win."""
     gpus: set[int] = set()
+    mps_percentage = memory_percentage = mps_mib = memory_mib = 0
+    shards: int | None = None
     for name, kind, count in items:
         gpu = pool_gpu(kind)
         if gpu is None or name not in SHARED:
@@ -155,21 +188,19 @@ def share_environment(items: Gres, totals: Mapping[tuple[str, str], int]) -> dic
         gpus.add(gpu[1])
         size = totals.get((name, kind), 0)
         if name == "mps" and size:
-            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(max(count * 100 // size, 1))
+            mps_percentage = max(count * 100 // size, 1)
             memory = totals.get(("gpumem", kind), 0)  # the GPU's, where gpumem says it
-            if memory and "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" not in env:
-                env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = (
-                    f"0={max((memory * count // size) >> 20, 1)}M"
-                )
+            if memory and not mps_mib:
+                mps_mib = max((memory * count // size) >> 20, 1)
         elif name == "gpumem":
-            # The one GPU a job sees is CUDA's device 0; the limit is in MiB.
-            env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = f"0={max(count >> 20, 1)}M"
-            if "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" not in env and size:
-                env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(max(count * 100 // size, 1))
+            memory_mib = max(count >> 20, 1)
+            if size and not memory_percentage:
+                memory_percentage = max(count * 100 // size, 1)
         elif name == "shard":
-            env["SLURM_SHARDS_ON_NODE"] = str(count)
-    if gpus:  # the whole-GPU binding variables, but for the count of whole GPUs
-        binding = gpu_environment(tuple(sorted(gpus)))
-        del binding["SLURM_GPUS_ON_NODE"]
-        env.update(binding)
-    return env
+            shards = count
+    return Shares(
+        gpus=tuple(sorted(gpus)),
+        mps_percentage=mps_percentage or memory_percentage,
+        pinned_mib=memory_mib or mps_mib,
+        shards=shards,
+    )

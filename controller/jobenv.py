@@ -35,8 +35,9 @@ def tasks_per_node(job: Job) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(n)]
 
 
-#: What tells a node agent which GPUs (or shares of one) a job or step may open
-#: (``nodeagent.devcgroup``): only the controller sets these, never the submitter.
+#: What tells a job's programs which GPUs (or shares of one) it was granted: only
+#: the controller sets these, never the submitter, so that they are true. The node
+#: agent fences by the launch's typed grant (``GpuGrant``), not by these.
 GRANTS = (
     "SLURM_JOB_GPUS",
     "SLURM_STEP_GPUS",

@@ -10,14 +10,15 @@ the two, so a new wire field fails that test until it is placed in one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from controller.gpushare import Shares
 from controller.model import Job, Payload
 from corral.config import SlurmConfig
 from corral.wire import corral_pb2 as pb
 
-__all__ = ["COMPUTED", "COPIED", "computed", "launch_job"]
+__all__ = ["COMPUTED", "COPIED", "computed", "gpu_grant", "launch_job"]
 
 #: LaunchJob fields that are a ``Job`` attribute unchanged (LaunchJob field -> Job
 #: attribute). ``array_task_id`` is None outside arrays, which leaves the field unset.
@@ -52,6 +53,7 @@ COMPUTED: Final[frozenset[str]] = frozenset(
         "time_limit",
         "kill_wait",
         "cpu_ids",
+        "grant",
     }
 )
 
@@ -62,6 +64,7 @@ def computed(
     environment: Mapping[str, str],
     time_limit: int,
     conf: SlurmConfig,
+    shares: Shares,
 ) -> dict[str, Any]:
     """The ``COMPUTED`` fields of ``job``'s launch: ``environment`` is the batch
     environment as the agent link made it, ``time_limit`` the job's limit cut at
@@ -76,7 +79,23 @@ def computed(
         "time_limit": time_limit,
         "kill_wait": conf.kill_wait,
         "cpu_ids": job.cpu_ids[0] if job.cpu_ids else (),  # pinned CPUs on the batch host
+        "grant": gpu_grant(job.gpus[0] if job.gpus else (), shares),  # what the fence opens
     }
+
+
+def gpu_grant(whole: Iterable[int], shares: Shares) -> pb.GpuGrant:
+    """A launch's typed GPU grant on its node: its ``whole`` GPUs (the same indices as
+    its SLURM_JOB_GPUS or SLURM_STEP_GPUS) and its ``shares``. The agent fences and
+    serves MPS from this alone, since the environment is the submitter's to fill."""
+    grant = pb.GpuGrant(
+        gpus=whole,
+        shared=shares.gpus,
+        mps_percentage=shares.mps_percentage,
+        pinned_mem_mib=shares.pinned_mib,
+    )
+    if shares.shards is not None:
+        grant.shards = shares.shards
+    return grant
 
 
 def launch_job(
@@ -85,7 +104,9 @@ def launch_job(
     environment: Mapping[str, str],
     time_limit: int,
     conf: SlurmConfig,
+    shares: Shares,
 ) -> pb.LaunchJob:
     """``job``'s ``LaunchJob``: the ``COPIED`` attributes and the ``computed`` fields."""
     copied = {field: getattr(job, attribute) for field, attribute in COPIED.items()}
-    return pb.LaunchJob(**copied, **computed(job, payload, environment, time_limit, conf))
+    fields = computed(job, payload, environment, time_limit, conf, shares)
+    return pb.LaunchJob(**copied, **fields)

@@ -678,7 +678,7 @@ class Handlers:
         if job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
             env = allocation_environment(job, self.store.conf.cluster_name)
-            reply.environment.update({**env, **self.store.share_environment(job, 0)})
+            reply.environment.update({**env, **self.store.shares(job, 0).environment()})
         return reply
 
     async def Token(self, req: pb.TokenRequest, who: Principal) -> pb.TokenReply:

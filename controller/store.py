@@ -34,6 +34,7 @@ from controller.core import BackfillParams, Plan, Snapshot
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.effects import Effect, NewLimit
+from controller.gpushare import Shares
 from controller.holdings import Holdings, holds_nodes
 from controller.jobspec import JobSpec
 from controller.jobstate import COMPLETING, Event, JobState
@@ -583,9 +584,10 @@ class JobStore:
                     self.jobs[job_id] = replace(job, expected_start=when, expected_nodes=nodes)
         return started
 
-    def share_environment(self, job: Job, index: int) -> dict[str, str]:
-        """What binds ``job`` to its GPU shares on ``job.nodes[index]`` (none: {})."""
-        return binding.share_environment(self.capacity, job, index)
+    def shares(self, job: Job, index: int) -> Shares:
+        """``job``'s GPU shares on ``job.nodes[index]``: what its launch there grants,
+        and what binds it to them (``environment()``; none: {})."""
+        return binding.shares(self.capacity, job, index)
 
     def gpus_held(self, name: str) -> int:
         """How many of ``name``'s GPUs jobs hold whole."""

@@ -16,9 +16,11 @@ Who does what:
   not, it logs why, and launches with GPUs to refuse are refused. For each launch,
   :meth:`DeviceGuard.confine` says which cgroup the job's (or step's)
   processes go in and which devices they may not open: the device numbers
-  (``st_rdev``) of the node's gres.conf GPU files that are not among the job's
-  (the step's) GPUs, ``SLURM_JOB_GPUS`` (``SLURM_STEP_GPUS``) and those it
-  holds a share of (:func:`granted`). Nothing to refuse means no cgroup at all.
+  (``st_rdev``) of the node's gres.conf GPU files that are not among those the
+  launch's typed grant gives it (``GpuGrant``: its whole GPUs and those it
+  holds a share of; :func:`nodeagent.gpubinding.granted`), never the GPUs its
+  environment names, which the submitter could have set. Nothing to refuse
+  means no cgroup at all.
   On a host where isolation does not work, a launch that has GPUs to refuse
   is refused itself (:class:`~nodeagent.runas.LaunchError`).
 * the supervisor (the step runner), root, makes the cgroup
@@ -423,36 +425,8 @@ def device_rule(path: str) -> Rule | None:
     return (kind, os.major(info.st_rdev), os.minor(info.st_rdev))
 
 
-def parse_indices(text: str) -> set[int]:
-    """GPU indices as SLURM_JOB_GPUS lists them (``0,2``; ranges ``0-3`` too); what
-    does not parse is left out, so its devices stay refused."""
-    found: set[int] = set()
-    for item in text.split(","):
-        low, dash, high = item.strip().partition("-")
-        if low.isdigit() and (high.isdigit() or not dash):
-            found.update(range(int(low), int(high or low) + 1))
-    return found
-
-
 #: What binds a program to its GPUs by index (the controller's gpu_environment).
 BINDING = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
-#: What marks a share of a GPU in a launch's environment (an MPS share, a fraction
-#: by memory, a shard: the controller's share_environment); the GPU shared is then
-#: in CUDA_VISIBLE_DEVICES, and its files are the job's to open too.
-SHARE_MARKERS = (
-    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-    "SLURM_SHARDS_ON_NODE",
-)
-
-
-def granted(env: Mapping[str, str], key: str) -> set[int]:
-    """The GPUs a launch's environment gives: those in ``key`` (SLURM_JOB_GPUS for
-    a batch job, SLURM_STEP_GPUS for a step) and any it holds a share of."""
-    found = parse_indices(env.get(key, ""))
-    if any(marker in env for marker in SHARE_MARKERS):
-        found |= parse_indices(env.get("CUDA_VISIBLE_DEVICES", ""))
-    return found
 
 
 def local_binding(env: dict[str, str], gpus: set[int]) -> None:
@@ -513,8 +487,9 @@ class DeviceGuard:
         self, node: str, job_id: int, leaf: str, gpus: set[int]
     ) -> tuple[str, list[list[int]]]:
         """The cgroup and the refused devices (as JSON keeps them) of a batch job
-        (``leaf`` :data:`BATCH`) or step (``step_<id>``) given ``gpus`` (see
-        :func:`granted`); ``("", [])`` when nothing is to be refused.
+        (``leaf`` :data:`BATCH`) or step (``step_<id>``) granted ``gpus`` (see
+        :func:`nodeagent.gpubinding.granted`); ``("", [])`` when nothing is to be
+        refused.
         :class:`LaunchError` when something is, but isolation cannot work here."""
         deny = self.denied(node, gpus)
         if not deny:

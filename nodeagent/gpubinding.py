@@ -1,31 +1,51 @@
-"""What a process given GPUs gains on its node beyond the controller's binding
-variables: its MPS server's pipe (for a GPU share), its NeuronCores, and MIG
-instances named by UUID. Batch scripts and steps are bound alike; only the
-variable naming their GPUs differs (SLURM_JOB_GPUS, SLURM_STEP_GPUS)."""
+"""What a launch's typed GPU grant gives it on its node: the GPUs its device fence
+admits, the MPS server it runs under (for a GPU share), its NeuronCores, and MIG
+instances named by UUID. Batch scripts and steps are bound alike.
+
+The grant (``GpuGrant`` in LaunchJob and LaunchStep) is the only source: the
+launch's environment names GPUs too (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES and
+the share variables), but it starts as the submitter's, so a stale or forged
+variable there must not widen the fence. An absent grant is an empty one."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from corral.wire import corral_pb2 as pb
 from nodeagent.gpus.migbinding import bind_mig
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 
-__all__ = ["bind_gpus"]
+__all__ = ["bind_gpus", "granted", "mps_gpu"]
+
+
+def granted(grant: pb.GpuGrant) -> set[int]:
+    """The node's GPUs (by index) a launch may open: those it was given whole and
+    those it holds a share of (an MPS share, shard or fraction)."""
+    return set(grant.gpus) | set(grant.shared)
+
+
+def mps_gpu(grant: pb.GpuGrant) -> int | None:
+    """The GPU whose MPS server a launch runs under: the one it shares, when its share
+    is under MPS (an mps share or a fraction by memory); None otherwise. A job holds
+    one MPS pipe directory, so shares of several GPUs get no server, as before."""
+    if grant.mps_percentage and len(grant.shared) == 1:
+        return int(grant.shared[0])
+    return None
 
 
 def bind_gpus(
     env: dict[str, str],
     node: str,
     job_id: int,
-    gpus_key: str,
+    grant: pb.GpuGrant,
     mps: MpsServers | None,
     neuron: NeuronBinding | None,
     mig: Mapping[str, Mapping[int, str]],
 ) -> None:
     """Complete ``env`` (a batch script's or a step's on ``node``) in place."""
     if mps is not None:
-        env.update(mps.acquire(node, job_id, env))
+        env.update(mps.acquire(node, job_id, mps_gpu(grant)))
     if neuron is not None:
-        env.update(neuron.environment(node, env, gpus_key))
+        env.update(neuron.environment(node, grant.gpus))
     bind_mig(env, mig.get(node, {}))

@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from corral.wire import corral_pb2 as pb
-from nodeagent.devcgroup import BATCH, DeviceGuard, granted
-from nodeagent.gpubinding import bind_gpus
+from nodeagent.devcgroup import BATCH, DeviceGuard
+from nodeagent.gpubinding import bind_gpus, granted, mps_gpu
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, spawn_supervisor, supervisor_environment
@@ -117,13 +117,13 @@ def launch_spec(
 ) -> LaunchSpec:
     """The supervisor's view of a LaunchJob, plus the node's own facts (and, with
     ``devices``, the GPU device files the job may not open: those of the node's GPUs
-    neither in its SLURM_JOB_GPUS nor shared with it; ``refused`` when they cannot be
+    its grant neither gives it nor shares with it; ``refused`` when they cannot be
     fenced here)."""
     cgroup: str = ""
     deny: list[list[int]] = []
     refused = ""
+    gpus = granted(msg.grant)
     if devices is not None:
-        gpus = granted(msg.environment, "SLURM_JOB_GPUS")
         try:
             cgroup, deny = devices.confine(msg.node, msg.job_id, BATCH, gpus)
         except LaunchError as exc:
@@ -156,6 +156,8 @@ def launch_spec(
         cgroup=cgroup,
         deny_devices=deny,
         cpu_ids=list(msg.cpu_ids),
+        gpus=sorted(gpus),
+        mps_gpu=mps_gpu(msg.grant),
         refused=refused,
     )
 
@@ -256,7 +258,7 @@ class JobTable:
                     self._watch.adopt(job)
                     spec = jobdir.read_launch()
                     if self.mps is not None and spec is not None:
-                        self.mps.adopt(spec.node, spec.job_id, spec.environment)
+                        self.mps.adopt(spec.node, spec.job_id, spec.mps_gpu)
                 self._add(job)
                 log.info("job_id=%d recovered as %s", job.job_id, phase.value)
         self.steps.recover()
@@ -316,7 +318,7 @@ class JobTable:
                 spec.environment,
                 msg.node,
                 msg.job_id,
-                "SLURM_JOB_GPUS",
+                msg.grant,
                 self.mps,
                 self.neuron,
                 self.mig,

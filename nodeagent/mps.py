@@ -1,8 +1,9 @@
 """NVIDIA MPS servers: one per shared GPU, running while jobs hold shares of it.
 
 A job the controller gives an MPS share or a fraction by memory
-(``controller.gpushare``) arrives with ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``
-and the GPU in ``CUDA_VISIBLE_DEVICES``. Before it starts, the agent makes
+(``controller.gpushare``) arrives with the shared GPU and its MPS thread
+percentage in its launch's typed grant (``GpuGrant``; never read from the
+environment, which the submitter fills first). Before it starts, the agent makes
 sure an MPS control daemon serves that GPU (``nvidia-cuda-mps-control -d``
 with the GPU as its only visible device and a pipe directory of its own) and
 points the job at it with ``CUDA_MPS_PIPE_DIRECTORY``; when the last job
@@ -21,7 +22,6 @@ import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -79,11 +79,11 @@ class MpsServers:
             )
         return done.returncode == 0
 
-    def acquire(self, node: str, job_id: int, env: Mapping[str, str]) -> dict[str, str]:
-        """What a job's ``env`` (its batch script's, or a step's on any of its nodes)
-        gains to run under its GPU's MPS server, starting the server for the first
-        holder; {} for a job with no MPS share."""
-        gpu = _shared_gpu(env)
+    def acquire(self, node: str, job_id: int, gpu: int | None) -> dict[str, str]:
+        """What a job's environment (its batch script's, or a step's on any of its
+        nodes) gains to run under the MPS server of ``gpu``, the GPU its launch's
+        grant shares under MPS, starting the server for the first holder; {} for
+        a job with no MPS share (``gpu`` None)."""
         if gpu is None:
             return {}
         holders = self._holders.setdefault((node, gpu), set())
@@ -95,9 +95,9 @@ class MpsServers:
         holders.add(job_id)
         return self._dirs(node, gpu)
 
-    def adopt(self, node: str, job_id: int, env: Mapping[str, str]) -> None:
-        """Count a job a previous agent process started as a holder (its server runs)."""
-        gpu = _shared_gpu(env)
+    def adopt(self, node: str, job_id: int, gpu: int | None) -> None:
+        """Count a job a previous agent process started under ``gpu``'s server as a
+        holder (the server runs)."""
         if gpu is not None:
             self._holders.setdefault((node, gpu), set()).add(job_id)
 
@@ -111,13 +111,3 @@ class MpsServers:
                 node, gpu = key
                 if self._control(node, gpu, [], stdin="quit\n"):
                     log.info("node %s GPU %d: MPS server stopped", node, gpu)
-
-
-def _shared_gpu(env: Mapping[str, str]) -> int | None:
-    """The GPU of a job's MPS share, from the variables the controller set."""
-    if "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" not in env:
-        return None
-    try:
-        return int(env.get("CUDA_VISIBLE_DEVICES", ""))
-    except ValueError:
-        return None

@@ -85,7 +85,11 @@ class LaunchSpec:
     ``hostname`` and ``slurm_conf`` are what only the node knows: the value
     of HOSTNAME and SLURM_CONF in the job's environment. ``cgroup`` and
     ``deny_devices`` ((kind, major, minor) lists) are the device isolation of
-    :mod:`nodeagent.devcgroup`: empty when there is none.
+    :mod:`nodeagent.devcgroup`: empty when there is none. ``gpus`` are the GPUs
+    the launch's grant gives (whole or shared), by which a confined script's
+    binding variables are renumbered; ``mps_gpu`` the GPU whose MPS server it
+    holds, which a restarted agent counts it a holder of. Both come from the
+    grant, so that no one reads them back from the environment.
     """
 
     job_id: int
@@ -115,6 +119,8 @@ class LaunchSpec:
     cgroup: str = ""
     deny_devices: list[list[int]] = field(default_factory=list)
     cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin it to; []: none
+    gpus: list[int] = field(default_factory=list)
+    mps_gpu: int | None = None
     # Why the script must not run here (its GPU fence cannot be set up on this
     # host): the supervisor only fails the launch and tells the user.
     refused: str = ""
@@ -157,7 +163,7 @@ class StepSpec:
 
     ``tasks`` are the global task ids run here (SLURM_PROCID), ``node_id``
     this node's index in the step; ``io_key`` is srun's key in hex;
-    ``cgroup`` and ``deny_devices`` as in :class:`LaunchSpec`.
+    ``cgroup``, ``deny_devices`` and ``gpus`` as in :class:`LaunchSpec`.
     """
 
     job_id: int
@@ -189,6 +195,7 @@ class StepSpec:
     cgroup: str = ""
     deny_devices: list[list[int]] = field(default_factory=list)
     cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin its tasks to; []: none
+    gpus: list[int] = field(default_factory=list)
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
     # Why the tasks must not run here (their GPU fence cannot be set up on this
     # host): the runner only tells srun, so that srun fails at once.

@@ -413,8 +413,7 @@ class StepRun:
                 "SLURM_TASK_PID": str(os.getpid()),
             }
             if confined:
-                gpus = devcgroup.granted(spec.environment, "SLURM_STEP_GPUS")
-                devcgroup.local_binding(env, gpus)
+                devcgroup.local_binding(env, set(spec.gpus))
             status = 2
             os.execvpe(program, list(spec.argv) or [program], env)
         except OSError as exc:

@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from corral.wire import corral_pb2 as pb
-from nodeagent.devcgroup import DeviceGuard, granted
-from nodeagent.gpubinding import bind_gpus
+from nodeagent.devcgroup import DeviceGuard
+from nodeagent.gpubinding import bind_gpus, granted
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, spawn_step_runner
@@ -77,13 +77,13 @@ def _key(step: Step) -> StepKey:
 
 def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpec:
     """The runner's view of a LaunchStep (with ``devices``, the GPU device files its
-    tasks may not open: those of the node's GPUs neither in its SLURM_STEP_GPUS nor
-    shared with its job; ``refused`` when they cannot be fenced here)."""
+    tasks may not open: those of the node's GPUs its grant neither gives it nor
+    shares with its job; ``refused`` when they cannot be fenced here)."""
     cgroup: str = ""
     deny: list[list[int]] = []
     refused = ""
+    gpus = granted(msg.grant)
     if devices is not None:
-        gpus = granted(msg.environment, "SLURM_STEP_GPUS")
         try:
             cgroup, deny = devices.confine(msg.node, msg.job_id, f"step_{msg.step_id}", gpus)
         except LaunchError as exc:
@@ -119,6 +119,7 @@ def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpe
         deny_devices=deny,
         refused=refused,
         cpu_ids=list(msg.cpu_ids),
+        gpus=sorted(gpus),
         unbuffered=msg.unbuffered,
     )
 
@@ -301,7 +302,7 @@ class StepTable:
                 spec.environment,
                 msg.node,
                 msg.job_id,
-                "SLURM_STEP_GPUS",
+                msg.grant,
                 self.mps,
                 self.neuron,
                 self.mig,

@@ -133,7 +133,7 @@ def _exec_job(spec: LaunchSpec, script: str, error_fd: int, cgroup: str | None) 
             os.write(2, note.encode())
         env = job_environment(spec, os.getpid())
         if confined:
-            devcgroup.local_binding(env, devcgroup.granted(spec.environment, "SLURM_JOB_GPUS"))
+            devcgroup.local_binding(env, set(spec.gpus))
         os.execve(script, [script, *spec.argv], env)
     except LaunchError as exc:
         message = str(exc)

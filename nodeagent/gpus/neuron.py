@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from corral import arrayspec
 from nodeagent.gpus._sysfs import device_cpus, pci_slot, read_int, read_text
@@ -100,11 +100,10 @@ class NeuronBinding:
         self.nodes = frozenset(nodes)
         self.sysfs = sysfs
 
-    def environment(self, node: str, env: Mapping[str, str], key: str) -> dict[str, str]:
-        """The variable for a launch on ``node`` whose ``env`` lists its devices in
-        ``key`` (SLURM_JOB_GPUS, SLURM_STEP_GPUS); {} elsewhere or without devices."""
+    def environment(self, node: str, devices: Iterable[int]) -> dict[str, str]:
+        """The variable for a launch on ``node`` granted ``devices`` whole (its
+        SLURM_JOB_GPUS or SLURM_STEP_GPUS); {} elsewhere or without devices."""
         if node not in self.nodes:
             return {}
-        devices = [int(i) for i in env.get(key, "").split(",") if i.strip().isdigit()]
-        cores = visible_cores(devices, self.sysfs)
+        cores = visible_cores(list(devices), self.sysfs)
         return {"NEURON_RT_VISIBLE_CORES": cores} if cores else {}

@@ -100,13 +100,6 @@ def test_program_refuses_each_listed_device_and_allows_the_rest() -> None:
     assert decode(devcgroup.program([])) == insns[:4] + insns[-2:]
 
 
-def test_indices_parse_as_slurm_job_gpus_lists_them() -> None:
-    assert devcgroup.parse_indices("0,2") == {0, 2}
-    assert devcgroup.parse_indices("1-3,7") == {1, 2, 3, 7}
-    assert devcgroup.parse_indices("") == set()
-    assert devcgroup.parse_indices("x,4,-1,2-") == {4}
-
-
 def test_a_confined_program_numbers_its_gpus_from_zero() -> None:
     env = {
         "CUDA_VISIBLE_DEVICES": "4,6",
@@ -130,19 +123,6 @@ def test_a_confined_program_numbers_its_gpus_from_zero() -> None:
     only = {"PATH": "/bin"}
     devcgroup.local_binding(only, {2})  # none set: none added
     assert only == {"PATH": "/bin"}
-
-
-def test_a_launch_gives_its_gpus_and_those_it_shares() -> None:
-    assert devcgroup.granted(
-        {"SLURM_JOB_GPUS": "1,3", "CUDA_VISIBLE_DEVICES": "1,3"}, "SLURM_JOB_GPUS"
-    ) == {1, 3}
-    assert devcgroup.granted({"SLURM_STEP_GPUS": "2"}, "SLURM_STEP_GPUS") == {2}
-    assert devcgroup.granted({"SLURM_JOB_GPUS": "2"}, "SLURM_STEP_GPUS") == set()
-    # A binding variable alone gives nothing; with a share of that GPU it does.
-    assert devcgroup.granted({"CUDA_VISIBLE_DEVICES": "2"}, "SLURM_JOB_GPUS") == set()
-    for marker in devcgroup.SHARE_MARKERS:
-        env = {"CUDA_VISIBLE_DEVICES": "2", marker: "50"}
-        assert devcgroup.granted(env, "SLURM_JOB_GPUS") == {2}
 
 
 def test_cgroup2_mount_is_read_from_the_mount_table(tmp_path: Path) -> None:
@@ -444,6 +424,7 @@ def test_the_batch_script_runs_confined(tmp_path: Path, node_top: str) -> None:
         environment={"PATH": "/usr/bin:/bin", "SLURM_JOB_GPUS": "3", "CUDA_VISIBLE_DEVICES": "3"},
         cgroup=path,
         deny_devices=[list(ZERO)],
+        gpus=[3],  # what its launch's grant gave
     )
     jobdir = JobDir(str(tmp_path / "job42.0"))
     jobdir.create()

@@ -700,13 +700,10 @@ def test_neuron_cores_follow_each_devices_core_count(tmp_path: Path) -> None:
     assert visible_cores([], sysfs) == ""
     assert visible_cores([2], str(tmp_path / "none")) == "4-5"  # no sysfs: 2 per device
     binding = NeuronBinding(["trn1"], sysfs)
-    env = {"SLURM_JOB_GPUS": "1,2", "SLURM_STEP_GPUS": "2"}
-    assert binding.environment("trn1", env, "SLURM_JOB_GPUS") == {"NEURON_RT_VISIBLE_CORES": "8-23"}
-    assert binding.environment("trn1", env, "SLURM_STEP_GPUS") == {
-        "NEURON_RT_VISIBLE_CORES": "16-23"
-    }
-    assert binding.environment("gpu1", env, "SLURM_JOB_GPUS") == {}  # not a Neuron node
-    assert binding.environment("trn1", {}, "SLURM_JOB_GPUS") == {}
+    assert binding.environment("trn1", [1, 2]) == {"NEURON_RT_VISIBLE_CORES": "8-23"}
+    assert binding.environment("trn1", [2]) == {"NEURON_RT_VISIBLE_CORES": "16-23"}
+    assert binding.environment("gpu1", [1, 2]) == {}  # not a Neuron node
+    assert binding.environment("trn1", []) == {}
 
 
 def test_neuron_devices_without_sysfs(tmp_path: Path) -> None:

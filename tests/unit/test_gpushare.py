@@ -105,18 +105,18 @@ def test_whole_gpus_and_shares_exclude_each_other() -> None:
 
 def test_a_share_binds_its_gpu_compute_and_memory() -> None:
     totals = {("mps", "a100#1"): 100, ("gpumem", "a100#3"): 40 * G}
-    assert gpushare.share_environment((("mps", "a100#1", 25),), totals) == {
+    assert gpushare.shares((("mps", "a100#1", 25),), totals).environment() == {
         "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25",
         "CUDA_VISIBLE_DEVICES": "1",
         "GPU_DEVICE_ORDINAL": "1",
         "ROCR_VISIBLE_DEVICES": "1",
         "ZE_AFFINITY_MASK": "1",
     }
-    env = gpushare.share_environment((("gpumem", "a100#3", 10 * G),), totals)
+    env = gpushare.shares((("gpumem", "a100#3", 10 * G),), totals).environment()
     assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=10240M"
     assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"  # its share of the memory
     assert env["CUDA_VISIBLE_DEVICES"] == "3"
-    env = gpushare.share_environment((("shard", "#0", 2),), {})
+    env = gpushare.shares((("shard", "#0", 2),), {}).environment()
     assert env["SLURM_SHARDS_ON_NODE"] == "2" and env["CUDA_VISIBLE_DEVICES"] == "0"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from scenario import running
 
 from controller import launchmsg
+from controller.gpushare import Shares
 from controller.model import Job, Payload
 from corral.config import parse
 from corral.wire import corral_pb2 as pb
@@ -27,7 +28,7 @@ ENV = {"SLURM_JOB_NODELIST": "n[1-2]", "A": "1"}
 
 def _launch(job: Job, tmp_path: Path) -> pb.LaunchJob:
     conf = parse(CONF, str(tmp_path / "slurm.conf"))
-    return launchmsg.launch_job(job, PAYLOAD, ENV, 42, conf)
+    return launchmsg.launch_job(job, PAYLOAD, ENV, 42, conf, Shares())
 
 
 def test_every_wire_field_is_copied_or_computed_and_only_one() -> None:
@@ -45,7 +46,7 @@ def test_copied_fields_name_job_attributes() -> None:
 def test_the_computations_give_exactly_the_computed_fields(tmp_path: Path) -> None:
     conf = parse(CONF, str(tmp_path / "slurm.conf"))
     job = running(5, ("n1", "n2"))
-    assert set(launchmsg.computed(job, PAYLOAD, ENV, 42, conf)) == launchmsg.COMPUTED
+    assert set(launchmsg.computed(job, PAYLOAD, ENV, 42, conf, Shares())) == launchmsg.COMPUTED
 
 
 def test_the_message_carries_the_job_and_the_computations(tmp_path: Path) -> None:
