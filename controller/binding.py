@@ -1,18 +1,20 @@
 """GPU and CPU binding: which GPUs and CPUs a starting job gets on each node.
 
-The core's plan says how many GPUs of which type a job takes on each node; the
-indices, the CPUs near them and the environment of GPU shares are chosen as
-the store commits the start, from what ``Holdings`` says is taken. Pure
-functions of the holdings and the configuration, apart from the store, so the
-rules that pick devices are read and tested without the ledger around them.
+The core's plan names a start's GPUs by index and the CPUs near them
+(``core/devices.py``); the store re-checks them against what ``Holdings`` says
+is taken before it commits the start, and works out the environment of GPU
+shares at launch. Pure functions of the holdings and the configuration, apart
+from the store, so the rules are read and tested without the ledger around them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controller import gpuaffinity, gpushare
+from controller import gpushare
 from controller.admission import Capacity
+from controller.core.devices import shared_gpus
+from controller.core.plan import Start
 from controller.holdings import Holdings
 from controller.model import Job, NodeRuntime
 from corral import errors
@@ -20,59 +22,22 @@ from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
 
-def gpu_indices(
-    holdings: Holdings,
-    capacity: Capacity,
-    nodes: tuple[str, ...],
-    gres: tuple[tuple[tuple[str, str, int], ...], ...],
-) -> tuple[tuple[int, ...], ...] | None:
-    """The lowest free GPU indices of each allocated type on each node (numbered as
-    ``Capacity.gpus`` says), passing over GPUs held whole or in shared use; None if a
-    node lacks them, or a share is asked of a GPU held whole (the core's plan does
-    not couple the two within one pass)."""
-    if not gres:
-        return ()
-    out = []
-    for name, items in zip(nodes, gres, strict=True):
-        taken = set(holdings.gpus(name))
-        shared = gpushare.shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())
-        if gpushare.shared_gpus(items) & taken:
-            return None
-        numbered = capacity.gpus(name) if any(i[0] == "gpu" for i in items) else []
-        chosen: list[int] = []
-        for item_name, kind, count in items:
-            if item_name != "gpu":
-                continue
-            free = [i for k, i in numbered if k == kind and i not in taken | shared]
-            if len(free) < count:
-                return None
-            chosen += free[:count]
-            taken.update(free[:count])
-        out.append(tuple(sorted(chosen)))
-    return tuple(out) if any(out) else ()
-
-
-def cpus_near(
-    holdings: Holdings,
-    capacity: Capacity,
-    conf: SlurmConfig,
-    runtime: Mapping[str, NodeRuntime],
-    nodes: tuple[str, ...],
-    cpus: tuple[int, ...],
-    gpus: tuple[tuple[int, ...], ...],
-) -> tuple[tuple[int, ...], ...]:
-    """The CPUs to pin a starting job to on each node, near its GPUs where gres.conf
-    says which cores they are close to, else where the node's probe found them
-    (``gpuaffinity``); () when on none."""
-    if not gpus:
-        return ()
-    out = []
-    for name, count, ids in zip(nodes, cpus, gpus, strict=True):
-        near = (capacity.gpu_cpus(name) or dict(runtime[name].gpu_cpus)) if ids else {}
-        pinned = holdings.pinned(name)
-        total = conf.node(name).cpus
-        out.append(gpuaffinity.near_cpus(near, ids, count, total, pinned) if near else ())
-    return tuple(out) if any(out) else ()
+def still_free(holdings: Holdings, start: Start) -> bool:
+    """Whether the GPUs and CPUs the plan named for ``start`` are still free in the
+    ledger (commit's optimistic re-check: ``core/devices.py`` chose them from the
+    snapshot): no GPU held whole or in shared use, no share of a GPU held whole, no
+    CPU pinned by another job."""
+    for i, name in enumerate(start.nodes):
+        whole = holdings.gpus(name)
+        shared = shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())
+        if start.gres and shared_gpus(start.gres[i]) & whole:
+            return False
+        mine = start.gpus[i] if start.gpus else ()
+        if not whole.isdisjoint(mine) or not shared.isdisjoint(mine):
+            return False
+        if start.cpu_ids and not holdings.pinned(name).isdisjoint(start.cpu_ids[i]):
+            return False
+    return True
 
 
 def shares(capacity: Capacity, job: Job, index: int) -> gpushare.Shares:

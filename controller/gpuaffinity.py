@@ -15,14 +15,14 @@ jobs are not pinned to the same CPUs while others are free.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from corral import arrayspec
 from corral import gres as gres_syntax
 from corral.config import ConfigError, SlurmConfig
 from corral.gpunumbers import device_number
 
-__all__ = ["gpu_cpus", "gpu_sockets", "gres_with_sockets", "near_cpus"]
+__all__ = ["gpu_cpus", "gpu_sockets", "gres_with_sockets"]
 
 
 def gpu_cpus(conf: SlurmConfig, node: str) -> dict[int, tuple[int, ...]]:
@@ -41,24 +41,6 @@ def gpu_cpus(conf: SlurmConfig, node: str) -> dict[int, tuple[int, ...]]:
         for d in devices
         if d.name == "gpu" and d.files and d.cores
     }
-
-
-def near_cpus(
-    near: Mapping[int, tuple[int, ...]],
-    gpus: Iterable[int],
-    count: int,
-    cpus: int,
-    pinned: set[int],
-) -> tuple[int, ...]:
-    """``count`` CPUs of a node of ``cpus`` for a job given ``gpus``: free ones near
-    them first, lowest first, then the other free ones; () when none of the GPUs has
-    known cores, or the free CPUs are too few (the job then runs unpinned)."""
-    close = sorted({c for g in gpus for c in near.get(g, ()) if c < cpus} - pinned)
-    if not close and not any(g in near for g in gpus):
-        return ()
-    rest = [c for c in range(cpus) if c not in pinned and c not in set(close)]
-    chosen = (close + rest)[:count]
-    return tuple(sorted(chosen)) if len(chosen) == count else ()
 
 
 def _probed_sockets(found: str) -> dict[str, str]:

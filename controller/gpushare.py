@@ -25,9 +25,10 @@ with shares in use is not free to be given whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from controller.core.devices import pool_gpu, shared_gpus
 from controller.jobenv import gpu_environment
 from corral import gres as gres_syntax
 from corral.config import SlurmConfig
@@ -50,12 +51,6 @@ Gres = tuple[tuple[str, str, int], ...]
 
 #: The GRES that share a GPU rather than take it.
 SHARED = ("mps", "shard", "gpumem")
-
-
-def pool_gpu(kind: str) -> tuple[str, int] | None:
-    """The (GPU type, index) a pool's type names (``a100#1``), None for a plain type."""
-    gpu_type, mark, index = kind.partition("#")
-    return (gpu_type, int(index)) if mark else None
 
 
 def _per_file_counts(conf: SlurmConfig, node: str, name: str) -> dict[int, int]:
@@ -90,16 +85,6 @@ def pools(conf: SlurmConfig, node: str, items: Gres) -> Gres:
             if share:
                 out.append((name, f"{gpu_type}#{index}", share))
     return tuple(out)
-
-
-def shared_gpus(items: Iterable[tuple[str, str | None, int]]) -> set[int]:
-    """The indices of the GPUs some of ``items`` (used GRES) take shares of."""
-    out = set()
-    for _, kind, count in items:
-        gpu = pool_gpu(kind or "")
-        if gpu is not None and count > 0:
-            out.add(gpu[1])
-    return out
 
 
 def couple(free: Gres, whole: set[int], shared: set[int], gpus: list[tuple[str, int]]) -> Gres:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from controller import assoclimits, gpushare
 from controller.admission import Capacity
 from controller.associations import AssocSet
 from controller.core import NodeView, Running, Snapshot
+from controller.core.devices import shared_gpus
 from controller.core.fairshare import Usage
 from controller.core.preempt import PreemptPolicy
 from controller.core.snapshot import JobFacts
@@ -99,8 +101,28 @@ def _node_views(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> dict[s
             shared=shared,
             unit=capacity.nodes[conf_node.name].unit,
             rank=rank,
+            **_devices(conf_node.name, ledger, capacity),
         )
     return views
+
+
+def _devices(name: str, ledger: Ledger, capacity: Capacity) -> dict[str, Any]:
+    """A node's GPUs and pinned CPUs as the core names a start's devices
+    (``core/devices.py``); nothing for a node without GPUs."""
+    numbers = capacity.gpus(name)
+    if not numbers:
+        return {}
+    holdings = ledger.holdings
+    near = capacity.gpu_cpus(name) or dict(ledger.nodes[name].gpu_cpus)
+    return {
+        "gpu_numbers": tuple(numbers),
+        "gpus_whole": frozenset(holdings.gpus(name)),
+        "gpus_shared": frozenset(
+            shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())
+        ),
+        "gpu_cpus": tuple(sorted(near.items())),
+        "pinned": frozenset(holdings.pinned(name)),
+    }
 
 
 def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:

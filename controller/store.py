@@ -543,8 +543,7 @@ class JobStore:
                 if not arrayspec.contains(job.array_pending, task):
                     continue
                 job = self.split_task(job, task)
-            gpus = binding.gpu_indices(self.holdings, self.capacity, start.nodes, start.gres)
-            if gpus is None:  # a GPU this pass gave both whole and in shares: next pass
+            if not binding.still_free(self.holdings, start):  # taken meanwhile: next pass
                 continue
             event = jobstate.Start(
                 plan.now,
@@ -553,16 +552,8 @@ class JobStore:
                 start.cpus,
                 start.memory,
                 start.gres,
-                gpus,
-                binding.cpus_near(
-                    self.holdings,
-                    self.capacity,
-                    self.conf,
-                    self.nodes,
-                    start.nodes,
-                    start.cpus,
-                    gpus,
-                ),
+                start.gpus,
+                start.cpu_ids,
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():

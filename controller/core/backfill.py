@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from controller.core import devices
 from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
@@ -226,8 +227,13 @@ class Backfill:
                 return True
             if picks is not None:
                 start = replace(start, task=picks[len(picks) - tasks])
+            bound = devices.bind(start, self.nodes)
+            if bound is None:  # a share of a GPU this pass gave whole: the next pass
+                return True
+            start = bound
             self.plan.starts.append(start)
             take(self.nodes, start)
+            devices.take(self.nodes, start)
             self.free.taken(start)
             self.usage.take(gates)
             assert self.timeline is not None

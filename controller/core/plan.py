@@ -29,6 +29,10 @@ class Start:
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     share: int = 0  # the job shares its CPUs, up to this many jobs per CPU (0: it does not)
     task: int | None = None
+    # The GPUs it gets on each node by index, and the CPUs it is pinned to there (near
+    # those GPUs); () when it has none (core/devices.py names them).
+    gpus: tuple[tuple[int, ...], ...] = ()
+    cpu_ids: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from controller.core import dependency
+from controller.core import dependency, devices
 from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
@@ -167,9 +167,15 @@ def schedule(
                 break
             if picks is not None:
                 outcome = replace(outcome, task=picks[len(picks) - tasks])
+            bound = devices.bind(outcome, nodes)
+            if bound is None:  # a share of a GPU this pass gave whole: the next pass
+                plan.reasons[job.job_id] = Reason.RESOURCES
+                break
+            outcome = bound
             plan.starts.append(outcome)
             started.append((job, outcome))
             take(nodes, outcome)
+            devices.take(nodes, outcome)
             free.taken(outcome)
             usage.take(gates)
             if job.array_job_id:

@@ -46,6 +46,14 @@ class NodeView:
     # The node's place in the configuration: with Weight, its position in the
     # node bitmap (nodeindex.NodeOrder); equal ranks keep the snapshot's order.
     rank: int = 0
+    # Its devices, for naming a start's GPUs and CPUs (core/devices.py): its GPUs as
+    # (type, index), those given whole and those with shares in use, the cores
+    # near each GPU (gres.conf Cores= or the probe) and the CPUs jobs are pinned to.
+    gpu_numbers: tuple[tuple[str, int], ...] = ()
+    gpus_whole: frozenset[int] = frozenset()
+    gpus_shared: frozenset[int] = frozenset()
+    gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    pinned: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,7 +129,7 @@ def test_pool_types_show_their_gpu_type() -> None:
 
 
 def test_cpus_near_the_gpus_come_first() -> None:
-    from controller.gpuaffinity import near_cpus
+    from controller.core.devices import near_cpus
 
     near = {0: (0, 1, 2, 3), 1: (0, 1, 2, 3), 2: (4, 5, 6, 7)}
     assert near_cpus(near, [2], 2, 8, pinned=set()) == (4, 5)
