@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import shutil
@@ -19,6 +18,7 @@ import pytest
 
 from corral import errors
 from corral.errors import SlurmError
+from tests.asuser import call_as
 from tests.integration.cluster import Cluster
 
 
@@ -133,34 +133,22 @@ def other_user() -> Iterator[pwd.struct_passwd]:
 
 
 def _as_user(user: pwd.struct_passwd, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run ``call`` in a child process that has become ``user`` (no exec needed).
+    """Run ``call`` in a child process that has become ``user`` (no exec needed):
+    {"ok": its reply}, or the Slurm error's code and message.
 
     The controller learns identities from the socket (SO_PEERCRED), so a
     request from this child is the user's own; the interpreter under /root
     need not be executable by that user.
     """
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        status = 1
+
+    def answer() -> dict[str, Any]:
         try:
-            os.close(read)
-            os.setgroups(os.getgrouplist(user.pw_name, user.pw_gid))
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            try:
-                reply: dict[str, Any] = {"ok": call()}
-            except SlurmError as exc:
-                reply = {"code": exc.code, "message": exc.message}
-            os.write(write, json.dumps(reply, default=str).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    return dict(json.loads(data))
+            return {"ok": call()}
+        except SlurmError as exc:
+            return {"code": exc.code, "message": exc.message}
+
+    groups = os.getgrouplist(user.pw_name, user.pw_gid)
+    return dict(call_as(user, answer, groups))
 
 
 def test_job_runs_as_its_owner(other_user: pwd.struct_passwd) -> None:

@@ -131,13 +131,13 @@ class Seen:
 
 
 def _run(cluster: Cluster, clients: Clients, user: User | None, name: str, *args: str) -> list[str]:
-    result = _attempt(cluster, clients, user, name, *args)
+    result = attempt(cluster, clients, user, name, *args)
     who = user.name if user else "root"
     assert result.returncode == 0, f"{name} {args} as {who}: {result.stderr}"
     return sorted(result.stdout.splitlines())
 
 
-def _attempt(
+def attempt(
     cluster: Cluster, clients: Clients, user: User | None, name: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
     env = dict(cluster.env)
@@ -190,7 +190,7 @@ def _scenario(top: Path, clients: Clients, private: bool) -> Seen:
 
         cluster.wait_for(recorded, 20, "the final records did not reach dbd")
         # An ordinary user may read accounting data but not change it.
-        refused = _attempt(cluster, clients, people[0], "sacctmgr", "-i", "add", "account", "x")
+        refused = attempt(cluster, clients, people[0], "sacctmgr", "-i", "add", "account", "x")
         assert (refused.returncode, refused.stderr) == (
             1,
             "sacctmgr: error: Access/permission denied\n",

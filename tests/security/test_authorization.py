@@ -28,6 +28,7 @@ from tests.integration.rest import Rest
 from tests.integration.test_private_data import (  # noqa: F401 - the clients fixture
     Clients,
     User,
+    attempt,
     clients,
 )
 
@@ -62,21 +63,7 @@ class Site:
     rest: str
 
     def run(self, user: User | None, name: str, *args: str) -> subprocess.CompletedProcess[str]:
-        env = dict(self.cluster.env)
-        if user is not None:
-            env.update(HOME=str(user.work), USER=user.name, LOGNAME=user.name)
-        return subprocess.run(
-            [*self.clients(name, user), *args],
-            env=env,
-            cwd=user.work if user else self.cluster.dir,
-            user=user.uid if user else None,
-            group=user.gid if user else None,
-            extra_groups=[] if user else None,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return attempt(self.cluster, self.clients, user, name, *args)
 
     def ok(self, user: User | None, name: str, *args: str) -> str:
         done = self.run(user, name, *args)

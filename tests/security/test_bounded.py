@@ -13,7 +13,6 @@ attacks run all at once.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pwd
 import shutil
@@ -37,6 +36,7 @@ from corral.errors import SlurmError
 from corral.wire import codec
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
+from tests.asuser import call_as
 from tests.integration.cluster import Cluster, command
 from tests.security.rogue import stamp_for_controller
 
@@ -104,29 +104,14 @@ def _open_cluster(settings: tuple[str, ...]) -> Iterator[Cluster]:
 
 def _as_user(name: str, call: Callable[[], Any]) -> Any:
     """``call``'s result (JSON) in a child process that has become user ``name``."""
-    user = pwd.getpwnam(name)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        status = 1
+
+    def answer() -> Any:
         try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
-            try:
-                result = call()
-            except Exception as exc:  # the parent's assertion shows what went wrong
-                result = f"child failed: {exc!r}"
-            os.write(write, json.dumps(result, default=str).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    return json.loads(data)
+            return call()
+        except Exception as exc:  # the parent's assertion shows what went wrong
+            return f"child failed: {exc!r}"
+
+    return call_as(pwd.getpwnam(name), answer)
 
 
 def _cycles(c: Cluster) -> int:
