@@ -16,10 +16,11 @@ import uvloop
 from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer
+from controller.grpcface import GrpcController
 from controller.journal import Journal, JournalError
 from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
-from controller.service import GrpcController, Handlers
+from controller.service import Handlers
 from controller.store import JobStore
 from corral import __version__, auth, authalt, grpcservice, grpctls, ratelimit
 from corral.client import socket_path
