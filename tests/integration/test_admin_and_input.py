@@ -18,7 +18,7 @@ import pytest
 
 from corral import errors
 from corral.errors import SlurmError
-from tests.asuser import call_as
+from tests.forkuser import call_as
 from tests.integration.cluster import Cluster
 
 

@@ -36,7 +36,7 @@ from corral.errors import SlurmError
 from corral.wire import codec
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
-from tests.asuser import call_as
+from tests.forkuser import call_as
 from tests.integration.cluster import Cluster, command
 from tests.security.rogue import stamp_for_controller
 

@@ -1,4 +1,6 @@
-"""Run a piece of test code as another local user, in a forked child."""
+"""Run a piece of test code as another local user in a forked child (no exec: the
+interpreter under /root need not be reachable by that user). tests/security/asuser.py
+runs whole client commands as another user instead."""
 
 from __future__ import annotations
 
