@@ -20,6 +20,11 @@ live session cannot be taken over by a second one; a session silent for
 ``DEAD_AFTER`` seconds is taken for dead, and a restarting agent's old stream
 normally ends at once anyway. Every message to an agent carries the
 controller's credential, made with the seal key for that agent and message.
+
+Why this module is over 500 lines: it is the controller's side of one protocol;
+hello and reconciliation, reports, commands and node health share the sessions
+and must agree on them. What a transition tells an agent is decided elsewhere
+(``controller/effects.py``); the launch message's fields in ``launchmsg.py``.
 """
 
 from __future__ import annotations

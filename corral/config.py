@@ -16,6 +16,10 @@ The lines themselves are read by ``corral.confsyntax``, the one tokenizer
 shared with ``corral.clientconf``: client commands need only a few top-level
 settings and read them with ``client_settings`` (re-exported here), never
 importing this module, its dataclasses or ``re``.
+
+Why this module is over 500 lines: it is the one model of slurm.conf, and each
+key's parsing, default and check sits beside the field it fills, so that a key
+is read in one place (the tokenizer is ``corral/confsyntax.py``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ the node's number of devices of that name).
 ``mps``/``shard`` counts spread over the GPUs as Slurm spreads them), and
 ``cross_check`` compares them with the node's slurm.conf ``Gres=`` in the
 words slurmctld uses when it drains a node whose GRES fall short.
+
+Why this module is over 500 lines: it is the one model of gres.conf: its
+line kinds, device ranges and MIG files, Cores and Links, AutoDetect, and the
+checks against slurm.conf's ``Gres=`` that make a wrong file fail at start-up.
 """
 
 from __future__ import annotations

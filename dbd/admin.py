@@ -10,6 +10,10 @@ association, the ``root`` user, and the ``normal`` QOS.
 Associations form Slurm's tree: an account's own association (user "") has
 its parent account in ``parent``; a user's association hangs under its
 account. ``list association`` walks that tree as sacctmgr prints it.
+
+Why this module is over 500 lines: it is sacctmgr's one dispatcher: every verb
+over every entity kind (accounts, users, associations, QOS, clusters,
+coordinators), each change in one transaction with Slurm's rules for the tree.
 """
 
 from __future__ import annotations

@@ -50,6 +50,10 @@ reported time (oversubscription), an association's is not; down time at what
 allocation leaves, planned down time at what both leave. Per reservation row
 and hour, ``reservation_usage_hour`` keeps the seconds it covered and its jobs'
 CPU-seconds (sacctmgr's UnusedWall, sreport's reservation Utilization).
+
+Why this module is over 500 lines: the hour, day and month rollups of
+associations and clusters share one walk over the job records and one
+transaction per hour.
 """
 
 from __future__ import annotations

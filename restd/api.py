@@ -6,6 +6,10 @@ schemas; ``restd.openapi`` writes the OpenAPI document from it. A handler
 gets a ``Call`` (version, caller, checked parameters and body) and returns
 the reply's payload; the envelope (``meta``, ``errors``, ``warnings``) is
 added around it.
+
+Why this module is over 500 lines: it is the one table of every operation the
+gateway serves, with its schemas and handler, so that routing, checking and
+the OpenAPI document cannot disagree.
 """
 
 from __future__ import annotations

@@ -36,6 +36,10 @@ The factor
 Nothing here reads a clock or does I/O: ``now`` and the time zone of the
 calendar resets are parameters, and ``Usage`` round-trips through JSON for
 the controller to keep in its journal.
+
+Why this module is over 500 lines: usage, its decay, the classic factor and
+Fair Tree are one algorithm over one tree; split, each part would need the
+others' walk of it.
 """
 
 from __future__ import annotations
