@@ -64,9 +64,9 @@ class Holdings:
     def used(self, name: str) -> tuple[int, int]:
         """(CPUs held by jobs that do not share them, MiB held by all jobs) on ``name``.
 
-        Jobs sharing CPUs (OverSubscribe) are not in the CPU count, so that a
-        start that shares CPUs passes the re-check in ``commit``; what
-        ``scontrol show node`` calls CPUAlloc is ``allocated_cpus``.
+        Jobs sharing CPUs (OverSubscribe) are not in the CPU count but in
+        ``shared``, as ``nodefree`` splits a node's CPUs; what ``scontrol
+        show node`` calls CPUAlloc is ``allocated_cpus``.
         """
         cpus, memory = self._used.get(name, (0, 0))
         return cpus, memory

@@ -15,7 +15,7 @@ from typing import Any
 from controller import assoclimits, gpushare
 from controller.admission import Capacity
 from controller.associations import AssocSet
-from controller.core import NodeView, Running, Snapshot
+from controller.core import NodeView, Running, Snapshot, nodefree
 from controller.core.devices import shared_gpus
 from controller.core.fairshare import Usage
 from controller.core.preempt import PreemptPolicy
@@ -25,7 +25,7 @@ from controller.holdings import Holdings, holds_nodes
 from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime
 from controller.reservations import ReservationBook
-from corral.config import SlurmConfig
+from corral.config import NodeConfig, SlurmConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
     gates, usage = assoclimits.limits(
         ledger.jobs.values(), pending, ledger.associations, ledger.enforce, ledger.usage
     )
-    running, running_per_array = _running(ledger.jobs.values())
+    running, running_per_array = _running(ledger.jobs.values(), capacity)
     return Snapshot(
         _node_views(ledger, conf, capacity),
         {
@@ -71,49 +71,63 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
 
 def _node_views(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> dict[str, NodeView]:
     """Every configured node with what is free on it, in configuration order."""
-    views = {}
-    holdings = ledger.holdings
     fenced_only = gpushare.fenced_only(conf)
-    for rank, conf_node in enumerate(conf.nodes):
-        runtime = ledger.nodes[conf_node.name]
-        cpus, memory = holdings.used(conf_node.name)
-        shared = holdings.shared(conf_node.name)
-        free_cpus = conf_node.cpus - cpus
-        if shared:  # sharing jobs take idle CPUs first, as Slurm places them
-            free_cpus = max(free_cpus - sum(load for _, load, _ in shared), 0)
-        gres = capacity.gres_free(
-            conf_node.name, holdings.gres(conf_node.name), holdings.gpus(conf_node.name)
+    return {
+        conf_node.name: node_view(
+            conf_node, ledger.nodes[conf_node.name], ledger.holdings, capacity, fenced_only, rank
         )
-        if fenced_only and not runtime.mps:
-            gres = gpushare.unfenced(gres)
-        views[conf_node.name] = NodeView(
-            name=conf_node.name,
-            cpus=conf_node.cpus,
-            real_memory=conf_node.real_memory,
-            weight=conf_node.weight,
-            features=frozenset(conf_node.features),
-            free_cpus=free_cpus,
-            free_memory=conf_node.real_memory - memory,
-            usable=usable(runtime),
-            idle=cpus == 0 and not shared,
-            gres=gres,
-            unshared=cpus > 0,
-            shared=shared,
-            unit=capacity.nodes[conf_node.name].unit,
-            rank=rank,
-            **_devices(conf_node.name, ledger, capacity),
-        )
-    return views
+        for rank, conf_node in enumerate(conf.nodes)
+    }
 
 
-def _devices(name: str, ledger: Ledger, capacity: Capacity) -> dict[str, Any]:
+def node_view(
+    conf_node: NodeConfig,
+    runtime: NodeRuntime,
+    holdings: Holdings,
+    capacity: Capacity,
+    fenced_only: bool,
+    rank: int = 0,
+) -> NodeView:
+    """One node with what is free on it: what the scheduler sees, and what the
+    store's ``commit`` re-checks a start against (``nodefree.fits``).
+
+    ``fenced_only``: ``gpushare.fenced_only(conf)``; ``rank``: the node's place
+    in the configuration (selection order only).
+    """
+    name = conf_node.name
+    held, memory = holdings.used(name)
+    shared = holdings.shared(name)
+    gres = capacity.gres_free(name, holdings.gres(name), holdings.gpus(name))
+    if fenced_only and not runtime.mps:
+        gres = gpushare.unfenced(gres)
+    return NodeView(
+        name=name,
+        cpus=conf_node.cpus,
+        real_memory=conf_node.real_memory,
+        weight=conf_node.weight,
+        features=frozenset(conf_node.features),
+        free_cpus=nodefree.free_cpus(conf_node.cpus, held, shared),
+        free_memory=conf_node.real_memory - memory,
+        usable=usable(runtime),
+        idle=held == 0 and not shared,
+        gres=gres,
+        unshared=held > 0,
+        shared=shared,
+        unit=capacity.nodes[name].unit,
+        rank=rank,
+        **_devices(name, runtime, holdings, capacity),
+    )
+
+
+def _devices(
+    name: str, runtime: NodeRuntime, holdings: Holdings, capacity: Capacity
+) -> dict[str, Any]:
     """A node's GPUs and pinned CPUs as the core names a start's devices
     (``core/devices.py``); nothing for a node without GPUs."""
     numbers = capacity.gpus(name)
     if not numbers:
         return {}
-    holdings = ledger.holdings
-    near = capacity.gpu_cpus(name) or dict(ledger.nodes[name].gpu_cpus)
+    near = capacity.gpu_cpus(name) or dict(runtime.gpu_cpus)
     return {
         "gpu_numbers": tuple(numbers),
         "gpus_whole": frozenset(holdings.gpus(name)),
@@ -142,7 +156,7 @@ def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:
     }
 
 
-def _running(jobs: Iterable[Job]) -> tuple[tuple[Running, ...], dict[int, int]]:
+def _running(jobs: Iterable[Job], capacity: Capacity) -> tuple[tuple[Running, ...], dict[int, int]]:
     """The jobs on their nodes as the core sees them, and how many of each array run."""
     running_per_array: dict[int, int] = {}
     running = []
@@ -163,6 +177,7 @@ def _running(jobs: Iterable[Job]) -> tuple[tuple[Running, ...], dict[int, int]]:
                     partition=j.partition,
                     start_time=j.start_time,
                     user=j.user,
+                    share=capacity.sharing(j),
                 )
             )
             if j.array_job_id:

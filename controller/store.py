@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from controller import associations, binding, drain, effects, jobstate, snapshots, steps
+from controller import associations, binding, drain, effects, gpushare, jobstate, snapshots, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
-from controller.core import BackfillParams, Plan, Snapshot
+from controller.core import BackfillParams, Plan, Snapshot, Start, nodefree
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.effects import Effect, NewLimit
@@ -535,16 +535,15 @@ class JobStore:
             job = self.jobs.get(start.job_id)
             if job is None or job.state is not JobState.PENDING or job.held:
                 continue
-            wanted = zip(start.nodes, start.cpus, start.memory, strict=True)
-            if not all(self._can_take(n, c, m) for n, c, m in wanted):
+            if not all(self._fits(start, i) for i in range(len(start.nodes))):
+                continue
+            if not binding.still_free(self.holdings, start):  # taken meanwhile: next pass
                 continue
             if job.array_pending:
                 task = arrayspec.first(job.array_pending) if start.task is None else start.task
                 if not arrayspec.contains(job.array_pending, task):
                     continue
                 job = self.split_task(job, task)
-            if not binding.still_free(self.holdings, start):  # taken meanwhile: next pass
-                continue
             event = jobstate.Start(
                 plan.now,
                 start.partition,
@@ -588,13 +587,26 @@ class JobStore:
         """A node's GPUs as (type, index) (``corral.gpunumbers``)."""
         return self.capacity.gpus(name)
 
-    def _can_take(self, name: str, cpus: int, memory: int) -> bool:
+    def _fits(self, start: Start, index: int) -> bool:
+        """Whether the ledger still holds ``start`` on its ``index``-th node: the
+        node is up and ``nodefree.fits`` says its CPUs, memory and GRES are free
+        on the view a snapshot would show now (starts already committed in
+        this plan included)."""
+        name = start.nodes[index]
         node = self.nodes.get(name)
-        conf = self.conf.node(name)
         if node is None or not self.node_usable(node):
             return False
-        used_cpus, used_mem = self.used(name)
-        return used_cpus + cpus <= conf.cpus and used_mem + memory <= conf.real_memory
+        view = snapshots.node_view(
+            self.conf.node(name),
+            node,
+            self.holdings,
+            self.capacity,
+            gpushare.fenced_only(self.conf),
+        )
+        gres = start.gres[index] if start.gres else ()
+        return nodefree.fits(
+            view, start.cpus[index], start.memory[index], gres, start.share, start.partition
+        )
 
     # ------------------------------------------------------------ nodes
 

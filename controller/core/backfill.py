@@ -116,7 +116,7 @@ class Backfill:
         self.inner: dict[str, Reservations] = {}
         self.members = {name: frozenset(p.nodes) for name, p in snap.partitions.items()}
         self.releases = [
-            Release(r.end_time, r.nodes, r.cpus, r.memory, r.gres)
+            Release(r.end_time, r.nodes, r.cpus, r.memory, r.gres, r.share, r.partition)
             for r in snap.running
             if r.end_time and r.end_time < self.horizon
         ]
@@ -316,10 +316,7 @@ class Backfill:
         timeline = self.timeline
         assert timeline is not None
         res = self.params.resolution
-        ready = max(
-            timeline.ready(name, self.nodes[name], cpus, memory, gres, self.now)
-            for name, cpus, memory, gres in Release.of(start, 0).items()
-        )
+        ready = timeline.ready(start, self.nodes, self.now)
         resv = self.windows.of(job)
         sooner = max(ceil_to(ready, res), self.now + res, resv.start if resv else 0)
         if sooner >= probe:

@@ -11,21 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import suppress
-from dataclasses import replace
 from itertools import islice
 
-from controller.core import features
+from controller.core import features, nodefree
 from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
-from controller.core.request import (
-    Fit,
-    cpus_free,
-    cpus_per_node,
-    gres_minus,
-    gres_request,
-    node_fits,
-    share,
-)
+from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
 from controller.core.resvwindows import ResvWindows, run_end
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.jobstate import Reason
@@ -84,7 +75,7 @@ def _packed(
         if exclusive:
             free = node.cpus
         elif shares or node.shared:
-            free = cpus_free(node, part, shares, stacking)
+            free = nodefree.cpus_free(node, part.name, shares, stacking)
         else:
             free = node.free_cpus
         if part.max_cpus_per_node is not None:
@@ -306,41 +297,13 @@ def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> S
     )
 
 
-def _shared_plus(
-    shared: tuple[tuple[str, int, int], ...], partition: str, cpus: int
-) -> tuple[tuple[str, int, int], ...]:
-    """``NodeView.shared`` after a job of ``partition`` starts sharing ``cpus`` CPUs."""
-    for i, (name, load, widest) in enumerate(shared):
-        if name == partition:
-            return (*shared[:i], (name, load + cpus, max(widest, cpus)), *shared[i + 1 :])
-    return (*shared, (partition, cpus, cpus))
-
-
 def take(nodes: dict[str, NodeView], start: Start) -> None:
     """Mark what ``start`` takes in ``nodes`` (the free resources of one pass)."""
     for i, (name, cpus, memory) in enumerate(
         zip(start.nodes, start.cpus, start.memory, strict=True)
     ):
-        node = nodes[name]
-        gres = gres_minus(node.gres, start.gres[i]) if start.gres else node.gres
-        if start.share:
-            nodes[name] = replace(
-                node,
-                free_cpus=max(node.free_cpus - cpus, 0),
-                free_memory=node.free_memory - memory,
-                idle=False,
-                gres=gres,
-                shared=_shared_plus(node.shared, start.partition, cpus),
-            )
-        else:
-            nodes[name] = replace(
-                node,
-                free_cpus=node.free_cpus - cpus,
-                free_memory=node.free_memory - memory,
-                idle=False,
-                gres=gres,
-                unshared=True,
-            )
+        gres = start.gres[i] if start.gres else ()
+        nodes[name] = nodefree.take(nodes[name], cpus, memory, gres, start.share, start.partition)
 
 
 def partitions_of(job: Job, snap: Snapshot) -> list[PartitionView]:

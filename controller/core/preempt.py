@@ -15,11 +15,10 @@ waiting job starts when their nodes are free, in a later pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
+from controller.core import nodefree
 from controller.core.placement import first_fit
 from controller.core.plan import Draft, Start
-from controller.core.request import gres_plus
 from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
@@ -31,20 +30,14 @@ MAX_PREEMPTORS = 20
 
 
 def _released(nodes: dict[str, NodeView], victim: Running) -> None:
-    """Give ``victim``'s CPUs, memory and GRES back to ``nodes``."""
+    """Give ``victim``'s CPUs (kept or shared), memory and GRES back to ``nodes``."""
     for i, name in enumerate(victim.nodes):
         node = nodes.get(name)
         if node is None:
             continue
-        free = min(node.free_cpus + victim.cpus[i], node.cpus)
-        gres = gres_plus(node.gres, victim.gres[i]) if victim.gres else node.gres
-        nodes[name] = replace(
-            node,
-            free_cpus=free,
-            free_memory=node.free_memory + victim.memory[i],
-            gres=gres,
-            idle=free == node.cpus and not node.shared,
-            unshared=node.unshared and free < node.cpus,
+        gres = victim.gres[i] if victim.gres else ()
+        nodes[name] = nodefree.give(
+            node, victim.cpus[i], victim.memory[i], gres, victim.share, victim.partition
         )
 
 

@@ -4,13 +4,9 @@ Shared by admission (reject what can never run: placement on an empty
 cluster) and the scheduler (placement now), so "never" and "not now" use the
 same arithmetic.
 
-CPUs follow cons_tres with OverSubscribe (``_get_job_node_req`` and
-``_verify_node_state`` in job_test.c): a job either keeps its CPUs to itself,
-takes whole nodes (``--exclusive``, OverSubscribe=EXCLUSIVE), or shares them
-(``share``: FORCE, or YES and ``--oversubscribe``) with up to the partition's
-count of its partition's jobs per CPU. A sharing job may not join a node
-running a job that does not share, and such a job may not join a node where
-another partition's jobs share CPUs. Memory and GRES are never shared.
+Which jobs share their CPUs is ``share`` (OverSubscribe); how many CPUs a
+node has for a job, and what starting it takes, is ``core/nodefree.py``,
+whose docstring states the OverSubscribe rules.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from controller.core import features
+from controller.core.nodefree import cpus_free
 from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
 from corral import gres as gres_syntax
@@ -73,29 +70,6 @@ def share(job: Job, part: PartitionView) -> int:
     if part.force or (part.max_share > 1 and job.oversubscribe):
         return part.max_share
     return 0
-
-
-def _load(node: NodeView, partition: str) -> int:
-    """CPUs asked in all by ``partition``'s jobs that share CPUs on ``node``."""
-    return next((load for name, load, _ in node.shared if name == partition), 0)
-
-
-def cpus_free(node: NodeView, part: PartitionView, shares: int, stacking: bool) -> int:
-    """CPUs of ``node`` a job of ``part`` may get (``shares`` as ``share`` returns).
-
-    ``stacking`` (sharing jobs only) allows CPUs other jobs of the partition
-    use, up to ``shares`` jobs on each; without it only idle CPUs count,
-    which is what Slurm tries first.
-    """
-    if not shares:
-        if node.shared and any(name != part.name for name, _, _ in node.shared):
-            return 0  # Slurm: busy with jobs that share CPUs in another partition
-        return node.free_cpus
-    if node.unshared:
-        return 0
-    if not stacking:
-        return node.free_cpus
-    return max(0, min(node.cpus, shares * node.cpus - _load(node, part.name)))
 
 
 # ---------------------------------------------------------------- GRES
@@ -158,30 +132,6 @@ def gres_fit(request: Gres, free: Gres) -> Gres | None:
     return tuple(item for item in taken if item[2] > 0)
 
 
-def _gres_change(items: Gres, sign: int) -> dict[tuple[str, str], int]:
-    change: dict[tuple[str, str], int] = {}
-    for name, kind, count in items:
-        change[name, kind] = change.get((name, kind), 0) + sign * count
-    return change
-
-
-def gres_minus(free: Gres, taken: Gres) -> Gres:
-    """``free`` after a job takes ``taken``."""
-    if not taken:
-        return free
-    change = _gres_change(taken, -1)
-    return tuple((n, k, c + change.get((n, k), 0)) for n, k, c in free)
-
-
-def gres_plus(free: Gres, given: Gres) -> Gres:
-    """``free`` after a job gives ``given`` back (a kind ``free`` lacks is added)."""
-    if not given:
-        return free
-    change = _gres_change(given, 1)
-    grown = tuple((n, k, c + change.pop((n, k), 0)) for n, k, c in free)
-    return grown + tuple((n, k, c) for (n, k), c in change.items())
-
-
 def gres_left(total: Gres, used: Mapping[tuple[str, str | None], int]) -> Gres:
     """What is free of a node's ``total`` given ``used`` per (name, type).
 
@@ -235,7 +185,7 @@ def node_fits(
         cpus = node.cpus
     else:
         cpus = -(-cpus // node.unit) * node.unit  # whole cores (cons_tres, CR_Core)
-        if cpus > node.cpus or cpus > cpus_free(node, part, share(job, part), stacking):
+        if cpus > node.cpus or cpus > cpus_free(node, part.name, share(job, part), stacking):
             return None
         if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
             return None

@@ -16,13 +16,10 @@ Gres = tuple[tuple[str, str, int], ...]
 class NodeView:
     """A node as the scheduler sees it.
 
-    CPUs follow Slurm's cons_tres rules for OverSubscribe: ``free_cpus`` are
-    the CPUs no job uses (what a job that keeps its CPUs to itself may take;
-    jobs that share count fully until the node has no idle CPU left, since
-    Slurm places them on idle cores first). Jobs that share CPUs (partition
-    OverSubscribe=FORCE, or YES with ``--oversubscribe``) are listed per
-    partition in ``shared``: their partition may stack up to its job count on
-    each CPU, which needs no CPU to be idle. Memory and GRES are never shared.
+    ``free_cpus`` are the idle CPUs; jobs that share CPUs (OverSubscribe) are
+    listed per partition in ``shared``, and ``unshared`` says a job keeps its
+    CPUs here. How starts and ends change them, and when a job fits, is
+    ``core/nodefree.py`` (its docstring has the OverSubscribe rules).
     """
 
     name: str
@@ -121,6 +118,7 @@ class Running:
     qos: str = ""
     partition: str = ""
     start_time: int = 0
+    share: int = 0  # it shares its CPUs, up to this many jobs per CPU (0: it keeps them)
     user: str = ""  # who runs it (why.py names the jobs a pending one waits for)
 
 

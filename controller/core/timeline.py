@@ -14,12 +14,12 @@ sorted by time, so "since when does this node have enough?" is a short walk.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
+from controller.core import nodefree
 from controller.core.nodeindex import FreeNodes, NodeOrder
 from controller.core.plan import Start
-from controller.core.request import gres_fit, gres_minus, gres_plus
 from controller.core.snapshot import Gres, NodeView
 
 
@@ -32,11 +32,15 @@ class Release:
     cpus: tuple[int, ...]
     memory: tuple[int, ...]
     gres: tuple[Gres, ...] = ()  # per node; empty: none
+    share: int = 0  # the job shares its CPUs (OverSubscribe; 0: it keeps them)
+    partition: str = ""  # whose load on the nodes it shares CPUs of
 
     @classmethod
     def of(cls, start: Start, at: int) -> Release:
         """What ``start`` holds, given back at ``at``."""
-        return cls(at, start.nodes, start.cpus, start.memory, start.gres)
+        return cls(
+            at, start.nodes, start.cpus, start.memory, start.gres, start.share, start.partition
+        )
 
     def items(self) -> Iterator[tuple[str, int, int, Gres]]:
         """(node, CPUs, MiB, GRES) per node."""
@@ -46,18 +50,6 @@ class Release:
 
 def ceil_to(t: int, resolution: int) -> int:
     return -(-t // resolution) * resolution
-
-
-def _changed(node: NodeView, sign: int, cpus: int, memory: int, gres: Gres) -> NodeView:
-    """``node`` after a job gives back (``sign`` 1) or takes (-1) what it holds there."""
-    free_cpus = max(0, min(node.cpus, node.free_cpus + sign * cpus))
-    return replace(
-        node,
-        free_cpus=free_cpus,
-        free_memory=max(0, min(node.real_memory, node.free_memory + sign * memory)),
-        idle=free_cpus == node.cpus,
-        gres=gres_plus(node.gres, gres) if sign > 0 else gres_minus(node.gres, gres),
-    )
 
 
 class Timeline:
@@ -84,13 +76,19 @@ class Timeline:
         self._order = order
         self._states: list[tuple[dict[str, NodeView], dict[str, int]]] = []
         self._indexes: dict[int, FreeNodes] = {}
-        self.by_node: dict[str, list[tuple[int, int, int, Gres]]] = {}
+        # Per node, (when, release, its index on the node) in time order.
+        self.by_node: dict[str, list[tuple[int, int, Release]]] = {}
+        # Per node, what it has free after each of those releases (``ready``):
+        # made when first asked and kept while the node now and its releases stay
+        # the same, since the jobs a pass reserves for come back to the same nodes.
+        self._walks: dict[str, tuple[NodeView, list[tuple[int, nodefree.Free]]]] = {}
         for rel in self._releases:
             self._index(rel)
 
     def _index(self, rel: Release) -> None:
-        for name, cpus, memory, gres in rel.items():
-            bisect.insort(self.by_node.setdefault(name, []), (rel.at, cpus, memory, gres))
+        for i, name in enumerate(rel.nodes):
+            bisect.insort(self.by_node.setdefault(name, []), (rel.at, i, rel), key=_when)
+            self._walks.pop(name, None)
 
     def _totals(self, free: Mapping[str, NodeView]) -> dict[str, int]:
         return {
@@ -113,8 +111,7 @@ class Timeline:
             lo = bisect.bisect_right(self._releases, begin, key=lambda r: r.at)
             hi = bisect.bisect_right(self._releases, end, key=lambda r: r.at)
             for rel in self._releases[lo:hi]:
-                for name, cpus, memory, gres in rel.items():
-                    self._change(free, totals, name, 1, cpus, memory, gres)
+                self._change(free, totals, rel, nodefree.give)
             self._states.append((free, totals))
         return self._states[i]
 
@@ -130,8 +127,7 @@ class Timeline:
         for i, (when, (free, totals)) in enumerate(zip(self.times, self._states, strict=False)):
             if end is not None and when >= end:
                 break
-            for name, cpus, memory, gres in held.items():
-                self._change(free, totals, name, -1, cpus, memory, gres)
+            self._change(free, totals, held, nodefree.take)
             if i in self._indexes:
                 self._indexes[i].taken(start)
         if end is not None:
@@ -143,29 +139,50 @@ class Timeline:
         self,
         free: dict[str, NodeView],
         totals: dict[str, int],
-        name: str,
-        sign: int,
-        cpus: int,
-        memory: int,
-        gres: Gres,
+        held: Release,
+        change: Callable[[NodeView, int, int, Gres, int, str], NodeView],
     ) -> None:
-        node = free[name]
-        changed = free[name] = _changed(node, sign, cpus, memory, gres)
-        if node.usable:
-            for group, members in self._groups.items():
-                if name in members:
-                    totals[group] += changed.free_cpus - node.free_cpus
+        """Apply ``change`` (``nodefree.take`` or ``give``) of what ``held`` holds
+        to ``free``, keeping the usable free CPUs per group."""
+        for name, cpus, memory, gres in held.items():
+            node = free[name]
+            changed = free[name] = change(node, cpus, memory, gres, held.share, held.partition)
+            if node.usable:
+                for group, members in self._groups.items():
+                    if name in members:
+                        totals[group] += changed.free_cpus - node.free_cpus
 
-    def ready(self, name: str, node: NodeView, cpus: int, memory: int, gres: Gres, now: int) -> int:
-        """When ``node`` (free as ``node`` now) first has ``cpus``, ``memory`` and ``gres`` free."""
-        free_cpus, free_memory, free_gres, at = node.free_cpus, node.free_memory, node.gres, now
-        for when, more_cpus, more_memory, more_gres in self.by_node.get(name, ()):
-            if (
-                free_cpus >= cpus
-                and free_memory >= memory
-                and gres_fit(gres, free_gres) is not None
-            ):
-                break
-            free_cpus, free_memory, at = free_cpus + more_cpus, free_memory + more_memory, when
-            free_gres = gres_plus(free_gres, more_gres)
+    def ready(self, start: Start, nodes: Mapping[str, NodeView], now: int) -> int:
+        """When every node of ``start`` (free as in ``nodes`` now) first holds what
+        ``start`` takes there, as the jobs on it reach their limits."""
+        at = now
+        per_node = start.gres or ((),) * len(start.nodes)
+        for name, cpus, memory, gres in zip(
+            start.nodes, start.cpus, start.memory, per_node, strict=True
+        ):
+            node = nodes[name]
+            if nodefree.fits(node, cpus, memory, gres, start.share, start.partition):
+                continue
+            for when, free in self._walk(name, node):
+                at = max(at, when)
+                if nodefree.fits(free, cpus, memory, gres, start.share, start.partition):
+                    break
         return at
+
+    def _walk(self, name: str, node: NodeView) -> list[tuple[int, nodefree.Free]]:
+        """(when, what ``node`` has free then) after each release on it in turn."""
+        kept = self._walks.get(name)
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        states = []
+        free: nodefree.Node = node
+        for when, i, rel in self.by_node.get(name, ()):
+            gres = rel.gres[i] if rel.gres else ()
+            free = nodefree.given(free, rel.cpus[i], rel.memory[i], gres, rel.share, rel.partition)
+            states.append((when, free))
+        self._walks[name] = (node, states)
+        return states
+
+
+def _when(entry: tuple[int, int, Release]) -> int:
+    return entry[0]

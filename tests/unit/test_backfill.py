@@ -232,3 +232,36 @@ def test_a_job_waiting_for_gpus_reserves_them_from_when_running_jobs_give_them_b
     assert _started(plan) == [2]
     assert plan.expected[1] == Expected(_at(NOW + 600), "batch", ("n1",))
     assert plan.expected[3].start_time == _at(NOW + 600) + 60 * MINUTE  # after job 1, not before
+
+
+# ---------------------------------------------------------------- OverSubscribe in the pictures
+
+# n1 (4 CPUs) runs two jobs of "shared" (FORCE:2) that share all its CPUs, one
+# ending at NOW + 600, the other at NOW + 1800.
+SHARING = cluster(
+    [node("n1", shared=(("shared", 8, 4),))],
+    [partition("shared", "n1", oversubscribe="FORCE:2"), partition("batch", "n1")],
+)
+SHARING_JOBS = [
+    Running(98, ("n1",), (4,), (0,), NOW + 600, partition="shared", share=2),
+    Running(99, ("n1",), (4,), (0,), NOW + 1800, partition="shared", share=2),
+]
+
+
+def test_a_sharing_job_that_ends_frees_no_cpu_another_still_uses() -> None:
+    # A whole-node job of "shared" waits for both: the first end leaves the CPUs busy.
+    plan = schedule(
+        SHARING.snapshot([job(1, exclusive=True, partitions=("shared",))], running=SHARING_JOBS),
+        NOW,
+        BF,
+    )
+    assert plan.expected[1].start_time == _at(NOW + 1800)
+
+
+def test_a_job_that_keeps_its_cpus_reserves_for_when_another_partitions_sharing_jobs_end() -> None:
+    plan = schedule(
+        SHARING.snapshot([job(1, num_tasks=2, partitions=("batch",))], running=SHARING_JOBS),
+        NOW,
+        BF,
+    )
+    assert plan.expected[1].start_time == _at(NOW + 1800)

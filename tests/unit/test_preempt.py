@@ -104,3 +104,20 @@ def test_a_plan_cannot_be_changed_once_returned() -> None:
         plan.starts.append(plan.starts[0] if plan.starts else None)  # type: ignore[attr-defined]
     with pytest.raises(FrozenInstanceError):
         plan.now = 0  # type: ignore[misc]
+
+
+def test_preempting_another_partitions_sharing_jobs_makes_room_for_a_job_that_keeps_its_cpus() -> (
+    None
+):
+    # n1's CPUs are shared by two jobs of "low" (FORCE:2); a job of "high" that
+    # keeps its CPUs may not join them, but may once both are gone.
+    nodes = [node("n1", cpus=4, shared=(("low", 8, 4),))]
+    parts = [partition("low", "n1", oversubscribe="FORCE:2"), partition("high", "n1", tier=2)]
+    running = [
+        victim(10, ("n1",), share=2, start_time=NOW - 50),
+        victim(11, ("n1",), share=2, start_time=NOW - 10),
+    ]
+    urgent = job(1, num_tasks=2, partitions=("high",))
+    base = cluster(nodes, parts).snapshot([urgent], running=running)
+    plan = schedule(replace(base, preempt=TIERS), NOW)
+    assert plan.preempted == {10: 1, 11: 1}

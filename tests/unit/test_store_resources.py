@@ -127,3 +127,30 @@ def test_gpu_jobs_are_pinned_near_the_gpus_the_probe_placed(tmp_path: Path) -> N
     assert store.jobs[v100.job.job_id].cpu_ids == ((0, 1),)
     # Pinned CPUs survive a restart, so the next pinned job avoids them.
     assert _reloaded(store, tmp_path).jobs[a100].cpu_ids == ((2,),)
+
+
+def test_commit_rechecks_the_gres_a_start_takes(store: JobStore) -> None:
+    # The plan gives g1's a100 to the first job; before it is committed another
+    # job takes it (started by hand): the planned start no longer fits.
+    planned = store.submit(from_fields({**SPEC, "gres": "gpu:a100:1"}), ROOT, now=100).job.job_id
+    plan = schedule(store.snapshot(), 110)
+    other = store.submit(from_fields({**SPEC, "gres": "gpu:a100:1"}), ROOT, now=100).job.job_id
+    store.post(other, jobstate.Start(110, "gpu", ("g1",), (1,), (0,), ((("gpu", "a100", 1),),)))
+    assert store.commit(plan) == []
+    assert store.jobs[planned].state is jobstate.JobState.PENDING
+    assert [j.job_id for j in store.commit(schedule(store.snapshot(), 120))] == []
+    store.post(other, jobstate.Finish(130, 0, "exited"))
+    assert [j.job_id for j in store.commit(schedule(store.snapshot(), 140))] == [planned]
+
+
+def test_commit_rechecks_a_sharing_start_against_its_partitions_count(store: JobStore) -> None:
+    # c1 (2 CPUs, FORCE:2) takes two 2-CPU jobs of "shared"; a plan made before
+    # two more started by hand no longer fits.
+    sub = {**SPEC, "partitions": ["shared"], "num_tasks": 2}
+    planned = store.submit(from_fields(sub), ROOT, now=100).job.job_id
+    plan = schedule(store.snapshot(), 110)
+    for _ in range(2):
+        other = store.submit(from_fields(sub), ROOT, now=100).job.job_id
+        store.post(other, jobstate.Start(110, "shared", ("c1",), (2,), (0,)))
+    assert store.commit(plan) == []
+    assert store.jobs[planned].state is jobstate.JobState.PENDING
