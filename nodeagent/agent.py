@@ -31,10 +31,10 @@ from nodeagent.gpus import probe_gpus
 from nodeagent.gpus.migbinding import mig_uuids, probed_cpus, probed_files
 from nodeagent.gpus.model import GpuDevice, format_gres
 from nodeagent.gpus.neuron import NeuronBinding
-from nodeagent.jobs import JobTable
 from nodeagent.link import Link
 from nodeagent.mps import MpsServers
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
+from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
 from nodeagent.spool import Spool
 
@@ -253,7 +253,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         devices = await asyncio.to_thread(probed_gpus, conf, nodes[0])
     numbering = gpu_numbering(conf, nodes[0].name) if devices else []
     spool = Spool(conf.slurmd_spool_dir, facts.hostname)
-    table = JobTable(
+    table = RunTable(
         spool=spool,
         hostnames={node.name: node.node_hostname or node.name for node in nodes},
         slurm_conf=os.path.abspath(conf.path),

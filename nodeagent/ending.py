@@ -1,12 +1,11 @@
 """How a supervised run ends: the one kill sequence and the one account of its use.
 
-The batch supervisor (:mod:`nodeagent.supervisor`) and the step runner
-(:mod:`nodeagent.steprunner`) both end their processes the way slurmstepd
-does: SIGCONT and SIGTERM to the process group now, SIGKILL once the kill
-wait is over, whether the reason is the time limit, a cancel or (for a
-step) srun going away. Both then SIGKILL whatever is left in the group, and
-both turn wait4's resource use into the figures of their result. This
-module is where each of those is written, once.
+Every run's process (:mod:`nodeagent.runner`: the batch script's and a
+step's) ends its tasks the way slurmstepd does: SIGCONT and SIGTERM to the
+process group now, SIGKILL once the kill wait is over, whether the reason is
+the time limit, a cancel or (for a step) srun going away. It then SIGKILLs
+whatever is left in the group, and turns wait4's resource use into the
+figures of its result. This module is where each of those is written, once.
 
 Standard library only, and only what the supervisor imports anyway: it runs
 once per job and step, and every import costs their start-up.

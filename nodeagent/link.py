@@ -4,9 +4,9 @@ Each stream starts the same way: AgentHello (served nodes, version, start
 time, jobs alive here), then the StepDones made while no stream was up and
 every JobDone not yet acknowledged, in that order: a job's steps are recorded
 before the job ends (its end cancels the steps still unrecorded). The controller answers Welcome
-(heartbeat interval, KillWait) and from then on sends launch / signal /
-update / ack_done requests, which go to the job table, and launch_step,
-which goes to its step table. JobRunning and JobDone reports produced while
+(heartbeat interval, KillWait) and from then on sends launch, launch_step,
+signal, update and ack_done requests, which all go to the agent's one table
+of runs (:mod:`nodeagent.runs`). JobRunning and JobDone reports produced while
 the stream is up are queued on it; while it is down they are dropped,
 because the next hello and JobDone backlog say the same thing (StepDones,
 which nothing acknowledges, wait for the next stream instead, and those a
@@ -28,7 +28,7 @@ import grpc
 from corral import __version__, grpctls
 from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
-from nodeagent.jobs import JobTable
+from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class Link:
         self,
         target: str,
         nodes: Sequence[pb.NodeRegistration],
-        table: JobTable,
+        table: RunTable,
         start_time: int,
         auth: AgentAuth,
         tls: TlsConfig,
@@ -91,7 +91,7 @@ class Link:
             )
         )
         backlog = [pb.AgentMessage(done=done) for done in self.table.unacked()]
-        steps = [pb.AgentMessage(step_done=done) for done in self.table.steps.backlog()]
+        steps = [pb.AgentMessage(step_done=done) for done in self.table.backlog()]
         return [pb.AgentMessage(hello=hello), *steps, *backlog]
 
     async def _session(self, attach: Any, *, quiet: bool) -> bool:
@@ -132,7 +132,7 @@ class Link:
             if heartbeat is not None:
                 heartbeat.cancel()
             call.cancel()
-            self.table.steps.restore(_undelivered(opening if not welcomed else [], queue))
+            self.table.restore(_undelivered(opening if not welcomed else [], queue))
         return welcomed
 
     def _welcome(
@@ -157,7 +157,7 @@ class Link:
         if kind == "launch":
             self.table.refuse(reply.launch, reason)
         elif kind == "launch_step":
-            self.table.steps.refuse(reply.launch_step, reason)
+            self.table.refuse(reply.launch_step, reason)
         else:
             job_id = getattr(getattr(reply, kind), "job_id", 0) if kind else 0
             log.warning("controller message %s (job_id=%d) refused: %s", kind, job_id, reason)
@@ -169,7 +169,7 @@ class Link:
             if kind == "launch":
                 self.table.launch(reply.launch)
             elif kind == "launch_step":
-                self.table.steps.launch(reply.launch_step)
+                self.table.launch(reply.launch_step)
             elif kind == "signal":
                 self.table.signal(reply.signal)
             elif kind == "update":

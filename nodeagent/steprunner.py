@@ -31,8 +31,8 @@ In order:
    execs ``argv[0]`` looked up on its PATH; if exec fails the task writes
    ``slurmstepd: error: execve(): ARGV0: REASON`` to its stderr and exits
    with the errno as status (2 for a missing command), as slurmstepd's tasks do.
-5. One single-threaded loop (selectors; signals arrive through
-   ``signal.set_wakeup_fd``) forwards the tasks' output to srun as OUT/ERR
+5. The run loop every run shares (:class:`~nodeagent.runner.Runner`: selectors;
+   signals arrive through ``signal.set_wakeup_fd``) forwards the tasks' output to srun as OUT/ERR
    frames as it is read, IN frames to the stdin of task 0, SIGNAL frames to
    the process group; reaps each task with wait4 and sends its EXIT frame
    (after what it wrote before exiting); ends the tasks (CONT+TERM, KILL
@@ -60,8 +60,9 @@ import time
 
 from corral import filepattern, stepcipher, stepio
 from nodeagent import devcgroup, runas
-from nodeagent.ending import KillSequence, kill_group, use_of
+from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
+from nodeagent.runner import WATCHED, Runner, Task, child_signals
 from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.startargs import start
 
@@ -84,24 +85,9 @@ READ_SIZE = 65536
 HIGH_WATER = 1 << 20
 #: Input queued for task 0 beyond which srun's socket is left unread.
 STDIN_HIGH_WATER = 1 << 22
-#: Signals the runner is woken by: a task ended; the agent wrote ``cancel``.
-WATCHED = {signal.SIGCHLD, signal.SIGUSR1}
 
 _SOCKET = "srun"
-_WAKE = "wake"
 _STDIN = "stdin"
-
-
-class Task:
-    """One local task: where it stands and the runner's end of its pipes."""
-
-    def __init__(self, index: int, task_id: int) -> None:
-        self.index = index  # SLURM_LOCALID
-        self.task_id = task_id  # SLURM_PROCID, the id in frames
-        self.pid = 0
-        self.status: int | None = None
-        self.usage: Any = None
-        self.pipes: dict[int, int] = {}  # read end -> OUT or ERR
 
 
 def task_environment(spec: StepSpec) -> dict[str, str]:
@@ -130,20 +116,16 @@ def expand(spec: StepSpec, pattern: str, task_id: int) -> str:
     )
 
 
-def _noted(signum: int, frame: object) -> None:
-    """The Python-level handler; the wakeup fd is what the loop watches."""
-
-
-class StepRun:
-    """One node's part of one step, from the spec to the result."""
+class StepRun(Runner):
+    """One node's part of one step, from the spec to the result: the step kind's parts
+    of a run's process (srun's connection, the tasks' pipes and terminals, their
+    signals, srun's end)."""
 
     def __init__(self, stepdir: StepDir, spec: StepSpec, notify_fd: int | None = None) -> None:
+        super().__init__(stepdir, notify_fd, f"step {spec.job_id}.{spec.step_id}")
         self.stepdir = stepdir
         self.spec = spec
-        self.notify_fd = notify_fd
         self.tasks = [Task(index, task_id) for index, task_id in enumerate(spec.tasks)]
-        self.by_pid: dict[int, Task] = {}
-        self.sel = selectors.DefaultSelector()
         self.sock: socket.socket | None = None
         self.session: stepcipher.Session | None = None  # sealed frames to and from srun
         self.outbuf = bytearray()
@@ -153,15 +135,7 @@ class StepRun:
         self.stdin_eof = False
         self.child_fds: list[int] = []  # the tasks' ends, closed once they are forked
         self.devnull: int | None = None
-        self.pgid = 0
-        self.started_at = 0.0
-        self.deadline: float | None = None
-        self.ending = KillSequence(self._signal)  # why and until when the tasks are being ended
-        self.cancelled = False
         self.signals_read = 0  # how far ``signals`` has been acted on
-        self.message = ""
-        self.wake_r = -1
-        self.cgroup: str | None = None  # the device cgroup the tasks run in
 
     # ------------------------------------------------------------ start
 
@@ -217,17 +191,6 @@ class StepRun:
             self._reap()
             self._loop()
         return self._finish()
-
-    def _catch_signals(self) -> None:
-        """Turn SIGCHLD and SIGUSR1 (blocked until now) into bytes on a pipe."""
-        self.wake_r, wake_w = os.pipe()
-        os.set_blocking(self.wake_r, False)
-        os.set_blocking(wake_w, False)
-        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-        for sig in WATCHED:
-            signal.signal(sig, _noted)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
-        self.sel.register(self.wake_r, selectors.EVENT_READ, _WAKE)
 
     def _refuse(self, why: str) -> StepResult:
         """No task may start here: record that, then tell srun why (it exits non-zero)."""
@@ -349,14 +312,8 @@ class StepRun:
     def _start_tasks(self, stdio: list[tuple[int, int, int]], groups: Any, note: str) -> None:
         env = task_environment(self.spec)
         self.started_at = time.time()
-        # Every signal stays blocked from fork until the child has reset its
-        # handlers: a signal for the tasks must not reach one of Python's.
-        saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        try:
-            for task, fds in zip(self.tasks, stdio, strict=True):
-                self._fork_task(task, fds, env, groups, note)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, saved_mask)
+        for task, fds in zip(self.tasks, stdio, strict=True):
+            self._fork_task(task, fds, env, groups, note)
         for fd in dict.fromkeys(self.child_fds):
             os.close(fd)
         self.child_fds = []
@@ -369,15 +326,13 @@ class StepRun:
         self, task: Task, fds: tuple[int, int, int], env: dict[str, str], groups: Any, note: str
     ) -> None:
         try:
-            pid = os.fork()
+            pid = self._fork(lambda: self._exec_task(task, fds, env, groups, note))
         except OSError as exc:
             self.message = f"cannot start task {task.task_id}: {exc.strerror}"
             log.error("step %d.%d: %s", self.spec.job_id, self.spec.step_id, self.message)
             task.status = NOT_STARTED
             self._close_task_pipes(task)
             return
-        if pid == 0:
-            self._exec_task(task, fds, env, groups, note)
         if not self.pgid:
             self.pgid = pid
         # Both sides set the group, so that it is set whichever runs first.
@@ -397,10 +352,7 @@ class StepRun:
             os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
             confined = devcgroup.enter(self.cgroup)
             runas.pin_cpus(spec.cpu_ids)
-            signal.set_wakeup_fd(-1)
-            for sig in (*WATCHED, signal.SIGINT):
-                signal.signal(sig, signal.SIG_DFL)
-            runas.reset_signals()  # unblocks: what came meanwhile now acts as it would
+            child_signals()  # unblocks: what came meanwhile now acts as it would
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
             runas.become_user(spec.uid, spec.gid, spec.user, groups)
@@ -431,66 +383,32 @@ class StepRun:
 
     # ------------------------------------------------------------ the loop
 
-    def _running(self) -> bool:
-        return any(task.status is None for task in self.tasks)
+    def _event(self, key: selectors.SelectorKey, mask: int) -> None:
+        what = key.data
+        if what == _SOCKET:
+            if mask & selectors.EVENT_WRITE:
+                self._flush()
+            if mask & selectors.EVENT_READ and self.sock is not None:
+                self._from_srun()
+        elif what == _STDIN:
+            self._feed_stdin()
+        elif isinstance(what, Task) and key.fd in what.pipes:
+            self._read_pipe(what, key.fd)
 
-    def _loop(self) -> None:
-        while self._running():
-            timeout = self._act(time.time())
-            for key, mask in self.sel.select(timeout):
-                what = key.data
-                if what == _WAKE:
-                    self._woken()
-                elif what == _SOCKET:
-                    if mask & selectors.EVENT_WRITE:
-                        self._flush()
-                    if mask & selectors.EVENT_READ and self.sock is not None:
-                        self._from_srun()
-                elif what == _STDIN:
-                    self._feed_stdin()
-                elif isinstance(what, Task) and key.fd in what.pipes:
-                    self._read_pipe(what, key.fd)
+    def _time_up(self) -> None:
+        self._end("time limit reached", self.spec.kill_wait, " DUE TO TIME LIMIT")
 
-    def _woken(self) -> None:
-        try:
-            signals = os.read(self.wake_r, 256)
-        except BlockingIOError:
-            return
-        if signal.SIGUSR1 in signals:
-            self._check_requests()
-        if signal.SIGCHLD in signals:
-            self._reap()
-
-    def _act(self, now: float) -> float | None:
-        """Do what is due at ``now`` (time limit, KILL); seconds until the next, if any."""
-        wakes = []
-        if self.deadline is not None and not self.ending.why:
-            if now >= self.deadline:
-                self._end("time limit reached", self.spec.kill_wait, " DUE TO TIME LIMIT")
-            else:
-                wakes.append(self.deadline)
-        if self.ending.kill_at is not None and now >= self.ending.kill_at:
-            log.info("step %d.%d: kill wait over, SIGKILL", self.spec.job_id, self.spec.step_id)
-        kill_at = self.ending.due(now)
-        if kill_at is not None:
-            wakes.append(kill_at)
-        return max(0.0, min(wakes) - now) if wakes else None
-
-    def _check_requests(self) -> None:
-        """The agent's requests: signals for the tasks, and a terminate (``cancel``).
-
-        Requests made before the tasks started are acted on once they have.
-        """
+    def _requests(self) -> None:
+        """Signals for the tasks (``signals``)."""
         spec = self.spec
         signums, self.signals_read = self.stepdir.read_signals(self.signals_read)
         for signum in signums:
             if 0 < signum < signal.NSIG:
                 log.info("step %d.%d: signal %d requested", spec.job_id, spec.step_id, signum)
                 self._signal(signum)
-        kill_wait = self.stepdir.read_cancel()
-        if kill_wait is not None and not self.cancelled:
-            self.cancelled = True
-            self._end("cancelled", kill_wait, "")
+
+    def _cancel(self, kill_wait: int) -> None:
+        self._end("cancelled", kill_wait, "")
 
     def _end(self, why: str, kill_wait: int, banner: str | None) -> None:
         """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds.
@@ -500,7 +418,7 @@ class StepRun:
         """
         spec = self.spec
         now = time.time()
-        if not self.ending.begin(why, now + kill_wait):
+        if not self._begin_end(why, kill_wait):
             return  # ending already: at most the KILL came forward
         log.info("step %d.%d: ending the tasks: %s", spec.job_id, spec.step_id, why)
         if banner is not None and self.tasks:
@@ -511,29 +429,11 @@ class StepRun:
             )
             self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
 
-    def _signal(self, sig: int) -> None:
-        """Signal the tasks' process group while any task is left to receive it."""
-        if not self.pgid or not self._running():
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, sig)
-
-    def _reap(self) -> None:
-        while True:
-            try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            task = self.by_pid.get(pid)
-            if task is None:
-                continue
-            task.status, task.usage = status, usage
-            # What the task wrote before it exited goes out before its EXIT.
-            for fd in list(task.pipes):
-                self._drain(task, fd)
-            self._send(stepio.exit_frame(task.task_id, status))
+    def _exited(self, task: Task) -> None:
+        # What the task wrote before it exited goes out before its EXIT.
+        for fd in list(task.pipes):
+            self._drain(task, fd)
+        self._send(stepio.exit_frame(task.task_id, task.status or 0))
 
     # ------------------------------------------------------------ the tasks' pipes
 
@@ -733,9 +633,7 @@ class StepRun:
 
     def _finish(self) -> StepResult:
         spec = self.spec
-        if self.pgid:
-            # Whatever the tasks left behind in their group goes with them.
-            kill_group(self.pgid)
+        self._end_group()
         for task in self.tasks:
             for fd in list(task.pipes):
                 self._drain(task, fd)
@@ -764,18 +662,10 @@ class StepRun:
         # The result reaches the agent (and the controller) before srun hears DONE:
         # srun's exit often ends the job, and the step's record must not lose that race.
         self.stepdir.write_result(result)
-        if self.notify_fd is not None:
-            with contextlib.suppress(OSError):
-                os.write(self.notify_fd, b"d")
+        self._notify(b"d")
         self._send(stepio.frame(stepio.DONE, spec.node_id))
         self._hang_up()
         return result
-
-    def release(self) -> None:
-        """Remove the device cgroup once the tasks' processes have left it."""
-        if self.cgroup is not None:
-            devcgroup.remove(self.cgroup, parents=devcgroup.PARENTS)
-            self.cgroup = None
 
     def _hang_up(self) -> None:
         """Send what is queued, then close once srun has hung up (or after LINGER).

@@ -1,4 +1,4 @@
-"""The per-job process: runs one batch script and records how it ended.
+"""The batch script's run (step ``batch``): runs one batch script and records how it ended.
 
 ``python -m nodeagent.supervisor JOBDIR [--lock-fd N] [--notify-fd N]`` plays
 slurmstepd's part for a batch job. The agent starts it in a session of its
@@ -11,11 +11,15 @@ directory (see :mod:`nodeagent.spool`); everything it reports goes back there:
 
 * ``started`` once the script has been exec'd (plus a line on the notify
   pipe, the agent's cue to look);
-* ``result``, written atomically just before exiting.
+* ``result``, written atomically and fsync'ed just before exiting.
 
-The agent talks back through files plus SIGUSR1: ``cancel`` (terminate with
-outcome "cancelled") and ``time_limit`` (a new limit) are re-read on every
-wake-up. Signals other than terminate go straight from the agent to the job.
+Its body is the one process model of every run (:class:`~nodeagent.runner.Runner`,
+the step runner's too): :class:`BatchRun` adds what only the batch script has,
+its exec as the job's user with its own environment, its output files,
+``--signal=B:``, ``time_limit`` (a new limit from ``scontrol update``), read
+with ``cancel`` on every SIGUSR1, and a failed launch's result and note in the
+user's error file. Signals other than terminate go straight from the agent
+to the job.
 """
 
 from __future__ import annotations
@@ -23,14 +27,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import sys
 import time
 
 from corral import filepattern
 from nodeagent import devcgroup, runas
-from nodeagent.ending import KillSequence, kill_group, use_of
+from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
+from nodeagent.runner import WATCHED, Runner, Task, child_signals
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
     SCRIPT,
@@ -47,9 +51,6 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
-
-#: The signals the supervisor waits for instead of handling.
-WATCHED = {signal.SIGCHLD, signal.SIGUSR1}
 
 
 def job_environment(spec: LaunchSpec, task_pid: int) -> dict[str, str]:
@@ -113,18 +114,19 @@ def _redirect(spec: LaunchSpec) -> None:
     os.dup2(err_fd, 2)
 
 
-def _exec_job(spec: LaunchSpec, script: str, error_fd: int, cgroup: str | None) -> NoReturn:
+def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
     """In the forked child: become the job and exec the script; never returns.
 
     Any failure is written to ``error_fd`` (close-on-exec, so a successful
     exec shows up in the parent as end-of-file with nothing read).
     """
+    spec = run.spec
     message = "unknown launch failure"
     try:
         os.setpgid(0, 0)
-        confined = devcgroup.enter(cgroup)
+        confined = devcgroup.enter(run.cgroup)
         runas.pin_cpus(spec.cpu_ids)
-        runas.reset_signals()
+        child_signals()
         runas.apply_umask(spec.environment)
         runas.become_user(spec.uid, spec.gid, spec.user)
         note = _enter_work_dir(spec)
@@ -169,25 +171,18 @@ def _tell_user(spec: LaunchSpec, text: str) -> None:
 # ---------------------------------------------------------------- the parent
 
 
-def _reap(pid: int) -> tuple[int, Any] | None:
-    """The raw wait status and rusage of ``pid`` if it has ended, else None."""
-    done, status, usage = os.wait4(pid, os.WNOHANG)
-    return (status, usage) if done == pid else None
-
-
-class Supervision:
-    """One run of one job, from fork to result."""
+class BatchRun(Runner):
+    """One run of one job's batch script, from fork to result: the batch kind's parts
+    of a run's process (the script exec'd as the one task of step ``batch``, its
+    output files, ``--signal=B:``, time-limit updates, the launch failure and the
+    user's note of it), the rest being the :class:`~nodeagent.runner.Runner`'s."""
 
     def __init__(self, jobdir: JobDir, spec: LaunchSpec, notify_fd: int | None) -> None:
+        super().__init__(jobdir, notify_fd, f"job_id={spec.job_id}")
         self.jobdir = jobdir
         self.spec = spec
-        self.notify_fd = notify_fd
-        # The job's ending, once the supervisor starts it ("cancelled" or "timeout").
-        self.ending = KillSequence(self._signal_script)
-        self.message = ""
-        self.pid = 0  # the script's, and its process group's
+        self.tasks = [Task(0, 0)]
         self.signal_sent = False
-        self.cgroup: str | None = None  # the device cgroup the script runs in
 
     def _result(self, status: int, outcome: str, message: str = "", usage: Any = None) -> Result:
         if usage is None:
@@ -203,21 +198,9 @@ class Supervision:
             sys_cpu_us=use.sys_cpu_us,
         )
 
-    def _signal_script(self, sig: int) -> None:
-        """Signal the script's process group (once it has one)."""
-        if self.pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, sig)
-
-    def _notify(self) -> None:
-        """Tell the agent (if it is still there) to read ``started``."""
-        if self.notify_fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.write(self.notify_fd, b"started\n")
-
     def run(self) -> Result:
         spec = self.spec
+        self._catch_signals()
         if self.jobdir.read_cancel() is not None:
             log.info("job_id=%d cancelled before start", spec.job_id)
             return self._result(0, "cancelled", "cancelled before start")
@@ -230,11 +213,10 @@ class Supervision:
                 return self._launch_failed(str(exc))
         script = self.jobdir.file(SCRIPT)
         error_r, error_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(error_r)
-            _exec_job(spec, script, error_w, self.cgroup)
-        os.close(error_w)
+        try:
+            pid = self._fork(lambda: _exec_job(self, script, error_w))
+        finally:
+            os.close(error_w)
         start_time = int(time.time())
         chunks = []
         while chunk := os.read(error_r, 4096):
@@ -243,11 +225,17 @@ class Supervision:
         if chunks:
             os.waitpid(pid, 0)
             return self._launch_failed(b"".join(chunks).decode(errors="replace"))
-        self.pid = pid
+        task = self.tasks[0]
+        self.pgid = task.pid = pid
+        self.by_pid[pid] = task
+        self.started_at = spec.start_time or start_time
         self.jobdir.write_started(Started(pid=pid, start_time=start_time))
-        self._notify()
+        self._notify(b"started\n")
         log.info("job_id=%d started pid=%d", spec.job_id, pid)
-        return self._watch(pid, spec.start_time or start_time)
+        self._check_requests()
+        self._reap()
+        self._loop()
+        return self._finish()
 
     def _launch_failed(self, message: str) -> Result:
         """The script never ran: say why in the log and the job's error file."""
@@ -255,72 +243,48 @@ class Supervision:
         _tell_user(self.spec, f"corral: error: job {self.spec.job_id}: launch failed: {message}\n")
         return self._result(LAUNCH_FAILED_STATUS, "launch_failed", message)
 
-    def _watch(self, pid: int, start_time: int) -> Result:
-        """Wait for the script, acting on cancel, time limit and --signal meanwhile."""
-        while (ended := _reap(pid)) is None:
-            wake = self._act(pid, start_time, time.time())
-            if wake is None:
-                signal.sigwaitinfo(WATCHED)
-            else:
-                signal.sigtimedwait(WATCHED, max(0.0, wake - time.time()))
-        status, usage = ended
-        # Whatever the script left behind in its process group goes with it.
-        kill_group(pid)
-        outcome = self.ending.why or "exited"
-        log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
-        return self._result(status, outcome, self.message, usage)
-
-    def _act(self, pid: int, start_time: int, now: float) -> float | None:
-        """Do whatever is due at ``now``; return when something next falls due."""
-        wakes: list[float] = []
-        if self.ending.why is None:
-            wakes += self._check_requests(pid, start_time, now)
-        if self.ending.kill_at is not None and now >= self.ending.kill_at:
-            log.info("job_id=%d kill_wait over, sending SIGKILL", self.spec.job_id)
-        kill_at = self.ending.due(now)
-        if kill_at is not None:
-            wakes.append(kill_at)
-        return min(wakes) if wakes else None
-
-    def _check_requests(self, pid: int, start_time: int, now: float) -> list[float]:
-        """Cancel, time limit (as updated by the agent) and --signal."""
-        spec = self.spec
-        cancel_wait = self.jobdir.read_cancel()
-        if cancel_wait is not None:
-            self._end("cancelled", "cancelled by the controller", now + cancel_wait)
-            return []
+    def _requests(self) -> None:
+        """A new time limit (``scontrol update``), else the launch's."""
         limit = self.jobdir.read_time_limit()
-        limit = spec.time_limit if limit is None else limit
-        if limit < 0:
+        limit = self.spec.time_limit if limit is None else limit
+        self.deadline = None if limit < 0 else self.started_at + limit * 60
+
+    def _timers(self, now: float) -> list[float]:
+        """--signal=B:SIG@T is the batch shell's; without B: the controller sends it
+        to the job's steps, wherever they run (as slurmctld does)."""
+        spec = self.spec
+        if self.deadline is None or not spec.signal_num or not spec.signal_batch_only:
             return []
-        deadline = start_time + limit * 60
-        if now >= deadline:
-            self._end("timeout", "time limit reached", now + spec.kill_wait)
+        if self.signal_sent:
             return []
-        # --signal=B:SIG@T is the batch shell's; without B: the controller sends it
-        # to the job's steps, wherever they run (as slurmctld does).
-        if not spec.signal_num or not spec.signal_batch_only or self.signal_sent:
-            return [deadline]
-        signal_at = deadline - spec.signal_time
+        signal_at = self.deadline - spec.signal_time
         if now < signal_at:
-            return [deadline, signal_at]
+            return [signal_at]
         log.info("job_id=%d sending signal %d to the batch shell", spec.job_id, spec.signal_num)
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, spec.signal_num)
+            os.kill(self.pgid, spec.signal_num)
         self.signal_sent = True
-        return [deadline]
+        return []
 
-    def _end(self, outcome: str, message: str, kill_at: float) -> None:
-        """Start ending the job: CONT and TERM now, KILL at ``kill_at``."""
-        log.info("job_id=%d terminating: %s", self.spec.job_id, message)
-        self.message = message
-        self.ending.begin(outcome, kill_at)
+    def _time_up(self) -> None:
+        self._end("timeout", "time limit reached", self.spec.kill_wait)
 
-    def release(self) -> None:
-        """Remove the device cgroup once the script's processes have left it."""
-        if self.cgroup is not None:
-            devcgroup.remove(self.cgroup, parents=devcgroup.PARENTS)
-            self.cgroup = None
+    def _cancel(self, kill_wait: int) -> None:
+        self._end("cancelled", "cancelled by the controller", kill_wait)
+
+    def _end(self, outcome: str, message: str, kill_wait: int) -> None:
+        """Start ending the job: CONT and TERM now, KILL after ``kill_wait``."""
+        if self._begin_end(outcome, kill_wait):
+            log.info("job_id=%d terminating: %s", self.spec.job_id, message)
+            self.message = message
+
+    def _finish(self) -> Result:
+        self._end_group()
+        task = self.tasks[0]
+        status = task.status or 0
+        outcome = self.ending.why or "exited"
+        log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
+        return self._result(status, outcome, self.message, task.usage)
 
 
 USAGE = (
@@ -348,11 +312,11 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
         )
         jobdir.write_result(result)
         return 0
-    supervision = Supervision(jobdir, spec, notify_fd)
+    run = BatchRun(jobdir, spec, notify_fd)
     try:
-        jobdir.write_result(supervision.run())
+        jobdir.write_result(run.run())
     finally:
-        supervision.release()
+        run.release()
     return 0
 
 

@@ -1,10 +1,10 @@
 """How the agent hears of the detached processes it started or adopted.
 
-The job table (:mod:`nodeagent.jobs`) and the step table
-(:mod:`nodeagent.steps`) each watch one kind of run directory: a batch
-job's, whose process is the supervisor, and a step's, whose process is the
-step runner. Both processes are started the same way (:mod:`nodeagent.process`)
-and tell the agent the same things, so both tables hear of them here:
+The agent's table of runs (:mod:`nodeagent.runs`) watches two kinds of run
+directory: a batch job's, whose process is the supervisor, and a step's,
+whose process is the step runner. Both processes are started the same way
+(:mod:`nodeagent.process`) and tell the agent the same things, so the table
+hears of both here:
 
 * a run started by this agent process has a notify pipe: a line is a cue to
   look at its directory, end-of-file means the process has exited;

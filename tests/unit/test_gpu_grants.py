@@ -23,10 +23,9 @@ from corral import config
 from corral.wire import corral_pb2 as pb
 from nodeagent.devcgroup import CHAR, DeviceGuard
 from nodeagent.gpubinding import granted, mps_gpu
-from nodeagent.jobs import launch_spec
 from nodeagent.mps import MpsServers
+from nodeagent.runkinds import launch_spec, step_spec
 from nodeagent.spool import LaunchSpec, StepSpec
-from nodeagent.steps import step_spec
 from tests.unit.scenario import running
 
 #: The node's GPUs 0..3 as device files: links to devices every host has, each with

@@ -141,13 +141,13 @@ def test_lost_after_start_kills_the_orphans(tmp_path: Path) -> None:
 def test_recovery_forgets_a_launch_the_previous_agent_never_finished(tmp_path: Path) -> None:
     """An agent killed mid-launch leaves a directory but no supervisor and no start:
     nothing ran, so the next agent drops it and the controller's relaunch runs the job."""
-    from nodeagent.jobs import JobTable
+    from nodeagent.runs import RunTable
 
     spool = Spool(str(tmp_path), "h")
     spool.prepare("n1")
     half = spool.job_dir("n1", 7, 0)
     half.create()
-    table = JobTable(
+    table = RunTable(
         spool=spool,
         hostnames={"n1": "h"},
         slurm_conf="/x",

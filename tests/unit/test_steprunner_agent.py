@@ -1,6 +1,6 @@
 """Steps through the agent's own code path: LaunchStep in, StepDone out, signals.
 
-A JobTable (with its StepTable and zygote) runs on an event loop in the
+A RunTable (with its zygote) runs on an event loop in the
 test, against the fake srun of test_steprunner; what the table would send to
 the controller is collected in a list.
 """
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from corral.wire import corral_pb2 as pb
-from nodeagent import steps
-from nodeagent.jobs import JobTable
+from nodeagent import runs
+from nodeagent.runs import RunTable
 from nodeagent.spool import Spool
 from tests.unit.test_steprunner import Srun
 
@@ -36,7 +36,7 @@ class Agent:
         self.tmp = tmp
         self.work = tmp / "work"
         self.work.mkdir(exist_ok=True)
-        self.table = JobTable(
+        self.table = RunTable(
             spool=Spool(str(tmp / "spool"), "host1"),
             hostnames={"n1": "host1"},
             slurm_conf="/etc/corral/slurm.conf",
@@ -66,7 +66,7 @@ class Agent:
             time_limit=-1,
             **fields,
         )
-        self.table.steps.launch(msg)
+        self.table.launch(msg)
 
     def launch_job(self, script: str) -> None:
         msg = pb.LaunchJob(
@@ -162,7 +162,7 @@ def test_refused_launch_runs_nothing(tmp_path: Path) -> None:
         try:
             msg = pb.LaunchStep(job_id=7, step_id=0, node="n1", tasks=[0, 1], argv=["true"])
             msg.io_port = srun.port
-            agent.table.steps.refuse(msg, "Invalid authentication credential")
+            agent.table.refuse(msg, "Invalid authentication credential")
             done = await agent.expect("step_done")
             assert list(done.statuses) == [-1, -1]
             assert done.message == "Invalid authentication credential"
@@ -285,7 +285,7 @@ def test_a_step_whose_agent_stopped_before_its_runner_started_runs_after_the_res
         raise AgentStopped
 
     spawned: list[int] = []
-    spawn = steps.spawn_step_runner
+    spawn = runs.spawn_step_runner
 
     def recorded(*args: Any) -> Any:
         proc = spawn(*args)
@@ -295,11 +295,11 @@ def test_a_step_whose_agent_stopped_before_its_runner_started_runs_after_the_res
     async def main() -> None:
         srun = Srun()
         async with started_agent(tmp_path) as first:
-            monkeypatch.setattr(steps, "spawn_step_runner", stop)
+            monkeypatch.setattr(runs, "spawn_step_runner", stop)
             with pytest.raises(AgentStopped):
                 first.launch_step(srun, 8, ["sh", "-c", "exit 3"])
         assert (tmp_path / "spool" / "n1" / "step7.8" / "launch.json").exists()
-        monkeypatch.setattr(steps, "spawn_step_runner", recorded)
+        monkeypatch.setattr(runs, "spawn_step_runner", recorded)
         accepted = asyncio.create_task(asyncio.to_thread(srun.accept))
         async with started_agent(tmp_path) as second:
             await accepted

@@ -350,9 +350,9 @@ def started_zygote(spool: Path, **options: float) -> Zygote:
 def process_state(pid: int, jobdir: JobDir, waits_for: int = 0) -> dict[str, object]:
     """What a supervisor starts with: session, signal state and descriptors.
 
-    In sigwaitinfo the kernel unblocks the signals waited for, so SigBlk lacks
-    ``waits_for`` while the process waits and has them a moment before: they
-    count as blocked either way."""
+    Once its loop catches the signals it waits for it unblocks them, so SigBlk
+    lacks ``waits_for`` then and has them a moment before: they count as blocked
+    either way."""
     with open(f"/proc/{pid}/status") as status:
         fields = dict(line.rstrip("\n").split(":\t", 1) for line in status)
     targets = []
@@ -379,8 +379,8 @@ def test_zygote_child_starts_like_a_spawned_supervisor(tmp_path: Path) -> None:
             pid = proc.pid or 0
             assert parent_of(pid) == (zygote.pid if via else os.getpid())
             wait_for(lambda jobdir=jobdir: jobdir.read_started() is not None)
-            # The supervisor waits for its watched signals in sigwaitinfo: read either side
-            # of that wait, its mask is the same.
+            # The supervisor has its watched signals blocked until it catches them; counted
+            # as blocked either way, its mask reads the same before and after.
             states.append(process_state(pid, jobdir, waits_for=WATCHED_MASK))
             jobdir.request_cancel(1)
             signal_supervisor(pid)
@@ -391,12 +391,17 @@ def test_zygote_child_starts_like_a_spawned_supervisor(tmp_path: Path) -> None:
     finally:
         zygote.close()
     forked, spawned = states
-    # A spawned supervisor also inherits whatever its agent left inheritable.
+    # A spawned supervisor also inherits whatever its agent left inheritable. Besides
+    # what it was given (the lock, the notify pipe, stdio), only the run loop's own:
+    # its epoll and the pipe its signals wake it through (nodeagent.runner).
     assert forked.pop("descriptors") == [
         "/dev/null",
         "JOBDIR/lock",
         "JOBDIR/supervisor.log",
         "JOBDIR/supervisor.log",
+        "anon_inode:[eventpoll]",
+        "pipe:",
+        "pipe:",
         "pipe:",
     ]
     spawned.pop("descriptors")

@@ -1,0 +1,241 @@
+"""The one process model of a run on a node: what the batch script's and a step's share.
+
+A run's process (the supervisor of a batch script, :mod:`nodeagent.supervisor`;
+the runner of a step's tasks, :mod:`nodeagent.steprunner`) is started detached
+from the agent, the run directory's lock held, SIGUSR1 and SIGCHLD blocked
+(:mod:`nodeagent.process`). Its body is a :class:`Runner`: it forks its tasks
+(the batch script is the one task of step ``batch``) into one process group,
+then one single-threaded loop (selectors; signals arrive through
+``signal.set_wakeup_fd``) reaps them with wait4, acts on the agent's requests
+(files in the directory, then SIGUSR1: ``cancel`` and whatever the kind reads
+besides), ends them at the time limit or on a cancel through the one kill
+sequence (:class:`~nodeagent.ending.KillSequence`: CONT and TERM, KILL after
+the kill wait) and, once every task has ended, SIGKILLs what is left of the
+group. What only one kind does (srun's connection and the tasks' pipes; the
+batch script's files, ``--signal=B:`` and time-limit updates) is its subclass's.
+
+Standard library only (besides :mod:`nodeagent.ending`, :mod:`nodeagent.devcgroup`
+and :mod:`nodeagent.runas`): it runs once per job and step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import signal
+import time
+
+from nodeagent import devcgroup, runas
+from nodeagent.ending import KillSequence, kill_group
+from nodeagent.spool import RunDir
+
+# Importing typing costs every run milliseconds; mypy honours the name.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: Signals a run's process is woken by: a task ended; the agent wrote a request.
+WATCHED = {signal.SIGCHLD, signal.SIGUSR1}
+
+log = logging.getLogger(__name__)
+
+WAKE = "wake"
+
+
+class Task:
+    """One local task: where it stands and the runner's end of its pipes."""
+
+    def __init__(self, index: int, task_id: int) -> None:
+        self.index = index  # SLURM_LOCALID
+        self.task_id = task_id  # SLURM_PROCID, the id in frames
+        self.pid = 0
+        self.status: int | None = None
+        self.usage: Any = None
+        self.pipes: dict[int, int] = {}  # read end -> OUT or ERR
+
+
+def child_signals() -> None:
+    """In a forked task: the signals as a fresh process has them (unblocked), none
+    of the run loop's handlers left."""
+    signal.set_wakeup_fd(-1)
+    for sig in (*WATCHED, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    runas.reset_signals()
+
+
+def _noted(signum: int, frame: object) -> None:
+    """The Python-level handler; the wakeup fd is what the loop watches."""
+
+
+class Runner:
+    """One run's process body, from its description to its result (see the module)."""
+
+    def __init__(self, rundir: RunDir, notify_fd: int | None, name: str) -> None:
+        self.rundir = rundir
+        self.notify_fd = notify_fd
+        self.name = name  # for the log
+        self.tasks: list[Task] = []
+        self.by_pid: dict[int, Task] = {}
+        self.sel = selectors.DefaultSelector()
+        self.pgid = 0
+        self.started_at = 0.0
+        self.deadline: float | None = None
+        self.ending = KillSequence(self._signal)  # why and until when the tasks are being ended
+        self.cancelled = False
+        self.message = ""
+        self.wake_r = -1
+        self.cgroup: str | None = None  # the device cgroup the tasks run in
+
+    # ------------------------------------------------------------ what a kind adds
+
+    def _requests(self) -> None:
+        """Act on the kind's own requests in the directory (besides ``cancel``)."""
+
+    def _cancel(self, kill_wait: int) -> None:
+        """The agent asked for the run's end (cancel, requeue, node failure)."""
+        raise NotImplementedError
+
+    def _time_up(self) -> None:
+        """The time limit is reached."""
+        raise NotImplementedError
+
+    def _timers(self, now: float) -> list[float]:
+        """Do what else is due at ``now``; when something next falls due."""
+        return []
+
+    def _event(self, key: selectors.SelectorKey, mask: int) -> None:
+        """A descriptor of the kind's own is ready."""
+
+    def _exited(self, task: Task) -> None:
+        """``task`` has ended (its status and use are set)."""
+
+    # ------------------------------------------------------------ start
+
+    def _catch_signals(self) -> None:
+        """Turn SIGCHLD and SIGUSR1 (blocked until now) into bytes on a pipe."""
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        for sig in WATCHED:
+            signal.signal(sig, _noted)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
+        self.sel.register(self.wake_r, selectors.EVENT_READ, WAKE)
+
+    def _fork(self, child: Callable[[], object]) -> int:
+        """Fork a task that runs ``child`` (which must not return); its pid.
+
+        Every signal stays blocked from fork until the child has reset its
+        handlers (:func:`child_signals`): a signal for the tasks must not
+        reach one of Python's.
+        """
+        saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        try:
+            pid = os.fork()
+            if pid == 0:
+                child()
+                os._exit(1)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, saved_mask)
+        return pid
+
+    def _notify(self, line: bytes) -> None:
+        """Tell the agent (if it is still there) to look at the directory."""
+        if self.notify_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.notify_fd, line)
+
+    # ------------------------------------------------------------ the loop
+
+    def _running(self) -> bool:
+        return any(task.status is None for task in self.tasks)
+
+    def _loop(self) -> None:
+        while self._running():
+            timeout = self._act(time.time())
+            for key, mask in self.sel.select(timeout):
+                if key.data == WAKE:
+                    self._woken()
+                else:
+                    self._event(key, mask)
+
+    def _woken(self) -> None:
+        try:
+            signals = os.read(self.wake_r, 256)
+        except BlockingIOError:
+            return
+        if signal.SIGUSR1 in signals:
+            self._check_requests()
+        if signal.SIGCHLD in signals:
+            self._reap()
+
+    def _act(self, now: float) -> float | None:
+        """Do what is due at ``now`` (time limit, KILL, the kind's timers); seconds
+        until the next, if any."""
+        wakes = []
+        if self.deadline is not None and not self.ending.why:
+            if now >= self.deadline:
+                self._time_up()
+            else:
+                wakes.append(self.deadline)
+        if not self.ending.why:
+            wakes += self._timers(now)
+        if self.ending.kill_at is not None and now >= self.ending.kill_at:
+            log.info("%s: kill wait over, SIGKILL", self.name)
+        kill_at = self.ending.due(now)
+        if kill_at is not None:
+            wakes.append(kill_at)
+        return max(0.0, min(wakes) - now) if wakes else None
+
+    def _check_requests(self) -> None:
+        """The agent's requests: the kind's, and a terminate (``cancel``).
+
+        Requests made before the tasks started are acted on once they have.
+        """
+        self._requests()
+        kill_wait = self.rundir.read_cancel()
+        if kill_wait is not None and not self.cancelled:
+            self.cancelled = True
+            self._cancel(kill_wait)
+
+    def _begin_end(self, why: str, kill_wait: int) -> bool:
+        """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds. False
+        when they were being ended already (at most the KILL came forward)."""
+        return self.ending.begin(why, time.time() + kill_wait)
+
+    def _signal(self, sig: int) -> None:
+        """Signal the tasks' process group while any task is left to receive it."""
+        if not self.pgid or not self._running():
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            task = self.by_pid.get(pid)
+            if task is None:
+                continue
+            task.status, task.usage = status, usage
+            self._exited(task)
+
+    # ------------------------------------------------------------ the end
+
+    def _end_group(self) -> None:
+        """Whatever the tasks left behind in their group goes with them."""
+        if self.pgid:
+            kill_group(self.pgid)
+
+    def release(self) -> None:
+        """Remove the device cgroup once the tasks' processes have left it."""
+        if self.cgroup is not None:
+            devcgroup.remove(self.cgroup, parents=devcgroup.PARENTS)
+            self.cgroup = None
