@@ -39,6 +39,10 @@ launch fails (:class:`~nodeagent.runas.LaunchError`, Slurm's JobLaunchFailure)
 with the reason, since running it would hand it every GPU of the node.
 Standard library only; ``ctypes`` is imported on first use (the
 zygote imports it ahead: :func:`preload`).
+
+Why this module is over 500 lines: the eBPF device program, its loading and
+the cgroup handling it is attached with are one mechanism that fails closed as
+a whole; ``DeviceGuard`` is its only entry for the agent.
 """
 
 from __future__ import annotations

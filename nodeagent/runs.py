@@ -28,6 +28,10 @@ Signals follow Slurm's rules (:meth:`RunTable.signal`). A terminate writes
 to its ``signals`` for the runner, which knows when its tasks have started
 and whether their process group is still theirs; one for the batch script
 goes straight to it.
+
+Why this module is over 500 lines: it is the one table the issue asked for;
+launch, signal, watch, report and recovery of both kinds of run must agree on
+the same entries, and what differs per kind is already apart (``runkinds``).
 """
 
 from __future__ import annotations

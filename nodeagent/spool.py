@@ -37,6 +37,10 @@ start-up time; the file never leaves the host, so it is not a wire format.
 
 This module imports only the standard library, and not even all of that
 (no typing, shutil or argparse), for the same reason.
+
+Why this module is over 500 lines: it is the whole on-disk contract between the
+agent and the processes it starts (every file of a run directory, who writes it,
+and how it is read back after a crash); split, the two sides could disagree.
 """
 
 from __future__ import annotations

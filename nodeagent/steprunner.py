@@ -43,6 +43,11 @@ In order:
 6. When every task has ended: SIGKILL what is left in the process group,
    DONE, close; then the result (statuses in ``tasks`` order, the largest
    max RSS, the summed CPU times).
+
+Why this module is over 500 lines: a step's runner is one process with one
+loop; its tasks' I/O to srun (sealed frames, stdin to task 0, each task's
+output and exit) shares that loop's state. The process model it shares with the batch
+script is ``nodeagent/runner.py``.
 """
 
 from __future__ import annotations
