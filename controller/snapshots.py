@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from controller import assoclimits, gpushare
 from controller.admission import Capacity
@@ -19,7 +18,7 @@ from controller.core import NodeView, Running, Snapshot, nodefree
 from controller.core.devices import shared_gpus
 from controller.core.fairshare import Usage
 from controller.core.preempt import PreemptPolicy
-from controller.core.snapshot import JobFacts
+from controller.core.snapshot import JobFacts, NodeDevices
 from controller.drain import usable
 from controller.holdings import Holdings, holds_nodes
 from controller.jobstate import COMPLETING, JobState
@@ -115,28 +114,26 @@ def node_view(
         shared=shared,
         unit=capacity.nodes[name].unit,
         rank=rank,
-        **_devices(name, runtime, holdings, capacity),
+        devices=_devices(name, runtime, holdings, capacity),
     )
 
 
 def _devices(
     name: str, runtime: NodeRuntime, holdings: Holdings, capacity: Capacity
-) -> dict[str, Any]:
+) -> NodeDevices | None:
     """A node's GPUs and pinned CPUs as the core names a start's devices
-    (``core/devices.py``); nothing for a node without GPUs."""
+    (``core/devices.py``); None for a node without GPUs."""
     numbers = capacity.gpus(name)
     if not numbers:
-        return {}
+        return None
     near = capacity.gpu_cpus(name) or dict(runtime.gpu_cpus)
-    return {
-        "gpu_numbers": tuple(numbers),
-        "gpus_whole": frozenset(holdings.gpus(name)),
-        "gpus_shared": frozenset(
-            shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())
-        ),
-        "gpu_cpus": tuple(sorted(near.items())),
-        "pinned": frozenset(holdings.pinned(name)),
-    }
+    return NodeDevices(
+        numbers=tuple(numbers),
+        whole=frozenset(holdings.gpus(name)),
+        shared=frozenset(shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())),
+        near=tuple(sorted(near.items())),
+        pinned=frozenset(holdings.pinned(name)),
+    )
 
 
 def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:

@@ -64,19 +64,20 @@ def near_cpus(
 def gpu_indices(node: NodeView, items: Items) -> tuple[int, ...] | None:
     """The lowest free GPU indices of each allocated type on ``node``; None if it
     lacks them, or a share is asked of a GPU given whole. A node the snapshot gives
-    no numbering (``corral sim`` and the core's own tests do not model devices; a
-    live node with GPUs always has one, from gres.conf or ``Gres=``) names none."""
-    if not node.gpu_numbers:
+    no devices (``corral sim`` and the core's own tests do not model them; a live
+    node with GPUs always has them, numbered by gres.conf or ``Gres=``) names none."""
+    dev = node.devices
+    if dev is None:
         return ()
-    taken = set(node.gpus_whole)
+    taken = set(dev.whole)
     if shared_gpus(items) & taken:
         return None
-    busy = taken | node.gpus_shared
+    busy = taken | dev.shared
     chosen: list[int] = []
     for name, kind, count in items:
         if name != "gpu":
             continue
-        free = [i for k, i in node.gpu_numbers if k == kind and i not in busy]
+        free = [i for k, i in dev.numbers if k == kind and i not in busy]
         if len(free) < count:
             return None
         chosen += free[:count]
@@ -100,8 +101,10 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     cpu_ids = []
     for name, count, ids in zip(start.nodes, start.cpus, gpus, strict=True):
         node = nodes[name]
-        near = dict(node.gpu_cpus)
-        cpu_ids.append(near_cpus(near, ids, count, node.cpus, node.pinned) if near and ids else ())
+        dev = node.devices
+        near = dict(dev.near) if dev is not None else {}
+        pinned = dev.pinned if dev is not None else frozenset()
+        cpu_ids.append(near_cpus(near, ids, count, node.cpus, pinned) if near and ids else ())
     return replace(start, gpus=tuple(gpus), cpu_ids=tuple(cpu_ids) if any(cpu_ids) else ())
 
 
@@ -111,13 +114,17 @@ def take(nodes: dict[str, NodeView], start: Start) -> None:
         return
     for i, name in enumerate(start.nodes):
         node = nodes[name]
+        dev = node.devices
         whole = start.gpus[i] if start.gpus else ()
         shares = shared_gpus(start.gres[i])
         pinned = start.cpu_ids[i] if start.cpu_ids else ()
-        if whole or shares or pinned:
+        if dev is not None and (whole or shares or pinned):
             nodes[name] = replace(
                 node,
-                gpus_whole=node.gpus_whole | frozenset(whole),
-                gpus_shared=node.gpus_shared | shares,
-                pinned=node.pinned | frozenset(pinned),
+                devices=replace(
+                    dev,
+                    whole=dev.whole | frozenset(whole),
+                    shared=dev.shared | shares,
+                    pinned=dev.pinned | frozenset(pinned),
+                ),
             )

@@ -13,6 +13,19 @@ Gres = tuple[tuple[str, str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
+class NodeDevices:
+    """A node's GPUs as the core names a start's devices: its GPUs as (type, index),
+    those given whole and those with shares in use, the cores near each GPU
+    (gres.conf Cores= or the probe) and the CPUs jobs are pinned to."""
+
+    numbers: tuple[tuple[str, int], ...]
+    whole: frozenset[int] = frozenset()
+    shared: frozenset[int] = frozenset()
+    near: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    pinned: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class NodeView:
     """A node as the scheduler sees it.
 
@@ -43,14 +56,9 @@ class NodeView:
     # The node's place in the configuration: with Weight, its position in the
     # node bitmap (nodeindex.NodeOrder); equal ranks keep the snapshot's order.
     rank: int = 0
-    # Its devices, for naming a start's GPUs and CPUs (core/devices.py): its GPUs as
-    # (type, index), those given whole and those with shares in use, the cores
-    # near each GPU (gres.conf Cores= or the probe) and the CPUs jobs are pinned to.
-    gpu_numbers: tuple[tuple[str, int], ...] = ()
-    gpus_whole: frozenset[int] = frozenset()
-    gpus_shared: frozenset[int] = frozenset()
-    gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()
-    pinned: frozenset[int] = frozenset()
+    # Its GPUs and pinned CPUs, for naming a start's devices (core/devices.py);
+    # None on a node without GPUs. One field, so that copying a view stays cheap.
+    devices: NodeDevices | None = None
 
 
 @dataclass(frozen=True, slots=True)

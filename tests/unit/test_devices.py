@@ -7,15 +7,16 @@ from dataclasses import replace
 from controller.core import schedule
 from controller.core.devices import bind, near_cpus
 from controller.core.plan import Start
+from controller.core.snapshot import NodeDevices, NodeView
 from tests.unit.scenario import NOW, cluster, job, node, partition
 
 A100S = (("a100", 0), ("a100", 1), ("a100", 2), ("a100", 3))
 NEAR = ((0, (0, 1)), (1, (2, 3)), (2, (4, 5)), (3, (6, 7)))
 
 
-def gpu_node(name: str = "n1", **devices: object) -> object:
+def gpu_node(name: str = "n1", **held: frozenset[int]) -> NodeView:
     base = node(name, cpus=8, gres="gpu:a100:4")
-    return replace(base, gpu_numbers=A100S, gpu_cpus=NEAR, **devices)  # type: ignore[arg-type]
+    return replace(base, devices=NodeDevices(A100S, near=NEAR, **held))
 
 
 def start(count: int, cpus: int = 2) -> Start:
@@ -23,7 +24,7 @@ def start(count: int, cpus: int = 2) -> Start:
 
 
 def test_the_lowest_free_indices_are_named_with_the_cpus_near_them() -> None:
-    nodes = {"n1": gpu_node(gpus_whole=frozenset({0}), gpus_shared=frozenset({1}))}
+    nodes = {"n1": gpu_node(whole=frozenset({0}), shared=frozenset({1}))}
     bound = bind(start(2, cpus=4), nodes)  # type: ignore[arg-type]
     assert bound is not None
     assert bound.gpus == ((2, 3),)
@@ -40,7 +41,7 @@ def test_pinned_cpus_are_passed_over_and_too_few_leave_the_job_unpinned() -> Non
 
 
 def test_a_share_of_a_gpu_given_whole_cannot_be_named() -> None:
-    nodes = {"n1": gpu_node(gpus_whole=frozenset({2}))}
+    nodes = {"n1": gpu_node(whole=frozenset({2}))}
     share = Start(1, "p", ("n1",), (1,), (0,), ((("mps", "a100#2", 25),),))
     assert bind(share, nodes) is None  # type: ignore[arg-type]
     other = Start(1, "p", ("n1",), (1,), (0,), ((("mps", "a100#1", 25),),))
