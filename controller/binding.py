@@ -1,9 +1,9 @@
 """GPU and CPU binding: which GPUs and CPUs a starting job gets on each node.
 
 The core's plan names a start's GPUs by index and the CPUs near them
-(``core/devices.py``); the store re-checks them against what ``Holdings`` says
-is taken before it commits the start, and works out the environment of GPU
-shares at launch. Pure functions of the holdings and the configuration, apart
+(``core/devices.py``, which the store's commit also re-checks them with); what is
+left here is the GPU shares a launch carries and the check that a fraction by
+memory can be enforced. Pure functions of the holdings and the configuration, apart
 from the store, so the rules are read and tested without the ledger around them.
 """
 
@@ -13,31 +13,10 @@ from collections.abc import Mapping
 
 from controller import gpushare
 from controller.admission import Capacity
-from controller.core.devices import shared_gpus
-from controller.core.plan import Start
-from controller.holdings import Holdings
 from controller.model import Job, NodeRuntime
 from corral import errors
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
-
-
-def still_free(holdings: Holdings, start: Start) -> bool:
-    """Whether the GPUs and CPUs the plan named for ``start`` are still free in the
-    ledger (commit's optimistic re-check: ``core/devices.py`` chose them from the
-    snapshot): no GPU held whole or in shared use, no share of a GPU held whole, no
-    CPU pinned by another job."""
-    for i, name in enumerate(start.nodes):
-        whole = holdings.gpus(name)
-        shared = shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())
-        if start.gres and shared_gpus(start.gres[i]) & whole:
-            return False
-        mine = start.gpus[i] if start.gpus else ()
-        if not whole.isdisjoint(mine) or not shared.isdisjoint(mine):
-            return False
-        if start.cpu_ids and not holdings.pinned(name).isdisjoint(start.cpu_ids[i]):
-            return False
-    return True
 
 
 def shares(capacity: Capacity, job: Job, index: int) -> gpushare.Shares:

@@ -30,7 +30,7 @@ from dataclasses import replace
 from controller import associations, binding, drain, effects, gpushare, jobstate, snapshots, steps
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
-from controller.core import BackfillParams, Plan, Snapshot, Start, nodefree
+from controller.core import BackfillParams, Plan, Snapshot, Start, devices, nodefree
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.effects import Effect, NewLimit
@@ -537,8 +537,6 @@ class JobStore:
                 continue
             if not all(self._fits(start, i) for i in range(len(start.nodes))):
                 continue
-            if not binding.still_free(self.holdings, start):  # taken meanwhile: next pass
-                continue
             if job.array_pending:
                 task = arrayspec.first(job.array_pending) if start.task is None else start.task
                 if not arrayspec.contains(job.array_pending, task):
@@ -589,9 +587,9 @@ class JobStore:
 
     def _fits(self, start: Start, index: int) -> bool:
         """Whether the ledger still holds ``start`` on its ``index``-th node: the
-        node is up and ``nodefree.fits`` says its CPUs, memory and GRES are free
-        on the view a snapshot would show now (starts already committed in
-        this plan included)."""
+        node is up, and on the view a snapshot would show now (starts already
+        committed in this plan included) ``nodefree.fits`` says its CPUs, memory
+        and GRES are free and ``devices.still_free`` its GPUs and pinned CPUs."""
         name = start.nodes[index]
         node = self.nodes.get(name)
         if node is None or not self.node_usable(node):
@@ -606,7 +604,7 @@ class JobStore:
         gres = start.gres[index] if start.gres else ()
         return nodefree.fits(
             view, start.cpus[index], start.memory[index], gres, start.share, start.partition
-        )
+        ) and devices.still_free(view, start, index)
 
     # ------------------------------------------------------------ nodes
 

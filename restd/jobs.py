@@ -3,10 +3,10 @@ descriptions of ``POST /job/submit`` and ``POST /job/{id}``.
 
 A record is built from the controller's ``JobInfo`` by ``corral.jobinfo.REST``
 (which field shows under which key), each value read by attribute access on the
-protobuf message and, where slurmrestd's shape differs from the field's, passed
-through a named converter (``SHOWN_AS``, ``FROM_JOB``): listing 10,000 jobs
+protobuf message and, where slurmrestd's shape differs from the field's, written
+as a converter expression (``SHOWN_AS``, ``FROM_JOB``): listing 10,000 jobs
 must stay well under half a second, so there is no generic message-to-dict
-step, and the plan of readers is made once, at import. Descriptions are checked against
+step, and ``job_info`` is generated from the table once, at import. Descriptions are checked against
 their schema first (unknown fields and wrong types are refused), then turned
 into the ``JobSpec`` sbatch would send, or the ``scontrol update`` words the
 controller already understands.
@@ -28,9 +28,7 @@ from restd.schema import (
     UNSET,
     array,
     boolean,
-    given,
     integer,
-    moment,
     no_val,
     obj,
     ref,
@@ -133,42 +131,38 @@ def _exit_code(status: int, ended: bool) -> dict[str, Any]:
 _LIVE = ("PENDING", "RUNNING", "SUSPENDED")
 
 
-def _set_if_nonzero(number: int) -> dict[str, Any]:
-    """A count or size where 0 means not asked for (an array's id, a memory request)."""
-    return given(number) if number else UNSET
-
-
-def _time_limit(minutes: int) -> dict[str, Any]:
-    return UNLIMITED if minutes < 0 else given(minutes)
-
-
-def _gres_detail(gres: str) -> list[str]:
-    return [gres] if gres else []
-
+# How a ``no_val`` number is written out (restd.schema's ``given``, ``moment``,
+# UNSET and UNLIMITED, as expressions over the field's value ``{v}``; ``_v`` holds
+# it once read).
+_GIVEN = "{{'set': True, 'infinite': False, 'number': {v}}}"
+_IF_NONZERO = "({{'set': True, 'infinite': False, 'number': _v}} if (_v := {v}) else UNSET)"
+_MOMENT = "({{'set': True, 'infinite': False, 'number': _v}} if (_v := {v}) > 0 else UNSET)"
 
 #: How a field's value is shown, for the ``corral.jobinfo.REST`` fields not shown
-#: as they are; each is given the field's value.
-SHOWN_AS: dict[str, Callable[[Any], Any]] = {
-    "accrue_time": moment,
-    "eligible_time": moment,
-    "end_time": moment,
-    "last_sched_eval": moment,
-    "start_time": moment,
-    "submit_time": moment,
-    "array_max_tasks": given,
-    "num_cpus": given,
-    "cpus_per_task": given,
-    "num_nodes": given,
-    "priority": given,
-    "num_tasks": given,
-    "array_job_id": _set_if_nonzero,
-    "max_nodes": _set_if_nonzero,
-    "min_mem_cpu": _set_if_nonzero,
-    "min_mem_node": _set_if_nonzero,
-    "ntasks_per_node": _set_if_nonzero,
-    "time_min": _set_if_nonzero,
-    "time_limit": _time_limit,
-    "gres": _gres_detail,
+#: as they are: an expression over the value ``{v}``, written into ``job_info``.
+SHOWN_AS: dict[str, str] = {
+    "accrue_time": _MOMENT,
+    "eligible_time": _MOMENT,
+    "end_time": _MOMENT,
+    "last_sched_eval": _MOMENT,
+    "start_time": _MOMENT,
+    "submit_time": _MOMENT,
+    "array_max_tasks": _GIVEN,
+    "num_cpus": _GIVEN,
+    "cpus_per_task": _GIVEN,
+    "num_nodes": _GIVEN,
+    "priority": _GIVEN,
+    "num_tasks": _GIVEN,
+    # Counts and sizes where 0 means not asked for (an array's id, a memory request).
+    "array_job_id": _IF_NONZERO,
+    "max_nodes": _IF_NONZERO,
+    "min_mem_cpu": _IF_NONZERO,
+    "min_mem_node": _IF_NONZERO,
+    "ntasks_per_node": _IF_NONZERO,
+    "time_min": _IF_NONZERO,
+    "time_limit": "(UNLIMITED if (_v := {v}) < 0"
+    " else {{'set': True, 'infinite': False, 'number': _v}})",
+    "gres": "([_v] if (_v := {v}) else [])",
 }
 
 #: JOB_INFO keys that read more of the job than their field's value: whether it
@@ -184,25 +178,13 @@ FROM_JOB: dict[str, str] = {
 }
 
 
-#: The converters the generated ``job_info`` writes out in place (a dict display
-#: rather than a call: a third of a cold listing's time was these calls). Each
-#: gives the same value as the function it stands for, ``{v}`` being the field.
-_INLINE: dict[Callable[[Any], Any], str] = {
-    given: "{{'set': True, 'infinite': False, 'number': {v}}}",
-    _set_if_nonzero: "({{'set': True, 'infinite': False, 'number': _v}} if (_v := {v}) else UNSET)",
-    moment: "({{'set': True, 'infinite': False, 'number': _v}} if (_v := {v}) > 0 else UNSET)",
-    _time_limit: "(UNLIMITED if (_v := {v}) < 0"
-    " else {{'set': True, 'infinite': False, 'number': _v}})",
-    _gres_detail: "([_v] if (_v := {v}) else [])",
-}
-
-
 def _compiled() -> Callable[[Any], dict[str, Any]]:
     """``job_info`` written out from ``corral.jobinfo.REST`` once, at import: one dict
     display with each JOB_INFO key, in the table's order, read as its field is, through
     ``SHOWN_AS`` or through ``FROM_JOB``. Generated rather than looped over, because a
     call per key made a cold listing of 10,000 jobs a third slower than the hand-written
-    record it replaced, and the first listing after a burst of submissions is that."""
+    record it replaced, and the first listing after a burst of submissions is that; so
+    the converters are expressions, written in place."""
     names: dict[str, Any] = {"UNSET": UNSET, "UNLIMITED": UNLIMITED, "_exit_code": _exit_code}
     items = []
     for field, key in jobinfo.REST.items():
@@ -210,11 +192,8 @@ def _compiled() -> Callable[[Any], dict[str, Any]]:
             raise ValueError(f"corral.jobinfo.REST: {field!r} -> {key!r} is not a name")
         if key in FROM_JOB:
             items.append(f"{key!r}: {FROM_JOB[key]}")
-        elif SHOWN_AS.get(field) in _INLINE:
-            items.append(f"{key!r}: " + _INLINE[SHOWN_AS[field]].format(v=f"job.{field}"))
         elif field in SHOWN_AS:
-            names[f"_show_{field}"] = SHOWN_AS[field]
-            items.append(f"{key!r}: _show_{field}(job.{field})")
+            items.append(f"{key!r}: " + SHOWN_AS[field].format(v=f"job.{field}"))
         else:
             items.append(f"{key!r}: job.{field}")
     source = (

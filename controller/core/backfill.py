@@ -233,7 +233,6 @@ class Backfill:
             start = bound
             self.plan.starts.append(start)
             take(self.nodes, start)
-            devices.take(self.nodes, start)
             self.free.taken(start)
             self.usage.take(gates)
             assert self.timeline is not None

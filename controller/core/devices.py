@@ -7,7 +7,7 @@ shares in use, and, where the node knows which cores are near its GPUs (gres.con
 ``Cores=`` or the agent's probe), the free CPUs near them to pin the job to.
 ``take`` marks what a bound start holds in the pass's picture of the node, so the
 next start of the same pass gets other devices. The store commits the plan's
-choice after checking that nothing took those devices meanwhile.
+choice after ``still_free`` checks that nothing took those devices meanwhile.
 
 A share pool names its GPU in its type (``a100#1``: GPU 1, an A100): a share of a
 GPU given whole in the same pass cannot be bound (the job waits for the next
@@ -22,7 +22,7 @@ from dataclasses import replace
 from controller.core.plan import Start
 from controller.core.snapshot import NodeView
 
-__all__ = ["bind", "near_cpus", "pool_gpu", "shared_gpus", "take"]
+__all__ = ["bind", "near_cpus", "pool_gpu", "shared_gpus", "still_free", "take"]
 
 Items = tuple[tuple[str, str, int], ...]  # (name, type, count) allocated on one node
 
@@ -106,6 +106,21 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
         pinned = dev.pinned if dev is not None else frozenset()
         cpu_ids.append(near_cpus(near, ids, count, node.cpus, pinned) if near and ids else ())
     return replace(start, gpus=tuple(gpus), cpu_ids=tuple(cpu_ids) if any(cpu_ids) else ())
+
+
+def still_free(node: NodeView, start: Start, index: int) -> bool:
+    """Whether the devices ``start`` names on its ``index``-th node, ``node``, are
+    free there (commit's re-check against the node as it is now): no GPU given whole
+    or with shares in use, no share of a GPU given whole, no CPU pinned by another job."""
+    dev = node.devices
+    if dev is None or not start.gres:
+        return True
+    if shared_gpus(start.gres[index]) & dev.whole:
+        return False
+    mine = start.gpus[index] if start.gpus else ()
+    if not dev.whole.isdisjoint(mine) or not dev.shared.isdisjoint(mine):
+        return False
+    return not (start.cpu_ids and not dev.pinned.isdisjoint(start.cpu_ids[index]))
 
 
 def take(nodes: dict[str, NodeView], start: Start) -> None:

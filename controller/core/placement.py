@@ -13,7 +13,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import islice
 
-from controller.core import features, nodefree
+from controller.core import devices, features, nodefree
 from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
@@ -298,12 +298,14 @@ def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> S
 
 
 def take(nodes: dict[str, NodeView], start: Start) -> None:
-    """Mark what ``start`` takes in ``nodes`` (the free resources of one pass)."""
+    """Mark what ``start`` takes in ``nodes`` (the free resources of one pass): its
+    CPUs, memory and GRES, and the devices it was bound to (``devices.take``)."""
     for i, (name, cpus, memory) in enumerate(
         zip(start.nodes, start.cpus, start.memory, strict=True)
     ):
         gres = start.gres[i] if start.gres else ()
         nodes[name] = nodefree.take(nodes[name], cpus, memory, gres, start.share, start.partition)
+    devices.take(nodes, start)
 
 
 def partitions_of(job: Job, snap: Snapshot) -> list[PartitionView]:

@@ -175,7 +175,6 @@ def schedule(
             plan.starts.append(outcome)
             started.append((job, outcome))
             take(nodes, outcome)
-            devices.take(nodes, outcome)
             free.taken(outcome)
             usage.take(gates)
             if job.array_job_id:

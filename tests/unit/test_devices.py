@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controller.core import schedule
-from controller.core.devices import bind, near_cpus
+from controller.core.devices import bind, near_cpus, still_free
 from controller.core.plan import Start
 from controller.core.snapshot import NodeDevices, NodeView
 from tests.unit.scenario import NOW, cluster, job, node, partition
@@ -63,3 +63,14 @@ def test_cpus_near_the_gpus_come_first() -> None:
     near = {0: (0, 1), 2: (4, 5)}
     assert near_cpus(near, [2], 2, 8, pinned=set()) == (4, 5)
     assert near_cpus(near, [2], 3, 8, pinned={4}) == (0, 1, 5)
+
+
+def test_commit_rechecks_the_named_devices_against_the_node_as_it_is_now() -> None:
+    bound = bind(start(1), {"n1": gpu_node()})
+    assert bound is not None and bound.gpus == ((0,),) and bound.cpu_ids == ((0, 1),)
+    assert still_free(gpu_node(), bound, 0)
+    assert not still_free(gpu_node(whole=frozenset({0})), bound, 0)  # given whole since
+    assert not still_free(gpu_node(shared=frozenset({0})), bound, 0)  # shared since
+    assert not still_free(gpu_node(pinned=frozenset({1})), bound, 0)  # CPU pinned since
+    share = Start(1, "p", ("n1",), (1,), (0,), ((("mps", "a100#2", 25),),))
+    assert not still_free(gpu_node(whole=frozenset({2})), share, 0)
