@@ -175,6 +175,8 @@ class Start:
     nodes: tuple[str, ...]
     cpus: tuple[int, ...]
     memory: tuple[int, ...]
+    # The priority it starts with (the ranked one), kept while it runs, as Slurm does.
+    priority: int
     # (name, type, count) generic resources on each node; () when none.
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     # The GPUs given on each node, by index (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES).
@@ -297,6 +299,7 @@ def apply(job: Job, event: Event) -> Job:
                 nodes=event.nodes,
                 cpus=event.cpus,
                 alloc_mem=event.memory,
+                calc_priority=event.priority,
                 gres_alloc=event.gres,
                 gpus=event.gpus,
                 cpu_ids=event.cpu_ids,

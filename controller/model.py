@@ -99,7 +99,9 @@ class Job:
     cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``
     alloc_mem: tuple[int, ...] = ()  # MiB allocated on each of ``nodes``
     exit_status: int = 0
-    # The multifactor (or basic) priority, from submission and every PriorityCalcPeriod.
+    # The priority recorded on the job: worked out at submission, and the ranked one
+    # it started with. While it waits the snapshot's ranking (core/priority.Ranking.of) is
+    # its priority; no job record is rewritten when priorities are recalculated.
     calc_priority: int = 1
     gres: str = ""  # --gres as given: generic resources on each node
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
@@ -121,15 +123,6 @@ class Job:
                 object.__setattr__(self, "deps", resolve(self.dependency))
         elif self.deps is not None:
             object.__setattr__(self, "deps", None)
-
-    @property
-    def priority(self) -> int:
-        """Held jobs sit at 0; otherwise the admin's value or the computed one."""
-        if self.held:
-            return 0
-        if self.admin_priority is not None:
-            return self.admin_priority
-        return self.calc_priority
 
     @property
     def cpus_needed(self) -> int:

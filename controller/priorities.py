@@ -5,9 +5,11 @@ association, persisted in the journal's meta table) and of the share tree
 and priority inputs derived from it. ``JobStore`` holds one and asks it for
 a new job's priority at submission, tells it when a job stops holding its
 nodes (so that the job is charged even if MinJobAge purges it before the
-next calculation), and lets it recompute every pending job's priority every
-PriorityCalcPeriod, as Slurm's priority thread does. The arithmetic is the
-pure core's (``core/priority.py``, ``core/fairshare.py``).
+next calculation), and every PriorityCalcPeriod, as Slurm's priority thread
+does, has it rank the pending jobs: ``recalculate`` returns a ``Ranking``
+value that the store keeps and gives to each snapshot, and no job record is
+rewritten. The arithmetic is the pure core's (``core/priority.py``,
+``core/fairshare.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from controller import jobtres
 from controller.associations import AssocSet
 from controller.core import fairshare, priority
 from controller.core.fairshare import Account, Charge, ShareTree, Usage
-from controller.core.priority import Cluster, PriorityJob, account_of
+from controller.core.priority import Cluster, PriorityJob, Ranking, account_of
 from controller.model import Job
 from corral.config import SlurmConfig
 
@@ -134,8 +136,9 @@ class PriorityKeeper:
 
     def recalculate(
         self, now: int, running: Iterable[Job], pending: Iterable[Job], active_nodes: int
-    ) -> dict[int, int]:
-        """Advance usage to ``now`` and return the new priority of every pending job."""
+    ) -> Ranking:
+        """Advance usage to ``now`` and rank every pending job (priority/basic: none;
+        each keeps the number it got at submission)."""
         config = self.conf.priority
         charges = [
             Charge(account_of(j), j.user, self.charged(j), j.start_time, 0, j.qos, held_tres(j))
@@ -170,8 +173,5 @@ class PriorityKeeper:
         )
         self.last_calc = now
         if not config.multifactor:
-            return {}
-        return {
-            j.job_id: priority.job_priority(PriorityJob.from_job(j), now, self.cluster)
-            for j in pending
-        }
+            return Ranking(now)
+        return priority.rank(pending, now, self.cluster)

@@ -18,6 +18,7 @@ from controller.core import NodeView, Running, Snapshot, nodefree
 from controller.core.devices import shared_gpus
 from controller.core.fairshare import Usage
 from controller.core.preempt import PreemptPolicy
+from controller.core.priority import Ranking
 from controller.core.snapshot import JobFacts, NodeDevices
 from controller.drain import usable
 from controller.holdings import Holdings, holds_nodes
@@ -40,6 +41,7 @@ class Ledger:
     enforce: frozenset[str]
     usage: Usage
     reservations: ReservationBook
+    ranking: Ranking  # pending jobs' priorities from the last PriorityCalcPeriod
 
 
 def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
@@ -48,7 +50,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
     gates, usage = assoclimits.limits(
         ledger.jobs.values(), pending, ledger.associations, ledger.enforce, ledger.usage
     )
-    running, running_per_array = _running(ledger.jobs.values(), capacity)
+    running, running_per_array = _running(ledger.jobs.values(), capacity, ledger.ranking)
     return Snapshot(
         _node_views(ledger, conf, capacity),
         {
@@ -65,6 +67,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
         usage,
         ledger.reservations.views(),
         preempt_policy(conf, ledger.associations),
+        ledger.ranking,
     )
 
 
@@ -153,7 +156,9 @@ def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:
     }
 
 
-def _running(jobs: Iterable[Job], capacity: Capacity) -> tuple[tuple[Running, ...], dict[int, int]]:
+def _running(
+    jobs: Iterable[Job], capacity: Capacity, ranking: Ranking
+) -> tuple[tuple[Running, ...], dict[int, int]]:
     """The jobs on their nodes as the core sees them, and how many of each array run."""
     running_per_array: dict[int, int] = {}
     running = []
@@ -169,7 +174,7 @@ def _running(jobs: Iterable[Job], capacity: Capacity) -> tuple[tuple[Running, ..
                     j.gres_alloc,
                     preemptable=j.state is JobState.RUNNING and COMPLETING not in j.flags,
                     requeue=j.requeue,
-                    priority=j.priority,
+                    priority=ranking.of(j),
                     qos=j.qos,
                     partition=j.partition,
                     start_time=j.start_time,

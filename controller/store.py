@@ -31,6 +31,7 @@ from controller import associations, binding, drain, effects, gpushare, jobstate
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
 from controller.core import BackfillParams, Plan, Snapshot, Start, devices, nodefree
+from controller.core.priority import NO_RANKING, Ranking
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.effects import Effect, NewLimit
@@ -75,6 +76,9 @@ class JobStore:
         self.reservations = ReservationBook()
         self.enforce: frozenset[str] = frozenset()
         self.priorities = PriorityKeeper(conf)
+        # Pending jobs' priorities from the keeper's last calculation: a value,
+        # replaced whole every PriorityCalcPeriod, read by snapshots and views.
+        self.ranking: Ranking = NO_RANKING
         # The loop's last backfill pass: the plan behind every expected start, kept
         # whole so ``corral why`` explains the very plan squeue --start shows.
         self.backfill_pass: tuple[Snapshot, Plan, BackfillParams] | None = None
@@ -240,7 +244,13 @@ class JobStore:
         """
         rest = arrayspec.without(array.array_pending, index)
         if rest:
-            task = replace(array, job_id=self.next_job_id, array_task_id=index, array_pending="")
+            task = replace(
+                array,
+                job_id=self.next_job_id,
+                array_task_id=index,
+                array_pending="",
+                calc_priority=self.ranking.computed(array),  # its ranked priority goes with it
+            )
             self._advance_job_id(self.next_job_id + 1)
             self._touch_job(replace(array, array_pending=rest))
         else:
@@ -327,11 +337,8 @@ class JobStore:
         running = [j for j in self.jobs.values() if holds_nodes(j)]
         pending = [self.jobs[i] for i in self._pending]
         active = sum(1 for n in self.nodes.values() if self.node_usable(n))
-        for job_id, value in keeper.recalculate(now, running, pending, active).items():
-            job = self.jobs[job_id]
-            if job.calc_priority != value:
-                # Derived from usage (which is journaled) at every calculation: not journaled.
-                self.jobs[job_id] = replace(job, calc_priority=value)
+        # Derived from usage (which is journaled) at every calculation: not journaled.
+        self.ranking = keeper.recalculate(now, running, pending, active)
         self.durable.keep(USAGE_KEY, keeper.saved())
 
     def node_usable(self, node: NodeRuntime) -> bool:
@@ -506,6 +513,7 @@ class JobStore:
             self.enforce,
             self.priorities.usage,
             self.reservations,
+            self.ranking,
         )
         return snapshots.build(ledger, self.conf, self.capacity)
 
@@ -548,6 +556,7 @@ class JobStore:
                 start.nodes,
                 start.cpus,
                 start.memory,
+                self.ranking.computed(job),
                 start.gres,
                 start.gpus,
                 start.cpu_ids,

@@ -96,6 +96,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
     info = _record(
         job,
         partition=job.partition or ",".join(job.partitions),
+        priority=store.ranking.of(job),
         state=job.state.name,
         state_flags=flags,
         reason=job.reason.value,
@@ -169,8 +170,9 @@ JOB_FIELDS = frozenset(f.name for f in pb.JobInfo.DESCRIPTOR.fields)
 class JobsEncoder:
     """Serialized job records, cached per immutable ``Job`` value.
 
-    A record depends only on the job and the configuration, so the bytes are
-    reused until the job changes: listing 10,000 pending jobs costs a join.
+    A record depends only on the job, the configuration and the priority
+    ranking, so the bytes are reused until the job changes (or either of the
+    others is replaced): listing 10,000 pending jobs costs a join.
     Each entry is a one-job ``JobsReply``; concatenated protobuf messages
     merge, so the entries of many jobs concatenate into one reply.
     """
@@ -180,6 +182,7 @@ class JobsEncoder:
         # job id -> requested field list -> (the Job it was made from, its bytes)
         self._cache: dict[int, dict[tuple[str, ...], tuple[Job, bytes]]] = {}
         self._conf = store.conf
+        self._ranking = store.ranking
 
     def entry(
         self, job: Job, array_tasks: list[int] | None = None, fields: tuple[str, ...] = ()
@@ -189,9 +192,9 @@ class JobsEncoder:
             info = job_info(job, self.store, array_tasks=array_tasks)
             one: bytes = pb.JobsReply(jobs=[_only(info, fields)]).SerializeToString()
             return one
-        if self._conf is not self.store.conf:
+        if self._conf is not self.store.conf or self._ranking is not self.store.ranking:
             self._cache.clear()
-            self._conf = self.store.conf
+            self._conf, self._ranking = self.store.conf, self.store.ranking
         per_job = self._cache.setdefault(job.job_id, {})
         cached = per_job.get(fields)
         if cached is not None and cached[0] is job:

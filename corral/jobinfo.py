@@ -31,7 +31,6 @@ COPIED: Final[dict[str, str]] = {
     "group": "group",
     "account": "account",
     "qos": "qos",
-    "priority": "priority",
     "nice": "nice",
     "dependency": "dependency",
     "requeue": "requeue",
@@ -65,6 +64,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
     {
         "array_task_id",
         "array_task_str",
+        "priority",
         "partition",
         "state",
         "state_flags",

@@ -31,29 +31,37 @@ The factors, as ``set_priority_factors`` computes them:
 Priority/basic is Slurm's FIFO: ``basic_priority`` gives each new job one
 less than the last, and the controller keeps that number instead of calling
 ``job_priorities``.
+
+The scheduler does not read a priority off the job: ``rank`` computes every
+pending job's at one PriorityCalcPeriod's tick, and the ``Ranking`` it
+returns is an input of the snapshot, replaced whole at the next tick.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from controller.model import Job
 from corral.config import PriorityConfig, SlurmConfig
 
 __all__ = [
     "MAX_PRIORITY",
+    "NO_RANKING",
     "TRES_ORDER",
     "Cluster",
     "PartitionFacts",
     "PriorityFactors",
     "PriorityJob",
+    "Ranking",
     "Weights",
     "account_of",
     "basic_priority",
     "factors",
     "job_priorities",
     "job_priority",
+    "rank",
 ]
 
 #: The largest priority (Slurm keeps priorities in 32 bits).
@@ -352,6 +360,52 @@ def job_priority(job: PriorityJob, now: int, cluster: Cluster) -> int:
     if job.admin_priority is not None:
         return job.admin_priority
     return factors(job, job.partitions[0] if job.partitions else "", now, cluster).priority
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Pending jobs' priorities as one calculation (``rank`` at ``at``) left them.
+
+    Slurm's priority thread recomputes pending jobs every PriorityCalcPeriod and
+    a job keeps its number between passes; so the ranking is one value, replaced
+    whole at each tick, that the scheduler gets inside its snapshot. A job the
+    calculation did not see (submitted, requeued or split off an array since)
+    has the priority recorded on it (``Job.calc_priority``: worked out at
+    submission, and the ranked one it started with).
+    """
+
+    at: int = 0
+    values: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def computed(self, job: Job) -> int:
+        """``job``'s priority by the formula, before holds and an administrator's value."""
+        return self.values.get(job.job_id, job.calc_priority)
+
+    def of(self, job: Job) -> int:
+        """``job``'s priority: 0 while held, else an administrator's value, else computed."""
+        if job.held:
+            return 0
+        if job.admin_priority is not None:
+            return job.admin_priority
+        return self.values.get(job.job_id, job.calc_priority)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Ranking:
+        """Immutable (``rank`` keeps no handle on the mapping it wraps): its own copy."""
+        return self
+
+
+#: Before the first calculation: every job has its recorded priority.
+NO_RANKING = Ranking()
+
+
+def rank(pending: Iterable[Job], now: int, cluster: Cluster) -> Ranking:
+    """Every pending job's multifactor priority at ``now``."""
+    return Ranking(
+        now,
+        MappingProxyType(
+            {j.job_id: job_priority(PriorityJob.from_job(j), now, cluster) for j in pending}
+        ),
+    )
 
 
 def factors(job: PriorityJob, partition: str, now: int, cluster: Cluster) -> PriorityFactors:

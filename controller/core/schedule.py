@@ -15,7 +15,7 @@ in ``placement.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 
 from controller.core import dependency, devices
@@ -26,29 +26,31 @@ from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Plan, Start
 from controller.core.preempt import preemptions
 from controller.core.resvwindows import ResvWindows
-from controller.core.snapshot import PartitionView, Snapshot
+from controller.core.snapshot import Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 from corral import arrayspec
 
 
-def queue_key(partitions: Mapping[str, PartitionView]) -> Callable[[Job], tuple[int, ...]]:
+def queue_key(snap: Snapshot) -> Callable[[Job], tuple[int, ...]]:
     """Slurm's queue order as a sort key: a higher partition PriorityTier first, then
-    priority, then submit order.
+    priority (the snapshot's ranking), then submit order.
 
     The tier comes first so that a job preempted for a higher tier, requeued and
     eligible again before its preemptor started, cannot take its place back.
     """
 
+    partitions, priority = snap.partitions, snap.ranking.of
+
     def key(job: Job) -> tuple[int, ...]:
         tier = max((p.priority_tier for n in job.partitions if (p := partitions.get(n))), default=0)
-        return -tier, -job.priority, job.submit_time, job.job_id
+        return -tier, -priority(job), job.submit_time, job.job_id
 
     return key
 
 
-def _order(jobs: list[Job], partitions: Mapping[str, PartitionView]) -> list[Job]:
-    return sorted(jobs, key=queue_key(partitions))
+def _order(jobs: list[Job], snap: Snapshot) -> list[Job]:
+    return sorted(jobs, key=queue_key(snap))
 
 
 def _waiting_reason(
@@ -127,7 +129,7 @@ def schedule(
         else:
             plan.reasons[job.job_id] = reason
     free = FreeNodes(nodes, NodeOrder(nodes, snap.partitions.values(), bitmaps))
-    ordered = _order(candidates, snap.partitions)
+    ordered = _order(candidates, snap)
     if depth is not None and len(ordered) > depth:
         ordered, untried = ordered[:depth], ordered[depth:]
     else:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.core.limits import Gate
+from controller.core.priority import NO_RANKING, Ranking
 from controller.model import Job
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
@@ -173,3 +174,5 @@ class Snapshot:
     reservations: tuple[ResvView, ...] = ()
     # PreemptType (core/preempt.py); None: no preemption.
     preempt: PreemptPolicy | None = None
+    # Pending jobs' priorities from the last PriorityCalcPeriod (core/priority.py).
+    ranking: Ranking = NO_RANKING

@@ -160,9 +160,7 @@ def explain(
         and v.nodes.intersection(usable)
         and (until is None or v.start < until)
     )
-    same = sorted(
-        (j for j in snap.pending if part.name in j.partitions), key=queue_key(snap.partitions)
-    )
+    same = sorted((j for j in snap.pending if part.name in j.partitions), key=queue_key(snap))
     position = next((i for i, j in enumerate(same, 1) if j.job_id == job_id), len(same))
     suggestions: tuple[Suggestion, ...] = ()
     if reason in CURABLE and not starts_now:
@@ -260,7 +258,7 @@ def _blockers(
         held = tuple(n for n in r.nodes if n in wanted)
         if held and (begin is None or 0 < r.end_time <= begin):
             yield Blocker(r.job_id, r.user, r.priority, held, r.start_time, r.end_time, True)
-    key = queue_key(snap.partitions)
+    key = queue_key(snap)
     mine = key(job)
     pending = {j.job_id: j for j in snap.pending}
     planned = [(plan.now, s.job_id, s.partition, s.nodes) for s in plan.starts]
@@ -273,7 +271,7 @@ def _blockers(
         if begin is not None and at >= begin:
             continue
         end = at + duration(other, snap.partitions[name], params.window)
-        yield Blocker(other_id, other.user, other.priority, held, at, end, False)
+        yield Blocker(other_id, other.user, snap.ranking.of(other), held, at, end, False)
 
 
 def _suggestions(
@@ -368,7 +366,7 @@ def _start_of(snap: Snapshot, now: int, params: BackfillParams, job: Job) -> Exp
 
 def _plan_ahead(snap: Snapshot, now: int, params: BackfillParams, job: Job) -> Plan:
     """The plan of a copy of ``snap`` whose queue is ``job`` and the jobs ahead of it."""
-    key = queue_key(snap.partitions)
+    key = queue_key(snap)
     mine = key(job)
     ahead = tuple(j for j in snap.pending if j.job_id != job.job_id and key(j) < mine)
     return schedule(replace(snap, pending=(*ahead, job), preempt=None), now, params)

@@ -12,6 +12,7 @@ from scenario import GID, NOW, UID, slurm_conf
 from controller.admission import Admitted, admit, parse_array, partition_view, static_nodes
 from controller.core.placement import place
 from controller.core.plan import Start
+from controller.core.priority import NO_RANKING
 from controller.jobspec import JobSpec, from_fields
 from controller.jobstate import JobState, Reason
 from controller.principal import Principal, principal_for
@@ -222,7 +223,7 @@ def test_operator_may_do_what_users_may_not(fields: dict[str, Any]) -> None:
 
 def test_admin_priority_is_recorded() -> None:
     job = submit(who=ADMIN, priority=7).job
-    assert (job.admin_priority, job.priority) == (7, 7)
+    assert (job.admin_priority, NO_RANKING.of(job)) == (7, 7)
 
 
 # ---------------------------------------------------------------- refusals

@@ -163,7 +163,7 @@ def test_lower_priority_jobs_never_change_what_a_higher_one_gets(
 ) -> None:
     """Each job's start (now or expected) is what it is with only the jobs ahead of it."""
     full = schedule(snap, NOW, params)
-    ordered = sorted(snap.pending, key=lambda j: (-j.priority, j.submit_time, j.job_id))
+    ordered = sorted(snap.pending, key=lambda j: (-snap.ranking.of(j), j.submit_time, j.job_id))
     for i, j in enumerate(ordered):
         alone = Snapshot(snap.nodes, snap.partitions, tuple(ordered[: i + 1]), {}, {}, snap.running)
         assert _outcome(full, j.job_id) == _outcome(schedule(alone, NOW, params), j.job_id)

@@ -36,8 +36,8 @@ REQUEUEING = running(1, flags=frozenset({COMPLETING, REQUEUED}))
 
 # (job before, event) -> the effects' kinds and reasons; every valid pair is listed.
 TABLE: list[tuple[str, Job, Event, list[tuple[type, str]]]] = [
-    ("start", PENDING, Start(LATER, "p", ("n2",), (2,), (100,)), [(Launch, "")]),
-    ("allocation-start", job(1, interactive=True), Start(LATER, "p", ("n2",), (2,), (100,)), []),
+    ("start", PENDING, Start(LATER, "p", ("n2",), (2,), (100,), 1), [(Launch, "")]),
+    ("allocation-start", job(1, interactive=True), Start(LATER, "p", ("n2",), (2,), (100,), 1), []),
     ("cancel-pending", PENDING, Cancel(LATER), []),
     ("hold", PENDING, Hold(admin=False), []),
     ("release", job(1, held="user"), Release(), []),

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scenario import NOW, job, running
 
+from controller.core.priority import NO_RANKING
 from controller.jobstate import (
     COMPLETING,
     REQUEUED,
@@ -47,7 +48,7 @@ JOBS: dict[str, Job] = {
 }
 
 EVENTS: dict[str, Event] = {
-    "start": Start(LATER, "batch", ("n2",), (2,), (100,)),
+    "start": Start(LATER, "batch", ("n2",), (2,), (100,), 1),
     "finish": Finish(LATER, 0, "exited"),
     "cancel": Cancel(LATER),
     "requeue": Requeue(LATER),
@@ -122,8 +123,9 @@ def test_transition_table(
 )
 def test_start_records_the_allocation(time_limit: int, end_time: int) -> None:
     before = job(7, time_limit=time_limit, reason=Reason.PRIORITY)
-    after = apply(before, Start(LATER, "gpu", ("n3", "n4"), (2, 4), (512, 256)))
+    after = apply(before, Start(LATER, "gpu", ("n3", "n4"), (2, 4), (512, 256), 4242))
     assert after.state is JobState.RUNNING
+    assert after.calc_priority == 4242  # the ranked priority it started with, kept while it runs
     assert after.reason is Reason.NONE
     assert (after.partition, after.nodes, after.cpus, after.alloc_mem) == (
         "gpu",
@@ -137,11 +139,11 @@ def test_start_records_the_allocation(time_limit: int, end_time: int) -> None:
 def test_start_records_the_gres_and_requeue_gives_them_back() -> None:
     gres = ((("gpu", "a100", 2),), (("gpu", "a100", 1), ("nic", "", 1)))
     before = job(7, gres="gpu:1")
-    after = apply(before, Start(LATER, "gpu", ("n3", "n4"), (2, 4), (0, 0), gres))
+    after = apply(before, Start(LATER, "gpu", ("n3", "n4"), (2, 4), (0, 0), 1, gres))
     assert after.gres_alloc == gres
     assert after.gres == "gpu:1"  # the request stays as given
     assert apply(after, NodeFail(LATER, requeue=True)).gres_alloc == ()
-    assert apply(before, Start(LATER, "gpu", ("n3",), (2,), (0,))).gres_alloc == ()
+    assert apply(before, Start(LATER, "gpu", ("n3",), (2,), (0,), 1)).gres_alloc == ()
 
 
 # ---------------------------------------------------------------- Finish outcomes
@@ -291,13 +293,13 @@ def test_requeue_finished_job(finished: str, delay: int) -> None:
 def test_requeuehold_finished_job_is_held_by_whoever_asked(hold: str, reason: Reason) -> None:
     after = apply(JOBS["completed"], Requeue(LATER, hold=hold))
     assert (after.state, after.reason, after.held) == (JobState.PENDING, reason, hold)
-    assert after.priority == 0
+    assert NO_RANKING.of(after) == 0
     assert after.requeue_hold == ""
 
 
 def test_requeue_then_start_again_is_a_new_run() -> None:
     again = apply(
-        apply(JOBS["completed"], Requeue(LATER)), Start(LATER + 1, "batch", ("n9",), (1,), (0,))
+        apply(JOBS["completed"], Requeue(LATER)), Start(LATER + 1, "batch", ("n9",), (1,), (0,), 1)
     )
     assert again.state is JobState.RUNNING
     assert (again.nodes, again.restarts, again.start_time) == (("n9",), 1, LATER + 1)
@@ -363,9 +365,9 @@ def test_nodefail_during_requeue_finishes_the_requeue(hold: str, reason: Reason)
 )
 def test_hold_and_release(admin: bool, held: str, reason: Reason) -> None:
     after = apply(job(5), Hold(admin=admin))
-    assert (after.held, after.reason, after.priority) == (held, reason, 0)
+    assert (after.held, after.reason, NO_RANKING.of(after)) == (held, reason, 0)
     released = apply(after, Release())
-    assert (released.held, released.reason, released.priority) == ("", Reason.NONE, 1)
+    assert (released.held, released.reason, NO_RANKING.of(released)) == ("", Reason.NONE, 1)
 
 
 def test_admin_hold_upgrades_user_hold() -> None:
@@ -404,6 +406,7 @@ _EVENT = st.one_of(
         st.just(("n1", "n2")),
         st.just((1, 2)),
         st.tuples(st.integers(0, 4000), st.integers(0, 4000)),
+        st.integers(1, 10_000),
     ),
     st.builds(
         Finish,
@@ -462,7 +465,7 @@ def test_random_event_sequences_keep_invariants(events: list[Event], limit: int)
             assert len(current.nodes) == len(current.cpus) == len(current.alloc_mem)
             assert not current.held
         if current.held:
-            assert current.priority == 0
+            assert NO_RANKING.of(current) == 0
         if current.state.finished and not before.state.finished:
             # Only a cancelled job waits, COMPLETING, for its processes to be gone.
             cancelled_running = isinstance(raw, Cancel) and before.state is JobState.RUNNING

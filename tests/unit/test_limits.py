@@ -279,7 +279,7 @@ def _keeper(tmp_path: Path, qos: list[dict[str, str]]) -> PriorityKeeper:
 def test_the_qos_priority_feeds_the_qos_factor(tmp_path: Path) -> None:
     keeper = _keeper(tmp_path, [{"Name": "normal"}, {"Name": "gold", "Priority": "100"}])
     gold, plain = job(1, account="lab", qos="gold"), job(2, account="lab", qos="normal")
-    new = keeper.recalculate(NOW, [], [gold, plain], 1)
+    new = keeper.recalculate(NOW, [], [gold, plain], 1).values
     # The whole PriorityWeightQOS; a job whose factors are all 0 gets Slurm's floor, 1.
     assert (new[gold.job_id], new[plain.job_id]) == (1000, 1)
 

@@ -776,7 +776,7 @@ def _assert_plan_is_sound(snap: Snapshot, plan: Plan) -> None:
         )
 
     for j in sorted(
-        pending.values(), key=lambda j: (-tier(j), -j.priority, j.submit_time, j.job_id)
+        pending.values(), key=lambda j: (-tier(j), -snap.ranking.of(j), j.submit_time, j.job_id)
     ):
         if j.job_id in where:
             assert where[j.job_id] not in blocked, j.job_id

@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 from controller import snapshots
+from controller.core import schedule
+from controller.core.schedule import queue_key
 from controller.effects import Effect, Kill, Launch, NewLimit, Signal
 from controller.holdings import Holdings
 from controller.jobspec import from_fields
 from controller.jobstate import Cancel, Finish, Start
 from controller.journal import Journal
 from controller.principal import principal_for
-from controller.store import JobStore
+from controller.store import JobStore, Registration
 from corral.config import parse
 
 CONF = """\
@@ -46,7 +48,7 @@ def test_a_record_reaches_the_outbox_once_committed_and_once_per_batch(store: Jo
 
 def test_holdings_come_and_go_with_the_job(store: JobStore) -> None:
     job = store.submit(SPEC, principal_for(0, 0), now=100).job
-    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,), 1))
     assert (store.used("n1"), store.used("n2")) == ((4, 1000), (0, 0))
     store.post(job.job_id, Cancel(now=120))
     assert store.used("n1") == (4, 1000)  # COMPLETING: still on its node
@@ -57,7 +59,7 @@ def test_holdings_come_and_go_with_the_job(store: JobStore) -> None:
 def test_the_snapshot_is_a_function_of_the_ledger_and_changes_nothing(store: JobStore) -> None:
     job = store.submit(SPEC, principal_for(0, 0), now=100).job
     other = store.submit(SPEC, principal_for(0, 0), now=100).job
-    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,), 1))
     jobs, nodes = dict(store.jobs), dict(store.nodes)
     first, second = store.snapshot(), store.snapshot()
     assert first == second
@@ -75,9 +77,47 @@ def test_the_snapshot_is_a_function_of_the_ledger_and_changes_nothing(store: Job
         frozenset(),
         store.priorities.usage,
         store.reservations,
+        store.ranking,
     )
     alone = snapshots.build(ledger, store.conf, store.capacity)
     assert alone.nodes["n1"].free_cpus == 8 and alone.pending == first.pending
+
+
+MULTIFACTOR = CONF + (
+    "PartitionName=urgent Nodes=ALL PriorityJobFactor=2\n"
+    "PriorityType=priority/multifactor\nPriorityMaxAge=00:10:00\n"
+    "PriorityWeightAge=1000\nPriorityWeightPartition=1000\n"
+)
+
+
+def test_priorities_are_a_ranking_the_snapshot_takes_and_no_job_is_rewritten(
+    tmp_path: Path,
+) -> None:
+    conf = parse(MULTIFACTOR, str(tmp_path / "slurm.conf"))
+    store = JobStore(conf, Journal(str(tmp_path / "state")))
+    for name in ("n1", "n2"):
+        store.node_registered(Registration(name, 8, 16000), monotonic=1.0, now=10)
+    plain = store.submit(SPEC, principal_for(0, 0), now=100).job
+    urgent = store.submit(replace(SPEC, partitions=("urgent",)), principal_for(0, 0), now=100).job
+    records = dict(store.jobs)
+    store.recalculate_priorities(400)
+    ranking = store.ranking
+    assert ranking.at == 400
+    assert ranking.values[urgent.job_id] > ranking.values[plain.job_id]
+    assert ranking.values[plain.job_id] > plain.calc_priority  # it aged since submission
+    assert all(store.jobs[i] is records[i] for i in records)
+    snap = store.snapshot()
+    assert snap.ranking is ranking
+    assert [j.job_id for j in sorted(snap.pending, key=queue_key(snap))] == [
+        urgent.job_id,
+        plain.job_id,
+    ]
+    # A job starts with its ranked priority and keeps it while it runs, as Slurm's does.
+    started = store.commit(schedule(snap, 400))
+    assert {j.job_id: j.calc_priority for j in started} == dict(ranking.values)
+    store.recalculate_priorities(1000)
+    assert store.ranking.values == {}
+    assert {j.job_id: store.ranking.of(j) for j in store.jobs.values()} == dict(ranking.values)
 
 
 class Recorder:
@@ -97,7 +137,7 @@ def test_effects_wait_for_the_commit_of_their_cause(store: JobStore, tmp_path: P
     sent = Recorder(tmp_path / "state")
     store.dispatch_to(sent)
     job = store.submit(SPEC, principal_for(0, 0), now=100).job
-    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,), 1))
     assert sent.sent == []  # not on disk yet: no agent may hear of it
     asyncio.run(store.flush())
     assert [(type(e), state) for e, state in sent.sent] == [(Launch, "RUNNING")]
@@ -112,7 +152,7 @@ def test_a_new_time_limit_and_a_signal_follow_the_same_path(store: JobStore) -> 
     sent: list[Effect] = []
     store.dispatch_to(sent.extend)
     job = store.submit(SPEC, principal_for(0, 0), now=100).job
-    started = store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,)))
+    started = store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,), 1))
     store.update(replace(started, comment="x"))  # no message for the agent
     store.update(replace(store.jobs[job.job_id], time_limit=5))
     store.emit(Signal(started, 10))

@@ -65,7 +65,7 @@ def test_gres_are_held_while_jobs_run_and_come_back(store: JobStore, tmp_path: P
 def test_recorded_allocation_is_what_the_store_counts(store: JobStore) -> None:
     job_id = store.submit(from_fields({**SPEC, "gres": "gpu:1"}), ROOT, now=100).job.job_id
     v100 = ((("gpu", "v100", 1),),)
-    store.post(job_id, jobstate.Start(110, "gpu", ("g1",), (1,), (0,), v100))
+    store.post(job_id, jobstate.Start(110, "gpu", ("g1",), (1,), (0,), 1, v100))
     assert store.jobs[job_id].gres_alloc == v100
     assert store.snapshot().nodes["g1"].gres == (("gpu", "a100", 1), ("gpu", "v100", 0))
     store.post(job_id, jobstate.Finish(120, 0, "exited"))
@@ -135,7 +135,7 @@ def test_commit_rechecks_the_gres_a_start_takes(store: JobStore) -> None:
     planned = store.submit(from_fields({**SPEC, "gres": "gpu:a100:1"}), ROOT, now=100).job.job_id
     plan = schedule(store.snapshot(), 110)
     other = store.submit(from_fields({**SPEC, "gres": "gpu:a100:1"}), ROOT, now=100).job.job_id
-    store.post(other, jobstate.Start(110, "gpu", ("g1",), (1,), (0,), ((("gpu", "a100", 1),),)))
+    store.post(other, jobstate.Start(110, "gpu", ("g1",), (1,), (0,), 1, ((("gpu", "a100", 1),),)))
     assert store.commit(plan) == []
     assert store.jobs[planned].state is jobstate.JobState.PENDING
     assert [j.job_id for j in store.commit(schedule(store.snapshot(), 120))] == []
@@ -151,6 +151,6 @@ def test_commit_rechecks_a_sharing_start_against_its_partitions_count(store: Job
     plan = schedule(store.snapshot(), 110)
     for _ in range(2):
         other = store.submit(from_fields(sub), ROOT, now=100).job.job_id
-        store.post(other, jobstate.Start(110, "shared", ("c1",), (2,), (0,)))
+        store.post(other, jobstate.Start(110, "shared", ("c1",), (2,), (0,), 1))
     assert store.commit(plan) == []
     assert store.jobs[planned].state is jobstate.JobState.PENDING
