@@ -248,7 +248,9 @@ class Journal:
         nothing of it written."""
         try:
             self._write(batch)
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a bug in the batch, not the disk: retrying it would not help
+        except (sqlite3.DatabaseError, OSError) as exc:
             raise JournalWriteError(str(exc)) from exc
 
     def _write(self, batch: Batch) -> None:
