@@ -19,6 +19,7 @@ sacct as soon as sbatch has returned.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ from typing import Any
 import grpc
 
 from controller.associations import AssocSet
+from controller.journal import JournalWriteError
 from controller.model import Job
 from controller.principal import Principal
 from controller.store import JobStore
@@ -212,7 +214,10 @@ class Delivery:
                 self.store.durable.delivered(seqs[-1])
                 self.sent = seqs[-1]
                 self._progress.set()
-            await self.store.flush()  # forget the delivered records on disk too
+            # Forget the delivered records on disk too; a journal that refuses keeps
+            # the deletion in the batch put back and writes it with its retry.
+            with contextlib.suppress(JournalWriteError):
+                await self.store.flush()
 
     async def follow(self) -> None:
         """Keep the store's associations, users and QOS as dbd has them (cancel to stop).
@@ -229,7 +234,8 @@ class Delivery:
                 assocs = None  # Delivery.run reports dbd's absence
             if assocs is not None and assocs != self.store.associations:
                 self.store.set_associations(assocs)
-                await self.store.flush()
+                with contextlib.suppress(JournalWriteError):  # kept, written by the retry
+                    await self.store.flush()
                 log.info(
                     "accounting: %d associations, %d users, %d QOS",
                     len(assocs.assocs),

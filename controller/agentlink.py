@@ -43,6 +43,7 @@ from controller.effects import Effect, Kill, Launch, NewLimit, Signal
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
+from controller.journal import JournalWriteError
 from controller.launchmsg import gpu_grant, launch_job
 from controller.model import Job, Step
 from controller.steps import step_environment
@@ -230,7 +231,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 time.monotonic(),
                 now,
             )
-        await self.store.flush()
+        await self.store.durable.kept()  # the welcome waits for a journal that refuses
         session.send(
             pb.ControllerMessage(
                 welcome=pb.Welcome(
@@ -278,7 +279,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             return
         log.warning("job_id=%d never reported its end; marking it done", job_id)
         self.store.post(job_id, jobstate.Finish(int(time.time()), 0x9, "cancelled"))
-        self._flushes.add(task := asyncio.ensure_future(self.store.flush()))
+        self._flushes.add(task := asyncio.ensure_future(self.store.durable.kept()))
         task.add_done_callback(self._flushes.discard)
         self.on_change()
 
@@ -331,11 +332,22 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
                 if done.message:
                     log.warning("job_id=%d %s", done.job_id, done.message)
-        await self.store.flush()
-        session.send(
-            pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts))
-        )
+        ack = pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts))
+        try:
+            await self.store.flush()
+        except JournalWriteError:
+            # The result is kept in memory and in the batch put back; the agent keeps
+            # its copy until the AckDone, sent once the retry has written it. The
+            # stream goes on reading meanwhile (heartbeats, other results).
+            self._flushes.add(task := asyncio.ensure_future(self._ack_when_kept(ack, session)))
+            task.add_done_callback(self._flushes.discard)
+        else:
+            session.send(ack)
         self.on_change()
+
+    async def _ack_when_kept(self, ack: pb.ControllerMessage, session: _Session) -> None:
+        await self.store.durable.kept()
+        session.send(ack)
 
     # ------------------------------------------------------------ commands
 

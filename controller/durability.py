@@ -10,26 +10,43 @@ one place, beside the commit that makes it durable.
 
 Both outboxes hold only committed records: a change joins them when its batch
 is on disk, so dbd never learns of a change a crash could still undo.
+
+A batch that cannot be written (disk full, I/O error) is put back under the
+changes made since, with its effects, and retried with backoff until a write
+succeeds; its waiters get ``JournalWriteError``. While the journal cannot be
+written ``failure`` says why: the service refuses changes before making them,
+and the agents' results wait in memory (their acknowledgement with them).
+Every ``BACKUP_EVERY_S`` a successful commit is followed by a consistent copy
+of the journal (``Journal.backup``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from controller import jobcomp
 from controller.effects import Effect
-from controller.journal import Batch, Journal, Loaded
+from controller.journal import Batch, Journal, JournalWriteError, Loaded
 from controller.model import Job, NodeRuntime, Payload
 from controller.reservations import Reservation
 from corral import hostlist
 from corral.config import SlurmConfig
 
+log = logging.getLogger("corral.controller")
+
 #: A journal commit that took longer than this sends the next one to the writer thread.
 INLINE_COMMIT_S = 0.002
+#: A failed write is retried after this, doubling up to RETRY_MOST_S between tries.
+RETRY_FIRST_S = 0.5
+RETRY_MOST_S = 8.0
+#: How often the journal's consistent copy is renewed (after a commit, never while failing).
+BACKUP_EVERY_S = 300.0
 
 #: What accounting records of a job: a change to one of these sends dbd a new record.
 _ACCOUNTED = (
@@ -72,6 +89,30 @@ def _drop_through(outbox: dict[int, bytes] | dict[int, str], seq: int) -> None:
         del outbox[first]
 
 
+def put_back(failed: Batch, newer: Batch) -> Batch:
+    """One batch holding ``failed`` under ``newer``: what writing both in turn would do.
+
+    A value ``newer`` sets wins; deletions are kept from both (a purged job is
+    never made again, so a deletion never hides a later row); outbox records keep
+    their sequences, which the two batches never share.
+    """
+    merged = Batch(
+        jobs={**failed.jobs, **newer.jobs},
+        deleted_jobs=failed.deleted_jobs | newer.deleted_jobs,
+        deleted_payloads=failed.deleted_payloads | newer.deleted_payloads,
+        payloads={**failed.payloads, **newer.payloads},
+        nodes={**failed.nodes, **newer.nodes},
+        meta={**failed.meta, **newer.meta},
+        outbox={**failed.outbox, **newer.outbox},
+        delivered=max(failed.delivered, newer.delivered),
+        events={**failed.events, **newer.events},
+        events_delivered=max(failed.events_delivered, newer.events_delivered),
+    )
+    for job_id in merged.deleted_jobs:
+        merged.jobs.pop(job_id, None)
+    return merged
+
+
 def event_state(node: NodeRuntime) -> str:
     """What sacctmgr show event calls a node that is out of service ("" when it is not)."""
     down = node.state == "DOWN"
@@ -106,6 +147,13 @@ class Durability:
         # and who tells them (``AgentLink.dispatch``; none in a store without agents).
         self.effects: list[Effect] = []
         self.dispatch: Callable[[Sequence[Effect]], None] | None = None
+        # Why the journal cannot be written now (None: it can), and what waits for it.
+        self.failure: str | None = None
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._retrying: asyncio.Task[None] | None = None
+        self._backed_up = 0.0  # monotonic time of the last copy; 0: none since start
+        self._backing_up: asyncio.Task[None] | None = None
 
     def restore(self, loaded: Loaded) -> None:
         """Take back the outboxes a restart found in the journal."""
@@ -237,7 +285,9 @@ class Durability:
     async def flush(self, *, inline: bool = False) -> None:
         """Return once every change made before the call is on disk, then dispatch
         the effects of those changes (never before: an agent must not act on what the
-        journal could still lose).
+        journal could still lose). Raise ``JournalWriteError`` if the write failed:
+        the batch and its effects are then back in the next one, retried in the
+        background, and nothing of it has been acknowledged or dispatched.
 
         Commits normally run in the writer thread, so that the loop admits
         other requests meanwhile and they share the next commit (group
@@ -258,22 +308,93 @@ class Durability:
             self._outbox_of_job = {}
             self._batch_seq += 1
             if batch:
-                self._in_flight = batch
                 try:
-                    began = time.perf_counter()
-                    if inline and self._commit_s < INLINE_COMMIT_S:
-                        self.journal.write(batch)
-                    else:
-                        await asyncio.get_running_loop().run_in_executor(
-                            self._writer, self.journal.write, batch
-                        )
-                    self._commit_s = time.perf_counter() - began
-                finally:
-                    self._in_flight = None
+                    await self._write(batch, inline=inline)
+                except JournalWriteError as exc:
+                    self.batch = put_back(batch, self.batch)
+                    self.effects = effects + self.effects
+                    self._failed(exc)
+                    raise
                 if batch.outbox or batch.events:  # on disk now: dbd may have them
                     self.outbox.update(batch.outbox)
                     self.event_outbox.update(batch.events)
                     self.outbox_ready.set()
+                self._written()
             self._committed_seq = target
             if effects and self.dispatch is not None:
                 self.dispatch(effects)
+
+    async def _write(self, batch: Batch, *, inline: bool) -> None:
+        self._in_flight = batch
+        try:
+            began = time.perf_counter()
+            if inline and self._commit_s < INLINE_COMMIT_S:
+                self.journal.write(batch)
+            else:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._writer, self.journal.write, batch
+                )
+            self._commit_s = time.perf_counter() - began
+        finally:
+            self._in_flight = None
+
+    async def kept(self) -> None:
+        """Return once every change made before the call is on disk, however long
+        the disk refuses: for what must be acknowledged in the end (an agent's
+        result), never for a client waiting on its reply."""
+        target = self._batch_seq
+        while self._committed_seq < target:
+            try:
+                await self.flush()
+            except JournalWriteError:
+                await self._writable.wait()
+
+    def _failed(self, exc: JournalWriteError) -> None:
+        """Enter (or stay in) the failing state, with a retry under way."""
+        if self.failure is None:
+            log.error(
+                "journal: cannot write %s: %s; refusing changes until it can",
+                self.journal.path,
+                exc.detail,
+            )
+        self.failure = exc.detail
+        self._writable.clear()
+        if self._retrying is None:
+            self._retrying = asyncio.create_task(self._retry())
+
+    async def _retry(self) -> None:
+        """Write the put-back batch again, waiting longer after each failure."""
+        wait = RETRY_FIRST_S
+        try:
+            while self.failure is not None:
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, RETRY_MOST_S)
+                try:
+                    await self.flush()
+                except JournalWriteError:
+                    continue
+                self._written()  # nothing left to write also ends the failure
+        finally:
+            self._retrying = None
+
+    def _written(self) -> None:
+        """A commit succeeded: leave the failing state, and renew the copy when due."""
+        if self.failure is not None:
+            log.info("journal: %s written again; accepting changes", self.journal.path)
+            self.failure = None
+            self._writable.set()
+        due = not self._backed_up or time.monotonic() - self._backed_up >= BACKUP_EVERY_S
+        if due and self._backing_up is None:
+            self._backed_up = time.monotonic()
+            self._backing_up = asyncio.create_task(self.backup())
+
+    async def backup(self) -> None:
+        """Renew the journal's consistent copy in the writer thread, between commits
+        (the lock): a failure is logged, and the previous copy stays."""
+        try:
+            async with self._lock:
+                await asyncio.get_running_loop().run_in_executor(self._writer, self.journal.backup)
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("journal: copy %s not renewed: %s", self.journal.copy_path, exc)
+        finally:
+            self._backing_up = None

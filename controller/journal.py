@@ -8,19 +8,29 @@ counters), not an event log, so a restart is one read of every table.
 Writes come in batches from ``JobStore.flush``, which gathers every change made
 since the previous flush into one transaction (group commit); the transaction
 runs on a worker thread so the event loop keeps serving while SQLite fsyncs.
+A write that fails (disk full, I/O error) raises ``JournalWriteError`` with
+nothing written; ``controller/durability.py`` puts the batch back and retries.
+
+A journal SQLite cannot read stops the controller at start with one line
+naming the file and the last good copy: ``backup`` keeps that copy beside the
+journal (``corral-state.db.old``, as slurmctld keeps ``job_state.old``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from controller.jobstate import JobState, Reason
 from controller.model import Job, NodeRuntime, Payload, Step
-from corral.errors import CorralError
+from corral import errors
+from corral.dirsync import replace_durably
+from corral.errors import CorralError, SlurmError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (job_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
@@ -35,8 +45,26 @@ CREATE TABLE IF NOT EXISTS event_outbox (seq INTEGER PRIMARY KEY, record TEXT NO
 SCHEMA_VERSION = 1
 
 
+#: The journal's file in StateSaveLocation, and its last consistent copy beside it.
+STATE_FILE = "corral-state.db"
+COPY_SUFFIX = ".old"
+
+
 class JournalError(CorralError):
     """The state directory cannot be used (unreadable, or another layout)."""
+
+
+class JournalWriteError(SlurmError):
+    """A batch could not be written (disk full, I/O error); nothing of it is on disk.
+
+    A Slurm error so that the client whose change it held is told in Slurm's
+    words, as slurmctld refuses a job whose script it cannot save in a full
+    StateSaveLocation; ``detail`` is SQLite's reason, for the log.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(errors.ESLURM_WRITING_TO_FILE)
+        self.detail = detail
 
 
 _NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
@@ -147,14 +175,31 @@ class Journal:
         # The directory holds the clients' socket too, so it must be reachable by
         # everyone; the database itself is private to the controller.
         os.makedirs(directory, mode=0o755, exist_ok=True)
-        self.path = os.path.join(directory, "corral-state.db")
+        self.path = os.path.join(directory, STATE_FILE)
+        self.copy_path = self.path + COPY_SUFFIX
         with open(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600), "rb"):
             pass
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
-        self._check_version()
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._check_intact()
+            self._db.executescript(_SCHEMA)
+            self._check_version()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise self.unreadable(exc) from None
+
+    def _check_intact(self) -> None:
+        """SQLite's quick check of every page: a damaged journal is refused at start,
+        not found half-way through a restart (milliseconds for a live queue)."""
+        problem = self._db.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if problem != "ok":
+            raise sqlite3.DatabaseError(problem)
+
+    def unreadable(self, exc: Exception) -> JournalError:
+        """The one-line reason to stop: the file, what is wrong, and the copy to use."""
+        return JournalError(f"{self.path}: corrupt state ({exc}); {last_good_copy(self.copy_path)}")
 
     def _check_version(self) -> None:
         """Refuse state written in another layout rather than misread it."""
@@ -169,6 +214,13 @@ class Journal:
             )
 
     def load(self) -> Loaded:
+        """Every table, or ``JournalError`` when a row cannot be read back."""
+        try:
+            return self._load()
+        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as exc:
+            raise self.unreadable(exc) from None
+
+    def _load(self) -> Loaded:
         jobs = {
             jid: job_from_row(text)
             for jid, text in self._db.execute("SELECT job_id, record FROM jobs")
@@ -192,7 +244,16 @@ class Journal:
         )
 
     def write(self, batch: Batch) -> None:
-        """Commit ``batch`` durably (fsync) or raise."""
+        """Commit ``batch`` durably (fsync), or raise ``JournalWriteError`` with
+        nothing of it written."""
+        try:
+            self._write(batch)
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a bug in the batch, not the disk: retrying it would not help
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise JournalWriteError(str(exc)) from exc
+
+    def _write(self, batch: Batch) -> None:
         db = self._db
         db.execute("BEGIN")
         try:
@@ -239,8 +300,64 @@ class Journal:
                 db.execute("DELETE FROM event_outbox WHERE seq <= ?", (batch.events_delivered,))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            # SQLite has already rolled back after SQLITE_FULL and some I/O errors;
+            # a second ROLLBACK would hide the reason behind "no transaction is active".
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def backup(self) -> None:
+        """Write a consistent copy of the journal to ``copy_path``, atomically.
+
+        SQLite's online backup reads one snapshot of the database; the copy is
+        made under a temporary name, fsync'ed, renamed over the previous copy and
+        the directory fsync'ed, so ``copy_path`` is always a whole, good copy.
+        Raises ``OSError`` or ``sqlite3.Error`` (the previous copy stays).
+        """
+        tmp = self.copy_path + ".tmp"
+        with open(os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600), "wb"):
+            pass
+        try:
+            copy = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                self._db.backup(copy)
+                copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+            finally:
+                copy.close()
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            replace_durably(tmp, self.copy_path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
             raise
 
     def close(self) -> None:
         self._db.close()
+
+
+def last_good_copy(copy_path: str) -> str:
+    """What a corrupt journal's message says of its copy: where it is, when it was
+    made and how to start from it if SQLite reads it whole, else that there is none.
+    The journal's -wal and -shm files go too: SQLite would replay a stale WAL onto
+    the copy."""
+    try:
+        made = os.stat(copy_path).st_mtime
+        copy = sqlite3.connect(f"file:{copy_path}?mode=ro", uri=True)
+        try:
+            intact = copy.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok"
+        finally:
+            copy.close()
+    except (OSError, sqlite3.Error):
+        intact = False
+    if not intact:
+        return "no good copy to start from"
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(made))
+    state = copy_path.removesuffix(COPY_SUFFIX)
+    return (
+        f"last good copy: {copy_path} (from {when}); to start from it, remove "
+        f"{state}-wal and {state}-shm and move the copy to {state}"
+    )

@@ -13,7 +13,9 @@ Each cycle, in order:
   6. ``flush``        all of it made durable; only then are the node agents told
                       what it causes (launches, kills, signals: ``effects.py``)
 A cycle runs when something changed (``kick``) and at least once a second,
-never sooner after the previous one than twice its duration.
+never sooner after the previous one than twice its duration. No cycle runs
+while the journal cannot be written: what it decided could not be kept, and
+running jobs need no cycle to go on and end (the agents' results still come in).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from controller.agentlink import AgentLink
 from controller.core import schedule
 from controller.diag import SchedulerStats
+from controller.journal import JournalWriteError
 from controller.schedparams import SchedulerSettings, scheduler_settings
 from controller.store import JobStore
 
@@ -60,6 +63,8 @@ class SchedulerLoop:
             self._wake.clear()
             try:
                 await self.cycle()
+            except JournalWriteError:
+                pass  # logged once by Durability, which retries and ends the failure
             except Exception:
                 log.exception("scheduling cycle failed")
             # Let a busy controller serve RPCs too: cycles take at most a third
@@ -67,6 +72,8 @@ class SchedulerLoop:
             await asyncio.sleep(max(MIN_GAP, 2 * self.stats.last_us / 1e6))
 
     async def cycle(self) -> None:
+        if self.store.durable.failure is not None:
+            return
         began = time.perf_counter()
         now = int(self.clock())
         changed = self.link.check_nodes(now)

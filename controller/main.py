@@ -17,7 +17,7 @@ from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer
 from controller.grpcface import GrpcController
-from controller.journal import Journal, JournalError
+from controller.journal import Journal, JournalError, JournalWriteError
 from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import Handlers
@@ -139,7 +139,14 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
     if exporter is not None:
         exporter.close()
     await server.stop(grace=0.2)  # agent streams never end by themselves
-    await store.flush()
+    try:
+        await store.flush()
+    except JournalWriteError as exc:
+        log.error(
+            "journal: %s not written at shutdown (%s): none of it was acknowledged",
+            journal.path,
+            exc.detail,
+        )
     journal.close()
 
 

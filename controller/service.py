@@ -12,6 +12,7 @@ change, ``controller/effects.py``. Domain errors are ``SlurmError``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -38,6 +39,7 @@ from controller.diag import RpcStats, SchedulerStats
 from controller.jobenv import allocation_environment
 from controller.jobspec import JobSpec
 from controller.jobstate import JobState
+from controller.journal import JournalWriteError
 from controller.principal import Principal, submitting_as
 from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
@@ -122,6 +124,13 @@ class Handlers:
         """
         await self.store.flush(inline=self._in_flight <= 1)
 
+    def _check_writable(self) -> None:
+        """Refuse a change before making it while the journal cannot be written: it
+        could not be kept, so it is not made (a retry writes what was made before)."""
+        failure = self.store.durable.failure
+        if failure is not None:
+            raise JournalWriteError(failure)
+
     # ------------------------------------------------------------ jobs
 
     async def Submit(self, req: pb.SubmitRequest, who: Principal) -> pb.SubmitReply:
@@ -135,6 +144,7 @@ class Handlers:
         now = self.now()
         if req.test_only:
             return await self._test_only(spec, who, now)
+        self._check_writable()
         admitted = self.store.submit(spec, who, now)
         await self._commit()
         job = admitted.job
@@ -216,12 +226,14 @@ class Handlers:
         return Encoded(self.encoder.reply(entries, self.now()), pb.JobsReply)
 
     async def Signal(self, req: pb.SignalRequest, who: Principal) -> pb.SignalReply:
+        self._check_writable()
         reply = self.control.signal(req, who, self.now())
         await self._commit()
         self.kick()
         return reply
 
     async def JobControl(self, req: pb.JobControlRequest, who: Principal) -> pb.JobControlReply:
+        self._check_writable()
         reply = self.control.control(req, who, self.now())
         await self._commit()
         self.kick()
@@ -266,6 +278,7 @@ class Handlers:
         if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
             raise SlurmError(errors.EINVAL, f"Invalid node state specified: {req.state}")
         names = self._node_names([req.nodes])
+        self._check_writable()
         now = self.now()
         self.store.set_node_admin_state(names, state, req.reason, who, now)
         if state in ("DOWN", "FAIL"):
@@ -369,6 +382,7 @@ class Handlers:
     ) -> pb.ReservationControlReply:
         if not who.is_operator:  # sacctmgr(1): operators create, alter and delete them
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        self._check_writable()
         now = self.now()
         resv = self.store.change_reservation(req.action, dict(req.settings), now)
         await self._commit()
@@ -398,9 +412,12 @@ class Handlers:
         # The launch goes out while the step's record is committed: a step is not a job
         # (its job is durable already), and srun's latency is Slurm's to match. A step
         # launched but lost with a crash before the commit is reported by its nodes for
-        # nothing and leaves no record; its tasks still end with the job.
+        # nothing and leaves no record; its tasks still end with the job. So a journal
+        # that cannot be written does not stop srun in a running job: the step's record
+        # waits in the batch put back, written when the retry is.
         self.link.launch_step(job, step, req)
-        await self._commit()
+        with contextlib.suppress(JournalWriteError):
+            await self._commit()
         return pb.StepCreateReply(step_id=step.step_id, nodes=step.nodes, tasks=step.tasks)
 
     async def Allocation(self, req: pb.AllocationRequest, who: Principal) -> pb.AllocationReply:

@@ -23,6 +23,7 @@ __all__ = [
     "confkeys",
     "confsyntax",
     "credentials",
+    "dirsync",
     "errors",
     "filepattern",
     "framedserver",

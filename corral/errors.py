@@ -28,6 +28,7 @@ ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE = 2015
 ESLURM_ALREADY_DONE = 2021
 ESLURM_INVALID_JOB_ID = 2017
 ESLURM_INVALID_NODE_NAME = 2018
+ESLURM_WRITING_TO_FILE = 2019
 ESLURM_JOB_PENDING = 2024
 ESLURM_JOB_NOT_PENDING = 2073
 ESLURM_DEPENDENCY = 2038
@@ -75,6 +76,7 @@ MESSAGES: dict[int, str] = {
     ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE: "Requested partition configuration not available now",
     ESLURM_INVALID_JOB_ID: "Invalid job id specified",
     ESLURM_INVALID_NODE_NAME: "Invalid node name specified",
+    ESLURM_WRITING_TO_FILE: "I/O error writing script/environment to file",
     ESLURM_NODES_BUSY: "Requested nodes are busy",
     ESLURM_RESERVATION_ACCESS: "Access denied to requested reservation",
     ESLURM_RESERVATION_INVALID: "Requested reservation is invalid",

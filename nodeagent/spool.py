@@ -57,6 +57,8 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
+from corral.dirsync import replace_durably
+
 # Importing typing costs the supervisor milliseconds; mypy honours the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -251,7 +253,8 @@ class Phase(Enum):
 
 
 def _write_atomic(path: str, text: str, *, sync: bool = False, mode: int = 0o644) -> None:
-    """Replace ``path`` so readers see either the old or the new content."""
+    """Replace ``path`` so readers see either the old or the new content; ``sync``: and
+    so that a crash keeps the new content under its name (data, then the directory)."""
     tmp = f"{path}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
     try:
@@ -260,7 +263,10 @@ def _write_atomic(path: str, text: str, *, sync: bool = False, mode: int = 0o644
             os.fsync(fd)
     finally:
         os.close(fd)
-    os.rename(tmp, path)
+    if sync:
+        replace_durably(tmp, path)
+    else:
+        os.rename(tmp, path)
 
 
 def _read_text(path: str) -> str | None:

@@ -10,28 +10,17 @@ from pathlib import Path
 from tests.integration.cluster import Cluster
 
 
-def _submit(cluster: Cluster, script: str, work: Path) -> int:
-    spec = {
-        "name": "w",
-        "script": script,
-        "work_dir": str(work),
-        "std_out": "/dev/null",
-        "environment": {"PATH": "/usr/bin:/bin"},
-    }
-    return int(cluster.client.call("Submit", {"spec": spec})["job_id"])
-
-
 def test_controller_kill9_during_500_jobs_loses_nothing(make_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     c = make_cluster(nodes=4, settings=("KillWait=2",))
     runs = tmp_path / "runs.txt"
     script = f"#!/bin/sh\necho $SLURM_JOB_ID >> {runs}\n"
-    before = [_submit(c, script, tmp_path) for _ in range(250)]
+    before = [c.submit(script, tmp_path) for _ in range(250)]
     c.wait_for(
         lambda: runs.exists() and len(runs.read_text().split()) >= 20, 60, "jobs did not start"
     )
     c.kill("controller", signal.SIGKILL)
     c.start_controller()
-    after = [_submit(c, script, tmp_path) for _ in range(250)]
+    after = [c.submit(script, tmp_path) for _ in range(250)]
     assert min(after) > max(before), "job ids must stay monotonic across a restart"
     every = before + after
 
