@@ -107,7 +107,7 @@ def test_a_failed_flush_puts_the_batch_back_and_the_retry_writes_it(
         await store.flush()  # on disk: acknowledged
         _disk_full(store.durable.journal, True)
         second = store.submit(SPEC, WHO, now=101).job
-        store.post(first.job_id, Start(102, "p", ("n1",), (1,), (100,)))
+        store.post(first.job_id, Start(102, "p", ("n1",), (1,), (100,), 1))
         with pytest.raises(JournalWriteError):
             await store.flush()
         assert store.durable.failure is not None
