@@ -35,6 +35,7 @@ __all__ = [
     "jobinfo",
     "munge",
     "nodeset",
+    "oomscore",
     "pynodeset",
     "ratelimit",
     "rpcerror",
