@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cli import shutdown
 from cli.corral import write_config
 from cli.demo import client_command as command
 from controller.jobstate import JobState
@@ -167,10 +168,9 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        # Supervisors are detached from the agent by design; end any left over, and the
-        # jobs' own processes (a script in this cluster's spool) that outlive their TERM.
-        subprocess.run(["pkill", "-f", f"nodeagent.supervisor {self.dir}"], check=False)
-        subprocess.run(["pkill", "-KILL", "-f", f"{self.dir}/spool/"], check=False)
+        # Supervisors are detached from the agent by design, and a job's processes outlive
+        # their supervisor's end: end what is left of the jobs as `corral down` does.
+        shutdown.sweep(self.conf, shutdown.Report())
 
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"
