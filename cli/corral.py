@@ -11,6 +11,7 @@ simulated clock (``controller/sim/``) and prints what the jobs would have seen.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shlex
@@ -408,14 +409,17 @@ def up(argv: list[str]) -> int:
         return 0
     finally:
         _end(conf, procs)
-        os.unlink(os.path.join(directory, "pids"))
+        # Gone already when `corral down` stopped this cluster.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, "pids"))
 
 
 def _end(conf: str, procs: list[subprocess.Popen[bytes]]) -> None:
     """End the jobs and the daemons as ``corral down`` does, saying what was done."""
     from cli import shutdown
 
-    for line in shutdown.down(conf, [proc.pid for proc in procs]).lines():
+    alive = [proc.pid for proc in procs if proc.poll() is None]
+    for line in shutdown.down(conf, alive).lines():
         print(line)
     _stop(procs)  # reaps them (and kills any that outlived their SIGKILL)
 
@@ -469,7 +473,8 @@ def down(argv: list[str]) -> int:
     from cli import shutdown
 
     report = shutdown.down(conf, pids)
-    if pids:
+    # A foreground `corral up` removes it too, once its daemons have exited.
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(directory, "pids"))
     for line in report.lines():
         print(line)
