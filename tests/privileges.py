@@ -1,10 +1,6 @@
-"""What the tests that need privileges check first: fail under CI (root there), else skip."""
+"""What the tests that depend on a privilege check first."""
 
 from __future__ import annotations
-
-import os
-
-import pytest
 
 #: The capability that lowering a process's oom_score_adj needs (linux/capability.h).
 CAP_SYS_RESOURCE = 24
@@ -18,13 +14,3 @@ def may_lower_oom_score() -> bool:
             if line.startswith("CapEff:"):
                 return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
     return False
-
-
-def require_oom_protection() -> None:
-    """Skip the test where oom_score_adj cannot be lowered; under CI, fail it."""
-    if may_lower_oom_score():
-        return
-    reason = "lowering oom_score_adj needs CAP_SYS_RESOURCE (root)"
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
