@@ -11,6 +11,7 @@ simulated clock (``controller/sim/``) and prints what the jobs would have seen.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shlex
@@ -407,8 +408,20 @@ def up(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        _stop(procs)
-        os.unlink(os.path.join(directory, "pids"))
+        _end(conf, procs)
+        # Gone already when `corral down` stopped this cluster.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, "pids"))
+
+
+def _end(conf: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    """End the jobs and the daemons as ``corral down`` does, saying what was done."""
+    from cli import shutdown
+
+    alive = [proc.pid for proc in procs if proc.poll() is None]
+    for line in shutdown.down(conf, alive).lines():
+        print(line)
+    _stop(procs)  # reaps them (and kills any that outlived their SIGKILL)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -452,20 +465,24 @@ def down(argv: list[str]) -> int:
         if option.key == "dir":
             directory = value or ""
     directory = os.path.abspath(directory)
+    conf = os.path.join(directory, "slurm.conf")
     pids = _running_pids(directory)
-    if not pids:
+    if not pids and not os.path.exists(conf):
         print(f"no cluster running in {directory}")
         return 0
-    for pid in pids:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while _running_pids(directory) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for pid in _running_pids(directory):
-        os.kill(pid, signal.SIGKILL)
-    os.unlink(os.path.join(directory, "pids"))
-    print(f"stopped the cluster in {directory}")
-    return 0
+    from cli import shutdown
+
+    report = shutdown.down(conf, pids)
+    # A foreground `corral up` removes it too, once its daemons have exited.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(directory, "pids"))
+    for line in report.lines():
+        print(line)
+    if pids:
+        print(f"stopped the cluster in {directory}")
+    elif not report.ended and not report.survivors:
+        print(f"no cluster running in {directory}")
+    return 1 if report.survivors else 0
 
 
 def _positive(option: str, value: str) -> int:

@@ -22,7 +22,7 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import Handlers
 from controller.store import JobStore
-from corral import __version__, auth, authalt, grpcservice, grpctls, ratelimit
+from corral import __version__, auth, authalt, grpcservice, grpctls, oomscore, ratelimit
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.credentials import Verifier
@@ -172,6 +172,7 @@ def main() -> None:
     parser.add_argument("-V", "--version", action="version", version=f"corral {__version__}")
     args = parser.parse_args()
     setup_logging(args.v)
+    oomscore.protect("corral-controller")
     try:
         conf = load(args.config or default_path())
     except ConfigError as exc:

@@ -36,6 +36,7 @@ __all__ = [
     "jobinfo",
     "munge",
     "nodeset",
+    "oomscore",
     "pynodeset",
     "ratelimit",
     "rpcerror",

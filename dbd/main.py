@@ -15,7 +15,7 @@ import uvloop
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from corral import __version__, auth, grpcservice, grpctls
+from corral import __version__, auth, grpcservice, grpctls, oomscore
 from corral.confsyntax import ConfigError
 from corral.confsyntax import default_path as slurm_conf_path
 from corral.credentials import Verifier
@@ -114,6 +114,7 @@ def main() -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    oomscore.protect("corral-dbd")
     path = args.config or default_path(slurm_conf_path())
     try:
         conf = load(path)

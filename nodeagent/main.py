@@ -19,7 +19,7 @@ import sys
 
 import uvloop
 
-from corral import __version__, hostlist, ratelimit
+from corral import __version__, hostlist, oomscore, ratelimit
 from corral.config import ConfigError, default_path, load
 from nodeagent.agent import AgentError, serve
 
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format=LOG_FORMAT,
     )
+    oomscore.protect("corral-nodeagent")
     try:
         conf = load(os.path.abspath(args.conf or default_path()))
         requested = hostlist.expand(args.nodes) if args.nodes else None

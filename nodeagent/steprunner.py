@@ -63,7 +63,7 @@ import sys
 import termios
 import time
 
-from corral import filepattern, stepcipher, stepio
+from corral import filepattern, oomscore, stepcipher, stepio
 from nodeagent import devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
@@ -358,6 +358,7 @@ class StepRun(Runner):
             confined = devcgroup.enter(self.cgroup)
             runas.pin_cpus(spec.cpu_ids)
             child_signals()  # unblocks: what came meanwhile now acts as it would
+            oomscore.unprotect()
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
             runas.become_user(spec.uid, spec.gid, spec.user, groups)
@@ -726,7 +727,7 @@ USAGE = "usage: python -m nodeagent.steprunner STEPDIR [--lock-fd N] [--notify-f
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED)
+    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED, "step runner")
     if zygote_fd is not None:
         raise SystemExit(USAGE)
     return run_step(path, lock_fd, notify_fd)

@@ -30,7 +30,7 @@ import os
 import sys
 import time
 
-from corral import filepattern
+from corral import filepattern, oomscore
 from nodeagent import devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
@@ -127,6 +127,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
         confined = devcgroup.enter(run.cgroup)
         runas.pin_cpus(spec.cpu_ids)
         child_signals()
+        oomscore.unprotect()
         runas.apply_umask(spec.environment)
         runas.become_user(spec.uid, spec.gid, spec.user)
         note = _enter_work_dir(spec)
@@ -321,7 +322,7 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED)
+    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED, "supervisor")
     if zygote_fd is not None:
         # Imported here, so that a supervisor started on its own never loads
         # socket nor the step runner; the zygote has both ready for its children,

@@ -22,7 +22,7 @@ import sys
 import uvloop
 from aiohttp import web
 
-from corral import __version__, auth, grpctls
+from corral import __version__, auth, grpctls, oomscore
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from restd.app import Gateway, build_app
 from restd.controller import Controller
@@ -120,6 +120,7 @@ def main() -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    oomscore.protect("corral-restd")
     try:
         conf = load(args.config or default_path())
         keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))

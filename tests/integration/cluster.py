@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cli import shutdown
 from cli.corral import write_config
 from cli.demo import client_command as command
+from cli.processes import Process
 from controller.jobstate import JobState
 from corral.auth import key_path, load_key
 from corral.client import Client, socket_path
@@ -167,10 +169,21 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        # Supervisors are detached from the agent by design; end any left over, and the
-        # jobs' own processes (a script in this cluster's spool) that outlive their TERM.
-        subprocess.run(["pkill", "-f", f"nodeagent.supervisor {self.dir}"], check=False)
-        subprocess.run(["pkill", "-KILL", "-f", f"{self.dir}/spool/"], check=False)
+        # Supervisors are detached from the agent by design, and a job's processes outlive
+        # their supervisor's end: end what is left of the jobs as `corral down` does.
+        shutdown.sweep(self.conf, shutdown.Report())
+
+    def job_processes(self, job_id: int, restarts: int | None = None) -> list[Process]:
+        """The live processes of the job (of its run ``restarts`` only, if given) on the
+        nodes, told by the environment the job's processes start with."""
+
+        def of_job(process: Process) -> bool:
+            env = process.environ()
+            return env.get("SLURM_JOB_ID") == str(job_id) and (
+                restarts is None or env.get("SLURM_RESTART_COUNT") == str(restarts)
+            )
+
+        return [p for p in shutdown.of_cluster(self.conf, str(self.dir / "spool")) if of_job(p)]
 
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"
