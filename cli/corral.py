@@ -230,6 +230,16 @@ def _write(path: str, lines: list[str]) -> None:
     os.replace(path + ".tmp", path)
 
 
+def restd_env() -> dict[str, str]:
+    """What ``corral up`` adds to its restd's environment: as root (the README's demo,
+    the tests), slurmrestd's own override of its refusal to run as root, since
+    this one-machine cluster runs every daemon as whoever starts it; nothing
+    otherwise. The systemd unit runs restd as SlurmUser and sets nothing."""
+    if os.getuid() != 0 and os.getgid() != 0:
+        return {}
+    return {"SLURMRESTD_SECURITY": "disable_user_check"}
+
+
 def _spawn(args: list[str], log_path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start a daemon in the cluster directory (the log's parent's parent).
 
@@ -365,7 +375,7 @@ def up(argv: list[str]) -> int:
             _spawn(
                 [sys.executable, "-m", "restd.main", "-f", conf, *https, f"127.0.0.1:{rest_port}"],
                 os.path.join(logs, "restd.log"),
-                env,
+                {**env, **restd_env()},
             )
         )
     with open(os.path.join(directory, "pids"), "w") as out:

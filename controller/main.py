@@ -27,6 +27,7 @@ from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.credentials import Verifier
 from corral.ratelimit import Gate
+from corral.sdnotify import Notifier
 
 log = logging.getLogger("corral.controller")
 
@@ -46,7 +47,7 @@ def setup_logging(verbose: int) -> None:
     )
 
 
-async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
+async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier) -> None:
     journal = Journal(conf.state_save_location)
     store = JobStore(conf, journal)
     store.load(time.monotonic())
@@ -128,7 +129,9 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
         if delivery is not None
         else []
     )
+    notifier.ready(f"serving cluster {conf.cluster_name} on {addr}:{port}")
     await stopping.wait()
+    notifier.stopping()
     log.info("shutting down")
     cycle.cancel()
     for task in accounting:
@@ -173,6 +176,7 @@ def main() -> None:
     args = parser.parse_args()
     setup_logging(args.v)
     oomscore.protect("corral-controller")
+    notifier = Notifier.from_environment()
     try:
         conf = load(args.config or default_path())
     except ConfigError as exc:
@@ -188,7 +192,7 @@ def main() -> None:
         sys.exit(1)
     uvloop.install()
     try:
-        asyncio.run(serve(conf, keys, ttl))
+        asyncio.run(serve(conf, keys, ttl, notifier))
     except (JournalError, grpctls.TlsError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

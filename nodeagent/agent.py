@@ -24,6 +24,7 @@ from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
+from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
 from nodeagent import devcgroup
 from nodeagent.clientproxy import ClientProxy
@@ -237,7 +238,7 @@ def registrations(
     ]
 
 
-async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
+async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: Notifier) -> None:
     """Run the agent until SIGTERM or SIGINT; running jobs are left running."""
     start_time = int(time.time())
     facts = probe_host()
@@ -313,7 +314,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         loop.add_signal_handler(sig, stop.set)
     tasks = [asyncio.create_task(link.run()), asyncio.create_task(table.poll_forever())]
     stopping = asyncio.create_task(stop.wait())
+    # Ready once its runs are recovered and clients' socket listens; the controller
+    # may still be away (the link keeps trying), as slurmd starts without slurmctld.
+    notifier.ready(f"serving {len(nodes)} node(s)")
     done, _ = await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+    notifier.stopping()
     for task in [*tasks, stopping]:
         task.cancel()
     for task in tasks:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cli import shutdown
-from cli.corral import write_config
+from cli.corral import restd_env, write_config
 from cli.demo import client_command as command
 from cli.processes import Process
 from controller.jobstate import JobState
@@ -93,13 +93,15 @@ class Cluster:
 
     # ------------------------------------------------------------ daemons
 
-    def _spawn(self, module: str, *args: str, conf: str | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, module: str, *args: str, conf: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{module.split('.')[0]}.log", "ab")  # noqa: SIM115
         return subprocess.Popen(
             [sys.executable, "-m", module, "-f", conf or self.conf, *args],
             stdout=log,
             stderr=log,
-            env=self.env,
+            env=env or self.env,
             cwd=self.dir,  # a job sent without a working directory writes here, not in the checkout
             start_new_session=True,
         )
@@ -121,13 +123,15 @@ class Cluster:
 
     def start_restd(self, *options: str, socket: str = "") -> str:
         """A corral-restd with ``options``, on a free loopback port or on the Unix
-        ``socket``; its base URL (``unix:<socket>`` for a socket)."""
+        ``socket``; its base URL (``unix:<socket>`` for a socket). The tests run as
+        root, which corral-restd refuses unless told, as ``corral up`` tells it."""
+        env = {**self.env, **restd_env()}
         if socket:
-            self.restds.append(self._spawn("restd.main", *options, f"unix:{socket}"))
+            self.restds.append(self._spawn("restd.main", *options, f"unix:{socket}", env=env))
             self.wait_for(lambda: os.path.exists(socket), 20, "restd did not listen")
             return f"unix:{socket}"
         port = free_port()
-        self.restds.append(self._spawn("restd.main", *options, f"127.0.0.1:{port}"))
+        self.restds.append(self._spawn("restd.main", *options, f"127.0.0.1:{port}", env=env))
         self.wait_for(lambda: _listening("127.0.0.1", port), 20, "restd did not listen")
         return f"{'https' if '--tls-cert' in options else 'http'}://127.0.0.1:{port}"
 
