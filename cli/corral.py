@@ -1,4 +1,5 @@
-"""``corral``: Corral's own command (version, a whole cluster on one machine, replays).
+"""``corral``: Corral's own command (version, a whole cluster on one machine, replays,
+the systemd units: ``cli/installunits.py``).
 
 ``corral up`` writes a slurm.conf for N emulated nodes on 127.0.0.1, starts
 the controller and one node agent serving them all, prints the
@@ -39,6 +40,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
                   [--csv FILE] [--png FILE] [--json] [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
+       corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
+                  (the daemons' systemd units into /etc/systemd/system; docs/install.md)
        corral --version"""
 
 SIM_USAGE = """\
@@ -681,6 +684,10 @@ def corral(argv: list[str]) -> int:
         from cli.why import why
 
         return why(argv[1:])
+    if argv[0] == "install-units":
+        from cli.installunits import install_units
+
+        return install_units(argv[1:])
     raise UsageError(f"unknown command {argv[0]!r}\n{USAGE}")
 
 

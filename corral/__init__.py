@@ -40,6 +40,7 @@ __all__ = [
     "pynodeset",
     "ratelimit",
     "rpcerror",
+    "sdnotify",
     "stepcipher",
     "stepio",
     "timefmt",

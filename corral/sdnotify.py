@@ -21,7 +21,7 @@ agent's zygote, supervisors and jobs) must not inherit the daemon's socket and
 send its readiness or pings in its name.
 
 A failed send is logged and otherwise ignored: losing a message to systemd
-must never stop a daemon (the watchdog then acts, which is its job).
+must never stop a daemon (if pings are lost the watchdog acts, which is its job).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 NOTIFY_SOCKET = "NOTIFY_SOCKET"
 WATCHDOG_USEC = "WATCHDOG_USEC"
 WATCHDOG_PID = "WATCHDOG_PID"
+#: The longest a notification may hold up the event loop: systemd reads its socket at
+#: once, so only a stalled systemd makes a sender wait, and that must not stop a daemon.
+SEND_TIMEOUT = 1.0
 
 
 def _address(name: str) -> str | None:
@@ -89,14 +92,16 @@ class Notifier:
         return cls(address, _watchdog_interval(usec, watched, os.getpid() if pid is None else pid))
 
     def send(self, *lines: str) -> bool:
-        """Send one notification of ``KEY=VALUE`` lines; True if it went out. Never
-        blocks: a full socket drops the message, as a lost datagram would."""
+        """Send one notification of ``KEY=VALUE`` lines; True if it went out. A receiver
+        whose queue is full (systemd busy) holds the sender up to ``SEND_TIMEOUT``
+        seconds, then the message is dropped and logged."""
         if self.address is None:
             return False
         message = "\n".join(lines).encode()
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-                sock.sendto(message, socket.MSG_DONTWAIT, self.address)
+                sock.settimeout(SEND_TIMEOUT)
+                sock.sendto(message, self.address)
         except OSError as exc:
             log.warning("sd_notify %s: %s", lines[0] if lines else "", exc)
             return False

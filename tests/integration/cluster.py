@@ -39,7 +39,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _listening(host: str, port: int) -> bool:
+def listening(host: str, port: int) -> bool:
+    """Whether something accepts connections on host:port now."""
     try:
         socket.create_connection((host, port), timeout=1).close()
         return True
@@ -119,7 +120,7 @@ class Cluster:
         path = str(self.dir / "slurmdbd.conf")
         self.dbd = self._spawn("dbd.main", *database, conf=path)
         dbd = load_dbd_config(path)
-        self.wait_for(lambda: _listening(dbd.dbd_addr, dbd.dbd_port), 30, "dbd did not listen")
+        self.wait_for(lambda: listening(dbd.dbd_addr, dbd.dbd_port), 30, "dbd did not listen")
 
     def start_restd(self, *options: str, socket: str = "") -> str:
         """A corral-restd with ``options``, on a free loopback port or on the Unix
@@ -132,7 +133,7 @@ class Cluster:
             return f"unix:{socket}"
         port = free_port()
         self.restds.append(self._spawn("restd.main", *options, f"127.0.0.1:{port}", env=env))
-        self.wait_for(lambda: _listening("127.0.0.1", port), 20, "restd did not listen")
+        self.wait_for(lambda: listening("127.0.0.1", port), 20, "restd did not listen")
         return f"{'https' if '--tls-cert' in options else 'http'}://127.0.0.1:{port}"
 
     def start(self) -> Cluster:
