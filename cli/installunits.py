@@ -96,8 +96,12 @@ def install_units(argv: list[str]) -> int:
             raise UsageError(f"unknown unit {name!r}: give any of {', '.join(UNITS)}")
     if not re.fullmatch(r"[a-z_][a-z0-9_-]*", user):
         raise UsageError(f"--user wants a user name, got {user!r}")
+    if not root:
+        raise UsageError("--root wants a directory")
     chosen = [unit for unit in UNITS if unit in names] or list(UNITS)
     bindir = program_dir(bindir_given)
+    if re.search(r"[\s\\\"'%$]", bindir):  # ExecStart would split or expand it
+        raise UsageError(f"{bindir}: a unit's ExecStart cannot name a path with spaces or quotes")
     for unit in chosen:
         if not os.access(os.path.join(bindir, f"corral-{unit}"), os.X_OK):
             raise UsageError(f"{bindir}/corral-{unit} is not an installed program")

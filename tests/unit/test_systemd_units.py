@@ -175,8 +175,13 @@ def test_install_units_changes_nothing_it_would_overwrite(tmp_path: Path) -> Non
             "/nonexistent/corral-controller is not an installed program",
         ),
         (("--user", "root;rm"), "--user wants a user name, got 'root;rm'"),
+        (("--root", ""), "--root wants a directory"),
+        (
+            ("--bindir", "/opt/my venv/bin"),
+            "/opt/my venv/bin: a unit's ExecStart cannot name a path with spaces or quotes",
+        ),
     ],
-    ids=["unknown unit", "no programs there", "not a user name"],
+    ids=["unknown unit", "no programs there", "not a user name", "empty root", "a space"],
 )
 def test_install_units_refuses_before_writing(
     tmp_path: Path, args: tuple[str, ...], message: str
