@@ -109,6 +109,14 @@ def test_dbd_and_restd_run_as_slurm_user_and_are_sandboxed(installed: Path) -> N
         assert key in controller, key
 
 
+def test_the_units_set_the_oom_score_the_daemons_cannot_set_themselves(installed: Path) -> None:
+    """corral/oomscore.py: without CAP_SYS_RESOURCE a daemon cannot lower its
+    oom_score_adj; systemd sets it as root. The agent, root, sets its own."""
+    for unit in ("controller", "dbd", "restd"):
+        assert settings(installed / f"corral-{unit}.service")["OOMScoreAdjust"] == ["-1000"]
+    assert "OOMScoreAdjust" not in settings(installed / "corral-nodeagent.service")
+
+
 def test_the_node_agent_keeps_its_jobs_across_its_restart(installed: Path) -> None:
     got = settings(installed / "corral-nodeagent.service")
     assert got["KillMode"] == ["process"]
