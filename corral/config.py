@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from corral import confkeys, confsyntax, gres, gresconf, hostlist, timefmt, tlsconf
+from corral import confkeys, confsyntax, gres, gresconf, hostlist, jobacct, timefmt, tlsconf
 from corral.clientconf import ClientSettings, client_settings
 from corral.confkeys import KeyUse
 from corral.confsyntax import (
@@ -245,6 +245,8 @@ class SlurmConfig:
     preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
     gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
     tls: tlsconf.TlsConfig = field(default_factory=tlsconf.TlsConfig)  # TLSType, TLSParameters
+    # JobAcctGatherType and JobAcctGatherFrequency: what agents sample for sstat.
+    job_acct: jobacct.JobAcctGather = field(default_factory=jobacct.JobAcctGather)
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -1010,6 +1012,9 @@ def parse(text: str, path: str) -> SlurmConfig:
         priority=priority,
         accounting=accounting,
         tls=tls,
+        job_acct=jobacct.parse_gather(
+            settings.get("JobAcctGatherType"), settings.get("JobAcctGatherFrequency")
+        ),
     )
 
 
@@ -1071,6 +1076,8 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
         {
             "ClusterName": conf.cluster_name,
             "FirstJobId": str(conf.first_job_id),
+            "JobAcctGatherFrequency": conf.job_acct.frequency_text,
+            "JobAcctGatherType": conf.job_acct.type_name,
             "JobFileAppend": str(int(conf.job_file_append)),
             "JobRequeue": str(int(conf.job_requeue)),
             "KillOnBadExit": str(int(conf.kill_on_bad_exit)),

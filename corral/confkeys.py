@@ -147,9 +147,9 @@ HealthCheckTimeout              warned              no health checks
 HttpParserType                  warned              not read
 InactiveLimit                   refused(0)          allocations outlive their srun or salloc
 InteractiveStepOptions          warned              salloc runs its command on the submit host
-JobAcctGatherFrequency          warned              usage is measured when each process ends
-JobAcctGatherParams             warned              usage is measured when each process ends
-JobAcctGatherType               warned              usage is measured when each process ends
+JobAcctGatherFrequency          honoured
+JobAcctGatherParams             warned              steps are sampled as JobAcctGatherType says
+JobAcctGatherType               honoured
 JobCheckpointDir                warned              retired by Slurm
 JobCompHost                     warned              jobcomp/filetxt only
 JobCompLoc                      honoured
