@@ -36,6 +36,7 @@ COMMANDS = (
     "sprio",
     "sshare",
     "sdiag",
+    "sstat",
     "sreport",
 )
 #: The key tables: (heading, rows).

@@ -47,6 +47,7 @@ from controller.journal import JournalWriteError
 from controller.launchmsg import gpu_grant, launch_job
 from controller.model import Job, Step
 from controller.steps import step_environment
+from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
 from corral import auth, credentials
 from corral.credentials import Verifier
@@ -94,6 +95,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.sessions: dict[str, _Session] = {}  # node name -> session
         self.config_path = store.conf.path
         self._flushes: set[asyncio.Future[None]] = set()
+        self.usage = UsageBoard()  # the agents' latest samples of live steps (sstat)
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -167,6 +169,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self._step_done(message.step_done, session)
             elif kind == "running":
                 self._running(message.running, session)
+            elif kind == "usage":
+                dropped = self.usage.take(message.usage.steps, session.nodes)
+                if dropped:
+                    log.warning("agent %s sent %d samples of other nodes", session.peer, dropped)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for
@@ -192,6 +198,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             if self.sessions.get(name) is session:
                 del self.sessions[name]
                 self.store.node_lost(name)
+                self.usage.forget([name])
         if session.nodes:
             log.info("agent %s for %s disconnected", session.peer, ",".join(session.nodes))
 

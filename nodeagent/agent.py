@@ -27,6 +27,7 @@ from corral.gpunumbers import device_number, gpu_numbering
 from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
 from nodeagent import devcgroup
+from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
 from nodeagent.gpus.migbinding import mig_uuids, probed_cpus, probed_files
@@ -44,6 +45,17 @@ log = logging.getLogger(__name__)
 
 class AgentError(Exception):
     """A reason the agent cannot start (printed, exit status 1)."""
+
+
+async def sample_forever(table: RunTable, sampler: Sampler, interval: int) -> None:
+    """Sample the live runs every ``interval`` seconds (JobAcctGatherFrequency) and
+    send what they use; the pass over /proc runs in a thread, off the event loop."""
+    while True:
+        await asyncio.sleep(interval)
+        targets = table.targets()
+        if targets:
+            usage = await asyncio.to_thread(sampler.sample, targets, int(time.time()))
+            table.report_usage(usage)
 
 
 def select_nodes(
@@ -313,6 +325,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     tasks = [asyncio.create_task(link.run()), asyncio.create_task(table.poll_forever())]
+    if conf.job_acct.sampling:
+        sampler = Sampler(conf.job_acct.kind)
+        tasks.append(
+            asyncio.create_task(sample_forever(table, sampler, conf.job_acct.task_frequency))
+        )
     stopping = asyncio.create_task(stop.wait())
     # Ready once its runs are recovered and clients' socket listens; the controller
     # may still be away (the link keeps trying), as slurmd starts without slurmctld.

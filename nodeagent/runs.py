@@ -44,6 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from corral.wire import corral_pb2 as pb
+from nodeagent.acctgather import Target
 from nodeagent.devcgroup import DeviceGuard
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
@@ -72,6 +73,8 @@ from nodeagent.watch import Watch
 log = logging.getLogger(__name__)
 
 Send = Callable[[pb.AgentMessage], None]
+#: A run's cgroup directories, for jobacct_gather/cgroup (none: sampled from /proc).
+CgroupOf = Callable[[Run], tuple[str, ...]]
 
 #: How often run directories without a notify pipe are looked at.
 POLL_INTERVAL = 0.1
@@ -119,6 +122,8 @@ class RunTable:
         self._reported: OrderedDict[RunKey, tuple[bytes, pb.AgentMessage]] = OrderedDict()
         self._backlog: list[pb.StepDone] = []  # StepDones made while no stream was up
         self._send: Send | None = None
+        self.cgroup_of: CgroupOf = _no_cgroup  # the cgroup containment's, when it runs
+        self._node_of_dir = {os.path.abspath(spool.node_dir(n)): n for n in self.hostnames}
 
     # ------------------------------------------------------------ the stream
 
@@ -159,6 +164,33 @@ class RunTable:
             self._send(message)
         elif message.WhichOneof("body") == "step_done":
             self._backlog.append(message.step_done)
+
+    def targets(self) -> list[Target]:
+        """The runs whose processes have started and not ended, for the sampler
+        (:mod:`nodeagent.acctgather`)."""
+        found = []
+        for run in self._runs.values():
+            if run.done is not None:
+                continue
+            if run.started is None:  # a step's runner says so in its directory alone
+                run.started = run.dir.read_started()
+            if run.started is None or run.started.pid <= 0:
+                continue
+            job_id, step, instance = run.key
+            node = self._node_of_dir.get(os.path.dirname(os.path.abspath(run.dir.path)), "")
+            if not run.is_batch:
+                node = str(instance)
+            tasks = run.tasks if not run.is_batch else (0,)
+            found.append(
+                Target(job_id, str(step), node, run.started.pid, tasks, self.cgroup_of(run))
+            )
+        return found
+
+    def report_usage(self, usage: list[pb.StepUsage]) -> None:
+        """Send a sample of the live runs (dropped while no stream is up: the next
+        sample says it again)."""
+        if usage:
+            self._report(pb.AgentMessage(usage=pb.StepUsages(steps=usage)))
 
     # ------------------------------------------------------------ start-up
 
@@ -588,6 +620,10 @@ class RunTable:
         """Stop watching pipes and the zygote (agent shutdown); the runs carry on."""
         self.zygote.close()
         self._watch.close(self._runs.values())
+
+
+def _no_cgroup(run: Run) -> tuple[str, ...]:
+    return ()
 
 
 def _log_end(run: Run, done: pb.AgentMessage) -> None:

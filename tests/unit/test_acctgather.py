@@ -8,6 +8,7 @@ it the cgroup tests skip, except under CI, where they fail.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -130,7 +131,7 @@ def _cgroup_root(path: str) -> Path:
 
 
 @pytest.fixture
-def cgroups(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
+def cgroups() -> Iterator[list[Path]]:
     """Fresh cgroups (v1 memory, v1 cpuacct, v2), removed afterwards."""
     name = f"corral-test-acct-{os.getpid()}"
     made = []
@@ -150,41 +151,10 @@ def cgroups(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
                     time.sleep(0.1)
 
 
-def _join(process: subprocess.Popen[str], cgroup: Path) -> None:
-    (cgroup / "cgroup.procs").write_text(str(process.pid))
-
-
-def test_read_cgroup_v1_memory_and_cpuacct(cgroups: list[Path]) -> None:
-    memory, cpuacct, _ = cgroups
-    assert read_cgroup([str(memory), str(cpuacct)]) == read_cgroup([str(memory), str(cpuacct)])
-    empty = read_cgroup([str(memory), str(cpuacct)])
-    assert empty is not None and empty.current_kb < 1024 and empty.cpu_us == 0
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.readline()\n" + HOG, "0.4"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _join(child, memory)
-        _join(child, cpuacct)
-        assert child.stdin is not None and child.stdout is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
-        assert child.stdout.readline() == "ready\n"
-        use = read_cgroup([str(memory), str(cpuacct)])
-        assert use is not None
-        assert use.current_kb >= 60 * 1024
-        assert use.peak_kb >= use.current_kb
-        assert use.cpu_us >= 300_000
-    finally:
-        child.kill()
-        child.wait()
-
-
-def test_read_cgroup_v2_cpu_stat_and_the_cgroup_sampler(cgroups: list[Path]) -> None:
-    memory, _, unified = cgroups
-    assert read_cgroup([str(unified / "missing")]) is None
+@contextlib.contextmanager
+def _hog_in(*cgroups: Path) -> Iterator[subprocess.Popen[str]]:
+    """A task in its own process group that joins ``cgroups`` before it allocates or
+    burns anything, so they see all it uses."""
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.readline()\n" + HOG, "0.4"],
         stdin=subprocess.PIPE,
@@ -193,12 +163,34 @@ def test_read_cgroup_v2_cpu_stat_and_the_cgroup_sampler(cgroups: list[Path]) -> 
         process_group=0,
     )
     try:
-        _join(child, unified)
-        _join(child, memory)
+        for cgroup in cgroups:
+            (cgroup / "cgroup.procs").write_text(str(child.pid))
         assert child.stdin is not None and child.stdout is not None
         child.stdin.write("go\n")
         child.stdin.flush()
         assert child.stdout.readline() == "ready\n"
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_read_cgroup_v1_memory_and_cpuacct(cgroups: list[Path]) -> None:
+    memory, cpuacct, _ = cgroups
+    empty = read_cgroup([str(memory), str(cpuacct)])
+    assert empty is not None and empty.current_kb < 1024 and empty.cpu_us == 0
+    with _hog_in(memory, cpuacct):
+        use = read_cgroup([str(memory), str(cpuacct)])
+        assert use is not None
+        assert use.current_kb >= 60 * 1024
+        assert use.peak_kb >= use.current_kb
+        assert use.cpu_us >= 300_000
+
+
+def test_read_cgroup_v2_cpu_stat_and_the_cgroup_sampler(cgroups: list[Path]) -> None:
+    memory, _, unified = cgroups
+    assert read_cgroup([str(unified / "missing")]) is None
+    with _hog_in(unified, memory) as child:
         use = read_cgroup([str(unified)])
         assert use is not None and use.cpu_us >= 300_000
         # jobacct_gather/cgroup: memory and CPU from the cgroup, charged to task 3.
@@ -207,6 +199,3 @@ def test_read_cgroup_v2_cpu_stat_and_the_cgroup_sampler(cgroups: list[Path]) -> 
         assert usage.max_rss_task == 3 and usage.max_rss_kb >= 60 * 1024
         assert usage.sum_cpu_us >= 300_000
         assert usage.max_vmsize_kb >= usage.max_rss_kb
-    finally:
-        child.kill()
-        child.wait()
