@@ -319,6 +319,15 @@ class Sampler:
         self._tasks = {key: task for key, task in self._tasks.items() if key in alive}
         return usages
 
+    def peaks(self, key: tuple[int, str, str]) -> tuple[int, int] | None:
+        """(the largest task's highest RSS, the sum of every task's) of run ``key``, in
+        KiB, as far as the samples saw it (None: never sampled)."""
+        seen = self._seen.get(key)
+        if seen is None or not seen.peaks:
+            return None
+        sizes = [use.rss_kb for use in list(seen.peaks.values())]
+        return max(sizes), sum(sizes)
+
     def _task_of(self, proc: Proc, tasks: tuple[int, ...]) -> int:
         if len(tasks) == 1:
             return tasks[0]

@@ -326,7 +326,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         loop.add_signal_handler(sig, stop.set)
     tasks = [asyncio.create_task(link.run()), asyncio.create_task(table.poll_forever())]
     if conf.job_acct.sampling:
-        sampler = Sampler(conf.job_acct.kind)
+        sampler = table.sampler = Sampler(conf.job_acct.kind)
         tasks.append(
             asyncio.create_task(sample_forever(table, sampler, conf.job_acct.task_frequency))
         )

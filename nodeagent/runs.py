@@ -44,7 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from corral.wire import corral_pb2 as pb
-from nodeagent.acctgather import Target
+from nodeagent.acctgather import Sampler, Target
 from nodeagent.devcgroup import DeviceGuard
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
@@ -123,6 +123,7 @@ class RunTable:
         self._backlog: list[pb.StepDone] = []  # StepDones made while no stream was up
         self._send: Send | None = None
         self.cgroup_of: CgroupOf = _no_cgroup  # the cgroup containment's, when it runs
+        self.sampler: Sampler | None = None  # JobAcctGatherType's, when it samples
         self._node_of_dir = {os.path.abspath(spool.node_dir(n)): n for n in self.hostnames}
 
     # ------------------------------------------------------------ the stream
@@ -176,15 +177,33 @@ class RunTable:
                 run.started = run.dir.read_started()
             if run.started is None or run.started.pid <= 0:
                 continue
-            job_id, step, instance = run.key
-            node = self._node_of_dir.get(os.path.dirname(os.path.abspath(run.dir.path)), "")
-            if not run.is_batch:
-                node = str(instance)
+            job_id, step, node = self._sampled_as(run)
             tasks = run.tasks if not run.is_batch else (0,)
-            found.append(
-                Target(job_id, str(step), node, run.started.pid, tasks, self.cgroup_of(run))
-            )
+            found.append(Target(job_id, step, node, run.started.pid, tasks, self.cgroup_of(run)))
         return found
+
+    def _sampled_as(self, run: Run) -> tuple[int, str, str]:
+        """The run's (job, step, node) in the sampler's and the controller's terms."""
+        job_id, step, instance = run.key
+        if run.is_batch:
+            directory = os.path.dirname(os.path.abspath(run.dir.path))
+            return job_id, str(step), self._node_of_dir.get(directory, "")
+        return job_id, str(step), str(instance)
+
+    def _with_peaks(self, run: Run, done: pb.AgentMessage) -> None:
+        """A run's result with the sampled peaks where wait4's are lower: the sampler also
+        saw the processes that escaped the runner's wait4 while they stayed in the run's
+        group (or cgroup). sacct's MaxRSS and AveRSS read these."""
+        peaks = self.sampler.peaks(self._sampled_as(run)) if self.sampler else None
+        if peaks is None:
+            return
+        largest, total = peaks
+        if done.WhichOneof("body") == "step_done":
+            ended = done.step_done
+            ended.max_rss_kb = max(ended.max_rss_kb, largest)
+            ended.sum_rss_kb = max(ended.sum_rss_kb, total)
+        elif done.WhichOneof("body") == "done":
+            done.done.max_rss_kb = max(done.done.max_rss_kb, largest)
 
     def report_usage(self, usage: list[pb.StepUsage]) -> None:
         """Send a sample of the live runs (dropped while no stream is up: the next
@@ -577,6 +596,7 @@ class RunTable:
         if run.is_batch:
             self.settle(run.job_id)  # steps that ended first are reported first
         self._watch.forget(run)
+        self._with_peaks(run, done)
         _log_end(run, done)
         if run.kind.durable:
             run.done = done

@@ -101,3 +101,18 @@ def test_sstat_shows_a_running_step_as_slurm_does(cluster: Cluster) -> None:
     assert ended.stderr == f"sstat: error: No steps running for job {job}\n"
     bad = cluster.run("sstat", "-j", "x1", check=False)
     assert (bad.returncode, bad.stderr) == (1, "sstat: fatal: Bad job/step specified: x1\n")
+
+
+def test_a_steps_max_rss_counts_what_wait4_never_reaped(cluster: Cluster) -> None:
+    """A task leaves a 64 MiB process behind in its group and ends: the runner's wait4
+    never sees it, the sampler did, and the step's MaxRSS (sacct's) says so."""
+    script = cluster.dir / "escape.sh"
+    script.write_text(
+        "(python3 -c 'import time; b = bytearray(64 << 20); "
+        'b[::4096] = b"\\1" * (16 << 10); time.sleep(300)\' &)\nsleep 4\n'
+    )
+    job = cluster.sbatch("-o", "/dev/null", "--wrap", f"srun -n1 sh {script}")
+    record = cluster.wait_done(job, 60)
+    assert record["state"] == "COMPLETED"
+    (step,) = cluster.job(job)["steps"]
+    assert step["max_rss_kb"] >= 60 * 1024 and step["ave_rss_kb"] >= 60 * 1024

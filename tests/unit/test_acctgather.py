@@ -114,8 +114,11 @@ def test_the_sampler_sums_per_task_and_keeps_peaks(tasks: list[subprocess.Popen[
     assert later.max_rss_kb >= usage.max_rss_kb
     assert later.sum_rss_kb < usage.sum_rss_kb
     assert list(later.pids) == [tasks[0].pid]
+    # What the run's result takes at its end: the largest task's peak, and all of them.
+    assert sampler.peaks(target.key) == (later.max_rss_kb, pytest.approx(usage.sum_rss_kb, 0.1))
     # A run no longer given is forgotten: sampled again, it starts afresh.
     sampler.sample([], 1002)
+    assert sampler.peaks(target.key) is None
     gone = sampler.sample([Target(7, "0", "n1", tasks[1].pid, (0,))], 1003)[0]
     assert (gone.max_rss_kb, gone.sum_cpu_us, list(gone.pids)) == (0, 0, [])
 
