@@ -33,44 +33,25 @@ if TYPE_CHECKING:
     Usage = Mapping[str, Any]
 
 PROG = "sstat"
-USAGE = "Usage: sstat [options] -j <job(.stepid)>\n"
+USAGE = "Usage: sstat [options] -j <job(.stepid)>\n\tUse --help for help\n"
 HELP = """\
 sstat [<OPTION>] -j <job(.stepid)>
     Valid <OPTION> values are:
-      -a, --allsteps:
-                   Print all steps for the given job(s) when no step is
-                   specified.
-      -e, --helpformat:
-                   Print a list of fields that can be specified with the
-                   '--format' option
-     -h, --help:   Print this description of use.
-     -i, --pidformat:
-                   Predefined format to list the pids running for each
-                   job step.  (JobId,Nodes,Pids)
-     -j, --jobs:
-                   Format is <job(.step)>. Stat this job step
-                   or comma-separated list of job steps. This option is
-                   required.  The step portion will default to the lowest
-                   numbered (not batch, extern, etc) step running if not
-                   specified, unless the --allsteps flag is set where not
-                   specifying a step will result in all running steps
-                   to be displayed. A step id of 'batch' will display the
-                   information about the batch step.
-     -n, --noheader:
-                   No header will be added to the beginning of output.
-                   The default is to print a header.
-     --noconvert:  Don't convert units from their original type
-                   (e.g. 2048M won't be converted to 2G).
-     -o, --format:
-                   Comma separated list of fields. (use "--helpformat"
-                   for a list of available fields).
-     -p, --parsable: output will be '|' delimited with a '|' at the end
-     -P, --parsable2: output will be '|' delimited without a '|' at the end
-     --usage:      Display brief usage message.
-     -v, --verbose:
-                   Primarily for debugging purposes, report the state of
-                   various variables during processing.
-     -V, --version: Print version.
+      -a, --allsteps:   every running step of a job given without a step
+      -e, --helpformat: the fields --format accepts
+      -h, --help:       this text
+      -i, --pidformat:  the pids of each step (JobId,Nodes,Pids)
+      -j, --jobs:       <job(.step)>[,...], required: the steps to show; without a
+                        step, the lowest-numbered srun step running (all with -a);
+                        a step of 'batch' is the batch script's
+      -n, --noheader:   no header
+      --noconvert:      sizes in their own unit (2048M stays 2048M)
+      -o, --format:     comma-separated fields (see --helpformat)
+      -p, --parsable:   '|' after every field
+      -P, --parsable2:  '|' between fields
+      --usage:          a short usage line
+      -v, --verbose:    tracebacks on errors
+      -V, --version:    the version
 """
 
 TABLE = OptionTable(
@@ -133,7 +114,7 @@ class Step:
         self.ntasks = sum(int(u["ntasks"]) for u in usage)
 
     def top(self, name: str, task: str) -> tuple[int, str, int]:
-        """(largest value, its node, its task) of ``max_<name>`` over the nodes."""
+        """(largest value, its node, its task) of the per-node maximum ``name``."""
         best = max(self.usage, key=lambda u: int(u[name]))
         return int(best[name]), str(best["node"]), int(best[task])
 
