@@ -30,7 +30,7 @@ HOG = (
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, nodes=1, settings=SETTINGS)
+    c = Cluster(tmp_path, nodes=2, settings=SETTINGS)
     try:
         yield c.start()
     finally:
@@ -52,7 +52,7 @@ def _kib(size: str) -> float:
 
 
 def test_sstat_shows_a_running_step_as_slurm_does(cluster: Cluster) -> None:
-    job = cluster.sbatch("-n2", "-o", "/dev/null", "--wrap", f"srun -n2 {HOG}")
+    job = cluster.sbatch("-N2", "-n4", "-o", "/dev/null", "--wrap", f"srun -n4 {HOG}")
 
     def sampled() -> bool:
         done = cluster.run("sstat", "-P", "-n", "-o", "MaxRSS,AveCPU", "-j", str(job), check=False)
@@ -72,20 +72,22 @@ def test_sstat_shows_a_running_step_as_slurm_does(cluster: Cluster) -> None:
     names = parsable[0].split("|")
     row = dict(zip(names, parsable[1].split("|"), strict=True))
     assert parsable[0].endswith("|") and row[""] == ""
-    assert row["JobID"] == f"{job}.0" and row["NTasks"] == "2"
-    assert row["MaxRSSNode"] == row["MinCPUNode"] == "node1"
-    assert row["MaxRSSTask"] in ("0", "1") and row["MinCPUTask"] in ("0", "1")
+    assert row["JobID"] == f"{job}.0" and row["NTasks"] == "4"
+    # Two tasks a node: each maximum and minimum names its node and a task there.
+    for name in ("MaxRSS", "MinCPU", "MaxVMSize"):
+        node, task = row[f"{name}Node"], int(row[f"{name}Task"])
+        assert (node, task // 2) in (("node1", 0), ("node2", 1)), (name, node, task)
     assert _kib(row["AveRSS"]) >= 60 * 1024 and _kib(row["MaxVMSize"]) >= _kib(row["MaxRSS"])
     assert _seconds(row["MinCPU"]) >= 0.9
     assert row["TRESUsageInMax"].startswith("cpu=") and ",mem=" in row["TRESUsageInMax"]
-    assert row["TRESUsageInMaxNode"].split(",")[0] == "cpu=node1"
+    assert row["TRESUsageInMaxNode"].split(",")[0] in ("cpu=node1", "cpu=node2")
     assert row["ConsumedEnergy"] == "0" and row["ReqCPUFreqGov"] == "Unknown"
 
     # -a: every running step, the batch script's first; -i: the pids.
     everything = cluster.run("sstat", "-a", "-n", "-P", "-o", "JobID,NTasks", "-j", str(job))
-    assert everything.stdout.splitlines() == [f"{job}.batch|1", f"{job}.0|2"]
+    assert everything.stdout.splitlines() == [f"{job}.batch|1", f"{job}.0|4"]
     pids = cluster.run("sstat", "-n", "-P", "-i", "-j", f"{job}.0").stdout.strip().split("|")
-    assert pids[:2] == [f"{job}.0", "node1"] and len(pids[2].split(",")) >= 2
+    assert pids[:2] == [f"{job}.0", "node[1-2]"] and len(pids[2].split(",")) == 4
 
     # Steps and jobs that do not run, in Slurm's words (and its exit status, 0).
     missing = cluster.run("sstat", "-n", "-j", f"{job}.7")
