@@ -167,6 +167,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self._step_done(message.step_done, session)
             elif kind == "running":
                 self._running(message.running, session)
+            elif kind == "drain":
+                self._drain(message.drain, session)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for
@@ -310,6 +312,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             return
         job = self.store.jobs.get(done.job_id)
         if job is not None and job.restarts == done.restarts:
+            self._hook_failed(job, done)
             try:
                 self.store.post(
                     job.job_id,
@@ -344,6 +347,37 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         else:
             session.send(ack)
         self.on_change()
+
+    def _hook_failed(self, job: Job, done: pb.JobDone) -> None:
+        """A Prolog or Epilog failed on the job's node: drain it with the agent's reason;
+        after a Prolog, requeue the job, held unless SchedulerParameters says
+        ``nohold_on_prolog_fail`` (its Finish then puts it back to PENDING)."""
+        now = int(time.time())
+        if done.drain and job.nodes:
+            self.store.drain_failed(job.nodes[0], done.drain, now)
+        if done.outcome != "prolog_failed" or job.state is not jobstate.JobState.RUNNING:
+            return
+        if jobstate.COMPLETING in job.flags:
+            return
+        nohold = self.store.conf.scheduler_param("nohold_on_prolog_fail") is not None
+        log.warning("job_id=%d prolog failed on %s: requeued", job.job_id, job.nodes[0])
+        self.store.post(job.job_id, jobstate.Requeue(now, "" if nohold else jobstate.PROLOG_HOLD))
+
+    def _drain(self, drain: pb.NodeDrain, session: _Session) -> None:
+        """A served node's HealthCheckProgram failed: drain it with the program's reason."""
+        if drain.node not in session.nodes:
+            log.warning(
+                "agent %s (%s) asked to drain %s: dropped",
+                session.peer,
+                ",".join(session.nodes),
+                drain.node or "no node",
+            )
+            return
+        reason = drain.reason[:256] or "HealthCheckProgram failed"
+        if self.store.drain_failed(drain.node, reason, int(time.time())):
+            self._flushes.add(task := asyncio.ensure_future(self.store.durable.kept()))
+            task.add_done_callback(self._flushes.discard)
+            self.on_change()
 
     async def _ack_when_kept(self, ack: pb.ControllerMessage, session: _Session) -> None:
         await self.store.durable.kept()

@@ -656,6 +656,17 @@ class JobStore:
         self._touch_node(drain.down(self.nodes[name], reason, user, uid, now))
         self.last_update = now
 
+    def drain_failed(self, name: str, reason: str, now: int) -> bool:
+        """Drain ``name`` because a site program failed there (``drain.failed_check``);
+        True if that changed it."""
+        node = self.nodes.get(name)
+        if node is None or node.drain:
+            return False
+        log.warning("node %s drained: %s", name, reason)
+        self._touch_node(drain.failed_check(node, reason, self.conf.slurm_user, now))
+        self.last_update = now
+        return True
+
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int
     ) -> None:
