@@ -39,7 +39,8 @@ from typing import Any
 import grpc
 
 from controller import jobstate
-from controller.effects import Effect, Kill, Launch, NewLimit, Signal
+from controller.ctldhooks import ControllerHooks
+from controller.effects import Effect, Ended, Kill, Launch, NewLimit, Signal
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
@@ -94,6 +95,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.sessions: dict[str, _Session] = {}  # node name -> session
         self.config_path = store.conf.path
         self._flushes: set[asyncio.Future[None]] = set()
+        self.hooks = ControllerHooks(store, self.launch, on_change)  # PrologSlurmctld and its twin
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -391,7 +393,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         for effect in effects:
             match effect:
                 case Launch(job):
-                    self.launch(job)
+                    self.hooks.launch(job)
+                case Ended(job, status):
+                    self.hooks.ended(job, status)
                 case Kill(job, reason, delay) if delay:
                     asyncio.get_running_loop().call_later(delay, self._kill, job, reason)
                 case Kill(job, reason):

@@ -264,6 +264,8 @@ class JobStore:
         new = jobstate.apply(old, event)
         self.durable.emit(effects.follow(old, new, event))
         if holds_nodes(old) and not holds_nodes(new):
+            if self.conf.hooks.epilog_slurmctld:
+                self.durable.emit((effects.Ended(old, new.exit_status),))
             self._account(old, -1)
             self.priorities.ended(old, new.end_time or getattr(event, "now", 0))
         elif holds_nodes(new) and not holds_nodes(old):

@@ -161,3 +161,69 @@ def test_a_failing_health_check_drains_its_node_with_the_programs_words(tmp_path
         assert "Reason=" not in _node(cluster, "node1")
     finally:
         cluster.stop()
+
+
+def test_controller_hooks_run_around_a_job_and_a_failed_prolog_requeues_it(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path
+    # PrologSlurmctld fails the first time, then lets the job launch; both log their env.
+    prolog = _script(
+        d / "ctld-prolog",
+        f"/usr/bin/env > {d}/ctld-prolog.$$\n"
+        f"[ -e {d}/failed ] && exit 0\n: > {d}/failed\nexit 1\n",
+    )
+    epilog = _script(d / "ctld-epilog", f"/usr/bin/env > {d}/ctld-epilog.$$\n")
+    settings = (*SETTINGS, f"PrologSlurmctld={prolog}", f"EpilogSlurmctld={epilog}")
+    cluster = Cluster(tmp_path, nodes=1, settings=settings)
+    try:
+        cluster.start()
+        job_id = _batch(cluster, "echo ran\nexit 4\n")
+        job = cluster.wait_done(job_id, 60)
+        assert job["state"] == "FAILED" and job["restarts"] == 1
+        assert (d / f"out-{job_id}.txt").read_text() == "ran\n"  # launched once, after success
+        prologs = sorted(d.glob("ctld-prolog.*"))
+        assert len(prologs) == 2
+        env = _env(prologs[0])
+        assert env["SLURM_SCRIPT_CONTEXT"] == "prolog_slurmctld"
+        assert env["SLURM_JOB_ID"] == str(job_id) and env["SLURM_JOB_NODELIST"] == "node1"
+        assert env["SLURM_JOB_USER"] == "root" and env["SLURM_JOB_PARTITION"] == "debug"
+        # EpilogSlurmctld after the requeue and after the end, with how it ended.
+        cluster.wait_for(lambda: len(list(d.glob("ctld-epilog.*"))) == 2, 10, "no epilogs")
+        codes = sorted(_env(p)["SLURM_JOB_EXIT_CODE2"] for p in d.glob("ctld-epilog.*"))
+        assert codes == ["0:0", "4:0"]
+        assert "prolog_slurmctld failed: rc:1" in cluster.log("controller")
+    finally:
+        cluster.stop()
+
+
+def test_srun_and_task_prologs_around_a_step(tmp_path: Path) -> None:
+    d = tmp_path
+    srun_prolog = _script(d / "srun-prolog", f'echo "$SLURM_JOB_ID $*" > {d}/srun-prolog\n')
+    srun_epilog = _script(d / "srun-epilog", f'echo "$SLURM_JOB_ID $*" > {d}/srun-epilog\n')
+    task_prolog = _script(d / "task-prolog", "echo export RANK_SEEN=$SLURM_PROCID\n")
+    settings = (
+        *SETTINGS,
+        f"SrunProlog={srun_prolog}",
+        f"SrunEpilog={srun_epilog}",
+        f"TaskProlog={task_prolog}",
+    )
+    cluster = Cluster(tmp_path, nodes=2, settings=settings)
+    try:
+        cluster.start()
+        job_id = _batch(cluster, "srun -N2 -n2 -l /bin/sh -c 'echo seen $RANK_SEEN'\n", "-N2")
+        assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
+        lines = sorted((d / f"out-{job_id}.txt").read_text().splitlines())
+        assert lines == ["0: seen 0", "1: seen 1"]
+        command = f"{job_id} /bin/sh -c echo seen $RANK_SEEN"
+        assert (d / "srun-prolog").read_text().strip() == command
+        assert (d / "srun-epilog").read_text().strip() == command
+        # A failing SrunProlog launches nothing.
+        _script(d / "srun-prolog", "exit 3\n")
+        job_id = _batch(cluster, "srun /bin/echo never\necho after $?\n")
+        assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
+        out = (d / f"out-{job_id}.txt").read_text()
+        assert "never" not in out and "srun: error: srun prolog failed: rc:3" in out
+        assert out.endswith("after 1\n")
+    finally:
+        cluster.stop()
