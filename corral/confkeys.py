@@ -124,9 +124,9 @@ DependencyParameters            refused             dependencies follow Schedule
 DisableRootJobs                 refused(no,0,false) root's jobs are not refused
 EioTimeout                      warned              not read
 EnforcePartLimits               honoured
-Epilog                          honoured            run on the job's batch node
+Epilog                          honoured            on a job's batch node only
 EpilogMsgTime                   honoured
-EpilogSlurmctld                 honoured            run by the controller
+EpilogSlurmctld                 honoured
 EpilogTimeout                   warned              see PrologEpilogTimeout
 ExtSensorsFreq                  warned              no external sensors
 ExtSensorsType                  warned              no external sensors
@@ -141,7 +141,7 @@ GroupUpdateForce                warned              groups are read when needed
 GroupUpdateTime                 warned              groups are read when needed
 HashPlugin                      warned              not read
 HealthCheckInterval             honoured
-HealthCheckNodeState            honoured
+HealthCheckNodeState            honoured            IDLE, ALLOC, MIXED: whether a job runs
 HealthCheckProgram              honoured            a failure also drains the node
 HealthCheckTimeout              honoured
 HttpParserType                  warned              not read
@@ -226,10 +226,10 @@ PriorityWeightQOS               honoured
 PriorityWeightTRES              honoured
 PrivateData                     honoured
 ProctrackType                   warned              a job's processes are its process group
-Prolog                          honoured            run on the job's batch node
+Prolog                          honoured            on a job's batch node only
 PrologEpilogTimeout             honoured
-PrologFlags                     honoured
-PrologSlurmctld                 honoured            run by the controller
+PrologFlags                     honoured            Contain, Serial; Alloc, NoHold: no change
+PrologSlurmctld                 honoured            batch jobs only, not allocations
 PrologTimeout                   warned              see PrologEpilogTimeout
 PropagatePrioProcess            warned              jobs run at the node's default nice value
 PropagateResourceLimits         refused(none)       submitters' limits are not propagated
@@ -299,7 +299,7 @@ SuspendTime                     warned              no power saving
 SuspendTimeout                  warned              no power saving
 SwitchParameters                warned              no switch plugins
 SwitchType                      warned              no switch plugins
-TaskEpilog                      honoured
+TaskEpilog                      honoured            after a batch script, not a step's tasks
 TaskPlugin                      warned              tasks keep the default binding
 TaskPluginParam                 warned              tasks keep the default binding
 TaskProlog                      honoured

@@ -3,6 +3,7 @@ rules, and what a failed Prolog does to a job and a node."""
 
 from __future__ import annotations
 
+import pwd
 import time
 from pathlib import Path
 
@@ -144,3 +145,11 @@ def test_a_failed_prolog_requeues_the_job_held_with_slurms_reason() -> None:
     assert job.reason is Reason.LAUNCH_FAILED_REQUEUED_HELD
     job = jobstate.apply(job, jobstate.Release())
     assert not job.held and job.reason is Reason.NONE
+
+
+def test_a_program_runs_as_the_user_it_is_given() -> None:
+    """TaskEpilog and the like run as the job's user (the tests run as root)."""
+    nobody = pwd.getpwnam("nobody")
+    user = hooks.RunAs(nobody.pw_uid, nobody.pw_gid, "nobody")
+    result = hooks.run("/usr/bin/id", {}, argv=("-u",), user=user)
+    assert result.ok and result.output.strip() == str(nobody.pw_uid)
