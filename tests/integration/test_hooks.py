@@ -170,8 +170,7 @@ def test_controller_hooks_run_around_a_job_and_a_failed_prolog_requeues_it(
     # PrologSlurmctld fails the first time, then lets the job launch; both log their env.
     prolog = _script(
         d / "ctld-prolog",
-        f"/usr/bin/env > {d}/ctld-prolog.$$\n"
-        f"[ -e {d}/failed ] && exit 0\n: > {d}/failed\nexit 1\n",
+        f"/usr/bin/env > {d}/ctld-prolog.$$\n[ -e {d}/failed ] && exit 0\n: > {d}/failed\nexit 1\n",
     )
     epilog = _script(d / "ctld-epilog", f"/usr/bin/env > {d}/ctld-epilog.$$\n")
     settings = (*SETTINGS, f"PrologSlurmctld={prolog}", f"EpilogSlurmctld={epilog}")
