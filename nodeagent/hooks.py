@@ -124,10 +124,16 @@ def after(spec: LaunchSpec, ended: Result, started: bool) -> Result:
     return dataclasses.replace(ended, drain=EPILOG_ERROR)
 
 
-def task_prolog(site: SiteHooks, env: dict[str, str]) -> dict[str, str]:
+def task_prolog(site: SiteHooks, env: dict[str, str], node: str) -> dict[str, str]:
     """In a task's process, already its user's: run TaskProlog and return the task's
-    environment as its output says, its ``print`` lines written to standard output."""
+    environment as its output says, its ``print`` lines written to standard output.
+    When it fails the task does not run: slurmstepd's line on its standard error and
+    exit status 1, as in Slurm 22.05."""
     result = hooks.run(site.task_prolog, env, cwd=os.getcwd())
+    if not result.ok:
+        code = result.status >> 8 if result.status > 0 and not result.status & 0x7F else 1
+        os.write(2, f"slurmstepd-{node}: error: TaskProlog failed status={code}\n".encode())
+        os._exit(1)
     setup = hooks.task_setup(result.output, env)
     for line in setup.printed:
         os.write(1, f"{line}\n".encode())

@@ -372,7 +372,7 @@ class StepRun(Runner):
             if spec.hooks.task_prolog:
                 from nodeagent import hooks  # loaded only where a site program is set
 
-                env = hooks.task_prolog(spec.hooks, env)
+                env = hooks.task_prolog(spec.hooks, env, spec.node)
             if confined:
                 devcgroup.local_binding(env, set(spec.gpus))
             status = 2

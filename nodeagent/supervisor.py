@@ -137,7 +137,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
         if spec.hooks.task_prolog:
             from nodeagent import hooks  # loaded only where a site program is set
 
-            env = hooks.task_prolog(spec.hooks, env)
+            env = hooks.task_prolog(spec.hooks, env, spec.node)
         if confined:
             devcgroup.local_binding(env, set(spec.gpus))
         os.execve(script, [script, *spec.argv], env)

@@ -669,7 +669,9 @@ def site_program(kind: str, program: str, settings: Settings, job_id: int) -> bo
     result = hooks.run(program, env, argv=settings.command, cwd=os.getcwd())
     if result.ok:
         return True
-    print(f"{PROG}: error: srun {kind} failed: {result.describe()}", file=sys.stderr)
+    code = result.status >> 8 if result.status > 0 else result.status
+    ending = ". Aborting step." if kind == "prolog" else ""
+    print(f"{PROG}: error: srun {kind} failed rc = {code}{ending}", file=sys.stderr)
     return False
 
 

@@ -222,7 +222,17 @@ def test_srun_and_task_prologs_around_a_step(tmp_path: Path) -> None:
         job_id = _batch(cluster, "srun /bin/echo never\necho after $?\n")
         assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
         out = (d / f"out-{job_id}.txt").read_text()
-        assert "never" not in out and "srun: error: srun prolog failed: rc:3" in out
+        assert "never" not in out
+        assert "srun: error: srun prolog failed rc = 3. Aborting step." in out
+        assert out.endswith("after 1\n")
+        # A failing TaskProlog: the task does not run and exits 1, with slurmstepd's line
+        # (here the step's task fails; the batch script's TaskProlog succeeds).
+        _script(d / "srun-prolog", "exit 0\n")
+        _script(d / "task-prolog", '[ -n "$FAILME" ] && exit 5\nexit 0\n')
+        job_id = _batch(cluster, "FAILME=1 srun -w node1 -n1 /bin/echo never\necho after $?\n")
+        cluster.wait_done(job_id, 60)
+        out = (d / f"out-{job_id}.txt").read_text()
+        assert "never" not in out and "slurmstepd-node1: error: TaskProlog failed status=5" in out
         assert out.endswith("after 1\n")
     finally:
         cluster.stop()
