@@ -132,6 +132,15 @@ def down(node: NodeRuntime, reason: str, user: str, uid: int, now: int) -> NodeR
     )
 
 
+def failed_check(node: NodeRuntime, reason: str, user: str, now: int) -> NodeRuntime:
+    """``node`` drained by the controller because a site program failed there (its
+    Prolog or Epilog: "Prolog error", "Epilog error"; its HealthCheckProgram: the
+    program's words). A node drained already keeps the reason it has."""
+    if node.drain:
+        return node
+    return replace(node, drain=True, reason=reason, reason_user=user, reason_uid=0, reason_time=now)
+
+
 def admin_state(
     node: NodeRuntime, state: str, reason: str, who: Principal, now: int
 ) -> NodeRuntime:

@@ -33,12 +33,13 @@ from nodeagent.gpus import probe_gpus
 from nodeagent.gpus.migbinding import mig_uuids, probed_cpus, probed_files
 from nodeagent.gpus.model import GpuDevice, format_gres
 from nodeagent.gpus.neuron import NeuronBinding
+from nodeagent.health import HealthCheck
 from nodeagent.link import Link
 from nodeagent.mps import MpsServers
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
-from nodeagent.spool import Spool
+from nodeagent.spool import SiteHooks, Spool
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +181,19 @@ def device_guard(
     return devcgroup.DeviceGuard(top, gpus)
 
 
+def site_hooks(conf: SlurmConfig, spool: Spool) -> SiteHooks:
+    """The site programs each run gets (``PrologFlags=Serial``: one lock file for all)."""
+    serial = "serial" in conf.prolog_flags
+    return SiteHooks(
+        prolog=conf.hooks.prolog,
+        epilog=conf.hooks.epilog,
+        task_prolog=conf.hooks.task_prolog,
+        task_epilog=conf.hooks.task_epilog,
+        timeout=conf.hooks.timeout,
+        lock=os.path.join(spool.root(), "hooks.lock") if serial else "",
+    )
+
+
 def _gres_items(text: str) -> list[tuple[str, str, int]]:
     try:
         return list(gres_syntax.parse_node(text))
@@ -280,6 +294,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         ),
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,
         neuron=NeuronBinding(neuron_nodes(conf, nodes)),
+        hooks=site_hooks(conf, spool),
     )
     table.recover()
     table.zygote.start()
@@ -330,6 +345,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         tasks.append(
             asyncio.create_task(sample_forever(table, sampler, conf.job_acct.task_frequency))
         )
+    health = HealthCheck(conf.hooks, [n.name for n in nodes], table, os.path.abspath(conf.path))
+    # Apart from ``tasks``: a check that ends (HealthCheckInterval=0) stops nothing.
+    checking = asyncio.create_task(health.run_forever()) if health.enabled else None
     stopping = asyncio.create_task(stop.wait())
     # Ready once its runs are recovered and clients' socket listens; the controller
     # may still be away (the link keeps trying), as slurmd starts without slurmctld.
@@ -338,6 +356,8 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     notifier.stopping()
     for task in [*tasks, stopping]:
         task.cancel()
+    if checking is not None:
+        checking.cancel()
     for task in tasks:
         with contextlib.suppress(asyncio.CancelledError):
             await task

@@ -187,6 +187,7 @@ def done_message(key: RunKey, result: Result) -> pb.JobDone:
         max_rss_kb=result.max_rss_kb,
         user_cpu_us=result.user_cpu_us,
         sys_cpu_us=result.sys_cpu_us,
+        drain=result.drain,
     )
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 from collections import OrderedDict
@@ -67,7 +68,7 @@ from nodeagent.runkinds import (
     step_refusal,
     step_spec,
 )
-from nodeagent.spool import NOT_STARTED, JobDir, Phase, RunDir, Spool, StepDir
+from nodeagent.spool import NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
 from nodeagent.watch import Watch
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class RunTable:
         devices: DeviceGuard | None = None,
         mps: MpsServers | None = None,
         neuron: NeuronBinding | None = None,
+        hooks: SiteHooks | None = None,
     ) -> None:
         self.spool = spool
         self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
@@ -111,6 +113,7 @@ class RunTable:
         self.devices = devices  # GPU isolation (None: none)
         self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
         self.neuron = neuron  # NeuronCores for jobs on Neuron nodes (None: none served)
+        self.hooks = hooks or SiteHooks()  # slurm.conf's site programs, given to each run
         self.mig: dict[str, dict[int, str]] = {}  # per node, MIG instances' UUIDs by index
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
@@ -157,6 +160,18 @@ class RunTable:
         welcomed): they go out again first on the next. The controller ignores a
         node's report for a step it has already recorded."""
         self._backlog[:0] = dones
+
+    def busy(self) -> bool:
+        """Whether any run is alive here (HealthCheckNodeState's ALLOC and MIXED)."""
+        return any(run.done is None for run in self._runs.values())
+
+    def drain(self, node: str, reason: str) -> bool:
+        """Ask the controller to drain ``node`` (its health check failed); False while no
+        stream is up, for the caller to ask again."""
+        if self._send is None:
+            return False
+        self._send(pb.AgentMessage(drain=pb.NodeDrain(node=node, reason=reason)))
+        return True
 
     def _report(self, message: pb.AgentMessage) -> None:
         """Send a report; while no stream is up, a batch report is dropped (the next
@@ -350,6 +365,7 @@ class RunTable:
         self._runs[key] = run
         try:
             spec = launch_spec(msg, hostname, self.slurm_conf, self.devices)
+            spec = dataclasses.replace(spec, hooks=self.hooks)
             self._bind(spec.environment, msg)
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
@@ -395,7 +411,7 @@ class RunTable:
         run = Run(dir=stepdir, kind=STEP_KIND, key=key, tasks=tuple(msg.tasks), identity=identity)
         self._runs[key] = run
         try:
-            spec = step_spec(msg, self.devices)
+            spec = dataclasses.replace(step_spec(msg, self.devices), hooks=self.hooks)
             self._bind(spec.environment, msg)
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.supervisor_env, self.zygote)

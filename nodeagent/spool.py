@@ -85,6 +85,22 @@ NOT_STARTED = -1
 
 
 @dataclass(frozen=True)
+class SiteHooks:
+    """The node's site programs a run needs (slurm.conf's Prolog, Epilog, TaskProlog,
+    TaskEpilog; ``timeout`` PrologEpilogTimeout, 0 for none; ``lock`` the file whose
+    lock makes Prolog and Epilog run one at a time on this host, for
+    ``PrologFlags=Serial``, else ""). Copied from corral.config's HookConfig by the
+    agent: the supervisor does not load the configuration model."""
+
+    prolog: str = ""
+    epilog: str = ""
+    task_prolog: str = ""
+    task_epilog: str = ""
+    timeout: int = 0
+    lock: str = ""
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     """What the supervisor needs to run one batch job (LaunchJob + node facts).
 
@@ -130,6 +146,7 @@ class LaunchSpec:
     # Why the script must not run here (its GPU fence cannot be set up on this
     # host): the supervisor only fails the launch and tells the user.
     refused: str = ""
+    hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -138,6 +155,7 @@ class LaunchSpec:
     def from_json(cls, text: str) -> LaunchSpec:
         data: dict[str, Any] = json.loads(text)
         data["argv"] = tuple(data.get("argv", ()))
+        data["hooks"] = SiteHooks(**data.get("hooks", {}))
         return cls(**data)
 
 
@@ -161,6 +179,7 @@ class Result:
     max_rss_kb: int = 0
     user_cpu_us: int = 0
     sys_cpu_us: int = 0
+    drain: str = ""  # the node's drain reason when a Prolog or Epilog failed here
 
 
 @dataclass(frozen=True)
@@ -206,6 +225,7 @@ class StepSpec:
     # Why the tasks must not run here (their GPU fence cannot be set up on this
     # host): the runner only tells srun, so that srun fails at once.
     refused: str = ""
+    hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -215,6 +235,7 @@ class StepSpec:
         data: dict[str, Any] = json.loads(text)
         data["argv"] = tuple(data.get("argv", ()))
         data["tasks"] = tuple(data.get("tasks", ()))
+        data["hooks"] = SiteHooks(**data.get("hooks", {}))
         return cls(**data)
 
 

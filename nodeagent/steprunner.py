@@ -370,6 +370,10 @@ class StepRun(Runner):
                 "SLURM_LOCALID": str(task.index),
                 "SLURM_TASK_PID": str(os.getpid()),
             }
+            if spec.hooks.task_prolog:
+                from nodeagent import hooks  # loaded only where a site program is set
+
+                env = hooks.task_prolog(spec.hooks, env, spec.node)
             if confined:
                 devcgroup.local_binding(env, set(spec.gpus))
             status = 2

@@ -135,6 +135,10 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
         if note:
             os.write(2, note.encode())
         env = job_environment(spec, os.getpid())
+        if spec.hooks.task_prolog:
+            from nodeagent import hooks  # loaded only where a site program is set
+
+            env = hooks.task_prolog(spec.hooks, env, spec.node)
         if confined:
             devcgroup.local_binding(env, set(spec.gpus))
         os.execve(script, [script, *spec.argv], env)
@@ -207,6 +211,12 @@ class BatchRun(Runner):
             return self._result(0, "cancelled", "cancelled before start")
         if spec.refused:
             return self._launch_failed(spec.refused)
+        if spec.hooks.prolog:
+            from nodeagent import hooks  # loaded only where a site program is set
+
+            failed = hooks.prolog(spec, int(time.time()), lambda text: _tell_user(spec, text))
+            if failed is not None:
+                return failed
         if spec.cgroup:
             try:
                 self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
@@ -315,7 +325,12 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
         return 0
     run = BatchRun(jobdir, spec, notify_fd)
     try:
-        jobdir.write_result(run.run())
+        result = run.run()
+        if spec.hooks.epilog or spec.hooks.task_epilog:
+            from nodeagent import hooks  # loaded only where a site program is set
+
+            result = hooks.after(spec, result, started=bool(run.pgid))
+        jobdir.write_result(result)
     finally:
         run.release()
     return 0
