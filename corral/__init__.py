@@ -32,6 +32,7 @@ __all__ = [
     "gresconf",
     "grpcservice",
     "grpctls",
+    "hooks",
     "hostlist",
     "jobinfo",
     "munge",
