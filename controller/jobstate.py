@@ -150,6 +150,7 @@ class Reason(enum.Enum):
     RAISED_SIGNAL = "RaisedSignal"
     TIME_LIMIT = "TimeLimit"
     JOB_LAUNCH_FAILURE = "JobLaunchFailure"
+    OUT_OF_MEMORY = "OutOfMemory"  # FAIL_OOM: the OOM killer killed some of its processes
 
 
 class InvalidTransition(Exception):
@@ -191,7 +192,7 @@ class Finish:
 
     now: int
     exit_status: int
-    outcome: str  # "exited" | "timeout" | "cancelled" | "launch_failed"
+    outcome: str  # "exited" | "timeout" | "cancelled" | "launch_failed" | "out_of_memory"
     usage: tuple[int, int, int] = (0, 0, 0)  # max RSS KiB, user and system CPU microseconds
     message: str = ""  # the node's reason, kept (SystemComment) when the launch failed
 
@@ -255,6 +256,8 @@ def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
         return JobState.CANCELLED, Reason.NONE
     if event.outcome == "launch_failed":
         return JobState.FAILED, Reason.JOB_LAUNCH_FAILURE
+    if event.outcome == "out_of_memory":  # the OOM killer killed some of its processes
+        return JobState.OUT_OF_MEMORY, Reason.OUT_OF_MEMORY
     if event.exit_status & 0x7F:
         return JobState.FAILED, Reason.RAISED_SIGNAL
     if event.exit_status >> 8:

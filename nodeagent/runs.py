@@ -44,6 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from corral.wire import corral_pb2 as pb
+from nodeagent.containment import Containment
 from nodeagent.devcgroup import DeviceGuard
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
@@ -97,6 +98,7 @@ class RunTable:
         kill_wait: int,
         python: str,
         devices: DeviceGuard | None = None,
+        containment: Containment | None = None,
         mps: MpsServers | None = None,
         neuron: NeuronBinding | None = None,
     ) -> None:
@@ -106,6 +108,7 @@ class RunTable:
         self.kill_wait = kill_wait  # for terminate requests; the controller's Welcome updates it
         self.python = python
         self.devices = devices  # GPU isolation (None: none)
+        self.containment = containment  # the runs' cgroups (None: process groups only)
         self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
         self.neuron = neuron  # NeuronCores for jobs on Neuron nodes (None: none served)
         self.mig: dict[str, dict[int, str]] = {}  # per node, MIG instances' UUIDs by index
@@ -298,7 +301,7 @@ class RunTable:
         run = Run(dir=jobdir, kind=BATCH_KIND, key=key)
         self._runs[key] = run
         try:
-            spec = launch_spec(msg, hostname, self.slurm_conf, self.devices)
+            spec = launch_spec(msg, hostname, self.slurm_conf, self.devices, self.containment)
             self._bind(spec.environment, msg)
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
@@ -344,7 +347,7 @@ class RunTable:
         run = Run(dir=stepdir, kind=STEP_KIND, key=key, tasks=tuple(msg.tasks), identity=identity)
         self._runs[key] = run
         try:
-            spec = step_spec(msg, self.devices)
+            spec = step_spec(msg, self.devices, self.containment)
             self._bind(spec.environment, msg)
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.supervisor_env, self.zygote)

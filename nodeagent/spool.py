@@ -18,6 +18,7 @@ Files in a job directory (who writes them):
 ``started``        supervisor  the script's pid and start time (:class:`Started`)
 ``time_limit``     agent       a new limit in minutes (``scontrol update``)
 ``cancel``         agent       terminate request; content: KillWait seconds
+``cgroups``        supervisor  the run's cgroups by role (:func:`nodeagent.cgroups.run_paths`)
 ``result``         supervisor  how the job ended (:class:`Result`), written last
 =================  ==========  ==================================================
 
@@ -130,6 +131,8 @@ class LaunchSpec:
     # Why the script must not run here (its GPU fence cannot be set up on this
     # host): the supervisor only fails the launch and tells the user.
     refused: str = ""
+    # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
+    containment: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -161,6 +164,8 @@ class Result:
     max_rss_kb: int = 0
     user_cpu_us: int = 0
     sys_cpu_us: int = 0
+    # Processes of its cgroup the final SIGKILL could not end (the node is drained).
+    left_behind: int = 0
 
 
 @dataclass(frozen=True)
@@ -206,6 +211,8 @@ class StepSpec:
     # Why the tasks must not run here (their GPU fence cannot be set up on this
     # host): the runner only tells srun, so that srun fails at once.
     refused: str = ""
+    # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
+    containment: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

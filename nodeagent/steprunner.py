@@ -173,12 +173,10 @@ class StepRun(Runner):
             message = f"cannot connect to srun at {spec.io_host}:{spec.io_port}: {reason}"
             log.error("step %d.%d: %s", spec.job_id, spec.step_id, message)
             return self._not_started(refused or message)
-        if not refused and spec.cgroup:
-            try:
-                self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
-            except LaunchError as exc:
+        if not refused:
+            refused = self._contain(spec.containment, spec.cgroup, spec.deny_devices)
+            if refused:
                 self._close_all()
-                refused = str(exc)
         if refused:
             return self._refuse(refused)
         note = ""
@@ -355,7 +353,7 @@ class StepRun(Runner):
         status = 1
         try:
             os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
-            confined = devcgroup.enter(self.cgroup)
+            confined = self._enter(bool(spec.cgroup))
             runas.pin_cpus(spec.cpu_ids)
             child_signals()  # unblocks: what came meanwhile now acts as it would
             for target, fd in enumerate(fds):

@@ -25,6 +25,7 @@ to the job.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -34,7 +35,7 @@ from corral import filepattern
 from nodeagent import devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
-from nodeagent.runner import WATCHED, Runner, Task, child_signals
+from nodeagent.runner import KILL_TASK_FAILED, WATCHED, Runner, Task, child_signals
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
     SCRIPT,
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
+
+#: The outcome of a run whose processes the OOM killer killed (JobDone.outcome).
+OUT_OF_MEMORY = "out_of_memory"
 
 
 def job_environment(spec: LaunchSpec, task_pid: int) -> dict[str, str]:
@@ -124,7 +128,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
     message = "unknown launch failure"
     try:
         os.setpgid(0, 0)
-        confined = devcgroup.enter(run.cgroup)
+        confined = run._enter(bool(spec.cgroup))
         runas.pin_cpus(spec.cpu_ids)
         child_signals()
         runas.apply_umask(spec.environment)
@@ -206,11 +210,9 @@ class BatchRun(Runner):
             return self._result(0, "cancelled", "cancelled before start")
         if spec.refused:
             return self._launch_failed(spec.refused)
-        if spec.cgroup:
-            try:
-                self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
-            except LaunchError as exc:
-                return self._launch_failed(str(exc))
+        refused = self._contain(spec.containment, spec.cgroup, spec.deny_devices)
+        if refused:
+            return self._launch_failed(refused)
         script = self.jobdir.file(SCRIPT)
         error_r, error_w = os.pipe()
         try:
@@ -283,8 +285,26 @@ class BatchRun(Runner):
         task = self.tasks[0]
         status = task.status or 0
         outcome = self.ending.why or "exited"
+        kills = self.oom_kills()
+        if kills:
+            # Slurm's words, in the job's error file (slurmstepd writes them there).
+            plural = "" if kills == 1 else "s"
+            _tell_user(
+                self.spec,
+                f"slurmstepd: error: Detected {kills} oom_kill event{plural} in "
+                f"StepId={self.spec.job_id}.batch. Some of the step tasks have been OOM Killed.\n",
+            )
+            if outcome == "exited":
+                outcome = OUT_OF_MEMORY
         log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
-        return self._result(status, outcome, self.message, task.usage)
+        result = self._result(status, outcome, self.message, task.usage)
+        if self.left_behind:
+            result = dataclasses.replace(
+                result,
+                left_behind=len(self.left_behind),
+                message=f"{KILL_TASK_FAILED}: {len(self.left_behind)} processes left",
+            )
+        return result
 
 
 USAGE = (
