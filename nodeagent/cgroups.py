@@ -339,6 +339,10 @@ class RunCgroups:
         """The run's cgroup v2 cgroup (None: none), where its GPU fence goes."""
         return next((p for version, p, _ in self.made if version == V2), None)
 
+    def paths(self) -> list[str]:
+        """The run's cgroups, one per hierarchy."""
+        return [p for _, p, _ in self.made]
+
     def record(self, run_dir: str) -> None:
         """Name the run's cgroups in ``run_dir`` (see :func:`run_paths`)."""
         roles = {role: path for _, path, names in self.made for role in names}

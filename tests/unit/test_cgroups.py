@@ -1,0 +1,180 @@
+"""Runs' cgroups (nodeagent/cgroups.py): the layout read from the mounts, and real
+cgroups made, joined, limited, killed and removed on this host, whichever layout
+it has (pure cgroup v2, or v2 for processes and v1 for the controllers).
+
+The kernel tests need root and a cgroup file system; where CI is set they fail
+rather than skip. Every cgroup they make is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nodeagent import cgroups
+from nodeagent.cgroups import V1, V2, RunCgroups
+
+LAYOUT = cgroups.detect()
+WHY_NOT = cgroups.unusable(LAYOUT)
+if WHY_NOT is not None and os.environ.get("CI"):
+    pytest.fail(f"cgroups unusable in CI: {WHY_NOT}", pytrace=False)
+needs_kernel = pytest.mark.skipif(WHY_NOT is not None, reason=f"no cgroups: {WHY_NOT}")
+
+HYBRID = """\
+tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
+cgroup /sys/fs/cgroup/cpuset cgroup rw,relatime,cpuset 0 0
+cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,relatime,cpu,cpuacct 0 0
+cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0
+cgroup /sys/fs/cgroup/freezer cgroup rw,relatime,freezer 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+"""
+
+
+def test_mounts_are_read_with_their_controllers(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(HYBRID.replace("/sys/fs/cgroup/unified", "/sys/fs/cgroup/uni\\040fied"))
+    found = cgroups.cgroup_mounts(str(mounts))
+    assert found[1] == (
+        V1,
+        "/sys/fs/cgroup/cpu,cpuacct",
+        frozenset({"rw", "relatime", "cpu", "cpuacct"}),
+    )
+    assert found[-1] == (V2, "/sys/fs/cgroup/uni fied", frozenset())
+    assert cgroups.cgroup2_mount(str(mounts)) == "/sys/fs/cgroup/uni fied"
+    assert cgroups.cgroup_mounts(str(tmp_path / "none")) == []
+
+
+def test_a_hybrid_host_contains_in_v2_and_limits_in_v1(tmp_path: Path) -> None:
+    """The unified hierarchy's cgroup.controllers (of the agent's cgroup) offers
+    nothing here: the controllers come from their v1 hierarchies, and the v1
+    freezer is not used (v2 holds the processes)."""
+    mounts = tmp_path / "mounts"
+    mounts.write_text(HYBRID.replace("/sys/fs/cgroup/unified", str(tmp_path / "unified")))
+    (tmp_path / "unified").mkdir()
+    (tmp_path / "unified" / "cgroup.controllers").write_text("hugetlb\n")
+    own = cgroups.own_cgroups()
+    layout = cgroups.detect(mounts=str(mounts))
+    v1 = {names[0]: base for version, base, names in layout if version == V1}
+    assert layout[0] == (V2, str(tmp_path / "unified" / "corral"), ("procs",))
+    assert v1 == {
+        name: f"/sys/fs/cgroup/{name}{own.get(name, '/').rstrip('/')}/corral"
+        for name in ("memory", "cpuset", "pids")
+    }
+    # cgroup/v1 alone: the freezer holds the processes.
+    only_v1 = cgroups.detect("cgroup/v1", mounts=str(mounts))
+    assert [names for _, _, names in only_v1] == [("memory",), ("cpuset",), ("pids",), ("procs",)]
+    assert cgroups.detect("cgroup/v2", mounts=str(mounts))[0][2] == ("procs",)
+
+
+def test_cpu_lists() -> None:
+    assert cgroups.cpu_list("0-3,8\n") == {0, 1, 2, 3, 8}
+    assert cgroups.cpu_list("\n") == set()
+
+
+@pytest.fixture
+def run() -> Iterator[RunCgroups]:
+    """A run's cgroups with a 40 MiB memory limit (no swap) and pids.max 8;
+    removed (what is left in them killed) afterwards."""
+    description = cgroups.describe(
+        LAYOUT,
+        f"test{os.getpid()}",
+        7,
+        cgroups.BATCH,
+        memory=40 << 20,
+        memsw=40 << 20,
+        cpus=[0],
+        pids=8,
+    )
+    made = RunCgroups(description)
+    made.make()
+    try:
+        yield made
+    finally:
+        made.kill()
+        assert made.remove()
+
+
+def _child(made: RunCgroups, command: str) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            made.join()
+            os.execvp("sh", ["sh", "-c", command])
+        finally:
+            os._exit(127)
+    return pid
+
+
+@needs_kernel
+def test_a_runs_cgroups_hold_its_limits(run: RunCgroups, tmp_path: Path) -> None:
+    roles = {role for _, _, names in LAYOUT for role in names}
+    out = tmp_path / "out"
+    pid = _child(
+        run, f"grep Cpus_allowed_list /proc/self/status > {out}; cat /proc/self/cgroup >> {out}"
+    )
+    os.waitpid(pid, 0)
+    text = out.read_text()
+    if "cpuset" in roles:
+        assert "Cpus_allowed_list:\t0\n" in text
+    for version, path, _ in run.made:
+        suffix = path.split("/corral/", 1)[1]
+        assert suffix == f"test{os.getpid()}/job_7/step_batch"
+        assert ("0::" if version == V2 else ":") in text
+    run.record(str(tmp_path))
+    assert set(cgroups.run_paths(str(tmp_path))) == roles
+    assert cgroups.run_paths(str(tmp_path / "nowhere")) == {}
+
+
+@needs_kernel
+def test_what_leaves_the_process_group_is_killed_with_the_run(run: RunCgroups) -> None:
+    pid = _child(run, "setsid sleep 1000 & exec sleep 1000")
+    deadline = time.monotonic() + 5
+    while len(run.procs()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(run.procs()) == 2
+    assert run.kill() == []
+    os.waitpid(pid, 0)
+    assert run.procs() == []
+
+
+@needs_kernel
+def test_an_oom_kill_is_counted(run: RunCgroups) -> None:
+    if "memory" not in {role for _, _, names in LAYOUT for role in names}:
+        pytest.fail("no memory controller here")
+    assert run.oom_kills() == 0
+    pid = _child(run, "exec python3 -c 'x = bytearray(200 << 20)'")
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert run.oom_kills() == 1
+
+
+@needs_kernel
+def test_pids_max_stops_a_fork_bomb(run: RunCgroups) -> None:
+    if "pids" not in {role for _, _, names in LAYOUT for role in names}:
+        pytest.fail("no pids controller here")
+    pid = _child(run, "for i in $(seq 20); do sleep 1000 & done 2>/dev/null; exec sleep 1000")
+    deadline = time.monotonic() + 5
+    while len(run.procs()) < 7 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert 7 <= len(run.procs()) <= 8  # of the 21 it would have been
+    assert run.kill() == []
+    os.waitpid(pid, 0)
+
+
+@needs_kernel
+def test_a_taken_name_is_not_shared(run: RunCgroups) -> None:
+    """A second run of the same node, job and leaf (another agent on this host) gets
+    ``<leaf>.<pid>`` in every hierarchy."""
+    again = RunCgroups(cgroups.describe(LAYOUT, f"test{os.getpid()}", 7, cgroups.BATCH))
+    again.make()
+    try:
+        assert {p.rsplit("/", 1)[1] for p in again.paths()} == {f"step_batch.{os.getpid()}"}
+    finally:
+        assert again.remove()
