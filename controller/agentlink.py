@@ -332,6 +332,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
                 if done.message:
                     log.warning("job_id=%d %s", done.job_id, done.message)
+                if done.left_behind:
+                    self.store.node_kill_failed(job.nodes[0], int(time.time()))
         ack = pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts))
         try:
             await self.store.flush()
@@ -477,7 +479,17 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             usage,
             done.end_time,
             done.sum_rss_kb,
+            done.oom_kills,
         )
+        if done.left_behind:
+            log.error(
+                "job_id=%d step %d: %d processes outlived their kill on %s",
+                done.job_id,
+                done.step_id,
+                done.left_behind,
+                done.node,
+            )
+            self.store.node_kill_failed(done.node, int(time.time()))
 
     def signal(
         self,

@@ -373,13 +373,15 @@ class JobStore:
         usage: tuple[int, int, int] = (0, 0, 0),
         end: int = 0,
         sum_rss: int = 0,
+        oom_kills: int = 0,
     ) -> None:
-        """A node's part of a step ended (its tasks' wait statuses, -1: never ran)."""
+        """A node's part of a step ended (its tasks' wait statuses, -1: never ran;
+        ``oom_kills``: its processes the OOM killer killed there)."""
         job = self.jobs.get(job_id)
         if job is None:
             return
         new = tuple(
-            steps.node_done(s, node, statuses, usage, end or int(time.time()), sum_rss)
+            steps.node_done(s, node, statuses, usage, end or int(time.time()), sum_rss, oom_kills)
             if s.step_id == step_id
             else s
             for s in job.steps
@@ -651,6 +653,17 @@ class JobStore:
             self.post(job.job_id, jobstate.NodeFail(now, requeue))
             failed.append((job, requeue))
         return failed
+
+    def node_kill_failed(self, name: str, now: int) -> None:
+        """A job's processes on ``name`` outlived their SIGKILL: drained (``drain.kill_failed``)."""
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        drained = drain.kill_failed(node, self.conf.slurm_user, now)
+        if drained != node:
+            log.warning("node %s drained: %s", name, drained.reason)
+            self._touch_node(drained)
+            self.last_update = now
 
     def set_node_down(self, name: str, reason: str, user: str, uid: int, now: int) -> None:
         self._touch_node(drain.down(self.nodes[name], reason, user, uid, now))

@@ -312,6 +312,16 @@ def run_paths(run_dir: str) -> dict[str, str]:
     return {str(role): str(path) for role, path in found.items()} if isinstance(found, dict) else {}
 
 
+def oom_message(kills: int, step: str) -> str:
+    """slurmstepd's line for a step (``<job>.batch``, ``<job>.<step>``) whose processes
+    the OOM killer killed ``kills`` times."""
+    events = "event" if kills == 1 else "events"
+    return (
+        f"slurmstepd: error: Detected {kills} oom_kill {events} in StepId={step}. "
+        "Some of the step tasks have been OOM Killed.\n"
+    )
+
+
 # ------------------------------------------------------------------ a run's side
 
 

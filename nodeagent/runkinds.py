@@ -189,6 +189,7 @@ def done_message(key: RunKey, result: Result) -> pb.JobDone:
         max_rss_kb=result.max_rss_kb,
         user_cpu_us=result.user_cpu_us,
         sys_cpu_us=result.sys_cpu_us,
+        left_behind=result.left_behind,
     )
 
 
@@ -340,6 +341,8 @@ def step_done(key: RunKey, tasks: tuple[int, ...], result: StepResult) -> pb.Ste
         sys_cpu_us=result.sys_cpu_us,
         message=result.message,
         sum_rss_kb=result.sum_rss_kb,
+        oom_kills=result.oom_kills,
+        left_behind=result.left_behind,
     )
 
 

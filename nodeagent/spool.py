@@ -242,6 +242,8 @@ class StepResult:
     sys_cpu_us: int = 0
     message: str = ""
     sum_rss_kb: int = 0
+    oom_kills: int = 0  # its processes the OOM killer killed
+    left_behind: int = 0  # processes of its cgroup the final SIGKILL could not end
 
     @classmethod
     def from_json(cls, text: str) -> StepResult:

@@ -64,7 +64,7 @@ import termios
 import time
 
 from corral import filepattern, stepcipher, stepio
-from nodeagent import devcgroup, runas
+from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
@@ -654,7 +654,12 @@ class StepRun(Runner):
             user_cpu_us=use.user_cpu_us,
             sys_cpu_us=use.sys_cpu_us,
             message=self.message,
+            oom_kills=self.oom_kills(),
+            left_behind=len(self.left_behind),
         )
+        if result.oom_kills:  # slurmstepd's line, on the step's stderr
+            line = cgroups.oom_message(result.oom_kills, f"{spec.job_id}.{spec.step_id}")
+            self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
         log.info(
             "step %d.%d: done, statuses %s%s",
             spec.job_id,

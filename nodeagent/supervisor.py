@@ -32,7 +32,7 @@ import sys
 import time
 
 from corral import filepattern
-from nodeagent import devcgroup, runas
+from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import KILL_TASK_FAILED, WATCHED, Runner, Task, child_signals
@@ -288,12 +288,7 @@ class BatchRun(Runner):
         kills = self.oom_kills()
         if kills:
             # Slurm's words, in the job's error file (slurmstepd writes them there).
-            plural = "" if kills == 1 else "s"
-            _tell_user(
-                self.spec,
-                f"slurmstepd: error: Detected {kills} oom_kill event{plural} in "
-                f"StepId={self.spec.job_id}.batch. Some of the step tasks have been OOM Killed.\n",
-            )
+            _tell_user(self.spec, cgroups.oom_message(kills, f"{self.spec.job_id}.batch"))
             if outcome == "exited":
                 outcome = OUT_OF_MEMORY
         log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)

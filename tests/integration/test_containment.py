@@ -128,6 +128,25 @@ def test_a_job_past_its_memory_ends_out_of_memory(accounted: Cluster) -> None:
     cluster.wait_for(in_sacct, 20, "sacct does not show OUT_OF_MEMORY")
 
 
+def test_a_step_past_its_memory_ends_out_of_memory(accounted: Cluster) -> None:
+    cluster = accounted
+    hog = "python3 -c 'x = bytearray(400 << 20)'"
+    job = cluster.sbatch("--mem=60M", "-o", "s.out", "--wrap", f"srun {hog}; echo after")
+    assert cluster.wait_done(job)["state"] == "COMPLETED"  # the batch script was not killed
+    out = (cluster.dir / "s.out").read_text()
+    line = (
+        f"slurmstepd: error: Detected 1 oom_kill event in StepId={job}.0. "
+        "Some of the step tasks have been OOM Killed."
+    )
+    assert line in out.splitlines()
+
+    def in_sacct() -> bool:
+        shown = cluster.run("sacct", "-j", str(job), "-n", "-P", "-o", "JobID,State")
+        return f"{job}.0|OUT_OF_MEMORY" in shown.stdout.splitlines()
+
+    cluster.wait_for(in_sacct, 20, "sacct does not show the step OUT_OF_MEMORY")
+
+
 def test_a_fork_bomb_stops_at_pids_max(make_cluster: Callable[..., Cluster]) -> None:
     cluster = contained(make_cluster)
     bomb = (
