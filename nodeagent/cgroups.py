@@ -227,6 +227,8 @@ def detect(
     unified = next((point for version, point, _ in found if version == V2), None)
     if unified is not None:
         directory = unified + own.get("", "/").rstrip("/")
+        if os.path.basename(directory) == AGENT_LEAF:  # moved there by an earlier start
+            directory = os.path.dirname(directory)
         taken = _v2_controllers(directory, CONTROLLERS)
         base = top or os.path.join(directory, TOP)
         places.append((V2, base, ("procs", *sorted(taken))))
