@@ -41,6 +41,7 @@ Standard library only: it runs once per job and step.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -376,9 +377,7 @@ class RunCgroups:
         for rel in (self.rel, f"{self.rel}.{os.getpid()}"):
             try:
                 for version, base, names in self.places:
-                    path = os.path.join(base, rel)
-                    self._parents(version, base, os.path.dirname(rel), names)
-                    os.mkdir(path)
+                    path = self._mkdir(version, base, rel, names)
                     self.made.append((version, path, names))
                     if version == V1 and "cpuset" in names:
                         self._copy_cpuset(path)
@@ -395,6 +394,19 @@ class RunCgroups:
                 self.remove()
                 raise
 
+    def _mkdir(self, version: int, base: str, rel: str, names: tuple[str, ...]) -> str:
+        """Make the run's cgroup ``base/rel`` and its parents: its path. A parent removed
+        meanwhile (the end of the job's last other run) is made again."""
+        path = os.path.join(base, rel)
+        for _ in range(3):
+            self._parents(version, base, os.path.dirname(rel), names)
+            try:
+                os.mkdir(path)
+                return path
+            except FileNotFoundError:
+                continue
+        raise FileNotFoundError(errno.ENOENT, f"cgroup {path}: its parent keeps going")
+
     def _parents(self, version: int, base: str, rel: str, names: tuple[str, ...]) -> None:
         """Make ``base`` and the node's and job's cgroups below it: controllers enabled
         for their children (v2), CPUs and memory nodes copied (v1 cpuset), the job's
@@ -405,14 +417,17 @@ class RunCgroups:
             path = os.path.join(path, part) if part else path
             with contextlib.suppress(FileExistsError):
                 os.mkdir(path)
-                if version == V1 and "cpuset" in names:
-                    self._copy_cpuset(path)
+            if version == V1 and "cpuset" in names:
+                # Also where another run made it a moment ago and has not copied yet.
+                self._copy_cpuset(path)
             if version == V2 and controllers:
                 _enable(path, controllers)
         self._limit(version, path, names, leaf=False)
 
     @staticmethod
     def _copy_cpuset(path: str) -> None:
+        """Give a v1 cpuset its parent's CPUs and memory nodes where it has none (a
+        v1 cpuset with none cannot take processes)."""
         parent = os.path.dirname(path)
         for name in ("cpuset.cpus", "cpuset.mems"):
             if not _read(os.path.join(path, name)).strip():

@@ -11,6 +11,7 @@ CI is set these fail rather than skip.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -77,6 +78,28 @@ def test_setsid_daemons_end_with_their_cancelled_job_and_step(
     assert cluster.wait_done(job)["state"] == "CANCELLED"
     for daemon in (pid, int(step.read_text())):
         cluster.wait_for(lambda d=daemon: not alive(d), 10, f"daemon {daemon} outlived its job")
+    assert sleepers(cluster.dir) == []
+
+
+def test_a_contained_job_outlives_an_agent_restart_and_still_ends_whole(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """The supervisor keeps the job's cgroups across an agent restart; a cancel from
+    the new agent still ends the daemon that left the process group."""
+    cluster = contained(make_cluster)
+    job = cluster.sbatch("-o", "d.out", "--wrap", f"{DAEMON} sleep 1000")
+    pid = daemon_pid(cluster)
+    cluster.kill("agent", signal.SIGKILL)
+    cluster.start_agent()
+
+    def back() -> bool:
+        return cluster.log("controller").count("registered node1") == 2
+
+    cluster.wait_for(back, 20, "the agent did not come back")
+    assert alive(pid) and cluster.job(job)["state"] == "RUNNING"
+    cluster.run("scancel", str(job))
+    assert cluster.wait_done(job)["state"] == "CANCELLED"
+    cluster.wait_for(lambda: not alive(pid), 10, f"daemon {pid} outlived its job")
     assert sleepers(cluster.dir) == []
 
 
