@@ -436,7 +436,7 @@ class RunCgroups:
     def _limit(self, version: int, path: str, names: tuple[str, ...], leaf: bool) -> None:
         """The run's limits on ``path`` (a job's cgroup has its memory limit too, so that
         its steps together stay within it; CPUs and pids.max are each run's)."""
-        if "memory" in names and self.memory:
+        if "memory" in names:
             self._memory(version, path)
         if "cpuset" in names and self.cpus and leaf:
             self._cpuset(path)
@@ -458,24 +458,30 @@ class RunCgroups:
         _write(os.path.join(path, "cpuset.cpus"), ",".join(map(str, cpus)))
 
     def _memory(self, version: int, path: str) -> None:
+        """The memory limits, "none" written too: a job's cgroup left by a run that died
+        must not hold a later job of that id to its old limit."""
         if version == V2:
-            _write(os.path.join(path, "memory.max"), str(self.memory))
-            if self.memsw:
-                self._optional(path, "memory.swap.max", str(max(self.memsw - self.memory, 0)))
+            _write(os.path.join(path, "memory.max"), str(self.memory or "max"))
+            swap = str(max(self.memsw - self.memory, 0)) if self.memsw else "max"
+            self._optional(path, "memory.swap.max", swap, quiet=not self.memsw)
             return
-        _write(os.path.join(path, "memory.limit_in_bytes"), str(self.memory))
+        # RAM and swap may never be below RAM: lifted first, set last.
+        self._optional(path, "memory.memsw.limit_in_bytes", "-1", quiet=True)
+        _write(os.path.join(path, "memory.limit_in_bytes"), str(self.memory or -1))
         if self.memsw:
             self._optional(path, "memory.memsw.limit_in_bytes", str(self.memsw))
         if self.swappiness >= 0:
             self._optional(path, "memory.swappiness", str(self.swappiness))
 
     @staticmethod
-    def _optional(path: str, name: str, value: str) -> None:
-        """Write a file the kernel may lack (swap accounting off): logged if it does."""
+    def _optional(path: str, name: str, value: str, quiet: bool = False) -> None:
+        """Write a file the kernel may lack (swap accounting off): logged if it does,
+        unless the value limits nothing (``quiet``)."""
         try:
             _write(os.path.join(path, name), value)
         except FileNotFoundError:
-            log.warning("cgroup %s has no %s (swap accounting off?): not limited", path, name)
+            if not quiet:
+                log.warning("cgroup %s has no %s (swap accounting off?): not limited", path, name)
 
     # ------------------------------------------------------------ use
 

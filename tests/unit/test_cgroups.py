@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent import cgroups
+from corral import cgroupconf
+from corral.confsyntax import ConfigError
+from nodeagent import cgroups, containment
 from nodeagent.cgroups import V1, V2, RunCgroups
+from nodeagent.containment import Containment
 
 LAYOUT = cgroups.detect()
 WHY_NOT = cgroups.unusable(LAYOUT)
@@ -61,7 +64,8 @@ def test_a_hybrid_host_contains_in_v2_and_limits_in_v1(tmp_path: Path) -> None:
     own = cgroups.own_cgroups()
     layout = cgroups.detect(mounts=str(mounts))
     v1 = {names[0]: base for version, base, names in layout if version == V1}
-    assert layout[0] == (V2, str(tmp_path / "unified" / "corral"), ("procs",))
+    unified = f"{tmp_path}/unified{own.get('', '/').rstrip('/')}"
+    assert layout[0] == (V2, f"{unified}/corral", ("procs",))
     assert v1 == {
         name: f"/sys/fs/cgroup/{name}{own.get(name, '/').rstrip('/')}/corral"
         for name in ("memory", "cpuset", "pids")
@@ -70,6 +74,32 @@ def test_a_hybrid_host_contains_in_v2_and_limits_in_v1(tmp_path: Path) -> None:
     only_v1 = cgroups.detect("cgroup/v1", mounts=str(mounts))
     assert [names for _, _, names in only_v1] == [("memory",), ("cpuset",), ("pids",), ("procs",)]
     assert cgroups.detect("cgroup/v2", mounts=str(mounts))[0][2] == ("procs",)
+
+
+def test_a_launch_gets_the_limits_task_cgroup_and_cgroup_conf_give() -> None:
+    layout = ((V2, "/cg/corral", ("procs",)), (V1, "/m/corral", ("memory",)))
+    conf = cgroupconf.parse(
+        "ConstrainRAMSpace=yes\nConstrainCores=yes\nPidsMax=9\nMemorySwappiness=5", "c"
+    )
+    run = Containment(layout, conf, limits=True).describe("n/1", 4, "step_2", 100, [3, 1])
+    assert run == {
+        "places": [[V2, "/cg/corral", ["procs"]], [V1, "/m/corral", ["memory"]]],
+        "path": "n_1/job_4/step_2",
+        "memory": 100 << 20,
+        "memsw": 0,
+        "swappiness": 5,
+        "cpus": [1, 3],
+        "pids": 9,
+    }
+    bare = Containment(layout, conf, limits=False).describe("n1", 4, "step_batch", 100, [3])
+    assert (bare["memory"], bare["cpus"], bare["pids"], bare["swappiness"]) == (0, [], 0, -1)
+
+
+def test_cgroup_conf_asking_for_a_missing_controller_stops_the_agent() -> None:
+    conf = cgroupconf.parse("ConstrainCores=yes\nPidsMax=5", "c")
+    with pytest.raises(ConfigError, match="no cgroup hierarchy here has the cpuset, pids"):
+        containment._check(conf, {"procs", "memory"})
+    containment._check(conf, {"procs", "cpuset", "pids"})
 
 
 def test_cpu_lists() -> None:
@@ -166,6 +196,24 @@ def test_pids_max_stops_a_fork_bomb(run: RunCgroups) -> None:
     assert 7 <= len(run.procs()) <= 8  # of the 21 it would have been
     assert run.kill() == []
     os.waitpid(pid, 0)
+
+
+@needs_kernel
+def test_a_job_cgroup_left_behind_does_not_keep_its_old_limit(run: RunCgroups) -> None:
+    """A later run of that job id without a memory limit lifts the job's old one."""
+    memory = run.path("memory")
+    if memory is None:
+        pytest.fail("no memory controller here")
+    version = next(v for v, p, _ in run.made if p == memory)
+    name = "memory.max" if version == V2 else "memory.limit_in_bytes"
+    job = os.path.dirname(memory)
+    assert int(Path(job, name).read_text()) == 40 << 20
+    later = RunCgroups(cgroups.describe(LAYOUT, f"test{os.getpid()}", 7, "step_0"))
+    later.make()
+    try:
+        assert Path(job, name).read_text().strip() in ("max", str(2**63 - 4096))
+    finally:
+        assert later.remove()
 
 
 @needs_kernel
