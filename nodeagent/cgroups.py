@@ -396,11 +396,11 @@ class RunCgroups:
 
     def _mkdir(self, version: int, base: str, rel: str, names: tuple[str, ...]) -> str:
         """Make the run's cgroup ``base/rel`` and its parents: its path. A parent removed
-        meanwhile (the end of the job's last other run) is made again."""
+        meanwhile (by the end of the last other run below it) is made again."""
         path = os.path.join(base, rel)
         for _ in range(3):
-            self._parents(version, base, os.path.dirname(rel), names)
             try:
+                self._parents(version, base, os.path.dirname(rel), names)
                 os.mkdir(path)
                 return path
             except FileNotFoundError:
