@@ -22,4 +22,5 @@ __all__ = [
     "sreport",
     "srun",
     "sshare",
+    "sstat",
 ]

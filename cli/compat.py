@@ -36,6 +36,7 @@ COMMANDS = (
     "sprio",
     "sshare",
     "sdiag",
+    "sstat",
     "sreport",
 )
 #: The key tables: (heading, rows).
@@ -131,8 +132,8 @@ def corral_section() -> list[str]:
         "## The corral command",
         "",
         "Corral's own command: `corral up`, `down`, `cert ca DIR`, `cert issue NAME`, `sim`,",
-        "`why`, `--version`. Each subcommand parses its options with getopt's rules, from",
-        "these tables; any other option is refused as unrecognized.",
+        "`why`, `install-units`, `--version`. Each subcommand parses its options with getopt's",
+        "rules, from these tables; any other option is refused as unrecognized.",
         "",
     ]
     for name, table in SUBCOMMANDS:

@@ -1,4 +1,5 @@
-"""``corral``: Corral's own command (version, a whole cluster on one machine, replays).
+"""``corral``: Corral's own command (version, a whole cluster on one machine, replays,
+the systemd units: ``cli/installunits.py``).
 
 ``corral up`` writes a slurm.conf for N emulated nodes on 127.0.0.1, starts
 the controller and one node agent serving them all, prints the
@@ -11,6 +12,7 @@ simulated clock (``controller/sim/``) and prints what the jobs would have seen.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shlex
@@ -38,6 +40,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
                   [--csv FILE] [--png FILE] [--json] [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
+       corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
+                  (the daemons' systemd units into /etc/systemd/system; docs/install.md)
        corral --version"""
 
 SIM_USAGE = """\
@@ -229,6 +233,16 @@ def _write(path: str, lines: list[str]) -> None:
     os.replace(path + ".tmp", path)
 
 
+def restd_env() -> dict[str, str]:
+    """What ``corral up`` adds to its restd's environment: as root (the README's demo,
+    the tests), slurmrestd's own override of its refusal to run as root, since
+    this one-machine cluster runs every daemon as whoever starts it; nothing
+    otherwise. The systemd unit runs restd as SlurmUser and sets nothing."""
+    if os.getuid() != 0 and os.getgid() != 0:
+        return {}
+    return {"SLURMRESTD_SECURITY": "disable_user_check"}
+
+
 def _spawn(args: list[str], log_path: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start a daemon in the cluster directory (the log's parent's parent).
 
@@ -364,7 +378,7 @@ def up(argv: list[str]) -> int:
             _spawn(
                 [sys.executable, "-m", "restd.main", "-f", conf, *https, f"127.0.0.1:{rest_port}"],
                 os.path.join(logs, "restd.log"),
-                env,
+                {**env, **restd_env()},
             )
         )
     with open(os.path.join(directory, "pids"), "w") as out:
@@ -407,8 +421,20 @@ def up(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        _stop(procs)
-        os.unlink(os.path.join(directory, "pids"))
+        _end(conf, procs)
+        # Gone already when `corral down` stopped this cluster.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, "pids"))
+
+
+def _end(conf: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    """End the jobs and the daemons as ``corral down`` does, saying what was done."""
+    from cli import shutdown
+
+    alive = [proc.pid for proc in procs if proc.poll() is None]
+    for line in shutdown.down(conf, alive).lines():
+        print(line)
+    _stop(procs)  # reaps them (and kills any that outlived their SIGKILL)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -452,20 +478,24 @@ def down(argv: list[str]) -> int:
         if option.key == "dir":
             directory = value or ""
     directory = os.path.abspath(directory)
+    conf = os.path.join(directory, "slurm.conf")
     pids = _running_pids(directory)
-    if not pids:
+    if not pids and not os.path.exists(conf):
         print(f"no cluster running in {directory}")
         return 0
-    for pid in pids:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while _running_pids(directory) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for pid in _running_pids(directory):
-        os.kill(pid, signal.SIGKILL)
-    os.unlink(os.path.join(directory, "pids"))
-    print(f"stopped the cluster in {directory}")
-    return 0
+    from cli import shutdown
+
+    report = shutdown.down(conf, pids)
+    # A foreground `corral up` removes it too, once its daemons have exited.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(directory, "pids"))
+    for line in report.lines():
+        print(line)
+    if pids:
+        print(f"stopped the cluster in {directory}")
+    elif not report.ended and not report.survivors:
+        print(f"no cluster running in {directory}")
+    return 1 if report.survivors else 0
 
 
 def _positive(option: str, value: str) -> int:
@@ -654,6 +684,10 @@ def corral(argv: list[str]) -> int:
         from cli.why import why
 
         return why(argv[1:])
+    if argv[0] == "install-units":
+        from cli.installunits import install_units
+
+        return install_units(argv[1:])
     raise UsageError(f"unknown command {argv[0]!r}\n{USAGE}")
 
 

@@ -1,6 +1,6 @@
 """The ``corral`` command's subcommands and their options, as option tables.
 
-``corral up``, ``down``, ``cert issue``, ``sim`` and ``why`` parse their
+``corral up``, ``down``, ``cert issue``, ``sim``, ``why`` and ``install-units`` parse their
 arguments with these tables (``cli.options.parse``, getopt's rules), so an
 option not listed is refused as unrecognized and docs/compatibility.md, written
 from the same tables, lists exactly what each subcommand accepts. None of them
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cli.options import HONOURED, NO_ARGUMENT, REQUIRED, Option, OptionTable
 
-__all__ = ["CERT_ISSUE", "DOWN", "SIM", "SUBCOMMANDS", "UP", "WHY"]
+__all__ = ["CERT_ISSUE", "DOWN", "INSTALL_UNITS", "SIM", "SUBCOMMANDS", "UP", "WHY"]
 
 
 def _row(long: str, note: str, short: str = "", arg: int = NO_ARGUMENT) -> Option:
@@ -72,6 +72,23 @@ WHY = OptionTable(
     prog="corral why",
 )
 
+INSTALL_UNITS = OptionTable(
+    [
+        _row("root", "install under DIR/etc/systemd/system (default /)", arg=REQUIRED),
+        _row(
+            "bindir", "where the daemons are installed (default: beside this Python)", arg=REQUIRED
+        ),
+        _row(
+            "user",
+            "SlurmUser, whom corral-dbd and corral-restd run as (default slurm)",
+            arg=REQUIRED,
+        ),
+        _row("force", "replace a unit already there that differs"),
+        _VERBOSE,
+    ],
+    prog="corral install-units",
+)
+
 #: (subcommand, table), in the order docs/compatibility.md lists them.
 SUBCOMMANDS = (
     ("up", UP),
@@ -79,4 +96,5 @@ SUBCOMMANDS = (
     ("cert issue", CERT_ISSUE),
     ("sim", SIM),
     ("why", WHY),
+    ("install-units", INSTALL_UNITS),
 )

@@ -39,7 +39,8 @@ from typing import Any
 import grpc
 
 from controller import jobstate
-from controller.effects import Effect, Kill, Launch, NewLimit, Signal
+from controller.ctldhooks import ControllerHooks
+from controller.effects import Effect, Ended, Kill, Launch, NewLimit, Signal
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
@@ -47,6 +48,7 @@ from controller.journal import JournalWriteError
 from controller.launchmsg import gpu_grant, launch_job
 from controller.model import Job, Step
 from controller.steps import step_environment
+from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
 from corral import auth, credentials
 from corral.credentials import Verifier
@@ -94,6 +96,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.sessions: dict[str, _Session] = {}  # node name -> session
         self.config_path = store.conf.path
         self._flushes: set[asyncio.Future[None]] = set()
+        self.usage = UsageBoard()  # the agents' latest samples of live steps (sstat)
+        self.hooks = ControllerHooks(store, self.launch, on_change)  # PrologSlurmctld and its twin
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -167,6 +171,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self._step_done(message.step_done, session)
             elif kind == "running":
                 self._running(message.running, session)
+            elif kind == "usage":
+                dropped = self.usage.take(message.usage.steps, session.nodes)
+                if dropped:
+                    log.warning("agent %s sent %d samples of other nodes", session.peer, dropped)
+            elif kind == "drain":
+                self._drain(message.drain, session)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for
@@ -192,6 +202,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             if self.sessions.get(name) is session:
                 del self.sessions[name]
                 self.store.node_lost(name)
+                self.usage.forget([name])
         if session.nodes:
             log.info("agent %s for %s disconnected", session.peer, ",".join(session.nodes))
 
@@ -310,6 +321,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             return
         job = self.store.jobs.get(done.job_id)
         if job is not None and job.restarts == done.restarts:
+            self._hook_failed(job, done)
             try:
                 self.store.post(
                     job.job_id,
@@ -332,8 +344,6 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
                 if done.message:
                     log.warning("job_id=%d %s", done.job_id, done.message)
-                if done.left_behind:
-                    self.store.node_kill_failed(job.nodes[0], int(time.time()))
         ack = pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts))
         try:
             await self.store.flush()
@@ -347,6 +357,37 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             session.send(ack)
         self.on_change()
 
+    def _hook_failed(self, job: Job, done: pb.JobDone) -> None:
+        """A Prolog or Epilog failed on the job's node: drain it with the agent's reason;
+        after a Prolog, requeue the job, held unless SchedulerParameters says
+        ``nohold_on_prolog_fail`` (its Finish then puts it back to PENDING)."""
+        now = int(time.time())
+        if done.drain and job.nodes:
+            self.store.drain_failed(job.nodes[0], done.drain, now)
+        if done.outcome != "prolog_failed" or job.state is not jobstate.JobState.RUNNING:
+            return
+        if jobstate.COMPLETING in job.flags:
+            return
+        nohold = self.store.conf.scheduler_param("nohold_on_prolog_fail") is not None
+        log.warning("job_id=%d prolog failed on %s: requeued", job.job_id, job.nodes[0])
+        self.store.post(job.job_id, jobstate.Requeue(now, "" if nohold else jobstate.PROLOG_HOLD))
+
+    def _drain(self, drain: pb.NodeDrain, session: _Session) -> None:
+        """A served node's HealthCheckProgram failed: drain it with the program's reason."""
+        if drain.node not in session.nodes:
+            log.warning(
+                "agent %s (%s) asked to drain %s: dropped",
+                session.peer,
+                ",".join(session.nodes),
+                drain.node or "no node",
+            )
+            return
+        reason = drain.reason[:256] or "HealthCheckProgram failed"
+        if self.store.drain_failed(drain.node, reason, int(time.time())):
+            self._flushes.add(task := asyncio.ensure_future(self.store.durable.kept()))
+            task.add_done_callback(self._flushes.discard)
+            self.on_change()
+
     async def _ack_when_kept(self, ack: pb.ControllerMessage, session: _Session) -> None:
         await self.store.durable.kept()
         session.send(ack)
@@ -359,7 +400,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         for effect in effects:
             match effect:
                 case Launch(job):
-                    self.launch(job)
+                    self.hooks.launch(job)
+                case Ended(job, status):
+                    self.hooks.ended(job, status)
                 case Kill(job, reason, delay) if delay:
                     asyncio.get_running_loop().call_later(delay, self._kill, job, reason)
                 case Kill(job, reason):
@@ -481,15 +524,6 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             done.sum_rss_kb,
             done.oom_kills,
         )
-        if done.left_behind:
-            log.error(
-                "job_id=%d step %d: %d processes outlived their kill on %s",
-                done.job_id,
-                done.step_id,
-                done.left_behind,
-                done.node,
-            )
-            self.store.node_kill_failed(done.node, int(time.time()))
 
     def signal(
         self,

@@ -33,6 +33,7 @@ MESSAGE_TYPES = {
     "Shares": ("REQUEST_SHARE_INFO", 2022),
     "Diag": ("REQUEST_STATS_INFO", 2035),
     "Token": ("REQUEST_AUTH_TOKEN", 5039),
+    "StepStats": ("REQUEST_JOB_STEP_INFO", 2005),
     # Accounting, which Slurm's clients ask slurmdbd for: its message types.
     "History": ("DBD_GET_JOBS_COND", 1444),
     "AcctAdmin": ("DBD_GET_ASSOCS", 1410),

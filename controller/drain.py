@@ -125,26 +125,20 @@ def registered(
     return node, changed, newly
 
 
-#: slurmd's reason for a node whose job's processes outlived their SIGKILL.
-KILL_TASK_FAILED = "Kill task failed"
-
-
-def kill_failed(node: NodeRuntime, user: str, now: int) -> NodeRuntime:
-    """``node`` drained because a job's processes could not be killed (as slurmd asks
-    slurmctld to, reason :data:`KILL_TASK_FAILED`, by SlurmUser ``user``); a node
-    drained already keeps its reason."""
-    if node.drain:
-        return node
-    return replace(
-        node, drain=True, reason=KILL_TASK_FAILED, reason_user=user, reason_uid=0, reason_time=now
-    )
-
-
 def down(node: NodeRuntime, reason: str, user: str, uid: int, now: int) -> NodeRuntime:
     """``node`` taken DOWN (by the controller, ``user`` "slurm", or an administrator)."""
     return replace(
         node, state="DOWN", reason=reason, reason_user=user, reason_uid=uid, reason_time=now
     )
+
+
+def failed_check(node: NodeRuntime, reason: str, user: str, now: int) -> NodeRuntime:
+    """``node`` drained by the controller because a site program failed there (its
+    Prolog or Epilog: "Prolog error", "Epilog error"; its HealthCheckProgram: the
+    program's words). A node drained already keeps the reason it has."""
+    if node.drain:
+        return node
+    return replace(node, drain=True, reason=reason, reason_user=user, reason_uid=0, reason_time=now)
 
 
 def admin_state(

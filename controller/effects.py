@@ -100,7 +100,16 @@ class NewLimit:
     job: Job
 
 
-Effect = Launch | Kill | Signal | NewLimit
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """The job gave its nodes back (it ended, or was requeued): EpilogSlurmctld runs.
+    Emitted by the store, and only when slurm.conf names an EpilogSlurmctld."""
+
+    job: Job  # as it ran: its nodes
+    exit_status: int
+
+
+Effect = Launch | Kill | Signal | NewLimit | Ended
 
 
 def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:

@@ -68,6 +68,8 @@ class Reason(enum.Enum):
     BEGIN_TIME = "BeginTime"
     JOB_HELD_USER = "JobHeldUser"
     JOB_HELD_ADMIN = "JobHeldAdmin"
+    # Held after its Prolog failed (squeue's words; scontrol joins them with "_").
+    LAUNCH_FAILED_REQUEUED_HELD = "launch failed requeued held"
     PARTITION_TIME_LIMIT = "PartitionTimeLimit"
     PARTITION_NODE_LIMIT = "PartitionNodeLimit"
     PARTITION_DOWN = "PartitionDown"
@@ -192,7 +194,8 @@ class Finish:
 
     now: int
     exit_status: int
-    outcome: str  # "exited" | "timeout" | "cancelled" | "launch_failed" | "out_of_memory"
+    # "exited", "timeout", "cancelled", "launch_failed", "prolog_failed", "out_of_memory"
+    outcome: str
     usage: tuple[int, int, int] = (0, 0, 0)  # max RSS KiB, user and system CPU microseconds
     message: str = ""  # the node's reason, kept (SystemComment) when the launch failed
 
@@ -210,10 +213,15 @@ class Preempt:
     now: int
 
 
+#: ``Requeue.hold`` (and ``Job.held``) after a failed Prolog: a hold its user may
+#: release, shown with Slurm's reason.
+PROLOG_HOLD = "prolog"
+
+
 @dataclass(frozen=True, slots=True)
 class Requeue:
     now: int
-    hold: str = ""  # "", or who holds it afterwards: "user" or "admin"
+    hold: str = ""  # "", or who holds it afterwards: "user", "admin" or PROLOG_HOLD
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +262,7 @@ def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
         return JobState.TIMEOUT, Reason.TIME_LIMIT
     if event.outcome == "cancelled":
         return JobState.CANCELLED, Reason.NONE
-    if event.outcome == "launch_failed":
+    if event.outcome in ("launch_failed", "prolog_failed"):
         return JobState.FAILED, Reason.JOB_LAUNCH_FAILURE
     if event.outcome == "out_of_memory":  # the OOM killer killed some of its processes
         return JobState.OUT_OF_MEMORY, Reason.OUT_OF_MEMORY
@@ -267,7 +275,11 @@ def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
 
 def _back_to_pending(job: Job, now: int, hold: str) -> Job:
     held = "admin" if "admin" in (hold, job.held) else hold or job.held
-    reason = {"admin": Reason.JOB_HELD_ADMIN, "user": Reason.JOB_HELD_USER}.get(held)
+    reason = {
+        "admin": Reason.JOB_HELD_ADMIN,
+        "user": Reason.JOB_HELD_USER,
+        PROLOG_HOLD: Reason.LAUNCH_FAILED_REQUEUED_HELD,
+    }.get(held)
     return replace(
         job,
         state=JobState.PENDING,

@@ -22,11 +22,12 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import Handlers
 from controller.store import JobStore
-from corral import __version__, auth, authalt, grpcservice, grpctls, ratelimit
+from corral import __version__, auth, authalt, grpcservice, grpctls, oomscore, ratelimit
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.credentials import Verifier
 from corral.ratelimit import Gate
+from corral.sdnotify import Notifier
 
 log = logging.getLogger("corral.controller")
 
@@ -46,7 +47,7 @@ def setup_logging(verbose: int) -> None:
     )
 
 
-async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
+async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier) -> None:
     journal = Journal(conf.state_save_location)
     store = JobStore(conf, journal)
     store.load(time.monotonic())
@@ -128,7 +129,9 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int) -> None:
         if delivery is not None
         else []
     )
+    notifier.ready(f"serving cluster {conf.cluster_name} on {addr}:{port}")
     await stopping.wait()
+    notifier.stopping()
     log.info("shutting down")
     cycle.cancel()
     for task in accounting:
@@ -172,6 +175,8 @@ def main() -> None:
     parser.add_argument("-V", "--version", action="version", version=f"corral {__version__}")
     args = parser.parse_args()
     setup_logging(args.v)
+    oomscore.protect("corral-controller")
+    notifier = Notifier.from_environment()
     try:
         conf = load(args.config or default_path())
     except ConfigError as exc:
@@ -187,7 +192,7 @@ def main() -> None:
         sys.exit(1)
     uvloop.install()
     try:
-        asyncio.run(serve(conf, keys, ttl))
+        asyncio.run(serve(conf, keys, ttl, notifier))
     except (JournalError, grpctls.TlsError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -33,7 +33,7 @@ class Job:
     account: str = ""
     qos: str = "normal"
     flags: frozenset[str] = frozenset()
-    held: str = ""  # "", "user" or "admin"
+    held: str = ""  # "", "user", "admin", "resv" or "prolog" (its Prolog failed)
     admin_priority: int | None = None
     nice: int = 0
     begin_time: int = 0

@@ -26,6 +26,7 @@ from controller import (
     jobspec,
     priorityviews,
     queries,
+    stepusage,
     views,
     visibility,
     whyviews,
@@ -420,6 +421,10 @@ class Handlers:
             await self._commit()
         return pb.StepCreateReply(step_id=step.step_id, nodes=step.nodes, tasks=step.tasks)
 
+    async def StepStats(self, req: pb.StepStatsRequest, who: Principal) -> pb.StepStatsReply:
+        """sstat: the running steps of a job and their agents' latest samples."""
+        return stepusage.step_stats(self.store.jobs, self.store.conf, self.link.usage, req, who)
+
     async def Allocation(self, req: pb.AllocationRequest, who: Principal) -> pb.AllocationReply:
         """An interactive allocation's state, and its SLURM_* environment once it runs."""
         job = self.store.jobs.get(req.job_id)
@@ -508,4 +513,5 @@ METHODS = (
     "Allocation",
     "Token",
     "Why",
+    "StepStats",
 )

@@ -264,6 +264,8 @@ class JobStore:
         new = jobstate.apply(old, event)
         self.durable.emit(effects.follow(old, new, event))
         if holds_nodes(old) and not holds_nodes(new):
+            if self.conf.hooks.epilog_slurmctld:
+                self.durable.emit((effects.Ended(old, new.exit_status),))
             self._account(old, -1)
             self.priorities.ended(old, new.end_time or getattr(event, "now", 0))
         elif holds_nodes(new) and not holds_nodes(old):
@@ -654,20 +656,20 @@ class JobStore:
             failed.append((job, requeue))
         return failed
 
-    def node_kill_failed(self, name: str, now: int) -> None:
-        """A job's processes on ``name`` outlived their SIGKILL: drained (``drain.kill_failed``)."""
-        node = self.nodes.get(name)
-        if node is None:
-            return
-        drained = drain.kill_failed(node, self.conf.slurm_user, now)
-        if drained != node:
-            log.warning("node %s drained: %s", name, drained.reason)
-            self._touch_node(drained)
-            self.last_update = now
-
     def set_node_down(self, name: str, reason: str, user: str, uid: int, now: int) -> None:
         self._touch_node(drain.down(self.nodes[name], reason, user, uid, now))
         self.last_update = now
+
+    def drain_failed(self, name: str, reason: str, now: int) -> bool:
+        """Drain ``name`` because a site program failed there (``drain.failed_check``);
+        True if that changed it."""
+        node = self.nodes.get(name)
+        if node is None or node.drain:
+            return False
+        log.warning("node %s drained: %s", name, reason)
+        self._touch_node(drain.failed_check(node, reason, self.conf.slurm_user, now))
+        self.last_update = now
+        return True
 
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int

@@ -44,6 +44,8 @@ _WANTED = {
         "ControlAddr",
         "BackupController",
         "BackupAddr",
+        "SrunProlog",
+        "SrunEpilog",
     )
 }
 
@@ -63,6 +65,8 @@ class ClientSettings:
         "slurmctld_port",
         "slurmd_port",
         "slurmd_spool_dir",
+        "srun_epilog",
+        "srun_prolog",
         "state_save_location",
     )
 
@@ -78,6 +82,8 @@ class ClientSettings:
         max_array_size: int,
         slurmd_spool_dir: str = SLURMD_SPOOL_DIR,
         kill_on_bad_exit: bool = False,
+        srun_prolog: str = "",
+        srun_epilog: str = "",
     ) -> None:
         self.path = path
         self.cluster_name = cluster_name
@@ -88,6 +94,8 @@ class ClientSettings:
         self.max_array_size = max_array_size
         self.slurmd_spool_dir = slurmd_spool_dir
         self.kill_on_bad_exit = kill_on_bad_exit
+        self.srun_prolog = srun_prolog  # SrunProlog and SrunEpilog: run by srun itself
+        self.srun_epilog = srun_epilog
 
     @property
     def controller_host(self) -> tuple[str, str]:
@@ -158,4 +166,6 @@ def client_settings(path: str | None = None) -> ClientSettings:
             MAX_ARRAY_SIZE if array_size is None else integer("MaxArraySize", *array_size)
         ),
         kill_on_bad_exit=bad_exit is not None and integer("KillOnBadExit", *bad_exit) != 0,
+        srun_prolog=settings.get("SrunProlog", ("", NOWHERE))[0],
+        srun_epilog=settings.get("SrunEpilog", ("", NOWHERE))[0],
     )

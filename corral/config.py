@@ -28,7 +28,17 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from corral import cgroupconf, confkeys, confsyntax, gres, gresconf, hostlist, timefmt, tlsconf
+from corral import (
+    cgroupconf,
+    confkeys,
+    confsyntax,
+    gres,
+    gresconf,
+    hostlist,
+    jobacct,
+    timefmt,
+    tlsconf,
+)
 from corral.clientconf import ClientSettings, client_settings
 from corral.confkeys import KeyUse
 from corral.confsyntax import (
@@ -208,6 +218,35 @@ class PriorityConfig:
         return name in self.flags
 
 
+#: HealthCheckNodeState's words (Slurm's, ``NONDRAINED_IDLE`` from later releases).
+HEALTH_STATES = ("ANY", "ALLOC", "MIXED", "IDLE", "NONDRAINED_IDLE", "CYCLE")
+
+
+@dataclass(frozen=True, slots=True)
+class HookConfig:
+    """The site programs slurm.conf names, and when they give up (``nodeagent/hooks.py``
+    and ``corral/hooks.py`` run them; docs/design.md, "Site hooks").
+
+    Paths are as written (a glob runs every match, sorted); ``""`` is none.
+    ``timeout`` is PrologEpilogTimeout in seconds (0: wait for ever);
+    ``health_states`` holds HealthCheckNodeState's words, upper case.
+    """
+
+    prolog: str = ""
+    epilog: str = ""
+    prolog_slurmctld: str = ""
+    epilog_slurmctld: str = ""
+    task_prolog: str = ""
+    task_epilog: str = ""
+    srun_prolog: str = ""
+    srun_epilog: str = ""
+    timeout: int = 0
+    health_program: str = ""
+    health_interval: int = 0
+    health_timeout: int = 60
+    health_states: tuple[str, ...] = ("ANY",)
+
+
 @dataclass(frozen=True, slots=True)
 class SlurmConfig:
     """The whole parsed configuration.
@@ -241,12 +280,15 @@ class SlurmConfig:
     priority: PriorityConfig = PriorityConfig()
     accounting: AccountingConfig = AccountingConfig()
     prolog_flags: tuple[str, ...] = ()  # lower case; "contain" gives every job an extern step
+    hooks: HookConfig = HookConfig()
     preempt_type: str = "PREEMPT/NONE"  # or PREEMPT/QOS, PREEMPT/PARTITION_PRIO
     preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
     gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
     # cgroup.conf beside slurm.conf (load() reads it; Slurm's defaults without one).
     cgroup_conf: cgroupconf.CgroupConf = field(default_factory=cgroupconf.CgroupConf)
     tls: tlsconf.TlsConfig = field(default_factory=tlsconf.TlsConfig)  # TLSType, TLSParameters
+    # JobAcctGatherType and JobAcctGatherFrequency: what agents sample for sstat.
+    job_acct: jobacct.JobAcctGather = field(default_factory=jobacct.JobAcctGather)
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -458,6 +500,17 @@ def _preemption(settings: _Pairs, warnings: list[str]) -> tuple[str, str]:
     if kind == "PREEMPT/NONE":
         mode = "OFF"
     return kind, mode
+
+
+def _health_states(value: str, where: Where) -> tuple[str, ...]:
+    """HealthCheckNodeState's comma list, checked against Slurm's words."""
+    words = tuple(w.strip().upper() for w in value.split(",") if w.strip())
+    for word in words:
+        if word not in HEALTH_STATES:
+            raise ConfigError(
+                *where, f"bad HealthCheckNodeState value '{word}': use {', '.join(HEALTH_STATES)}"
+            )
+    return words or ("ANY",)
 
 
 def _words(value: str) -> tuple[str, ...]:
@@ -992,6 +1045,7 @@ def parse(text: str, path: str) -> SlurmConfig:
     tls = tlsconf.parse(
         settings.get("TLSType"), settings.get("TLSParameters"), path, reader.warnings
     )
+    hook_timeout = number("PrologEpilogTimeout", 0, maximum=65535)
     storage = settings.get("AccountingStorageType")
     accounting = AccountingConfig(
         storage="none"
@@ -1034,6 +1088,21 @@ def parse(text: str, path: str) -> SlurmConfig:
         max_array_size=number("MaxArraySize", MAX_ARRAY_SIZE),
         job_file_append=number("JobFileAppend", 0) != 0,
         prolog_flags=_words(get("PrologFlags", "").lower()),
+        hooks=HookConfig(
+            prolog=get("Prolog", ""),
+            epilog=get("Epilog", ""),
+            prolog_slurmctld=get("PrologSlurmctld", ""),
+            epilog_slurmctld=get("EpilogSlurmctld", ""),
+            task_prolog=get("TaskProlog", ""),
+            task_epilog=get("TaskEpilog", ""),
+            srun_prolog=get("SrunProlog", ""),
+            srun_epilog=get("SrunEpilog", ""),
+            timeout=hook_timeout if hook_timeout < 65534 else 0,  # 65534: Slurm's "for ever"
+            health_program=get("HealthCheckProgram", ""),
+            health_interval=number("HealthCheckInterval", 0),
+            health_timeout=number("HealthCheckTimeout", 60, minimum=1),
+            health_states=_health_states(*settings.get("HealthCheckNodeState", ("ANY", NOWHERE))),
+        ),
         preempt_type=preempt_type,
         preempt_mode=preempt_mode,
         scheduler_parameters=_scheduler_parameters(
@@ -1046,6 +1115,9 @@ def parse(text: str, path: str) -> SlurmConfig:
         priority=priority,
         accounting=accounting,
         tls=tls,
+        job_acct=jobacct.parse_gather(
+            settings.get("JobAcctGatherType"), settings.get("JobAcctGatherFrequency")
+        ),
     )
 
 
@@ -1110,6 +1182,8 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
         {
             "ClusterName": conf.cluster_name,
             "FirstJobId": str(conf.first_job_id),
+            "JobAcctGatherFrequency": conf.job_acct.frequency_text,
+            "JobAcctGatherType": conf.job_acct.type_name,
             "JobFileAppend": str(int(conf.job_file_append)),
             "JobRequeue": str(int(conf.job_requeue)),
             "KillOnBadExit": str(int(conf.kill_on_bad_exit)),

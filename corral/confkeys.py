@@ -90,7 +90,7 @@ AuthInfo                        honoured            ttl (credential lifetime), s
 AuthType                        honoured            auth/munge: munged; else the cluster key
 BackupAddr                      honoured
 BackupController                honoured
-BatchStartTimeout               warned              no prolog to wait for
+BatchStartTimeout               warned              a Prolog runs within PrologEpilogTimeout
 BcastExclude                    warned              no sbcast
 BcastParameters                 warned              no sbcast
 BurstBufferParameters           warned              burst buffers are not implemented
@@ -124,10 +124,10 @@ DependencyParameters            refused             dependencies follow Schedule
 DisableRootJobs                 refused(no,0,false) root's jobs are not refused
 EioTimeout                      warned              not read
 EnforcePartLimits               honoured
-Epilog                          refused             node epilog scripts are not run
+Epilog                          honoured            on a job's batch node only
 EpilogMsgTime                   honoured
-EpilogSlurmctld                 refused             controller epilog scripts are not run
-EpilogTimeout                   warned              no epilog
+EpilogSlurmctld                 honoured
+EpilogTimeout                   warned              see PrologEpilogTimeout
 ExtSensorsFreq                  warned              no external sensors
 ExtSensorsType                  warned              no external sensors
 FairShareDampeningFactor        honoured
@@ -140,16 +140,16 @@ GresTypes                       honoured
 GroupUpdateForce                warned              groups are read when needed
 GroupUpdateTime                 warned              groups are read when needed
 HashPlugin                      warned              not read
-HealthCheckInterval             warned              no health checks
-HealthCheckNodeState            warned              no health checks
-HealthCheckProgram              refused             node health checks are not run
-HealthCheckTimeout              warned              no health checks
+HealthCheckInterval             honoured
+HealthCheckNodeState            honoured            IDLE, ALLOC, MIXED: whether a job runs
+HealthCheckProgram              honoured            a failure also drains the node
+HealthCheckTimeout              honoured
 HttpParserType                  warned              not read
 InactiveLimit                   refused(0)          allocations outlive their srun or salloc
 InteractiveStepOptions          warned              salloc runs its command on the submit host
-JobAcctGatherFrequency          warned              usage is measured when each process ends
-JobAcctGatherParams             warned              usage is measured when each process ends
-JobAcctGatherType               warned              usage is measured when each process ends
+JobAcctGatherFrequency          honoured
+JobAcctGatherParams             warned              steps are sampled as JobAcctGatherType says
+JobAcctGatherType               honoured
 JobCheckpointDir                warned              retired by Slurm
 JobCompHost                     warned              jobcomp/filetxt only
 JobCompLoc                      honoured
@@ -226,11 +226,11 @@ PriorityWeightQOS               honoured
 PriorityWeightTRES              honoured
 PrivateData                     honoured
 ProctrackType                   honoured            proctrack/cgroup; others: process groups
-Prolog                          refused             node prolog scripts are not run
-PrologEpilogTimeout             warned              no prolog or epilog
-PrologFlags                     honoured
-PrologSlurmctld                 refused             controller prolog scripts are not run
-PrologTimeout                   warned              no prolog
+Prolog                          honoured            on a job's batch node only
+PrologEpilogTimeout             honoured
+PrologFlags                     honoured            Contain, Serial; Alloc, NoHold: no change
+PrologSlurmctld                 honoured            batch jobs only, not allocations
+PrologTimeout                   warned              see PrologEpilogTimeout
 PropagatePrioProcess            warned              jobs run at the node's default nice value
 PropagateResourceLimits         refused(none)       submitters' limits are not propagated
 PropagateResourceLimitsExcept   warned              no resource limits are propagated
@@ -286,9 +286,9 @@ SlurmSchedLogFile               warned              scheduling is logged in the 
 SlurmSchedLogLevel              warned              scheduling is logged in the controller's log
 SlurmstepdParameters            warned              not read
 SlurmUser                       honoured
-SrunEpilog                      refused             srun epilog scripts are not run
+SrunEpilog                      honoured
 SrunPortRange                   warned              srun listens on an ephemeral port
-SrunProlog                      refused             srun prolog scripts are not run
+SrunProlog                      honoured
 StateSaveLocation               honoured
 SuspendExcNodes                 warned              no power saving
 SuspendExcParts                 warned              no power saving
@@ -299,10 +299,10 @@ SuspendTime                     warned              no power saving
 SuspendTimeout                  warned              no power saving
 SwitchParameters                warned              no switch plugins
 SwitchType                      warned              no switch plugins
-TaskEpilog                      refused             task epilog scripts are not run
+TaskEpilog                      honoured            after a batch script, not a step's tasks
 TaskPlugin                      honoured            task/cgroup; others: the default binding
 TaskPluginParam                 warned              tasks keep the default binding
-TaskProlog                      refused             task prolog scripts are not run
+TaskProlog                      honoured
 TCPTimeout                      warned              not read
 TLSParameters                   honoured            ca_cert_file and the daemons' cert and key files
 TLSType                         honoured            tls/s2n (the default here) or tls/none

@@ -15,10 +15,11 @@ import uvloop
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from corral import __version__, auth, grpcservice, grpctls
+from corral import __version__, auth, grpcservice, grpctls, oomscore
 from corral.confsyntax import ConfigError
 from corral.confsyntax import default_path as slurm_conf_path
 from corral.credentials import Verifier
+from corral.sdnotify import Notifier
 from dbd import schema
 from dbd.config import DbdConfig, default_path, load
 from dbd.purge import purge_events, purge_jobs
@@ -32,7 +33,7 @@ log = logging.getLogger("corral.dbd")
 ROLLUP_EVERY_S = 300.0
 
 
-async def serve(conf: DbdConfig, url: str, keys: auth.Keys, ttl: int) -> None:
+async def serve(conf: DbdConfig, url: str, keys: auth.Keys, ttl: int, notifier: Notifier) -> None:
     engine = engine_for(url)
     schema.upgrade(engine)
     log.info("database %s at schema %s", engine.url.render_as_string(), schema.head())
@@ -59,7 +60,9 @@ async def serve(conf: DbdConfig, url: str, keys: auth.Keys, ttl: int) -> None:
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, stopping.set)
+    notifier.ready(f"serving accounting on {conf.dbd_addr}:{port}")
     await stopping.wait()
+    notifier.stopping()
     log.info("shutting down")
     rolling.cancel()
     await server.stop(grace=1.0)
@@ -114,6 +117,8 @@ def main() -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    oomscore.protect("corral-dbd")
+    notifier = Notifier.from_environment()
     path = args.config or default_path(slurm_conf_path())
     try:
         conf = load(path)
@@ -131,7 +136,7 @@ def main() -> None:
         log.warning("%s", warning)
     uvloop.install()
     try:
-        asyncio.run(serve(conf, args.database or conf.database_url, keys, ttl))
+        asyncio.run(serve(conf, args.database or conf.database_url, keys, ttl, notifier))
     except OperationalError as exc:
         print(f"corral-dbd: fatal: cannot reach the database: {exc.orig}", file=sys.stderr)
         sys.exit(1)

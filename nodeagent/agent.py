@@ -24,25 +24,39 @@ from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
+from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
 from nodeagent import containment, devcgroup
+from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
 from nodeagent.gpus.migbinding import mig_uuids, probed_cpus, probed_files
 from nodeagent.gpus.model import GpuDevice, format_gres
 from nodeagent.gpus.neuron import NeuronBinding
+from nodeagent.health import HealthCheck
 from nodeagent.link import Link
 from nodeagent.mps import MpsServers
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
-from nodeagent.spool import Spool
+from nodeagent.spool import SiteHooks, Spool
 
 log = logging.getLogger(__name__)
 
 
 class AgentError(Exception):
     """A reason the agent cannot start (printed, exit status 1)."""
+
+
+async def sample_forever(table: RunTable, sampler: Sampler, interval: int) -> None:
+    """Sample the live runs every ``interval`` seconds (JobAcctGatherFrequency) and
+    send what they use; the pass over /proc runs in a thread, off the event loop."""
+    while True:
+        await asyncio.sleep(interval)
+        targets = table.targets()
+        if targets:
+            usage = await asyncio.to_thread(sampler.sample, targets, int(time.time()))
+            table.report_usage(usage)
 
 
 def select_nodes(
@@ -168,6 +182,19 @@ def device_guard(
     return devcgroup.DeviceGuard(top, gpus)
 
 
+def site_hooks(conf: SlurmConfig, spool: Spool) -> SiteHooks:
+    """The site programs each run gets (``PrologFlags=Serial``: one lock file for all)."""
+    serial = "serial" in conf.prolog_flags
+    return SiteHooks(
+        prolog=conf.hooks.prolog,
+        epilog=conf.hooks.epilog,
+        task_prolog=conf.hooks.task_prolog,
+        task_epilog=conf.hooks.task_epilog,
+        timeout=conf.hooks.timeout,
+        lock=os.path.join(spool.root(), "hooks.lock") if serial else "",
+    )
+
+
 def _gres_items(text: str) -> list[tuple[str, str, int]]:
     try:
         return list(gres_syntax.parse_node(text))
@@ -238,7 +265,7 @@ def registrations(
     ]
 
 
-async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
+async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: Notifier) -> None:
     """Run the agent until SIGTERM or SIGINT; running jobs are left running."""
     start_time = int(time.time())
     facts = probe_host()
@@ -274,6 +301,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
         ),
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,
         neuron=NeuronBinding(neuron_nodes(conf, nodes)),
+        hooks=site_hooks(conf, spool),
     )
     table.recover()
     table.zygote.start()
@@ -319,10 +347,24 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     tasks = [asyncio.create_task(link.run()), asyncio.create_task(table.poll_forever())]
+    if conf.job_acct.sampling:
+        sampler = table.sampler = Sampler(conf.job_acct.kind)
+        tasks.append(
+            asyncio.create_task(sample_forever(table, sampler, conf.job_acct.task_frequency))
+        )
+    health = HealthCheck(conf.hooks, [n.name for n in nodes], table, os.path.abspath(conf.path))
+    # Apart from ``tasks``: a check that ends (HealthCheckInterval=0) stops nothing.
+    checking = asyncio.create_task(health.run_forever()) if health.enabled else None
     stopping = asyncio.create_task(stop.wait())
+    # Ready once its runs are recovered and clients' socket listens; the controller
+    # may still be away (the link keeps trying), as slurmd starts without slurmctld.
+    notifier.ready(f"serving {len(nodes)} node(s)")
     done, _ = await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+    notifier.stopping()
     for task in [*tasks, stopping]:
         task.cancel()
+    if checking is not None:
+        checking.cancel()
     for task in tasks:
         with contextlib.suppress(asyncio.CancelledError):
             await task

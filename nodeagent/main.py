@@ -19,8 +19,9 @@ import sys
 
 import uvloop
 
-from corral import __version__, hostlist, ratelimit
+from corral import __version__, hostlist, oomscore, ratelimit
 from corral.config import ConfigError, default_path, load
+from corral.sdnotify import Notifier
 from nodeagent.agent import AgentError, serve
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format=LOG_FORMAT,
     )
+    oomscore.protect("corral-nodeagent")
+    notifier = Notifier.from_environment()  # before the zygote and jobs inherit it
     try:
         conf = load(os.path.abspath(args.conf or default_path()))
         requested = hostlist.expand(args.nodes) if args.nodes else None
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corral-nodeagent: error: {exc}", file=sys.stderr)
         return 1
     try:
-        uvloop.run(serve(conf, requested))
+        uvloop.run(serve(conf, requested, notifier))
     except AgentError as exc:
         log.error("%s", exc)
         return 1

@@ -189,7 +189,7 @@ def done_message(key: RunKey, result: Result) -> pb.JobDone:
         max_rss_kb=result.max_rss_kb,
         user_cpu_us=result.user_cpu_us,
         sys_cpu_us=result.sys_cpu_us,
-        left_behind=result.left_behind,
+        drain=result.drain,
     )
 
 
@@ -342,7 +342,6 @@ def step_done(key: RunKey, tasks: tuple[int, ...], result: StepResult) -> pb.Ste
         message=result.message,
         sum_rss_kb=result.sum_rss_kb,
         oom_kills=result.oom_kills,
-        left_behind=result.left_behind,
     )
 
 

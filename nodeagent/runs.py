@@ -38,12 +38,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from corral.wire import corral_pb2 as pb
+from nodeagent import cgroups
+from nodeagent.acctgather import Sampler, Target
 from nodeagent.containment import Containment
 from nodeagent.devcgroup import DeviceGuard
 from nodeagent.gpubinding import bind_gpus
@@ -67,12 +70,15 @@ from nodeagent.runkinds import (
     step_refusal,
     step_spec,
 )
-from nodeagent.spool import NOT_STARTED, JobDir, Phase, RunDir, Spool, StepDir
+from nodeagent.runner import KILL_TASK_FAILED
+from nodeagent.spool import NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
 from nodeagent.watch import Watch
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[pb.AgentMessage], None]
+#: A run's cgroup directories, for jobacct_gather/cgroup (none: sampled from /proc).
+CgroupOf = Callable[[Run], tuple[str, ...]]
 
 #: How often run directories without a notify pipe are looked at.
 POLL_INTERVAL = 0.1
@@ -101,6 +107,7 @@ class RunTable:
         containment: Containment | None = None,
         mps: MpsServers | None = None,
         neuron: NeuronBinding | None = None,
+        hooks: SiteHooks | None = None,
     ) -> None:
         self.spool = spool
         self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
@@ -111,6 +118,7 @@ class RunTable:
         self.containment = containment  # the runs' cgroups (None: process groups only)
         self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
         self.neuron = neuron  # NeuronCores for jobs on Neuron nodes (None: none served)
+        self.hooks = hooks or SiteHooks()  # slurm.conf's site programs, given to each run
         self.mig: dict[str, dict[int, str]] = {}  # per node, MIG instances' UUIDs by index
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
@@ -122,6 +130,9 @@ class RunTable:
         self._reported: OrderedDict[RunKey, tuple[bytes, pb.AgentMessage]] = OrderedDict()
         self._backlog: list[pb.StepDone] = []  # StepDones made while no stream was up
         self._send: Send | None = None
+        self.cgroup_of: CgroupOf = _run_cgroups  # the cgroup containment's, when it runs
+        self.sampler: Sampler | None = None  # JobAcctGatherType's, when it samples
+        self._node_of_dir = {os.path.abspath(spool.node_dir(n)): n for n in self.hostnames}
 
     # ------------------------------------------------------------ the stream
 
@@ -155,6 +166,18 @@ class RunTable:
         node's report for a step it has already recorded."""
         self._backlog[:0] = dones
 
+    def busy(self) -> bool:
+        """Whether any run is alive here (HealthCheckNodeState's ALLOC and MIXED)."""
+        return any(run.done is None for run in self._runs.values())
+
+    def drain(self, node: str, reason: str) -> bool:
+        """Ask the controller to drain ``node`` (its health check failed, a run's processes
+        outlived their kill); False while no stream is up, for the caller to ask again."""
+        if self._send is None:
+            return False
+        self._send(pb.AgentMessage(drain=pb.NodeDrain(node=node, reason=reason)))
+        return True
+
     def _report(self, message: pb.AgentMessage) -> None:
         """Send a report; while no stream is up, a batch report is dropped (the next
         hello says it again) and a StepDone waits for the next stream."""
@@ -162,6 +185,51 @@ class RunTable:
             self._send(message)
         elif message.WhichOneof("body") == "step_done":
             self._backlog.append(message.step_done)
+
+    def targets(self) -> list[Target]:
+        """The runs whose processes have started and not ended, for the sampler
+        (:mod:`nodeagent.acctgather`)."""
+        found = []
+        for run in self._runs.values():
+            if run.done is not None:
+                continue
+            if run.started is None:  # a step's runner says so in its directory alone
+                run.started = run.dir.read_started()
+            if run.started is None or run.started.pid <= 0:
+                continue
+            job_id, step, node = self._sampled_as(run)
+            tasks = run.tasks if not run.is_batch else (0,)
+            found.append(Target(job_id, step, node, run.started.pid, tasks, self.cgroup_of(run)))
+        return found
+
+    def _sampled_as(self, run: Run) -> tuple[int, str, str]:
+        """The run's (job, step, node) in the sampler's and the controller's terms."""
+        job_id, step, instance = run.key
+        if run.is_batch:
+            directory = os.path.dirname(os.path.abspath(run.dir.path))
+            return job_id, str(step), self._node_of_dir.get(directory, "")
+        return job_id, str(step), str(instance)
+
+    def _with_peaks(self, run: Run, done: pb.AgentMessage) -> None:
+        """A run's result with the sampled peaks where wait4's are lower: the sampler also
+        saw the processes that escaped the runner's wait4 while they stayed in the run's
+        group (or cgroup). sacct's MaxRSS and AveRSS read these."""
+        peaks = self.sampler.peaks(self._sampled_as(run)) if self.sampler else None
+        if peaks is None:
+            return
+        largest, total = peaks
+        if done.WhichOneof("body") == "step_done":
+            ended = done.step_done
+            ended.max_rss_kb = max(ended.max_rss_kb, largest)
+            ended.sum_rss_kb = max(ended.sum_rss_kb, total)
+        elif done.WhichOneof("body") == "done":
+            done.done.max_rss_kb = max(done.done.max_rss_kb, largest)
+
+    def report_usage(self, usage: list[pb.StepUsage]) -> None:
+        """Send a sample of the live runs (dropped while no stream is up: the next
+        sample says it again)."""
+        if usage:
+            self._report(pb.AgentMessage(usage=pb.StepUsages(steps=usage)))
 
     # ------------------------------------------------------------ start-up
 
@@ -302,6 +370,7 @@ class RunTable:
         self._runs[key] = run
         try:
             spec = launch_spec(msg, hostname, self.slurm_conf, self.devices, self.containment)
+            spec = dataclasses.replace(spec, hooks=self.hooks)
             self._bind(spec.environment, msg)
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
@@ -347,7 +416,9 @@ class RunTable:
         run = Run(dir=stepdir, kind=STEP_KIND, key=key, tasks=tuple(msg.tasks), identity=identity)
         self._runs[key] = run
         try:
-            spec = step_spec(msg, self.devices, self.containment)
+            spec = dataclasses.replace(
+                step_spec(msg, self.devices, self.containment), hooks=self.hooks
+            )
             self._bind(spec.environment, msg)
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.supervisor_env, self.zygote)
@@ -548,11 +619,15 @@ class RunTable:
         if run.is_batch:
             self.settle(run.job_id)  # steps that ended first are reported first
         self._watch.forget(run)
+        self._with_peaks(run, done)
         _log_end(run, done)
         if run.kind.durable:
             run.done = done
             self._report(done)
         else:
+            result = run.dir.read_result() if isinstance(run.dir, StepDir) else None
+            if result is not None and result.left_behind:  # slurmd's drain, as for a batch run
+                self.drain(str(run.key[2]), KILL_TASK_FAILED)
             self._runs.pop(run.key, None)
             run.dir.delete()
             self._remember(run.key, run.identity, done)
@@ -591,6 +666,12 @@ class RunTable:
         """Stop watching pipes and the zygote (agent shutdown); the runs carry on."""
         self.zygote.close()
         self._watch.close(self._runs.values())
+
+
+def _run_cgroups(run: Run) -> tuple[str, ...]:
+    """The run's cgroup directories, one per hierarchy (none: not contained), as its
+    process recorded them (:func:`nodeagent.cgroups.run_paths`)."""
+    return tuple(sorted(set(cgroups.run_paths(run.dir.path).values())))
 
 
 def _log_end(run: Run, done: pb.AgentMessage) -> None:

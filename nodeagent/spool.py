@@ -86,6 +86,22 @@ NOT_STARTED = -1
 
 
 @dataclass(frozen=True)
+class SiteHooks:
+    """The node's site programs a run needs (slurm.conf's Prolog, Epilog, TaskProlog,
+    TaskEpilog; ``timeout`` PrologEpilogTimeout, 0 for none; ``lock`` the file whose
+    lock makes Prolog and Epilog run one at a time on this host, for
+    ``PrologFlags=Serial``, else ""). Copied from corral.config's HookConfig by the
+    agent: the supervisor does not load the configuration model."""
+
+    prolog: str = ""
+    epilog: str = ""
+    task_prolog: str = ""
+    task_epilog: str = ""
+    timeout: int = 0
+    lock: str = ""
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     """What the supervisor needs to run one batch job (LaunchJob + node facts).
 
@@ -133,6 +149,7 @@ class LaunchSpec:
     refused: str = ""
     # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
     containment: dict[str, Any] = field(default_factory=dict)
+    hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -141,6 +158,7 @@ class LaunchSpec:
     def from_json(cls, text: str) -> LaunchSpec:
         data: dict[str, Any] = json.loads(text)
         data["argv"] = tuple(data.get("argv", ()))
+        data["hooks"] = SiteHooks(**data.get("hooks", {}))
         return cls(**data)
 
 
@@ -164,8 +182,7 @@ class Result:
     max_rss_kb: int = 0
     user_cpu_us: int = 0
     sys_cpu_us: int = 0
-    # Processes of its cgroup the final SIGKILL could not end (the node is drained).
-    left_behind: int = 0
+    drain: str = ""  # the node's drain reason when a Prolog or Epilog failed here
 
 
 @dataclass(frozen=True)
@@ -213,6 +230,7 @@ class StepSpec:
     refused: str = ""
     # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
     containment: dict[str, Any] = field(default_factory=dict)
+    hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -222,6 +240,7 @@ class StepSpec:
         data: dict[str, Any] = json.loads(text)
         data["argv"] = tuple(data.get("argv", ()))
         data["tasks"] = tuple(data.get("tasks", ()))
+        data["hooks"] = SiteHooks(**data.get("hooks", {}))
         return cls(**data)
 
 

@@ -10,12 +10,16 @@ import signal
 import sys
 from collections.abc import Iterable
 
+from corral import oomscore
+
 Args = tuple[str, int | None, int | None, int | None]
 
 
-def start(argv: list[str] | None, usage: str, watched: Iterable[int]) -> Args:
-    """A supervisor's or step runner's start: its arguments (``parse_args``), the
-    ``watched`` signals blocked before anything can arrive, log lines to stderr."""
+def start(argv: list[str] | None, usage: str, watched: Iterable[int], name: str) -> Args:
+    """A supervisor's or step runner's (the program ``name``'s) start: its arguments
+    (``parse_args``), the ``watched`` signals blocked before anything can arrive, log
+    lines to stderr, and itself kept from the OOM killer (the zygote's children,
+    which never come here, inherit that)."""
     args = parse_args(sys.argv[1:] if argv is None else argv, usage)
     signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     logging.basicConfig(
@@ -23,6 +27,7 @@ def start(argv: list[str] | None, usage: str, watched: Iterable[int]) -> Args:
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    oomscore.protect(name)
     return args
 
 

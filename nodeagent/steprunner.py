@@ -63,7 +63,7 @@ import sys
 import termios
 import time
 
-from corral import filepattern, stepcipher, stepio
+from corral import filepattern, oomscore, stepcipher, stepio
 from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
@@ -356,6 +356,7 @@ class StepRun(Runner):
             confined = self._enter(bool(spec.cgroup))
             runas.pin_cpus(spec.cpu_ids)
             child_signals()  # unblocks: what came meanwhile now acts as it would
+            oomscore.unprotect()
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
             runas.become_user(spec.uid, spec.gid, spec.user, groups)
@@ -367,6 +368,10 @@ class StepRun(Runner):
                 "SLURM_LOCALID": str(task.index),
                 "SLURM_TASK_PID": str(os.getpid()),
             }
+            if spec.hooks.task_prolog:
+                from nodeagent import hooks  # loaded only where a site program is set
+
+                env = hooks.task_prolog(spec.hooks, env, spec.node)
             if confined:
                 devcgroup.local_binding(env, set(spec.gpus))
             status = 2
@@ -729,7 +734,7 @@ USAGE = "usage: python -m nodeagent.steprunner STEPDIR [--lock-fd N] [--notify-f
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED)
+    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED, "step runner")
     if zygote_fd is not None:
         raise SystemExit(USAGE)
     return run_step(path, lock_fd, notify_fd)

@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from corral import filepattern
+from corral import filepattern, oomscore
 from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
@@ -131,6 +131,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
         confined = run._enter(bool(spec.cgroup))
         runas.pin_cpus(spec.cpu_ids)
         child_signals()
+        oomscore.unprotect()
         runas.apply_umask(spec.environment)
         runas.become_user(spec.uid, spec.gid, spec.user)
         note = _enter_work_dir(spec)
@@ -138,6 +139,10 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
         if note:
             os.write(2, note.encode())
         env = job_environment(spec, os.getpid())
+        if spec.hooks.task_prolog:
+            from nodeagent import hooks  # loaded only where a site program is set
+
+            env = hooks.task_prolog(spec.hooks, env, spec.node)
         if confined:
             devcgroup.local_binding(env, set(spec.gpus))
         os.execve(script, [script, *spec.argv], env)
@@ -210,6 +215,12 @@ class BatchRun(Runner):
             return self._result(0, "cancelled", "cancelled before start")
         if spec.refused:
             return self._launch_failed(spec.refused)
+        if spec.hooks.prolog:
+            from nodeagent import hooks  # loaded only where a site program is set
+
+            failed = hooks.prolog(spec, int(time.time()), lambda text: _tell_user(spec, text))
+            if failed is not None:
+                return failed
         refused = self._contain(spec.containment, spec.cgroup, spec.deny_devices)
         if refused:
             return self._launch_failed(refused)
@@ -293,12 +304,8 @@ class BatchRun(Runner):
                 outcome = OUT_OF_MEMORY
         log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
         result = self._result(status, outcome, self.message, task.usage)
-        if self.left_behind:
-            result = dataclasses.replace(
-                result,
-                left_behind=len(self.left_behind),
-                message=f"{KILL_TASK_FAILED}: {len(self.left_behind)} processes left",
-            )
+        if self.left_behind:  # the node is drained, as slurmd has it drained
+            result = dataclasses.replace(result, drain=KILL_TASK_FAILED)
         return result
 
 
@@ -329,14 +336,19 @@ def supervise(path: str, lock_fd: int | None, notify_fd: int | None) -> int:
         return 0
     run = BatchRun(jobdir, spec, notify_fd)
     try:
-        jobdir.write_result(run.run())
+        result = run.run()
+        if spec.hooks.epilog or spec.hooks.task_epilog:
+            from nodeagent import hooks  # loaded only where a site program is set
+
+            result = hooks.after(spec, result, started=bool(run.pgid))
+        jobdir.write_result(result)
     finally:
         run.release()
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED)
+    path, lock_fd, notify_fd, zygote_fd = start(argv, USAGE, WATCHED, "supervisor")
     if zygote_fd is not None:
         # Imported here, so that a supervisor started on its own never loads
         # socket nor the step runner; the zygote has both ready for its children,

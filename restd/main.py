@@ -6,7 +6,8 @@ LISTEN is ``host:port`` or ``unix:/path`` (slurmrestd's forms); by default
 ``127.0.0.1:6820``, slurmrestd's port. With a certificate and key every
 listener serves HTTPS only. The gateway needs the cluster key (``corral.key``
 beside slurm.conf), as a node agent does: it signs calls for the users whose
-tokens it accepts.
+tokens it accepts. It refuses to run as root, as slurmrestd does, unless
+``SLURMRESTD_SECURITY=disable_user_check`` (``restd/identity.py``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import sys
 import uvloop
 from aiohttp import web
 
-from corral import __version__, auth, grpctls
+from corral import __version__, auth, grpctls, oomscore
 from corral.config import ConfigError, SlurmConfig, default_path, load
+from corral.sdnotify import Notifier
 from restd.app import Gateway, build_app
 from restd.controller import Controller
+from restd.identity import refusal
 
 log = logging.getLogger("corral.restd")
 
@@ -73,6 +76,7 @@ async def serve(
     listen: list[str],
     tls: ssl.SSLContext | None,
     max_body: int,
+    notifier: Notifier,
 ) -> None:
     receiver = auth.controller_receiver(conf.cluster_name)
     controller = Controller(conf.controller_target, keys.signer, receiver, conf.tls, ttl)
@@ -92,7 +96,9 @@ async def serve(
         for site in _sites(runner, listen, tls):
             await site.start()
             log.info("serving %s on %s", "HTTPS" if tls else "HTTP", site.name)
+        notifier.ready(f"serving {', '.join(listen)}")
         await stopping.wait()
+        notifier.stopping()
     finally:
         await runner.cleanup()
         await controller.close()
@@ -120,6 +126,12 @@ def main() -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    refused = refusal(os.getuid(), os.getgid(), os.environ)
+    if refused is not None:  # before anything is read, as slurmrestd checks
+        print(f"corral-restd: fatal: {refused}", file=sys.stderr)
+        sys.exit(1)
+    oomscore.protect("corral-restd")
+    notifier = Notifier.from_environment()
     try:
         conf = load(args.config or default_path())
         keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))
@@ -128,7 +140,9 @@ def main() -> None:
         print(f"corral-restd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
     try:
-        uvloop.run(serve(conf, keys, ttl, args.listen or [DEFAULT_LISTEN], tls, args.max_body))
+        uvloop.run(
+            serve(conf, keys, ttl, args.listen or [DEFAULT_LISTEN], tls, args.max_body, notifier)
+        )
     except (OSError, ValueError, grpctls.TlsError) as exc:
         print(f"corral-restd: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -77,9 +77,9 @@ def _end_time(job: Job, now: int) -> str:
 
 
 def _reason(job: Job) -> str:
-    if job["state_desc"]:
-        return "".join("_" if char.isspace() else char for char in job["state_desc"])
-    return str(job["reason"])
+    """The reason text, spaces as ``_`` ("launch failed requeued held" is one)."""
+    text = str(job["state_desc"] or job["reason"])
+    return "".join("_" if char.isspace() else char for char in text)
 
 
 def _memory(job: Job) -> str:

@@ -44,7 +44,7 @@ from cli.options import parse as parse_options
 from cli.srun import step_options
 from cli.srun.values import cpu_bind_none, open_mode_append
 from corral import stepio
-from corral.clientconf import client_settings
+from corral.clientconf import ClientSettings, client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -657,7 +657,39 @@ class Step:
         return exit_code(list(self.statuses.values()))
 
 
-def run_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
+def site_program(kind: str, program: str, settings: Settings, job_id: int) -> bool:
+    """Run SrunProlog or SrunEpilog (``kind`` "prolog" or "epilog") as Slurm's srun does:
+    here, as srun's user, in srun's environment, with the step's command line as its
+    arguments. False, said on stderr, when it failed."""
+    if not program:
+        return True
+    from corral import hooks  # loaded only where one is set: srun's start-up budget
+
+    env = {**os.environ, "SLURM_JOB_ID": str(job_id), "SLURM_JOBID": str(job_id)}
+    result = hooks.run(program, env, argv=settings.command, cwd=os.getcwd())
+    if result.ok:
+        return True
+    code = result.status >> 8 if result.status > 0 else result.status
+    ending = ". Aborting step." if kind == "prolog" else ""
+    print(f"{PROG}: error: srun {kind} failed rc = {code}{ending}", file=sys.stderr)
+    return False
+
+
+def run_in_allocation(
+    client: Any, settings: Settings, job_id: int, conf: ClientSettings | None = None
+) -> int:
+    """Run the step in job ``job_id``, between SrunProlog and SrunEpilog (``conf``'s):
+    a failed SrunProlog launches nothing."""
+    prolog, epilog = (conf.srun_prolog, conf.srun_epilog) if conf else ("", "")
+    if not site_program("prolog", prolog, settings, job_id):
+        return 1
+    try:
+        return _step_in_allocation(client, settings, job_id)
+    finally:
+        site_program("epilog", epilog, settings, job_id)
+
+
+def _step_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
     listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     listener.bind(("", 0))
     listener.listen(64)
@@ -672,7 +704,9 @@ def run_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
         listener.close()
 
 
-def run_in_new_allocation(client: Any, settings: Settings, argv: list[str]) -> int:
+def run_in_new_allocation(
+    client: Any, settings: Settings, argv: list[str], conf: ClientSettings | None = None
+) -> int:
     """srun outside a job: an allocation for the step, the step, then give it back."""
     from cli import allocation
 
@@ -681,7 +715,7 @@ def run_in_new_allocation(client: Any, settings: Settings, argv: list[str]) -> i
     os.environ.update(allocation.wait_for_start(client, PROG, job_id, settings.has("quiet")))
     code = 1
     try:
-        code = run_in_allocation(client, settings, job_id)
+        code = run_in_allocation(client, settings, job_id, conf)
     finally:
         allocation.release(client, job_id, (code & 0xFF) << 8)
     return code
@@ -707,8 +741,8 @@ def srun(argv: list[str]) -> int:
         settings.kill_on_bad_exit = kill_on_bad_exit(settings, conf.kill_on_bad_exit)
         client = boundary.connect(conf)
         if not job_text:
-            return run_in_new_allocation(client, settings, argv)
-        return run_in_allocation(client, settings, job_id)
+            return run_in_new_allocation(client, settings, argv, conf)
+        return run_in_allocation(client, settings, job_id, conf)
     except Halt as halt:
         if halt.status == 0:  # --help, --version
             print("\n".join(halt.lines))

@@ -60,7 +60,11 @@ def _waiting_reason(
     array's record whose tasks wait each for its own counterpart (``aftercorr``)
     the tasks that may start."""
     if job.held:
-        held = {"admin": Reason.JOB_HELD_ADMIN, "resv": Reason.RESERVATION_DELETED}
+        held = {
+            "admin": Reason.JOB_HELD_ADMIN,
+            "resv": Reason.RESERVATION_DELETED,
+            "prolog": Reason.LAUNCH_FAILED_REQUEUED_HELD,
+        }
         return held.get(job.held, Reason.JOB_HELD_USER), None
     if job.begin_time > now:
         return Reason.BEGIN_TIME, None

@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.corral import write_config
+from cli import shutdown
+from cli.corral import restd_env, write_config
 from cli.demo import client_command as command
+from cli.processes import Process
 from controller.jobstate import JobState
 from corral.auth import key_path, load_key
 from corral.client import Client, socket_path
@@ -37,7 +39,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _listening(host: str, port: int) -> bool:
+def listening(host: str, port: int) -> bool:
+    """Whether something accepts connections on host:port now."""
     try:
         socket.create_connection((host, port), timeout=1).close()
         return True
@@ -91,13 +94,15 @@ class Cluster:
 
     # ------------------------------------------------------------ daemons
 
-    def _spawn(self, module: str, *args: str, conf: str | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, module: str, *args: str, conf: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{module.split('.')[0]}.log", "ab")  # noqa: SIM115
         return subprocess.Popen(
             [sys.executable, "-m", module, "-f", conf or self.conf, *args],
             stdout=log,
             stderr=log,
-            env=self.env,
+            env=env or self.env,
             cwd=self.dir,  # a job sent without a working directory writes here, not in the checkout
             start_new_session=True,
         )
@@ -115,18 +120,20 @@ class Cluster:
         path = str(self.dir / "slurmdbd.conf")
         self.dbd = self._spawn("dbd.main", *database, conf=path)
         dbd = load_dbd_config(path)
-        self.wait_for(lambda: _listening(dbd.dbd_addr, dbd.dbd_port), 30, "dbd did not listen")
+        self.wait_for(lambda: listening(dbd.dbd_addr, dbd.dbd_port), 30, "dbd did not listen")
 
     def start_restd(self, *options: str, socket: str = "") -> str:
         """A corral-restd with ``options``, on a free loopback port or on the Unix
-        ``socket``; its base URL (``unix:<socket>`` for a socket)."""
+        ``socket``; its base URL (``unix:<socket>`` for a socket). The tests run as
+        root, which corral-restd refuses unless told, as ``corral up`` tells it."""
+        env = {**self.env, **restd_env()}
         if socket:
-            self.restds.append(self._spawn("restd.main", *options, f"unix:{socket}"))
+            self.restds.append(self._spawn("restd.main", *options, f"unix:{socket}", env=env))
             self.wait_for(lambda: os.path.exists(socket), 20, "restd did not listen")
             return f"unix:{socket}"
         port = free_port()
-        self.restds.append(self._spawn("restd.main", *options, f"127.0.0.1:{port}"))
-        self.wait_for(lambda: _listening("127.0.0.1", port), 20, "restd did not listen")
+        self.restds.append(self._spawn("restd.main", *options, f"127.0.0.1:{port}", env=env))
+        self.wait_for(lambda: listening("127.0.0.1", port), 20, "restd did not listen")
         return f"{'https' if '--tls-cert' in options else 'http'}://127.0.0.1:{port}"
 
     def start(self) -> Cluster:
@@ -167,10 +174,21 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        # Supervisors are detached from the agent by design; end any left over, and the
-        # jobs' own processes (a script in this cluster's spool) that outlive their TERM.
-        subprocess.run(["pkill", "-f", f"nodeagent.supervisor {self.dir}"], check=False)
-        subprocess.run(["pkill", "-KILL", "-f", f"{self.dir}/spool/"], check=False)
+        # Supervisors are detached from the agent by design, and a job's processes outlive
+        # their supervisor's end: end what is left of the jobs as `corral down` does.
+        shutdown.sweep(self.conf, shutdown.Report())
+
+    def job_processes(self, job_id: int, restarts: int | None = None) -> list[Process]:
+        """The live processes of the job (of its run ``restarts`` only, if given) on the
+        nodes, told by the environment the job's processes start with."""
+
+        def of_job(process: Process) -> bool:
+            env = process.environ()
+            return env.get("SLURM_JOB_ID") == str(job_id) and (
+                restarts is None or env.get("SLURM_RESTART_COUNT") == str(restarts)
+            )
+
+        return [p for p in shutdown.of_cluster(self.conf, str(self.dir / "spool")) if of_job(p)]
 
     def log(self, name: str) -> str:
         path = self.logs / f"{name}.log"

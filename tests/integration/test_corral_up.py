@@ -11,9 +11,11 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
+from cli import processes, shutdown
 from cli.demo import client_command
 from tests.databases import fresh_database
 from tests.integration.rest import Rest
+from tests.privileges import may_lower_oom_score
 
 
 def corral(*args: str) -> subprocess.CompletedProcess[str]:
@@ -140,3 +142,57 @@ def test_up_keeps_accounting_in_the_database_it_is_given(tmp_path: Path) -> None
         finally:
             engine.dispose()
         assert int(job) in stored
+
+
+def test_down_cancels_the_jobs_and_ends_what_they_left_running(tmp_path: Path) -> None:
+    """corral down cancels every job through the controller (CANCELLED in accounting,
+    a job that ignores SIGTERM killed after KillWait), then ends what escaped its job's
+    process group; nothing of the cluster runs afterwards."""
+    directory = tmp_path / "cluster"
+    conf = str(directory / "slurm.conf")
+    up = corral("up", "--nodes", "1", "--dir", str(directory), "--detach", "--no-restd")
+    assert up.returncode == 0, up.stderr
+    daemons = [int(line) for line in (directory / "pids").read_text().split()]
+    try:
+        if may_lower_oom_score():
+            assert [_oom_score(pid) for pid in daemons] == [-1000] * len(daemons)
+        escaped = directory / "escaped"
+        jobs = [
+            _sbatch(directory, "--wrap", f"setsid sleep 300 & echo $! > {escaped}; sleep 300"),
+            _sbatch(directory, "--wrap", "trap '' TERM; sleep 300"),
+        ]
+        deadline = time.monotonic() + 30
+        while not (escaped.exists() and escaped.read_text().strip()):
+            assert time.monotonic() < deadline, "the first job did not start"
+            time.sleep(0.1)
+        escaped_pid = escaped.read_text().strip()
+    finally:
+        down = corral("down", "--dir", str(directory))
+    assert down.returncode == 0, down
+    assert down.stdout.splitlines()[0] == f"cancelled 2 job(s): {','.join(jobs)}"
+    assert f"  {escaped_pid} sleep 300" in down.stdout.splitlines()
+    assert down.stdout.endswith(f"stopped the cluster in {directory}\n")
+    assert shutdown.of_cluster(conf, str(directory / "spool")) == []
+    assert processes.scan(lambda p: p.pid in daemons) == []  # a zombie has ended
+    engine = create_engine(f"sqlite:///{directory}/accounting.db")
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT job_id, state FROM jobs ORDER BY job_id"))
+            assert [(str(job), state) for job, state in rows] == [
+                (job, "CANCELLED") for job in jobs
+            ]
+    finally:
+        engine.dispose()
+
+
+def _sbatch(directory: Path, *args: str) -> str:
+    env = {**os.environ, "SLURM_CONF": str(directory / "slurm.conf")}
+    submitted = subprocess.run(
+        [*client_command("sbatch"), "--parsable", *args],
+        capture_output=True, text=True, env=env, timeout=60, check=True, cwd=directory,
+    )  # fmt: skip
+    return submitted.stdout.strip()
+
+
+def _oom_score(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/oom_score_adj").read_text())

@@ -73,9 +73,13 @@ def test_silent_node_goes_down_and_its_jobs_are_handled(make_cluster) -> None:  
         )
         job = c.job(requeued)
         assert (job["state"], job["restarts"]) == ("PENDING", 1)
+        assert c.job_processes(requeued, restarts=0), "the silent node's run went with it"
     finally:
         c.kill("agent", signal.SIGCONT)
+    # Back, the node reports the run it kept, stale now: the controller has it ended.
+    c.wait_for(lambda: not c.job_processes(requeued, restarts=0), 20, "the stale run lived on")
     c.run("scancel", str(requeued))
+    c.wait_for(lambda: not c.job_processes(requeued), 20, "the cancelled job lived on")
 
 
 def test_silent_node_fails_a_job_that_cannot_requeue(make_cluster) -> None:  # type: ignore[no-untyped-def]
@@ -86,5 +90,8 @@ def test_silent_node_fails_a_job_that_cannot_requeue(make_cluster) -> None:  # t
     try:
         job = c.wait_done(job_id, timeout=20)
         assert job["state"] == "NODE_FAIL"
+        assert c.job_processes(job_id), "the silent node's run went with it"
     finally:
         c.kill("agent", signal.SIGCONT)
+    # Back, the node reports the run it kept, of a job that has ended: it is ended too.
+    c.wait_for(lambda: not c.job_processes(job_id), 20, "the failed job's run lived on")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.corral import restd_env
 from corral import auth, tokens
 from tests.integration.cluster import Cluster
 
@@ -42,6 +43,7 @@ def test_a_jwt_key_file_signs_the_tokens_and_nothing_else(make_cluster, tmp_path
     jwt_file.chmod(0o644)
     restd = subprocess.run(
         [sys.executable, "-m", "restd.main", "-f", cluster.conf, "127.0.0.1:1"],
+        env={**os.environ, **restd_env()},
         capture_output=True,
         text=True,
         timeout=60,

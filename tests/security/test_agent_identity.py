@@ -105,7 +105,8 @@ def test_only_an_agent_attaches_and_never_over_a_live_one(
 
 
 def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Cluster]) -> None:
-    """An authenticated session for node3 reports a job running on node1 as done."""
+    """An authenticated session for node3 reports a job running on node1 as done (and
+    its Prolog as failed), and asks for node1 to be drained."""
     cluster = _cluster(make_cluster)
     job = cluster.sbatch("-w", "node1", "--wrap", "sleep 60")
     running = cluster.wait_state(job, {"RUNNING"})
@@ -118,6 +119,8 @@ def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Clu
             forged: dict[str, Any] = {"job_id": job, "restarts": 0}
             rogue.send(running=pb.JobRunning(**forged, pid=1))
             rogue.send(done=pb.JobDone(**forged, exit_status=0, outcome="exited"))
+            rogue.send(done=pb.JobDone(**forged, outcome="prolog_failed", drain="Prolog error"))
+            rogue.send(drain=pb.NodeDrain(node="node1", reason="forged"))
             rogue.send(
                 step_done=pb.StepDone(job_id=job, step_id=0, node="node1", tasks=[0], statuses=[0])
             )
@@ -135,5 +138,7 @@ def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Clu
     log = cluster.log("controller")
     assert f"sent JobDone for job_id={job} placed on node1: dropped" in log
     assert "sent StepDone of" in log
+    assert "(node3) asked to drain node1: dropped" in log
+    assert "Reason=" not in cluster.run("scontrol", "show", "node", "node1").stdout
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 import pytest
 
+from cli.corral import restd_env
 from corral import auth, credentials, grpctls
 from corral.config import load
 from corral.wire import corral_pb2 as pb
@@ -151,6 +152,7 @@ def test_dbd_takes_records_and_answers_associations_only_from_daemons(
 def _start(module: str, conf: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", module, "-f", conf],
+        env={**os.environ, **restd_env()},
         capture_output=True,
         text=True,
         timeout=60,

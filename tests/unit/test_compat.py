@@ -48,10 +48,10 @@ def test_a_key_is_refused_warned_or_kept_by_its_value() -> None:
     warnings: list[str] = []
     where = ("slurm.conf", 3)
     confkeys.check(confkeys.TOP["usepam"], "0", where, warnings)  # asks for nothing
-    confkeys.check(confkeys.TOP["prolog"], "", where, warnings)
+    confkeys.check(confkeys.TOP["resvprolog"], "", where, warnings)
     confkeys.check(confkeys.TOP["clustername"], "c", where, warnings)
     assert warnings == []
-    with pytest.raises(confkeys.ConfigError, match=r"slurm.conf:3: Prolog=/x is not supported"):
-        confkeys.check(confkeys.TOP["prolog"], "/x", where, warnings)
+    with pytest.raises(confkeys.ConfigError, match=r"slurm.conf:3: ResvProlog=/x is not supported"):
+        confkeys.check(confkeys.TOP["resvprolog"], "/x", where, warnings)
     confkeys.check(confkeys.TOP["mailprog"], "/bin/mail", where, warnings)
     assert warnings == ["slurm.conf:3: MailProg has no effect: no mail is sent"]

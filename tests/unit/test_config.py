@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from corral.config import (
     DEFAULT_PATH,
     ConfigError,
+    HookConfig,
     NodeConfig,
     PartitionConfig,
     PriorityConfig,
@@ -1078,6 +1079,26 @@ def test_parse_is_fast() -> None:
     assert (time.perf_counter() - started) / 20 < 0.005
 
 
+def test_site_programs_and_their_settings_are_read() -> None:
+    hooks = conf(
+        "Prolog=/etc/slurm/prolog.d/*\nEpilog=/e\nPrologSlurmctld=/pc\nEpilogSlurmctld=/ec\n"
+        "TaskProlog=/tp\nTaskEpilog=/te\nSrunProlog=/sp\nSrunEpilog=/se\n"
+        "PrologEpilogTimeout=30\nHealthCheckProgram=/hc\nHealthCheckInterval=300\n"
+        "HealthCheckNodeState=idle,CYCLE\n"
+    ).hooks
+    assert hooks == HookConfig(
+        "/etc/slurm/prolog.d/*", "/e", "/pc", "/ec", "/tp", "/te", "/sp", "/se", 30,
+        "/hc", 300, 60, ("IDLE", "CYCLE"),
+    )  # fmt: skip
+    assert conf("PrologEpilogTimeout=65534\n").hooks.timeout == 0  # Slurm's "for ever"
+    assert conf("").hooks == HookConfig()
+
+
+def test_a_health_check_state_slurm_does_not_know_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"bad HealthCheckNodeState value 'BUSY': use ANY"):
+        conf("HealthCheckNodeState=ANY,busy\n")
+
+
 def test_a_malformed_node_gres_stops_the_daemon_with_its_line() -> None:
     with pytest.raises(ConfigError, match=r"slurm.conf:3: bad Gres value"):
         parse(HEAD + "NodeName=n1 Gres=gpu:x:y:z\n", PATH)
@@ -1086,7 +1107,7 @@ def test_a_malformed_node_gres_stops_the_daemon_with_its_line() -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        pytest.param("Prolog=/etc/prolog\n", "Prolog=/etc/prolog is not supported", id="prolog"),
+        pytest.param("ResvProlog=/etc/p\n", "ResvProlog=/etc/p is not supported", id="resvprolog"),
         pytest.param("UsePAM=1\n", "UsePAM=1 is not supported", id="pam"),
         pytest.param("NodeName=n1 CoreSpecCount=1\n", "CoreSpecCount=1 is not", id="node"),
         pytest.param("NodeName=n1\nPartitionName=p Nodes=n1 GraceTime=5\n", "GraceTime", id="p"),

@@ -84,6 +84,8 @@ COMMANDS = [
     pytest.param("sprio", ["-l", "-j", "1", "-u", "root", "-S", "-y"], id="sprio-long"),
     pytest.param("sshare", [], id="sshare"),
     pytest.param("sshare", ["-l", "-a", "-A", "bench", "-P"], id="sshare-long"),
+    pytest.param("sstat", ["-j", "1"], id="sstat"),
+    pytest.param("sstat", ["-a", "-P", "-n", "-o", "JobID,MaxRSS,AveCPU", "-j", "1"], id="sstat-o"),
     pytest.param("sacct", [], id="sacct"),
     pytest.param(
         "sacct",
@@ -173,6 +175,7 @@ def test_every_client_has_a_plain_script() -> None:
         "scontrol",
         "sprio",
         "sshare",
+        "sstat",
         "sacct",
         "sacctmgr",
         "sdiag",

@@ -54,23 +54,6 @@ def test_admin_drain_survives_reregistration_and_resume_clears_it(store: JobStor
     assert (store.nodes["n1"].drain, store.nodes["n1"].state) == (False, "UP")
 
 
-def test_processes_that_outlive_their_kill_drain_the_node(store: JobStore) -> None:
-    """slurmd's "Kill task failed", by SlurmUser; an administrator's drain is kept."""
-    store.node_registered(Registration("n1", 8, 16000), monotonic=1.0, now=100)
-    store.node_kill_failed("n1", 200)
-    node = store.nodes["n1"]
-    assert (node.drain, node.reason, node.reason_user, node.reason_time) == (
-        True,
-        "Kill task failed",
-        "root",
-        200,
-    )
-    store.set_node_admin_state(["n1"], "DRAIN", "disk", principal_for(0, 0), 300)
-    store.node_kill_failed("n1", 400)
-    assert store.nodes["n1"].reason == "disk"
-    store.node_kill_failed("nowhere", 400)  # a node not configured: nothing
-
-
 def test_down_node_stays_down_without_return_to_service(store: JobStore) -> None:
     store.node_registered(Registration("n1", 8, 16000), monotonic=1.0, now=100)
     store.set_node_down("n1", "Not responding", "slurm", 0, 200)

@@ -1,0 +1,238 @@
+"""Site hooks on a real cluster (issue 16 point 4): Prolog, Epilog, TaskProlog and
+HealthCheckProgram as slurm.conf names them, with Slurm 22.05's variables,
+states and reasons (checked against slurmctld and slurmd 22.05 on this machine).
+
+The hook scripts are written by each test; they use no PATH (a hook gets none)
+and act on files in the cluster's directory, which is how a test steers them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.integration.cluster import Cluster
+
+SETTINGS = ("KillWait=2", "SlurmdTimeout=6", "SchedulerParameters=bf_interval=1,requeue_delay=1")
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def _env(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def _node(cluster: Cluster, name: str) -> str:
+    return cluster.run("scontrol", "show", "node", name).stdout
+
+
+def _batch(cluster: Cluster, body: str, *args: str) -> int:
+    path = cluster.dir / f"job-{len(list(cluster.dir.glob('job-*')))}.sh"
+    path.write_text("#!/bin/sh\n" + body)
+    return cluster.sbatch(*args, "-o", str(cluster.dir / "out-%j.txt"), str(path))
+
+
+def test_prolog_epilog_and_task_prolog_run_with_slurms_variables(tmp_path: Path) -> None:
+    d = tmp_path
+    hooks = (
+        "Prolog=" + _script(d / "prolog", f"/usr/bin/env > {d}/prolog.$SLURM_JOB_ID\n"),
+        "Epilog=" + _script(d / "epilog", f"/usr/bin/env > {d}/epilog.$SLURM_JOB_ID\n"),
+        "TaskProlog="
+        + _script(
+            d / "taskprolog",
+            "echo 'export FOO=bar baz'\necho 'print hello from the task prolog'\n"
+            "echo 'unset DROPME'\necho 'not a command'\n",
+        ),
+    )
+    cluster = Cluster(tmp_path, nodes=1, settings=(*SETTINGS, *hooks))
+    try:
+        cluster.start()
+        job_id = _batch(cluster, 'echo "FOO=$FOO DROPME=${DROPME-unset}"\nexit 3\n', "-p", "debug")
+        job = cluster.wait_done(job_id, 60)
+        assert job["state"] == "FAILED"
+        out = (d / f"out-{job_id}.txt").read_text()
+        assert out == "hello from the task prolog\nFOO=bar baz DROPME=unset\n"
+        prolog = _env(d / f"prolog.{job_id}")
+        assert prolog["SLURM_SCRIPT_CONTEXT"] == "prolog_slurmd"
+        assert prolog["SLURM_JOB_ID"] == prolog["SLURM_JOBID"] == str(job_id)
+        assert prolog["SLURM_JOB_USER"] == "root" and prolog["SLURM_JOB_UID"] == "0"
+        assert prolog["SLURMD_NODENAME"] == "node1"
+        assert prolog["SLURM_JOB_PARTITION"] == "debug"
+        assert prolog["SLURM_JOB_NODELIST"] == prolog["SLURM_NODELIST"] == "node1"
+        assert prolog["SLURM_CONF"] == cluster.conf
+        assert "PATH" not in prolog and "FOO" not in prolog
+        cluster.wait_for(lambda: (d / f"epilog.{job_id}").exists(), 10, "no epilog")
+        epilog = _env(d / f"epilog.{job_id}")
+        assert epilog["SLURM_SCRIPT_CONTEXT"] == "epilog_slurmd"
+        assert epilog["SLURM_JOB_EXIT_CODE"] == str(3 << 8)
+        assert epilog["SLURM_JOB_EXIT_CODE2"] == "3:0"
+        assert "Reason=" not in _node(cluster, "node1")  # nothing failed: not drained
+    finally:
+        cluster.stop()
+
+
+def test_a_failing_prolog_drains_the_node_and_requeues_the_job_held(tmp_path: Path) -> None:
+    d = tmp_path
+    # It fails once, on the first node it runs on, and says which.
+    prolog = _script(
+        d / "prolog", f"[ -e {d}/failed ] && exit 0\necho $SLURMD_NODENAME > {d}/failed\nexit 1\n"
+    )
+    epilog = _script(d / "epilog", f"echo ran > {d}/epilog.$SLURM_JOB_ID\n")
+    settings = (*SETTINGS, f"Prolog={prolog}", f"Epilog={epilog}")
+    cluster = Cluster(tmp_path, nodes=2, settings=settings)
+    try:
+        cluster.start()
+        job_id = _batch(cluster, "echo ran\n")
+        cluster.wait_for(
+            lambda: cluster.job(job_id)["reason"] == "launch failed requeued held",
+            30,
+            "the job was not requeued held",
+        )
+        job = cluster.job(job_id)
+        assert job["state"] == "PENDING" and job["restarts"] == 1
+        shown = cluster.run("scontrol", "show", "job", str(job_id)).stdout
+        assert "Reason=launch_failed_requeued_held" in shown
+        assert "Restarts=1" in shown
+        first = (d / "failed").read_text().strip()
+        node = _node(cluster, first)
+        assert "State=IDLE+DRAIN" in node and "Reason=Prolog error [" in node
+        assert (d / f"epilog.{job_id}").exists()  # the Epilog runs after a failed Prolog
+        assert "Error running slurm prolog: 1" in (d / f"out-{job_id}.txt").read_text()
+        # Released, it runs on the other node: the first is drained.
+        cluster.run("scontrol", "release", str(job_id))
+        job = cluster.wait_done(job_id, 90)
+        assert job["state"] == "COMPLETED" and job["nodes"] != first
+    finally:
+        cluster.stop()
+
+
+def test_a_failing_or_overrunning_epilog_drains_the_node(tmp_path: Path) -> None:
+    d = tmp_path
+    epilog = _script(
+        d / "epilog",
+        f"[ -e {d}/slow ] && exec /bin/sleep 30\n"
+        '[ "$SLURMD_NODENAME" = node1 ] && exit 2\nexit 0\n',
+    )
+    cluster = Cluster(
+        tmp_path,
+        nodes=2,
+        settings=(*SETTINGS, f"Epilog={epilog}", "PrologEpilogTimeout=2", "PrologFlags=Serial"),
+    )
+    try:
+        cluster.start()
+        job_id = _batch(cluster, "true\n", "-w", "node1")
+        assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
+        cluster.wait_for(
+            lambda: "Reason=Epilog error" in _node(cluster, "node1"), 10, "node1 not drained"
+        )
+        # An Epilog past PrologEpilogTimeout is killed (with what it started) and fails:
+        # the job's end is reported when the time is up, not when the sleep would end.
+        (d / "slow").touch()
+        began = time.monotonic()
+        job_id = _batch(cluster, "true\n", "-w", "node2")
+        assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
+        assert time.monotonic() - began < 20
+        cluster.wait_for(
+            lambda: "Reason=Epilog error" in _node(cluster, "node2"), 10, "node2 not drained"
+        )
+    finally:
+        cluster.stop()
+
+
+def test_a_failing_health_check_drains_its_node_with_the_programs_words(tmp_path: Path) -> None:
+    d = tmp_path
+    check = _script(
+        d / "check",
+        f'[ "$SLURMD_NODENAME" = node2 ] && [ -e {d}/sick ] && '
+        '{ echo "scratch is full"; exit 1; }\nexit 0\n',
+    )
+    settings = (*SETTINGS, f"HealthCheckProgram={check}", "HealthCheckInterval=1")
+    cluster = Cluster(tmp_path, nodes=2, settings=settings)
+    try:
+        cluster.start()
+        (d / "sick").touch()
+        cluster.wait_for(
+            lambda: "Reason=scratch is full [" in _node(cluster, "node2"), 20, "node2 not drained"
+        )
+        assert "Reason=" not in _node(cluster, "node1")
+    finally:
+        cluster.stop()
+
+
+def test_controller_hooks_run_around_a_job_and_a_failed_prolog_requeues_it(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path
+    # PrologSlurmctld fails the first time, then lets the job launch; both log their env.
+    prolog = _script(
+        d / "ctld-prolog",
+        f"/usr/bin/env > {d}/ctld-prolog.$$\n[ -e {d}/failed ] && exit 0\n: > {d}/failed\nexit 1\n",
+    )
+    epilog = _script(d / "ctld-epilog", f"/usr/bin/env > {d}/ctld-epilog.$$\n")
+    settings = (*SETTINGS, f"PrologSlurmctld={prolog}", f"EpilogSlurmctld={epilog}")
+    cluster = Cluster(tmp_path, nodes=1, settings=settings)
+    try:
+        cluster.start()
+        job_id = _batch(cluster, "echo ran\nexit 4\n")
+        job = cluster.wait_done(job_id, 60)
+        assert job["state"] == "FAILED" and job["restarts"] == 1
+        assert (d / f"out-{job_id}.txt").read_text() == "ran\n"  # launched once, after success
+        prologs = sorted(d.glob("ctld-prolog.*"))
+        assert len(prologs) == 2
+        env = _env(prologs[0])
+        assert env["SLURM_SCRIPT_CONTEXT"] == "prolog_slurmctld"
+        assert env["SLURM_JOB_ID"] == str(job_id) and env["SLURM_JOB_NODELIST"] == "node1"
+        assert env["SLURM_JOB_USER"] == "root" and env["SLURM_JOB_PARTITION"] == "debug"
+        # EpilogSlurmctld after the requeue and after the end, with how it ended.
+        cluster.wait_for(lambda: len(list(d.glob("ctld-epilog.*"))) == 2, 10, "no epilogs")
+        codes = sorted(_env(p)["SLURM_JOB_EXIT_CODE2"] for p in d.glob("ctld-epilog.*"))
+        assert codes == ["0:0", "4:0"]
+        assert "prolog_slurmctld failed: rc:1" in cluster.log("controller")
+    finally:
+        cluster.stop()
+
+
+def test_srun_and_task_prologs_around_a_step(tmp_path: Path) -> None:
+    d = tmp_path
+    srun_prolog = _script(d / "srun-prolog", f'echo "$SLURM_JOB_ID $*" > {d}/srun-prolog\n')
+    srun_epilog = _script(d / "srun-epilog", f'echo "$SLURM_JOB_ID $*" > {d}/srun-epilog\n')
+    task_prolog = _script(d / "task-prolog", "echo export RANK_SEEN=$SLURM_PROCID\n")
+    settings = (
+        *SETTINGS,
+        f"SrunProlog={srun_prolog}",
+        f"SrunEpilog={srun_epilog}",
+        f"TaskProlog={task_prolog}",
+    )
+    cluster = Cluster(tmp_path, nodes=2, settings=settings)
+    try:
+        cluster.start()
+        job_id = _batch(cluster, "srun -N2 -n2 -l /bin/sh -c 'echo seen $RANK_SEEN'\n", "-N2")
+        assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
+        lines = sorted((d / f"out-{job_id}.txt").read_text().splitlines())
+        assert lines == ["0: seen 0", "1: seen 1"]
+        command = f"{job_id} /bin/sh -c echo seen $RANK_SEEN"
+        assert (d / "srun-prolog").read_text().strip() == command
+        assert (d / "srun-epilog").read_text().strip() == command
+        # A failing SrunProlog launches nothing.
+        _script(d / "srun-prolog", "exit 3\n")
+        job_id = _batch(cluster, "srun /bin/echo never\necho after $?\n")
+        assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
+        out = (d / f"out-{job_id}.txt").read_text()
+        assert "never" not in out
+        assert "srun: error: srun prolog failed rc = 3. Aborting step." in out
+        assert out.endswith("after 1\n")
+        # A failing TaskProlog: the task does not run and exits 1, with slurmstepd's line
+        # (here the step's task fails; the batch script's TaskProlog succeeds).
+        _script(d / "srun-prolog", "exit 0\n")
+        _script(d / "task-prolog", '[ -n "$FAILME" ] && exit 5\nexit 0\n')
+        job_id = _batch(cluster, "FAILME=1 srun -w node1 -n1 /bin/echo never\necho after $?\n")
+        cluster.wait_done(job_id, 60)
+        out = (d / f"out-{job_id}.txt").read_text()
+        assert "never" not in out and "slurmstepd-node1: error: TaskProlog failed status=5" in out
+        assert out.endswith("after 1\n")
+    finally:
+        cluster.stop()
