@@ -182,7 +182,7 @@ class Runner:
                 return str(exc)
         return ""
 
-    def _enter(self, fenced: bool) -> bool:
+    def enter_cgroups(self, fenced: bool) -> bool:
         """In a forked task, still root: join the run's cgroups; whether its GPUs are
         fenced (``fenced``: the launch has GPUs to refuse). :class:`LaunchError` when
         it cannot join: it must not exec uncontained."""
@@ -292,6 +292,9 @@ class Runner:
         if self.pgid:
             kill_group(self.pgid)
         if self.contained is not None:
+            stray = self.contained.procs()
+            if stray:  # what left the group (setsid, a double fork): reported, then killed
+                log.warning("%s: %d processes left behind, killed", self.name, len(stray))
             self.left_behind = self.contained.kill()
             if self.left_behind:
                 log.error(

@@ -353,7 +353,7 @@ class StepRun(Runner):
         status = 1
         try:
             os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
-            confined = self._enter(bool(spec.cgroup))
+            confined = self.enter_cgroups(bool(spec.cgroup))
             runas.pin_cpus(spec.cpu_ids)
             child_signals()  # unblocks: what came meanwhile now acts as it would
             oomscore.unprotect()

@@ -128,7 +128,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
     message = "unknown launch failure"
     try:
         os.setpgid(0, 0)
-        confined = run._enter(bool(spec.cgroup))
+        confined = run.enter_cgroups(bool(spec.cgroup))
         runas.pin_cpus(spec.cpu_ids)
         child_signals()
         oomscore.unprotect()
