@@ -36,6 +36,11 @@ The run's process stays outside its cgroup (only the tasks it forks join it),
 so that it can kill everything in it at the end, setsid'd and double-forked
 processes included, and see whether anything is left after the kill wait.
 Standard library only: it runs once per job and step.
+
+Why this module is over 500 lines: it is the one place that knows which cgroup
+file means what in either version (the table above), for the agent's start
+and for each run alike; split along that line, the two sides could disagree on
+the layout they share.
 """
 
 from __future__ import annotations
