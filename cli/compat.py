@@ -48,6 +48,7 @@ CONFIG = (
     ("slurm.conf `NodeSet=` lines", confkeys.NODESET),
     ("slurm.conf `PowerAction=` lines", confkeys.POWERACTION),
     ("slurmdbd.conf", confkeys.DBD),
+    ("cgroup.conf", confkeys.CGROUP),
 )
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
 PATH = os.path.join(PATH, "compatibility.md")
