@@ -17,6 +17,7 @@ __all__ = [
     "auth",
     "authalt",
     "certs",
+    "cgroupconf",
     "client",
     "clientconf",
     "config",
