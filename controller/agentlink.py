@@ -40,7 +40,7 @@ import grpc
 
 from controller import jobstate
 from controller.ctldhooks import ControllerHooks
-from controller.effects import Effect, Ended, Kill, Launch, NewLimit, Signal
+from controller.effects import Effect, Ended, Granted, Kill, Launch, NewLimit, Signal
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
@@ -401,6 +401,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             match effect:
                 case Launch(job):
                     self.hooks.launch(job)
+                case Granted(job):
+                    self.hooks.granted(job)
                 case Ended(job, status):
                     self.hooks.ended(job, status)
                 case Kill(job, reason, delay) if delay:

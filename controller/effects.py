@@ -21,6 +21,11 @@ Finish                 running batch job               none: its agent reported 
 anything               pending, or already completing  none: no process to tell
 =====================  ==============================  =============================
 
+Two effects are the store's, not the table's, since they depend on slurm.conf:
+``Granted`` when an allocation starts and PrologSlurmctld is set (it runs before
+salloc or srun may use the nodes), ``Ended`` when a job gives its nodes back and
+EpilogSlurmctld is set.
+
 A running job's time limit changed by ``scontrol update`` or its reservation
 gives ``NewLimit``; ``scancel --signal`` and ``--signal=SIG@T`` give ``Signal``.
 Those are not state changes, so their callers emit them through the same queue.
@@ -101,6 +106,15 @@ class NewLimit:
 
 
 @dataclass(frozen=True, slots=True)
+class Granted:
+    """An allocation (salloc, srun outside a job) started: PrologSlurmctld runs.
+    Emitted by the store, and only when slurm.conf names a PrologSlurmctld (a batch
+    job's runs from its ``Launch``)."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
 class Ended:
     """The job gave its nodes back (it ended, or was requeued): EpilogSlurmctld runs.
     Emitted by the store, and only when slurm.conf names an EpilogSlurmctld."""
@@ -109,7 +123,7 @@ class Ended:
     exit_status: int
 
 
-Effect = Launch | Kill | Signal | NewLimit | Ended
+Effect = Launch | Kill | Signal | NewLimit | Granted | Ended
 
 
 def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:

@@ -68,6 +68,9 @@ class JobStore:
         self.counters = {"submitted": 0, "started": 0, "completed": 0, "canceled": 0, "failed": 0}
         self.holdings = Holdings(())
         self.durable = Durability(conf, journal)
+        # Allocations not yet ready for their client: PrologSlurmctld is to run or runs
+        # (controller/ctldhooks.py). In memory only: after a restart they are ready.
+        self.configuring: set[int] = set()
         self._purged_at = 0
         self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
         self._ended: dict[int, int] = {}  # finished jobs off their nodes -> end time
@@ -270,6 +273,9 @@ class JobStore:
             self.priorities.ended(old, new.end_time or getattr(event, "now", 0))
         elif holds_nodes(new) and not holds_nodes(old):
             self._account(new, +1)
+            if new.interactive and self.conf.hooks.prolog_slurmctld:
+                self.configuring.add(job_id)  # from now, not once the effect is sent
+                self.durable.emit((effects.Granted(new),))
         self._touch_job(new)
         if new.state is not old.state:
             self._count(old, new)

@@ -8,6 +8,7 @@ and act on files in the cluster's directory, which is how a test steers them.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -201,11 +202,17 @@ def test_srun_and_task_prologs_around_a_step(tmp_path: Path) -> None:
     srun_prolog = _script(d / "srun-prolog", f'echo "$SLURM_JOB_ID $*" > {d}/srun-prolog\n')
     srun_epilog = _script(d / "srun-epilog", f'echo "$SLURM_JOB_ID $*" > {d}/srun-epilog\n')
     task_prolog = _script(d / "task-prolog", "echo export RANK_SEEN=$SLURM_PROCID\n")
+    # TaskEpilog after each task, the batch script's and each step's, with its variables.
+    task_epilog = _script(
+        d / "task-epilog",
+        f"/usr/bin/env > {d}/task-epilog.${{SLURM_STEP_ID-batch}}.$SLURM_PROCID\n",
+    )
     settings = (
         *SETTINGS,
         f"SrunProlog={srun_prolog}",
         f"SrunEpilog={srun_epilog}",
         f"TaskProlog={task_prolog}",
+        f"TaskEpilog={task_epilog}",
     )
     cluster = Cluster(tmp_path, nodes=2, settings=settings)
     try:
@@ -217,6 +224,14 @@ def test_srun_and_task_prologs_around_a_step(tmp_path: Path) -> None:
         command = f"{job_id} /bin/sh -c echo seen $RANK_SEEN"
         assert (d / "srun-prolog").read_text().strip() == command
         assert (d / "srun-epilog").read_text().strip() == command
+        for rank, node in ((0, "node1"), (1, "node2")):
+            env = _env(d / f"task-epilog.0.{rank}")
+            assert env["SLURMD_NODENAME"] == node and env["SLURM_JOB_ID"] == str(job_id)
+            assert env["SLURM_LOCALID"] == "0" and int(env["SLURM_TASK_PID"]) > 0
+            # What srun carried from the batch script, not the task's own TaskProlog
+            # export (rank 1's was 1): that changed the task's process alone.
+            assert env["RANK_SEEN"] == "0"
+        assert _env(d / "task-epilog.batch.0")["SLURM_JOB_ID"] == str(job_id)
         # A failing SrunProlog launches nothing.
         _script(d / "srun-prolog", "exit 3\n")
         job_id = _batch(cluster, "srun /bin/echo never\necho after $?\n")
@@ -234,5 +249,34 @@ def test_srun_and_task_prologs_around_a_step(tmp_path: Path) -> None:
         out = (d / f"out-{job_id}.txt").read_text()
         assert "never" not in out and "slurmstepd-node1: error: TaskProlog failed status=5" in out
         assert out.endswith("after 1\n")
+    finally:
+        cluster.stop()
+
+
+def test_prolog_slurmctld_runs_before_an_allocation_is_used(tmp_path: Path) -> None:
+    d = tmp_path
+    # Slow, so that a client that did not wait would find no file; fails on demand.
+    prolog = _script(
+        d / "ctld-prolog",
+        f"/bin/sleep 1\n[ -e {d}/fail ] && exit 1\n"
+        f"echo $SLURM_SCRIPT_CONTEXT > {d}/ctld-prolog.$SLURM_JOB_ID\n",
+    )
+    cluster = Cluster(tmp_path, nodes=1, settings=(*SETTINGS, f"PrologSlurmctld={prolog}"))
+    try:
+        cluster.start()
+        read = f"cat {d}/ctld-prolog.$SLURM_JOB_ID"
+        done = cluster.run("salloc", "-N1", "/bin/sh", "-c", read)
+        assert done.stdout == "prolog_slurmctld\n"
+        done = cluster.run("srun", "-N1", "/bin/sh", "-c", read)
+        assert done.stdout == "prolog_slurmctld\n"
+        # A failure kills the allocation: only batch jobs can be requeued.
+        (d / "fail").touch()
+        done = cluster.run("salloc", "-N1", "/bin/echo", "never", check=False)
+        assert done.returncode == 1 and "never" not in done.stdout
+        revoked = re.search(r"Job allocation (\d+) has been revoked\.", done.stderr)
+        assert revoked is not None, done.stderr
+        job_id = int(revoked.group(1))
+        assert cluster.job(job_id)["state"] == "CANCELLED"
+        assert "prolog_slurmctld failed: rc:1 output:: killed" in cluster.log("controller")
     finally:
         cluster.stop()
