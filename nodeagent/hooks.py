@@ -75,19 +75,27 @@ def _serial(site: SiteHooks) -> Iterator[None]:
         os.close(fd)
 
 
-def _run(spec: LaunchSpec, program: str, context: str, extra: dict[str, str]) -> hooks.HookResult:
-    env = {**node_environment(spec, context), **extra}
-    with _serial(spec.hooks):
-        result = hooks.run(program, env, timeout=spec.hooks.timeout)
+def run_node_program(
+    site: SiteHooks, program: str, env: dict[str, str], job_id: int, context: str
+) -> hooks.HookResult:
+    """Run a Prolog or Epilog as root (one at a time under PrologFlags=Serial), bounded
+    by PrologEpilogTimeout; a failure is logged with its output."""
+    with _serial(site):
+        result = hooks.run(program, env, timeout=site.timeout)
     if not result.ok:
         log.error(
             "job_id=%d %s failed: %s output:%s",
-            spec.job_id,
+            job_id,
             context.split("_")[0],
             result.describe(),
             result.output.strip(),
         )
     return result
+
+
+def _run(spec: LaunchSpec, program: str, context: str, extra: dict[str, str]) -> hooks.HookResult:
+    env = {**node_environment(spec, context), **extra}
+    return run_node_program(spec.hooks, program, env, spec.job_id, context)
 
 
 def prolog(spec: LaunchSpec, now: int, tell: Callable[[str], None]) -> Result | None:
