@@ -31,6 +31,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from controller import jobstate
+from controller.effects import PROLOG_SLURMCTLD
 from controller.jobenv import batch_environment
 from controller.model import Job
 from controller.store import JobStore
@@ -81,7 +82,7 @@ class ControllerHooks:
         if self.conf.prolog_slurmctld:
             self._spawn(self._prolog(job))
         else:  # taken out of slurm.conf by a reconfigure meanwhile
-            self.store.configuring.discard(job.job_id)
+            self.store.configured(job.job_id, PROLOG_SLURMCTLD)
 
     async def _prolog(self, job: Job) -> None:
         env = self._environment(job, "prolog_slurmctld")
@@ -90,7 +91,7 @@ class ControllerHooks:
                 self.conf.prolog_slurmctld, env, timeout=self.conf.timeout
             )
         finally:
-            self.store.configuring.discard(job.job_id)
+            self.store.configured(job.job_id, PROLOG_SLURMCTLD)
         now = self.store.jobs.get(job.job_id)
         if (
             now is None
