@@ -320,6 +320,14 @@ def test_prolog_and_epilog_run_on_every_node_of_a_job(tmp_path: Path) -> None:
         assert cluster.wait_done(job_id, 60)["state"] == "COMPLETED"
         cluster.wait_for(lambda: (d / f"epilog.node2.{job_id}").exists(), 20, "no epilog")
         assert not (d / f"prolog.node2.{job_id}").exists()
+        # An allocation has no batch node: its step runs the Prolog on both nodes first.
+        done = cluster.run("salloc", "-N2", "srun", "-N2", "-n2", "/bin/true")
+        granted = re.search(r"Granted job allocation (\d+)", done.stderr)
+        assert granted is not None, done.stderr
+        alloc = granted.group(1)
+        assert all((d / f"prolog.{n}.{alloc}").exists() for n in ("node1", "node2"))
+        epilogs = [d / f"epilog.{node}.{alloc}" for node in ("node1", "node2")]
+        cluster.wait_for(lambda: all(p.exists() for p in epilogs), 20, "no epilogs")
         # A Prolog failing on node2 drains it and requeues the job held.
         (d / "fail").touch()
         job_id = _batch(cluster, "srun -N2 -n2 /bin/true\n", "-N2")
