@@ -267,6 +267,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             )
         )
         self._reconcile(hello, session)
+        self.nodehooks.resend(session.nodes)
         log.info("agent %s registered %s", session.peer, ",".join(session.nodes))
         self.on_change()
 

@@ -13,7 +13,9 @@ nodes (all of an allocation's, which has no batch script) with a ``JobHook``:
 * otherwise just before the job's first step on the node, on the same stream,
   so that the agent starts the Prolog before it sees the step and holds the
   step until the Prolog is over;
-* the Epilog from the job's end (the store's ``NodeEpilog`` effect).
+* the Epilog from the job's end (the store's ``NodeEpilog`` effect);
+* again, to an agent that re-attaches, each Prolog an allocation still waits for
+  there (an agent restart loses a program it was running).
 
 Each agent answers with a ``HookDone``, kept on its disk until the ``AckHook``
 that follows the journal's commit of what it caused: a failed Prolog drains
@@ -114,6 +116,19 @@ class NodeHooks:
         env = self._environment(job, "prolog_slurmd")
         for node in hook_nodes(job):
             self._send(job, node, False, env)
+
+    def resend(self, nodes: list[str]) -> None:
+        """An agent (re)attached for ``nodes``: the Prologs allocations still wait for
+        there are asked again, since an agent restart loses a program it was running
+        (one that ended is answered from the agent's record, not run again)."""
+        for job_id, waits in list(self.store.configuring.items()):
+            job = self.store.jobs.get(job_id)
+            again = [node for node in nodes if node in waits]
+            if job is None or not again:
+                continue
+            env = self._environment(job, "prolog_slurmd")
+            for node in again:
+                self._send(job, node, False, env)
 
     def before_step(self, job: Job, node: str) -> None:
         """A step is about to be sent to ``node``: its Prolog first, unless it ran there

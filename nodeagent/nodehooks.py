@@ -13,8 +13,9 @@ fsync'ed) under ``hookresults/`` in the spool before it is sent, sent again
 on every new stream until the controller's ``AckHook``, and after the ack
 kept as ``.acked`` until the job's Epilog there is acknowledged: a JobHook
 repeated by a restarted controller is then answered from the file, never
-run twice. A JobHook that arrives while an agent restart cut its program
-short is lost with it, as slurmd's would be.
+run twice. A program an agent restart cut short left no record: the
+controller asks again for a Prolog an allocation still waits for; any other
+is lost, as slurmd's would be.
 
 A step whose node's Prolog still runs waits for it; one whose node's Prolog
 failed is refused (the controller requeues the job meanwhile). The Epilog
