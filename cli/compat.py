@@ -48,6 +48,7 @@ CONFIG = (
     ("slurm.conf `NodeSet=` lines", confkeys.NODESET),
     ("slurm.conf `PowerAction=` lines", confkeys.POWERACTION),
     ("slurmdbd.conf", confkeys.DBD),
+    ("cgroup.conf", confkeys.CGROUP),
 )
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
 PATH = os.path.join(PATH, "compatibility.md")
@@ -192,6 +193,9 @@ def render() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Write the document (to ``argv[0]``, ``-`` for standard output; else docs/)."""
     args = sys.argv[1:] if argv is None else argv
+    if len(args) > 1 or (args and args[0].startswith("-") and args[0] != "-"):
+        print("usage: python -m cli.compat [FILE | -]  (default: docs/compatibility.md)")
+        return 2
     text = render()
     if args and args[0] == "-":
         sys.stdout.write(text)

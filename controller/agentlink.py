@@ -523,6 +523,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 cpu_ids=job.cpu_ids[index] if job.cpu_ids and not req.cpu_bind_none else (),
                 unbuffered=req.unbuffered,
                 grant=gpu_grant(ids, shares),
+                mem_mib=job.alloc_mem[index] if job.alloc_mem else 0,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
@@ -554,6 +555,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             usage,
             done.end_time,
             done.sum_rss_kb,
+            done.oom_kills,
         )
 
     def signal(

@@ -152,6 +152,7 @@ class Reason(enum.Enum):
     RAISED_SIGNAL = "RaisedSignal"
     TIME_LIMIT = "TimeLimit"
     JOB_LAUNCH_FAILURE = "JobLaunchFailure"
+    OUT_OF_MEMORY = "OutOfMemory"  # FAIL_OOM: the OOM killer killed some of its processes
 
 
 class InvalidTransition(Exception):
@@ -193,7 +194,8 @@ class Finish:
 
     now: int
     exit_status: int
-    outcome: str  # "exited" | "timeout" | "cancelled" | "launch_failed" | "prolog_failed"
+    # "exited", "timeout", "cancelled", "launch_failed", "prolog_failed", "out_of_memory"
+    outcome: str
     usage: tuple[int, int, int] = (0, 0, 0)  # max RSS KiB, user and system CPU microseconds
     message: str = ""  # the node's reason, kept (SystemComment) when the launch failed
 
@@ -262,6 +264,8 @@ def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
         return JobState.CANCELLED, Reason.NONE
     if event.outcome in ("launch_failed", "prolog_failed"):
         return JobState.FAILED, Reason.JOB_LAUNCH_FAILURE
+    if event.outcome == "out_of_memory":  # the OOM killer killed some of its processes
+        return JobState.OUT_OF_MEMORY, Reason.OUT_OF_MEMORY
     if event.exit_status & 0x7F:
         return JobState.FAILED, Reason.RAISED_SIGNAL
     if event.exit_status >> 8:

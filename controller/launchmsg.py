@@ -54,6 +54,7 @@ COMPUTED: Final[frozenset[str]] = frozenset(
         "kill_wait",
         "cpu_ids",
         "grant",
+        "mem_mib",
     }
 )
 
@@ -80,6 +81,7 @@ def computed(
         "kill_wait": conf.kill_wait,
         "cpu_ids": job.cpu_ids[0] if job.cpu_ids else (),  # pinned CPUs on the batch host
         "grant": gpu_grant(job.gpus[0] if job.gpus else (), shares),  # what the fence opens
+        "mem_mib": job.alloc_mem[0] if job.alloc_mem else 0,  # its memory cgroup's limit
     }
 
 

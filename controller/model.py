@@ -162,6 +162,7 @@ class Step:
     submit_line: str = ""
     sum_rss: int = 0  # every task's max RSS, summed (KiB): AveRSS is this over the tasks
     gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices on each node (): the job's
+    oom_kills: int = 0  # its processes the OOM killer killed, on all its nodes
 
     @property
     def ntasks(self) -> int:

@@ -246,12 +246,14 @@ def node_done(
     usage: tuple[int, int, int],
     end: int,
     sum_rss: int = 0,
+    oom_kills: int = 0,
 ) -> Step:
     """``step`` once ``node`` reported its tasks' wait statuses; ended when all have.
 
     A report may come after the job ended, which ended the step as the job did:
     tasks that exited on their own then give the step its real state; killed
-    ones leave the job's.
+    ones leave the job's. A step some of whose processes the OOM killer killed
+    (``oom_kills``, on any node) ends OUT_OF_MEMORY, as with Slurm's task/cgroup.
     """
     if node in step.done:
         return step
@@ -265,9 +267,12 @@ def node_done(
         exit_status=max(worst, 0),
         usage=total,
         sum_rss=step.sum_rss + sum_rss,
+        oom_kills=step.oom_kills + oom_kills,
     )
     if len(step.done) < len(step.nodes):
         return step
+    if step.oom_kills and not ended_by_job:
+        return replace(step, state="OUT_OF_MEMORY", end_time=end)
     if any(s < 0 for s in statuses) and not any(s > 0 for s in statuses):
         state = "FAILED"
     elif step.exit_status & 0x7F:

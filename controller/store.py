@@ -407,13 +407,15 @@ class JobStore:
         usage: tuple[int, int, int] = (0, 0, 0),
         end: int = 0,
         sum_rss: int = 0,
+        oom_kills: int = 0,
     ) -> None:
-        """A node's part of a step ended (its tasks' wait statuses, -1: never ran)."""
+        """A node's part of a step ended (its tasks' wait statuses, -1: never ran;
+        ``oom_kills``: its processes the OOM killer killed there)."""
         job = self.jobs.get(job_id)
         if job is None:
             return
         new = tuple(
-            steps.node_done(s, node, statuses, usage, end or int(time.time()), sum_rss)
+            steps.node_done(s, node, statuses, usage, end or int(time.time()), sum_rss, oom_kills)
             if s.step_id == step_id
             else s
             for s in job.steps

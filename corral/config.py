@@ -28,7 +28,17 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from corral import confkeys, confsyntax, gres, gresconf, hostlist, jobacct, timefmt, tlsconf
+from corral import (
+    cgroupconf,
+    confkeys,
+    confsyntax,
+    gres,
+    gresconf,
+    hostlist,
+    jobacct,
+    timefmt,
+    tlsconf,
+)
 from corral.clientconf import ClientSettings, client_settings
 from corral.confkeys import KeyUse
 from corral.confsyntax import (
@@ -274,6 +284,8 @@ class SlurmConfig:
     preempt_type: str = "PREEMPT/NONE"  # or PREEMPT/QOS, PREEMPT/PARTITION_PRIO
     preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
     gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
+    # cgroup.conf beside slurm.conf (load() reads it; Slurm's defaults without one).
+    cgroup_conf: cgroupconf.CgroupConf = field(default_factory=cgroupconf.CgroupConf)
     tls: tlsconf.TlsConfig = field(default_factory=tlsconf.TlsConfig)  # TLSType, TLSParameters
     # JobAcctGatherType and JobAcctGatherFrequency: what agents sample for sstat.
     job_acct: jobacct.JobAcctGather = field(default_factory=jobacct.JobAcctGather)
@@ -317,6 +329,46 @@ class SlurmConfig:
     def slurm_user(self) -> str:
         """SlurmUser: who the daemons run as (root by default)."""
         return dict(self.settings).get("SlurmUser", "root")
+
+    @property
+    def proctrack_cgroup(self) -> bool:
+        """ProctrackType=proctrack/cgroup (the default): a job's processes are those
+        of its cgroup, all killed at its end."""
+        return dict(self.settings).get("ProctrackType", "proctrack/cgroup").lower() == (
+            "proctrack/cgroup"
+        )
+
+    @property
+    def task_cgroup(self) -> bool:
+        """TaskPlugin names task/cgroup: cgroup.conf's limits hold jobs and steps."""
+        return "task/cgroup" in _words(dict(self.settings).get("TaskPlugin", "").lower())
+
+    @property
+    def cgroups_asked(self) -> bool:
+        """Whether slurm.conf itself asks for cgroups (ProctrackType=proctrack/cgroup
+        set, or task/cgroup): an agent that cannot use them then does not start, as
+        slurmd does not when its cgroup plugin fails."""
+        settings = dict(self.settings)
+        return self.task_cgroup or (self.proctrack_cgroup and "ProctrackType" in settings)
+
+
+def _plugins(settings: _Pairs, warnings: list[str]) -> None:
+    """Note the ProctrackType and TaskPlugin values Corral does not implement."""
+    if "ProctrackType" in settings:
+        value, where = settings["ProctrackType"]
+        if value.lower() != "proctrack/cgroup":
+            warnings.append(
+                f"{where[0]}:{where[1]}: ProctrackType={value}: a job's processes are its "
+                "process group (only proctrack/cgroup is implemented)"
+            )
+    if "TaskPlugin" in settings:
+        value, where = settings["TaskPlugin"]
+        for word in _words(value.lower()):
+            if word not in ("task/cgroup", "task/none"):
+                warnings.append(
+                    f"{where[0]}:{where[1]}: TaskPlugin {word} has no effect: tasks keep "
+                    "the default binding"
+                )
 
 
 # ------------------------------------------------------------------ known keys
@@ -393,14 +445,7 @@ def _limit(key: str, value: str, where: Where) -> int | None:
     return integer(key, value, where)
 
 
-def _bool(key: str, value: str, where: Where) -> bool:
-    """Slurm's booleans: yes/up/true/1 and no/down/false/0, any case."""
-    lowered = value.lower()
-    if lowered in ("yes", "up", "true", "1"):
-        return True
-    if lowered in ("no", "down", "false", "0"):
-        return False
-    raise ConfigError(*where, f"bad {key} value '{value}': expected YES or NO")
+_bool = confsyntax.boolean
 
 
 def _duration(key: str, value: str, where: Where) -> int:
@@ -993,6 +1038,7 @@ def parse(text: str, path: str) -> SlurmConfig:
     sets = _node_sets(records["NodeSet"], nodes)
     partitions = _partitions(records["PartitionName"], nodes, sets, settings, reader.warnings)
     priority = _priority(settings, reader.warnings)
+    _plugins(settings, reader.warnings)
     if "SchedulerType" in settings:
         _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
     preempt_type, preempt_mode = _preemption(settings, reader.warnings)
@@ -1076,10 +1122,13 @@ def parse(text: str, path: str) -> SlurmConfig:
 
 
 def load(path: str | None = None) -> SlurmConfig:
-    """Read and parse slurm.conf (``default_path()`` unless given), and the gres.conf
-    beside it when one exists and GresTypes is set (Slurm reads none without it)."""
+    """Read and parse slurm.conf (``default_path()`` unless given), the cgroup.conf
+    beside it, and the gres.conf beside it when one exists and GresTypes is set
+    (Slurm reads none without it)."""
     path = path or default_path()
     conf = parse(read_text(path, (path, None), ""), path)
+    cgroups = cgroupconf.load(os.path.join(os.path.dirname(path), "cgroup.conf"))
+    conf = replace(conf, cgroup_conf=cgroups, warnings=conf.warnings + cgroups.warnings)
     types = _words(dict(conf.settings).get("GresTypes", "").lower())
     gres_path = os.path.join(os.path.dirname(path), "gres.conf")
     if not types or not os.path.exists(gres_path):

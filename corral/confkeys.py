@@ -1,4 +1,4 @@
-"""Every slurm.conf and slurmdbd.conf key Slurm knows, and what Corral does with it.
+"""Every slurm.conf, slurmdbd.conf and cgroup.conf key Slurm knows, and what Corral does with it.
 
 Administrators bring their Slurm files, so every key Slurm's slurm.conf(5) and
 slurmdbd.conf(5) document is accepted (a key Slurm does not know is a warning,
@@ -225,7 +225,7 @@ PriorityWeightPartition         honoured
 PriorityWeightQOS               honoured
 PriorityWeightTRES              honoured
 PrivateData                     honoured
-ProctrackType                   warned              a job's processes are its process group
+ProctrackType                   honoured            proctrack/cgroup; others: process groups
 Prolog                          honoured            at a job's first step on a node, or at Alloc
 PrologEpilogTimeout             honoured
 PrologFlags                     honoured            DeferBatch changes nothing
@@ -300,7 +300,7 @@ SuspendTimeout                  warned              no power saving
 SwitchParameters                warned              no switch plugins
 SwitchType                      warned              no switch plugins
 TaskEpilog                      honoured
-TaskPlugin                      warned              tasks keep the default binding
+TaskPlugin                      honoured            task/cgroup; others: the default binding
 TaskPluginParam                 warned              tasks keep the default binding
 TaskProlog                      honoured
 TCPTimeout                      warned              not read
@@ -489,5 +489,33 @@ TLSParameters                   honoured            ca_cert_file, dbd_cert_file,
 TLSType                         honoured            tls/s2n (the default here) or tls/none
 TrackSlurmctldDown              warned              not read
 TrackWCKey                      refused(no,0)       WCKeys are not tracked
+"""
+)
+
+#: cgroup.conf's keys (cgroup.conf(5)) and what Corral does with each.
+CGROUP = _rows(
+    """
+AllowedDevicesFile              warned              obsolete; devices come from gres.conf
+AllowedKmemSpace                warned              kernel memory is not limited apart
+AllowedRAMSpace                 honoured
+AllowedSwapSpace                honoured
+CgroupAutomount                 warned              cgroup file systems are never mounted
+CgroupMountpoint                refused(/sys/fs/cgroup) cgroups are found in /proc/self/mounts
+CgroupPlugin                    honoured            autodetect, cgroup/v1 or cgroup/v2
+CgroupReleaseAgentDir           warned              obsolete
+ConstrainCores                  honoured
+ConstrainDevices                honoured            no: warned, GPUs are fenced all the same
+ConstrainKmemSpace              refused(no)         kernel memory is not limited apart
+ConstrainRAMSpace               honoured
+ConstrainSwapSpace              honoured
+IgnoreSystemd                   warned              the agent's cgroup is used as delegated
+IgnoreSystemdOnFailure          warned              the agent's cgroup is used as delegated
+MaxKmemPercent                  warned              kernel memory is not limited apart
+MaxRAMPercent                   refused(100)        a job without allocated memory is not limited
+MaxSwapPercent                  refused(100)        a job without allocated memory is not limited
+MemorySwappiness                honoured            cgroup v1 only (v2 has no per-cgroup swappiness)
+MinKmemSpace                    warned              kernel memory is not limited apart
+MinRAMSpace                     honoured
+PidsMax                         honoured            Corral's own: pids.max of each run
 """
 )

@@ -284,6 +284,16 @@ def integer(key: str, value: str, where: Where, *, minimum: int = 0, maximum: in
     return number
 
 
+def boolean(key: str, value: str, where: Where) -> bool:
+    """Slurm's booleans: yes/up/true/1 and no/down/false/0, any case."""
+    lowered = value.lower()
+    if lowered in ("yes", "up", "true", "1"):
+        return True
+    if lowered in ("no", "down", "false", "0"):
+        return False
+    raise ConfigError(*where, f"bad {key} value '{value}': expected YES or NO")
+
+
 def port_range(key: str, value: str, where: Where) -> list[int]:
     """A port, or a ``LO-HI`` range of them (brackets allowed, as in a hostlist)."""
     low_text, dash, high_text = value.removeprefix("[").removesuffix("]").partition("-")

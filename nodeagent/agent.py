@@ -26,7 +26,7 @@ from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
 from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
-from nodeagent import devcgroup
+from nodeagent import containment, devcgroup
 from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
@@ -139,7 +139,8 @@ def neuron_nodes(conf: SlurmConfig, nodes: Sequence[NodeConfig]) -> list[str]:
     return found
 
 
-#: Where the device cgroups go instead of ``<cgroup2 mount>/corral`` (a cgroup of its
+#: Where the device cgroups and the runs' cgroup v2 cgroups go instead of
+#: ``<cgroup2 mount>/corral`` and ``<the agent's v2 cgroup>/corral`` (a cgroup of its
 #: own for a test cluster, so that it fails there without touching others).
 CGROUP_TOP_ENV = "CORRAL_CGROUP_TOP"
 
@@ -280,6 +281,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     if not is_emulated(nodes, facts.hostname):  # emulated nodes share one host's devices
         devices = await asyncio.to_thread(probed_gpus, conf, nodes[0])
     numbering = gpu_numbering(conf, nodes[0].name) if devices else []
+    top = os.environ.get(CGROUP_TOP_ENV) or None
+    try:
+        contained = containment.setup(conf, top)
+    except ConfigError as exc:
+        raise AgentError(str(exc)) from None
     spool = Spool(conf.slurmd_spool_dir, facts.hostname)
     table = RunTable(
         spool=spool,
@@ -287,10 +293,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         slurm_conf=os.path.abspath(conf.path),
         kill_wait=conf.kill_wait,
         python=sys.executable,
+        containment=contained,
         devices=device_guard(
             conf,
             nodes,
-            top=os.environ.get(CGROUP_TOP_ENV) or None,
+            top=top,
             probed={nodes[0].name: probed_files(devices, numbering)} if devices else None,
         ),
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,

@@ -23,6 +23,10 @@ Who does what:
   means no cgroup at all.
   On a host where isolation does not work, a launch that has GPUs to refuse
   is refused itself (:class:`~nodeagent.runas.LaunchError`).
+* a contained run (:mod:`nodeagent.cgroups`, ProctrackType=proctrack/cgroup)
+  has its cgroup v2 cgroup made by :mod:`nodeagent.cgroups`, below the agent's
+  own cgroup; the program is attached to it (:func:`fence`) and the tasks join
+  it with the run's other cgroups. Otherwise:
 * the supervisor (the step runner), root, makes the cgroup
   ``<cgroup2 mount>/corral/<node>/job_<id>/step_batch`` (``step_<n>``) and
   attaches the program (:func:`prepare`) before it forks; the forked child
@@ -55,6 +59,7 @@ import stat
 import struct
 import time
 
+from nodeagent import cgroups
 from nodeagent.runas import LaunchError
 
 # Importing typing costs every job milliseconds; mypy honours the name.
@@ -237,25 +242,9 @@ def attach(prog_fd: int, cgroup_fd: int) -> None:
 # ------------------------------------------------------------------ cgroups
 
 
-def _unescape(field: str) -> str:
-    """A /proc/self/mounts field: octal escapes for space, tab, newline and backslash."""
-    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        field = field.replace(code, char)
-    return field
-
-
 def cgroup2_mount(mounts: str = "/proc/self/mounts") -> str | None:
-    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or .../unified on a
-    hybrid system); None when it is not."""
-    try:
-        with open(mounts) as src:
-            for line in src:
-                fields = line.split()
-                if len(fields) >= 3 and fields[2] == "cgroup2":
-                    return _unescape(fields[1])
-    except OSError:
-        return None
-    return None
+    """Where the cgroup v2 hierarchy is mounted (see :func:`nodeagent.cgroups.cgroup2_mount`)."""
+    return cgroups.cgroup2_mount(mounts)
 
 
 def _make(path: str) -> str:
@@ -284,22 +273,47 @@ def _make(path: str) -> str:
     raise OSError(errno.EEXIST, f"cannot create cgroup {path}")
 
 
-def prepare(path: str, deny: Sequence[Rule]) -> str:
-    """Create cgroup ``path`` with a device program refusing ``deny``: the cgroup's
-    path (see :func:`_make`). :class:`LaunchError` when that cannot be done: the
-    job or step must then not run (it would open every GPU)."""
+def fence(path: str, deny: Sequence[Rule]) -> None:
+    """Attach a device program refusing ``deny`` to the existing cgroup ``path`` (a
+    contained run's, :mod:`nodeagent.cgroups`). :class:`LaunchError` when that
+    cannot be done: the job or step must then not run (it would open every GPU)."""
+    prog_fd = _loaded(deny)
     try:
-        prog_fd = load(deny)
+        _attach_at(prog_fd, path)
+    except OSError as exc:
+        raise LaunchError(f"cannot fence GPUs: cgroup {path}: {exc}") from None
+    finally:
+        os.close(prog_fd)
+
+
+def _loaded(deny: Sequence[Rule]) -> int:
+    """:func:`load`, failing as a launch does."""
+    try:
+        return load(deny)
     except OSError as exc:
         raise LaunchError(f"cannot fence GPUs: cannot load the device program: {exc}") from None
+
+
+def _attach_at(prog_fd: int, path: str) -> None:
+    """:func:`attach` to the cgroup at ``path``."""
+    cgroup_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        attach(prog_fd, cgroup_fd)
+    finally:
+        os.close(cgroup_fd)
+
+
+def prepare(path: str, deny: Sequence[Rule]) -> str:
+    """Create cgroup ``path`` with a device program refusing ``deny``: the cgroup's
+    path (see :func:`_make`); for a run that is not contained (ProctrackType is not
+    proctrack/cgroup, or cgroups unusable but for the fence). :class:`LaunchError`
+    when that cannot be done: the job or step must then not run (it would open
+    every GPU)."""
+    prog_fd = _loaded(deny)
     made = None
     try:
         made = _make(path)
-        cgroup_fd = os.open(made, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            attach(prog_fd, cgroup_fd)
-        finally:
-            os.close(cgroup_fd)
+        _attach_at(prog_fd, made)
     except OSError as exc:
         if made is not None:
             remove(made, 0, parents=PARENTS)
@@ -397,11 +411,7 @@ def unavailable(top: str | None) -> str | None:
     try:
         made = _make(probe)
         try:
-            cgroup_fd = os.open(made, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                attach(prog_fd, cgroup_fd)
-            finally:
-                os.close(cgroup_fd)
+            _attach_at(prog_fd, made)
         finally:
             remove(made, 0, parents=1)  # and TOP, unless a job's cgroup is there
     except OSError as exc:

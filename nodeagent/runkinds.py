@@ -23,9 +23,11 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from corral.wire import corral_pb2 as pb
 from nodeagent import watch
+from nodeagent.containment import Containment
 from nodeagent.devcgroup import BATCH as BATCH_CGROUP
 from nodeagent.devcgroup import DeviceGuard
 from nodeagent.gpubinding import granted, mps_gpu
@@ -215,13 +217,26 @@ def _fence(
     return cgroup, deny, ""
 
 
+def _contained(
+    msg: pb.LaunchJob | pb.LaunchStep, leaf: str, containment: Containment | None
+) -> dict[str, Any]:
+    """The cgroups and limits of run ``leaf`` of the launch's job ({}: not contained)."""
+    if containment is None:
+        return {}
+    return containment.describe(msg.node, msg.job_id, leaf, msg.mem_mib, list(msg.cpu_ids))
+
+
 def launch_spec(
-    msg: pb.LaunchJob, hostname: str, slurm_conf: str, devices: DeviceGuard | None = None
+    msg: pb.LaunchJob,
+    hostname: str,
+    slurm_conf: str,
+    devices: DeviceGuard | None = None,
+    containment: Containment | None = None,
 ) -> LaunchSpec:
     """The supervisor's view of a LaunchJob, plus the node's own facts (and, with
     ``devices``, the GPU device files the job may not open: those of the node's GPUs
     its grant neither gives it nor shares with it; ``refused`` when they cannot be
-    fenced here)."""
+    fenced here; with ``containment``, its cgroups and limits)."""
     gpus = granted(msg.grant)
     cgroup, deny, refused = _fence(msg, BATCH_CGROUP, gpus, devices)
     return LaunchSpec(
@@ -255,18 +270,23 @@ def launch_spec(
         gpus=sorted(gpus),
         mps_gpu=mps_gpu(msg.grant),
         refused=refused,
+        containment=_contained(msg, BATCH_CGROUP, containment),
     )
 
 
 # ---------------------------------------------------------------- a step's messages
 
 
-def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpec:
+def step_spec(
+    msg: pb.LaunchStep, devices: DeviceGuard | None = None, containment: Containment | None = None
+) -> StepSpec:
     """The runner's view of a LaunchStep (with ``devices``, the GPU device files its
     tasks may not open: those of the node's GPUs its grant neither gives it nor
-    shares with its job; ``refused`` when they cannot be fenced here)."""
+    shares with its job; ``refused`` when they cannot be fenced here; with
+    ``containment``, its cgroups and limits)."""
     gpus = granted(msg.grant)
-    cgroup, deny, refused = _fence(msg, f"step_{msg.step_id}", gpus, devices)
+    leaf = f"step_{msg.step_id}"
+    cgroup, deny, refused = _fence(msg, leaf, gpus, devices)
     return StepSpec(
         job_id=msg.job_id,
         step_id=msg.step_id,
@@ -300,6 +320,7 @@ def step_spec(msg: pb.LaunchStep, devices: DeviceGuard | None = None) -> StepSpe
         cpu_ids=list(msg.cpu_ids),
         gpus=sorted(gpus),
         unbuffered=msg.unbuffered,
+        containment=_contained(msg, leaf, containment),
     )
 
 
@@ -320,6 +341,7 @@ def step_done(key: RunKey, tasks: tuple[int, ...], result: StepResult) -> pb.Ste
         sys_cpu_us=result.sys_cpu_us,
         message=result.message,
         sum_rss_kb=result.sum_rss_kb,
+        oom_kills=result.oom_kills,
     )
 
 

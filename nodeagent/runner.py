@@ -14,8 +14,14 @@ the kill wait) and, once every task has ended, SIGKILLs what is left of the
 group. What only one kind does (srun's connection and the tasks' pipes; the
 batch script's files, ``--signal=B:`` and time-limit updates) is its subclass's.
 
-Standard library only (besides :mod:`nodeagent.ending`, :mod:`nodeagent.devcgroup`
-and :mod:`nodeagent.runas`): it runs once per job and step.
+The run's cgroups (:mod:`nodeagent.cgroups`: containment and limits, with the
+GPU fence of :mod:`nodeagent.devcgroup` on the v2 one) are made here before the
+first fork, joined by each task before it execs, signalled with the group, and
+emptied with SIGKILL and removed at the end: a process that left the group
+(setsid, a double fork) goes with the rest.
+
+Standard library only (besides :mod:`nodeagent.ending`, :mod:`nodeagent.devcgroup`,
+:mod:`nodeagent.cgroups` and :mod:`nodeagent.runas`): it runs once per job and step.
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ import selectors
 import signal
 import time
 
-from nodeagent import devcgroup, runas
+from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import KillSequence, kill_group
+from nodeagent.runas import LaunchError
 from nodeagent.spool import RunDir
 
 # Importing typing costs every run milliseconds; mypy honours the name.
@@ -43,6 +50,8 @@ WATCHED = {signal.SIGCHLD, signal.SIGUSR1}
 log = logging.getLogger(__name__)
 
 WAKE = "wake"
+#: Slurm's reason for a node whose job's processes outlived their kill.
+KILL_TASK_FAILED = "Kill task failed"
 
 
 class Task:
@@ -87,7 +96,9 @@ class Runner:
         self.cancelled = False
         self.message = ""
         self.wake_r = -1
-        self.cgroup: str | None = None  # the device cgroup the tasks run in
+        self.cgroup: str | None = None  # the device cgroup the tasks run in, when not contained
+        self.contained: cgroups.RunCgroups | None = None  # the tasks' cgroups
+        self.left_behind: list[int] = []  # what the final kill could not end
 
     # ------------------------------------------------------------ what a kind adds
 
@@ -141,6 +152,47 @@ class Runner:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, saved_mask)
         return pid
+
+    def _contain(self, containment: dict[str, Any], device_cgroup: str, deny: Any) -> str:
+        """Make the run's cgroups and fence its GPUs (``deny``; ``device_cgroup``: the
+        cgroup to fence them in when the run is not contained); why the run must not
+        start, or "" when it may."""
+        if containment:
+            run = cgroups.RunCgroups(containment)
+            try:
+                run.make()
+            except OSError as exc:
+                return f"cannot create the job's cgroups: {exc}"
+            self.contained = run
+            with contextlib.suppress(OSError):
+                run.record(self.rundir.path)
+            if device_cgroup:
+                path = run.unified()
+                if path is None:
+                    return f"cannot fence GPUs: no cgroup v2 hierarchy for {run.rel}"
+                try:
+                    devcgroup.fence(path, devcgroup.rules(deny))
+                except LaunchError as exc:
+                    return str(exc)
+            return ""
+        if device_cgroup:
+            try:
+                self.cgroup = devcgroup.prepare(device_cgroup, devcgroup.rules(deny))
+            except LaunchError as exc:
+                return str(exc)
+        return ""
+
+    def enter_cgroups(self, fenced: bool) -> bool:
+        """In a forked task, still root: join the run's cgroups; whether its GPUs are
+        fenced (``fenced``: the launch has GPUs to refuse). :class:`LaunchError` when
+        it cannot join: it must not exec uncontained."""
+        if self.contained is None:
+            return devcgroup.enter(self.cgroup)
+        try:
+            self.contained.join()
+        except OSError as exc:
+            raise LaunchError(f"cannot join the job's cgroups: {exc}") from None
+        return fenced
 
     def _notify(self, line: bytes) -> None:
         """Tell the agent (if it is still there) to look at the directory."""
@@ -207,11 +259,16 @@ class Runner:
         return self.ending.begin(why, time.time() + kill_wait)
 
     def _signal(self, sig: int) -> None:
-        """Signal the tasks' process group while any task is left to receive it."""
+        """Signal the tasks' process group, and every process of their cgroup, while
+        any task is left to receive it."""
         if not self.pgid or not self._running():
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
+        if self.contained is not None:
+            for pid in self.contained.procs():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
 
     def _reap(self) -> None:
         while True:
@@ -230,12 +287,32 @@ class Runner:
     # ------------------------------------------------------------ the end
 
     def _end_group(self) -> None:
-        """Whatever the tasks left behind in their group goes with them."""
+        """Whatever the tasks left behind in their group and their cgroup goes with
+        them; what the kill cannot end is logged and kept in ``left_behind``."""
         if self.pgid:
             kill_group(self.pgid)
+        if self.contained is not None:
+            stray = self.contained.procs()
+            if stray:  # what left the group (setsid, a double fork): reported, then killed
+                log.warning("%s: %d processes left behind, killed", self.name, len(stray))
+            self.left_behind = self.contained.kill()
+            if self.left_behind:
+                log.error(
+                    "%s: processes %s not killed: %s",
+                    self.name,
+                    " ".join(map(str, self.left_behind)),
+                    KILL_TASK_FAILED,
+                )
+
+    def oom_kills(self) -> int:
+        """How many of the tasks' processes the OOM killer killed (0: not contained)."""
+        return 0 if self.contained is None else self.contained.oom_kills()
 
     def release(self) -> None:
-        """Remove the device cgroup once the tasks' processes have left it."""
+        """Remove the cgroups once the tasks' processes have left them."""
+        if self.contained is not None:
+            self.contained.remove()
+            self.contained = None
         if self.cgroup is not None:
             devcgroup.remove(self.cgroup, parents=devcgroup.PARENTS)
             self.cgroup = None

@@ -45,7 +45,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from corral.wire import corral_pb2 as pb
+from nodeagent import cgroups
 from nodeagent.acctgather import Sampler, Target
+from nodeagent.containment import Containment
 from nodeagent.devcgroup import DeviceGuard
 from nodeagent.gpubinding import bind_gpus
 from nodeagent.gpus.neuron import NeuronBinding
@@ -68,6 +70,7 @@ from nodeagent.runkinds import (
     step_refusal,
     step_spec,
 )
+from nodeagent.runner import KILL_TASK_FAILED
 from nodeagent.spool import NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
 from nodeagent.watch import Watch
 
@@ -101,6 +104,7 @@ class RunTable:
         kill_wait: int,
         python: str,
         devices: DeviceGuard | None = None,
+        containment: Containment | None = None,
         mps: MpsServers | None = None,
         neuron: NeuronBinding | None = None,
         hooks: SiteHooks | None = None,
@@ -111,6 +115,7 @@ class RunTable:
         self.kill_wait = kill_wait  # for terminate requests; the controller's Welcome updates it
         self.python = python
         self.devices = devices  # GPU isolation (None: none)
+        self.containment = containment  # the runs' cgroups (None: process groups only)
         self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
         self.neuron = neuron  # NeuronCores for jobs on Neuron nodes (None: none served)
         self.hooks = hooks or SiteHooks()  # slurm.conf's site programs, given to each run
@@ -125,7 +130,7 @@ class RunTable:
         self._reported: OrderedDict[RunKey, tuple[bytes, pb.AgentMessage]] = OrderedDict()
         self._backlog: list[pb.StepDone] = []  # StepDones made while no stream was up
         self._send: Send | None = None
-        self.cgroup_of: CgroupOf = _no_cgroup  # the cgroup containment's, when it runs
+        self.cgroup_of: CgroupOf = _run_cgroups  # the cgroup containment's, when it runs
         self.sampler: Sampler | None = None  # JobAcctGatherType's, when it samples
         self._node_of_dir = {os.path.abspath(spool.node_dir(n)): n for n in self.hostnames}
 
@@ -166,8 +171,8 @@ class RunTable:
         return any(run.done is None for run in self._runs.values())
 
     def drain(self, node: str, reason: str) -> bool:
-        """Ask the controller to drain ``node`` (its health check failed); False while no
-        stream is up, for the caller to ask again."""
+        """Ask the controller to drain ``node`` (its health check failed, a run's processes
+        outlived their kill); False while no stream is up, for the caller to ask again."""
         if self._send is None:
             return False
         self._send(pb.AgentMessage(drain=pb.NodeDrain(node=node, reason=reason)))
@@ -364,7 +369,7 @@ class RunTable:
         run = Run(dir=jobdir, kind=BATCH_KIND, key=key)
         self._runs[key] = run
         try:
-            spec = launch_spec(msg, hostname, self.slurm_conf, self.devices)
+            spec = launch_spec(msg, hostname, self.slurm_conf, self.devices, self.containment)
             spec = dataclasses.replace(spec, hooks=self.hooks)
             self._bind(spec.environment, msg)
             jobdir.write_launch(spec)
@@ -411,7 +416,9 @@ class RunTable:
         run = Run(dir=stepdir, kind=STEP_KIND, key=key, tasks=tuple(msg.tasks), identity=identity)
         self._runs[key] = run
         try:
-            spec = dataclasses.replace(step_spec(msg, self.devices), hooks=self.hooks)
+            spec = dataclasses.replace(
+                step_spec(msg, self.devices, self.containment), hooks=self.hooks
+            )
             self._bind(spec.environment, msg)
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.supervisor_env, self.zygote)
@@ -622,6 +629,9 @@ class RunTable:
             run.done = done
             self._report(done)
         else:
+            result = run.dir.read_result() if isinstance(run.dir, StepDir) else None
+            if result is not None and result.left_behind:  # slurmd's drain, as for a batch run
+                self.drain(str(run.key[2]), KILL_TASK_FAILED)
             self._runs.pop(run.key, None)
             run.dir.delete()
             self._remember(run.key, run.identity, done)
@@ -662,8 +672,10 @@ class RunTable:
         self._watch.close(self._runs.values())
 
 
-def _no_cgroup(run: Run) -> tuple[str, ...]:
-    return ()
+def _run_cgroups(run: Run) -> tuple[str, ...]:
+    """The run's cgroup directories, one per hierarchy (none: not contained), as its
+    process recorded them (:func:`nodeagent.cgroups.run_paths`)."""
+    return tuple(sorted(set(cgroups.run_paths(run.dir.path).values())))
 
 
 def _log_end(run: Run, done: pb.AgentMessage) -> None:

@@ -18,6 +18,7 @@ Files in a job directory (who writes them):
 ``started``        supervisor  the script's pid and start time (:class:`Started`)
 ``time_limit``     agent       a new limit in minutes (``scontrol update``)
 ``cancel``         agent       terminate request; content: KillWait seconds
+``cgroups``        supervisor  the run's cgroups by role (:func:`nodeagent.cgroups.run_paths`)
 ``result``         supervisor  how the job ended (:class:`Result`), written last
 =================  ==========  ==================================================
 
@@ -150,6 +151,8 @@ class LaunchSpec:
     # Why the script must not run here (its GPU fence cannot be set up on this
     # host): the supervisor only fails the launch and tells the user.
     refused: str = ""
+    # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
+    containment: dict[str, Any] = field(default_factory=dict)
     hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
 
     def to_json(self) -> str:
@@ -229,6 +232,8 @@ class StepSpec:
     # Why the tasks must not run here (their GPU fence cannot be set up on this
     # host): the runner only tells srun, so that srun fails at once.
     refused: str = ""
+    # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
+    containment: dict[str, Any] = field(default_factory=dict)
     hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
 
     def to_json(self) -> str:
@@ -260,6 +265,8 @@ class StepResult:
     sys_cpu_us: int = 0
     message: str = ""
     sum_rss_kb: int = 0
+    oom_kills: int = 0  # its processes the OOM killer killed
+    left_behind: int = 0  # processes of its cgroup the final SIGKILL could not end
 
     @classmethod
     def from_json(cls, text: str) -> StepResult:

@@ -64,7 +64,7 @@ import termios
 import time
 
 from corral import filepattern, oomscore, stepcipher, stepio
-from nodeagent import devcgroup, runas
+from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
@@ -173,12 +173,10 @@ class StepRun(Runner):
             message = f"cannot connect to srun at {spec.io_host}:{spec.io_port}: {reason}"
             log.error("step %d.%d: %s", spec.job_id, spec.step_id, message)
             return self._not_started(refused or message)
-        if not refused and spec.cgroup:
-            try:
-                self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
-            except LaunchError as exc:
+        if not refused:
+            refused = self._contain(spec.containment, spec.cgroup, spec.deny_devices)
+            if refused:
                 self._close_all()
-                refused = str(exc)
         if refused:
             return self._refuse(refused)
         note = ""
@@ -355,7 +353,7 @@ class StepRun(Runner):
         status = 1
         try:
             os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
-            confined = devcgroup.enter(self.cgroup)
+            confined = self.enter_cgroups(bool(spec.cgroup))
             runas.pin_cpus(spec.cpu_ids)
             child_signals()  # unblocks: what came meanwhile now acts as it would
             oomscore.unprotect()
@@ -666,7 +664,12 @@ class StepRun(Runner):
             user_cpu_us=use.user_cpu_us,
             sys_cpu_us=use.sys_cpu_us,
             message=self.message,
+            oom_kills=self.oom_kills(),
+            left_behind=len(self.left_behind),
         )
+        if result.oom_kills:  # slurmstepd's line, on the step's stderr
+            line = cgroups.oom_message(result.oom_kills, f"{spec.job_id}.{spec.step_id}")
+            self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
         log.info(
             "step %d.%d: done, statuses %s%s",
             spec.job_id,

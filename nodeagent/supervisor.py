@@ -25,16 +25,17 @@ to the job.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
 import time
 
 from corral import filepattern, oomscore
-from nodeagent import devcgroup, runas
+from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
-from nodeagent.runner import WATCHED, Runner, Task, child_signals
+from nodeagent.runner import KILL_TASK_FAILED, WATCHED, Runner, Task, child_signals
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
     SCRIPT,
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
+
+#: The outcome of a run whose processes the OOM killer killed (JobDone.outcome).
+OUT_OF_MEMORY = "out_of_memory"
 
 
 def job_environment(spec: LaunchSpec, task_pid: int) -> dict[str, str]:
@@ -124,7 +128,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
     message = "unknown launch failure"
     try:
         os.setpgid(0, 0)
-        confined = devcgroup.enter(run.cgroup)
+        confined = run.enter_cgroups(bool(spec.cgroup))
         runas.pin_cpus(spec.cpu_ids)
         child_signals()
         oomscore.unprotect()
@@ -217,11 +221,9 @@ class BatchRun(Runner):
             failed = hooks.prolog(spec, int(time.time()), lambda text: _tell_user(spec, text))
             if failed is not None:
                 return failed
-        if spec.cgroup:
-            try:
-                self.cgroup = devcgroup.prepare(spec.cgroup, devcgroup.rules(spec.deny_devices))
-            except LaunchError as exc:
-                return self._launch_failed(str(exc))
+        refused = self._contain(spec.containment, spec.cgroup, spec.deny_devices)
+        if refused:
+            return self._launch_failed(refused)
         script = self.jobdir.file(SCRIPT)
         error_r, error_w = os.pipe()
         try:
@@ -294,8 +296,17 @@ class BatchRun(Runner):
         task = self.tasks[0]
         status = task.status or 0
         outcome = self.ending.why or "exited"
+        kills = self.oom_kills()
+        if kills:
+            # Slurm's words, in the job's error file (slurmstepd writes them there).
+            _tell_user(self.spec, cgroups.oom_message(kills, f"{self.spec.job_id}.batch"))
+            if outcome == "exited":
+                outcome = OUT_OF_MEMORY
         log.info("job_id=%d ended status=%d outcome=%s", self.spec.job_id, status, outcome)
-        return self._result(status, outcome, self.message, task.usage)
+        result = self._result(status, outcome, self.message, task.usage)
+        if self.left_behind:  # the node is drained, as slurmd has it drained
+            result = dataclasses.replace(result, drain=KILL_TASK_FAILED)
+        return result
 
 
 USAGE = (

@@ -204,8 +204,11 @@ def test_a_step_opens_only_the_gpus_it_asked_for(
 def test_gres_conf_files_that_are_no_devices_confine_nothing(
     make_cluster: Callable[..., Cluster], tmp_path: Path
 ) -> None:
-    """The GPUs' files missing (not a GPU host): no cgroup, jobs run as before."""
-    cluster = make_cluster(nodes=1, settings=SETTINGS, start=False)
+    """The GPUs' files missing (not a GPU host): no device cgroup, jobs run as before
+    (not contained either: ProctrackType=proctrack/pgid)."""
+    cluster = make_cluster(
+        nodes=1, settings=(*SETTINGS, "ProctrackType=proctrack/pgid"), start=False
+    )
     (cluster.dir / "gres.conf").write_text(f"Name=gpu File={tmp_path}/missing[0-3]\n")
     cluster.start()
     job = cluster.sbatch("-o", "cg.out", "--wrap", "cat /proc/self/cgroup")

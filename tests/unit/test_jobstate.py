@@ -162,6 +162,8 @@ FINISHES = [
     (9, "cancelled", JobState.CANCELLED, Reason.NONE),
     (0, "launch_failed", JobState.FAILED, Reason.JOB_LAUNCH_FAILURE),
     (1 << 8, "launch_failed", JobState.FAILED, Reason.JOB_LAUNCH_FAILURE),
+    (0, "out_of_memory", JobState.OUT_OF_MEMORY, Reason.OUT_OF_MEMORY),
+    (9, "out_of_memory", JobState.OUT_OF_MEMORY, Reason.OUT_OF_MEMORY),
 ]
 
 
@@ -182,6 +184,8 @@ FINISHES = [
         "cancelled-killed",
         "launch-failed",
         "launch-failed-with-status",
+        "out-of-memory",
+        "out-of-memory-killed",
     ],
 )
 @pytest.mark.parametrize(

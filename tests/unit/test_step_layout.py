@@ -90,6 +90,14 @@ def test_a_step_ends_once_every_node_reported_with_the_worst_status() -> None:
     assert ok.state == "COMPLETED"
 
 
+def test_a_step_with_an_oom_kill_on_any_node_ends_out_of_memory() -> None:
+    step = Step(0, "x", ("n1", "n2"), (1, 1), (1, 1), NOW)
+    half = node_done(step, "n1", [9], (0, 0, 0), NOW, oom_kills=2)
+    assert half.running and half.oom_kills == 2
+    ended = node_done(half, "n2", [0], (0, 0, 0), NOW + 1)
+    assert (ended.state, ended.oom_kills, ended.end_time) == ("OUT_OF_MEMORY", 2, NOW + 1)
+
+
 def test_steps_end_with_their_job_and_srun_codes() -> None:
     running = Step(0, "x", ("n1",), (1,), (1,), NOW)
     over = replace(JOB, state=JobState.TIMEOUT, steps=(running,))

@@ -1,0 +1,237 @@
+"""Runs' cgroups (nodeagent/cgroups.py): the layout read from the mounts, and real
+cgroups made, joined, limited, killed and removed on this host, whichever layout
+it has (pure cgroup v2, or v2 for processes and v1 for the controllers).
+
+The kernel tests need root and a cgroup file system; where CI is set they fail
+rather than skip. Every cgroup they make is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral import cgroupconf
+from corral.confsyntax import ConfigError
+from nodeagent import cgroups, containment
+from nodeagent.cgroups import V1, V2, RunCgroups
+from nodeagent.containment import Containment
+
+LAYOUT = cgroups.detect()
+WHY_NOT = cgroups.unusable(LAYOUT)
+if WHY_NOT is not None and os.environ.get("CI"):
+    pytest.fail(f"cgroups unusable in CI: {WHY_NOT}", pytrace=False)
+needs_kernel = pytest.mark.skipif(WHY_NOT is not None, reason=f"no cgroups: {WHY_NOT}")
+
+HYBRID = """\
+tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
+cgroup /sys/fs/cgroup/cpuset cgroup rw,relatime,cpuset 0 0
+cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,relatime,cpu,cpuacct 0 0
+cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0
+cgroup /sys/fs/cgroup/freezer cgroup rw,relatime,freezer 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+"""
+
+
+def test_mounts_are_read_with_their_controllers(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(HYBRID.replace("/sys/fs/cgroup/unified", "/sys/fs/cgroup/uni\\040fied"))
+    found = cgroups.cgroup_mounts(str(mounts))
+    assert found[1] == (
+        V1,
+        "/sys/fs/cgroup/cpu,cpuacct",
+        frozenset({"rw", "relatime", "cpu", "cpuacct"}),
+    )
+    assert found[-1] == (V2, "/sys/fs/cgroup/uni fied", frozenset())
+    assert cgroups.cgroup2_mount(str(mounts)) == "/sys/fs/cgroup/uni fied"
+    assert cgroups.cgroup_mounts(str(tmp_path / "none")) == []
+
+
+def test_a_hybrid_host_contains_in_v2_and_limits_in_v1(tmp_path: Path) -> None:
+    """The unified hierarchy's cgroup.controllers (of the agent's cgroup) offers
+    nothing here: the controllers come from their v1 hierarchies, and the v1
+    freezer is not used (v2 holds the processes)."""
+    mounts = tmp_path / "mounts"
+    mounts.write_text(HYBRID.replace("/sys/fs/cgroup/unified", str(tmp_path / "unified")))
+    (tmp_path / "unified").mkdir()
+    (tmp_path / "unified" / "cgroup.controllers").write_text("hugetlb\n")
+    own = cgroups.own_cgroups()
+    layout = cgroups.detect(mounts=str(mounts))
+    v1 = {names[0]: base for version, base, names in layout if version == V1}
+    unified = f"{tmp_path}/unified{own.get('', '/').rstrip('/')}"
+    assert layout[0] == (V2, f"{unified}/corral", ("procs",))
+    assert v1 == {
+        name: f"/sys/fs/cgroup/{name}{own.get(name, '/').rstrip('/')}/corral"
+        for name in ("memory", "cpuset", "pids")
+    }
+    # cgroup/v1 alone: the freezer holds the processes.
+    only_v1 = cgroups.detect("cgroup/v1", mounts=str(mounts))
+    assert [names for _, _, names in only_v1] == [("memory",), ("cpuset",), ("pids",), ("procs",)]
+    assert cgroups.detect("cgroup/v2", mounts=str(mounts))[0][2] == ("procs",)
+
+
+def test_a_launch_gets_the_limits_task_cgroup_and_cgroup_conf_give() -> None:
+    layout = ((V2, "/cg/corral", ("procs",)), (V1, "/m/corral", ("memory",)))
+    conf = cgroupconf.parse(
+        "ConstrainRAMSpace=yes\nConstrainCores=yes\nPidsMax=9\nMemorySwappiness=5", "c"
+    )
+    run = Containment(layout, conf, limits=True).describe("n/1", 4, "step_2", 100, [3, 1])
+    assert run == {
+        "places": [[V2, "/cg/corral", ["procs"]], [V1, "/m/corral", ["memory"]]],
+        "path": "n_1/job_4/step_2",
+        "memory": 100 << 20,
+        "memsw": 0,
+        "swappiness": 5,
+        "cpus": [1, 3],
+        "pids": 9,
+    }
+    bare = Containment(layout, conf, limits=False).describe("n1", 4, "step_batch", 100, [3])
+    assert (bare["memory"], bare["cpus"], bare["pids"], bare["swappiness"]) == (0, [], 0, -1)
+
+
+def test_cgroup_conf_asking_for_a_missing_controller_stops_the_agent() -> None:
+    conf = cgroupconf.parse("ConstrainCores=yes\nPidsMax=5", "c")
+    with pytest.raises(ConfigError, match="no cgroup hierarchy here has the cpuset, pids"):
+        containment._check(conf, {"procs", "memory"})
+    containment._check(conf, {"procs", "cpuset", "pids"})
+
+
+def test_cpu_lists() -> None:
+    assert cgroups.cpu_list("0-3,8\n") == {0, 1, 2, 3, 8}
+    assert cgroups.cpu_list("\n") == set()
+
+
+@pytest.fixture
+def run() -> Iterator[RunCgroups]:
+    """A run's cgroups with a 40 MiB memory limit (no swap) and pids.max 8;
+    removed (what is left in them killed) afterwards."""
+    description = cgroups.describe(
+        LAYOUT,
+        f"test{os.getpid()}",
+        7,
+        cgroups.BATCH,
+        memory=40 << 20,
+        memsw=40 << 20,
+        cpus=[0],
+        pids=8,
+    )
+    made = RunCgroups(description)
+    made.make()
+    try:
+        yield made
+    finally:
+        made.kill()
+        assert made.remove()
+
+
+def _child(made: RunCgroups, command: str) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            made.join()
+            os.execvp("sh", ["sh", "-c", command])
+        finally:
+            os._exit(127)
+    return pid
+
+
+@needs_kernel
+def test_a_runs_cgroups_hold_its_limits(run: RunCgroups, tmp_path: Path) -> None:
+    roles = {role for _, _, names in LAYOUT for role in names}
+    out = tmp_path / "out"
+    pid = _child(
+        run, f"grep Cpus_allowed_list /proc/self/status > {out}; cat /proc/self/cgroup >> {out}"
+    )
+    os.waitpid(pid, 0)
+    text = out.read_text()
+    if "cpuset" in roles:
+        assert "Cpus_allowed_list:\t0\n" in text
+    for version, path, _ in run.made:
+        suffix = path.split("/corral/", 1)[1]
+        assert suffix == f"test{os.getpid()}/job_7/step_batch"
+        assert ("0::" if version == V2 else ":") in text
+    run.record(str(tmp_path))
+    assert set(cgroups.run_paths(str(tmp_path))) == roles
+    assert cgroups.run_paths(str(tmp_path / "nowhere")) == {}
+
+
+@needs_kernel
+def test_what_leaves_the_process_group_is_killed_with_the_run(run: RunCgroups) -> None:
+    pid = _child(run, "setsid sleep 1000 & exec sleep 1000")
+    deadline = time.monotonic() + 5
+    while len(run.procs()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(run.procs()) == 2
+    assert run.kill() == []
+    os.waitpid(pid, 0)
+    assert run.procs() == []
+
+
+@needs_kernel
+def test_an_oom_kill_is_counted(run: RunCgroups) -> None:
+    if "memory" not in {role for _, _, names in LAYOUT for role in names}:
+        pytest.fail("no memory controller here")
+    assert run.oom_kills() == 0
+    pid = _child(run, "exec python3 -c 'x = bytearray(200 << 20)'")
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert run.oom_kills() == 1
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as src:
+            return src.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@needs_kernel
+def test_pids_max_stops_a_fork_bomb(run: RunCgroups) -> None:
+    if "pids" not in {role for _, _, names in LAYOUT for role in names}:
+        pytest.fail("no pids controller here")
+    pid = _child(run, "for i in $(seq 20); do sleep 1000 & done 2>/dev/null; exec sleep 1000")
+    deadline = time.monotonic() + 5
+    while "sleep" not in _command(pid) and time.monotonic() < deadline:  # the loop is over
+        time.sleep(0.01)
+    # Of the 21 it would have been; a fork refused while seq or a subshell held a slot
+    # leaves fewer.
+    assert 2 <= len(run.procs()) <= 8
+    assert run.kill() == []
+    os.waitpid(pid, 0)
+
+
+@needs_kernel
+def test_a_job_cgroup_left_behind_does_not_keep_its_old_limit(run: RunCgroups) -> None:
+    """A later run of that job id without a memory limit lifts the job's old one."""
+    memory = run.path("memory")
+    if memory is None:
+        pytest.fail("no memory controller here")
+    version = next(v for v, p, _ in run.made if p == memory)
+    name = "memory.max" if version == V2 else "memory.limit_in_bytes"
+    job = os.path.dirname(memory)
+    assert int(Path(job, name).read_text()) == 40 << 20
+    later = RunCgroups(cgroups.describe(LAYOUT, f"test{os.getpid()}", 7, "step_0"))
+    later.make()
+    try:
+        assert Path(job, name).read_text().strip() in ("max", str(2**63 - 4096))
+    finally:
+        assert later.remove()
+
+
+@needs_kernel
+def test_a_taken_name_is_not_shared(run: RunCgroups) -> None:
+    """A second run of the same node, job and leaf (another agent on this host) gets
+    ``<leaf>.<pid>`` in every hierarchy."""
+    again = RunCgroups(cgroups.describe(LAYOUT, f"test{os.getpid()}", 7, cgroups.BATCH))
+    again.make()
+    try:
+        assert {p.rsplit("/", 1)[1] for p in again.paths()} == {f"step_batch.{os.getpid()}"}
+    finally:
+        assert again.remove()
