@@ -147,10 +147,14 @@ def test_up_keeps_accounting_in_the_database_it_is_given(tmp_path: Path) -> None
 def test_down_cancels_the_jobs_and_ends_what_they_left_running(tmp_path: Path) -> None:
     """corral down cancels every job through the controller (CANCELLED in accounting,
     a job that ignores SIGTERM killed after KillWait), then ends what escaped its job's
-    process group; nothing of the cluster runs afterwards."""
+    process group; nothing of the cluster runs afterwards. Jobs are tracked by process
+    group here (in a cgroup nothing escapes its job: test_containment.py)."""
     directory = tmp_path / "cluster"
     conf = str(directory / "slurm.conf")
-    up = corral("up", "--nodes", "1", "--dir", str(directory), "--detach", "--no-restd")
+    up = corral(
+        "up", "--nodes", "1", "--dir", str(directory), "--detach", "--no-restd",
+        "--set", "ProctrackType=proctrack/pgid",
+    )  # fmt: skip
     assert up.returncode == 0, up.stderr
     daemons = [int(line) for line in (directory / "pids").read_text().split()]
     try:

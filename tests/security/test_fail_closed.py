@@ -30,7 +30,14 @@ MOUNT = devcgroup.cgroup2_mount()
 WHY_NOT = devcgroup.unavailable(devcgroup.default_top())
 needs_cgroups = pytest.mark.skipif(WHY_NOT is not None, reason=f"no device isolation: {WHY_NOT}")
 
-SETTINGS = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:2", "KillWait=1")
+#: Jobs tracked by process group: these tests are about the GPU fence alone (a
+#: containment cgroup that cannot be made fails the launch too: the test below them).
+SETTINGS = (
+    "GresTypes=gpu",
+    "NodeName=DEFAULT Gres=gpu:2",
+    "KillWait=1",
+    "ProctrackType=proctrack/pgid",
+)
 #: A uid no passwd file names.
 NO_SUCH_UID = 64999
 
@@ -139,6 +146,21 @@ def test_a_host_that_cannot_fence_runs_no_job_that_needs_a_fence(
     job = cluster.sbatch("--gpus=2", "-o", "all.out", "--wrap", f"touch {ran}")
     assert cluster.wait_done(job)["state"] == "COMPLETED"
     assert ran.exists()
+
+
+@needs_cgroups
+def test_a_job_whose_containment_cannot_be_made_never_runs(
+    shallow_top: str, make_cluster: Callable[..., Cluster]
+) -> None:
+    """proctrack/cgroup (the default): a job whose cgroup cannot be made is not run
+    uncontained, with or without GPUs."""
+    cluster = make_cluster(nodes=1, settings=("KillWait=1",), start=False)
+    cluster.env["CORRAL_CGROUP_TOP"] = shallow_top
+    cluster.start()
+    ran = cluster.dir / "ran"
+    job = cluster.sbatch("-o", "contain.out", "--wrap", f"touch {ran}")
+    assert_launch_failed(cluster, job, "cannot create the job's cgroups: ")
+    assert not ran.exists()
 
 
 @pytest.fixture

@@ -155,8 +155,8 @@ def test_only_root_may_submit_as_another_user(users: tuple[str, ...], open_one: 
 
 
 def test_a_refused_slurm_conf_key_stops_the_controller(tmp_path: Path) -> None:
-    """Prolog= would not run: the controller does not start rather than skip it."""
-    cluster = Cluster(tmp_path, 1, ("Prolog=/etc/slurm/prolog.sh",))
+    """ResvProlog= would not run: the controller does not start rather than skip it."""
+    cluster = Cluster(tmp_path, 1, ("ResvProlog=/etc/slurm/resv_prolog.sh",))
     done = subprocess.run(
         [sys.executable, "-m", "controller.main", "-f", cluster.conf],
         capture_output=True,
@@ -166,8 +166,9 @@ def test_a_refused_slurm_conf_key_stops_the_controller(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode != 0
-    assert "Prolog=/etc/slurm/prolog.sh is not supported: node prolog scripts are not run" in (
-        done.stderr
+    assert (
+        "ResvProlog=/etc/slurm/resv_prolog.sh is not supported: "
+        "reservation prolog scripts are not run" in done.stderr
     ), done.stderr
 
 
