@@ -76,9 +76,9 @@ def wait_for_start(client: Any, prog: str, job_id: int, quiet: bool) -> dict[str
                 if told and not quiet:
                     print(f"{prog}: job {job_id} has been allocated resources", file=sys.stderr)
                 return dict(reply["environment"])
-            if state != "PENDING":
+            if state not in ("PENDING", "CONFIGURING"):  # CONFIGURING: PrologSlurmctld runs
                 raise Halt(1, f"{prog}: error: Job allocation {job_id} has been revoked.")
-            if not told and not quiet and time.monotonic() >= quiet_until:
+            if state == "PENDING" and not told and not quiet and time.monotonic() >= quiet_until:
                 if prog == "salloc":
                     print(f"{prog}: Pending job allocation {job_id}", file=sys.stderr)
                 print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)

@@ -40,13 +40,24 @@ import grpc
 
 from controller import jobstate
 from controller.ctldhooks import ControllerHooks
-from controller.effects import Effect, Ended, Kill, Launch, NewLimit, Signal
+from controller.effects import (
+    Effect,
+    Ended,
+    Granted,
+    Kill,
+    Launch,
+    NewLimit,
+    NodeEpilog,
+    NodeProlog,
+    Signal,
+)
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
 from controller.jobstate import InvalidTransition
 from controller.journal import JournalWriteError
 from controller.launchmsg import gpu_grant, launch_job
 from controller.model import Job, Step
+from controller.nodehooks import NodeHooks, prolog_failed
 from controller.steps import step_environment
 from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
@@ -98,6 +109,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self._flushes: set[asyncio.Future[None]] = set()
         self.usage = UsageBoard()  # the agents' latest samples of live steps (sstat)
         self.hooks = ControllerHooks(store, self.launch, on_change)  # PrologSlurmctld and its twin
+        self.nodehooks = NodeHooks(store, self._send_to)  # Prolog and Epilog off the batch node
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -177,6 +189,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     log.warning("agent %s sent %d samples of other nodes", session.peer, dropped)
             elif kind == "drain":
                 self._drain(message.drain, session)
+            elif kind == "hook_done":
+                await self._hook_done(message.hook_done, session)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for
@@ -253,6 +267,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             )
         )
         self._reconcile(hello, session)
+        self.nodehooks.resend(session.nodes)
         log.info("agent %s registered %s", session.peer, ",".join(session.nodes))
         self.on_change()
 
@@ -345,11 +360,22 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 if done.message:
                     log.warning("job_id=%d %s", done.job_id, done.message)
         ack = pb.ControllerMessage(ack_done=pb.AckDone(job_id=done.job_id, restarts=done.restarts))
+        await self._ack_once_kept(ack, session)
+
+    async def _hook_done(self, done: pb.HookDone, session: _Session) -> None:
+        """A job's Prolog or Epilog ended on one of its other nodes
+        (``controller/nodehooks.py``)."""
+        ack = self.nodehooks.done(done, session.nodes)
+        if ack is not None:
+            await self._ack_once_kept(ack, session)
+
+    async def _ack_once_kept(self, ack: pb.ControllerMessage, session: _Session) -> None:
+        """Send ``ack`` once what the report caused is in the journal."""
         try:
             await self.store.flush()
         except JournalWriteError:
             # The result is kept in memory and in the batch put back; the agent keeps
-            # its copy until the AckDone, sent once the retry has written it. The
+            # its copy until the ack, sent once the retry has written it. The
             # stream goes on reading meanwhile (heartbeats, other results).
             self._flushes.add(task := asyncio.ensure_future(self._ack_when_kept(ack, session)))
             task.add_done_callback(self._flushes.discard)
@@ -361,16 +387,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         """A Prolog or Epilog failed on the job's node: drain it with the agent's reason;
         after a Prolog, requeue the job, held unless SchedulerParameters says
         ``nohold_on_prolog_fail`` (its Finish then puts it back to PENDING)."""
-        now = int(time.time())
         if done.drain and job.nodes:
-            self.store.drain_failed(job.nodes[0], done.drain, now)
-        if done.outcome != "prolog_failed" or job.state is not jobstate.JobState.RUNNING:
-            return
-        if jobstate.COMPLETING in job.flags:
-            return
-        nohold = self.store.conf.scheduler_param("nohold_on_prolog_fail") is not None
-        log.warning("job_id=%d prolog failed on %s: requeued", job.job_id, job.nodes[0])
-        self.store.post(job.job_id, jobstate.Requeue(now, "" if nohold else jobstate.PROLOG_HOLD))
+            self.store.drain_failed(job.nodes[0], done.drain, int(time.time()))
+        if done.outcome == "prolog_failed" and job.nodes:
+            prolog_failed(self.store, job, job.nodes[0])
 
     def _drain(self, drain: pb.NodeDrain, session: _Session) -> None:
         """A served node's HealthCheckProgram failed: drain it with the program's reason."""
@@ -401,6 +421,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             match effect:
                 case Launch(job):
                     self.hooks.launch(job)
+                case Granted(job):
+                    self.hooks.granted(job)
+                case NodeProlog(job):
+                    self.nodehooks.prolog(job)
+                case NodeEpilog(job, status):
+                    self.nodehooks.epilog(job, status)
                 case Ended(job, status):
                     self.hooks.ended(job, status)
                 case Kill(job, reason, delay) if delay:
@@ -416,6 +442,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def _kill(self, job: Job, reason: str) -> None:
         self.signal(job, 0, reason=reason)
+
+    def _send_to(self, node: str, message: pb.ControllerMessage) -> bool:
+        session = self.sessions.get(node)
+        if session is not None:
+            session.send(message)
+        return session is not None
 
     def _session_for(self, job: Job) -> _Session | None:
         return self.sessions.get(job.nodes[0]) if job.nodes else None
@@ -496,6 +528,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
+            self.nodehooks.before_step(job, node)
             session.send(pb.ControllerMessage(launch_step=launch))
 
     def _step_done(self, done: pb.StepDone, session: _Session) -> None:

@@ -5,15 +5,21 @@ Both run as the controller's user (SlurmUser) in a worker thread
 with the job's variables and ``SLURM_SCRIPT_CONTEXT`` as slurmctld gives them,
 bounded by PrologEpilogTimeout.
 
-PrologSlurmctld runs when a batch job starts, before its launch is sent: the
-job is RUNNING on its nodes meanwhile (Slurm's CONFIGURING). When it
-succeeds the launch goes out, unless the job was cancelled or requeued in the
-meantime; when it fails or overruns, the job is requeued (Slurm's rule: "the
-job being requeued to be executed on another node if possible"). An
-allocation (salloc, srun outside a job) has no launch to hold back and runs
-no PrologSlurmctld here. EpilogSlurmctld runs once a job has given its nodes
-back (ended, or requeued), with how it ended; a failure is only logged, as in
-Slurm.
+PrologSlurmctld runs for every job allocation, as in Slurm. For a batch job it
+runs when the job starts, before its launch is sent: the job is RUNNING on
+its nodes meanwhile (Slurm's CONFIGURING). When it succeeds the launch goes
+out, unless the job was cancelled or requeued in the meantime; when it fails
+or overruns, the job is requeued (Slurm's rule: "the job being requeued to be
+executed on another node if possible"). For an allocation (salloc, srun
+outside a job) it runs when the allocation starts; the job is in the store's
+``configuring`` from its start until the program ends, which the Allocation
+call reports as CONFIGURING, so its client waits before it uses the nodes.
+As only batch jobs can be requeued (slurm.conf(5)), a failure kills the
+allocation (CANCELLED) and its client says it was revoked. ``configuring``
+lives in memory only: after a controller restart an allocation whose program
+was running is simply ready.
+EpilogSlurmctld runs once a job has given its nodes back (ended, or
+requeued), with how it ended; a failure is only logged, as in Slurm.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from controller import jobstate
+from controller.effects import PROLOG_SLURMCTLD
 from controller.jobenv import batch_environment
 from controller.model import Job
 from controller.store import JobStore
@@ -70,9 +77,21 @@ class ControllerHooks:
             return
         self._spawn(self._prolog(job))
 
+    def granted(self, job: Job) -> None:
+        """An allocation started: run PrologSlurmctld while its client waits."""
+        if self.conf.prolog_slurmctld:
+            self._spawn(self._prolog(job))
+        else:  # taken out of slurm.conf by a reconfigure meanwhile
+            self.store.configured(job.job_id, PROLOG_SLURMCTLD)
+
     async def _prolog(self, job: Job) -> None:
         env = self._environment(job, "prolog_slurmctld")
-        result = await hooks.run_async(self.conf.prolog_slurmctld, env, timeout=self.conf.timeout)
+        try:
+            result = await hooks.run_async(
+                self.conf.prolog_slurmctld, env, timeout=self.conf.timeout
+            )
+        finally:
+            self.store.configured(job.job_id, PROLOG_SLURMCTLD)
         now = self.store.jobs.get(job.job_id)
         if (
             now is None
@@ -82,17 +101,22 @@ class ControllerHooks:
         ):
             return  # cancelled, requeued or ended meanwhile: nothing to launch
         if result.ok:
-            self._launch(now)
+            if not now.interactive:
+                self._launch(now)
             return
         log.error(
-            "job_id=%d prolog_slurmctld failed: %s output:%s: requeued",
+            "job_id=%d prolog_slurmctld failed: %s output:%s: %s",
             job.job_id,
             result.describe(),
             result.output.strip(),
+            "killed" if now.interactive else "requeued",
         )
         stamp = int(time.time())
-        self.store.post(job.job_id, jobstate.Requeue(stamp))
-        self.store.post(job.job_id, jobstate.Finish(stamp, 0, "prolog_failed"))
+        if now.interactive:  # only batch jobs can be requeued
+            self.store.end_interactive(now, stamp, 0x9, "cancelled")
+        else:
+            self.store.post(job.job_id, jobstate.Requeue(stamp))
+            self.store.post(job.job_id, jobstate.Finish(stamp, 0, "prolog_failed"))
         await self.store.durable.kept()
         self.on_change()
 

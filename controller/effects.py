@@ -21,6 +21,14 @@ Finish                 running batch job               none: its agent reported 
 anything               pending, or already completing  none: no process to tell
 =====================  ==============================  =============================
 
+Four effects are the store's, not the table's, since they depend on slurm.conf:
+``Granted`` when an allocation starts and PrologSlurmctld is set (it runs before
+salloc or srun may use the nodes), ``NodeProlog`` when a job starts under
+PrologFlags=Alloc and a Prolog is set (it runs on each node at once),
+``NodeEpilog`` when a job gives its nodes back and an Epilog (or a Prolog, whose
+record of where it ran is then dropped) is set, and ``Ended`` then when
+EpilogSlurmctld is set.
+
 A running job's time limit changed by ``scontrol update`` or its reservation
 gives ``NewLimit``; ``scancel --signal`` and ``--signal=SIG@T`` give ``Signal``.
 Those are not state changes, so their callers emit them through the same queue.
@@ -64,6 +72,16 @@ KILLS: dict[type, str] = {
 #: An allocation's end, by ``Finish.outcome``: why its nodes are told to clean up.
 ALLOCATION_ENDS = {"exited": "complete", "timeout": "timeout"}
 
+#: What an allocation waits for while PrologSlurmctld runs (``JobStore.configuring``;
+#: the others are node names, whose Prolog it waits for).
+PROLOG_SLURMCTLD = "PrologSlurmctld"
+
+
+def prolog_at_allocation(flags: tuple[str, ...]) -> bool:
+    """Whether PrologFlags runs the Prolog on every node at allocation: Alloc, or
+    Contain or X11, which imply it."""
+    return any(flag in flags for flag in ("alloc", "contain", "x11"))
+
 
 @dataclass(frozen=True, slots=True)
 class Launch:
@@ -101,6 +119,32 @@ class NewLimit:
 
 
 @dataclass(frozen=True, slots=True)
+class Granted:
+    """An allocation (salloc, srun outside a job) started: PrologSlurmctld runs.
+    Emitted by the store, and only when slurm.conf names a PrologSlurmctld (a batch
+    job's runs from its ``Launch``)."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class NodeProlog:
+    """The job got its nodes and PrologFlags=Alloc is set: the Prolog runs on each
+    node that does not run its batch script (``JobHook``)."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEpilog:
+    """The job gave its nodes back: the Epilog runs on each node that does not run
+    its batch script (``JobHook``; that one's supervisor runs its own)."""
+
+    job: Job  # as it ran: its nodes
+    exit_status: int
+
+
+@dataclass(frozen=True, slots=True)
 class Ended:
     """The job gave its nodes back (it ended, or was requeued): EpilogSlurmctld runs.
     Emitted by the store, and only when slurm.conf names an EpilogSlurmctld."""
@@ -109,7 +153,7 @@ class Ended:
     exit_status: int
 
 
-Effect = Launch | Kill | Signal | NewLimit | Ended
+Effect = Launch | Kill | Signal | NewLimit | Granted | NodeProlog | NodeEpilog | Ended
 
 
 def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:

@@ -432,7 +432,9 @@ class Handlers:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
         jobcontrol.owned(job, who)
         reply = pb.AllocationReply(state=job.state.name, reason=job.reason.value)
-        if job.state is JobState.RUNNING and job.nodes:
+        if job.job_id in self.store.configuring:  # its site programs run: not yet
+            reply.state = "CONFIGURING"
+        elif job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
             env = allocation_environment(job, self.store.conf.cluster_name)
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})

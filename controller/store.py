@@ -34,7 +34,7 @@ from controller.core import BackfillParams, Plan, Snapshot, Start, devices, node
 from controller.core.priority import NO_RANKING, Ranking
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
-from controller.effects import Effect, NewLimit
+from controller.effects import PROLOG_SLURMCTLD, Effect, NewLimit, prolog_at_allocation
 from controller.gpushare import Shares
 from controller.holdings import Holdings, holds_nodes
 from controller.jobspec import JobSpec
@@ -68,6 +68,11 @@ class JobStore:
         self.counters = {"submitted": 0, "started": 0, "completed": 0, "canceled": 0, "failed": 0}
         self.holdings = Holdings(())
         self.durable = Durability(conf, journal)
+        # Allocations not yet ready for their client, with what they wait for:
+        # PrologSlurmctld (controller/ctldhooks.py), each node's Prolog under
+        # PrologFlags=Alloc (controller/nodehooks.py). In memory only: after a
+        # restart they are ready.
+        self.configuring: dict[int, set[str]] = {}
         self._purged_at = 0
         self._pending: dict[int, None] = {}  # ids of PENDING jobs, in submission order
         self._ended: dict[int, int] = {}  # finished jobs off their nodes -> end time
@@ -264,18 +269,45 @@ class JobStore:
         new = jobstate.apply(old, event)
         self.durable.emit(effects.follow(old, new, event))
         if holds_nodes(old) and not holds_nodes(new):
+            self.configuring.pop(job_id, None)
+            if self.conf.hooks.epilog or self.conf.hooks.prolog:  # the Prolog's: forgotten
+                self.durable.emit((effects.NodeEpilog(old, new.exit_status),))
             if self.conf.hooks.epilog_slurmctld:
                 self.durable.emit((effects.Ended(old, new.exit_status),))
             self._account(old, -1)
             self.priorities.ended(old, new.end_time or getattr(event, "now", 0))
         elif holds_nodes(new) and not holds_nodes(old):
             self._account(new, +1)
+            self._started(new)
         self._touch_job(new)
         if new.state is not old.state:
             self._count(old, new)
         self.last_update = max(self.last_update, getattr(event, "now", 0))
         log.debug("job_id=%d %s -> %s", job_id, old.state.name, new.state.name)
         return new
+
+    def _started(self, job: Job) -> None:
+        """The site programs a job's start calls for; an allocation waits for them from
+        now (``configuring``), not from when their effects go out."""
+        hooks, flags = self.conf.hooks, self.conf.prolog_flags
+        waits = set()
+        if job.interactive and hooks.prolog_slurmctld:
+            waits.add(PROLOG_SLURMCTLD)
+            self.durable.emit((effects.Granted(job),))
+        if hooks.prolog and prolog_at_allocation(flags):
+            self.durable.emit((effects.NodeProlog(job),))
+            if job.interactive and "nohold" not in flags:
+                waits.update(job.nodes)
+        if waits:
+            self.configuring[job.job_id] = waits
+
+    def configured(self, job_id: int, what: str) -> None:
+        """``what`` (PROLOG_SLURMCTLD or a node's Prolog) is over for the allocation."""
+        waits = self.configuring.get(job_id)
+        if waits is not None:
+            waits.discard(what)
+            if not waits:
+                del self.configuring[job_id]
 
     def _count(self, old: Job, new: Job) -> None:
         if new.state is JobState.RUNNING:

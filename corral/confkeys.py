@@ -124,7 +124,7 @@ DependencyParameters            refused             dependencies follow Schedule
 DisableRootJobs                 refused(no,0,false) root's jobs are not refused
 EioTimeout                      warned              not read
 EnforcePartLimits               honoured
-Epilog                          honoured            on a job's batch node only
+Epilog                          honoured            on every node of a job when it ends
 EpilogMsgTime                   honoured
 EpilogSlurmctld                 honoured
 EpilogTimeout                   warned              see PrologEpilogTimeout
@@ -226,10 +226,10 @@ PriorityWeightQOS               honoured
 PriorityWeightTRES              honoured
 PrivateData                     honoured
 ProctrackType                   honoured            proctrack/cgroup; others: process groups
-Prolog                          honoured            on a job's batch node only
+Prolog                          honoured            at a job's first step on a node, or at Alloc
 PrologEpilogTimeout             honoured
-PrologFlags                     honoured            Contain, Serial; Alloc, NoHold: no change
-PrologSlurmctld                 honoured            batch jobs only, not allocations
+PrologFlags                     honoured            DeferBatch changes nothing
+PrologSlurmctld                 honoured
 PrologTimeout                   warned              see PrologEpilogTimeout
 PropagatePrioProcess            warned              jobs run at the node's default nice value
 PropagateResourceLimits         refused(none)       submitters' limits are not propagated
@@ -299,7 +299,7 @@ SuspendTime                     warned              no power saving
 SuspendTimeout                  warned              no power saving
 SwitchParameters                warned              no switch plugins
 SwitchType                      warned              no switch plugins
-TaskEpilog                      honoured            after a batch script, not a step's tasks
+TaskEpilog                      honoured
 TaskPlugin                      honoured            task/cgroup; others: the default binding
 TaskPluginParam                 warned              tasks keep the default binding
 TaskProlog                      honoured

@@ -36,6 +36,7 @@ from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.health import HealthCheck
 from nodeagent.link import Link
 from nodeagent.mps import MpsServers
+from nodeagent.nodehooks import NodeHooks
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
@@ -331,6 +332,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         start_time,
         AgentAuth(keys, conf.cluster_name, nodes[0].name, ttl, auth.daemon_uids(conf.slurm_user)),
         conf.tls,
+        NodeHooks(spool.root(), table.hooks, table),
     )
     proxy = ClientProxy(
         agent_socket_path(conf.slurmd_spool_dir),

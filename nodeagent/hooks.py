@@ -16,7 +16,10 @@ each program, so they run one at a time on the host.
 TaskProlog runs as the job's user in the task's own process, after the user
 switch and before the exec, and its output's ``export``/``unset``/``print``
 lines change the task's environment and output (:func:`corral.hooks.task_setup`).
-TaskEpilog runs as the user after the task.
+TaskEpilog runs as the user after each task: the batch script's in the supervisor
+(:func:`after`), a step's in its runner once the tasks are over
+(:func:`step_task_epilogs`), with the task's environment as the job gave it
+(TaskProlog's exports changed only the task's own process, as in slurmstepd).
 
 The health check (:class:`HealthCheck`) runs in the agent, off its event loop,
 at start and every HealthCheckInterval while the served nodes are in one of
@@ -33,10 +36,10 @@ import dataclasses
 import fcntl
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from corral import hooks
-from nodeagent.spool import LAUNCH_FAILED_STATUS, LaunchSpec, Result, SiteHooks
+from nodeagent.spool import LAUNCH_FAILED_STATUS, LaunchSpec, Result, SiteHooks, StepSpec
 
 log = logging.getLogger(__name__)
 
@@ -72,19 +75,27 @@ def _serial(site: SiteHooks) -> Iterator[None]:
         os.close(fd)
 
 
-def _run(spec: LaunchSpec, program: str, context: str, extra: dict[str, str]) -> hooks.HookResult:
-    env = {**node_environment(spec, context), **extra}
-    with _serial(spec.hooks):
-        result = hooks.run(program, env, timeout=spec.hooks.timeout)
+def run_node_program(
+    site: SiteHooks, program: str, env: dict[str, str], job_id: int, context: str
+) -> hooks.HookResult:
+    """Run a Prolog or Epilog as root (one at a time under PrologFlags=Serial), bounded
+    by PrologEpilogTimeout; a failure is logged with its output."""
+    with _serial(site):
+        result = hooks.run(program, env, timeout=site.timeout)
     if not result.ok:
         log.error(
             "job_id=%d %s failed: %s output:%s",
-            spec.job_id,
+            job_id,
             context.split("_")[0],
             result.describe(),
             result.output.strip(),
         )
     return result
+
+
+def _run(spec: LaunchSpec, program: str, context: str, extra: dict[str, str]) -> hooks.HookResult:
+    env = {**node_environment(spec, context), **extra}
+    return run_node_program(spec.hooks, program, env, spec.job_id, context)
 
 
 def prolog(spec: LaunchSpec, now: int, tell: Callable[[str], None]) -> Result | None:
@@ -145,3 +156,24 @@ def task_epilog(site: SiteHooks, env: dict[str, str], user: hooks.RunAs, cwd: st
     result = hooks.run(site.task_epilog, env, user=user, cwd=cwd)
     if not result.ok:
         log.warning("task epilog %s failed: %s", site.task_epilog, result.describe())
+
+
+def step_task_epilogs(
+    spec: StepSpec, env: Mapping[str, str], tasks: Iterable[tuple[int, int, int]]
+) -> None:
+    """Run TaskEpilog for each task of a step that started, given as (SLURM_PROCID,
+    SLURM_LOCALID, pid): as the job's user, in the step's working directory (``/tmp``
+    when it is gone, where the task went too), with the task's variables. Slurm runs
+    it after each task's end; the runner runs them once all its tasks ended, so that
+    a slow one never holds up the output of the others, and before the step's
+    result, so that srun ends after them, as it does in Slurm."""
+    user = hooks.RunAs(spec.uid, spec.gid, spec.user)
+    cwd = spec.cwd if os.path.isdir(spec.cwd) else "/tmp"
+    for task_id, local_id, pid in tasks:
+        task_env = {
+            **env,
+            "SLURM_PROCID": str(task_id),
+            "SLURM_LOCALID": str(local_id),
+            "SLURM_TASK_PID": str(pid),
+        }
+        task_epilog(spec.hooks, task_env, user, cwd)

@@ -3,16 +3,20 @@
 Each stream starts the same way: AgentHello (served nodes, version, start
 time, jobs alive here), then the StepDones made while no stream was up and
 every JobDone not yet acknowledged, in that order: a job's steps are recorded
-before the job ends (its end cancels the steps still unrecorded). The controller answers Welcome
-(heartbeat interval, KillWait) and from then on sends launch, launch_step,
-signal, update and ack_done requests, which all go to the agent's one table
-of runs (:mod:`nodeagent.runs`). JobRunning and JobDone reports produced while
-the stream is up are queued on it; while it is down they are dropped,
-because the next hello and JobDone backlog say the same thing (StepDones,
-which nothing acknowledges, wait for the next stream instead, and those a
-stream may not have delivered are taken back for the next). When the stream breaks the agent
-reconnects after 0.1 s, doubling up to 2 s while attempts keep failing;
-jobs keep running meanwhile.
+before the job ends (its end cancels the steps still unrecorded); last, every
+HookDone not yet acknowledged. The controller answers Welcome (heartbeat
+interval, KillWait) and from then on sends launch, launch_step, signal,
+update and ack_done requests, which all go to the agent's one table of runs
+(:mod:`nodeagent.runs`), and hook and ack_hook requests, the Prolog and
+Epilog of jobs whose batch script runs elsewhere, which go to
+:mod:`nodeagent.nodehooks` (as launch_step does first, so that a step waits
+for its node's Prolog). JobRunning and JobDone reports produced while the
+stream is up are queued on it; while it is down they are dropped, because
+the next hello and JobDone backlog say the same thing (StepDones, which
+nothing acknowledges, wait for the next stream instead, and those a stream
+may not have delivered are taken back for the next). When the stream breaks
+the agent reconnects after 0.1 s, doubling up to 2 s while attempts keep
+failing; jobs keep running meanwhile.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import grpc
 from corral import __version__, grpctls
 from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
+from nodeagent.nodehooks import NodeHooks
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
 
@@ -54,11 +59,13 @@ class Link:
         start_time: int,
         auth: AgentAuth,
         tls: TlsConfig,
+        hooks: NodeHooks | None = None,
     ) -> None:
         self.target = target
         self.tls = tls
         self.nodes = list(nodes)
         self.table = table
+        self.hooks = hooks  # the Prolog and Epilog of jobs' other nodes (JobHook)
         self.start_time = start_time
         self.auth = auth
 
@@ -92,7 +99,8 @@ class Link:
         )
         backlog = [pb.AgentMessage(done=done) for done in self.table.unacked()]
         steps = [pb.AgentMessage(step_done=done) for done in self.table.backlog()]
-        return [pb.AgentMessage(hello=hello), *steps, *backlog]
+        hooks = [pb.AgentMessage(hook_done=d) for d in self.hooks.unacked()] if self.hooks else []
+        return [pb.AgentMessage(hello=hello), *steps, *backlog, *hooks]
 
     async def _session(self, attach: Any, *, quiet: bool) -> bool:
         """Run one stream to its end; True if the controller welcomed us."""
@@ -100,6 +108,8 @@ class Link:
         # Connect before taking the snapshot: every report made after it is
         # queued, every one made before is in it, none is in both.
         self.table.connect(queue.put_nowait)
+        if self.hooks is not None:
+            self.hooks.connect(queue.put_nowait)
         opening = self._opening()
 
         async def outgoing() -> AsyncIterator[pb.AgentMessage]:
@@ -129,6 +139,8 @@ class Link:
             log.log(level, "stream to %s broke: %s %s", self.target, exc.code(), exc.details())
         finally:
             self.table.disconnect()
+            if self.hooks is not None:
+                self.hooks.disconnect()
             if heartbeat is not None:
                 heartbeat.cancel()
             call.cancel()
@@ -168,8 +180,14 @@ class Link:
         try:
             if kind == "launch":
                 self.table.launch(reply.launch)
+            elif kind == "launch_step" and self.hooks is not None:
+                self.hooks.launch_step(reply.launch_step)
             elif kind == "launch_step":
                 self.table.launch(reply.launch_step)
+            elif kind == "hook" and self.hooks is not None:
+                self.hooks.hook(reply.hook)
+            elif kind == "ack_hook" and self.hooks is not None:
+                self.hooks.ack(reply.ack_hook)
             elif kind == "signal":
                 self.table.signal(reply.signal)
             elif kind == "update":

@@ -460,6 +460,10 @@ class RunTable:
             if run.job_id == job_id and run.done is None and step in (None, run.key[1])
         ]
 
+    def steps_on(self, job_id: int, node: str) -> int:
+        """How many of the job's steps still run on ``node`` (its Epilog waits for them)."""
+        return sum(1 for run in self._of(job_id) if not run.is_batch and run.key[2] == node)
+
     def _batch_runs(self, job_id: int) -> list[Run]:
         """The job's batch runs here still running, oldest first."""
         return sorted(self._of(job_id, BATCH), key=lambda run: run.key[2])

@@ -32,6 +32,10 @@ numbers for the tasks, one a line, appended by the agent) and ``result`` (a
 :class:`StepResult`). The agent deletes a step directory as soon as it has
 reported the result: step results do not survive an agent restart.
 
+Beside the node directories, ``hookresults/`` holds what the Prolog and Epilog
+run for jobs whose batch script runs elsewhere did, until the controller
+acknowledges it; the agent alone reads and writes it (:mod:`nodeagent.nodehooks`).
+
 The launch description is JSON rather than LaunchJob protobuf bytes because
 the supervisor starts once per job and importing protobuf would triple its
 start-up time; the file never leaves the host, so it is not a wire format.

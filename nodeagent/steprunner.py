@@ -648,6 +648,11 @@ class StepRun(Runner):
                 if fd in task.pipes:
                     self._close_pipe(task, fd)
         self._close_stdin()
+        if spec.hooks.task_epilog:
+            from nodeagent import hooks  # loaded only where a site program is set
+
+            ran = [(t.task_id, t.index, t.pid) for t in self.tasks if t.pid]
+            hooks.step_task_epilogs(spec, task_environment(spec), ran)
         statuses = tuple(NOT_STARTED if t.status is None else t.status for t in self.tasks)
         use = use_of([task.usage for task in self.tasks if task.usage is not None])
         result = StepResult(

@@ -498,3 +498,47 @@ def test_messages_without_a_fresh_credential_for_this_agent_are_not_acted_on(
         assert done.outcome == "cancelled"
 
     run(body, tmp_path)
+
+
+def test_a_hook_result_is_kept_until_acknowledged_and_a_forged_hook_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    """A JobHook's Epilog fails: its HookDone outlives an agent restart (sent again,
+    not run again) until the AckHook; a JobHook with a bad signature runs nothing."""
+
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        ran = setup.tmp / "epilog.log"
+        epilog = setup.tmp / "epilog"
+        epilog.write_text(f"#!/bin/sh\necho $SLURMD_NODENAME $SLURM_JOB_ID >> {ran}\nexit 3\n")
+        epilog.chmod(0o755)
+        setup.kill_agent()
+        with open(setup.conf, "a") as conf:
+            conf.write(f"Epilog={epilog}\n")
+        setup.start_agent()
+        await ctl.expect("hello")
+        hook = pb.JobHook(job_id=40, node="n2", epilog=True, environment={"SLURM_JOB_ID": "40"})
+        forged = pb.ControllerMessage(hook=hook)
+        forged.cred.CopyFrom(ctl.seal(pb.ControllerMessage(hook=hook)).cred)
+        forged.cred.signature = b"\0" * 32
+        ctl.send_raw(forged)
+        await wait_until(
+            lambda: "controller message hook (job_id=40) refused: Invalid" in setup.agent_log(),
+            "the forged hook refused",
+        )
+        ctl.send(hook=hook)
+        done = await ctl.expect("hook_done", lambda m: m.job_id == 40)
+        assert (done.node, done.epilog, done.ok, done.message) == ("n2", True, False, "rc:3")
+        assert ran.read_text() == "n2 40\n"  # once: the forged one ran nothing
+        setup.kill_agent()
+        setup.start_agent()
+        await ctl.expect("hello")
+        assert await ctl.expect("hook_done", lambda m: m.job_id == 40) == done
+        ctl.send(hook=hook)  # repeated: answered from the record, not run again
+        assert await ctl.expect("hook_done", lambda m: m.job_id == 40) == done
+        ctl.send(ack_hook=pb.AckHook(job_id=40, node="n2", epilog=True))
+        records = setup.spool / "hookresults"
+        await wait_until(lambda: not list(records.iterdir()), "the record dropped")
+        assert ran.read_text() == "n2 40\n"
+
+    run(body, tmp_path)

@@ -106,7 +106,8 @@ def test_only_an_agent_attaches_and_never_over_a_live_one(
 
 def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Cluster]) -> None:
     """An authenticated session for node3 reports a job running on node1 as done (and
-    its Prolog as failed), and asks for node1 to be drained."""
+    its Prolog as failed, in a JobDone and in HookDones for node1 and for node3), and
+    asks for node1 to be drained."""
     cluster = _cluster(make_cluster)
     job = cluster.sbatch("-w", "node1", "--wrap", "sleep 60")
     running = cluster.wait_state(job, {"RUNNING"})
@@ -121,12 +122,16 @@ def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Clu
             rogue.send(done=pb.JobDone(**forged, exit_status=0, outcome="exited"))
             rogue.send(done=pb.JobDone(**forged, outcome="prolog_failed", drain="Prolog error"))
             rogue.send(drain=pb.NodeDrain(node="node1", reason="forged"))
+            for node in ("node1", "node3"):
+                rogue.send(hook_done=pb.HookDone(**forged, node=node, message="rc:1"))
             rogue.send(
                 step_done=pb.StepDone(job_id=job, step_id=0, node="node1", tasks=[0], statuses=[0])
             )
             await asyncio.sleep(1.5)
             acks = [r for r in rogue.replies if r.WhichOneof("body") == "ack_done"]
             assert acks == []  # nothing acted on, nothing acknowledged
+            hooks = [r.ack_hook.node for r in rogue.replies if r.WhichOneof("body") == "ack_hook"]
+            assert "node1" not in hooks
             return welcomed
         finally:
             await rogue.close()
@@ -139,6 +144,8 @@ def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Clu
     assert f"sent JobDone for job_id={job} placed on node1: dropped" in log
     assert "sent StepDone of" in log
     assert "(node3) asked to drain node1: dropped" in log
+    assert f"agent (node3) sent HookDone of job_id={job} for node node1: dropped" in log
+    assert "Prolog error" not in cluster.run("scontrol", "show", "node", "node3").stdout
     assert "Reason=" not in cluster.run("scontrol", "show", "node", "node1").stdout
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"

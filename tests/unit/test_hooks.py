@@ -11,9 +11,16 @@ import pytest
 from scenario import running
 
 from controller import drain, jobstate
+from controller.jobspec import from_fields
 from controller.jobstate import JobState, Reason
+from controller.journal import Journal
 from controller.model import NodeRuntime
+from controller.nodehooks import NodeHooks
+from controller.principal import principal_for
+from controller.store import JobStore, Registration
 from corral import hooks
+from corral.config import parse
+from corral.wire import corral_pb2 as pb
 from nodeagent import health
 
 
@@ -153,3 +160,37 @@ def test_a_program_runs_as_the_user_it_is_given() -> None:
     user = hooks.RunAs(nobody.pw_uid, nobody.pw_gid, "nobody")
     result = hooks.run("/usr/bin/id", {}, argv=("-u",), user=user)
     assert result.ok and result.output.strip() == str(nobody.pw_uid)
+
+
+def test_an_allocation_waits_for_each_nodes_prolog_asked_again_after_an_agent_restart(
+    tmp_path: Path,
+) -> None:
+    """PrologFlags=Alloc: salloc's allocation waits for the Prolog of each node; a
+    re-attached agent is asked again for those it has not answered; a failure drains
+    the node and, as an allocation cannot be requeued, kills it."""
+    conf = parse(
+        "ClusterName=test\nSlurmctldHost=ctl\nNodeName=n[1-2] CPUs=8 RealMemory=16000\n"
+        "PartitionName=p Nodes=ALL Default=YES\nPrologFlags=Alloc\nProlog=/bin/true\n",
+        str(tmp_path / "slurm.conf"),
+    )
+    store = JobStore(conf, Journal(str(tmp_path / "state")))
+    for name in ("n1", "n2"):
+        store.node_registered(Registration(name=name, cpus=8, real_memory=16000), 0.0, 100)
+    spec = from_fields({"name": "a", "interactive": True, "work_dir": "/tmp"})
+    job_id = store.submit(spec, principal_for(0, 0), now=100).job.job_id
+    store.post(job_id, jobstate.Start(110, "p", ("n1", "n2"), (4, 4), (1000, 1000), 2))
+    assert store.configuring[job_id] == {"n1", "n2"}
+    sent: list[tuple[str, pb.ControllerMessage]] = []
+    hooks_link = NodeHooks(store, lambda node, msg: sent.append((node, msg)) is None)
+    hooks_link.resend(["n2"])
+    assert [(n, m.hook.job_id, m.hook.epilog) for n, m in sent] == [("n2", job_id, False)]
+    assert sent[0][1].hook.environment["SLURM_SCRIPT_CONTEXT"] == "prolog_slurmd"
+    ok = pb.HookDone(job_id=job_id, node="n2", ok=True)
+    assert hooks_link.done(ok, ["n1"]) is None  # not the session's node: dropped
+    ack = hooks_link.done(ok, ["n2"])
+    assert ack is not None and ack.ack_hook.node == "n2"
+    assert store.configuring[job_id] == {"n1"}
+    hooks_link.done(pb.HookDone(job_id=job_id, node="n1", message="rc:1"), ["n1"])
+    assert job_id not in store.configuring
+    assert store.nodes["n1"].drain and store.nodes["n1"].reason == "Prolog error"
+    assert store.jobs[job_id].state is JobState.CANCELLED

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from controller import effects as fx
 from controller import snapshots
 from controller.core import schedule
 from controller.core.schedule import queue_key
@@ -159,3 +160,65 @@ def test_a_new_time_limit_and_a_signal_follow_the_same_path(store: JobStore) -> 
     asyncio.run(store.flush())
     assert [type(e) for e in sent] == [Launch, NewLimit, Signal]
     assert sent[1].job.time_limit == 5
+
+
+@pytest.mark.parametrize(
+    ("hooks", "interactive", "effects", "waits"),
+    [
+        pytest.param("", False, [Launch], None, id="none"),
+        pytest.param("Prolog=/p\nEpilog=/e\n", False, [Launch, fx.NodeEpilog], None, id="default"),
+        pytest.param(
+            "Prolog=/p\nPrologFlags=Alloc\n",
+            False,
+            [Launch, fx.NodeProlog, fx.NodeEpilog],
+            None,
+            id="alloc",
+        ),
+        pytest.param(
+            "Prolog=/p\nPrologFlags=Contain\n",
+            True,
+            [fx.NodeProlog, fx.NodeEpilog],
+            {"n1", "n2"},
+            id="contain",
+        ),
+        pytest.param(
+            "Prolog=/p\nPrologFlags=Alloc,NoHold\n",
+            True,
+            [fx.NodeProlog, fx.NodeEpilog],
+            None,
+            id="nohold",
+        ),
+        pytest.param(
+            "PrologSlurmctld=/c\nPrologFlags=Alloc\n",
+            True,
+            [fx.Granted],
+            {fx.PROLOG_SLURMCTLD},
+            id="ctld",
+        ),
+    ],
+)
+def test_site_programs_at_a_jobs_start_and_end(
+    tmp_path: Path,
+    hooks: str,
+    interactive: bool,
+    effects: list[type],
+    waits: set[str] | None,
+) -> None:
+    """What a start asks of the nodes' and controller's site programs, and what an
+    allocation waits for before its client may use it (``configuring``)."""
+    store = JobStore(
+        parse(CONF + hooks, str(tmp_path / "slurm.conf")), Journal(str(tmp_path / "state"))
+    )
+    sent: list[Effect] = []
+    store.dispatch_to(sent.extend)
+    spec = from_fields({"name": "a", "interactive": interactive, "work_dir": "/tmp"})
+    if not interactive:
+        spec = SPEC
+    job = store.submit(spec, principal_for(0, 0), now=100).job
+    store.post(job.job_id, Start(110, "p", ("n1", "n2"), (4, 4), (1000, 1000), 2))
+    assert store.configuring.get(job.job_id) == waits
+    store.post(job.job_id, Cancel(now=120))
+    store.post(job.job_id, Finish(130, 0, "cancelled"))
+    assert job.job_id not in store.configuring  # the end forgets what it waited for
+    asyncio.run(store.flush())
+    assert [type(e) for e in sent if not isinstance(e, Kill)] == effects
