@@ -7,10 +7,9 @@ other free CPUs, and the node agent pins its batch script and step tasks to
 them (``sched_setaffinity``). Cores are numbered as Slurm numbers them: core
 ``c`` holds CPUs ``c*ThreadsPerCore .. c*ThreadsPerCore+ThreadsPerCore-1``.
 
-CPUs are otherwise counted, not named: a job without GPUs near known cores is
-not pinned and may run on any CPU, so pinning places GPU jobs well without
-confining anyone. The store keeps which CPUs pinned jobs hold, so two GPU
-jobs are not pinned to the same CPUs while others are free.
+Every job is given CPU ids (``controller/core/devices.py``): a job with GPUs
+near known cores takes the free ones near them first, then the lowest free
+ones, as every other job does.
 """
 
 from __future__ import annotations

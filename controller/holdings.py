@@ -4,8 +4,10 @@ The store adds a job here as it comes onto its nodes (RUNNING) and removes it
 as it leaves them (off COMPLETING), so what is in use per node is always a
 sum kept up to date, never recounted from the jobs: the snapshot, ``commit``'s
 re-check and ``scontrol show node`` read it in O(1) per node. One class owns
-the counts, so that a job's CPUs, memory, GRES, whole GPUs and pinned CPUs
-come and go together.
+the counts, so that a job's CPUs, memory, GRES, whole GPUs and CPU ids
+come and go together. CPU ids are kept as bitmasks (those of jobs that keep
+their CPUs) and per-CPU counts (those of sharing jobs, which may be given the
+same CPU), so the views the scheduler reads are plain integers.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def holds_nodes(job: Job) -> bool:
 
 
 class Holdings:
-    """Per node: CPUs kept, CPUs shared per partition, memory, GRES, GPUs, pinned CPUs."""
+    """Per node: CPUs kept, CPUs shared per partition, memory, GRES, GPUs, CPU ids."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self._used: dict[str, list[int]] = {name: [0, 0] for name in names}  # [cpus, memory]
@@ -34,12 +36,14 @@ class Holdings:
         # GRES in use: node -> (name, type; None = any type) -> count.
         self._gres: dict[str, dict[tuple[str, str | None], int]] = {}
         self._gpus: dict[str, set[int]] = {}  # GPU indices held on each node
-        self._pinned: dict[str, set[int]] = {}  # CPUs jobs are pinned to on each node
+        self._kept_ids: dict[str, int] = {}  # CPU ids of jobs that keep them, as a bitmask
+        # CPU ids of jobs that share them: node -> CPU id -> jobs given it.
+        self._shared_ids: dict[str, dict[int, int]] = {}
 
     def change(self, job: Job, sign: int, shares: bool, gres: list[HeldGres]) -> None:
         """Add (``sign`` +1) or remove (-1) what ``job`` holds on its nodes: its CPUs
         (among the shared ones if it ``shares`` them), memory, ``gres`` per node,
-        whole GPUs and pinned CPUs."""
+        whole GPUs and CPU ids."""
         for i, (name, cpus, memory) in enumerate(
             zip(job.nodes, job.cpus, job.alloc_mem, strict=True)
         ):
@@ -52,14 +56,30 @@ class Holdings:
             else:
                 used[0] += sign * cpus
             used[1] += sign * memory
-            for held, ids in ((self._gpus, job.gpus), (self._pinned, job.cpu_ids)):
-                if ids and ids[i]:
-                    mine = held.setdefault(name, set())
-                    (mine.update if sign > 0 else mine.difference_update)(ids[i])
+            if job.gpus and job.gpus[i]:
+                mine = self._gpus.setdefault(name, set())
+                (mine.update if sign > 0 else mine.difference_update)(job.gpus[i])
+            if job.cpu_ids and job.cpu_ids[i]:
+                self._change_ids(name, job.cpu_ids[i], sign, shares)
             if gres[i]:
                 counts = self._gres.setdefault(name, {})
                 for gname, gtype, count in gres[i]:
                     counts[gname, gtype] = counts.get((gname, gtype), 0) + sign * count
+
+    def _change_ids(self, name: str, ids: tuple[int, ...], sign: int, shares: bool) -> None:
+        """Add or remove the CPU ids a job holds on ``name``."""
+        if shares:
+            counts = self._shared_ids.setdefault(name, {})
+            for c in ids:
+                counts[c] = counts.get(c, 0) + sign
+                if not counts[c]:
+                    del counts[c]
+            return
+        bits = 0
+        for c in ids:
+            bits |= 1 << c
+        kept = self._kept_ids.get(name, 0)
+        self._kept_ids[name] = kept | bits if sign > 0 else kept & ~bits
 
     def used(self, name: str) -> tuple[int, int]:
         """(CPUs held by jobs that do not share them, MiB held by all jobs) on ``name``.
@@ -96,6 +116,15 @@ class Holdings:
         """The GPU indices jobs hold whole on ``name``."""
         return self._gpus.get(name, set())
 
-    def pinned(self, name: str) -> set[int]:
-        """The CPUs jobs are pinned to on ``name``."""
-        return self._pinned.get(name, set())
+    def cpu_ids(self, name: str) -> tuple[int, tuple[int, ...]]:
+        """The CPU ids jobs hold on ``name`` as ``NodeView`` has them: a bitmask of
+        those of jobs that keep their CPUs, and per load k the bitmask of the CPUs
+        more than k sharing jobs were given."""
+        counts = self._shared_ids.get(name)
+        if not counts:
+            return self._kept_ids.get(name, 0), ()
+        loads = [0] * max(counts.values())
+        for c, n in counts.items():
+            for k in range(n):
+                loads[k] |= 1 << c
+        return self._kept_ids.get(name, 0), tuple(loads)

@@ -184,7 +184,7 @@ class Start:
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     # The GPUs given on each node, by index (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES).
     gpus: tuple[tuple[int, ...], ...] = ()
-    # The CPUs pinned on each node, near those GPUs; () when not pinned.
+    # The CPU ids given on each node (near those GPUs first); () when none were named.
     cpu_ids: tuple[tuple[int, ...], ...] = ()
 
 

@@ -79,7 +79,7 @@ def computed(
         "append": job.open_mode == "append" or (not job.open_mode and conf.job_file_append),
         "time_limit": time_limit,
         "kill_wait": conf.kill_wait,
-        "cpu_ids": job.cpu_ids[0] if job.cpu_ids else (),  # pinned CPUs on the batch host
+        "cpu_ids": job.cpu_ids[0] if job.cpu_ids else (),  # its CPU ids on the batch host
         "grant": gpu_grant(job.gpus[0] if job.gpus else (), shares),  # what the fence opens
         "mem_mib": job.alloc_mem[0] if job.alloc_mem else 0,  # its memory cgroup's limit
     }

@@ -111,7 +111,8 @@ class Job:
     # (name, type, count) generic resources allocated on each of ``nodes``.
     gres_alloc: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices given on each of ``nodes``
-    # CPUs pinned on each node, near the job's GPUs (``gpuaffinity``); (): not pinned.
+    # The CPU ids given on each node (core/devices.py): its cpuset and affinity there;
+    # (): none named (a job started before every job was given CPU ids).
     cpu_ids: tuple[tuple[int, ...], ...] = ()
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0

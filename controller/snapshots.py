@@ -100,6 +100,7 @@ def node_view(
     held, memory = holdings.used(name)
     shared = holdings.shared(name)
     gres = capacity.gres_free(name, holdings.gres(name), holdings.gpus(name))
+    kept_ids, shared_ids = holdings.cpu_ids(name)
     if fenced_only and not runtime.mps:
         gres = gpushare.unfenced(gres)
     return NodeView(
@@ -118,13 +119,15 @@ def node_view(
         unit=capacity.nodes[name].unit,
         rank=rank,
         devices=_devices(name, runtime, holdings, capacity),
+        kept_ids=kept_ids,
+        shared_ids=shared_ids,
     )
 
 
 def _devices(
     name: str, runtime: NodeRuntime, holdings: Holdings, capacity: Capacity
 ) -> NodeDevices | None:
-    """A node's GPUs and pinned CPUs as the core names a start's devices
+    """A node's GPUs as the core names a start's devices
     (``core/devices.py``); None for a node without GPUs."""
     numbers = capacity.gpus(name)
     if not numbers:
@@ -135,7 +138,6 @@ def _devices(
         whole=frozenset(holdings.gpus(name)),
         shared=frozenset(shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())),
         near=tuple(sorted(near.items())),
-        pinned=frozenset(holdings.pinned(name)),
     )
 
 

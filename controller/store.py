@@ -634,7 +634,7 @@ class JobStore:
         """Whether the ledger still holds ``start`` on its ``index``-th node: the
         node is up, and on the view a snapshot would show now (starts already
         committed in this plan included) ``nodefree.fits`` says its CPUs, memory
-        and GRES are free and ``devices.still_free`` its GPUs and pinned CPUs."""
+        and GRES are free and ``devices.still_free`` its GPUs and CPU ids."""
         name = start.nodes[index]
         node = self.nodes.get(name)
         if node is None or not self.node_usable(node):

@@ -317,7 +317,7 @@ def step_spec(
         cgroup=cgroup,
         deny_devices=deny,
         refused=refused,
-        cpu_ids=list(msg.cpu_ids),
+        cpu_ids=[] if msg.unpinned else list(msg.cpu_ids),
         gpus=sorted(gpus),
         unbuffered=msg.unbuffered,
         containment=_contained(msg, leaf, containment),

@@ -1,10 +1,13 @@
-"""Which GPUs, by index, and which CPUs a start gets on each node: part of the plan.
+"""Which GPUs, by index, and which CPUs, by id, a start gets on each node: part of the plan.
 
-Placement decides how many GPUs of which type a job takes on a node (its GRES
-counts); ``bind`` then names them, as the core decides everything a start needs:
-the lowest free indices of each type, passing over GPUs given whole or with
-shares in use, and, where the node knows which cores are near its GPUs (gres.conf
-``Cores=`` or the agent's probe), the free CPUs near them to pin the job to.
+Placement decides how many CPUs and GPUs of which type a job takes on a node
+(counts); ``bind`` then names them, as the core decides everything a start
+needs, for the chosen start only (never for every candidate node): the lowest
+free GPU indices of each type, passing over GPUs given whole or with shares in
+use, and the lowest free CPU ids by whole cores (``lowest_free``), after the
+free CPUs near its GPUs where the node knows them (gres.conf ``Cores=`` or the
+agent's probe). Free CPUs are bitmasks on the node's view (``NodeView.kept_ids``,
+``shared_ids``), so naming them is a few integer operations per core.
 ``take`` marks what a bound start holds in the pass's picture of the node, so the
 next start of the same pass gets other devices. The store commits the plan's
 choice after ``still_free`` checks that nothing took those devices meanwhile.
@@ -22,7 +25,18 @@ from dataclasses import replace
 from controller.core.plan import Start
 from controller.core.snapshot import NodeView
 
-__all__ = ["bind", "near_cpus", "pool_gpu", "shared_gpus", "still_free", "take"]
+__all__ = [
+    "add_load",
+    "bind",
+    "cpu_ids",
+    "lowest_free",
+    "mask",
+    "near_cpus",
+    "pool_gpu",
+    "shared_gpus",
+    "still_free",
+    "take",
+]
 
 Items = tuple[tuple[str, str, int], ...]  # (name, type, count) allocated on one node
 
@@ -43,22 +57,86 @@ def shared_gpus(items: Iterable[tuple[str, str | None, int]]) -> set[int]:
     return out
 
 
+def mask(ids: Iterable[int]) -> int:
+    """CPU ids as a bitmask (bit c: CPU c), as ``NodeView.kept_ids`` holds them."""
+    out = 0
+    for c in ids:
+        out |= 1 << c
+    return out
+
+
 def near_cpus(
-    near: Mapping[int, tuple[int, ...]],
-    gpus: Iterable[int],
-    count: int,
-    cpus: int,
-    pinned: set[int] | frozenset[int],
-) -> tuple[int, ...]:
-    """``count`` CPUs of a node of ``cpus`` for a job given ``gpus``: free ones near
-    them first, lowest first, then the other free ones; () when none of the GPUs has
-    known cores, or the free CPUs are too few (the job then runs unpinned)."""
-    close = sorted({c for g in gpus for c in near.get(g, ()) if c < cpus} - pinned)
-    if not close and not any(g in near for g in gpus):
-        return ()
-    rest = [c for c in range(cpus) if c not in pinned and c not in set(close)]
-    chosen = (close + rest)[:count]
-    return tuple(sorted(chosen)) if len(chosen) == count else ()
+    near: Mapping[int, tuple[int, ...]], gpus: Iterable[int], cpus: int, busy: int
+) -> list[int]:
+    """The free CPUs of a node of ``cpus`` near ``gpus`` (those not in the ``busy``
+    mask), lowest first; [] when none of the GPUs has known cores."""
+    return sorted({c for g in gpus for c in near.get(g, ()) if c < cpus and not busy >> c & 1})
+
+
+def lowest_free(cpus: int, unit: int, busy: int, count: int) -> list[int]:
+    """Up to ``count`` CPU ids of a node of ``cpus`` not in the ``busy`` mask, as
+    cons_tres picks them: whole cores of ``unit`` CPUs (ThreadsPerCore when cores are
+    allocated), lowest first, which fills socket 0's cores before socket 1's; then,
+    where whole cores are too few, single free CPUs, lowest first."""
+    if count <= 0:
+        return []
+    if not busy:  # an idle node: the common case, no walk
+        return list(range(min(count, cpus)))
+    step = max(unit, 1)
+    whole = (1 << step) - 1
+    chosen: list[int] = []
+    for first in range(0, cpus, step):
+        if not busy >> first & whole:
+            chosen.extend(range(first, min(first + step, cpus)))
+            if len(chosen) >= count:
+                return chosen[:count]
+    busy |= mask(chosen)
+    for c in range(cpus):
+        if len(chosen) >= count:
+            break
+        if not busy >> c & 1:
+            chosen.append(c)
+    return chosen
+
+
+def cpu_ids(
+    node: NodeView, count: int, share: int, gpus: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """The ``count`` CPU ids a start gets on ``node``; None when too few are free.
+
+    A job that keeps its CPUs takes CPUs no job holds. A job that shares them
+    (OverSubscribe) takes CPUs no job holds first, then CPUs other sharing jobs
+    hold, those given to the fewest first, never those of a job that keeps them: so
+    sharing jobs are given the same CPUs only once the idle ones are gone, as
+    cons_tres fills one row of a shared partition before the next. A job given GPUs
+    with known cores takes the free CPUs near them first.
+    """
+    kept = node.kept_ids
+    loads = node.shared_ids
+    busy = kept | (loads[0] if loads else 0)
+    dev = node.devices
+    chosen = near_cpus(dict(dev.near), gpus, node.cpus, busy)[:count] if dev and gpus else []
+    chosen += lowest_free(node.cpus, node.unit, busy | mask(chosen), count - len(chosen))
+    if share:  # then the CPUs fewest sharing jobs were given, lowest first
+        for level in (*loads[1:], 0):
+            if len(chosen) >= count:
+                break
+            busy = kept | level | mask(chosen)
+            chosen += lowest_free(node.cpus, node.unit, busy, count - len(chosen))
+    return tuple(sorted(chosen)) if len(chosen) == count else None
+
+
+def add_load(loads: tuple[int, ...], ids: int) -> tuple[int, ...]:
+    """``NodeView.shared_ids`` once a sharing job is given the CPUs in mask ``ids``:
+    each of them moves up one load."""
+    out = []
+    below = -1  # every CPU has a load of at least 0
+    for level in (*loads, 0):
+        out.append(level | (ids & below))
+        below = level
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out)
 
 
 def gpu_indices(node: NodeView, items: Items) -> tuple[int, ...] | None:
@@ -86,60 +164,60 @@ def gpu_indices(node: NodeView, items: Items) -> tuple[int, ...] | None:
 
 
 def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
-    """``start`` with its GPU indices and pinned CPUs on each node (both () when it
-    has no GPU); None when its GPUs cannot be named in this pass."""
-    if not start.gres:
-        return start
-    gpus = []
-    for name, items in zip(start.nodes, start.gres, strict=True):
+    """``start`` with its GPU indices (() when it has no GPU) and its CPU ids on each
+    node; None when its GPUs or CPUs cannot be named in this pass."""
+    gpus: list[tuple[int, ...]] = []
+    for name, items in zip(start.nodes, start.gres, strict=False):
         ids = gpu_indices(nodes[name], items)
         if ids is None:
             return None
         gpus.append(ids)
-    if not any(gpus):
-        return start
-    cpu_ids = []
-    for name, count, ids in zip(start.nodes, start.cpus, gpus, strict=True):
-        node = nodes[name]
-        dev = node.devices
-        near = dict(dev.near) if dev is not None else {}
-        pinned = dev.pinned if dev is not None else frozenset()
-        cpu_ids.append(near_cpus(near, ids, count, node.cpus, pinned) if near and ids else ())
-    return replace(start, gpus=tuple(gpus), cpu_ids=tuple(cpu_ids) if any(cpu_ids) else ())
+    named = []
+    for i, (name, count) in enumerate(zip(start.nodes, start.cpus, strict=True)):
+        ids = cpu_ids(nodes[name], count, start.share, gpus[i] if gpus else ())
+        if ids is None:
+            return None
+        named.append(ids)
+    return replace(start, gpus=tuple(gpus) if any(gpus) else (), cpu_ids=tuple(named))
 
 
 def still_free(node: NodeView, start: Start, index: int) -> bool:
     """Whether the devices ``start`` names on its ``index``-th node, ``node``, are
     free there (commit's re-check against the node as it is now): no GPU given whole
-    or with shares in use, no share of a GPU given whole, no CPU pinned by another job."""
+    or with shares in use, no share of a GPU given whole, none of its CPUs held by a
+    job that keeps them (nor, if it keeps its own, by a sharing job)."""
+    if start.cpu_ids:
+        loads = node.shared_ids
+        busy = node.kept_ids if start.share or not loads else node.kept_ids | loads[0]
+        if busy & mask(start.cpu_ids[index]):
+            return False
     dev = node.devices
     if dev is None or not start.gres:
         return True
     if shared_gpus(start.gres[index]) & dev.whole:
         return False
     mine = start.gpus[index] if start.gpus else ()
-    if not dev.whole.isdisjoint(mine) or not dev.shared.isdisjoint(mine):
-        return False
-    return not (start.cpu_ids and not dev.pinned.isdisjoint(start.cpu_ids[index]))
+    return dev.whole.isdisjoint(mine) and dev.shared.isdisjoint(mine)
 
 
 def take(nodes: dict[str, NodeView], start: Start) -> None:
-    """Mark the devices a bound ``start`` holds in ``nodes`` (the pass's picture)."""
-    if not start.gres:
-        return
+    """Mark the devices and CPU ids a bound ``start`` holds in ``nodes`` (the pass's
+    picture)."""
     for i, name in enumerate(start.nodes):
         node = nodes[name]
+        ids = mask(start.cpu_ids[i]) if start.cpu_ids else 0
+        if start.share:
+            node = replace(node, shared_ids=add_load(node.shared_ids, ids))
+        elif ids:
+            node = replace(node, kept_ids=node.kept_ids | ids)
         dev = node.devices
         whole = start.gpus[i] if start.gpus else ()
-        shares = shared_gpus(start.gres[i])
-        pinned = start.cpu_ids[i] if start.cpu_ids else ()
-        if dev is not None and (whole or shares or pinned):
-            nodes[name] = replace(
+        shares = shared_gpus(start.gres[i]) if start.gres else set()
+        if dev is not None and (whole or shares):
+            node = replace(
                 node,
                 devices=replace(
-                    dev,
-                    whole=dev.whole | frozenset(whole),
-                    shared=dev.shared | shares,
-                    pinned=dev.pinned | frozenset(pinned),
+                    dev, whole=dev.whole | frozenset(whole), shared=dev.shared | shares
                 ),
             )
+        nodes[name] = node

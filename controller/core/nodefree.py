@@ -8,8 +8,9 @@ against the ledger (``fits`` on the view ``snapshots.node_view`` builds) all
 change or test a ``NodeView`` here, so the picture a pass works on, the
 pictures it foresees and the ledger cannot disagree on what is free.
 
-OverSubscribe, as cons_tres (``_get_job_node_req``, ``_verify_node_state``)
-without core bitmaps, since Corral counts CPUs and pins none:
+OverSubscribe, as cons_tres (``_get_job_node_req``, ``_verify_node_state``),
+counted here; which CPU ids a start gets is ``core/devices.py``, on the chosen
+nodes only:
 
 * A job keeps its CPUs to itself (``share`` 0) or shares them with up to
   ``share`` jobs of its partition per CPU (OverSubscribe=FORCE, or YES and

@@ -29,8 +29,8 @@ class Start:
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     share: int = 0  # the job shares its CPUs, up to this many jobs per CPU (0: it does not)
     task: int | None = None
-    # The GPUs it gets on each node by index, and the CPUs it is pinned to there (near
-    # those GPUs); () when it has none (core/devices.py names them).
+    # The GPUs it gets on each node by index (() when it has none), and the CPU ids it
+    # gets there (near those GPUs first); core/devices.py names both.
     gpus: tuple[tuple[int, ...], ...] = ()
     cpu_ids: tuple[tuple[int, ...], ...] = ()
 

@@ -16,14 +16,13 @@ Gres = tuple[tuple[str, str, int], ...]
 @dataclass(frozen=True, slots=True)
 class NodeDevices:
     """A node's GPUs as the core names a start's devices: its GPUs as (type, index),
-    those given whole and those with shares in use, the cores near each GPU
-    (gres.conf Cores= or the probe) and the CPUs jobs are pinned to."""
+    those given whole and those with shares in use, and the CPUs near each GPU
+    (gres.conf Cores= or the probe)."""
 
     numbers: tuple[tuple[str, int], ...]
     whole: frozenset[int] = frozenset()
     shared: frozenset[int] = frozenset()
     near: tuple[tuple[int, tuple[int, ...]], ...] = ()
-    pinned: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +56,15 @@ class NodeView:
     # The node's place in the configuration: with Weight, its position in the
     # node bitmap (nodeindex.NodeOrder); equal ranks keep the snapshot's order.
     rank: int = 0
-    # Its GPUs and pinned CPUs, for naming a start's devices (core/devices.py);
-    # None on a node without GPUs. One field, so that copying a view stays cheap.
+    # Its GPUs, for naming a start's devices (core/devices.py); None on a node
+    # without GPUs. One field, so that copying a view stays cheap.
     devices: NodeDevices | None = None
+    # The CPU ids jobs hold here, as bitmasks (bit c: CPU c): those of jobs that keep
+    # their CPUs, and, per load, those of jobs that share them (OverSubscribe):
+    # ``shared_ids[k]`` has the CPUs more than k sharing jobs were given. core/devices.py
+    # names a start's CPUs from them; ints, so a view stays cheap to make and copy.
+    kept_ids: int = 0
+    shared_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,3 +209,26 @@ def test_a_pinned_job_cannot_widen_its_cpus(make_cluster: Callable[..., Cluster]
     job = cluster.sbatch("--gpus=a100:1", "-o", "c.out", "--wrap", f"{where}; {widen}")
     assert cluster.wait_done(job)["state"] == "COMPLETED"
     assert (cluster.dir / "c.out").read_text().split() == ["0", "0"]
+
+
+def test_two_jobs_on_one_node_are_held_to_disjoint_cpus(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    cluster = contained(make_cluster)
+    half = (os.cpu_count() or 1) // 2  # the node has the host's CPUs: each job half of them
+    assert half, "a node of one CPU cannot hold two jobs"
+    where = "grep Cpus_allowed_list /proc/self/status | cut -f2"
+    jobs = []
+    for mine, other in (("a", "b"), ("b", "a")):
+        # Each reports its CPUs and those of an unpinned step (still held by its cgroup),
+        # then waits (at most 30 s) for the other: both run at once.
+        step = f"srun --cpu-bind=none sh -c '{where}'"
+        wait = f"for i in $(seq 150); do [ -e {other}.up ] && break; sleep 0.2; done"
+        script = f"{where}; {step}; touch {mine}.up; {wait}; [ -e {other}.up ] && echo both"
+        jobs.append(cluster.sbatch("-c", str(half), "-o", f"{mine}.out", "--wrap", script))
+    for job in jobs:
+        assert cluster.wait_done(job)["state"] == "COMPLETED"
+    seen = [(cluster.dir / f"{n}.out").read_text().split() for n in ("a", "b")]
+    assert [lines[1:] for lines in seen] == [[lines[0], "both"] for lines in seen]
+    first, second = (cgroups.cpu_list(lines[0]) for lines in seen)
+    assert first == set(range(half)) and second == set(range(half, 2 * half))

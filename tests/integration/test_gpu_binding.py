@@ -127,10 +127,10 @@ def test_jobs_run_on_the_cpus_near_their_gpus(make_cluster: Callable[..., Cluste
     # --cpu-bind=none: a step of the pinned job runs on every CPU the agent has.
     assert first_out.read_text().splitlines()[:3] == ["0 1", "step 1", f"unbound {everywhere}"]
     assert (cluster.dir / "second.out").read_text().splitlines()[:2] == ["1 0", "step 0"]
-    # A job whose GPUs have no known cores is not pinned.
+    # A job whose GPUs have no known cores gets the lowest free CPU, as any job.
     third = cluster.sbatch("--gpus=v100:1", "-o", "third.out", "--wrap", f"{where}")
     cluster.wait_done(third)
-    assert (cluster.dir / "third.out").read_text().strip() == everywhere
+    assert (cluster.dir / "third.out").read_text().strip() == "0"
 
 
 def test_gpus_count_in_billing_where_the_partition_weighs_them(

@@ -129,16 +129,26 @@ def test_pool_types_show_their_gpu_type() -> None:
 
 
 def test_cpus_near_the_gpus_come_first() -> None:
-    from controller.core.devices import near_cpus
+    from dataclasses import replace
 
-    near = {0: (0, 1, 2, 3), 1: (0, 1, 2, 3), 2: (4, 5, 6, 7)}
-    assert near_cpus(near, [2], 2, 8, pinned=set()) == (4, 5)
-    assert near_cpus(near, [2], 2, 8, pinned={4}) == (5, 6)
+    from controller.core.devices import cpu_ids, mask
+    from controller.core.snapshot import NodeDevices, NodeView
+    from tests.unit.scenario import node
+
+    near = ((0, (0, 1, 2, 3)), (1, (0, 1, 2, 3)), (2, (4, 5, 6, 7)))
+    gpus = NodeDevices((("a100", 0), ("a100", 1), ("a100", 2), ("a100", 3)), near=near)
+    base = replace(node("n1", cpus=8), devices=gpus)
+
+    def held(*ids: int) -> NodeView:
+        return replace(base, kept_ids=mask(ids))
+
+    assert cpu_ids(base, 2, 0, (2,)) == (4, 5)
+    assert cpu_ids(held(4), 2, 0, (2,)) == (5, 6)
     # Near CPUs run out: the rest come from the other free ones, lowest first.
-    assert near_cpus(near, [2], 6, 8, pinned={4}) == (0, 1, 2, 5, 6, 7)
-    assert near_cpus(near, [0, 2], 3, 8, pinned={0, 1, 2, 3}) == (4, 5, 6)
-    assert near_cpus(near, [3], 2, 8, pinned=set()) == ()  # GPU 3's cores are unknown
-    assert near_cpus(near, [2], 8, 8, pinned={7}) == ()  # too few free: left unpinned
+    assert cpu_ids(held(4), 6, 0, (2,)) == (0, 1, 2, 5, 6, 7)
+    assert cpu_ids(held(0, 1, 2, 3), 3, 0, (0, 2)) == (4, 5, 6)
+    assert cpu_ids(base, 2, 0, (3,)) == (0, 1)  # GPU 3's cores are unknown: the lowest free
+    assert cpu_ids(held(7), 8, 0, (2,)) is None  # too few free
 
 
 def test_gres_conf_cores_name_the_cpus_of_each_gpu(tmp_path: Path) -> None:

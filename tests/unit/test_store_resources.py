@@ -29,12 +29,17 @@ SPEC = {"name": "a", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"}
 ROOT = principal_for(0, 0)
 
 
-def _store(path: Path) -> JobStore:
-    store = JobStore(parse(CONF, str(path / "slurm.conf")), Journal(str(path / "state")))
+def store_of(path: Path, conf: str, nodes: dict[str, int]) -> JobStore:
+    """A store of ``conf`` in ``path`` (its state loaded), ``nodes`` (name: CPUs) up."""
+    store = JobStore(parse(conf, str(path / "slurm.conf")), Journal(str(path / "state")))
     store.load(0.0)
-    store.node_registered(Registration("g1", 4, 1000), monotonic=1.0, now=10)
-    store.node_registered(Registration("c1", 2, 1000), monotonic=1.0, now=10)
+    for name, cpus in nodes.items():
+        store.node_registered(Registration(name, cpus, 1000), monotonic=1.0, now=10)
     return store
+
+
+def _store(path: Path) -> JobStore:
+    return store_of(path, CONF, {"g1": 4, "c1": 2})
 
 
 @pytest.fixture
