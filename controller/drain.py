@@ -78,6 +78,19 @@ def returns_to_service(node: NodeRuntime, return_to_service: int) -> bool:
     return return_to_service == 1 and node.reason == "Not responding"
 
 
+def back_from_silence(node: NodeRuntime, return_to_service: int) -> bool:
+    """Whether a node the controller set DOWN for not responding returns to service
+    now that its agent is heard again on its open stream: slurmctld asks silent
+    nodes to register anew, and ReturnToService 1 or 2 then brings them back; an
+    administrator's DOWN stays."""
+    return (
+        node.state == "DOWN"
+        and node.reason == "Not responding"
+        and node.reason_user == "slurm"
+        and return_to_service >= 1
+    )
+
+
 def registered(
     node: NodeRuntime,
     conf: NodeConfig,

@@ -656,9 +656,13 @@ class JobStore:
     def node_registered(self, reg: Registration, monotonic: float, now: int) -> None:
         """An agent attached for this node (``drain.registered``: up, or drained if it
         has less than its configuration promises)."""
-        rts = int(dict(self.conf.settings).get("ReturnToService", "0") or 0)
         node, changed, drained = drain.registered(
-            self.nodes[reg.name], self.conf.node(reg.name), reg, rts, monotonic, now
+            self.nodes[reg.name],
+            self.conf.node(reg.name),
+            reg,
+            self._return_to_service(),
+            monotonic,
+            now,
         )
         if drained:
             log.warning("node %s drained: %s", reg.name, drained)
@@ -668,10 +672,22 @@ class JobStore:
             self.nodes[reg.name] = node
         self.last_update = now
 
+    def _return_to_service(self) -> int:
+        return int(dict(self.conf.settings).get("ReturnToService", "0") or 0)
+
     def node_seen(self, name: str, monotonic: float) -> None:
+        """The node's agent was heard; a node DOWN for its silence is back (``drain``)."""
         node = self.nodes.get(name)
-        if node is not None:
-            self.nodes[name] = replace(node, responding=True, last_seen=monotonic)
+        if node is None:
+            return
+        node = replace(node, responding=True, last_seen=monotonic)
+        if node.state == "DOWN" and drain.back_from_silence(node, self._return_to_service()):
+            log.info("node %s responding again: returned to service", name)
+            self._touch_node(
+                replace(node, state="UP", reason="" if not node.drain else node.reason)
+            )
+        else:
+            self.nodes[name] = node
 
     def node_lost(self, name: str) -> None:
         """The agent's stream closed: not responding, but not DOWN yet."""
