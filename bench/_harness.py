@@ -391,11 +391,16 @@ class BenchCluster(Cluster):
     """
 
     def __init__(
-        self, nodes: int = 4, settings: Iterable[str] = (), tls: bool | None = None
+        self,
+        nodes: int = 4,
+        settings: Iterable[str] = (),
+        tls: bool | None = None,
+        **options: Any,
     ) -> None:
+        """``options``: the rest of ``Cluster``'s (``accounting``, ``database``)."""
         directory = Path(tempfile.mkdtemp(prefix="corral-bench-"))
         tls = TLS if tls is None else tls
-        super().__init__(directory, nodes=nodes, settings=tuple(settings), tls=tls)
+        super().__init__(directory, nodes=nodes, settings=tuple(settings), tls=tls, **options)
         path = os.environ.get("PYTHONPATH")
         self.env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)
         self._api: Api | None = None
@@ -456,11 +461,11 @@ class BenchCluster(Cluster):
         if self._api is not None:
             self._api.close()
             self._api = None
-        for proc in (*self.restds, self.agent, self.controller):
+        for proc in (*self.restds, self.agent, self.controller, self.dbd):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 proc.terminate()
-        for proc in (*self.restds, self.agent, self.controller):
+        for proc in (*self.restds, self.agent, self.controller, self.dbd):
             if proc is not None:
                 try:
                     proc.wait(timeout=15)

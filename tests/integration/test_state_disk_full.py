@@ -21,6 +21,7 @@ import pytest
 from corral import errors
 from corral.errors import SlurmError
 from tests.integration.cluster import DONE, Cluster
+from tests.integration.faultkit import fill
 
 REFUSED = "sbatch: error: Batch job submission failed: I/O error writing script/environment to file"
 #: Each submission's script: new pages in the journal, so a full disk is met quickly.
@@ -51,19 +52,6 @@ def small_state(tmp_path: Path) -> Iterator[Cluster]:
         subprocess.run(["umount", str(state)], check=True)
 
 
-def _fill(directory: Path) -> Path:
-    """Write a file in ``directory`` until the filesystem has no byte left."""
-    filler = directory / "filler"
-    with open(filler, "wb", buffering=0) as out:
-        for size in (65536, 4096, 512, 1):
-            try:
-                while True:
-                    out.write(b"\0" * size)
-            except OSError:
-                continue
-    return filler
-
-
 def test_a_full_state_disk_refuses_changes_keeps_results_and_recovers(
     small_state: Cluster, tmp_path: Path
 ) -> None:
@@ -74,7 +62,7 @@ def test_a_full_state_disk_refuses_changes_keeps_results_and_recovers(
         c.wait_state(job_id, {"RUNNING"})
 
     acknowledged = [c.submit(BIG, tmp_path, "fill") for _ in range(6)]  # kept before the disk fills
-    filler = _fill(c.dir / "state")
+    filler = fill(c.dir / "state")
     refusal: SlurmError | None = None
     for _ in range(300):  # SQLite reuses its WAL's room for a while: submit until refused
         try:
