@@ -82,16 +82,18 @@ def until(predicate: Callable[[], bool], timeout: float) -> float | None:
     return None
 
 
-def set_node(c: Cluster, cpus: int, controller: str = "", node: str = "") -> None:
-    """Rewrite ``c``'s slurm.conf: its node's CPUs, and the addresses the controller
-    listens on and the node is reached at (the configuration writer's are 127.0.0.1)."""
+def readdress(c: Cluster, controller: str, node: str) -> None:
+    """Rewrite ``c``'s slurm.conf: the address the controller listens on and the one
+    its nodes are reached at (the configuration writer's are 127.0.0.1)."""
     text = Path(c.conf).read_text()
-    text = re.sub(r"CPUs=\d+", f"CPUs={cpus}", text)
-    if controller:
-        text = re.sub(r"(SlurmctldHost=[^(]+)\(127\.0\.0\.1\)", rf"\1({controller})", text)
-    if node:
-        text = text.replace("NodeAddr=127.0.0.1", f"NodeAddr={node}")
-    Path(c.conf).write_text(text)
+    text = re.sub(r"(SlurmctldHost=[^(]+)\(127\.0\.0\.1\)", rf"\1({controller})", text)
+    Path(c.conf).write_text(text.replace("NodeAddr=127.0.0.1", f"NodeAddr={node}"))
+
+
+def nodes_for(jobs: int) -> int:
+    """Nodes enough to run ``jobs`` one-CPU jobs at once: an emulated node has the
+    machine's CPUs, and one configured with more is drained for the shortfall."""
+    return max(1, -(-jobs // (os.cpu_count() or 1)))
 
 
 # ---------------------------------------------------------------- the controller killed
@@ -150,7 +152,7 @@ def _cut_off(
     cut: Callable[[], None],
     heal: Callable[[], None],
 ) -> None:
-    """``jobs`` jobs on the one node, half of them requeueable; ``cut`` silences the
+    """``jobs`` jobs on the nodes of one agent, half of them requeueable; ``cut`` silences the
     node until the controller has it DOWN, then ``heal``. A requeued job must run
     again and complete, the others end NODE_FAIL, and the runs the node kept while
     cut off must be ended once it is back, before any job's next run starts."""
@@ -167,7 +169,7 @@ def _cut_off(
     cut_at = time.monotonic()
     try:
         cut()
-        down = until(lambda: any(s.startswith("DOWN") for s in node_states(c)), 60)
+        down = until(lambda: all(s.startswith("DOWN") for s in node_states(c)), 60)
         out.timings["node_down_after_s"] = down
         if down is None:
             out.failures.append("the cut-off node was never set DOWN")
@@ -205,23 +207,23 @@ def netns_cut(out: Outcome, make: MakeCluster, jobs: int = 2) -> None:
     down past SlurmdTimeout, then healed (needs root and ``ip``)."""
     out.tried = {"jobs": jobs, "settings": list(SILENT)}
     with namespace() as ns:
-        c = make(nodes=1, settings=SILENT, tls=False)
-        set_node(c, cpus=jobs, controller=ns.host_addr, node=ns.ns_addr)
+        nodes = nodes_for(jobs)
+        c = make(nodes=nodes, settings=SILENT, tls=False)
+        readdress(c, ns.host_addr, ns.ns_addr)
         out.tried["controller_addr"], out.tried["node_addr"] = ns.host_addr, ns.ns_addr
         try:
             c.start_controller()
+            names = f"node[1-{nodes}]" if nodes > 1 else "node1"
             with open(c.logs / "nodeagent.log", "ab") as log:
                 c.agent = subprocess.Popen(
-                    ns.exec(
-                        sys.executable, "-m", "nodeagent.main", "-f", c.conf, "--nodes", "node1"
-                    ),
+                    ns.exec(sys.executable, "-m", "nodeagent.main", "-f", c.conf, "--nodes", names),
                     stdout=log,
                     stderr=log,
                     env=c.env,
                     cwd=c.dir,
                     start_new_session=True,
                 )
-            c.wait_for(c.all_nodes_up, 30, "the node in the namespace did not register")
+            c.wait_for(c.all_nodes_up, 30, "the nodes in the namespace did not register")
             work = c.dir / "work"
             work.mkdir()
             _cut_off(c, out, work, jobs, ns.cut, ns.heal)
@@ -235,8 +237,7 @@ def agent_stop(out: Outcome, make: MakeCluster, jobs: int = 2, brief: float = 2)
     SlurmdTimeout: every job completes, run once), then past SlurmdTimeout (as a
     node cut off: requeued or NODE_FAIL)."""
     out.tried = {"jobs": jobs, "brief_stop_s": brief}
-    c = make(nodes=1, settings=SILENT)
-    set_node(c, cpus=jobs)
+    c = make(nodes=nodes_for(jobs), settings=SILENT)
     with started(c) as work:
         marks = work / "marks-brief"
         script = mark_script(marks, first=brief + 2)
