@@ -28,6 +28,7 @@ from bench import _harness
 from bench._harness import BenchCluster, compile_checkout, log, machine
 from tests.integration import faultscenarios as scenarios
 from tests.integration.cluster import Cluster
+from tests.integration.faultcontainment import containment
 from tests.integration.faultkit import Outcome
 
 
@@ -52,7 +53,7 @@ def plan(quick: bool, seed: int) -> dict[str, Callable[[], Outcome]]:
             clients=16,
             max_jobs=500 if quick else 20000,
         ),
-        "containment": lambda: s.containment(make),
+        "containment": lambda: containment(make),
     }
 
 
