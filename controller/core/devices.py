@@ -26,7 +26,6 @@ from controller.core.plan import Start
 from controller.core.snapshot import NodeView
 
 __all__ = [
-    "add_load",
     "bind",
     "cpu_ids",
     "lowest_free",
@@ -82,9 +81,16 @@ def lowest_free(cpus: int, unit: int, busy: int, count: int) -> list[int]:
         return []
     if not busy:  # an idle node: the common case, no walk
         return list(range(min(count, cpus)))
-    step = max(unit, 1)
-    whole = (1 << step) - 1
     chosen: list[int] = []
+    if unit <= 1:  # cores of one CPU: the lowest free bits, one step per CPU taken
+        free = ~busy & ((1 << cpus) - 1)
+        while free and len(chosen) < count:
+            low = free & -free
+            chosen.append(low.bit_length() - 1)
+            free ^= low
+        return chosen
+    step = unit
+    whole = (1 << step) - 1
     for first in range(0, cpus, step):
         if not busy >> first & whole:
             chosen.extend(range(first, min(first + step, cpus)))
@@ -115,6 +121,9 @@ def cpu_ids(
     loads = node.shared_ids
     busy = kept | (loads[0] if loads else 0)
     dev = node.devices
+    if not share and not (dev and gpus):  # the common case: the lowest free CPUs
+        chosen = lowest_free(node.cpus, node.unit, busy, count)
+        return tuple(sorted(chosen)) if len(chosen) == count else None
     chosen = near_cpus(dict(dev.near), gpus, node.cpus, busy)[:count] if dev and gpus else []
     chosen += lowest_free(node.cpus, node.unit, busy | mask(chosen), count - len(chosen))
     if share:  # then the CPUs fewest sharing jobs were given, lowest first
@@ -124,19 +133,6 @@ def cpu_ids(
             busy = kept | level | mask(chosen)
             chosen += lowest_free(node.cpus, node.unit, busy, count - len(chosen))
     return tuple(sorted(chosen)) if len(chosen) == count else None
-
-
-def add_load(loads: tuple[int, ...], ids: int) -> tuple[int, ...]:
-    """``NodeView.shared_ids`` once a sharing job is given the CPUs in mask ``ids``:
-    each of them moves up one load."""
-    out = []
-    below = -1  # every CPU has a load of at least 0
-    for level in (*loads, 0):
-        out.append(level | (ids & below))
-        below = level
-    while out and not out[-1]:
-        out.pop()
-    return tuple(out)
 
 
 def gpu_indices(node: NodeView, items: Items) -> tuple[int, ...] | None:
@@ -178,7 +174,20 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
         if ids is None:
             return None
         named.append(ids)
-    return replace(start, gpus=tuple(gpus) if any(gpus) else (), cpu_ids=tuple(named))
+    # Made, not ``replace``d: every start of a pass comes here, and replace() costs
+    # several times a constructor call.
+    return Start(
+        start.job_id,
+        start.partition,
+        start.nodes,
+        start.cpus,
+        start.memory,
+        start.gres,
+        start.share,
+        start.task,
+        tuple(gpus) if any(gpus) else (),
+        tuple(named),
+    )
 
 
 def still_free(node: NodeView, start: Start, index: int) -> bool:
@@ -201,23 +210,19 @@ def still_free(node: NodeView, start: Start, index: int) -> bool:
 
 
 def take(nodes: dict[str, NodeView], start: Start) -> None:
-    """Mark the devices and CPU ids a bound ``start`` holds in ``nodes`` (the pass's
-    picture)."""
+    """Mark the GPUs a bound ``start`` holds in ``nodes`` (the pass's picture); its
+    CPU ids are marked with its counts (``nodefree.take``, one copy of each view)."""
+    if not start.gres:
+        return
     for i, name in enumerate(start.nodes):
         node = nodes[name]
-        ids = mask(start.cpu_ids[i]) if start.cpu_ids else 0
-        if start.share:
-            node = replace(node, shared_ids=add_load(node.shared_ids, ids))
-        elif ids:
-            node = replace(node, kept_ids=node.kept_ids | ids)
         dev = node.devices
         whole = start.gpus[i] if start.gpus else ()
-        shares = shared_gpus(start.gres[i]) if start.gres else set()
+        shares = shared_gpus(start.gres[i])
         if dev is not None and (whole or shares):
-            node = replace(
+            nodes[name] = replace(
                 node,
                 devices=replace(
                     dev, whole=dev.whole | frozenset(whole), shared=dev.shared | shares
                 ),
             )
-        nodes[name] = node

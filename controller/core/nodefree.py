@@ -110,6 +110,19 @@ def cpus_free(node: Node, partition: str, share: int, stacking: bool) -> int:
     return max(0, min(node.cpus, share * node.cpus - load(node, partition)))
 
 
+def add_load(loads: tuple[int, ...], ids: int) -> tuple[int, ...]:
+    """``NodeView.shared_ids`` once a sharing job is given the CPUs in mask ``ids``:
+    each of them moves up one load."""
+    out = []
+    below = -1  # every CPU has a load of at least 0
+    for level in (*loads, 0):
+        out.append(level | (ids & below))
+        below = level
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out)
+
+
 def fits(node: Node, cpus: int, memory: int, gres: Gres, share: int, partition: str) -> bool:
     """Whether a job of ``partition`` that shares (``share`` > 0) or keeps its
     CPUs may take ``cpus``, ``memory`` MiB and ``gres`` on ``node`` now."""
@@ -121,10 +134,22 @@ def fits(node: Node, cpus: int, memory: int, gres: Gres, share: int, partition: 
 
 
 def take(
-    node: NodeView, cpus: int, memory: int, gres: Gres, share: int, partition: str
+    node: NodeView,
+    cpus: int,
+    memory: int,
+    gres: Gres,
+    share: int,
+    partition: str,
+    ids: int = 0,
 ) -> NodeView:
     """``node`` after a job of ``partition`` starts on it with ``cpus``, ``memory``
-    and ``gres`` (sharing its CPUs if ``share`` > 0)."""
+    and ``gres`` (sharing its CPUs if ``share`` > 0), given the CPU ids in mask
+    ``ids`` (``core/devices.py`` named them; 0 when not named)."""
+    kept_ids, shared_ids = node.kept_ids, node.shared_ids
+    if ids and share:
+        shared_ids = add_load(shared_ids, ids)
+    elif ids:
+        kept_ids |= ids
     shared = node.shared
     if share:
         shared = _shared_plus(shared, partition, cpus)
@@ -141,6 +166,8 @@ def take(
         gres=gres_minus(node.gres, gres),
         unshared=node.unshared or not share,
         shared=shared,
+        kept_ids=kept_ids,
+        shared_ids=shared_ids,
     )
 
 

@@ -304,7 +304,10 @@ def take(nodes: dict[str, NodeView], start: Start) -> None:
         zip(start.nodes, start.cpus, start.memory, strict=True)
     ):
         gres = start.gres[i] if start.gres else ()
-        nodes[name] = nodefree.take(nodes[name], cpus, memory, gres, start.share, start.partition)
+        ids = devices.mask(start.cpu_ids[i]) if start.cpu_ids else 0
+        nodes[name] = nodefree.take(
+            nodes[name], cpus, memory, gres, start.share, start.partition, ids
+        )
     devices.take(nodes, start)
 
 
