@@ -26,6 +26,7 @@ from corral.auth import key_path, load_key
 from corral.client import Client, socket_path
 from corral.errors import SlurmError
 from dbd.config import load as load_dbd_config
+from nodeagent import cgroups
 
 DONE = {state.name for state in JobState if state.finished}
 #: Ordinary Unix users the tests act as (the ``users`` fixture creates them).
@@ -46,6 +47,40 @@ def listening(host: str, port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def remove_run_cgroups(nodes: int, top: str | None = None) -> None:
+    """Remove the runs' cgroups of a stopped cluster's nodes, innermost first.
+
+    A supervisor the sweep ended cannot remove its run's cgroups, and every test
+    cluster's nodes have the same names: a job of the next cluster would start in a
+    cgroup of this one's. Only empty cgroups go: nothing of a cluster still running
+    beside this one is touched, and a busy one stays for the tests that check their
+    own to find.
+    """
+    names = ["node1"] if nodes == 1 else [f"node{i}" for i in range(1, nodes + 1)]
+    for _, base, _ in cgroups.detect(top=top):
+        for name in names:
+            node = os.path.join(base, name)
+            jobs = os.listdir(node) if os.path.isdir(node) else []
+            for job in (os.path.join(node, j) for j in jobs if j.startswith("job_")):
+                for leaf in os.listdir(job):
+                    if os.path.isdir(os.path.join(job, leaf)):
+                        _remove_cgroup(os.path.join(job, leaf))
+                _remove_cgroup(job)
+
+
+def _remove_cgroup(path: str) -> None:
+    """rmdir, which only an empty cgroup allows: another cluster's busy one stays."""
+    deadline = time.monotonic() + 0.5  # the sweep's last processes leaving
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
 
 
 class Cluster:
@@ -177,6 +212,7 @@ class Cluster:
         # Supervisors are detached from the agent by design, and a job's processes outlive
         # their supervisor's end: end what is left of the jobs as `corral down` does.
         shutdown.sweep(self.conf, shutdown.Report())
+        remove_run_cgroups(self.nodes, self.env.get("CORRAL_CGROUP_TOP"))
 
     def job_processes(self, job_id: int, restarts: int | None = None) -> list[Process]:
         """The live processes of the job (of its run ``restarts`` only, if given) on the
