@@ -401,14 +401,17 @@ class RunCgroups:
 
     def _mkdir(self, version: int, base: str, rel: str, names: tuple[str, ...]) -> str:
         """Make the run's cgroup ``base/rel`` and its parents: its path. A parent removed
-        meanwhile (by the end of the last other run below it) is made again."""
+        meanwhile (by the end of the last other run below it) is made again: ENOENT
+        once it is gone, ENODEV while the kernel is still taking it down."""
         path = os.path.join(base, rel)
-        for _ in range(3):
+        for _ in range(5):
             try:
                 self._parents(version, base, os.path.dirname(rel), names)
                 os.mkdir(path)
                 return path
-            except FileNotFoundError:
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENODEV):
+                    raise
                 continue
         raise FileNotFoundError(errno.ENOENT, f"cgroup {path}: its parent keeps going")
 

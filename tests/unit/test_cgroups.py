@@ -8,6 +8,7 @@ rather than skip. Every cgroup they make is removed afterwards.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -235,3 +236,29 @@ def test_a_taken_name_is_not_shared(run: RunCgroups) -> None:
         assert {p.rsplit("/", 1)[1] for p in again.paths()} == {f"step_batch.{os.getpid()}"}
     finally:
         assert again.remove()
+
+
+@needs_kernel
+def test_a_parent_the_kernel_is_taking_down_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last other run of a node ending removes the node's cgroup while this one
+    makes its own below it: mkdir there fails ENODEV (the cgroup is dying) and the
+    run makes the path again, as for ENOENT once it is gone."""
+    description = cgroups.describe(LAYOUT, f"dying{os.getpid()}", 9, cgroups.BATCH)
+    made = RunCgroups(description)
+    real_mkdir = os.mkdir
+    failed: list[str] = []
+
+    def dying_once(path: str, *args: int) -> None:
+        if path.endswith("step_batch") and not failed:
+            failed.append(path)
+            raise OSError(errno.ENODEV, "No such device", path)
+        real_mkdir(path, *args)
+
+    monkeypatch.setattr(os, "mkdir", dying_once)
+    made.make()
+    monkeypatch.setattr(os, "mkdir", real_mkdir)
+    try:
+        assert failed and all(os.path.isdir(path) for _, path, _ in made.made)
+    finally:
+        made.kill()
+        assert made.remove()
