@@ -259,8 +259,9 @@ class Runner:
         return self.ending.begin(why, time.time() + kill_wait)
 
     def _signal(self, sig: int) -> None:
-        """Signal the tasks' process group, and every process of their cgroup, while
-        any task is left to receive it."""
+        """Signal the tasks' process group, and every other process of their cgroup,
+        while any task is left to receive it: each process once (a second USR1 landing
+        in a task's trap handler would end what the handler runs)."""
         if not self.pgid or not self._running():
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -268,7 +269,8 @@ class Runner:
         if self.contained is not None:
             for pid in self.contained.procs():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
+                    if os.getpgid(pid) != self.pgid:
+                        os.kill(pid, sig)
 
     def _reap(self) -> None:
         while True:
