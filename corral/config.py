@@ -352,6 +352,28 @@ class SlurmConfig:
         return self.task_cgroup or (self.proctrack_cgroup and "ProctrackType" in settings)
 
 
+#: PrologFlags values Corral honours (lower case); Slurm's others are refused.
+PROLOG_FLAGS = ("alloc", "contain", "nohold", "serial")
+
+
+def _prolog_flags(settings: _Pairs) -> tuple[str, ...]:
+    """PrologFlags, each value one that Corral does what Slurm documents for: a flag
+    it would skip (DeferBatch, ForceRequeueOnFail, RunInJob, X11) or a misspelt one
+    stops the daemon rather than change nothing."""
+    if "PrologFlags" not in settings:
+        return ()
+    value, where = settings["PrologFlags"]
+    flags = _words(value.lower())
+    for flag in flags:
+        if flag not in PROLOG_FLAGS:
+            raise ConfigError(
+                *where,
+                f"PrologFlags={value}: {flag} is not supported "
+                f"(supported: {', '.join(PROLOG_FLAGS)})",
+            )
+    return flags
+
+
 def _plugins(settings: _Pairs, warnings: list[str]) -> None:
     """Note the ProctrackType and TaskPlugin values Corral does not implement."""
     if "ProctrackType" in settings:
@@ -1087,7 +1109,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         job_requeue=number("JobRequeue", 1) != 0,
         max_array_size=number("MaxArraySize", MAX_ARRAY_SIZE),
         job_file_append=number("JobFileAppend", 0) != 0,
-        prolog_flags=_words(get("PrologFlags", "").lower()),
+        prolog_flags=_prolog_flags(settings),
         hooks=HookConfig(
             prolog=get("Prolog", ""),
             epilog=get("Epilog", ""),

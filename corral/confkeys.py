@@ -228,7 +228,7 @@ PrivateData                     honoured
 ProctrackType                   honoured            proctrack/cgroup; others: process groups
 Prolog                          honoured            at a job's first step on a node, or at Alloc
 PrologEpilogTimeout             honoured
-PrologFlags                     honoured            DeferBatch changes nothing
+PrologFlags                     honoured            Alloc Contain NoHold Serial; others refused
 PrologSlurmctld                 honoured
 PrologTimeout                   warned              see PrologEpilogTimeout
 PropagatePrioProcess            warned              jobs run at the node's default nice value

@@ -1109,6 +1109,12 @@ def test_a_malformed_node_gres_stops_the_daemon_with_its_line() -> None:
     [
         pytest.param("ResvProlog=/etc/p\n", "ResvProlog=/etc/p is not supported", id="resvprolog"),
         pytest.param("UsePAM=1\n", "UsePAM=1 is not supported", id="pam"),
+        pytest.param(
+            "PrologFlags=Alloc,DeferBatch\n",
+            "PrologFlags=Alloc,DeferBatch: deferbatch is not supported",
+            id="prologflags-deferbatch",
+        ),
+        pytest.param("PrologFlags=Aloc\n", "aloc is not supported", id="prologflags-misspelt"),
         pytest.param("NodeName=n1 CoreSpecCount=1\n", "CoreSpecCount=1 is not", id="node"),
         pytest.param("NodeName=n1\nPartitionName=p Nodes=n1 GraceTime=5\n", "GraceTime", id="p"),
     ],
