@@ -123,6 +123,8 @@ def test_jobs_run_on_the_cpus_near_their_gpus(make_cluster: Callable[..., Cluste
     _wait_output(cluster, "second.out")
     cluster.wait_for(lambda: "step" in (cluster.dir / "second.out").read_text(), 10, "step")
     cluster.run("scancel", str(first), str(second))
+    cluster.wait_done(first)  # off their CPUs before the next job is given the lowest
+    cluster.wait_done(second)
     everywhere = arrayspec.compress(sorted(os.sched_getaffinity(0)))
     # --cpu-bind=none: a step of the pinned job runs on every CPU the agent has.
     assert first_out.read_text().splitlines()[:3] == ["0 1", "step 1", f"unbound {everywhere}"]
