@@ -26,7 +26,7 @@ from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
 from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
-from nodeagent import containment, devcgroup
+from nodeagent import cgroups, containment, devcgroup
 from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
@@ -150,11 +150,12 @@ def device_guard(
     nodes: Sequence[NodeConfig],
     top: str | None = None,
     probed: Mapping[str, list[tuple[int, tuple[str, ...]]]] | None = None,
+    name: str = devcgroup.TOP,
 ) -> devcgroup.DeviceGuard | None:
     """GPU isolation for the served nodes whose GPUs' device files are known, as
     Slurm's ConstrainDevices=yes: from gres.conf's ``File=`` lines, else from the
     probe (``probed``, per node); None when no node has any (``top``: where the
-    cgroups go, by default ``<cgroup2 mount>/corral``).
+    cgroups go, by default ``<cgroup2 mount>/<name>``).
 
     When this host cannot confine devices the guard still comes back, marked
     broken (logged once): launches that would have GPUs to refuse then fail
@@ -169,7 +170,7 @@ def device_guard(
     if not gpus:
         return None
     if top is None:
-        top = devcgroup.default_top()
+        top = devcgroup.default_top(name)
     reason = devcgroup.unavailable(top)
     if top is None or reason is not None:
         log.error(
@@ -283,8 +284,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     numbering = gpu_numbering(conf, nodes[0].name) if devices else []
     top = os.environ.get(CGROUP_TOP_ENV) or None
     try:
-        contained = containment.setup(conf, top)
-    except ConfigError as exc:
+        name = cgroups.top_name()
+        contained = containment.setup(conf, top, name)
+    except (ConfigError, ValueError) as exc:
         raise AgentError(str(exc)) from None
     spool = Spool(conf.slurmd_spool_dir, facts.hostname)
     table = RunTable(
@@ -299,6 +301,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
             nodes,
             top=top,
             probed={nodes[0].name: probed_files(devices, numbering)} if devices else None,
+            name=name,
         ),
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,
         neuron=NeuronBinding(neuron_nodes(conf, nodes)),

@@ -56,7 +56,7 @@ import time
 # Importing typing costs every job milliseconds; mypy honours the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Container, Iterable, Mapping
     from typing import Any
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,10 @@ V1 = 1
 V2 = 2
 #: Where the runs' cgroups go, below the agent's own cgroup of each hierarchy.
 TOP = "corral"
+#: The environment variable naming that cgroup instead (one path component): the
+#: agents of several clusters whose nodes have the same names on one host (test
+#: clusters) each keep to their own.
+NAME_ENV = "CORRAL_CGROUP_NAME"
 #: The batch script's cgroup in its job's; a step's is ``step_<id>``.
 BATCH = "step_batch"
 #: The leaf the agent moves itself into when it must enable controllers (v2).
@@ -214,14 +218,27 @@ def _v2_controllers(directory: str, wanted: tuple[str, ...]) -> set[str]:
     return enabled & set(wanted)
 
 
+def top_name(environ: Mapping[str, str] = os.environ) -> str:
+    """The name of the cgroup runs go below: :data:`NAME_ENV` if set, else :data:`TOP`;
+    ValueError when it is not one path component."""
+    name = environ.get(NAME_ENV) or TOP
+    if "/" in name or name in (".", ".."):
+        raise ValueError(f"{NAME_ENV}={name}: not a cgroup name")
+    return name
+
+
 def detect(
-    plugin: str = "autodetect", mounts: str = "/proc/self/mounts", top: str | None = None
+    plugin: str = "autodetect",
+    mounts: str = "/proc/self/mounts",
+    top: str | None = None,
+    name: str = TOP,
 ) -> Layout:
     """The hierarchies runs are contained and limited in here (see the module); an
     empty layout where there is no cgroup file system. ``plugin`` is cgroup.conf's
     CgroupPlugin: ``cgroup/v1`` uses only v1 hierarchies, ``cgroup/v2`` only the
-    unified one. ``top``: the v2 base instead of ``<mount><agent's cgroup>/corral``
-    (a test cluster's own cgroup)."""
+    unified one. ``name``: the cgroup below the agent's own in each hierarchy
+    (:func:`top_name`); ``top``: the v2 base instead of ``<mount><agent's
+    cgroup>/<name>`` (a test cluster's own cgroup)."""
     found = [
         (version, point, opts)
         for version, point, opts in cgroup_mounts(mounts)
@@ -236,16 +253,16 @@ def detect(
         if os.path.basename(directory) == AGENT_LEAF:  # moved there by an earlier start
             directory = os.path.dirname(directory)
         taken = _v2_controllers(directory, CONTROLLERS)
-        base = top or os.path.join(directory, TOP)
+        base = top or os.path.join(directory, name)
         places.append((V2, base, ("procs", *sorted(taken))))
-    for name in (*CONTROLLERS, "freezer"):
-        if name in taken or (name == "freezer" and unified is not None):
+    for controller in (*CONTROLLERS, "freezer"):
+        if controller in taken or (controller == "freezer" and unified is not None):
             continue
-        point = next((p for v, p, opts in found if v == V1 and name in opts), None)
+        point = next((p for v, p, opts in found if v == V1 and controller in opts), None)
         if point is None:
             continue
-        role = "procs" if name == "freezer" else name
-        base = os.path.join(point + own.get(name, "/").rstrip("/"), TOP)
+        role = "procs" if controller == "freezer" else controller
+        base = os.path.join(point + own.get(controller, "/").rstrip("/"), name)
         places.append((V1, base, (role,)))
     return tuple(places)
 
@@ -517,34 +534,12 @@ class RunCgroups:
         """SIGKILL every process in the run's cgroup; those still there after ``wait``
         seconds (stuck in the kernel: the node's problem)."""
         for version, path, names in self.made:
-            if "procs" not in names:
-                continue
-            if version == V2 and os.path.exists(os.path.join(path, "cgroup.kill")):
-                with contextlib.suppress(OSError):
-                    _write(os.path.join(path, "cgroup.kill"), "1")
-            elif version == V2:
-                self._frozen_kill(path, "cgroup.freeze", "1", "0")
-            else:
-                self._frozen_kill(path, "freezer.state", "FROZEN", "THAWED")
+            if "procs" in names:
+                _kill_all(version, path)
         deadline = time.monotonic() + wait
         while (left := self.procs()) and time.monotonic() < deadline:
             time.sleep(0.01)
         return left
-
-    @staticmethod
-    def _frozen_kill(path: str, control: str, freeze: str, thaw: str) -> None:
-        """Freeze the cgroup (so nothing forks meanwhile), SIGKILL each process, thaw."""
-        with contextlib.suppress(OSError):
-            _write(os.path.join(path, control), freeze)
-        for _ in range(10):
-            pids = _pids(path)
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            _write(os.path.join(path, control), thaw)
 
     def remove(self) -> bool:
         """Remove the run's cgroups, and the job's and node's when they were the last;
@@ -568,3 +563,83 @@ class RunCgroups:
         if done:
             self.made = []
         return done
+
+
+def _kill_all(version: int, path: str) -> None:
+    """SIGKILL every process in the cgroup ``path`` (and below it, v2) of the
+    hierarchy holding the processes: cgroup.kill where the kernel has it, else
+    frozen first so that nothing forks meanwhile."""
+    if version == V2 and os.path.exists(os.path.join(path, "cgroup.kill")):
+        with contextlib.suppress(OSError):
+            _write(os.path.join(path, "cgroup.kill"), "1")
+    elif version == V2:
+        _frozen_kill(path, "cgroup.freeze", "1", "0")
+    else:
+        _frozen_kill(path, "freezer.state", "FROZEN", "THAWED")
+
+
+def _frozen_kill(path: str, control: str, freeze: str, thaw: str) -> None:
+    """Freeze the cgroup, SIGKILL each process, thaw."""
+    with contextlib.suppress(OSError):
+        _write(os.path.join(path, control), freeze)
+    for _ in range(10):
+        pids = _pids(path)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        _write(os.path.join(path, control), thaw)
+
+
+# ------------------------------------------------------------------ the agent's start
+
+
+def clear_stale(layout: Layout, node: str, keep: Container[int]) -> list[str]:
+    """Kill what is left in the cgroups of ``node``'s jobs not in ``keep`` (the jobs of
+    the runs the agent recovered) and remove them: the job cgroups that went away.
+
+    Why: a run whose supervisor died without cleaning up (killed with its agent's
+    whole unit, a crash) leaves processes nobody reports, on CPUs and memory the
+    controller gives to other jobs; and a later job with the same id (a cluster
+    whose state was started afresh) would start inside its cgroup, under its
+    limits. slurmd likewise starts clean of steps no slurmstepd answers for.
+    """
+    cleared = []
+    for version, base, names in layout:
+        node_dir = os.path.join(base, _name(node))
+        try:
+            entries = os.listdir(node_dir)
+        except OSError:
+            continue
+        for entry in entries:
+            number = entry.removeprefix("job_")
+            if number == entry or not number.isdigit() or int(number) in keep:
+                continue
+            job_dir = os.path.join(node_dir, entry)
+            inner = sorted(os.walk(job_dir), key=lambda found: -found[0].count("/"))
+            for directory, _, _ in inner:
+                if "procs" in names:
+                    _kill_all(version, directory)
+                remove_when_empty(directory)
+            if not os.path.isdir(job_dir):
+                cleared.append(job_dir)
+    return cleared
+
+
+def remove_when_empty(path: str, wait: float = KILL_WAIT) -> bool:
+    """rmdir the cgroup once its killed processes are gone (``wait`` seconds at most);
+    False, with a warning, if they stay."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            os.rmdir(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
+                log.warning("cgroup %s not removed: %s", path, exc.strerror)
+                return False
+            time.sleep(0.005)

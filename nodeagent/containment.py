@@ -53,13 +53,14 @@ class Containment:
         )
 
 
-def setup(conf: SlurmConfig, top: str | None = None) -> Containment | None:
+def setup(conf: SlurmConfig, top: str | None = None, name: str = cgroups.TOP) -> Containment | None:
     """This host's containment (None: runs are not contained); ``ConfigError`` when
-    slurm.conf asks for cgroups and they cannot be used. ``top``: where the v2
-    cgroups go instead of below the agent's own cgroup (a test cluster's)."""
+    slurm.conf asks for cgroups and they cannot be used. ``name``: the cgroup runs
+    go below in each hierarchy; ``top``: where the v2 cgroups go instead of below
+    the agent's own cgroup (a test cluster's)."""
     if not conf.proctrack_cgroup and not conf.task_cgroup:
         return None
-    layout = cgroups.detect(conf.cgroup_conf.plugin, top=top)
+    layout = cgroups.detect(conf.cgroup_conf.plugin, top=top, name=name)
     reason = cgroups.unusable(layout)
     if reason is not None:
         if conf.cgroups_asked:

@@ -57,7 +57,6 @@ import logging
 import os
 import stat
 import struct
-import time
 
 from nodeagent import cgroups
 from nodeagent.runas import LaunchError
@@ -365,18 +364,8 @@ def remove(path: str, wait: float = REMOVE_WAIT, parents: int = 1) -> bool:
     A process that left its job's process group outlives the job and keeps its
     cgroup (and the devices it may not open); the cgroup is then left in place.
     """
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            os.rmdir(path)
-            break
-        except FileNotFoundError:
-            break
-        except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
-                log.warning("cgroup %s not removed: %s", path, exc.strerror)
-                return False
-            time.sleep(0.005)
+    if not cgroups.remove_when_empty(path, wait):
+        return False
     for _ in range(parents):
         path = os.path.dirname(path)
         try:
@@ -386,10 +375,11 @@ def remove(path: str, wait: float = REMOVE_WAIT, parents: int = 1) -> bool:
     return True
 
 
-def default_top() -> str | None:
-    """Where the cgroups go: ``<cgroup2 mount>/corral``; None without a cgroup2 mount."""
+def default_top(name: str = TOP) -> str | None:
+    """Where the cgroups go: ``<cgroup2 mount>/<name>`` (``name``: see
+    :func:`nodeagent.cgroups.top_name`); None without a cgroup2 mount."""
     mount = cgroup2_mount()
-    return None if mount is None else os.path.join(mount, TOP)
+    return None if mount is None else os.path.join(mount, name)
 
 
 def unavailable(top: str | None) -> str | None:

@@ -245,6 +245,11 @@ class RunTable:
             if run.done is not None and not self._batch_runs(run.job_id):
                 # The job ended while no agent watched: its steps end too.
                 self.terminate(run.job_id, "job ended", steps_only=True)
+        if self.containment is not None:
+            kept = {key[0] for key in self._runs}
+            for node in self.hostnames:
+                for path in cgroups.clear_stale(self.containment.layout, node, kept):
+                    log.warning("cgroup %s of no run here: its processes killed", path)
 
     def _recover(self, node: str, rundir: RunDir) -> None:
         kind = kind_of(rundir)

@@ -8,6 +8,7 @@ through the same client library the CLI uses.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -26,9 +27,11 @@ from corral.auth import key_path, load_key
 from corral.client import Client, socket_path
 from corral.errors import SlurmError
 from dbd.config import load as load_dbd_config
-from nodeagent import cgroups
+from nodeagent import cgroups, devcgroup
 
 DONE = {state.name for state in JobState if state.finished}
+#: Numbers the clusters of this test process: each has cgroups of its own.
+CLUSTER_NUMBERS = itertools.count()
 #: Ordinary Unix users the tests act as (the ``users`` fixture creates them).
 TEST_USERS = ("corraltest1", "corraltest2")
 
@@ -49,25 +52,18 @@ def listening(host: str, port: int) -> bool:
         return False
 
 
-def remove_run_cgroups(nodes: int, top: str | None = None) -> None:
-    """Remove the runs' cgroups of a stopped cluster's nodes, innermost first.
+def remove_run_cgroups(name: str, top: str | None = None) -> None:
+    """Remove a stopped cluster's cgroups (``name``: its agent's
+    ``CORRAL_CGROUP_NAME``), innermost first.
 
-    A supervisor the sweep ended cannot remove its run's cgroups, and every test
-    cluster's nodes have the same names: a job of the next cluster would start in a
-    cgroup of this one's. Only empty cgroups go: nothing of a cluster still running
-    beside this one is touched, and a busy one stays for the tests that check their
-    own to find.
+    A supervisor the sweep ended cannot remove its run's cgroups. Only empty
+    cgroups go: a busy one stays for the tests that check their own to find.
     """
-    names = ["node1"] if nodes == 1 else [f"node{i}" for i in range(1, nodes + 1)]
-    for _, base, _ in cgroups.detect(top=top):
-        for name in names:
-            node = os.path.join(base, name)
-            jobs = os.listdir(node) if os.path.isdir(node) else []
-            for job in (os.path.join(node, j) for j in jobs if j.startswith("job_")):
-                for leaf in os.listdir(job):
-                    if os.path.isdir(os.path.join(job, leaf)):
-                        _remove_cgroup(os.path.join(job, leaf))
-                _remove_cgroup(job)
+    bases = {base for _, base, _ in cgroups.detect(top=top, name=name)}
+    bases.add(top or devcgroup.default_top(name) or "")  # the GPU fences' cgroups
+    for base in bases - {""}:
+        for directory, _, _ in sorted(os.walk(base), key=lambda w: -w[0].count("/")):
+            _remove_cgroup(directory)
 
 
 def _remove_cgroup(path: str) -> None:
@@ -118,6 +114,10 @@ class Cluster:
         # Job scripts call srun by name: the clients next to this interpreter come first.
         path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
         self.env = {**os.environ, "SLURM_CONF": self.conf, "PYTHONUNBUFFERED": "1", "PATH": path}
+        # Every test cluster's nodes have the same names: each agent keeps its runs'
+        # cgroups apart, as one per node does under its own systemd unit.
+        default = f"corral-test-{os.getpid()}-{next(CLUSTER_NUMBERS)}"
+        self.cgroup_name: str = self.env.setdefault(cgroups.NAME_ENV, default)
         self.socket = socket_path(str(directory / "state"))
         self.client = Client(self.socket, timeout=10)
         self.logs = directory / "log"
@@ -212,7 +212,7 @@ class Cluster:
         # Supervisors are detached from the agent by design, and a job's processes outlive
         # their supervisor's end: end what is left of the jobs as `corral down` does.
         shutdown.sweep(self.conf, shutdown.Report())
-        remove_run_cgroups(self.nodes, self.env.get("CORRAL_CGROUP_TOP"))
+        remove_run_cgroups(self.cgroup_name, self.env.get("CORRAL_CGROUP_TOP"))
 
     def job_processes(self, job_id: int, restarts: int | None = None) -> list[Process]:
         """The live processes of the job (of its run ``restarts`` only, if given) on the

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent import devcgroup
+from nodeagent import cgroups, devcgroup
 from tests.integration.cluster import Cluster
 
 TOP = devcgroup.default_top()
@@ -62,12 +62,18 @@ def remove_cgroup(path: str) -> None:
             time.sleep(0.05)
 
 
+#: The cgroup of this module's clusters (their agents' ``CORRAL_CGROUP_NAME``).
+NAME = f"corral-gpu-{os.getpid()}"
+
+
 @pytest.fixture
-def node_cgroups() -> Iterator[str]:
+def node_cgroups(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """node1's cgroup directory; checked empty and removed afterwards (ask for it
     before make_cluster, so that this runs once the cluster is stopped)."""
-    assert TOP is not None
-    path = os.path.join(TOP, "node1")
+    monkeypatch.setenv(cgroups.NAME_ENV, NAME)
+    top = devcgroup.default_top(NAME)
+    assert top is not None
+    path = os.path.join(top, "node1")
     try:
         yield path
     finally:
@@ -79,7 +85,7 @@ def node_cgroups() -> Iterator[str]:
                 if os.path.isdir(os.path.join(job, leaf)):
                     remove_cgroup(os.path.join(job, leaf))
             remove_cgroup(job)
-        for directory in (path, TOP):
+        for directory in (path, top):
             try:
                 os.rmdir(directory)
             except OSError as exc:  # another cluster on this host may use them
@@ -171,7 +177,7 @@ def test_a_job_and_its_step_open_only_their_gpus(
     assert "stepgpus 1 0" in lines, out
     assert without_tty(seen(out, "batch")) == expected({1}), out
     assert without_tty(seen(out, "step")) == expected({1}), out
-    assert f"0::/corral/node1/job_{job}/step_1" in out  # the second step's own cgroup
+    assert f"0::/{NAME}/node1/job_{job}/step_1" in out  # the second step's own cgroup
     nothing = (cluster.dir / "none.out").read_text()
     assert without_tty(seen(nothing, "none")) == expected(set()), nothing
     wait_gone(cluster, node_cgroups)

@@ -175,6 +175,31 @@ def test_what_leaves_the_process_group_is_killed_with_the_run(run: RunCgroups) -
 
 
 @needs_kernel
+def test_a_starting_agent_clears_the_cgroups_of_runs_it_does_not_know(run: RunCgroups) -> None:
+    """Job 7's run (the fixture's) was not recovered: what is in it is killed, its
+    cgroups go; job 8's, recovered, is left alone."""
+    node = f"test{os.getpid()}"
+    kept = RunCgroups(cgroups.describe(LAYOUT, node, 8, cgroups.BATCH))
+    kept.make()
+    stale = _child(run, "setsid sleep 1000 & exec sleep 1000")
+    alive = _child(kept, "exec sleep 1000")
+    try:
+        deadline = time.monotonic() + 5
+        while len(run.procs()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cleared = cgroups.clear_stale(LAYOUT, node, keep={8})
+        assert sorted(cleared) == sorted(os.path.join(b, node, "job_7") for _, b, _ in LAYOUT)
+        os.waitpid(stale, 0)
+        assert all(not os.path.exists(path) for path in run.paths())
+        assert kept.procs() == [alive]
+    finally:
+        kept.kill()
+        os.waitpid(alive, 0)
+        assert kept.remove()
+    run.made = []  # gone already
+
+
+@needs_kernel
 def test_an_oom_kill_is_counted(run: RunCgroups) -> None:
     if "memory" not in {role for _, _, names in LAYOUT for role in names}:
         pytest.fail("no memory controller here")
