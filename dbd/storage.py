@@ -83,6 +83,23 @@ def _job_id_clauses(text: str) -> list[ColumnElement[bool]]:
     return spans
 
 
+#: Job ids in one ``IN`` list: far below SQLite's limit on a statement's variables.
+IDS_PER_LIST = 5000
+
+
+def _job_ids_clauses(texts: Sequence[str]) -> list[ColumnElement[bool]]:
+    """The alternatives that select the jobs ``texts`` name (see :func:`_job_id_clauses`):
+    plain ids go in ``IN`` lists, so that thousands of them (``sacct -j`` of a whole
+    array's ids, a script's list) make a few terms, not an expression SQLite finds too
+    deep; ValueError if one is malformed."""
+    plain = sorted({int(text) for text in texts if text.isdigit()})
+    alternatives = [c for text in texts if not text.isdigit() for c in _job_id_clauses(text)]
+    for at in range(0, len(plain), IDS_PER_LIST):
+        chunk = plain[at : at + IDS_PER_LIST]
+        alternatives += [JobRecord.job_id.in_(chunk), JobRecord.array_job_id.in_(chunk)]
+    return alternatives
+
+
 class Storage:
     """One accounting database."""
 
@@ -218,7 +235,7 @@ class Storage:
         where = JobRecord.cluster.in_(query.clusters) if query.clusters else None
         if query.job_ids:
             # Each alternative carries the cluster, so every one can use an index.
-            alternatives = [c for text in query.job_ids for c in _job_id_clauses(text)]
+            alternatives = _job_ids_clauses(query.job_ids)
             clauses.append(or_(*(c if where is None else and_(where, c) for c in alternatives)))
         else:
             if where is not None:

@@ -99,6 +99,15 @@ def test_job_ids_name_jobs_array_tasks_and_ranges(storage: Storage) -> None:
         parse_job_ids(["x"])
 
 
+def test_thousands_of_job_ids_make_one_query(storage: Storage) -> None:
+    """``sacct -j`` with 12,000 ids (SQLite refused a chain of 24,000 ORs as an
+    expression tree too large)."""
+    storage.record_jobs("c", [info(i) for i in range(1, 21)], list(range(1, 21)))
+    wanted = tuple(str(i) for i in range(5, 12_005))
+    assert ids(storage, job_ids=wanted, clusters=("c",)) == list(range(5, 21))
+    assert ids(storage, job_ids=(*wanted[:3], "1_[0-9]")) == [5, 6, 7]
+
+
 def test_the_time_window_is_saccts(storage: Storage) -> None:
     storage.record_jobs(
         "c",
