@@ -405,3 +405,16 @@ def test_a_bad_file_is_refused_with_its_line(text: str, message: str) -> None:
         assert str(caught.value).startswith(expected)
     else:
         assert str(caught.value) == expected
+
+
+def test_the_example_of_docs_queues_md_holds() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "queues.md").read_text()
+    example = page.split("## EXAMPLE", 1)[1].split("## SEE ALSO", 1)[0]
+    text = "\n".join(line[4:] for line in example.splitlines() if line.startswith("    "))
+    conf = queueconf.parse(text, "queues.conf", ["gpu"])
+    assert conf.leaves() == ("team-a", "team-b-train", "team-b-serve")
+    assert conf.queue_of("nlp", "normal", "p") == "team-b-train"
+    assert conf.queue_of("other", "serve", "p") == "team-b-serve"
+    assert conf.queues["team-b-serve"].preemptible is False
+    assert conf.effective("team-b-serve", "preemption_delay") == 120
+    assert conf.queues["gpus"].quotas["cpu"] == ResourceQuota(guarantee=64)
