@@ -41,6 +41,7 @@ __all__ = [
     "oomscore",
     "pynodeset",
     "queueconf",
+    "queuewords",
     "ratelimit",
     "rpcerror",
     "sdnotify",

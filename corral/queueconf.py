@@ -13,31 +13,35 @@ daemon with the file and line, rather than leaving a queue other than the
 administrator wrote it. docs/queues.md documents each key; docs/design.md
 ("Queues") the rules checked here.
 
-This module only reads and checks the tree; what each queue may run is the
-scheduler's (controller/core/quota.py).
+This module reads the lines and checks the tree (each key's value is read by
+``corral.queuewords``); what each queue may run is the scheduler's
+(controller/core/quota.py).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from corral import confkeys, timefmt, units
+from corral import confkeys, queuewords
 from corral.confsyntax import ConfigError, Reader, Where, boolean, integer, read_text
 
-__all__ = ["QueueConf", "QueueSpec", "ResourceQuota", "load", "parse"]
+__all__ = [
+    "INHERITED",
+    "PENDING",
+    "ROOT",
+    "QueueConf",
+    "QueueSpec",
+    "ResourceQuota",
+    "load",
+    "parse",
+]
 
 #: The queue at the top of every tree: the whole cluster.
 ROOT = "root"
-WITHIN_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
-RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
-BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
 #: The settings a queue without its own value takes from its parent (the root: 0).
 INHERITED = ("reclaim_min_runtime", "preempt_min_runtime", "preemption_delay")
-#: The TRES a queue divides besides GRES (sacctmgr's names).
-PLAIN_RESOURCES = ("cpu", "mem", "node")
 #: Said while the scheduler does not divide by the tree yet (issue 17, points 1 and 2).
 PENDING = "queues.conf is read and checked, but the scheduler does not use its queues yet"
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
@@ -137,96 +141,6 @@ class QueueConf:
 
 
 # ------------------------------------------------------------------ one line
-def _resource_name(item: str, gres_types: frozenset[str]) -> str | None:
-    """``item``'s TRES name as GrpTRES keeps it (lowercase), None if not a queue's resource."""
-    name = item.lower()
-    if name in PLAIN_RESOURCES:
-        return name
-    kind, slash, rest = name.partition("/")
-    gres, colon, model = rest.partition(":")
-    if kind != "gres" or not slash or gres not in gres_types or (colon and not model):
-        return None
-    return None if ":" in model else name
-
-
-def _resources(
-    key: str, value: str, where: Where, gres_types: frozenset[str], *, unlimited: bool = False
-) -> dict[str, int | None]:
-    """A ``cpu=64,mem=256G,gres/gpu:a100=8`` list as {resource: amount}; memory in MiB.
-    With ``unlimited``, ``-1`` is no limit (None), as in KAI."""
-    found: dict[str, int | None] = {}
-    for item in value.split(","):
-        name_text, equals, amount = item.partition("=")
-        bad = f"bad {key} value '{value}'"
-        if not equals or not name_text or not amount:
-            raise ConfigError(*where, f"{bad}: '{item}' is not RESOURCE=COUNT")
-        name = _resource_name(name_text, gres_types)
-        if name is None:
-            known = ", ".join([*PLAIN_RESOURCES, *(f"gres/{g}" for g in sorted(gres_types))])
-            raise ConfigError(*where, f"{bad}: unknown resource '{name_text}' (known: {known})")
-        if name in found:
-            raise ConfigError(*where, f"{bad}: {name} given twice")
-        if amount == "-1" and unlimited:
-            found[name] = None
-            continue
-        if amount.startswith("-"):
-            raise ConfigError(*where, f"{bad}: {name} is negative")
-        if name != "mem" and not amount.isdecimal():
-            raise ConfigError(*where, f"{bad}: '{amount}' is not a count")
-        try:
-            found[name] = units.tres_amount(name, amount)
-        except ValueError:
-            raise ConfigError(*where, f"{bad}: '{amount}' is not a size") from None
-    return found
-
-
-def _names(key: str, value: str, where: Where, *, lower: bool) -> tuple[str, ...]:
-    names = [name.lower() if lower else name for name in value.split(",")]
-    if not all(names):
-        raise ConfigError(*where, f"bad {key} value '{value}': an empty name")
-    return tuple(dict.fromkeys(names))
-
-
-def _word(key: str, value: str, where: Where, words: tuple[str, ...]) -> str:
-    """One of ``words`` in any case, in its own spelling."""
-    for word in words:
-        if value.lower() == word.lower():
-            return word
-    raise ConfigError(*where, f"bad {key} value '{value}': use {', '.join(words)}")
-
-
-def _span(key: str, value: str, where: Where) -> int:
-    try:
-        return timefmt.parse_seconds(value)
-    except ValueError:
-        raise ConfigError(*where, f"bad {key} value '{value}': not a time") from None
-
-
-def _weight(value: str, where: Where) -> float:
-    try:
-        weight = float(value)
-    except ValueError:
-        weight = math.nan
-    if not (weight > 0 and math.isfinite(weight)):
-        raise ConfigError(*where, f"bad OverQuotaWeight value '{value}': must be above 0")
-    return weight
-
-
-def _borrow_policy(value: str, where: Where) -> tuple[str, int | None]:
-    """``BorrowWithinCohort=LowerPriority[:threshold]`` as (policy, threshold)."""
-    word, colon, threshold = value.partition(":")
-    policy = _word("BorrowWithinCohort", word, where, BORROW_WITHIN_COHORT)
-    if not colon:
-        return policy, None
-    if policy == "Never":
-        message = f"bad BorrowWithinCohort value '{value}': a threshold needs LowerPriority"
-        raise ConfigError(*where, message)
-    if not threshold.isdecimal():
-        message = f"bad BorrowWithinCohort value '{value}': '{threshold}' is not a priority"
-        raise ConfigError(*where, message)
-    return policy, integer("BorrowWithinCohort", threshold, where)
-
-
 class _Line:
     """One queue line's values, checked one key at a time."""
 
@@ -240,26 +154,28 @@ class _Line:
         where = self.where
         settings = self.settings
         if key in ("Guarantee", "Limit", "BorrowLimit", "LendLimit"):
-            self.amounts[key] = _resources(
+            self.amounts[key] = queuewords.resources(
                 key, value, where, self.gres_types, unlimited=key == "Limit"
             )
         elif key in ("Accounts", "QOS", "Partitions"):
             field_name = {"Accounts": "accounts", "QOS": "qos", "Partitions": "partitions"}[key]
-            settings[field_name] = _names(key, value, where, lower=key != "Partitions")
+            settings[field_name] = queuewords.names(key, value, where, lower=key != "Partitions")
         elif key in ("ReclaimMinRuntime", "PreemptMinRuntime", "PreemptionDelay"):
-            settings[_snake(key)] = _span(key, value, where)
+            settings[_snake(key)] = queuewords.span(key, value, where)
         elif key == "OverQuotaWeight":
-            settings["over_quota_weight"] = _weight(value, where)
+            settings["over_quota_weight"] = queuewords.weight(value, where)
         elif key == "Priority":
             settings["priority"] = integer(key, value, where)
         elif key == "Preemptible":
             settings["preemptible"] = boolean(key, value, where)
         elif key == "WithinQueue":
-            settings["within_queue"] = _word(key, value, where, WITHIN_QUEUE)
+            settings["within_queue"] = queuewords.word(key, value, where, queuewords.WITHIN_QUEUE)
         elif key == "ReclaimWithinCohort":
-            settings["reclaim_within_cohort"] = _word(key, value, where, RECLAIM_WITHIN_COHORT)
+            settings["reclaim_within_cohort"] = queuewords.word(
+                key, value, where, queuewords.RECLAIM_WITHIN_COHORT
+            )
         elif key == "BorrowWithinCohort":
-            policy, threshold = _borrow_policy(value, where)
+            policy, threshold = queuewords.borrow_policy(value, where)
             settings["borrow_within_cohort"] = policy
             settings["borrow_priority_threshold"] = threshold
         else:  # Parent
@@ -323,10 +239,10 @@ class _Reader(Reader):
             message = f"queue {name} is defined twice (first at {other.file}:{other.line})"
             raise ConfigError(*where, message)
         line = _Line(where, self.gres_types)
-        seen: set[str] = set()
+        seen = {"QueueName"}
         for key_text, value in found[1:]:
             row = confkeys.QUEUES.get(key_text.lower())
-            if row is None or row.key == "QueueName":
+            if row is None:
                 raise ConfigError(*where, f"unknown key '{key_text}'")
             if row.key in seen:
                 raise ConfigError(*where, f"{row.key} given twice")

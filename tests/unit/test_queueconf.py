@@ -262,7 +262,7 @@ BAD = [
     # the line itself
     ("Parent=ai QueueName=a", "1: a queue line starts with QueueName=, not 'Parent'"),
     ("QueueName=a Color=red", "1: unknown key 'Color'"),
-    ("QueueName=a QueueName=b", "1: unknown key 'QueueName'"),
+    ("QueueName=a QueueName=b", "1: QueueName given twice"),
     ("QueueName=a Priority=1 priority=2", "1: Priority given twice"),
     ("QueueName=a b", '1: cannot parse "b"'),
     ("QueueName=a/b", "1: bad QueueName value 'a/b': letters, digits, '-', '_' and '.' only"),
