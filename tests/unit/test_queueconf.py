@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from corral import queueconf
 from corral.config import load
@@ -418,3 +420,40 @@ def test_the_example_of_docs_queues_md_holds() -> None:
     assert conf.queues["team-b-serve"].preemptible is False
     assert conf.effective("team-b-serve", "preemption_delay") == 120
     assert conf.queues["gpus"].quotas["cpu"] == ResourceQuota(guarantee=64)
+
+
+#: A random tree: each queue's parent (an earlier queue or the root), its GPU guarantee
+#: (None: not given) and its GPU limit (None: not given), written in reverse order.
+TREES = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=20),
+        st.none() | st.integers(min_value=0, max_value=12),
+        st.none() | st.integers(min_value=0, max_value=12),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@given(TREES)
+def test_any_tree_read_holds_its_guarantees(tree: list[tuple[int, int | None, int | None]]) -> None:
+    lines = []
+    for index, (parent, guarantee, limit) in enumerate(tree):
+        words = [f"QueueName=q{index}", f"Parent=q{parent % index}" if index else ""]
+        words += [f"Guarantee=gres/gpu={guarantee}"] if guarantee is not None else []
+        words += [f"Limit=gres/gpu={limit}"] if limit is not None else []
+        lines.append(" ".join(words))
+    try:
+        conf = parse("\n".join(reversed(lines)))
+    except ConfigError:
+        return
+    seen = set()
+    for name, spec in conf.queues.items():
+        assert spec.parent is None or spec.parent in seen  # parents first
+        seen.add(name)
+        own = spec.quota("gres/gpu")
+        assert own.limit is None or own.guarantee <= own.limit
+        children = [conf.queues[c].quota("gres/gpu").guarantee for c in conf.children(name)]
+        if name != "root":
+            assert sum(children) <= own.guarantee
+    assert len(conf.queues) == len(tree) + 1
