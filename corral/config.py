@@ -1155,7 +1155,8 @@ def load(path: str | None = None) -> SlurmConfig:
     cgroups = cgroupconf.load(os.path.join(os.path.dirname(path), "cgroup.conf"))
     conf = replace(conf, cgroup_conf=cgroups, warnings=conf.warnings + cgroups.warnings)
     types = _words(dict(conf.settings).get("GresTypes", "").lower())
-    queues = queueconf.load(os.path.join(os.path.dirname(path), "queues.conf"), types)
+    queues_path = os.path.join(os.path.dirname(path), "queues.conf")
+    queues = queueconf.load(queues_path, types, conf.cluster_name)
     if queues is not None:
         conf = replace(conf, queue_conf=queues, warnings=(*conf.warnings, queueconf.PENDING))
     gres_path = os.path.join(os.path.dirname(path), "gres.conf")

@@ -215,14 +215,16 @@ def _amount(resource: str, value: int) -> str:
 
 # ------------------------------------------------------------------ the file
 class _Reader(Reader):
-    def __init__(self, gres_types: frozenset[str]) -> None:
+    def __init__(self, gres_types: frozenset[str], cluster: str | None) -> None:
         self.gres_types = gres_types
+        self.cluster = cluster
         self.specs: dict[str, QueueSpec] = {}
         self.explicit: dict[str, frozenset[str]] = {}  # resources with a Guarantee given
         self.routes: tuple[dict[str, str], ...] = ({}, {}, {})
 
     def cluster_name(self) -> str | None:
-        return None
+        """slurm.conf's ClusterName, for ``Include queues-%c.conf``."""
+        return self.cluster
 
     def line(self, found: list[tuple[str, str]], where: Where) -> None:
         if not found:  # a blank or comment line
@@ -391,11 +393,13 @@ def _check_lending(spec: QueueSpec, quotas: Mapping[str, ResourceQuota]) -> None
             raise ConfigError(spec.file, spec.line, message)
 
 
-def parse(text: str, path: str, gres_types: Iterable[str] = ()) -> QueueConf:
+def parse(
+    text: str, path: str, gres_types: Iterable[str] = (), cluster_name: str | None = None
+) -> QueueConf:
     """The queue tree in ``text`` (read from ``path``); ``gres_types`` is slurm.conf's
-    GresTypes (the GRES a queue may name). ConfigError with the file and line for
-    anything that cannot be used."""
-    reader = _Reader(frozenset(g.lower() for g in gres_types))
+    GresTypes (the GRES a queue may name), ``cluster_name`` its ClusterName (``%c`` in
+    Include). ConfigError with the file and line for anything that cannot be used."""
+    reader = _Reader(frozenset(g.lower() for g in gres_types), cluster_name)
     reader.feed(text, path, (os.path.abspath(path),))
     specs = reader.specs
     if ROOT not in specs:
@@ -411,8 +415,10 @@ def parse(text: str, path: str, gres_types: Iterable[str] = ()) -> QueueConf:
     )
 
 
-def load(path: str, gres_types: Iterable[str] = ()) -> QueueConf | None:
+def load(
+    path: str, gres_types: Iterable[str] = (), cluster_name: str | None = None
+) -> QueueConf | None:
     """The queues.conf at ``path``; None when there is none (no job is in a queue)."""
     if not os.path.exists(path):
         return None
-    return parse(read_text(path, (path, None), ""), path, gres_types)
+    return parse(read_text(path, (path, None), ""), path, gres_types, cluster_name)

@@ -240,7 +240,8 @@ def test_slurm_conf_loads_the_queues_beside_it(tmp_path: Path) -> None:
     slurm_conf.write_text(HEAD + "GresTypes=GPU\n")
     assert load(str(slurm_conf)).queue_conf is None
     assert queueconf.load(str(tmp_path / "queues.conf")) is None
-    (tmp_path / "queues.conf").write_text("QueueName=a Accounts=x Guarantee=gres/gpu=2\n")
+    (tmp_path / "queues.conf").write_text("QueueName=b\nInclude queues-%c.conf\n")
+    (tmp_path / "queues-t.conf").write_text("QueueName=a Accounts=x Guarantee=gres/gpu=2\n")
     conf = load(str(slurm_conf))
     assert conf.queue_conf is not None
     assert conf.queue_conf.queue_of("x", "", "") == "a"
