@@ -40,6 +40,8 @@ __all__ = [
     "nodeset",
     "oomscore",
     "pynodeset",
+    "queueconf",
+    "queuewords",
     "ratelimit",
     "rpcerror",
     "sdnotify",

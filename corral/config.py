@@ -36,6 +36,7 @@ from corral import (
     gresconf,
     hostlist,
     jobacct,
+    queueconf,
     timefmt,
     tlsconf,
 )
@@ -286,6 +287,8 @@ class SlurmConfig:
     gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
     # cgroup.conf beside slurm.conf (load() reads it; Slurm's defaults without one).
     cgroup_conf: cgroupconf.CgroupConf = field(default_factory=cgroupconf.CgroupConf)
+    # queues.conf beside slurm.conf (load() reads it): the team queues; None without one.
+    queue_conf: queueconf.QueueConf | None = None
     tls: tlsconf.TlsConfig = field(default_factory=tlsconf.TlsConfig)  # TLSType, TLSParameters
     # JobAcctGatherType and JobAcctGatherFrequency: what agents sample for sstat.
     job_acct: jobacct.JobAcctGather = field(default_factory=jobacct.JobAcctGather)
@@ -1145,13 +1148,17 @@ def parse(text: str, path: str) -> SlurmConfig:
 
 def load(path: str | None = None) -> SlurmConfig:
     """Read and parse slurm.conf (``default_path()`` unless given), the cgroup.conf
-    beside it, and the gres.conf beside it when one exists and GresTypes is set
-    (Slurm reads none without it)."""
+    and queues.conf beside it, and the gres.conf beside it when one exists and
+    GresTypes is set (Slurm reads none without it)."""
     path = path or default_path()
     conf = parse(read_text(path, (path, None), ""), path)
     cgroups = cgroupconf.load(os.path.join(os.path.dirname(path), "cgroup.conf"))
     conf = replace(conf, cgroup_conf=cgroups, warnings=conf.warnings + cgroups.warnings)
     types = _words(dict(conf.settings).get("GresTypes", "").lower())
+    queues_path = os.path.join(os.path.dirname(path), "queues.conf")
+    queues = queueconf.load(queues_path, types, conf.cluster_name)
+    if queues is not None:
+        conf = replace(conf, queue_conf=queues, warnings=(*conf.warnings, queueconf.PENDING))
     gres_path = os.path.join(os.path.dirname(path), "gres.conf")
     if not types or not os.path.exists(gres_path):
         return conf

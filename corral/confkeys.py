@@ -1,5 +1,7 @@
 """Every slurm.conf, slurmdbd.conf and cgroup.conf key Slurm knows, and what Corral does with it.
 
+queues.conf, Corral's own file, has its table here too (every key honoured).
+
 Administrators bring their Slurm files, so every key Slurm's slurm.conf(5) and
 slurmdbd.conf(5) document is accepted (a key Slurm does not know is a warning,
 never a failure). But a key Corral does not implement must not be ignored in
@@ -517,5 +519,30 @@ MemorySwappiness                honoured            cgroup v1 only (v2 has no pe
 MinKmemSpace                    warned              kernel memory is not limited apart
 MinRAMSpace                     honoured
 PidsMax                         honoured            Corral's own: pids.max of each run
+"""
+)
+
+#: queues.conf's keys: Corral's own file (issue 17, docs/queues.md), so every key is
+#: honoured and any other is refused with its line.
+QUEUES = _rows(
+    """
+QueueName                       honoured            a queue; root is the top, the cluster
+Parent                          honoured            the queue above; root by default
+Accounts                        honoured            jobs of these accounts land in the queue
+QOS                             honoured            else jobs of these QOS
+Partitions                      honoured            else jobs of these partitions
+Guarantee                       honoured            TRES list: KAI's deserved, Kueue's nominalQuota
+Limit                           honoured            TRES list: a hard cap; -1 is none
+BorrowLimit                     honoured            TRES list: most borrowed beyond the guarantee
+LendLimit                       honoured            TRES list: most of the unused guarantee lent
+OverQuotaWeight                 honoured            share of the surplus within a priority
+Priority                        honoured            higher priorities take the surplus first
+Preemptible                     honoured            whether the queue's jobs may be preempted
+ReclaimMinRuntime               honoured            run time protected from reclaim; inherited
+PreemptMinRuntime               honoured            run time protected from preemption; inherited
+PreemptionDelay                 honoured            wait before a pending job evicts; inherited
+WithinQueue                     honoured            Never, LowerPriority, LowerOrNewerEqualPriority
+ReclaimWithinCohort             honoured            Never, LowerPriority, Any
+BorrowWithinCohort              honoured            Never or LowerPriority[:threshold]
 """
 )

@@ -45,6 +45,21 @@ def parse_duration(text: str) -> int:
     """
     if text.lower() in _UNLIMITED_WORDS:
         return UNLIMITED
+    minutes = (parse_seconds(text) + 59) // 60
+    if minutes == 0:
+        return UNLIMITED
+    if minutes > _MAX_MINUTES:
+        raise ValueError(f"Invalid time specification: {text}")
+    return minutes
+
+
+def parse_seconds(text: str) -> int:
+    """The exact seconds of a Slurm time string, forms as ``parse_duration``'s; ``0`` is 0.
+
+    For settings that are spans rather than limits (a queue's reclaim protection,
+    a delay before preempting), where rounding to minutes would change them and
+    "unlimited" means nothing; ValueError for anything else.
+    """
     days, dash, clock = text.partition("-")
     fields = clock.split(":") if dash else days.split(":")
     if (
@@ -57,17 +72,10 @@ def parse_duration(text: str) -> int:
     numbers = [int(field) for field in fields]
     if dash:  # D-H[:M[:S]]
         hours, minutes, secs = (*numbers, 0, 0)[:3]
-        seconds = int(days) * _DAY + hours * 3600 + minutes * 60 + secs
-    elif len(numbers) == 3:  # H:M:S
-        seconds = numbers[0] * 3600 + numbers[1] * 60 + numbers[2]
-    else:  # M[:S]
-        seconds = numbers[0] * 60 + sum(numbers[1:])
-    minutes = (seconds + 59) // 60
-    if minutes == 0:
-        return UNLIMITED
-    if minutes > _MAX_MINUTES:
-        raise ValueError(f"Invalid time specification: {text}")
-    return minutes
+        return int(days) * _DAY + hours * 3600 + minutes * 60 + secs
+    if len(numbers) == 3:  # H:M:S
+        return numbers[0] * 3600 + numbers[1] * 60 + numbers[2]
+    return numbers[0] * 60 + sum(numbers[1:])  # M[:S]
 
 
 def _is_number(text: str) -> bool:

@@ -43,7 +43,13 @@ def parse_tres_limits(text: str) -> dict[str, int]:
         if not name or not value:
             continue
         try:
-            limits[name] = parse_memory(value) if name == "mem" else int(value)
+            limits[name] = tres_amount(name, value)
         except ValueError:
             continue
     return limits
+
+
+def tres_amount(name: str, value: str) -> int:
+    """One TRES amount as a limit list writes it: memory (``mem``) a size in MiB,
+    anything else a whole number; ValueError for neither."""
+    return parse_memory(value) if name == "mem" else int(value)

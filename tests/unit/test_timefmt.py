@@ -21,6 +21,7 @@ from corral.timefmt import (
     format_sinfo_limit,
     format_timestamp,
     parse_duration,
+    parse_seconds,
     parse_timestamp,
 )
 
@@ -304,3 +305,24 @@ def test_parse_timestamp_rejects(text: str) -> None:
 def test_parse_timestamp_raises_only_value_error(text: str, past: bool) -> None:
     with contextlib.suppress(ValueError):
         parse_timestamp(text, NOW, past=past)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0", 0), ("0:30", 30), ("2", 120), ("1:00:01", 3601), ("1-0", 86400), ("2-1:2:3", 176523)],
+)
+def test_parse_seconds_keeps_every_second(text: str, seconds: int) -> None:
+    assert parse_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["-1", "UNLIMITED", "", "1:2:3:4", "a", "1-x"])
+def test_parse_seconds_refuses_what_is_not_a_span(text: str) -> None:
+    with pytest.raises(ValueError, match="Invalid time specification"):
+        parse_seconds(text)
+
+
+@given(st.integers(min_value=1, max_value=10**7))
+def test_parse_duration_is_parse_seconds_rounded_up_to_minutes(seconds: int) -> None:
+    text = f"{seconds // 3600}:{seconds // 60 % 60}:{seconds % 60}"
+    assert parse_seconds(text) == seconds
+    assert parse_duration(text) == -(-seconds // 60)
