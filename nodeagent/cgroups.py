@@ -75,8 +75,12 @@ BATCH = "step_batch"
 AGENT_LEAF = "agent"
 #: The controllers Corral limits runs with.
 CONTROLLERS = ("memory", "cpuset", "pids")
-#: How long :meth:`RunCgroups.kill` waits for a killed cgroup to be empty.
+#: How long the start-up clearing waits for a killed stale cgroup to be empty.
 KILL_WAIT = 2.0
+#: How long :meth:`RunCgroups.kill` waits for a killed run's cgroup to be empty
+#: unless told (Slurm's UnkillableStepTimeout default): then the processes left are
+#: unkillable and the node is drained "Kill task failed".
+UNKILLABLE_TIMEOUT = 60
 
 #: A hierarchy a run's cgroups live in: (version, base, roles). ``base`` is
 #: ``<mount><the agent's cgroup>/corral``; the roles are ``procs`` and
@@ -301,9 +305,11 @@ def describe(
     swappiness: int = -1,
     cpus: Iterable[int] = (),
     pids: int = 0,
+    unkillable: int = UNKILLABLE_TIMEOUT,
 ) -> dict[str, Any]:
     """What a launch description carries for a run's cgroups: the layout, where the
-    run's go below each base, and its limits (bytes; 0, -1 or none: no limit)."""
+    run's go below each base, its limits (bytes; 0, -1 or none: no limit), and how
+    long its processes may outlive their SIGKILL (seconds)."""
     return {
         "places": [[version, base, list(names)] for version, base, names in layout],
         "path": os.path.join(_name(node), f"job_{job_id}", leaf),
@@ -312,6 +318,7 @@ def describe(
         "swappiness": swappiness,
         "cpus": sorted(set(cpus)),
         "pids": pids,
+        "unkillable": unkillable,
     }
 
 
@@ -364,6 +371,7 @@ class RunCgroups:
         self.swappiness = int(description.get("swappiness", -1))
         self.cpus: list[int] = list(description.get("cpus", ()))
         self.pids = int(description.get("pids", 0))
+        self.unkillable = float(description.get("unkillable", UNKILLABLE_TIMEOUT))
         self.made: list[tuple[int, str, tuple[str, ...]]] = []  # (version, leaf path, roles)
 
     def path(self, role: str) -> str | None:
@@ -530,16 +538,25 @@ class RunCgroups:
                 return _keyed(os.path.join(path, "memory.oom_control"), "oom_kill")
         return 0
 
-    def kill(self, wait: float = KILL_WAIT) -> list[int]:
+    def kill(self, wait: float | None = None) -> list[int]:
         """SIGKILL every process in the run's cgroup; those still there after ``wait``
-        seconds (stuck in the kernel: the node's problem)."""
-        for version, path, names in self.made:
-            if "procs" in names:
-                _kill_all(version, path)
+        seconds (default: the description's UnkillableStepTimeout): stuck in the
+        kernel, or frozen, the node's problem. Killed again now and then meanwhile: a
+        process that was frozen is killed once it thaws."""
+        wait = self.unkillable if wait is None else wait
         deadline = time.monotonic() + wait
-        while (left := self.procs()) and time.monotonic() < deadline:
+        again = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= again:
+                for version, path, names in self.made:
+                    if "procs" in names:
+                        _kill_all(version, path)
+                again = now + 1.0
+            left = self.procs()
+            if not left or now >= deadline:
+                return left
             time.sleep(0.01)
-        return left
 
     def remove(self) -> bool:
         """Remove the run's cgroups, and the job's and node's when they were the last;

@@ -28,11 +28,13 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Containment:
     """Where runs' cgroups go here (``layout``) and what limits them (``limits``: with
-    TaskPlugin=task/cgroup; ``conf``: cgroup.conf)."""
+    TaskPlugin=task/cgroup; ``conf``: cgroup.conf); ``unkillable``: slurm.conf's
+    UnkillableStepTimeout, how long a run's processes may outlive their SIGKILL."""
 
     layout: cgroups.Layout
     conf: CgroupConf
     limits: bool
+    unkillable: int = cgroups.UNKILLABLE_TIMEOUT
 
     def describe(
         self, node: str, job_id: int, leaf: str, mem_mib: int, cpu_ids: list[int]
@@ -50,6 +52,7 @@ class Containment:
             swappiness=-1 if swappiness is None or not self.limits else swappiness,
             cpus=cpu_ids if self.limits and self.conf.constrain_cores else (),
             pids=self.conf.pids_max if self.limits else 0,
+            unkillable=self.unkillable,
         )
 
 
@@ -79,7 +82,7 @@ def setup(conf: SlurmConfig, top: str | None = None, name: str = cgroups.TOP) ->
         "jobs contained in cgroups: %s",
         ", ".join(f"{'/'.join(names)} v{version} under {base}" for version, base, names in layout),
     )
-    return Containment(layout, conf.cgroup_conf, conf.task_cgroup)
+    return Containment(layout, conf.cgroup_conf, conf.task_cgroup, conf.unkillable_step_timeout)
 
 
 def _check(conf: CgroupConf, found: set[str]) -> None:

@@ -91,9 +91,11 @@ def test_a_launch_gets_the_limits_task_cgroup_and_cgroup_conf_give() -> None:
         "swappiness": 5,
         "cpus": [1, 3],
         "pids": 9,
+        "unkillable": 60,  # Slurm's UnkillableStepTimeout by default
     }
-    bare = Containment(layout, conf, limits=False).describe("n1", 4, "step_batch", 100, [3])
+    bare = Containment(layout, conf, False, 7).describe("n1", 4, "step_batch", 100, [3])
     assert (bare["memory"], bare["cpus"], bare["pids"], bare["swappiness"]) == (0, [], 0, -1)
+    assert RunCgroups(bare).unkillable == 7
 
 
 def test_cgroup_conf_asking_for_a_missing_controller_stops_the_agent() -> None:
