@@ -37,18 +37,31 @@ class Containment:
     unkillable: int = cgroups.UNKILLABLE_TIMEOUT
 
     def describe(
-        self, node: str, job_id: int, leaf: str, mem_mib: int, cpu_ids: list[int]
+        self,
+        node: str,
+        job_id: int,
+        leaf: str,
+        mem_mib: int,
+        cpu_ids: list[int],
+        run_mem_mib: int = 0,
     ) -> dict[str, Any]:
-        """The launch description's ``containment`` of run ``leaf`` of a job."""
+        """The launch description's ``containment`` of run ``leaf`` of a job: ``mem_mib``
+        the job's memory on the node, ``run_mem_mib`` the run's own (a step's ``srun
+        --mem``; 0: the job's). cgroup.conf's percentages apply to each."""
         memory, memsw = self.conf.memory_limits(mem_mib) if self.limits else (0, 0)
+        own = (memory, memsw)
+        if run_mem_mib and self.limits:
+            own = self.conf.memory_limits(run_mem_mib)
         swappiness = self.conf.swappiness
         return cgroups.describe(
             self.layout,
             node,
             job_id,
             leaf,
-            memory=memory,
-            memsw=memsw,
+            memory=own[0],
+            memsw=own[1],
+            job_memory=memory,
+            job_memsw=memsw,
             swappiness=-1 if swappiness is None or not self.limits else swappiness,
             cpus=cpu_ids if self.limits and self.conf.constrain_cores else (),
             pids=self.conf.pids_max if self.limits else 0,
