@@ -9,8 +9,10 @@ A real unkillable process: the job's ``sleep``, moved by this test into a
 cgroup v1 freezer cgroup of its own and frozen, does not die on SIGKILL until it
 is thawed. Only its freezer membership changes: its cgroups in the hierarchies
 the agent contains runs with (the v2 one for processes here) still hold it, so
-the agent sees it left behind. Needs root, a v1 freezer hierarchy and cgroup
-containment; where CI is set these fail rather than skip.
+the agent sees it left behind. Needs root and cgroup containment (where CI is
+set, these fail rather than skip without them) and a v1 freezer hierarchy beside
+a v2 one holding the processes (a hybrid host; skipped on a pure v2 one, whose
+freezer lets SIGKILL through).
 """
 
 from __future__ import annotations
