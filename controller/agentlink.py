@@ -525,6 +525,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 unbuffered=req.unbuffered,
                 grant=gpu_grant(ids, shares),
                 mem_mib=job.alloc_mem[index] if job.alloc_mem else 0,
+                step_mem_mib=step.mem[node_id] if step.mem else 0,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

@@ -115,7 +115,7 @@ def job_from_row(text: str) -> Job:
 
 
 def _step(record: dict[str, Any]) -> Step:
-    for key in ("nodes", "tasks", "cpus", "done", "usage"):
+    for key in ("nodes", "tasks", "cpus", "done", "usage", "mem"):
         record[key] = tuple(record.get(key, ()))
     record["gpus"] = tuple(tuple(node) for node in record.get("gpus", ()))
     return Step(**record)

@@ -164,6 +164,7 @@ class Step:
     sum_rss: int = 0  # every task's max RSS, summed (KiB): AveRSS is this over the tasks
     gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices on each node (): the job's
     oom_kills: int = 0  # its processes the OOM killer killed, on all its nodes
+    mem: tuple[int, ...] = ()  # its own memory (MiB, srun --mem) on each node; (): the job's
 
     @property
     def ntasks(self) -> int:

@@ -405,6 +405,9 @@ class Handlers:
             gpus=req.gpus,
             gpus_per_node=req.gpus_per_node,
             gpus_per_task=req.gpus_per_task,
+            mem_per_node=req.mem_per_node,
+            mem_per_cpu=req.mem_per_cpu,
+            mem_per_gpu=req.mem_per_gpu,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(

@@ -15,6 +15,12 @@ and the service sends the launches. Slurm's rules:
   refused ("More processors requested than permitted"); one that fits the
   allocation but not what other steps leave waits ("Requested nodes are
   busy": srun retries).
+* A step's own memory (``--mem``, ``--mem-per-cpu`` times its CPUs,
+  ``--mem-per-gpu`` times its GPUs, on each node) is its cgroup's limit within
+  the job's, and is held against other steps as CPUs are: more than the job
+  has on a node is refused ("Memory required by task is not available"), more
+  than other steps leave waits. A step that asks for none has all of the job's
+  memory and holds none, as in Slurm.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ class StepRequest:
     gpus: int = 0  # in all, spread over the nodes
     gpus_per_node: int = 0
     gpus_per_task: int = 0
+    mem_per_node: int = 0  # MiB: --mem
+    mem_per_cpu: int = 0  # MiB: --mem-per-cpu
+    mem_per_gpu: int = 0  # MiB: --mem-per-gpu
 
 
 def _job_slots(job: Job) -> list[int]:
@@ -172,21 +181,69 @@ def step_gpus(
     return tuple(chosen)
 
 
+def held_memory(job: Job) -> dict[str, int]:
+    """Memory (MiB) running steps that asked for their own hold on each node
+    (``--overlap`` steps hold none)."""
+    held: dict[str, int] = {}
+    for step in job.steps:
+        if step.running and not step.overlap and step.mem:
+            for node, mib in zip(step.nodes, step.mem, strict=True):
+                held[node] = held.get(node, 0) + mib
+    return held
+
+
+def step_memory(
+    job: Job,
+    req: StepRequest,
+    nodes: Sequence[str],
+    cpus: Sequence[int],
+    gpus: Sequence[Sequence[int]],
+) -> tuple[int, ...]:
+    """The step's own memory on each of its nodes (MiB; () when it asks for none):
+    SlurmError when a node's is more than the job has there, or than other steps
+    leave (srun retries that)."""
+    if req.mem_per_node:
+        mem = [req.mem_per_node] * len(nodes)
+    elif req.mem_per_cpu:
+        mem = [req.mem_per_cpu * count for count in cpus]
+    elif req.mem_per_gpu:
+        given = gpus or [job.gpus[job.nodes.index(n)] if job.gpus else () for n in nodes]
+        mem = [req.mem_per_gpu * len(ids) for ids in given]
+        if not all(mem):  # no GPU on a node: no memory to give, and 0 would be the job's
+            raise SlurmError(errors.ESLURM_INVALID_TASK_MEMORY)
+    else:
+        return ()
+    job_mem = dict(zip(job.nodes, job.alloc_mem, strict=True)) if job.alloc_mem else {}
+    held = {} if req.overlap else held_memory(job)
+    for node, mib in zip(nodes, mem, strict=True):
+        has = job_mem.get(node, 0)
+        if not has:  # the job has no memory of its own here: only the limit applies
+            continue
+        if mib > has:
+            raise SlurmError(errors.ESLURM_INVALID_TASK_MEMORY)
+        if mib > has - held.get(node, 0):
+            raise SlurmError(errors.ESLURM_NODES_BUSY)
+    return tuple(mem)
+
+
 def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, line: str) -> Step:
     nodes, tasks = layout(job, req)
     cpt = max(req.cpus_per_task, 1)
     allocated = dict(zip(job.nodes, job.cpus, strict=True))
+    cpus = tuple(min(t * cpt, allocated[n]) for n, t in zip(nodes, tasks, strict=True))
+    gpus = step_gpus(job, req, nodes, tasks)
     return Step(
         step_id=len(job.steps),  # steps are never dropped within a run
         name=name,
         nodes=nodes,
         tasks=tasks,
-        cpus=tuple(min(t * cpt, allocated[n]) for n, t in zip(nodes, tasks, strict=True)),
+        cpus=cpus,
         start_time=now,
         time_limit=time_limit,
         overlap=req.overlap,
         submit_line=line,
-        gpus=step_gpus(job, req, nodes, tasks),
+        gpus=gpus,
+        mem=step_memory(job, req, nodes, cpus, gpus),
     )
 
 

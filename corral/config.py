@@ -292,6 +292,9 @@ class SlurmConfig:
     tls: tlsconf.TlsConfig = field(default_factory=tlsconf.TlsConfig)  # TLSType, TLSParameters
     # JobAcctGatherType and JobAcctGatherFrequency: what agents sample for sstat.
     job_acct: jobacct.JobAcctGather = field(default_factory=jobacct.JobAcctGather)
+    # UnkillableStepTimeout: how long a run's processes may outlive their SIGKILL
+    # before the node is drained "Kill task failed".
+    unkillable_step_timeout: int = 60
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -1143,6 +1146,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         job_acct=jobacct.parse_gather(
             settings.get("JobAcctGatherType"), settings.get("JobAcctGatherFrequency")
         ),
+        unkillable_step_timeout=number("UnkillableStepTimeout", 60, maximum=65535),
     )
 
 
@@ -1225,6 +1229,7 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
             "SlurmctldPort": str(conf.slurmctld_port),
             "SlurmdPort": str(conf.slurmd_port),
             "SlurmdSpoolDir": conf.slurmd_spool_dir,
+            "UnkillableStepTimeout": f"{conf.unkillable_step_timeout} sec",
             "SlurmdTimeout": f"{conf.slurmd_timeout} sec",
             "SlurmUser": _user_with_id(raw.get("SlurmUser", "root")),
             "StateSaveLocation": conf.state_save_location,

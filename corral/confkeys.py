@@ -314,7 +314,7 @@ TopologyPlugin                  refused(topology/flat,topology/default) topology
 TrackWCKey                      refused(no,0,false) WCKeys are not tracked
 TreeWidth                       warned              the controller talks to every agent directly
 UnkillableStepProgram           warned              not run
-UnkillableStepTimeout           warned              not read
+UnkillableStepTimeout           honoured            then the node is drained "Kill task failed"
 UrlParserType                   warned              not read
 UsePAM                          refused(0,no)       PAM sessions are not opened for jobs
 VSizeFactor                     refused(0)          virtual memory is not limited

@@ -45,6 +45,7 @@ ESLURM_NOT_SUPPORTED = 2036
 ESLURM_INVALID_FEATURE = 2029
 ESLURM_USER_ID_MISSING = 2010
 ESLURM_JOB_HELD = 2042
+ESLURM_INVALID_TASK_MEMORY = 2044
 ESLURM_INVALID_JOB_STATE = 2181
 ESLURM_PROTOCOL_ERROR = 1005
 SLURM_UNEXPECTED_MSG_ERROR = 1000
@@ -89,6 +90,7 @@ MESSAGES: dict[int, str] = {
     ESLURM_JOB_PENDING: "Job is pending execution",
     ESLURM_JOB_NOT_PENDING: "Job is no longer pending execution",
     ESLURM_JOB_HELD: "Job is in held state, pending scheduler release",
+    ESLURM_INVALID_TASK_MEMORY: "Memory required by task is not available",
     ESLURM_DEPENDENCY: "Job dependency problem",
     ESLURM_INVALID_ACCOUNT: "Invalid account or account/partition combination specified",
     ESLURM_INVALID_TIME_LIMIT: "Requested time limit is invalid (missing or exceeds some limit)",

@@ -75,8 +75,12 @@ BATCH = "step_batch"
 AGENT_LEAF = "agent"
 #: The controllers Corral limits runs with.
 CONTROLLERS = ("memory", "cpuset", "pids")
-#: How long :meth:`RunCgroups.kill` waits for a killed cgroup to be empty.
+#: How long the start-up clearing waits for a killed stale cgroup to be empty.
 KILL_WAIT = 2.0
+#: How long :meth:`RunCgroups.kill` waits for a killed run's cgroup to be empty
+#: unless told (Slurm's UnkillableStepTimeout default): then the processes left are
+#: unkillable and the node is drained "Kill task failed".
+UNKILLABLE_TIMEOUT = 60
 
 #: A hierarchy a run's cgroups live in: (version, base, roles). ``base`` is
 #: ``<mount><the agent's cgroup>/corral``; the roles are ``procs`` and
@@ -301,9 +305,15 @@ def describe(
     swappiness: int = -1,
     cpus: Iterable[int] = (),
     pids: int = 0,
+    unkillable: int = UNKILLABLE_TIMEOUT,
+    job_memory: int | None = None,
+    job_memsw: int | None = None,
 ) -> dict[str, Any]:
     """What a launch description carries for a run's cgroups: the layout, where the
-    run's go below each base, and its limits (bytes; 0, -1 or none: no limit)."""
+    run's go below each base, its limits (bytes; 0, -1 or none: no limit), and how
+    long its processes may outlive their SIGKILL (seconds). ``job_memory`` and
+    ``job_memsw`` are the job's cgroup's, when the run's own are less (a step's
+    ``srun --mem``); None: the run's."""
     return {
         "places": [[version, base, list(names)] for version, base, names in layout],
         "path": os.path.join(_name(node), f"job_{job_id}", leaf),
@@ -312,6 +322,9 @@ def describe(
         "swappiness": swappiness,
         "cpus": sorted(set(cpus)),
         "pids": pids,
+        "unkillable": unkillable,
+        "job_memory": memory if job_memory is None else job_memory,
+        "job_memsw": memsw if job_memsw is None else job_memsw,
     }
 
 
@@ -361,9 +374,13 @@ class RunCgroups:
         self.rel: str = description["path"]
         self.memory = int(description.get("memory", 0))
         self.memsw = int(description.get("memsw", 0))
+        # The job's cgroup's (a description from an older agent has none: the run's).
+        self.job_memory = int(description.get("job_memory", self.memory))
+        self.job_memsw = int(description.get("job_memsw", self.memsw))
         self.swappiness = int(description.get("swappiness", -1))
         self.cpus: list[int] = list(description.get("cpus", ()))
         self.pids = int(description.get("pids", 0))
+        self.unkillable = float(description.get("unkillable", UNKILLABLE_TIMEOUT))
         self.made: list[tuple[int, str, tuple[str, ...]]] = []  # (version, leaf path, roles)
 
     def path(self, role: str) -> str | None:
@@ -461,8 +478,10 @@ class RunCgroups:
     def _limit(self, version: int, path: str, names: tuple[str, ...], leaf: bool) -> None:
         """The run's limits on ``path`` (a job's cgroup has its memory limit too, so that
         its steps together stay within it; CPUs and pids.max are each run's)."""
-        if "memory" in names:
-            self._memory(version, path)
+        if "memory" in names and leaf:
+            self._memory(version, path, self.memory, self.memsw)
+        elif "memory" in names:
+            self._memory(version, path, self.job_memory, self.job_memsw)
         if "cpuset" in names and self.cpus and leaf:
             self._cpuset(path)
         if "pids" in names and self.pids and leaf:
@@ -482,19 +501,20 @@ class RunCgroups:
             return
         _write(os.path.join(path, "cpuset.cpus"), ",".join(map(str, cpus)))
 
-    def _memory(self, version: int, path: str) -> None:
-        """The memory limits, "none" written too: a job's cgroup left by a run that died
-        must not hold a later job of that id to its old limit."""
+    def _memory(self, version: int, path: str, memory: int, memsw: int) -> None:
+        """The memory limits (``memory``, RAM and swap ``memsw``), "none" written too: a
+        job's cgroup left by a run that died must not hold a later job of that id to
+        its old limit."""
         if version == V2:
-            _write(os.path.join(path, "memory.max"), str(self.memory or "max"))
-            swap = str(max(self.memsw - self.memory, 0)) if self.memsw else "max"
-            self._optional(path, "memory.swap.max", swap, quiet=not self.memsw)
+            _write(os.path.join(path, "memory.max"), str(memory or "max"))
+            swap = str(max(memsw - memory, 0)) if memsw else "max"
+            self._optional(path, "memory.swap.max", swap, quiet=not memsw)
             return
         # RAM and swap may never be below RAM: lifted first, set last.
         self._optional(path, "memory.memsw.limit_in_bytes", "-1", quiet=True)
-        _write(os.path.join(path, "memory.limit_in_bytes"), str(self.memory or -1))
-        if self.memsw:
-            self._optional(path, "memory.memsw.limit_in_bytes", str(self.memsw))
+        _write(os.path.join(path, "memory.limit_in_bytes"), str(memory or -1))
+        if memsw:
+            self._optional(path, "memory.memsw.limit_in_bytes", str(memsw))
         if self.swappiness >= 0:
             self._optional(path, "memory.swappiness", str(self.swappiness))
 
@@ -530,16 +550,25 @@ class RunCgroups:
                 return _keyed(os.path.join(path, "memory.oom_control"), "oom_kill")
         return 0
 
-    def kill(self, wait: float = KILL_WAIT) -> list[int]:
+    def kill(self, wait: float | None = None) -> list[int]:
         """SIGKILL every process in the run's cgroup; those still there after ``wait``
-        seconds (stuck in the kernel: the node's problem)."""
-        for version, path, names in self.made:
-            if "procs" in names:
-                _kill_all(version, path)
+        seconds (default: the description's UnkillableStepTimeout): stuck in the
+        kernel, or frozen, the node's problem. Killed again now and then meanwhile: a
+        process that was frozen is killed once it thaws."""
+        wait = self.unkillable if wait is None else wait
         deadline = time.monotonic() + wait
-        while (left := self.procs()) and time.monotonic() < deadline:
+        again = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= again:
+                for version, path, names in self.made:
+                    if "procs" in names:
+                        _kill_all(version, path)
+                again = now + 1.0
+            left = self.procs()
+            if not left or now >= deadline:
+                return left
             time.sleep(0.01)
-        return left
 
     def remove(self) -> bool:
         """Remove the run's cgroups, and the job's and node's when they were the last;

@@ -28,28 +28,44 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Containment:
     """Where runs' cgroups go here (``layout``) and what limits them (``limits``: with
-    TaskPlugin=task/cgroup; ``conf``: cgroup.conf)."""
+    TaskPlugin=task/cgroup; ``conf``: cgroup.conf); ``unkillable``: slurm.conf's
+    UnkillableStepTimeout, how long a run's processes may outlive their SIGKILL."""
 
     layout: cgroups.Layout
     conf: CgroupConf
     limits: bool
+    unkillable: int = cgroups.UNKILLABLE_TIMEOUT
 
     def describe(
-        self, node: str, job_id: int, leaf: str, mem_mib: int, cpu_ids: list[int]
+        self,
+        node: str,
+        job_id: int,
+        leaf: str,
+        mem_mib: int,
+        cpu_ids: list[int],
+        run_mem_mib: int = 0,
     ) -> dict[str, Any]:
-        """The launch description's ``containment`` of run ``leaf`` of a job."""
+        """The launch description's ``containment`` of run ``leaf`` of a job: ``mem_mib``
+        the job's memory on the node, ``run_mem_mib`` the run's own (a step's ``srun
+        --mem``; 0: the job's). cgroup.conf's percentages apply to each."""
         memory, memsw = self.conf.memory_limits(mem_mib) if self.limits else (0, 0)
+        own = (memory, memsw)
+        if run_mem_mib and self.limits:
+            own = self.conf.memory_limits(run_mem_mib)
         swappiness = self.conf.swappiness
         return cgroups.describe(
             self.layout,
             node,
             job_id,
             leaf,
-            memory=memory,
-            memsw=memsw,
+            memory=own[0],
+            memsw=own[1],
+            job_memory=memory,
+            job_memsw=memsw,
             swappiness=-1 if swappiness is None or not self.limits else swappiness,
             cpus=cpu_ids if self.limits and self.conf.constrain_cores else (),
             pids=self.conf.pids_max if self.limits else 0,
+            unkillable=self.unkillable,
         )
 
 
@@ -79,7 +95,7 @@ def setup(conf: SlurmConfig, top: str | None = None, name: str = cgroups.TOP) ->
         "jobs contained in cgroups: %s",
         ", ".join(f"{'/'.join(names)} v{version} under {base}" for version, base, names in layout),
     )
-    return Containment(layout, conf.cgroup_conf, conf.task_cgroup)
+    return Containment(layout, conf.cgroup_conf, conf.task_cgroup, conf.unkillable_step_timeout)
 
 
 def _check(conf: CgroupConf, found: set[str]) -> None:

@@ -220,10 +220,14 @@ def _fence(
 def _contained(
     msg: pb.LaunchJob | pb.LaunchStep, leaf: str, containment: Containment | None
 ) -> dict[str, Any]:
-    """The cgroups and limits of run ``leaf`` of the launch's job ({}: not contained)."""
+    """The cgroups and limits of run ``leaf`` of the launch's job ({}: not contained): a
+    step's own memory (srun --mem) limits its cgroup, the job's the job's cgroup."""
     if containment is None:
         return {}
-    return containment.describe(msg.node, msg.job_id, leaf, msg.mem_mib, list(msg.cpu_ids))
+    own = msg.step_mem_mib if isinstance(msg, pb.LaunchStep) else 0
+    return containment.describe(
+        msg.node, msg.job_id, leaf, msg.mem_mib, list(msg.cpu_ids), run_mem_mib=own
+    )
 
 
 def launch_spec(

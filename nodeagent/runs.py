@@ -41,6 +41,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
@@ -631,11 +632,15 @@ class RunTable:
         self._with_peaks(run, done)
         _log_end(run, done)
         if run.kind.durable:
+            if done.done.drain == KILL_TASK_FAILED and isinstance(run.dir, JobDir):
+                spec = run.dir.read_launch()
+                _log_unkillable(f"JOB {run.job_id}", spec.node if spec else "?")
             run.done = done
             self._report(done)
         else:
             result = run.dir.read_result() if isinstance(run.dir, StepDir) else None
             if result is not None and result.left_behind:  # slurmd's drain, as for a batch run
+                _log_unkillable(f"STEP {run.job_id}.{run.key[1]}", str(run.key[2]))
                 self.drain(str(run.key[2]), KILL_TASK_FAILED)
             self._runs.pop(run.key, None)
             run.dir.delete()
@@ -681,6 +686,18 @@ def _run_cgroups(run: Run) -> tuple[str, ...]:
     """The run's cgroup directories, one per hierarchy (none: not contained), as its
     process recorded them (:func:`nodeagent.cgroups.run_paths`)."""
     return tuple(sorted(set(cgroups.run_paths(run.dir.path).values())))
+
+
+def _log_unkillable(entity: str, node: str) -> None:
+    """slurmstepd's line for a job or step whose processes outlived their SIGKILL by
+    UnkillableStepTimeout (the node is drained "Kill task failed")."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%S")
+    log.error(
+        "*** %s STEPD TERMINATED ON %s AT %s DUE TO JOB NOT ENDING WITH SIGNALS ***",
+        entity,
+        node,
+        when,
+    )
 
 
 def _log_end(run: Run, done: pb.AgentMessage) -> None:

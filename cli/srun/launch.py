@@ -77,7 +77,7 @@ def _row(
 JOB_LEVEL = "in a job step the job's applies, and another value is warned about"
 STEP_GPU_TYPE = "in a job step a GPU type is warned about: the step takes the job's GPUs"
 STEP_MEMORY = (
-    "in a job step only 0 (the job's memory): step memory is neither limited nor held (issue 16)"
+    "in a job step the step's own memory: its tasks' limit, held against the job's other steps"
 )
 
 TABLE = OptionTable(
@@ -262,6 +262,7 @@ def step_request(
         "overlap": settings.has("overlap") or env.get("SLURM_OVERLAP", "") != "",
         "overcommit": settings.has("overcommit"),
         **_gpu_fields(settings),
+        **_memory_fields(settings),
         "name": settings.get("job-name"),
         "argv": settings.command,
         "environment": task_environment(settings, env),
@@ -281,6 +282,16 @@ def step_request(
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     return request
+
+
+def _memory_fields(settings: Settings) -> dict[str, int]:
+    """The step's own memory: --mem, --mem-per-cpu or --mem-per-gpu (MiB; 0: the job's)."""
+    fields = {}
+    for key, field in (("mem", "mem_per_node"), ("mem-per-cpu", "mem_per_cpu"),
+                       ("mem-per-gpu", "mem_per_gpu")):  # fmt: skip
+        if settings.has(key):
+            fields[field] = step_options.memory(key, settings.get(key))
+    return fields
 
 
 def _gpu_count(settings: Settings, key: str) -> int:

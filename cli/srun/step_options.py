@@ -6,11 +6,11 @@ used to drop the ones its step request has no field for without a word. Slurm:
 
 * applies ``--mem``, ``--mem-per-cpu``, ``--mem-per-gpu`` and ``--gres`` to the
   step: a memory limit on its tasks, and memory and generic resources held
-  against the job's other steps. Corral divides only CPUs and GPUs among steps
-  and limits no step's memory (issue 16), so a value that asks for any of that
-  is refused; ``0`` (the job's memory, what a step has anyway), a GPU gres and a
-  zero count are honoured. A GPU type is warned about: the step takes GPUs of
-  the job's, which Slurm would refuse if of another type;
+  against the job's other steps. Corral does that for memory (the controller
+  refuses more than the job has on a node: controller/steps.py) and for GPUs;
+  another generic resource with a count is refused. A GPU type is warned
+  about: the step takes GPUs of the job's, which Slurm would refuse if of
+  another type;
 * ignores the job's account, partition and QOS, and ``--exclusive``'s job-level
   values (``user``, ``mcs``, ``topo``, ``oversubscribe``), silently: the step runs
   as its job does. Corral says so once, unless the value is the job's own.
@@ -40,7 +40,6 @@ JOB_LEVEL = (
 )
 #: ``--exclusive`` values that share or keep the job's nodes: nothing to a step.
 JOB_SHARING = ("user", "mcs", "topo", "oversubscribe")
-MEMORY_NOTE = "step memory is neither limited nor held (issue 16); =0, the job's memory, is"
 GRES_NOTE = "only GPUs are divided among a job's steps"
 
 
@@ -52,7 +51,7 @@ def check(options: Mapping[str, str | None], job_id: int, env: Mapping[str, str]
     ``job_id``, which tells the job's account, partition and QOS."""
     for key in MEMORY:
         if key in options:
-            _memory(key, options[key] or "")
+            memory(key, options[key] or "")
     if "gres" in options:
         _gres(options["gres"] or "")
     warnings = [
@@ -98,17 +97,14 @@ def _gpu_typed(key: str, value: str | None) -> bool:
     return False
 
 
-def _memory(key: str, value: str) -> None:
+def memory(key: str, value: str) -> int:
+    """MiB of a memory option (0: the job's memory); Halt when it is not a size."""
     from corral.units import parse_memory
 
     try:
-        mib = parse_memory(value)
+        return parse_memory(value)
     except ValueError:
         raise Halt(1, f"{PROG}: error: Invalid --{key} specification") from None
-    if mib:
-        raise Halt(
-            1, f"{PROG}: error: --{key}={value} is not supported in a job step: {MEMORY_NOTE}"
-        )
 
 
 def _gres(value: str) -> None:

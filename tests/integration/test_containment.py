@@ -170,6 +170,40 @@ def test_a_step_past_its_memory_ends_out_of_memory(accounted: Cluster) -> None:
     cluster.wait_for(in_sacct, 20, "sacct does not show the step OUT_OF_MEMORY")
 
 
+def test_a_steps_own_memory_limits_it_within_its_jobs(accounted: Cluster) -> None:
+    """srun --mem in a job of 200 MiB: the step is held to its 40 MiB (the batch script
+    allocates 100 MiB, the step is killed for the same) and ends OUT_OF_MEMORY while the
+    job goes on; a step asking for more than the job has is refused as Slurm does."""
+    cluster = accounted
+    hog = "python3 -c 'x = bytearray(100 << 20); print(len(x))'"
+    script = (
+        f"{hog}; srun --mem=40M {hog}; echo step $?; "
+        "srun --mem=300M true; echo refused $?; srun --mem-per-cpu=20M true; echo small $?"
+    )
+    job = cluster.sbatch("--mem=200M", "-o", "m.out", "--wrap", script)
+    assert cluster.wait_done(job)["state"] == "COMPLETED"
+    out = (cluster.dir / "m.out").read_text().splitlines()
+    assert out[0] == str(100 << 20)  # the job's own limit let the batch script have it
+    line = (
+        f"slurmstepd: error: Detected 1 oom_kill event in StepId={job}.0. "
+        "Some of the step tasks have been OOM Killed."
+    )
+    assert line in out
+    assert str(100 << 20) not in out[1:]
+    refusal = (
+        f"srun: error: Unable to create step for job {job}: "
+        "Memory required by task is not available"
+    )
+    assert refusal in out
+    assert "refused 1" in out and "small 0" in out
+
+    def in_sacct() -> bool:
+        shown = cluster.run("sacct", "-j", str(job), "-n", "-P", "-o", "JobID,State")
+        return {f"{job}.0|OUT_OF_MEMORY", f"{job}.1|COMPLETED"} <= set(shown.stdout.splitlines())
+
+    cluster.wait_for(in_sacct, 20, "sacct does not show the step OUT_OF_MEMORY")
+
+
 def test_a_fork_bomb_stops_at_pids_max(make_cluster: Callable[..., Cluster]) -> None:
     cluster = contained(make_cluster)
     bomb = (

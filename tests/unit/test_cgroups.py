@@ -91,9 +91,16 @@ def test_a_launch_gets_the_limits_task_cgroup_and_cgroup_conf_give() -> None:
         "swappiness": 5,
         "cpus": [1, 3],
         "pids": 9,
+        "unkillable": 60,  # Slurm's UnkillableStepTimeout by default
+        "job_memory": 100 << 20,
+        "job_memsw": 0,
     }
-    bare = Containment(layout, conf, limits=False).describe("n1", 4, "step_batch", 100, [3])
+    # A step's own memory (srun --mem) limits its cgroup; the job's keeps the job's.
+    step = Containment(layout, conf, limits=True).describe("n1", 4, "step_2", 100, [3], 30)
+    assert (step["memory"], step["job_memory"]) == (30 << 20, 100 << 20)
+    bare = Containment(layout, conf, False, 7).describe("n1", 4, "step_batch", 100, [3])
     assert (bare["memory"], bare["cpus"], bare["pids"], bare["swappiness"]) == (0, [], 0, -1)
+    assert RunCgroups(bare).unkillable == 7
 
 
 def test_cgroup_conf_asking_for_a_missing_controller_stops_the_agent() -> None:
@@ -249,6 +256,30 @@ def test_a_job_cgroup_left_behind_does_not_keep_its_old_limit(run: RunCgroups) -
         assert Path(job, name).read_text().strip() in ("max", str(2**63 - 4096))
     finally:
         assert later.remove()
+
+
+@needs_kernel
+def test_a_steps_own_memory_limits_its_cgroup_within_the_jobs(run: RunCgroups) -> None:
+    """srun --mem=20M in a job of 40 MiB: the step's cgroup is held to 20 MiB, and the
+    job's stays at 40 MiB (the batch script's run holds it there meanwhile)."""
+    memory = run.path("memory")
+    if memory is None:
+        pytest.fail("no memory controller here")
+    version = next(v for v, p, _ in run.made if p == memory)
+    name = "memory.max" if version == V2 else "memory.limit_in_bytes"
+    step = RunCgroups(
+        cgroups.describe(
+            LAYOUT, f"test{os.getpid()}", 7, "step_0", memory=20 << 20, job_memory=40 << 20
+        )
+    )
+    step.make()
+    try:
+        own = step.path("memory")
+        assert own is not None
+        assert int(Path(own, name).read_text()) == 20 << 20
+        assert int(Path(os.path.dirname(own), name).read_text()) == 40 << 20
+    finally:
+        assert step.remove()
 
 
 @needs_kernel

@@ -123,6 +123,7 @@ def test_top_level_defaults() -> None:
     assert (config.slurmd_timeout, config.kill_wait, config.min_job_age) == (300, 30, 300)
     assert (config.max_job_count, config.first_job_id, config.max_array_size) == (10000, 1, 1001)
     assert (config.job_requeue, config.job_file_append) == (True, False)
+    assert config.unkillable_step_timeout == 60
     assert config.scheduler_parameters == ()
     assert (config.nodes, config.partitions, config.default_partition) == ((), (), None)
     assert config.settings == (("ClusterName", "test"),)
@@ -141,6 +142,9 @@ def test_top_level_defaults() -> None:
         pytest.param("SlurmdTimeout=60", "slurmd_timeout", 60, id="slurmd-timeout"),
         pytest.param("KillWait=5", "kill_wait", 5, id="kill-wait"),
         pytest.param("KillOnBadExit=1", "kill_on_bad_exit", True, id="kill-on-bad-exit"),
+        pytest.param(
+            "UnkillableStepTimeout=9", "unkillable_step_timeout", 9, id="unkillable-step-timeout"
+        ),
         pytest.param("MinJobAge=2", "min_job_age", 2, id="min-job-age"),
         pytest.param("MaxJobCount=1k", "max_job_count", 1024, id="k-suffix"),
         pytest.param("FirstJobId=100", "first_job_id", 100, id="first-job-id"),

@@ -14,7 +14,7 @@ from scenario import NOW, job, running
 
 from controller.jobstate import COMPLETING, REQUEUED, JobState, Reason
 from controller.journal import Batch, Journal, job_from_row, job_to_row
-from controller.model import Job, NodeRuntime, Payload
+from controller.model import Job, NodeRuntime, Payload, Step
 
 PENDING = job(1, dependency="afterok:9", exc_nodes=("n3",), comment="ünïcødé 🐄")
 RUNNING = running(
@@ -253,3 +253,10 @@ def test_a_row_with_a_field_this_version_lacks_still_loads() -> None:
     row = json.loads(job_to_row(job(1)))
     row["next_step_id"] = 3
     assert job_from_row(json.dumps(row)) == job(1)
+
+
+def test_a_steps_own_memory_survives_a_restart() -> None:
+    """Held against the job's other steps, it must be there after the controller's restart."""
+    step = Step(0, "x", ("n1", "n2"), (1, 1), (1, 1), 5, mem=(300, 200))
+    j = replace(job(1), steps=(step,))
+    assert job_from_row(job_to_row(j)).steps[0].mem == (300, 200)

@@ -8,7 +8,7 @@ import pytest
 
 from controller import steps
 from controller.jobstate import JobState
-from controller.model import Step
+from controller.model import Job, Step
 from controller.steps import StepRequest, layout, new_step, node_done
 from corral import errors
 from corral.errors import SlurmError
@@ -147,3 +147,39 @@ def test_steps_take_some_of_the_jobs_gpus_and_not_each_others() -> None:
     with pytest.raises(SlurmError) as caught:
         steps.step_gpus(gpus, StepRequest(gpus=5), ("n1",), (1,))
     assert caught.value.code == errors.ESLURM_INVALID_GRES
+
+
+def test_a_steps_own_memory_is_held_within_the_jobs() -> None:
+    """srun --mem (per node), --mem-per-cpu (times its CPUs there), --mem-per-gpu (times
+    its GPUs): more than the job has on a node is refused, more than the job's other
+    steps leave waits, none asked is the job's memory and holds nothing."""
+    mem = replace(JOB, alloc_mem=(1000, 500, 500), gpus=((0, 1), (2,), (3,)))
+    assert new_step(mem, StepRequest(ntasks=1), "a", NOW, -1, "").mem == ()
+    per_cpu = new_step(mem, StepRequest(ntasks=5, mem_per_cpu=100), "b", NOW, -1, "")
+    assert (per_cpu.nodes, per_cpu.cpus, per_cpu.mem) == (("n1", "n2"), (4, 1), (400, 100))
+    per_gpu = new_step(mem, StepRequest(ntasks=1, mem_per_gpu=300), "c", NOW, -1, "")
+    assert per_gpu.mem == (600,)  # both of the job's GPUs on n1
+
+    def refused(job: Job, req: StepRequest) -> int:
+        with pytest.raises(SlurmError) as caught:
+            new_step(job, req, "x", NOW, -1, "")
+        return caught.value.code
+
+    assert refused(mem, StepRequest(ntasks=6, mem_per_node=600)) == (
+        errors.ESLURM_INVALID_TASK_MEMORY  # n2 has 500
+    )
+    assert errors.MESSAGES[errors.ESLURM_INVALID_TASK_MEMORY] == (
+        "Memory required by task is not available"
+    )
+    held = new_step(mem, StepRequest(ntasks=1, mem_per_node=700), "a", NOW, -1, "")
+    busy = replace(mem, steps=(held,))
+    assert held.mem == (700,)
+    assert refused(busy, StepRequest(ntasks=1, mem_per_node=400)) == errors.ESLURM_NODES_BUSY
+    assert new_step(busy, StepRequest(ntasks=1, mem_per_node=300), "b", NOW, -1, "").mem == (300,)
+    assert new_step(busy, StepRequest(ntasks=1), "b", NOW, -1, "").mem == ()
+    overlap = StepRequest(ntasks=1, mem_per_node=400, overlap=True)
+    assert new_step(busy, overlap, "b", NOW, -1, "").mem == (400,)
+    unlimited = replace(JOB, alloc_mem=(0, 0, 0))  # no memory of its own: only the limit
+    assert new_step(unlimited, StepRequest(ntasks=1, mem_per_node=9999), "a", NOW, -1, "").mem == (
+        9999,
+    )

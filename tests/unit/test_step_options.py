@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cli.halt import Halt
-from cli.srun.launch import TABLE, parse
+from cli.srun.launch import TABLE, _memory_fields, parse
 from cli.srun.step_options import check
 
 JOB = {"SLURM_JOB_ID": "7", "SLURM_JOB_ACCOUNT": "physics", "SLURM_JOB_PARTITION": "debug",
@@ -23,17 +23,23 @@ def refused(options: dict[str, str | None], env: dict[str, str] = JOB) -> str:
 
 
 @pytest.mark.parametrize("key", ["mem", "mem-per-cpu", "mem-per-gpu"])
-@pytest.mark.parametrize("value", ["1", "4G", "512M", "1K"])
-def test_a_step_memory_limit_is_refused(key: str, value: str) -> None:
-    assert refused({key: value}) == (
-        f"srun: error: --{key}={value} is not supported in a job step: step memory is "
-        "neither limited nor held (issue 16); =0, the job's memory, is"
-    )
+@pytest.mark.parametrize("value", ["1", "4G", "512M", "1K", "0"])
+def test_a_step_memory_is_honoured(key: str, value: str) -> None:
+    assert check({key: value}, 7, JOB) == []
 
 
-@pytest.mark.parametrize("value", ["0", "0G", "0M"])
-def test_zero_memory_is_the_jobs_and_honoured(value: str) -> None:
-    assert check({"mem": value, "mem-per-cpu": value}, 7, JOB) == []
+@pytest.mark.parametrize(
+    ("argv", "fields"),
+    [
+        (["--mem=4G"], {"mem_per_node": 4096}),
+        (["--mem-per-cpu=100"], {"mem_per_cpu": 100}),
+        (["--mem-per-gpu=1K"], {"mem_per_gpu": 1}),
+        (["--mem=0"], {"mem_per_node": 0}),  # the job's memory
+        ([], {}),
+    ],
+)
+def test_a_step_memory_reaches_the_step_request(argv: list[str], fields: dict[str, int]) -> None:
+    assert _memory_fields(parse([*argv, "true"])) == fields
 
 
 def test_a_bad_memory_size_is_slurms_error() -> None:
