@@ -45,6 +45,17 @@ def parse_duration(text: str) -> int:
     """
     if text.lower() in _UNLIMITED_WORDS:
         return UNLIMITED
+    minutes = (duration_seconds(text) + 59) // 60
+    if minutes == 0:
+        return UNLIMITED
+    if minutes > _MAX_MINUTES:
+        raise ValueError(f"Invalid time specification: {text}")
+    return minutes
+
+
+def duration_seconds(text: str) -> int:
+    """Seconds in a Slurm time string, not rounded (PreemptExemptTime's precision);
+    ``0`` is 0 and the words for no limit are not times here."""
     days, dash, clock = text.partition("-")
     fields = clock.split(":") if dash else days.split(":")
     if (
@@ -62,12 +73,7 @@ def parse_duration(text: str) -> int:
         seconds = numbers[0] * 3600 + numbers[1] * 60 + numbers[2]
     else:  # M[:S]
         seconds = numbers[0] * 60 + sum(numbers[1:])
-    minutes = (seconds + 59) // 60
-    if minutes == 0:
-        return UNLIMITED
-    if minutes > _MAX_MINUTES:
-        raise ValueError(f"Invalid time specification: {text}")
-    return minutes
+    return seconds
 
 
 def _is_number(text: str) -> bool:
