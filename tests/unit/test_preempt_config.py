@@ -10,8 +10,8 @@ from controller.associations import AssocSet, QosLimits
 from controller.jobstate import JobState
 from corral.config import SlurmConfig, parse
 from corral.confsyntax import ConfigError
-from dbd.entities import preempt_mode
 from corral.errors import SlurmError
+from dbd.entities import preempt_mode
 from tests.unit.scenario import NOW, job
 
 HEAD = "ClusterName=c\nSlurmctldHost=h\nNodeName=n1 CPUs=4\n"

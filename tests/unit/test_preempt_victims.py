@@ -12,23 +12,11 @@ from controller.core.preempt import PreemptPolicy
 from controller.core.priority import Ranking
 from controller.core.snapshot import Running
 from tests.unit.scenario import NOW, cluster, job, node, partition
+from tests.unit.test_preempt import victim
 
 NODES = [node(f"n{i}", cpus=4, used_cpus=4) for i in (1, 2, 3)]
 PARTS = [partition("low", "n[1-3]"), partition("high", "n[1-3]", tier=2)]
 TIERS = PreemptPolicy("partition_prio", tiers={"low": 1, "high": 2})
-
-
-def victim(job_id: int, nodes: tuple[str, ...] = ("n1",), **fields: object) -> Running:
-    values: dict[str, object] = {
-        "preemptable": True,
-        "priority": 10,
-        "qos": "normal",
-        "partition": "low",
-        "start_time": NOW - 100,
-    }
-    values.update(fields)
-    cpus = tuple(4 for _ in nodes)
-    return Running(job_id, nodes, cpus, (0,) * len(nodes), 0, **values)  # type: ignore[arg-type]
 
 
 def plan_for(
@@ -41,60 +29,37 @@ def plan_for(
 URGENT = job(1, num_tasks=4, partitions=("high",))
 
 
-@pytest.mark.parametrize(
-    ("running", "chosen"),
-    [
-        pytest.param(
-            [victim(10, ("n1",)), victim(11, ("n2",), signal=True)],
-            11,
-            id="a job that asked to be told goes first",
-        ),
-        pytest.param(
-            [
-                victim(10, ("n1",), checkpointed=NOW - 60),
-                victim(11, ("n2",), checkpointed=NOW - 5),
-            ],
-            11,
-            id="the freshest checkpoint loses the least",
-        ),
-        pytest.param(
-            [victim(10, ("n1",), start_time=NOW - 30), victim(11, ("n2",), checkpointed=NOW - 90)],
-            10,
-            id="run time since the start when no checkpoint is newer",
-        ),
-        pytest.param(
-            [
-                victim(10, ("n1",), priority=5, checkpointed=NOW - 5),
-                victim(11, ("n2",), priority=1, checkpointed=NOW - 5),
-            ],
-            11,
-            id="then the lowest priority",
-        ),
-        pytest.param(
-            [victim(10, ("n1",), start_time=NOW - 20), victim(11, ("n2",), start_time=NOW - 20)],
-            11,
-            id="then the youngest",
-        ),
-        pytest.param(
-            [victim(10, ("n1",), signal=True, mode="OFF"), victim(11, ("n2",))],
-            11,
-            id="PreemptMode=OFF is never a victim",
-        ),
-        pytest.param(
-            [victim(10, ("n1",), signal=True, eligible=NOW + 1), victim(11, ("n2",))],
-            11,
-            id="PreemptExemptTime not yet over",
-        ),
-        pytest.param(
-            [victim(10, ("n1",), signal=True, eligible=NOW), victim(11, ("n2",))],
-            10,
-            id="PreemptExemptTime just over",
-        ),
-    ],
-)
+#: Two candidates, 10 on n1 and 11 on n2 (their fields besides the defaults), and the
+#: one a job needing one node chooses.
+CASES: dict[str, tuple[dict[str, object], dict[str, object], int]] = {
+    "a job that asked to be told goes first": ({}, {"signal": True}, 11),
+    "the freshest checkpoint loses the least": (
+        {"checkpointed": NOW - 60},
+        {"checkpointed": NOW - 5},
+        11,
+    ),
+    "run time since the start when no checkpoint is newer": (
+        {"start_time": NOW - 30},
+        {"checkpointed": NOW - 90},
+        10,
+    ),
+    "then the lowest priority": (
+        {"priority": 5, "checkpointed": NOW - 5},
+        {"priority": 1, "checkpointed": NOW - 5},
+        11,
+    ),
+    "then the youngest": ({"start_time": NOW - 20}, {"start_time": NOW - 20}, 11),
+    "PreemptMode=OFF is never a victim": ({"signal": True, "mode": "OFF"}, {}, 11),
+    "PreemptExemptTime not yet over": ({"signal": True, "eligible": NOW + 1}, {}, 11),
+    "PreemptExemptTime just over": ({"signal": True, "eligible": NOW}, {}, 10),
+}
+
+
+@pytest.mark.parametrize(("first", "second", "chosen"), list(CASES.values()), ids=list(CASES))
 def test_the_victim_that_loses_the_least_work_is_chosen(
-    running: list[Running], chosen: int
+    first: dict[str, object], second: dict[str, object], chosen: int
 ) -> None:
+    running = [victim(10, ("n1",), **first), victim(11, ("n2",), **second)]
     plan = plan_for([URGENT], running)
     assert plan.preempted == {chosen: 1}  # type: ignore[attr-defined]
 
