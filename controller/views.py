@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare
+from controller import gpuaffinity, gpushare, preemptrules
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
-from controller.jobstate import COMPLETING
+from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
 from controller.store import JobStore
@@ -130,6 +130,9 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",
         held=bool(job.held),
         last_sched_eval=job.start_time or job.submit_time,
+        preempt_eligible_time=preemptrules.Rules(conf, store.associations).eligible_time(job)
+        if job.state is JobState.RUNNING
+        else 0,
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be
