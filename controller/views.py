@@ -21,7 +21,7 @@ from controller.reservations import Reservation
 from controller.store import JobStore
 from corral import arrayspec, hostlist, jobinfo
 from corral import gres as gres_syntax
-from corral.config import PartitionConfig
+from corral.config import PartitionConfig, SlurmConfig
 from corral.wire import corral_pb2 as pb
 
 
@@ -314,7 +314,17 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
         total_cpus=total_cpus,
         total_nodes=len(nodes),
         tres=tres(total_cpus, total_mem, len(nodes)),
+        grace_time=part.grace_time,
+        preempt_mode=_preempt_mode(part, store.conf),
     )
+
+
+def _preempt_mode(part: PartitionConfig, conf: SlurmConfig) -> str:
+    """The partition's PreemptMode as scontrol shows it: its own, else slurm.conf's
+    (OFF wherever PreemptType is preempt/none)."""
+    if conf.preempt_type == "PREEMPT/NONE":
+        return "OFF"
+    return part.preempt_mode or conf.preempt_mode
 
 
 def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:

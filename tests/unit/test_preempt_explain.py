@@ -12,6 +12,7 @@ import pytest
 
 from cli import why as why_cli
 from cli.jobs import record
+from cli.nodes.record import partition_lines
 from controller import views, whyviews
 from controller.core import schedule
 from controller.jobspec import from_fields
@@ -118,3 +119,14 @@ def test_a_checkpoint_shows_in_scontrol_show_job(store: JobStore) -> None:
     cycle(store, 1000)
     store.update(replace(store.jobs[victim], checkpointed=1005))
     assert f"Checkpointed={timefmt.format_timestamp(1005)}" in shown(store, victim, 1006)
+
+
+def test_scontrol_show_partition_gives_its_grace_time_and_mode(store: JobStore) -> None:
+    low, high = (
+        codec.decode("PartitionInfo", views.partition_info(p, store).SerializeToString())
+        for p in store.conf.partitions
+    )
+    assert "GraceTime=30 " in " ".join(partition_lines(low))
+    assert "OverTimeLimit=NONE PreemptMode=REQUEUE" in partition_lines(high)  # slurm.conf's
+    plain = parse_conf(CONF.replace("PreemptType=preempt/partition_prio\n", ""), "x")
+    assert views._preempt_mode(plain.partitions[0], plain) == "OFF"
