@@ -76,9 +76,10 @@ class Rules:
 
 
 def _qos_mode(qos: QosLimits) -> str:
-    """A QOS's own mode word ("" where it leaves it to the partition or slurm.conf)."""
+    """A QOS's own mode word ("" where it leaves it to the partition or slurm.conf:
+    sacctmgr documents ``OFF``, ``Cluster`` and empty alike as unsetting it)."""
     words = {w.strip().upper() for w in qos.preempt_mode.split(",")}
-    for word in ("OFF", "CANCEL", "REQUEUE"):
+    for word in ("CANCEL", "REQUEUE"):
         if word in words:
             return word
     return ""

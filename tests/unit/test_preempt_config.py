@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import preemptrules
+from controller import assocrows, preemptrules
 from controller.associations import AssocSet, QosLimits
 from controller.jobstate import JobState
 from corral.config import SlurmConfig, parse
@@ -88,6 +88,7 @@ PARTS = "PartitionName=low Nodes=n1 PreemptMode=CANCEL GraceTime=20\n"
         pytest.param(
             "qos", QosLimits("scav", preempt_mode="cluster"), ("CANCEL", 20, 60), id="cluster"
         ),
+        pytest.param("qos", QosLimits("scav", preempt_mode="off"), ("CANCEL", 20, 60), id="off"),
         pytest.param(
             "partition_prio",
             QosLimits("scav", preempt_mode="requeue", grace_time=5),
@@ -125,3 +126,11 @@ def test_sacctmgr_preempt_mode_words() -> None:
         preempt_mode("suspend")
     with pytest.raises(SlurmError, match="Invalid PreemptMode"):
         preempt_mode("kill")
+
+
+def test_sacctmgr_rows_carry_a_qos_preemption_settings() -> None:
+    row = {"Name": "scav", "GraceTime": "00:00:45", "PreemptExemptTime": "00:02:00"}
+    qos = QosLimits.from_message(assocrows.qos({**row, "PreemptMode": "requeue"}))
+    assert (qos.grace_time, qos.preempt_exempt_time, qos.preempt_mode) == (45, 120, "requeue")
+    unset = QosLimits.from_message(assocrows.qos({"Name": "normal", "PreemptMode": "cluster"}))
+    assert (unset.grace_time, unset.preempt_exempt_time) == (0, None)

@@ -15,17 +15,19 @@ from cli.jobs import record
 from cli.nodes.record import partition_lines
 from controller import views, whyviews
 from controller.core import schedule
+from controller.jobcontrol import JobControl
 from controller.jobspec import from_fields
 from controller.jobstate import JobState
 from controller.jobupdate import JobUpdate, changes, parse
 from controller.journal import Journal
-from controller.principal import principal_for
+from controller.principal import Principal, principal_for
 from controller.store import JobStore, Registration
 from corral import errors, timefmt
 from corral.config import parse as parse_conf
 from corral.errors import SlurmError
 from corral.whydoc import why_document
 from corral.wire import codec
+from corral.wire import corral_pb2 as pb
 from tests.unit.scenario import NOW, job
 
 CONF = """\
@@ -130,3 +132,21 @@ def test_scontrol_show_partition_gives_its_grace_time_and_mode(store: JobStore) 
     assert "OverTimeLimit=NONE PreemptMode=REQUEUE" in partition_lines(high)  # slurm.conf's
     plain = parse_conf(CONF.replace("PreemptType=preempt/partition_prio\n", ""), "x")
     assert views._preempt_mode(plain.partitions[0], plain) == "OFF"
+
+
+def test_only_the_owner_or_an_operator_reports_a_checkpoint(store: JobStore) -> None:
+    victim = store.submit(from_fields(SPEC), BOB, now=1000).job.job_id
+    cycle(store, 1000)
+    control = JobControl(store)
+
+    def update(who: Principal) -> int:
+        request = pb.JobControlRequest(
+            action="update", job_ids=[str(victim)], updates={"Checkpointed": "now"}
+        )
+        results = control.control(request, who, 1010).results  # none: it succeeded
+        return results[0].code if results else 0
+
+    assert update(ALICE) == errors.ESLURM_ACCESS_DENIED
+    assert store.jobs[victim].checkpointed == 0
+    assert update(BOB) == 0
+    assert store.jobs[victim].checkpointed == 1010
