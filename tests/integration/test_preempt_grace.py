@@ -27,18 +27,24 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
+def _settings(low: str, *extra: str) -> tuple[str, ...]:
+    """Jobs of partition ``high`` preempt those of ``low`` (which has a GraceTime
+    and the words ``low`` adds), CANCEL unless ``low`` says otherwise."""
+    return (
+        "KillWait=1",
+        "PreemptType=preempt/partition_prio",
+        "PreemptMode=CANCEL",
+        *extra,
+        f"PartitionName=low Nodes=ALL GraceTime={GRACE} {low}".rstrip(),
+        "PartitionName=high Nodes=ALL PriorityTier=2",
+    )
+
+
 @pytest.mark.parametrize("mode", ["CANCEL", "REQUEUE"])
 def test_a_victim_gets_sigterm_then_its_grace_time_then_the_modes_action(
     make_cluster: Callable[..., Cluster], mode: str
 ) -> None:
-    settings = (
-        "KillWait=1",
-        "PreemptType=preempt/partition_prio",
-        "PreemptMode=CANCEL",
-        f"PartitionName=low Nodes=ALL GraceTime={GRACE} PreemptMode={mode}",
-        "PartitionName=high Nodes=ALL PriorityTier=2",
-    )
-    cluster = make_cluster(nodes=1, settings=settings)
+    cluster = make_cluster(nodes=1, settings=_settings(f"PreemptMode={mode}"))
     term, runs, started = (cluster.dir / name for name in ("term.txt", "runs.txt", "high.txt"))
     script = cluster.dir / "victim.sh"
     script.write_text(TRAP.format(term=term, runs=runs))
@@ -68,3 +74,27 @@ def test_a_victim_gets_sigterm_then_its_grace_time_then_the_modes_action(
         cluster.run("scancel", str(low))
     log = cluster.log("controller")
     assert f"job_id={low} of user" in log and f"for job_id={high}" in log
+
+
+def test_send_user_signal_warns_with_the_jobs_own_signal(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    settings = _settings("", "PreemptParameters=send_user_signal")
+    cluster = make_cluster(nodes=1, settings=settings)
+    usr1, term, runs = (cluster.dir / name for name in ("usr1.txt", "term.txt", "runs.txt"))
+    script = cluster.dir / "victim.sh"
+    script.write_text(
+        TRAP.format(term=term, runs=runs).replace(
+            "trap ", f"trap 'date +%s.%N >> {usr1}' USR1\ntrap ", 1
+        )
+    )
+    low = cluster.sbatch(
+        "-p", "low", "-n", str(CPUS), "-o", "/dev/null", "--signal=B:USR1@600", str(script)
+    )  # fmt: skip
+    cluster.wait_for(lambda: _lines(runs), 20, "the low job did not start")
+    cluster.sbatch("-p", "high", "-n", str(CPUS), "--wrap", "true")
+    cluster.wait_for(lambda: _lines(usr1), 20, "the victim heard no USR1")
+    warned = float(_lines(usr1)[0])
+    assert cluster.wait_done(low)["state"] == "PREEMPTED"
+    ended = _lines(term)  # the cancel's own SIGTERM, after the GraceTime; none before
+    assert not ended or float(ended[0]) >= warned + GRACE - 1.5
