@@ -77,6 +77,8 @@ def text(doc: Mapping[str, Any]) -> str:
         lines.append("Held by: " + _jobs(running, now, planned=False))
     if ahead:
         lines.append("Ahead of it: " + _jobs(ahead, now, planned=True))
+    for v in doc.get("preempting", []):
+        lines.append(_preempted(v, now))
     for r in doc["reservations"]:
         lines.append(
             f"Reservation {r['name']} on {r['nodes']} "
@@ -98,6 +100,14 @@ def text(doc: Mapping[str, Any]) -> str:
             + ", ".join(f"{s['option']} ({_when(s['start'], now)})" for s in doc["suggestions"])
         )
     return lines[0] + "\n" + "".join(f"  {line}\n" for line in lines[1:])
+
+
+def _preempted(victim: Mapping[str, Any], now: int) -> str:
+    """One job preempted to make room: who, where, how far, and the recorded why."""
+    who = f"job {victim['job_id']} ({victim['user']})" if victim["job_id"] else "a job"
+    where = f" on {victim['nodes']}" if victim["nodes"] else ""
+    grace = f", its GraceTime ends {_when(victim['grace_end'], now)}" if victim["grace_end"] else ""
+    return f"Preempting {who}{where}, now {victim['state']}{grace}: {victim['why']}"
 
 
 def _needs(doc: Mapping[str, Any]) -> str:

@@ -117,6 +117,11 @@ class QosLimits:
     grp_tres_mins: Mapping[str, int] = field(default_factory=dict)
     grp_wall: int | None = None  # minutes
     usage_factor: float = 1.0  # what fair share charges its jobs' use by
+    # Preemption of its jobs under preempt/qos: GraceTime (seconds), PreemptExemptTime
+    # (seconds; None: slurm.conf's) and PreemptMode ("" or "cluster": slurm.conf's).
+    grace_time: int = 0
+    preempt_exempt_time: int | None = None
+    preempt_mode: str = ""
 
     @classmethod
     def from_message(cls, m: pb.QosLimitsRecord) -> QosLimits:
@@ -140,6 +145,9 @@ class QosLimits:
             grp_tres_mins=dict(m.grp_tres_mins),
             grp_wall=_optional(m, "grp_wall"),
             usage_factor=m.usage_factor,
+            grace_time=m.grace_time,
+            preempt_exempt_time=_optional(m, "preempt_exempt_time"),
+            preempt_mode=m.preempt_mode,
         )
 
 

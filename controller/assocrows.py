@@ -82,7 +82,14 @@ def qos(row: Row) -> pb.QosLimitsRecord:
         priority=int(row.get("Priority", "") or 0),
         usage_factor=float(row.get("UsageFactor", "") or 1.0),
         preempt=_names(row.get("Preempt", "")),
+        preempt_mode=row.get("PreemptMode", "").strip(),
     )
+    grace = row.get("GraceTime", "").strip()
+    if grace:
+        message.grace_time = timefmt.parse_seconds(grace)
+    exempt = row.get("PreemptExemptTime", "").strip()
+    if exempt:
+        message.preempt_exempt_time = timefmt.parse_duration(exempt) * 60
     _fill(row, message, (*_LIMITS, *_QOS_LIMITS), (*_TRES, *_QOS_TRES))
     return message
 

@@ -60,6 +60,9 @@ class JobUpdate:
     dependency: str | None = None
     begin_time: int | None = None
     requeue: bool | None = None
+    # Checkpointed=now (Corral's): the running job saved its state at this time, so
+    # preemption, which prefers victims with the least work since one, counts from it.
+    checkpointed: int | None = None
 
     @property
     def pending_only(self) -> bool:
@@ -139,6 +142,11 @@ def _field(key: str, raw_key: str, value: str, now: int) -> dict[str, Any]:
             raise SlurmError(errors.EINVAL) from None
     if key == "requeue":
         return {"requeue": value not in ("0", "no", "NO")}
+    if key == "checkpointed":
+        try:
+            return {"checkpointed": min(timefmt.parse_timestamp(value, now, past=True), now)}
+        except ValueError:
+            raise SlurmError(errors.EINVAL) from None
     raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
 
 
@@ -186,6 +194,12 @@ def changes(job: Job, update: JobUpdate, privileged: bool) -> dict[str, Any]:
         if update.nice < job.nice and not privileged:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         out["nice"] = update.nice
+    if update.checkpointed is not None:
+        if job.state is JobState.PENDING:
+            raise SlurmError(errors.ESLURM_JOB_PENDING)
+        if job.state is not JobState.RUNNING:
+            raise SlurmError(errors.ESLURM_ALREADY_DONE)
+        out["checkpointed"] = max(update.checkpointed, job.start_time)
     if update.admin_priority is not None and not privileged:
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
     if update.mem_per_node is not None or update.mem_per_cpu is not None:

@@ -98,14 +98,24 @@ class SchedulerLoop:
         if full:
             self.last_full_pass = now
         started = self.store.commit(plan)
-        preempted = self.store.preempt(plan)
+        preempted = self.store.preempt(plan) + self.store.preemptions_due(now)
         purged = self.store.purge(now)
         timed_out = self.store.end_interactive_past_limit(now)
         signalled = self.store.signals_due(now)
         for job, _ in preempted:
             if job.interactive:  # no agent reports an allocation's end
                 self.store.end_interactive(job, now, 0x9, "cancelled")
-        if started or changed or purged or plan.ended or timed_out or signalled or preempted:
+        warned = bool(plan.grace)  # victims told to end: their signals go out on the flush
+        if (
+            started
+            or changed
+            or purged
+            or plan.ended
+            or timed_out
+            or signalled
+            or preempted
+            or warned
+        ):
             await self.store.flush()
         took = int((time.perf_counter() - began) * 1e6)
         queue = len(snap.pending)

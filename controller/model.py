@@ -114,6 +114,14 @@ class Job:
     # The CPU ids given on each node (core/devices.py): its cpuset and affinity there;
     # (): none named (a job started before every job was given CPU ids).
     cpu_ids: tuple[tuple[int, ...], ...] = ()
+    # Preemption (controller/preemption.py): when this run was preempted (Slurm's
+    # PreemptTime; its GraceTime runs from then), for which waiting job, whether it is
+    # requeued (else cancelled) when the GraceTime ends, and when the job last reported a
+    # checkpoint (``scontrol update job N Checkpointed=now``; victims lose the least work).
+    preempt_time: int = 0
+    preempted_by: int = 0
+    preempt_requeue: bool = False
+    checkpointed: int = 0
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()

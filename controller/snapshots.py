@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from controller import assoclimits, gpushare
+from controller import assoclimits, gpushare, preemptrules
 from controller.admission import Capacity
 from controller.associations import AssocSet
 from controller.core import NodeView, Running, Snapshot, nodefree
 from controller.core.devices import shared_gpus
 from controller.core.fairshare import Usage
-from controller.core.preempt import PreemptPolicy
 from controller.core.priority import Ranking
 from controller.core.snapshot import JobFacts, NodeDevices
 from controller.drain import usable
@@ -50,7 +49,8 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
     gates, usage = assoclimits.limits(
         ledger.jobs.values(), pending, ledger.associations, ledger.enforce, ledger.usage
     )
-    running, running_per_array = _running(ledger.jobs.values(), capacity, ledger.ranking)
+    rules = preemptrules.Rules(conf, ledger.associations)
+    running, running_per_array = _running(ledger.jobs.values(), capacity, ledger.ranking, rules)
     return Snapshot(
         _node_views(ledger, conf, capacity),
         {
@@ -66,7 +66,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
         gates,
         usage,
         ledger.reservations.views(),
-        preempt_policy(conf, ledger.associations),
+        preemptrules.policy(conf, ledger.associations),
         ledger.ranking,
     )
 
@@ -159,13 +159,15 @@ def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:
 
 
 def _running(
-    jobs: Iterable[Job], capacity: Capacity, ranking: Ranking
+    jobs: Iterable[Job], capacity: Capacity, ranking: Ranking, rules: preemptrules.Rules
 ) -> tuple[tuple[Running, ...], dict[int, int]]:
     """The jobs on their nodes as the core sees them, and how many of each array run."""
     running_per_array: dict[int, int] = {}
     running = []
+    active = rules.active
     for j in jobs:
         if holds_nodes(j):
+            own = rules.of(j) if active else preemptrules.JobRules("OFF", 0, 0)
             running.append(
                 Running(
                     j.job_id,
@@ -174,7 +176,9 @@ def _running(
                     j.alloc_mem,
                     j.end_time,
                     j.gres_alloc,
-                    preemptable=j.state is JobState.RUNNING and COMPLETING not in j.flags,
+                    preemptable=j.state is JobState.RUNNING
+                    and COMPLETING not in j.flags
+                    and not j.preempt_time,
                     requeue=j.requeue,
                     priority=ranking.of(j),
                     qos=j.qos,
@@ -182,20 +186,14 @@ def _running(
                     start_time=j.start_time,
                     user=j.user,
                     share=capacity.sharing(j),
+                    mode=own.mode,
+                    grace=own.grace,
+                    eligible=j.start_time + own.exempt,
+                    signal=j.signal_num > 0,
+                    checkpointed=j.checkpointed,
+                    preempted_for=j.preempted_by if j.preempt_time else 0,
                 )
             )
             if j.array_job_id:
                 running_per_array[j.array_job_id] = running_per_array.get(j.array_job_id, 0) + 1
     return tuple(running), running_per_array
-
-
-def preempt_policy(conf: SlurmConfig, assocs: AssocSet | None) -> PreemptPolicy | None:
-    """PreemptType as the core applies it (None: off)."""
-    if conf.preempt_mode == "OFF":
-        return None
-    requeue = conf.preempt_mode == "REQUEUE"
-    if conf.preempt_type == "PREEMPT/QOS":
-        qos = assocs.qos if assocs is not None else {}
-        return PreemptPolicy("qos", requeue, qos={name: q.preempt for name, q in qos.items()})
-    tiers = {p.name: p.priority_tier for p in conf.partitions}
-    return PreemptPolicy("partition_prio", requeue, tiers=tiers)

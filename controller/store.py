@@ -27,7 +27,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from controller import associations, binding, drain, effects, gpushare, jobstate, snapshots, steps
+from controller import (
+    associations,
+    binding,
+    drain,
+    effects,
+    gpushare,
+    jobstate,
+    preemption,
+    snapshots,
+    steps,
+)
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
 from controller.core import BackfillParams, Plan, Snapshot, Start, devices, nodefree
@@ -163,8 +173,16 @@ class JobStore:
     def _touch_job(self, job: Job) -> None:
         if job.steps and job.state.finished and any(s.running for s in job.steps):
             job = replace(job, steps=steps.ended_with_job(job, job.end_time or int(time.time())))
-        elif job.state is JobState.PENDING and (job.steps or job.signal_sent):
-            job = replace(job, steps=(), signal_sent=False)  # requeued: a new run
+        elif job.state is JobState.PENDING and (job.steps or job.signal_sent or job.preempt_time):
+            # requeued: a new run, not preempted, with no checkpoint yet
+            job = replace(
+                job,
+                steps=(),
+                signal_sent=False,
+                preempt_time=0,
+                preempt_requeue=False,
+                checkpointed=0,
+            )
         self.durable.job(self.jobs.get(job.job_id), job)
         self.jobs[job.job_id] = job
         if job.state is JobState.PENDING:
@@ -554,23 +572,14 @@ class JobStore:
         return snapshots.build(ledger, self.conf, self.capacity)
 
     def preempt(self, plan: Plan) -> list[tuple[Job, bool]]:
-        """Requeue or cancel each of the plan's victims as the plan says, if it still
-        runs; (the victim, whether it is requeued) each."""
-        out = []
-        for victim_id, for_id in plan.preempted.items():
-            job = self.jobs.get(victim_id)
-            if job is None or job.state is not JobState.RUNNING or COMPLETING in job.flags:
-                continue
-            requeue = victim_id in plan.requeued
-            event: Event = jobstate.Requeue(plan.now) if requeue else jobstate.Preempt(plan.now)
-            out.append((self.post(victim_id, event), requeue))
-            log.info(
-                "job_id=%d preempted (%s) for job_id=%d",
-                victim_id,
-                "requeue" if requeue else "cancel",
-                for_id,
-            )
-        return out
+        """Warn, requeue or cancel each of the plan's victims as the plan says, if it
+        still runs (``preemption.begin``); (the victim, whether it is requeued) for
+        each ended now."""
+        return preemption.begin(self, plan)
+
+    def preemptions_due(self, now: int) -> list[tuple[Job, bool]]:
+        """Victims whose GraceTime is over, requeued or cancelled now."""
+        return preemption.due(self, now)
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""

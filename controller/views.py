@@ -12,16 +12,16 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare
+from controller import gpuaffinity, gpushare, preemptrules
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
-from controller.jobstate import COMPLETING
+from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
 from controller.store import JobStore
 from corral import arrayspec, hostlist, jobinfo
 from corral import gres as gres_syntax
-from corral.config import PartitionConfig
+from corral.config import PartitionConfig, SlurmConfig
 from corral.wire import corral_pb2 as pb
 
 
@@ -130,6 +130,9 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         signal=f"{job.signal_num}@{job.signal_time}" if job.signal_num else "",
         held=bool(job.held),
         last_sched_eval=job.start_time or job.submit_time,
+        preempt_eligible_time=preemptrules.Rules(conf, store.associations).eligible_time(job)
+        if job.state is JobState.RUNNING
+        else 0,
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be
@@ -311,7 +314,17 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
         total_cpus=total_cpus,
         total_nodes=len(nodes),
         tres=tres(total_cpus, total_mem, len(nodes)),
+        grace_time=part.grace_time,
+        preempt_mode=_preempt_mode(part, store.conf),
     )
+
+
+def _preempt_mode(part: PartitionConfig, conf: SlurmConfig) -> str:
+    """The partition's PreemptMode as scontrol shows it: its own, else slurm.conf's
+    (OFF wherever PreemptType is preempt/none)."""
+    if conf.preempt_type == "PREEMPT/NONE":
+        return "OFF"
+    return part.preempt_mode or conf.preempt_mode
 
 
 def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:

@@ -56,7 +56,29 @@ async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyR
         params = scheduler_settings(store.conf).backfill or BackfillParams()
     others = _partitions_for(store, job)
     answer = await asyncio.to_thread(explain, snap, at, job_id, params, plan, others)
-    return _reply(answer, hidden)
+    reply = _reply(answer, hidden)
+    reply.preempting.extend(_preempting(store, job, hidden))
+    return reply
+
+
+def _preempting(store: JobStore, job: Job, hide_others: bool) -> list[pb.WhyPreemption]:
+    """The jobs preempted to make room for ``job``, and how far each has got."""
+    out = []
+    for victim in store.jobs.values():
+        if victim.preempted_by != job.job_id or not victim.system_comment:
+            continue
+        hide = hide_others and victim.uid != job.uid
+        out.append(
+            pb.WhyPreemption(
+                job_id=0 if hide else victim.job_id,
+                user="" if hide else victim.user,
+                nodes=hostlist.compress(victim.nodes) if victim.nodes else "",
+                state=victim.state.name,
+                grace_end=victim.end_time if victim.preempt_time else 0,
+                why=victim.system_comment,
+            )
+        )
+    return out
 
 
 def _partitions_for(store: JobStore, job: Job) -> list[str]:

@@ -39,6 +39,7 @@ __all__ = [
     "munge",
     "nodeset",
     "oomscore",
+    "preemptconf",
     "pynodeset",
     "queueconf",
     "queuewords",

@@ -36,6 +36,7 @@ from corral import (
     gresconf,
     hostlist,
     jobacct,
+    preemptconf,
     queueconf,
     timefmt,
     tlsconf,
@@ -132,6 +133,8 @@ class PartitionConfig:
     allow_qos: tuple[str, ...] | None = None  # None: ALL
     deny_accounts: tuple[str, ...] = ()
     deny_qos: tuple[str, ...] = ()
+    preempt_mode: str = ""  # PreemptMode= of the partition: OFF, CANCEL, REQUEUE ("": the global)
+    grace_time: int = 0  # GraceTime, seconds: a victim's warning before its mode's action
 
 
 #: Slurm's PriorityFlags words, in the order ``scontrol show config`` lists them.
@@ -284,6 +287,8 @@ class SlurmConfig:
     hooks: HookConfig = HookConfig()
     preempt_type: str = "PREEMPT/NONE"  # or PREEMPT/QOS, PREEMPT/PARTITION_PRIO
     preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
+    # PreemptMode's WITHIN, PreemptExemptTime and PreemptParameters (corral/preemptconf.py).
+    preemption: preemptconf.PreemptConfig = field(default_factory=preemptconf.PreemptConfig)
     gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
     # cgroup.conf beside slurm.conf (load() reads it; Slurm's defaults without one).
     cgroup_conf: cgroupconf.CgroupConf = field(default_factory=cgroupconf.CgroupConf)
@@ -498,36 +503,6 @@ def _choice(key: str, value: str, where: Where, allowed: tuple[str, ...]) -> str
     if upper not in allowed:
         raise ConfigError(*where, f"bad {key} value '{value}': use {', '.join(allowed)}")
     return upper
-
-
-_PREEMPT_TYPES = ("PREEMPT/NONE", "PREEMPT/QOS", "PREEMPT/PARTITION_PRIO")
-
-
-def _preemption(settings: _Pairs, warnings: list[str]) -> tuple[str, str]:
-    """PreemptType and PreemptMode's action (OFF, CANCEL or REQUEUE).
-
-    SUSPEND and GANG (time slicing) are not done: a configuration asking for
-    them runs without preemption, with a warning, rather than not at all.
-    """
-    kind = "PREEMPT/NONE"
-    if "PreemptType" in settings:
-        kind = _choice("PreemptType", *settings["PreemptType"], _PREEMPT_TYPES)
-    text, where = settings.get("PreemptMode", ("OFF", NOWHERE))
-    mode = "OFF"
-    for word in (w.strip().upper() for w in text.split(",") if w.strip()):
-        if word in ("OFF", "CANCEL", "REQUEUE"):
-            mode = word
-        elif word in ("SUSPEND", "GANG"):
-            warnings.append(
-                f"{where[0]}:{where[1]}: PreemptMode={word} is not supported: no preemption"
-            )
-            mode = "OFF"
-            break
-        elif word not in ("WITHIN", "PRIORITY"):
-            raise ConfigError(*where, f"bad PreemptMode value '{word}': use OFF, CANCEL or REQUEUE")
-    if kind == "PREEMPT/NONE":
-        mode = "OFF"
-    return kind, mode
 
 
 def _health_states(value: str, where: Where) -> tuple[str, ...]:
@@ -837,6 +812,12 @@ def _partition(
     default_time = pairs.get("DefaultTime")
     accounts = names("AllowAccounts")
     weights = pairs.get("TRESBillingWeights")
+    preempt_mode = ""
+    if "PreemptMode" in pairs:
+        preempt_mode, _ = preemptconf.mode(
+            *pairs["PreemptMode"], warnings, owner=f"PartitionName={name}"
+        )
+    grace = pairs.get("GraceTime")
     return PartitionConfig(
         name=name,
         nodes=_partition_nodes(nodes_expr, nodes_where, order, sets, name),
@@ -863,6 +844,8 @@ def _partition(
         allow_qos=names("AllowQos"),
         deny_accounts=tuple(a.lower() for a in names("DenyAccounts") or ()),
         deny_qos=names("DenyQos") or (),
+        preempt_mode=preempt_mode,
+        grace_time=0 if grace is None else preemptconf.grace_seconds(*grace),
     )
 
 
@@ -1069,7 +1052,7 @@ def parse(text: str, path: str) -> SlurmConfig:
     _plugins(settings, reader.warnings)
     if "SchedulerType" in settings:
         _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
-    preempt_type, preempt_mode = _preemption(settings, reader.warnings)
+    preempt_type, preempt_mode, preemption = preemptconf.parse(settings, reader.warnings)
     tls = tlsconf.parse(
         settings.get("TLSType"), settings.get("TLSParameters"), path, reader.warnings
     )
@@ -1133,6 +1116,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         ),
         preempt_type=preempt_type,
         preempt_mode=preempt_mode,
+        preemption=preemption,
         scheduler_parameters=_scheduler_parameters(
             *settings.get("SchedulerParameters", ("", NOWHERE))
         ),

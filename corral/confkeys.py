@@ -203,9 +203,9 @@ PluginDir                       warned              no plugins are loaded
 PlugStackConfig                 refused             SPANK plugins are not loaded
 PowerParameters                 warned              no power management
 PowerPlugin                     warned              no power management
-PreemptExemptTime               refused(0,-1)       preemption does not wait for an exempt time
+PreemptExemptTime               honoured
 PreemptMode                     honoured
-PreemptParameters               warned              not read
+PreemptParameters               honoured            send_user_signal; the others are refused
 PreemptType                     honoured
 PrEpParameters                  warned              no prolog and epilog plugins
 PrEpPlugins                     refused(prep/script) prolog and epilog plugins are not run
@@ -379,7 +379,7 @@ DisableRootJobs                 refused(no,0,false) root's jobs are not refused
 Exclusive                       honoured
 ExclusiveTopo                   refused(no)         network topology is not weighed in placement
 ExclusiveUser                   refused(no)         nodes are not kept to one user
-GraceTime                       refused(0)          preempted jobs get no grace time
+GraceTime                       honoured
 Hidden                          honoured
 LLN                             refused(no)         least-loaded placement is not implemented
 MaxCPUsPerNode                  honoured

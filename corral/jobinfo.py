@@ -53,6 +53,8 @@ COPIED: Final[dict[str, str]] = {
     "std_in": "std_in",
     "comment": "comment",
     "system_comment": "system_comment",
+    "preempt_time": "preempt_time",
+    "checkpointed": "checkpointed",
     "reservation": "reservation",
     "submit_line": "submit_line",
     "alloc_node": "submit_host",
@@ -101,6 +103,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
         "sys_cpu_us",
         "steps",
         "extern_step",
+        "preempt_eligible_time",
     }
 )
 
@@ -199,5 +202,8 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "steps",
         "extern_step",
         "system_comment",
+        "preempt_eligible_time",
+        "preempt_time",
+        "checkpointed",
     }
 )

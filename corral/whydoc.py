@@ -68,5 +68,16 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
             for s in reply["suggestions"]
         ],
         now=reply["now"],
+        preempting=[
+            {
+                "job_id": v["job_id"] or None,
+                "user": v["user"] or None,
+                "nodes": v["nodes"] or None,
+                "state": v["state"],
+                "grace_end": v["grace_end"] or None,
+                "why": v["why"],
+            }
+            for v in reply.get("preempting", [])
+        ],
     )
     return doc

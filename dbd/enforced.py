@@ -65,7 +65,11 @@ def qos(row: Qos) -> pb.QosLimitsRecord:
         priority=row.priority or 0,
         usage_factor=row.usage_factor,
         preempt=_names(row.preempt),
+        grace_time=row.grace_time or 0,
+        preempt_mode=row.preempt_mode or "",
     )
+    if row.preempt_exempt_time is not None:
+        message.preempt_exempt_time = row.preempt_exempt_time * 60  # stored in minutes
     _limits(row, message, (*_COUNTS, *_QOS_COUNTS), (*_TRES, "max_tres_pu", "max_tres_pa"))
     return message
 

@@ -66,6 +66,18 @@ def minutes(text: str) -> int | None:
     return None if value == timefmt.UNLIMITED else value
 
 
+def preempt_mode(text: str) -> str:
+    """A QOS's PreemptMode: ``cluster`` (slurm.conf's), OFF, CANCEL or REQUEUE, with
+    WITHIN (its jobs preempt each other by priority). SUSPEND and GANG are refused."""
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
+    for word in words:
+        if word in ("suspend", "gang"):
+            raise invalid(f"PreemptMode={word.upper()} is not supported yet")
+        if word not in ("cluster", "off", "cancel", "requeue", "within"):
+            raise invalid(f"Invalid PreemptMode '{text}': Cluster, Off, Cancel, Requeue, Within")
+    return ",".join(words) or "cluster"
+
+
 def tres_list(text: str) -> str | None:
     """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it."""
     if text.strip() in ("-1", ""):
@@ -190,7 +202,7 @@ QOS = (
     Setting("gracetime", "grace_time", "GraceTime", count, grace),
     Setting("preempt", "preempt", "Preempt"),
     Setting("preemptexempttime", "preempt_exempt_time", "PreemptExemptTime", minutes, wall),
-    Setting("preemptmode", "preempt_mode", "PreemptMode"),
+    Setting("preemptmode", "preempt_mode", "PreemptMode", preempt_mode),
     Setting("flags", "flags", "Flags"),
     Setting("usagethreshold", "usage_threshold", "UsageThres", number),
     Setting("usagefactor", "usage_factor", "UsageFactor", number, usage_factor),

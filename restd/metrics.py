@@ -27,7 +27,7 @@ class RequestMetrics:
             registry=self.registry,
         )
         self.duration = Histogram(
-            "corral_restd_request_duration_seconds",
+            "corral_restd_request_parse_seconds",
             "Time to answer a request, by route",
             ("route",),
             buckets=BUCKETS,

@@ -59,5 +59,16 @@ WHY = obj(
             obj({"option": string(), "start": integer(), "nodes": _nullable(string())})
         ),
         "now": integer(),
+        "preempting": array(
+            obj(
+                {
+                    **_WHY_JOB,
+                    "nodes": _nullable(string()),
+                    "state": string(),
+                    "grace_end": _nullable(integer()),
+                    "why": string(),
+                }
+            )
+        ),
     }
 )

@@ -82,6 +82,21 @@ def _reason(job: Job) -> str:
     return "".join("_" if char.isspace() else char for char in text)
 
 
+def _preemption(job: Job) -> list[str]:
+    """Slurm's line after EndTime where the job may be preempted: when it may first be
+    (PreemptEligibleTime) and when it was (PreemptTime); Corral's Checkpointed= after."""
+    eligible = int(job.get("preempt_eligible_time") or 0)
+    preempted = int(job.get("preempt_time") or 0)
+    checkpointed = int(job.get("checkpointed") or 0)
+    words = []
+    if eligible or preempted:
+        when = format_timestamp(preempted) if preempted else "None"
+        words.append(f"PreemptEligibleTime={format_timestamp(eligible)} PreemptTime={when}")
+    if checkpointed:
+        words.append(f"Checkpointed={format_timestamp(checkpointed)}")
+    return [" ".join(words)] if words else []
+
+
 def _memory(job: Job) -> str:
     if job["min_mem_cpu"]:
         return f"MinMemoryCPU={mebibytes(int(job['min_mem_cpu']))}"
@@ -125,6 +140,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"AccrueTime={format_timestamp(int(job['accrue_time']))}",
         f"StartTime={format_timestamp(int(job['start_time']))} "
         f"EndTime={_end_time(job, now)} Deadline={deadline}",
+        *_preemption(job),
         f"SuspendTime={suspended} SecsPreSuspend={job['pre_suspend_secs']} "
         f"LastSchedEval={format_timestamp(int(job['last_sched_eval']))} Scheduler=Main",
         f"Partition={job['partition']} AllocNode:Sid={null(job['alloc_node'])}:0",

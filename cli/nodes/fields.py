@@ -191,7 +191,10 @@ _ALL: dict[str, tuple[Field, str]] = {
     ),
     "L": (Field("DEFAULTTIME", _default_time), "default_time"),
     "m": (Field("MEMORY", _span("real_memory")), "memory"),
-    "M": (Field("PREEMPT_MODE", _const("OFF")), "preempt_mode"),
+    "M": (
+        Field("PREEMPT_MODE", lambda g, v: str(g.partition.get("preempt_mode") or "OFF")),
+        "preempt_mode",
+    ),
     "n": (_HOSTNAMES, "hostnames"),
     "N": (_NODELIST, ""),
     "o": (Field("NODE_ADDR", _names("addr"), header_cut=False), "node_addr"),

@@ -156,13 +156,13 @@ def partition_lines(part: Partition) -> list[str]:
         f"AllowGroups={groups} AllowAccounts={accounts} AllowQos=ALL",
         f"AllocNodes=ALL Default={'YES' if part['is_default'] else 'NO'} QoS=N/A",
         f"DefaultTime={_minutes(int(part['default_time']), 'NONE')} DisableRootJobs=NO "
-        "ExclusiveUser=NO GraceTime=0 Hidden=NO",
+        f"ExclusiveUser=NO GraceTime={part.get('grace_time') or 0} Hidden=NO",
         f"MaxNodes={max_nodes} MaxTime={max_time} MinNodes={part['min_nodes']} LLN=NO "
         "MaxCPUsPerNode=UNLIMITED",
         f"Nodes={null(part['nodes'])}",
         f"PriorityJobFactor={part['priority_job_factor']} PriorityTier={part['priority_tier']} "
         f"RootOnly=NO ReqResv=NO OverSubscribe={part['oversubscribe'] or 'NO'}",
-        "OverTimeLimit=NONE PreemptMode=OFF",
+        f"OverTimeLimit=NONE PreemptMode={part.get('preempt_mode') or 'OFF'}",
         f"State={part['state'] or 'UNKNOWN'} TotalCPUs={part['total_cpus']} "
         f"TotalNodes={part['total_nodes']} SelectTypeParameters=NONE",
         "JobDefaults=(null)",

@@ -65,6 +65,8 @@ class Plan:
     # the others are cancelled.
     preempted: Mapping[int, int] = field(default_factory=_empty)
     requeued: frozenset[int] = frozenset()
+    # Victims with a GraceTime: victim -> seconds they are given after the warning.
+    grace: Mapping[int, int] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -81,6 +83,7 @@ class Draft:
     main_starts: int = 0
     preempted: dict[int, int] = field(default_factory=dict)
     requeued: set[int] = field(default_factory=set)
+    grace: dict[int, int] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -94,4 +97,5 @@ class Draft:
             main_starts=self.main_starts,
             preempted=MappingProxyType(self.preempted),
             requeued=frozenset(self.requeued),
+            grace=MappingProxyType(self.grace),
         )

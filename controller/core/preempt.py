@@ -1,20 +1,32 @@
 """Preemption: running jobs make room for a waiting job that outranks them.
 
 With ``PreemptType=preempt/qos`` a job may preempt running jobs whose QOS is
-in its own QOS's ``Preempt`` list; with ``preempt/partition_prio`` jobs of a
+in its own QOS's ``Preempt`` list (and, with PreemptMode's ``WITHIN``, jobs of
+its own QOS of lower priority); with ``preempt/partition_prio`` jobs of a
 partition with a higher PriorityTier preempt jobs of lower tiers. After the
 main pass and backfill, each job still waiting for resources (highest
 priority first, at most ``MAX_PREEMPTORS`` a pass) looks for victims among
-the running jobs it may preempt, lowest priority and most recently started
-first, adding them one at a time until the job would fit on what they free;
-only the victims on the nodes it would get are kept. A job is a victim once
-per pass. The controller then requeues or cancels them (PreemptMode) and the
-waiting job starts when their nodes are free, in a later pass.
+the running jobs it may preempt whose PreemptMode is not OFF and whose
+PreemptExemptTime has passed.
+
+Victims are chosen to lose the least work (``victim_order``): jobs that asked
+to be told first (``--signal``: they can save their state), then those with
+the least run time since their last checkpoint, then the lowest priority,
+then the youngest. They are added one at a time until the job would fit on
+what they free; then each is dropped again, the last added first, if the
+job still fits without it (Kueue's minimisation), and only the victims on
+the nodes it would get are kept. A multi-node job is one victim: its nodes
+are freed together or not at all. A job is a victim once per pass.
+
+A waiting job whose victims are still in their GraceTime looks for no more
+while what they will free is enough. The controller then warns, requeues or
+cancels them (PreemptMode) and the waiting job starts when their nodes are
+free, in a later pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from controller.core import nodefree
 from controller.core.placement import first_fit
@@ -23,7 +35,7 @@ from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 
-__all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions"]
+__all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions", "victim_order"]
 
 #: Waiting jobs that look for victims in one pass.
 MAX_PREEMPTORS = 20
@@ -41,6 +53,44 @@ def _released(nodes: dict[str, NodeView], victim: Running) -> None:
         )
 
 
+def victim_order(now: int) -> Callable[[Running], tuple[bool, int, int, int, int]]:
+    """The sort key of candidates, the first the one that loses the least work."""
+
+    def key(r: Running) -> tuple[bool, int, int, int, int]:
+        since = now - max(r.start_time, r.checkpointed)
+        return (not r.signal, since, r.priority, -r.start_time, -r.job_id)
+
+    return key
+
+
+def _fit(
+    job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], freed: Sequence[Running]
+) -> Start | None:
+    """Where ``job`` would start once ``freed`` are gone, or None."""
+    trial = dict(nodes)
+    for victim in freed:
+        _released(trial, victim)
+    outcome = first_fit(job, snap, trial, set())
+    return outcome if isinstance(outcome, Start) else None
+
+
+def _minimal(
+    job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], taken: list[Running]
+) -> tuple[list[Running], Start] | None:
+    """The fewest of ``taken`` (in order) the job needs, and where it would start."""
+    start = _fit(job, snap, nodes, taken)
+    if start is None:
+        return None
+    kept = list(taken)
+    for victim in reversed(taken[:-1]):
+        fewer = [v for v in kept if v is not victim]
+        trial = _fit(job, snap, nodes, fewer)
+        if trial is not None:
+            kept, start = fewer, trial
+    used = set(start.nodes)
+    return [v for v in kept if used & set(v.nodes)], start
+
+
 def preemptions(
     snap: Snapshot, plan: Draft, nodes: Mapping[str, NodeView], ordered: list[Job]
 ) -> dict[int, int]:
@@ -48,32 +98,39 @@ def preemptions(
     policy = snap.preempt
     if policy is None:
         return {}
+    now = plan.now
     chosen: dict[int, int] = {}
     tried = 0
+    key = victim_order(now)
     for job in ordered:
         if plan.reasons.get(job.job_id) is not Reason.RESOURCES or tried >= MAX_PREEMPTORS:
             continue
         tried += 1
+        warned = [r for r in snap.running if r.preempted_for == job.job_id]
+        if warned and _fit(job, snap, nodes, warned) is not None:
+            continue  # its victims' GraceTime runs: what they free is enough
+        priority = snap.ranking.of(job)
         candidates = sorted(
             (
                 r
                 for r in snap.running
-                if r.preemptable and r.job_id not in chosen and policy.may_preempt(job, r)
+                if r.preemptable
+                and r.job_id not in chosen
+                and r.eligible <= now
+                and policy.mode_of(r) != "OFF"
+                and policy.may_preempt(job, r, priority)
             ),
-            key=lambda r: (r.priority, -r.start_time, -r.job_id),
+            key=key,
         )
-        if not candidates:
-            continue
-        trial = dict(nodes)
-        taken: list[Running] = []
+        taken: list[Running] = list(warned)
         for victim in candidates:
-            _released(trial, victim)
             taken.append(victim)
-            outcome = first_fit(job, snap, trial, set())
-            if isinstance(outcome, Start):
-                used = set(outcome.nodes)
-                for kept in taken:
-                    if used & set(kept.nodes):
+            if _fit(job, snap, nodes, taken) is None:
+                continue
+            found = _minimal(job, snap, nodes, taken)
+            if found is not None:
+                for kept in found[0]:
+                    if kept not in warned:
                         chosen[kept.job_id] = job.job_id
-                break
+            break
     return chosen

@@ -195,7 +195,12 @@ def schedule(
         bf.run(waiting + untried, chosen_tasks)
     if snap.preempt is not None:
         plan.preempted = preemptions(snap, plan, nodes, ordered)
-        if snap.preempt.requeue:
-            may = {r.job_id for r in snap.running if r.requeue}
-            plan.requeued = {victim for victim in plan.preempted if victim in may}
+        policy = snap.preempt
+        for r in snap.running:
+            if r.job_id not in plan.preempted:
+                continue
+            if r.requeue and policy.mode_of(r) == "REQUEUE":
+                plan.requeued.add(r.job_id)
+            if r.grace > 0:
+                plan.grace[r.job_id] = r.grace
     return plan.freeze()

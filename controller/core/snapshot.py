@@ -134,6 +134,14 @@ class Running:
     start_time: int = 0
     share: int = 0  # it shares its CPUs, up to this many jobs per CPU (0: it keeps them)
     user: str = ""  # who runs it (why.py names the jobs a pending one waits for)
+    # Its PreemptMode as snapshots.py resolves it (QOS, partition, global): "CANCEL",
+    # "REQUEUE", "OFF" (never a victim), or "" for the policy's global mode.
+    mode: str = ""
+    grace: int = 0  # GraceTime: seconds between its warning signal and the mode's action
+    eligible: int = 0  # PreemptEligibleTime: no victim before (PreemptExemptTime)
+    signal: bool = False  # it asked to be told before it ends (--signal)
+    checkpointed: int = 0  # when it last reported a checkpoint (0: never)
+    preempted_for: int = 0  # in its GraceTime, preempted for this waiting job
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +163,22 @@ class PreemptPolicy:
     requeue: bool = False  # PreemptMode=REQUEUE: victims that may be requeued are (else cancelled)
     qos: Mapping[str, frozenset[str]] = field(default_factory=dict)  # QOS -> QOS it preempts
     tiers: Mapping[str, int] = field(default_factory=dict)  # partition -> PriorityTier
+    # PreemptMode's WITHIN (preempt/qos): jobs of these QOS preempt lower-priority jobs
+    # of their own QOS; ``within_all``: every QOS (the slurm.conf word).
+    within: frozenset[str] = frozenset()
+    within_all: bool = False
 
-    def may_preempt(self, job: Job, victim: Running) -> bool:
+    def mode_of(self, victim: Running) -> str:
+        """What is done to ``victim``: its own PreemptMode, else the global one."""
+        return victim.mode or ("REQUEUE" if self.requeue else "CANCEL")
+
+    def may_preempt(self, job: Job, victim: Running, priority: int = 0) -> bool:
+        """Whether ``job`` (of ``priority``) may preempt ``victim``."""
         if self.kind == "qos":
-            return victim.qos in self.qos.get(job.qos, frozenset())
+            if victim.qos in self.qos.get(job.qos, frozenset()):
+                return True
+            same = victim.qos == job.qos and (self.within_all or job.qos in self.within)
+            return same and priority > victim.priority
         tier = max((self.tiers.get(p, 0) for p in job.partitions), default=0)
         return tier > self.tiers.get(victim.partition, 0)
 

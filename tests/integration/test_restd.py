@@ -330,7 +330,7 @@ def test_restd_counts_its_requests(gateway: tuple[Cluster, Rest]) -> None:
     assert counts[(f"{V}/partitions", "200")] >= 3
     assert any(
         s.labels.get("route") == f"{V}/partitions"
-        for s in families["corral_restd_request_duration_seconds"].samples
+        for s in families["corral_restd_request_parse_seconds"].samples
     )
 
 

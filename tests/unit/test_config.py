@@ -1120,7 +1120,7 @@ def test_a_malformed_node_gres_stops_the_daemon_with_its_line() -> None:
         ),
         pytest.param("PrologFlags=Aloc\n", "aloc is not supported", id="prologflags-misspelt"),
         pytest.param("NodeName=n1 CoreSpecCount=1\n", "CoreSpecCount=1 is not", id="node"),
-        pytest.param("NodeName=n1\nPartitionName=p Nodes=n1 GraceTime=5\n", "GraceTime", id="p"),
+        pytest.param("NodeName=n1\nPartitionName=p Nodes=n1 LLN=yes\n", "LLN", id="p"),
     ],
 )
 def test_keys_that_would_change_an_outcome_are_refused(body: str, message: str) -> None:

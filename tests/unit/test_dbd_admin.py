@@ -282,3 +282,30 @@ def test_what_a_controller_enforces_comes_typed_and_as_sacctmgr_shows_it(admin: 
     assert AssocSet.from_json(typed.to_json()).reply == typed.reply
     assert AssocSet.from_json(json.dumps({"rows": [[], [], []]})) == AssocSet()
     assert enforced(admin.engine, "elsewhere").associations == []
+
+
+def test_a_qos_preemption_settings_reach_the_controller(admin: Admin) -> None:
+    run(admin, "add", "qos", {"name": "scav"})
+    run(
+        admin,
+        "modify",
+        "qos",
+        {"name": "scav"},
+        gracetime="45",
+        preemptexempttime="2",
+        preemptmode="Requeue,Within",
+    )
+    (row,) = run(admin, "list", "qos", {"name": "scav"})
+    assert (row["GraceTime"], row["PreemptExemptTime"], row["PreemptMode"]) == (
+        "00:00:45",
+        "00:02:00",
+        "requeue,within",
+    )
+    scav = AssocSet.from_reply(enforced(admin.engine, "bench")).qos["scav"]
+    assert (scav.grace_time, scav.preempt_exempt_time, scav.preempt_mode) == (
+        45,
+        120,
+        "requeue,within",
+    )
+    with pytest.raises(SlurmError, match="PreemptMode=SUSPEND is not supported yet"):
+        run(admin, "modify", "qos", {"name": "scav"}, preemptmode="suspend")

@@ -1,0 +1,136 @@
+"""slurm.conf's preemption keys and sacctmgr's QOS preemption fields: what each says,
+which wins for a job, and bad values refused with file and line."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import assocrows, preemptrules
+from controller.associations import AssocSet, QosLimits
+from controller.jobstate import JobState
+from corral.config import SlurmConfig, parse
+from corral.confsyntax import ConfigError
+from corral.errors import SlurmError
+from dbd.entities import preempt_mode
+from tests.unit.scenario import NOW, job
+
+HEAD = "ClusterName=c\nSlurmctldHost=h\nNodeName=n1 CPUs=4\n"
+
+
+def conf(body: str) -> SlurmConfig:
+    return parse(HEAD + body, "/etc/slurm/slurm.conf")
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "message"),
+    [
+        pytest.param("PreemptMode=PAUSE\n", 4, "bad PreemptMode value 'PAUSE'", id="mode"),
+        pytest.param("PreemptExemptTime=soon\n", 4, "bad PreemptExemptTime", id="exempt"),
+        pytest.param("PreemptParameters=strict_order\n", 4, "not supported yet", id="param"),
+        pytest.param("PreemptParameters=sendsignal\n", 4, "bad PreemptParameters", id="typo"),
+        pytest.param("PartitionName=p Nodes=n1 GraceTime=-5\n", 4, "bad GraceTime", id="grace"),
+        pytest.param(
+            "PartitionName=p Nodes=n1 PreemptMode=REQUEUE,WITHIN\n", 4, "not a partition", id="w"
+        ),
+        pytest.param("PartitionName=p Nodes=n1 PreemptMode=x\n", 4, "bad PreemptMode", id="pm"),
+        pytest.param("PreemptType=preempt/job\n", 4, "bad PreemptType", id="type"),
+    ],
+)
+def test_bad_values_are_refused_with_file_and_line(body: str, line: int, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        conf(body)
+    assert (caught.value.path, caught.value.line) == ("/etc/slurm/slurm.conf", line)
+
+
+def test_the_keys_are_read() -> None:
+    c = conf(
+        "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE,WITHIN\n"
+        "PreemptExemptTime=00:01:30\nPreemptParameters=send_user_signal\n"
+        "PartitionName=low Nodes=n1 PreemptMode=CANCEL GraceTime=45\n"
+        "PartitionName=high Nodes=n1 PriorityTier=2\n"
+    )
+    assert (c.preempt_type, c.preempt_mode) == ("PREEMPT/PARTITION_PRIO", "REQUEUE")
+    assert (c.preemption.within, c.preemption.exempt_time) == (True, 90)
+    assert c.preemption.send_user_signal
+    low, high = c.partitions
+    assert (low.preempt_mode, low.grace_time) == ("CANCEL", 45)
+    assert (high.preempt_mode, high.grace_time) == ("", 0)
+
+
+@pytest.mark.parametrize("word", ["SUSPEND", "GANG"])
+def test_suspend_and_gang_preempt_nothing_and_say_so(word: str) -> None:
+    c = conf(f"PreemptType=preempt/qos\nPreemptMode={word}\n")
+    assert c.preempt_mode == "OFF"
+    assert any(f"PreemptMode={word} is not supported yet" in w for w in c.warnings)
+    c = conf(f"PartitionName=p Nodes=n1 PreemptMode={word}\n")
+    assert c.partitions[0].preempt_mode == "OFF"
+    assert any(":4: PreemptMode" in w and "PartitionName=p" in w for w in c.warnings)
+
+
+def assocs(*qos: QosLimits) -> AssocSet:
+    return AssocSet(qos={q.name: q for q in qos})
+
+
+RUNNING = job(5, qos="scav", partition="low", state=JobState.RUNNING, start_time=NOW - 100)
+PARTS = "PartitionName=low Nodes=n1 PreemptMode=CANCEL GraceTime=20\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "qos", "expected"),
+    [
+        pytest.param("qos", QosLimits("scav"), ("CANCEL", 20, 60), id="partition under qos"),
+        pytest.param(
+            "qos",
+            QosLimits("scav", preempt_mode="requeue", grace_time=5, preempt_exempt_time=0),
+            ("REQUEUE", 5, 0),
+            id="the QOS wins under preempt/qos",
+        ),
+        pytest.param(
+            "qos", QosLimits("scav", preempt_mode="cluster"), ("CANCEL", 20, 60), id="cluster"
+        ),
+        pytest.param("qos", QosLimits("scav", preempt_mode="off"), ("CANCEL", 20, 60), id="off"),
+        pytest.param(
+            "partition_prio",
+            QosLimits("scav", preempt_mode="requeue", grace_time=5),
+            ("CANCEL", 20, 60),
+            id="the partition under partition_prio",
+        ),
+    ],
+)
+def test_which_setting_wins_for_a_job(
+    kind: str, qos: QosLimits, expected: tuple[str, int, int]
+) -> None:
+    c = conf(f"PreemptType=preempt/{kind}\nPreemptMode=REQUEUE\nPreemptExemptTime=1\n{PARTS}")
+    rules = preemptrules.Rules(c, assocs(qos))
+    own = rules.of(RUNNING)
+    assert (own.mode, own.grace, own.exempt) == expected
+    assert rules.eligible_time(RUNNING) == RUNNING.start_time + expected[2]
+
+
+def test_no_policy_without_a_preempt_type_or_any_mode() -> None:
+    assert preemptrules.policy(conf("PreemptMode=REQUEUE\n"), None) is None
+    assert preemptrules.policy(conf("PreemptType=preempt/qos\n"), None) is None
+    only_partition = conf("PreemptType=preempt/partition_prio\n" + PARTS)
+    assert preemptrules.policy(only_partition, None) is not None
+    within = preemptrules.policy(
+        conf("PreemptType=preempt/qos\nPreemptMode=CANCEL\n"),
+        assocs(QosLimits("team", preempt_mode="within")),
+    )
+    assert within is not None and within.within == {"team"} and not within.within_all
+
+
+def test_sacctmgr_preempt_mode_words() -> None:
+    assert preempt_mode("Requeue,Within") == "requeue,within"
+    assert preempt_mode("") == "cluster"
+    with pytest.raises(SlurmError, match="PreemptMode=SUSPEND is not supported yet"):
+        preempt_mode("suspend")
+    with pytest.raises(SlurmError, match="Invalid PreemptMode"):
+        preempt_mode("kill")
+
+
+def test_sacctmgr_rows_carry_a_qos_preemption_settings() -> None:
+    row = {"Name": "scav", "GraceTime": "00:00:45", "PreemptExemptTime": "00:02:00"}
+    qos = QosLimits.from_message(assocrows.qos({**row, "PreemptMode": "requeue"}))
+    assert (qos.grace_time, qos.preempt_exempt_time, qos.preempt_mode) == (45, 120, "requeue")
+    unset = QosLimits.from_message(assocrows.qos({"Name": "normal", "PreemptMode": "cluster"}))
+    assert (unset.grace_time, unset.preempt_exempt_time) == (0, None)
