@@ -222,13 +222,14 @@ def test_report_options_that_would_misreport_are_refused(cluster: Cluster) -> No
 def test_srun_in_a_batch_job_refuses_a_step_limit_and_warns_of_job_options(
     cluster: Cluster,
 ) -> None:
-    """Inside a job, srun --mem and a non-GPU --gres used to run the step with no limit and
-    nothing held, and -p/-A/-q or --exclusive=user to be dropped without a word: the step
-    is refused in the first case, runs with a warning in the second."""
+    """Inside a job, a non-GPU --gres used to run the step with nothing held, and
+    -p/-A/-q or --exclusive=user to be dropped without a word: the step is refused in
+    the first case, runs with a warning in the second. A step's --mem is its memory
+    limit now (tests/integration/test_containment.py): it runs."""
     script = cluster.dir / "step-options.sh"
     script.write_text(
         "#!/bin/sh\n"
-        "srun --mem=4G echo leaked; echo mem=$?\n"
+        "srun --mem=4G echo limited; echo mem=$?\n"
         "srun --gres=tmpdisk:10 echo leaked; echo gres=$?\n"
         "srun --exclusive=user -p nosuch echo ran; echo warned=$?\n"
         "srun --mem=0 -p $SLURM_JOB_PARTITION echo quiet\n"
@@ -239,9 +240,8 @@ def test_srun_in_a_batch_job_refuses_a_step_limit_and_warns_of_job_options(
     lines = out.read_text().splitlines()
     assert "leaked" not in lines, lines
     assert lines[:4] == [
-        "srun: error: --mem=4G is not supported in a job step: step memory is neither "
-        "limited nor held (issue 16); =0, the job's memory, is",
-        "mem=1",
+        "limited",
+        "mem=0",
         "srun: error: --gres=tmpdisk:10 is not supported in a job step: only GPUs are "
         "divided among a job's steps",
         "gres=1",
