@@ -394,6 +394,8 @@ class JobStore:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         if job.state.finished or COMPLETING in job.flags:
             raise SlurmError(errors.ESLURM_ALREADY_DONE)
+        if job.state is JobState.SUSPENDED:  # Slurm's answer: no step while suspended
+            raise SlurmError(errors.ESLURM_DISABLED)
         if job.state is not JobState.RUNNING:
             raise SlurmError(errors.ESLURM_JOB_PENDING)
         step = steps.new_step(job, req, name, int(time.time()), time_limit, line)

@@ -11,6 +11,7 @@ running. Needs root and a cgroup file system, as test_containment.py does.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +85,14 @@ def test_a_suspended_job_stops_lends_its_cpus_and_resumes_later(
 
     cluster.run("scancel", str(waiting))
     cluster.wait_done(waiting)
+    # A node with only a suspended job is idle, as in Slurm: its CPUs are free.
+    cluster.wait_for(
+        lambda: cluster.run("sinfo", "-h", "-o", "%t").stdout.strip() == "idle",
+        10,
+        "the node of a suspended job was not idle",
+    )
+    shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+    assert "JobState=SUSPENDED" in shown and "SuspendTime=None" not in shown
     cluster.run("scontrol", "resume", str(job))
     resumed = cluster.job(job)
     assert resumed["state"] == "RUNNING"
@@ -121,3 +130,48 @@ def test_an_uncontained_job_is_stopped_by_signals(make_cluster: Callable[..., Cl
     cluster.wait_for(lambda: _count(cluster.dir) > counted + 2, 15, "the resumed job never counted")
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"
+
+
+def test_a_resume_lost_while_the_agent_was_away_reaches_it_when_it_returns(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """The controller's view wins: a job resumed while its agent was down is thawed
+    by the agent that comes back (it says again what it holds suspended)."""
+    cluster = make_cluster(nodes=1, settings=SETTINGS)
+    job = cluster.sbatch("-o", "c.out", "--wrap", COUNTER)
+    cluster.wait_for(lambda: _count(cluster.dir) > 2, 20, "the counter never counted")
+    cluster.run("scontrol", "suspend", str(job))
+    cluster.wait_for(lambda: _still(cluster), 15, "the suspended job kept counting")
+    cluster.kill("agent", signal.SIGKILL)
+    cluster.run("scontrol", "resume", str(job))
+    assert cluster.job(job)["state"] == "RUNNING"
+    assert _still(cluster, 1.5)  # nobody told the job yet
+    cluster.start_agent()
+    counted = _count(cluster.dir)
+    cluster.wait_for(lambda: _count(cluster.dir) > counted + 2, 20, "the job stayed suspended")
+    cluster.run("scancel", str(job))
+    assert cluster.wait_done(job)["state"] == "CANCELLED"
+
+
+def test_sacct_shows_the_suspension_and_the_time_suspended(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path / "acct", 1, ("KillWait=1",), accounting=True)
+    try:
+        cluster.start()
+        job = cluster.sbatch("-o", "/dev/null", "--wrap", "sleep 300")
+        cluster.wait_state(job, {"RUNNING"}, timeout=20)
+        cluster.run("scontrol", "suspend", str(job))
+
+        def sacct() -> list[str]:
+            out = cluster.run("sacct", "-X", "-n", "-P", "-o", "State,Suspended", "-j", str(job))
+            return out.stdout.strip().split("|")
+
+        cluster.wait_for(lambda: sacct()[0] == "SUSPENDED", 20, "sacct never said SUSPENDED")
+        time.sleep(2)
+        cluster.run("scontrol", "resume", str(job))
+        cluster.run("scancel", str(job))
+        cluster.wait_done(job)
+        cluster.wait_for(lambda: sacct()[0].startswith("CANCELLED"), 20, "sacct kept it running")
+        hours, minutes, seconds = (int(part) for part in sacct()[1].split(":"))
+        assert (hours, minutes) == (0, 0) and seconds >= 2
+    finally:
+        cluster.stop()

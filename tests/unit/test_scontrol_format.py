@@ -499,6 +499,10 @@ def results(*codes: tuple[str, int]) -> dict[str, Any]:
         (["hold", "jobname=foo"], "hold", [], "foo"),
         (["requeue", "Incomplete", "8"], "requeue", ["8"], ""),
         (["requeuehold", "9"], "requeuehold", ["9"], ""),
+        (["suspend", "10,11"], "suspend", ["10", "11"], ""),
+        (["su", "JobId=12"], "suspend", ["12"], ""),
+        (["resume", "13"], "resume", ["13"], ""),
+        (["res", "14"], "resume", ["14"], ""),
     ],
 )
 def test_job_actions(
@@ -523,6 +527,24 @@ def test_hold_unknown_job(monkeypatch: pytest.MonkeyPatch) -> None:
         "Invalid job id specified for job 999\nslurm_suspend error: Invalid job id specified\n"
     )
     assert chosen.exit_code == 1
+
+
+def test_a_refused_suspend_says_why_per_job_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen, _ = session(monkeypatch, {"JobControl": results(("5", 2002))})
+    chosen.run(["suspend", "5"])
+    assert outputs(chosen)[1] == (
+        "Access/permission denied for job 5\nslurm_suspend error: Access/permission denied\n"
+    )
+    assert chosen.exit_code == 1
+
+
+@pytest.mark.parametrize("words", [["suspend"], ["resume", "abc"]])
+def test_suspend_and_resume_need_a_job_list(
+    monkeypatch: pytest.MonkeyPatch, words: list[str]
+) -> None:
+    chosen, client = session(monkeypatch, {})
+    chosen.run(words)
+    assert (client.requests, chosen.exit_code) == ([], 1)
 
 
 def test_requeue_bad_id(monkeypatch: pytest.MonkeyPatch) -> None:

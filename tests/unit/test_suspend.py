@@ -31,10 +31,13 @@ from controller.jobstate import (
 )
 from controller.journal import Journal
 from controller.principal import principal_for
+from controller.steps import StepRequest
 from controller.store import JobStore
 from corral import errors
 from corral.config import parse
+from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
+from nodeagent.runner import Runner
 from nodeagent.spool import JobDir
 
 START = NOW - 50
@@ -251,3 +254,41 @@ def test_the_suspend_request_round_trips_through_the_run_directory(tmp_path: Pat
     assert rundir.read_suspend() == (True, 0)
     rundir.request_suspend(False, 42)
     assert rundir.read_suspend() == (False, 42)
+
+
+class _Timed(Runner):
+    """A run whose time limit is ``deadline`` and that notes when it is ended for it."""
+
+    def __init__(self, rundir: JobDir, deadline: float) -> None:
+        super().__init__(rundir, None, "job 5")
+        self.deadline = deadline
+        self.timed_out = False
+
+    def _time_up(self) -> None:
+        self.timed_out = True
+
+
+def test_a_suspended_run_is_not_ended_at_its_limit_which_moves_by_the_time_suspended(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "job5.0").mkdir()
+    now = 1000.0
+    run = _Timed(JobDir(str(tmp_path / "job5.0")), deadline=now - 1)
+    run.suspended = True  # as ``_suspend`` leaves it once its tasks are stopped
+    assert run._act(now) is None and not run.timed_out
+    run.suspended, run.suspended_secs = False, 30  # resumed after 30 s suspended
+    assert run.limit_at() == now + 29
+    assert run._act(now) == pytest.approx(29) and not run.timed_out
+    run._act(now + 29)
+    assert run.timed_out
+
+
+def test_no_step_starts_in_a_suspended_job(store: JobStore) -> None:
+    first = _started(store, 1, 100)
+    store.post(first, Suspend(120))
+    with pytest.raises(SlurmError) as refused:
+        store.create_step(first, StepRequest(ntasks=1), "s", -1, "srun true", ROOT)
+    assert refused.value.code == errors.ESLURM_DISABLED
+    store.post(first, Resume(130))
+    _, step = store.create_step(first, StepRequest(ntasks=1), "s", -1, "srun true", ROOT)
+    assert step.step_id == 0
