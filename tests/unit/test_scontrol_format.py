@@ -520,21 +520,18 @@ def test_job_actions(
     )
 
 
-def test_hold_unknown_job(monkeypatch: pytest.MonkeyPatch) -> None:
-    chosen, _ = session(monkeypatch, {"JobControl": results(("999", 2017))})
-    chosen.run(["hold", "999"])
-    assert outputs(chosen)[1] == (
-        "Invalid job id specified for job 999\nslurm_suspend error: Invalid job id specified\n"
-    )
-    assert chosen.exit_code == 1
-
-
-def test_a_refused_suspend_says_why_per_job_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    chosen, _ = session(monkeypatch, {"JobControl": results(("5", 2002))})
-    chosen.run(["suspend", "5"])
-    assert outputs(chosen)[1] == (
-        "Access/permission denied for job 5\nslurm_suspend error: Access/permission denied\n"
-    )
+@pytest.mark.parametrize(
+    ("words", "code"),
+    [(["hold", "999"], 2017), (["suspend", "999"], 2002), (["resume", "999"], 2087)],
+    ids=["hold-unknown-job", "suspend-refused", "resume-not-suspended"],
+)
+def test_a_refused_job_action_says_why_per_job_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, words: list[str], code: int
+) -> None:
+    chosen, _ = session(monkeypatch, {"JobControl": results(("999", code))})
+    chosen.run(words)
+    why = str(SlurmError(code))
+    assert outputs(chosen)[1] == f"{why} for job 999\nslurm_suspend error: {why}\n"
     assert chosen.exit_code == 1
 
 
