@@ -722,7 +722,7 @@ class JobStore:
         """End or requeue the jobs on a node that failed; (job before, requeued) each."""
         failed = []
         for job in self.jobs_on(name):
-            requeue = job.requeue and job.state is JobState.RUNNING
+            requeue = job.requeue and job.state in (JobState.RUNNING, JobState.SUSPENDED)
             self.post(job.job_id, jobstate.NodeFail(now, requeue))
             failed.append((job, requeue))
         return failed

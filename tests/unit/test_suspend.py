@@ -5,6 +5,7 @@ ask (controller/jobcontrol.py)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -292,3 +293,16 @@ def test_no_step_starts_in_a_suspended_job(store: JobStore) -> None:
     store.post(first, Resume(130))
     _, step = store.create_step(first, StepRequest(ntasks=1), "s", -1, "srun true", ROOT)
     assert step.step_id == 0
+
+
+@pytest.mark.parametrize("requeue", [True, False])
+def test_a_node_failing_under_a_suspended_job_requeues_it_as_a_running_one(
+    store: JobStore, requeue: bool
+) -> None:
+    first = _started(store, 3, 6000)
+    store.jobs[first] = replace(store.jobs[first], requeue=requeue)
+    store.post(first, Suspend(120))
+    assert [requeued for _, requeued in store.fail_jobs_on("n1", 130)] == [requeue]
+    after = store.jobs[first]
+    assert after.state is (JobState.PENDING if requeue else JobState.NODE_FAIL)
+    assert store.used("n1") == (0, 0)
