@@ -175,3 +175,18 @@ def test_sacct_shows_the_suspension_and_the_time_suspended(tmp_path: Path) -> No
         assert (hours, minutes) == (0, 0) and seconds >= 2
     finally:
         cluster.stop()
+
+
+def test_a_suspended_jobs_steps_stop_with_it(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = make_cluster(nodes=1, settings=SETTINGS)
+    (cluster.dir / "counter.sh").write_text(COUNTER + "\n")
+    job = cluster.sbatch("-o", "c.out", "--wrap", "srun sh counter.sh")
+    cluster.wait_for(lambda: _count(cluster.dir) > 2, 30, "the step never counted")
+    cluster.run("scontrol", "suspend", str(job))
+    cluster.wait_for(lambda: _still(cluster), 15, "the suspended job's step kept counting")
+    assert _still(cluster, 1.5)
+    cluster.run("scontrol", "resume", str(job))
+    counted = _count(cluster.dir)
+    cluster.wait_for(lambda: _count(cluster.dir) > counted + 2, 15, "the step never went on")
+    cluster.run("scancel", str(job))
+    assert cluster.wait_done(job)["state"] == "CANCELLED"
