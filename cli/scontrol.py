@@ -49,6 +49,8 @@ scontrol [<OPTION>] [<COMMAND>]
      release <job_list>       let held jobs start again
      requeue <job_list>       requeue batch jobs
      requeuehold <job_list>   requeue batch jobs and hold them
+     resume <job_list>        let suspended jobs continue (operators only)
+     suspend <job_list>       stop running jobs where they are (operators only)
      ping                     report whether the controller responds
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
@@ -163,7 +165,9 @@ class Session:
             ("requeue", 3, self._requeue),
             ("requeuehold", 11, self._requeue),
             ("release", 3, self._hold),
+            ("resume", 3, self._suspend),
             ("show", 3, self._show),
+            ("suspend", 2, self._suspend),
             ("token", 3, self._token),
             ("update", 1, self._update),
             ("verbose", 4, self._ignore),
@@ -463,6 +467,23 @@ class Session:
             else:
                 failure = str(SlurmError(2017))
                 self.fail(f"{failure} for job {text}")
+            if failure:
+                self.fail(f"slurm_suspend error: {failure}")
+
+    def _suspend(self, words: Sequence[str]) -> None:
+        """``suspend|resume <job_list>``: an operator's (the controller decides)."""
+        action = "suspend" if word_is(words[0], "suspend", 2) else "resume"
+        if len(words) < 2:
+            self.fail(f"too few arguments for keyword:{words[0]}")
+            return
+        for word in words[1:]:
+            text = _strip_prefix(word, ("jobid=", "job="))
+            ids = job_id_list(text)
+            if ids is None:
+                failure = str(SlurmError(2017))
+                self.fail(f"{failure} for job {text}")
+            else:
+                failure = self._job_results(action, ids)
             if failure:
                 self.fail(f"slurm_suspend error: {failure}")
 

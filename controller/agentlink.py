@@ -41,6 +41,7 @@ import grpc
 from controller import jobstate
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
+    Continue,
     Effect,
     Ended,
     Granted,
@@ -50,6 +51,7 @@ from controller.effects import (
     NodeEpilog,
     NodeProlog,
     Signal,
+    Stop,
 )
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, without_grants
@@ -289,6 +291,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             if not holds_nodes(job) or job.nodes[0] not in session.nodes:
                 continue
             if (job.job_id, job.restarts) in alive:
+                self._resuspend(job, session)
                 continue
             if jobstate.COMPLETING in job.flags:
                 # Its result, if the agent kept one, follows the hello; if not, it is gone.
@@ -298,6 +301,17 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             else:
                 log.info("job_id=%d not reported by its agent; relaunching", job.job_id)
                 self.launch(job)
+
+    def _resuspend(self, job: Job, session: _Session) -> None:
+        """A reconnecting agent hears whether a job that was ever suspended is
+        suspended now: the controller's view wins, so a resume (or a suspension)
+        lost with the old stream is not lost for good."""
+        if job.suspend_time and jobstate.COMPLETING not in job.flags:
+            suspended = job.state is jobstate.JobState.SUSPENDED
+            message = pb.SuspendJob(
+                job_id=job.job_id, resume=not suspended, suspended_secs=job.suspended_secs
+            )
+            session.send(pb.ControllerMessage(suspend=message))
 
     def _give_up_on(self, job_id: int, restarts: int) -> None:
         job = self.store.jobs.get(job_id)
@@ -439,6 +453,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     )
                 case NewLimit(job):
                     self.update_limit(job)
+                case Stop(job):
+                    self.suspend(job, resume=False)
+                case Continue(job):
+                    self.suspend(job, resume=True)
 
     def _kill(self, job: Job, reason: str) -> None:
         self.signal(job, 0, reason=reason)
@@ -560,6 +578,26 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             done.oom_kills,
         )
 
+    def suspend(self, job: Job, *, resume: bool) -> None:
+        """Tell the agents of the job's nodes to stop its processes, or to let them
+        continue with its time limit moved by the time it was suspended."""
+        message = pb.ControllerMessage(
+            suspend=pb.SuspendJob(
+                job_id=job.job_id, resume=resume, suspended_secs=job.suspended_secs
+            )
+        )
+        for session in self._sessions_of(job):
+            session.send(message)
+
+    def _sessions_of(self, job: Job) -> list[_Session]:
+        """The sessions of the job's nodes, each once, the batch host's first."""
+        sessions: list[_Session] = []
+        for node in job.nodes:
+            session = self.sessions.get(node)
+            if session is not None and session not in sessions:
+                sessions.append(session)
+        return sessions
+
     def signal(
         self,
         job: Job,
@@ -572,11 +610,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
     ) -> bool:
         """Send a SignalJob to the agents of the job's nodes (the batch host's first:
         it runs the script; the others run step tasks)."""
-        sessions = []
-        for node in job.nodes:
-            session = self.sessions.get(node)
-            if session is not None and session not in sessions:
-                sessions.append(session)
+        sessions = self._sessions_of(job)
         if not sessions:
             return False
         message = pb.SignalJob(

@@ -32,7 +32,7 @@ def limits(
         return {}, {}
     counted: dict[str, int] = {}
     for job in jobs:
-        if job.state is JobState.RUNNING:
+        if job.state in (JobState.RUNNING, JobState.SUSPENDED):  # suspended ones count too
             for gate in associations.gates(job, assocs):
                 if gate.key:
                     counted[gate.key] = counted.get(gate.key, 0) + gate.amount

@@ -18,6 +18,11 @@ NodeFail               running                         Kill "node_down" (the job
 Finish                 running allocation (salloc,     Kill "complete" (its client
                        srun without a batch script)    gave it back) or "timeout"
 Finish                 running batch job               none: its agent reported it
+Suspend                running                         Stop (freeze its processes)
+Resume                 suspended                       Continue (thaw them; the time
+                                                       suspended moves its limit)
+Cancel, Requeue,       suspended                       as running: the kill thaws
+NodeFail                                               the processes first
 anything               pending, or already completing  none: no process to tell
 =====================  ==============================  =============================
 
@@ -54,6 +59,8 @@ from controller.jobstate import (
     NodeFail,
     Preempt,
     Requeue,
+    Resume,
+    Suspend,
 )
 from controller.model import Job
 
@@ -153,7 +160,24 @@ class Ended:
     exit_status: int
 
 
-Effect = Launch | Kill | Signal | NewLimit | Granted | NodeProlog | NodeEpilog | Ended
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Suspend every process of the job on its nodes (``SuspendJob``)."""
+
+    job: Job
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Resume the job's processes on its nodes (``SuspendJob`` with ``resume``);
+    ``job.suspended_secs`` moves the time limit the agents enforce."""
+
+    job: Job
+
+
+Effect = (
+    Launch | Kill | Signal | NewLimit | Granted | NodeProlog | NodeEpilog | Ended | Stop | Continue
+)
 
 
 def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:
@@ -162,7 +186,11 @@ def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:
         if new.state is JobState.RUNNING and not new.interactive:
             return (Launch(new),)
         return ()
-    if old.state is not JobState.RUNNING or COMPLETING in old.flags:
+    if isinstance(event, Suspend):
+        return (Stop(new),)
+    if isinstance(event, Resume):
+        return (Continue(new),)
+    if old.state not in (JobState.RUNNING, JobState.SUSPENDED) or COMPLETING in old.flags:
         return ()
     reason = KILLS.get(type(event))
     if reason is not None:

@@ -22,8 +22,11 @@ HeldGres = tuple[tuple[str, str | None, int], ...]
 
 
 def holds_nodes(job: Job) -> bool:
-    """True while a job's processes may still be on its nodes."""
-    return bool(job.nodes) and (job.state is JobState.RUNNING or COMPLETING in job.flags)
+    """True while a job's processes may still be on its nodes (running, suspended,
+    or completing)."""
+    return bool(job.nodes) and (
+        job.state in (JobState.RUNNING, JobState.SUSPENDED) or COMPLETING in job.flags
+    )
 
 
 class Holdings:
@@ -42,11 +45,26 @@ class Holdings:
 
     def change(self, job: Job, sign: int, shares: bool, gres: list[HeldGres]) -> None:
         """Add (``sign`` +1) or remove (-1) what ``job`` holds on its nodes: its CPUs
-        (among the shared ones if it ``shares`` them), memory, ``gres`` per node,
-        whole GPUs and CPU ids."""
-        for i, (name, cpus, memory) in enumerate(
-            zip(job.nodes, job.cpus, job.alloc_mem, strict=True)
-        ):
+        (among the shared ones if it ``shares`` them; none while it has lent them,
+        ``Job.cpus_released``), memory, ``gres`` per node, whole GPUs and CPU ids."""
+        if not job.cpus_released:
+            self.change_cpus(job, sign, shares)
+        for i, (name, memory) in enumerate(zip(job.nodes, job.alloc_mem, strict=True)):
+            used = self._used.setdefault(name, [0, 0])
+            used[1] += sign * memory
+            if job.gpus and job.gpus[i]:
+                mine = self._gpus.setdefault(name, set())
+                (mine.update if sign > 0 else mine.difference_update)(job.gpus[i])
+            if gres[i]:
+                counts = self._gres.setdefault(name, {})
+                for gname, gtype, count in gres[i]:
+                    counts[gname, gtype] = counts.get((gname, gtype), 0) + sign * count
+
+    def change_cpus(self, job: Job, sign: int, shares: bool) -> None:
+        """Add or remove ``job``'s CPUs and CPU ids alone: a suspended job lends them
+        to other jobs (-1) and takes them back on resume (+1), its memory and GRES
+        kept (as Slurm's cons_tres suspends a job)."""
+        for i, (name, cpus) in enumerate(zip(job.nodes, job.cpus, strict=True)):
             used = self._used.setdefault(name, [0, 0])
             if shares:
                 jobs = self._shared.setdefault(name, {}).setdefault(job.partition, {})
@@ -55,16 +73,8 @@ class Holdings:
                     del jobs[cpus]
             else:
                 used[0] += sign * cpus
-            used[1] += sign * memory
-            if job.gpus and job.gpus[i]:
-                mine = self._gpus.setdefault(name, set())
-                (mine.update if sign > 0 else mine.difference_update)(job.gpus[i])
             if job.cpu_ids and job.cpu_ids[i]:
                 self._change_ids(name, job.cpu_ids[i], sign, shares)
-            if gres[i]:
-                counts = self._gres.setdefault(name, {})
-                for gname, gtype, count in gres[i]:
-                    counts[gname, gtype] = counts.get((gname, gtype), 0) + sign * count
 
     def _change_ids(self, name: str, ids: tuple[int, ...], sign: int, shares: bool) -> None:
         """Add or remove the CPU ids a job holds on ``name``."""

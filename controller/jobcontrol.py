@@ -1,5 +1,5 @@
 """What scancel and scontrol do to jobs: signal, cancel, hold, release, requeue,
-update, and salloc's giving back of its allocation.
+suspend, resume, update, and salloc's giving back of its allocation.
 
 ``JobControl`` decides, for each job a request names, whether the caller may act on
 it and which state-machine event or update follows; the store applies them and
@@ -53,6 +53,10 @@ def _result(job_id: str, code: int) -> pb.JobResult:
     return pb.JobResult(
         job_id=job_id, code=code, message=errors.MESSAGES.get(code, "") if code else ""
     )
+
+
+#: JobControl's actions that only an operator may ask for (scontrol suspend, resume).
+SUSPENSION = ("suspend", "resume")
 
 
 def _signal_number(value: int) -> int:
@@ -137,7 +141,7 @@ class JobControl:
             return errors.ESLURM_ALREADY_DONE
         if sig in (0, signals.SIGKILL) and not req.batch_only:
             self.store.post(job.job_id, jobstate.Cancel(now, who.uid))
-            if job.interactive and job.state is JobState.RUNNING:
+            if job.interactive and job.state in (JobState.RUNNING, JobState.SUSPENDED):
                 self.store.end_interactive(self.store.jobs[job.job_id], now, 0x9, "cancelled")
             log.info("job_id=%d cancelled by uid=%d", job.job_id, who.uid)
             return 0
@@ -158,6 +162,10 @@ class JobControl:
                 update = jobupdate.parse(updates, now)
             except SlurmError as exc:  # each job's answer, once its owner is checked
                 update = exc
+        if req.action in SUSPENSION and not who.is_operator:
+            # Slurm's validate_operator comes before the job is even looked up.
+            denied = [_result(t, errors.ESLURM_ACCESS_DENIED) for t in ids or [req.job_name]]
+            return pb.JobControlReply(results=denied)
         for text, jobs in self.targets(ids, flt):
             if not jobs:
                 results.append(_result(text, errors.ESLURM_INVALID_JOB_ID))
@@ -216,6 +224,8 @@ class JobControl:
                 raise SlurmError(errors.ESLURM_DISABLED)
             hold = ("admin" if privileged else "user") if action == "requeuehold" else ""
             self.store.post(job.job_id, jobstate.Requeue(now, hold=hold))
+        elif action in SUSPENSION:
+            self._suspension(action, job, now)
         elif action == "complete":  # salloc or srun gives its allocation back
             if not job.interactive or job.state is not JobState.RUNNING:
                 raise SlurmError(errors.ESLURM_ALREADY_DONE)
@@ -227,6 +237,27 @@ class JobControl:
             self._update(job, update, who)
         else:
             raise SlurmError(errors.EINVAL, f"unknown action {action!r}")
+
+    def _suspension(self, action: str, job: Job, now: int) -> None:
+        """scontrol suspend or resume (an operator's; checked by ``control``), with
+        Slurm's answers for a job in another state; a resume whose CPUs another job
+        took meanwhile is refused rather than oversubscribe them."""
+        if job.state is JobState.PENDING:
+            raise SlurmError(errors.ESLURM_JOB_PENDING)
+        if job.state.finished or COMPLETING in job.flags:
+            raise SlurmError(errors.ESLURM_ALREADY_DONE)
+        if action == "suspend":
+            if job.state is not JobState.RUNNING:
+                raise SlurmError(errors.ESLURM_JOB_NOT_RUNNING)
+            self.store.post(job.job_id, jobstate.Suspend(now))
+            log.info("job_id=%d suspended", job.job_id)
+            return
+        if job.state is not JobState.SUSPENDED:
+            raise SlurmError(errors.ESLURM_JOB_NOT_SUSPENDED)
+        if not self.store.cpus_free_for(job):
+            raise SlurmError(errors.ESLURM_NODES_BUSY)
+        self.store.post(job.job_id, jobstate.Resume(now))
+        log.info("job_id=%d resumed", job.job_id)
 
     def _update(self, job: Job, update: JobUpdate, who: Principal) -> None:
         changes = jobupdate.changes(job, update, who.privileged_over(job.account))

@@ -14,6 +14,14 @@
                       (COMPLETING holds the nodes until the node agent reports the
                        processes gone; the base state is already final)
 
+    RUNNING ── Suspend ──▶ SUSPENDED ── Resume ──▶ RUNNING   (scontrol suspend/resume)
+    SUSPENDED takes Cancel, Requeue (the job comes back held) and NodeFail as RUNNING
+    does; its time there is not run time: Resume moves ``end_time`` on by it.
+
+A suspended job's CPUs are lent to other jobs (``cpus_released``, as Slurm's
+cons_tres does for a suspension) until it leaves its nodes or is resumed; its
+memory and generic resources stay its own.
+
 Finished jobs (COMPLETED FAILED TIMEOUT CANCELLED NODE_FAIL) may be requeued
 back to PENDING with ``Requeue``. Hold and Release only apply to PENDING jobs.
 
@@ -252,7 +260,37 @@ class GiveUp:
     reason: Reason
 
 
-Event = Start | Finish | Cancel | Preempt | Requeue | NodeFail | Hold | Release | GiveUp
+@dataclass(frozen=True, slots=True)
+class Suspend:
+    """``scontrol suspend``: the job's processes are stopped where they are."""
+
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """``scontrol resume``: the suspended job's processes continue."""
+
+    now: int
+
+
+#: Who holds a suspended job that is requeued: Slurm requeues it held, and only an
+#: operator could have suspended it.
+SUSPENDED_REQUEUE_HOLD = "admin"
+
+Event = (
+    Start
+    | Finish
+    | Cancel
+    | Preempt
+    | Requeue
+    | NodeFail
+    | Hold
+    | Release
+    | GiveUp
+    | Suspend
+    | Resume
+)
 
 
 def _finish_state(job: Job, event: Finish) -> tuple[JobState, Reason]:
@@ -290,6 +328,10 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
         restarts=job.restarts + 1,
         nodes=(),
         cpus=(),
+        cpus_released=False,
+        suspend_time=0,
+        pre_suspend_secs=0,
+        suspended_secs=0,
         alloc_mem=(),
         gres_alloc=(),
         gpus=(),
@@ -301,10 +343,48 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
     )
 
 
+def _unsuspended(job: Job, now: int) -> Job:
+    """``job`` out of SUSPENDED (as RUNNING) at ``now``, its suspended time counted:
+    what Cancel, Requeue and NodeFail see of a suspended job. Its CPUs stay lent
+    (``cpus_released``) until it is off its nodes."""
+    if job.state is not JobState.SUSPENDED:
+        return job
+    return replace(
+        job,
+        state=JobState.RUNNING,
+        suspended_secs=job.suspended_secs + max(now - job.suspend_time, 0),
+        suspend_time=now,
+    )
+
+
 def apply(job: Job, event: Event) -> Job:
     """Return ``job`` after ``event``; raise ``InvalidTransition`` if it cannot happen."""
+    if job.state is JobState.SUSPENDED and isinstance(event, Cancel | Requeue | NodeFail | Finish):
+        resumed = _unsuspended(job, event.now)
+        if isinstance(event, Requeue):
+            event = Requeue(event.now, event.hold or SUSPENDED_REQUEUE_HOLD)
+        return apply(resumed, event)
     state = job.state
     match event:
+        case Suspend() if state is JobState.RUNNING and COMPLETING not in job.flags:
+            return replace(
+                job,
+                state=JobState.SUSPENDED,
+                pre_suspend_secs=job.pre_suspend_secs
+                + max(event.now - (job.suspend_time or job.start_time), 0),
+                suspend_time=event.now,
+                cpus_released=True,
+            )
+        case Resume() if state is JobState.SUSPENDED:
+            paused = max(event.now - job.suspend_time, 0)
+            return replace(
+                job,
+                state=JobState.RUNNING,
+                suspended_secs=job.suspended_secs + paused,
+                suspend_time=event.now,
+                end_time=job.end_time + paused if job.end_time else 0,
+                cpus_released=False,
+            )
         case Start() if state is JobState.PENDING and not job.held:
             return replace(
                 job,

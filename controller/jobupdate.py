@@ -170,8 +170,10 @@ def changes(job: Job, update: JobUpdate, privileged: bool) -> dict[str, Any]:
         if longer and not privileged:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         out["time_limit"] = minutes
-        if job.state is JobState.RUNNING:
-            out["end_time"] = 0 if minutes < 0 else job.start_time + minutes * 60
+        if job.state in (JobState.RUNNING, JobState.SUSPENDED):
+            # The time it spent suspended does not count against its limit.
+            end = job.start_time + minutes * 60 + job.suspended_secs
+            out["end_time"] = 0 if minutes < 0 else end
     for kind, missing in (
         ("account", errors.ESLURM_INVALID_ACCOUNT),
         ("qos", errors.ESLURM_INVALID_QOS),

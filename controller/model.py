@@ -98,6 +98,15 @@ class Job:
     nodes: tuple[str, ...] = ()
     cpus: tuple[int, ...] = ()  # CPUs allocated on each of ``nodes``
     alloc_mem: tuple[int, ...] = ()  # MiB allocated on each of ``nodes``
+    # Suspension (scontrol suspend/resume), as Slurm keeps it: when it was last
+    # suspended or resumed (0: never), its run seconds before the last suspension,
+    # and its seconds suspended in all in this run.
+    suspend_time: int = 0
+    pre_suspend_secs: int = 0
+    suspended_secs: int = 0
+    # Its CPUs are lent to other jobs (suspended; still so while a job cancelled
+    # suspended completes): the ledger counts its memory and GRES, not its CPUs.
+    cpus_released: bool = False
     exit_status: int = 0
     # The priority recorded on the job: worked out at submission, and the ranked one
     # it started with. While it waits the snapshot's ranking (core/priority.Ranking.of) is

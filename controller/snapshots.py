@@ -172,9 +172,11 @@ def _running(
                 Running(
                     j.job_id,
                     j.nodes,
-                    j.cpus,
+                    # A suspended job lends its CPUs and keeps its memory and GRES;
+                    # when it will end is unknown until it is resumed.
+                    (0,) * len(j.cpus) if j.cpus_released else j.cpus,
                     j.alloc_mem,
-                    j.end_time,
+                    0 if j.state is JobState.SUSPENDED else j.end_time,
                     j.gres_alloc,
                     preemptable=j.state is JobState.RUNNING
                     and COMPLETING not in j.flags

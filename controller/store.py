@@ -297,6 +297,9 @@ class JobStore:
         elif holds_nodes(new) and not holds_nodes(old):
             self._account(new, +1)
             self._started(new)
+        elif new.cpus_released != old.cpus_released:  # suspended, or resumed
+            shares = bool(self.capacity.sharing(new))
+            self.holdings.change_cpus(new, -1 if new.cpus_released else +1, shares)
         self._touch_job(new)
         if new.state is not old.state:
             self._count(old, new)
@@ -328,7 +331,7 @@ class JobStore:
                 del self.configuring[job_id]
 
     def _count(self, old: Job, new: Job) -> None:
-        if new.state is JobState.RUNNING:
+        if new.state is JobState.RUNNING and old.state is JobState.PENDING:
             self.counters["started"] += 1
         elif new.state is JobState.COMPLETED:
             self.counters["completed"] += 1
@@ -342,7 +345,7 @@ class JobStore:
         old = self.jobs[job.job_id]
         assert job.state is old.state
         self._touch_job(job)
-        if job.time_limit != old.time_limit and job.state is JobState.RUNNING:
+        if job.time_limit != old.time_limit and job.state in (JobState.RUNNING, JobState.SUSPENDED):
             self.durable.emit((NewLimit(job),))
 
     def _account(self, job: Job, sign: int) -> None:
@@ -409,6 +412,8 @@ class JobStore:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         if job.state.finished or COMPLETING in job.flags:
             raise SlurmError(errors.ESLURM_ALREADY_DONE)
+        if job.state is JobState.SUSPENDED:  # Slurm's answer: no step while suspended
+            raise SlurmError(errors.ESLURM_DISABLED)
         if job.state is not JobState.RUNNING:
             raise SlurmError(errors.ESLURM_JOB_PENDING)
         step = steps.new_step(job, req, name, int(time.time()), time_limit, line)
@@ -473,7 +478,7 @@ class JobStore:
             if j.interactive
             and j.state is JobState.RUNNING
             and j.time_limit > 0
-            and now >= j.start_time + j.time_limit * 60
+            and now >= (j.end_time or j.start_time + j.time_limit * 60)
         ]
         for job in over:
             self.end_interactive(job, now, 0, "timeout")
@@ -660,6 +665,24 @@ class JobStore:
             view, start.cpus[index], start.memory[index], gres, start.share, start.partition
         ) and devices.still_free(view, start, index)
 
+    def cpus_free_for(self, job: Job) -> bool:
+        """Whether the CPUs a suspended ``job`` lent are free again on each of its
+        nodes (its count, and its CPU ids): resuming it must not oversubscribe them."""
+        share = self.capacity.sharing(job)
+        for i, name in enumerate(job.nodes):
+            view = snapshots.node_view(
+                self.conf.node(name),
+                self.nodes[name],
+                self.holdings,
+                self.capacity,
+                gpushare.fenced_only(self.conf),
+            )
+            if not nodefree.fits(view, job.cpus[i], 0, (), share, job.partition):
+                return False
+            if job.cpu_ids and job.cpu_ids[i] and not devices.ids_free(view, job.cpu_ids[i], share):
+                return False
+        return True
+
     # ------------------------------------------------------------ nodes
 
     def node_registered(self, reg: Registration, monotonic: float, now: int) -> None:
@@ -708,7 +731,7 @@ class JobStore:
         """End or requeue the jobs on a node that failed; (job before, requeued) each."""
         failed = []
         for job in self.jobs_on(name):
-            requeue = job.requeue and job.state is JobState.RUNNING
+            requeue = job.requeue and job.state in (JobState.RUNNING, JobState.SUSPENDED)
             self.post(job.job_id, jobstate.NodeFail(now, requeue))
             failed.append((job, requeue))
         return failed

@@ -31,6 +31,8 @@ ESLURM_INVALID_NODE_NAME = 2018
 ESLURM_WRITING_TO_FILE = 2019
 ESLURM_JOB_PENDING = 2024
 ESLURM_JOB_NOT_PENDING = 2073
+ESLURM_JOB_NOT_RUNNING = 2085
+ESLURM_JOB_NOT_SUSPENDED = 2087
 ESLURM_DEPENDENCY = 2038
 ESLURM_INVALID_ACCOUNT = 2045
 ESLURM_INVALID_TIME_LIMIT = 2051
@@ -89,6 +91,8 @@ MESSAGES: dict[int, str] = {
     ESLURM_USER_ID_MISSING: "Invalid user id",
     ESLURM_JOB_PENDING: "Job is pending execution",
     ESLURM_JOB_NOT_PENDING: "Job is no longer pending execution",
+    ESLURM_JOB_NOT_RUNNING: "Job is not running",
+    ESLURM_JOB_NOT_SUSPENDED: "Job is not suspended",
     ESLURM_JOB_HELD: "Job is in held state, pending scheduler release",
     ESLURM_INVALID_TASK_MEMORY: "Memory required by task is not available",
     ESLURM_DEPENDENCY: "Job dependency problem",

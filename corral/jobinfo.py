@@ -59,6 +59,9 @@ COPIED: Final[dict[str, str]] = {
     "submit_line": "submit_line",
     "alloc_node": "submit_host",
     "open_mode": "open_mode",
+    "suspend_time": "suspend_time",
+    "pre_suspend_secs": "pre_suspend_secs",
+    "suspended_secs": "suspended_secs",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -110,8 +113,6 @@ DERIVED: Final[frozenset[str]] = frozenset(
 #: JobInfo fields the controller leaves at their default, and why.
 NOT_SET: Final[dict[str, str]] = {
     "state_desc": "no reason text overrides the reason's name",
-    "suspend_time": "jobs are not suspended",
-    "pre_suspend_secs": "jobs are not suspended",
     "sched_partition": "a pending job's partitions are all in partition",
 }
 
@@ -185,6 +186,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "deadline",
         "suspend_time",
         "pre_suspend_secs",
+        "suspended_secs",
         "min_cpus_node",
         "mem_all",
         "oversubscribe",

@@ -550,6 +550,27 @@ class RunCgroups:
                 return _keyed(os.path.join(path, "memory.oom_control"), "oom_kill")
         return 0
 
+    def freeze(self, frozen: bool) -> bool:
+        """Freeze (``frozen``) or thaw every process of the run's cgroup (scontrol
+        suspend, resume): cgroup.freeze on v2, the v1 freezer's freezer.state.
+        False when the run's processes are in no cgroup that can be frozen (the
+        caller stops them with SIGSTOP instead)."""
+        for version, path, names in self.made:
+            if "procs" not in names:
+                continue
+            control, value = (
+                ("cgroup.freeze", "1" if frozen else "0")
+                if version == V2
+                else ("freezer.state", "FROZEN" if frozen else "THAWED")
+            )
+            try:
+                _write(os.path.join(path, control), value)
+            except OSError as exc:
+                log.warning("cgroup %s: %s not written: %s", path, control, exc.strerror)
+                return False
+            return True
+        return False
+
     def kill(self, wait: float | None = None) -> list[int]:
         """SIGKILL every process in the run's cgroup; those still there after ``wait``
         seconds (default: the description's UnkillableStepTimeout): stuck in the

@@ -6,7 +6,7 @@ every JobDone not yet acknowledged, in that order: a job's steps are recorded
 before the job ends (its end cancels the steps still unrecorded); last, every
 HookDone not yet acknowledged. The controller answers Welcome (heartbeat
 interval, KillWait) and from then on sends launch, launch_step, signal,
-update and ack_done requests, which all go to the agent's one table of runs
+suspend, update and ack_done requests, which all go to the agent's one table of runs
 (:mod:`nodeagent.runs`), and hook and ack_hook requests, the Prolog and
 Epilog of jobs whose batch script runs elsewhere, which go to
 :mod:`nodeagent.nodehooks` (as launch_step does first, so that a step waits
@@ -16,7 +16,9 @@ the next hello and JobDone backlog say the same thing (StepDones, which
 nothing acknowledges, wait for the next stream instead, and those a stream
 may not have delivered are taken back for the next). When the stream breaks
 the agent reconnects after 0.1 s, doubling up to 2 s while attempts keep
-failing; jobs keep running meanwhile.
+failing; jobs keep running meanwhile. After a hello the controller says again
+whether each job it ever suspended is suspended, so a resume lost with a
+broken stream leaves no job stopped for good.
 """
 
 from __future__ import annotations
@@ -192,6 +194,8 @@ class Link:
                 self.table.signal(reply.signal)
             elif kind == "update":
                 self.table.update(reply.update)
+            elif kind == "suspend":
+                self.table.suspend(reply.suspend)
             elif kind == "ack_done":
                 self.table.ack(reply.ack_done)
             else:

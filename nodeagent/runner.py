@@ -99,6 +99,9 @@ class Runner:
         self.cgroup: str | None = None  # the device cgroup the tasks run in, when not contained
         self.contained: cgroups.RunCgroups | None = None  # the tasks' cgroups
         self.left_behind: list[int] = []  # what the final kill could not end
+        self.suspended = False  # scontrol suspend: its tasks are stopped, its limit paused
+        self.frozen = False  # suspended by freezing its cgroup (else by SIGSTOP)
+        self.suspended_secs = 0  # the job's time suspended in all: the limit moves by it
 
     # ------------------------------------------------------------ what a kind adds
 
@@ -228,12 +231,13 @@ class Runner:
         """Do what is due at ``now`` (time limit, KILL, the kind's timers); seconds
         until the next, if any."""
         wakes = []
-        if self.deadline is not None and not self.ending.why:
-            if now >= self.deadline:
+        deadline = self.limit_at()
+        if deadline is not None and not self.ending.why and not self.suspended:
+            if now >= deadline:
                 self._time_up()
             else:
-                wakes.append(self.deadline)
-        if not self.ending.why:
+                wakes.append(deadline)
+        if not self.ending.why and not self.suspended:
             wakes += self._timers(now)
         if self.ending.kill_at is not None and now >= self.ending.kill_at:
             log.info("%s: kill wait over, SIGKILL", self.name)
@@ -242,20 +246,53 @@ class Runner:
             wakes.append(kill_at)
         return max(0.0, min(wakes) - now) if wakes else None
 
+    def limit_at(self) -> float | None:
+        """When the time limit ends the run: the kind's deadline, moved on by the
+        time the job spent suspended (None: no limit)."""
+        return None if self.deadline is None else self.deadline + self.suspended_secs
+
     def _check_requests(self) -> None:
-        """The agent's requests: the kind's, and a terminate (``cancel``).
+        """The agent's requests: the kind's, a suspension or resumption (``suspend``)
+        and a terminate (``cancel``).
 
         Requests made before the tasks started are acted on once they have.
         """
         self._requests()
+        asked = self.rundir.read_suspend()
+        if asked is not None and not self.ending.why:
+            self._suspend(*asked)
         kill_wait = self.rundir.read_cancel()
         if kill_wait is not None and not self.cancelled:
             self.cancelled = True
             self._cancel(kill_wait)
 
+    def _suspend(self, suspended: bool, suspended_secs: int) -> None:
+        """Stop the tasks where they are, or let them continue (scontrol suspend,
+        resume): their cgroup frozen or thawed where they are contained, else
+        SIGSTOP or SIGCONT to them. A repeated request (the controller says it again
+        to an agent that reconnects) changes nothing."""
+        self.suspended_secs = suspended_secs
+        if suspended == self.suspended or not self.pgid or not self._running():
+            return
+        self.suspended = suspended
+        if suspended:
+            self.frozen = self.contained is not None and self.contained.freeze(True)
+            if not self.frozen:
+                self._signal(signal.SIGSTOP)
+        elif self.frozen:
+            assert self.contained is not None
+            self.contained.freeze(False)
+            self.frozen = False
+        else:
+            self._signal(signal.SIGCONT)
+        log.info("%s %s", self.name, "suspended" if suspended else "resumed")
+
     def _begin_end(self, why: str, kill_wait: int) -> bool:
-        """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds. False
+        """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds (a
+        suspended run thawed first, as slurmstepd sends SIGCONT with the kill). False
         when they were being ended already (at most the KILL came forward)."""
+        if self.suspended:
+            self._suspend(False, self.suspended_secs)
         return self.ending.begin(why, time.time() + kill_wait)
 
     def _signal(self, sig: int) -> None:

@@ -1,4 +1,4 @@
-"""The agent's one table of runs: launch, signal, update, watch, report, recover, forget.
+"""The agent's one table of runs: launch, signal, suspend, update, watch, report, recover, forget.
 
 A run is the batch script of a job (step ``batch``, as Slurm's ``N.batch``)
 or one node's part of a step (``srun``), keyed by (job, step, instance)
@@ -580,6 +580,22 @@ class RunTable:
         assert isinstance(runs[-1].dir, JobDir)
         runs[-1].dir.request_time_limit(msg.time_limit)
         self._watch.poke(runs[-1])
+
+    def suspend(self, msg: pb.SuspendJob) -> None:
+        """scontrol suspend or resume: every run of the job here (its batch script and
+        its steps) stops its processes or lets them continue, its time limit moved
+        on by the job's time suspended in all."""
+        runs = self._of(msg.job_id)
+        if not runs:
+            log.info("job_id=%d suspend: no run of the job here", msg.job_id)
+        for run in runs:
+            try:
+                run.dir.request_suspend(not msg.resume, msg.suspended_secs)
+            except OSError as exc:
+                log.warning("%s cannot request its suspension: %s", run.name, exc)
+                continue
+            log.info("%s %s", run.name, "resume" if msg.resume else "suspend")
+            self._watch.poke(run)
 
     def ack(self, msg: pb.AckDone) -> None:
         """The controller has recorded a JobDone: its run is forgotten here."""

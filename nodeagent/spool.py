@@ -18,6 +18,8 @@ Files in a job directory (who writes them):
 ``started``        supervisor  the script's pid and start time (:class:`Started`)
 ``time_limit``     agent       a new limit in minutes (``scontrol update``)
 ``cancel``         agent       terminate request; content: KillWait seconds
+``suspend``        agent       scontrol suspend/resume: ``stop`` or ``cont``, and the
+                               job's seconds suspended in all (its limit moves by them)
 ``cgroups``        supervisor  the run's cgroups by role (:func:`nodeagent.cgroups.run_paths`)
 ``result``         supervisor  how the job ended (:class:`Result`), written last
 =================  ==========  ==================================================
@@ -27,7 +29,7 @@ Job steps (``srun``) have directories of their own next to the jobs',
 host. Their files have the same names and writers, the step runner
 (:mod:`nodeagent.steprunner`) playing the supervisor: ``launch.json`` (a
 :class:`StepSpec`), ``lock``, ``supervisor.pid``, ``supervisor.log``,
-``started`` (the tasks' process group), ``cancel``, ``signals`` (signal
+``started`` (the tasks' process group), ``cancel``, ``suspend``, ``signals`` (signal
 numbers for the tasks, one a line, appended by the agent) and ``result`` (a
 :class:`StepResult`). The agent deletes a step directory as soon as it has
 reported the result: step results do not survive an agent restart.
@@ -77,6 +79,7 @@ SUPERVISOR_LOG = "supervisor.log"
 STARTED = "started"
 TIME_LIMIT = "time_limit"
 CANCEL = "cancel"
+SUSPEND = "suspend"
 RESULT = "result"
 SIGNALS = "signals"
 
@@ -338,6 +341,12 @@ class RunDir:
     def request_cancel(self, kill_wait: int) -> None:
         _write_atomic(self.file(CANCEL), f"{kill_wait}\n")
 
+    def request_suspend(self, suspended: bool, suspended_secs: int) -> None:
+        """Ask the run to stop its processes (``suspended``) or let them continue, the
+        job having been suspended ``suspended_secs`` in all."""
+        word = "stop" if suspended else "cont"
+        _write_atomic(self.file(SUSPEND), f"{word} {suspended_secs}\n")
+
     def delete(self) -> None:
         """Remove the directory; it is flat, so unlinking its entries suffices."""
         try:
@@ -393,6 +402,14 @@ class RunDir:
     def read_started(self) -> Started | None:
         text = _read_text(self.file(STARTED))
         return None if text is None else Started(**json.loads(text))
+
+    def read_suspend(self) -> tuple[bool, int] | None:
+        """(whether the run is to be suspended, the job's seconds suspended in all)
+        as last asked, or None when it never was."""
+        words = (_read_text(self.file(SUSPEND)) or "").split()
+        if not words:
+            return None
+        return words[0] == "stop", int(words[1]) if len(words) > 1 else 0
 
     def read_cancel(self) -> int | None:
         """KillWait of a pending terminate request, or None when there is none."""

@@ -266,11 +266,12 @@ class BatchRun(Runner):
         """--signal=B:SIG@T is the batch shell's; without B: the controller sends it
         to the job's steps, wherever they run (as slurmctld does)."""
         spec = self.spec
-        if self.deadline is None or not spec.signal_num or not spec.signal_batch_only:
+        deadline = self.limit_at()
+        if deadline is None or not spec.signal_num or not spec.signal_batch_only:
             return []
         if self.signal_sent:
             return []
-        signal_at = self.deadline - spec.signal_time
+        signal_at = deadline - spec.signal_time
         if now < signal_at:
             return [signal_at]
         log.info("job_id=%d sending signal %d to the batch shell", spec.job_id, spec.signal_num)

@@ -367,10 +367,12 @@ def _planned(job: Job, view: View) -> int:
     return max(start - eligible, 0)
 
 
-def _suspended(job: Job, view: View) -> int:
+def suspended(job: Job, view: View) -> int:
+    """Seconds the job was suspended in all (its present suspension counted to now)."""
+    total = int(job.get("suspended_secs") or 0)
     if job["state"] == "SUSPENDED" and job["suspend_time"]:
-        return max(view.now - int(job["suspend_time"]), 0)
-    return 0
+        return total + max(view.now - int(job["suspend_time"]), 0)
+    return total
 
 
 def _time_limit(job: Job) -> str | None:
@@ -666,8 +668,8 @@ FIELDS: tuple[Field, ...] = (
         10,
         "Suspended",
         "time",
-        lambda job, view: format_hms(_suspended(job, view)),
-        lambda step, view: format_hms(_suspended(step.job, view)),
+        lambda job, view: format_hms(suspended(job, view)),
+        lambda step, view: format_hms(suspended(step.job, view)),
     ),
     Field(15, "SystemComment", "str"),
     Field(10, "SystemCPU", "str", *_cpu_time("sys_cpu_us")),

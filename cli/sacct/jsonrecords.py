@@ -20,6 +20,7 @@ from cli.sacct.fields import (
     job_state,
     req_cpus,
     start_time,
+    suspended,
     tres_count,
 )
 from corral import SLURM_VERSION
@@ -150,7 +151,7 @@ def job_record(job: Job, steps: Sequence[Step], view: View) -> dict[str, Any]:
             "limit": _number(None if limit == -1 else limit, infinite=limit == -1),
             "start": start_time(job),
             "submission": job["submit_time"],
-            "suspended": 0,
+            "suspended": suspended(job, view),
         },
         "tres": {
             "allocated": _tres(str(job["alloc_tres"])),

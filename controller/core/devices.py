@@ -190,16 +190,21 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     )
 
 
+def ids_free(node: NodeView, ids: tuple[int, ...], share: int) -> bool:
+    """Whether no job that keeps its CPUs holds any of the CPU ``ids`` on ``node``
+    (nor, for a job that keeps its own, ``share`` 0, any sharing job)."""
+    loads = node.shared_ids
+    busy = node.kept_ids if share or not loads else node.kept_ids | loads[0]
+    return not busy & mask(ids)
+
+
 def still_free(node: NodeView, start: Start, index: int) -> bool:
     """Whether the devices ``start`` names on its ``index``-th node, ``node``, are
     free there (commit's re-check against the node as it is now): no GPU given whole
     or with shares in use, no share of a GPU given whole, none of its CPUs held by a
     job that keeps them (nor, if it keeps its own, by a sharing job)."""
-    if start.cpu_ids:
-        loads = node.shared_ids
-        busy = node.kept_ids if start.share or not loads else node.kept_ids | loads[0]
-        if busy & mask(start.cpu_ids[index]):
-            return False
+    if start.cpu_ids and not ids_free(node, start.cpu_ids[index], start.share):
+        return False
     dev = node.devices
     if dev is None or not start.gres:
         return True

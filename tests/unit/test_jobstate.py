@@ -24,7 +24,9 @@ from controller.jobstate import (
     Reason,
     Release,
     Requeue,
+    Resume,
     Start,
+    Suspend,
     apply,
 )
 from controller.model import Job
@@ -423,6 +425,8 @@ _EVENT = st.one_of(
     st.builds(NodeFail, st.just(0), st.booleans()),
     st.builds(Hold, st.booleans()),
     st.builds(Release),
+    st.builds(Suspend, st.just(0)),
+    st.builds(Resume, st.just(0)),
 )
 _HELD_REASON = {"user": Reason.JOB_HELD_USER, "admin": Reason.JOB_HELD_ADMIN}
 
@@ -430,7 +434,7 @@ _HELD_REASON = {"user": Reason.JOB_HELD_USER, "admin": Reason.JOB_HELD_ADMIN}
 def _at(event: Event, now: int) -> Event:
     """``event`` happening at ``now`` (Hold and Release carry no time)."""
     match event:
-        case Start() | Finish() | Cancel() | Requeue() | NodeFail():
+        case Start() | Finish() | Cancel() | Requeue() | NodeFail() | Suspend() | Resume():
             return replace(event, now=now)
     return event
 
@@ -470,9 +474,21 @@ def test_random_event_sequences_keep_invariants(events: list[Event], limit: int)
             assert not current.held
         if current.held:
             assert NO_RANKING.of(current) == 0
+        # A suspended job has lent its CPUs; a running one (not ending) holds them.
+        if current.state is JobState.SUSPENDED:
+            assert current.cpus_released and current.nodes and not current.flags
+        if current.state is JobState.RUNNING and not current.flags:
+            assert not current.cpus_released
+        if current.state is JobState.PENDING:
+            assert not current.cpus_released and current.suspended_secs == 0
+        if current.restarts == before.restarts:
+            assert current.suspended_secs >= before.suspended_secs
         if current.state.finished and not before.state.finished:
             # Only a cancelled job waits, COMPLETING, for its processes to be gone.
-            cancelled_running = isinstance(raw, Cancel) and before.state is JobState.RUNNING
+            cancelled_running = isinstance(raw, Cancel) and before.state in (
+                JobState.RUNNING,
+                JobState.SUSPENDED,
+            )
             expected = {COMPLETING} if cancelled_running else set()
             assert current.flags == expected
             assert current.end_time == now  # it ended now, whatever was projected

@@ -27,3 +27,10 @@ CASES: dict[str, dict[str, Any]] = orjson.loads(
 def test_the_record_is_what_restd_has_always_written(case: str) -> None:
     info = pb.JobInfo(**CASES[case]["info"])
     assert orjson.dumps(job_info(info)) == orjson.dumps(CASES[case]["record"])
+
+
+def test_a_suspended_job_is_suspended_and_not_ended_in_restd() -> None:
+    record = job_info(pb.JobInfo(job_id=5, state="SUSPENDED", start_time=100, exit_status=0))
+    assert record["job_state"] == ["SUSPENDED"]
+    ended = job_info(pb.JobInfo(job_id=5, state="CANCELLED", start_time=100))
+    assert record["exit_code"] != ended["exit_code"]  # not shown until it has ended

@@ -499,6 +499,10 @@ def results(*codes: tuple[str, int]) -> dict[str, Any]:
         (["hold", "jobname=foo"], "hold", [], "foo"),
         (["requeue", "Incomplete", "8"], "requeue", ["8"], ""),
         (["requeuehold", "9"], "requeuehold", ["9"], ""),
+        (["suspend", "10,11"], "suspend", ["10", "11"], ""),
+        (["su", "JobId=12"], "suspend", ["12"], ""),
+        (["resume", "13"], "resume", ["13"], ""),
+        (["res", "14"], "resume", ["14"], ""),
     ],
 )
 def test_job_actions(
@@ -516,13 +520,28 @@ def test_job_actions(
     )
 
 
-def test_hold_unknown_job(monkeypatch: pytest.MonkeyPatch) -> None:
-    chosen, _ = session(monkeypatch, {"JobControl": results(("999", 2017))})
-    chosen.run(["hold", "999"])
-    assert outputs(chosen)[1] == (
-        "Invalid job id specified for job 999\nslurm_suspend error: Invalid job id specified\n"
-    )
+@pytest.mark.parametrize(
+    ("words", "code"),
+    [(["hold", "999"], 2017), (["suspend", "999"], 2002), (["resume", "999"], 2087)],
+    ids=["hold-unknown-job", "suspend-refused", "resume-not-suspended"],
+)
+def test_a_refused_job_action_says_why_per_job_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, words: list[str], code: int
+) -> None:
+    chosen, _ = session(monkeypatch, {"JobControl": results(("999", code))})
+    chosen.run(words)
+    why = str(SlurmError(code))
+    assert outputs(chosen)[1] == f"{why} for job 999\nslurm_suspend error: {why}\n"
     assert chosen.exit_code == 1
+
+
+@pytest.mark.parametrize("words", [["suspend"], ["resume", "abc"]])
+def test_suspend_and_resume_need_a_job_list(
+    monkeypatch: pytest.MonkeyPatch, words: list[str]
+) -> None:
+    chosen, client = session(monkeypatch, {})
+    chosen.run(words)
+    assert (client.requests, chosen.exit_code) == ([], 1)
 
 
 def test_requeue_bad_id(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -159,3 +159,28 @@ def test_commit_rechecks_a_sharing_start_against_its_partitions_count(store: Job
         store.post(other, jobstate.Start(110, "shared", ("c1",), (2,), (0,), 1))
     assert store.commit(plan) == []
     assert store.jobs[planned].state is jobstate.JobState.PENDING
+
+
+def test_a_suspended_job_keeps_its_gpus_and_lends_its_cpus(store: JobStore) -> None:
+    gpu_job = store.submit(from_fields({**SPEC, "gres": "gpu:2", "cpus_per_task": 4}), ROOT, 100)
+    cpu_only = store.submit(from_fields({**SPEC, "cpus_per_task": 2}), ROOT, now=100).job.job_id
+    waiting = store.submit(from_fields({**SPEC, "gres": "gpu:1"}), ROOT, now=100).job.job_id
+    assert [j.job_id for j in store.commit(schedule(store.snapshot(), 110))] == [gpu_job.job.job_id]
+    store.post(gpu_job.job.job_id, jobstate.Suspend(115))
+    view = store.snapshot().nodes["g1"]
+    assert (_free_gpus(store), view.free_cpus) == (0, 4)
+    # A job that needs a GPU still waits; one that needs CPUs alone takes them.
+    assert [j.job_id for j in store.commit(schedule(store.snapshot(), 120))] == [cpu_only]
+    assert store.jobs[waiting].reason is jobstate.Reason.RESOURCES
+
+
+def test_a_suspended_sharing_job_leaves_its_partitions_load(store: JobStore) -> None:
+    spec = from_fields({**SPEC, "partitions": ["shared"], "num_tasks": 2})
+    first = store.submit(spec, ROOT, now=100).job.job_id
+    store.commit(schedule(store.snapshot(), 110))
+    assert store.snapshot().nodes["c1"].shared == (("shared", 2, 2),)
+    store.post(first, jobstate.Suspend(115))
+    assert store.snapshot().nodes["c1"].shared == ()
+    assert store.cpus_free_for(store.jobs[first])
+    store.post(first, jobstate.Resume(120))
+    assert store.snapshot().nodes["c1"].shared == (("shared", 2, 2),)
