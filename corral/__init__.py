@@ -40,6 +40,7 @@ __all__ = [
     "nodeset",
     "oomscore",
     "pynodeset",
+    "queueconf",
     "ratelimit",
     "rpcerror",
     "sdnotify",
