@@ -95,7 +95,8 @@ def admit_totals(
 ) -> Admission:
     """``admit`` on subtree totals already summed (``Tree.totals``): reclaim keeps
     them up to date as it evicts, rather than summing again per job."""
-    if queue not in tree.conf.queues or queue == tree.root:
+    if queue not in tree.conf.queues or tree.children[queue]:
+        # Only leaf queues take jobs (KAI's rule): a parent's share is its children's.
         return Admission(False, INVALID_QUEUE, detail=f"no leaf queue {queue!r}")
     borrowed: dict[str, int] = {}
     for r in shares.resources:

@@ -138,7 +138,7 @@ def reclaim(
     delay = {q: inherited(tree, q, "preemption_delay") for q in conf.queues}
     full = {q: _saturation(shares, totals, q) for q in conf.queues}
     order = sorted(
-        (w for w in waiting if w.queue in conf.queues and w.queue != tree.root),
+        (w for w in waiting if w.queue in conf.queues and not tree.children[w.queue]),
         key=lambda w: (full[w.queue], -w.priority, w.eligible_time, w.job_id),
     )
     taken: set[int] = set()

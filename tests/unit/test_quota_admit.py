@@ -124,6 +124,11 @@ def test_a_sibling_borrows_first_from_its_parent() -> None:
     assert _admit(conf, {"t1": 4}, "t1", 1).reason == quota.BORROW_LIMIT
 
 
+def test_only_leaf_queues_take_jobs() -> None:
+    got = _admit(HIERARCHY, {}, "d1", 1)
+    assert (got.reason, got.detail) == (quota.INVALID_QUEUE, "no leaf queue 'd1'")
+
+
 def test_only_governed_resources_count() -> None:
     shares = divide(TWO_TEAMS, {GPU: 8}, {}, {})
     got = admit(TWO_TEAMS, shares, {}, "a", {GPU: 1, CPU: 10_000}, True)

@@ -173,6 +173,12 @@ def test_reclaim_takes_from_the_borrowing_sibling_not_from_another_departments_q
     assert {e.victim_queue for e in got} == {"t1"}
 
 
+def test_jobs_of_queues_that_take_none_reclaim_nothing() -> None:
+    run = [running(i, "t1", started=i) for i in range(1, 9)]
+    assert _reclaim(DEPARTMENTS, run, [waiting(100, "d2", 2), waiting(101, "nowhere", 2)]) == []
+    assert _victims(_reclaim(DEPARTMENTS, run, [waiting(100, "t3", 2)])) == [8, 7]
+
+
 def test_a_department_within_its_guarantee_is_protected_as_a_whole() -> None:
     # t1 is over its own guarantee (0), but d1 is within its 4: d2's t3 may not take it.
     conf = departments(d1=gpus(4), t1=gpus(0), d2=gpus(4), t3=gpus(4))
