@@ -65,7 +65,8 @@ class Shares:
 
     @property
     def resources(self) -> tuple[str, ...]:
-        """The resources the queues govern; a request's other keys are not counted."""
+        """The resources the queues govern (some queue has a quota for them); a
+        request's other keys are not counted."""
         return tuple(next(iter(self.fair.values()), {}))
 
 
@@ -76,14 +77,15 @@ def divide(
     usage: UsageIn,
     k: float = 1.0,
 ) -> Shares:
-    """Fair shares for every queue of ``conf``: ``capacity`` divided down the tree.
+    """Fair shares for every queue of ``conf``: ``capacity`` divided down the tree,
+    for each resource some queue has a quota for (one without capacity has none).
 
     ``requested`` is per leaf queue (pending plus running demand); ``usage``
     per queue, normalised (0..1); ``k`` is KAI's kValue (how much usage
     re-weights the over-quota phase).
     """
     tree = Tree(conf)
-    resources = tree.resources(capacity)
+    resources = tree.resources
     asked = tree.totals(requested)
     used = _usage_totals(tree, usage, resources)
     fair: dict[str, dict[str, int]] = {q: {} for q in conf.queues}

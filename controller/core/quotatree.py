@@ -8,7 +8,7 @@ lowest common ancestor of two queues) without any of them re-deriving it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -92,9 +92,12 @@ class Tree:
                 add(total[spec.parent], total[spec.name])
         return total
 
-    def resources(self, extra: Iterable[str] = ()) -> tuple[str, ...]:
-        """Every resource some queue has a quota for, with ``extra``, sorted."""
-        names = set(extra)
+    @cached_property
+    def resources(self) -> tuple[str, ...]:
+        """The resources the queues govern: those some queue has a quota for, sorted.
+        Others (a site that gives queues GPUs only) are placement's alone: a job's
+        CPUs then never make it borrow, nor keep one that cannot be preempted out."""
+        names: set[str] = set()
         for spec in self.conf.queues.values():
             names.update(spec.quotas)
         return tuple(sorted(names))

@@ -129,7 +129,8 @@ def test_only_leaf_queues_take_jobs() -> None:
     assert (got.reason, got.detail) == (quota.INVALID_QUEUE, "no leaf queue 'd1'")
 
 
-def test_only_governed_resources_count() -> None:
-    shares = divide(TWO_TEAMS, {GPU: 8}, {}, {})
-    got = admit(TWO_TEAMS, shares, {}, "a", {GPU: 1, CPU: 10_000}, True)
-    assert got.admitted
+def test_only_resources_some_queue_has_a_quota_for_count() -> None:
+    shares = divide(TWO_TEAMS, {GPU: 8, CPU: 64}, {}, {})
+    assert shares.resources == (GPU,)
+    got = admit(TWO_TEAMS, shares, {}, "a", {GPU: 1, CPU: 10_000}, False)
+    assert (got.admitted, got.borrows) == (True, False)

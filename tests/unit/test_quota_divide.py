@@ -9,6 +9,8 @@ from corral.queueconf import QueueConf, ResourceQuota
 from tests.unit.quotascenario import CPU, GPU, departments, gpus, team, tree
 
 TWO_TEAMS = tree(team("a", gpus(4)), team("b", gpus(4)))
+#: GPUs named, nothing guaranteed: the surplus phase alone.
+UNGUARANTEED = tree(team("a", gpus()), team("b", gpus()))
 
 
 def _fair(
@@ -32,21 +34,21 @@ def _each(text: str) -> dict[str, int]:
 DIVISIONS = {
     "guarantees first, then the surplus to whoever asks": (TWO_TEAMS, 8, "a=8 b=2", "a=6 b=2"),
     "nobody asks: nothing is shared": (TWO_TEAMS, 8, "", "a=0 b=0"),
-    "the surplus evenly at equal weights": (tree(team("a"), team("b")), 10, "a=10 b=10", "a=5 b=5"),
+    "the surplus evenly at equal weights": (UNGUARANTEED, 10, "a=10 b=10", "a=5 b=5"),
     "the surplus by over-quota weight": (
-        tree(team("a", over_quota_weight=1), team("b", over_quota_weight=4)),
+        tree(team("a", gpus(), over_quota_weight=1), team("b", gpus(), over_quota_weight=4)),
         10,
         "a=10 b=10",
         "a=2 b=8",
     ),
     "KAI: priority=2 weight=1 gets surplus before priority=1 weight=100": (
-        tree(team("a", priority=2), team("b", priority=1, over_quota_weight=100)),
+        tree(team("a", gpus(), priority=2), team("b", gpus(), priority=1, over_quota_weight=100)),
         10,
         "a=10 b=10",
         "a=10 b=0",
     ),
     "a lower bucket gets what the higher one does not ask for": (
-        tree(team("a", priority=2), team("b", priority=1, over_quota_weight=100)),
+        tree(team("a", gpus(), priority=2), team("b", gpus(), priority=1, over_quota_weight=100)),
         10,
         "a=3 b=10",
         "a=3 b=7",
@@ -64,13 +66,13 @@ DIVISIONS = {
         "a=3 b=7",
     ),
     "units left by rounding go one at a time, largest remainder first": (
-        tree(team("a", over_quota_weight=1), team("b", over_quota_weight=3)),
+        tree(team("a", gpus(), over_quota_weight=1), team("b", gpus(), over_quota_weight=3)),
         10,
         "a=10 b=10",
         "a=2 b=8",
     ),
     "equal remainders: by name": (
-        tree(team("b"), team("a"), team("c")),
+        tree(team("b", gpus()), team("a", gpus()), team("c", gpus())),
         5,
         "a=5 b=5 c=5",
         "b=2 a=2 c=1",
@@ -91,7 +93,7 @@ def test_division(what: str) -> None:
 
 
 def test_usage_reweights_the_surplus_within_a_bucket() -> None:
-    conf = tree(team("a"), team("b"))
+    conf = UNGUARANTEED
     asks = {"a": 10, "b": 10}
     # KAI: P_i = max(0, W' + k(W' - U')): W' = 0.5 each, U' = 0.9 and 0.1.
     assert _fair(conf, 10, asks, usage={"a": 0.9, "b": 0.1}) == {"a": 1, "b": 9}
@@ -107,10 +109,10 @@ def test_usage_never_touches_guarantees_or_priority() -> None:
 
 def test_usage_may_be_given_per_resource_and_sums_up_the_tree() -> None:
     conf = tree(
-        team("d1"),
-        team("t1", parent="d1"),
-        team("t2", parent="d1"),
-        team("d2"),
+        team("d1", gpus()),
+        team("t1", gpus(), parent="d1"),
+        team("t2", gpus(), parent="d1"),
+        team("d2", gpus()),
     )
     asks = {"t1": {GPU: 10}, "t2": {GPU: 10}, "d2": {GPU: 10}}
     shares = divide(conf, {GPU: 10}, asks, {"t1": {GPU: 0.45}, "t2": {GPU: 0.45}, "d2": 0.1})
@@ -147,6 +149,13 @@ def test_resources_are_divided_separately() -> None:
     shares = divide(conf, {GPU: 8, CPU: 64}, {"a": {GPU: 8, CPU: 64}, "b": {GPU: 8, CPU: 64}}, {})
     assert (shares.fair_of("a", GPU), shares.fair_of("b", GPU)) == (6, 2)
     assert (shares.fair_of("a", CPU), shares.fair_of("b", CPU)) == (16, 48)
+
+
+def test_only_resources_a_queue_names_are_divided() -> None:
+    shares = divide(TWO_TEAMS, {GPU: 8, CPU: 64}, {"a": {GPU: 8, CPU: 64}}, {})
+    assert shares.resources == (GPU,)
+    assert shares.fair_of("a", CPU) == 0
+    assert divide(tree(team("a"), team("b")), {GPU: 8}, {"a": {GPU: 8}}, {}).resources == ()
 
 
 def test_a_resource_with_a_quota_but_no_capacity_has_no_share() -> None:
