@@ -312,13 +312,14 @@ def test_reclaim_takes_no_in_quota_job_and_leaves_no_more_queues_below_guarantee
 
 
 @FAST
-@given(_busy(depth=1, resources=(GPU,)), st.data())
+@given(_busy(depth=2, resources=(GPU,)), st.data())
 def test_no_queue_stays_below_its_guarantee_while_a_lender_is_over_its_own(
     busy: tuple[World, list[RunningJob]], data: st.DataObject
 ) -> None:
-    """Waiting jobs of one GPU, every job preemptible, no delays: after reclaim and
-    admission settle, a queue still waiting below its guarantee means no other
-    queue has a job it could give up and stay at or above its own guarantee."""
+    """Waiting jobs of one GPU, every job preemptible, no delays: once reclaim and
+    admission settle, no queue waits below its guarantee while another queue has a
+    job it could give up and stay at or above its guarantee (each queue up to below
+    the two's common ancestor: the waiting side within, the giving side at or above)."""
     world, jobs = busy
     conf = world.conf
     pending = [
@@ -337,13 +338,22 @@ def test_no_queue_stays_below_its_guarantee_while_a_lender_is_over_its_own(
         pending = [w for w in pending if w.job_id not in started]
         if not evictions and not started:
             break
-    own = held(jobs)
+    total = _totals(conf, held(jobs))
+
+    def gpus(q: str) -> int:
+        return total[q].get(GPU, 0)
+
     for w in pending:
-        if own.get(w.queue, {}).get(GPU, 0) < shares.guarantee_of(w.queue, GPU):
-            over = [
-                j.job_id
-                for j in jobs
-                if own[j.queue][GPU] - j.resources[GPU] >= shares.guarantee_of(j.queue, GPU)
-                and j.queue != w.queue
-            ]
-            assert over == [], (w.queue, own)
+        could_give = [
+            j.job_id
+            for j in jobs
+            if j.queue != w.queue
+            and all(
+                gpus(q) + 1 <= shares.guarantee_of(q, GPU) for q in _up_to(conf, w.queue, j.queue)
+            )
+            and all(
+                gpus(q) - j.resources[GPU] >= shares.guarantee_of(q, GPU)
+                for q in _up_to(conf, j.queue, w.queue)
+            )
+        ]
+        assert could_give == [], (w.queue, total)
