@@ -88,6 +88,12 @@ class Reason(enum.Enum):
     JOB_ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
     RESERVATION = "Reservation"  # its reservation has not started yet
     RESERVATION_DELETED = "ReservationDeleted"
+    # Team queues (queues.conf, controller/core/queueplan.py): what the quota refuses.
+    QUEUE_LIMIT = "QueueLimit"  # a Limit of the job's queue or one above it
+    QUEUE_BORROW_LIMIT = "QueueBorrowLimit"  # its queue may borrow no more
+    QUEUE_GUARANTEE = "QueueGuarantee"  # not preemptible: runs only within the guarantee
+    QUEUE_COHORT_FULL = "QueueCohortFull"  # nothing unused and lendable to borrow
+    INVALID_QUEUE = "InvalidQueue"  # its queue takes no jobs
     # Accounting limits (AccountingStorageEnforce=limits): controller/associations.py.
     ASSOC_MAX_JOBS = "AssocMaxJobsLimit"
     ASSOC_GRP_JOBS = "AssocGrpJobsLimit"

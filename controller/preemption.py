@@ -92,7 +92,7 @@ def begin(store: JobStore, plan: Plan) -> list[tuple[Job, bool]]:
         requeue = victim_id in plan.requeued
         grace = plan.grace.get(victim_id, 0)
         preemptor = store.jobs.get(for_id)
-        why = reason(store, job, preemptor)
+        why = plan.why.get(victim_id) or reason(store, job, preemptor)
         action = "requeue" if requeue else "cancel"
         stamp = timefmt.format_timestamp(now)
         comment = f"Preempted ({action}) for job {for_id} at {stamp}: {why}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from controller import assoclimits, gpushare, preemptrules
+from controller import assoclimits, gpushare, preemptrules, queueviews
 from controller.admission import Capacity
 from controller.associations import AssocSet
 from controller.core import NodeView, Running, Snapshot, nodefree
@@ -51,8 +51,20 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
     )
     rules = preemptrules.Rules(conf, ledger.associations)
     running, running_per_array = _running(ledger.jobs.values(), capacity, ledger.ranking, rules)
+    nodes = _node_views(ledger, conf, capacity)
+    queues = None
+    if conf.queue_conf is not None:
+        queues = queueviews.view(
+            conf.queue_conf,
+            ledger.jobs.values(),
+            pending,
+            queueviews.capacity_of(capacity.nodes, nodes),
+            ledger.associations,
+            ledger.usage,
+            ledger.ranking,
+        )
     return Snapshot(
-        _node_views(ledger, conf, capacity),
+        nodes,
         {
             name: view
             if ledger.partition_state.get(name, view.state) == view.state
@@ -68,6 +80,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
         ledger.reservations.views(),
         preemptrules.policy(conf, ledger.associations),
         ledger.ranking,
+        queues,
     )
 
 

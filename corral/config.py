@@ -1146,7 +1146,7 @@ def load(path: str | None = None) -> SlurmConfig:
     queues_path = os.path.join(os.path.dirname(path), "queues.conf")
     queues = queueconf.load(queues_path, types, conf.cluster_name)
     if queues is not None:
-        conf = replace(conf, queue_conf=queues, warnings=(*conf.warnings, queueconf.PENDING))
+        conf = replace(conf, queue_conf=queues)
     gres_path = os.path.join(os.path.dirname(path), "gres.conf")
     if not types or not os.path.exists(gres_path):
         return conf

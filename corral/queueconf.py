@@ -29,7 +29,6 @@ from corral.confsyntax import ConfigError, Reader, Where, boolean, integer, read
 
 __all__ = [
     "INHERITED",
-    "PENDING",
     "ROOT",
     "QueueConf",
     "QueueSpec",
@@ -43,7 +42,6 @@ ROOT = "root"
 #: The settings a queue without its own value takes from its parent (the root: 0).
 INHERITED = ("reclaim_min_runtime", "preempt_min_runtime", "preemption_delay")
 #: Said while the scheduler does not divide by the tree yet (issue 17, points 1 and 2).
-PENDING = "queues.conf is read and checked, but the scheduler does not use its queues yet"
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
 
 

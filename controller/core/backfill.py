@@ -35,6 +35,7 @@ from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
 from controller.core.plan import Draft, Expected, Start
+from controller.core.queueplan import QueueLedger
 from controller.core.resvwindows import ResvWindows, run_end
 from controller.core.snapshot import NodeView, PartitionView, ResvView, Snapshot
 from controller.core.timeline import Release, Timeline, ceil_to
@@ -100,6 +101,7 @@ class Backfill:
         running_arrays: dict[int, int],
         free: FreeNodes,
         usage: Usage,
+        queues: QueueLedger | None = None,
     ) -> None:
         self.snap = snap
         self.plan = plan
@@ -110,6 +112,7 @@ class Backfill:
         self.params = params
         self.running_arrays = running_arrays
         self.usage = usage  # accounting limits' counters, after the main pass
+        self.queues = queues or QueueLedger(None)  # the queues' totals, after the main pass
         self.reserved = Reservations(free.order)
         # Advance reservations; the plans of the jobs in each are their own.
         self.windows = ResvWindows(snap.reservations)
@@ -218,8 +221,8 @@ class Backfill:
         while tasks:
             if throttle and self.running_arrays.get(job.array_job_id, 0) >= throttle:
                 return False
-            limit = self.usage.blocked(gates)
-            if limit is not None:  # no start and no reservation past an accounting limit
+            limit = self.usage.blocked(gates) or self.queues.blocked(job)
+            if limit is not None:  # no start and no reservation past a limit or a queue's
                 self.plan.reasons[job.job_id] = limit
                 return False
             start = self._fit_now(job, parts)
@@ -235,6 +238,7 @@ class Backfill:
             take(self.nodes, start)
             self.free.taken(start)
             self.usage.take(gates)
+            self.queues.take(job)
             assert self.timeline is not None
             self.timeline.take(start, self._end_of(job, start))
             if job.array_job_id:

@@ -67,6 +67,8 @@ class Plan:
     requeued: frozenset[int] = frozenset()
     # Victims with a GraceTime: victim -> seconds they are given after the warning.
     grace: Mapping[int, int] = field(default_factory=_empty)
+    # Victims of a queue's reclaim: victim -> why, in a line (core/queueplan.py).
+    why: Mapping[int, str] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -84,6 +86,7 @@ class Draft:
     preempted: dict[int, int] = field(default_factory=dict)
     requeued: set[int] = field(default_factory=set)
     grace: dict[int, int] = field(default_factory=dict)
+    why: dict[int, str] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -98,4 +101,5 @@ class Draft:
             preempted=MappingProxyType(self.preempted),
             requeued=frozenset(self.requeued),
             grace=MappingProxyType(self.grace),
+            why=MappingProxyType(self.why),
         )

@@ -27,6 +27,7 @@ free, in a later pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from controller.core import nodefree
 from controller.core.placement import first_fit
@@ -41,7 +42,7 @@ __all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions", "victim_order"]
 MAX_PREEMPTORS = 20
 
 
-def _released(nodes: dict[str, NodeView], victim: Running) -> None:
+def release(nodes: dict[str, NodeView], victim: Running) -> None:
     """Give ``victim``'s CPUs (kept or shared), memory and GRES back to ``nodes``."""
     for i, name in enumerate(victim.nodes):
         node = nodes.get(name)
@@ -69,7 +70,7 @@ def _fit(
     """Where ``job`` would start once ``freed`` are gone, or None."""
     trial = dict(nodes)
     for victim in freed:
-        _released(trial, victim)
+        release(trial, victim)
     outcome = first_fit(job, snap, trial, set())
     return outcome if isinstance(outcome, Start) else None
 
@@ -92,9 +93,14 @@ def _minimal(
 
 
 def preemptions(
-    snap: Snapshot, plan: Draft, nodes: Mapping[str, NodeView], ordered: list[Job]
+    snap: Snapshot,
+    plan: Draft,
+    nodes: Mapping[str, NodeView],
+    ordered: list[Job],
+    claimed: AbstractSet[int] = frozenset(),
 ) -> dict[int, int]:
-    """Victims for the waiting jobs of ``plan``: victim job id -> the job it makes room for."""
+    """Victims for the waiting jobs of ``plan``: victim job id -> the job it makes room for
+    (``claimed``: victims already chosen this pass, by reclaim)."""
     policy = snap.preempt
     if policy is None:
         return {}
@@ -116,6 +122,7 @@ def preemptions(
                 for r in snap.running
                 if r.preemptable
                 and r.job_id not in chosen
+                and r.job_id not in claimed
                 and r.eligible <= now
                 and policy.mode_of(r) != "OFF"
                 and policy.may_preempt(job, r, priority)

@@ -103,20 +103,20 @@ def admit_totals(
         n = request.get(r, 0)
         if n <= 0:
             continue
-        refused = _refused(tree, shares, totals, queue, r, n)
-        if refused is not None:
-            return refused
         have = totals[queue].get(r, 0)
         beyond = have + n - max(have, shares.guarantee_of(queue, r))
         if beyond > 0:
             borrowed[r] = beyond
         elif _borrows_above(tree, shares, totals, queue, r, n):
             borrowed[r] = 0
-    if borrowed and not preemptible:
-        r = next(iter(borrowed))
-        return Admission(
-            False, GUARANTEE, detail=f"{r}: a job that cannot be preempted runs only in quota"
-        )
+        if r in borrowed and not preemptible:
+            # Said first: it is why the job waits, whatever the cohort has unused.
+            return Admission(
+                False, GUARANTEE, detail=f"{r}: a job that cannot be preempted runs only in quota"
+            )
+        refused = _refused(tree, shares, totals, queue, r, n)
+        if refused is not None:
+            return refused
     return Admission(
         True,
         ADMITTED,

@@ -25,6 +25,7 @@ from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Plan, Start
 from controller.core.preempt import preemptions
+from controller.core.queueplan import QueueLedger, reclaims
 from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import Snapshot
 from controller.jobstate import Reason
@@ -133,7 +134,8 @@ def schedule(
         else:
             plan.reasons[job.job_id] = reason
     free = FreeNodes(nodes, NodeOrder(nodes, snap.partitions.values(), bitmaps))
-    ordered = _order(candidates, snap)
+    queues = QueueLedger(snap.queues)
+    ordered = queues.in_quota_first(_order(candidates, snap))
     if depth is not None and len(ordered) > depth:
         ordered, untried = ordered[:depth], ordered[depth:]
     else:
@@ -159,8 +161,8 @@ def schedule(
             if throttle and running_arrays.get(job.array_job_id, 0) >= throttle:
                 plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
                 break
-            limit = usage.blocked(gates)
-            if limit is not None:  # held back by an accounting limit: blocks nothing behind
+            limit = usage.blocked(gates) or queues.blocked(job)
+            if limit is not None:  # held back by a limit or its queue: blocks nothing behind
                 plan.reasons[job.job_id] = limit
                 break
             outcome = first_fit(job, snap, nodes, blocked, free, windows, now)
@@ -183,24 +185,35 @@ def schedule(
             take(nodes, outcome)
             free.taken(outcome)
             usage.take(gates)
+            queues.take(job)
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
     plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
-        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage)
+        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage, queues)
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)
+    # Reclaim between queues first, then PreemptType's preemption (docs/design.md,
+    # "Queues: division, admission and reclaim"). A reclaimed job is requeued when it
+    # may be (an evicted workload comes back, as in KAI and Kueue), else cancelled.
+    running = {r.job_id: r for r in snap.running}
+    for victim, eviction in reclaims(snap, plan, nodes, ordered).items():
+        plan.preempted[victim] = eviction.for_job
+        plan.why[victim] = eviction.why
+        if running[victim].requeue:
+            plan.requeued.add(victim)
     if snap.preempt is not None:
-        plan.preempted = preemptions(snap, plan, nodes, ordered)
         policy = snap.preempt
-        for r in snap.running:
-            if r.job_id not in plan.preempted:
-                continue
+        chosen = preemptions(snap, plan, nodes, ordered, claimed=set(plan.preempted))
+        plan.preempted.update(chosen)
+        for victim in chosen:
+            r = running[victim]
             if r.requeue and policy.mode_of(r) == "REQUEUE":
-                plan.requeued.add(r.job_id)
-            if r.grace > 0:
-                plan.grace[r.job_id] = r.grace
+                plan.requeued.add(victim)
+    for victim in plan.preempted:
+        if running[victim].grace > 0:
+            plan.grace[victim] = running[victim].grace
     return plan.freeze()

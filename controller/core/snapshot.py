@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from controller.core.limits import Gate
 from controller.core.priority import NO_RANKING, Ranking
 from controller.model import Job
+
+if TYPE_CHECKING:
+    from controller.core.queueplan import QueueView
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
 Gres = tuple[tuple[str, str, int], ...]
@@ -201,3 +205,5 @@ class Snapshot:
     preempt: PreemptPolicy | None = None
     # Pending jobs' priorities from the last PriorityCalcPeriod (core/priority.py).
     ranking: Ranking = NO_RANKING
+    # Team queues (queues.conf; core/queueplan.py); None: no queues configured.
+    queues: QueueView | None = None

@@ -245,7 +245,6 @@ def test_slurm_conf_loads_the_queues_beside_it(tmp_path: Path) -> None:
     conf = load(str(slurm_conf))
     assert conf.queue_conf is not None
     assert conf.queue_conf.queue_of("x", "", "") == "a"
-    assert queueconf.PENDING in conf.warnings  # until the scheduler divides by it
 
 
 def test_slurm_conf_refuses_a_bad_queues_conf(tmp_path: Path) -> None:

@@ -1,0 +1,172 @@
+"""Queues in the scheduling pass: the quota check of every start, and reclaim after.
+
+The quota core (``core/quota.py``) decides by amounts alone; this module puts
+it in the pass. The snapshot carries a ``QueueView`` (built by
+``controller/queueviews.py``): the queue tree, the fair shares divided this
+pass, what each leaf queue's running jobs hold, and per pending job its queue
+and request. ``QueueLedger`` is the pass's running count: before the main pass
+or backfill starts a job it asks ``admit`` (Kueue's borrowing rules, KAI's
+limits), and a refused job waits with the queue's reason without blocking the
+jobs behind it, as an accounting limit does; each start is added to the
+totals. After the pass, ``reclaims`` asks the core for evictions for the jobs
+still waiting and keeps those whose release lets the waiting job fit on nodes
+now (quota says how much, placement says where).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from controller.core import quota
+from controller.core.placement import first_fit, take
+from controller.core.plan import Draft, Start
+from controller.core.preempt import release
+from controller.core.quota import Amounts, Eviction, RunningJob, Shares, Tree, WaitingJob
+from controller.core.snapshot import NodeView, Snapshot
+from controller.jobstate import Reason
+from controller.model import Job
+from corral.queueconf import QueueConf
+
+__all__ = ["QueueEntry", "QueueLedger", "QueueView", "reclaims"]
+
+#: The core's refusals as squeue shows them.
+REASONS = {
+    quota.LIMIT: Reason.QUEUE_LIMIT,
+    quota.BORROW_LIMIT: Reason.QUEUE_BORROW_LIMIT,
+    quota.GUARANTEE: Reason.QUEUE_GUARANTEE,
+    quota.COHORT_FULL: Reason.QUEUE_COHORT_FULL,
+    quota.INVALID_QUEUE: Reason.INVALID_QUEUE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    """A pending job in a queue: what it asks for at its smallest, and whether its
+    queue lets it be preempted (a job that cannot be runs only within quota)."""
+
+    queue: str
+    request: Amounts
+    preemptible: bool
+    eligible_time: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """The queues as one pass sees them."""
+
+    conf: QueueConf
+    shares: Shares
+    allocated: Mapping[str, Amounts]  # leaf queue -> what its running jobs hold
+    entries: Mapping[int, QueueEntry]  # pending jobs in a queue, by id
+    running: tuple[RunningJob, ...]  # running jobs in a queue
+
+
+class QueueLedger:
+    """The queues' totals during one pass: admission asked before each start, each
+    start added. With no queues configured every job is admitted."""
+
+    def __init__(self, view: QueueView | None) -> None:
+        self.view = view
+        self.tree = Tree(view.conf) if view is not None else None
+        self.totals = self.tree.totals(view.allocated) if self.tree and view else {}
+
+    def blocked(self, job: Job) -> Reason | None:
+        """The queue's reason ``job`` may not start now, or None."""
+        view, tree = self.view, self.tree
+        entry = view.entries.get(job.job_id) if view is not None else None
+        if entry is None or view is None or tree is None:
+            return None
+        admission = quota.admit_totals(
+            tree, view.shares, self.totals, entry.queue, entry.request, entry.preemptible
+        )
+        return None if admission.admitted else REASONS[admission.reason]
+
+    def in_quota_first(self, jobs: list[Job]) -> list[Job]:
+        """``jobs`` in the same order, except that those that would borrow come after
+        the rest (Kueue: "workloads that fit under nominal quota go first"), so that
+        a borrower, its own queue's reclaimed job requeued, cannot take back what a
+        job within its guarantee waits for."""
+        if self.view is None:
+            return jobs
+        first: list[Job] = []
+        then: list[Job] = []
+        for job in jobs:
+            (then if self._borrows(job) else first).append(job)
+        return first + then
+
+    def _borrows(self, job: Job) -> bool:
+        view, tree = self.view, self.tree
+        entry = view.entries.get(job.job_id) if view is not None else None
+        if entry is None or view is None or tree is None:
+            return False
+        admission = quota.admit_totals(
+            tree, view.shares, self.totals, entry.queue, entry.request, preemptible=True
+        )
+        return admission.borrows
+
+    def take(self, job: Job) -> None:
+        """Count a start of ``job`` in its queue and the queues above it."""
+        view, tree = self.view, self.tree
+        entry = view.entries.get(job.job_id) if view is not None else None
+        if entry is None or tree is None:
+            return
+        for name in tree.path(entry.queue):
+            totals = self.totals[name]
+            for resource, amount in entry.request.items():
+                totals[resource] = totals.get(resource, 0) + amount
+
+
+def reclaims(
+    snap: Snapshot, plan: Draft, nodes: Mapping[str, NodeView], ordered: list[Job]
+) -> dict[int, Eviction]:
+    """Victims by quota for the jobs the pass left waiting (victim id -> eviction),
+    each group kept only if, once its victims' resources are free, the waiting job
+    fits on nodes now."""
+    view = snap.queues
+    if view is None:
+        return {}
+    waiting = [
+        WaitingJob(
+            job_id=job.job_id,
+            queue=entry.queue,
+            priority=snap.ranking.of(job),
+            request=entry.request,
+            submit_time=job.submit_time,
+            eligible_time=entry.eligible_time,
+            preemptible=entry.preemptible,
+        )
+        for job in ordered
+        if (entry := view.entries.get(job.job_id)) is not None
+        and plan.reasons.get(job.job_id) in WAITING_FOR_ROOM
+    ]
+    if not waiting:
+        return {}
+    evictions = quota.reclaim(
+        view.conf, view.shares, view.allocated, waiting, view.running, plan.now
+    )
+    by_job: dict[int, list[Eviction]] = {}
+    for eviction in evictions:
+        by_job.setdefault(eviction.for_job, []).append(eviction)
+    running = {r.job_id: r for r in snap.running}
+    jobs = {job.job_id: job for job in ordered}
+    trial = dict(nodes)
+    chosen: dict[int, Eviction] = {}
+    for job_id, group in by_job.items():
+        attempt = dict(trial)
+        for eviction in group:
+            victim = running.get(eviction.victim)
+            if victim is not None:
+                release(attempt, victim)
+        outcome = first_fit(jobs[job_id], snap, attempt, set())
+        if isinstance(outcome, Start):
+            take(attempt, outcome)  # the room is this job's: not for the next
+            trial = attempt
+            chosen.update((eviction.victim, eviction) for eviction in group)
+    return chosen
+
+
+#: A waiting job's reasons that reclaim can help: its queue's, or no room.
+WAITING_FOR_ROOM = frozenset({*REASONS.values(), Reason.RESOURCES, Reason.PRIORITY}) - {
+    Reason.INVALID_QUEUE
+}
