@@ -9,8 +9,10 @@ or backfill starts a job it asks ``admit`` (Kueue's borrowing rules, KAI's
 limits), and a refused job waits with the queue's reason without blocking the
 jobs behind it, as an accounting limit does; each start is added to the
 totals. After the pass, ``reclaims`` asks the core for evictions for the jobs
-still waiting and keeps those whose release lets the waiting job fit on nodes
-now (quota says how much, placement says where).
+still waiting, between queues (``quota.reclaim``) and then inside each queue
+(``quota.preempt_within``, its WithinQueue policy), and keeps those whose
+release lets the waiting job fit on nodes now (quota says how much, placement
+says where).
 """
 
 from __future__ import annotations
@@ -145,6 +147,14 @@ def reclaims(
     evictions = quota.reclaim(
         view.conf, view.shares, view.allocated, waiting, view.running, plan.now
     )
+    # Then preemption inside each queue (its WithinQueue policy), for the jobs reclaim
+    # found no room for, among the running jobs it did not take.
+    helped = {e.for_job for e in evictions}
+    taken = {e.victim for e in evictions}
+    left = [w for w in waiting if w.job_id not in helped]
+    others = [r for r in view.running if r.job_id not in taken]
+    for name in sorted({w.queue for w in left}):
+        evictions += quota.preempt_within(view.conf, name, left, others, plan.now)
     by_job: dict[int, list[Eviction]] = {}
     for eviction in evictions:
         by_job.setdefault(eviction.for_job, []).append(eviction)
