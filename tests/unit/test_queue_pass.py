@@ -1,0 +1,81 @@
+"""Queues in the scheduling pass, end to end in the core: jobs of the store's kind
+through ``queueviews.view`` into ``schedule`` (core/queueplan.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from controller import queueviews
+from controller.core import schedule
+from controller.core.fairshare import Usage
+from controller.core.priority import NO_RANKING
+from controller.core.snapshot import Running
+from controller.jobstate import Reason
+from controller.model import Job
+from corral.queueconf import parse
+from tests.unit.scenario import NOW, cluster, job, node, partition, running
+
+#: One node of 4 CPUs, held by a running job of the team.
+NODES = [node("n1", cpus=4, used_cpus=4)]
+PARTS = [partition("batch", "n1")]
+
+
+def plan_for(queues: str, pending: list[Job], held: list[Job]) -> object:
+    conf = parse(queues, "queues.conf")
+    configured = {n.name: replace(n, free_cpus=n.cpus) for n in NODES}
+    live = {n.name: n for n in NODES}
+    view = queueviews.view(
+        conf,
+        held,
+        pending,
+        queueviews.capacity_of(configured, live),
+        None,
+        Usage(),
+        NO_RANKING,
+    )
+    views = [
+        Running(j.job_id, j.nodes, j.cpus, j.alloc_mem, 0, preemptable=True, requeue=True)
+        for j in held
+    ]
+    snap = replace(cluster(NODES, PARTS).snapshot(pending, running=views), queues=view)
+    return schedule(snap, NOW)
+
+
+@pytest.mark.parametrize(
+    ("policy", "preempted"),
+    [
+        pytest.param("Never", {}, id="never"),
+        pytest.param("LowerPriority", {10: 1}, id="lower-priority"),
+    ],
+)
+def test_a_queue_preempts_its_own_lower_priority_job_by_its_policy(
+    policy: str, preempted: dict[int, int]
+) -> None:
+    queues = f"QueueName=team Accounts=a Guarantee=cpu=4 WithinQueue={policy}\n"
+    urgent = job(1, account="a", num_tasks=4, calc_priority=100)
+    low = running(10, account="a", cpus=(4,), calc_priority=1)
+    plan = plan_for(queues, [urgent], [low])
+    assert plan.preempted == preempted  # type: ignore[attr-defined]
+    assert plan.requeued == frozenset(preempted)  # type: ignore[attr-defined]
+    if preempted:
+        assert "preempted in queue team" in plan.why[10]  # type: ignore[attr-defined]
+
+
+def test_a_job_past_its_queue_limit_waits_with_the_queues_reason() -> None:
+    queues = "QueueName=team Accounts=a Guarantee=cpu=2 Limit=cpu=2\n"
+    free = [node("n1", cpus=4)]
+    conf = parse(queues, "queues.conf")
+    live = {n.name: n for n in free}
+    wide = job(1, account="a", num_tasks=3)
+    narrow = job(2, account="a", num_tasks=2)
+    other = job(3, account="b", num_tasks=2)  # in no queue: as before
+    view = queueviews.view(
+        conf, [], [wide, narrow, other], queueviews.capacity_of(live, live), None, Usage(),
+        NO_RANKING,
+    )  # fmt: skip
+    snap = replace(cluster(free, PARTS).snapshot([wide, narrow, other]), queues=view)
+    plan = schedule(snap, NOW)
+    assert plan.reasons[1] is Reason.QUEUE_LIMIT
+    assert sorted(s.job_id for s in plan.starts) == [2, 3]
