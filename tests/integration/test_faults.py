@@ -59,6 +59,8 @@ def test_silent_node_goes_down_and_its_jobs_are_handled(make_cluster) -> None:  
     c = make_cluster(nodes=1, settings=("SlurmdTimeout=4", "KillWait=1"))
     requeued = c.sbatch("--requeue", "--wrap", "sleep 300")
     c.wait_state(requeued, {"RUNNING"})
+    # RUNNING is the controller's word: the agent may not have started it yet.
+    c.wait_for(lambda: c.job_processes(requeued), 20, "the job's script never ran")
     c.kill("agent", signal.SIGSTOP)
     try:
         c.wait_for(
@@ -86,6 +88,7 @@ def test_silent_node_fails_a_job_that_cannot_requeue(make_cluster) -> None:  # t
     c = make_cluster(nodes=1, settings=("SlurmdTimeout=4", "KillWait=1"))
     job_id = c.sbatch("--no-requeue", "--wrap", "sleep 300")
     c.wait_state(job_id, {"RUNNING"})
+    c.wait_for(lambda: c.job_processes(job_id), 20, "the job's script never ran")
     c.kill("agent", signal.SIGSTOP)
     try:
         job = c.wait_done(job_id, timeout=20)

@@ -366,22 +366,23 @@ def test_a_step_outlives_a_controller_crash_and_is_recorded(four: Cluster) -> No
     four.start_controller()
     job = four.wait_done(job_id, 60)
     assert job["state"] == "COMPLETED"
-    assert sorted(out.read_text().splitlines()) == ["0: done 0", "1: done 1"]
+    assert sorted(out.read_text().splitlines()) == ["0: done 0", "0: up 0", "1: done 1", "1: up 1"]
     (step,) = job["steps"]
     assert (step["step_id"], step["state"], step["ntasks"]) == (0, "COMPLETED", 2)
 
 
 def test_a_step_outlives_its_node_agent_restarting(four: Cluster) -> None:
-    script = "srun -n2 -l sh -c 'sleep 3; echo done $SLURM_PROCID'\n"
+    script = "srun -n2 -l sh -c 'echo up $SLURM_PROCID; sleep 3; echo done $SLURM_PROCID'\n"
     path = four.dir / "agent.sh"
     path.write_text("#!/bin/bash\n" + script)
     out = four.dir / "agent.out"
     job_id = four.sbatch("-n2", "-o", str(out), str(path))
-    four.wait_for(lambda: bool(four.job(job_id)["steps"]), 30, "no step")
+    # The step's tasks run (its launch reached the agent) before the agent dies.
+    four.wait_for(lambda: out.exists() and out.read_text().count("up") == 2, 30, "no tasks")
     four.kill("agent", signal.SIGKILL)
     four.start_agent()
     job = four.wait_done(job_id, 60)
     assert job["state"] == "COMPLETED"
-    assert sorted(out.read_text().splitlines()) == ["0: done 0", "1: done 1"]
+    assert sorted(out.read_text().splitlines()) == ["0: done 0", "0: up 0", "1: done 1", "1: up 1"]
     (step,) = job["steps"]
     assert step["state"] == "COMPLETED"
