@@ -70,6 +70,7 @@ jobs preempted by reclaim and waiting jobs it reclaimed for.
                      a line: `user=12 account=teama`, `group=3 account=teamb`,
                      `default account=other` (docs/queues.md, CORRAL SIM)
   --csv FILE         write one row per job: id,submit,start,end,wait,run,procs,nodes
+                     (with --queues, then queue,requeued)
   --png FILE         plot queue length and utilization over time (needs matplotlib:
                      pip install 'corral[plot]')
   --json             print the summary as one JSON object
@@ -606,7 +607,7 @@ def sim(argv: list[str]) -> int:
     per_queue = queuereport.figures(result, summary)
     shown = trace_path if "--jobs" not in options else f"{trace_path} (records {options['--jobs']})"
     if "--csv" in options:
-        report.write_csv(options["--csv"], result.jobs)
+        report.write_csv(options["--csv"], result.jobs, queues=queues is not None)
     if png is not None:
         report.draw(png, result, f"{os.path.basename(trace_path)}, {policy}, {nodes}x{cpus} CPUs")
     if "--json" in flags:

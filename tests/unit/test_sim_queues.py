@@ -135,6 +135,24 @@ def test_preemption_delay_holds_reclaim_back(tmp_path: Path) -> None:
     assert starts == {1: (0, 0), 2: (55 + 121, 1), 3: (55, 0), 4: (100, 0)}
 
 
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@pytest.mark.parametrize("resource", ["cpu", "node"])
+def test_every_policy_and_governed_resource(tmp_path: Path, policy: str, resource: str) -> None:
+    """Backfill changes nothing here, nor guarantees in nodes: each hand job takes one
+    node (2 CPUs), so a guarantee of 1 node is one of 2 CPUs; A borrows a node 0-10."""
+    conf = conf_file(
+        tmp_path, TWO_TEAMS.replace("cpu=2", "node=1" if resource == "node" else "cpu=2")
+    )
+    qmap = queuemap.parse(MAP, "map", conf)
+    result = replay(parse(HAND, "hand"), 2, 2, policy, queues=(conf, qmap))
+    assert [(j.start, j.requeued) for j in result.jobs] == [(0, 0), (131, 1), (10, 0), (60, 0)]
+    a, b = figures(result, report.summarize(result))
+    assert a.borrowed_share == {
+        resource: pytest.approx(10 / 210 if resource == "node" else 20 / 420)
+    }
+    assert b.borrowed_share == {resource: 0.0}
+
+
 def test_jobs_in_no_queue_and_limits(tmp_path: Path) -> None:
     """A job whose user has no rule is in no queue and runs as Slurm would; a Limit
     keeps a queue's jobs to it even on an idle cluster."""
@@ -215,9 +233,13 @@ def test_cli_json_carries_the_queues(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert [q["queue"] for q in out["queues"]] == ["team-a", "team-b"]
     assert out["queues"][0]["p95_wait_s"] == 131 and out["queues"][0]["preempted"] == 1
     assert out["queues"][1]["reclaimed_for"] == 1
-    assert corral(["sim", trace, "--queues", conf, "--queue-map", qmap]) == 0
+    out_csv = tmp_path / "out.csv"
+    assert corral(["sim", trace, "--queues", conf, "--queue-map", qmap, "--csv", str(out_csv)]) == 0
     shown = capsys.readouterr().out
     assert "team-a     2    65.5 s     131 s" in shown
+    rows = out_csv.read_text().splitlines()
+    assert rows[0] == "id,submit,start,end,wait,run,procs,nodes,queue,requeued"
+    assert rows[2] == "2,0,131,231,131,100,2,1,team-a,1"
 
 
 def test_cli_queue_errors(tmp_path: Path) -> None:
