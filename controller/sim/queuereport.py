@@ -19,7 +19,6 @@ For each leaf queue, in queues.conf's order:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +66,7 @@ def figures(result: Replay, summary: Summary) -> list[QueueFigures]:
                 queue=queue,
                 jobs=n,
                 mean_wait=sum(ordered) / n if n else 0.0,
-                p95_wait=ordered[math.ceil(0.95 * n) - 1] if n else 0,
+                p95_wait=ordered[-(-95 * n // 100) - 1] if n else 0,  # nearest rank
                 mean_bounded_slowdown=slowdowns[queue] / n if n else 0.0,
                 utilization=cpu_seconds / cluster if cluster else 0.0,
                 cpu_seconds=cpu_seconds,

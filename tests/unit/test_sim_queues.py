@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli.corral import corral
 from controller.sim import queuemap, read, replay, report
@@ -298,3 +300,56 @@ def test_window_of_a_real_trace(tmp_path: Path, capsys: pytest.CaptureFixture[st
     for job in result.jobs[::50]:
         assert job.start >= job.submit
         assert sum(o.procs for o in result.jobs if o.start <= job.start < o.end) <= 100
+
+
+# ---------------------------------------------------------------- any trace
+
+
+JOB = st.tuples(
+    st.integers(0, 30),  # gap since the previous submission
+    st.integers(1, 80),  # run time
+    st.integers(1, 4),  # processors
+    st.sampled_from([1, 2, 3]),  # user: 3 has no rule, so is in no queue
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    jobs=st.lists(JOB, min_size=1, max_size=25),
+    guarantees=st.tuples(st.integers(0, 4), st.integers(0, 4)).filter(lambda g: sum(g) <= 4),
+    policy=st.sampled_from(["fcfs", "easy"]),
+)
+def test_any_trace_with_queues(
+    tmp_path_factory: pytest.TempPathFactory,
+    jobs: list[tuple[int, int, int, int]],
+    guarantees: tuple[int, int],
+    policy: str,
+) -> None:
+    """Every job runs once to its end, never before its submission nor on a CPU given
+    twice; each queue's CPU-seconds are its jobs' runs plus the runs reclaim ended,
+    and every eviction is counted once on each side."""
+    submit, lines = 0, []
+    for number, (gap, run, procs, user) in enumerate(jobs, 1):
+        submit += gap
+        lines.append(line(number, submit, run, procs, user))
+    text = "".join(
+        f"QueueName=team-{t} Accounts=team{t} Guarantee=cpu={g}\n"
+        for t, g in zip("ab", guarantees, strict=True)
+    )
+    conf = conf_file(tmp_path_factory.mktemp("q"), text)
+    result = replay(
+        parse(lines, "any"), 2, 2, policy, queues=(conf, queuemap.parse(MAP, "m", conf))
+    )
+    assert len(result.jobs) == len(jobs)
+    for job in result.jobs:
+        assert job.start >= job.submit
+        assert sum(o.procs for o in result.jobs if o.start <= job.start < o.end) <= 4
+        assert job.queue == {1: "team-a", 2: "team-b", 3: ""}[jobs[job.number - 1][3]]
+    for queue, use in result.queues.items():
+        runs = sum(j.procs * (j.end - j.start) for j in result.jobs if j.queue == queue)
+        assert use.seconds.get("cpu", 0.0) == runs + use.lost_cpu_seconds
+        assert use.borrowed.get("cpu", 0.0) <= use.seconds.get("cpu", 0.0)
+    assert sum(u.preempted for u in result.queues.values()) == sum(j.requeued for j in result.jobs)
+    assert sum(u.reclaimed_for for u in result.queues.values()) <= sum(
+        u.preempted for u in result.queues.values()
+    )
