@@ -38,7 +38,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral down [--dir DIR]
        corral cert ca DIR   |   corral cert issue NAME --ca DIR --host H [--host H ...] [--out DIR]
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
-                  [--csv FILE] [--png FILE] [--json] [--quiet]   (corral sim --help)
+                  [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json]
+                  [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
        corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
                   (the daemons' systemd units into /etc/systemd/system; docs/install.md)
@@ -46,11 +47,14 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
 
 SIM_USAGE = """\
 Usage: corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy fcfs|easy|conservative]
-                  [--jobs A:B] [--csv FILE] [--png FILE] [--json] [--quiet]
+                  [--jobs A:B] [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE]
+                  [--json] [--quiet]
 
 Replay a Standard Workload Format trace (plain or gzip) through Corral's scheduling core on a
 simulated clock, in one partition `batch` of all nodes, and print the number of jobs, their
-average wait, average bounded slowdown, the utilization and the makespan.
+average wait, average bounded slowdown, the utilization and the makespan; with --queues,
+per queue its jobs, mean and p95 wait, mean bounded slowdown, utilization, borrowed share,
+jobs preempted by reclaim and waiting jobs it reclaimed for.
 
   --nodes N          nodes (default: the trace header's MaxNodes)
   --cpus-per-node C  CPUs per node (default: MaxProcs / MaxNodes from the header, else 1)
@@ -59,7 +63,14 @@ average wait, average bounded slowdown, the utilization and the makespan.
                      waiting job reserves; easy: only the first waiting job reserves
   --jobs A:B         replay only job records A to B-1 in file order (0-based, as a Python
                      slice; either end may be left out: 1000:, :5000)
+  --queues FILE      divide the cluster among the queues of this queues.conf, as the
+                     controller does (admission, borrowing, reclaim; reclaimed jobs are
+                     requeued); they may govern cpu and node (SWF traces have no GPUs)
+  --queue-map FILE   each job's account from the trace's user and group numbers, one rule
+                     a line: `user=12 account=teama`, `group=3 account=teamb`,
+                     `default account=other` (docs/queues.md, CORRAL SIM)
   --csv FILE         write one row per job: id,submit,start,end,wait,run,procs,nodes
+                     (with --queues, then queue,requeued)
   --png FILE         plot queue length and utilization over time (needs matplotlib:
                      pip install 'corral[plot]')
   --json             print the summary as one JSON object
@@ -551,14 +562,23 @@ def sim(argv: list[str]) -> int:
         else None
     )
     start, stop = _job_slice(options["--jobs"]) if "--jobs" in options else (0, None)
+    if ("--queues" in options) != ("--queue-map" in options):
+        raise UsageError("--queues and --queue-map go together: the queues, and who is in which")
 
     import json
 
-    from controller.sim import cluster_shape, read, replay, report
+    from controller.sim import cluster_shape, queuereport, read, replay, report
     from controller.sim.policy import choose
 
     policy = options.get("--policy", "fcfs")
     choose(policy)  # an unknown or not yet runnable policy fails before the trace is read
+    queues = None
+    if "--queues" in options:
+        from controller.sim import queuemap
+        from controller.sim.queues import load_conf
+
+        conf = load_conf(options["--queues"])
+        queues = (conf, queuemap.load(options["--queue-map"], conf))
     png = options.get("--png")
     for path in (options.get("--csv"), png):
         if path is not None and not os.access(os.path.dirname(path) or ".", os.W_OK):
@@ -580,17 +600,26 @@ def sim(argv: list[str]) -> int:
             flush=True,
         )
 
-    result = replay(trace, nodes, cpus, policy, timeline=png is not None, progress=progress)
+    result = replay(
+        trace, nodes, cpus, policy, timeline=png is not None, progress=progress, queues=queues
+    )
     summary = report.summarize(result)
+    per_queue = queuereport.figures(result, summary)
     shown = trace_path if "--jobs" not in options else f"{trace_path} (records {options['--jobs']})"
     if "--csv" in options:
-        report.write_csv(options["--csv"], result.jobs)
+        report.write_csv(options["--csv"], result.jobs, queues=queues is not None)
     if png is not None:
         report.draw(png, result, f"{os.path.basename(trace_path)}, {policy}, {nodes}x{cpus} CPUs")
     if "--json" in flags:
-        print(json.dumps(report.as_dict(shown, result, summary), indent=2))
+        figures = report.as_dict(shown, result, summary)
+        if queues is not None:
+            figures["queues"] = queuereport.as_dicts(per_queue)
+        print(json.dumps(figures, indent=2))
     else:
         print(report.text(shown, result, summary))
+        if queues is not None:
+            print()
+            print(queuereport.text(per_queue))
     return 0
 
 

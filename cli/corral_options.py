@@ -59,6 +59,8 @@ SIM = OptionTable(
         _row("jobs", "job records A:B of the trace, as a Python slice", arg=REQUIRED),
         _row("csv", "one row per job to this file", arg=REQUIRED),
         _row("png", "queue and utilization plot (needs matplotlib)", arg=REQUIRED),
+        _row("queues", "a queues.conf: jobs land in its queues (needs --queue-map)", arg=REQUIRED),
+        _row("queue-map", "trace users and groups to accounts (docs/queues.md)", arg=REQUIRED),
         _row("json", "the summary as one JSON object"),
         _row("quiet", "no progress on stderr"),
         _row("help", "the usage", "h"),

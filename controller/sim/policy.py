@@ -107,7 +107,8 @@ class MainScheduler:
 
     def decide(self, cluster: Cluster, now: int, freed: bool) -> None:
         if self.whole_queue:
-            cluster.commit(call_core(self.name, cluster.snapshot(cluster.queue()), now, self.calls))
+            if pending := cluster.queue():
+                cluster.commit(call_core(self.name, cluster.snapshot(pending), now, self.calls))
             return
         if self._blocked and not freed:
             return

@@ -31,7 +31,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from types import MappingProxyType
 
@@ -41,7 +41,10 @@ from controller.jobstate import JobState, Reason
 from controller.model import Job
 from controller.sim.errors import SimError
 from controller.sim.policy import CoreCalls, choose
+from controller.sim.queuemap import QueueMap
+from controller.sim.queues import REQUEUE_DELAY, QueueUse, SimQueues
 from controller.sim.swf import Header, Record, Trace
+from corral.queueconf import QueueConf
 
 PARTITION = "batch"
 NODE_MEMORY = 1024  # MiB; jobs ask for none, so any value will do
@@ -106,6 +109,8 @@ class JobResult:
     end: int
     procs: int
     nodes: int
+    queue: str = ""  # its leaf queue with --queues ("" in none)
+    requeued: int = 0  # times reclaim requeued it (each run lost)
 
     @property
     def wait(self) -> int:
@@ -134,6 +139,8 @@ class Replay:
     timeline: tuple[tuple[int, int, int], ...]  # (time, pending, busy CPUs) after each decision
     core: CoreCalls
     wall_seconds: float
+    # Per leaf queue with --queues (controller/sim/queues.py), in the tree's order.
+    queues: Mapping[str, QueueUse] = field(default_factory=dict)
 
     @property
     def total_cpus(self) -> int:
@@ -146,7 +153,13 @@ class SimCluster:
     Implements ``policy.Cluster``. Only the replay loop and ``commit`` change it.
     """
 
-    def __init__(self, nodes: int, cpus_per_node: int, records: list[Record]) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        cpus_per_node: int,
+        records: list[Record],
+        queues: tuple[QueueConf, QueueMap] | None = None,
+    ) -> None:
         self.cpus_per_node = cpus_per_node
         self.records = records
         names = tuple(f"n{i}" for i in range(1, nodes + 1))
@@ -176,9 +189,20 @@ class SimCluster:
         self._free_cpus = nodes * cpus_per_node
         self.pending: dict[int, Job] = {}  # job id -> job, in the core's order
         self.running: dict[int, Running] = {}  # ends at its time limit, as far as the core knows
-        self.ends: list[tuple[int, int]] = []  # heap of (end time, job id)
+        # Heap of (end time, job id, run): a run that reclaim ended is stale.
+        self.ends: list[tuple[int, int, int]] = []
         self.start_time = [0] * (len(records) + 1)
         self.node_count = [0] * (len(records) + 1)
+        self.runs = [0] * (len(records) + 1)  # runs reclaim ended, per job
+        # With queues: each job's leaf queue, the running jobs in a queue as the
+        # controller's store holds them (what queueviews reads), and the times a
+        # waiting job's PreemptionDelay, a running one's ReclaimMinRuntime or a
+        # requeued one's delay runs out (a pass then may decide otherwise).
+        self.queues = SimQueues(*queues, self.nodes) if queues is not None else None
+        self.job_queue = [""] * (len(records) + 1)
+        self.running_jobs: dict[int, Job] = {}
+        self.wakes: list[int] = []
+        self.evictions = 0  # victims of reclaim so far
 
     def _view(self, name: str, free: int) -> NodeView:
         key = (name, free)
@@ -222,6 +246,9 @@ class SimCluster:
             jobs=_NO_JOBS,
             running_per_array=_NO_ARRAYS,
             running=tuple(self.running.values()) if busy else (),
+            queues=None
+            if self.queues is None
+            else self.queues.view(self.running_jobs.values(), pending),
         )
 
     def commit(self, plan: Plan) -> None:
@@ -230,7 +257,7 @@ class SimCluster:
             job_id = start.job_id
             if any(start.memory):  # jobs ask for none, so nodes keep all of theirs
                 raise SimError(f"the core gave job {job_id} memory the sim does not track")
-            del self.pending[job_id]
+            job = self.pending.pop(job_id)
             for name, cpus in zip(start.nodes, start.cpus, strict=True):
                 view = self._view(name, self.nodes[name].free_cpus - cpus)
                 self.nodes[name] = view
@@ -246,16 +273,63 @@ class SimCluster:
                 cpus=start.cpus,
                 memory=start.memory,
                 end_time=now + 60 * math.ceil(record.limit / 60),
+                requeue=True,  # every sim job may be requeued (reclaim's victims are)
+                start_time=now,
             )
             self.start_time[job_id] = now
             self.node_count[job_id] = len(start.nodes)
-            heapq.heappush(self.ends, (now + record.run, job_id))
+            heapq.heappush(self.ends, (now + record.run, job_id, self.runs[job_id]))
+            if self.job_queue[job_id]:
+                self._started(job, start.nodes, start.cpus, now)
+        if plan.preempted:
+            self._reclaimed(plan, now)
+
+    def _started(self, job: Job, nodes: tuple[str, ...], cpus: tuple[int, ...], now: int) -> None:
+        queues, queue = self.queues, self.job_queue[job.job_id]
+        assert queues is not None
+        running = replace(job, state=JobState.RUNNING, nodes=nodes, cpus=cpus, start_time=now)
+        self.running_jobs[job.job_id] = running
+        queues.start(queue, queues.held(running))
+        if min_run := queues.min_run[queue]:
+            heapq.heappush(self.wakes, now + min_run)
+
+    def _reclaimed(self, plan: Plan, now: int) -> None:
+        """Requeue reclaim's victims (back to pending, their run lost) and count them."""
+        queues = self.queues
+        assert queues is not None  # only a queue's reclaim preempts in the sim
+        for victim in plan.preempted:
+            self._free(self.running.pop(victim))
+            self.runs[victim] += 1
+            job = self.running_jobs.pop(victim)
+            queue = self.job_queue[victim]
+            use = queues.use[queue]
+            queues.stop(queue, queues.held(job))
+            use.lost_cpu_seconds += (now - job.start_time) * sum(job.cpus)
+            use.preempted += 1
+            begin = now + REQUEUE_DELAY
+            self.pending[victim] = replace(
+                job,
+                state=JobState.PENDING,
+                nodes=(),
+                cpus=(),
+                start_time=0,
+                begin_time=begin,
+                eligible_time=begin,
+                restarts=job.restarts + 1,
+            )
+            heapq.heappush(self.wakes, begin)
+            if delay := queues.delay[queue]:
+                heapq.heappush(self.wakes, begin + delay)
+        for waiting in set(plan.preempted.values()):
+            queues.use[self.job_queue[waiting]].reclaimed_for += 1
+        self.evictions += len(plan.preempted)
 
     # ---- the replay loop's events
 
     def submit(self, job_id: int) -> None:
         record = self.records[job_id - 1]
-        self.pending[job_id] = Job(
+        queues = self.queues
+        job = Job(
             job_id=job_id,
             name=f"swf{record.number}",
             uid=0,
@@ -269,10 +343,27 @@ class SimCluster:
             time_limit=math.ceil(record.limit / 60),
             num_tasks=record.procs,
             tasks_given=True,
+            account=queues.account(record.user, record.group) if queues is not None else "",
         )
+        self.pending[job_id] = job
+        if queues is not None and (queue := queues.queue_of(job)) is not None:
+            self.job_queue[job_id] = queue
+            if delay := queues.delay[queue]:
+                heapq.heappush(self.wakes, record.submit + delay)
 
-    def finish(self, job_id: int) -> None:
-        job = self.running.pop(job_id)
+    def finish(self, job_id: int, run: int) -> bool:
+        """End ``job_id``'s run number ``run``; False when reclaim ended that run already."""
+        if run != self.runs[job_id]:
+            return False
+        self._free(self.running.pop(job_id))
+        if self.job_queue[job_id]:
+            queues = self.queues
+            assert queues is not None
+            job = self.running_jobs.pop(job_id)
+            queues.stop(self.job_queue[job_id], queues.held(job))
+        return True
+
+    def _free(self, job: Running) -> None:
         for name, count in zip(job.nodes, job.cpus, strict=True):
             view = self._view(name, self.nodes[name].free_cpus + count)
             self.nodes[name] = self.free_nodes[name] = view
@@ -288,45 +379,68 @@ def replay(
     timeline: bool = False,
     progress: Callable[[Progress], None] | None = None,
     whole_queue: bool = False,
+    queues: tuple[QueueConf, QueueMap] | None = None,
 ) -> Replay:
     """Replay ``trace`` on ``nodes`` nodes of ``cpus_per_node`` CPUs under ``policy``.
 
     ``timeline`` records (time, pending, busy CPUs) after every decision;
     ``progress`` is called after every tenth of the jobs has been submitted;
     ``whole_queue`` shows the core every pending job on every call (see
-    ``policy.MainScheduler``).
+    ``policy.MainScheduler``). ``queues``: the queue tree and the map of the
+    trace's users and groups to accounts (controller/sim/queues.py); the core
+    then sees every pending job and node at every event (admission refuses a
+    job without holding back those behind it, and reclaim needs the running
+    jobs), and after a pass that reclaimed decides again at once, on what the
+    victims freed, as the controller's next pass does.
     """
     began = time.perf_counter()
-    chosen = choose(policy, whole_queue)
+    chosen = choose(policy, whole_queue or queues is not None)
     total_cpus = nodes * cpus_per_node
     records, skipped = admit(trace.records, total_cpus)
     if not records:
         raise SimError(f"{trace.path}: no job records to replay")
-    sim = SimCluster(nodes, cpus_per_node, records)
-    ends = sim.ends
+    sim = SimCluster(nodes, cpus_per_node, records, queues)
+    ends, wakes = sim.ends, sim.wakes
     samples: list[tuple[int, int, int]] = []
     n = len(records)
     tenth = 1  # the next tenth of the jobs to report, once submitted
     i = 0
-    while i < n or ends:
-        now = records[i].submit if i < n else ends[0][0]
-        if ends and ends[0][0] < now:
-            now = ends[0][0]
+    while i < n or ends or (wakes and sim.pending):
+        now = min(
+            records[i].submit if i < n else math.inf,
+            ends[0][0] if ends else math.inf,
+            wakes[0] if wakes else math.inf,
+        )
+        assert isinstance(now, int)
+        if sim.queues is not None:
+            sim.queues.advance(now)
+        while wakes and wakes[0] <= now:
+            heapq.heappop(wakes)
         freed = False
         while ends and ends[0][0] == now:
-            sim.finish(heapq.heappop(ends)[1])
-            freed = True
+            _, job_id, run = heapq.heappop(ends)
+            freed = sim.finish(job_id, run) or freed
         while i < n and records[i].submit == now:
             i += 1
             sim.submit(i)
-        chosen.decide(sim, now, freed)
+        while True:
+            evicted = sim.evictions
+            chosen.decide(sim, now, freed)
+            if sim.evictions == evicted:
+                break
+            freed = True  # the victims' nodes: the reclaiming jobs start on them now
         if timeline:
             samples.append((now, len(sim.pending), total_cpus - sim.free_cpus))
         if progress is not None and i * 10 >= tenth * n:
             progress(Progress(i, n, now, time.perf_counter() - began))
             tenth = i * 10 // n + 1
-    if sim.pending:  # cannot happen: every admitted job fits an empty cluster
-        raise SimError(f"{len(sim.pending)} jobs never started")
+    if sim.pending:  # only a queue's limits can keep a job that fits the cluster out
+        first = next(iter(sim.pending))
+        raise SimError(
+            f"{len(sim.pending)} jobs never started: their queues never let them "
+            f"(the first, trace job {records[first - 1].number}, is in queue "
+            f"{sim.job_queue[first] or '(none)'})"
+        )
     jobs = tuple(
         JobResult(
             number=record.number,
@@ -335,6 +449,8 @@ def replay(
             end=sim.start_time[job_id] + record.run,
             procs=record.procs,
             nodes=sim.node_count[job_id],
+            queue=sim.job_queue[job_id],
+            requeued=sim.runs[job_id],
         )
         for job_id, record in enumerate(records, 1)
     )
@@ -347,4 +463,5 @@ def replay(
         timeline=tuple(samples),
         core=chosen.calls,
         wall_seconds=time.perf_counter() - began,
+        queues=MappingProxyType({} if sim.queues is None else sim.queues.use),
     )

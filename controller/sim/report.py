@@ -31,6 +31,8 @@ from corral.timefmt import format_hms
 SLOWDOWN_THRESHOLD = 10
 
 CSV_COLUMNS = ("id", "submit", "start", "end", "wait", "run", "procs", "nodes")
+#: What ``--queues`` adds to each row: the job's leaf queue ("" in none), its runs lost.
+QUEUE_COLUMNS = ("queue", "requeued")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,13 +144,22 @@ def csv_rows(jobs: Iterable[JobResult]) -> Iterable[tuple[int, ...]]:
         )
 
 
-def write_csv(path: str, jobs: Iterable[JobResult]) -> None:
-    """One row per job (``CSV_COLUMNS``), times in seconds on the trace's clock."""
+def write_csv(path: str, jobs: Iterable[JobResult], queues: bool = False) -> None:
+    """One row per job (``CSV_COLUMNS``, then ``QUEUE_COLUMNS`` with ``queues``), times in
+    seconds on the trace's clock."""
     try:
         with open(path, "w", newline="") as out:
             writer = csv.writer(out)
-            writer.writerow(CSV_COLUMNS)
-            writer.writerows(csv_rows(jobs))
+            if not queues:
+                writer.writerow(CSV_COLUMNS)
+                writer.writerows(csv_rows(jobs))
+                return
+            writer.writerow(CSV_COLUMNS + QUEUE_COLUMNS)
+            jobs = tuple(jobs)
+            writer.writerows(
+                (*row, job.queue, job.requeued)
+                for row, job in zip(csv_rows(jobs), jobs, strict=True)
+            )
     except OSError as exc:
         raise SimError(f"cannot write {path}: {exc.strerror or exc}") from None
 

@@ -11,7 +11,7 @@ prints them instead of a traceback, and a slice by record order (``--jobs
 A:B``) that stops reading once it has its records.
 
 A job line must have exactly 18 fields, and the ones the replay uses (1-5, 8,
-9, 11) must be numbers; the others are not looked at.
+9, 11-13) must be numbers; the others are not looked at.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ _USED = (
     (8, "requested processors"),
     (9, "requested time"),
     (11, "status"),
+    (12, "user id"),
+    (13, "group id"),
 )
 
 
@@ -79,6 +81,8 @@ class Record:
     req_procs: int  # field 8
     req_time: int  # field 9: the user's estimate (what backfill plans with)
     status: int  # field 11: 1 done, 0 failed, 5 cancelled
+    user: int = -1  # field 12: the user's number (what ``--queue-map`` maps to accounts)
+    group: int = -1  # field 13: the group's number
 
     @property
     def procs(self) -> int:
