@@ -276,6 +276,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
     def _reconcile(self, hello: pb.AgentHello, session: _Session) -> None:
         """Make what runs on the agent's nodes agree with the journal."""
         alive = {(r.job_id, r.restarts) for r in hello.running}
+        known = {(s.job_id, s.step_id, s.node) for s in hello.steps}
         for run in hello.running:
             job = self.store.jobs.get(run.job_id)
             if job is None or not holds_nodes(job) or job.restarts != run.restarts:
@@ -292,6 +293,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 continue
             if (job.job_id, job.restarts) in alive:
                 self._resuspend(job, session)
+                if hello.reports_steps:
+                    self._lost_steps(job, known, session)
                 continue
             if jobstate.COMPLETING in job.flags:
                 # Its result, if the agent kept one, follows the hello; if not, it is gone.
@@ -301,6 +304,26 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             else:
                 log.info("job_id=%d not reported by its agent; relaunching", job.job_id)
                 self.launch(job)
+
+    def _lost_steps(self, job: Job, known: set[tuple[int, int, str]], session: _Session) -> None:
+        """Fail the parts of ``job``'s running steps on the session's nodes that the
+        agent does not know: their launch was lost with the agent's last process (killed
+        between the controller's send and its read), so no task of theirs will ever
+        report, and srun would wait for them for ever. Slurm's srun says the launch
+        failed; here the node's tasks end as never started (-1)."""
+        for step in job.steps:
+            if step.state != "RUNNING":
+                continue
+            for node, tasks in zip(step.nodes, step.tasks, strict=True):
+                key = (job.job_id, step.step_id, node)
+                if node in session.nodes and node not in step.done and key not in known:
+                    log.warning(
+                        "job_id=%d step %d: its launch on %s was lost with the agent",
+                        job.job_id,
+                        step.step_id,
+                        node,
+                    )
+                    self.store.step_node_done(job.job_id, step.step_id, node, [-1] * tasks)
 
     def _resuspend(self, job: Job, session: _Session) -> None:
         """A reconnecting agent hears whether a job that was ever suspended is

@@ -91,16 +91,22 @@ class Link:
 
     def _opening(self) -> list[pb.AgentMessage]:
         """Hello plus the StepDone and JobDone backlogs, taken at one instant."""
+        step_dones = self.table.backlog()
+        reported = [
+            pb.StepRunning(job_id=d.job_id, step_id=d.step_id, node=d.node) for d in step_dones
+        ]
         hello = self.auth.hello(
             pb.AgentHello(
                 nodes=self.nodes,
                 version=__version__,
                 agent_start_time=self.start_time,
                 running=self.table.running(),
+                steps=[*self.table.steps(), *reported],
+                reports_steps=True,
             )
         )
         backlog = [pb.AgentMessage(done=done) for done in self.table.unacked()]
-        steps = [pb.AgentMessage(step_done=done) for done in self.table.backlog()]
+        steps = [pb.AgentMessage(step_done=done) for done in step_dones]
         hooks = [pb.AgentMessage(hook_done=d) for d in self.hooks.unacked()] if self.hooks else []
         return [pb.AgentMessage(hello=hello), *steps, *backlog, *hooks]
 

@@ -150,6 +150,14 @@ class RunTable:
             running_message(run) for run in self._runs.values() if run.is_batch and run.done is None
         ]
 
+    def steps(self) -> list[pb.StepRunning]:
+        """Step runs on this host (alive, or ended and not yet reported), for the hello."""
+        return [
+            pb.StepRunning(job_id=job_id, step_id=int(step), node=str(node))
+            for job_id, step, node in self._runs
+            if step != BATCH
+        ]
+
     def unacked(self) -> list[pb.JobDone]:
         """Every JobDone the controller has not acknowledged yet."""
         done = [run.done for run in self._runs.values() if run.done is not None]

@@ -49,7 +49,7 @@ from corral.errors import ESLURM_NODES_BUSY, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from corral.stepcipher import SrunEnd
@@ -57,6 +57,9 @@ if TYPE_CHECKING:
 PROG = "srun"
 #: Seconds to wait for every node's runner to connect back.
 CONNECT_TIMEOUT = 60.0
+#: While runners are missing, how often srun asks the controller whether the step
+#: still runs (a launch lost with its node's agent fails the step there).
+PROBE_EVERY = 2.0
 #: Signals srun passes on to the tasks (as Slurm's srun does).
 FORWARDED = (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2)
 SIGINT, SIGKILL = _signal.SIGINT, _signal.SIGKILL
@@ -320,6 +323,22 @@ def _gpu_fields(settings: Settings) -> dict[str, int]:
     return fields
 
 
+def step_state(client: Any, job_id: int, step_id: int) -> str | None:
+    """The step's state as the controller has it; None when it cannot say now."""
+    try:
+        reply = client.call(
+            "Jobs",
+            {"filter": {"job_ids": [str(job_id)], "states": ["ALL"]}, "expand_arrays": False},
+        )
+    except SlurmError:
+        return None
+    for job in reply.get("jobs", ()):
+        for step in job.get("steps", ()):
+            if int(step["step_id"]) == step_id:
+                return str(step["state"])
+    return None
+
+
 def create_step(client: Any, request: dict[str, Any], quiet: bool) -> dict[str, Any]:
     """The step, retrying while other steps hold the CPUs (as Slurm's srun does)."""
     job_id = request["job_id"]
@@ -425,9 +444,11 @@ class Step:
 
     def __init__(
         self, settings: Settings, job_id: int, reply: dict[str, Any], listener: _socket.socket,
-        key: bytes, signals: Signals,
+        key: bytes, signals: Signals, probe: Callable[[], str | None] = lambda: None,
     ) -> None:  # fmt: skip
+        """``probe``: the step's state as the controller has it (None: not known)."""
         self.settings = settings
+        self.probe = probe
         self.job_id = job_id
         self.step_id = int(reply["step_id"])
         self.nodes = list(reply["nodes"])
@@ -474,17 +495,29 @@ class Step:
             except (ValueError, OSError):  # closed, or a file: read it all now
                 self._stdin_eof()
         deadline = time.monotonic() + CONNECT_TIMEOUT
+        probe_at = time.monotonic() + PROBE_EVERY
         try:
             while len(self.done) < len(self.nodes):
                 timeout = None if len(self.conns) == len(self.nodes) else 1.0
                 for what, fileobj in self.poll.wait(timeout):
                     self._ready(what, fileobj)
                 self._handle_signals()
-                if len(self.conns) < len(self.nodes) and time.monotonic() > deadline:
+                if len(self.conns) == len(self.nodes):
+                    continue
+                why = ""
+                now = time.monotonic()
+                if now > deadline:
+                    why = "no response"
+                elif now > probe_at:
+                    probe_at = now + PROBE_EVERY
+                    state = self.probe()
+                    if state not in (None, "RUNNING"):
+                        why = f"the step is {state} (its launch was lost)"
+                if why:
                     missing = [self.nodes[i] for i in range(len(self.nodes)) if i not in self.conns]
                     print(
                         f"{PROG}: error: Task launch for {self.name} failed on node "
-                        f"{','.join(missing)}: no response",
+                        f"{','.join(missing)}: {why}",
                         file=sys.stderr,
                     )
                     self._send_all(stepio.frame(stepio.SIGNAL, SIGKILL))
@@ -709,7 +742,12 @@ def _step_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
     try:
         request = step_request(settings, job_id, listener, key)
         reply = create_step(client, request, settings.has("quiet"))
-        return Step(settings, job_id, reply, listener, key, signals).run()
+        step_id = int(reply["step_id"])
+
+        def probe() -> str | None:
+            return step_state(client, job_id, step_id)
+
+        return Step(settings, job_id, reply, listener, key, signals, probe).run()
     finally:
         signals.close()
         listener.close()

@@ -371,6 +371,34 @@ def test_a_step_outlives_a_controller_crash_and_is_recorded(four: Cluster) -> No
     assert (step["step_id"], step["state"], step["ntasks"]) == (0, "COMPLETED", 2)
 
 
+def test_a_step_launch_lost_with_its_agent_fails_the_step(four: Cluster) -> None:
+    """The controller sends a step's launch to an agent that dies before reading it:
+    the new agent's hello does not name the step, and the step fails (srun exits non-zero
+    with the node's tasks never started) instead of srun waiting for ever."""
+    job_id = four.sbatch("-N1", "--wrap", "sleep 60")
+    four.wait_for(lambda: four.job_processes(job_id), 30, "the job's script never ran")
+    four.kill("agent", signal.SIGSTOP)
+    srun = subprocess.Popen(
+        [*client_command("srun"), f"--jobid={job_id}", "--overlap", "-n1", "echo", "launched"],
+        env=four.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        four.wait_for(lambda: bool(four.job(job_id)["steps"]), 30, "no step")
+    finally:
+        four.kill("agent", signal.SIGKILL)
+    four.start_agent()
+    out, err = srun.communicate(timeout=60)
+    assert srun.returncode != 0, (out, err)
+    assert "launched" not in out
+    (step,) = four.job(job_id)["steps"]
+    assert step["state"] == "FAILED", step
+    assert "launch on node1 was lost with the agent" in four.log("controller")
+    four.run("scancel", str(job_id))
+
+
 def test_a_step_outlives_its_node_agent_restarting(four: Cluster) -> None:
     script = "srun -n2 -l sh -c 'echo up $SLURM_PROCID; sleep 3; echo done $SLURM_PROCID'\n"
     path = four.dir / "agent.sh"
