@@ -70,6 +70,12 @@ class QueueLedger:
         self.view = view
         self.tree = Tree(view.conf) if view is not None else None
         self.totals = self.tree.totals(view.allocated) if self.tree and view else {}
+        self.resources = view.shares.resources if view is not None else ()
+        # Admission is a pure function of the totals and of (queue, the governed
+        # part of the request, preemptible); between two starts the totals stand
+        # still, so the thousands of jobs of a few queues and sizes that wait in a
+        # busy pass are answered once each (emptied by ``take``).
+        self._answers: dict[tuple[str, bool, tuple[int, ...]], quota.Admission] = {}
 
     def blocked(self, job: Job) -> Reason | None:
         """The queue's reason ``job`` may not start now, or None."""
@@ -77,10 +83,21 @@ class QueueLedger:
         entry = view.entries.get(job.job_id) if view is not None else None
         if entry is None or view is None or tree is None:
             return None
-        admission = quota.admit_totals(
-            tree, view.shares, self.totals, entry.queue, entry.request, entry.preemptible
-        )
+        admission = self._admit(tree, view.shares, entry, entry.preemptible)
         return None if admission.admitted else REASONS[admission.reason]
+
+    def _admit(
+        self, tree: Tree, shares: Shares, entry: QueueEntry, preemptible: bool
+    ) -> quota.Admission:
+        """``quota.admit_totals`` on the current totals, answered once per shape."""
+        key = (entry.queue, preemptible, tuple(entry.request.get(r, 0) for r in self.resources))
+        admission = self._answers.get(key)
+        if admission is None:
+            admission = quota.admit_totals(
+                tree, shares, self.totals, entry.queue, entry.request, preemptible
+            )
+            self._answers[key] = admission
+        return admission
 
     def in_quota_first(self, jobs: list[Job]) -> list[Job]:
         """``jobs`` in the same order, except that those that would borrow come after
@@ -100,10 +117,7 @@ class QueueLedger:
         entry = view.entries.get(job.job_id) if view is not None else None
         if entry is None or view is None or tree is None:
             return False
-        admission = quota.admit_totals(
-            tree, view.shares, self.totals, entry.queue, entry.request, preemptible=True
-        )
-        return admission.borrows
+        return self._admit(tree, view.shares, entry, preemptible=True).borrows
 
     def take(self, job: Job) -> None:
         """Count a start of ``job`` in its queue and the queues above it."""
@@ -111,6 +125,7 @@ class QueueLedger:
         entry = view.entries.get(job.job_id) if view is not None else None
         if entry is None or tree is None:
             return
+        self._answers.clear()
         for name in tree.path(entry.queue):
             totals = self.totals[name]
             for resource, amount in entry.request.items():
