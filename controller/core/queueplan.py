@@ -9,8 +9,9 @@ or backfill starts a job it asks ``admit`` (Kueue's borrowing rules, KAI's
 limits), and a refused job waits with the queue's reason without blocking the
 jobs behind it, as an accounting limit does; each start is added to the
 totals. After the pass, ``reclaims`` asks the core for evictions for the jobs
-still waiting and keeps those whose release lets the waiting job fit on nodes
-now (quota says how much, placement says where).
+still waiting, on what the queues hold with the pass's starts, and keeps those
+whose release lets the waiting job fit on nodes now (quota says how much,
+placement says where).
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def reclaims(
     if not waiting:
         return {}
     evictions = quota.reclaim(
-        view.conf, view.shares, view.allocated, waiting, view.running, plan.now
+        view.conf, view.shares, _held_after(view, plan), waiting, view.running, plan.now
     )
     by_job: dict[int, list[Eviction]] = {}
     for eviction in evictions:
@@ -179,6 +180,20 @@ def reclaims(
             trial = attempt
             chosen.update((eviction.victim, eviction) for eviction in group)
     return chosen
+
+
+def _held_after(view: QueueView, plan: Draft) -> dict[str, dict[str, int]]:
+    """What each leaf queue holds once the pass's starts have run: a queue that
+    started jobs this pass reclaims on what it holds with them (else it could take
+    back, as if within its guarantee, what it would in fact borrow)."""
+    held = {queue: dict(amounts) for queue, amounts in view.allocated.items()}
+    for start in plan.starts:  # an array's tasks: one start each
+        entry = view.entries.get(start.job_id)
+        if entry is not None:
+            mine = held.setdefault(entry.queue, {})
+            for resource, amount in entry.request.items():
+                mine[resource] = mine.get(resource, 0) + amount
+    return held
 
 
 #: A waiting job's reasons that reclaim can help: its queue's, or no room.

@@ -203,9 +203,37 @@ def test_a_gang_victim_is_taken_whole() -> None:
     scene = Scene(conf, (gang, holding(11, "b", ["n3"], 2)), (asking(1, "b", 2),), nodes=3)
     snap = scene.snapshot()
     plan = schedule(snap, NOW)
-    assert plan.preempted == {10: 1}  # both nodes' GPUs go, though job 1 needs one
-    assert snap.queues is not None
-    assert snap.queues.allocated["a"][GPU] == 4
+    assert plan.preempted == {10: 1}  # both nodes' GPUs go, though job 1 needs one node's
+    assert f"{GPU} 4 held" in plan.why[10]
+
+
+def test_a_gang_half_of_which_is_within_its_guarantee_is_not_split_but_left() -> None:
+    conf = teams(a={"quotas": gpus(2)}, b={"quotas": gpus(4)})
+    gang = holding(10, "a", ["n1", "n2"], 2)  # 2 of its 4 GPUs are a's guarantee
+    scene = Scene(conf, (gang, holding(11, "b", ["n3"], 2)), (asking(1, "b", 2),), nodes=3)
+    plan = scene.plan()
+    assert plan.preempted == {}
+    assert plan.reasons[1] is Reason.QUEUE_COHORT_FULL
+
+
+def test_reclaim_counts_what_the_pass_started_in_the_waiting_jobs_queue() -> None:
+    conf = teams(a={"quotas": gpus(8)}, b={"quotas": gpus(0)})
+    gang = holding(20, "b", ["n2", "n3"], 4, start_time=NOW - 100)
+    # Job 1 starts on n1 in this pass: a holds 4, and job 2's 8 more would borrow 4,
+    # which a's BorrowWithinCohort=Never does not take by preempting. Counting a as
+    # holding nothing, reclaim once took b's gang for it as if within a's guarantee.
+    same_pass = Scene(
+        conf, (gang,), (asking(1, "a", 4), asking(2, "a", 4, nodes=2)), nodes=3, gpus=4
+    ).plan()
+    assert [s.job_id for s in same_pass.starts] == [1]
+    assert same_pass.preempted == {}
+    already = Scene(
+        conf, (gang, holding(1, "a", ["n1"], 4)), (asking(2, "a", 4, nodes=2),), nodes=3, gpus=4
+    ).plan()
+    assert already.preempted == same_pass.preempted
+    # Within its guarantee, the same job 2 does take the gang back.
+    within = Scene(conf, (gang,), (asking(2, "a", 4, nodes=2),), nodes=3, gpus=4).plan()
+    assert within.preempted == {20: 2}
 
 
 # ---------------------------------------------------------------- admission in the pass
@@ -318,8 +346,9 @@ def test_a_job_in_no_queue_is_scheduled_as_without_queues() -> None:
 @st.composite
 def scenes(draw: st.DrawFn) -> Scene:
     """A random small cluster, two or three teams (one perhaps under a parent with a
-    Limit) with guarantees and limits, jobs running within what nodes hold and
-    pending jobs of any team or none."""
+    Limit) with guarantees and limits, the teams' jobs running within what nodes
+    hold (often all of it, the first and last team more than the others, so that
+    some teams borrow and others reclaim), and pending jobs of any team or none."""
     nodes = draw(st.integers(1, 4))
     per_node = draw(st.integers(1, 4))
     capacity = nodes * per_node
@@ -339,7 +368,7 @@ def scenes(draw: st.DrawFn) -> Scene:
                 gpus(guarantee, limit),
                 accounts=(name,),
                 parent="org" if nested and name == "a" else "root",
-                preemptible=draw(st.booleans()),
+                preemptible=draw(st.sampled_from([True, True, False])),
             )
         )
     if nested:  # org guarantees what a does, within its limit
@@ -348,23 +377,24 @@ def scenes(draw: st.DrawFn) -> Scene:
         specs[0] = replace(
             org, quotas=gpus(a_guarantee, max(org.quotas[GPU].limit or 0, a_guarantee))
         )
-    free = {f"n{i}": per_node for i in range(1, nodes + 1)}
     running: list[Job] = []
-    for job_id in range(100, 100 + draw(st.integers(0, 4))):
-        where = draw(st.sampled_from(sorted(free)))
-        take = draw(st.integers(0, free[where]))
-        if take:
-            free[where] -= take
-            account = draw(st.sampled_from([*names, "nobody"]))
-            running.append(
-                holding(job_id, account, [where], take, start_time=NOW - draw(st.integers(0, 9)))
-            )
+    for i in range(1, nodes + 1):  # each node's GPUs in up to two jobs
+        free = per_node
+        for _ in range(2):
+            take = draw(st.integers(0, free))
+            if take:
+                free -= take
+                account = draw(st.sampled_from([*names, names[0], names[-1]]))
+                started = NOW - draw(st.integers(0, 9))
+                running.append(
+                    holding(100 + len(running), account, [f"n{i}"], take, start_time=started)
+                )
     pending = [
         asking(
             job_id,
             draw(st.sampled_from([*names, "nobody"])),
             draw(st.integers(1, per_node)),
-            nodes=draw(st.integers(1, nodes)),
+            nodes=draw(st.one_of(st.just(1), st.integers(1, nodes))),
         )
         for job_id in range(1, draw(st.integers(1, 8)) + 1)
     ]
@@ -410,3 +440,17 @@ def test_starts_never_pass_a_queues_limit_nor_the_free_gpus(scene: Scene, backfi
         assert after.get(name, 0) <= max(limit, held.get(name, 0)), (name, limit, plan.starts)
         if held.get(name, 0) >= limit:
             assert after.get(name, 0) == held.get(name, 0)
+    # Reclaim: victims are jobs of preemptible queues, and leave every queue they come
+    # from with at least its guarantee (counting what the pass started in it).
+    records = {r.job_id: r for r in snap.queues.running}
+    left = dict(after)
+    for victim in plan.preempted:
+        record = records[victim]
+        assert record.preemptible
+        q = record.queue
+        while q is not None:
+            left[q] -= record.resources.get(GPU, 0)
+            q = parents[q]
+    for name, spec in scene.conf.queues.items():
+        guarantee = spec.quotas[GPU].guarantee if GPU in spec.quotas else 0
+        assert left.get(name, 0) >= min(guarantee, after.get(name, 0)), (name, plan.why)
