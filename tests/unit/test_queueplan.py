@@ -124,16 +124,6 @@ def teams(**quotas: Any) -> QueueConf:
     return tree(*specs)
 
 
-def gpus_started(plan: Plan, job_ids: set[int] | None = None) -> int:
-    return sum(
-        c
-        for s in plan.starts
-        if job_ids is None or s.job_id in job_ids
-        for items in s.gres
-        for _, _, c in items
-    )
-
-
 # ---------------------------------------------------------------- borrowing and reclaim
 
 
