@@ -9,10 +9,10 @@ or backfill starts a job it asks ``admit`` (Kueue's borrowing rules, KAI's
 limits), and a refused job waits with the queue's reason without blocking the
 jobs behind it, as an accounting limit does; each start is added to the
 totals. After the pass, ``reclaims`` asks the core for evictions for the jobs
-still waiting, between queues (``quota.reclaim``) and then inside each queue
-(``quota.preempt_within``, its WithinQueue policy), and keeps those whose
-release lets the waiting job fit on nodes now (quota says how much, placement
-says where).
+still waiting, on what the queues hold with the pass's starts: between queues
+(``quota.reclaim``), then inside each queue (``quota.preempt_within``, its
+WithinQueue policy), and keeps those whose release lets the waiting job fit on
+nodes now (quota says how much, placement says where).
 """
 
 from __future__ import annotations
@@ -72,6 +72,12 @@ class QueueLedger:
         self.view = view
         self.tree = Tree(view.conf) if view is not None else None
         self.totals = self.tree.totals(view.allocated) if self.tree and view else {}
+        self.resources = view.shares.resources if view is not None else ()
+        # Admission is a pure function of the totals and of (queue, the governed
+        # part of the request, preemptible); between two starts the totals stand
+        # still, so the thousands of jobs of a few queues and sizes that wait in a
+        # busy pass are answered once each (emptied by ``take``).
+        self._answers: dict[tuple[str, bool, tuple[int, ...]], quota.Admission] = {}
 
     def blocked(self, job: Job) -> Reason | None:
         """The queue's reason ``job`` may not start now, or None."""
@@ -79,10 +85,21 @@ class QueueLedger:
         entry = view.entries.get(job.job_id) if view is not None else None
         if entry is None or view is None or tree is None:
             return None
-        admission = quota.admit_totals(
-            tree, view.shares, self.totals, entry.queue, entry.request, entry.preemptible
-        )
+        admission = self._admit(tree, view.shares, entry, entry.preemptible)
         return None if admission.admitted else REASONS[admission.reason]
+
+    def _admit(
+        self, tree: Tree, shares: Shares, entry: QueueEntry, preemptible: bool
+    ) -> quota.Admission:
+        """``quota.admit_totals`` on the current totals, answered once per shape."""
+        key = (entry.queue, preemptible, tuple(entry.request.get(r, 0) for r in self.resources))
+        admission = self._answers.get(key)
+        if admission is None:
+            admission = quota.admit_totals(
+                tree, shares, self.totals, entry.queue, entry.request, preemptible
+            )
+            self._answers[key] = admission
+        return admission
 
     def in_quota_first(self, jobs: list[Job]) -> list[Job]:
         """``jobs`` in the same order, except that those that would borrow come after
@@ -102,10 +119,7 @@ class QueueLedger:
         entry = view.entries.get(job.job_id) if view is not None else None
         if entry is None or view is None or tree is None:
             return False
-        admission = quota.admit_totals(
-            tree, view.shares, self.totals, entry.queue, entry.request, preemptible=True
-        )
-        return admission.borrows
+        return self._admit(tree, view.shares, entry, preemptible=True).borrows
 
     def take(self, job: Job) -> None:
         """Count a start of ``job`` in its queue and the queues above it."""
@@ -113,6 +127,7 @@ class QueueLedger:
         entry = view.entries.get(job.job_id) if view is not None else None
         if entry is None or tree is None:
             return
+        self._answers.clear()
         for name in tree.path(entry.queue):
             totals = self.totals[name]
             for resource, amount in entry.request.items():
@@ -145,7 +160,7 @@ def reclaims(
     if not waiting:
         return {}
     evictions = quota.reclaim(
-        view.conf, view.shares, view.allocated, waiting, view.running, plan.now
+        view.conf, view.shares, _held_after(view, plan), waiting, view.running, plan.now
     )
     # Then preemption inside each queue (its WithinQueue policy), for the jobs reclaim
     # found no room for, among the running jobs it did not take.
@@ -174,6 +189,20 @@ def reclaims(
             trial = attempt
             chosen.update((eviction.victim, eviction) for eviction in group)
     return chosen
+
+
+def _held_after(view: QueueView, plan: Draft) -> dict[str, dict[str, int]]:
+    """What each leaf queue holds once the pass's starts have run: a queue that
+    started jobs this pass reclaims on what it holds with them (else it could take
+    back, as if within its guarantee, what it would in fact borrow)."""
+    held = {queue: dict(amounts) for queue, amounts in view.allocated.items()}
+    for start in plan.starts:  # an array's tasks: one start each
+        entry = view.entries.get(start.job_id)
+        if entry is not None:
+            mine = held.setdefault(entry.queue, {})
+            for resource, amount in entry.request.items():
+                mine[resource] = mine.get(resource, 0) + amount
+    return held
 
 
 #: A waiting job's reasons that reclaim can help: its queue's, or no room.
