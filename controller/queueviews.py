@@ -8,6 +8,11 @@ and its pending jobs ask for (``jobtres``: GrpTRES's words), the capacity of
 the usable nodes, and the time-decayed usage of each queue's accounts; then the
 fair shares of this pass (``quota.divide``).
 
+A job in no queue is scheduled as without queues, but what it holds (and each start
+of one in the pass) counts at the root, as used: the queues share what such jobs
+leave, and borrowing or a guarantee never counts on GPUs they hold. Reclaim never
+takes their jobs.
+
 What a job holds counts in its queue until it is ending: a job being preempted
 (in its GraceTime, or completing) counts no more, so that the reclaim that
 chose it does not choose again for the same waiting job while it leaves.
@@ -103,9 +108,13 @@ def view(
     requested: dict[str, dict[str, int]] = {}
     running: list[quota.RunningJob] = []
     for job in jobs:
-        if not _counts(job) or (queue := queue_of(conf, job, parents)) is None:
+        if not _counts(job):
             continue
+        queue = queue_of(conf, job, parents)
         held = jobtres.of_job(job).total
+        if queue is None:  # in no queue: what it holds is the root's, used
+            _add(allocated.setdefault(quota.ROOT, {}), held)
+            continue
         _add(allocated.setdefault(queue, {}), held)
         _add(requested.setdefault(queue, {}), held)
         running.append(
@@ -122,9 +131,10 @@ def view(
     entries: dict[int, QueueEntry] = {}
     for job in pending:
         queue = queue_of(conf, job, parents)
-        if queue is None:
-            continue
         asked = jobtres.of_job(job).total
+        if queue is None:  # admitted as ever; its start is counted at the root
+            entries[job.job_id] = QueueEntry(quota.ROOT, asked, False, 0)
+            continue
         _add(requested.setdefault(queue, {}), asked)
         entries[job.job_id] = QueueEntry(
             queue, asked, conf.queues[queue].preemptible, job.eligible_time or job.submit_time

@@ -60,7 +60,7 @@ class QueueView:
     conf: QueueConf
     shares: Shares
     allocated: Mapping[str, Amounts]  # leaf queue -> what its running jobs hold
-    entries: Mapping[int, QueueEntry]  # pending jobs in a queue, by id
+    entries: Mapping[int, QueueEntry]  # pending jobs, by id (in no queue: the root)
     running: tuple[RunningJob, ...]  # running jobs in a queue
 
 
@@ -83,8 +83,8 @@ class QueueLedger:
         """The queue's reason ``job`` may not start now, or None."""
         view, tree = self.view, self.tree
         entry = view.entries.get(job.job_id) if view is not None else None
-        if entry is None or view is None or tree is None:
-            return None
+        if entry is None or entry.queue == quota.ROOT or view is None or tree is None:
+            return None  # in no queue: scheduled as without queues
         admission = self._admit(tree, view.shares, entry, entry.preemptible)
         return None if admission.admitted else REASONS[admission.reason]
 
@@ -117,7 +117,7 @@ class QueueLedger:
     def _borrows(self, job: Job) -> bool:
         view, tree = self.view, self.tree
         entry = view.entries.get(job.job_id) if view is not None else None
-        if entry is None or view is None or tree is None:
+        if entry is None or entry.queue == quota.ROOT or view is None or tree is None:
             return False
         return self._admit(tree, view.shares, entry, preemptible=True).borrows
 
@@ -155,6 +155,7 @@ def reclaims(
         )
         for job in ordered
         if (entry := view.entries.get(job.job_id)) is not None
+        and entry.queue != quota.ROOT
         and plan.reasons.get(job.job_id) in WAITING_FOR_ROOM
     ]
     if not waiting:

@@ -444,3 +444,22 @@ def test_starts_never_pass_a_queues_limit_nor_the_free_gpus(scene: Scene, backfi
     for name, spec in scene.conf.queues.items():
         guarantee = spec.quotas[GPU].guarantee if GPU in spec.quotas else 0
         assert left.get(name, 0) >= min(guarantee, after.get(name, 0)), (name, plan.why)
+
+
+def test_gpus_held_by_a_job_in_no_queue_are_used_not_free_to_the_queues() -> None:
+    """Two nodes of one GPU: c (guarantee 0) borrows n1, a job in no queue holds n2.
+    a's job is within a's guarantee but the cluster has no GPU left: its queue says
+    the cohort is full, and reclaim takes c's borrowed GPU back (never the job in no
+    queue). Before, a's job was admitted on GPUs the job in no queue held, waited for
+    Resources, and nothing was reclaimed."""
+    conf = teams(a={"quotas": gpus(2)}, c={"quotas": gpus(0)})
+    scene = Scene(
+        conf,
+        running=(holding(10, "c", ["n1"], 1), holding(11, "other", ["n2"], 1)),
+        pending=(asking(1, "a", 1),),
+        nodes=2,
+        gpus=1,
+    )
+    plan = scene.plan()
+    assert plan.reasons[1] is Reason.QUEUE_COHORT_FULL
+    assert plan.preempted == {10: 1}
