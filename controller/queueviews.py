@@ -126,6 +126,8 @@ def view(
                 start_time=job.start_time,
                 submit_time=job.submit_time,
                 preemptible=conf.queues[queue].preemptible and job.state is JobState.RUNNING,
+                told=job.signal_num > 0,
+                checkpointed=job.checkpointed,
             )
         )
     entries: dict[int, QueueEntry] = {}

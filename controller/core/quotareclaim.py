@@ -23,8 +23,9 @@ is the lowest common ancestor of the two queues, a victim is taken only when:
   priority than the waiting job and at most ``borrow_priority_threshold``
   (Kueue's preemption while borrowing).
 
-Victims are tried in order: queues most over their fair share first, then
-lowest priority, then most recently started, until admission accepts the
+Victims are tried in order: queues most over their fair share first, then the
+job that loses the least work (one that asked for ``--signal``, then the least
+run since its last checkpoint or start), then lowest priority, until admission accepts the
 waiting job on what they free; then, as Kueue does, those not needed after
 all are given back (latest first). If the victims allowed cannot make room,
 nobody is evicted for that job. Each job is a victim once, and each waiting
@@ -101,6 +102,8 @@ class RunningJob(QueueJob):
     start_time: int
     submit_time: int = 0
     preemptible: bool = True
+    told: bool = False  # it asked for a warning signal (--signal): it can checkpoint
+    checkpointed: int = 0  # when it last reported a checkpoint (0: never)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +181,12 @@ def _move(tree: Tree, totals: Totals, queue: str, amounts: Amounts, sign: int) -
         add(totals[q], amounts, sign)
 
 
-def _victim_order(v: RunningJob) -> tuple[int, int, int]:
-    """Within one queue: lowest priority, then most recently started, first."""
-    return (v.priority, -v.start_time, -v.job_id)
+def _victim_order(v: RunningJob) -> tuple[bool, int, int, int, int]:
+    """Within one queue, the one that loses the least work first (as Slurm's
+    preemption here, core/preempt.py): a job that asked to be told (``--signal``),
+    then the least run since its last checkpoint (or start), then lowest priority,
+    then most recently started."""
+    return (not v.told, -max(v.start_time, v.checkpointed), v.priority, -v.start_time, -v.job_id)
 
 
 def _saturation(shares: Shares, totals: Mapping[str, Mapping[str, int]], queue: str) -> float:

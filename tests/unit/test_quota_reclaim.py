@@ -95,9 +95,16 @@ def test_a_job_that_cannot_be_preempted_reclaims_within_its_guarantee() -> None:
     assert _victims(got) == [8, 7]
 
 
-def test_lowest_priority_goes_first_then_the_most_recently_started() -> None:
-    run = [replace(j, priority=-1) if j.job_id == 3 else j for j in A_ON_ALL]
-    assert _victims(_reclaim(TWO_TEAMS, run, [waiting(100, "b", 2)])) == [3, 8]
+def test_the_victim_that_loses_the_least_work_goes_first() -> None:
+    """A job that asked to be told (--signal) first, then the least run since its last
+    checkpoint (or start), then the lowest priority: job 3 asked, job 2 checkpointed
+    after job 8 started; of 5 and 6, started together, the lower priority goes."""
+    told = {3: {"told": True}, 2: {"checkpointed": A_ON_ALL[7].start_time + 1}}
+    run = [replace(j, **told.get(j.job_id, {})) for j in A_ON_ALL]  # type: ignore[arg-type]
+    assert _victims(_reclaim(TWO_TEAMS, run, [waiting(100, "b", 2)])) == [3, 2]
+    same = [replace(j, start_time=A_ON_ALL[7].start_time + 5) for j in A_ON_ALL[4:6]]
+    run = [*A_ON_ALL[:4], replace(same[0], priority=3), same[1], *A_ON_ALL[6:]]
+    assert _victims(_reclaim(TWO_TEAMS, run, [waiting(100, "b", 2)])) == [6, 5]
 
 
 def test_the_queue_most_over_its_share_gives_first() -> None:
