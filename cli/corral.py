@@ -41,6 +41,7 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
                   [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json]
                   [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
+       corral queues [-p | -P] [-n] [--json]   (each queue's quota, share and holdings now)
        corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
                   (the daemons' systemd units into /etc/systemd/system; docs/install.md)
        corral --version"""
@@ -713,6 +714,10 @@ def corral(argv: list[str]) -> int:
         from cli.why import why
 
         return why(argv[1:])
+    if argv[0] == "queues":
+        from cli.queues import queues
+
+        return queues(argv[1:])
     if argv[0] == "install-units":
         from cli.installunits import install_units
 
@@ -725,6 +730,8 @@ def main() -> None:
         run("corral sim", corral)  # errors read "corral sim: error: ..."
     if sys.argv[1:2] == ["why"]:
         run("corral why", corral)
+    if sys.argv[1:2] == ["queues"]:
+        run("corral queues", corral)  # errors read "corral queues: error: ..."
     run("corral", corral)
 
 

@@ -1,7 +1,7 @@
 """The ``corral`` command's subcommands and their options, as option tables.
 
-``corral up``, ``down``, ``cert issue``, ``sim``, ``why`` and ``install-units`` parse their
-arguments with these tables (``cli.options.parse``, getopt's rules), so an
+``corral up``, ``down``, ``cert issue``, ``sim``, ``why``, ``queues`` and ``install-units``
+parse their arguments with these tables (``cli.options.parse``, getopt's rules), so an
 option not listed is refused as unrecognized and docs/compatibility.md, written
 from the same tables, lists exactly what each subcommand accepts. None of them
 is a Slurm command, so every row is honoured; the note says what it does.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cli.options import HONOURED, NO_ARGUMENT, REQUIRED, Option, OptionTable
 
-__all__ = ["CERT_ISSUE", "DOWN", "INSTALL_UNITS", "SIM", "SUBCOMMANDS", "UP", "WHY"]
+__all__ = ["CERT_ISSUE", "DOWN", "INSTALL_UNITS", "QUEUES", "SIM", "SUBCOMMANDS", "UP", "WHY"]
 
 
 def _row(long: str, note: str, short: str = "", arg: int = NO_ARGUMENT) -> Option:
@@ -74,6 +74,18 @@ WHY = OptionTable(
     prog="corral why",
 )
 
+QUEUES = OptionTable(
+    [
+        _row("parsable", "'|' after every field", "p"),
+        _row("parsable2", "'|' between fields", "P"),
+        _row("noheader", "no header line", "n"),
+        _row("json", "the queues as one JSON document"),
+        _row("help", "the usage", "h"),
+        _VERBOSE,
+    ],
+    prog="corral queues",
+)
+
 INSTALL_UNITS = OptionTable(
     [
         _row("root", "install under DIR/etc/systemd/system (default /)", arg=REQUIRED),
@@ -98,5 +110,6 @@ SUBCOMMANDS = (
     ("cert issue", CERT_ISSUE),
     ("sim", SIM),
     ("why", WHY),
+    ("queues", QUEUES),
     ("install-units", INSTALL_UNITS),
 )

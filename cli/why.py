@@ -55,7 +55,8 @@ def text(doc: Mapping[str, Any]) -> str:
     job, user, state = doc["job_id"], doc["user"], doc["state"]
     if state != "PENDING":
         where = f" on {doc['nodes']}" if doc["nodes"] else ""
-        return f"Job {job} ({user}) is {state}{where}, not pending.\n"
+        queue = f" in queue {doc['queue']['name']}" if doc.get("queue") else ""
+        return f"Job {job} ({user}) is {state}{where}{queue}, not pending.\n"
     part, reason, now = doc["partition"], doc["reason"], doc["now"]
     lines = [
         f"Job {job} ({user}, partition {part}) is pending: {reason}",
@@ -71,6 +72,8 @@ def text(doc: Mapping[str, Any]) -> str:
     if reason == "PartitionNodeLimit":
         most = f"at most {limits['max_nodes']}" if limits["max_nodes"] else "no fewer"
         lines.append(f"Partition {part} allows {most} nodes; the job asks {needs['nodes']}.")
+    if doc.get("queue"):
+        lines += _queue(doc["queue"], reason)
     running = [b for b in doc["blockers"] if b["state"] == "RUNNING"]
     ahead = [b for b in doc["blockers"] if b["state"] != "RUNNING"]
     if running:
@@ -100,6 +103,43 @@ def text(doc: Mapping[str, Any]) -> str:
             + ", ".join(f"{s['option']} ({_when(s['start'], now)})" for s in doc["suggestions"])
         )
     return lines[0] + "\n" + "".join(f"  {line}\n" for line in lines[1:])
+
+
+#: The queues' reasons (squeue's words) in a sentence each (docs/queues.md).
+QUEUE_REASONS = {
+    "QueueLimit": "its queue, or one above it, holds its Limit",
+    "QueueBorrowLimit": "its queue has borrowed all its BorrowLimit allows",
+    "QueueGuarantee": (
+        "its queue's jobs cannot be preempted (Preemptible=no), so they run only within "
+        "its Guarantee, and the job does not fit in what is left of it"
+    ),
+    "QueueCohortFull": "the other queues have nothing unused that they lend to borrow",
+    "InvalidQueue": "its queue takes no jobs (only leaf queues do)",
+}
+
+
+def _queue(queue: Mapping[str, Any], reason: str) -> list[str]:
+    """The job's queue: its guarantee and fair share, what it would borrow, and the
+    queue's reason in words."""
+    name, resources = queue["name"], queue["resources"]
+    lines = []
+    if resources:
+        each = "; ".join(
+            f"{r['resource']}: guarantee {r['guarantee']}, fair share {r['fair_share']}, "
+            f"holds {r['allocated']}"
+            for r in resources
+        )
+        lines.append(f"Queue {name}: {each}.")
+        borrow = [f"{r['resource']}={r['would_borrow']}" for r in resources if r["would_borrow"]]
+        if borrow:
+            lines.append(f"Starting now it would borrow {','.join(borrow)} above the guarantee.")
+        else:
+            lines.append("Starting now it would stay within its queue's guarantee.")
+    else:
+        lines.append(f"Queue {name}.")
+    if reason in QUEUE_REASONS:
+        lines.append(f"It waits because {QUEUE_REASONS[reason]}.")
+    return lines
 
 
 def _preempted(victim: Mapping[str, Any], now: int) -> str:

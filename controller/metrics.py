@@ -4,8 +4,9 @@ Enabled by ``MetricsType=metrics/openmetrics`` in slurm.conf; the port and
 address come from ``MetricsParameters=port=N[,address=A]`` (default
 ``DEFAULT_PORT`` on the controller's address). Nothing here keeps state:
 every scrape reads the owners (the job store, sdiag's counters in
-``diag.py``, accounting's outbox), so the numbers are the ones ``squeue``,
-``sinfo`` and ``sdiag`` show at that moment. prometheus-client writes the
+``diag.py``, accounting's outbox, the queues: ``queuemetrics.py``), so the
+numbers are the ones ``squeue``, ``sinfo``, ``sdiag`` and ``corral queues``
+show at that moment. prometheus-client writes the
 text format; the few lines of HTTP are served on the controller's event loop.
 """
 
@@ -26,8 +27,10 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from controller import views
+from controller.core.queuestatus import statuses
 from controller.diag import Buckets, RpcStats, SchedulerStats
 from controller.jobstate import JobState
+from controller.queuemetrics import queue_metrics
 from controller.store import JobStore
 from corral.config import SlurmConfig
 
@@ -91,6 +94,10 @@ class ControllerCollector(Collector):
         yield from self._nodes()
         yield from self._scheduler()
         yield from self._rpcs()
+        if self.store.conf.queue_conf is not None:
+            view = self.store.snapshot().queues
+            if view is not None:
+                yield from queue_metrics(statuses(view))
         backlog = GaugeMetricFamily(
             "corral_accounting_backlog", "Accounting records not yet stored by corral-dbd"
         )

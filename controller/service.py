@@ -26,6 +26,7 @@ from controller import (
     jobspec,
     priorityviews,
     queries,
+    queuereply,
     stepusage,
     views,
     visibility,
@@ -324,6 +325,11 @@ class Handlers:
             lambda rows: visibility.share_rows_shown(rows, who, store.associations, hide),
         )
 
+    async def Queues(self, req: pb.QueuesRequest, who: Principal) -> pb.QueuesReply:
+        """``corral queues``: every queue's quota, share and holdings now (any user:
+        amounts per queue, no user's data)."""
+        return queuereply.queues_reply(self.store, self.now())
+
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
             raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
@@ -519,4 +525,5 @@ METHODS = (
     "Token",
     "Why",
     "StepStats",
+    "Queues",
 )

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare, preemptrules
+from controller import gpuaffinity, gpushare, preemptrules, queuereply
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
 from controller.jobstate import COMPLETING, JobState
@@ -133,6 +133,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         preempt_eligible_time=preemptrules.Rules(conf, store.associations).eligible_time(job)
         if job.state is JobState.RUNNING
         else 0,
+        queue=queuereply.job_queue(store, job),
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
+from controller import queuereply
 from controller.core import BackfillParams
 from controller.core.why import Why, explain
 from controller.jobstate import JobState
@@ -46,6 +47,7 @@ async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyR
             reason=job.reason.value,
             partition=job.partition,
             nodes=hostlist.compress(job.nodes) if job.nodes else "",
+            queue=queuereply.job_queue(store, job),
         )
     last = store.backfill_pass
     if last is not None and any(j.job_id == job_id for j in last[0].pending):
@@ -58,6 +60,10 @@ async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyR
     answer = await asyncio.to_thread(explain, snap, at, job_id, params, plan, others)
     reply = _reply(answer, hidden)
     reply.preempting.extend(_preempting(store, job, hidden))
+    if snap.queues is not None:
+        entry = snap.queues.entries.get(job_id)
+        reply.queue = entry.queue if entry is not None else queuereply.job_queue(store, job)
+        reply.queue_resources.extend(queuereply.why_queue(snap.queues, job_id))
     return reply
 
 

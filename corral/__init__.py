@@ -42,6 +42,7 @@ __all__ = [
     "preemptconf",
     "pynodeset",
     "queueconf",
+    "queuedoc",
     "queuewords",
     "ratelimit",
     "rpcerror",

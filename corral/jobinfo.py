@@ -107,6 +107,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
         "steps",
         "extern_step",
         "preempt_eligible_time",
+        "queue",
     }
 )
 
@@ -198,6 +199,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "open_mode",
         "sched_partition",
         "cancelled_by",
+        "queue",
         "max_rss_kb",
         "user_cpu_us",
         "sys_cpu_us",

@@ -6,7 +6,8 @@ dict with every field; from a protobuf message:
 JSON values. Unknown and unlimited become ``null``: no expected start, no time
 limit, no MaxTime, a blocker hidden by PrivateData=jobs. Times are epoch
 seconds; node lists are hostlist expressions. A job that is not pending has
-only ``job_id``, ``user``, ``state``, ``reason`` and ``nodes``.
+only ``job_id``, ``user``, ``state``, ``reason``, ``nodes`` and ``queue``
+(its name, with no resources).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
+
+#: A pending job's queue, per resource (``WhyQueueResource``).
+QUEUE_AMOUNTS = ("resource", "guarantee", "fair_share", "allocated", "request", "would_borrow")
 
 
 def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
@@ -27,6 +31,7 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
     }
     if reply["state"] != "PENDING":
         doc["nodes"] = reply["nodes"] or None
+        doc["queue"] = _queue(reply)
         return doc
     doc.update(
         partition=reply["partition"],
@@ -79,5 +84,20 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
             }
             for v in reply.get("preempting", [])
         ],
+        queue=_queue(reply),
     )
     return doc
+
+
+def _queue(reply: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The job's queue (null: no queues.conf, or no queue takes the job) and, for a
+    pending job, per governed resource its queue's guarantee, fair share and
+    holdings, what the job asks and what it would borrow were it to start now."""
+    if not reply.get("queue"):
+        return None
+    return {
+        "name": reply["queue"],
+        "resources": [
+            {key: r[key] for key in QUEUE_AMOUNTS} for r in reply.get("queue_resources", [])
+        ],
+    }

@@ -24,11 +24,13 @@ from typing import Any
 from controller.principal import uid_for
 from corral import errors, timefmt
 from corral.errors import SlurmError
+from corral.queuedoc import queues_document
 from corral.whydoc import why_document
 from corral.wire import codec
 from restd import accounting, cluster, jobs
 from restd.controller import Caller, Controller
 from restd.joblist import JobListing, split_reply
+from restd.queues import QUEUES
 from restd.schema import Schema, array, integer, obj, ref, string
 from restd.why import WHY
 
@@ -85,6 +87,7 @@ SCHEMAS: dict[str, Schema] = {
     "stats_msg": cluster.DIAG,
     "job": accounting.HISTORY_JOB,
     "why_pending": WHY,
+    "queues": QUEUES,
     **{kind: accounting.entity_schema(kind) for kind in accounting.ENTITY_KINDS.values()},
 }
 
@@ -347,6 +350,11 @@ async def why(call: Call) -> dict[str, Any]:
     return {"why": why_document(codec.decode("WhyReply", reply.SerializeToString()))}
 
 
+async def queues(call: Call) -> dict[str, Any]:
+    reply = await call.controller.call("Queues", call.caller)
+    return {"queues": queues_document(codec.decode("QueuesReply", reply.SerializeToString()))}
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -534,6 +542,16 @@ OPERATIONS: tuple[Operation, ...] = (
         why,
         {"why": ref("why_pending")},
         params=(JOB_ID,),
+        versions=("v1",),
+    ),
+    Operation(
+        "corral",
+        "GET",
+        "queues",
+        "each queue's guarantee, limit, fair share, allocated, borrowed, lent and pending "
+        "amounts and its jobs now (corral queues)",
+        queues,
+        {"queues": ref("queues")},
         versions=("v1",),
     ),
 )

@@ -70,5 +70,29 @@ WHY = obj(
                 }
             )
         ),
+        "queue": _nullable(
+            obj(
+                {
+                    "name": string(),
+                    "resources": array(
+                        obj(
+                            {
+                                "resource": string(),
+                                **{
+                                    key: integer(minimum=0)
+                                    for key in (
+                                        "guarantee",
+                                        "fair_share",
+                                        "allocated",
+                                        "request",
+                                        "would_borrow",
+                                    )
+                                },
+                            }
+                        )
+                    ),
+                }
+            )
+        ),
     }
 )

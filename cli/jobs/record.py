@@ -121,6 +121,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"GroupId={job['group'] or job['gid']}({job['gid']}) MCS_label=N/A",
         f"Priority={job['priority']} Nice={job['nice']} "
         f"Account={null(job['account'])} QOS={null(job['qos'])}",
+        *([f"Queue={job['queue']}"] if job.get("queue") else []),
         f"JobState={statenames.long_name(job)} Reason={_reason(job)} "
         f"Dependency={null(job['dependency'])}",
         f"Requeue={int(job['requeue'])} Restarts={job['restarts']} "

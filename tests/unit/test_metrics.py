@@ -43,3 +43,26 @@ def test_histograms_are_cumulative_per_bound() -> None:
     assert all(s.labels["method"] == "Submit" for s in family.samples)
     empty = _histogram("y", "y", [({}, Buckets((1.0,)))])
     assert [s.value for s in empty.samples if s.name == "y_bucket"] == [0.0, 0.0]
+
+
+def test_queue_gauges_carry_each_queue_and_resource() -> None:
+    from controller.core.queuestatus import QueueStatus, ResourceStatus
+    from controller.queuemetrics import queue_metrics
+
+    gpu = ResourceStatus("gres/gpu", 4, None, 6, 6, 2, 0, 1)
+    cpu = ResourceStatus("cpu", 0, 8, 3, 2, 2, 0, 0)
+    team = QueueStatus("teama", "root", 1, 0, 1.0, 3, 1, (gpu, cpu))
+    families = {f.name: f for f in queue_metrics([team])}
+    samples = {
+        (name, s.labels.get("resource", s.labels.get("state"))): s.value
+        for name, f in families.items()
+        for s in f.samples
+    }
+    assert samples[("corral_queue_deserved", "gres/gpu")] == 4
+    assert samples[("corral_queue_allocated", "gres/gpu")] == 6
+    assert samples[("corral_queue_borrowed", "gres/gpu")] == 2
+    assert samples[("corral_queue_fair_share", "cpu")] == 3
+    assert samples[("corral_queue_limit", "cpu")] == 8
+    assert ("corral_queue_limit", "gres/gpu") not in samples  # unlimited: no sample
+    assert samples[("corral_queue_jobs", "RUNNING")] == 3
+    assert all(s.labels["queue"] == "teama" for f in families.values() for s in f.samples)

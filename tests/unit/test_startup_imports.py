@@ -112,6 +112,7 @@ COMMANDS = [
     ),
     pytest.param("sacctmgr", ["-i", "add", "account", "physics", "parent=root"], id="sacctmgr-add"),
     pytest.param("why", ["7"], id="corral-why"),  # cli.why: `corral why` without cli.corral
+    pytest.param("queues", ["-P"], id="corral-queues"),  # cli.queues without cli.corral
 ]
 
 

@@ -111,5 +111,9 @@ def test_a_job_that_is_not_pending_says_its_state() -> None:
         "state": "RUNNING",
         "reason": "None",
         "nodes": "node[1-2]",
+        "queue": None,
     }
     assert text(_doc(reply)) == "Job 5 (bob) is RUNNING on node[1-2], not pending.\n"
+    reply.queue = "teama"
+    assert _doc(reply)["queue"] == {"name": "teama", "resources": []}
+    assert text(_doc(reply)) == "Job 5 (bob) is RUNNING on node[1-2] in queue teama, not pending.\n"
