@@ -105,7 +105,7 @@ class SchedulerLoop:
             self.last_full_pass = now
         started = self.store.commit(plan)
         preempted = self.store.preempt(plan) + self.store.preemptions_due(now)
-        resumed = preemptresume.due(self.store, snap, plan, now)
+        resumed = preemptresume.due(self.store, snap, now)
         rotate = now - self.last_slice >= self._conf.preemption.time_slice
         sliced = gang.run(self.store, now, rotate)
         if rotate:

@@ -3,14 +3,16 @@
 A job suspended for a preemptor (``Job.suspended_by`` its id) lent its CPUs
 and kept its memory and GRES. It is resumed, as Slurm's gang scheduler does,
 once those CPUs are free again on every node it holds (its preemptor ended,
-or never took them) and no job waiting for resources may preempt it: else it
-would be suspended again by the next pass, and the waiting job it would have
-made room for would wait longer. A preemptor still pending keeps its victims
-suspended (it waits for their CPUs).
+or never took them), unless its preemptor is still pending: it waits for
+those CPUs. This runs after the pass's starts, so CPUs still free are CPUs
+no job of higher priority could start on; one that was not tried in this
+pass and needs them preempts the victim again in its own pass.
 
 Operators' suspensions (``scontrol suspend``) and the gang scheduler's are
 not resumed here. Runs in the scheduling cycle after the plan's starts, so a
-pass's jobs have taken what they could first.
+pass's jobs have taken what they could first; it looks only at the jobs the
+snapshot shows holding nodes and not preemptable (suspended among them), not
+at the whole queue.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ from typing import TYPE_CHECKING
 
 from controller import jobstate
 from controller.holdings import holds_nodes
-from controller.jobstate import JobState, Reason
+from controller.jobstate import JobState
 from controller.model import Job
 
 if TYPE_CHECKING:
-    from controller.core import Plan
     from controller.core.snapshot import Snapshot
     from controller.store import JobStore
 
@@ -33,35 +34,20 @@ __all__ = ["due"]
 log = logging.getLogger("corral.controller")
 
 
-def _waiting_preemptor(victim: Job, snap: Snapshot, plan: Plan) -> int:
-    """A job waiting for resources that may preempt ``victim`` (0: none)."""
-    policy = snap.preempt
-    if policy is None:
-        return 0
-    running = next((r for r in snap.running if r.job_id == victim.job_id), None)
-    if running is None:
-        return 0
-    for job in snap.pending:
-        if plan.reasons.get(job.job_id) is not Reason.RESOURCES:
-            continue
-        if policy.may_preempt(job, running, snap.ranking.of(job)):
-            return job.job_id
-    return 0
-
-
-def due(store: JobStore, snap: Snapshot, plan: Plan, now: int) -> list[Job]:
+def due(store: JobStore, snap: Snapshot, now: int) -> list[Job]:
     """The suspended victims resumed now."""
+    held = (store.jobs.get(r.job_id) for r in snap.running if not r.preemptable)
     victims = [
         job
-        for job in store.jobs.values()
-        if job.state is JobState.SUSPENDED and job.suspended_by > 0
+        for job in held
+        if job is not None and job.state is JobState.SUSPENDED and job.suspended_by > 0
     ]
     resumed = []
     for job in victims:
         preemptor = store.jobs.get(job.suspended_by)
         if preemptor is not None and preemptor.state is JobState.PENDING and not preemptor.held:
             continue  # it still waits for these CPUs
-        if not store.cpus_free_for(job) or _waiting_preemptor(job, snap, plan):
+        if not store.cpus_free_for(job):
             continue
         ended = preemptor is None or not holds_nodes(preemptor)
         resumed.append(store.post(job.job_id, jobstate.Resume(now)))

@@ -1214,6 +1214,7 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
             "MinJobAge": f"{conf.min_job_age} sec",
             "ReturnToService": raw.get("ReturnToService", "0"),
             "SchedulerParameters": raw.get("SchedulerParameters") or "(null)",
+            "SchedulerTimeSlice": f"{conf.preemption.time_slice} sec",
             "SlurmctldPort": str(conf.slurmctld_port),
             "SlurmdPort": str(conf.slurmd_port),
             "SlurmdSpoolDir": conf.slurmd_spool_dir,

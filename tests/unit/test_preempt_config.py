@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller import assocrows, preemptrules
+from controller import assocrows, preemptrules, views
 from controller.associations import AssocSet, QosLimits
 from controller.jobstate import JobState
-from corral.config import SlurmConfig, parse
+from corral.config import SlurmConfig, parse, show_config
 from corral.confsyntax import ConfigError
 from corral.errors import SlurmError
 from dbd.entities import preempt_mode
@@ -77,6 +77,12 @@ def test_suspend_and_gang_are_read() -> None:
     )
     assert (c.preempt_mode, c.preemption.gang, c.preemption.time_slice) == ("SUSPEND", True, 2)
     assert [p.preempt_mode for p in c.partitions] == ["REQUEUE", "SUSPEND"]
+    # scontrol show partition and show config, as Slurm prints them.
+    assert [views.preempt_mode_shown(p, c) for p in c.partitions] == [
+        "REQUEUE,GANG",
+        "SUSPEND,GANG",
+    ]
+    assert dict(show_config(c))["SchedulerTimeSlice"] == "2 sec"
     assert not conf("PreemptMode=REQUEUE\n").preemption.gang
     assert conf("PreemptMode=GANG\n").preempt_mode == "OFF"
     assert conf("PreemptMode=GANG\n").preemption.time_slice == 30

@@ -148,15 +148,16 @@ def test_a_victim_is_suspended_then_resumed_when_its_preemptor_ends(tmp_path: Pa
     )
     assert victim.system_comment.startswith(f"Preempted (suspend) for job {high} at ")
     assert victim.cpus_released and not victim.preempt_time
-    assert preemptresume.due(store, snap, plan, 130) == []  # its preemptor waits for it
+    snap = store.snapshot()  # its CPUs are free, but its preemptor waits for them
+    assert preemptresume.due(store, snap, 130) == []
     # The preemptor starts on the CPUs it lent; the victim stays suspended meanwhile.
     plan = schedule(store.snapshot(), 131)
     assert [s.job_id for s in plan.starts] == [high]
     store.commit(plan)
-    assert preemptresume.due(store, store.snapshot(), plan, 131) == []
+    assert preemptresume.due(store, store.snapshot(), 131) == []
     store.post(high, Finish(140, 0, "exited"))
     snap = store.snapshot()
-    (resumed,) = preemptresume.due(store, snap, schedule(snap, 141), 141)
+    (resumed,) = preemptresume.due(store, snap, 141)
     assert resumed.job_id == low and resumed.state is JobState.RUNNING
     assert resumed.suspended_secs == 11 and resumed.preempted_by == high
     asyncio.run(store.flush())
@@ -170,7 +171,7 @@ def test_an_operators_suspension_is_not_resumed(tmp_path: Path) -> None:
     store.post(low, Start(110, "low", ("n1",), (1,), (100,), 1))
     store.post(low, Suspend(120))
     snap = store.snapshot()
-    assert preemptresume.due(store, snap, schedule(snap, 130), 130) == []
+    assert preemptresume.due(store, snap, 130) == []
 
 
 # ---------------------------------------------------------------- gang scheduling
