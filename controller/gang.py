@@ -17,7 +17,8 @@ other.
 
 A gang suspension lends nothing (``Suspend.lend`` false): the suspended jobs
 keep their CPUs, memory and GRES counted, so the partition's N jobs per CPU
-stay N. Jobs an operator or a preemption suspended are left alone.
+stay N. Jobs an operator or a preemption suspended are left alone, and so are
+salloc's allocations: their shell runs outside the nodes and cannot take turns.
 
 ``active`` is the pure rule; ``run`` applies it to the store with the
 Suspend and Resume events, whose effects freeze and thaw the processes.
