@@ -14,13 +14,17 @@
                       (COMPLETING holds the nodes until the node agent reports the
                        processes gone; the base state is already final)
 
-    RUNNING ── Suspend ──▶ SUSPENDED ── Resume ──▶ RUNNING   (scontrol suspend/resume)
-    SUSPENDED takes Cancel, Requeue (the job comes back held) and NodeFail as RUNNING
-    does; its time there is not run time: Resume moves ``end_time`` on by it.
+    RUNNING ── Suspend ──▶ SUSPENDED ── Resume ──▶ RUNNING   (scontrol suspend/resume,
+                                                            PreemptMode=SUSPEND, GANG)
+    SUSPENDED takes Cancel, Requeue (the job comes back held if an operator
+    suspended it) and NodeFail as RUNNING does; its time there is not run time:
+    Resume moves ``end_time`` on by it.
 
 A suspended job's CPUs are lent to other jobs (``cpus_released``, as Slurm's
 cons_tres does for a suspension) until it leaves its nodes or is resumed; its
-memory and generic resources stay its own.
+memory and generic resources stay its own. The gang scheduler's suspensions
+lend nothing (``Suspend.lend`` false): the jobs that time-slice take turns on
+CPUs they all keep, as Slurm's gang rows do.
 
 Finished jobs (COMPLETED FAILED TIMEOUT CANCELLED NODE_FAIL) may be requeued
 back to PENDING with ``Requeue``. Hold and Release only apply to PENDING jobs.
@@ -266,11 +270,18 @@ class GiveUp:
     reason: Reason
 
 
+#: ``Suspend.by`` (and ``Job.suspended_by``) of the gang scheduler's suspensions.
+GANG = -1
+
+
 @dataclass(frozen=True, slots=True)
 class Suspend:
-    """``scontrol suspend``: the job's processes are stopped where they are."""
+    """The job's processes are stopped where they are: ``scontrol suspend`` (``by``
+    0), a preemption (``by`` the preemptor's id) or the gang scheduler (``GANG``)."""
 
     now: int
+    by: int = 0
+    lend: bool = True  # its CPUs go to other jobs meanwhile
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +291,8 @@ class Resume:
     now: int
 
 
-#: Who holds a suspended job that is requeued: Slurm requeues it held, and only an
-#: operator could have suspended it.
+#: Who holds a suspended job that is requeued: Slurm requeues it held where an
+#: operator suspended it.
 SUSPENDED_REQUEUE_HOLD = "admin"
 
 Event = (
@@ -335,6 +346,7 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
         nodes=(),
         cpus=(),
         cpus_released=False,
+        suspended_by=0,
         suspend_time=0,
         pre_suspend_secs=0,
         suspended_secs=0,
@@ -367,7 +379,7 @@ def apply(job: Job, event: Event) -> Job:
     """Return ``job`` after ``event``; raise ``InvalidTransition`` if it cannot happen."""
     if job.state is JobState.SUSPENDED and isinstance(event, Cancel | Requeue | NodeFail | Finish):
         resumed = _unsuspended(job, event.now)
-        if isinstance(event, Requeue):
+        if isinstance(event, Requeue) and not job.suspended_by:
             event = Requeue(event.now, event.hold or SUSPENDED_REQUEUE_HOLD)
         return apply(resumed, event)
     state = job.state
@@ -379,7 +391,8 @@ def apply(job: Job, event: Event) -> Job:
                 pre_suspend_secs=job.pre_suspend_secs
                 + max(event.now - (job.suspend_time or job.start_time), 0),
                 suspend_time=event.now,
-                cpus_released=True,
+                cpus_released=event.lend,
+                suspended_by=event.by,
             )
         case Resume() if state is JobState.SUSPENDED:
             paused = max(event.now - job.suspend_time, 0)
@@ -390,6 +403,7 @@ def apply(job: Job, event: Event) -> Job:
                 suspend_time=event.now,
                 end_time=job.end_time + paused if job.end_time else 0,
                 cpus_released=False,
+                suspended_by=0,
             )
         case Start() if state is JobState.PENDING and not job.held:
             return replace(

@@ -8,7 +8,11 @@ Each cycle, in order:
   3. ``schedule``     the pure core decides starts and pending reasons: the main
                       pass (``default_queue_depth`` jobs, the whole queue every
                       ``sched_interval``), plus backfill every ``bf_interval``
-  4. ``commit``       starts re-checked against live state and applied
+  4. ``commit``       starts re-checked against live state and applied; then
+                      preemption (``preemption.py``: victims warned, ended or
+                      suspended), suspended victims whose CPUs are free again
+                      resumed (``preemptresume.py``), and the gang scheduler's
+                      time slices (``gang.py``: every SchedulerTimeSlice)
   5. ``purge``        finished jobs older than MinJobAge forgotten
   6. ``flush``        all of it made durable; only then are the node agents told
                       what it causes (launches, kills, signals: ``effects.py``)
@@ -26,6 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from controller import gang, preemptresume
 from controller.agentlink import AgentLink
 from controller.core import schedule
 from controller.diag import SchedulerStats
@@ -52,6 +57,7 @@ class SchedulerLoop:
         self.settings: SchedulerSettings = scheduler_settings(store.conf)
         self.last_backfill = 0
         self.last_full_pass = 0
+        self.last_slice = 0  # when the gang scheduler last rotated (gang.py)
 
     def kick(self) -> None:
         self._wake.set()
@@ -99,13 +105,19 @@ class SchedulerLoop:
             self.last_full_pass = now
         started = self.store.commit(plan)
         preempted = self.store.preempt(plan) + self.store.preemptions_due(now)
+        resumed = preemptresume.due(self.store, snap, now)
+        rotate = now - self.last_slice >= self._conf.preemption.time_slice
+        sliced = gang.run(self.store, now, rotate)
+        if rotate:
+            self.last_slice = now
         purged = self.store.purge(now)
         timed_out = self.store.end_interactive_past_limit(now)
         signalled = self.store.signals_due(now)
         for job, _ in preempted:
             if job.interactive:  # no agent reports an allocation's end
                 self.store.end_interactive(job, now, 0x9, "cancelled")
-        warned = bool(plan.grace)  # victims told to end: their signals go out on the flush
+        # victims told to end or suspended: their signals go out on the flush
+        warned = bool(plan.grace) or bool(plan.suspended) or bool(resumed) or bool(sliced)
         if (
             started
             or changed

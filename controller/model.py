@@ -107,6 +107,10 @@ class Job:
     # Its CPUs are lent to other jobs (suspended; still so while a job cancelled
     # suspended completes): the ledger counts its memory and GRES, not its CPUs.
     cpus_released: bool = False
+    # Who suspended it: 0 an operator (scontrol suspend), a job id the job it was
+    # preempted for (PreemptMode=SUSPEND; resumed when its CPUs are free again),
+    # ``jobstate.GANG`` the gang scheduler (time-slicing). Cleared on resume.
+    suspended_by: int = 0
     exit_status: int = 0
     # The priority recorded on the job: worked out at submission, and the ranked one
     # it started with. While it waits the snapshot's ranking (core/priority.Ranking.of) is

@@ -2,7 +2,10 @@
 
 The core (``core/preempt.py``) chooses victims; here they are dealt with, in
 the store's world and through its effect queue, never by waiting in a handler.
-A victim without a GraceTime is requeued or cancelled at once (PreemptMode).
+A victim without a GraceTime is requeued or cancelled at once (PreemptMode);
+a SUSPEND victim is suspended at once (no GraceTime, as in Slurm), its CPUs
+lent and its memory and GRES kept, and ``preemptresume.py`` resumes it when
+they are free again.
 A victim with one is warned first, as Slurm does: SIGCONT and SIGTERM to all
 its processes (or, with ``PreemptParameters=send_user_signal``, the signal it
 asked for with ``--signal``), its PreemptTime set to now and its EndTime to
@@ -52,8 +55,10 @@ def reason(store: JobStore, victim: Job, preemptor: Job | None) -> str:
     )
 
 
-def _freed(job: Job) -> str:
+def _freed(job: Job, suspend: bool = False) -> str:
     nodes = hostlist.compress(list(job.nodes))
+    if suspend:
+        return f"{nodes} ({sum(job.cpus)} CPUs; its {sum(job.alloc_mem)}M and GRES kept)"
     return f"{nodes} ({sum(job.cpus)} CPUs, {sum(job.alloc_mem)}M)"
 
 
@@ -78,9 +83,16 @@ def _act(store: JobStore, job: Job, requeue: bool, now: int) -> Job:
     return store.post(job.job_id, event)
 
 
+def _suspend(store: JobStore, job: Job, for_id: int, comment: str, now: int) -> None:
+    """PreemptMode=SUSPEND: the victim stopped now, the preemptor recorded on it (no
+    PreemptTime: nothing ends it later, unlike a GraceTime)."""
+    store.update(replace(job, preempted_by=for_id, system_comment=comment))
+    store.post(job.job_id, jobstate.Suspend(now, by=for_id))
+
+
 def begin(store: JobStore, plan: Plan) -> list[tuple[Job, bool]]:
     """Deal with each of ``plan``'s victims that still runs; (the victim, whether it is
-    requeued) for those ended now."""
+    requeued) for those ended now (not those suspended)."""
     now = plan.now
     out = []
     for victim_id, for_id in plan.preempted.items():
@@ -90,14 +102,27 @@ def begin(store: JobStore, plan: Plan) -> list[tuple[Job, bool]]:
         if job.preempt_time:
             continue  # already in its GraceTime
         requeue = victim_id in plan.requeued
-        grace = plan.grace.get(victim_id, 0)
+        suspend = victim_id in plan.suspended
+        grace = 0 if suspend else plan.grace.get(victim_id, 0)
         preemptor = store.jobs.get(for_id)
         why = plan.why.get(victim_id) or reason(store, job, preemptor)
-        action = "requeue" if requeue else "cancel"
+        action = "suspend" if suspend else "requeue" if requeue else "cancel"
         stamp = timefmt.format_timestamp(now)
         comment = f"Preempted ({action}) for job {for_id} at {stamp}: {why}"
         if grace:
             comment += f"; GraceTime {grace}s"
+        if suspend:
+            _suspend(store, job, for_id, comment, now)
+            log.info(
+                "job_id=%d of user %s preempted (suspend) for job_id=%d of user %s: %s; lends %s",
+                victim_id,
+                job.user,
+                for_id,
+                preemptor.user if preemptor else "?",
+                why,
+                _freed(job, suspend=True),
+            )
+            continue
         marked = replace(
             job,
             preempt_time=now,

@@ -7,7 +7,8 @@ which setting wins is a rule of its own (``slurm_job_preempt_mode``): with
 GraceTime comes from the QOS under preempt/qos (Slurm's rule) and, where the
 QOS gives none, from the partition's ``GraceTime=``; under
 preempt/partition_prio from the partition. PreemptExemptTime is the QOS's if
-set, else slurm.conf's. This module says it once for the snapshot (which
+set, else slurm.conf's. A SUSPEND victim has no GraceTime (Slurm's rule: it is
+for jobs that end). This module says it once for the snapshot (which
 victims, with what) and for ``scontrol show job`` (PreemptEligibleTime).
 """
 
@@ -26,7 +27,7 @@ __all__ = ["JobRules", "Rules", "policy"]
 
 @dataclass(frozen=True, slots=True)
 class JobRules:
-    """One job's preemption: its mode (OFF, CANCEL, REQUEUE), GraceTime and
+    """One job's preemption: its mode (OFF, CANCEL, REQUEUE, SUSPEND), GraceTime and
     PreemptExemptTime, both in seconds."""
 
     mode: str
@@ -65,7 +66,10 @@ class Rules:
         exempt = self.conf.preemption.exempt_time
         if qos is not None and qos.preempt_exempt_time is not None:
             exempt = qos.preempt_exempt_time
-        return JobRules(mode or self.conf.preempt_mode, grace, exempt)
+        mode = mode or self.conf.preempt_mode
+        if mode == "SUSPEND":
+            grace = 0  # Slurm: a suspension is immediate; GraceTime is for ending jobs
+        return JobRules(mode, grace, exempt)
 
     def eligible_time(self, job: Job) -> int:
         """PreemptEligibleTime: when the running ``job`` may first be a victim (0: never
@@ -79,7 +83,7 @@ def _qos_mode(qos: QosLimits) -> str:
     """A QOS's own mode word ("" where it leaves it to the partition or slurm.conf:
     sacctmgr documents ``OFF``, ``Cluster`` and empty alike as unsetting it)."""
     words = {w.strip().upper() for w in qos.preempt_mode.split(",")}
-    for word in ("CANCEL", "REQUEUE"):
+    for word in ("CANCEL", "REQUEUE", "SUSPEND"):
         if word in words:
             return word
     return ""

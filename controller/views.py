@@ -316,16 +316,18 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
         total_nodes=len(nodes),
         tres=tres(total_cpus, total_mem, len(nodes)),
         grace_time=part.grace_time,
-        preempt_mode=_preempt_mode(part, store.conf),
+        preempt_mode=preempt_mode_shown(part, store.conf),
     )
 
 
-def _preempt_mode(part: PartitionConfig, conf: SlurmConfig) -> str:
+def preempt_mode_shown(part: PartitionConfig, conf: SlurmConfig) -> str:
     """The partition's PreemptMode as scontrol shows it: its own, else slurm.conf's
-    (OFF wherever PreemptType is preempt/none)."""
+    (OFF wherever PreemptType is preempt/none, and GANG added where slurm.conf's
+    has it, as Slurm prints it)."""
     if conf.preempt_type == "PREEMPT/NONE":
-        return "OFF"
-    return part.preempt_mode or conf.preempt_mode
+        return "GANG" if conf.preemption.gang else "OFF"
+    mode = part.preempt_mode or conf.preempt_mode
+    return f"{mode},GANG" if conf.preemption.gang else mode
 
 
 def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:

@@ -133,7 +133,8 @@ class PartitionConfig:
     allow_qos: tuple[str, ...] | None = None  # None: ALL
     deny_accounts: tuple[str, ...] = ()
     deny_qos: tuple[str, ...] = ()
-    preempt_mode: str = ""  # PreemptMode= of the partition: OFF, CANCEL, REQUEUE ("": the global)
+    # PreemptMode= of the partition: OFF, CANCEL, REQUEUE, SUSPEND ("": the global)
+    preempt_mode: str = ""
     grace_time: int = 0  # GraceTime, seconds: a victim's warning before its mode's action
 
 
@@ -286,7 +287,7 @@ class SlurmConfig:
     prolog_flags: tuple[str, ...] = ()  # lower case; "contain" gives every job an extern step
     hooks: HookConfig = HookConfig()
     preempt_type: str = "PREEMPT/NONE"  # or PREEMPT/QOS, PREEMPT/PARTITION_PRIO
-    preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL or REQUEUE
+    preempt_mode: str = "OFF"  # what preemption does to a victim: OFF, CANCEL, REQUEUE, SUSPEND
     # PreemptMode's WITHIN, PreemptExemptTime and PreemptParameters (corral/preemptconf.py).
     preemption: preemptconf.PreemptConfig = field(default_factory=preemptconf.PreemptConfig)
     gres_conf: gresconf.GresConf | None = None  # gres.conf beside slurm.conf (load() reads it)
@@ -814,8 +815,11 @@ def _partition(
     weights = pairs.get("TRESBillingWeights")
     preempt_mode = ""
     if "PreemptMode" in pairs:
-        preempt_mode, _ = preemptconf.mode(
-            *pairs["PreemptMode"], warnings, owner=f"PartitionName={name}"
+        overall = cluster.get("PreemptMode", ("OFF", where))[0]
+        preempt_mode, _, _ = preemptconf.mode(
+            *pairs["PreemptMode"],
+            owner=f"PartitionName={name}",
+            gang="GANG" in overall.upper().replace(" ", "").split(","),
         )
     grace = pairs.get("GraceTime")
     return PartitionConfig(
@@ -1052,7 +1056,7 @@ def parse(text: str, path: str) -> SlurmConfig:
     _plugins(settings, reader.warnings)
     if "SchedulerType" in settings:
         _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
-    preempt_type, preempt_mode, preemption = preemptconf.parse(settings, reader.warnings)
+    preempt_type, preempt_mode, preemption = preemptconf.parse(settings)
     tls = tlsconf.parse(
         settings.get("TLSType"), settings.get("TLSParameters"), path, reader.warnings
     )
@@ -1210,6 +1214,7 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
             "MinJobAge": f"{conf.min_job_age} sec",
             "ReturnToService": raw.get("ReturnToService", "0"),
             "SchedulerParameters": raw.get("SchedulerParameters") or "(null)",
+            "SchedulerTimeSlice": f"{conf.preemption.time_slice} sec",
             "SlurmctldPort": str(conf.slurmctld_port),
             "SlurmdPort": str(conf.slurmd_port),
             "SlurmdSpoolDir": conf.slurmd_spool_dir,

@@ -253,7 +253,7 @@ SallocDefaultCommand            refused             salloc runs its command or t
 SbcastParameters                warned              no sbcast
 SchedulerParameters             honoured
 SchedulerPort                   warned              retired by Slurm
-SchedulerTimeSlice              warned              no gang scheduling
+SchedulerTimeSlice              honoured
 SchedulerType                   honoured
 ScronParameters                 warned              no scrontab
 SelectType                      refused(select/cons_tres,select/cons_res) never whole nodes

@@ -1,16 +1,19 @@
 """slurm.conf's preemption settings, read as Slurm documents them.
 
 ``PreemptType`` chooses who may preempt whom; ``PreemptMode`` (cluster-wide,
-and per partition) what is done to a victim: CANCEL or REQUEUE it, or OFF
-(never a victim), with ``WITHIN`` letting jobs of one QOS preempt each other
-by priority. ``PreemptExemptTime`` is the run time before a job may be a
-victim at all, and ``PreemptParameters=send_user_signal`` sends a victim's
-own ``--signal`` instead of SIGTERM at the start of its GraceTime.
+and per partition) what is done to a victim: CANCEL, REQUEUE or SUSPEND it,
+or OFF (never a victim), with ``WITHIN`` letting jobs of one QOS preempt each
+other by priority. ``GANG`` turns on time-slicing of the jobs that share CPUs
+in partitions with ``OverSubscribe=FORCE`` (every ``SchedulerTimeSlice``
+seconds, controller/gang.py) and lets suspended victims be resumed; as in
+Slurm it is a cluster-wide word, and SUSPEND in slurm.conf needs it there.
+``PreemptExemptTime`` is the run time before a job may be a victim at all,
+and ``PreemptParameters=send_user_signal`` sends a victim's own ``--signal``
+instead of SIGTERM at the start of its GraceTime.
 
-SUSPEND and GANG are not done yet: a mode naming them preempts nothing, with
-a warning that says so, rather than stopping the daemon (a site's file with
-them still starts). Everything else that is not one of Slurm's words is
-refused with its file and line.
+Everything that is not one of Slurm's words, and SUSPEND or a partition's
+GANG without GANG in slurm.conf's PreemptMode, is refused with its file and
+line.
 """
 
 from __future__ import annotations
@@ -22,16 +25,19 @@ from corral.confsyntax import NOWHERE, ConfigError, Where
 
 __all__ = [
     "MODES",
+    "TIME_SLICE",
     "PreemptConfig",
     "exempt_seconds",
     "grace_seconds",
     "mode",
     "parameters",
+    "time_slice",
 ]
 
-#: What a victim's mode may be, besides SUSPEND and GANG (not done yet).
-MODES = ("OFF", "CANCEL", "REQUEUE")
-_NOT_YET = ("SUSPEND", "GANG")
+#: What a victim's mode may be.
+MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND")
+#: SchedulerTimeSlice's default, seconds (Slurm's).
+TIME_SLICE = 30
 #: PreemptParameters Corral honours.
 _PARAMETERS = ("send_user_signal",)
 #: The rest of Slurm's PreemptParameters, refused: each would change who is preempted.
@@ -53,16 +59,22 @@ class PreemptConfig:
     within: bool = False  # PreemptMode=...,WITHIN
     exempt_time: int = 0  # PreemptExemptTime, seconds (0: none)
     send_user_signal: bool = False  # PreemptParameters=send_user_signal
+    gang: bool = False  # PreemptMode=...,GANG: time-slicing, and suspended victims resumed
+    time_slice: int = TIME_SLICE  # SchedulerTimeSlice, seconds
 
 
-def mode(text: str, where: Where, warnings: list[str], *, owner: str = "") -> tuple[str, bool]:
-    """A PreemptMode value as (OFF, CANCEL or REQUEUE; whether WITHIN is among its words).
+def mode(text: str, where: Where, *, owner: str = "", gang: bool = True) -> tuple[str, bool, bool]:
+    """A PreemptMode value as (OFF, CANCEL, REQUEUE or SUSPEND; whether WITHIN and
+    whether GANG are among its words).
 
-    ``owner`` names a partition's line in the warning for SUSPEND or GANG.
+    ``owner`` names a partition (whose mode may not say WITHIN); ``gang``
+    whether slurm.conf's own PreemptMode says GANG, which SUSPEND needs (Slurm:
+    the gang scheduler resumes suspended jobs).
     """
     chosen = "OFF"
-    within = False
-    for word in (w.strip().upper() for w in text.split(",") if w.strip()):
+    within = has_gang = False
+    words = [w.strip().upper() for w in text.split(",") if w.strip()]
+    for word in words:
         if word in MODES:
             chosen = word
         elif word == "WITHIN" and owner:
@@ -72,18 +84,31 @@ def mode(text: str, where: Where, warnings: list[str], *, owner: str = "") -> tu
             )
         elif word == "WITHIN":
             within = True
-        elif word in _NOT_YET:
-            whose = f"{owner}'s jobs are" if owner else "jobs are"
-            warnings.append(
-                f"{where[0]}:{where[1]}: PreemptMode={word} is not supported yet: "
-                f"{whose} not preempted"
-            )
-            return "OFF", False
+        elif word == "GANG":
+            has_gang = True
         elif word != "PRIORITY":
             raise ConfigError(
-                *where, f"bad PreemptMode value '{word}': use OFF, CANCEL, REQUEUE or WITHIN"
+                *where,
+                f"bad PreemptMode value '{word}': "
+                "use OFF, CANCEL, REQUEUE, SUSPEND, GANG or WITHIN",
             )
-    return chosen, within
+    if not owner:
+        gang = has_gang
+    for word in ("SUSPEND", "GANG"):
+        if word in words and not gang:
+            raise ConfigError(
+                *where, f"PreemptMode={word} needs GANG in slurm.conf's PreemptMode too"
+            )
+    return chosen, within, has_gang
+
+
+def time_slice(text: str, where: Where) -> int:
+    """SchedulerTimeSlice: whole seconds, 1 to 65533 (Slurm's lowest is 5; a shorter
+    slice is allowed here, for tests and small demonstrations)."""
+    value = text.strip()
+    if not value.isdigit() or not 1 <= int(value) <= 65533:
+        raise ConfigError(*where, f"bad SchedulerTimeSlice value '{text}': seconds, 1 to 65533")
+    return int(value)
 
 
 def exempt_seconds(text: str, where: Where) -> int:
@@ -119,10 +144,9 @@ def parameters(text: str, where: Where) -> bool:
     return send
 
 
-def parse(
-    settings: dict[str, tuple[str, Where]], warnings: list[str]
-) -> tuple[str, str, PreemptConfig]:
-    """PreemptType, the cluster-wide PreemptMode (OFF, CANCEL or REQUEUE) and the rest."""
+def parse(settings: dict[str, tuple[str, Where]]) -> tuple[str, str, PreemptConfig]:
+    """PreemptType, the cluster-wide PreemptMode (OFF, CANCEL, REQUEUE or SUSPEND) and
+    the rest."""
     kind = "PREEMPT/NONE"
     if "PreemptType" in settings:
         text, where = settings["PreemptType"]
@@ -133,12 +157,15 @@ def parse(
                 f"bad PreemptType value '{text}': use PREEMPT/NONE, PREEMPT/QOS, "
                 "PREEMPT/PARTITION_PRIO",
             )
-    chosen, within = mode(*settings.get("PreemptMode", ("OFF", NOWHERE)), warnings)
+    chosen, within, gang = mode(*settings.get("PreemptMode", ("OFF", NOWHERE)))
     exempt = settings.get("PreemptExemptTime")
     params = settings.get("PreemptParameters")
+    slice_ = settings.get("SchedulerTimeSlice")
     extra = PreemptConfig(
         within=within,
         exempt_time=0 if exempt is None else exempt_seconds(*exempt),
         send_user_signal=False if params is None else parameters(*params),
+        gang=gang,
+        time_slice=TIME_SLICE if slice_ is None else time_slice(*slice_),
     )
     return kind, chosen, extra

@@ -67,14 +67,17 @@ def minutes(text: str) -> int | None:
 
 
 def preempt_mode(text: str) -> str:
-    """A QOS's PreemptMode: ``cluster`` (slurm.conf's), OFF, CANCEL or REQUEUE, with
-    WITHIN (its jobs preempt each other by priority). SUSPEND and GANG are refused."""
+    """A QOS's PreemptMode: ``cluster`` (slurm.conf's), OFF, CANCEL, REQUEUE or SUSPEND,
+    with WITHIN (its jobs preempt each other by priority). GANG is slurm.conf's word
+    alone (time-slicing is cluster-wide), so it is refused here."""
     words = [w.strip().lower() for w in text.split(",") if w.strip()]
     for word in words:
-        if word in ("suspend", "gang"):
-            raise invalid(f"PreemptMode={word.upper()} is not supported yet")
-        if word not in ("cluster", "off", "cancel", "requeue", "within"):
-            raise invalid(f"Invalid PreemptMode '{text}': Cluster, Off, Cancel, Requeue, Within")
+        if word == "gang":
+            raise invalid("PreemptMode=GANG is set in slurm.conf's PreemptMode, not on a QOS")
+        if word not in ("cluster", "off", "cancel", "requeue", "suspend", "within"):
+            raise invalid(
+                f"Invalid PreemptMode '{text}': Cluster, Off, Cancel, Requeue, Suspend, Within"
+            )
     return ",".join(words) or "cluster"
 
 

@@ -62,9 +62,11 @@ class Plan:
     main_starts: int = 0  # how many of ``starts`` the main pass made (the rest: backfill)
     # Running jobs to preempt: victim -> the waiting job it makes room for; those in
     # ``requeued`` go back to pending (PreemptMode=REQUEUE, a job that may requeue),
-    # the others are cancelled.
+    # those in ``suspended`` are suspended (PreemptMode=SUSPEND: their CPUs lent, their
+    # memory and GRES kept), the others are cancelled.
     preempted: Mapping[int, int] = field(default_factory=_empty)
     requeued: frozenset[int] = frozenset()
+    suspended: frozenset[int] = frozenset()
     # Victims with a GraceTime: victim -> seconds they are given after the warning.
     grace: Mapping[int, int] = field(default_factory=_empty)
     # Victims of a queue's reclaim: victim -> why, in a line (core/queueplan.py).
@@ -85,6 +87,7 @@ class Draft:
     main_starts: int = 0
     preempted: dict[int, int] = field(default_factory=dict)
     requeued: set[int] = field(default_factory=set)
+    suspended: set[int] = field(default_factory=set)
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
 
@@ -100,6 +103,7 @@ class Draft:
             main_starts=self.main_starts,
             preempted=MappingProxyType(self.preempted),
             requeued=frozenset(self.requeued),
+            suspended=frozenset(self.suspended),
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
         )

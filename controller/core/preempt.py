@@ -18,6 +18,11 @@ job still fits without it (Kueue's minimisation), and only the victims on
 the nodes it would get are kept. A multi-node job is one victim: its nodes
 are freed together or not at all. A job is a victim once per pass.
 
+A victim whose PreemptMode is SUSPEND keeps its memory and GRES while it is
+suspended (docs/design.md, "Suspending jobs"), so its trial release gives
+back its CPUs alone: it is chosen only where the waiting job needs no more
+than those CPUs of it.
+
 A waiting job whose victims are still in their GraceTime looks for no more
 while what they will free is enough. The controller then warns, requeues or
 cancels them (PreemptMode) and the waiting job starts when their nodes are
@@ -36,21 +41,23 @@ from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 
-__all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions", "victim_order"]
+__all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions", "suspends", "victim_order"]
 
 #: Waiting jobs that look for victims in one pass.
 MAX_PREEMPTORS = 20
 
 
-def release(nodes: dict[str, NodeView], victim: Running) -> None:
-    """Give ``victim``'s CPUs (kept or shared), memory and GRES back to ``nodes``."""
+def release(nodes: dict[str, NodeView], victim: Running, cpus_only: bool = False) -> None:
+    """Give ``victim``'s CPUs (kept or shared), memory and GRES back to ``nodes``;
+    its CPUs alone with ``cpus_only`` (a suspension keeps the rest)."""
     for i, name in enumerate(victim.nodes):
         node = nodes.get(name)
         if node is None:
             continue
-        gres = victim.gres[i] if victim.gres else ()
+        gres = victim.gres[i] if victim.gres and not cpus_only else ()
+        memory = 0 if cpus_only else victim.memory[i]
         nodes[name] = nodefree.give(
-            node, victim.cpus[i], victim.memory[i], gres, victim.share, victim.partition
+            node, victim.cpus[i], memory, gres, victim.share, victim.partition
         )
 
 
@@ -64,13 +71,20 @@ def victim_order(now: int) -> Callable[[Running], tuple[bool, int, int, int, int
     return key
 
 
+def suspends(policy: PreemptPolicy, victim: Running) -> bool:
+    """Whether preempting ``victim`` suspends it (PreemptMode=SUSPEND)."""
+    return policy.mode_of(victim) == "SUSPEND"
+
+
 def _fit(
     job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], freed: Sequence[Running]
 ) -> Start | None:
-    """Where ``job`` would start once ``freed`` are gone, or None."""
+    """Where ``job`` would start once ``freed`` are gone (or, suspended, have lent
+    their CPUs), or None."""
     trial = dict(nodes)
+    policy = snap.preempt
     for victim in freed:
-        release(trial, victim)
+        release(trial, victim, cpus_only=policy is not None and suspends(policy, victim))
     outcome = first_fit(job, snap, trial, set())
     return outcome if isinstance(outcome, Start) else None
 

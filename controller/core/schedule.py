@@ -24,7 +24,7 @@ from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Plan, Start
-from controller.core.preempt import preemptions
+from controller.core.preempt import preemptions, suspends
 from controller.core.queueplan import QueueLedger, reclaims
 from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import Snapshot
@@ -211,7 +211,9 @@ def schedule(
         plan.preempted.update(chosen)
         for victim in chosen:
             r = running[victim]
-            if r.requeue and policy.mode_of(r) == "REQUEUE":
+            if suspends(policy, r):
+                plan.suspended.add(victim)
+            elif r.requeue and policy.mode_of(r) == "REQUEUE":
                 plan.requeued.add(victim)
     for victim in plan.preempted:
         if running[victim].grace > 0:

@@ -307,5 +307,5 @@ def test_a_qos_preemption_settings_reach_the_controller(admin: Admin) -> None:
         120,
         "requeue,within",
     )
-    with pytest.raises(SlurmError, match="PreemptMode=SUSPEND is not supported yet"):
-        run(admin, "modify", "qos", {"name": "scav"}, preemptmode="suspend")
+    with pytest.raises(SlurmError, match="PreemptMode=GANG is set in slurm"):
+        run(admin, "modify", "qos", {"name": "scav"}, preemptmode="gang")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller import assocrows, preemptrules
+from controller import assocrows, preemptrules, views
 from controller.associations import AssocSet, QosLimits
 from controller.jobstate import JobState
-from corral.config import SlurmConfig, parse
+from corral.config import SlurmConfig, parse, show_config
 from corral.confsyntax import ConfigError
 from corral.errors import SlurmError
 from dbd.entities import preempt_mode
@@ -34,6 +34,18 @@ def conf(body: str) -> SlurmConfig:
         ),
         pytest.param("PartitionName=p Nodes=n1 PreemptMode=x\n", 4, "bad PreemptMode", id="pm"),
         pytest.param("PreemptType=preempt/job\n", 4, "bad PreemptType", id="type"),
+        pytest.param("PreemptMode=SUSPEND\n", 4, "PreemptMode=SUSPEND needs GANG", id="suspend"),
+        pytest.param(
+            "PreemptMode=REQUEUE\nPartitionName=p Nodes=n1 PreemptMode=SUSPEND\n",
+            5,
+            "PreemptMode=SUSPEND needs GANG",
+            id="partition suspend",
+        ),
+        pytest.param(
+            "PartitionName=p Nodes=n1 PreemptMode=GANG\n", 4, "GANG needs GANG in", id="p gang"
+        ),
+        pytest.param("SchedulerTimeSlice=0\n", 4, "bad SchedulerTimeSlice", id="slice"),
+        pytest.param("SchedulerTimeSlice=soon\n", 4, "bad SchedulerTimeSlice", id="slice word"),
     ],
 )
 def test_bad_values_are_refused_with_file_and_line(body: str, line: int, message: str) -> None:
@@ -57,14 +69,32 @@ def test_the_keys_are_read() -> None:
     assert (high.preempt_mode, high.grace_time) == ("", 0)
 
 
-@pytest.mark.parametrize("word", ["SUSPEND", "GANG"])
-def test_suspend_and_gang_preempt_nothing_and_say_so(word: str) -> None:
-    c = conf(f"PreemptType=preempt/qos\nPreemptMode={word}\n")
-    assert c.preempt_mode == "OFF"
-    assert any(f"PreemptMode={word} is not supported yet" in w for w in c.warnings)
-    c = conf(f"PartitionName=p Nodes=n1 PreemptMode={word}\n")
-    assert c.partitions[0].preempt_mode == "OFF"
-    assert any(":4: PreemptMode" in w and "PartitionName=p" in w for w in c.warnings)
+def test_suspend_and_gang_are_read() -> None:
+    c = conf(
+        "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND,GANG\nSchedulerTimeSlice=2\n"
+        "PartitionName=low Nodes=n1 PreemptMode=REQUEUE\n"
+        "PartitionName=mid Nodes=n1 PreemptMode=SUSPEND\n"
+    )
+    assert (c.preempt_mode, c.preemption.gang, c.preemption.time_slice) == ("SUSPEND", True, 2)
+    assert [p.preempt_mode for p in c.partitions] == ["REQUEUE", "SUSPEND"]
+    # scontrol show partition and show config, as Slurm prints them.
+    assert [views.preempt_mode_shown(p, c) for p in c.partitions] == [
+        "REQUEUE,GANG",
+        "SUSPEND,GANG",
+    ]
+    assert dict(show_config(c))["SchedulerTimeSlice"] == "2 sec"
+    assert not conf("PreemptMode=REQUEUE\n").preemption.gang
+    assert conf("PreemptMode=GANG\n").preempt_mode == "OFF"
+    assert conf("PreemptMode=GANG\n").preemption.time_slice == 30
+
+
+def test_a_suspend_victim_has_no_grace_time() -> None:
+    c = conf(
+        "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND,GANG\n"
+        "PartitionName=low Nodes=n1 GraceTime=30\n"
+    )
+    own = preemptrules.Rules(c, None).of(RUNNING)
+    assert (own.mode, own.grace) == ("SUSPEND", 0)
 
 
 def assocs(*qos: QosLimits) -> AssocSet:
@@ -122,8 +152,9 @@ def test_no_policy_without_a_preempt_type_or_any_mode() -> None:
 def test_sacctmgr_preempt_mode_words() -> None:
     assert preempt_mode("Requeue,Within") == "requeue,within"
     assert preempt_mode("") == "cluster"
-    with pytest.raises(SlurmError, match="PreemptMode=SUSPEND is not supported yet"):
-        preempt_mode("suspend")
+    assert preempt_mode("Suspend") == "suspend"
+    with pytest.raises(SlurmError, match="PreemptMode=GANG is set in slurm"):
+        preempt_mode("gang")
     with pytest.raises(SlurmError, match="Invalid PreemptMode"):
         preempt_mode("kill")
 

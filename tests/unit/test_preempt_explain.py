@@ -131,7 +131,7 @@ def test_scontrol_show_partition_gives_its_grace_time_and_mode(store: JobStore) 
     assert "GraceTime=30 " in " ".join(partition_lines(low))
     assert "OverTimeLimit=NONE PreemptMode=REQUEUE" in partition_lines(high)  # slurm.conf's
     plain = parse_conf(CONF.replace("PreemptType=preempt/partition_prio\n", ""), "x")
-    assert views._preempt_mode(plain.partitions[0], plain) == "OFF"
+    assert views.preempt_mode_shown(plain.partitions[0], plain) == "OFF"
 
 
 def test_only_the_owner_or_an_operator_reports_a_checkpoint(store: JobStore) -> None:
