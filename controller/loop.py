@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from controller import gang, preemptresume
+from controller import gang, preemption, preemptresume
 from controller.agentlink import AgentLink
 from controller.core import schedule
 from controller.diag import SchedulerStats
@@ -104,7 +104,7 @@ class SchedulerLoop:
         if full:
             self.last_full_pass = now
         started = self.store.commit(plan)
-        preempted = self.store.preempt(plan) + self.store.preemptions_due(now)
+        preempted = preemption.begin(self.store, plan) + preemption.due(self.store, now)
         resumed = preemptresume.due(self.store, snap, now)
         rotate = now - self.last_slice >= self._conf.preemption.time_slice
         sliced = gang.run(self.store, now, rotate)

@@ -34,7 +34,6 @@ from controller import (
     effects,
     gpushare,
     jobstate,
-    preemption,
     snapshots,
     steps,
 )
@@ -575,16 +574,6 @@ class JobStore:
             self.ranking,
         )
         return snapshots.build(ledger, self.conf, self.capacity)
-
-    def preempt(self, plan: Plan) -> list[tuple[Job, bool]]:
-        """Warn, requeue or cancel each of the plan's victims as the plan says, if it
-        still runs (``preemption.begin``); (the victim, whether it is requeued) for
-        each ended now."""
-        return preemption.begin(self, plan)
-
-    def preemptions_due(self, now: int) -> list[tuple[Job, bool]]:
-        """Victims whose GraceTime is over, requeued or cancelled now."""
-        return preemption.due(self, now)
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""

@@ -18,17 +18,15 @@ nodes now (quota says how much, placement says where).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from controller.core import quota
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Start
 from controller.core.preempt import release
-from controller.core.quota import Amounts, Eviction, RunningJob, Shares, Tree, WaitingJob
-from controller.core.snapshot import NodeView, Snapshot
+from controller.core.quota import Eviction, Shares, Tree, WaitingJob
+from controller.core.snapshot import NodeView, QueueEntry, QueueView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
-from corral.queueconf import QueueConf
 
 __all__ = ["QueueEntry", "QueueLedger", "QueueView", "reclaims"]
 
@@ -40,28 +38,6 @@ REASONS = {
     quota.COHORT_FULL: Reason.QUEUE_COHORT_FULL,
     quota.INVALID_QUEUE: Reason.INVALID_QUEUE,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class QueueEntry:
-    """A pending job in a queue: what it asks for at its smallest, and whether its
-    queue lets it be preempted (a job that cannot be runs only within quota)."""
-
-    queue: str
-    request: Amounts
-    preemptible: bool
-    eligible_time: int
-
-
-@dataclass(frozen=True, slots=True)
-class QueueView:
-    """The queues as one pass sees them."""
-
-    conf: QueueConf
-    shares: Shares
-    allocated: Mapping[str, Amounts]  # leaf queue -> what its running jobs hold
-    entries: Mapping[int, QueueEntry]  # pending jobs, by id (in no queue: the root)
-    running: tuple[RunningJob, ...]  # running jobs in a queue
 
 
 class QueueLedger:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from controller.core.limits import Gate
 from controller.core.priority import NO_RANKING, Ranking
+from controller.core.quota import Amounts, RunningJob, Shares
 from controller.model import Job
-
-if TYPE_CHECKING:
-    from controller.core.queueplan import QueueView
+from corral.queueconf import QueueConf
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
 Gres = tuple[tuple[str, str, int], ...]
@@ -185,6 +183,28 @@ class PreemptPolicy:
             return same and priority > victim.priority
         tier = max((self.tiers.get(p, 0) for p in job.partitions), default=0)
         return tier > self.tiers.get(victim.partition, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    """A pending job in a queue: what it asks for at its smallest, and whether its
+    queue lets it be preempted (a job that cannot be runs only within quota)."""
+
+    queue: str
+    request: Amounts
+    preemptible: bool
+    eligible_time: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """The queues as one pass sees them."""
+
+    conf: QueueConf
+    shares: Shares
+    allocated: Mapping[str, Amounts]  # leaf queue -> what its running jobs hold
+    entries: Mapping[int, QueueEntry]  # pending jobs, by id (in no queue: the root)
+    running: tuple[RunningJob, ...]  # running jobs in a queue
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import pytest
 from cli import why as why_cli
 from cli.jobs import record
 from cli.nodes.record import partition_lines
-from controller import views, whyviews
+from controller import preemption, views, whyviews
 from controller.core import schedule
 from controller.jobcontrol import JobControl
 from controller.jobspec import from_fields
@@ -58,7 +58,7 @@ def cycle(store: JobStore, now: int) -> None:
     """The loop's steps that matter here."""
     plan = schedule(store.snapshot(), now)
     store.commit(plan)
-    store.preempt(plan)
+    preemption.begin(store, plan)
 
 
 def shown(store: JobStore, job_id: int, now: int) -> str:

@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 import pytest
 
+from controller import preemption
 from controller.core import Plan
 from controller.effects import Effect, Kill, Signal
 from controller.jobspec import from_fields
@@ -68,7 +69,7 @@ def test_a_victim_is_warned_then_requeued_when_its_grace_time_is_over(tmp_path: 
     store, sent = make(tmp_path)
     victim = running_victim(store)
     waiting = urgent(store)
-    assert store.preempt(plan(200, victim, waiting, 30)) == []  # nothing ended yet
+    assert preemption.begin(store, plan(200, victim, waiting, 30)) == []  # nothing ended yet
     asyncio.run(store.flush())
     assert [(type(e), getattr(e, "signal", 0)) for e in sent[1:]] == [
         (Signal, signal.SIGCONT),
@@ -79,13 +80,13 @@ def test_a_victim_is_warned_then_requeued_when_its_grace_time_is_over(tmp_path: 
     assert (job.preempt_time, job.end_time, job.preempted_by) == (200, 230, waiting)
     assert job.system_comment.startswith(f"Preempted (requeue) for job {waiting} at ")
     assert "PriorityTier 2 over 1 of partition low; GraceTime 30s" in job.system_comment
-    assert store.preemptions_due(229) == []
-    ended = store.preemptions_due(230)
+    assert preemption.due(store, 229) == []
+    ended = preemption.due(store, 230)
     assert [(j.job_id, requeued) for j, requeued in ended] == [(victim, True)]
     asyncio.run(store.flush())
     assert isinstance(sent[-1], Kill) and sent[-1].reason == "requeue"
     assert COMPLETING in store.jobs[victim].flags  # RUNNING until its processes are gone
-    assert store.preemptions_due(300) == []
+    assert preemption.due(store, 300) == []
     store.post(victim, Finish(240, 0x0F, "requeued"))
     again = store.jobs[victim]
     assert again.state is JobState.PENDING
@@ -95,10 +96,10 @@ def test_a_victim_is_warned_then_requeued_when_its_grace_time_is_over(tmp_path: 
 def test_send_user_signal_sends_the_jobs_own_signal(tmp_path: Path) -> None:
     store, sent = make(tmp_path, "PreemptParameters=send_user_signal")
     victim = running_victim(store, signal_num=int(signal.SIGUSR1), signal_time=60)
-    store.preempt(plan(200, victim, urgent(store), 30, requeue=False))
+    preemption.begin(store, plan(200, victim, urgent(store), 30, requeue=False))
     asyncio.run(store.flush())
     assert [getattr(e, "signal", 0) for e in sent[1:]] == [signal.SIGUSR1]
-    ended = store.preemptions_due(230)
+    ended = preemption.due(store, 230)
     assert [(j.state, requeued) for j, requeued in ended] == [(JobState.PREEMPTED, False)]
 
 
@@ -107,7 +108,7 @@ def test_without_grace_time_the_mode_acts_at_once(tmp_path: Path, requeue: bool)
     store, _ = make(tmp_path)
     victim = running_victim(store)
     waiting = urgent(store)
-    ended = store.preempt(plan(200, victim, waiting, 0, requeue))
+    ended = preemption.begin(store, plan(200, victim, waiting, 0, requeue))
     state = JobState.RUNNING if requeue else JobState.PREEMPTED  # requeued: completing first
     assert [(j.state, r, COMPLETING in j.flags) for j, r in ended] == [(state, requeue, True)]
     assert store.jobs[victim].system_comment.startswith("Preempted (")

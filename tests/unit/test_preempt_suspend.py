@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 import pytest
 
-from controller import gang, preemptresume
+from controller import gang, preemption, preemptresume
 from controller.core import Plan, schedule
 from controller.core.preempt import PreemptPolicy
 from controller.core.snapshot import Running
@@ -139,7 +139,7 @@ def test_a_victim_is_suspended_then_resumed_when_its_preemptor_ends(tmp_path: Pa
     snap = store.snapshot()
     plan = schedule(snap, 130)
     assert dict(plan.preempted) == {low: high} and plan.suspended == {low}
-    assert store.preempt(plan) == []
+    assert preemption.begin(store, plan) == []
     victim = store.jobs[low]
     assert (victim.state, victim.suspended_by, victim.preempted_by) == (
         JobState.SUSPENDED,
@@ -245,4 +245,4 @@ def test_no_gang_without_gang_in_preempt_mode(tmp_path: Path) -> None:
 def test_an_empty_plan_changes_nothing(tmp_path: Path) -> None:
     store, _ = make(tmp_path)
     empty = Plan(now=1, preempted=MappingProxyType({}))
-    assert store.preempt(empty) == []
+    assert preemption.begin(store, empty) == []
