@@ -413,6 +413,8 @@ _NAMED: dict[str, Field] = {
     "Priority": _PRIORITY,
     "PriorityLong": _PRIORITY_LONG,
     "QOS": _QOS,
+    # Corral's: the job's team queue (queues.conf), "(null)" outside one.
+    "Queue": _text("QUEUE", "queue"),
     "Reason": _REASON,
     "ReasonList": _REASON_LIST,
     "Reboot": _const("REBOOT", "0"),

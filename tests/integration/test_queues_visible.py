@@ -46,6 +46,8 @@ def test_queues_why_rest_and_metrics_while_team_b_reclaims(make_cluster: Any) ->
     assert _numbers(shown["teamb", GPU], *titles) == (4, 0, 0, 4)
     assert shown["teama", GPU]["RunJobs"] == "8" and shown["teamb", GPU]["Limit"] == ""
     assert "Queue=teama" in c.run("scontrol", "show", "job", str(a[0])).stdout
+    listed = c.run("squeue", "-h", "-j", str(a[0]), "-O", "JobID,Queue").stdout.split()
+    assert listed == [str(a[0]), "teama"], listed
     # B takes its guarantee back; its third job cannot borrow (Preemptible=no) and waits.
     b = [c.sbatch("-A", "teamb", "--gres=gpu:2", "--wrap", "sleep 300") for _ in range(2)]
     c.wait_for(lambda: len(running(c, b)) == 2, 30, "team B did not get its guarantee back")
