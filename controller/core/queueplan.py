@@ -30,15 +30,6 @@ from controller.model import Job
 
 __all__ = ["QueueEntry", "QueueLedger", "QueueView", "reclaims"]
 
-#: The core's refusals as squeue shows them.
-REASONS = {
-    quota.LIMIT: Reason.QUEUE_LIMIT,
-    quota.BORROW_LIMIT: Reason.QUEUE_BORROW_LIMIT,
-    quota.GUARANTEE: Reason.QUEUE_GUARANTEE,
-    quota.COHORT_FULL: Reason.QUEUE_COHORT_FULL,
-    quota.INVALID_QUEUE: Reason.INVALID_QUEUE,
-}
-
 
 class QueueLedger:
     """The queues' totals during one pass: admission asked before each start, each
@@ -62,7 +53,7 @@ class QueueLedger:
         if entry is None or entry.queue == quota.ROOT or view is None or tree is None:
             return None  # in no queue: scheduled as without queues
         admission = self._admit(tree, view.shares, entry, entry.preemptible)
-        return None if admission.admitted else REASONS[admission.reason]
+        return None if admission.admitted else Reason(admission.reason)  # the core's words
 
     def _admit(
         self, tree: Tree, shares: Shares, entry: QueueEntry, preemptible: bool
@@ -182,7 +173,15 @@ def _held_after(view: QueueView, plan: Draft) -> dict[str, dict[str, int]]:
     return held
 
 
-#: A waiting job's reasons that reclaim can help: its queue's, or no room.
-WAITING_FOR_ROOM = frozenset({*REASONS.values(), Reason.RESOURCES, Reason.PRIORITY}) - {
-    Reason.INVALID_QUEUE
-}
+#: A waiting job's reasons that reclaim can help: its queue's (but a queue that takes no
+#: jobs), or no room.
+WAITING_FOR_ROOM = frozenset(
+    {
+        Reason.QUEUE_LIMIT,
+        Reason.QUEUE_BORROW_LIMIT,
+        Reason.QUEUE_GUARANTEE,
+        Reason.QUEUE_COHORT_FULL,
+        Reason.RESOURCES,
+        Reason.PRIORITY,
+    }
+)

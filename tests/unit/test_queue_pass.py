@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from controller import queueviews
-from controller.core import schedule
+from controller.core import quota, schedule
 from controller.core.fairshare import Usage
 from controller.core.priority import NO_RANKING
 from controller.core.snapshot import Running
@@ -79,3 +79,9 @@ def test_a_job_past_its_queue_limit_waits_with_the_queues_reason() -> None:
     plan = schedule(snap, NOW)
     assert plan.reasons[1] is Reason.QUEUE_LIMIT
     assert sorted(s.job_id for s in plan.starts) == [2, 3]
+
+
+def test_every_refusal_of_the_quota_core_is_a_pending_reason() -> None:
+    """The pass turns the core's words into squeue's reasons as they are."""
+    words = (quota.LIMIT, quota.BORROW_LIMIT, quota.GUARANTEE, quota.COHORT_FULL)
+    assert [Reason(w).value for w in (*words, quota.INVALID_QUEUE)] == [*words, "InvalidQueue"]
