@@ -20,6 +20,7 @@ import pytest
 from nodeagent import cgroups
 from tests.integration.cluster import Cluster
 from tests.integration.test_containment import SETTINGS, WHY_NOT
+from tests.integration.test_suspend import count, still
 
 pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=f"no cgroups: {WHY_NOT}")
 
@@ -37,18 +38,6 @@ PREEMPT = (
 def counter(name: str) -> str:
     """Counts in ``name`` every 0.2 s."""
     return f"i=0; while :; do i=$((i+1)); echo $i > {name}; sleep 0.2; done"
-
-
-def count(cluster: Cluster, name: str) -> int:
-    path = cluster.dir / name
-    text = path.read_text().strip() if path.exists() else ""
-    return int(text) if text.isdigit() else 0
-
-
-def still(cluster: Cluster, name: str, over: float = 1.0) -> bool:
-    before = count(cluster, name)
-    time.sleep(over)
-    return count(cluster, name) == before
 
 
 def memory_limit(cluster: Cluster, job: int) -> str:

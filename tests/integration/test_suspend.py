@@ -31,16 +31,18 @@ FROZEN_V2 = any(version == cgroups.V2 and "procs" in roles for version, _, roles
 COUNTER = "echo $$ > counter.pid; i=0; while :; do i=$((i+1)); echo $i > count; sleep 0.2; done"
 
 
-def _count(directory: Path) -> int:
-    text = (directory / "count").read_text().strip() if (directory / "count").exists() else ""
-    return int(text) if text else 0
+def count(cluster: Cluster, name: str = "count") -> int:
+    """The last number a counting job wrote in its file ``name`` (0: none yet)."""
+    path = cluster.dir / name
+    text = path.read_text().strip() if path.exists() else ""
+    return int(text) if text.isdigit() else 0
 
 
-def _still(cluster: Cluster, over: float = 1.0) -> bool:
-    """Whether the count stays put for ``over`` seconds."""
-    before = _count(cluster.dir)
+def still(cluster: Cluster, name: str = "count", over: float = 1.0) -> bool:
+    """Whether the count in ``name`` stays put for ``over`` seconds."""
+    before = count(cluster, name)
     time.sleep(over)
-    return _count(cluster.dir) == before
+    return count(cluster, name) == before
 
 
 def _rundir(cluster: Cluster, job: int) -> str:
@@ -54,7 +56,7 @@ def test_a_suspended_job_stops_lends_its_cpus_and_resumes_later(
     (cluster.dir / "cgroup.conf").write_text("ConstrainRAMSpace=yes\n")
     cluster.start()
     job = cluster.sbatch("-o", "c.out", "-c", str(CPUS), "--mem=64", "-t", "5", "--wrap", COUNTER)
-    cluster.wait_for(lambda: _count(cluster.dir) > 2, 20, "the counter never counted")
+    cluster.wait_for(lambda: count(cluster) > 2, 20, "the counter never counted")
     running = cluster.job(job)
     assert running["state"] == "RUNNING"
     waiting = cluster.sbatch("-o", "/dev/null", "-c", "1", "--mem=32", "--wrap", "sleep 300")
@@ -65,8 +67,8 @@ def test_a_suspended_job_stops_lends_its_cpus_and_resumes_later(
     assert suspended["state"] == "SUSPENDED" and suspended["suspend_time"] > 0
     squeue = cluster.run("squeue", "-h", "-j", str(job), "-o", "%t %T").stdout.split()
     assert squeue == ["S", "SUSPENDED"]
-    cluster.wait_for(lambda: _still(cluster), 15, "the suspended job kept counting")
-    assert _still(cluster, 1.5)
+    cluster.wait_for(lambda: still(cluster), 15, "the suspended job kept counting")
+    assert still(cluster, over=1.5)
     paths = cgroups.run_paths(_rundir(cluster, job))
     assert os.path.isdir(paths["memory"])  # its memory stays its own
     if FROZEN_V2:  # frozen, not stopped by signals
@@ -99,8 +101,8 @@ def test_a_suspended_job_stops_lends_its_cpus_and_resumes_later(
     paused = int(resumed["suspended_secs"])
     assert paused >= 2
     assert resumed["end_time"] == resumed["start_time"] + 5 * 60 + paused
-    counted = _count(cluster.dir)
-    cluster.wait_for(lambda: _count(cluster.dir) > counted + 2, 15, "the resumed job never counted")
+    counted = count(cluster)
+    cluster.wait_for(lambda: count(cluster) > counted + 2, 15, "the resumed job never counted")
     assert cluster.run("squeue", "-h", "-j", str(job), "-o", "%t").stdout.strip() == "R"
     not_suspended = cluster.run("scontrol", "resume", str(job), check=False)
     assert f"Job is not suspended for job {job}" in not_suspended.stderr
@@ -108,7 +110,7 @@ def test_a_suspended_job_stops_lends_its_cpus_and_resumes_later(
     # Suspended again and cancelled: the kill thaws it, and nothing is left.
     pid = int((cluster.dir / "counter.pid").read_text())
     cluster.run("scontrol", "suspend", str(job))
-    cluster.wait_for(lambda: _still(cluster), 15, "the suspended job kept counting")
+    cluster.wait_for(lambda: still(cluster), 15, "the suspended job kept counting")
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"
     cluster.wait_for(lambda: not alive(pid), 10, f"the counter {pid} outlived its job")
@@ -119,15 +121,15 @@ def test_an_uncontained_job_is_stopped_by_signals(make_cluster: Callable[..., Cl
     """Without cgroups (proctrack/pgid) the run's process group gets SIGSTOP and SIGCONT."""
     cluster = make_cluster(nodes=1, settings=("KillWait=1", "ProctrackType=proctrack/pgid"))
     job = cluster.sbatch("-o", "c.out", "--wrap", COUNTER)
-    cluster.wait_for(lambda: _count(cluster.dir) > 2, 20, "the counter never counted")
+    cluster.wait_for(lambda: count(cluster) > 2, 20, "the counter never counted")
     cluster.run("scontrol", "suspend", str(job))
-    cluster.wait_for(lambda: _still(cluster), 15, "the suspended job kept counting")
+    cluster.wait_for(lambda: still(cluster), 15, "the suspended job kept counting")
     pid = int((cluster.dir / "counter.pid").read_text())
     state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     assert state == "T"
     cluster.run("scontrol", "resume", str(job))
-    counted = _count(cluster.dir)
-    cluster.wait_for(lambda: _count(cluster.dir) > counted + 2, 15, "the resumed job never counted")
+    counted = count(cluster)
+    cluster.wait_for(lambda: count(cluster) > counted + 2, 15, "the resumed job never counted")
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"
 
@@ -139,16 +141,16 @@ def test_a_resume_lost_while_the_agent_was_away_reaches_it_when_it_returns(
     by the agent that comes back (it says again what it holds suspended)."""
     cluster = make_cluster(nodes=1, settings=SETTINGS)
     job = cluster.sbatch("-o", "c.out", "--wrap", COUNTER)
-    cluster.wait_for(lambda: _count(cluster.dir) > 2, 20, "the counter never counted")
+    cluster.wait_for(lambda: count(cluster) > 2, 20, "the counter never counted")
     cluster.run("scontrol", "suspend", str(job))
-    cluster.wait_for(lambda: _still(cluster), 15, "the suspended job kept counting")
+    cluster.wait_for(lambda: still(cluster), 15, "the suspended job kept counting")
     cluster.kill("agent", signal.SIGKILL)
     cluster.run("scontrol", "resume", str(job))
     assert cluster.job(job)["state"] == "RUNNING"
-    assert _still(cluster, 1.5)  # nobody told the job yet
+    assert still(cluster, over=1.5)  # nobody told the job yet
     cluster.start_agent()
-    counted = _count(cluster.dir)
-    cluster.wait_for(lambda: _count(cluster.dir) > counted + 2, 20, "the job stayed suspended")
+    counted = count(cluster)
+    cluster.wait_for(lambda: count(cluster) > counted + 2, 20, "the job stayed suspended")
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"
 
@@ -181,12 +183,12 @@ def test_a_suspended_jobs_steps_stop_with_it(make_cluster: Callable[..., Cluster
     cluster = make_cluster(nodes=1, settings=SETTINGS)
     (cluster.dir / "counter.sh").write_text(COUNTER + "\n")
     job = cluster.sbatch("-o", "c.out", "--wrap", "srun sh counter.sh")
-    cluster.wait_for(lambda: _count(cluster.dir) > 2, 30, "the step never counted")
+    cluster.wait_for(lambda: count(cluster) > 2, 30, "the step never counted")
     cluster.run("scontrol", "suspend", str(job))
-    cluster.wait_for(lambda: _still(cluster), 15, "the suspended job's step kept counting")
-    assert _still(cluster, 1.5)
+    cluster.wait_for(lambda: still(cluster), 15, "the suspended job's step kept counting")
+    assert still(cluster, over=1.5)
     cluster.run("scontrol", "resume", str(job))
-    counted = _count(cluster.dir)
-    cluster.wait_for(lambda: _count(cluster.dir) > counted + 2, 15, "the step never went on")
+    counted = count(cluster)
+    cluster.wait_for(lambda: count(cluster) > counted + 2, 15, "the step never went on")
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"
