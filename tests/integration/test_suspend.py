@@ -34,7 +34,11 @@ COUNTER = "echo $$ > counter.pid; i=0; while :; do i=$((i+1)); echo $i > count; 
 def count(cluster: Cluster, name: str = "count") -> int:
     """The last number a counting job wrote in its file ``name`` (0: none yet)."""
     path = cluster.dir / name
-    text = path.read_text().strip() if path.exists() else ""
+    for _ in range(20):  # the shell's `>` empties the file before it writes the number
+        text = path.read_text().strip() if path.exists() else ""
+        if text.isdigit() or not path.exists():
+            break
+        time.sleep(0.01)
     return int(text) if text.isdigit() else 0
 
 
