@@ -27,6 +27,11 @@ def _env(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
+def _written(path: Path) -> bool:
+    """Whether a hook's `env > FILE` has written FILE (the shell creates it first)."""
+    return path.exists() and "SLURM_JOB_ID=" in path.read_text()
+
+
 def _node(cluster: Cluster, name: str) -> str:
     return cluster.run("scontrol", "show", "node", name).stdout
 
@@ -311,7 +316,7 @@ def test_prolog_and_epilog_run_on_every_node_of_a_job(tmp_path: Path) -> None:
         assert env["SLURM_JOB_NODELIST"] == "node[1-2]" and "PATH" not in env
         assert (d / f"prolog.node1.{job_id}").exists()
         epilogs = [d / f"epilog.{node}.{job_id}" for node in ("node1", "node2")]
-        cluster.wait_for(lambda: all(p.exists() for p in epilogs), 20, "no epilogs")
+        cluster.wait_for(lambda: all(_written(p) for p in epilogs), 20, "no epilogs")
         env = _env(d / f"epilog.node2.{job_id}")
         assert env["SLURM_SCRIPT_CONTEXT"] == "epilog_slurmd"
         assert env["SLURM_JOB_EXIT_CODE2"] == "2:0"
@@ -327,7 +332,7 @@ def test_prolog_and_epilog_run_on_every_node_of_a_job(tmp_path: Path) -> None:
         alloc = granted.group(1)
         assert all((d / f"prolog.{n}.{alloc}").exists() for n in ("node1", "node2"))
         epilogs = [d / f"epilog.{node}.{alloc}" for node in ("node1", "node2")]
-        cluster.wait_for(lambda: all(p.exists() for p in epilogs), 20, "no epilogs")
+        cluster.wait_for(lambda: all(_written(p) for p in epilogs), 20, "no epilogs")
         # A Prolog failing on node2 drains it and requeues the job held.
         (d / "fail").touch()
         job_id = _batch(cluster, "srun -N2 -n2 /bin/true\n", "-N2")

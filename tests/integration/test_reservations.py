@@ -43,7 +43,14 @@ def test_a_reservation_keeps_its_nodes_for_its_jobs(cluster: Cluster) -> None:
     )
     cluster.run("scancel", str(inside))
     cluster.wait_done(inside)
-    cluster.run("scontrol", "delete", "ReservationName=week")
+    # Cancelled, the job is in use of the reservation until its processes are gone.
+    cluster.wait_for(
+        lambda: (
+            cluster.run("scontrol", "delete", "ReservationName=week", check=False).returncode == 0
+        ),
+        20,
+        "the reservation stayed in use",
+    )
     assert cluster.wait_done(outside)["state"] == "COMPLETED"  # the nodes are everyone's again
     assert cluster.run("sinfo", "-T").stdout == "No reservations in the system\n"
 
