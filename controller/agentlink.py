@@ -378,7 +378,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self.store.post(
                     job.job_id,
                     jobstate.Finish(
-                        now=done.end_time or int(time.time()),
+                        now=_reported_end(done.end_time, job.start_time),
                         exit_status=done.exit_status,
                         outcome=done.outcome,
                         usage=(done.max_rss_kb, done.user_cpu_us, done.sys_cpu_us),
@@ -596,7 +596,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             done.node,
             list(done.statuses),
             usage,
-            done.end_time,
+            _reported_end(done.end_time, job.start_time),
             done.sum_rss_kb,
             done.oom_kills,
         )
@@ -683,3 +683,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
             changed = True
         return changed
+
+
+def _reported_end(reported: int, start: int) -> int:
+    """An agent's end time, held between the run's start and now: an agent reports the
+    time its spool kept (the end may be well before the report arrives), but an end
+    before the start or in the future is no end a run had. A rogue's end at time 0 made
+    the job older than MinJobAge at once, and it was purged as soon as it ended."""
+    now = int(time.time())
+    return min(max(reported or now, start), now)
