@@ -12,7 +12,7 @@ from controller.core import quota, schedule
 from controller.core.fairshare import Usage
 from controller.core.priority import NO_RANKING
 from controller.core.snapshot import Running
-from controller.jobstate import Reason
+from controller.jobstate import JobState, Reason
 from controller.model import Job
 from corral.queueconf import parse
 from tests.unit.scenario import NOW, cluster, job, node, partition, running
@@ -85,3 +85,30 @@ def test_every_refusal_of_the_quota_core_is_a_pending_reason() -> None:
     """The pass turns the core's words into squeue's reasons as they are."""
     words = (quota.LIMIT, quota.BORROW_LIMIT, quota.GUARANTEE, quota.COHORT_FULL)
     assert [Reason(w).value for w in (*words, quota.INVALID_QUEUE)] == [*words, "InvalidQueue"]
+
+
+@pytest.mark.parametrize(
+    ("lent", "counted"),
+    [
+        pytest.param(False, {"cpu": 4, "mem": 500, "gres/gpu": 1, "node": 1}, id="running"),
+        pytest.param(True, {"mem": 500, "gres/gpu": 1, "node": 1}, id="suspended: cpus lent"),
+    ],
+)
+def test_a_suspended_job_counts_in_its_queue_without_the_cpus_it_lends(
+    lent: bool, counted: dict[str, int]
+) -> None:
+    """A job a preemption suspended lent its CPUs (others may run on them): its queue
+    counts its memory, GPUs and node, not those CPUs; resumed, it counts them again."""
+    conf = parse("QueueName=team Accounts=a Guarantee=cpu=4\n", "queues.conf")
+    held = running(
+        10,
+        account="a",
+        cpus=(4,),
+        alloc_mem=(500,),
+        gres_alloc=((("gpu", "", 1),),),
+        state=JobState.SUSPENDED if lent else JobState.RUNNING,
+        cpus_released=lent,
+    )
+    view = queueviews.view(conf, [held], [], {"cpu": 4}, None, Usage(), NO_RANKING)
+    assert {r: n for r, n in view.allocated["team"].items() if r != "billing"} == counted
+    assert [r.resources for r in view.running] == [view.allocated["team"]]
