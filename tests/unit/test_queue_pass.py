@@ -10,6 +10,7 @@ import pytest
 from controller import queueviews
 from controller.core import quota, schedule
 from controller.core.fairshare import Usage
+from controller.core.preempt import PreemptPolicy
 from controller.core.priority import NO_RANKING
 from controller.core.snapshot import Running
 from controller.jobstate import JobState, Reason
@@ -22,7 +23,9 @@ NODES = [node("n1", cpus=4, used_cpus=4)]
 PARTS = [partition("batch", "n1")]
 
 
-def plan_for(queues: str, pending: list[Job], held: list[Job]) -> object:
+def plan_for(queues: str, pending: list[Job], held: list[Job], mode: str = "") -> object:
+    """The pass's plan; ``mode``: the held jobs' PreemptMode ("": REQUEUE), under a
+    PreemptType whose own preemption takes nobody here."""
     conf = parse(queues, "queues.conf")
     configured = {n.name: replace(n, free_cpus=n.cpus) for n in NODES}
     live = {n.name: n for n in NODES}
@@ -36,10 +39,14 @@ def plan_for(queues: str, pending: list[Job], held: list[Job]) -> object:
         NO_RANKING,
     )
     views = [
-        Running(j.job_id, j.nodes, j.cpus, j.alloc_mem, 0, preemptable=True, requeue=True)
+        Running(
+            j.job_id, j.nodes, j.cpus, j.alloc_mem, 0, preemptable=True, requeue=True, mode=mode
+        )
         for j in held
     ]
     snap = replace(cluster(NODES, PARTS).snapshot(pending, running=views), queues=view)
+    if mode:
+        snap = replace(snap, preempt=PreemptPolicy("partition_prio"))
     return schedule(snap, NOW)
 
 
@@ -61,6 +68,17 @@ def test_a_queue_preempts_its_own_lower_priority_job_by_its_policy(
     assert plan.requeued == frozenset(preempted)  # type: ignore[attr-defined]
     if preempted:
         assert "preempted in queue team" in plan.why[10]  # type: ignore[attr-defined]
+
+
+def test_a_queue_suspends_its_own_job_whose_preempt_mode_is_suspend() -> None:
+    """Within a queue too, a SUSPEND victim is suspended: it lends the CPUs the urgent
+    job needs, and keeps its node (the urgent job shares it)."""
+    queues = "QueueName=team Accounts=a Guarantee=cpu=4 WithinQueue=LowerPriority\n"
+    urgent = job(1, account="a", num_tasks=4, calc_priority=100)
+    low = running(10, account="a", cpus=(4,), calc_priority=1)
+    plan = plan_for(queues, [urgent], [low], mode="SUSPEND")
+    assert plan.preempted == {10: 1}  # type: ignore[attr-defined]
+    assert plan.suspended == {10} and not plan.requeued  # type: ignore[attr-defined]
 
 
 def test_a_job_past_its_queue_limit_waits_with_the_queues_reason() -> None:
