@@ -16,6 +16,9 @@ takes their jobs.
 What a job holds counts in its queue until it is ending: a job being preempted
 (in its GraceTime, or completing) counts no more, so that the reclaim that
 chose it does not choose again for the same waiting job while it leaves.
+A suspended job that lent its CPUs (``Job.cpus_released``: suspended by a
+preemption or an operator) counts its memory, GRES and nodes, which it keeps,
+and not its CPUs, which other jobs may be using; resumed, it counts them again.
 """
 
 from __future__ import annotations
@@ -93,6 +96,13 @@ def _counts(job: Job) -> bool:
     )
 
 
+def _held(job: Job) -> Mapping[str, int]:
+    """What ``job`` holds in its queue: all it was given, less the CPUs it lends
+    while suspended."""
+    given = jobtres.of_job(job).total
+    return quota.kept(given) if job.cpus_released else given
+
+
 def view(
     conf: QueueConf,
     jobs: Iterable[Job],
@@ -111,7 +121,7 @@ def view(
         if not _counts(job):
             continue
         queue = queue_of(conf, job, parents)
-        held = jobtres.of_job(job).total
+        held = _held(job)
         if queue is None:  # in no queue: what it holds is the root's, used
             _add(allocated.setdefault(quota.ROOT, {}), held)
             continue

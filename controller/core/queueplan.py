@@ -13,22 +13,29 @@ still waiting, on what the queues hold with the pass's starts: between queues
 (``quota.reclaim``), then inside each queue (``quota.preempt_within``, its
 WithinQueue policy), and keeps those whose release lets the waiting job fit on
 nodes now (quota says how much, placement says where).
+
+A victim whose PreemptMode is SUSPEND (``core/preempt.suspends``, the rule
+PreemptType's preemption follows) is suspended rather than ended: the quota
+core counts it as giving back its CPUs alone, and placement releases its CPUs
+alone (``preempt.release(cpus_only=True)``), so it is a victim only where the
+waiting job needs nothing else of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from controller.core import quota
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Start
-from controller.core.preempt import release
+from controller.core.preempt import release, suspends
 from controller.core.quota import Eviction, Shares, Tree, WaitingJob
 from controller.core.snapshot import NodeView, QueueEntry, QueueView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 
-__all__ = ["QueueEntry", "QueueLedger", "QueueView", "reclaims"]
+__all__ = ["QueueEntry", "QueueLedger", "QueueView", "reclaims", "suspending"]
 
 
 class QueueLedger:
@@ -127,15 +134,17 @@ def reclaims(
     ]
     if not waiting:
         return {}
+    suspended = suspending(snap)
+    pool = [replace(r, suspends=True) if r.job_id in suspended else r for r in view.running]
     evictions = quota.reclaim(
-        view.conf, view.shares, _held_after(view, plan), waiting, view.running, plan.now
+        view.conf, view.shares, _held_after(view, plan), waiting, pool, plan.now
     )
     # Then preemption inside each queue (its WithinQueue policy), for the jobs reclaim
     # found no room for, among the running jobs it did not take.
     helped = {e.for_job for e in evictions}
     taken = {e.victim for e in evictions}
     left = [w for w in waiting if w.job_id not in helped]
-    others = [r for r in view.running if r.job_id not in taken]
+    others = [r for r in pool if r.job_id not in taken]
     for name in sorted({w.queue for w in left}):
         evictions += quota.preempt_within(view.conf, name, left, others, plan.now)
     by_job: dict[int, list[Eviction]] = {}
@@ -150,13 +159,22 @@ def reclaims(
         for eviction in group:
             victim = running.get(eviction.victim)
             if victim is not None:
-                release(attempt, victim)
+                release(attempt, victim, cpus_only=victim.job_id in suspended)
         outcome = first_fit(jobs[job_id], snap, attempt, set())
         if isinstance(outcome, Start):
             take(attempt, outcome)  # the room is this job's: not for the next
             trial = attempt
             chosen.update((eviction.victim, eviction) for eviction in group)
     return chosen
+
+
+def suspending(snap: Snapshot) -> frozenset[int]:
+    """The running jobs that a preemption would suspend (PreemptMode=SUSPEND under
+    the snapshot's PreemptType; none without one)."""
+    policy = snap.preempt
+    if policy is None:
+        return frozenset()
+    return frozenset(r.job_id for r in snap.running if suspends(policy, r))
 
 
 def _held_after(view: QueueView, plan: Draft) -> dict[str, dict[str, int]]:

@@ -42,6 +42,7 @@ from controller.core.quotareclaim import (
     QueueJob,
     RunningJob,
     WaitingJob,
+    kept,
     preempt_within,
     reclaim,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "admit",
     "admit_totals",
     "divide",
+    "kept",
     "preempt_within",
     "reclaim",
 ]

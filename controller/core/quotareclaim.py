@@ -40,6 +40,14 @@ later than the waiting job), its waiting jobs, highest priority first, evict
 its own preemptible running jobs that have run the effective
 ``preempt_min_runtime``, lowest priority and most recently started first,
 until what they free covers the request.
+
+A victim whose preemption suspends it (``RunningJob.suspends``: PreemptMode
+SUSPEND) lends its CPUs and keeps its memory, GRES and nodes, which go on
+counting in its queue; so it gives back its CPUs alone (``freed``), and is a
+victim only for a waiting job that needs CPUs of it. Within a queue, where
+the cover counts every resource the job asks for, a job no victims can cover
+whole may still have its CPUs covered by suspensions alone: the rest of what
+it asks must then be free beside them, which the caller's placement checks.
 """
 
 from __future__ import annotations
@@ -62,6 +70,7 @@ __all__ = [
     "QueueJob",
     "RunningJob",
     "WaitingJob",
+    "kept",
     "preempt_within",
     "reclaim",
 ]
@@ -73,6 +82,20 @@ GUARANTEE_DESERVED_QUOTA = "GuaranteeDeservedQuota"
 MAX_RECLAIMERS = 50
 
 Totals = dict[str, dict[str, int]]
+
+#: What a suspended job lends and so no longer holds: its CPUs (``billing`` counts
+#: CPUs, as Slurm's without TRESBillingWeights). Its memory, GRES and nodes stay its own.
+LENT_WHEN_SUSPENDED = frozenset({"cpu", "billing"})
+
+
+def _lent(amounts: Amounts) -> dict[str, int]:
+    """The part of ``amounts`` a suspended job lends (LENT_WHEN_SUSPENDED)."""
+    return {r: n for r, n in amounts.items() if r in LENT_WHEN_SUSPENDED and n > 0}
+
+
+def kept(amounts: Amounts) -> dict[str, int]:
+    """The part of ``amounts`` a suspended job keeps and its queue still counts."""
+    return {r: n for r, n in amounts.items() if r not in LENT_WHEN_SUSPENDED}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +127,14 @@ class RunningJob(QueueJob):
     preemptible: bool = True
     told: bool = False  # it asked for a warning signal (--signal): it can checkpoint
     checkpointed: int = 0  # when it last reported a checkpoint (0: never)
+    suspends: bool = False  # preempting it suspends it (PreemptMode=SUSPEND)
+
+    @property
+    def freed(self) -> dict[str, int]:
+        """What preempting it gives back: all it holds, or, suspended, its CPUs alone."""
+        if self.suspends:
+            return _lent(self.resources)
+        return {r: n for r, n in self.resources.items() if n > 0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +199,7 @@ def reclaim(
             if victims:
                 out += [rule.eviction(v, totals) for v in victims]
                 for v in victims:
-                    _move(tree, totals, v.queue, v.resources, -1)
+                    _move(tree, totals, v.queue, v.freed, -1)
                     taken.add(v.job_id)
                 _move(tree, totals, w.queue, w.request, 1)
                 break
@@ -247,7 +278,7 @@ class _Rule:
             v.queue != w.queue
             and (policy != "LowerPriority" or v.priority < w.priority)
             and self.now - v.start_time >= self.min_run[v.queue]
-            and any(v.resources.get(r, 0) > 0 for r in self.need)
+            and any(v.freed.get(r, 0) > 0 for r in self.need)
         )
 
     def fits(self, v: RunningJob, totals: Mapping[str, Mapping[str, int]]) -> bool:
@@ -255,10 +286,11 @@ class _Rule:
         side within its ceiling (and within the borrowing policy)."""
         w = self.waiting
         top = self.tree.common(w.queue, v.queue)
+        freed = v.freed
         for q in self.tree.below(v.queue, top):
             for r in self.shares.resources:
-                held = v.resources.get(r, 0)
-                if held > 0 and totals[q].get(r, 0) - held < self._floor(q, r):
+                gives = freed.get(r, 0)
+                if gives > 0 and totals[q].get(r, 0) - gives < self._floor(q, r):
                     return False
         mine = self.tree.below(w.queue, top)
         if not all(self.reclaimer_fits(totals, q) for q in mine):
@@ -335,7 +367,7 @@ class _Rule:
         for v in self._candidates(pool, taken, trial, is_open):
             if not self.fits(v, trial):
                 continue
-            _move(self.tree, trial, v.queue, v.resources, -1)
+            _move(self.tree, trial, v.queue, v.freed, -1)
             known.clear()
             chosen.append(v)
             if self._admitted(trial):
@@ -350,22 +382,23 @@ class _Rule:
 
     def _minimal(self, chosen: list[RunningJob], trial: Totals) -> list[RunningJob]:
         """Give back, latest first, the victims the waiting job turns out not to need."""
-        kept = list(chosen)
+        needed = list(chosen)
         for v in reversed(chosen):
-            _move(self.tree, trial, v.queue, v.resources, 1)
+            _move(self.tree, trial, v.queue, v.freed, 1)
             if self._admitted(trial):
-                kept.remove(v)
+                needed.remove(v)
             else:
-                _move(self.tree, trial, v.queue, v.resources, -1)
-        return kept
+                _move(self.tree, trial, v.queue, v.freed, -1)
+        return needed
 
     def eviction(self, v: RunningJob, totals: Mapping[str, Mapping[str, int]]) -> Eviction:
         w = self.waiting
+        freed = v.freed
         theirs = ", ".join(
             f"{r} {totals[v.queue].get(r, 0)} held, fair share {self.shares.fair_of(v.queue, r)}, "
             f"guarantee {self.shares.guarantee_of(v.queue, r)}"
             for r in self.need
-            if v.resources.get(r, 0) > 0
+            if freed.get(r, 0) > 0
         )
         mine = ", ".join(
             f"{r} {totals[w.queue].get(r, 0)} held +{n} asked, "
@@ -377,7 +410,6 @@ class _Rule:
             f"job {v.job_id} of queue {v.queue} ({theirs}) reclaimed for job {w.job_id} "
             f"of queue {w.queue} ({mine}) by {self.strategy}"
         )
-        freed = {r: n for r, n in v.resources.items() if n > 0}
         return Eviction(v.job_id, v.queue, w.job_id, w.queue, self.strategy, why, freed)
 
 
@@ -412,8 +444,9 @@ def preempt_within(
         if now - w.eligible_time < delay:
             continue
         need = {r: n for r, n in w.request.items() if n > 0}
-        victims = _cover(
-            [v for v in mine if v.job_id not in taken and _outranked(policy, w, v)], need
+        candidates = [v for v in mine if v.job_id not in taken and _outranked(policy, w, v)]
+        victims = _cover(candidates, need) or _cover(
+            [v for v in candidates if v.suspends], _lent(need)
         )
         for v in victims:
             taken.add(v.job_id)
@@ -421,8 +454,7 @@ def preempt_within(
                 f"job {v.job_id} (priority {v.priority}) preempted in queue {queue} for job "
                 f"{w.job_id} (priority {w.priority}) by {policy}"
             )
-            freed = {r: n for r, n in v.resources.items() if n > 0}
-            out.append(Eviction(v.job_id, queue, w.job_id, queue, policy, why, freed))
+            out.append(Eviction(v.job_id, queue, w.job_id, queue, policy, why, v.freed))
     return out
 
 
@@ -437,15 +469,15 @@ def _outranked(policy: str, w: WaitingJob, v: RunningJob) -> bool:
 
 
 def _cover(candidates: Sequence[RunningJob], need: Mapping[str, int]) -> list[RunningJob]:
-    """The first candidates, in order, whose resources together cover ``need``, less
+    """The first candidates, in order, whose preemption together frees ``need``, less
     those not needed after all (latest first); [] when all of them do not."""
 
     def covered(jobs: Sequence[RunningJob]) -> bool:
-        return all(sum(v.resources.get(r, 0) for v in jobs) >= n for r, n in need.items())
+        return all(sum(v.freed.get(r, 0) for v in jobs) >= n for r, n in need.items())
 
     chosen: list[RunningJob] = []
     for v in candidates:
-        if not any(v.resources.get(r, 0) > 0 for r in need):
+        if not any(v.freed.get(r, 0) > 0 for r in need):
             continue
         chosen.append(v)
         if covered(chosen):

@@ -25,7 +25,7 @@ from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Plan, Start
 from controller.core.preempt import preemptions, suspends
-from controller.core.queueplan import QueueLedger, reclaims
+from controller.core.queueplan import QueueLedger, reclaims, suspending
 from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import Snapshot
 from controller.jobstate import Reason
@@ -197,13 +197,18 @@ def schedule(
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)
     # Reclaim between queues first, then PreemptType's preemption (docs/design.md,
-    # "Queues: division, admission and reclaim"). A reclaimed job is requeued when it
-    # may be (an evicted workload comes back, as in KAI and Kueue), else cancelled.
+    # "Queues: division, admission and reclaim"). A reclaimed job is suspended when its
+    # PreemptMode is SUSPEND, else requeued when it may be (an evicted workload comes
+    # back, as in KAI and Kueue), else cancelled.
     running = {r.job_id: r for r in snap.running}
-    for victim, eviction in reclaims(snap, plan, nodes, ordered).items():
+    reclaimed = reclaims(snap, plan, nodes, ordered)
+    suspended = suspending(snap) if reclaimed else frozenset()
+    for victim, eviction in reclaimed.items():
         plan.preempted[victim] = eviction.for_job
         plan.why[victim] = eviction.why
-        if running[victim].requeue:
+        if victim in suspended:
+            plan.suspended.add(victim)
+        elif running[victim].requeue:
             plan.requeued.add(victim)
     if snap.preempt is not None:
         policy = snap.preempt

@@ -31,6 +31,7 @@ from controller.jobstate import (
 from controller.journal import Journal
 from controller.principal import principal_for
 from controller.store import JobStore, Registration
+from corral import queueconf
 from corral.config import parse
 from tests.unit.scenario import NOW, cluster, job, node, partition, running
 from tests.unit.test_preempt import victim
@@ -246,3 +247,58 @@ def test_an_empty_plan_changes_nothing(tmp_path: Path) -> None:
     store, _ = make(tmp_path)
     empty = Plan(now=1, preempted=MappingProxyType({}))
     assert preemption.begin(store, empty) == []
+
+
+# ---------------------------------------------------------------- reclaim by suspension
+
+QUEUES_CONF = """\
+ClusterName=test
+SlurmctldHost=ctl
+PreemptType=preempt/partition_prio
+PreemptMode=SUSPEND,GANG
+NodeName=n1 CPUs=4 RealMemory=1000
+PartitionName=pa Nodes=ALL
+PartitionName=pb Nodes=ALL
+"""
+#: Each team is guaranteed half the node's CPUs; the partitions share one tier, so
+#: only the queues' reclaim takes victims.
+QUEUES = "QueueName=a Partitions=pa Guarantee=cpu=2\nQueueName=b Partitions=pb Guarantee=cpu=2\n"
+
+
+def _cpus_held(store: JobStore) -> dict[str, tuple[int, int]]:
+    """Each queue's (CPUs, memory) as the next pass counts them."""
+    view = store.snapshot().queues
+    assert view is not None
+    return {q: (a.get("cpu", 0), a.get("mem", 0)) for q, a in view.allocated.items()}
+
+
+def test_a_reclaim_victim_is_suspended_lends_its_cpus_and_resumes_after(tmp_path: Path) -> None:
+    conf = parse(QUEUES_CONF, str(tmp_path / "slurm.conf"))
+    conf = replace(conf, queue_conf=queueconf.parse(QUEUES, str(tmp_path / "queues.conf")))
+    store = JobStore(conf, Journal(str(tmp_path / "state")))
+    store.load(0.0)
+    store.node_registered(Registration("n1", 4, 1000), monotonic=1.0, now=10)
+    own = submit(store, "pa", 100, num_tasks=2)
+    borrowed = submit(store, "pa", 100, num_tasks=2)
+    store.post(own, Start(110, "pa", ("n1",), (2,), (200,), 1))
+    store.post(borrowed, Start(111, "pa", ("n1",), (2,), (200,), 1))
+    assert _cpus_held(store) == {"a": (4, 400)}
+    waiting = submit(store, "pb", 120, num_tasks=2, mem_per_node=300)
+    plan = schedule(store.snapshot(), 130)
+    assert dict(plan.preempted) == {borrowed: waiting} and plan.suspended == {borrowed}
+    assert preemption.begin(store, plan) == []
+    victim = store.jobs[borrowed]
+    assert (victim.state, victim.suspended_by) == (JobState.SUSPENDED, waiting)
+    assert victim.system_comment.startswith(f"Preempted (suspend) for job {waiting} at ")
+    assert f"reclaimed for job {waiting} of queue b" in victim.system_comment
+    # Its CPUs are lent: queue a counts them no more, its memory still.
+    assert _cpus_held(store) == {"a": (2, 400)}
+    plan = schedule(store.snapshot(), 131)
+    assert [s.job_id for s in plan.starts] == [waiting] and not plan.preempted
+    store.commit(plan)
+    assert _cpus_held(store) == {"a": (2, 400), "b": (2, 300)}
+    assert preemptresume.due(store, store.snapshot(), 131) == []
+    store.post(waiting, Finish(140, 0, "exited"))
+    (resumed,) = preemptresume.due(store, store.snapshot(), 141)
+    assert resumed.job_id == borrowed and resumed.state is JobState.RUNNING
+    assert _cpus_held(store) == {"a": (4, 400)}

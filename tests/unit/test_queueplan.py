@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 from controller import queueviews
 from controller.core import BackfillParams, Plan, Running, Snapshot, schedule
 from controller.core.fairshare import Usage
+from controller.core.preempt import PreemptPolicy
 from controller.core.priority import NO_RANKING
 from controller.jobstate import Reason
 from controller.model import Job
-from corral.queueconf import QueueConf
-from tests.unit.quotascenario import GPU, gpus, team, tree
+from corral.queueconf import QueueConf, ResourceQuota
+from tests.unit.quotascenario import CPU, GPU, gpus, team, tree
 from tests.unit.scenario import NOW, cluster, job, node, partition
 from tests.unit.scenario import running as running_job
 
@@ -67,6 +68,9 @@ class Scene:
     nodes: int = 4
     gpus: int = 2  # per node
     cpus: int = CPUS
+    # Running jobs whose PreemptMode is SUSPEND (under a PreemptType that lets no
+    # partition preempt another, so only the queues' reclaim takes victims).
+    suspend: frozenset[int] = frozenset()
 
     def snapshot(self) -> Snapshot:
         names = [f"n{i}" for i in range(1, self.nodes + 1)]
@@ -97,10 +101,13 @@ class Scene:
                 priority=r.calc_priority,
                 partition=r.partition,
                 start_time=r.start_time,
+                mode="SUSPEND" if r.job_id in self.suspend else "",
             )
             for r in self.running
         ]
         snap = cluster(views, [partition("batch", names)]).snapshot(self.pending, running=records)
+        if self.suspend:
+            snap = replace(snap, preempt=PreemptPolicy("partition_prio"))
         if self.conf is None:
             return snap
         empty = {n: node(n, cpus=self.cpus, gres=f"gpu:{self.gpus}") for n in names}
@@ -226,6 +233,58 @@ def test_reclaim_counts_what_the_pass_started_in_the_waiting_jobs_queue() -> Non
     assert within.preempted == {20: 2}
 
 
+# ---------------------------------------------------------------- victims that are suspended
+
+
+def cpus_only(job_id: int, account: str, cpus: int) -> Job:
+    """A pending job of ``account`` asking ``cpus`` CPUs and no GPU."""
+    return job(job_id, account=account, num_tasks=cpus, time_limit=60)
+
+
+def test_a_cpu_reclaim_suspends_a_victim_whose_preempt_mode_is_suspend() -> None:
+    """Queues govern CPUs; a borrows b's 8 with a job that also holds 2 GPUs. b's job
+    needs CPUs alone: the borrower is suspended (its GPUs kept), not requeued."""
+    conf = teams(a={"quotas": {CPU: ResourceQuota(8)}}, b={"quotas": {CPU: ResourceQuota(8)}})
+    running = (
+        holding(10, "a", ["n1"], 0, cpus=(CPUS,), gres_alloc=((),), start_time=NOW - 300),
+        holding(11, "a", ["n2"], 2, cpus=(CPUS,), start_time=NOW - 100),
+    )
+    waiting = (cpus_only(1, "b", 4),)
+    plan = Scene(conf, running, waiting, nodes=2, suspend=frozenset({10, 11})).plan()
+    assert dict(plan.preempted) == {11: 1}
+    assert plan.suspended == {11} and plan.requeued == set()
+    assert "reclaimed for job 1 of queue b" in plan.why[11]
+    # The same jobs under PreemptMode=REQUEUE are requeued, as before.
+    ended = Scene(conf, running, waiting, nodes=2).plan()
+    assert dict(ended.preempted) == {11: 1} and ended.requeued == {11} and not ended.suspended
+    # A job that needs its GPUs too (the queues do not govern them: placement sees it)
+    # finds nothing in a suspension, which would keep them: it takes no victim.
+    with_gpus = (asking(1, "b", 2, ntasks_per_node=4, num_tasks=4),)
+    assert (
+        dict(Scene(conf, running, with_gpus, nodes=2, suspend=frozenset({10, 11})).plan().preempted)
+        == {}
+    )
+    assert dict(Scene(conf, running, with_gpus, nodes=2).plan().preempted) == {11: 1}
+
+
+def test_a_gpu_reclaim_passes_over_a_victim_whose_preempt_mode_is_suspend() -> None:
+    """A suspension keeps the victim's GPUs: b's GPU job takes a's borrowed job that ends
+    rather than the newer one that would be suspended, and none when all would be."""
+    conf = teams(a={"quotas": gpus(4)}, b={"quotas": gpus(4)})
+    running = (
+        holding(10, "a", ["n1"], 2, start_time=NOW - 300),
+        holding(11, "a", ["n2"], 2, start_time=NOW - 200),
+        holding(12, "a", ["n3"], 2, start_time=NOW - 100),  # the newest: first, if it ended
+        holding(13, "b", ["n4"], 2),
+    )
+    waiting = (asking(1, "b", 2),)
+    plan = Scene(conf, running, waiting, suspend=frozenset({12})).plan()
+    assert dict(plan.preempted) == {11: 1} and plan.requeued == {11}
+    assert not plan.suspended
+    plan = Scene(conf, running, waiting, suspend=frozenset({10, 11, 12})).plan()
+    assert dict(plan.preempted) == {} and not plan.suspended
+
+
 # ---------------------------------------------------------------- admission in the pass
 
 
@@ -338,7 +397,8 @@ def scenes(draw: st.DrawFn) -> Scene:
     """A random small cluster, two or three teams (one perhaps under a parent with a
     Limit) with guarantees and limits, the teams' jobs running within what nodes
     hold (often all of it, the first and last team more than the others, so that
-    some teams borrow and others reclaim), and pending jobs of any team or none."""
+    some teams borrow and others reclaim), some of them suspended if preempted, and
+    pending jobs of any team or none."""
     nodes = draw(st.integers(1, 4))
     per_node = draw(st.integers(1, 4))
     capacity = nodes * per_node
@@ -388,7 +448,12 @@ def scenes(draw: st.DrawFn) -> Scene:
         )
         for job_id in range(1, draw(st.integers(1, 8)) + 1)
     ]
-    return Scene(tree(*specs), tuple(running), tuple(pending), nodes=nodes, gpus=per_node)
+    # Some running jobs are suspended by preemption (PreemptMode=SUSPEND): they would
+    # keep their GPUs, so no GPU-waiting job may take them.
+    suspend = frozenset(r.job_id for r in running if draw(st.integers(0, 3)) == 0)
+    return Scene(
+        tree(*specs), tuple(running), tuple(pending), nodes=nodes, gpus=per_node, suspend=suspend
+    )
 
 
 def limits_of(conf: QueueConf) -> dict[str, int]:
@@ -432,6 +497,8 @@ def test_starts_never_pass_a_queues_limit_nor_the_free_gpus(scene: Scene, backfi
             assert after.get(name, 0) == held.get(name, 0)
     # Reclaim: victims are jobs of preemptible queues, and leave every queue they come
     # from with at least its guarantee (counting what the pass started in it).
+    # A job a preemption would suspend keeps its GPUs: no GPU-waiting job takes it.
+    assert not set(plan.preempted) & scene.suspend and not plan.suspended
     records = {r.job_id: r for r in snap.queues.running}
     left = dict(after)
     for victim in plan.preempted:

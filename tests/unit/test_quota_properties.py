@@ -9,7 +9,7 @@ lend limits at most the guarantee; the capacity may be below the guarantees
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +22,7 @@ from controller.core.quota import (
     WaitingJob,
     admit,
     divide,
+    kept,
     reclaim,
 )
 from corral.queueconf import QueueConf, QueueSpec, ResourceQuota
@@ -223,7 +224,10 @@ def _busy(
         request = _job(draw, resources)
         if admit(conf, start, allocated, queue, request, True).admitted:
             _add(allocated, queue, request)
-            jobs.append(RunningJob(i, queue, draw(PRIORITIES), request, NOW - 1_000 + i))
+            suspends = draw(PICK) % 4 == 0  # PreemptMode=SUSPEND: it would lend its CPUs alone
+            jobs.append(
+                RunningJob(i, queue, draw(PRIORITIES), request, NOW - 1_000 + i, suspends=suspends)
+            )
     return World(conf, capacity, {}, {}), jobs
 
 
@@ -260,7 +264,8 @@ def _apply(
     jobs: list[RunningJob],
     wait: list[WaitingJob],
 ) -> tuple[list[RunningJob], list[WaitingJob]]:
-    """The cluster after the evictions, with the jobs they were for started."""
+    """The cluster after the evictions, with the jobs they were for started; a victim
+    that is suspended stays, holding what it keeps, and is no victim again."""
     gone = {e.victim for e in evictions}
     served = {e.for_job for e in evictions}
     started = [
@@ -268,9 +273,12 @@ def _apply(
         for w in wait
         if w.job_id in served
     ]
-    return [j for j in jobs if j.job_id not in gone] + started, [
-        w for w in wait if w.job_id not in served
+    stay = [
+        j if j.job_id not in gone else replace(j, resources=kept(j.resources), preemptible=False)
+        for j in jobs
+        if j.job_id not in gone or j.suspends
     ]
+    return stay + started, [w for w in wait if w.job_id not in served]
 
 
 @FAST
@@ -296,13 +304,16 @@ def test_reclaim_takes_no_in_quota_job_and_leaves_no_more_queues_below_guarantee
         current = e.for_job
         victim = by_id[e.victim]
         total = _totals(conf, holding)
+        # What the victim gives up: all it holds, or, suspended, its CPUs alone.
+        gives = {r: n for r, n in victim.resources.items() if r == CPU or not victim.suspends}
+        assert e.freed == {r: n for r, n in gives.items() if n > 0}
         for q in _up_to(conf, victim.queue, asks[e.for_job].queue):
-            for r, n in victim.resources.items():
+            for r, n in e.freed.items():
                 floor = shares.guarantee_of(q, r)
                 if e.strategy == MAINTAIN_FAIR_SHARE:
                     floor = max(floor, shares.fair_of(q, r))
-                assert n == 0 or total[q].get(r, 0) - n >= floor, e.why
-        _add(holding, victim.queue, {r: -n for r, n in victim.resources.items()})
+                assert total[q].get(r, 0) - n >= floor, e.why
+        _add(holding, victim.queue, {r: -n for r, n in e.freed.items()})
     assert len({e.victim for e in evictions}) == len(evictions)
     after, _ = _apply(evictions, jobs, pending)
     assert len(_below(conf, shares, held(after))) <= len(_below(conf, shares, held(jobs)))
@@ -348,6 +359,8 @@ def test_no_queue_stays_below_its_guarantee_while_a_lender_is_over_its_own(
             j.job_id
             for j in jobs
             if j.queue != w.queue
+            and j.preemptible
+            and not j.suspends  # a suspension keeps its GPUs
             and all(
                 gpus(q) + 1 <= shares.guarantee_of(q, GPU) for q in _up_to(conf, w.queue, j.queue)
             )

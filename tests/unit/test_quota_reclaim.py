@@ -14,8 +14,9 @@ from controller.core.quota import (
     preempt_within,
     reclaim,
 )
-from corral.queueconf import QueueConf, QueueSpec
+from corral.queueconf import QueueConf, QueueSpec, ResourceQuota
 from tests.unit.quotascenario import (
+    CPU,
     GPU,
     NOW,
     asked,
@@ -242,3 +243,58 @@ def test_preempt_min_runtime_and_the_fewest_victims() -> None:
     # Job 2 then job 3 cover the 2 GPUs; job 3 alone does, so job 2 is spared.
     assert [e.victim for e in preempt_within(conf, "a", ask, run, NOW)] == [3]
     assert preempt_within(conf, "a", [waiting(100, "a", 4, priority=10)], run, NOW) == []
+
+
+# ---------------------------------------------------------------- victims that are suspended
+
+CPU_TEAMS = tree(
+    team("a", {CPU: ResourceQuota(4)}),
+    team("b", {CPU: ResourceQuota(4)}),
+)
+
+
+def _cpu_reclaim(run: list[RunningJob], wait: list[WaitingJob]) -> list[Eviction]:
+    shares = divide(CPU_TEAMS, {CPU: 8}, asked(run, wait), {})
+    return reclaim(CPU_TEAMS, shares, held(run), wait, run, NOW)
+
+
+def test_a_suspended_victim_gives_back_its_cpus_alone() -> None:
+    """Team a borrows b's 4 CPUs with a job that PreemptMode=SUSPEND suspends: it is
+    taken for b's CPUs, and frees them alone (its GPU stays counted in a)."""
+    borrower = running(2, "a", 1, started=20, resources={CPU: 4}, suspends=True)
+    run = [running(1, "a", 0, started=10, resources={CPU: 4}), borrower]
+    got = _cpu_reclaim(run, [waiting(100, "b", 0, resources={CPU: 4})])
+    assert [(e.victim, e.freed) for e in got] == [(2, {CPU: 4})]
+    assert borrower.freed == {CPU: 4} and replace(borrower, suspends=False).freed == {
+        GPU: 1,
+        CPU: 4,
+    }
+
+
+def test_a_suspended_victim_is_no_victim_for_gpus() -> None:
+    """b waits for a GPU a borrows: a suspension would keep it, so the job that would be
+    suspended is passed over for one that ends, and with none, nobody is taken."""
+    keeps = running(8, "a", started=80, suspends=True)
+    got = _reclaim(TWO_TEAMS, [*A_ON_ALL[:-1], keeps], [waiting(100, "b", 1)])
+    assert _victims(got) == [7]
+    everyone = [replace(j, suspends=True) for j in A_ON_ALL]
+    assert _reclaim(TWO_TEAMS, everyone, [waiting(100, "b", 1)]) == []
+
+
+def test_within_a_queue_suspensions_cover_the_cpus_of_a_job_nothing_else_can() -> None:
+    """A job asking CPUs and a node: its queue's jobs that would be suspended give back
+    their CPUs alone, never a node, so they cover its CPUs only when no victims that
+    end cover all of it (the rest must be free beside them: placement checks)."""
+    conf = tree(team("a", {CPU: ResourceQuota(8)}, within_queue="LowerPriority"))
+    ask = [waiting(100, "a", 0, priority=10, resources={CPU: 4, "node": 1})]
+
+    def low(job_id: int, started: int, suspends: bool) -> RunningJob:
+        return running(
+            job_id, "a", 0, priority=1, started=started, resources={CPU: 4, "node": 1},
+            suspends=suspends,
+        )  # fmt: skip
+
+    got = preempt_within(conf, "a", ask, [low(1, 100, True), low(2, 50, True)], NOW)
+    assert [(e.victim, e.freed) for e in got] == [(1, {CPU: 4})]
+    got = preempt_within(conf, "a", ask, [low(1, 100, True), low(2, 50, False)], NOW)
+    assert [(e.victim, e.freed) for e in got] == [(2, {CPU: 4, "node": 1})]
