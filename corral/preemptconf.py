@@ -28,7 +28,8 @@ order (controller/core/preempt.py) already takes the victims that lose the
 least work and keeps none the waiting job can start without, so Slurm's
 reordering passes (``reorder_count``, ``strict_order``) have nothing to act
 on and ``youngest_first`` would only undo the checkpoints; licenses are not
-implemented; and ``strict_suspend`` is no word Slurm documents.
+implemented; and no Slurm release (17.11 to 25.11) documents or reads
+``strict_suspend``, so it has no meaning to implement.
 
 Everything that is not one of Slurm's words, and SUSPEND or a partition's
 GANG without GANG in slurm.conf's PreemptMode, is refused with its file and
@@ -64,14 +65,17 @@ SUSPEND_GRACE = 2
 #: The largest number a PreemptParameters value may be (Slurm reads them as uint32).
 _UINT32 = 2**32 - 2
 #: The rest of Slurm's PreemptParameters, refused, and why.
-_ORDER = "Corral orders victims by the work they lose and keeps none the job can start without"
+_REORDER = (
+    "Corral's victim search has no reordering passes (it drops each victim the job "
+    "can start without)"
+)
 _REFUSED = {
     "reclaim_licenses": "licenses are not implemented",
-    "reorder_count": f"{_ORDER}: there are no reordering passes to count",
-    "strict_order": f"{_ORDER}: there are no reordering passes to order",
-    "youngest_first": f"{_ORDER}: it already prefers the least run time since a job's "
-    "start or last checkpoint, and start time alone would undo the checkpoints",
-    "strict_suspend": "Slurm 24.11 documents no such parameter",
+    "reorder_count": _REORDER,
+    "strict_order": _REORDER,
+    "youngest_first": "Corral already takes the least run time since a job's start or "
+    "last checkpoint before priority; start time alone would undo the checkpoints",
+    "strict_suspend": "no Slurm release documents or reads it, so its meaning is unknown",
 }
 #: Slurm 22.05's SchedulerParameters spellings of PreemptParameters (24.11 reads both).
 _SCHEDULER_SPELLINGS = {

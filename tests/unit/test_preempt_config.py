@@ -69,7 +69,7 @@ def test_bad_values_are_refused_with_file_and_line(body: str, line: int, message
         pytest.param("PreemptParameters=strict_order", "no reordering passes", id="so"),
         pytest.param("PreemptParameters=reorder_count=3", "no reordering passes", id="rc"),
         pytest.param("PreemptParameters=reclaim_licenses", "licenses are not", id="rl"),
-        pytest.param("PreemptParameters=strict_suspend", "documents no such", id="ss"),
+        pytest.param("PreemptParameters=strict_suspend", "its meaning is unknown", id="ss"),
         # Slurm 22.05's spellings, which 24.11 still reads: refused alike.
         pytest.param("SchedulerParameters=bf_interval=5,preempt_strict_order", "reorder", id="so'"),
         pytest.param("SchedulerParameters=preempt_youngest_first", "would undo", id="yf'"),
