@@ -331,10 +331,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         lost with the old stream is not lost for good."""
         if job.suspend_time and jobstate.COMPLETING not in job.flags:
             suspended = job.state is jobstate.JobState.SUSPENDED
-            message = pb.SuspendJob(
-                job_id=job.job_id, resume=not suspended, suspended_secs=job.suspended_secs
-            )
-            session.send(pb.ControllerMessage(suspend=message))
+            session.send(pb.ControllerMessage(suspend=self._suspend_job(job, not suspended)))
 
     def _give_up_on(self, job_id: int, restarts: int) -> None:
         job = self.store.jobs.get(job_id)
@@ -604,13 +601,20 @@ class AgentLink(pb_grpc.AgentLinkServicer):
     def suspend(self, job: Job, *, resume: bool) -> None:
         """Tell the agents of the job's nodes to stop its processes, or to let them
         continue with its time limit moved by the time it was suspended."""
-        message = pb.ControllerMessage(
-            suspend=pb.SuspendJob(
-                job_id=job.job_id, resume=resume, suspended_secs=job.suspended_secs
-            )
-        )
+        message = pb.ControllerMessage(suspend=self._suspend_job(job, resume))
         for session in self._sessions_of(job):
             session.send(message)
+
+    def _suspend_job(self, job: Job, resume: bool) -> pb.SuspendJob:
+        """The agents' suspend or resume of ``job``. Every suspension, whoever asked for
+        it, gives the tasks PreemptParameters=suspend_grace_time between SIGTSTP and
+        the stop: slurmstepd's one suspend does so for them all."""
+        return pb.SuspendJob(
+            job_id=job.job_id,
+            resume=resume,
+            suspended_secs=job.suspended_secs,
+            grace_secs=self.store.conf.preemption.suspend_grace,
+        )
 
     def _sessions_of(self, job: Job) -> list[_Session]:
         """The sessions of the job's nodes, each once, the batch host's first."""

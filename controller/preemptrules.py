@@ -95,6 +95,7 @@ def policy(conf: SlurmConfig, assocs: AssocSet | None) -> PreemptPolicy | None:
     if not rules.active:
         return None
     requeue = conf.preempt_mode == "REQUEUE"
+    exempt = conf.preemption.min_exempt_priority
     if rules.by_qos:
         return PreemptPolicy(
             "qos",
@@ -104,6 +105,7 @@ def policy(conf: SlurmConfig, assocs: AssocSet | None) -> PreemptPolicy | None:
                 name for name, q in rules.qos.items() if "within" in q.preempt_mode.lower()
             ),
             within_all=conf.preemption.within,
+            min_exempt_priority=exempt,
         )
     tiers = {p.name: p.priority_tier for p in conf.partitions}
-    return PreemptPolicy("partition_prio", requeue, tiers=tiers)
+    return PreemptPolicy("partition_prio", requeue, tiers=tiers, min_exempt_priority=exempt)

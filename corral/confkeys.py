@@ -205,7 +205,7 @@ PowerParameters                 warned              no power management
 PowerPlugin                     warned              no power management
 PreemptExemptTime               honoured
 PreemptMode                     honoured
-PreemptParameters               honoured            send_user_signal; the others are refused
+PreemptParameters               honoured            youngest_first, reordering and licenses refused
 PreemptType                     honoured
 PrEpParameters                  warned              no prolog and epilog plugins
 PrEpPlugins                     refused(prep/script) prolog and epilog plugins are not run

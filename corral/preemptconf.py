@@ -7,9 +7,29 @@ other by priority. ``GANG`` turns on time-slicing of the jobs that share CPUs
 in partitions with ``OverSubscribe=FORCE`` (every ``SchedulerTimeSlice``
 seconds, controller/gang.py) and lets suspended victims be resumed; as in
 Slurm it is a cluster-wide word, and SUSPEND in slurm.conf needs it there.
-``PreemptExemptTime`` is the run time before a job may be a victim at all,
-and ``PreemptParameters=send_user_signal`` sends a victim's own ``--signal``
-instead of SIGTERM at the start of its GraceTime.
+``PreemptExemptTime`` is the run time before a job may be a victim at all.
+
+``PreemptParameters`` (slurm.conf(5) of Slurm 24.11; 22.05 had some of its
+words as ``SchedulerParameters=preempt_*``, which 24.11 still reads and so
+does Corral):
+
+* ``send_user_signal`` sends a victim's own ``--signal`` instead of SIGTERM
+  at the start of its GraceTime.
+* ``suspend_grace_time=N`` (default 2 s): every suspension, whether a
+  preemption's, gang time-slicing's or ``scontrol suspend``'s, first sends
+  SIGTSTP to the job's tasks so they can prepare, and stops them N seconds
+  later, as slurmstepd does.
+* ``min_exempt_priority=N``: only jobs whose priority is below N may be
+  victims of PreemptType's preemption (Slurm's documented rule; its code
+  lets a job of exactly N be one too).
+
+The rest are refused, each with its reason (``_REFUSED``): Corral's victim
+order (controller/core/preempt.py) already takes the victims that lose the
+least work and keeps none the waiting job can start without, so Slurm's
+reordering passes (``reorder_count``, ``strict_order``) have nothing to act
+on and ``youngest_first`` would only undo the checkpoints; licenses are not
+implemented; and no Slurm release (17.11 to 25.11) documents or reads
+``strict_suspend``, so it has no meaning to implement.
 
 Everything that is not one of Slurm's words, and SUSPEND or a partition's
 GANG without GANG in slurm.conf's PreemptMode, is refused with its file and
@@ -18,19 +38,21 @@ line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from corral import timefmt
 from corral.confsyntax import NOWHERE, ConfigError, Where
 
 __all__ = [
     "MODES",
+    "SUSPEND_GRACE",
     "TIME_SLICE",
     "PreemptConfig",
     "exempt_seconds",
     "grace_seconds",
     "mode",
     "parameters",
+    "scheduler_parameters",
     "time_slice",
 ]
 
@@ -38,18 +60,30 @@ __all__ = [
 MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND")
 #: SchedulerTimeSlice's default, seconds (Slurm's).
 TIME_SLICE = 30
-#: PreemptParameters Corral honours.
-_PARAMETERS = ("send_user_signal",)
-#: The rest of Slurm's PreemptParameters, refused: each would change who is preempted.
-_SLURM_PARAMETERS = (
-    "min_exempt_priority",
-    "reclaim_licenses",
-    "reorder_count",
-    "strict_order",
-    "strict_suspend",
-    "suspend_grace_time",
-    "youngest_first",
+#: PreemptParameters=suspend_grace_time's default, seconds (Slurm's).
+SUSPEND_GRACE = 2
+#: The largest number a PreemptParameters value may be (Slurm reads them as uint32).
+_UINT32 = 2**32 - 2
+#: The rest of Slurm's PreemptParameters, refused, and why.
+_REORDER = (
+    "Corral's victim search has no reordering passes (it drops each victim the job "
+    "can start without)"
 )
+_REFUSED = {
+    "reclaim_licenses": "licenses are not implemented",
+    "reorder_count": _REORDER,
+    "strict_order": _REORDER,
+    "youngest_first": "Corral already takes the least run time since a job's start or "
+    "last checkpoint before priority; start time alone would undo the checkpoints",
+    "strict_suspend": "no Slurm release documents or reads it, so its meaning is unknown",
+}
+#: Slurm 22.05's SchedulerParameters spellings of PreemptParameters (24.11 reads both).
+_SCHEDULER_SPELLINGS = {
+    "preempt_send_user_signal": "send_user_signal",
+    "preempt_youngest_first": "youngest_first",
+    "preempt_strict_order": "strict_order",
+    "preempt_reorder_count": "reorder_count",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +93,10 @@ class PreemptConfig:
     within: bool = False  # PreemptMode=...,WITHIN
     exempt_time: int = 0  # PreemptExemptTime, seconds (0: none)
     send_user_signal: bool = False  # PreemptParameters=send_user_signal
+    suspend_grace: int = SUSPEND_GRACE  # PreemptParameters=suspend_grace_time, seconds
+    # PreemptParameters=min_exempt_priority: jobs of this priority or more are never
+    # victims (None: no such bound).
+    min_exempt_priority: int | None = None
     gang: bool = False  # PreemptMode=...,GANG: time-slicing, and suspended victims resumed
     time_slice: int = TIME_SLICE  # SchedulerTimeSlice, seconds
 
@@ -130,18 +168,47 @@ def grace_seconds(text: str, where: Where) -> int:
     return int(value)
 
 
-def parameters(text: str, where: Where) -> bool:
-    """PreemptParameters: whether ``send_user_signal`` is set; other words refused."""
-    send = False
+def _count(word: str, where: Where) -> int:
+    """The whole number of a ``name=N`` PreemptParameters word."""
+    value = word.partition("=")[2].strip()
+    if not value.isdigit() or int(value) > _UINT32:
+        name = word.partition("=")[0]
+        raise ConfigError(*where, f"bad PreemptParameters value '{word}': {name}=<number>")
+    return int(value)
+
+
+def _word(config: PreemptConfig, word: str, where: Where) -> PreemptConfig:
+    """``config`` with one PreemptParameters word applied (refused: ConfigError)."""
+    name = word.partition("=")[0].strip().lower()
+    if name == "send_user_signal":
+        return replace(config, send_user_signal=True)
+    if name == "suspend_grace_time":
+        return replace(config, suspend_grace=_count(word, where))
+    if name == "min_exempt_priority":
+        return replace(config, min_exempt_priority=_count(word, where))
+    if name in _REFUSED:
+        raise ConfigError(*where, f"PreemptParameters={word} is refused: {_REFUSED[name]}")
+    raise ConfigError(*where, f"bad PreemptParameters value '{word}'")
+
+
+def parameters(config: PreemptConfig, text: str, where: Where) -> PreemptConfig:
+    """``config`` with PreemptParameters ``text`` applied; words Corral does not honour
+    are refused with the reason."""
     for word in (w.strip() for w in text.split(",") if w.strip()):
-        name = word.partition("=")[0].lower()
-        if name in _PARAMETERS:
-            send = True
-        elif name in _SLURM_PARAMETERS:
-            raise ConfigError(*where, f"PreemptParameters={word} is not supported yet")
-        else:
-            raise ConfigError(*where, f"bad PreemptParameters value '{word}'")
-    return send
+        config = _word(config, word, where)
+    return config
+
+
+def scheduler_parameters(config: PreemptConfig, text: str, where: Where) -> PreemptConfig:
+    """``config`` with SchedulerParameters' ``preempt_*`` words (Slurm 22.05's
+    spellings) applied as their PreemptParameters; the other words are not
+    preemption's."""
+    for word in (w.strip() for w in text.split(",") if w.strip()):
+        name, equals, value = word.partition("=")
+        spelled = _SCHEDULER_SPELLINGS.get(name.strip().lower())
+        if spelled is not None:
+            config = _word(config, f"{spelled}{equals}{value}", where)
+    return config
 
 
 def parse(settings: dict[str, tuple[str, Where]]) -> tuple[str, str, PreemptConfig]:
@@ -159,13 +226,15 @@ def parse(settings: dict[str, tuple[str, Where]]) -> tuple[str, str, PreemptConf
             )
     chosen, within, gang = mode(*settings.get("PreemptMode", ("OFF", NOWHERE)))
     exempt = settings.get("PreemptExemptTime")
-    params = settings.get("PreemptParameters")
     slice_ = settings.get("SchedulerTimeSlice")
     extra = PreemptConfig(
         within=within,
         exempt_time=0 if exempt is None else exempt_seconds(*exempt),
-        send_user_signal=False if params is None else parameters(*params),
         gang=gang,
         time_slice=TIME_SLICE if slice_ is None else time_slice(*slice_),
     )
+    if "SchedulerParameters" in settings:
+        extra = scheduler_parameters(extra, *settings["SchedulerParameters"])
+    if "PreemptParameters" in settings:
+        extra = parameters(extra, *settings["PreemptParameters"])
     return kind, chosen, extra

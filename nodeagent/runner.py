@@ -14,6 +14,13 @@ the kill wait) and, once every task has ended, SIGKILLs what is left of the
 group. What only one kind does (srun's connection and the tasks' pipes; the
 batch script's files, ``--signal=B:`` and time-limit updates) is its subclass's.
 
+A suspension is slurmstepd's: SIGTSTP to the tasks now, so that they can
+prepare (MPI daemons stop their ranks), and the stop (the cgroup frozen, else
+SIGSTOP) once the grace the agent passed on (PreemptParameters=
+suspend_grace_time) is over, a timer of the loop like the KILL after the kill
+wait; a resume during the grace cancels the stop. A resume sends SIGCONT as
+well as thawing: a task that took SIGTSTP's default action is stopped by it.
+
 The run's cgroups (:mod:`nodeagent.cgroups`: containment and limits, with the
 GPU fence of :mod:`nodeagent.devcgroup` on the v2 one) are made here before the
 first fork, joined by each task before it execs, signalled with the group, and
@@ -100,6 +107,7 @@ class Runner:
         self.contained: cgroups.RunCgroups | None = None  # the tasks' cgroups
         self.left_behind: list[int] = []  # what the final kill could not end
         self.suspended = False  # scontrol suspend: its tasks are stopped, its limit paused
+        self.stop_at: float | None = None  # suspended, in its grace: when its tasks stop
         self.frozen = False  # suspended by freezing its cgroup (else by SIGSTOP)
         self.suspended_secs = 0  # the job's time suspended in all: the limit moves by it
 
@@ -239,6 +247,11 @@ class Runner:
                 wakes.append(deadline)
         if not self.ending.why and not self.suspended:
             wakes += self._timers(now)
+        if self.stop_at is not None:
+            if now >= self.stop_at:
+                self._stop()
+            else:
+                wakes.append(self.stop_at)
         if self.ending.kill_at is not None and now >= self.ending.kill_at:
             log.info("%s: kill wait over, SIGKILL", self.name)
         kill_at = self.ending.due(now)
@@ -266,33 +279,46 @@ class Runner:
             self.cancelled = True
             self._cancel(kill_wait)
 
-    def _suspend(self, suspended: bool, suspended_secs: int) -> None:
-        """Stop the tasks where they are, or let them continue (scontrol suspend,
-        resume): their cgroup frozen or thawed where they are contained, else
-        SIGSTOP or SIGCONT to them. A repeated request (the controller says it again
-        to an agent that reconnects) changes nothing."""
+    def _suspend(self, suspended: bool, suspended_secs: int, grace: int) -> None:
+        """Suspend the tasks (SIGTSTP now, stopped ``grace`` seconds later) or let
+        them continue (scontrol suspend, resume; a preemption's or the gang
+        scheduler's). A repeated request (the controller says it again to an agent
+        that reconnects) changes nothing."""
         self.suspended_secs = suspended_secs
         if suspended == self.suspended or not self.pgid or not self._running():
             return
         self.suspended = suspended
         if suspended:
-            self.frozen = self.contained is not None and self.contained.freeze(True)
-            if not self.frozen:
-                self._signal(signal.SIGSTOP)
+            self._signal(signal.SIGTSTP)
+            self.stop_at = time.time() + grace
+            log.info("%s: SIGTSTP, stopped in %d s", self.name, grace)
+            if not grace:
+                self._stop()
+            return
+        if self.stop_at is not None:
+            self.stop_at = None  # resumed in its grace: never stopped
         elif self.frozen:
             assert self.contained is not None
             self.contained.freeze(False)
             self.frozen = False
-        else:
-            self._signal(signal.SIGCONT)
-        log.info("%s %s", self.name, "suspended" if suspended else "resumed")
+        self._signal(signal.SIGCONT)
+        log.info("%s resumed", self.name)
+
+    def _stop(self) -> None:
+        """The grace is over: stop the tasks where they are, their cgroup frozen
+        where they are contained, else SIGSTOP to them."""
+        self.stop_at = None
+        self.frozen = self.contained is not None and self.contained.freeze(True)
+        if not self.frozen:
+            self._signal(signal.SIGSTOP)
+        log.info("%s suspended", self.name)
 
     def _begin_end(self, why: str, kill_wait: int) -> bool:
         """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds (a
         suspended run thawed first, as slurmstepd sends SIGCONT with the kill). False
         when they were being ended already (at most the KILL came forward)."""
         if self.suspended:
-            self._suspend(False, self.suspended_secs)
+            self._suspend(False, self.suspended_secs, 0)
         return self.ending.begin(why, time.time() + kill_wait)
 
     def _signal(self, sig: int) -> None:

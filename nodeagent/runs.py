@@ -591,14 +591,15 @@ class RunTable:
 
     def suspend(self, msg: pb.SuspendJob) -> None:
         """scontrol suspend or resume: every run of the job here (its batch script and
-        its steps) stops its processes or lets them continue, its time limit moved
-        on by the job's time suspended in all."""
+        its steps) stops its processes (SIGTSTP, then stopped after the message's
+        grace) or lets them continue, its time limit moved on by the job's time
+        suspended in all."""
         runs = self._of(msg.job_id)
         if not runs:
             log.info("job_id=%d suspend: no run of the job here", msg.job_id)
         for run in runs:
             try:
-                run.dir.request_suspend(not msg.resume, msg.suspended_secs)
+                run.dir.request_suspend(not msg.resume, msg.suspended_secs, msg.grace_secs)
             except OSError as exc:
                 log.warning("%s cannot request its suspension: %s", run.name, exc)
                 continue

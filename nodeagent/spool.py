@@ -18,8 +18,9 @@ Files in a job directory (who writes them):
 ``started``        supervisor  the script's pid and start time (:class:`Started`)
 ``time_limit``     agent       a new limit in minutes (``scontrol update``)
 ``cancel``         agent       terminate request; content: KillWait seconds
-``suspend``        agent       scontrol suspend/resume: ``stop`` or ``cont``, and the
+``suspend``        agent       scontrol suspend/resume: ``stop`` or ``cont``, the
                                job's seconds suspended in all (its limit moves by them)
+                               and the seconds from SIGTSTP to the stop
 ``cgroups``        supervisor  the run's cgroups by role (:func:`nodeagent.cgroups.run_paths`)
 ``result``         supervisor  how the job ended (:class:`Result`), written last
 =================  ==========  ==================================================
@@ -341,11 +342,12 @@ class RunDir:
     def request_cancel(self, kill_wait: int) -> None:
         _write_atomic(self.file(CANCEL), f"{kill_wait}\n")
 
-    def request_suspend(self, suspended: bool, suspended_secs: int) -> None:
-        """Ask the run to stop its processes (``suspended``) or let them continue, the
-        job having been suspended ``suspended_secs`` in all."""
+    def request_suspend(self, suspended: bool, suspended_secs: int, grace: int) -> None:
+        """Ask the run to stop its processes (``suspended``: SIGTSTP now, stopped
+        ``grace`` seconds later) or let them continue, the job having been suspended
+        ``suspended_secs`` in all."""
         word = "stop" if suspended else "cont"
-        _write_atomic(self.file(SUSPEND), f"{word} {suspended_secs}\n")
+        _write_atomic(self.file(SUSPEND), f"{word} {suspended_secs} {grace}\n")
 
     def delete(self) -> None:
         """Remove the directory; it is flat, so unlinking its entries suffices."""
@@ -403,13 +405,14 @@ class RunDir:
         text = _read_text(self.file(STARTED))
         return None if text is None else Started(**json.loads(text))
 
-    def read_suspend(self) -> tuple[bool, int] | None:
-        """(whether the run is to be suspended, the job's seconds suspended in all)
-        as last asked, or None when it never was."""
+    def read_suspend(self) -> tuple[bool, int, int] | None:
+        """(whether the run is to be suspended, the job's seconds suspended in all, the
+        seconds from SIGTSTP to the stop) as last asked, or None when it never was."""
         words = (_read_text(self.file(SUSPEND)) or "").split()
         if not words:
             return None
-        return words[0] == "stop", int(words[1]) if len(words) > 1 else 0
+        numbers = [int(word) for word in words[1:3]] + [0, 0]
+        return words[0] == "stop", numbers[0], numbers[1]
 
     def read_cancel(self) -> int | None:
         """KillWait of a pending terminate request, or None when there is none."""

@@ -6,8 +6,10 @@ its own QOS of lower priority); with ``preempt/partition_prio`` jobs of a
 partition with a higher PriorityTier preempt jobs of lower tiers. After the
 main pass and backfill, each job still waiting for resources (highest
 priority first, at most ``MAX_PREEMPTORS`` a pass) looks for victims among
-the running jobs it may preempt whose PreemptMode is not OFF and whose
-PreemptExemptTime has passed.
+the running jobs it may preempt whose PreemptMode is not OFF, whose
+PreemptExemptTime has passed and whose priority is below
+``PreemptParameters=min_exempt_priority`` where that is set
+(``PreemptPolicy.may_preempt``).
 
 Victims are chosen to lose the least work (``victim_order``): jobs that asked
 to be told first (``--signal``: they can save their state), then those with

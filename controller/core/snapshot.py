@@ -169,6 +169,9 @@ class PreemptPolicy:
     # of their own QOS; ``within_all``: every QOS (the slurm.conf word).
     within: frozenset[str] = frozenset()
     within_all: bool = False
+    # PreemptParameters=min_exempt_priority: a job of this priority or more is never a
+    # victim (None: any priority may be).
+    min_exempt_priority: int | None = None
 
     def mode_of(self, victim: Running) -> str:
         """What is done to ``victim``: its own PreemptMode, else the global one."""
@@ -176,6 +179,8 @@ class PreemptPolicy:
 
     def may_preempt(self, job: Job, victim: Running, priority: int = 0) -> bool:
         """Whether ``job`` (of ``priority``) may preempt ``victim``."""
+        if self.min_exempt_priority is not None and victim.priority >= self.min_exempt_priority:
+            return False
         if self.kind == "qos":
             if victim.qos in self.qos.get(job.qos, frozenset()):
                 return True

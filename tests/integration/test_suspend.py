@@ -1,11 +1,14 @@
 """scontrol suspend and resume on a live cluster, its jobs contained in cgroups.
 
-A job that counts every 0.2 s is suspended: the count stops (its cgroup frozen),
+A job that counts every 0.2 s is suspended: the count stops (its cgroup frozen
+once PreemptParameters=suspend_grace_time has passed since its SIGTSTP),
 its memory cgroup stays, and its CPUs go to another job that was waiting for
 them; its resume is refused while that job holds them ("Requested nodes are
 busy"), then taken: the count goes on and its end moves by the time it was
 suspended. Suspended again and cancelled, it ends CANCELLED with nothing left
-running. Needs root and a cgroup file system, as test_containment.py does.
+running. A job that traps SIGTSTP is told of its suspension and goes on
+through its grace before it stops. Needs root and a cgroup file system, as
+test_containment.py does.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ CPUS = os.cpu_count() or 1
 FROZEN_V2 = any(version == cgroups.V2 and "procs" in roles for version, _, roles in LAYOUT)
 #: Counts in ``count`` every 0.2 s; its shell's pid in ``counter.pid``.
 COUNTER = "echo $$ > counter.pid; i=0; while :; do i=$((i+1)); echo $i > count; sleep 0.2; done"
+#: Counts as COUNTER does, and writes the count it has reached in ``told`` when it is
+#: sent SIGTSTP (it waits for its sleeps, so that the trap runs at once).
+TRAPPED = (
+    "trap 'echo $i > told' TSTP; i=0; "
+    "while :; do i=$((i+1)); echo $i > count; sleep 0.2 & wait $!; done"
+)
 
 
 def count(cluster: Cluster, name: str = "count") -> int:
@@ -119,6 +128,29 @@ def test_a_suspended_job_stops_lends_its_cpus_and_resumes_later(
     assert cluster.wait_done(job)["state"] == "CANCELLED"
     cluster.wait_for(lambda: not alive(pid), 10, f"the counter {pid} outlived its job")
     assert cluster.job(job)["suspended_secs"] >= paused
+
+
+def test_a_suspended_job_is_told_with_sigtstp_and_stopped_after_its_grace(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """PreemptParameters=suspend_grace_time as slurmstepd applies it to every
+    suspension: SIGTSTP first, so the job can prepare, and it stops only later."""
+    settings = (*SETTINGS, "PreemptParameters=suspend_grace_time=4")
+    cluster = make_cluster(nodes=1, settings=settings)
+    job = cluster.sbatch("-o", "c.out", "--wrap", TRAPPED)
+    cluster.wait_for(lambda: count(cluster) > 2, 20, "the counter never counted")
+    assert not (cluster.dir / "told").exists()
+    cluster.run("scontrol", "suspend", str(job))
+    assert cluster.job(job)["state"] == "SUSPENDED"
+    cluster.wait_for(lambda: count(cluster, "told") > 0, 15, "the job was never sent SIGTSTP")
+    told = count(cluster, "told")
+    cluster.wait_for(lambda: count(cluster) > told, 15, "the job did not go on in its grace")
+    cluster.wait_for(lambda: still(cluster), 15, "the job kept counting after its grace")
+    cluster.run("scontrol", "resume", str(job))
+    counted = count(cluster)
+    cluster.wait_for(lambda: count(cluster) > counted + 2, 15, "the resumed job never counted")
+    cluster.run("scancel", str(job))
+    assert cluster.wait_done(job)["state"] == "CANCELLED"
 
 
 def test_an_uncontained_job_is_stopped_by_signals(make_cluster: Callable[..., Cluster]) -> None:

@@ -67,6 +67,21 @@ def test_jobs_of_the_same_tier_or_unpreemptable_ones_are_left_alone() -> None:
     assert plan.preempted == {}
 
 
+def test_min_exempt_priority_spares_jobs_of_that_priority_or_more() -> None:
+    """PreemptParameters=min_exempt_priority: only jobs below it may be victims (Slurm's
+    documented rule), whatever else would choose them first."""
+    urgent = job(1, num_tasks=4, partitions=("high",))
+    running = [
+        victim(10, ("n1",), priority=100, start_time=NOW - 50),
+        victim(11, ("n2",), priority=99, start_time=NOW - 300),
+    ]
+    assert schedule(snap([urgent], running, TIERS), NOW).preempted == {10: 1}  # type: ignore[arg-type]
+    bounded = replace(TIERS, min_exempt_priority=100)
+    assert schedule(snap([urgent], running, bounded), NOW).preempted == {11: 1}  # type: ignore[arg-type]
+    none_below = replace(TIERS, min_exempt_priority=99)
+    assert schedule(snap([urgent], running, none_below), NOW).preempted == {}  # type: ignore[arg-type]
+
+
 def test_qos_preempt_lists_decide_under_preempt_qos() -> None:
     policy = PreemptPolicy("qos", qos={"gold": frozenset({"scavenger"})})
     gold = job(1, num_tasks=4, qos="gold", partitions=("low",))

@@ -26,8 +26,16 @@ def conf(body: str) -> SlurmConfig:
     [
         pytest.param("PreemptMode=PAUSE\n", 4, "bad PreemptMode value 'PAUSE'", id="mode"),
         pytest.param("PreemptExemptTime=soon\n", 4, "bad PreemptExemptTime", id="exempt"),
-        pytest.param("PreemptParameters=strict_order\n", 4, "not supported yet", id="param"),
         pytest.param("PreemptParameters=sendsignal\n", 4, "bad PreemptParameters", id="typo"),
+        pytest.param(
+            "PreemptParameters=suspend_grace_time=soon\n", 4, "suspend_grace_time=<n", id="sgt"
+        ),
+        pytest.param(
+            "PreemptParameters=suspend_grace_time\n", 4, "suspend_grace_time=<n", id="sgt bare"
+        ),
+        pytest.param(
+            "PreemptParameters=min_exempt_priority=-1\n", 4, "min_exempt_priority=<", id="mep"
+        ),
         pytest.param("PartitionName=p Nodes=n1 GraceTime=-5\n", 4, "bad GraceTime", id="grace"),
         pytest.param(
             "PartitionName=p Nodes=n1 PreemptMode=REQUEUE,WITHIN\n", 4, "not a partition", id="w"
@@ -52,6 +60,46 @@ def test_bad_values_are_refused_with_file_and_line(body: str, line: int, message
     with pytest.raises(ConfigError, match=message) as caught:
         conf(body)
     assert (caught.value.path, caught.value.line) == ("/etc/slurm/slurm.conf", line)
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        pytest.param("PreemptParameters=youngest_first", "would undo the checkpoints", id="yf"),
+        pytest.param("PreemptParameters=strict_order", "no reordering passes", id="so"),
+        pytest.param("PreemptParameters=reorder_count=3", "no reordering passes", id="rc"),
+        pytest.param("PreemptParameters=reclaim_licenses", "licenses are not", id="rl"),
+        pytest.param("PreemptParameters=strict_suspend", "its meaning is unknown", id="ss"),
+        # Slurm 22.05's spellings, which 24.11 still reads: refused alike.
+        pytest.param("SchedulerParameters=bf_interval=5,preempt_strict_order", "reorder", id="so'"),
+        pytest.param("SchedulerParameters=preempt_youngest_first", "would undo", id="yf'"),
+    ],
+)
+def test_preempt_parameters_corral_does_not_honour_are_refused_with_the_reason(
+    body: str, why: str
+) -> None:
+    with pytest.raises(ConfigError, match=why) as caught:
+        conf(body + "\n")
+    assert caught.value.line == 4
+    word = body.partition("=")[2].rsplit(",", 1)[-1]
+    assert f"PreemptParameters={word.removeprefix('preempt_')} is refused" in str(caught.value)
+
+
+def test_preempt_parameters_that_are_honoured() -> None:
+    plain = conf("").preemption
+    assert (plain.send_user_signal, plain.suspend_grace, plain.min_exempt_priority) == (
+        False,
+        2,  # Slurm's default grace between SIGTSTP and SIGSTOP
+        None,
+    )
+    c = conf("PreemptParameters=Suspend_Grace_Time=7,min_exempt_priority=1000\n").preemption
+    assert (c.suspend_grace, c.min_exempt_priority, c.send_user_signal) == (7, 1000, False)
+    assert conf("PreemptParameters=suspend_grace_time=0\n").preemption.suspend_grace == 0
+    old = conf("SchedulerParameters=bf_interval=5,preempt_send_user_signal\n").preemption
+    assert old.send_user_signal
+    both = "PreemptType=preempt/qos\nPreemptMode=CANCEL\nPreemptParameters=min_exempt_priority=9\n"
+    policy = preemptrules.policy(conf(both), assocs(QosLimits("normal", preempt_mode="within")))
+    assert policy is not None and policy.min_exempt_priority == 9
 
 
 def test_the_keys_are_read() -> None:

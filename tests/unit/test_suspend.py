@@ -5,13 +5,17 @@ ask (controller/jobcontrol.py)."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import time
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scenario import NOW, running
 
 from controller import effects
+from controller.agentlink import AgentLink
 from controller.effects import Continue, Kill, Stop
 from controller.jobcontrol import JobControl
 from controller.jobspec import from_fields
@@ -38,7 +42,7 @@ from corral import errors
 from corral.config import parse
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
-from nodeagent.runner import Runner
+from nodeagent.runner import Runner, Task
 from nodeagent.spool import JobDir
 
 START = NOW - 50
@@ -251,10 +255,10 @@ def test_the_suspend_request_round_trips_through_the_run_directory(tmp_path: Pat
     rundir = JobDir(str(tmp_path / "job5.0"))
     (tmp_path / "job5.0").mkdir()
     assert rundir.read_suspend() is None
-    rundir.request_suspend(True, 0)
-    assert rundir.read_suspend() == (True, 0)
-    rundir.request_suspend(False, 42)
-    assert rundir.read_suspend() == (False, 42)
+    rundir.request_suspend(True, 0, 2)
+    assert rundir.read_suspend() == (True, 0, 2)
+    rundir.request_suspend(False, 42, 2)
+    assert rundir.read_suspend() == (False, 42, 2)
 
 
 class _Timed(Runner):
@@ -282,6 +286,88 @@ def test_a_suspended_run_is_not_ended_at_its_limit_which_moves_by_the_time_suspe
     assert run._act(now) == pytest.approx(29) and not run.timed_out
     run._act(now + 29)
     assert run.timed_out
+
+
+class _Signalled(Runner):
+    """A run with one live task whose signals are noted instead of sent (not contained:
+    it is stopped with SIGSTOP)."""
+
+    def __init__(self, rundir: JobDir) -> None:
+        super().__init__(rundir, None, "job 5")
+        self.pgid = 4242
+        self.tasks = [Task(0, 0)]
+        self.sent: list[int] = []
+
+    def _signal(self, sig: int) -> None:
+        self.sent.append(sig)
+
+
+@pytest.fixture
+def signalled(tmp_path: Path) -> _Signalled:
+    (tmp_path / "job5.0").mkdir()
+    return _Signalled(JobDir(str(tmp_path / "job5.0")))
+
+
+def test_a_suspension_sends_sigtstp_and_stops_the_tasks_after_the_grace(
+    signalled: _Signalled,
+) -> None:
+    """PreemptParameters=suspend_grace_time as slurmstepd applies it: SIGTSTP so that
+    the tasks can prepare, the stop only once the grace is over (a timer of the loop,
+    never a sleep), SIGCONT with the resume."""
+    run = signalled
+    run._suspend(True, 0, 30)
+    assert run.sent == [signal.SIGTSTP] and run.suspended
+    now = time.time()
+    assert run._act(now) == pytest.approx(30, abs=1)  # the loop wakes for the stop
+    assert run.sent == [signal.SIGTSTP]
+    assert run._act(now + 30) is None
+    assert run.sent == [signal.SIGTSTP, signal.SIGSTOP]
+    run._suspend(True, 0, 30)  # said again (an agent that reconnects): nothing
+    assert run.sent == [signal.SIGTSTP, signal.SIGSTOP]
+    run._suspend(False, 40, 30)
+    assert run.sent[2:] == [signal.SIGCONT] and not run.suspended
+
+
+def test_a_resume_in_the_grace_cancels_the_stop(signalled: _Signalled) -> None:
+    run = signalled
+    run._suspend(True, 0, 30)
+    run._suspend(False, 5, 30)
+    assert run.sent == [signal.SIGTSTP, signal.SIGCONT]  # CONT: SIGTSTP may have stopped some
+    assert run._act(time.time() + 60) is None
+    assert signal.SIGSTOP not in run.sent
+
+
+def test_without_a_grace_the_tasks_stop_at_once_and_a_kill_in_the_grace_thaws(
+    signalled: _Signalled,
+) -> None:
+    run = signalled
+    run._suspend(True, 0, 0)
+    assert run.sent == [signal.SIGTSTP, signal.SIGSTOP]
+    run._suspend(False, 1, 0)
+    run.sent.clear()
+    run._suspend(True, 1, 30)
+    run._begin_end("cancelled", kill_wait=30)
+    assert run.sent == [signal.SIGTSTP, signal.SIGCONT, signal.SIGCONT, signal.SIGTERM]
+    run._act(time.time() + 29)
+    assert signal.SIGSTOP not in run.sent
+
+
+def test_the_controller_passes_the_grace_on_with_every_suspension(tmp_path: Path) -> None:
+    """SuspendJob carries slurm.conf's suspend_grace_time for every suspension
+    (scontrol's, a preemption's, gang time-slicing's: slurmstepd's one suspend
+    serves them all), and to an agent that reconnects."""
+    conf = parse(CONF + "PreemptParameters=suspend_grace_time=9\n", str(tmp_path / "slurm.conf"))
+    link = AgentLink(SimpleNamespace(conf=conf), b"k" * 32, SimpleNamespace(ttl=60), lambda: None)  # type: ignore[arg-type]
+    sent: list[pb.ControllerMessage] = []
+    link.sessions["n1"] = SimpleNamespace(send=sent.append)  # type: ignore[assignment]
+    job = replace(RUNNING, nodes=("n1",), suspended_secs=3)
+    link.suspend(job, resume=False)
+    link.suspend(job, resume=True)
+    assert [(m.suspend.resume, m.suspend.grace_secs, m.suspend.suspended_secs) for m in sent] == [
+        (False, 9, 3),
+        (True, 9, 3),
+    ]
+    assert parse(CONF, "slurm.conf").preemption.suspend_grace == 2  # Slurm's default
 
 
 def test_no_step_starts_in_a_suspended_job(store: JobStore) -> None:
