@@ -37,7 +37,10 @@ A job casts its shadow while it runs: not while it is suspended (a higher
 partition's turn may suspend it; partitions are therefore sliced from the
 highest tier down, as Slurm sorts them), nor once it is completing, when
 Slurm's gang scheduler forgets it too. Jobs of the same partition never
-shadow each other; they take turns.
+shadow each other; they take turns. A running job a shadow catches is
+suspended, unless its PreemptMode ends jobs (REQUEUE or CANCEL, its
+PreemptExemptTime over): then it is requeued or cancelled at once for the
+job casting it, as Slurm's gang scheduler does (``preemption.shadowed``).
 
 A gang suspension lends nothing (``Suspend.lend`` false): the suspended jobs
 keep their CPUs, memory and GRES counted, so the partition's N jobs per CPU
@@ -57,7 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from controller import jobstate
+from controller import jobstate, preemption, preemptrules
 from controller.holdings import holds_nodes
 from controller.jobstate import COMPLETING, GANG, JobState
 from controller.model import Job
@@ -232,6 +235,34 @@ def _shading(job: Job, cast: Sequence[Shadow], sizes: Mapping[str, int]) -> list
     return out
 
 
+def _ending(rules: preemptrules.Rules, job: Job, now: int) -> str:
+    """``job``'s PreemptMode where a shadow ends it (REQUEUE or CANCEL, and its
+    PreemptExemptTime over), else "" (it is suspended: SUSPEND, OFF, or no
+    PreemptType, where Slurm has no mode but OFF)."""
+    if not rules.active:
+        return ""
+    own = rules.of(job)
+    if own.mode not in ("REQUEUE", "CANCEL") or now < job.start_time + own.exempt:
+        return ""
+    return own.mode
+
+
+def _stop(
+    store: JobStore, job: Job, under: Sequence[int], rules: preemptrules.Rules, now: int
+) -> None:
+    """Take the running ``job`` out of the active set: suspended for its peer's turn
+    or ``under`` a shadow, or, under one, preempted if its PreemptMode ends jobs
+    (``preemption.shadowed``, Slurm's gang rule)."""
+    partition = job.partition
+    mode = _ending(rules, job, now) if under else ""
+    if mode:
+        preemption.shadowed(store, job, under[0], mode == "REQUEUE", now)
+        return
+    store.post(job.job_id, jobstate.Suspend(now, by=GANG, lend=False))
+    why = f"under the shadow of job_id={under[0]}" if under else "time slice"
+    log.info("job_id=%d suspended: %s of partition %s", job.job_id, why, partition)
+
+
 def run(store: JobStore, now: int, rotate: bool) -> int:
     """Suspend and resume the time-sliced partitions' jobs to their active sets,
     from the highest PriorityTier down so each partition sees the shadows of the
@@ -243,6 +274,7 @@ def run(store: JobStore, now: int, rotate: bool) -> int:
     conf = store.conf
     tiers = {p.name: p.priority_tier for p in conf.partitions}
     preempts = _preempts(store)
+    rules = preemptrules.Rules(conf, store.associations)
     holding = [j for j in store.jobs.values() if holds_nodes(j)]
     changed = 0
     members = _members(store, names)
@@ -255,14 +287,7 @@ def run(store: JobStore, now: int, rotate: bool) -> int:
         chosen = active(jobs, sizes, rotate, cast)
         for job in jobs:  # suspend first, so no two overlapping jobs run at once
             if job.state is JobState.RUNNING and job.job_id not in chosen:
-                store.post(job.job_id, jobstate.Suspend(now, by=GANG, lend=False))
-                under = _shading(job, cast, sizes)
-                log.info(
-                    "job_id=%d suspended: %s of partition %s",
-                    job.job_id,
-                    f"under the shadow of job_id={under[0]}" if under else "time slice",
-                    partition,
-                )
+                _stop(store, job, _shading(job, cast, sizes), rules, now)
                 changed += 1
         for job in jobs:
             if job.state is JobState.SUSPENDED and job.job_id in chosen:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from controller.core import Plan
     from controller.store import JobStore
 
-__all__ = ["begin", "due", "reason"]
+__all__ = ["begin", "due", "reason", "shadowed"]
 
 log = logging.getLogger("corral.controller")
 
@@ -157,6 +157,33 @@ def begin(store: JobStore, plan: Plan) -> list[tuple[Job, bool]]:
             continue
         out.append((_act(store, marked, requeue, now), requeue))
     return out
+
+
+def shadowed(store: JobStore, job: Job, by: int, requeue: bool, now: int) -> Job:
+    """``job``, running in a time-sliced partition, is under the shadow of job ``by``
+    (``gang.py``) and its PreemptMode ends jobs: it is requeued (``requeue``, if it may
+    be) or cancelled at once for that job, as Slurm's gang scheduler preempts the
+    jobs a shadow catches whose mode is not SUSPEND (``_preempt_job_queue``: no
+    GraceTime)."""
+    preemptor = store.jobs.get(by)
+    why = f"under its shadow: {reason(store, job, preemptor)}"
+    action = "requeue" if requeue and job.requeue else "cancel"
+    comment = f"Preempted ({action}) for job {by} at {timefmt.format_timestamp(now)}: {why}"
+    marked = replace(
+        job, preempt_time=now, preempted_by=by, preempt_requeue=requeue, system_comment=comment
+    )
+    store.update(marked)
+    log.info(
+        "job_id=%d of user %s preempted (%s) for job_id=%d of user %s: %s; frees %s",
+        job.job_id,
+        job.user,
+        action,
+        by,
+        preemptor.user if preemptor else "?",
+        why,
+        _freed(job),
+    )
+    return _act(store, marked, requeue, now)
 
 
 def due(store: JobStore, now: int) -> list[tuple[Job, bool]]:

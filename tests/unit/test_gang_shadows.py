@@ -19,7 +19,16 @@ from controller import gang, preemption, preemptresume
 from controller.associations import AssocSet, QosLimits
 from controller.core import schedule
 from controller.effects import Continue, Effect, Stop
-from controller.jobstate import COMPLETING, GANG, Cancel, Finish, JobState, Start, Suspend
+from controller.jobstate import (
+    COMPLETING,
+    GANG,
+    REQUEUED,
+    Cancel,
+    Finish,
+    JobState,
+    Start,
+    Suspend,
+)
 from controller.journal import Journal
 from controller.model import Job
 from controller.store import JobStore, Registration
@@ -295,3 +304,32 @@ def test_a_job_waiting_for_its_turn_is_a_victim_too(
     waiting, warned = store.jobs[b], store.jobs[a]
     assert waiting.state is JobState.RUNNING and COMPLETING in waiting.flags
     assert warned.preempt_time == 103 and warned.end_time == 133
+
+
+@pytest.mark.parametrize(
+    ("shared", "state", "flags"),
+    [
+        pytest.param("PreemptMode=REQUEUE", "RUNNING", {COMPLETING, REQUEUED}, id="requeued"),
+        pytest.param("PreemptMode=CANCEL", "PREEMPTED", {COMPLETING}, id="cancelled"),
+        pytest.param("PreemptMode=OFF", "SUSPENDED", set(), id="never preempted: suspended"),
+    ],
+)
+def test_a_running_job_a_shadow_covers_is_preempted_by_its_own_mode(
+    tmp_path: Path, shared: str, state: str, flags: set[str]
+) -> None:
+    store, _ = make(tmp_path, shared=shared)
+    a = start(store, "shared", 110, (0, 1))
+    b = start(store, "shared", 111, (0, 1))
+    gang.run(store, 111, rotate=False)
+    fast = start(store, "fast", 112, (0, 1))
+    gang.run(store, 112, rotate=False)
+    caught = store.jobs[a]
+    assert (caught.state.name, caught.flags) == (state, flags)
+    assert states(store, b, fast) == ("SUSPENDED", "RUNNING")  # it was not running
+    if flags:
+        assert caught.preempted_by == fast and caught.system_comment.startswith(
+            f"Preempted ({'requeue' if REQUEUED in flags else 'cancel'}) for job {fast} at "
+        )
+        assert "under its shadow: PriorityTier 2 over 1 of partition shared" in (
+            caught.system_comment
+        )
