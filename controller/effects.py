@@ -19,10 +19,12 @@ Finish                 running allocation (salloc,     Kill "complete" (its clie
                        srun without a batch script)    gave it back) or "timeout"
 Finish                 running batch job               none: its agent reported it
 Suspend                running                         Stop (freeze its processes)
+Suspend                suspended (by the gang or       nothing: it is frozen already,
+                       a preemption)                   only who holds it changes
 Resume                 suspended                       Continue (thaw them; the time
                                                        suspended moves its limit)
-Cancel, Requeue,       suspended                       as running: the kill thaws
-NodeFail                                               the processes first
+Cancel, Preempt,       suspended                       as running: the kill thaws
+Requeue, NodeFail                                      the processes first
 anything               pending, or already completing  none: no process to tell
 =====================  ==============================  =============================
 
@@ -187,7 +189,7 @@ def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:
             return (Launch(new),)
         return ()
     if isinstance(event, Suspend):
-        return (Stop(new),)
+        return (Stop(new),) if old.state is JobState.RUNNING else ()
     if isinstance(event, Resume):
         return (Continue(new),)
     if old.state not in (JobState.RUNNING, JobState.SUSPENDED) or COMPLETING in old.flags:

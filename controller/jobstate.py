@@ -16,9 +16,13 @@
 
     RUNNING ── Suspend ──▶ SUSPENDED ── Resume ──▶ RUNNING   (scontrol suspend/resume,
                                                             PreemptMode=SUSPEND, GANG)
-    SUSPENDED takes Cancel, Requeue (the job comes back held if an operator
-    suspended it) and NodeFail as RUNNING does; its time there is not run time:
-    Resume moves ``end_time`` on by it.
+    SUSPENDED takes Cancel, Preempt, Requeue (the job comes back held if an
+    operator suspended it) and NodeFail as RUNNING does; its time there is not run time:
+    Resume moves ``end_time`` on by it. A job the gang scheduler or a
+    preemption suspended takes Suspend from another of them (not from an
+    operator) and stays SUSPENDED, held now by that one: a preemptor takes
+    a gang-suspended job's CPUs, and a victim whose CPUs are free again goes
+    back to the gang scheduler's turns.
 
 A suspended job's CPUs are lent to other jobs (``cpus_released``, as Slurm's
 cons_tres does for a suspension) until it leaves its nodes or is resumed; its
@@ -377,7 +381,9 @@ def _unsuspended(job: Job, now: int) -> Job:
 
 def apply(job: Job, event: Event) -> Job:
     """Return ``job`` after ``event``; raise ``InvalidTransition`` if it cannot happen."""
-    if job.state is JobState.SUSPENDED and isinstance(event, Cancel | Requeue | NodeFail | Finish):
+    if job.state is JobState.SUSPENDED and isinstance(
+        event, Cancel | Preempt | Requeue | NodeFail | Finish
+    ):
         resumed = _unsuspended(job, event.now)
         if isinstance(event, Requeue) and not job.suspended_by:
             event = Requeue(event.now, event.hold or SUSPENDED_REQUEUE_HOLD)
@@ -394,6 +400,8 @@ def apply(job: Job, event: Event) -> Job:
                 cpus_released=event.lend,
                 suspended_by=event.by,
             )
+        case Suspend() if state is JobState.SUSPENDED and event.by and job.suspended_by:
+            return replace(job, cpus_released=event.lend, suspended_by=event.by)
         case Resume() if state is JobState.SUSPENDED:
             paused = max(event.now - job.suspend_time, 0)
             return replace(

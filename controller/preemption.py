@@ -5,7 +5,9 @@ the store's world and through its effect queue, never by waiting in a handler.
 A victim without a GraceTime is requeued or cancelled at once (PreemptMode);
 a SUSPEND victim is suspended at once (no GraceTime, as in Slurm), its CPUs
 lent and its memory and GRES kept, and ``preemptresume.py`` resumes it when
-they are free again.
+they are free again. A job the gang scheduler holds suspended, waiting for its
+turn, is a victim as a running one is (it keeps its CPUs): suspended for the
+preemptor it lends them, else it is requeued or cancelled at once.
 A victim with one is warned first, as Slurm does: SIGCONT and SIGTERM to all
 its processes (or, with ``PreemptParameters=send_user_signal``, the signal it
 asked for with ``--signal``), its PreemptTime set to now and its EndTime to
@@ -26,7 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from controller import effects, jobstate
-from controller.jobstate import COMPLETING, JobState
+from controller.jobstate import COMPLETING, GANG, JobState
 from controller.model import Job
 from corral import hostlist, timefmt
 
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from controller.core import Plan
     from controller.store import JobStore
 
-__all__ = ["begin", "due", "reason"]
+__all__ = ["begin", "due", "reason", "shadowed"]
 
 log = logging.getLogger("corral.controller")
 
@@ -90,6 +92,13 @@ def _suspend(store: JobStore, job: Job, for_id: int, comment: str, now: int) -> 
     store.post(job.job_id, jobstate.Suspend(now, by=for_id))
 
 
+def _still_a_victim(job: Job) -> bool:
+    """Whether ``job`` still runs, or waits for its turn (suspended by the gang
+    scheduler, keeping its CPUs: ``snapshots._preemptable``), and is not ending."""
+    waiting = job.state is JobState.SUSPENDED and job.suspended_by == GANG
+    return COMPLETING not in job.flags and (job.state is JobState.RUNNING or waiting)
+
+
 def begin(store: JobStore, plan: Plan) -> list[tuple[Job, bool]]:
     """Deal with each of ``plan``'s victims that still runs; (the victim, whether it is
     requeued) for those ended now (not those suspended)."""
@@ -97,7 +106,7 @@ def begin(store: JobStore, plan: Plan) -> list[tuple[Job, bool]]:
     out = []
     for victim_id, for_id in plan.preempted.items():
         job = store.jobs.get(victim_id)
-        if job is None or job.state is not JobState.RUNNING or COMPLETING in job.flags:
+        if job is None or not _still_a_victim(job):
             continue
         if job.preempt_time:
             continue  # already in its GraceTime
@@ -148,6 +157,33 @@ def begin(store: JobStore, plan: Plan) -> list[tuple[Job, bool]]:
             continue
         out.append((_act(store, marked, requeue, now), requeue))
     return out
+
+
+def shadowed(store: JobStore, job: Job, by: int, requeue: bool, now: int) -> Job:
+    """``job``, running in a time-sliced partition, is under the shadow of job ``by``
+    (``gang.py``) and its PreemptMode ends jobs: it is requeued (``requeue``, if it may
+    be) or cancelled at once for that job, as Slurm's gang scheduler preempts the
+    jobs a shadow catches whose mode is not SUSPEND (``_preempt_job_queue``: no
+    GraceTime)."""
+    preemptor = store.jobs.get(by)
+    why = f"under its shadow: {reason(store, job, preemptor)}"
+    action = "requeue" if requeue and job.requeue else "cancel"
+    comment = f"Preempted ({action}) for job {by} at {timefmt.format_timestamp(now)}: {why}"
+    marked = replace(
+        job, preempt_time=now, preempted_by=by, preempt_requeue=requeue, system_comment=comment
+    )
+    store.update(marked)
+    log.info(
+        "job_id=%d of user %s preempted (%s) for job_id=%d of user %s: %s; frees %s",
+        job.job_id,
+        job.user,
+        action,
+        by,
+        preemptor.user if preemptor else "?",
+        why,
+        _freed(job),
+    )
+    return _act(store, marked, requeue, now)
 
 
 def due(store: JobStore, now: int) -> list[tuple[Job, bool]]:

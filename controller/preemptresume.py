@@ -8,6 +8,15 @@ those CPUs. This runs after the pass's starts, so CPUs still free are CPUs
 no job of higher priority could start on; one that was not tried in this
 pass and needs them preempts the victim again in its own pass.
 
+A victim of a time-sliced partition (``gang.py``) is not resumed here but
+handed back to the gang scheduler: its suspension becomes a gang suspension
+(``Suspend(by=GANG, lend=False)``, its CPUs counted as its own again), and
+the gang scheduler, which runs next in the cycle, resumes it if no peer runs
+on its CPUs and no shadow covers them, and else gives it its turns. Resuming
+it here would put it on CPUs the partition's active set gave a peer, both
+running until the gang scheduler suspended one of them again. That is how
+Slurm has it: its gang scheduler suspends and resumes every such job.
+
 Operators' suspensions (``scontrol suspend``) and the gang scheduler's are
 not resumed here. Runs in the scheduling cycle after the plan's starts, so a
 pass's jobs have taken what they could first; it looks only at the jobs the
@@ -20,9 +29,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from controller import jobstate
+from controller import gang, jobstate
 from controller.holdings import holds_nodes
-from controller.jobstate import JobState
+from controller.jobstate import GANG, JobState
 from controller.model import Job
 
 if TYPE_CHECKING:
@@ -35,13 +44,14 @@ log = logging.getLogger("corral.controller")
 
 
 def due(store: JobStore, snap: Snapshot, now: int) -> list[Job]:
-    """The suspended victims resumed now."""
+    """The suspended victims resumed now, or handed back to the gang scheduler."""
     held = (store.jobs.get(r.job_id) for r in snap.running if not r.preemptable)
     victims = [
         job
         for job in held
         if job is not None and job.state is JobState.SUSPENDED and job.suspended_by > 0
     ]
+    sliced = gang.partitions(store.conf)
     resumed = []
     for job in victims:
         preemptor = store.jobs.get(job.suspended_by)
@@ -50,11 +60,14 @@ def due(store: JobStore, snap: Snapshot, now: int) -> list[Job]:
         if not store.cpus_free_for(job):
             continue
         ended = preemptor is None or not holds_nodes(preemptor)
-        resumed.append(store.post(job.job_id, jobstate.Resume(now)))
-        log.info(
-            "job_id=%d resumed: its CPUs are free again (job_id=%d %s)",
-            job.job_id,
-            job.suspended_by,
-            "ended" if ended else "runs elsewhere",
-        )
+        why = f"job_id={job.suspended_by} {'ended' if ended else 'runs elsewhere'}"
+        if job.partition in sliced and not job.interactive:
+            event: jobstate.Event = jobstate.Suspend(now, by=GANG, lend=False)
+            log.info(
+                "job_id=%d back to partition %s's time slices (%s)", job.job_id, job.partition, why
+            )
+        else:
+            event = jobstate.Resume(now)
+            log.info("job_id=%d resumed: its CPUs are free again (%s)", job.job_id, why)
+        resumed.append(store.post(job.job_id, event))
     return resumed

@@ -21,7 +21,7 @@ from controller.core.priority import Ranking
 from controller.core.snapshot import JobFacts, NodeDevices
 from controller.drain import usable
 from controller.holdings import Holdings, holds_nodes
-from controller.jobstate import COMPLETING, JobState
+from controller.jobstate import COMPLETING, GANG, JobState
 from controller.model import Job, NodeRuntime
 from controller.reservations import ReservationBook
 from corral.config import NodeConfig, SlurmConfig
@@ -171,6 +171,20 @@ def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:
     }
 
 
+def _preemptable(job: Job) -> bool:
+    """Whether ``job`` may be a victim: it runs and is not already ending, or the gang
+    scheduler holds it suspended. Such a job keeps its CPUs counted while it waits
+    for its turn, so a job that needs them must be able to take them from it, as
+    Slurm's candidates include suspended jobs (``_add_preemptable_job``); it is
+    taken at once, with no GraceTime (Slurm's gang scheduler preempts the jobs a
+    shadow covers at once too)."""
+    if COMPLETING in job.flags or job.preempt_time:
+        return False
+    if job.state is JobState.SUSPENDED:
+        return job.suspended_by == GANG
+    return job.state is JobState.RUNNING
+
+
 def _running(
     jobs: Iterable[Job], capacity: Capacity, ranking: Ranking, rules: preemptrules.Rules
 ) -> tuple[tuple[Running, ...], dict[int, int]]:
@@ -191,9 +205,7 @@ def _running(
                     j.alloc_mem,
                     0 if j.state is JobState.SUSPENDED else j.end_time,
                     j.gres_alloc,
-                    preemptable=j.state is JobState.RUNNING
-                    and COMPLETING not in j.flags
-                    and not j.preempt_time,
+                    preemptable=_preemptable(j),
                     requeue=j.requeue,
                     priority=ranking.of(j),
                     qos=j.qos,
@@ -202,7 +214,8 @@ def _running(
                     user=j.user,
                     share=capacity.sharing(j),
                     mode=own.mode,
-                    grace=own.grace,
+                    # Frozen, waiting for its turn, it could do nothing with a GraceTime.
+                    grace=0 if j.state is JobState.SUSPENDED else own.grace,
                     eligible=j.start_time + own.exempt,
                     signal=j.signal_num > 0,
                     checkpointed=j.checkpointed,

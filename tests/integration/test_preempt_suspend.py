@@ -4,8 +4,10 @@ A low-tier job that counts every 0.2 s is suspended by a job of a higher
 PriorityTier partition: its count stops while the preemptor runs, its memory
 cgroup keeps its limit, and it goes on by itself once the preemptor ends. In a
 partition with OverSubscribe=FORCE:2 and SchedulerTimeSlice=2, two jobs on the
-same CPUs take turns, and each counts for a fair part of the time. Needs root
-and a cgroup file system, as test_suspend.py does.
+same CPUs take turns, and each counts for a fair part of the time; a job of
+the higher tier takes their CPUs from both, the one waiting for its turn too,
+and once it ends they take turns again. Needs root and a cgroup file system,
+as test_suspend.py does.
 """
 
 from __future__ import annotations
@@ -117,6 +119,42 @@ def test_gang_jobs_sharing_cpus_take_turns(make_cluster: Callable[..., Cluster])
     # They alternate: each was suspended while the other ran, and never both ran.
     assert ("RUNNING", "SUSPENDED") in seen and ("SUSPENDED", "RUNNING") in seen, seen
     assert ("RUNNING", "RUNNING") not in seen, seen
+    for job in jobs:
+        cluster.run("scancel", str(job))
+        assert cluster.wait_done(job)["state"] == "CANCELLED"
+
+
+def test_a_higher_tier_job_takes_the_cpus_of_jobs_taking_turns(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    cluster = make_cluster(nodes=1, settings=PREEMPT)
+    options = ("-p", "gang", "-o", "/dev/null", "-c", str(CPUS), "--mem=32", "--wrap")
+    names = ("one", "two")
+    jobs = [cluster.sbatch(*options, counter(name)) for name in names]
+    cluster.wait_for(
+        lambda: sorted(j["state"] for j in cluster.jobs(*jobs)) == ["RUNNING", "SUSPENDED"],
+        30,
+        "the jobs never took turns",
+    )
+    # The one waiting for its turn keeps the CPUs too: both are preempted (suspended).
+    high = cluster.sbatch("-p", "high", "-o", "/dev/null", "-c", str(CPUS), "--mem=32",
+                          "--wrap", "sleep 6")  # fmt: skip
+    cluster.wait_state(high, {"RUNNING"}, timeout=30)
+    assert [j["state"] for j in cluster.jobs(*jobs)] == ["SUSPENDED", "SUSPENDED"]
+    before = [count(cluster, name) for name in names]
+    time.sleep(1.5)
+    assert [count(cluster, name) for name in names] == before  # no turns under it
+    for job in jobs:
+        shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+        assert f"Preempted (suspend) for job {high}" in shown
+
+    assert cluster.wait_done(high, timeout=30)["state"] == "COMPLETED"
+    ended = [count(cluster, name) for name in names]
+    cluster.wait_for(
+        lambda: all(count(cluster, n) > c for n, c in zip(names, ended, strict=True)),
+        40,
+        "the jobs never took turns again",
+    )
     for job in jobs:
         cluster.run("scancel", str(job))
         assert cluster.wait_done(job)["state"] == "CANCELLED"

@@ -12,6 +12,7 @@ from scenario import NOW, job, running
 from controller.core.priority import NO_RANKING
 from controller.jobstate import (
     COMPLETING,
+    GANG,
     REQUEUED,
     Cancel,
     Event,
@@ -425,7 +426,8 @@ _EVENT = st.one_of(
     st.builds(NodeFail, st.just(0), st.booleans()),
     st.builds(Hold, st.booleans()),
     st.builds(Release),
-    st.builds(Suspend, st.just(0)),
+    # An operator's, a preemptor's (it lends the CPUs) or the gang scheduler's.
+    st.sampled_from([Suspend(0), Suspend(0, by=7), Suspend(0, by=GANG, lend=False)]),
     st.builds(Resume, st.just(0)),
 )
 _HELD_REASON = {"user": Reason.JOB_HELD_USER, "admin": Reason.JOB_HELD_ADMIN}
@@ -474,9 +476,13 @@ def test_random_event_sequences_keep_invariants(events: list[Event], limit: int)
             assert not current.held
         if current.held:
             assert NO_RANKING.of(current) == 0
-        # A suspended job has lent its CPUs; a running one (not ending) holds them.
+        # A suspended job has lent its CPUs, unless the gang scheduler holds it; a
+        # running one (not ending) holds them. An operator's suspension is its own.
         if current.state is JobState.SUSPENDED:
-            assert current.cpus_released and current.nodes and not current.flags
+            assert current.cpus_released is (current.suspended_by != GANG)
+            assert current.nodes and not current.flags
+            if before.state is JobState.SUSPENDED and not before.suspended_by:
+                assert current == before
         if current.state is JobState.RUNNING and not current.flags:
             assert not current.cpus_released
         if current.state is JobState.PENDING:

@@ -11,17 +11,20 @@ from types import MappingProxyType
 
 import pytest
 
-from controller import gang, preemption, preemptresume
+from controller import effects, gang, preemption, preemptresume
 from controller.core import Plan, schedule
 from controller.core.preempt import PreemptPolicy
 from controller.core.snapshot import Running
 from controller.effects import Continue, Effect, Stop
 from controller.jobspec import from_fields
 from controller.jobstate import (
+    COMPLETING,
     GANG,
     Cancel,
     Finish,
+    InvalidTransition,
     JobState,
+    Preempt,
     Requeue,
     Resume,
     Start,
@@ -97,6 +100,26 @@ def test_a_preemption_suspension_is_recorded_and_its_requeue_is_not_held() -> No
 def test_a_gang_suspension_keeps_its_cpus() -> None:
     stopped = apply(running(5), Suspend(NOW, by=GANG, lend=False))
     assert stopped.state is JobState.SUSPENDED and not stopped.cpus_released
+
+
+def test_a_preemptor_or_the_gang_takes_a_suspension_over_but_not_an_operators() -> None:
+    waiting = apply(running(5), Suspend(NOW, by=GANG, lend=False))
+    taken = apply(waiting, Suspend(NOW + 5, by=7))
+    assert (taken.state, taken.suspended_by, taken.cpus_released) == (JobState.SUSPENDED, 7, True)
+    assert taken.suspend_time == NOW  # still suspended since then
+    assert effects.follow(waiting, taken, Suspend(NOW + 5, by=7)) == ()  # frozen already
+    back = apply(taken, Suspend(NOW + 9, by=GANG, lend=False))
+    assert (back.suspended_by, back.cpus_released, back.suspend_time) == (GANG, False, NOW)
+    operators = apply(running(5), Suspend(NOW))
+    for event in (Suspend(NOW + 1, by=7), Suspend(NOW + 1, by=GANG, lend=False)):
+        with pytest.raises(InvalidTransition):
+            apply(operators, event)
+    with pytest.raises(InvalidTransition):  # scontrol suspend: the job is not running
+        apply(waiting, Suspend(NOW + 1))
+    # Preempted with CANCEL, it ends as a running one, its time suspended counted.
+    ended = apply(waiting, Preempt(NOW + 4))
+    assert (ended.state, ended.flags) == (JobState.PREEMPTED, frozenset({COMPLETING}))
+    assert ended.suspended_secs == 4
 
 
 # ---------------------------------------------------------------- the store
