@@ -74,13 +74,21 @@ class CheckpointWatch:
             mtime = touched(watched.path)
             last = self._reported.get(watched.key)
             if mtime is not None and mtime != last:
-                found.append(
-                    pb.Checkpoint(
-                        job_id=watched.job_id, node=watched.node, time=mtime // 1_000_000_000
-                    )
-                )
+                found.append(_checkpoint(watched, mtime))
                 last = mtime
             if last is not None:
                 reported[watched.key] = last
         self._reported = reported
         return found
+
+    def last(self, watched: Watched) -> pb.Checkpoint | None:
+        """The Checkpoint of a run that has just ended, if it touched its file since the
+        last look (a step that saves its state and exits at once); the run is forgotten."""
+        mtime = touched(watched.path)
+        if mtime is None or mtime == self._reported.pop(watched.key, None):
+            return None
+        return _checkpoint(watched, mtime)
+
+
+def _checkpoint(watched: Watched, mtime_ns: int) -> pb.Checkpoint:
+    return pb.Checkpoint(job_id=watched.job_id, node=watched.node, time=mtime_ns // 1_000_000_000)

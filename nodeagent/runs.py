@@ -245,14 +245,21 @@ class RunTable:
         hears of them all."""
         if self._send is None:
             return
-        files = [
-            Watched(run.key, run.dir.checkpoint_file(), run.job_id, self._sampled_as(run)[2])
-            for run in self._runs.values()
-            if run.done is None
-        ]
+        files = [self._watched(run) for run in self._runs.values() if run.done is None]
         found = self._checkpoints.look(files)
         if found:
             self._send(pb.AgentMessage(checkpoints=pb.Checkpoints(checkpoints=found)))
+
+    def _last_checkpoint(self, run: Run) -> None:
+        """Send the checkpoint of a run that has ended, if it touched its file since the
+        last look: now, while the file is there, and before the run's end, after which
+        the controller takes no checkpoint of a batch run's job."""
+        found = self._checkpoints.last(self._watched(run))
+        if found is not None and self._send is not None:
+            self._send(pb.AgentMessage(checkpoints=pb.Checkpoints(checkpoints=[found])))
+
+    def _watched(self, run: Run) -> Watched:
+        return Watched(run.key, run.dir.checkpoint_file(), run.job_id, self._sampled_as(run)[2])
 
     def report_usage(self, usage: list[pb.StepUsage]) -> None:
         """Send a sample of the live runs (dropped while no stream is up: the next
@@ -675,6 +682,7 @@ class RunTable:
         if run.is_batch:
             self.settle(run.job_id)  # steps that ended first are reported first
         self._watch.forget(run)
+        self._last_checkpoint(run)
         self._with_peaks(run, done)
         _log_end(run, done)
         if run.kind.durable:

@@ -80,6 +80,8 @@ def test_a_touch_is_reported_once_per_stream_and_an_untouched_file_never(
     os.utime(path, (1_700_000_050, 1_700_000_050))
     assert watch.look(files) == [pb.Checkpoint(job_id=7, node="n1", time=1_700_000_050)]
     assert CheckpointWatch().look(files) != []  # a new stream (or agent) hears it again
+    assert watch.last(files[0]) is None  # the run ends, untouched since the last look
+    assert watch.look(files) != []  # (it was forgotten)
     path.unlink()
     path.symlink_to(tmp_path)  # lstat: the link's own time, never its target's
     link_time = os.lstat(path).st_mtime_ns // 1_000_000_000
@@ -124,13 +126,15 @@ def test_the_table_reports_the_live_runs_touched_files(tmp_path: Path) -> None:
             pb.Checkpoint(job_id=7, node="n1", time=now - 1),
         ]
         sent.clear()
+        os.utime(step_file, (now, now))  # and the step ends before the next look
         stepdir.write_result(StepResult(statuses=(0, 0), start_time=now, end_time=now))
         jobdir.write_result(Result(exit_status=0, outcome="exited", end_time=now))
     runs.poll()
-    assert [m.WhichOneof("body") for m in sent] == ["step_done", "done"]
+    assert [m.WhichOneof("body") for m in sent] == ["checkpoints", "step_done", "done"]
+    assert list(sent[0].checkpoints.checkpoints) == [pb.Checkpoint(job_id=7, node="n1", time=now)]
     os.utime(batch_file, (now, now))
     runs.report_checkpoints()  # an ended run's file is not looked at
-    assert len(sent) == 2
+    assert len(sent) == 3
     runs.ack(pb.AckDone(job_id=7, restarts=0))
     assert not os.path.exists(jobdir.path) and not os.path.exists(stepdir.path)
 
@@ -224,4 +228,3 @@ def test_the_checkpointed_job_is_then_the_victim(store: JobStore) -> None:
     plan = cycle(store, 1020)
     assert set(plan.preempted) == {older}
     assert younger not in plan.preempted
-
