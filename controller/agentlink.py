@@ -34,11 +34,12 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import grpc
 
-from controller import jobstate
+from controller import jobstate, jobupdate
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
     Continue,
@@ -65,6 +66,7 @@ from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
 from corral import auth, credentials
 from corral.credentials import Verifier
+from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
 
@@ -193,6 +195,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self._drain(message.drain, session)
             elif kind == "hook_done":
                 await self._hook_done(message.hook_done, session)
+            elif kind == "checkpoints":
+                self._checkpoints(message.checkpoints, session)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for
@@ -441,6 +445,40 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             self._flushes.add(task := asyncio.ensure_future(self.store.durable.kept()))
             task.add_done_callback(self._flushes.discard)
             self.on_change()
+
+    def _checkpoints(self, report: pb.Checkpoints, session: _Session) -> None:
+        """Runs on the session's nodes touched their checkpoint file
+        (``nodeagent/checkpoints.py``): each is recorded as ``scontrol update job N
+        Checkpointed=`` records it (``jobupdate.checkpointed``: a running job's, held
+        between its start and now), and never moves a job's checkpoint back, as its
+        runs on several nodes report apart and in any order. A report for a node the
+        session did not attach, or about a job that does not run there, is logged and
+        dropped."""
+        now = int(time.time())
+        changed = False
+        for mark in report.checkpoints:
+            job = self.store.jobs.get(mark.job_id)
+            if mark.node not in session.nodes or job is None or mark.node not in job.nodes:
+                log.warning(
+                    "agent %s (%s) sent a checkpoint of job_id=%d on node %s: dropped",
+                    session.peer,
+                    ",".join(session.nodes),
+                    mark.job_id,
+                    mark.node or "none",
+                )
+                continue
+            try:
+                when = jobupdate.checkpointed(job, min(mark.time, now))
+            except SlurmError:
+                log.debug("job_id=%d checkpoint of a job not running: ignored", job.job_id)
+                continue
+            if when > job.checkpointed:
+                self.store.update(replace(job, checkpointed=when))
+                log.info("job_id=%d checkpoint at %d reported on %s", job.job_id, when, mark.node)
+                changed = True
+        if changed:
+            self._flushes.add(task := asyncio.ensure_future(self.store.durable.kept()))
+            task.add_done_callback(self._flushes.discard)
 
     async def _ack_when_kept(self, ack: pb.ControllerMessage, session: _Session) -> None:
         await self.store.durable.kept()

@@ -24,7 +24,7 @@ from controller.model import Job
 from corral import errors, timefmt, units
 from corral.errors import SlurmError
 
-__all__ = ["JobUpdate", "changes", "parse"]
+__all__ = ["JobUpdate", "changes", "checkpointed", "parse"]
 
 #: The Job fields whose change can make a job unable to run anywhere.
 RESHAPING = frozenset(
@@ -158,6 +158,18 @@ def parse(updates: Mapping[str, str], now: int) -> JobUpdate:
     return JobUpdate(**fields)
 
 
+def checkpointed(job: Job, when: int) -> int:
+    """The Checkpointed= time a report of a checkpoint at ``when`` (no later than now)
+    gives ``job``: held at its start, as a time before it is of no checkpoint of this
+    run; SlurmError unless the job runs. One rule for both reports, scontrol's and the
+    node agent's (a touched CORRAL_CHECKPOINT_FILE)."""
+    if job.state is JobState.PENDING:
+        raise SlurmError(errors.ESLURM_JOB_PENDING)
+    if job.state is not JobState.RUNNING:
+        raise SlurmError(errors.ESLURM_ALREADY_DONE)
+    return max(when, job.start_time)
+
+
 def changes(job: Job, update: JobUpdate, privileged: bool) -> dict[str, Any]:
     """``job``'s new fields; SlurmError where its state or the caller's rights
     (``privileged``: operator, administrator or coordinator of its account) forbid."""
@@ -197,11 +209,7 @@ def changes(job: Job, update: JobUpdate, privileged: bool) -> dict[str, Any]:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         out["nice"] = update.nice
     if update.checkpointed is not None:
-        if job.state is JobState.PENDING:
-            raise SlurmError(errors.ESLURM_JOB_PENDING)
-        if job.state is not JobState.RUNNING:
-            raise SlurmError(errors.ESLURM_ALREADY_DONE)
-        out["checkpointed"] = max(update.checkpointed, job.start_time)
+        out["checkpointed"] = checkpointed(job, update.checkpointed)
     if update.admin_priority is not None and not privileged:
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
     if update.mem_per_node is not None or update.mem_per_cpu is not None:

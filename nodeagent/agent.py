@@ -26,7 +26,7 @@ from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
 from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
-from nodeagent import cgroups, containment, devcgroup
+from nodeagent import cgroups, checkpoints, containment, devcgroup
 from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
@@ -58,6 +58,16 @@ async def sample_forever(table: RunTable, sampler: Sampler, interval: int) -> No
         if targets:
             usage = await asyncio.to_thread(sampler.sample, targets, int(time.time()))
             table.report_usage(usage)
+
+
+async def report_checkpoints_forever(
+    table: RunTable, interval: float = checkpoints.INTERVAL
+) -> None:
+    """Look at the live runs' checkpoint files every ``interval`` seconds and send the
+    ones touched since (:mod:`nodeagent.checkpoints`, which says why this cadence)."""
+    while True:
+        await asyncio.sleep(interval)
+        table.report_checkpoints()
 
 
 def select_nodes(
@@ -351,7 +361,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(link.run()), asyncio.create_task(table.poll_forever())]
+    tasks = [
+        asyncio.create_task(link.run()),
+        asyncio.create_task(table.poll_forever()),
+        asyncio.create_task(report_checkpoints_forever(table)),
+    ]
     if conf.job_acct.sampling:
         sampler = table.sampler = Sampler(conf.job_acct.kind)
         tasks.append(

@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping
 from corral.wire import corral_pb2 as pb
 from nodeagent import cgroups
 from nodeagent.acctgather import Sampler, Target
+from nodeagent.checkpoints import CHECKPOINT_ENV, CheckpointWatch, Watched
 from nodeagent.containment import Containment
 from nodeagent.devcgroup import DeviceGuard
 from nodeagent.gpubinding import bind_gpus
@@ -131,6 +132,7 @@ class RunTable:
         self._reported: OrderedDict[RunKey, tuple[bytes, pb.AgentMessage]] = OrderedDict()
         self._backlog: list[pb.StepDone] = []  # StepDones made while no stream was up
         self._send: Send | None = None
+        self._checkpoints = CheckpointWatch()  # what the current stream heard of
         self.cgroup_of: CgroupOf = _run_cgroups  # the cgroup containment's, when it runs
         self.sampler: Sampler | None = None  # JobAcctGatherType's, when it samples
         self._node_of_dir = {os.path.abspath(spool.node_dir(n)): n for n in self.hostnames}
@@ -139,6 +141,9 @@ class RunTable:
 
     def connect(self, send: Send) -> None:
         self._send = send
+        # A new stream hears of every touched checkpoint file again: what the last one
+        # was told may have been lost with it, and the controller keeps only the latest.
+        self._checkpoints = CheckpointWatch()
 
     def disconnect(self) -> None:
         self._send = None
@@ -233,6 +238,28 @@ class RunTable:
             ended.sum_rss_kb = max(ended.sum_rss_kb, total)
         elif done.WhichOneof("body") == "done":
             done.done.max_rss_kb = max(done.done.max_rss_kb, largest)
+
+    def report_checkpoints(self) -> None:
+        """Send the checkpoints the live runs reported by touching their file
+        (:mod:`nodeagent.checkpoints`); while no stream is up, none: the next one
+        hears of them all."""
+        if self._send is None:
+            return
+        files = [self._watched(run) for run in self._runs.values() if run.done is None]
+        found = self._checkpoints.look(files)
+        if found:
+            self._send(pb.AgentMessage(checkpoints=pb.Checkpoints(checkpoints=found)))
+
+    def _last_checkpoint(self, run: Run) -> None:
+        """Send the checkpoint of a run that has ended, if it touched its file since the
+        last look: now, while the file is there, and before the run's end, after which
+        the controller takes no checkpoint of a batch run's job."""
+        found = self._checkpoints.last(self._watched(run))
+        if found is not None and self._send is not None:
+            self._send(pb.AgentMessage(checkpoints=pb.Checkpoints(checkpoints=[found])))
+
+    def _watched(self, run: Run) -> Watched:
+        return Watched(run.key, run.dir.checkpoint_file(), run.job_id, self._sampled_as(run)[2])
 
     def report_usage(self, usage: list[pb.StepUsage]) -> None:
         """Send a sample of the live runs (dropped while no stream is up: the next
@@ -386,6 +413,7 @@ class RunTable:
             spec = launch_spec(msg, hostname, self.slurm_conf, self.devices, self.containment)
             spec = dataclasses.replace(spec, hooks=self.hooks)
             self._bind(spec.environment, msg)
+            spec.environment[CHECKPOINT_ENV] = jobdir.create_checkpoint(msg.uid, msg.gid)
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
@@ -434,6 +462,7 @@ class RunTable:
                 step_spec(msg, self.devices, self.containment), hooks=self.hooks
             )
             self._bind(spec.environment, msg)
+            spec.environment[CHECKPOINT_ENV] = stepdir.create_checkpoint(msg.uid, msg.gid)
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.supervisor_env, self.zygote)
         except OSError as exc:
@@ -654,6 +683,7 @@ class RunTable:
         if run.is_batch:
             self.settle(run.job_id)  # steps that ended first are reported first
         self._watch.forget(run)
+        self._last_checkpoint(run)
         self._with_peaks(run, done)
         _log_end(run, done)
         if run.kind.durable:

@@ -23,6 +23,9 @@ Files in a job directory (who writes them):
                                and the seconds from SIGTSTP to the stop
 ``cgroups``        supervisor  the run's cgroups by role (:func:`nodeagent.cgroups.run_paths`)
 ``result``         supervisor  how the job ended (:class:`Result`), written last
+``checkpoint/``    agent       the job user's own directory (mode 0700), holding
+                               ``saved``, the file CORRAL_CHECKPOINT_FILE names: a
+                               touch reports a checkpoint (:mod:`nodeagent.checkpoints`)
 =================  ==========  ==================================================
 
 Job steps (``srun``) have directories of their own next to the jobs',
@@ -31,8 +34,8 @@ host. Their files have the same names and writers, the step runner
 (:mod:`nodeagent.steprunner`) playing the supervisor: ``launch.json`` (a
 :class:`StepSpec`), ``lock``, ``supervisor.pid``, ``supervisor.log``,
 ``started`` (the tasks' process group), ``cancel``, ``suspend``, ``signals`` (signal
-numbers for the tasks, one a line, appended by the agent) and ``result`` (a
-:class:`StepResult`). The agent deletes a step directory as soon as it has
+numbers for the tasks, one a line, appended by the agent), ``result`` (a
+:class:`StepResult`) and ``checkpoint/``. The agent deletes a step directory as soon as it has
 reported the result: step results do not survive an agent restart.
 
 Beside the node directories, ``hookresults/`` holds what the Prolog and Epilog
@@ -44,7 +47,8 @@ the supervisor starts once per job and importing protobuf would triple its
 start-up time; the file never leaves the host, so it is not a wire format.
 
 This module imports only the standard library, and not even all of that
-(no typing, shutil or argparse), for the same reason.
+(no typing or argparse, and shutil only when the agent deletes a run), for the
+same reason.
 
 Why this module is over 500 lines: it is the whole on-disk contract between the
 agent and the processes it starts (every file of a run directory, who writes it,
@@ -83,6 +87,10 @@ CANCEL = "cancel"
 SUSPEND = "suspend"
 RESULT = "result"
 SIGNALS = "signals"
+#: The run's directory of the job user's own, and the file in it a job touches when it
+#: has saved its state (its path is the job's CORRAL_CHECKPOINT_FILE).
+CHECKPOINT_DIR = "checkpoint"
+CHECKPOINT_FILE = "saved"
 
 #: Raw wait status of a launch failure: exit code 1, as Slurm records it.
 LAUNCH_FAILED_STATUS = 1 << 8
@@ -349,8 +357,37 @@ class RunDir:
         word = "stop" if suspended else "cont"
         _write_atomic(self.file(SUSPEND), f"{word} {suspended_secs} {grace}\n")
 
+    def create_checkpoint(self, uid: int, gid: int) -> str:
+        """Make the run's checkpoint directory, the job user's own (mode 0700), and in it
+        the file the job touches, the user's too, dated 1970: never touched, so that a
+        restarted agent, which remembers nothing, takes no untouched file for a
+        checkpoint. The directory is given to the user last, once the file is in it.
+        Returns the file's path."""
+        directory = self.file(CHECKPOINT_DIR)
+        os.mkdir(directory, 0o700)
+        path = os.path.join(directory, CHECKPOINT_FILE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.utime(fd, ns=(0, 0))
+            if os.geteuid() == 0:
+                os.fchown(fd, uid, gid)
+        finally:
+            os.close(fd)
+        if os.geteuid() == 0:
+            os.chown(directory, uid, gid, follow_symlinks=False)
+        return path
+
+    def checkpoint_file(self) -> str:
+        """The path of the file the run's job touches when it has saved its state."""
+        return os.path.join(self.path, CHECKPOINT_DIR, CHECKPOINT_FILE)
+
     def delete(self) -> None:
-        """Remove the directory; it is flat, so unlinking its entries suffices."""
+        """Remove the directory: the job user's checkpoint directory, whatever they put
+        in it (shutil.rmtree does not follow the symbolic links they may have planted
+        there), then the run's own files, which are flat."""
+        import shutil  # here: the supervisor, which imports this module, never deletes
+
+        shutil.rmtree(self.file(CHECKPOINT_DIR), ignore_errors=True)
         try:
             names = os.listdir(self.path)
         except FileNotFoundError:

@@ -542,3 +542,37 @@ def test_a_hook_result_is_kept_until_acknowledged_and_a_forged_hook_runs_nothing
         assert ran.read_text() == "n2 40\n"
 
     run(body, tmp_path)
+
+
+def test_a_touched_checkpoint_file_is_reported_on_every_stream_and_goes_with_its_run(
+    tmp_path: Path,
+) -> None:
+    """The batch script touches the file CORRAL_CHECKPOINT_FILE names, in its run's
+    directory: the agent reports the file's time for the run's node, again on the next
+    stream, and removes the file's directory with the run's."""
+
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        script = (
+            'echo "$CORRAL_CHECKPOINT_FILE" > where\n'
+            'touch "$CORRAL_CHECKPOINT_FILE"\n'
+            "while [ ! -e go ]; do sleep 0.1; done\n"
+        )
+        ctl.send(launch=setup.launch(50, script, node="n2"))
+        await ctl.expect("running", lambda m: m.job_id == 50)
+        mark = await ctl.expect("checkpoints")
+        saved = setup.jobdir(50, node="n2") / "checkpoint" / "saved"
+        assert (setup.work / "where").read_text() == f"{saved}\n"
+        touched = os.lstat(saved).st_mtime_ns // 1_000_000_000
+        assert list(mark.checkpoints) == [pb.Checkpoint(job_id=50, node="n2", time=touched)]
+        ctl.hang_up()  # the next stream is told again: the last one may have lost it
+        await ctl.expect("hello")
+        again = await ctl.expect("checkpoints")
+        assert list(again.checkpoints) == list(mark.checkpoints)
+        (setup.work / "go").touch()
+        done = await ctl.expect("done", lambda m: m.job_id == 50)
+        assert done.outcome == "exited"
+        ctl.send(ack_done=pb.AckDone(job_id=50, restarts=0))
+        await wait_until(lambda: not setup.jobdir(50, node="n2").exists(), "run removed")
+
+    run(body, tmp_path)

@@ -106,8 +106,9 @@ def test_only_an_agent_attaches_and_never_over_a_live_one(
 
 def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Cluster]) -> None:
     """An authenticated session for node3 reports a job running on node1 as done (and
-    its Prolog as failed, in a JobDone and in HookDones for node1 and for node3), and
-    asks for node1 to be drained."""
+    its Prolog as failed, in a JobDone and in HookDones for node1 and for node3),
+    reports a checkpoint of it (on node1, and on node3), and asks for node1 to be
+    drained."""
     cluster = _cluster(make_cluster)
     job = cluster.sbatch("-w", "node1", "--wrap", "sleep 60")
     running = cluster.wait_state(job, {"RUNNING"})
@@ -127,6 +128,10 @@ def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Clu
             rogue.send(
                 step_done=pb.StepDone(job_id=job, step_id=0, node="node1", tasks=[0], statuses=[0])
             )
+            marks = [
+                pb.Checkpoint(job_id=job, node=n, time=int(time.time())) for n in ("node1", "node3")
+            ]
+            rogue.send(checkpoints=pb.Checkpoints(checkpoints=marks))
             await asyncio.sleep(1.5)
             acks = [r for r in rogue.replies if r.WhichOneof("body") == "ack_done"]
             assert acks == []  # nothing acted on, nothing acknowledged
@@ -146,6 +151,9 @@ def test_a_session_speaks_only_for_its_own_nodes(make_cluster: Callable[..., Clu
     assert "(node3) asked to drain node1: dropped" in log
     assert f"agent (node3) sent HookDone of job_id={job} for node node1: dropped" in log
     assert "Prolog error" not in cluster.run("scontrol", "show", "node", "node3").stdout
+    for node in ("node1", "node3"):
+        assert f"(node3) sent a checkpoint of job_id={job} on node {node}: dropped" in log
+    assert "Checkpointed=" not in cluster.run("scontrol", "show", "job", str(job)).stdout
     assert "Reason=" not in cluster.run("scontrol", "show", "node", "node1").stdout
     cluster.run("scancel", str(job))
     assert cluster.wait_done(job)["state"] == "CANCELLED"
