@@ -92,12 +92,21 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
 def _queue(reply: Mapping[str, Any]) -> dict[str, Any] | None:
     """The job's queue (null: no queues.conf, or no queue takes the job) and, for a
     pending job, per governed resource its queue's guarantee, fair share and
-    holdings, what the job asks and what it would borrow were it to start now."""
+    holdings, what the job asks and what it would borrow were it to start now, and
+    the head of a StrictFIFO queue it waits behind (null: none)."""
     if not reply.get("queue"):
         return None
+    head = reply.get("queue_head")
     return {
         "name": reply["queue"],
         "resources": [
             {key: r[key] for key in QUEUE_AMOUNTS} for r in reply.get("queue_resources", [])
         ],
+        "head": {
+            "job_id": head["job_id"] or None,
+            "user": head["user"] or None,
+            "reason": head["reason"],
+        }
+        if head
+        else None,
     }
