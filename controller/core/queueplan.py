@@ -41,6 +41,14 @@ __all__ = ["QueueEntry", "QueueLedger", "QueueView", "reclaims"]
 STRICT = "StrictFIFO"
 
 
+def _strict(view: QueueView | None) -> frozenset[str]:
+    """The leaf queues whose QueueingStrategy is StrictFIFO (their own or inherited)."""
+    if view is None:
+        return frozenset()
+    conf = view.conf
+    return frozenset(q for q in conf.leaves() if conf.strategy(q) == STRICT)
+
+
 class QueueLedger:
     """The queues' totals during one pass: admission asked before each start, each
     start added. With no queues configured every job is admitted."""
@@ -146,14 +154,6 @@ class QueueLedger:
             totals = self.totals[name]
             for resource, amount in entry.request.items():
                 totals[resource] = totals.get(resource, 0) + amount
-
-
-def _strict(view: QueueView | None) -> frozenset[str]:
-    """The leaf queues whose QueueingStrategy is StrictFIFO (their own or inherited)."""
-    if view is None:
-        return frozenset()
-    conf = view.conf
-    return frozenset(q for q in conf.leaves() if conf.strategy(q) == STRICT)
 
 
 def reclaims(
