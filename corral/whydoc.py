@@ -7,7 +7,7 @@ JSON values. Unknown and unlimited become ``null``: no expected start, no time
 limit, no MaxTime, a blocker hidden by PrivateData=jobs. Times are epoch
 seconds; node lists are hostlist expressions. A job that is not pending has
 only ``job_id``, ``user``, ``state``, ``reason``, ``nodes`` and ``queue``
-(its name, with no resources).
+(its name, with no resources and a null head).
 """
 
 from __future__ import annotations
