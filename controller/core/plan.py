@@ -71,6 +71,9 @@ class Plan:
     grace: Mapping[int, int] = field(default_factory=_empty)
     # Victims of a queue's reclaim: victim -> why, in a line (core/queueplan.py).
     why: Mapping[int, str] = field(default_factory=_empty)
+    # Jobs of a StrictFIFO queue waiting (Priority) behind its head, which could not
+    # start this pass: job -> the head (core/queueplan.py).
+    behind: Mapping[int, int] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -90,6 +93,7 @@ class Draft:
     suspended: set[int] = field(default_factory=set)
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
+    behind: dict[int, int] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -106,4 +110,5 @@ class Draft:
             suspended=frozenset(self.suspended),
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
+            behind=MappingProxyType(self.behind),
         )
