@@ -333,12 +333,24 @@ def _check_leaves(conf: QueueConf) -> None:
     for spec in conf.queues.values():
         given = [k for k, v in (("Accounts", spec.accounts), ("QOS", spec.qos)) if v]
         given += ["Partitions"] if spec.partitions else []
+        given += [key for key, value in _JOB_POLICIES if getattr(spec, value) != _LEAF[value]]
         if given and conf.children(spec.name):
             message = (
                 f"queue {spec.name} has child queues, so it takes no jobs: "
                 f"{'=, '.join(given)}= belong on a leaf queue"
             )
             raise ConfigError(spec.file, spec.line, message)
+
+
+#: The keys about a queue's own jobs, read on the leaf a job lands in and never
+#: inherited: on a parent they would be accepted and do nothing, so are refused.
+_JOB_POLICIES = (
+    ("Preemptible", "preemptible"),
+    ("WithinQueue", "within_queue"),
+    ("ReclaimWithinCohort", "reclaim_within_cohort"),
+    ("BorrowWithinCohort", "borrow_within_cohort"),
+)
+_LEAF = {value: getattr(QueueSpec("", None, {}), value) for _, value in _JOB_POLICIES}
 
 
 def _guarantees(

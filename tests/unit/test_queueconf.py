@@ -388,6 +388,17 @@ BAD = [
         "QueueName=root Partitions=p\nQueueName=a",
         "1: queue root has child queues, so it takes no jobs: Partitions= belong on a leaf queue",
     ),
+    (  # read on the leaf a job lands in: on a parent they would do nothing
+        "QueueName=ai Preemptible=no WithinQueue=LowerPriority\nQueueName=a Parent=ai",
+        "1: queue ai has child queues, so it takes no jobs: Preemptible=, WithinQueue= belong"
+        " on a leaf queue",
+    ),
+    (
+        "QueueName=ai ReclaimWithinCohort=Never BorrowWithinCohort=LowerPriority:5\n"
+        "QueueName=a Parent=ai",
+        "1: queue ai has child queues, so it takes no jobs: ReclaimWithinCohort=,"
+        " BorrowWithinCohort= belong on a leaf queue",
+    ),
     # the tree
     ("QueueName=a Parent=ai", "1: queue a: Parent ai is not a queue"),
     ("QueueName=a Parent=Root", "1: queue a: Parent Root is not a queue"),
