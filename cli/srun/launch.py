@@ -528,6 +528,7 @@ class Step:
             while len(self.done) < len(self.nodes):
                 timeout = None if len(self.conns) == len(self.nodes) else 1.0
                 for what, fileobj in self.poll.wait(timeout):
+                    self._handle_signals()  # first: a resize goes before keys typed after it
                     self._ready(what, fileobj)
                 self._handle_signals()
                 if len(self.conns) == len(self.nodes):
