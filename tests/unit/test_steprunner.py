@@ -482,6 +482,23 @@ def test_pty_a_resize_not_sealed_with_the_step_key_is_refused(
     assert (tmp_path / "size0").read_text() == "30 100\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
+def test_pty_device_belongs_to_the_tasks_user(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    script = 'id -u; stat -c %u "$(tty)"'
+    runner = start(
+        spool, zygote, srun, Path("/"), argv=("sh", "-c", script), tasks=(0,), node_id=0,
+        environment=PTY_ENV, pty=True, uid=nobody.pw_uid, gid=nobody.pw_gid, user="nobody",
+    )  # fmt: skip
+    srun.accept()
+    srun.finish()
+    assert srun.out[0].split() == [str(nobody.pw_uid).encode()] * 2
+    assert runner.result().statuses == (0,)
+
+
 def test_window_size_from_the_environment() -> None:
     assert window({"SLURM_PTY_WIN_ROW": "30", "SLURM_PTY_WIN_COL": "100"}) == (30, 100)
     assert window({"SLURM_PTY_WIN_ROW": "30"}) is None
