@@ -489,7 +489,16 @@ class StepRun(Runner):
                 f"slurmstepd: error: *** STEP {spec.job_id}.{spec.step_id} ON {spec.node} "
                 f"CANCELLED AT {stamp}{banner} ***\n"
             )
-            self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
+            self._say(line)
+
+    def _say(self, line: str) -> None:
+        """A line of slurmstepd's on the first task's stderr, as srun shows it; through
+        a terminal's output processing (\n as \r\n) where that task has one, as
+        slurmstepd's own stderr is the terminal then."""
+        data = line.encode()
+        if self.pty_task is self.tasks[0]:
+            data = data.replace(b"\n", b"\r\n")
+        self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, data))
 
     def _exited(self, task: Task) -> None:
         # What the task wrote before it exited goes out before its EXIT.
@@ -736,7 +745,7 @@ class StepRun(Runner):
         )
         if result.oom_kills:  # slurmstepd's line, on the step's stderr
             line = cgroups.oom_message(result.oom_kills, f"{spec.job_id}.{spec.step_id}")
-            self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
+            self._say(line)
         log.info(
             "step %d.%d: done, statuses %s%s",
             spec.job_id,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
+import signal
 import socket
 from collections.abc import Iterator
 
@@ -115,6 +117,24 @@ def test_srun_pty_inside_a_batch_jobs_allocation(two: Cluster) -> None:
         con.close()
         two.run("scancel", str(job_id))
     two.wait_done(job_id)
+
+
+def test_srun_pty_restores_the_terminal_when_its_job_is_cancelled(two: Cluster) -> None:
+    con = console(two, srun_pty())
+    try:
+        con.expect(PROMPT)
+        job_id = run(con, "echo job=$SLURM_JOB_ID", rb"job=(\d+)").decode()
+        two.run("scancel", job_id)  # TERM (which an interactive bash ignores), then KILL
+        assert con.wait() == 128 + signal.SIGKILL, con.shown
+        assert con.current_settings() == con.settings
+    finally:
+        con.close()
+    # slurmstepd's line as through the terminal, srun's in raw mode: each on a line of its own
+    assert re.search(
+        rb"slurmstepd: error: \*\*\* STEP \d+\.0 ON node1 CANCELLED AT \S+ \*\*\*\r\n"
+        rb"srun: error: node1: task 0: Killed\r\n",
+        con.shown,
+    ), con.shown
 
 
 def test_srun_pty_refuses_files_and_runs_without_a_terminal(two: Cluster) -> None:
