@@ -79,6 +79,13 @@ def _constructor() -> Callable[..., pb.JobInfo]:
 _record = _constructor()
 
 
+def topology_level(job: Job) -> str:
+    """``--topology-level`` as given: ``R``, ``R:P`` or ``:P``; "" when not."""
+    required = str(job.topology_required) if job.topology_required >= 0 else ""
+    preferred = f":{job.topology_preferred}" if job.topology_preferred >= 0 else ""
+    return required + preferred
+
+
 def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
     """One job record; for an array's record, ``array_tasks`` shows only those tasks.
 
@@ -134,6 +141,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         if job.state is JobState.RUNNING
         else 0,
         queue=queuereply.job_queue(store, job),
+        topology_level=topology_level(job),
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be

@@ -71,6 +71,9 @@ class Plan:
     grace: Mapping[int, int] = field(default_factory=_empty)
     # Victims of a queue's reclaim: victim -> why, in a line (core/queueplan.py).
     why: Mapping[int, str] = field(default_factory=_empty)
+    # Jobs with --switches considered for the first time: job -> now, when their wait
+    # for a placement on few enough leaf switches begins (core/topology.py).
+    switch_waits: Mapping[int, int] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -90,6 +93,7 @@ class Draft:
     suspended: set[int] = field(default_factory=set)
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
+    switch_waits: dict[int, int] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -106,4 +110,5 @@ class Draft:
             suspended=frozenset(self.suspended),
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
+            switch_waits=MappingProxyType(self.switch_waits),
         )
