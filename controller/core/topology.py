@@ -91,6 +91,7 @@ class Topology:
     leaf_of: Mapping[str, int]  # node -> its leaf switch (base block)
     domains: tuple[Domain, ...]
     by_level: tuple[tuple[int, ...], ...]  # domain indices per level, in file order
+    leaf_domains: tuple[int, ...]  # per leaf, the index of its own domain (tree; block: base)
     optional: bool = False  # TopologyParam=TopoOptional
     weighted: bool = False  # the partition's nodes differ in Weight
     block_size: int = 0  # block: the planning base block size, in nodes
@@ -190,12 +191,14 @@ def build(
     )
     levels = 1 + max((d.level for d in made), default=0)
     by_level = tuple(tuple(i for i, d in enumerate(made) if d.level == k) for k in range(levels))
+    own = {d.leaves[0]: i for i, d in enumerate(made) if d.level == 0}
     return Topology(
         kind,
         tuple(name for name, _ in leaves),
         leaf_of,
         made,
         by_level,
+        tuple(own[leaf] for leaf in range(len(leaves))),
         optional=optional,
         weighted=len({weights[n] for n in members}) > 1,
         block_size=block_size,
@@ -266,39 +269,30 @@ def _leaves_under(conf: TopologyConf) -> dict[str, list[str]]:
 
 @dataclass(slots=True)
 class _Leaves:
-    """The pool sorted by leaf: per leaf its candidate nodes, in pool order, and CPUs."""
+    """The pool by leaf: per leaf (an index of ``Topology.leaf_names``) its candidate
+    nodes in pool order, how many, and their free CPUs."""
 
-    nodes: dict[int, list[NodeView]]
-    cpus: dict[int, int]
-
-    def count(self, leaf: int) -> int:
-        found = self.nodes.get(leaf)
-        return len(found) if found else 0
+    nodes: list[list[NodeView]]
+    count: list[int]
+    cpus: list[int]
 
     def size(self, domain: Domain) -> tuple[int, int]:
         """(candidate nodes, their free CPUs) under ``domain``."""
-        nodes, cpus = self.nodes, self.cpus
-        return (
-            sum(len(nodes[leaf]) for leaf in domain.leaves if leaf in nodes),
-            sum(cpus[leaf] for leaf in domain.leaves if leaf in cpus),
-        )
+        leaves = domain.leaves
+        return sum(map(self.count.__getitem__, leaves)), sum(map(self.cpus.__getitem__, leaves))
 
 
 def _by_leaf(topo: Topology, pool: Iterable[NodeView]) -> _Leaves:
-    nodes: dict[int, list[NodeView]] = {}
-    cpus: dict[int, int] = {}
+    width = len(topo.leaf_names)
+    nodes: list[list[NodeView]] = [[] for _ in range(width)]
+    cpus = [0] * width
     get = topo.leaf_of.get
     for node in pool:
         leaf = get(node.name)
-        if leaf is None:
-            continue
-        if leaf in nodes:
+        if leaf is not None:
             nodes[leaf].append(node)
             cpus[leaf] += node.free_cpus
-        else:
-            nodes[leaf] = [node]
-            cpus[leaf] = node.free_cpus
-    return _Leaves(nodes, cpus)
+    return _Leaves(nodes, [len(n) for n in nodes], cpus)
 
 
 def choose(
@@ -356,16 +350,7 @@ def _tree(
     low = max(job.topology_preferred, 0)
     high = topo.top if job.topology_required < 0 else min(job.topology_required, topo.top)
     for level in range(low, high + 1):
-        fitting = []
-        for i in topo.by_level[level]:
-            domain = topo.domains[i]
-            count, free = leaves.size(domain)
-            if count < need or free < cpus or not required.issubset(domain.leaves):
-                continue
-            if limit and _within(leaves, domain, limit) < need:
-                continue
-            fitting.append((count, i))
-        for _, i in sorted(fitting):
+        for _, i in sorted(_holding(topo, level, leaves, need, cpus, required, limit)):
             ordered = _arrange(topo, i, need, leaves, set())
             got = make(_ordered(topo, job, ordered))
             if got and (not limit or _leaf_count(topo, got) <= limit):
@@ -373,9 +358,39 @@ def _tree(
     return []
 
 
+def _holding(
+    topo: Topology,
+    level: int,
+    leaves: _Leaves,
+    need: int,
+    cpus: int,
+    required: set[int],
+    limit: int,
+) -> list[tuple[int, int]]:
+    """(candidates, index) of the switches of ``level`` that could hold the job: enough
+    nodes and CPUs, every ``-w`` node, and (``limit``) enough within that many leaves."""
+    if level == 0:  # one leaf each: read the counts directly
+        counts, free, domain_of = leaves.count, leaves.cpus, topo.leaf_domains
+        return [
+            (counts[leaf], domain_of[leaf])
+            for leaf in range(len(counts))
+            if counts[leaf] >= need and free[leaf] >= cpus and required <= {leaf}
+        ]
+    found: list[tuple[int, int]] = []
+    for i in topo.by_level[level]:
+        domain = topo.domains[i]
+        nodes, spare = leaves.size(domain)
+        if nodes < need or spare < cpus or not required.issubset(domain.leaves):
+            continue
+        if limit and _within(leaves, domain, limit) < need:
+            continue
+        found.append((nodes, i))
+    return found
+
+
 def _within(leaves: _Leaves, domain: Domain, limit: int) -> int:
     """The most candidate nodes ``limit`` leaves of ``domain`` offer."""
-    counts = sorted((leaves.count(leaf) for leaf in domain.leaves), reverse=True)
+    counts = sorted(map(leaves.count.__getitem__, domain.leaves), reverse=True)
     return sum(counts[:limit])
 
 
@@ -391,7 +406,7 @@ def _arrange(
         for leaf in domain.leaves:
             if leaf not in done:
                 done.add(leaf)
-                out.extend(leaves.nodes.get(leaf, ()))
+                out.extend(leaves.nodes[leaf])
         return out
     left = [(leaves.size(topo.domains[c])[0], c) for c in domain.children]
     left = [(count, c) for count, c in left if count]
@@ -455,19 +470,33 @@ def _block(
         return []
     leaves = _by_leaf(topo, pool)
     most = -(-need // (low * topo.block_size))  # lower-level blocks the job may use
-    ranked: list[tuple[int, int, Domain]] = []
-    for k, domain in enumerate(_block_domains(topo, level)):
-        count, free = leaves.size(domain)
-        if free < cpus or _best_lower(leaves, domain, low, most) < need:
-            continue
-        ranked.append((count, -k, domain))  # Slurm: the fewest nodes; the last on ties
-    for _, _, domain in sorted(ranked, key=lambda r: (r[0], r[1])):
+    for domain in _holding_blocks(topo, level, leaves, need, cpus, low, most):
         chosen = _base_blocks(domain, need, low, most, leaves)
         nodes = [n for b in chosen for n in leaves.nodes[b]]
         got = make(_ordered(topo, job, nodes))
         if got:
             return got
     return []
+
+
+def _holding_blocks(
+    topo: Topology, level: int | None, leaves: _Leaves, need: int, cpus: int, low: int, most: int
+) -> list[Domain]:
+    """The blocks of ``level`` that could hold the job, in Slurm's order: the fewest
+    candidate nodes first, the last on ties."""
+    if level == 0:  # base blocks: read the counts directly
+        counts, free = leaves.count, leaves.cpus
+        ranked = [
+            (counts[b], -b) for b in range(len(counts)) if counts[b] >= need and free[b] >= cpus
+        ]
+        return [topo.domains[topo.leaf_domains[-b]] for _, b in sorted(ranked)]
+    found: list[tuple[int, int, Domain]] = []
+    for k, domain in enumerate(_block_domains(topo, level)):
+        count, spare = leaves.size(domain)
+        if spare < cpus or _best_lower(leaves, domain, low, most) < need:
+            continue
+        found.append((count, -k, domain))
+    return [domain for _, _, domain in sorted(found, key=lambda r: (r[0], r[1]))]
 
 
 def _bounded(topo: Topology, job: Job, level: int | None) -> tuple[bool, int | None]:
@@ -483,8 +512,9 @@ def _bounded(topo: Topology, job: Job, level: int | None) -> tuple[bool, int | N
 def _best_lower(leaves: _Leaves, domain: Domain, low: int, most: int) -> int:
     """The candidates of the ``most`` fullest lower-level blocks in ``domain``."""
     groups: dict[int, int] = {}
+    count = leaves.count
     for leaf in domain.leaves:
-        groups[leaf // low] = groups.get(leaf // low, 0) + leaves.count(leaf)
+        groups[leaf // low] = groups.get(leaf // low, 0) + count[leaf]
     return sum(sorted(groups.values(), reverse=True)[:most])
 
 
@@ -493,7 +523,7 @@ def _base_blocks(domain: Domain, need: int, low: int, most: int, leaves: _Leaves
     already used first, then a lower-level block that holds the rest (the smallest),
     else the fullest; within those, the base block that holds the rest with the
     fewest nodes, else the fullest; at most ``most`` lower-level blocks."""
-    left = {b: leaves.count(b) for b in domain.leaves if leaves.count(b)}
+    left = {b: leaves.count[b] for b in domain.leaves if leaves.count[b]}
     used: set[int] = set()
     chosen: list[int] = []
     while need > 0 and left:
@@ -552,17 +582,26 @@ def _segments(
 ) -> list[tuple[str, _A]]:
     """``--segment=S``: each S nodes in one base block, chosen as a job of S nodes
     is (the base block with the fewest nodes that can take the job's share, the
-    last on ties), one segment after another."""
+    last on ties), one segment after another. A block's nodes are checked with
+    ``fits`` when it is first chosen, so its count is exact from then on."""
     size = job.segment
-    leaves = _by_leaf(topo, [n for n in pool if fits(n)])
+    leaves = _by_leaf(topo, pool)
+    count, nodes = leaves.count, leaves.nodes
+    checked: set[int] = set()
     chosen: list[NodeView] = []
-    for _ in range(max(job.min_nodes, 1) // size):
-        ranked = [
-            (leaves.count(b), -b) for b in range(len(topo.leaf_names)) if leaves.count(b) >= size
-        ]
+    segments = max(job.min_nodes, 1) // size
+    while segments:
+        ranked = [(count[b], -b) for b in range(len(count)) if count[b] >= size]
         if not ranked:
             return []
-        _, last = min(ranked)
-        chosen.extend(leaves.nodes[-last][:size])
-        del leaves.nodes[-last][:size]
+        block = -min(ranked)[1]
+        if block not in checked:
+            checked.add(block)
+            nodes[block] = [n for n in nodes[block] if fits(n)]
+            count[block] = len(nodes[block])
+            continue  # ranked again with the exact count
+        chosen.extend(nodes[block][:size])
+        del nodes[block][:size]
+        count[block] -= size
+        segments -= 1
     return make(_ordered(topo, job, chosen))
