@@ -19,7 +19,7 @@ from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
 from controller.store import JobStore
-from corral import arrayspec, hostlist, jobinfo
+from corral import arrayspec, hostlist, jobinfo, topologyconf
 from corral import gres as gres_syntax
 from corral.config import PartitionConfig, SlurmConfig
 from corral.wire import corral_pb2 as pb
@@ -77,6 +77,17 @@ def _constructor() -> Callable[..., pb.JobInfo]:
 
 
 _record = _constructor()
+
+
+def topology_records(conf: SlurmConfig) -> list[pb.TopologyRecord]:
+    """topology.conf's switches or blocks, as ``scontrol show topology`` lists them."""
+    if conf.topology is None:
+        return []
+    block = conf.topology.plugin == topologyconf.BLOCK
+    return [
+        pb.TopologyRecord(name=name, nodes=nodes, line=line, block=block)
+        for name, nodes, line in conf.topology.records()
+    ]
 
 
 def topology_level(job: Job) -> str:

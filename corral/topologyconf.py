@@ -104,14 +104,20 @@ class TopologyConf:
             return 1 + max((s.level for s in self.switches), default=0)
         return len(self.block_levels)
 
-    def records(self) -> list[str]:
-        """``scontrol show topology``'s lines, in Slurm's order and words."""
+    def records(self) -> list[tuple[str, str, str]]:
+        """``scontrol show topology``'s records, in Slurm's order: (name, the nodes under
+        it as a hostlist, the line scontrol prints, in Slurm's words)."""
         if self.plugin == TREE:
-            return [_switch_line(s, self.switches) for s in self.switches]
-        return [_block_line(b) for b in self.blocks]
+            return [
+                (s.name, hostlist.compress(s.nodes, sort=False), _switch_line(s))
+                for s in self.switches
+            ]
+        return [
+            (b.name, hostlist.compress(b.nodes, sort=False), _block_line(b)) for b in self.blocks
+        ]
 
 
-def _switch_line(switch: Switch, every: Sequence[Switch]) -> str:
+def _switch_line(switch: Switch) -> str:
     """Slurm's ``slurm_print_topo_record``: a leaf's Nodes= as written, a switch
     above its nodes as one ranged list (Slurm's bitmap2node_name)."""
     nodes = switch.nodes_text or hostlist.compress(switch.nodes, sort=False)

@@ -15,7 +15,10 @@ from cli.jobs import record as job_record
 from cli.sbatch.settings import CLI, SCRIPT, Settings
 from cli.srun import launch
 from cli.srun.step_options import check
+from corral import topologyconf
 from corral.wire import codec
+from tests.unit.test_scontrol_format import outputs
+from tests.unit.test_scontrol_format import session as scontrol_session
 
 
 def fields_of(key: str, text: str) -> dict[str, Any]:
@@ -124,3 +127,77 @@ def test_squeue_reqswitch_and_wait4switch() -> None:
     job = _job(switches=2, switch_wait=3700)
     assert job_fields.NAMES["reqswitch"].value(job, None) == "2"
     assert job_fields.NAMES["wait4switch"].value(job, None) == "1:01:40"
+
+
+# ---------------------------------------------------------------- scontrol show topology
+
+NO_SWITCH = "Topology information contains no switch or node named"
+SPINE = "SwitchName=l0 Nodes=n[0-1]\nSwitchName=l1 Nodes=n[2-3]\nSwitchName=s Switches=l[0-1]\n"
+
+
+def _topology_reply(text: str, plugin: str) -> dict[str, Any]:
+    conf = topologyconf.parse(text, "t", plugin, [f"n{i}" for i in range(4)])
+    records = [
+        {"name": name, "nodes": nodes, "line": line, "block": plugin == topologyconf.BLOCK}
+        for name, nodes, line in conf.records()
+    ]
+    return {"Config": {"entries": [], "now": 0, "topology": records}}
+
+
+def _show(monkeypatch: pytest.MonkeyPatch, reply: dict[str, Any], *words: str) -> tuple[str, str]:
+    session, _ = scontrol_session(monkeypatch, reply)
+    session.run(["show", "topology", *words])
+    return outputs(session)
+
+
+@pytest.mark.parametrize(
+    ("words", "out", "err"),
+    [
+        (
+            (),
+            "SwitchName=l0 Level=0 LinkSpeed=1 Nodes=n[0-1]\n"
+            "SwitchName=l1 Level=0 LinkSpeed=1 Nodes=n[2-3]\n"
+            "SwitchName=s Level=1 LinkSpeed=1 Nodes=n[0-3] Switches=l[0-1]\n",
+            "",
+        ),
+        (("l1",), "SwitchName=l1 Level=0 LinkSpeed=1 Nodes=n[2-3]\n", ""),
+        (
+            ("n3",),
+            "SwitchName=l1 Level=0 LinkSpeed=1 Nodes=n[2-3]\n"
+            "SwitchName=s Level=1 LinkSpeed=1 Nodes=n[0-3] Switches=l[0-1]\n",
+            "",
+        ),
+        (
+            ("n[1-2]",),
+            "SwitchName=s Level=1 LinkSpeed=1 Nodes=n[0-3] Switches=l[0-1]\n",
+            "",
+        ),
+        (
+            ("x9",),
+            "",
+            "scontrol: error: Topology information contains no switch or node named x9\n",
+        ),
+    ],
+    ids=["all", "a switch", "the switches above a node", "above two nodes", "neither"],
+)
+def test_scontrol_show_topology(
+    monkeypatch: pytest.MonkeyPatch, words: tuple[str, ...], out: str, err: str
+) -> None:
+    assert _show(monkeypatch, _topology_reply(SPINE, topologyconf.TREE), *words) == (out, err)
+
+
+def test_scontrol_show_topology_blocks_and_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = _topology_reply(
+        "BlockName=b0 Nodes=n[0-1]\nBlockName=b1 Nodes=n[2-3]\n", "topology/block"
+    )
+    out, _ = _show(monkeypatch, blocks)
+    assert out.splitlines() == [
+        "BlockName=b0 BlockIndex=0 Nodes=n[0-1] BlockSize=2",
+        "BlockName=b1 BlockIndex=1 Nodes=n[2-3] BlockSize=2",
+        "AggregatedBlock=b[0-1] BlockIndex=2 Nodes=n[0-3] BlockSize=4",
+    ]
+    assert _show(monkeypatch, blocks, "zz")[1] == (
+        "scontrol: error: Topology information contains no block or node named zz\n"
+    )
+    flat = {"Config": {"entries": [], "now": 0, "topology": []}}
+    assert _show(monkeypatch, flat) == ("", "scontrol: error: No topology information available\n")

@@ -36,7 +36,7 @@ def test_tree_levels_nodes_and_scontrol_lines() -> None:
         ("s4", 1),
         ("s5", 1),
     ]
-    assert conf.records() == [
+    assert [line for _, _, line in conf.records()] == [
         "SwitchName=s0 Level=0 LinkSpeed=900 Nodes=tux[0-3]",
         "SwitchName=s1 Level=0 LinkSpeed=900 Nodes=tux[4-7]",
         "SwitchName=s2 Level=0 LinkSpeed=900 Nodes=tux[8-11]",
@@ -144,7 +144,7 @@ BlockSizes=30,120
 def test_block_sizes_and_aggregated_blocks() -> None:
     conf = parse(BLOCKS, "t", BLOCK, [f"node{i}" for i in range(1, 129)])
     assert (conf.block_size, conf.block_levels) == (30, (0, 2))
-    assert conf.records() == [
+    assert [line for _, _, line in conf.records()] == [
         "BlockName=block1 BlockIndex=0 Nodes=node[1-32] BlockSize=30",
         "BlockName=block2 BlockIndex=1 Nodes=node[33-64] BlockSize=30",
         "BlockName=block3 BlockIndex=2 Nodes=node[65-96] BlockSize=30",
