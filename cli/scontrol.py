@@ -54,7 +54,7 @@ scontrol [<OPTION>] [<COMMAND>]
      ping                     report whether the controller responds
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
-                              job, node or partition
+                              job, node, partition or topology
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
      update <SPECIFICATIONS>  change a job (JobId=...) or node (NodeName=...)
