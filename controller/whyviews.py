@@ -147,4 +147,19 @@ def _reply(answer: Why, hide_others: bool) -> pb.WhyReply:
             for s in answer.suggestions
         ],
         now=answer.now,
+        topology=_topology(answer),
+    )
+
+
+def _topology(answer: Why) -> pb.WhyTopology | None:
+    asked = answer.topology
+    if asked is None:
+        return None
+    return pb.WhyTopology(
+        switches=asked.switches,
+        switch_wait_end=asked.wait_end,
+        required_level=asked.required,
+        preferred_level=asked.preferred,
+        segment=asked.segment,
+        held=asked.held,
     )

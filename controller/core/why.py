@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from controller.core import topology
 from controller.core.backfill import BackfillParams, duration
 from controller.core.placement import partitions_of, take
 from controller.core.plan import Expected, Plan
@@ -90,6 +91,20 @@ class Suggestion:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyAsk:
+    """What the job asks of the network (core/topology.py), and whether that is what
+    keeps it waiting: ``held`` when a pass without the bound starts it sooner (the
+    suggestions then say with what)."""
+
+    switches: int  # --switches (0: none)
+    wait_end: int  # when its --switches bound lapses (0: lapsed, or none)
+    required: int  # --topology-level's levels (-1: none)
+    preferred: int
+    segment: int
+    held: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Why:
     job_id: int
     user: str
@@ -107,6 +122,7 @@ class Why:
     expected_nodes: tuple[str, ...]
     suggestions: tuple[Suggestion, ...]
     now: int
+    topology: TopologyAsk | None = None
 
 
 def explain(
@@ -168,6 +184,8 @@ def explain(
         suggestions = _suggestions(
             snap, now, params, job, part, needs, free, blockers, reservations, best, others
         )
+    asked, relaxed = _topology(snap, now, params, job, part, expected, starts_now)
+    suggestions += relaxed
     return Why(
         job_id=job_id,
         user=job.user,
@@ -185,7 +203,53 @@ def explain(
         expected_nodes=expected.nodes if expected else (),
         suggestions=suggestions,
         now=now,
+        topology=asked,
     )
+
+
+def _topology(
+    snap: Snapshot,
+    now: int,
+    params: BackfillParams,
+    job: Job,
+    part: PartitionView,
+    expected: Expected | None,
+    starts_now: bool,
+) -> tuple[TopologyAsk | None, tuple[Suggestion, ...]]:
+    """The job's topology request (None: it makes none), and the looser ones that
+    would start it sooner: ``--switches`` with as many leaves as it would then span,
+    ``--topology-level`` one level up."""
+    if not topology.asks(job):
+        return None, ()
+    wait = topology.wait_end(job, now)
+    relaxed: list[Suggestion] = []
+    view = part.topology
+    if not starts_now and view is not None:
+        best = expected.start_time if expected else None
+        variants: list[tuple[str, Job]] = []
+        if wait:
+            variants.append(("--switches", replace(job, switches=0)))
+        if 0 <= job.topology_required < view.top:
+            level = job.topology_required + 1
+            preferred = f":{job.topology_preferred}" if job.topology_preferred >= 0 else ""
+            variants.append(
+                (f"--topology-level={level}{preferred}", replace(job, topology_required=level))
+            )
+        for option, variant in variants:
+            got = _start_of(snap, now, params, variant)
+            if got is not None and (best is None or got.start_time < best):
+                if option == "--switches":
+                    option = f"--switches={topology.leaves_of(view, got.nodes)}"
+                relaxed.append(Suggestion(option, got.start_time, got.nodes))
+    asked = TopologyAsk(
+        switches=job.switches,
+        wait_end=wait,
+        required=job.topology_required,
+        preferred=job.topology_preferred,
+        segment=job.segment,
+        held=bool(relaxed),
+    )
+    return asked, tuple(relaxed)
 
 
 def _missing(job: Job) -> PartitionView:

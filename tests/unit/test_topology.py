@@ -14,16 +14,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cli.why import text as why_text
 from controller.admission import admit, partition_view
 from controller.core import BackfillParams, Running, schedule
 from controller.core import topology as topo
 from controller.core.snapshot import PartitionView
+from controller.core.why import TopologyAsk, explain
 from controller.jobspec import from_fields
 from controller.jobstate import Reason
 from controller.principal import principal_for
+from controller.whyviews import _reply
 from corral import errors, hostlist, topologyconf
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
+from corral.whydoc import why_document
 from corral.wire import codec
 from tests.unit.scenario import NOW, cluster, job, node, partition, slurm_conf
 
@@ -442,3 +446,38 @@ def test_a_job_never_spans_more_than_it_may(
             assert under, (job_id, chosen)
         if asked.switches and when < NOW + asked.switch_wait:
             assert topo.leaves_of(view, chosen) <= asked.switches, (job_id, chosen)
+
+
+# ---------------------------------------------------------------- corral why
+
+
+def test_why_says_the_switch_bound_keeps_the_job_waiting() -> None:
+    nodes, part = fabric(WIDE, WIDE_BUSY, WIDE_NODES)
+    waiting = fixed(6, switches=1, switch_wait=300, switch_wait_start=NOW, time_limit=60)
+    answer = explain(cluster(nodes, [part]).snapshot([waiting]), NOW, 1, BackfillParams())
+    assert answer.reason is Reason.RESOURCES
+    assert answer.topology == TopologyAsk(
+        switches=1, wait_end=NOW + 300, required=-1, preferred=-1, segment=0, held=True
+    )
+    assert ("--switches=3", NOW) in [(s.option, s.start) for s in answer.suggestions]
+    reply = _reply(answer, hide_others=False)
+    words = why_text(why_document(codec.decode("WhyReply", reply.SerializeToString())))
+    assert "Placement: at most 1 leaf switch (--switches) until " in words
+    assert "then any. That is what keeps it waiting (see below)." in words
+    assert "--switches=3 (now)" in words
+
+
+def test_why_suggests_a_level_up_when_the_required_one_is_full() -> None:
+    nodes, part = fabric(TREE, BUSY)
+    bound = fixed(6, topology_required=1, time_limit=60)
+    answer = explain(cluster(nodes, [part]).snapshot([bound]), NOW, 1, BackfillParams())
+    assert answer.topology is not None and answer.topology.held
+    assert "--topology-level=2" in [s.option for s in answer.suggestions]
+
+
+def test_why_of_a_job_that_asks_nothing_of_the_network() -> None:
+    nodes, part = fabric(TREE, BUSY)
+    answer = explain(cluster(nodes, [part]).snapshot([fixed(2)]), NOW, 1, BackfillParams())
+    assert answer.topology is None
+    doc = why_document(codec.decode("WhyReply", _reply(answer, False).SerializeToString()))
+    assert doc["topology"] is None
