@@ -22,6 +22,20 @@ pure-Python twin (``corral.pynodeset``); both must make the same plan.
 * one in five is a fraction of a GPU by memory instead: ``-n1 -c 4
   --gres=gpumem:M`` with M = 10, 20 or 40 GiB.
 
+Topology (issue 18, point 8): in the same run, the same passes on the same
+cluster and queue placed by a ``topology.conf`` (C node bitmap only), and each
+figure's ratio to the flat one (target: at most 1.5):
+
+* ``_tree``: ``TopologyPlugin=topology/tree``, three levels: leaf switches of
+  20 nodes, spines of 5 leaves (100 nodes), one top switch. One pending job in
+  four asks for a topology: ``--switches=1@5:00`` (half of them waiting since
+  now, half since ten minutes ago: their wait is over) or
+  ``--topology-level=1`` (the whole job under one spine);
+* ``_block``: ``TopologyPlugin=topology/block``, base blocks of 20 nodes,
+  ``BlockSizes=20,40,80,160``; one job in four asks: ``--segment=2`` (a
+  multi-node job: two nodes per base block) or ``--topology-level=1`` (one
+  node: within a block of 40).
+
 Each node's GPUs also offer 80 GiB of ``gpumem`` each, as per-GPU pools
 (``controller.gpushare``): a GPU held whole offers none, as the controller's
 snapshot couples them. Within one pass the core does not couple a fraction's
@@ -35,6 +49,7 @@ start), so a plan here may count a GPU both ways; ``fraction_starts`` and
 from __future__ import annotations
 
 import random
+import statistics
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -44,10 +59,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import arguments, figure, log, python_baseline, report
-from bench.schedule import c_and_python
+from bench.schedule import c_and_python, one_pass
 from controller.core import BackfillParams, Running, Snapshot, schedule
+from controller.core import topology as topo
 from controller.core.plan import Plan
 from controller.model import Job
+from corral import topologyconf
 from tests.unit.scenario import NOW, cluster, job, node, partition
 
 GPUS = 8  # per node
@@ -69,6 +86,10 @@ QUICK = (100, 1_000)
 BUSY = [8, 8, 8, 8, 6, 4, 4, 2, 0, 0]
 #: How one node's busy GPUs split into running jobs.
 SPLITS = {8: [(8,), (4, 4), (4, 2, 1, 1)], 6: [(4, 2), (2, 2, 2)], 4: [(4,), (2, 1, 1)], 2: [(2,)]}
+#: The topology cases: nodes per leaf switch (base block), leaves per spine, jobs asking.
+LEAF = 20
+SPINE = 5
+ASKING = 0.25
 #: Pending job sizes: GPUs on one node, or ("nodes", K) whole nodes, with weights.
 SIZES = [(1, 30), (2, 20), (4, 20), (8, 15), ((2,), 5), ((4,), 5), ((8,), 5)]
 #: Time limits, minutes (10 minutes to 24 hours).
@@ -177,6 +198,84 @@ def workload(nodes: int, pending: int, seed: int = 1) -> Snapshot:
     return cluster(views, [replace(part, order=part.nodes)]).snapshot(jobs, running=running)
 
 
+def topology_text(plugin: str, names: list[str]) -> str:
+    """The benchmark's topology.conf: three levels of switches, or blocks of LEAF nodes."""
+    leaves = [names[i : i + LEAF] for i in range(0, len(names), LEAF)]
+    if plugin == topologyconf.BLOCK:
+        lines = [f"BlockName=b{i} Nodes={','.join(leaf)}" for i, leaf in enumerate(leaves)]
+        sizes = ",".join(str(LEAF << k) for k in range(4))
+        return "\n".join([*lines, f"BlockSizes={sizes}"]) + "\n"
+    lines = [f"SwitchName=l{i} Nodes={','.join(leaf)}" for i, leaf in enumerate(leaves)]
+    spines = range(0, len(leaves), SPINE)
+    for k, first in enumerate(spines):
+        last = min(first + SPINE, len(leaves)) - 1
+        lines.append(f"SwitchName=s{k} Switches=l[{first}-{last}]")
+    lines.append(f"SwitchName=top Switches=s[0-{len(spines) - 1}]")
+    return "\n".join(lines) + "\n"
+
+
+def _asks(rng: random.Random, plugin: str, j: Job) -> Job:
+    """One job in four with a topology request (see the module docstring)."""
+    if rng.random() >= ASKING:
+        return j
+    many = j.min_nodes > 1
+    if plugin == topologyconf.TREE:
+        if rng.random() < 0.5:
+            since = NOW if rng.random() < 0.5 else NOW - 600
+            return replace(j, switches=1, switch_wait=300, switch_wait_start=since)
+        return replace(j, topology_required=1)
+    if many:
+        return replace(j, segment=2)
+    return replace(j, topology_required=1)
+
+
+def with_topology(snap: Snapshot, plugin: str, seed: int = 2) -> Snapshot:
+    """``snap`` placed by a topology.conf of ``plugin``, one job in four asking for one."""
+    rng = random.Random(seed)
+    names = list(snap.nodes)
+    conf = topologyconf.parse(topology_text(plugin, names), "topology.conf", plugin, names)
+    view = topo.from_conf(conf, names, dict.fromkeys(names, 1), False)
+    parts = {name: replace(p, topology=view) for name, p in snap.partitions.items()}
+    pending = tuple(_asks(rng, plugin, j) for j in snap.pending)
+    return replace(snap, partitions=parts, pending=pending)
+
+
+def topology_figures(snap: Snapshot, label: str, runs: int) -> dict[str, dict[str, Any]]:
+    """The same passes placed by each topology, and their ratio to the flat ones.
+
+    Each pass is timed flat, then on the tree, then on the blocks, ``runs`` times
+    in turn, so that a busy machine slows all three alike; the ratio is of medians.
+    """
+    kinds = {"flat": snap}
+    kinds.update(
+        (plugin.split("/")[1], with_topology(snap, plugin))
+        for plugin in (topologyconf.TREE, topologyconf.BLOCK)
+    )
+    figures: dict[str, dict[str, Any]] = {}
+    for name, depth, backfill in _PASSES:
+        log(f"{name}_{label}: {runs} passes flat, on the tree and on blocks in turn (C bitmap)")
+        timed: dict[str, list[tuple[float, int, int]]] = {kind: [] for kind in kinds}
+        for _ in range(runs):
+            for kind, placed in kinds.items():
+                timed[kind].append(one_pass(placed, depth, backfill))
+        flat = statistics.median(t[0] for t in timed["flat"])
+        for kind in ("tree", "block"):
+            value = statistics.median(t[0] for t in timed[kind])
+            figures[f"{name}_{label}_{kind}"] = figure(
+                [t[0] for t in timed[kind]],
+                "s",
+                starts=timed[kind][0][1],
+                starts_flat=timed["flat"][0][1],
+                reservations=timed[kind][0][2],
+                pending_asking=sum(1 for j in kinds[kind].pending if topo.asks(j)),
+                without_topology_s=round(flat, 3),
+                ratio=round(value / flat, 2),
+                ratio_target=1.5,
+                ratio_met=value / flat <= 1.5,
+            )
+    return figures
+
+
 def _gpus(plan_gres: tuple[tuple[tuple[str, str, int], ...], ...], kind: str = "gpu") -> int:
     return sum(count for items in plan_gres for name, _, count in items if name == kind)
 
@@ -234,6 +333,14 @@ def describe(snap: Snapshot) -> dict[str, Any]:
     }
 
 
+#: The passes timed: (name, bf_max_job_test or None for every job, backfill or not).
+_PASSES = (
+    ("main_pass", None, False),
+    ("backfill_default_depth", 500, True),
+    ("backfill_full_depth", None, True),
+)
+
+
 def main() -> None:
     args = arguments(__doc__ or "", runs=3, quick_runs=1)
     baseline = python_baseline()
@@ -246,11 +353,8 @@ def main() -> None:
         f"({len(snap.running)} running), {pending} pending"
     )
     figures: dict[str, dict[str, Any]] = {}
-    for name, depth, backfill in (
-        (f"main_pass_{label}", None, False),
-        (f"backfill_default_depth_{label}", 500, True),
-        (f"backfill_full_depth_{label}", None, True),
-    ):
+    for short, depth, backfill in _PASSES:
+        name = f"{short}_{label}"
         log(f"{name}: {args.runs} passes (C bitmap, then the Python twin)")
         runs, twin = c_and_python(snap, depth, backfill, args.runs)
         params = BackfillParams(max_job_test=depth or pending) if backfill else None
@@ -273,6 +377,7 @@ def main() -> None:
             **breakdown(snap, plan),
             **twin,
         )
+    figures.update(topology_figures(snap, label, args.runs))
     report("gpus", args, baseline, figures, cluster=shape)
 
 

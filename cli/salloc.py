@@ -30,6 +30,7 @@ from cli.options import (
     OptionTable,
 )
 from cli.options import parse as parse_options
+from cli.sbatch.options import TOPOLOGY_LEVEL
 
 PROG = "salloc"
 #: How often salloc checks its allocation still stands while the command runs.
@@ -69,7 +70,10 @@ TABLE = OptionTable(
         _row("qos", "q"),
         _row("quiet", "Q", NO_ARGUMENT),
         _row("reservation"),
+        _row("segment", note="with TopologyPlugin=topology/block"),
+        _row("switches", note="with TopologyPlugin=topology/tree"),
         _row("time", "t"),
+        _row("topology-level", note=TOPOLOGY_LEVEL),
         _row("usage", arg=NO_ARGUMENT),
         _row("verbose", "v", NO_ARGUMENT, WARNED, "salloc prints no progress"),
         _row("version", "V", NO_ARGUMENT),

@@ -54,7 +54,7 @@ scontrol [<OPTION>] [<COMMAND>]
      ping                     report whether the controller responds
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
-                              job, node or partition
+                              job, node, partition or topology
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
      update <SPECIFICATIONS>  change a job (JobId=...) or node (NodeName=...)
@@ -283,6 +283,7 @@ class Session:
             (("partitions", "partitionname"), 2, self.show_partition),
             (("reservations", "reservationname"), 3, self.show_reservation),
             (("steps",), 2, self.show_step),
+            (("topology",), 1, self.show_topology),
         ]
         for names, minimum, handler in entities:
             if any(word_is(tag, name, minimum) for name in names):
@@ -302,6 +303,39 @@ class Session:
             self.print(f"{entry['key']:<23} = {entry['value']}")
         self.print()
         self.print_ping()
+
+    def show_topology(self, value: str | None) -> None:
+        """The switches (blocks) of topology.conf; with a name, that switch, or those
+        above the named nodes (Slurm's ``scontrol_print_topo``)."""
+        try:
+            records = self.call("Config", {})["topology"]
+        except SlurmError as exc:
+            self.fail(f"slurm_load_topo error: {exc}")
+            return
+        if not records:
+            print(f"{PROG}: error: No topology information available", file=self.err)
+            return
+        if not value:
+            for record in records:
+                self.print(record["line"])
+            return
+        named = [r for r in records if r["name"] == value]
+        if named:
+            self.print(named[0]["line"])
+            return
+        try:
+            wanted = set(expand(value))
+        except ValueError:
+            wanted = {value}
+        above = [r for r in records if wanted <= set(expand(r["nodes"]))]
+        for record in above:
+            self.print(record["line"])
+        if not above:
+            kind = "block" if records[0]["block"] else "switch"
+            print(
+                f"{PROG}: error: Topology information contains no {kind} or node named {value}",
+                file=self.err,
+            )
 
     def show_hostnames(self, value: str | None) -> None:
         text = value if value is not None else os.environ.get("SLURM_JOB_NODELIST")

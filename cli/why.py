@@ -82,6 +82,8 @@ def text(doc: Mapping[str, Any]) -> str:
         lines.append("Ahead of it: " + _jobs(ahead, now, planned=True))
     for v in doc.get("preempting", []):
         lines.append(_preempted(v, now))
+    if doc.get("topology"):
+        lines.append(_topology(doc["topology"], now))
     for r in doc["reservations"]:
         lines.append(
             f"Reservation {r['name']} on {r['nodes']} "
@@ -152,6 +154,28 @@ def _behind(head: Mapping[str, Any]) -> str:
         f"It waits behind {who}, the head of its queue (QueueingStrategy=StrictFIFO), "
         f"which {waits}."
     )
+
+
+def _topology(asked: Mapping[str, Any], now: int) -> str:
+    """What the job asks of the network, and whether that keeps it waiting."""
+    parts = []
+    if asked["switches"]:
+        count = asked["switches"]
+        bound = f"at most {count} leaf switch{'es' if count != 1 else ''} (--switches)"
+        if asked["switch_wait_end"]:
+            bound += f" until {_when(asked['switch_wait_end'], now)}, then any"
+        parts.append(bound)
+    if asked["required_level"] is not None:
+        level = asked["required_level"]
+        parts.append(f"under one switch (block) of level {level} or below (--topology-level)")
+    if asked["preferred_level"] is not None:
+        parts.append(f"preferring level {asked['preferred_level']}")
+    if asked["segment"]:
+        parts.append(f"segments of {_count(asked['segment'], 'node')} (--segment)")
+    text = "Placement: " + "; ".join(parts) + "."
+    if asked["held"]:
+        text += " That is what keeps it waiting (see below)."
+    return text
 
 
 def _preempted(victim: Mapping[str, Any], now: int) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from controller import bounds, gpuaffinity, gpushare, partitionaccess
-from controller.core import dependency, features
+from controller.core import dependency, features, topology
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
 from controller.core.request import gres_left, gres_request, node_gres, share
@@ -156,9 +156,10 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
     p = conf.partition(name)
     assert p is not None
     exclusive, max_share, force = oversubscribe(p.oversubscribe)
+    topo, nodes = topology.of_partition(conf, p.nodes)
     return PartitionView(
         name=p.name,
-        nodes=p.nodes,
+        nodes=nodes,
         state=state or p.state,
         max_time=p.max_time,
         max_nodes=p.max_nodes,
@@ -172,10 +173,11 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         force=force,
         max_cpus_per_node=p.max_cpus_per_node,
         order=selection_order(
-            p.nodes,
+            nodes,
             {n.name: n.weight for n in conf.nodes},
             {n.name: i for i, n in enumerate(conf.nodes)},
         ),
+        topology=topo,
     )
 
 
@@ -284,6 +286,70 @@ def _counts(spec: JobSpec, required: int) -> _Counts:
     )
 
 
+def _ever(job: Job, capacity: Capacity, partitions: tuple[str, ...]) -> bool:
+    """Whether an empty, healthy partition of ``job``'s could take it."""
+    nodes = capacity.nodes
+    return any(isinstance(place(job, capacity.partitions[p], nodes), Start) for p in partitions)
+
+
+#: SchedulerParameters max_switch_wait's default: the most a --switches wait may be.
+MAX_SWITCH_WAIT = 300
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """A job's topology fields (``Job``'s names), defaults applied."""
+
+    switches: int = 0
+    switch_wait: int = 0  # seconds
+    segment: int = 0
+    required: int = -1  # --topology-level's levels; -1: none
+    preferred: int = -1
+
+
+def topology_request(
+    spec: JobSpec, conf: SlurmConfig, min_nodes: int, required: bool
+) -> TopologyRequest:
+    """The Job fields of ``--switches``, ``--segment`` and ``--topology-level``.
+
+    Each is refused (Slurm 24.11's "Requested topology configuration is not
+    available") where it would be ignored: ``--switches`` without topology/tree,
+    ``--segment`` without topology/block, bigger than the base block, not dividing
+    the node count or with ``-w`` (24.11's own checks), a level the topology lacks.
+    The wait is capped by ``max_switch_wait``, as slurmctld caps it.
+    """
+    plugin = conf.topology.plugin if conf.topology is not None else ""
+    topo = conf.topology
+    refused = SlurmError(errors.ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE)
+    if spec.switches and plugin != topology.TREE:
+        raise refused
+    segment = spec.segment
+    if segment and (
+        topo is None
+        or plugin != topology.BLOCK
+        or segment > topo.block_size
+        or min_nodes % segment
+        or required
+    ):
+        raise refused
+    levels = [v for v in (spec.topology_required, spec.topology_preferred) if v is not None]
+    if levels and (topo is None or max(levels) >= topo.levels):
+        raise refused
+    if None not in (spec.topology_required, spec.topology_preferred) and (
+        (spec.topology_preferred or 0) > (spec.topology_required or 0)
+    ):
+        raise refused
+    ceiling = int(conf.scheduler_param("max_switch_wait") or MAX_SWITCH_WAIT)
+    wait = ceiling if spec.switch_wait is None else min(spec.switch_wait, ceiling)
+    return TopologyRequest(
+        switches=spec.switches,
+        switch_wait=wait if spec.switches else 0,
+        segment=segment,
+        required=-1 if spec.topology_required is None else spec.topology_required,
+        preferred=-1 if spec.topology_preferred is None else spec.topology_preferred,
+    )
+
+
 def admit(
     spec: JobSpec,
     who: Principal,
@@ -316,6 +382,7 @@ def admit(
     if any(n not in known for n in req_nodes + exc_nodes):
         raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
     counts = _counts(spec, len(req_nodes))
+    topo = topology_request(spec, conf, counts.min_nodes, bool(req_nodes))
     time_limit = spec.time_limit
     if time_limit is None:
         default = conf.partition(partitions[0])
@@ -402,6 +469,11 @@ def admit(
         oversubscribe=spec.oversubscribe,
         reservation=spec.reservation,
         interactive=spec.interactive,
+        switches=topo.switches,
+        switch_wait=topo.switch_wait,
+        segment=topo.segment,
+        topology_required=topo.required,
+        topology_preferred=topo.preferred,
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)
@@ -415,7 +487,10 @@ def admit(
     _check_constraint(base.constraint, nodes, [capacity.partitions[p] for p in partitions])
     _check_gres(base.gres, nodes, [capacity.partitions[p] for p in partitions])
     # "Never": not even an empty, healthy partition could take it.
-    if not any(isinstance(place(base, capacity.partitions[p], nodes), Start) for p in partitions):
+    if not _ever(base, capacity, partitions):
+        flat = replace(base, topology_required=-1, topology_preferred=-1, segment=0)
+        if _ever(flat, capacity, partitions):  # its topology request is what cannot be met
+            raise SlurmError(errors.ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE)
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
     payload = Payload(
         script=script,

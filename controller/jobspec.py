@@ -82,6 +82,11 @@ class JobSpec:
     run_as_uid: int | None = None
     run_as_gid: int | None = None
     clusters: str = ""
+    switches: int = 0
+    switch_wait: int | None = None
+    segment: int = 0
+    topology_required: int | None = None
+    topology_preferred: int | None = None
 
 
 def from_wire(message: Any) -> JobSpec:

@@ -135,6 +135,16 @@ class Job:
     preempted_by: int = 0
     preempt_requeue: bool = False
     checkpointed: int = 0
+    # Network topology (controller/core/topology.py): --switches=N@max-time, the wait in
+    # seconds (capped by max_switch_wait at submission) and when it began (the scheduler's
+    # first look at the job; 0: not yet); --segment; --topology-level's required and
+    # preferred levels (-1: none).
+    switches: int = 0
+    switch_wait: int = 0
+    switch_wait_start: int = 0
+    segment: int = 0
+    topology_required: int = -1
+    topology_preferred: int = -1
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()

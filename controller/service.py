@@ -300,7 +300,11 @@ class Handlers:
         entries.append(pb.ConfigEntry(key="SLURM_VERSION", value=SLURM_VERSION))
         entries.sort(key=lambda e: e.key.lower())
         return pb.ConfigReply(
-            entries=entries, now=self.now(), config_file=conf.path, last_update=self.started
+            entries=entries,
+            now=self.now(),
+            config_file=conf.path,
+            last_update=self.started,
+            topology=views.topology_records(conf),
         )
 
     async def Priorities(self, req: pb.PrioritiesRequest, who: Principal) -> pb.PrioritiesReply:

@@ -606,6 +606,10 @@ class JobStore:
             if job is not None and job.state is JobState.PENDING:
                 self.post(job_id, jobstate.GiveUp(plan.now, why))
                 log.info("job_id=%d ended pending: %s", job_id, why.value)
+        for job_id, since in plan.switch_waits.items():
+            job = self.jobs.get(job_id)
+            if job is not None and job.state is JobState.PENDING and not job.switch_wait_start:
+                self._touch_job(replace(job, switch_wait_start=since))
         # Reasons and expected starts are derived each cycle; they are not journaled.
         for job_id, reason in plan.reasons.items():
             job = self.jobs.get(job_id)

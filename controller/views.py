@@ -19,7 +19,7 @@ from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
 from controller.store import JobStore
-from corral import arrayspec, hostlist, jobinfo
+from corral import arrayspec, hostlist, jobinfo, topologyconf
 from corral import gres as gres_syntax
 from corral.config import PartitionConfig, SlurmConfig
 from corral.wire import corral_pb2 as pb
@@ -79,6 +79,24 @@ def _constructor() -> Callable[..., pb.JobInfo]:
 _record = _constructor()
 
 
+def topology_records(conf: SlurmConfig) -> list[pb.TopologyRecord]:
+    """topology.conf's switches or blocks, as ``scontrol show topology`` lists them."""
+    if conf.topology is None:
+        return []
+    block = conf.topology.plugin == topologyconf.BLOCK
+    return [
+        pb.TopologyRecord(name=name, nodes=nodes, line=line, block=block)
+        for name, nodes, line in conf.topology.records()
+    ]
+
+
+def topology_level(job: Job) -> str:
+    """``--topology-level`` as given: ``R``, ``R:P`` or ``:P``; "" when not."""
+    required = str(job.topology_required) if job.topology_required >= 0 else ""
+    preferred = f":{job.topology_preferred}" if job.topology_preferred >= 0 else ""
+    return required + preferred
+
+
 def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
     """One job record; for an array's record, ``array_tasks`` shows only those tasks.
 
@@ -134,6 +152,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         if job.state is JobState.RUNNING
         else 0,
         queue=queuereply.job_queue(store, job),
+        topology_level=topology_level(job),
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be

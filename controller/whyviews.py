@@ -148,6 +148,7 @@ def _reply(answer: Why, hide_others: bool) -> pb.WhyReply:
         ],
         now=answer.now,
         queue_head=_head(answer, hide_others),
+        topology=_topology(answer),
     )
 
 
@@ -159,4 +160,18 @@ def _head(answer: Why, hide_others: bool) -> pb.WhyQueueHead | None:
     hide = hide_others and head.user != answer.user
     return pb.WhyQueueHead(
         job_id=0 if hide else head.job_id, user="" if hide else head.user, reason=head.reason.value
+    )
+
+
+def _topology(answer: Why) -> pb.WhyTopology | None:
+    asked = answer.topology
+    if asked is None:
+        return None
+    return pb.WhyTopology(
+        switches=asked.switches,
+        switch_wait_end=asked.wait_end,
+        required_level=asked.required,
+        preferred_level=asked.preferred,
+        segment=asked.segment,
+        held=asked.held,
     )

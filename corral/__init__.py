@@ -52,6 +52,7 @@ __all__ = [
     "timefmt",
     "tlsconf",
     "tokens",
+    "topologyconf",
     "units",
     "whydoc",
     "wire",

@@ -40,6 +40,7 @@ from corral import (
     queueconf,
     timefmt,
     tlsconf,
+    topologyconf,
 )
 from corral.clientconf import ClientSettings, client_settings
 from corral.confkeys import KeyUse
@@ -295,6 +296,12 @@ class SlurmConfig:
     cgroup_conf: cgroupconf.CgroupConf = field(default_factory=cgroupconf.CgroupConf)
     # queues.conf beside slurm.conf (load() reads it): the team queues; None without one.
     queue_conf: queueconf.QueueConf | None = None
+    # topology.conf beside slurm.conf, read (by load()) for TopologyPlugin=topology/tree or
+    # topology/block; None: nodes form one flat list (topology/flat, the default).
+    topology: topologyconf.TopologyConf | None = None
+    # TopologyParam=TopoOptional: only jobs that ask for a topology (--switches,
+    # --segment, --topology-level) are placed by it.
+    topo_optional: bool = False
     tls: tlsconf.TlsConfig = field(default_factory=tlsconf.TlsConfig)  # TLSType, TLSParameters
     # JobAcctGatherType and JobAcctGatherFrequency: what agents sample for sstat.
     job_acct: jobacct.JobAcctGather = field(default_factory=jobacct.JobAcctGather)
@@ -322,6 +329,13 @@ class SlurmConfig:
         """A SchedulerParameters value; ``""`` for a bare flag, None when absent."""
         wanted = name.lower()
         return next((v for k, v in self.scheduler_parameters if k.lower() == wanted), None)
+
+    @property
+    def topology_plugin(self) -> str:
+        """TopologyPlugin, lower case (``corral.config`` checked it): ``topology/tree``,
+        ``topology/block``, or ``topology/flat`` for the default and its other names."""
+        plugin = dict(self.settings).get("TopologyPlugin", "").lower()
+        return plugin if plugin in TOPOLOGY_PLUGINS else "topology/flat"
 
     @property
     def controller_host(self) -> tuple[str, str]:
@@ -384,6 +398,46 @@ def _prolog_flags(settings: _Pairs) -> tuple[str, ...]:
                 f"(supported: {', '.join(PROLOG_FLAGS)})",
             )
     return flags
+
+
+#: The TopologyPlugin values Corral places jobs by; topology/flat, topology/default and
+#: topology/none (22.05's name) are the one-dimensional default.
+TOPOLOGY_PLUGINS = (topologyconf.TREE, topologyconf.BLOCK)
+_FLAT_TOPOLOGY = ("topology/flat", "topology/default", "topology/none")
+#: TopologyParam words that change nothing here (routing of messages between daemons,
+#: the addresses daemons listen on): warned, as TreeWidth is.
+_TOPOLOGY_PARAMS_WARNED = ("routepart", "routetree", "noctldinaddrany", "noinaddrany")
+
+
+def _network_topology(settings: _Pairs, warnings: list[str]) -> bool:
+    """Check TopologyPlugin and TopologyParam; whether TopologyParam has TopoOptional.
+
+    Dragonfly, SwitchAsNodeRank, BlockAsNodeRank and TopoMaxSizeUnroll change where
+    jobs go or how nodes are ranked and are not implemented: refused.
+    """
+    if "TopologyPlugin" in settings:
+        value, where = settings["TopologyPlugin"]
+        if value.lower() not in TOPOLOGY_PLUGINS + _FLAT_TOPOLOGY:
+            raise ConfigError(
+                *where,
+                f"TopologyPlugin={value} is not supported "
+                f"(supported: {', '.join(TOPOLOGY_PLUGINS + _FLAT_TOPOLOGY[:2])})",
+            )
+    if "TopologyParam" not in settings:
+        return False
+    value, where = settings["TopologyParam"]
+    optional = False
+    for word in _words(value.lower()):
+        if word == "topooptional":
+            optional = True
+        elif word in _TOPOLOGY_PARAMS_WARNED:
+            warnings.append(
+                f"{where[0]}:{where[1]}: TopologyParam {word} has no effect: the controller "
+                "talks to every agent directly"
+            )
+        else:
+            raise ConfigError(*where, f"TopologyParam={value}: {word} is not supported")
+    return optional
 
 
 def _plugins(settings: _Pairs, warnings: list[str]) -> None:
@@ -864,6 +918,7 @@ SCHEDULER_NUMBERS = {
     "bf_job_part_count_reserve": (0, 1),  # Corral: 0 conservative, 1 EASY
     "default_queue_depth": (1, 10_000_000),
     "sched_interval": (0, 10_000_000),
+    "max_switch_wait": (0, 100_000_000),
 }
 
 
@@ -1054,6 +1109,7 @@ def parse(text: str, path: str) -> SlurmConfig:
     partitions = _partitions(records["PartitionName"], nodes, sets, settings, reader.warnings)
     priority = _priority(settings, reader.warnings)
     _plugins(settings, reader.warnings)
+    topo_optional = _network_topology(settings, reader.warnings)
     if "SchedulerType" in settings:
         _choice("SchedulerType", *settings["SchedulerType"], ("SCHED/BACKFILL", "SCHED/BUILTIN"))
     preempt_type, preempt_mode, preemption = preemptconf.parse(settings)
@@ -1135,13 +1191,15 @@ def parse(text: str, path: str) -> SlurmConfig:
             settings.get("JobAcctGatherType"), settings.get("JobAcctGatherFrequency")
         ),
         unkillable_step_timeout=number("UnkillableStepTimeout", 60, maximum=65535),
+        topo_optional=topo_optional,
     )
 
 
 def load(path: str | None = None) -> SlurmConfig:
     """Read and parse slurm.conf (``default_path()`` unless given), the cgroup.conf
-    and queues.conf beside it, and the gres.conf beside it when one exists and
-    GresTypes is set (Slurm reads none without it)."""
+    and queues.conf beside it, its topology.conf when TopologyPlugin is topology/tree or
+    topology/block, and the gres.conf beside it when one exists and GresTypes is set
+    (Slurm reads none without it)."""
     path = path or default_path()
     conf = parse(read_text(path, (path, None), ""), path)
     cgroups = cgroupconf.load(os.path.join(os.path.dirname(path), "cgroup.conf"))
@@ -1151,6 +1209,13 @@ def load(path: str | None = None) -> SlurmConfig:
     queues = queueconf.load(queues_path, types, conf.cluster_name)
     if queues is not None:
         conf = replace(conf, queue_conf=queues)
+    if conf.topology_plugin in TOPOLOGY_PLUGINS:
+        topology = topologyconf.load(
+            os.path.join(os.path.dirname(path), "topology.conf"),
+            conf.topology_plugin,
+            [node.name for node in conf.nodes],
+        )
+        conf = replace(conf, topology=topology, warnings=conf.warnings + topology.warnings)
     gres_path = os.path.join(os.path.dirname(path), "gres.conf")
     if not types or not os.path.exists(gres_path):
         return conf

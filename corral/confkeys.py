@@ -309,8 +309,8 @@ TCPTimeout                      warned              not read
 TLSParameters                   honoured            ca_cert_file and the daemons' cert and key files
 TLSType                         honoured            tls/s2n (the default here) or tls/none
 TmpFS                           warned              temporary disk is not tracked
-TopologyParam                   warned              no network topology
-TopologyPlugin                  refused(topology/flat,topology/default) topology is not weighed
+TopologyParam                   honoured            TopoOptional; routing warned; others refused
+TopologyPlugin                  honoured            tree and block (topology.conf), or flat
 TrackWCKey                      refused(no,0,false) WCKeys are not tracked
 TreeWidth                       warned              the controller talks to every agent directly
 UnkillableStepProgram           warned              not run
@@ -352,7 +352,7 @@ State                           honoured
 SuspendTime                     warned              no power saving
 ThreadsPerCore                  honoured
 TmpDisk                         honoured
-Topology                        warned              no network topology
+Topology                        refused             topology.yaml topologies are not implemented
 TRESWeights                     warned              node TRES weights are not read
 Weight                          honoured
 """
@@ -377,7 +377,7 @@ DenyAccounts                    honoured
 DenyQos                         honoured
 DisableRootJobs                 refused(no,0,false) root's jobs are not refused
 Exclusive                       honoured
-ExclusiveTopo                   refused(no)         network topology is not weighed in placement
+ExclusiveTopo                   refused(no)         jobs are not kept alone in a topology segment
 ExclusiveUser                   refused(no)         nodes are not kept to one user
 GraceTime                       honoured
 Hidden                          honoured
@@ -406,7 +406,7 @@ Shared                          honoured
 State                           honoured
 SuspendTime                     warned              no power saving
 SuspendTimeout                  warned              no power saving
-Topology                        warned              no network topology
+Topology                        refused             topology.yaml topologies are not implemented
 TRESBillingWeights              honoured
 """
 )

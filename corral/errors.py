@@ -25,6 +25,7 @@ ESLURM_INVALID_NODE_COUNT = 2006
 ESLURM_JOB_SCRIPT_MISSING = 2009
 ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE = 2014
 ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE = 2015
+ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE = 2178  # Slurm 24.11
 ESLURM_ALREADY_DONE = 2021
 ESLURM_INVALID_JOB_ID = 2017
 ESLURM_INVALID_NODE_NAME = 2018
@@ -77,6 +78,7 @@ MESSAGES: dict[int, str] = {
     ESLURM_JOB_SCRIPT_MISSING: "Job script not specified",
     ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE: "Requested node configuration is not available",
     ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE: "Requested partition configuration not available now",
+    ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE: "Requested topology configuration is not available",
     ESLURM_INVALID_JOB_ID: "Invalid job id specified",
     ESLURM_INVALID_NODE_NAME: "Invalid node name specified",
     ESLURM_WRITING_TO_FILE: "I/O error writing script/environment to file",

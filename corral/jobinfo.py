@@ -62,6 +62,9 @@ COPIED: Final[dict[str, str]] = {
     "suspend_time": "suspend_time",
     "pre_suspend_secs": "pre_suspend_secs",
     "suspended_secs": "suspended_secs",
+    "switches": "switches",
+    "switch_wait": "switch_wait",
+    "segment": "segment",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -108,6 +111,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
         "extern_step",
         "preempt_eligible_time",
         "queue",
+        "topology_level",
     }
 )
 
@@ -209,5 +213,9 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "preempt_eligible_time",
         "preempt_time",
         "checkpointed",
+        "switches",
+        "switch_wait",
+        "segment",
+        "topology_level",
     }
 )

@@ -85,8 +85,26 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
             for v in reply.get("preempting", [])
         ],
         queue=_queue(reply),
+        topology=_topology(reply),
     )
     return doc
+
+
+def _topology(reply: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the job asks of the network (null: nothing), and whether that is what
+    keeps it waiting (``held``: a looser request, among the suggestions, starts it
+    sooner)."""
+    asked = reply.get("topology")
+    if not asked:
+        return None
+    return {
+        "switches": asked["switches"] or None,
+        "switch_wait_end": asked["switch_wait_end"] or None,
+        "required_level": asked["required_level"] if asked["required_level"] >= 0 else None,
+        "preferred_level": asked["preferred_level"] if asked["preferred_level"] >= 0 else None,
+        "segment": asked["segment"] or None,
+        "held": asked["held"],
+    }
 
 
 def _queue(reply: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -95,5 +95,17 @@ WHY = obj(
                 }
             )
         ),
+        "topology": _nullable(
+            obj(
+                {
+                    "switches": _nullable(integer(minimum=1)),
+                    "switch_wait_end": _nullable(integer()),
+                    "required_level": _nullable(integer(minimum=0)),
+                    "preferred_level": _nullable(integer(minimum=0)),
+                    "segment": _nullable(integer(minimum=1)),
+                    "held": boolean(),
+                }
+            )
+        ),
     }
 )

@@ -420,6 +420,7 @@ _NAMED: dict[str, Field] = {
     "Reboot": _const("REBOOT", "0"),
     "ReqNodes": _REQ_NODES,
     "Requeue": _number("REQUEUE", "requeue"),
+    "ReqSwitch": _number("REQ_SWITCH", "switches"),
     "Reservation": _RESERVATION,
     "RestartCnt": _number("RESTART_COUNT", "restarts"),
     "SchedNodes": _SCHED_NODES,
@@ -446,6 +447,11 @@ _NAMED: dict[str, Field] = {
     "tres-per-task": _const("TRES_PER_TASK", "N/A"),
     "UserId": _USER_ID,
     "UserName": _USER_NAME,
+    "Wait4Switch": Field(
+        "WAIT4SWITCH",
+        lambda job, view: format_elapsed(int(job["switch_wait"])),
+        reads=("switch_wait",),
+    ),
     "WCKey": _WCKEY,
     "WorkDir": _WORK_DIR,
 }

@@ -168,6 +168,10 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         out.append(f"SystemComment={job['system_comment']} ")
     if job["batch_flag"]:
         out += [f"StdErr={std_err(job)}", f"StdIn={std_in(job)}", f"StdOut={std_out(job)}"]
+    if job.get("switches"):
+        out.append(f"Switches={job['switches']}@{format_hms(int(job['switch_wait']))}")
+    if job.get("topology_level"):  # Corral's own
+        out.append(f"TopologyLevel={job['topology_level']}")
     out.append("Power=")
     if job["gres"]:
         gres = str(job["gres"])

@@ -41,6 +41,8 @@ def _warn(long: str, note: str, short: str = "", arg: int = REQUIRED) -> Option:
 
 
 _PLACEMENT = "this placement constraint is not implemented"
+#: The note of Corral's own --topology-level (sbatch, salloc and srun).
+TOPOLOGY_LEVEL = "Corral's own: REQUIRED[:PREFERRED] switch or block level (docs/topology.md)"
 _LAYOUT = "this task layout request is not implemented"
 
 
@@ -142,18 +144,19 @@ TABLE = OptionTable(
         _row("requeue", arg=NO_ARGUMENT),
         _row("reservation"),
         _no("resv-ports", "reserved ports are not implemented", arg=OPTIONAL),
-        _no("segment", _PLACEMENT),
+        _row("segment", note="with TopologyPlugin=topology/block"),
         _row("signal", note="[B:]SIG[@SECS]; the R: flag is warned (no MaxStartDelay)"),
         _no("sockets-per-node", _PLACEMENT),
         _no("spread-job", _PLACEMENT, arg=NO_ARGUMENT),
         _warn("stepmgr", "steps are always managed by the controller", arg=NO_ARGUMENT),
-        _no("switches", _PLACEMENT),
+        _row("switches", note="with TopologyPlugin=topology/tree"),
         Option("ntasks-per-node", "", "tasks-per-node", REQUIRED),
         _row("test-only", arg=NO_ARGUMENT),
         _no("thread-spec", "thread specialization is not implemented"),
         _no("threads-per-core", _PLACEMENT),
         _row("time", "t"),
         _row("time-min"),
+        _row("topology-level", note=TOPOLOGY_LEVEL),
         _no("tmp", "temporary disk requests are not implemented"),
         _no("tres-bind", _LAYOUT),
         _no("tres-per-task", _LAYOUT),
@@ -219,6 +222,7 @@ ENVIRONMENT = (
     ("SBATCH_PARTITION", "partition"),
     ("SBATCH_PROFILE", "profile"),
     ("SBATCH_QOS", "qos"),
+    ("SBATCH_REQ_SWITCH", "switches"),
     ("SBATCH_REQUEUE", "requeue"),
     ("SBATCH_RESERVATION", "reservation"),
     ("SBATCH_SIGNAL", "signal"),
@@ -226,6 +230,7 @@ ENVIRONMENT = (
     ("SBATCH_THREAD_SPEC", "thread-spec"),
     ("SBATCH_THREADS_PER_CORE", "threads-per-core"),
     ("SBATCH_TIMELIMIT", "time"),
+    ("SBATCH_TOPOLOGY_LEVEL", "topology-level"),
     ("SBATCH_TRES_BIND", "tres-bind"),
     ("SBATCH_TRES_PER_TASK", "tres-per-task"),
     ("SBATCH_USE_MIN_NODES", "use-min-nodes"),
@@ -236,3 +241,6 @@ ENVIRONMENT = (
     ("SBATCH_INPUT", "input"),
     ("SBATCH_OUTPUT", "output"),
 )
+
+#: --switches' max-time alone (Slurm's envvar-only option): read after the variables above.
+WAIT4SWITCH = "SBATCH_WAIT4SWITCH"

@@ -19,7 +19,7 @@ import time
 
 from cli.failure import Failure
 from cli.options import NO_ARGUMENT, OPTIONAL, check_use
-from cli.sbatch.options import ENVIRONMENT, TABLE
+from cli.sbatch.options import ENVIRONMENT, TABLE, WAIT4SWITCH
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
@@ -284,6 +284,49 @@ def _signal(text: str | None) -> Fields:
     return {"signal_num": number, "signal_time": secs, "signal_batch_only": batch_only}
 
 
+def _seconds(option: str, text: str) -> int:
+    """A Slurm time string in seconds (Slurm's time_str2secs), or ``Invalid <option>``."""
+    from corral.timefmt import parse_seconds
+
+    try:
+        return parse_seconds(text)
+    except ValueError:
+        raise _invalid(option) from None
+
+
+def _switches(text: str | None) -> Fields:
+    """``--switches=N[@max-time]``: at most N leaf switches, waiting up to max-time."""
+    number, at, wait = (text or "").partition("@")
+    fields: Fields = {"switches": count("--switches", number)}
+    if at:
+        fields["switch_wait"] = _seconds("--switches", wait)
+    return fields
+
+
+def _segment(text: str | None) -> Fields:
+    """``--segment=S`` (Slurm 24.11's parse_uint16: 0 to 65533; 0 asks for none)."""
+    value = text or ""
+    if not _is_digits(value) or int(value) >= 65534:
+        raise _invalid("--segment")
+    return {"segment": int(value)}
+
+
+def _topology_level(text: str | None) -> Fields:
+    """Corral's ``--topology-level=[REQUIRED][:PREFERRED]``: switch (block) levels."""
+    required, colon, preferred = (text or "").partition(":")
+    if not required and not preferred:
+        raise _invalid("--topology-level")
+    fields: Fields = {}
+    for field, value in (("topology_required", required), ("topology_preferred", preferred)):
+        if value:
+            if not _is_digits(value) or len(value) > 4:
+                raise _invalid("--topology-level")
+            fields[field] = int(value)
+    if colon and not preferred:
+        raise _invalid("--topology-level")
+    return fields
+
+
 def _get_user_env(text: str | None) -> Fields:
     """``--get-user-env[=timeout][S|L]``. Slurm loads the user's login environment
     for root's submissions only (it ignores the option for anyone else); Corral never
@@ -421,10 +464,15 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "qos": _text("qos"),
     "reservation": _text("reservation"),
     "requeue": _flag("requeue"),
+    "segment": _segment,
     "signal": _signal,
+    "switches": _switches,
     "test-only": _flag("test_only"),
     "time": _minutes("time_limit", "--time"),
     "time-min": _minutes("time_min", "--time-min"),
+    "topology-level": _topology_level,
+    # SBATCH_WAIT4SWITCH (no option of its own): --switches' max-time alone.
+    "wait4switch": lambda text: {"switch_wait": _seconds("SBATCH_WAIT4SWITCH", text or "")},
     "wait": _flag("wait"),
     "uid": _identity("uid", "run_as_uid", _uid_of),
     "gid": _identity("gid", "run_as_gid", _gid_of),
@@ -480,6 +528,8 @@ class Settings:
                 self.apply(key, None, ENV)
             else:
                 self.apply(key, value, ENV)
+        if WAIT4SWITCH in environ:  # read by Slurm after SBATCH_REQ_SWITCH
+            self.apply("wait4switch", environ[WAIT4SWITCH], ENV)
 
     def verify(self) -> None:
         """Checks Slurm makes once every source has been applied."""

@@ -31,6 +31,7 @@ _PASSED = (
     "signal_num", "signal_time", "signal_batch_only", "constraint", "exclusive", "account",
     "qos", "gres", "kill_on_invalid_dep", "priority", "deadline", "oversubscribe", "reservation",
     "run_as_uid", "run_as_gid", "clusters",
+    "switches", "switch_wait", "segment", "topology_required", "topology_preferred",
 )  # fmt: skip
 
 _DEPENDENCY_TYPES = frozenset(

@@ -84,6 +84,9 @@ Resources:
       --exclusive              whole nodes only
   -s, --oversubscribe          share CPUs with other jobs where the partition allows
       --gres=LIST              generic resources per node, e.g. gpu:2
+      --switches=N[@TIME]      at most N leaf switches, waiting up to TIME (topology/tree)
+      --segment=N              N nodes per base block (topology/block)
+      --topology-level=R[:P]   under one switch of level R, trying level P first (Corral's)
 
 Input, output and environment:
   -D, --chdir=DIR              working directory of the job

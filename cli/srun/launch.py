@@ -46,6 +46,7 @@ from cli.options import (
     OptionTable,
 )
 from cli.options import parse as parse_options
+from cli.sbatch.options import TOPOLOGY_LEVEL
 from cli.srun import step_options
 from cli.srun.values import cpu_bind_none, open_mode_append
 from corral import stepio
@@ -85,6 +86,7 @@ def _row(
 #: What a job step does with the options that shape a new job (cli/srun/step_options.py).
 JOB_LEVEL = "in a job step the job's applies, and another value is warned about"
 STEP_GPU_TYPE = "in a job step a GPU type is warned about: the step takes the job's GPUs"
+STEP_TOPOLOGY = "in a job step it is warned about: the job's nodes are placed"
 STEP_MEMORY = (
     "in a job step the step's own memory: its tasks' limit, held against the job's other steps"
 )
@@ -139,7 +141,10 @@ TABLE = OptionTable(
         ),
         _row("qos", "q", note=JOB_LEVEL),
         _row("quiet", "Q", NO_ARGUMENT),
+        _row("segment", note=f"with TopologyPlugin=topology/block; {STEP_TOPOLOGY}"),
+        _row("switches", note=f"with TopologyPlugin=topology/tree; {STEP_TOPOLOGY}"),
         _row("time", "t"),
+        _row("topology-level", note=f"{TOPOLOGY_LEVEL}; {STEP_TOPOLOGY}"),
         _row("unbuffered", "u", NO_ARGUMENT),
         _row("usage", arg=NO_ARGUMENT),
         _row("verbose", "v", NO_ARGUMENT, WARNED, "srun prints no progress"),

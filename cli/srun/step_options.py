@@ -11,9 +11,10 @@ used to drop the ones its step request has no field for without a word. Slurm:
   another generic resource with a count is refused. A GPU type is warned
   about: the step takes GPUs of the job's, which Slurm would refuse if of
   another type;
-* ignores the job's account, partition and QOS, and ``--exclusive``'s job-level
-  values (``user``, ``mcs``, ``topo``, ``oversubscribe``), silently: the step runs
-  as its job does. Corral says so once, unless the value is the job's own.
+* ignores the job's account, partition and QOS, ``--exclusive``'s job-level
+  values (``user``, ``mcs``, ``topo``, ``oversubscribe``) and the topology options
+  (``--switches``, ``--segment``, Corral's ``--topology-level``), silently: the step
+  runs as its job does. Corral says so once, unless the value is the job's own.
 
 Plain ``--exclusive`` is a step's default here as in Slurm (its CPUs are its own
 unless ``--overlap``) and honoured; the options that shape a step's layout, time
@@ -38,6 +39,8 @@ JOB_LEVEL = (
     ("partition", "SLURM_JOB_PARTITION"),
     ("qos", "SLURM_JOB_QOS"),
 )
+#: Where the job's nodes are on the network: nothing to a step, which runs on them.
+TOPOLOGY = ("switches", "segment", "topology-level")
 #: ``--exclusive`` values that share or keep the job's nodes: nothing to a step.
 JOB_SHARING = ("user", "mcs", "topo", "oversubscribe")
 GRES_NOTE = "only GPUs are divided among a job's steps"
@@ -68,6 +71,12 @@ def check(options: Mapping[str, str | None], job_id: int, env: Mapping[str, str]
             f"{PROG}: warning: --exclusive={exclusive} has no effect in a job step: it applies "
             "to the job's nodes (the step's CPUs are its own unless --overlap)"
         )
+    warnings += [
+        f"{PROG}: warning: --{key}={options[key]} has no effect in a job step: "
+        f"job {job_id}'s nodes are placed"
+        for key in TOPOLOGY
+        if key in options
+    ]
     ours = env.get("SLURM_JOB_ID", env.get("SLURM_JOBID", "")).split("_")[0] == str(job_id)
     for key, variable in JOB_LEVEL:
         value = options.get(key)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller.core import devices
+from controller.core import devices, topology
 from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
@@ -80,6 +80,7 @@ def _shape(job: Job) -> tuple[object, ...]:
         job.gres,
         job.time_limit,
         job.reservation,
+        topology.shape(job),
     )
 
 
@@ -168,9 +169,9 @@ class Backfill:
         resv = self.windows.of(job)
         blocked = self._claims(resv).during(when, ceil_to(when + length, self.params.resolution))
         if resv is not None:
-            return place(job, part, nodes, blocked, index, after, only=resv.nodes)
+            return place(job, part, nodes, blocked, index, after, only=resv.nodes, at=when)
         avoid = self.windows.avoid(when, run_end(job, part, when))
-        return place(job, part, nodes, blocked, index, after, avoid=avoid)
+        return place(job, part, nodes, blocked, index, after, avoid=avoid, at=when)
 
     def started(self, job: Job, start: Start) -> None:
         """Note a start of the main pass (before ``run``): it ends by its time limit."""
@@ -323,14 +324,16 @@ class Backfill:
         Each node's free CPUs and memory grow as the jobs on it reach their
         limits; the allocation fits once every node has grown enough. The
         earlier time is kept only if no plan ahead claims the nodes, it is in
-        the job's reservation, and no other reservation's nodes are among them.
+        the job's reservation, no other reservation's nodes are among them, and
+        (``--switches``) the nodes span few enough leaf switches then.
         """
         timeline = self.timeline
         assert timeline is not None
         res = self.params.resolution
         ready = timeline.ready(start, self.nodes, self.now)
         resv = self.windows.of(job)
-        sooner = max(ceil_to(ready, res), self.now + res, resv.start if resv else 0)
+        bound = topology.not_before(part.topology, job, start.nodes, self.now)
+        sooner = max(ceil_to(ready, res), self.now + res, resv.start if resv else 0, bound)
         if sooner >= probe:
             return probe
         span = ceil_to(sooner + length, res) - sooner

@@ -13,7 +13,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import islice
 
-from controller.core import devices, features, nodefree
+from controller.core import devices, features, nodefree, topology
 from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
@@ -180,6 +180,7 @@ def place(
     after: str | None = None,
     only: AbstractSet[str] | None = None,
     avoid: AbstractSet[str] = frozenset(),
+    at: int | None = None,
 ) -> Start | Reason:
     """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``.
 
@@ -190,6 +191,8 @@ def place(
     big, busy cluster does not walk the full ones for every job. ``after`` is
     the first node an identical request got earlier in the pass (against
     resources that have only shrunk since): the nodes before it cannot fit.
+    ``at`` is when the job would start (None: some day, for admission), for the
+    topology's time-bound rules (``--switches``' wait).
 
     The steps, in Slurm's order: the constraint's filter limits the
     candidates; each alternative of a matching OR (``[a|b]``) is tried in
@@ -214,12 +217,19 @@ def place(
     # job may stack on CPUs others use (OverSubscribe) or must have the node (-w).
     enough = 0 if share(job, part) else job.cpus_per_task
     plain = not (job.req_nodes or constraint.terms or share(job, part))
+    topo = part.topology if part.topology is not None and part.topology.spans(job) else None
     if plain and free is not None and not job.exc_nodes:
         get = nodes.get
+        if topo is not None:  # every candidate with a node's share: the switch is chosen first
+            enough, after = max(enough, _node_share(job)), None
         scanned = free.candidates(part, enough, blocked, after)
         if only is not None or avoid:
             scanned = (n for n in scanned if n not in avoid and (only is None or n in only))
-        return _first_candidates(job, part, (node for n in scanned if (node := get(n))), constraint)
+        found = (node for n in scanned if (node := get(n)))
+        if topo is not None:
+            chosen = _choose_in(topo, job, part, list(found), constraint, False, at)
+            return _start(job, part, chosen, 0) if chosen else Reason.RESOURCES
+        return _first_candidates(job, part, found, constraint)
     names: Sequence[str]
     if free is None:
         names = part.order or _selection_order(part, nodes)
@@ -227,7 +237,7 @@ def place(
         names = free.names(part)
     else:  # a job that stacks on busy CPUs sees them all
         names = free.order.partition(part)
-    if plain and after is not None:
+    if plain and after is not None and topo is None:
         with suppress(ValueError):  # gone from the list: start from the top
             names = names[names.index(after) :]
     # Locals, not attribute lookups, in this hot loop.
@@ -245,7 +255,7 @@ def place(
         and (only is None or n in only)
     )
     shares = share(job, part)
-    if plain:
+    if plain and topo is None:
         return _first_candidates(job, part, wanted, constraint)
     candidates = list(wanted)
     if job.req_nodes:  # required nodes first, each group still in selection order
@@ -257,10 +267,40 @@ def place(
             candidates if choice is None else [n for n in candidates if choice.matches(n.features)]
         )
         for stacking in (False, True) if shares else (False,):
-            chosen = _choose(job, part, pool, constraint, stacking)
+            chosen = _choose_in(topo, job, part, pool, constraint, stacking, at)
             if chosen:
                 return _start(job, part, chosen, shares)
     return Reason.RESOURCES
+
+
+def _node_share(job: Job) -> int:
+    """CPUs each node must have free: its share of a fixed node count, else one task's."""
+    if job.nodes_given and job.max_nodes in (0, job.min_nodes):
+        return cpus_per_node(job, job.min_nodes)
+    return job.cpus_per_task
+
+
+def _choose_in(
+    topo: topology.Topology | None,
+    job: Job,
+    part: PartitionView,
+    pool: list[NodeView],
+    constraint: features.Constraint,
+    stacking: bool,
+    at: int | None,
+) -> list[Alloc]:
+    """``_choose`` on ``pool``, or on the switch or block ``topo`` chooses in it."""
+    if topo is None:
+        return _choose(job, part, pool, constraint, stacking)
+    cpus = cpus_per_node(job, job.min_nodes)
+    return topology.choose(
+        topo,
+        job,
+        pool,
+        lambda ordered: _choose(job, part, ordered, constraint, stacking),
+        lambda node: node_fits(job, part, node, cpus, stacking=stacking) is not None,
+        at,
+    )
 
 
 def _first_candidates(
@@ -344,12 +384,12 @@ def first_fit(
             first_reason = first_reason or Reason.PRIORITY
             continue
         if resv is not None:
-            outcome = place(job, part, nodes, free=free, only=resv.nodes)
+            outcome = place(job, part, nodes, free=free, only=resv.nodes, at=now)
         elif windows is not None and windows.by_name:
             avoid = windows.avoid(now, run_end(job, part, now))
-            outcome = place(job, part, nodes, free=free, avoid=avoid)
+            outcome = place(job, part, nodes, free=free, avoid=avoid, at=now)
         else:
-            outcome = place(job, part, nodes, free=free)
+            outcome = place(job, part, nodes, free=free, at=now)
         if isinstance(outcome, Start):
             return outcome
         first_reason = first_reason if first_reason not in (None, Reason.PRIORITY) else outcome

@@ -74,6 +74,9 @@ class Plan:
     # Jobs of a StrictFIFO queue waiting (Priority) behind its head, which could not
     # start this pass: job -> the head (core/queueplan.py).
     behind: Mapping[int, int] = field(default_factory=_empty)
+    # Jobs with --switches considered for the first time: job -> now, when their wait
+    # for a placement on few enough leaf switches begins (core/topology.py).
+    switch_waits: Mapping[int, int] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -94,6 +97,7 @@ class Draft:
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
     behind: dict[int, int] = field(default_factory=dict)
+    switch_waits: dict[int, int] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -111,4 +115,5 @@ class Draft:
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
             behind=MappingProxyType(self.behind),
+            switch_waits=MappingProxyType(self.switch_waits),
         )

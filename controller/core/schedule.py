@@ -127,6 +127,8 @@ def schedule(
         reason, ready = _waiting_reason(job, snap, deps, now)
         if reason is None:
             candidates.append(job)
+            if job.switches and not job.switch_wait_start:  # its --switches wait begins
+                plan.switch_waits[job.job_id] = now
             if ready is not None:
                 chosen_tasks[job.job_id] = ready
         elif reason is Reason.DEPENDENCY_NEVER_SATISFIED and job.kill_on_invalid_dep:

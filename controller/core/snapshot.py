@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from controller.core.limits import Gate
 from controller.core.priority import NO_RANKING, Ranking
 from controller.core.quota import Amounts, RunningJob, Shares
 from controller.model import Job
 from corral.queueconf import QueueConf
+
+if TYPE_CHECKING:  # core/topology.py reads NodeView from here
+    from controller.core.topology import Topology
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
 Gres = tuple[tuple[str, str, int], ...]
@@ -89,6 +93,9 @@ class PartitionView:
     order: tuple[str, ...] = ()
     # MaxCPUsPerNode: the most CPUs a job of the partition gets on one node (None: all).
     max_cpus_per_node: int | None = None
+    # Its nodes' switches or blocks (TopologyPlugin=topology/tree or topology/block;
+    # core/topology.py); None: one flat list of nodes.
+    topology: Topology | None = None
 
 
 def oversubscribe(value: str) -> tuple[bool, int, bool]:

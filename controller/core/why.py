@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from controller.core import topology
 from controller.core.backfill import BackfillParams, duration
 from controller.core.placement import partitions_of, take
 from controller.core.plan import Expected, Plan
@@ -99,6 +100,20 @@ class Suggestion:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyAsk:
+    """What the job asks of the network (core/topology.py), and whether that is what
+    keeps it waiting: ``held`` when a pass without the bound starts it sooner (the
+    suggestions then say with what)."""
+
+    switches: int  # --switches (0: none)
+    wait_end: int  # when its --switches bound lapses (0: lapsed, or none)
+    required: int  # --topology-level's levels (-1: none)
+    preferred: int
+    segment: int
+    held: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Why:
     job_id: int
     user: str
@@ -117,6 +132,7 @@ class Why:
     suggestions: tuple[Suggestion, ...]
     now: int
     queue_head: Head | None = None  # StrictFIFO: the head it waits behind
+    topology: TopologyAsk | None = None
 
 
 def explain(
@@ -179,6 +195,8 @@ def explain(
         suggestions = _suggestions(
             snap, now, params, job, part, needs, free, blockers, reservations, best, others
         )
+    asked, relaxed = _topology(snap, now, params, job, part, expected, starts_now)
+    suggestions += relaxed
     return Why(
         job_id=job_id,
         user=job.user,
@@ -197,6 +215,7 @@ def explain(
         suggestions=suggestions,
         now=now,
         queue_head=head,
+        topology=asked,
     )
 
 
@@ -208,6 +227,51 @@ def _head(snap: Snapshot, plan: Plan, head_id: int | None) -> Head | None:
     starts = any(s.job_id == head.job_id for s in plan.starts)
     reason = Reason.NONE if starts else plan.reasons.get(head.job_id, head.reason)
     return Head(head.job_id, head.user, reason)
+
+
+def _topology(
+    snap: Snapshot,
+    now: int,
+    params: BackfillParams,
+    job: Job,
+    part: PartitionView,
+    expected: Expected | None,
+    starts_now: bool,
+) -> tuple[TopologyAsk | None, tuple[Suggestion, ...]]:
+    """The job's topology request (None: it makes none), and the looser ones that
+    would start it sooner: ``--switches`` with as many leaves as it would then span,
+    ``--topology-level`` one level up."""
+    if not topology.asks(job):
+        return None, ()
+    wait = topology.wait_end(job, now)
+    relaxed: list[Suggestion] = []
+    view = part.topology
+    if not starts_now and view is not None:
+        best = expected.start_time if expected else None
+        variants: list[tuple[str, Job]] = []
+        if wait:
+            variants.append(("--switches", replace(job, switches=0)))
+        if 0 <= job.topology_required < view.top:
+            level = job.topology_required + 1
+            preferred = f":{job.topology_preferred}" if job.topology_preferred >= 0 else ""
+            variants.append(
+                (f"--topology-level={level}{preferred}", replace(job, topology_required=level))
+            )
+        for option, variant in variants:
+            got = _start_of(snap, now, params, variant)
+            if got is not None and (best is None or got.start_time < best):
+                if option == "--switches":
+                    option = f"--switches={topology.leaves_of(view, got.nodes)}"
+                relaxed.append(Suggestion(option, got.start_time, got.nodes))
+    asked = TopologyAsk(
+        switches=job.switches,
+        wait_end=wait,
+        required=job.topology_required,
+        preferred=job.topology_preferred,
+        segment=job.segment,
+        held=bool(relaxed),
+    )
+    return asked, tuple(relaxed)
 
 
 def _missing(job: Job) -> PartitionView:
