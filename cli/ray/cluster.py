@@ -3,12 +3,15 @@ and the driver run in between.
 
 In order:
 
-1. The head's step, then the workers' step (srun, each in a session of its own
-   so that a Ctrl-C on the terminal reaches corral ray and the driver, not srun;
-   their output goes to corral ray's stderr, keeping the driver's stdout its own).
+1. The head's step (srun, in a session of its own so that a Ctrl-C on the
+   terminal reaches corral ray and the driver, not srun; its output goes to
+   corral ray's stderr, keeping the driver's stdout its own).
 2. Wait, within ``--timeout``, for the head to listen and then for every node's
-   Ray to join (``plan.CHECK``, run by Ray's own Python); a step that ends
-   meanwhile, or the time running out, is an error naming the nodes missing.
+   Ray to join (``plan.CHECK``, run by Ray's own Python). The workers' step
+   starts once the head has joined: a worker gives up after 40 s without a head
+   node in the GCS, and a loaded head node can take longer than that to start.
+   A step that ends meanwhile, or the time running out, is an error naming the
+   nodes missing.
 3. The driver, with ``RAY_ADDRESS``; its exit status becomes corral ray's.
 4. Whatever happened: SIGTERM to each step's srun, which passes it to every
    process of the step on its nodes (Ray's ``--block`` process ends the node's
@@ -69,9 +72,13 @@ class Steps:
     def __init__(self) -> None:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, argv: Sequence[str]) -> None:
+    def start(self, name: str, argv: Sequence[str], env: dict[str, str]) -> None:
         self.procs[name] = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), start_new_session=True
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr.fileno(),
+            env=env,
+            start_new_session=True,
         )
 
     def ended(self) -> tuple[str, int] | None:
@@ -149,7 +156,8 @@ Joined = list[tuple[str, float, float]]  # (node, CPUs, GPUs) of each live Ray n
 def _wait_joined(plan: Plan, steps: Steps, deadline: float, timeout: int) -> Joined:
     """Run ``plan.check()`` until every node has joined; what it last saw."""
     with tempfile.TemporaryFile() as errors:
-        check = subprocess.Popen(plan.check(), stdout=subprocess.PIPE, stderr=errors)
+        env = plan.ray_environment(os.environ)
+        check = subprocess.Popen(plan.check(), stdout=subprocess.PIPE, stderr=errors, env=env)
         assert check.stdout is not None
         try:
             joined = _read_joined(plan, steps, check, deadline, timeout)
@@ -187,6 +195,9 @@ def _read_joined(
             joined = [(str(n), float(c), float(g)) for n, c, g in json.loads(line)]
         names = {name for name, _, _ in joined}
         missing = [n for n in plan.allocation.nodes if n not in names]
+        workers = plan.worker_step()
+        if plan.allocation.head in names and workers and "workers" not in steps.procs:
+            steps.start("workers", workers, plan.ray_environment(os.environ))
         if missing:
             _step_ended(plan, steps, missing)
         if missing and time.monotonic() > deadline:
@@ -234,10 +245,7 @@ def run(plan: Plan, driver: Sequence[str], timeout: int) -> int:
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING}
     steps = Steps()
     try:
-        steps.start("head", plan.head_step())
-        workers = plan.worker_step()
-        if workers is not None:
-            steps.start("workers", workers)
+        steps.start("head", plan.head_step(), plan.ray_environment(os.environ))
         deadline = time.monotonic() + timeout
         _wait_listening(plan, steps, deadline, timeout)
         joined = _wait_joined(plan, steps, deadline, timeout)

@@ -10,6 +10,7 @@ through the Ray of its own node, so it must run on one of the nodes).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import sys
 
@@ -93,5 +94,6 @@ def ray(argv: list[str]) -> int:
         address=f"{cluster.host_address()}:{cluster.free_port()}",
         ray_args=ray_args,
         head_args=head_args,
+        token=secrets.token_hex(32),  # as `ray get-auth-token --generate` makes one
     )
     return cluster.run(setup, _driver(driver), timeout)

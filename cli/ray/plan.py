@@ -180,6 +180,7 @@ class Plan:
     address: str  # the head's HOST:PORT
     ray_args: tuple[str, ...] = ()  # for every node's ray start
     head_args: tuple[str, ...] = ()  # for the head's only
+    token: str = ""  # this cluster's token for Ray's token authentication
 
     @property
     def host(self) -> str:
@@ -240,8 +241,17 @@ class Plan:
     def check(self) -> list[str]:
         return [*self.python, "-c", CHECK, self.address, *self.allocation.nodes]
 
+    def ray_environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for every Ray process of the job (the steps pass theirs on to Ray):
+        Ray's token authentication with this cluster's token, so that only the job's
+        own processes can connect to it and run code as its user; unless the job's
+        environment chose a mode itself (``RAY_AUTH_MODE``)."""
+        if "RAY_AUTH_MODE" in env:
+            return dict(env)
+        return {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token}
+
     def driver_environment(self, env: Mapping[str, str]) -> dict[str, str]:
-        return {**env, "RAY_ADDRESS": self.address}
+        return {**self.ray_environment(env), "RAY_ADDRESS": self.address}
 
 
 def launch_options(node: str, cpus: int, env: Mapping[str, str]) -> list[str]:

@@ -23,7 +23,8 @@ import pytest
 from cli.boundary import UsageError
 from cli.ray import cluster, plan
 
-#: srun: notes its job name (-J) and exits 0 on SIGTERM; exits 1 at once when that
+#: srun: notes its job name (-J) and Ray's auth mode in its environment (which it
+#: would pass on to its tasks), and exits 0 on SIGTERM; exits 1 at once when that
 #: name is in $FAKE_SRUN_FAIL.
 FAKE_SRUN = """\
 import os, signal, sys, time
@@ -37,17 +38,20 @@ def stop(signum, frame):
     sys.exit(0)
 signal.signal(signal.SIGTERM, stop)
 with open(log, "a") as out:
-    out.write(f"{name} started\\n")
+    out.write(f"{name} started, {os.environ.get('RAY_AUTH_MODE')} auth\\n")
 time.sleep(60)
 """
 
 #: Ray's Python running CHECK: prints the nodes of $FAKE_JOINED (";" between the
-#: lines it prints), then exits, or sleeps when $FAKE_HANG is set.
+#: lines it prints), then exits, or sleeps when $FAKE_HANG is set. A worker joins
+#: only once the workers' step has started, as a real one does.
 FAKE_CHECK = """\
 import json, os, sys, time
 assert sys.argv[1] == "-c" and "ray.nodes()" in sys.argv[2]
 for line in os.environ["FAKE_JOINED"].split(";"):
-    print(json.dumps([[name, 2, 0] for name in line.split(",")]), flush=True)
+    while "," in line and "ray-workers started" not in open(os.environ["FAKE_LOG"]).read():
+        time.sleep(0.01)
+    print(json.dumps([[name, 2, 0] for name in line.split(",") if name]), flush=True)
 if os.environ.get("FAKE_HANG"):
     time.sleep(60)
 """
@@ -71,6 +75,7 @@ def setup(
     check = tmp_path / "check.py"
     check.write_text(FAKE_CHECK)
     log = tmp_path / "log"
+    log.touch()
     monkeypatch.setenv("FAKE_LOG", str(log))
     monkeypatch.setenv("FAKE_JOINED", "n1;n1,n2")
     port = head.getsockname()[1]
@@ -82,6 +87,7 @@ def setup(
             srun=(sys.executable, str(srun)),
             launcher=("launcher",),
             address=f"127.0.0.1:{port}",
+            token="c0ffee",
         ),
         log,
     )
@@ -99,10 +105,15 @@ def test_the_driver_gets_the_address_its_status_is_returned_and_the_steps_end(
     setup: tuple[plan.Plan, Path], capfd: pytest.CaptureFixture[str]
 ) -> None:
     setup_plan, log = setup
-    code = "import os, sys; print('driver at', os.environ['RAY_ADDRESS']); sys.exit(7)"
+    code = (
+        "import os, sys\n"
+        "print('driver at', os.environ['RAY_ADDRESS'], os.environ['RAY_AUTH_TOKEN'])\n"
+        "sys.exit(7)\n"
+    )
     assert cluster.run(setup_plan, _driver(code), timeout=30) == 7
     out, err = capfd.readouterr()
-    assert out == f"driver at {setup_plan.address}\n"
+    assert out == f"driver at {setup_plan.address} {setup_plan.token}\n"
+    assert "ray-workers started, token auth" in log.read_text()
     assert f"corral ray: Ray is up at {setup_plan.address}: n1 (2 CPUs), n2 (2 CPUs)" in err
     assert _ended(log) == ["ray-head stopped", "ray-workers stopped"]
 
@@ -127,6 +138,19 @@ def test_nodes_missing_at_the_deadline_are_named_and_the_steps_end(
     assert str(error.value) == "Ray nodes did not join within 1 s: n2 missing (joined: n1)"
     assert not ran.exists()  # no driver on a partial cluster
     assert _ended(log) == ["ray-head stopped", "ray-workers stopped"]
+
+
+def test_the_workers_start_once_the_head_has_joined(
+    setup: tuple[plan.Plan, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ray worker gives up after 40 s without a head in the GCS: none is started
+    while the head has not joined."""
+    setup_plan, log = setup
+    monkeypatch.setenv("FAKE_JOINED", "")
+    monkeypatch.setenv("FAKE_HANG", "1")
+    with pytest.raises(UsageError, match=r"n\[1-2\] missing \(joined: none\)"):
+        cluster.run(setup_plan, _driver("pass"), timeout=1)
+    assert log.read_text() == "ray-head started, token auth\nray-head stopped\n"
 
 
 def test_a_step_that_ends_before_its_nodes_joined_is_an_error(

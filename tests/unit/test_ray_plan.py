@@ -26,6 +26,7 @@ def _plan(nodes: tuple[str, ...] = ("gpu01", "gpu02", "gpu03", "cpu7")) -> plan.
         address="10.0.0.1:6380",
         ray_args=("--object-store-memory=100000000",),
         head_args=("--include-dashboard=false",),
+        token="5eb7",
     )
 
 
@@ -105,7 +106,24 @@ def test_the_check_waits_for_every_node_and_the_driver_gets_the_address() -> Non
     assert check[:3] == ["/opt/venv/bin/python3", "-c", plan.CHECK]
     assert check[3:] == ["10.0.0.1:6380", "gpu01", "gpu02", "gpu03", "cpu7"]
     env = _plan().driver_environment({"PATH": "/bin", "RAY_ADDRESS": "elsewhere:1"})
-    assert env == {"PATH": "/bin", "RAY_ADDRESS": "10.0.0.1:6380"}
+    assert env == {
+        "PATH": "/bin",
+        "RAY_ADDRESS": "10.0.0.1:6380",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": "5eb7",
+    }
+
+
+def test_ray_processes_get_the_clusters_token_unless_the_job_chose_a_mode() -> None:
+    """Without a token anyone who reaches the head's port can run code as the job's user."""
+    assert _plan().ray_environment({"HOME": "/h"}) == {
+        "HOME": "/h",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": "5eb7",
+    }
+    own = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/h/t"}
+    assert _plan().ray_environment(own) == own
+    assert _plan().ray_environment({"RAY_AUTH_MODE": "disabled"}) == {"RAY_AUTH_MODE": "disabled"}
 
 
 @pytest.mark.parametrize(
