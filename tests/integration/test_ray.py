@@ -2,9 +2,11 @@
 
 The emulated nodes share this host, so a Ray task tells which node it runs on by
 ``SLURMD_NODENAME``: the Ray worker process inherits the environment of the
-step's task on its node. Ray is tuned for a small shared machine (no dashboard, a
-100 MB object store) through corral ray's own --ray-args and --head-args. Each
-test takes about 25 s on 2 shared cores (2026-12-03), most of it Ray starting.
+step's task on its node. The nodes' GPUs are Gres without device files (no GPU
+is needed: Ray counts what it is told). Ray is tuned for a small shared machine
+(no dashboard, a 100 MB object store) through corral ray's own --ray-args and
+--head-args. Each test takes 30-50 s on 2 shared cores at a load of 3-4
+(2026-12-03), most of it Ray starting.
 
 Without the ray package these tests are skipped, except under CI (``$CI`` set),
 where a missing ray is a failure.
@@ -27,6 +29,8 @@ from cli.demo import client_command as command
 from tests.integration.cluster import Cluster
 
 SETTINGS = ("KillWait=2", "SlurmdTimeout=6")
+#: Two GPUs a node (no device files: nothing to fence), of which the job takes one a node.
+GPUS = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:2")
 RAY_OPTIONS = (
     "--timeout=200",
     "--ray-args=--object-store-memory=100000000 --disable-usage-stats",
@@ -43,9 +47,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 ray.init(logging_level="ERROR", log_to_driver=False)
 
-@ray.remote(num_cpus=1)
+@ray.remote(num_cpus=1, num_gpus=1)
 def where():
-    return os.environ["SLURMD_NODENAME"]
+    return f"{os.environ['SLURMD_NODENAME']} with GPU {os.environ['CUDA_VISIBLE_DEVICES']}"
 
 def job_cpus():
     counts = []
@@ -58,8 +62,8 @@ nodes = sorted((n for n in ray.nodes() if n["Alive"]), key=lambda n: n["NodeName
 pinned = [NodeAffinitySchedulingStrategy(n["NodeID"], soft=False) for n in nodes]
 ran_on = ray.get([where.options(scheduling_strategy=s).remote() for s in pinned])
 for node, name, cpus in zip(nodes, ran_on, job_cpus()):
-    print(f"{node['NodeName']}: Ray CPUs {node['Resources']['CPU']:g} of the job's {cpus}; "
-          f"a task there ran on {name}")
+    print(f"{node['NodeName']}: Ray CPUs {node['Resources']['CPU']:g} of the job's {cpus}, "
+          f"Ray GPUs {node['Resources'].get('GPU', 0):g}; a task there ran on {name}")
 total, allocated = ray.cluster_resources()["CPU"], sum(job_cpus())
 print(f"Ray CPUs {total:g}, the job's {allocated}")
 sys.exit(3 if total == allocated else 1)  # 3: the status corral ray must pass on
@@ -94,7 +98,7 @@ def test_a_driver_reaches_every_node_and_ray_ends_before_corral_ray_returns(
     make_cluster: Callable[..., Cluster], tmp_path: Path
 ) -> None:
     need_ray()
-    cluster = make_cluster(nodes=2, settings=SETTINGS)
+    cluster = make_cluster(nodes=2, settings=SETTINGS + GPUS)
     (tmp_path / "driver.py").write_text(DRIVER)
     script = tmp_path / "job.sh"
     script.write_text(
@@ -105,15 +109,20 @@ def test_a_driver_reaches_every_node_and_ray_ends_before_corral_ray_returns(
         "squeue -h -s -j $SLURM_JOB_ID -o %j  # the steps still running\n"
         "exit $status\n"
     )
-    job = cluster.sbatch("-N2", "-o", "out", "-e", "err", str(script), cwd=tmp_path)
+    job = cluster.sbatch(
+        "-N2", "--gpus-per-node=1", "-o", "out", "-e", "err", str(script), cwd=tmp_path
+    )
     info = cluster.wait_done(job, JOB_TIMEOUT)
 
     err = (tmp_path / "err").read_text()
     lines = (tmp_path / "out").read_text().splitlines()
     assert len(lines) == 5, (lines, err[-3000:])
     for line, node in zip(lines, ("node1", "node2"), strict=False):
+        # Each node's Ray has the job's CPUs there and its one GPU there, not the node's two.
         found = re.fullmatch(
-            rf"{node}: Ray CPUs (\d+) of the job's (\d+); a task there ran on (\w+)", line
+            rf"{node}: Ray CPUs (\d+) of the job's (\d+), Ray GPUs 1; "
+            r"a task there ran on (\w+) with GPU 0",
+            line,
         )
         assert found and found[1] == found[2] and found[3] == node, (line, err[-3000:])
     assert re.fullmatch(r"Ray CPUs (\d+), the job's \1", lines[2]), lines
