@@ -1,5 +1,5 @@
 """``corral``: Corral's own command (version, a whole cluster on one machine, replays,
-the systemd units: ``cli/installunits.py``).
+the systemd units: ``cli/installunits.py``, Ray on an allocation: ``cli/ray/``).
 
 ``corral up`` writes a slurm.conf for N emulated nodes on 127.0.0.1, starts
 the controller and one node agent serving them all, prints the
@@ -44,6 +44,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral queues [-p | -P] [-n] [--json]   (each queue's quota, share and holdings now)
        corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
                   (the daemons' systemd units into /etc/systemd/system; docs/install.md)
+       corral ray [--timeout S] [--ray-args ARGS] [--head-args ARGS] -- COMMAND [ARGS...]
+                  (in an allocation: a Ray cluster on its nodes for COMMAND; docs/ray.md)
        corral --version"""
 
 SIM_USAGE = """\
@@ -718,6 +720,10 @@ def corral(argv: list[str]) -> int:
         from cli.queues import queues
 
         return queues(argv[1:])
+    if argv[0] == "ray":
+        from cli.ray.command import ray
+
+        return ray(argv[1:])
     if argv[0] == "install-units":
         from cli.installunits import install_units
 
@@ -732,6 +738,8 @@ def main() -> None:
         run("corral why", corral)
     if sys.argv[1:2] == ["queues"]:
         run("corral queues", corral)  # errors read "corral queues: error: ..."
+    if sys.argv[1:2] == ["ray"]:
+        run("corral ray", corral)
     run("corral", corral)
 
 

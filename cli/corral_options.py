@@ -1,7 +1,7 @@
 """The ``corral`` command's subcommands and their options, as option tables.
 
-``corral up``, ``down``, ``cert issue``, ``sim``, ``why``, ``queues`` and ``install-units``
-parse their arguments with these tables (``cli.options.parse``, getopt's rules), so an
+``corral up``, ``down``, ``cert issue``, ``sim``, ``why``, ``queues``, ``install-units`` and
+``ray`` parse their arguments with these tables (``cli.options.parse``, getopt's rules), so an
 option not listed is refused as unrecognized and docs/compatibility.md, written
 from the same tables, lists exactly what each subcommand accepts. None of them
 is a Slurm command, so every row is honoured; the note says what it does.
@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from cli.options import HONOURED, NO_ARGUMENT, REQUIRED, Option, OptionTable
 
-__all__ = ["CERT_ISSUE", "DOWN", "INSTALL_UNITS", "QUEUES", "SIM", "SUBCOMMANDS", "UP", "WHY"]
+__all__ = [
+    "CERT_ISSUE",
+    "DOWN",
+    "INSTALL_UNITS",
+    "QUEUES",
+    "RAY",
+    "SIM",
+    "SUBCOMMANDS",
+    "UP",
+    "WHY",
+]
 
 
 def _row(long: str, note: str, short: str = "", arg: int = NO_ARGUMENT) -> Option:
@@ -103,6 +113,21 @@ INSTALL_UNITS = OptionTable(
     prog="corral install-units",
 )
 
+RAY = OptionTable(
+    [
+        _row(
+            "timeout",
+            "seconds to wait for every node's Ray to join (default 120)",
+            arg=REQUIRED,
+        ),
+        _row("ray-args", "more `ray start` options, for every node (shell words)", arg=REQUIRED),
+        _row("head-args", "more `ray start` options, for the head only", arg=REQUIRED),
+        _row("help", "the usage", "h"),
+        _VERBOSE,
+    ],
+    prog="corral ray",
+)
+
 #: (subcommand, table), in the order docs/compatibility.md lists them.
 SUBCOMMANDS = (
     ("up", UP),
@@ -112,4 +137,5 @@ SUBCOMMANDS = (
     ("why", WHY),
     ("queues", QUEUES),
     ("install-units", INSTALL_UNITS),
+    ("ray", RAY),
 )

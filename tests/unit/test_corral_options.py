@@ -34,6 +34,7 @@ def corral(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
         (("cert", "issue", "ctld", "--ca", "x", "--host", "h", "--days=30"), "corral"),
         (("sim", "t.swf", "--seed=1"), "corral sim"),
         (("why", "--all", "1"), "corral why"),
+        (("ray", "--nodes=2", "--", "true"), "corral ray"),
     ],
 )
 def test_an_option_not_in_the_table_is_refused(
