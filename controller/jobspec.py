@@ -82,6 +82,16 @@ class JobSpec:
     run_as_uid: int | None = None
     run_as_gid: int | None = None
     clusters: str = ""
+    gpus: int = 0
+    gpus_per_socket: int = 0
+    gpus_per_task: int = 0
+    gpu_type: str = ""
+    cpus_per_gpu: int = 0
+    mem_per_gpu: int | None = None
+    ntasks_per_gpu: int = 0
+    gpu_bind: str = ""
+    gres_flags: str = ""
+    sockets_per_node: int = 0
 
 
 def from_wire(message: Any) -> JobSpec:

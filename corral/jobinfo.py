@@ -108,6 +108,14 @@ DERIVED: Final[frozenset[str]] = frozenset(
         "extern_step",
         "preempt_eligible_time",
         "queue",
+        "tres_per_job",
+        "tres_per_socket",
+        "tres_per_task",
+        "cpus_per_tres",
+        "mem_per_tres",
+        "tres_bind",
+        "ntasks_per_tres",
+        "gres_enforce_bind",
     }
 )
 
@@ -209,5 +217,13 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "preempt_eligible_time",
         "preempt_time",
         "checkpointed",
+        "tres_per_job",
+        "tres_per_socket",
+        "tres_per_task",
+        "cpus_per_tres",
+        "mem_per_tres",
+        "tres_bind",
+        "ntasks_per_tres",
+        "gres_enforce_bind",
     }
 )
