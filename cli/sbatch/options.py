@@ -87,7 +87,11 @@ TABLE = OptionTable(
             "as in Slurm)",
         ),
         _row("gid"),
-        _no("gpu-bind", "GPU binding other than the default is not implemented"),
+        _row(
+            "gpu-bind",
+            note="closest, map_gpu, mask_gpu, none, per_task, single: steps bind each task "
+            "(SLURM_GPU_BIND)",
+        ),
         _warn("gpu-freq", "GPU frequencies are left as they are"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
