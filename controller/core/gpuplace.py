@@ -64,21 +64,13 @@ def _usable_cpus(job: Job, part: PartitionView, node: NodeView, stacking: bool) 
     return free
 
 
-def _capacity(job: Job, part: PartitionView, node: NodeView, gpu: GpuAsk, stacking: bool) -> int:
+def _capacity(
+    job: Job, part: PartitionView, node: NodeView, gpu: GpuAsk, cpus: int, stacking: bool
+) -> int:
     """How many GPUs of the kind asked ``node`` can give the job now, with the CPUs
-    and memory that come with them; 0 when it cannot give one."""
-    if (
-        node_fits(
-            job,
-            part,
-            node,
-            max(job.cpus_per_task, job.min_cpus),
-            stacking=stacking,
-            gpu=gpu,
-            gpus=1,
-        )
-        is None
-    ):
+    and memory that come with them, when its tasks there need ``cpus``; 0 when it
+    cannot give one."""
+    if node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=1) is None:
         return 0
     count = free_gpus(node.gres, gpu.kind)
     if gpu.cpus_per_gpu:
@@ -98,9 +90,10 @@ def _fixed_nodes(
 ) -> list[tuple[NodeView, int]]:
     """``-N k``: k nodes holding the total between them, as early in ``pool`` as can."""
     k = job.min_nodes
+    cpus = cpus_per_node(job, k)
     picked: list[tuple[NodeView, int]] = []
     for node in pool:
-        cap = _capacity(job, part, node, gpu, stacking)
+        cap = _capacity(job, part, node, gpu, cpus, stacking)
         if cap < 1:
             continue
         picked.append((node, cap))
@@ -124,8 +117,9 @@ def _packed_nodes(
     most = _most(job, part, pool)
     picked: list[tuple[NodeView, int]] = []
     room = 0
+    one_task = max(job.cpus_per_task, job.min_cpus)
     for node in pool:
-        cap = _capacity(job, part, node, gpu, stacking)
+        cap = _capacity(job, part, node, gpu, one_task, stacking)
         if cap < 1:
             continue
         picked.append((node, cap))

@@ -23,14 +23,16 @@ does. Rows marked ``CORRAL`` are where Corral differs on purpose, each saying ho
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from controller.admission import Capacity, admit
-from controller.core import Snapshot, Start, schedule
+from controller.core import BackfillParams, Snapshot, Start, schedule
 from controller.jobspec import JobSpec
+from controller.jobstate import Reason
 from controller.principal import Principal
 from corral import config, errors
 from corral.errors import SlurmError
@@ -424,3 +426,27 @@ def test_impossible_gpu_requests_are_refused_at_submission(
     with pytest.raises(SlurmError) as caught:
         admit(JobSpec(script="#!/bin/sh\n", **fields), USER, conf, {}, 1, NOW, 0)
     assert caught.value.code == errno
+
+
+def test_gpu_totals_share_a_busy_cluster_in_one_pass(conf: config.SlurmConfig) -> None:
+    """Two nodes' GPUs over three jobs in priority order: the third waits for
+    Resources, with an expected start from backfill once a limit frees GPUs."""
+    capacity = Capacity(conf)
+    two = {name: capacity.nodes[name] for name in ("n1", "n2")}
+    parts = {
+        name: replace(part, nodes=("n1", "n2"), order=("n1", "n2"))
+        for name, part in capacity.partitions.items()
+    }
+    jobs = [
+        admit(JobSpec(script="#!/bin/sh\n", time_limit=60, **fields), USER, conf, {}, i, NOW, 0).job
+        for i, fields in enumerate(({"gpus": 6}, {"gpus": 2}, {"gpus": 1}), start=1)
+    ]
+    jobs = [replace(j, submit_time=NOW - 100 + j.job_id) for j in jobs]
+    snap = Snapshot(nodes=two, partitions=parts, pending=tuple(jobs), jobs={}, running_per_array={})
+    plan = schedule(snap, NOW, BackfillParams())
+    starts = {s.job_id: per_node(s) for s in plan.starts}
+    assert starts == {1: {"n1": (0, 1, 2, 3), "n2": (0, 1)}, 2: {"n2": (2, 3)}}
+    assert plan.reasons[3] is Reason.RESOURCES
+    expected = plan.expected[3]  # when job 1's limit frees n1, to bf_resolution
+    assert NOW + 3600 <= expected.start_time < NOW + 3600 + 60
+    assert expected.nodes == ("n1",)
