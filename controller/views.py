@@ -361,6 +361,7 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
         tres=tres(total_cpus, total_mem, len(nodes)),
         grace_time=part.grace_time,
         preempt_mode=preempt_mode_shown(part, store.conf),
+        job_defaults=part.job_defaults,
     )
 
 

@@ -140,6 +140,8 @@ class PartitionConfig:
     # GPU job that asks for no CPUs per task or GPU (no memory) gets per GPU; 0: none.
     def_cpu_per_gpu: int = 0
     def_mem_per_gpu: int = 0
+    # The partition's own (not the cluster's) as scontrol shows them: JobDefaults=...
+    job_defaults: str = ""
 
 
 #: Slurm's PriorityFlags words, in the order ``scontrol show config`` lists them.
@@ -862,6 +864,7 @@ def _partition(
         grace_time=0 if grace is None else preemptconf.grace_seconds(*grace),
         def_cpu_per_gpu=per_gpu["DefCpuPerGPU"],
         def_mem_per_gpu=per_gpu["DefMemPerGPU"],
+        job_defaults=",".join(f"{k}={per_gpu[k]}" for k in per_gpu if k in pairs),
     )
 
 

@@ -36,7 +36,7 @@ from controller.jobstate import Reason
 from controller.principal import Principal
 from corral import config, errors
 from corral.errors import SlurmError
-from tests.unit.scenario import NOW
+from tests.unit.scenario import NOW, slurm_conf
 
 SLURM, CORRAL = "slurm", "corral"
 
@@ -450,3 +450,17 @@ def test_gpu_totals_share_a_busy_cluster_in_one_pass(conf: config.SlurmConfig) -
     expected = plan.expected[3]  # when job 1's limit frees n1, to bf_resolution
     assert NOW + 3600 <= expected.start_time < NOW + 3600 + 60
     assert expected.nodes == ("n1",)
+
+
+def test_def_per_gpu_comes_from_the_partition_else_the_cluster() -> None:
+    conf = slurm_conf(
+        "DefCpuPerGPU=3",
+        "DefMemPerGPU=2000",
+        "NodeName=n1 CPUs=8 RealMemory=16000",
+        "PartitionName=own Nodes=n1 DefCpuPerGPU=1",
+        "PartitionName=cluster Nodes=n1",
+    )
+    own, cluster = conf.partition("own"), conf.partition("cluster")
+    assert own is not None and cluster is not None
+    assert (own.def_cpu_per_gpu, own.def_mem_per_gpu) == (1, 2000)
+    assert (cluster.def_cpu_per_gpu, cluster.def_mem_per_gpu) == (3, 2000)
