@@ -26,11 +26,32 @@ if TYPE_CHECKING:
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
 JOB_OPTIONS = (
-    "account", "chdir", "constraint", "cpus-per-task", "exclude", "exclusive", "gpus",
-    "gpus-per-node", "gpus-per-task", "gres", "job-name", "mem", "mem-per-cpu", "mem-per-gpu",
-    "nodelist", "nodes", "ntasks", "ntasks-per-node",
-    "partition", "qos", "reservation", "time", "switches", "segment", "topology-level",
+    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "exclude", "exclusive",
+    "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
+    "gres-flags", "job-name", "mem", "mem-per-cpu", "mem-per-gpu", "nodelist", "nodes",
+    "ntasks", "ntasks-per-gpu", "ntasks-per-node", "partition", "qos", "reservation",
+    "sockets-per-node", "time", "switches", "segment", "topology-level",
 )  # fmt: skip
+
+
+def _settings(options: Mapping[str, str | None]) -> Any:
+    """Sbatch's settings for the job options among ``options``."""
+    from cli.sbatch.settings import Settings
+
+    settings = Settings()
+    for key in JOB_OPTIONS:
+        if key in options:
+            settings.apply(key, options[key], "command line")
+    return settings
+
+
+def gpu_environment(options: Mapping[str, str | None]) -> dict[str, str]:
+    """What salloc tells its command of its GPU options (SLURM_GPUS, ...), as Slurm's
+    salloc sets them (cli/sbatch/gpuopts.py)."""
+    from cli.sbatch.gpuopts import environment
+
+    settings = _settings(options)
+    return environment(settings.fields, settings.texts)
 
 
 def submit(
@@ -38,20 +59,18 @@ def submit(
 ) -> int:
     """Ask for the allocation; its job id (Halt with Slurm's words if refused)."""
     from cli.failure import Failure
-    from cli.sbatch.settings import Settings
     from cli.sbatch.spec import Script, build
 
-    settings = Settings()
     try:
-        for key in JOB_OPTIONS:
-            if key in options:
-                settings.apply(key, options[key], "command line")
+        settings = _settings(options)
+        settings.verify()
         spec = build(
             settings, Script("", None, [], False), cwd=os.getcwd(), environ=os.environ,
             command_line=line,
         )  # fmt: skip
-    except Failure as exc:
-        raise Halt(1, f"{prog}: error: {exc}") from None
+    except Failure as exc:  # in Slurm's words and level (a GPU option's two lines)
+        lines = [f"{prog}: {exc.level}: {line}" for line in exc.lines]
+        raise Halt(exc.status or 1, *lines) from None
     spec.update(interactive=True, name=settings.fields.get("name") or name)
     spec["submit_line"] = " ".join([prog, *line])
     try:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from cli import boundary
+from cli import allocation, boundary
 from cli.allocation import release, running, submit, wait_for_start
 from cli.halt import Halt
 from cli.options import (
@@ -53,18 +53,27 @@ TABLE = OptionTable(
         _row("account", "A"),
         _row("chdir", "D"),
         _row("constraint", "C"),
+        _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
+        _row("gpu-bind", note="the allocation's steps bind their tasks by it (SLURM_GPU_BIND)"),
+        _row("gpus", "G"),
+        _row("gpus-per-node"),
+        _row("gpus-per-socket", note="with --sockets-per-node"),
+        _row("gpus-per-task"),
         _row("gres"),
+        _row("gres-flags", note="enforce-binding (CPUs near the GPUs only) or disable-binding"),
         _row("help", "h", NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("job-name", "J"),
         _row("mem"),
         _row("mem-per-cpu"),
+        _row("mem-per-gpu"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
+        _row("ntasks-per-gpu"),
         _row("ntasks-per-node"),
         _row("partition", "p"),
         _row("qos", "q"),
@@ -72,6 +81,7 @@ TABLE = OptionTable(
         _row("reservation"),
         _row("segment", note="with TopologyPlugin=topology/block"),
         _row("switches", note="with TopologyPlugin=topology/tree"),
+        _row("sockets-per-node", note="nodes with at least that many sockets"),
         _row("time", "t"),
         _row("topology-level", note=TOPOLOGY_LEVEL),
         _row("usage", arg=NO_ARGUMENT),
@@ -114,6 +124,7 @@ def salloc(argv: list[str]) -> int:
         print(f"{PROG}: Granted job allocation {job_id}", file=sys.stderr)
     status = 0
     try:
+        env.update(allocation.gpu_environment(options))
         status = _run(client, job_id, command, {**os.environ, **env})
     finally:
         if not quiet:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller import bounds, gpuaffinity, gpushare, partitionaccess
+from controller import bounds, gpuaffinity, gpushare, gpuspec, partitionaccess
 from controller.core import dependency, features, topology
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
 from controller.core.request import gres_left, gres_request, node_gres, share
-from controller.core.snapshot import Gres, NodeView, PartitionView, oversubscribe
+from controller.core.snapshot import Gres, NodeDevices, NodeView, PartitionView, oversubscribe
 from controller.jobspec import JobSpec
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
@@ -141,9 +141,21 @@ def static_nodes(conf: SlurmConfig) -> dict[str, NodeView]:
             gres=gpushare.pools(conf, n.name, node_gres(n.gres)),
             unit=max(n.threads_per_core, 1) if cores else 1,
             rank=rank,
+            devices=_static_devices(conf, n.name),
+            sockets=n.sockets,
         )
         for rank, n in enumerate(conf.nodes)
     }
+
+
+def _static_devices(conf: SlurmConfig, name: str) -> NodeDevices | None:
+    """A node's GPUs, none in use, with the cores gres.conf puts near them: what
+    --gres-flags=enforce-binding and --gpus-per-socket need to know to say "never"."""
+    numbers = gpu_numbering(conf, name)
+    if not numbers:
+        return None
+    near = gpuaffinity.gpu_cpus(conf, name)
+    return NodeDevices(numbers=tuple(numbers), near=tuple(sorted(near.items())))
 
 
 def allocates_cores(conf: SlurmConfig) -> bool:
@@ -172,6 +184,8 @@ def partition_view(conf: SlurmConfig, name: str, state: str | None = None) -> Pa
         max_share=max_share,
         force=force,
         max_cpus_per_node=p.max_cpus_per_node,
+        def_cpu_per_gpu=p.def_cpu_per_gpu,
+        def_mem_per_gpu=p.def_mem_per_gpu,
         order=selection_order(
             nodes,
             {n.name: n.weight for n in conf.nodes},
@@ -376,6 +390,9 @@ def admit(
                 errors.ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE,
                 "Required partition not available (inactive or drain)",
             )
+    implied = gpuspec.check(spec)
+    if implied.min_nodes != spec.min_nodes or implied.num_tasks != spec.num_tasks:
+        spec = replace(spec, min_nodes=implied.min_nodes, num_tasks=implied.num_tasks)
     req_nodes = _hosts(spec.req_nodes)
     exc_nodes = _hosts(spec.exc_nodes)
     known = {n.name for n in conf.nodes}
@@ -466,6 +483,16 @@ def admit(
         if spec.kill_on_invalid_dep is None
         else spec.kill_on_invalid_dep,
         gres=spec.gres,
+        gpus_per_job=spec.gpus,
+        gpus_per_socket=spec.gpus_per_socket,
+        gpus_per_task=spec.gpus_per_task,
+        gpu_type=spec.gpu_type,
+        sockets_per_node=spec.sockets_per_node,
+        cpus_per_gpu=spec.cpus_per_gpu,
+        mem_per_gpu=spec.mem_per_gpu,
+        ntasks_per_gpu=spec.ntasks_per_gpu,
+        gpu_bind=spec.gpu_bind,
+        gres_flags=spec.gres_flags,
         oversubscribe=spec.oversubscribe,
         reservation=spec.reservation,
         interactive=spec.interactive,

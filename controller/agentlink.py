@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 
-from controller import jobstate, jobupdate
+from controller import gpubind, jobstate, jobupdate
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
     Continue,
@@ -565,11 +565,13 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             shares = self.store.shares(job, index)
             node_env = {**env, **shares.environment()}
             ids: tuple[int, ...] = ()
+            bound: tuple[tuple[int, ...], ...] = ()
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
                 node_env["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[index]))
                 node_env["SLURM_STEP_GPUS"] = ",".join(map(str, ids))
+                bound = self._task_gpus(job, req, node, index, ids, count)
             launch = pb.LaunchStep(
                 job_id=job.job_id,
                 step_id=step.step_id,
@@ -603,11 +605,30 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 grant=gpu_grant(ids, shares),
                 mem_mib=job.alloc_mem[index] if job.alloc_mem else 0,
                 step_mem_mib=step.mem[node_id] if step.mem else 0,
+                task_gpus=[pb.TaskGpus(gpus=gpus) for gpus in bound],
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
             self.nodehooks.before_step(job, node)
             session.send(pb.ControllerMessage(launch_step=launch))
+
+    def _task_gpus(
+        self,
+        job: Job,
+        req: pb.StepCreateRequest,
+        node: str,
+        index: int,
+        gpus: tuple[int, ...],
+        tasks: int,
+    ) -> tuple[tuple[int, ...], ...]:
+        """Each local task's GPUs on ``node`` under the step's --gpu-bind (or srun's
+        implicit binding); (): every task sees them all (``controller.gpubind``)."""
+        bind = gpubind.implicit(req.gpu_bind, req.gpus_per_task, req.ntasks_per_gpu)
+        if not bind:
+            return ()
+        pinned = () if req.cpu_bind_none or not job.cpu_ids else job.cpu_ids[index]
+        cpus = pinned or tuple(range(self.store.conf.node(node).cpus))
+        return gpubind.task_gpus(bind, gpus, tasks, self.store.gpu_near(node), cpus)
 
     def _step_done(self, done: pb.StepDone, session: _Session) -> None:
         job = self.store.jobs.get(done.job_id)

@@ -87,6 +87,16 @@ class JobSpec:
     segment: int = 0
     topology_required: int | None = None
     topology_preferred: int | None = None
+    gpus: int = 0
+    gpus_per_socket: int = 0
+    gpus_per_task: int = 0
+    gpu_type: str = ""
+    cpus_per_gpu: int = 0
+    mem_per_gpu: int | None = None
+    ntasks_per_gpu: int = 0
+    gpu_bind: str = ""
+    gres_flags: str = ""
+    sockets_per_node: int = 0
 
 
 def from_wire(message: Any) -> JobSpec:

@@ -420,6 +420,10 @@ def apply(job: Job, event: Event) -> Job:
                 reason=Reason.NONE,
                 partition=event.partition,
                 nodes=event.nodes,
+                # Without -n, a task on each node it got (--gpus=16 on 4-GPU nodes: 4).
+                num_tasks=job.num_tasks
+                if job.tasks_given
+                else max(job.num_tasks, len(event.nodes)),
                 cpus=event.cpus,
                 alloc_mem=event.memory,
                 calc_priority=event.priority,

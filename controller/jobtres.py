@@ -78,7 +78,24 @@ def of_job(job: Job) -> JobTres:
         "mem": node_mem * count,
         **{name: n * count for name, n in gres.items()},
     }
+    for name, n in _gpu_counts(job, count, "gres/gpu" in gres).items():
+        total[name] = total.get(name, 0) + n
     return JobTres(total, per_node)
+
+
+def _gpu_counts(job: Job, nodes: int, per_node: bool) -> dict[str, int]:
+    """GPUs ``job`` asks beyond ``--gres`` (controller/core/gpus.py), in all over
+    ``nodes`` nodes: --gpus (unless ``per_node`` GPUs in --gres make it up), per task
+    times its tasks, per socket times its sockets on each node."""
+    if job.gpus_per_task:
+        gpus = job.gpus_per_task * job.num_tasks
+    elif job.gpus_per_job and not (job.gpus_per_socket or per_node):
+        gpus = job.gpus_per_job
+    else:
+        gpus = job.gpus_per_socket * max(job.sockets_per_node, 1) * nodes
+    if not gpus:
+        return {}
+    return _gres_counts((("gpu", job.gpu_type, gpus),))
 
 
 def billing(job: Job, weights: Iterable[tuple[str, float]]) -> int:

@@ -117,6 +117,21 @@ class Job:
     # its priority; no job record is rewritten when priorities are recalculated.
     calc_priority: int = 1
     gres: str = ""  # --gres as given: generic resources on each node
+    # Slurm's GPU request beyond --gres (controller/core/gpus.py): --gpus in all over the
+    # job's nodes, --gpus-per-socket (on ``sockets_per_node`` sockets) and --gpus-per-task,
+    # each of ``gpu_type`` ("" any); --cpus-per-gpu and --mem-per-gpu (MiB; None: not
+    # given, the partition's DefCpuPerGPU/DefMemPerGPU may apply); --ntasks-per-gpu;
+    # --gpu-bind as given (steps bind their tasks by it) and --gres-flags.
+    gpus_per_job: int = 0
+    gpus_per_socket: int = 0
+    gpus_per_task: int = 0
+    gpu_type: str = ""
+    sockets_per_node: int = 0
+    cpus_per_gpu: int = 0
+    mem_per_gpu: int | None = None
+    ntasks_per_gpu: int = 0
+    gpu_bind: str = ""
+    gres_flags: str = ""
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it

@@ -418,6 +418,7 @@ class Handlers:
             mem_per_node=req.mem_per_node,
             mem_per_cpu=req.mem_per_cpu,
             mem_per_gpu=req.mem_per_gpu,
+            cpus_per_gpu=req.cpus_per_gpu,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(

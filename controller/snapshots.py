@@ -134,6 +134,7 @@ def node_view(
         devices=_devices(name, runtime, holdings, capacity),
         kept_ids=kept_ids,
         shared_ids=shared_ids,
+        sockets=conf_node.sockets,
     )
 
 

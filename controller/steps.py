@@ -21,6 +21,11 @@ and the service sends the launches. Slurm's rules:
   has on a node is refused ("Memory required by task is not available"), more
   than other steps leave waits. A step that asks for none has all of the job's
   memory and holds none, as in Slurm.
+* A step's GPUs are the job's it asks for on each node (``--gpus`` over its nodes,
+  ``--gpus-per-node``, ``--gpus-per-task``; none asked: all of the job's there),
+  with its CPUs at least ``--cpus-per-gpu`` times them (no more per GPU than the
+  job's: "Invalid generic resource (gres) specification"). Which of them each task
+  sees is ``controller/gpubind.py``'s.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from controller.jobenv import run_length
 from controller.model import Job, Step
 from corral import errors, hostlist
 from corral.errors import SlurmError
+
+Gpus = tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,7 @@ class StepRequest:
     mem_per_node: int = 0  # MiB: --mem
     mem_per_cpu: int = 0  # MiB: --mem-per-cpu
     mem_per_gpu: int = 0  # MiB: --mem-per-gpu
+    cpus_per_gpu: int = 0  # --cpus-per-gpu: CPUs per GPU of the step on each node
 
 
 def _job_slots(job: Job) -> list[int]:
@@ -226,12 +234,27 @@ def step_memory(
     return tuple(mem)
 
 
-def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, line: str) -> Step:
-    nodes, tasks = layout(job, req)
+def step_cpus(
+    job: Job, req: StepRequest, nodes: Sequence[str], tasks: Sequence[int], gpus: Sequence[Gpus]
+) -> tuple[int, ...]:
+    """The step's CPUs on each node: its tasks', or ``--cpus-per-gpu`` times its GPUs
+    there if more, within the job's. SlurmError for more CPUs per GPU than the job's
+    (Slurm's "Step requested cpus_per_gres=N is more than the job's")."""
+    if req.cpus_per_gpu and job.cpus_per_gpu and req.cpus_per_gpu > job.cpus_per_gpu:
+        raise SlurmError(errors.ESLURM_INVALID_GRES)
     cpt = max(req.cpus_per_task, 1)
     allocated = dict(zip(job.nodes, job.cpus, strict=True))
-    cpus = tuple(min(t * cpt, allocated[n]) for n, t in zip(nodes, tasks, strict=True))
+    given = gpus or [job.gpus[job.nodes.index(n)] if job.gpus else () for n in nodes]
+    return tuple(
+        min(max(t * cpt, len(g) * req.cpus_per_gpu), allocated[n])
+        for n, t, g in zip(nodes, tasks, given, strict=True)
+    )
+
+
+def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, line: str) -> Step:
+    nodes, tasks = layout(job, req)
     gpus = step_gpus(job, req, nodes, tasks)
+    cpus = step_cpus(job, req, nodes, tasks, gpus)
     return Step(
         step_id=len(job.steps),  # steps are never dropped within a run
         name=name,

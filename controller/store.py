@@ -637,6 +637,12 @@ class JobStore:
         """A node's GPUs as (type, index) (``corral.gpunumbers``)."""
         return self.capacity.gpus(name)
 
+    def gpu_near(self, name: str) -> dict[int, tuple[int, ...]]:
+        """A node's GPUs with known near CPUs -> those CPUs: gres.conf's Cores=, else
+        what its agent probed (as the snapshot's devices have them)."""
+        runtime = self.nodes.get(name)
+        return self.capacity.gpu_cpus(name) or dict(runtime.gpu_cpus if runtime else ())
+
     def _fits(self, start: Start, index: int) -> bool:
         """Whether the ledger still holds ``start`` on its ``index``-th node: the
         node is up, and on the view a snapshot would show now (starts already

@@ -153,6 +153,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         else 0,
         queue=queuereply.job_queue(store, job),
         topology_level=topology_level(job),
+        **gpu_request(job, conf),
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be
@@ -233,6 +234,49 @@ class JobsEncoder:
             self._cache = {k: v for k, v in self._cache.items() if k in self.store.jobs}
         head: bytes = pb.JobsReply(now=now, last_update=self.store.last_update).SerializeToString()
         return head + b"".join(entries)
+
+
+def _gpu_tres(kind: str, count: int) -> str:
+    return f"gres/gpu:{kind}:{count}" if kind else f"gres/gpu:{count}"
+
+
+def _per_gpu_defaults(job: Job, conf: SlurmConfig) -> tuple[int, int]:
+    """DefCpuPerGPU and DefMemPerGPU of the partition the job runs in (else its first),
+    where they apply to it: a GPU job that asked for neither (``core/gpus.py``)."""
+    part = conf.partition(job.partition or job.partitions[0]) if job.partitions else None
+    if part is None or not (
+        job.gres
+        or job.gpus_per_job
+        or job.gpus_per_task
+        or job.gpus_per_socket
+        or job.ntasks_per_gpu
+    ):
+        return 0, 0
+    cpus = 0 if job.cpus_per_task_given else part.def_cpu_per_gpu
+    mem_given = job.mem_per_node is not None or job.mem_per_cpu is not None
+    return cpus, 0 if mem_given else part.def_mem_per_gpu
+
+
+def gpu_request(job: Job, conf: SlurmConfig) -> dict[str, Any]:
+    """The JobInfo fields of ``job``'s GPU request (scontrol's TresPerJob, CpusPerTres,
+    ...): its options as given, and the partition's DefCpuPerGPU/DefMemPerGPU where
+    they apply, as Slurm records them on the job."""
+    def_cpus, def_mem = _per_gpu_defaults(job, conf)
+    cpus = job.cpus_per_gpu or def_cpus
+    mem = job.mem_per_gpu if job.mem_per_gpu is not None else def_mem
+    kind = job.gpu_type
+    return {
+        "tres_per_job": _gpu_tres(kind, job.gpus_per_job) if job.gpus_per_job else "",
+        "tres_per_socket": _gpu_tres(kind, job.gpus_per_socket) if job.gpus_per_socket else "",
+        "tres_per_task": _gpu_tres(kind, job.gpus_per_task) if job.gpus_per_task else "",
+        "cpus_per_tres": f"gres/gpu:{cpus}" if cpus else "",
+        "mem_per_tres": f"gres/gpu:{mem}" if mem else "",
+        "tres_bind": f"gpu:{job.gpu_bind}" if job.gpu_bind else "",
+        "ntasks_per_tres": job.ntasks_per_gpu,
+        "gres_enforce_bind": {"enforce-binding": "Yes", "disable-binding": "No"}.get(
+            job.gres_flags, ""
+        ),
+    }
 
 
 def _tres_per_node(gres: str) -> str:
@@ -336,6 +380,7 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
         tres=tres(total_cpus, total_mem, len(nodes)),
         grace_time=part.grace_time,
         preempt_mode=preempt_mode_shown(part, store.conf),
+        job_defaults=part.job_defaults,
     )
 
 

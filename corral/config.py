@@ -137,6 +137,12 @@ class PartitionConfig:
     # PreemptMode= of the partition: OFF, CANCEL, REQUEUE, SUSPEND ("": the global)
     preempt_mode: str = ""
     grace_time: int = 0  # GraceTime, seconds: a victim's warning before its mode's action
+    # DefCpuPerGPU and DefMemPerGPU (MiB), the partition's or else the cluster's: what a
+    # GPU job that asks for no CPUs per task or GPU (no memory) gets per GPU; 0: none.
+    def_cpu_per_gpu: int = 0
+    def_mem_per_gpu: int = 0
+    # The partition's own (not the cluster's) as scontrol shows them: JobDefaults=...
+    job_defaults: str = ""
 
 
 #: Slurm's PriorityFlags words, in the order ``scontrol show config`` lists them.
@@ -876,6 +882,12 @@ def _partition(
             gang="GANG" in overall.upper().replace(" ", "").split(","),
         )
     grace = pairs.get("GraceTime")
+    per_gpu = {
+        key: integer(key, *(pairs.get(key) or cluster[key]))
+        if key in pairs or key in cluster
+        else 0
+        for key in ("DefCpuPerGPU", "DefMemPerGPU")
+    }
     return PartitionConfig(
         name=name,
         nodes=_partition_nodes(nodes_expr, nodes_where, order, sets, name),
@@ -904,6 +916,9 @@ def _partition(
         deny_qos=names("DenyQos") or (),
         preempt_mode=preempt_mode,
         grace_time=0 if grace is None else preemptconf.grace_seconds(*grace),
+        def_cpu_per_gpu=per_gpu["DefCpuPerGPU"],
+        def_mem_per_gpu=per_gpu["DefMemPerGPU"],
+        job_defaults=",".join(f"{k}={per_gpu[k]}" for k in per_gpu if k in pairs),
     )
 
 

@@ -117,9 +117,9 @@ CredType                        warned              launches are signed with the
 CryptoType                      warned              launches are signed with the cluster key
 DataParserParameters            warned              not read
 DebugFlags                      warned              log levels are set with the daemons' -v
-DefCpuPerGPU                    refused             CPUs per GPU are not defaulted
+DefCpuPerGPU                    honoured            GPU jobs without -c or --cpus-per-gpu
 DefMemPerCPU                    honoured
-DefMemPerGPU                    refused             memory per GPU is not defaulted
+DefMemPerGPU                    honoured            GPU jobs without --mem* options
 DefMemPerNode                   honoured
 DefRuntimePlugin                warned              no container runtimes
 DependencyParameters            refused             dependencies follow SchedulerParameters
@@ -367,9 +367,9 @@ AllowGroups                     honoured
 AllowQos                        honoured
 Alternate                       warned              no alternate partitions
 CpuBind                         warned              tasks keep the default binding
-DefCpuPerGPU                    refused             CPUs per GPU are not defaulted
+DefCpuPerGPU                    honoured            GPU jobs without -c or --cpus-per-gpu
 DefMemPerCPU                    honoured
-DefMemPerGPU                    refused             memory per GPU is not defaulted
+DefMemPerGPU                    honoured            GPU jobs without --mem* options
 DefMemPerNode                   honoured
 Default                         honoured
 DefaultTime                     honoured

@@ -112,6 +112,14 @@ DERIVED: Final[frozenset[str]] = frozenset(
         "preempt_eligible_time",
         "queue",
         "topology_level",
+        "tres_per_job",
+        "tres_per_socket",
+        "tres_per_task",
+        "cpus_per_tres",
+        "mem_per_tres",
+        "tres_bind",
+        "ntasks_per_tres",
+        "gres_enforce_bind",
     }
 )
 
@@ -217,5 +225,13 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "switch_wait",
         "segment",
         "topology_level",
+        "tres_per_job",
+        "tres_per_socket",
+        "tres_per_task",
+        "cpus_per_tres",
+        "mem_per_tres",
+        "tres_bind",
+        "ntasks_per_tres",
+        "gres_enforce_bind",
     }
 )

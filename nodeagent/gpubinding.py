@@ -9,14 +9,15 @@ variable there must not widen the fence. An absent grant is an empty one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from corral.wire import corral_pb2 as pb
+from nodeagent.devcgroup import BINDING
 from nodeagent.gpus.migbinding import bind_mig
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 
-__all__ = ["bind_gpus", "granted", "mps_gpu"]
+__all__ = ["bind_gpus", "granted", "mps_gpu", "task_bindings"]
 
 
 def granted(grant: pb.GpuGrant) -> set[int]:
@@ -49,3 +50,25 @@ def bind_gpus(
     if neuron is not None:
         env.update(neuron.environment(node, grant.gpus))
     bind_mig(env, mig.get(node, {}))
+
+
+def task_bindings(
+    node: str,
+    tasks: Sequence[Sequence[int]],
+    neuron: NeuronBinding | None,
+    mig: Mapping[str, Mapping[int, str]],
+) -> list[dict[str, str]]:
+    """Each local task's own binding variables under --gpu-bind: the GPUs the
+    controller bound it to (``controller/gpubind.py``) in the variables every
+    vendor reads and SLURM_STEP_GPUS, as slurmstepd sets them per task; its
+    NeuronCores, and MIG instances by UUID, as for the whole launch."""
+    out = []
+    for gpus in tasks:
+        text = ",".join(map(str, gpus))
+        env = {name: text for name in BINDING}
+        env["SLURM_STEP_GPUS"] = text
+        if neuron is not None:
+            env.update(neuron.environment(node, gpus))
+        bind_mig(env, mig.get(node, {}))
+        out.append(env)
+    return out

@@ -51,7 +51,7 @@ from nodeagent.acctgather import Sampler, Target
 from nodeagent.checkpoints import CHECKPOINT_ENV, CheckpointWatch, Watched
 from nodeagent.containment import Containment
 from nodeagent.devcgroup import DeviceGuard
-from nodeagent.gpubinding import bind_gpus
+from nodeagent.gpubinding import bind_gpus, task_bindings
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, spawn_step_runner, spawn_supervisor, supervisor_environment
@@ -459,7 +459,11 @@ class RunTable:
         self._runs[key] = run
         try:
             spec = dataclasses.replace(
-                step_spec(msg, self.devices, self.containment), hooks=self.hooks
+                step_spec(msg, self.devices, self.containment),
+                hooks=self.hooks,
+                task_env=task_bindings(
+                    msg.node, [t.gpus for t in msg.task_gpus], self.neuron, self.mig
+                ),
             )
             self._bind(spec.environment, msg)
             spec.environment[CHECKPOINT_ENV] = stepdir.create_checkpoint(msg.uid, msg.gid)

@@ -418,6 +418,7 @@ class StepRun(Runner):
                 os.write(2, note.encode())
             env = {
                 **env,
+                **(spec.task_env[task.index] if spec.task_env else {}),  # its --gpu-bind
                 "SLURM_PROCID": str(task.task_id),
                 "SLURM_LOCALID": str(task.index),
                 "SLURM_TASK_PID": str(os.getpid()),

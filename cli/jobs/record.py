@@ -173,9 +173,31 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
     if job.get("topology_level"):  # Corral's own
         out.append(f"TopologyLevel={job['topology_level']}")
     out.append("Power=")
+    if job.get("gres_enforce_bind"):
+        out.append(f"GresEnforceBind={job['gres_enforce_bind']}")
+    out += _tres_lines(job)
+    return out
+
+
+def _tres_lines(job: Job) -> list[str]:
+    """Slurm's optional TRES lines after Power=, in its order (api/job_info.c)."""
+    out = []
+    for key, field in (
+        ("CpusPerTres", "cpus_per_tres"),
+        ("MemPerTres", "mem_per_tres"),
+        ("TresBind", "tres_bind"),
+        ("TresPerJob", "tres_per_job"),
+    ):
+        if job.get(field):
+            out.append(f"{key}={job[field]}")
     if job["gres"]:
         gres = str(job["gres"])
         out.append(f"TresPerNode={gres if gres.startswith('gres') else 'gres/' + gres}")
+    for key, field in (("TresPerSocket", "tres_per_socket"), ("TresPerTask", "tres_per_task")):
+        if job.get(field):
+            out.append(f"{key}={job[field]}")
+    if job.get("ntasks_per_tres"):
+        out.append(f"NtasksPerTRES={job['ntasks_per_tres']}")
     return out
 
 

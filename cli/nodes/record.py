@@ -165,7 +165,7 @@ def partition_lines(part: Partition) -> list[str]:
         f"OverTimeLimit=NONE PreemptMode={part.get('preempt_mode') or 'OFF'}",
         f"State={part['state'] or 'UNKNOWN'} TotalCPUs={part['total_cpus']} "
         f"TotalNodes={part['total_nodes']} SelectTypeParameters=NONE",
-        "JobDefaults=(null)",
+        f"JobDefaults={part.get('job_defaults') or '(null)'}",
         _memory_limit(int(part["def_mem_per_cpu"]), int(part["def_mem_per_node"]), "Def")
         + " "
         + _memory_limit(int(part["max_mem_per_cpu"]), int(part["max_mem_per_node"]), "Max"),

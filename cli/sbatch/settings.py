@@ -398,15 +398,31 @@ def _memory(field: str, option: str) -> Callable[[str | None], Fields]:
 
 
 def _gpus(field: str, option: str) -> Callable[[str | None], Fields]:
-    """``--gpus``, ``--gpus-per-node``, ``--gpus-per-task``: ``[type:]count``."""
+    """``--gpus``, ``--gpus-per-node``, ``--gpus-per-socket``, ``--gpus-per-task``:
+    ``[type:]count`` (cli/sbatch/gpuopts.py)."""
 
     def setter(text: str | None) -> Fields:
-        kind, _, number = (text or "").rpartition(":")
-        if kind.startswith("gpu:"):  # the gres-style spelling, gpu:TYPE:N
-            kind = kind[4:]
-        return {field: (kind, count(option, number))}
+        from cli.sbatch.gpuopts import gpu_count
+
+        return {field: gpu_count(option, text or "")}
 
     return setter
+
+
+def _gpu_bind(text: str | None) -> Fields:
+    from cli.sbatch.gpuopts import bind_valid
+
+    if not bind_valid(text or ""):
+        raise Failure(f"Invalid --gpu-bind argument: gpu:{text or ''}", status=255)
+    return {"gpu_bind": text}
+
+
+def _gres_flags(text: str | None) -> Fields:
+    """``--gres-flags``: Slurm 22.05's two words, in any case."""
+    value = (text or "").lower()
+    if value not in ("enforce-binding", "disable-binding"):
+        raise Failure("Invalid --gres-flags specification", status=255)
+    return {"gres_flags": value}
 
 
 def _minutes(field: str, option: str) -> Callable[[str | None], Fields]:
@@ -440,8 +456,13 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "gpus": _gpus("gpus", "--gpus"),
     "gpus-per-node": _gpus("gpus_per_node", "--gpus-per-node"),
     "gpus-per-task": _gpus("gpus_per_task", "--gpus-per-task"),
+    "gpus-per-socket": _gpus("gpus_per_socket", "--gpus-per-socket"),
+    "sockets-per-node": _count("sockets_per_node", "--sockets-per-node"),
     "cpus-per-gpu": _count("cpus_per_gpu", "--cpus-per-gpu"),
     "mem-per-gpu": _memory("mem_per_gpu", "--mem-per-gpu"),
+    "ntasks-per-gpu": _count("ntasks_per_gpu", "--ntasks-per-gpu"),
+    "gpu-bind": _gpu_bind,
+    "gres-flags": _gres_flags,
     "hold": _flag("hold"),
     "input": _stdio("std_in"),
     "job-name": _text("name"),

@@ -16,6 +16,7 @@ import os
 import sys
 
 from cli.failure import Failure
+from cli.sbatch import gpuopts
 from cli.sbatch.environment import job_environment
 from cli.sbatch.settings import Settings
 
@@ -93,7 +94,8 @@ def build(
         spec["min_cpus"] = fields["cpus_per_task"]
     elif "min_cpus" in fields:
         spec["min_cpus"] = fields["min_cpus"]
-    _gpus(spec, fields)
+    gpuopts.check(fields)
+    spec.update(gpuopts.spec_fields(fields))
     dependency = fields.get("dependency")
     if dependency:
         check_dependency(dependency)
@@ -109,35 +111,8 @@ def build(
         dependency=dependency,
         get_user_env=fields.get("get_user_env", False),
     )
+    spec["environment"].update(gpuopts.environment(fields, settings.texts))
     return spec
-
-
-def _gpus(spec: dict[str, Any], fields: Mapping[str, Any]) -> None:
-    """``--gpus*``, ``--cpus-per-gpu`` and ``--mem-per-gpu`` as GRES on each node, CPUs
-    and memory: ``--gpus`` is spread evenly over ``-N`` nodes, ``--gpus-per-task`` times
-    the tasks on a node."""
-    nodes = max(int(spec.get("min_nodes") or 1), 1)
-    per_node = 0
-    kind = ""
-    if "gpus_per_node" in fields:
-        kind, per_node = fields["gpus_per_node"]
-    elif "gpus_per_task" in fields:
-        kind, per_task = fields["gpus_per_task"]
-        tasks = fields.get("ntasks_per_node") or -(-int(fields.get("num_tasks") or 1) // nodes)
-        per_node = per_task * tasks
-        if "cpus_per_gpu" in fields and "cpus_per_task" not in fields:
-            spec["cpus_per_task"] = fields["cpus_per_gpu"] * per_task
-    elif "gpus" in fields:
-        kind, total = fields["gpus"]
-        per_node = -(-total // nodes)
-    if not per_node:
-        return
-    item = f"gpu:{kind}:{per_node}" if kind else f"gpu:{per_node}"
-    spec["gres"] = ",".join(g for g in (spec.get("gres"), item) if g)
-    if "cpus_per_gpu" in fields and "cpus_per_task" not in spec:
-        spec["min_cpus"] = max(int(spec.get("min_cpus") or 0), fields["cpus_per_gpu"] * per_node)
-    if "mem_per_gpu" in fields and "mem_per_node" not in spec and "mem_per_cpu" not in spec:
-        spec["mem_per_node"] = fields["mem_per_gpu"] * per_node
 
 
 def _absolute(path: str, work_dir: str) -> str:

@@ -47,7 +47,7 @@ from cli.options import (
 )
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
-from cli.srun import step_options
+from cli.srun import gpuinput, step_options
 from cli.srun.values import cpu_bind_none, open_mode_append
 from corral import stepio
 from corral.clientconf import ClientSettings, client_settings
@@ -87,6 +87,7 @@ def _row(
 JOB_LEVEL = "in a job step the job's applies, and another value is warned about"
 STEP_GPU_TYPE = "in a job step a GPU type is warned about: the step takes the job's GPUs"
 STEP_TOPOLOGY = "in a job step it is warned about: the job's nodes are placed"
+JOB_ONLY = "for a new job; in a job step it is warned about: the job's allocation applies"
 STEP_MEMORY = (
     "in a job step the step's own memory: its tasks' limit, held against the job's other steps"
 )
@@ -100,6 +101,7 @@ TABLE = OptionTable(
             note="none, quiet (verbose warned); rank, sockets, cores, threads, ldoms, boards "
             "and maps are refused: tasks are bound to the job's CPUs on the node",
         ),
+        _row("cpus-per-gpu", note="in a job step at most the job's"),
         _row("cpus-per-task", "c"),
         _row("error", "e"),
         _row("exclude", "x"),
@@ -110,10 +112,13 @@ TABLE = OptionTable(
             "--exclusive is the default and the job-level values are warned about",
         ),
         _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
+        _row("gpu-bind", note="closest, map_gpu, mask_gpu, none, per_task, single"),
         _row("gpus", "G", note=STEP_GPU_TYPE),
         _row("gpus-per-node", note=STEP_GPU_TYPE),
+        _row("gpus-per-socket", note="for a new job only: refused in a job step"),
         _row("gpus-per-task", note=STEP_GPU_TYPE),
         _row("gres", note="in a job step only gpu (a type is warned about): others are refused"),
+        _row("gres-flags", note=JOB_ONLY),
         _row("help", arg=NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("input", "i"),
@@ -128,6 +133,7 @@ TABLE = OptionTable(
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
+        _row("ntasks-per-gpu"),
         _row("ntasks-per-node"),
         _row("open-mode", note="append or truncate"),
         _row("output", "o"),
@@ -143,6 +149,7 @@ TABLE = OptionTable(
         _row("quiet", "Q", NO_ARGUMENT),
         _row("segment", note=f"with TopologyPlugin=topology/block; {STEP_TOPOLOGY}"),
         _row("switches", note=f"with TopologyPlugin=topology/tree; {STEP_TOPOLOGY}"),
+        _row("sockets-per-node", note=JOB_ONLY),
         _row("time", "t"),
         _row("topology-level", note=f"{TOPOLOGY_LEVEL}; {STEP_TOPOLOGY}"),
         _row("unbuffered", "u", NO_ARGUMENT),
@@ -325,30 +332,9 @@ def _memory_fields(settings: Settings) -> dict[str, int]:
     return fields
 
 
-def _gpu_count(settings: Settings, key: str) -> int:
-    """``[type:]N`` of a --gpus option (the step takes the job's GPUs, whatever their type)."""
-    text = settings.get(key).rpartition(":")[2]
-    if not text.isdigit():
-        raise Halt(1, f"{PROG}: error: Invalid --{key} specification")
-    return int(text)
-
-
-def _gpu_fields(settings: Settings) -> dict[str, int]:
-    """The step's GPU request: --gpus, --gpus-per-node (or --gres=gpu:N), --gpus-per-task."""
-    fields = {}
-    for key, field in (("gpus", "gpus"), ("gpus-per-node", "gpus_per_node"),
-                       ("gpus-per-task", "gpus_per_task")):  # fmt: skip
-        if settings.has(key):
-            fields[field] = _gpu_count(settings, key)
-    if settings.has("gres") and "gpus_per_node" not in fields:
-        total = 0
-        for item in settings.get("gres").split(","):
-            parts = item.removeprefix("gres/").split(":")
-            if parts[0] == "gpu":
-                total += int(parts[-1]) if parts[-1].isdigit() and len(parts) > 1 else 1
-        if total:
-            fields["gpus_per_node"] = total
-    return fields
+def _gpu_fields(settings: Settings) -> dict[str, int | str]:
+    """The step's GPU request and binding (cli/srun/gpuinput.py)."""
+    return gpuinput.step_fields(settings.options)
 
 
 def step_state(client: Any, job_id: int, step_id: int) -> str | None:
@@ -847,6 +833,7 @@ def srun(argv: list[str]) -> int:
                 raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
             for warning in step_options.check(settings.options, job_id, os.environ):
                 print(warning, file=sys.stderr)
+        gpuinput.inherit(settings.options, os.environ)  # after: the job's own raise no warning
         conf = client_settings()
         settings.kill_on_bad_exit = kill_on_bad_exit(settings, conf.kill_on_bad_exit)
         client = boundary.connect(conf)

@@ -11,6 +11,9 @@ used to drop the ones its step request has no field for without a word. Slurm:
   another generic resource with a count is refused. A GPU type is warned
   about: the step takes GPUs of the job's, which Slurm would refuse if of
   another type;
+* ignores ``--gres-flags`` and ``--sockets-per-node`` (the job's allocation made that
+  choice; said once) and refuses ``--gpus-per-socket``, which Corral lays out for
+  jobs only;
 * ignores the job's account, partition and QOS, ``--exclusive``'s job-level
   values (``user``, ``mcs``, ``topo``, ``oversubscribe``) and the topology options
   (``--switches``, ``--segment``, Corral's ``--topology-level``), silently: the step
@@ -41,6 +44,8 @@ JOB_LEVEL = (
 )
 #: Where the job's nodes are on the network: nothing to a step, which runs on them.
 TOPOLOGY = ("switches", "segment", "topology-level")
+#: Options that shape the job's allocation alone (which GPUs and CPUs go together).
+ALLOCATION = ("gres-flags", "sockets-per-node")
 #: ``--exclusive`` values that share or keep the job's nodes: nothing to a step.
 JOB_SHARING = ("user", "mcs", "topo", "oversubscribe")
 GRES_NOTE = "only GPUs are divided among a job's steps"
@@ -57,7 +62,15 @@ def check(options: Mapping[str, str | None], job_id: int, env: Mapping[str, str]
             memory(key, options[key] or "")
     if "gres" in options:
         _gres(options["gres"] or "")
+    if "gpus-per-socket" in options:
+        raise Halt(1, f"{PROG}: error: --gpus-per-socket is not supported in a job step")
     warnings = [
+        f"{PROG}: warning: --{key}={options[key]} has no effect in a job step: it applies "
+        "to the job's allocation"
+        for key in ALLOCATION
+        if key in options
+    ]
+    warnings += [
         f"{PROG}: warning: the GPU type of --{key}={options[key]} has no effect in a job step: "
         "it takes the job's GPUs, whatever their type"
         for key in GPUS

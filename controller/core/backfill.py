@@ -81,6 +81,16 @@ def _shape(job: Job) -> tuple[object, ...]:
         job.time_limit,
         job.reservation,
         topology.shape(job),
+        job.gpus_per_job,
+        job.gpus_per_socket,
+        job.gpus_per_task,
+        job.gpu_type,
+        job.sockets_per_node,
+        job.cpus_per_gpu,
+        job.mem_per_gpu,
+        job.ntasks_per_gpu,
+        job.gres_flags,
+        job.cpus_per_task_given,
     )
 
 

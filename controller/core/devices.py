@@ -23,16 +23,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from controller.core.plan import Start
-from controller.core.snapshot import NodeView
+from controller.core.snapshot import NodeDevices, NodeView
 
 __all__ = [
     "bind",
     "cpu_ids",
+    "enforced_gpus",
     "lowest_free",
     "mask",
     "near_cpus",
     "pool_gpu",
     "shared_gpus",
+    "socket_gpus",
+    "sockets_of",
     "still_free",
     "take",
 ]
@@ -106,7 +109,7 @@ def lowest_free(cpus: int, unit: int, busy: int, count: int) -> list[int]:
 
 
 def cpu_ids(
-    node: NodeView, count: int, share: int, gpus: tuple[int, ...]
+    node: NodeView, count: int, share: int, gpus: tuple[int, ...], only_near: bool = False
 ) -> tuple[int, ...] | None:
     """The ``count`` CPU ids a start gets on ``node``; None when too few are free.
 
@@ -115,7 +118,8 @@ def cpu_ids(
     hold, those given to the fewest first, never those of a job that keeps them: so
     sharing jobs are given the same CPUs only once the idle ones are gone, as
     cons_tres fills one row of a shared partition before the next. A job given GPUs
-    with known cores takes the free CPUs near them first.
+    with known cores takes the free CPUs near them first, and with ``only_near``
+    (--gres-flags=enforce-binding) those alone.
     """
     kept = node.kept_ids
     loads = node.shared_ids
@@ -125,6 +129,8 @@ def cpu_ids(
         chosen = lowest_free(node.cpus, node.unit, busy, count)
         return tuple(sorted(chosen)) if len(chosen) == count else None
     chosen = near_cpus(dict(dev.near), gpus, node.cpus, busy)[:count] if dev and gpus else []
+    if only_near and dev and all(g in dict(dev.near) for g in gpus):
+        return tuple(sorted(chosen)) if len(chosen) == count else None
     chosen += lowest_free(node.cpus, node.unit, busy | mask(chosen), count - len(chosen))
     if share:  # then the CPUs fewest sharing jobs were given, lowest first
         for level in (*loads[1:], 0):
@@ -135,8 +141,16 @@ def cpu_ids(
     return tuple(sorted(chosen)) if len(chosen) == count else None
 
 
-def gpu_indices(node: NodeView, items: Items) -> tuple[int, ...] | None:
-    """The lowest free GPU indices of each allocated type on ``node``; None if it
+def _free_of(dev: NodeDevices, kind: str, busy: set[int]) -> list[int]:
+    return [i for k, i in dev.numbers if k == kind and i not in busy]
+
+
+def gpu_indices(
+    node: NodeView, items: Items, enforce: bool = False, sockets: int = 0
+) -> tuple[int, ...] | None:
+    """The GPU indices of each allocated type on ``node``: the lowest free ones, or
+    with ``enforce`` those near the most free CPUs (``enforced_gpus``), or with
+    ``sockets`` as many near each of that many sockets (``socket_gpus``); None if it
     lacks them, or a share is asked of a GPU given whole. A node the snapshot gives
     no devices (``corral sim`` and the core's own tests do not model them; a live
     node with GPUs always has them, numbered by gres.conf or ``Gres=``) names none."""
@@ -151,12 +165,79 @@ def gpu_indices(node: NodeView, items: Items) -> tuple[int, ...] | None:
     for name, kind, count in items:
         if name != "gpu":
             continue
-        free = [i for k, i in dev.numbers if k == kind and i not in busy]
-        if len(free) < count:
+        free = _free_of(dev, kind, busy)
+        if sockets:
+            picked = socket_gpus(dev, free, count, sockets)
+        elif enforce:
+            picked = _nearest(node, dev, free, count)
+        else:
+            picked = free[:count] if len(free) >= count else None
+        if picked is None:
             return None
-        chosen += free[:count]
-        busy.update(free[:count])
+        chosen += picked
+        busy.update(picked)
     return tuple(sorted(chosen))
+
+
+def sockets_of(dev: NodeDevices, free: list[int]) -> list[list[int]]:
+    """``free`` GPUs grouped by the CPUs near them (a socket's GPUs share gres.conf's
+    Cores=), groups in the order of their lowest GPU; [] when no GPU's cores are known."""
+    near = dict(dev.near)
+    if not any(i in near for i in free):
+        return []
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for index in free:
+        groups.setdefault(near.get(index, ()), []).append(index)
+    return list(groups.values())
+
+
+def socket_gpus(dev: NodeDevices, free: list[int], count: int, sockets: int) -> list[int] | None:
+    """``count`` of the ``free`` GPUs, an equal part near each of ``sockets`` sockets
+    (--gpus-per-socket), the lowest sockets first; the lowest free GPUs where no
+    cores are known; None when too few sockets have their part free."""
+    groups = sockets_of(dev, free)
+    if not groups:
+        return free[:count] if len(free) >= count else None
+    part = count // sockets
+    full = [group[:part] for group in groups if len(group) >= part][:sockets]
+    if len(full) < sockets:
+        return None
+    return [i for group in full for i in group]
+
+
+def _free_cpus(node: NodeView) -> int:
+    """The CPUs no job holds on ``node``, as a bitmask."""
+    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    return ~busy & ((1 << node.cpus) - 1)
+
+
+def _nearest(node: NodeView, dev: NodeDevices, free: list[int], count: int) -> list[int] | None:
+    """``count`` of the ``free`` GPUs, a socket's at a time, the socket with the most
+    free CPUs near it first (--gres-flags=enforce-binding)."""
+    if len(free) < count:
+        return None
+    near = dict(dev.near)
+    idle = _free_cpus(node)
+    groups = sockets_of(dev, free) or [free]
+    groups.sort(key=lambda g: -(mask(near.get(g[0], ())) & idle).bit_count())
+    return [i for group in groups for i in group][:count]
+
+
+def enforced_gpus(node: NodeView, items: Items, cpus: int) -> tuple[int, ...] | None:
+    """The GPUs a --gres-flags=enforce-binding job takes for ``items`` on ``node`` when
+    ``cpus`` free CPUs are near them (any CPUs where a GPU's cores are not known);
+    None when no choice has that many."""
+    chosen = gpu_indices(node, items, enforce=True)
+    if chosen is None:
+        return None
+    dev = node.devices
+    if dev is None or not chosen:
+        return chosen
+    near = dict(dev.near)
+    if any(g not in near for g in chosen):
+        return chosen
+    close = mask(c for g in chosen for c in near[g]) & _free_cpus(node)
+    return chosen if close.bit_count() >= cpus else None
 
 
 def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
@@ -164,13 +245,13 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     node; None when its GPUs or CPUs cannot be named in this pass."""
     gpus: list[tuple[int, ...]] = []
     for name, items in zip(start.nodes, start.gres, strict=False):
-        ids = gpu_indices(nodes[name], items)
+        ids = gpu_indices(nodes[name], items, start.enforce, start.sockets)
         if ids is None:
             return None
         gpus.append(ids)
     named = []
     for i, (name, count) in enumerate(zip(start.nodes, start.cpus, strict=True)):
-        ids = cpu_ids(nodes[name], count, start.share, gpus[i] if gpus else ())
+        ids = cpu_ids(nodes[name], count, start.share, gpus[i] if gpus else (), start.enforce)
         if ids is None:
             return None
         named.append(ids)
@@ -187,6 +268,8 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
         start.task,
         tuple(gpus) if any(gpus) else (),
         tuple(named),
+        start.enforce,
+        start.sockets,
     )
 
 

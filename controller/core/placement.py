@@ -13,7 +13,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import islice
 
-from controller.core import devices, features, nodefree, topology
+from controller.core import devices, features, gpuplace, gpus, nodefree, topology
 from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
@@ -40,13 +40,17 @@ def partition_reason(job: Job, part: PartitionView) -> Reason | None:
 
 
 def _fixed(
-    job: Job, part: PartitionView, candidates: Sequence[NodeView], stacking: bool
+    job: Job,
+    part: PartitionView,
+    candidates: Sequence[NodeView],
+    stacking: bool,
+    gpu: gpus.GpuAsk | None,
 ) -> list[Alloc]:
     """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k``, ``--ntasks-per-node``)."""
     cpus = cpus_per_node(job, job.min_nodes)
     chosen: list[Alloc] = []
     for node in candidates:
-        fit = node_fits(job, part, node, cpus, stacking=stacking)
+        fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
         if fit is not None:
             chosen.append((node.name, fit))
             if len(chosen) == job.min_nodes:
@@ -55,7 +59,12 @@ def _fixed(
 
 
 def _packed(
-    job: Job, part: PartitionView, candidates: Sequence[NodeView], least: int, stacking: bool
+    job: Job,
+    part: PartitionView,
+    candidates: Sequence[NodeView],
+    least: int,
+    stacking: bool,
+    gpu: gpus.GpuAsk | None,
 ) -> list[Alloc]:
     """As few nodes as the tasks fit on, in node order (``-n`` without a fixed ``-N``).
 
@@ -86,7 +95,7 @@ def _packed(
         if tasks < 1 and not (remaining <= later and room >= 1):
             continue
         cpus = max(max(tasks, 1) * job.cpus_per_task, job.min_cpus)
-        fit = node_fits(job, part, node, cpus, stacking=stacking)
+        fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
         if fit is None:
             continue
         chosen.append((node.name, fit))
@@ -103,6 +112,7 @@ def _counted(
     constraint: features.Constraint,
     fixed: bool,
     stacking: bool,
+    gpu: gpus.GpuAsk | None,
 ) -> list[str] | None:
     """The nodes constraint counts (``a*2``, ``[a*2&b*4]``) force in, or None if too few.
 
@@ -123,7 +133,8 @@ def _counted(
                 continue
             if not count.clause.matches(node.features):
                 continue
-            if node_fits(job, part, node, cpus, stacking=stacking) is not None:
+            dealt = 1 if gpu is not None and gpu.dealt else 0
+            if node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=dealt):
                 got.append(node.name)
         if len(got) < count.nodes:
             return None
@@ -140,16 +151,20 @@ def _choose(
     stacking: bool,
 ) -> list[Alloc]:
     fixed = job.nodes_given and job.max_nodes in (0, job.min_nodes)
-    forced = _counted(job, part, pool, constraint, fixed, stacking)
+    gpu = gpus.ask(job, part)
+    forced = _counted(job, part, pool, constraint, fixed, stacking, gpu)
     if forced is None:
         return []
     required = set(job.req_nodes) | set(forced)
     if forced:
         pool = sorted(pool, key=lambda n: n.name not in required)
-    if fixed:
-        chosen = _fixed(job, part, pool, stacking)
+    least = max(job.min_nodes, len(required))
+    if gpu is not None and gpu.dealt:
+        chosen = gpuplace.choose(job, part, pool, gpu, fixed, least, stacking)
+    elif fixed:
+        chosen = _fixed(job, part, pool, stacking, gpu)
     else:
-        chosen = _packed(job, part, pool, max(job.min_nodes, len(required)), stacking)
+        chosen = _packed(job, part, pool, least, stacking, gpu)
     if not required <= {name for name, _ in chosen}:
         return []
     return chosen
@@ -334,6 +349,8 @@ def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> S
         memory=tuple(fit.memory for _, fit in chosen),
         gres=tuple(fit.gres for _, fit in chosen) if any(fit.gres for _, fit in chosen) else (),
         share=shares,
+        enforce=job.gres_flags == "enforce-binding",
+        sockets=job.sockets_per_node if job.gpus_per_socket else 0,
     )
 
 

@@ -33,6 +33,10 @@ class Start:
     # gets there (near those GPUs first); core/devices.py names both.
     gpus: tuple[tuple[int, ...], ...] = ()
     cpu_ids: tuple[tuple[int, ...], ...] = ()
+    # How core/devices.py names them (core/gpus.py): CPUs near its GPUs only
+    # (--gres-flags=enforce-binding), GPUs spread over this many sockets (--gpus-per-socket).
+    enforce: bool = False
+    sockets: int = 0
 
 
 @dataclass(frozen=True, slots=True)

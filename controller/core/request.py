@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from controller.core import features
+from controller.core.devices import enforced_gpus, gpu_indices
+from controller.core.gpus import GpuAsk
 from controller.core.nodefree import cpus_free
 from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
@@ -33,12 +35,23 @@ def cpus_per_node(job: Job, nnodes: int) -> int:
     return max(tasks * job.cpus_per_task, job.min_cpus, 1)
 
 
-def mem_per_node(job: Job, part: PartitionView, cpus: int, node_memory: int) -> int:
-    """MiB the job needs on a node where it gets ``cpus`` CPUs (0 = no request)."""
+def mem_per_node(
+    job: Job,
+    part: PartitionView,
+    cpus: int,
+    node_memory: int,
+    gpus: int = 0,
+    mem_per_gpu: int | None = None,
+) -> int:
+    """MiB the job needs on a node where it gets ``cpus`` CPUs and ``gpus`` GPUs
+    (0 = no request); ``mem_per_gpu`` is its --mem-per-gpu or DefMemPerGPU
+    (``gpus.ask``), which --mem and --mem-per-cpu override."""
     if job.mem_per_node is not None:
         return node_memory if job.mem_per_node == 0 else job.mem_per_node
     if job.mem_per_cpu is not None:
         return job.mem_per_cpu * cpus
+    if mem_per_gpu is not None:
+        return mem_per_gpu * gpus
     if part.def_mem_per_cpu:
         return part.def_mem_per_cpu * cpus
     return part.def_mem_per_node
@@ -170,14 +183,21 @@ def node_fits(
     cpus: int,
     *,
     stacking: bool = False,
+    gpu: GpuAsk | None = None,
+    gpus: int = 0,
 ) -> Fit | None:
     """What ``job`` gets on ``node`` if it can run there now with ``cpus`` CPUs, else None.
 
+    ``gpu`` is the job's GPU request beyond a plain --gres (``gpus.ask``), and
+    ``gpus`` the GPUs dealt to this node under it: CPUs and memory follow the
+    node's GPUs, and --gres-flags=enforce-binding wants its CPUs near them.
     Admission asks "can it *ever* fit?" by passing nodes that are empty and
     up. Features are the caller's business (they concern the whole job).
     """
-    if not node.usable:
+    if not node.usable or job.sockets_per_node > node.sockets:
         return None
+    if gpu is not None:
+        return _gpu_fits(job, part, node, cpus, stacking, gpu, gpus)
     exclusive = job.exclusive or part.exclusive
     if exclusive:
         if not node.idle:
@@ -205,3 +225,48 @@ def node_fits(
         taken = fit
     # A whole node comes with all its GRES (sbatch --exclusive).
     return Fit(cpus, memory, tuple(g for g in node.gres if g[2]) if exclusive else taken)
+
+
+def _cpus_here(job: Job, part: PartitionView, node: NodeView, cpus: int, stacking: bool) -> int:
+    """The CPUs ``job`` takes on ``node`` for a need of ``cpus``, 0 when they are not
+    free: whole cores, or the whole node for an exclusive job."""
+    if job.exclusive or part.exclusive:
+        return node.cpus if node.idle else 0
+    cpus = -(-cpus // node.unit) * node.unit  # whole cores (cons_tres, CR_Core)
+    if cpus > node.cpus or cpus > cpus_free(node, part.name, share(job, part), stacking):
+        return 0
+    if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
+        return 0
+    return cpus
+
+
+def _gpu_fits(
+    job: Job,
+    part: PartitionView,
+    node: NodeView,
+    cpus: int,
+    stacking: bool,
+    gpu: GpuAsk,
+    gpus: int,
+) -> Fit | None:
+    """``node_fits`` under a GPU request: the node's GPUs (``gpu.per_node`` plus the
+    ``gpus`` dealt here) bring their CPUs and memory."""
+    on_node = gpu.per_node + gpus
+    cpus = _cpus_here(job, part, node, max(cpus, on_node * gpu.cpus_per_gpu, 1), stacking)
+    if not cpus:
+        return None
+    memory = mem_per_node(job, part, cpus, node.real_memory, on_node, gpu.mem_per_gpu)
+    if memory > node.real_memory or memory > node.free_memory:
+        return None
+    if part.max_mem_per_node and memory > part.max_mem_per_node:
+        return None
+    taken = gres_fit(gpu.request(gpus), node.gres)
+    if taken is None:
+        return None
+    if gpu.enforce and enforced_gpus(node, taken, cpus) is None:
+        return None
+    if gpu.per_socket and gpu_indices(node, taken, sockets=gpu.sockets) is None:
+        return None
+    if job.exclusive or part.exclusive:
+        taken = tuple(g for g in node.gres if g[2])
+    return Fit(cpus, memory, taken)

@@ -71,6 +71,7 @@ class NodeView:
     # names a start's CPUs from them; ints, so a view stays cheap to make and copy.
     kept_ids: int = 0
     shared_ids: tuple[int, ...] = ()
+    sockets: int = 1  # what --sockets-per-node asks a node to have
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,10 @@ class PartitionView:
     # Its nodes' switches or blocks (TopologyPlugin=topology/tree or topology/block;
     # core/topology.py); None: one flat list of nodes.
     topology: Topology | None = None
+    # DefCpuPerGPU, DefMemPerGPU (MiB): what a GPU job that sets neither -c nor
+    # --cpus-per-gpu (nor --mem, --mem-per-cpu, --mem-per-gpu) gets per GPU; 0: nothing.
+    def_cpu_per_gpu: int = 0
+    def_mem_per_gpu: int = 0
 
 
 def oversubscribe(value: str) -> tuple[bool, int, bool]:

@@ -52,7 +52,9 @@ def test_steps_ask_for_some_of_the_jobs_gpus(make_cluster: Callable[..., Cluster
     )
     path = cluster.dir / "steps.sh"
     path.write_text("#!/bin/bash\n" + script)
-    job_id = cluster.sbatch("--gpus-per-node=4", "-n2", "-o", "steps.out", str(path))
+    # --gres, not --gpus-per-node: srun reads SLURM_GPUS_PER_NODE back as Slurm's does,
+    # and every step would then ask all four.
+    job_id = cluster.sbatch("--gres=gpu:4", "-n2", "-o", "steps.out", str(path))
     cluster.wait_done(job_id)
     out = (cluster.dir / "steps.out").read_text().splitlines()
     assert "A 0,1" in out and "B 2,3" in out

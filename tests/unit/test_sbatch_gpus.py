@@ -1,4 +1,9 @@
-"""sbatch's --gpus options as GRES per node, CPUs and memory."""
+"""sbatch's GPU options: sent as given (not flattened into --gres), told to the job in
+SLURM_GPUS and its kin, and refused with Slurm's words where its client refuses them.
+
+The refusals' wording and exit statuses are those of sbatch 22.05 on this
+machine (tests/unit/test_gpu_semantics.py's docstring says how it was run).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from cli.failure import Failure
 from cli.sbatch.settings import Settings
 from cli.sbatch.spec import Script, build
 
@@ -14,6 +20,7 @@ def spec(*options: tuple[str, str]) -> dict[str, Any]:
     settings = Settings()
     for key, value in options:
         settings.apply(key, value, "command line")
+    settings.verify()
     return build(
         settings, Script("#!/bin/sh\n", None, [], True), cwd="/tmp", environ={}, command_line=[]
     )
@@ -22,22 +29,185 @@ def spec(*options: tuple[str, str]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        ((("gpus", "2"),), {"gres": "gpu:2"}),
-        ((("gpus-per-node", "h100:4"), ("nodes", "2")), {"gres": "gpu:h100:4", "min_nodes": 2}),
-        ((("gpus", "gpu:a100:1"),), {"gres": "gpu:a100:1"}),
+        ((("gpus", "2"),), {"gpus": 2, "gres": None, "gpu_type": None}),
+        ((("gpus", "a100:3"), ("nodes", "2")), {"gpus": 3, "gpu_type": "a100", "min_nodes": 2}),
+        ((("gpus", "gpu:a100:1"),), {"gpus": 1, "gpu_type": "a100"}),
+        ((("gpus", "x"),), {"gpus": 1, "gpu_type": "x"}),  # a word is a type, as in Slurm
+        ((("gpus", "0"),), {"gpus": None}),
+        ((("gpus-per-node", "h100:4"), ("nodes", "2")), {"gres": "gpu:h100:4", "gpus": None}),
+        ((("gres", "craynetwork:1"), ("gpus-per-node", "1")), {"gres": "craynetwork:1,gpu:1"}),
         (
             (("gpus", "3"), ("nodes", "2"), ("mem-per-gpu", "10G")),
-            {"gres": "gpu:2", "mem_per_node": 20480},
+            {"gpus": 3, "mem_per_gpu": 10240, "mem_per_node": None},
         ),
         (
-            (("gpus-per-task", "1"), ("ntasks", "4"), ("nodes", "2"), ("cpus-per-gpu", "8")),
-            {"gres": "gpu:2", "cpus_per_task": 8},
+            (("gpus-per-task", "1"), ("ntasks", "4"), ("cpus-per-gpu", "8")),
+            {"gpus_per_task": 1, "cpus_per_gpu": 8, "cpus_per_task": None, "num_tasks": 4},
         ),
-        ((("gres", "craynetwork:1"), ("gpus", "1")), {"gres": "craynetwork:1,gpu:1"}),
+        (
+            (("gpus-per-socket", "1"), ("sockets-per-node", "2")),
+            {"gpus_per_socket": 1, "sockets_per_node": 2},
+        ),
+        ((("gres", "gpu:2"), ("cpus-per-gpu", "3")), {"gres": "gpu:2", "cpus_per_gpu": 3}),
+        ((("gpus", "2"), ("ntasks-per-gpu", "2")), {"ntasks_per_gpu": 2, "num_tasks": None}),
+        ((("gpus", "2"), ("gpu-bind", "map_gpu:1,0")), {"gpu_bind": "map_gpu:1,0"}),
+        ((("gpus", "1"), ("gres-flags", "Enforce-Binding")), {"gres_flags": "enforce-binding"}),
+    ],
+    ids=[
+        "total",
+        "typed-total-over-two-nodes",
+        "gres-spelling",
+        "word-is-a-type",
+        "zero-asks-none",
+        "per-node-is-gres",
+        "per-node-joins-gres",
+        "mem-per-gpu-not-flattened",
+        "per-task-cpus-per-gpu-not-flattened",
+        "per-socket",
+        "cpus-per-gpu-with-gres",
+        "ntasks-per-gpu",
+        "gpu-bind",
+        "gres-flags-any-case",
     ],
 )
-def test_gpu_options_become_gres_per_node(
+def test_gpu_options_are_sent_as_given(
     options: tuple[tuple[str, str], ...], expected: dict[str, Any]
 ) -> None:
     built = spec(*options)
     assert {key: built.get(key) for key in expected} == expected
+
+
+def test_the_job_is_told_its_gpu_options() -> None:
+    env = spec(
+        ("gpus", "a100:3"),
+        ("gpus-per-task", "a100:1"),
+        ("cpus-per-gpu", "2"),
+        ("mem-per-gpu", "1G"),
+        ("gpu-bind", "closest"),
+    )["environment"]
+    got = {k: v for k, v in env.items() if "GPU" in k}
+    assert got == {
+        "SLURM_GPUS": "a100:3",
+        "SLURM_GPUS_PER_TASK": "a100:1",
+        "SLURM_CPUS_PER_GPU": "2",
+        "SLURM_MEM_PER_GPU": "1024",
+        "SLURM_GPU_BIND": "closest",
+    }
+    assert spec(("gpus-per-node", "2"))["environment"]["SLURM_GPUS_PER_NODE"] == "2"
+    assert "SLURM_GPUS_PER_NODE" not in spec(("gres", "gpu:2"))["environment"]
+
+
+@pytest.mark.parametrize(
+    ("options", "lines", "level", "status"),
+    [
+        (
+            (("gpus", "1"), ("cpus-per-gpu", "2"), ("cpus-per-task", "2")),
+            (
+                "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
+                "Invalid generic resource (gres) specification",
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("gpus-per-task", "1"),),
+            (
+                "Failed to validate job spec. --gpus-per-task used without either --gpus or "
+                "-n/--ntasks is not allowed.",
+                "Invalid generic resource (gres) specification",
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("gpus-per-socket", "1"),),
+            (
+                "--gpus-per-socket option requires --sockets-per-node specification",
+                "Invalid generic resource (gres) specification",
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("mem-per-gpu", "100"),),
+            (
+                "Requested mem_per_tres=gres:gpu:100 but did not request any GPU.",
+                "Invalid generic resource (gres) specification",
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "2"), ("gpus-per-task", "1"), ("ntasks", "3")),
+            (
+                "Failed to validate job spec. Based on --gpus and --gpus-per-task number of "
+                "requested tasks differ from -n/--ntasks.",
+                "Invalid generic resource (gres) specification",
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("ntasks-per-gpu", "2"), ("gpus-per-task", "1"), ("ntasks", "2")),
+            (
+                "--gpus-per-task is mutually exclusive with --ntasks-per-gpu and "
+                "SLURM_NTASKS_PER_GPU",
+            ),
+            "fatal",
+            None,
+        ),
+        (
+            (("gpus", "2"), ("nodes", "3")),
+            ("Failed to validate job spec, --gpus < -N",),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "3"), ("gpus-per-node", "2")),
+            ("Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",),
+            "error",
+            None,
+        ),
+        (
+            (("ntasks-per-gpu", "2"), ("ntasks", "3")),
+            ("Failed to validate job spec, -n/--ntasks has to be a multiple of --ntasks-per-gpu.",),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "2,a100:1"),),
+            ("Invalid GRES specification (with and without type identification)",),
+            "error",
+            None,
+        ),
+        ((("gres-flags", "foo"),), ("Invalid --gres-flags specification",), "error", 255),
+        ((("gpu-bind", "foo"),), ("Invalid --gpu-bind argument: gpu:foo",), "error", 255),
+        (
+            (("gpu-bind", "map_gpu:1,x"),),
+            ("Invalid --gpu-bind argument: gpu:map_gpu:1,x",),
+            "error",
+            255,
+        ),
+    ],
+    ids=[
+        "cpus-per-gpu-and-cpus-per-task",
+        "per-task-without-tasks",
+        "per-socket-without-sockets",
+        "mem-per-gpu-without-gpus",
+        "per-task-and-total-disagree-with-n",
+        "per-task-and-ntasks-per-gpu",
+        "fewer-gpus-than-nodes",
+        "total-not-a-multiple-of-per-node",
+        "tasks-not-a-multiple-of-ntasks-per-gpu",
+        "typed-and-untyped-list",
+        "bad-gres-flags",
+        "bad-gpu-bind",
+        "bad-map-gpu",
+    ],
+)
+def test_bad_gpu_options_are_refused_in_slurms_words(
+    options: tuple[tuple[str, str], ...], lines: tuple[str, ...], level: str, status: int | None
+) -> None:
+    with pytest.raises(Failure) as caught:
+        spec(*options)
+    assert (caught.value.lines, caught.value.level, caught.value.status) == (lines, level, status)

@@ -257,6 +257,42 @@ def test_golden_partition_record() -> None:
     assert node_record.partition_record(partition()) == GOLDEN_PARTITION
 
 
+def test_a_partitions_gpu_defaults_are_its_job_defaults() -> None:
+    """As Slurm 22.05 prints a partition with DefCpuPerGPU=2 DefMemPerGPU=1000."""
+    shown = node_record.partition_record(partition(job_defaults="DefCpuPerGPU=2,DefMemPerGPU=1000"))
+    assert "\n   JobDefaults=DefCpuPerGPU=2,DefMemPerGPU=1000\n" in shown
+
+
+def test_a_jobs_gpu_request_lines_follow_power_in_slurms_order() -> None:
+    """``sbatch --gpus=4 --gpus-per-node=2 --gpus-per-task=1 --cpus-per-gpu=3
+    --mem-per-gpu=300 --gpu-bind=closest --gres-flags=enforce-binding`` as Slurm 22.05
+    orders its lines (api/job_info.c), in the gres/ spelling of 23.02 and later."""
+    record = job_record.record(
+        job(
+            gres="gpu:2",
+            gres_enforce_bind="Yes",
+            cpus_per_tres="gres/gpu:3",
+            mem_per_tres="gres/gpu:300",
+            tres_bind="gpu:closest",
+            tres_per_job="gres/gpu:4",
+            tres_per_task="gres/gpu:1",
+            ntasks_per_tres=2,
+        ),
+        NOW,
+    )
+    assert record.split("   Power=\n")[1] == (
+        "   GresEnforceBind=Yes\n"
+        "   CpusPerTres=gres/gpu:3\n"
+        "   MemPerTres=gres/gpu:300\n"
+        "   TresBind=gpu:closest\n"
+        "   TresPerJob=gres/gpu:4\n"
+        "   TresPerNode=gres/gpu:2\n"
+        "   TresPerTask=gres/gpu:1\n"
+        "   NtasksPerTRES=2\n"
+        "   \n\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("status", "text"),
     [(0, "0:0"), (3 << 8, "3:0"), (9, "0:9"), (15, "0:15"), (0x7F, "0:0"), (255 << 8, "255:0")],

@@ -183,3 +183,18 @@ def test_a_steps_own_memory_is_held_within_the_jobs() -> None:
     assert new_step(unlimited, StepRequest(ntasks=1, mem_per_node=9999), "a", NOW, -1, "").mem == (
         9999,
     )
+
+
+def test_a_steps_cpus_follow_its_gpus_within_the_jobs() -> None:
+    gpu_job = replace(
+        JOB, nodes=("n1",), cpus=(8,), gpus=((0, 1, 2, 3),), num_tasks=2, cpus_per_gpu=2
+    )
+    # srun in ``sbatch --gpus=4 -n2 --cpus-per-gpu=2`` (SLURM_CPUS_PER_GPU=2): 4 x 2 CPUs.
+    step = new_step(gpu_job, StepRequest(ntasks=2, cpus_per_gpu=2), "s", NOW, -1, "")
+    assert step.cpus == (8,)
+    one = new_step(gpu_job, StepRequest(ntasks=1, gpus=1, cpus_per_gpu=1), "s", NOW, -1, "")
+    assert one.cpus == (1,)
+    # Slurm: "Step requested cpus_per_gres=3 is more than the job's cpu_per_gres=2".
+    with pytest.raises(SlurmError) as caught:
+        new_step(gpu_job, StepRequest(ntasks=2, cpus_per_gpu=3), "s", NOW, -1, "")
+    assert caught.value.code == errors.ESLURM_INVALID_GRES

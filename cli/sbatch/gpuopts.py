@@ -1,0 +1,222 @@
+"""The GPU options of sbatch, salloc and srun's allocations: checked as Slurm's
+clients check them, sent as they were given, and told to the job.
+
+Slurm's clients send ``--gpus``, ``--gpus-per-socket``, ``--gpus-per-task``,
+``--cpus-per-gpu``, ``--mem-per-gpu``, ``--ntasks-per-gpu``, ``--gpu-bind`` and
+``--gres-flags`` to the controller as given (TresPerJob, TresPerTask, ...), and
+the controller spreads a job-wide total over the nodes it picks
+(controller/core/gpus.py). ``--gpus-per-node`` is ``--gres=gpu`` under another
+name (TresPerNode). What Slurm's client refuses before anything is sent is
+refused here with its words (``slurm_opt.c``'s validation); the controller
+checks the same for any client (controller/gpuspec.py).
+
+The job learns its options from SLURM_GPUS, SLURM_GPUS_PER_NODE,
+SLURM_GPUS_PER_SOCKET, SLURM_GPUS_PER_TASK, SLURM_CPUS_PER_GPU,
+SLURM_MEM_PER_GPU, SLURM_NTASKS_PER_GPU and SLURM_GPU_BIND, set as Slurm's
+``set_env_from_opts`` sets them (the text as given); srun in the job reads them
+back as its own defaults, as Slurm's does.
+"""
+
+from __future__ import annotations
+
+from cli.failure import Failure
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+GRES_ERROR = "Invalid generic resource (gres) specification"
+_DIGITS = "0123456789"
+
+
+def gpu_count(option: str, text: str) -> tuple[str, int]:
+    """``[type:]count`` of a GPU option as Slurm reads it: ``a100:2``, ``2``, and a
+    bare word as a type with a count of 1 (``--gpus=x`` asks one GPU of type x).
+    The ``gpu:type:count`` spelling of ``--gres`` is taken too. A comma list of
+    several types is refused: Corral places one GPU type per option."""
+    if "," in text:
+        parts = [p.rpartition(":") for p in text.split(",")]
+        if any(not kind for kind, _, _ in parts) and any(kind for kind, _, _ in parts):
+            raise Failure("Invalid GRES specification (with and without type identification)")
+        raise Failure(f"{option}={text}: GPUs of several types in one option are not supported")
+    kind, _, number = text.rpartition(":")
+    kind = kind.removeprefix("gpu:") if kind != "gpu" else ""
+    if not number or number.strip(_DIGITS):
+        return (f"{kind}:{number}" if kind else number), 1
+    value = int(number)
+    if value >= 2**31 - 1:
+        raise Failure(f"Numeric argument ({value}) too large for {option}.", status=1)
+    return kind, value
+
+
+def bind_valid(text: str) -> bool:
+    """``--gpu-bind`` as Slurm's ``tres_bind_verify_cmdline`` accepts it: an optional
+    ``verbose,``, then ``closest``, ``none``, ``map_gpu:LIST``, ``mask_gpu:LIST``,
+    ``per_task:N`` or ``single:N`` (any word starting with ``c`` or ``n`` passes
+    for the first two, as there)."""
+    word = text[8:] if text[:8].lower() == "verbose," else text
+    lower = word.lower()
+    if lower[:1] in ("c", "n") and not lower.startswith(("map_gpu:", "mask_gpu:")):
+        return True
+    for prefix, hexadecimal in (("map_gpu:", False), ("mask_gpu:", True)):
+        if lower.startswith(prefix):
+            return _number_list(word[len(prefix) :], hexadecimal)
+    for prefix in ("per_task:", "single:"):
+        if lower.startswith(prefix):
+            return _c_number(word[len(prefix) :]) >= 0
+    return False
+
+
+def _c_number(text: str) -> int:
+    """C's ``strtol(text, NULL, 0)`` of a leading number, -1 for a negative one."""
+    body = text.strip()
+    try:
+        return max(int(body, 0), -1) if body else 0
+    except ValueError:
+        digits = body[: len(body) - len(body.lstrip(_DIGITS))]
+        return int(digits) if digits else 0
+
+
+def _number_list(text: str, hexadecimal: bool) -> bool:
+    """A comma list of numbers (hex for masks, ``0x`` allowed), each with ``*count``."""
+    allowed = "0123456789abcdefABCDEF*" if hexadecimal else _DIGITS + "*"
+    for item in text.split(","):
+        if hexadecimal and item[:2] == "0x":
+            item = item[2:]
+        value, star, repeat = item.partition("*")
+        if not value or value.strip(allowed) or (star and (not repeat or repeat.strip(_DIGITS))):
+            return False
+    return True
+
+
+def _fail(line: str) -> Failure:
+    """Slurm's two lines: what is wrong, then the errno the submission got."""
+    return Failure(line, GRES_ERROR)
+
+
+def _types(fields: Mapping[str, Any]) -> str:
+    """The one GPU type the options name ("" for any); refused when they name two."""
+    kinds = {
+        fields[key][0]
+        for key in ("gpus", "gpus_per_node", "gpus_per_socket", "gpus_per_task")
+        if key in fields
+    } - {""}
+    if len(kinds) > 1:
+        raise _fail(f"GPUs of several types ({', '.join(sorted(kinds))}) are not supported")
+    return next(iter(kinds), "")
+
+
+def check(fields: Mapping[str, Any]) -> None:
+    """Slurm's client checks of the GPU options together (``slurm_opt.c``)."""
+    tasks = fields.get("num_tasks")
+    gpus = fields["gpus"][1] if "gpus" in fields else 0
+    per_task = fields["gpus_per_task"][1] if "gpus_per_task" in fields else 0
+    per_gpu = fields.get("ntasks_per_gpu", 0)
+    if per_gpu and per_task:
+        raise Failure(
+            "--gpus-per-task is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU",
+            level="fatal",
+        )
+    if per_gpu and "gpus_per_socket" in fields:
+        raise Failure(
+            "--gpus-per-socket is mutually exclusive with --ntasks-per-gpu and "
+            "SLURM_NTASKS_PER_GPU",
+            level="fatal",
+        )
+    if per_gpu and "ntasks_per_node" in fields:
+        raise Failure(
+            "--ntasks-per-node is mutually exclusive with --ntasks-per-gpu and "
+            "SLURM_NTASKS_PER_GPU",
+            level="fatal",
+        )
+    if "cpus_per_gpu" in fields and "cpus_per_task" in fields:
+        raise _fail("--cpus-per-gpu is mutually exclusive with --cpus-per-task")
+    if "gpus_per_socket" in fields and "sockets_per_node" not in fields:
+        raise _fail("--gpus-per-socket option requires --sockets-per-node specification")
+    if per_task and not gpus and tasks is None:
+        raise _fail(
+            "Failed to validate job spec. --gpus-per-task used without either --gpus or "
+            "-n/--ntasks is not allowed."
+        )
+    if per_task and gpus and tasks is not None and gpus // per_task != tasks:
+        raise _fail(
+            "Failed to validate job spec. Based on --gpus and --gpus-per-task number of "
+            "requested tasks differ from -n/--ntasks."
+        )
+    _check_counts(fields, gpus, tasks, per_gpu)
+    _types(fields)
+
+
+def _check_counts(fields: Mapping[str, Any], gpus: int, tasks: int | None, per_gpu: int) -> None:
+    per_node = fields["gpus_per_node"][1] if "gpus_per_node" in fields else 0
+    nodes = fields.get("min_nodes")
+    if gpus and nodes and gpus < nodes:
+        raise Failure("Failed to validate job spec, --gpus < -N")
+    if gpus and per_node and gpus % per_node:
+        raise Failure(
+            "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node"
+        )
+    if per_gpu and tasks is not None and tasks % per_gpu:
+        raise Failure(
+            "Failed to validate job spec, -n/--ntasks has to be a multiple of --ntasks-per-gpu."
+        )
+    asked = gpus or per_node or "gpus_per_socket" in fields or "gpus_per_task" in fields
+    gres_gpus = any(
+        item.split(":")[0] in ("gpu", "gres/gpu") for item in str(fields.get("gres", "")).split(",")
+    )
+    if "mem_per_gpu" in fields and not (asked or gres_gpus or per_gpu):
+        raise _fail(
+            f"Requested mem_per_tres=gres:gpu:{fields['mem_per_gpu']} but did not request any GPU."
+        )
+
+
+def spec_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The JobSpec fields of the GPU options, as given (``--gpus-per-node`` as --gres)."""
+    spec: dict[str, Any] = {}
+    kind = _types(fields)
+    if kind:
+        spec["gpu_type"] = kind
+    for field, key in (
+        ("gpus", "gpus"),
+        ("gpus_per_socket", "gpus_per_socket"),
+        ("gpus_per_task", "gpus_per_task"),
+    ):
+        if key in fields and fields[key][1]:
+            spec[field] = fields[key][1]
+    for key in (
+        "cpus_per_gpu",
+        "mem_per_gpu",
+        "ntasks_per_gpu",
+        "gpu_bind",
+        "gres_flags",
+        "sockets_per_node",
+    ):
+        if key in fields:
+            spec[key] = fields[key]
+    if "gpus_per_node" in fields and fields["gpus_per_node"][1]:
+        kind, count = fields["gpus_per_node"]
+        item = f"gpu:{kind}:{count}" if kind else f"gpu:{count}"
+        spec["gres"] = ",".join(g for g in (fields.get("gres"), item) if g)
+    return spec
+
+
+#: Option -> the variable that tells the job of it (Slurm's ``set_env_from_opts``).
+ENVIRONMENT = (
+    ("cpus-per-gpu", "SLURM_CPUS_PER_GPU"),
+    ("gpus", "SLURM_GPUS"),
+    ("gpu-bind", "SLURM_GPU_BIND"),
+    ("gpus-per-node", "SLURM_GPUS_PER_NODE"),
+    ("gpus-per-socket", "SLURM_GPUS_PER_SOCKET"),
+    ("gpus-per-task", "SLURM_GPUS_PER_TASK"),
+    ("ntasks-per-gpu", "SLURM_NTASKS_PER_GPU"),
+)
+
+
+def environment(fields: Mapping[str, Any], texts: Mapping[str, str]) -> dict[str, str]:
+    """The SLURM_* variables the options give the job (their text as given;
+    SLURM_MEM_PER_GPU in MiB)."""
+    env = {variable: texts[key] for key, variable in ENVIRONMENT if key in texts}
+    if "mem_per_gpu" in fields:
+        env["SLURM_MEM_PER_GPU"] = str(fields["mem_per_gpu"])
+    return env

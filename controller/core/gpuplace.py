@@ -1,0 +1,238 @@
+"""Node choice for a job whose GPUs are dealt node by node (``gpus.GpuAsk.dealt``):
+a total over its nodes (--gpus, Slurm's TresPerJob) or GPUs per task
+(--gpus-per-task, --ntasks-per-gpu).
+
+The same rules as ``placement._fixed`` and ``_packed`` (selection order, ``-N``
+fixed or as few nodes as fit, required nodes first), with GPUs in the count:
+
+* A total: with ``-N k``, k nodes that can each give the job a GPU and between
+  them the total (the first in order, a node that can give more replacing the
+  one that gives least while they fall short); without, nodes are added in
+  order until they hold the tasks, ``-N``'s minimum and the total. The tasks are
+  then laid out over those nodes as ``_packed`` lays them (each node at least
+  one), and the GPUs dealt (``gpus.deal``) near the CPUs each node's tasks get.
+* Per task: the tasks spread evenly over the nodes, as every job's are
+  (``jobenv.tasks_per_node``: the first nodes one more), each node with its
+  tasks' GPUs; without ``-N``, the fewest nodes that fit, in order. Slurm fills
+  nodes in order instead (``-n6 --gpus-per-task=1`` on 4-GPU nodes: 4 + 2, Corral
+  3 + 3): the same GPUs in all, laid out as the job's tasks are, so that its steps
+  find each task's GPUs on its node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from controller.core import nodefree
+from controller.core.gpus import GpuAsk, deal, for_tasks, free_gpus, near
+from controller.core.request import Fit, cpus_per_node, node_fits, share
+from controller.core.snapshot import NodeView, PartitionView
+from controller.model import Job
+
+__all__ = ["choose"]
+
+Alloc = tuple[str, Fit]  # node name, what the job gets there
+
+
+def choose(
+    job: Job,
+    part: PartitionView,
+    pool: Sequence[NodeView],
+    gpu: GpuAsk,
+    fixed: bool,
+    least: int,
+    stacking: bool,
+) -> list[Alloc]:
+    """Nodes and what the job gets on each, or [] when they do not fit now."""
+    if gpu.by_tasks:
+        return _by_tasks(job, part, pool, gpu, fixed, least, stacking)
+    return _total(job, part, pool, gpu, fixed, least, stacking)
+
+
+def _most(job: Job, part: PartitionView, pool: Sequence[NodeView]) -> int:
+    return min(job.max_nodes or len(pool), part.max_nodes or len(pool))
+
+
+def _usable_cpus(job: Job, part: PartitionView, node: NodeView, stacking: bool) -> int:
+    """The CPUs of ``node`` the job could get now (as ``placement._packed`` counts them)."""
+    if job.exclusive or part.exclusive:
+        free = node.cpus
+    else:
+        free = nodefree.cpus_free(node, part.name, share(job, part), stacking)
+    if part.max_cpus_per_node is not None:
+        free = min(free, part.max_cpus_per_node)
+    return free
+
+
+def _capacity(
+    job: Job, part: PartitionView, node: NodeView, gpu: GpuAsk, cpus: int, stacking: bool
+) -> int:
+    """How many GPUs of the kind asked ``node`` can give the job now, with the CPUs
+    and memory that come with them, when its tasks there need ``cpus``; 0 when it
+    cannot give one."""
+    if node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=1) is None:
+        return 0
+    count = free_gpus(node.gres, gpu.kind)
+    if gpu.cpus_per_gpu:
+        count = min(count, _usable_cpus(job, part, node, stacking) // gpu.cpus_per_gpu)
+    if gpu.mem_per_gpu:
+        memory = min(node.free_memory, part.max_mem_per_node or node.free_memory)
+        count = min(count, memory // gpu.mem_per_gpu)
+    return count
+
+
+def _enough(picked: list[tuple[NodeView, int]], gpu: GpuAsk) -> bool:
+    return sum(cap for _, cap in picked) >= gpu.per_job
+
+
+def _fixed_nodes(
+    job: Job, part: PartitionView, pool: Sequence[NodeView], gpu: GpuAsk, stacking: bool
+) -> list[tuple[NodeView, int]]:
+    """``-N k``: k nodes holding the total between them, as early in ``pool`` as can."""
+    k = job.min_nodes
+    cpus = cpus_per_node(job, k)
+    picked: list[tuple[NodeView, int]] = []
+    for node in pool:
+        cap = _capacity(job, part, node, gpu, cpus, stacking)
+        if cap < 1:
+            continue
+        picked.append((node, cap))
+        if len(picked) > k:  # the node that gives least goes (the latest, among equals)
+            weakest = min(range(len(picked)), key=lambda i: (picked[i][1], -i))
+            del picked[weakest]
+        if len(picked) == k and _enough(picked, gpu):
+            return picked
+    return []
+
+
+def _packed_nodes(
+    job: Job,
+    part: PartitionView,
+    pool: Sequence[NodeView],
+    gpu: GpuAsk,
+    least: int,
+    stacking: bool,
+) -> list[tuple[NodeView, int]]:
+    """Nodes in order until they hold the tasks, ``least`` nodes and the total."""
+    most = _most(job, part, pool)
+    picked: list[tuple[NodeView, int]] = []
+    room = 0
+    one_task = max(job.cpus_per_task, job.min_cpus)
+    for node in pool:
+        cap = _capacity(job, part, node, gpu, one_task, stacking)
+        if cap < 1:
+            continue
+        picked.append((node, cap))
+        room += _usable_cpus(job, part, node, stacking) // job.cpus_per_task
+        if len(picked) >= least and room >= job.num_tasks and _enough(picked, gpu):
+            return picked
+        if len(picked) == most:
+            break
+    return []
+
+
+def _task_cpus(
+    job: Job, part: PartitionView, nodes: Sequence[NodeView], stacking: bool
+) -> list[int] | None:
+    """The CPUs the job's tasks take on each of ``nodes``, laid out as ``_packed`` lays
+    them (each node at least one task); None when they do not fit."""
+    remaining = job.num_tasks
+    out = []
+    for i, node in enumerate(nodes):
+        room = _usable_cpus(job, part, node, stacking) // job.cpus_per_task
+        later = len(nodes) - i - 1
+        tasks = max(min(remaining - later, room), 0)
+        out.append(max(max(tasks, 1) * job.cpus_per_task, job.min_cpus))
+        remaining -= tasks
+    return None if remaining > 0 else out
+
+
+def _total(
+    job: Job,
+    part: PartitionView,
+    pool: Sequence[NodeView],
+    gpu: GpuAsk,
+    fixed: bool,
+    least: int,
+    stacking: bool,
+) -> list[Alloc]:
+    """--gpus: the nodes, then the GPUs dealt over them (``gpus.deal``)."""
+    if fixed:
+        picked = _fixed_nodes(job, part, pool, gpu, stacking)
+        chosen = sorted(picked, key=lambda p: pool.index(p[0]))
+        cpus: list[int] | None = [cpus_per_node(job, job.min_nodes)] * len(chosen)
+    else:
+        chosen = _packed_nodes(job, part, pool, gpu, least, stacking)
+        cpus = _task_cpus(job, part, [node for node, _ in chosen], stacking)
+    if not chosen or cpus is None:
+        return []
+    nears = [near(node, gpu, c) for (node, _), c in zip(chosen, cpus, strict=True)]
+    given = deal(gpu.per_job, [cap for _, cap in chosen], nears)
+    if given is None:
+        return []
+    out: list[Alloc] = []
+    for (node, _), c, g in zip(chosen, cpus, given, strict=True):
+        fit = node_fits(job, part, node, c, stacking=stacking, gpu=gpu, gpus=g)
+        if fit is None:
+            return []
+        out.append((node.name, fit))
+    return out
+
+
+def _shares(tasks: int, nodes: int) -> list[int]:
+    """Tasks over ``nodes`` as ``jobenv.tasks_per_node`` spreads them."""
+    base, extra = divmod(tasks, nodes)
+    return [base + (1 if i < extra else 0) for i in range(nodes)]
+
+
+def _fewest(
+    job: Job, part: PartitionView, pool: Sequence[NodeView], gpu: GpuAsk, least: int, stacking: bool
+) -> int:
+    """The fewest nodes worth trying: as many as the tasks need on the nodes that can
+    hold most of them (0 when all of ``pool`` cannot hold them)."""
+    fits = []
+    for node in pool:
+        tasks = _usable_cpus(job, part, node, stacking) // job.cpus_per_task
+        gpus = free_gpus(node.gres, gpu.kind)
+        if gpu.per_task:
+            tasks = min(tasks, gpus // gpu.per_task)
+        else:
+            tasks = min(tasks, gpus * gpu.tasks_per_gpu)
+        if tasks > 0:
+            fits.append(tasks)
+    if sum(fits) < job.num_tasks:
+        return 0
+    return max(least, -(-job.num_tasks // max(fits)), 1)
+
+
+def _by_tasks(
+    job: Job,
+    part: PartitionView,
+    pool: Sequence[NodeView],
+    gpu: GpuAsk,
+    fixed: bool,
+    least: int,
+    stacking: bool,
+) -> list[Alloc]:
+    """--gpus-per-task, --ntasks-per-gpu: each node its tasks' GPUs."""
+    if fixed:
+        counts: Sequence[int] = (job.min_nodes,)
+    else:
+        first = _fewest(job, part, pool, gpu, least, stacking)
+        if not first:
+            return []
+        counts = range(first, min(_most(job, part, pool), job.num_tasks) + 1)
+    for k in counts:
+        shares = _shares(job.num_tasks, k)
+        chosen: list[Alloc] = []
+        for node in pool:
+            tasks = shares[len(chosen)]
+            cpus = cpus_per_node(job, k) if fixed else max(tasks * job.cpus_per_task, job.min_cpus)
+            fit = node_fits(
+                job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=for_tasks(gpu, tasks)
+            )
+            if fit is not None:
+                chosen.append((node.name, fit))
+                if len(chosen) == k:
+                    return chosen
+    return []

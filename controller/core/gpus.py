@@ -1,0 +1,196 @@
+"""Slurm's GPU request semantics: what a job asks of GPUs, and how many each node gives.
+
+A job asks for GPUs in one of Slurm's ways (cons_tres in Slurm 22.05, whose
+results the unit tests' scenario table records), and the CPUs and memory follow:
+
+* ``--gres=gpu:N`` and ``--gpus-per-node=N`` (TresPerNode): N on every node.
+* ``--gpus-per-socket=G`` with ``--sockets-per-node=S``: G near each of S sockets,
+  so G times S on every node, of nodes with at least S sockets.
+* ``--gpus=N`` (TresPerJob): N in all over the job's nodes, at least one on each.
+  ``deal`` shares them out as ``gres_select_filter.c`` does: first each node in
+  order gets the GPUs near the job's CPUs there (``near``), at most what leaves one
+  for each node after it (and one when none is near); then, in order again, each
+  node gives what it has left until N are dealt. ``--gpus=5`` on two 4-GPU nodes
+  with two GPUs per socket is 3 + 2; where gres.conf names no cores, 4 + 1.
+* ``--gpus-per-task=G``: G times the node's tasks; ``--ntasks-per-gpu=T``: a GPU
+  for every T of the node's tasks (``for_tasks``).
+* CPUs follow: at least ``--cpus-per-gpu`` (else the partition's DefCpuPerGPU,
+  unless ``-c`` was given) times the node's GPUs; memory too, ``--mem-per-gpu``
+  (else DefMemPerGPU, unless ``--mem`` or ``--mem-per-cpu``) times the node's GPUs.
+* ``--gres-flags=enforce-binding``: the job's CPUs on a node are CPUs near its GPUs
+  there only (``core/devices.py`` names them).
+
+A job that asks none of this, or only ``--gres`` with no per-GPU CPUs or memory
+(the common case), gets no ``GpuAsk`` and the placement path it always had.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from controller.core.devices import lowest_free
+from controller.core.snapshot import Gres, NodeView, PartitionView
+from controller.model import Job
+from corral import gres as gres_syntax
+
+__all__ = ["GpuAsk", "ask", "deal", "for_tasks", "free_gpus", "gpu_items", "near"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuAsk:
+    """A job's GPU request in one partition (its defaults applied).
+
+    ``items`` is the GRES asked on every node besides dealt GPUs: the job's
+    ``--gres`` (with its GPUs unless dealt) and the per-socket GPUs; ``per_node``
+    counts the GPUs among them. ``per_job``, ``per_task`` and ``tasks_per_gpu``
+    deal ``kind`` GPUs node by node (``dealt``).
+    """
+
+    kind: str
+    items: Gres
+    per_node: int
+    per_job: int
+    per_task: int
+    tasks_per_gpu: int
+    per_socket: int
+    sockets: int
+    cpus_per_gpu: int
+    mem_per_gpu: int | None
+    enforce: bool
+
+    @property
+    def dealt(self) -> bool:
+        """Whether nodes get different numbers of GPUs (a total or per task)."""
+        return bool(self.per_job or self.per_task or self.tasks_per_gpu)
+
+    @property
+    def by_tasks(self) -> bool:
+        return bool(self.per_task or self.tasks_per_gpu)
+
+    def request(self, gpus: int) -> Gres:
+        """The GRES asked on a node given ``gpus`` dealt GPUs there."""
+        if not self.dealt or not gpus:
+            return self.items
+        return (*self.items, ("gpu", self.kind, gpus))
+
+
+@lru_cache(maxsize=4096)
+def gpu_items(text: str) -> tuple[Gres, int]:
+    """A ``--gres`` text's items and how many GPUs they ask per node; ValueError if
+    malformed."""
+    items = gres_syntax.parse_request(text) if text else ()
+    return items, sum(count for name, _, count in items if name == "gpu")
+
+
+def _asks_more(job: Job, part: PartitionView) -> bool:
+    """Whether anything beyond a plain per-node ``--gres`` may apply (cheap attribute
+    tests: every placement of every job comes here)."""
+    return bool(
+        job.gpus_per_job
+        or job.gpus_per_task
+        or job.gpus_per_socket
+        or job.ntasks_per_gpu
+        or job.cpus_per_gpu
+        or job.mem_per_gpu is not None
+        or job.gres_flags == "enforce-binding"
+        or part.def_cpu_per_gpu
+        or part.def_mem_per_gpu
+    )
+
+
+def ask(job: Job, part: PartitionView) -> GpuAsk | None:
+    """``job``'s GPU request in ``part``; None when the plain path covers it (no GPU
+    asked, or only ``--gres`` with no per-GPU CPUs, memory or binding). ValueError for
+    a malformed ``--gres``."""
+    if not _asks_more(job, part):
+        return None
+    items, per_node = gpu_items(job.gres)
+    per_socket = job.gpus_per_socket * max(job.sockets_per_node, 1)
+    if per_socket:
+        items = (*items, ("gpu", job.gpu_type, per_socket))
+        per_node += per_socket
+    # A total with GPUs per node is met by the node count (controller/gpuspec.py), and
+    # --ntasks-per-gpu with them by the task count: only the rest is dealt.
+    per_job = 0 if per_node else job.gpus_per_job
+    tasks_per_gpu = 0 if per_node or job.gpus_per_task else job.ntasks_per_gpu
+    if not (per_node or per_job or job.gpus_per_task or tasks_per_gpu):
+        return None  # --cpus-per-gpu without GPUs changes nothing, as in Slurm
+    cpus_per_gpu = job.cpus_per_gpu
+    if not cpus_per_gpu and not job.cpus_per_task_given:
+        cpus_per_gpu = part.def_cpu_per_gpu
+    mem_per_gpu = job.mem_per_gpu
+    if mem_per_gpu is None and job.mem_per_node is None and job.mem_per_cpu is None:
+        mem_per_gpu = part.def_mem_per_gpu or None
+    return GpuAsk(
+        kind=job.gpu_type,
+        items=items,
+        per_node=per_node,
+        per_job=per_job,
+        per_task=job.gpus_per_task,
+        tasks_per_gpu=tasks_per_gpu,
+        per_socket=job.gpus_per_socket,
+        sockets=job.sockets_per_node,
+        cpus_per_gpu=cpus_per_gpu,
+        mem_per_gpu=mem_per_gpu,
+        enforce=job.gres_flags == "enforce-binding",
+    )
+
+
+def for_tasks(gpu: GpuAsk, tasks: int) -> int:
+    """GPUs for ``tasks`` tasks on a node: per task, or one per ``tasks_per_gpu``."""
+    if gpu.per_task:
+        return gpu.per_task * tasks
+    return -(-tasks // gpu.tasks_per_gpu) if gpu.tasks_per_gpu else 0
+
+
+def free_gpus(free: Gres, kind: str) -> int:
+    """Whole GPUs of ``kind`` ("" any) in a node's free GRES (share pools excluded)."""
+    return sum(
+        count
+        for name, pool, count in free
+        if name == "gpu" and "#" not in pool and (not kind or pool == kind)
+    )
+
+
+def near(node: NodeView, gpu: GpuAsk, cpus: int) -> int:
+    """How many of ``node``'s free GPUs of the kind asked are near the CPUs the job's
+    first ``cpus`` CPUs there would be (the lowest free ones): those whose gres.conf
+    Cores= (or probed CPUs) include one of them, and every GPU whose cores are not
+    known. With --cpus-per-gpu the CPUs follow the GPUs, so every free GPU is near,
+    as it is on a node whose devices the snapshot does not model."""
+    dev = node.devices
+    free = free_gpus(node.gres, gpu.kind)
+    if dev is None or not dev.near or gpu.cpus_per_gpu:
+        return free
+    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    mine = set(lowest_free(node.cpus, node.unit, busy, max(cpus, 1)))
+    cores = dict(dev.near)
+    taken = dev.whole | dev.shared
+    count = sum(
+        1
+        for kind, index in dev.numbers
+        if index not in taken
+        and (not gpu.kind or kind == gpu.kind)
+        and (index not in cores or not mine.isdisjoint(cores[index]))
+    )
+    return min(count, free)
+
+
+def deal(total: int, caps: list[int], nears: list[int]) -> list[int] | None:
+    """``total`` GPUs over nodes that can give ``caps`` (``nears`` of them near the
+    job's CPUs), in Slurm's two rounds; None when they cannot give that many."""
+    if sum(caps) < total or total < len(caps) or any(cap < 1 for cap in caps):
+        return None
+    given: list[int] = []
+    dealt = 0
+    for i, (cap, close) in enumerate(zip(caps, nears, strict=True)):
+        most = total - dealt - (len(caps) - i - 1)  # one left for each node after it
+        take = min(most, close, cap) or min(1, cap)
+        given.append(take)
+        dealt += take
+    for i, cap in enumerate(caps):
+        more = min(cap - given[i], total - dealt)
+        given[i] += more
+        dealt += more
+    return given if dealt == total else None

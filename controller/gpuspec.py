@@ -1,0 +1,120 @@
+"""A submission's GPU options, checked and completed as slurmctld does at submission.
+
+The clients check them first, in Slurm's words (cli/sbatch/gpuopts.py); this is
+the controller's own check, for every client (restd, older ones, a hand-made
+request), refused with the errno Slurm's controller sends,
+``Invalid generic resource (gres) specification``. What the options imply is
+filled in here, as Slurm does before placement:
+
+* ``--gpus=N`` with GPUs per node (``--gres=gpu:G``, ``--gpus-per-node=G``, or
+  ``--gpus-per-socket`` times ``--sockets-per-node``): N/G nodes, N a multiple of G.
+* ``--gpus-per-task=G`` with ``--gpus=N`` and no ``-n``: N/G tasks.
+* ``--ntasks-per-gpu=T``: T tasks per GPU asked (``--gpus=N``: N*T tasks; GPUs per
+  node: G*T per node); with ``-n`` alone, a GPU for every T of a node's tasks.
+
+Combinations Corral does not place are refused rather than placed otherwise:
+GPUs per task or per GPU-task ratio together with GPUs per node or per socket,
+and GPU types that differ between options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.core.gpus import gpu_items
+from controller.jobspec import JobSpec
+from corral import errors
+from corral.errors import SlurmError
+
+__all__ = ["GpuSpec", "check"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """A submission's node and task counts once its GPU options are counted in."""
+
+    min_nodes: int | None
+    num_tasks: int | None
+
+
+def _refuse() -> SlurmError:
+    return SlurmError(errors.ESLURM_INVALID_GRES)
+
+
+def _per_node(spec: JobSpec) -> tuple[int, str]:
+    """GPUs asked on every node (--gres, --gpus-per-node, per socket) and their type."""
+    try:
+        items, per_node = gpu_items(spec.gres)
+    except ValueError:
+        raise _refuse() from None
+    types = {kind for name, kind, _ in items if name == "gpu" and kind}
+    if spec.gpus_per_socket:
+        if not spec.sockets_per_node:
+            raise _refuse()
+        per_node += spec.gpus_per_socket * spec.sockets_per_node
+    if spec.gpu_type and types - {spec.gpu_type}:
+        raise _refuse()  # --gres=gpu:a100:1 --gpus=v100:2: types Corral does not mix
+    return per_node, spec.gpu_type or next(iter(types), "")
+
+
+def _asked(spec: JobSpec) -> bool:
+    return bool(
+        spec.gpus
+        or spec.gpus_per_socket
+        or spec.gpus_per_task
+        or spec.cpus_per_gpu
+        or spec.mem_per_gpu is not None
+        or spec.ntasks_per_gpu
+        or spec.gpu_bind
+        or spec.gres_flags
+        or spec.gpu_type
+    )
+
+
+def check(spec: JobSpec) -> GpuSpec:
+    """``spec``'s GPU options checked (SlurmError if inconsistent) and what they imply."""
+    if not _asked(spec):
+        return GpuSpec(spec.min_nodes, spec.num_tasks)
+    per_node, _ = _per_node(spec)
+    if spec.gres_flags not in ("", "enforce-binding", "disable-binding"):
+        raise _refuse()
+    if spec.cpus_per_gpu and spec.cpus_per_task is not None:
+        raise _refuse()
+    if spec.mem_per_gpu is not None:
+        if spec.mem_per_node is not None or spec.mem_per_cpu is not None:
+            raise SlurmError(
+                errors.EINVAL, "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive"
+            )
+        if not (per_node or spec.gpus or spec.gpus_per_task or spec.ntasks_per_gpu):
+            raise _refuse()
+    by_tasks = spec.gpus_per_task or spec.ntasks_per_gpu
+    if spec.gpus_per_task and spec.ntasks_per_gpu:
+        raise _refuse()
+    if by_tasks and (spec.gpus_per_socket or (per_node and spec.gpus_per_task)):
+        raise _refuse()
+    min_nodes, num_tasks = spec.min_nodes, spec.num_tasks
+    if spec.gpus and per_node:
+        if spec.gpus % per_node:
+            raise _refuse()
+        if min_nodes is not None and min_nodes != spec.gpus // per_node:
+            raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+        min_nodes = spec.gpus // per_node
+    if spec.gpus_per_task:
+        if spec.gpus and spec.gpus % spec.gpus_per_task:
+            raise _refuse()
+        implied = spec.gpus // spec.gpus_per_task if spec.gpus else None
+        if num_tasks is None:
+            num_tasks = implied
+        elif implied is not None and implied != num_tasks:
+            raise _refuse()
+        if num_tasks is None:
+            raise _refuse()  # per task, but how many tasks?
+    if spec.ntasks_per_gpu:
+        gpus = spec.gpus or per_node * (min_nodes or 1)
+        if gpus:
+            num_tasks = gpus * spec.ntasks_per_gpu
+        elif num_tasks is None or num_tasks % spec.ntasks_per_gpu:
+            raise _refuse()
+    if spec.gpus and min_nodes is not None and spec.gpus < min_nodes:
+        raise _refuse()
+    return GpuSpec(min_nodes, num_tasks)

@@ -1,0 +1,117 @@
+"""Slurm's GPU requests on a live cluster: a job-wide total spread over the nodes, the
+job's record and environment, per-task binding in steps, salloc and srun alike.
+
+Two emulated nodes of four GPUs, gres.conf putting GPUs 0-1 near CPU 0 and 2-3 near
+CPU 1 (files absent: no isolation), as tests/unit/test_gpu_semantics.py's cluster
+on real Slurm 22.05, whose results these are (``--gpus=5``: 3 + 2, the first round
+giving each node the GPUs near its first CPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.integration.cluster import Cluster
+
+SETTINGS = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:4", "KillWait=1")
+SHOW = "echo $SLURM_PROCID $SLURM_GPUS_ON_NODE $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS"
+
+
+def _cluster(make_cluster: Callable[..., Cluster]) -> Cluster:
+    cluster = make_cluster(nodes=2, settings=SETTINGS, start=False)
+    (cluster.dir / "gres.conf").write_text(
+        f"Name=gpu File={cluster.dir}/gpu[0-1] Cores=0\n"
+        f"Name=gpu File={cluster.dir}/gpu[2-3] Cores=1\n"
+    )
+    return cluster.start()
+
+
+def _lines(cluster: Cluster, name: str) -> list[str]:
+    return (cluster.dir / name).read_text().splitlines()
+
+
+def test_a_job_wide_total_is_spread_over_its_nodes(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = _cluster(make_cluster)
+    script = (
+        "echo $SLURM_GPUS $SLURM_GPUS_ON_NODE $CUDA_VISIBLE_DEVICES $SLURM_JOB_GPUS $SLURM_NTASKS\n"
+        f"srun -l sh -c '{SHOW}' | sort\n"
+        "srun -n1 true || echo step refused\n"
+    )
+    path = cluster.dir / "total.sh"
+    path.write_text("#!/bin/sh\n" + script)
+    job = cluster.sbatch("--gpus=5", "--mem-per-gpu=100", "-o", "total.out", str(path))
+    record = cluster.wait_done(job)
+    assert record["state"] == "COMPLETED"
+    out = _lines(cluster, "total.out")
+    assert out[0] == "5 3 0,1,2 0,1,2 2"
+    assert out[1:3] == ["0: 0 3 0,1,2 0,1,2", "1: 1 2 0,1 0,1"]
+    # srun reads SLURM_GPUS=5 back, as Slurm's does: one node cannot give five.
+    assert "Invalid generic resource (gres) specification" in out[3]
+    assert out[4] == "step refused"
+    shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+    assert "   TresPerJob=gres/gpu:5\n" in shown
+    assert "   MemPerTres=gres/gpu:100\n" in shown
+    assert ",gres/gpu=5" in shown.split("TRES=")[1].split("\n")[0]
+    assert "mem=500M" in shown.split("TRES=")[1].split("\n")[0]
+
+
+def test_steps_bind_each_task_to_its_gpus(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = _cluster(make_cluster)
+    script = (
+        f"srun sh -c '{SHOW}' | sort\n"
+        f"srun --gpu-bind=map_gpu:3,1 sh -c '{SHOW}' | sort\n"
+        f"srun --gpu-bind=single:1 sh -c '{SHOW}' | sort\n"
+        f"srun --gpu-bind=mask_gpu:0x9,0x6 sh -c '{SHOW}' | sort\n"
+        f"srun --gpu-bind=none sh -c '{SHOW}' | sort\n"
+        f"srun -n1 sh -c '{SHOW}'\n"
+    )
+    path = cluster.dir / "bind.sh"
+    path.write_text("#!/bin/sh\n" + script)
+    job = cluster.sbatch("--gpus-per-task=2", "-n2", "-N1", "-o", "bind.out", str(path))
+    assert cluster.wait_done(job)["state"] == "COMPLETED"
+    assert _lines(cluster, "bind.out") == [
+        "0 4 0,1 0,1",  # SLURM_GPUS_PER_TASK=2: srun binds per_task:2, as Slurm's does
+        "1 4 2,3 2,3",
+        "0 4 3 3",
+        "1 4 1 1",
+        "0 4 0 0",
+        "1 4 1 1",
+        "0 4 0,3 0,3",
+        "1 4 1,2 1,2",
+        "0 4 0,1,2,3 0,1,2,3",
+        "1 4 0,1,2,3 0,1,2,3",
+        "0 2 0,1 0,1",  # one task on the node: no binding, its two GPUs
+    ]
+    shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+    assert "   TresPerTask=gres/gpu:2\n" in shown
+
+
+def test_salloc_and_srun_take_every_gpu_option(make_cluster: Callable[..., Cluster]) -> None:
+    cluster = _cluster(make_cluster)
+    salloc = cluster.run(
+        "salloc",
+        "-Q",
+        "--gpus=3",
+        "-N2",
+        "--cpus-per-gpu=1",
+        "--gpu-bind=closest",
+        "sh",
+        "-c",
+        f"echo $SLURM_GPUS $SLURM_CPUS_PER_GPU $SLURM_GPU_BIND; srun -l sh -c '{SHOW}' | sort",
+    ).stdout.splitlines()
+    assert salloc == ["3 1 closest", "0: 0 2 0,1 0,1", "1: 1 1 0 0"]
+    srun = cluster.run(
+        "srun", "-Q", "--gpus=2", "-n2", "--ntasks-per-gpu=1", "sh", "-c", SHOW
+    ).stdout.splitlines()
+    assert sorted(srun) == ["0 2 0 0", "1 2 1 1"]  # --ntasks-per-gpu binds as single:1
+    refused = cluster.run("salloc", "--mem-per-gpu=100", "true", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        "salloc: error: Requested mem_per_tres=gres:gpu:100 but did not request any GPU.",
+        "salloc: error: Invalid generic resource (gres) specification",
+    ]
+    never = cluster.run("sbatch", "--gpus=9", "--wrap", "true", check=False)
+    assert never.stderr == (
+        "sbatch: error: Batch job submission failed: "
+        "Requested node configuration is not available\n"
+    )

@@ -1,0 +1,466 @@
+"""Slurm's GPU request semantics, as a scenario table: options -> GPUs, CPUs and memory
+on each node, through admission and ``schedule()`` on an empty cluster.
+
+The cluster is the one real Slurm 22.05 (Debian's slurm-wlm 22.05.8) ran on this
+machine with five ``slurmd -N`` daemons and a fake gres.conf (char devices 1:3 as
+``/dev/nvidia[0-3]``), SelectType=select/cons_tres, CR_Core_Memory: nodes n1-n4 of
+2 sockets x 4 cores, 16000 MiB and 4 GPUs, GPUs 0-1 near cores 0-3 and 2-3 near
+cores 4-7; partition ``main`` and ``defs`` (DefCpuPerGPU=2 DefMemPerGPU=1000).
+
+Every row marked ``SLURM`` was submitted there (``sbatch <options> --wrap ...``) and
+its allocation read from ``scontrol show job -d`` (``Nodes=n1 CPU_IDs=... Mem=...
+GRES=gpu:2(IDX:0-1)``); the expected values are what Slurm allocated. Memory is
+compared only where the job asks for some (Slurm gives a job without a memory
+request the whole node, Corral no limit), CPUs where Corral lays tasks out as Slurm
+does. Rows marked ``CORRAL`` are where Corral differs on purpose, each saying how:
+
+* ``-n6 --gpus-per-task=1 -N2``: Slurm fills the first node (4 + 2 GPUs), Corral
+  spreads tasks evenly as for every job (3 + 3), so that steps find each task's
+  GPUs on the node its task runs on.
+* ``--gres=gpu:1 --gpus-per-task=1 -n2``: Slurm combines them (two nodes, one task
+  and GPU each); Corral refuses GPUs per node together with GPUs per task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.admission import Capacity, admit
+from controller.core import BackfillParams, Snapshot, Start, schedule
+from controller.jobspec import JobSpec
+from controller.jobstate import Reason
+from controller.principal import Principal
+from corral import config, errors
+from corral.errors import SlurmError
+from tests.unit.scenario import NOW, slurm_conf
+
+SLURM, CORRAL = "slurm", "corral"
+
+SLURM_CONF = """\
+ClusterName=gs
+SlurmctldHost=localhost
+GresTypes=gpu
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+NodeName=n[1-4] Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:4
+PartitionName=main Nodes=n[1-4] Default=YES
+PartitionName=defs Nodes=n[1-4] DefCpuPerGPU=2 DefMemPerGPU=1000
+"""
+GRES_CONF = """\
+Name=gpu File=/dev/nvidia[0-1] Cores=0-3
+Name=gpu File=/dev/nvidia[2-3] Cores=4-7
+"""
+USER = Principal(uid=4242, gid=4242, user="alice", groups=frozenset({4242}))
+
+
+@pytest.fixture(scope="module")
+def conf(tmp_path_factory: pytest.TempPathFactory) -> config.SlurmConfig:
+    where: Path = tmp_path_factory.mktemp("gs")
+    (where / "slurm.conf").write_text(SLURM_CONF)
+    (where / "gres.conf").write_text(GRES_CONF)
+    return config.load(str(where / "slurm.conf"))
+
+
+def place(conf: config.SlurmConfig, **fields: Any) -> Start:
+    """Admit a job of ``fields`` (JobSpec's, as sbatch sends them) and start it on the
+    empty cluster."""
+    capacity = Capacity(conf)
+    spec = JobSpec(script="#!/bin/sh\n", **fields)
+    job = admit(spec, USER, conf, {}, 1, NOW, 0, capacity).job
+    snap = Snapshot(
+        nodes=capacity.nodes,
+        partitions=capacity.partitions,
+        pending=(job,),
+        jobs={},
+        running_per_array={},
+    )
+    plan = schedule(snap, NOW)
+    assert len(plan.starts) == 1, plan.reasons
+    return plan.starts[0]
+
+
+def per_node(start: Start) -> dict[str, tuple[int, ...]]:
+    """Each node's GPU indices."""
+    return dict(zip(start.nodes, start.gpus or ((),) * len(start.nodes), strict=True))
+
+
+# (id, JobSpec fields, GPU indices per node, CPUs per node or None, MiB per node or None,
+#  SLURM or CORRAL)
+ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]] = [
+    ("gpus3-N2", {"gpus": 3, "min_nodes": 2}, {"n1": (0, 1), "n2": (0,)}, (1, 1), None, SLURM),
+    (
+        "gpus3-N2-cpus-mem-per-gpu",
+        {"gpus": 3, "min_nodes": 2, "cpus_per_gpu": 2, "mem_per_gpu": 1000},
+        {"n1": (0, 1), "n2": (0,)},
+        (4, 2),
+        (2000, 1000),
+        SLURM,
+    ),
+    (
+        "gpus16-spreads-over-four",
+        {"gpus": 16},
+        {n: (0, 1, 2, 3) for n in ("n1", "n2", "n3", "n4")},
+        (1, 1, 1, 1),
+        None,
+        SLURM,
+    ),
+    ("gpus5-near-first", {"gpus": 5}, {"n1": (0, 1, 2), "n2": (0, 1)}, (1, 1), None, SLURM),
+    ("gpus6", {"gpus": 6}, {"n1": (0, 1, 2, 3), "n2": (0, 1)}, None, None, SLURM),
+    ("gpus7", {"gpus": 7}, {"n1": (0, 1, 2, 3), "n2": (0, 1, 2)}, None, None, SLURM),
+    (
+        "gpus10",
+        {"gpus": 10},
+        {"n1": (0, 1, 2, 3), "n2": (0, 1, 2, 3), "n3": (0, 1)},
+        None,
+        None,
+        SLURM,
+    ),
+    (
+        "gpus8-N2",
+        {"gpus": 8, "min_nodes": 2},
+        {"n1": (0, 1, 2, 3), "n2": (0, 1, 2, 3)},
+        None,
+        None,
+        SLURM,
+    ),
+    (
+        "gpus5-N3",
+        {"gpus": 5, "min_nodes": 3},
+        {"n1": (0, 1), "n2": (0, 1), "n3": (0,)},
+        None,
+        None,
+        SLURM,
+    ),
+    (
+        "gpus6-n6-tasks-packed",
+        {"gpus": 6, "num_tasks": 6},
+        {"n1": (0, 1, 2, 3), "n2": (0, 1)},
+        (5, 1),
+        None,
+        SLURM,
+    ),
+    (
+        "gpus5-c2-N2",
+        {"gpus": 5, "cpus_per_task": 2, "min_nodes": 2},
+        {"n1": (0, 1, 2), "n2": (0, 1)},
+        (2, 2),
+        None,
+        SLURM,
+    ),
+    (
+        "gpus5-c5-cpus-on-both-sockets",
+        {"gpus": 5, "cpus_per_task": 5},
+        {"n1": (0, 1, 2, 3), "n2": (0,)},
+        (5, 5),
+        None,
+        SLURM,
+    ),
+    (
+        "gpus5-cpus-per-gpu-1",
+        {"gpus": 5, "cpus_per_gpu": 1},
+        {"n1": (0, 1, 2, 3), "n2": (0,)},
+        (4, 1),
+        None,
+        SLURM,
+    ),
+    (
+        "gpus5-mem-per-gpu",
+        {"gpus": 5, "mem_per_gpu": 100},
+        {"n1": (0, 1, 2), "n2": (0, 1)},
+        None,
+        (300, 200),
+        SLURM,
+    ),
+    (
+        "gpus6-N3-cpus-per-gpu-3",
+        {"gpus": 6, "min_nodes": 3, "cpus_per_gpu": 3},
+        {"n1": (0, 1), "n2": (0, 1), "n3": (0, 1)},
+        (6, 6, 6),
+        None,
+        SLURM,
+    ),
+    (
+        "gpus-per-node-2-N2",
+        {"gres": "gpu:2", "min_nodes": 2},
+        {"n1": (0, 1), "n2": (0, 1)},
+        (1, 1),
+        None,
+        SLURM,
+    ),
+    ("per-task-1-n3", {"gpus_per_task": 1, "num_tasks": 3}, {"n1": (0, 1, 2)}, (3,), None, SLURM),
+    (
+        "per-task-2-n3",
+        {"gpus_per_task": 2, "num_tasks": 3},
+        {"n1": (0, 1, 2, 3), "n2": (0, 1)},
+        (2, 1),
+        None,
+        SLURM,
+    ),
+    (
+        "per-task-1-n6-N2-even",
+        {"gpus_per_task": 1, "num_tasks": 6, "min_nodes": 2},
+        {"n1": (0, 1, 2), "n2": (0, 1, 2)},
+        (3, 3),
+        None,
+        CORRAL,
+    ),
+    (
+        "per-socket-1-of-2",
+        {"gpus_per_socket": 1, "sockets_per_node": 2},
+        {"n1": (0, 2)},
+        (1,),
+        None,
+        SLURM,
+    ),
+    (
+        "per-socket-with-total",
+        {"gpus_per_socket": 1, "sockets_per_node": 2, "gpus": 4},
+        {"n1": (0, 2), "n2": (0, 2)},
+        None,
+        None,
+        SLURM,
+    ),
+    (
+        "ntasks-per-gpu-2-gpus-2",
+        {"ntasks_per_gpu": 2, "gpus": 2},
+        {"n1": (0, 1)},
+        (4,),
+        None,
+        SLURM,
+    ),
+    (
+        "ntasks-per-gpu-2-n4",
+        {"ntasks_per_gpu": 2, "num_tasks": 4},
+        {"n1": (0, 1)},
+        (4,),
+        None,
+        SLURM,
+    ),
+    (
+        "ntasks-per-gpu-2-gres-2-N2",
+        {"ntasks_per_gpu": 2, "gres": "gpu:2", "min_nodes": 2},
+        {"n1": (0, 1), "n2": (0, 1)},
+        (4, 4),
+        None,
+        SLURM,
+    ),
+    (
+        "gpus3-ntasks-per-gpu-1-n2",
+        {"gpus": 3, "ntasks_per_gpu": 1, "num_tasks": 2},
+        {"n1": (0, 1, 2)},
+        (3,),
+        None,
+        SLURM,
+    ),
+    (
+        "defs-gpus2",
+        {"partitions": ("defs",), "gpus": 2},
+        {"n1": (0, 1)},
+        (4,),
+        (2000,),
+        SLURM,
+    ),
+    (
+        "defs-gres1",
+        {"partitions": ("defs",), "gres": "gpu:1"},
+        {"n1": (0,)},
+        (2,),
+        (1000,),
+        SLURM,
+    ),
+    (
+        "defs-mem-wins",
+        {"partitions": ("defs",), "gpus": 2, "mem_per_node": 500},
+        {"n1": (0, 1)},
+        (4,),
+        (500,),
+        SLURM,
+    ),
+    (
+        "defs-c3-no-cpu-default",
+        {"partitions": ("defs",), "gpus": 2, "cpus_per_task": 3},
+        {"n1": (0, 1)},
+        (3,),
+        (2000,),
+        SLURM,
+    ),
+    (
+        "defs-mem-per-cpu-wins",
+        {"partitions": ("defs",), "gpus": 2, "mem_per_cpu": 100},
+        {"n1": (0, 1)},
+        (4,),
+        (400,),
+        SLURM,
+    ),
+    (
+        "defs-own-per-gpu-wins",
+        {"partitions": ("defs",), "gpus": 2, "cpus_per_gpu": 1, "mem_per_gpu": 300},
+        {"n1": (0, 1)},
+        (2,),
+        (600,),
+        SLURM,
+    ),
+    (
+        "gpus4-per-node-2",
+        {"gpus": 4, "gres": "gpu:2"},
+        {"n1": (0, 1), "n2": (0, 1)},
+        None,
+        None,
+        SLURM,
+    ),
+    ("gpus4-per-task-1", {"gpus": 4, "gpus_per_task": 1}, {"n1": (0, 1, 2, 3)}, (4,), None, SLURM),
+    (
+        "gpus4-per-task-2-n2",
+        {"gpus": 4, "gpus_per_task": 2, "num_tasks": 2},
+        {"n1": (0, 1, 2, 3)},
+        (2,),
+        None,
+        SLURM,
+    ),
+    (
+        "per-task-cpus-per-gpu-3",
+        {"gpus_per_task": 1, "num_tasks": 2, "cpus_per_gpu": 3},
+        {"n1": (0, 1)},
+        (6,),
+        None,
+        SLURM,
+    ),
+    (
+        "enforce-binding-c4",
+        {"gpus": 1, "cpus_per_task": 4, "gres_flags": "enforce-binding"},
+        {"n1": (0,)},
+        (4,),
+        None,
+        SLURM,
+    ),
+    ("exclusive", {"gpus": 1, "exclusive": True}, {"n1": (0, 1, 2, 3)}, (8,), None, SLURM),
+    ("gpus2-on-n3", {"gpus": 2, "req_nodes": "n3"}, {"n3": (0, 1)}, (1,), None, SLURM),
+    (
+        "gpus2-N1-3",
+        {"gpus": 2, "min_nodes": 1, "max_nodes": 3},
+        {"n1": (0, 1)},
+        (1,),
+        None,
+        SLURM,
+    ),
+    (
+        "gpus2-n6-N2",
+        {"gpus": 2, "num_tasks": 6, "min_nodes": 2},
+        {"n1": (0,), "n2": (0,)},
+        None,
+        None,
+        SLURM,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fields", "gpus", "cpus", "memory", "source"),
+    [row[1:] for row in ROWS],
+    ids=[row[0] for row in ROWS],
+)
+def test_gpu_options_place_as_slurm_does(
+    conf: config.SlurmConfig,
+    fields: dict[str, Any],
+    gpus: dict[str, tuple[int, ...]],
+    cpus: tuple[int, ...] | None,
+    memory: tuple[int, ...] | None,
+    source: str,
+) -> None:
+    start = place(conf, **fields)
+    assert per_node(start) == gpus
+    if cpus is not None:
+        assert start.cpus == cpus
+    if memory is not None:
+        assert start.memory == memory
+    assert source in (SLURM, CORRAL)
+
+
+# (id, JobSpec fields, the errno admission refuses them with); every row checked on
+# Slurm 22.05 as above (the controller's words, after the client's own checks).
+NEVER = [
+    ("gpus9-N2", {"gpus": 9, "min_nodes": 2}, errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    ("gpus17", {"gpus": 17}, errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    (
+        "no-such-type",
+        {"gpus": 2, "gpu_type": "a100"},
+        errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
+    ),
+    ("per-node-5", {"gres": "gpu:5"}, errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    (
+        "cpus-per-gpu-9",
+        {"gpus": 1, "cpus_per_gpu": 9},
+        errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
+    ),
+    (
+        "enforce-binding-c5",
+        {"gpus": 1, "cpus_per_task": 5, "gres_flags": "enforce-binding"},
+        errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
+    ),
+    ("mem-per-gpu-without-gpus", {"mem_per_gpu": 100}, errors.ESLURM_INVALID_GRES),
+    (
+        "cpus-per-gpu-and-c",
+        {"gpus": 1, "cpus_per_gpu": 2, "cpus_per_task": 2},
+        errors.ESLURM_INVALID_GRES,
+    ),
+    ("per-socket-without-sockets", {"gpus_per_socket": 1}, errors.ESLURM_INVALID_GRES),
+    ("per-task-without-tasks", {"gpus_per_task": 1}, errors.ESLURM_INVALID_GRES),
+    (
+        "gres-per-node-and-per-task",
+        {"gres": "gpu:1", "gpus_per_task": 1, "num_tasks": 2},
+        errors.ESLURM_INVALID_GRES,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fields", "errno"), [row[1:] for row in NEVER], ids=[row[0] for row in NEVER]
+)
+def test_impossible_gpu_requests_are_refused_at_submission(
+    conf: config.SlurmConfig, fields: dict[str, Any], errno: int
+) -> None:
+    with pytest.raises(SlurmError) as caught:
+        admit(JobSpec(script="#!/bin/sh\n", **fields), USER, conf, {}, 1, NOW, 0)
+    assert caught.value.code == errno
+
+
+def test_gpu_totals_share_a_busy_cluster_in_one_pass(conf: config.SlurmConfig) -> None:
+    """Two nodes' GPUs over three jobs in priority order: the third waits for
+    Resources, with an expected start from backfill once a limit frees GPUs."""
+    capacity = Capacity(conf)
+    two = {name: capacity.nodes[name] for name in ("n1", "n2")}
+    parts = {
+        name: replace(part, nodes=("n1", "n2"), order=("n1", "n2"))
+        for name, part in capacity.partitions.items()
+    }
+    jobs = [
+        admit(JobSpec(script="#!/bin/sh\n", time_limit=60, **fields), USER, conf, {}, i, NOW, 0).job
+        for i, fields in enumerate(({"gpus": 6}, {"gpus": 2}, {"gpus": 1}), start=1)
+    ]
+    jobs = [replace(j, submit_time=NOW - 100 + j.job_id) for j in jobs]
+    snap = Snapshot(nodes=two, partitions=parts, pending=tuple(jobs), jobs={}, running_per_array={})
+    plan = schedule(snap, NOW, BackfillParams())
+    starts = {s.job_id: per_node(s) for s in plan.starts}
+    assert starts == {1: {"n1": (0, 1, 2, 3), "n2": (0, 1)}, 2: {"n2": (2, 3)}}
+    assert plan.reasons[3] is Reason.RESOURCES
+    expected = plan.expected[3]  # when job 1's limit frees n1, to bf_resolution
+    assert NOW + 3600 <= expected.start_time < NOW + 3600 + 60
+    assert expected.nodes == ("n1",)
+
+
+def test_def_per_gpu_comes_from_the_partition_else_the_cluster() -> None:
+    conf = slurm_conf(
+        "DefCpuPerGPU=3",
+        "DefMemPerGPU=2000",
+        "NodeName=n1 CPUs=8 RealMemory=16000",
+        "PartitionName=own Nodes=n1 DefCpuPerGPU=1",
+        "PartitionName=cluster Nodes=n1",
+    )
+    own, cluster = conf.partition("own"), conf.partition("cluster")
+    assert own is not None and cluster is not None
+    assert (own.def_cpu_per_gpu, own.def_mem_per_gpu) == (1, 2000)
+    assert (cluster.def_cpu_per_gpu, cluster.def_mem_per_gpu) == (3, 2000)
