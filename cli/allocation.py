@@ -29,7 +29,7 @@ JOB_OPTIONS = (
     "account", "chdir", "constraint", "cpus-per-task", "exclude", "exclusive", "gpus",
     "gpus-per-node", "gpus-per-task", "gres", "job-name", "mem", "mem-per-cpu", "mem-per-gpu",
     "nodelist", "nodes", "ntasks", "ntasks-per-node",
-    "partition", "qos", "reservation", "time",
+    "partition", "prefer", "qos", "reservation", "time",
 )  # fmt: skip
 
 

@@ -66,6 +66,7 @@ TABLE = OptionTable(
         _row("ntasks", "n"),
         _row("ntasks-per-node"),
         _row("partition", "p"),
+        _row("prefer", note="tried first, then --constraint, as Slurm 22.05 does"),
         _row("qos", "q"),
         _row("quiet", "Q", NO_ARGUMENT),
         _row("reservation"),

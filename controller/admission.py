@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller import bounds, gpuaffinity, gpushare, partitionaccess
+from controller import bounds, flavoradmit, gpuaffinity, gpushare, partitionaccess
 from controller.core import dependency, features
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
@@ -243,6 +243,11 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
             raise SlurmError(errors.ESLURM_INVALID_GRES)
 
 
+def _empty_place(nodes: Mapping[str, NodeView]) -> flavoradmit.Place:
+    """Placement on the empty cluster ``nodes``: "could this ever run?"."""
+    return lambda job, part: place(job, part, nodes)
+
+
 @dataclass(frozen=True, slots=True)
 class _Counts:
     """How many nodes and tasks a submission asks for, defaults applied."""
@@ -399,6 +404,7 @@ def admit(
         if spec.kill_on_invalid_dep is None
         else spec.kill_on_invalid_dep,
         gres=spec.gres,
+        prefer=spec.prefer,
         oversubscribe=spec.oversubscribe,
         reservation=spec.reservation,
         interactive=spec.interactive,
@@ -412,6 +418,10 @@ def admit(
     if refused:
         raise SlurmError(refused)
     nodes = capacity.nodes
+    views = [capacity.partitions[p] for p in partitions]
+    base = flavoradmit.admit(
+        base, conf, nodes, views, lambda g: _check_gres(g, nodes, views), _empty_place(nodes)
+    )
     _check_constraint(base.constraint, nodes, [capacity.partitions[p] for p in partitions])
     _check_gres(base.gres, nodes, [capacity.partitions[p] for p in partitions])
     # "Never": not even an empty, healthy partition could take it.

@@ -116,7 +116,10 @@ class Job:
     # it started with. While it waits the snapshot's ranking (core/priority.Ranking.of) is
     # its priority; no job record is rewritten when priorities are recalculated.
     calc_priority: int = 1
-    gres: str = ""  # --gres as given: generic resources on each node
+    # --gres: generic resources on each node; of a request naming alternatives
+    # (``gpu:h100:8|gpu:a100:8``) the one in effect: the first while pending, the one it
+    # got while it runs.
+    gres: str = ""
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it
@@ -138,6 +141,12 @@ class Job:
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()
+    # Flavors (controller/core/flavors.py): --prefer's features, tried first; the
+    # --gres alternatives in order of preference (() when it names one request); and
+    # which alternative it got, or awaits, and why, in words (scontrol's Flavor=).
+    prefer: str = ""
+    gres_alternatives: tuple[str, ...] = ()
+    flavor: str = ""
 
     def __post_init__(self) -> None:
         if self.dependency:

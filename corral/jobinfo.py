@@ -62,6 +62,8 @@ COPIED: Final[dict[str, str]] = {
     "suspend_time": "suspend_time",
     "pre_suspend_secs": "pre_suspend_secs",
     "suspended_secs": "suspended_secs",
+    "prefer": "prefer",
+    "flavor": "flavor",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -157,6 +159,7 @@ REST: Final[dict[str, str]] = {
     "num_nodes": "node_count",
     "nodes": "nodes",
     "partition": "partition",
+    "prefer": "prefer",
     "priority": "priority",
     "qos": "qos",
     "requeue": "requeue",
@@ -209,5 +212,6 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "preempt_eligible_time",
         "preempt_time",
         "checkpointed",
+        "flavor",
     }
 )

@@ -18,6 +18,8 @@ __all__ = [
     "BORROW_WITHIN_COHORT",
     "PLAIN_RESOURCES",
     "RECLAIM_WITHIN_COHORT",
+    "WHEN_CAN_BORROW",
+    "WHEN_CAN_PREEMPT",
     "WITHIN_QUEUE",
     "borrow_policy",
     "names",
@@ -31,6 +33,9 @@ __all__ = [
 WITHIN_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
+#: Kueue's flavorFungibility words, each default first (core/flavors.py).
+WHEN_CAN_BORROW = ("MayStopSearch", "TryNextFlavor")
+WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch")
 #: The TRES a queue divides besides GRES (sacctmgr's names).
 PLAIN_RESOURCES = ("cpu", "mem", "node")
 

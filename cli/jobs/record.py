@@ -157,6 +157,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
         f"Features={null(job['features'])} DelayBoot=00:00:00",
+        *([f"Prefer={job['prefer']}"] if job.get("prefer") else []),
         *([f"Reservation={job['reservation']}"] if job["reservation"] else []),
         f"OverSubscribe={job['oversubscribe'] or 'OK'} Contiguous=0 Licenses=(null) Network=(null)",
         f"Command={null(job['command'])}",
@@ -172,6 +173,8 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
     if job["gres"]:
         gres = str(job["gres"])
         out.append(f"TresPerNode={gres if gres.startswith('gres') else 'gres/' + gres}")
+    if job.get("flavor"):  # Corral's: which alternative it got or awaits, and why
+        out.append(f"Flavor={job['flavor']}")
     return out
 
 

@@ -132,7 +132,7 @@ TABLE = OptionTable(
         _row("oversubscribe", "s", NO_ARGUMENT),
         _row("parsable", arg=NO_ARGUMENT),
         _row("partition", "p"),
-        _warn("prefer", "soft feature preferences are not weighed"),
+        _row("prefer", note="tried first, then --constraint, as Slurm 22.05 does"),
         _row("priority"),
         _warn("profile", "no profiling data is gathered"),
         _no("propagate", "resource limits are not propagated", arg=OPTIONAL),

@@ -11,7 +11,7 @@ used to drop the ones its step request has no field for without a word. Slurm:
   another generic resource with a count is refused. A GPU type is warned
   about: the step takes GPUs of the job's, which Slurm would refuse if of
   another type;
-* ignores the job's account, partition and QOS, and ``--exclusive``'s job-level
+* ignores the job's account, partition, ``--prefer`` and QOS, and ``--exclusive``'s job-level
   values (``user``, ``mcs``, ``topo``, ``oversubscribe``), silently: the step runs
   as its job does. Corral says so once, unless the value is the job's own.
 
@@ -36,6 +36,7 @@ GPUS = ("gpus", "gpus-per-node", "gpus-per-task", "gres")
 JOB_LEVEL = (
     ("account", "SLURM_JOB_ACCOUNT"),
     ("partition", "SLURM_JOB_PARTITION"),
+    ("prefer", ""),  # no variable holds the job's: always said
     ("qos", "SLURM_JOB_QOS"),
 )
 #: ``--exclusive`` values that share or keep the job's nodes: nothing to a step.

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from controller.core import dependency, devices
 from controller.core.backfill import WAITING, Backfill, BackfillParams
+from controller.core.flavors import Chooser
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
@@ -135,6 +136,7 @@ def schedule(
             plan.reasons[job.job_id] = reason
     free = FreeNodes(nodes, NodeOrder(nodes, snap.partitions.values(), bitmaps))
     queues = QueueLedger(snap.queues)
+    chooser = Chooser(snap, queues, plan)  # jobs naming alternatives: core/flavors.py
     ordered = queues.in_quota_first(_order(candidates, snap))
     if depth is not None and len(ordered) > depth:
         ordered, untried = ordered[:depth], ordered[depth:]
@@ -161,11 +163,13 @@ def schedule(
             if throttle and running_arrays.get(job.array_job_id, 0) >= throttle:
                 plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
                 break
-            limit = usage.blocked(gates) or queues.blocked(job)
+            limit = usage.blocked(gates) or chooser.blocked(job)
             if limit is not None:  # held back by a limit or its queue: blocks nothing behind
                 plan.reasons[job.job_id] = limit
                 break
-            outcome = first_fit(job, snap, nodes, blocked, free, windows, now)
+            outcome = chooser.choose(
+                job, lambda j: first_fit(j, snap, nodes, blocked, free, windows, now), nodes
+            )
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
                 if outcome in WAITING:
@@ -179,20 +183,20 @@ def schedule(
             if bound is None:  # a share of a GPU this pass gave whole: the next pass
                 plan.reasons[job.job_id] = Reason.RESOURCES
                 break
-            outcome = bound
+            outcome = chooser.stamp(bound)
             plan.starts.append(outcome)
             started.append((job, outcome))
             take(nodes, outcome)
             free.taken(outcome)
             usage.take(gates)
-            queues.take(job)
+            chooser.take(job)
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
     plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
-        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage, queues)
+        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage, queues, chooser)
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)
@@ -201,6 +205,8 @@ def schedule(
     # PreemptMode is SUSPEND, else requeued when it may be (an evicted workload comes
     # back, as in KAI and Kueue), else cancelled.
     running = {r.job_id: r for r in snap.running}
+    # A job that stopped at an alternative it may preempt for asks for that one alone.
+    snap, ordered = chooser.awaited(snap, ordered)
     reclaimed = reclaims(snap, plan, nodes, ordered)
     suspended = suspending(snap) if reclaimed else frozenset()
     for victim, eviction in reclaimed.items():
