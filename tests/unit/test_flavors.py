@@ -20,6 +20,7 @@ from controller.core.timeline import ceil_to
 from controller.jobstate import Reason
 from controller.model import Job
 from corral import gres as gres_syntax
+from corral.confsyntax import ConfigError
 from corral.queueconf import parse
 from tests.unit.scenario import NOW, cluster, job, node, partition, running
 
@@ -432,3 +433,27 @@ def test_a_plain_job_is_placed_as_ever() -> None:
     plan = schedule(cluster((node("n1"),), [partition("batch", "n1")]).snapshot([job(1)]), NOW)
     assert isinstance(plan.starts[0], Start) and plan.starts[0].flavor is None
     assert not plan.choices
+
+
+def test_the_policy_is_inherited_down_the_tree() -> None:
+    conf = parse(
+        "QueueName=root WhenCanPreempt=MayStopSearch\n"
+        "QueueName=ai WhenCanBorrow=TryNextFlavor\n"
+        "QueueName=teama Parent=ai Accounts=a\n"
+        "QueueName=teamb Parent=ai Accounts=b WhenCanBorrow=MayStopSearch\n",
+        "queues.conf",
+    )
+    assert conf.fungibility("teama") == ("TryNextFlavor", "MayStopSearch")
+    assert conf.fungibility("teamb") == ("MayStopSearch", "MayStopSearch")
+    assert parse("QueueName=t Accounts=a\n", "q").fungibility("t") == (
+        "MayStopSearch",
+        "TryNextFlavor",
+    )
+
+
+def test_a_bad_policy_word_is_refused_with_its_line() -> None:
+    with pytest.raises(ConfigError) as bad:
+        parse("QueueName=t Accounts=a\nQueueName=u Accounts=b WhenCanBorrow=Sometimes\n", "q")
+    assert str(bad.value) == (
+        "q:2: bad WhenCanBorrow value 'Sometimes': use MayStopSearch, TryNextFlavor"
+    )
