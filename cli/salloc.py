@@ -55,7 +55,7 @@ TABLE = OptionTable(
         _row("cpus-per-task", "c"),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
-        _row("gres"),
+        _row("gres", note="A|B: alternatives, in order of preference (Corral's own)"),
         _row("help", "h", NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("job-name", "J"),

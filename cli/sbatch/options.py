@@ -93,7 +93,7 @@ TABLE = OptionTable(
         _row("gpus-per-node"),
         _no("gpus-per-socket", _PLACEMENT),
         _row("gpus-per-task"),
-        _row("gres"),
+        _row("gres", note="A|B: alternatives, in order of preference (Corral's own)"),
         _no("gres-flags", _PLACEMENT),
         _row("help", "h", NO_ARGUMENT),
         _no("hint", _LAYOUT),
