@@ -76,6 +76,7 @@ def test_a_plain_gres_names_no_alternatives() -> None:
         ({"gres": "gpu:h100:1|gpu:a:b"}, errors.ESLURM_INVALID_GRES),
         ({"prefer": "[nvlink"}, errors.ESLURM_INVALID_FEATURE),
         ({"prefer": "infiniband"}, errors.ESLURM_INVALID_FEATURE),
+        ({"prefer": "[nvlink&nvlink]"}, errors.ESLURM_INVALID_FEATURE),
         (
             {"prefer": "nvlink", "partitions": ["cpu"]},
             errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
@@ -92,6 +93,7 @@ def test_a_plain_gres_names_no_alternatives() -> None:
         "a-malformed-alternative",
         "prefer-malformed",
         "prefer-a-feature-no-node-has",
+        "prefer-brackets-of-and-without-counts",
         "prefer-no-node-of-the-partition-has",
         "prefer-no-node-with-the-gres-has",
     ],

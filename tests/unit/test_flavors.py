@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller import queueviews
-from controller.core import BackfillParams, Plan, schedule
+from controller.core import BackfillParams, Plan, placement, schedule
 from controller.core.alternatives import flavors_of
 from controller.core.fairshare import Usage
 from controller.core.plan import Start
@@ -172,6 +174,15 @@ CASES = [
         why="next",
         outcomes=("Resources", "starts"),
         parts=(partition("gpu", "n1,n2"),),
+    ),
+    Case(
+        "prefer-with-a-count-forces-that-many-in",
+        (node("n1"), node("n2"), node("n3", weight=5, features="nvlink")),
+        job(1, prefer="nvlink*1", min_nodes=2, num_tasks=2, nodes_given=True, partitions=("gpu",)),
+        starts_on=("n3", "n1"),  # as -C's counts: one node with it, then as usual
+        why="first",
+        outcomes=("starts", "untried"),
+        parts=(partition("gpu", "n1,n2,n3"),),
     ),
     Case(
         "prefer-stands-in-for-the-constraint-first",
@@ -457,3 +468,44 @@ def test_a_bad_policy_word_is_refused_with_its_line() -> None:
     assert str(bad.value) == (
         "q:2: bad WhenCanBorrow value 'Sometimes': use MayStopSearch, TryNextFlavor"
     )
+
+
+# ------------------------------------------------------------------ properties
+
+KINDS = ("h100", "a100", "l40")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    free=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 4)), min_size=1, max_size=5),
+    options=st.lists(
+        st.tuples(st.sampled_from(KINDS), st.integers(1, 4)), min_size=2, max_size=3, unique=True
+    ),
+    prefer=st.booleans(),
+)
+def test_a_job_gets_the_first_alternative_that_fits_now(
+    free: list[tuple[str, int]], options: list[tuple[str, int]], prefer: bool
+) -> None:
+    """Whatever the cluster: the job starts on an alternative only if no earlier one
+    fits now, it holds exactly that alternative's GPUs, and it waits only if none fits."""
+    nodes = [
+        node(f"n{i}", cpus=8, gres=f"gpu:{kind}:{n}" if n else "", features="nvlink" * (i % 2))
+        for i, (kind, n) in enumerate(free)
+    ]
+    parts = [partition("gpu", [n.name for n in nodes])]
+    texts = tuple(f"gpu:{kind}:{n}" for kind, n in options)
+    pending = fungible(options=texts, prefer="nvlink" if prefer else "")
+    snap = cluster(nodes, parts).snapshot([pending])
+    plan = schedule(snap, NOW)
+    fits = [
+        isinstance(placement.first_fit(f.job, snap, snap.nodes, set()), Start)
+        for f in flavors_of(pending)
+    ]
+    if not any(fits):
+        assert not plan.starts
+        return
+    (start,) = plan.starts
+    assert start.flavor is not None
+    assert start.flavor.chosen == fits.index(True)
+    kind, count = options[flavors_of(pending)[start.flavor.chosen].option]
+    assert start.gres == ((("gpu", kind, count),),)
