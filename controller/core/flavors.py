@@ -84,13 +84,15 @@ class Chooser:
         job with alternatives, only when its queue refuses every one."""
         if not fungible(job):
             return self.queues.blocked(job)
+        flavors = self.flavors(job)
         refused = []
-        for flavor in self.flavors(job):
+        for flavor in flavors:
             admission = self._admission(job, flavor)
             if admission is None or admission.admitted:
                 return None
-            refused.append(admission)
-        return Reason(refused[0].reason)
+            refused.append(admission.reason)
+        self._wait(job, flavors, refused, flavors[0], "waiting")
+        return Reason(refused[0])
 
     def choose(self, job: Job, fit: Fit, nodes: Mapping[str, NodeView]) -> Start | Reason:
         """Where ``job`` starts now, or why it waits. ``fit`` places one alternative
@@ -270,8 +272,10 @@ class Chooser:
         if not victims:
             return False
         trial = dict(nodes)
-        for victim in victims.values():
-            preempt.release(trial, victim)
+        policy = self.snap.preempt
+        for victim in victims.values():  # one suspended (PreemptMode=SUSPEND) lends its CPUs
+            lends = policy is not None and preempt.suspends(policy, victim)
+            preempt.release(trial, victim, cpus_only=lends)
         return isinstance(placement.first_fit(flavor.job, self.snap, trial, set()), Start)
 
     def _within_guarantee(self, entry: QueueEntry, request: Mapping[str, int]) -> bool:

@@ -509,3 +509,38 @@ def test_a_job_gets_the_first_alternative_that_fits_now(
     assert start.flavor.chosen == fits.index(True)
     kind, count = options[flavors_of(pending)[start.flavor.chosen].option]
     assert start.gres == ((("gpu", kind, count),),)
+
+
+def test_a_job_its_queue_refuses_every_alternative_of_says_so() -> None:
+    """Team b may hold no more than its limit of either type: the job waits with its
+    queue's reason, and its choice names each alternative's."""
+    queues = (
+        "QueueName=teama Accounts=a Guarantee=gres/gpu:h100=8\n"
+        "QueueName=teamb Accounts=b Limit=gres/gpu:h100=0,gres/gpu:a100=0\n"
+    )
+    nodes = (gpu_node("h1", "h100"), gpu_node("a1", "a100"))
+    plan = queued_plan(queues, [fungible(account="b")], nodes)
+    assert not plan.starts and plan.reasons[1] is Reason.QUEUE_LIMIT
+    assert [a.outcome for a in plan.choices[1].alternatives] == ["QueueLimit", "QueueLimit"]
+
+
+def test_may_stop_search_does_not_stop_where_a_suspended_victim_keeps_the_gpus() -> None:
+    """A victim whose PreemptMode is SUSPEND keeps its GPUs: preempting it cannot give
+    the job the h100, so MayStopSearch does not stop there and the job takes the a100."""
+    parts = (partition("hi", "h1,a1", tier=2), partition("lo", "h1,a1", tier=1))
+    policy = PreemptPolicy("partition_prio", tiers={"hi": 2, "lo": 1})
+    nodes = (gpu_node("h1", "h100", busy_until=NOW + HOUR), gpu_node("a1", "a100"))
+    held = [_low(7, "h1", "h100")]
+    conf = parse("QueueName=root WhenCanPreempt=MayStopSearch\n", "queues.conf")
+    view = queueviews.view(
+        conf, held, [], queueviews.capacity_of({}, {}), None, Usage(), NO_RANKING
+    )
+    victim = Running(
+        7, ("h1",), (8,), (0,), NOW + HOUR, ((("gpu", "h100", 8),),), preemptable=True,
+        partition="lo", mode="SUSPEND",
+    )  # fmt: skip
+    pending = fungible(partitions=("hi",))
+    snap = cluster(nodes, parts).snapshot([pending], running=[victim])
+    snap = replace(snap, queues=replace(view, entries={}), preempt=policy)
+    plan = schedule(snap, NOW, BackfillParams())
+    assert [s.nodes for s in plan.starts] == [("a1",)] and not plan.preempted
