@@ -17,6 +17,7 @@ from corral.confsyntax import ConfigError, Where, integer
 __all__ = [
     "BORROW_WITHIN_COHORT",
     "PLAIN_RESOURCES",
+    "QUEUEING_STRATEGY",
     "RECLAIM_WITHIN_COHORT",
     "WHEN_CAN_BORROW",
     "WHEN_CAN_PREEMPT",
@@ -33,6 +34,8 @@ __all__ = [
 WITHIN_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
+#: Kueue's ClusterQueue queueingStrategy, its default first.
+QUEUEING_STRATEGY = ("BestEffortFIFO", "StrictFIFO")
 #: Kueue's flavorFungibility words, each default first (core/flavors.py).
 WHEN_CAN_BORROW = ("MayStopSearch", "TryNextFlavor")
 WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch")

@@ -104,6 +104,9 @@ class Plan:
     why: Mapping[int, str] = field(default_factory=_empty)
     # Waiting jobs that name alternatives: which one each waits for, and why.
     choices: Mapping[int, Choice] = field(default_factory=_empty)
+    # Jobs of a StrictFIFO queue waiting (Priority) behind its head, which could not
+    # start this pass: job -> the head (core/queueplan.py).
+    behind: Mapping[int, int] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -124,6 +127,7 @@ class Draft:
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
     choices: dict[int, Choice] = field(default_factory=dict)
+    behind: dict[int, int] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -141,4 +145,5 @@ class Draft:
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
             choices=MappingProxyType(self.choices),
+            behind=MappingProxyType(self.behind),
         )
