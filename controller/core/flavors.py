@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from controller.core import placement, preempt, quota
-from controller.core.alternatives import Flavor, flavors_of, fungible
+from controller.core.alternatives import Flavor, flavors_of
 from controller.core.plan import Alternative, Choice, Draft, Start
 from controller.core.queueplan import QueueLedger
 from controller.core.snapshot import NodeView, QueueEntry, Snapshot
@@ -82,7 +82,7 @@ class Chooser:
     def blocked(self, job: Job) -> Reason | None:
         """Its queue's reason ``job`` may not start now (``QueueLedger.blocked``); for a
         job with alternatives, only when its queue refuses every one."""
-        if not fungible(job):
+        if not (job.gres_alternatives or job.prefer):  # fungible(job), inline: every job
             return self.queues.blocked(job)
         flavors = self.flavors(job)
         refused = []
@@ -98,7 +98,7 @@ class Chooser:
         """Where ``job`` starts now, or why it waits. ``fit`` places one alternative
         (the pass's placement now: partitions, blocked nodes, reservations); ``nodes``
         are the resources free now (for ``MayStopSearch``'s what-if)."""
-        if not fungible(job):
+        if not (job.gres_alternatives or job.prefer):  # fungible(job), inline: every job
             return fit(job)
         flavors = self.flavors(job)
         policy = self.policy(job)
@@ -138,15 +138,15 @@ class Chooser:
 
     def stamp(self, start: Start) -> Start:
         """``start`` (after device binding) with the choice that made it, if any."""
-        made = self._chosen.get(start.job_id)
+        made = self._chosen.get(start.job_id) if self._chosen else None
         if made is None:
             return start
         return replace(start, flavor=made[1])
 
     def take(self, job: Job) -> None:
         """Count ``job``'s start in its queue: what the alternative it got asks."""
-        made = self._chosen.get(job.job_id)
-        entry = self._entry(job)
+        made = self._chosen.get(job.job_id) if self._chosen else None
+        entry = self._entry(job) if made is not None else None
         if made is None or entry is None or not entry.flavors:
             self.queues.take(job)
             return

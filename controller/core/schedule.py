@@ -144,6 +144,11 @@ def schedule(
         untried = []
     usage = Usage(snap.usage)
     windows = ResvWindows(snap.reservations)
+
+    def fit_now(asked: Job) -> Start | Reason:
+        """Placement now, in the first partition that holds ``asked`` (one alternative)."""
+        return first_fit(asked, snap, nodes, blocked, free, windows, now)
+
     for job in ordered:
         head = queues.head_of(job)
         if head is not None:  # StrictFIFO: its queue's head could not start; nor may it
@@ -173,9 +178,7 @@ def schedule(
                 plan.reasons[job.job_id] = limit
                 queues.stop(job, limit)  # but the rest of a StrictFIFO queue
                 break
-            outcome = chooser.choose(
-                job, lambda j: first_fit(j, snap, nodes, blocked, free, windows, now), nodes
-            )
+            outcome = chooser.choose(job, fit_now, nodes)
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
                 if outcome in WAITING:
