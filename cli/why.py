@@ -56,7 +56,8 @@ def text(doc: Mapping[str, Any]) -> str:
     if state != "PENDING":
         where = f" on {doc['nodes']}" if doc["nodes"] else ""
         queue = f" in queue {doc['queue']['name']}" if doc.get("queue") else ""
-        return f"Job {job} ({user}) is {state}{where}{queue}, not pending.\n"
+        flavor = f"  Flavor: {doc['flavor']}\n" if doc.get("flavor") else ""
+        return f"Job {job} ({user}) is {state}{where}{queue}, not pending.\n{flavor}"
     part, reason, now = doc["partition"], doc["reason"], doc["now"]
     lines = [
         f"Job {job} ({user}, partition {part}) is pending: {reason}",
@@ -72,6 +73,8 @@ def text(doc: Mapping[str, Any]) -> str:
     if reason == "PartitionNodeLimit":
         most = f"at most {limits['max_nodes']}" if limits["max_nodes"] else "no fewer"
         lines.append(f"Partition {part} allows {most} nodes; the job asks {needs['nodes']}.")
+    if doc.get("flavors"):
+        lines += _flavors(doc, now)
     if doc.get("queue"):
         lines += _queue(doc["queue"], reason)
     running = [b for b in doc["blockers"] if b["state"] == "RUNNING"]
@@ -143,6 +146,19 @@ def _queue(queue: Mapping[str, Any], reason: str) -> list[str]:
         lines.append(f"It waits because {QUEUE_REASONS[reason]}.")
     if queue.get("head"):
         lines.append(_behind(queue["head"]))
+    return lines
+
+
+def _flavors(doc: Mapping[str, Any], now: int) -> list[str]:
+    """The job's alternatives in its order, what each met, and the one chosen."""
+    shown = []
+    for i, f in enumerate(doc["flavors"], 1):
+        when = f", expected {_when(f['start'], now)}" if f["start"] else ""
+        mark = " <-" if f["chosen"] else ""
+        shown.append(f"{i}. {f['label']}: {f['outcome']}{when}{mark}")
+    lines = ["Alternatives, in order of preference: " + "; ".join(shown) + "."]
+    if doc.get("flavor"):
+        lines.append(f"Flavor: {doc['flavor']}")
     return lines
 
 

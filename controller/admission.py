@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller import bounds, gpuaffinity, gpushare, gpuspec, partitionaccess
+from controller import bounds, flavoradmit, gpuaffinity, gpushare, gpuspec, partitionaccess
 from controller.core import dependency, features, topology
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
@@ -259,6 +259,11 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
             raise SlurmError(errors.ESLURM_INVALID_GRES)
 
 
+def _empty_place(nodes: Mapping[str, NodeView]) -> flavoradmit.Place:
+    """Placement on the empty cluster ``nodes``: "could this ever run?"."""
+    return lambda job, part: place(job, part, nodes)
+
+
 @dataclass(frozen=True, slots=True)
 class _Counts:
     """How many nodes and tasks a submission asks for, defaults applied."""
@@ -493,6 +498,7 @@ def admit(
         ntasks_per_gpu=spec.ntasks_per_gpu,
         gpu_bind=spec.gpu_bind,
         gres_flags=spec.gres_flags,
+        prefer=spec.prefer,
         oversubscribe=spec.oversubscribe,
         reservation=spec.reservation,
         interactive=spec.interactive,
@@ -511,6 +517,10 @@ def admit(
     if refused:
         raise SlurmError(refused)
     nodes = capacity.nodes
+    views = [capacity.partitions[p] for p in partitions]
+    base = flavoradmit.admit(
+        base, conf, nodes, views, lambda g: _check_gres(g, nodes, views), _empty_place(nodes)
+    )
     _check_constraint(base.constraint, nodes, [capacity.partitions[p] for p in partitions])
     _check_gres(base.gres, nodes, [capacity.partitions[p] for p in partitions])
     # "Never": not even an empty, healthy partition could take it.

@@ -97,6 +97,7 @@ class JobSpec:
     gpu_bind: str = ""
     gres_flags: str = ""
     sockets_per_node: int = 0
+    prefer: str = ""
 
 
 def from_wire(message: Any) -> JobSpec:

@@ -208,6 +208,10 @@ class Start:
     gpus: tuple[tuple[int, ...], ...] = ()
     # The CPU ids given on each node (near those GPUs first); () when none were named.
     cpu_ids: tuple[tuple[int, ...], ...] = ()
+    # Of a job naming alternatives (--gres=a|b, --prefer): the --gres it got ("": its
+    # own) and which alternative that is and why, in words (scontrol's Flavor=).
+    request: str = ""
+    flavor: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +364,9 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
         cpu_ids=(),
         start_time=0,
         end_time=0,
+        # Back among its alternatives: it asks for its first again (core/flavors.py).
+        gres=job.gres_alternatives[0] if job.gres_alternatives else job.gres,
+        flavor="",
         eligible_time=now + job.requeue_delay,
         begin_time=now + job.requeue_delay,
     )
@@ -430,6 +437,8 @@ def apply(job: Job, event: Event) -> Job:
                 gres_alloc=event.gres,
                 gpus=event.gpus,
                 cpu_ids=event.cpu_ids,
+                gres=event.request or job.gres,
+                flavor=event.flavor,
                 start_time=event.now,
                 end_time=0 if job.time_limit < 0 else event.now + job.time_limit * 60,
             )

@@ -99,7 +99,8 @@ def job_from_row(text: str) -> Job:
     record["state"] = JobState[record["state"]]
     record["reason"] = Reason[record["reason"]]
     record["flags"] = frozenset(record.get("flags", ()))
-    for key in ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem", "usage"):
+    tuples = ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem", "usage")
+    for key in (*tuples, "gres_alternatives"):
         if key in record:
             record[key] = tuple(record[key])
     for key in ("gpus", "cpu_ids"):

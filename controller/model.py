@@ -116,7 +116,10 @@ class Job:
     # it started with. While it waits the snapshot's ranking (core/priority.Ranking.of) is
     # its priority; no job record is rewritten when priorities are recalculated.
     calc_priority: int = 1
-    gres: str = ""  # --gres as given: generic resources on each node
+    # --gres: generic resources on each node; of a request naming alternatives
+    # (``gpu:h100:8|gpu:a100:8``) the one in effect: the first while pending, the one it
+    # got while it runs.
+    gres: str = ""
     # Slurm's GPU request beyond --gres (controller/core/gpus.py): --gpus in all over the
     # job's nodes, --gpus-per-socket (on ``sockets_per_node`` sockets) and --gpus-per-task,
     # each of ``gpu_type`` ("" any); --cpus-per-gpu and --mem-per-gpu (MiB; None: not
@@ -163,6 +166,12 @@ class Job:
     # Where backfill expects a pending job to start (derived each pass, like the reason).
     expected_start: int = 0
     expected_nodes: tuple[str, ...] = ()
+    # Flavors (controller/core/flavors.py): --prefer's features, tried first; the
+    # --gres alternatives in order of preference (() when it names one request); and
+    # which alternative it got, or awaits, and why, in words (scontrol's Flavor=).
+    prefer: str = ""
+    gres_alternatives: tuple[str, ...] = ()
+    flavor: str = ""
 
     def __post_init__(self) -> None:
         if self.dependency:

@@ -24,6 +24,7 @@ and not its CPUs, which other jobs may be using; resumed, it counts them again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from controller import jobtres
 from controller.associations import AssocSet
@@ -144,15 +145,25 @@ def view(
     for job in pending:
         queue = queue_of(conf, job, parents)
         asked = jobtres.of_job(job).total
+        flavors = _flavors(job)
         if queue is None:  # admitted as ever; its start is counted at the root
-            entries[job.job_id] = QueueEntry(quota.ROOT, asked, False, 0)
+            entries[job.job_id] = QueueEntry(quota.ROOT, asked, False, 0, flavors)
             continue
         _add(requested.setdefault(queue, {}), asked)
         entries[job.job_id] = QueueEntry(
-            queue, asked, conf.queues[queue].preemptible, job.eligible_time or job.submit_time
+            queue,
+            asked,
+            conf.queues[queue].preemptible,
+            job.eligible_time or job.submit_time,
+            flavors,
         )
     shares = quota.divide(conf, capacity, requested, _usage(conf, usage, parents))
     return QueueView(conf, shares, allocated, entries, tuple(running))
+
+
+def _flavors(job: Job) -> tuple[Mapping[str, int], ...]:
+    """What each of a job's --gres alternatives asks, in its order (none: ())."""
+    return tuple(jobtres.of_job(replace(job, gres=g)).total for g in job.gres_alternatives)
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:

@@ -32,6 +32,7 @@ from controller import (
     binding,
     drain,
     effects,
+    flavornote,
     gpushare,
     jobstate,
     snapshots,
@@ -233,7 +234,8 @@ class JobStore:
             spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
         )
         job = admitted.job
-        binding.check_fencing(self.conf, self.capacity, self.nodes, job)
+        for option in job.gres_alternatives or (job.gres,):  # each alternative may start
+            binding.check_fencing(self.conf, self.capacity, self.nodes, replace(job, gres=option))
         if "associations" in self.enforce:
             if self.associations is None:
                 raise SlurmError(errors.ESLURM_INVALID_ACCOUNT)
@@ -599,6 +601,8 @@ class JobStore:
                 start.gres,
                 start.gpus,
                 start.cpu_ids,
+                start.flavor.gres if start.flavor else "",
+                flavornote.describe(start.flavor) if start.flavor else "",
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():
@@ -615,6 +619,7 @@ class JobStore:
             job = self.jobs.get(job_id)
             if job is not None and job.state is JobState.PENDING and job.reason is not reason:
                 self.jobs[job_id] = replace(job, reason=reason)
+        flavornote.note_waiting(self.jobs, plan, self._pending)
         if plan.backfilled:
             for job_id in self._pending:
                 job = self.jobs[job_id]

@@ -133,7 +133,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         min_mem_node=job.mem_per_node or 0,
         min_mem_cpu=job.mem_per_cpu or 0,
         mem_all=job.mem_per_node == 0,
-        gres=_tres_per_node(job.gres),
+        gres=_requested_gres(job),
         oversubscribe="NO" if job.exclusive else "YES" if job.oversubscribe else "OK",
         std_out=std_out,
         std_err=std_err,
@@ -283,6 +283,14 @@ def _tres_per_node(gres: str) -> str:
     """``gpu:2,craynetwork:1`` as Slurm's TresPerNode: ``gres/gpu:2,gres/craynetwork:1``."""
     items = (item.removeprefix("gres/").removeprefix("gres:") for item in gres.split(","))
     return ",".join(f"gres/{item}" for item in items if item)
+
+
+def _requested_gres(job: Job) -> str:
+    """TresPerNode: what the job asks on each node; a pending job naming alternatives
+    (``--gres=a|b``) asks for any of them, a started one got the one it runs with."""
+    if job.gres_alternatives and job.state is JobState.PENDING:
+        return "|".join(_tres_per_node(option) for option in job.gres_alternatives)
+    return _tres_per_node(job.gres)
 
 
 def _default_out(job: Job) -> str:

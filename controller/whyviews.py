@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from controller import queuereply
+from controller import flavornote, queuereply
 from controller.core import BackfillParams
 from controller.core.why import Why, explain
 from controller.jobstate import JobState
@@ -48,6 +48,7 @@ async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyR
             partition=job.partition,
             nodes=hostlist.compress(job.nodes) if job.nodes else "",
             queue=queuereply.job_queue(store, job),
+            flavor=job.flavor,
         )
     last = store.backfill_pass
     if last is not None and any(j.job_id == job_id for j in last[0].pending):
@@ -149,6 +150,8 @@ def _reply(answer: Why, hide_others: bool) -> pb.WhyReply:
         now=answer.now,
         queue_head=_head(answer, hide_others),
         topology=_topology(answer),
+        flavors=_flavors(answer),
+        flavor=flavornote.describe(answer.flavors) if answer.flavors else "",
     )
 
 
@@ -175,3 +178,20 @@ def _topology(answer: Why) -> pb.WhyTopology | None:
         segment=asked.segment,
         held=asked.held,
     )
+
+
+def _flavors(answer: Why) -> list[pb.WhyFlavor]:
+    """The job's alternatives in its order, each with what the pass found for it."""
+    choice = answer.flavors
+    if choice is None:
+        return []
+    return [
+        pb.WhyFlavor(
+            label=a.label,
+            gres=a.gres,
+            outcome=a.outcome,
+            start=a.start,
+            chosen=i == choice.chosen,
+        )
+        for i, a in enumerate(choice.alternatives)
+    ]

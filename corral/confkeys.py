@@ -538,6 +538,8 @@ LendLimit                       honoured            TRES list: most of the unuse
 OverQuotaWeight                 honoured            share of the surplus within a priority
 Priority                        honoured            higher priorities take the surplus first
 Preemptible                     honoured            whether the queue's jobs may be preempted
+WhenCanBorrow                   honoured            MayStopSearch or TryNextFlavor; inherited
+WhenCanPreempt                  honoured            TryNextFlavor or MayStopSearch; inherited
 ReclaimMinRuntime               honoured            run time protected from reclaim; inherited
 PreemptMinRuntime               honoured            run time protected from preemption; inherited
 PreemptionDelay                 honoured            wait before a pending job evicts; inherited

@@ -65,6 +65,8 @@ COPIED: Final[dict[str, str]] = {
     "switches": "switches",
     "switch_wait": "switch_wait",
     "segment": "segment",
+    "prefer": "prefer",
+    "flavor": "flavor",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -169,6 +171,7 @@ REST: Final[dict[str, str]] = {
     "num_nodes": "node_count",
     "nodes": "nodes",
     "partition": "partition",
+    "prefer": "prefer",
     "priority": "priority",
     "qos": "qos",
     "requeue": "requeue",
@@ -233,5 +236,6 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "tres_bind",
         "ntasks_per_tres",
         "gres_enforce_bind",
+        "flavor",
     }
 )

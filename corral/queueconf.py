@@ -79,6 +79,10 @@ class QueueSpec:
     queueing_strategy: str | None = None
     file: str = ""
     line: int = 0
+    # Flavor fungibility (Kueue's words, core/flavors.py): None inherited (root: the
+    # first of queuewords.WHEN_CAN_BORROW / WHEN_CAN_PREEMPT).
+    when_can_borrow: str | None = None
+    when_can_preempt: str | None = None
 
     def quota(self, resource: str) -> ResourceQuota:
         """The queue's quota of ``resource`` (no guarantee, no limit when not named)."""
@@ -114,6 +118,21 @@ class QueueConf:
     def leaves(self) -> tuple[str, ...]:
         """The queues without children: the only ones that take jobs."""
         return tuple(name for name in self.queues if not self._children[name])
+
+    def fungibility(self, name: str) -> tuple[str, str]:
+        """A queue's (WhenCanBorrow, WhenCanPreempt): each its own, else its nearest
+        ancestor's, else Kueue's defaults (MayStopSearch, TryNextFlavor). Inherited
+        so that one line on the root sets them for the whole tree."""
+        borrow = preempt = None
+        spec: QueueSpec | None = self.queues[name]
+        while spec is not None and (borrow is None or preempt is None):
+            borrow = borrow or spec.when_can_borrow
+            preempt = preempt or spec.when_can_preempt
+            spec = self.queues[spec.parent] if spec.parent is not None else None
+        return (
+            borrow or queuewords.WHEN_CAN_BORROW[0],
+            preempt or queuewords.WHEN_CAN_PREEMPT[0],
+        )
 
     def queue_of(self, account: str, qos: str, partition: str) -> str | None:
         """The leaf queue a job lands in: by account (walking up the account tree is
@@ -180,6 +199,12 @@ class _Line:
             settings["priority"] = integer(key, value, where)
         elif key == "Preemptible":
             settings["preemptible"] = boolean(key, value, where)
+        elif key == "WhenCanBorrow":
+            words = queuewords.WHEN_CAN_BORROW
+            settings["when_can_borrow"] = queuewords.word(key, value, where, words)
+        elif key == "WhenCanPreempt":
+            words = queuewords.WHEN_CAN_PREEMPT
+            settings["when_can_preempt"] = queuewords.word(key, value, where, words)
         elif key == "WithinQueue":
             settings["within_queue"] = queuewords.word(key, value, where, queuewords.WITHIN_QUEUE)
         elif key == "ReclaimWithinCohort":

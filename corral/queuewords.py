@@ -19,6 +19,8 @@ __all__ = [
     "PLAIN_RESOURCES",
     "QUEUEING_STRATEGY",
     "RECLAIM_WITHIN_COHORT",
+    "WHEN_CAN_BORROW",
+    "WHEN_CAN_PREEMPT",
     "WITHIN_QUEUE",
     "borrow_policy",
     "names",
@@ -34,6 +36,9 @@ RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
 #: Kueue's ClusterQueue queueingStrategy, its default first.
 QUEUEING_STRATEGY = ("BestEffortFIFO", "StrictFIFO")
+#: Kueue's flavorFungibility words, each default first (core/flavors.py).
+WHEN_CAN_BORROW = ("MayStopSearch", "TryNextFlavor")
+WHEN_CAN_PREEMPT = ("TryNextFlavor", "MayStopSearch")
 #: The TRES a queue divides besides GRES (sacctmgr's names).
 PLAIN_RESOURCES = ("cpu", "mem", "node")
 

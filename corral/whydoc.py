@@ -6,8 +6,14 @@ dict with every field; from a protobuf message:
 JSON values. Unknown and unlimited become ``null``: no expected start, no time
 limit, no MaxTime, a blocker hidden by PrivateData=jobs. Times are epoch
 seconds; node lists are hostlist expressions. A job that is not pending has
-only ``job_id``, ``user``, ``state``, ``reason``, ``nodes`` and ``queue``
-(its name, with no resources and a null head).
+only ``job_id``, ``user``, ``state``, ``reason``, ``nodes``, ``queue``
+(its name, with no resources and a null head) and ``flavor``.
+
+A job that names alternatives (``--gres=a|b``, ``--prefer``) has ``flavor``, the
+words of scontrol's ``Flavor=`` line (null for a plain job), and, pending,
+``flavors``: each alternative in its order with what the pass found for it
+(``starts``, ``awaited``, ``borrows``, ``untried`` or a pending reason), its
+expected start (null: none) and whether it is the one chosen.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
         "state": reply["state"],
         "reason": reply["reason"],
     }
+    doc["flavor"] = reply.get("flavor") or None
     if reply["state"] != "PENDING":
         doc["nodes"] = reply["nodes"] or None
         doc["queue"] = _queue(reply)
@@ -86,6 +93,16 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
         ],
         queue=_queue(reply),
         topology=_topology(reply),
+        flavors=[
+            {
+                "label": f["label"],
+                "gres": f["gres"] or None,
+                "outcome": f["outcome"],
+                "start": f["start"] or None,
+                "chosen": f["chosen"],
+            }
+            for f in reply.get("flavors", [])
+        ],
     )
     return doc
 

@@ -154,7 +154,7 @@ FIELDS = (
     Field(
         "partition", string("one partition, or a comma list", max_length=4096), update="Partition"
     ),
-    Field("prefer", _text(), WARNED, "soft feature preferences are not weighed"),
+    Field("prefer", _text(), note="as sbatch --prefer"),
     Field(
         "priority",
         no_val_input("administrators only"),
@@ -185,8 +185,8 @@ FIELDS = (
     Field("time_minimum", no_val_input("minutes")),
     Field(
         "tres_per_node",
-        string("e.g. gres/gpu:2", max_length=1024),
-        note="generic resources (gres/...) only",
+        string("e.g. gres/gpu:2, or alternatives gres/gpu:h100:8|gres/gpu:a100:8", max_length=1024),
+        note="generic resources (gres/...) only; alternatives as sbatch --gres=a|b",
     ),
     Field("wckey", _text(), WARNED, "WCKeys are not tracked"),
 )

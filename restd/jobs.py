@@ -95,6 +95,7 @@ JOB_INFO = obj(
         "nodes": string(),
         "partition": string(),
         "priority": no_val(),
+        "prefer": string(),
         "qos": string(),
         "requeue": boolean(),
         "required_nodes": string(),
@@ -263,6 +264,7 @@ _COPIED = {
     "minimum_cpus": "min_cpus",
     "name": "name",
     "nice": "nice",
+    "prefer": "prefer",
     "qos": "qos",
     "requeue": "requeue",
     "reservation": "reservation",
@@ -284,7 +286,10 @@ _NUMBERS = {
 
 def _gres(text: str) -> str:
     """``tres_per_node`` as sbatch's --gres: only generic resources are per-node TRES
-    Corral schedules; any other (cpu=, mem=, license/...) is refused, not dropped."""
+    Corral schedules; any other (cpu=, mem=, license/...) is refused, not dropped.
+    Alternatives (``gres/gpu:h100:8|gres/gpu:a100:8``) are each read so."""
+    if "|" in text:
+        return "|".join(_gres(option) for option in text.split("|"))
     items = [item for item in text.split(",") if item]
     other = [item for item in items if not item.startswith(("gres/", "gres:"))]
     if other:

@@ -20,6 +20,7 @@ WHY = obj(
         "user": string(),
         "state": string(),
         "reason": string(),
+        "flavor": _nullable(string()),
         "nodes": _nullable(string()),
         "partition": string(),
         "position": integer(minimum=0),
@@ -67,6 +68,17 @@ WHY = obj(
                     "state": string(),
                     "grace_end": _nullable(integer()),
                     "why": string(),
+                }
+            )
+        ),
+        "flavors": array(
+            obj(
+                {
+                    "label": string(),
+                    "gres": _nullable(string()),
+                    "outcome": string(),
+                    "start": _nullable(integer()),
+                    "chosen": boolean(),
                 }
             )
         ),

@@ -157,6 +157,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
         f"Features={null(job['features'])} DelayBoot=00:00:00",
+        *([f"Prefer={job['prefer']}"] if job.get("prefer") else []),
         *([f"Reservation={job['reservation']}"] if job["reservation"] else []),
         f"OverSubscribe={job['oversubscribe'] or 'OK'} Contiguous=0 Licenses=(null) Network=(null)",
         f"Command={null(job['command'])}",
@@ -198,6 +199,8 @@ def _tres_lines(job: Job) -> list[str]:
             out.append(f"{key}={job[field]}")
     if job.get("ntasks_per_tres"):
         out.append(f"NtasksPerTRES={job['ntasks_per_tres']}")
+    if job.get("flavor"):  # Corral's: which alternative it got or awaits, and why
+        out.append(f"Flavor={job['flavor']}")
     return out
 
 

@@ -481,6 +481,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "oversubscribe": _flag("oversubscribe"),
     "parsable": _flag("parsable"),
     "partition": lambda text: {"partitions": [p for p in (text or "").split(",") if p]},
+    "prefer": _text("prefer"),
     "priority": _priority,
     "qos": _text("qos"),
     "reservation": _text("reservation"),

@@ -140,6 +140,7 @@ TABLE = OptionTable(
         _row("overcommit", "O", NO_ARGUMENT),
         _row("overlap", arg=NO_ARGUMENT),
         _row("partition", "p", note=JOB_LEVEL),
+        _row("prefer", note="for a new job: tried first, as Slurm 22.05 does; " + JOB_LEVEL),
         _row(
             "pty",
             arg=NO_ARGUMENT,

@@ -14,7 +14,7 @@ used to drop the ones its step request has no field for without a word. Slurm:
 * ignores ``--gres-flags`` and ``--sockets-per-node`` (the job's allocation made that
   choice; said once) and refuses ``--gpus-per-socket``, which Corral lays out for
   jobs only;
-* ignores the job's account, partition and QOS, ``--exclusive``'s job-level
+* ignores the job's account, partition, ``--prefer`` and QOS, ``--exclusive``'s job-level
   values (``user``, ``mcs``, ``topo``, ``oversubscribe``) and the topology options
   (``--switches``, ``--segment``, Corral's ``--topology-level``), silently: the step
   runs as its job does. Corral says so once, unless the value is the job's own.
@@ -40,6 +40,7 @@ GPUS = ("gpus", "gpus-per-node", "gpus-per-task", "gres")
 JOB_LEVEL = (
     ("account", "SLURM_JOB_ACCOUNT"),
     ("partition", "SLURM_JOB_PARTITION"),
+    ("prefer", ""),  # no variable holds the job's: always said
     ("qos", "SLURM_JOB_QOS"),
 )
 #: Where the job's nodes are on the network: nothing to a step, which runs on them.

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from controller.core import devices, topology
+from controller.core.alternatives import Flavor, fungible
+from controller.core.flavors import Chooser
 from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
@@ -94,6 +96,16 @@ def _shape(job: Job) -> tuple[object, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """Where and when a job could start (before it is reserved): for ``length`` seconds."""
+
+    start: int
+    length: int
+    partition: str
+    nodes: tuple[str, ...]
+
+
 def duration(job: Job, part: PartitionView, window: int) -> int:
     """Seconds the job may run in ``part``: its limit, else the partition's, else the window."""
     minutes = job.time_limit if job.time_limit > 0 else part.max_time
@@ -113,6 +125,7 @@ class Backfill:
         free: FreeNodes,
         usage: Usage,
         queues: QueueLedger | None = None,
+        chooser: Chooser | None = None,
     ) -> None:
         self.snap = snap
         self.plan = plan
@@ -124,6 +137,8 @@ class Backfill:
         self.running_arrays = running_arrays
         self.usage = usage  # accounting limits' counters, after the main pass
         self.queues = queues or QueueLedger(None)  # the queues' totals, after the main pass
+        # Jobs naming alternatives (core/flavors.py): the main pass's choices go on here.
+        self.chooser = chooser or Chooser(snap, self.queues, plan)
         self.reserved = Reservations(free.order)
         # Advance reservations; the plans of the jobs in each are their own.
         self.windows = ResvWindows(snap.reservations)
@@ -240,7 +255,7 @@ class Backfill:
         while tasks:
             if throttle and self.running_arrays.get(job.array_job_id, 0) >= throttle:
                 return False
-            limit = self.usage.blocked(gates) or self.queues.blocked(job)
+            limit = self.usage.blocked(gates) or self.chooser.blocked(job)
             if limit is not None:  # no start and no reservation past a limit or a queue's
                 self.plan.reasons[job.job_id] = limit
                 self.queues.stop(job, limit)
@@ -253,12 +268,12 @@ class Backfill:
             bound = devices.bind(start, self.nodes)
             if bound is None:  # a share of a GPU this pass gave whole: the next pass
                 return True
-            start = bound
+            start = self.chooser.stamp(bound)
             self.plan.starts.append(start)
             take(self.nodes, start)
             self.free.taken(start)
             self.usage.take(gates)
-            self.queues.take(job)
+            self.chooser.take(job)
             assert self.timeline is not None
             self.timeline.take(start, self._end_of(job, start))
             if job.array_job_id:
@@ -281,25 +296,53 @@ class Backfill:
         resv = self.windows.of(job)
         if resv is not None and resv.start > self.now:
             return None
+        outcome = self.chooser.choose(job, lambda j: self._fit_parts(j, parts), self.nodes)
+        return outcome if isinstance(outcome, Start) else None
+
+    def _fit_parts(self, job: Job, parts: list[PartitionView]) -> Start | Reason:
+        """Where ``job`` starts now in the first of ``parts`` that holds it."""
         for part in parts:
             length = self._length(job, part, self.now)
             outcome = self._place(job, part, self.now, length, self.nodes, self.free)
             if isinstance(outcome, Start):
                 return outcome
-        return None
+        return Reason.RESOURCES
 
     def _reserve(self, job: Job, parts: list[PartitionView]) -> None:
-        """Reserve the earliest nodes and time the job fits at, within the window.
+        """Reserve the earliest nodes and time the job fits at, within the window; for a
+        job naming alternatives, those of the alternative expected to start soonest
+        (``Chooser.planned``; a tie goes to the more preferred), as Slurm starts a job in
+        several partitions "in the reservation offering the earliest start time"."""
+        if not fungible(job):
+            found = self._earliest(job, parts)
+            if found is not None:
+                self._claim(job, found)
+            return
+        best: tuple[_Found, Flavor] | None = None
+        starts: dict[int, int] = {}
+        for flavor in self.chooser.planned(job):
+            found = self._earliest(flavor.job, parts)
+            if found is None:
+                continue
+            starts[flavor.rank] = found.start
+            if best is None or found.start < best[0].start:
+                best = (found, flavor)
+        if best is not None:
+            self._claim(job, best[0])
+            self.chooser.expect(job, starts, best[1])
+
+    def _earliest(self, job: Job, parts: list[PartitionView]) -> _Found | None:
+        """The earliest nodes and time the job fits at, within the window.
 
         The job is tried at the timeline's probes (offsets from now that
         double). A cheap count (CPUs free on the partition's usable,
         unreserved nodes) skips probes before ``place`` is asked. Once a probe
         fits, the start moves back to when those same nodes became free
-        enough (``_sooner``).
+        enough (``_sooner``); of the partitions that fit at that probe, the one
+        whose start is soonest wins (a tie: the higher PriorityTier).
         """
         timeline = self.timeline
         assert timeline is not None
-        res = self.params.resolution
         need = job.cpus_needed
         shape = _shape(job)
         first = self.floor.get(shape, 0)
@@ -310,6 +353,7 @@ class Backfill:
             if resv is not None and when >= resv.end:
                 break
             free, totals = timeline.state(i)
+            found: _Found | None = None
             for part in parts:
                 total = totals[part.name]
                 if total < need:
@@ -321,12 +365,19 @@ class Backfill:
                 if isinstance(outcome, Start):
                     self.resume[key] = outcome.nodes[0]
                     start = self._sooner(job, part, outcome, when, length)
-                    end = ceil_to(start + length, res)
-                    self._claims(resv).add(start, end, outcome.nodes)
-                    self.plan.expected[job.job_id] = Expected(start, part.name, outcome.nodes)
-                    self.floor[shape] = i
-                    return
+                    if found is None or start < found.start:
+                        found = _Found(start, length, part.name, outcome.nodes)
+            if found is not None:
+                self.floor[shape] = i
+                return found
         self.floor[shape] = len(timeline.times)
+        return None
+
+    def _claim(self, job: Job, found: _Found) -> None:
+        """Reserve ``found``'s nodes from its start for its length: the job's plan."""
+        end = ceil_to(found.start + found.length, self.params.resolution)
+        self._claims(self.windows.of(job)).add(found.start, end, found.nodes)
+        self.plan.expected[job.job_id] = Expected(found.start, found.partition, found.nodes)
 
     def _sooner(self, job: Job, part: PartitionView, start: Start, probe: int, length: int) -> int:
         """The earliest time from which ``start``'s own nodes hold it, up to ``probe``.

@@ -17,6 +17,36 @@ def _empty() -> Mapping[int, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Alternative:
+    """One of a job's flavors (core/flavors.py) and what a pass found for it."""
+
+    label: str  # "gpu:h100:8", "gpu:h100:8 --prefer=nvlink"
+    gres: str  # the --gres it asks
+    # "starts" (the chosen one, starting now), "awaited" (the one the job waits for),
+    # "borrows" (it fits, but would borrow: passed over), "untried", or the pending
+    # reason it could not start now with ("Resources", "QueueCohortFull", ...).
+    outcome: str
+    start: int = 0  # its expected start (backfill's plan); 0: none
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Which of a job's flavors a pass chose (to start, or to wait for) and why."""
+
+    chosen: int  # index into ``alternatives``
+    alternatives: tuple[Alternative, ...]
+    # first: its first choice; next: the ones before could not start now; borrowing:
+    # none fits without borrowing (WhenCanBorrow=TryNextFlavor); soonest: expected to
+    # start soonest; preempting: preemption may make room (WhenCanPreempt=MayStopSearch);
+    # waiting: none can start now and none has an expected start.
+    why: str
+
+    @property
+    def gres(self) -> str:
+        return self.alternatives[self.chosen].gres
+
+
+@dataclass(frozen=True, slots=True)
 class Start:
     """Start ``job_id``; for an array's record, its pending task ``task`` (None: the first)."""
 
@@ -37,6 +67,7 @@ class Start:
     # (--gres-flags=enforce-binding), GPUs spread over this many sockets (--gpus-per-socket).
     enforce: bool = False
     sockets: int = 0
+    flavor: Choice | None = None  # of a job naming alternatives: the one it gets, and why
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +106,8 @@ class Plan:
     grace: Mapping[int, int] = field(default_factory=_empty)
     # Victims of a queue's reclaim: victim -> why, in a line (core/queueplan.py).
     why: Mapping[int, str] = field(default_factory=_empty)
+    # Waiting jobs that name alternatives: which one each waits for, and why.
+    choices: Mapping[int, Choice] = field(default_factory=_empty)
     # Jobs of a StrictFIFO queue waiting (Priority) behind its head, which could not
     # start this pass: job -> the head (core/queueplan.py).
     behind: Mapping[int, int] = field(default_factory=_empty)
@@ -100,6 +133,7 @@ class Draft:
     suspended: set[int] = field(default_factory=set)
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
+    choices: dict[int, Choice] = field(default_factory=dict)
     behind: dict[int, int] = field(default_factory=dict)
     switch_waits: dict[int, int] = field(default_factory=dict)
 
@@ -118,6 +152,7 @@ class Draft:
             suspended=frozenset(self.suspended),
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
+            choices=MappingProxyType(self.choices),
             behind=MappingProxyType(self.behind),
             switch_waits=MappingProxyType(self.switch_waits),
         )

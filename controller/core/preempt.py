@@ -33,17 +33,24 @@ free, in a later pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from controller.core import nodefree
-from controller.core.placement import first_fit
+from controller.core.alternatives import first_fit
 from controller.core.plan import Draft, Start
 from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 
-__all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions", "suspends", "victim_order"]
+__all__ = [
+    "MAX_PREEMPTORS",
+    "PreemptPolicy",
+    "may_take",
+    "preemptions",
+    "suspends",
+    "victim_order",
+]
 
 #: Waiting jobs that look for victims in one pass.
 MAX_PREEMPTORS = 20
@@ -76,6 +83,24 @@ def victim_order(now: int) -> Callable[[Running], tuple[bool, int, int, int, int
 def suspends(policy: PreemptPolicy, victim: Running) -> bool:
     """Whether preempting ``victim`` suspends it (PreemptMode=SUSPEND)."""
     return policy.mode_of(victim) == "SUSPEND"
+
+
+def may_take(snap: Snapshot, job: Job, now: int) -> Iterator[Running]:
+    """The running jobs ``job`` may preempt now under the snapshot's PreemptType
+    (none without one): past their PreemptExemptTime, PreemptMode not OFF, and
+    ``PreemptPolicy.may_preempt``."""
+    policy = snap.preempt
+    if policy is None:
+        return
+    priority = snap.ranking.of(job)
+    for r in snap.running:
+        if (
+            r.preemptable
+            and r.eligible <= now
+            and policy.mode_of(r) != "OFF"
+            and policy.may_preempt(job, r, priority)
+        ):
+            yield r
 
 
 def _fit(
@@ -131,17 +156,11 @@ def preemptions(
         warned = [r for r in snap.running if r.preempted_for == job.job_id]
         if warned and _fit(job, snap, nodes, warned) is not None:
             continue  # its victims' GraceTime runs: what they free is enough
-        priority = snap.ranking.of(job)
         candidates = sorted(
             (
                 r
-                for r in snap.running
-                if r.preemptable
-                and r.job_id not in chosen
-                and r.job_id not in claimed
-                and r.eligible <= now
-                and policy.mode_of(r) != "OFF"
-                and policy.may_preempt(job, r, priority)
+                for r in may_take(snap, job, now)
+                if r.job_id not in chosen and r.job_id not in claimed
             ),
             key=key,
         )

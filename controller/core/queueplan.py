@@ -34,7 +34,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from controller.core import quota
-from controller.core.placement import first_fit, take
+from controller.core.alternatives import first_fit
+from controller.core.placement import take
 from controller.core.plan import Draft, Start
 from controller.core.preempt import release, suspends
 from controller.core.quota import Eviction, Shares, Tree, WaitingJob
@@ -150,8 +151,9 @@ class QueueLedger:
             return False
         return self._admit(tree, view.shares, entry, preemptible=True).borrows
 
-    def take(self, job: Job) -> None:
-        """Count a start of ``job`` in its queue and the queues above it."""
+    def take(self, job: Job, request: Mapping[str, int] | None = None) -> None:
+        """Count a start of ``job`` in its queue and the queues above it: what it asks,
+        or ``request`` (the alternative it starts on, core/flavors.py)."""
         view, tree = self.view, self.tree
         entry = view.entries.get(job.job_id) if view is not None else None
         if entry is None or tree is None:
@@ -159,7 +161,7 @@ class QueueLedger:
         self._answers.clear()
         for name in tree.path(entry.queue):
             totals = self.totals[name]
-            for resource, amount in entry.request.items():
+            for resource, amount in (entry.request if request is None else request).items():
                 totals[resource] = totals.get(resource, 0) + amount
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from controller.core import dependency, devices
 from controller.core.backfill import WAITING, Backfill, BackfillParams
+from controller.core.flavors import Chooser
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
@@ -137,6 +138,7 @@ def schedule(
             plan.reasons[job.job_id] = reason
     free = FreeNodes(nodes, NodeOrder(nodes, snap.partitions.values(), bitmaps))
     queues = QueueLedger(snap.queues)
+    chooser = Chooser(snap, queues, plan)  # jobs naming alternatives: core/flavors.py
     ordered = queues.in_quota_first(_order(candidates, snap))
     if depth is not None and len(ordered) > depth:
         ordered, untried = ordered[:depth], ordered[depth:]
@@ -144,6 +146,11 @@ def schedule(
         untried = []
     usage = Usage(snap.usage)
     windows = ResvWindows(snap.reservations)
+
+    def fit_now(asked: Job) -> Start | Reason:
+        """Placement now, in the first partition that holds ``asked`` (one alternative)."""
+        return first_fit(asked, snap, nodes, blocked, free, windows, now)
+
     for job in ordered:
         head = queues.head_of(job)
         if head is not None:  # StrictFIFO: its queue's head could not start; nor may it
@@ -168,12 +175,12 @@ def schedule(
             if throttle and running_arrays.get(job.array_job_id, 0) >= throttle:
                 plan.reasons[job.job_id] = Reason.JOB_ARRAY_TASK_LIMIT
                 break
-            limit = usage.blocked(gates) or queues.blocked(job)
+            limit = usage.blocked(gates) or chooser.blocked(job)
             if limit is not None:  # held back by a limit or its queue: blocks nothing behind
                 plan.reasons[job.job_id] = limit
                 queues.stop(job, limit)  # but the rest of a StrictFIFO queue
                 break
-            outcome = first_fit(job, snap, nodes, blocked, free, windows, now)
+            outcome = chooser.choose(job, fit_now, nodes)
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
                 if outcome in WAITING:
@@ -189,20 +196,20 @@ def schedule(
                 plan.reasons[job.job_id] = Reason.RESOURCES
                 queues.stop(job, Reason.RESOURCES)
                 break
-            outcome = bound
+            outcome = chooser.stamp(bound)
             plan.starts.append(outcome)
             started.append((job, outcome))
             take(nodes, outcome)
             free.taken(outcome)
             usage.take(gates)
-            queues.take(job)
+            chooser.take(job)
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
     plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
-        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage, queues)
+        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage, queues, chooser)
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)
@@ -211,6 +218,8 @@ def schedule(
     # PreemptMode is SUSPEND, else requeued when it may be (an evicted workload comes
     # back, as in KAI and Kueue), else cancelled.
     running = {r.job_id: r for r in snap.running}
+    # A job that stopped at an alternative it may preempt for asks for that one alone.
+    snap, ordered = chooser.awaited(snap, ordered)
     # A job behind its StrictFIFO queue's head makes no room for itself: only the head may.
     heads_only = [job for job in ordered if job.job_id not in plan.behind]
     reclaimed = reclaims(snap, plan, nodes, heads_only)

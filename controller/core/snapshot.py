@@ -211,6 +211,8 @@ class QueueEntry:
     request: Amounts
     preemptible: bool
     eligible_time: int
+    # A job naming --gres alternatives: the request of each, in its order (core/flavors.py).
+    flavors: tuple[Amounts, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from controller.core import topology
+from controller.core.alternatives import flavors_of, fungible
 from controller.core.backfill import BackfillParams, duration
 from controller.core.placement import partitions_of, take
-from controller.core.plan import Expected, Plan
+from controller.core.plan import Choice, Expected, Plan
 from controller.core.request import cpus_per_node, features_match, mem_per_node, node_fits
 from controller.core.resvwindows import FOREVER, ResvWindows
 from controller.core.schedule import queue_key, schedule
@@ -133,6 +134,10 @@ class Why:
     now: int
     queue_head: Head | None = None  # StrictFIFO: the head it waits behind
     topology: TopologyAsk | None = None
+    # A job naming alternatives (core/flavors.py): what the pass found for each, and
+    # the one it starts on or waits for (the needs, free nodes and blockers are that
+    # one's); None for a plain job.
+    flavors: Choice | None = None
 
 
 def explain(
@@ -156,6 +161,8 @@ def explain(
     if plan is None:
         plan = _plan_ahead(snap, now, params, job)
     expected = _expected(plan, job_id)
+    choice = _choice(plan, job_id)
+    asked, job = job, _awaited(job, choice)  # suggestions change what it asked
     parts = partitions_of(job, snap)
     part = next((p for p in parts if expected and p.name == expected.partition), None)
     part = part or (parts[0] if parts else _missing(job))
@@ -193,9 +200,9 @@ def explain(
     if reason in CURABLE and not starts_now and head is None:  # no request passes its head
         best = expected.start_time if expected else None
         suggestions = _suggestions(
-            snap, now, params, job, part, needs, free, blockers, reservations, best, others
+            snap, now, params, asked, part, needs, free, blockers, reservations, best, others
         )
-    asked, relaxed = _topology(snap, now, params, job, part, expected, starts_now)
+    network, relaxed = _topology(snap, now, params, job, part, expected, starts_now)
     suggestions += relaxed
     return Why(
         job_id=job_id,
@@ -215,8 +222,23 @@ def explain(
         suggestions=suggestions,
         now=now,
         queue_head=head,
-        topology=asked,
+        topology=network,
+        flavors=choice,
     )
+
+
+def _choice(plan: Plan, job_id: int) -> Choice | None:
+    """What the plan chose among the job's alternatives: to start it, or to wait for."""
+    start = next((s for s in plan.starts if s.job_id == job_id), None)
+    return start.flavor if start is not None else plan.choices.get(job_id)
+
+
+def _awaited(job: Job, choice: Choice | None) -> Job:
+    """The job as the alternative it starts on or waits for asks (itself when plain)."""
+    if choice is None or not fungible(job):
+        return job
+    flavors = flavors_of(job)
+    return flavors[choice.chosen].job if choice.chosen < len(flavors) else job
 
 
 def _head(snap: Snapshot, plan: Plan, head_id: int | None) -> Head | None:

@@ -110,6 +110,7 @@ def test_a_job_that_is_not_pending_says_its_state() -> None:
         "user": "bob",
         "state": "RUNNING",
         "reason": "None",
+        "flavor": None,
         "nodes": "node[1-2]",
         "queue": None,
     }
