@@ -316,6 +316,10 @@ def admit(
     if any(n not in known for n in req_nodes + exc_nodes):
         raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
     counts = _counts(spec, len(req_nodes))
+    if spec.elastic_signal and counts.max_nodes <= counts.min_nodes:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)  # --elastic needs -N min-max
+    if spec.elastic_signal > 64:
+        raise SlurmError(errors.EINVAL, "Invalid --elastic signal")
     time_limit = spec.time_limit
     if time_limit is None:
         default = conf.partition(partitions[0])
@@ -402,6 +406,7 @@ def admit(
         oversubscribe=spec.oversubscribe,
         reservation=spec.reservation,
         interactive=spec.interactive,
+        elastic_signal=spec.elastic_signal,
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)

@@ -495,10 +495,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     self.hooks.launch(job)
                 case Granted(job):
                     self.hooks.granted(job)
-                case NodeProlog(job):
-                    self.nodehooks.prolog(job)
-                case NodeEpilog(job, status):
-                    self.nodehooks.epilog(job, status)
+                case NodeProlog(job, nodes):
+                    self.nodehooks.prolog(job, nodes)
+                case NodeEpilog(job, status, nodes):
+                    self.nodehooks.epilog(job, status, nodes)
                 case Ended(job, status):
                     self.hooks.ended(job, status)
                 case Kill(job, reason, delay) if delay:

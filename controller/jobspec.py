@@ -82,6 +82,7 @@ class JobSpec:
     run_as_uid: int | None = None
     run_as_gid: int | None = None
     clusters: str = ""
+    elastic_signal: int = 0
 
 
 def from_wire(message: Any) -> JobSpec:

@@ -71,6 +71,12 @@ class Plan:
     grace: Mapping[int, int] = field(default_factory=_empty)
     # Victims of a queue's reclaim: victim -> why, in a line (core/queueplan.py).
     why: Mapping[int, str] = field(default_factory=_empty)
+    # Elastic jobs (core/elastic.py): running ones that grow, with what they get on
+    # their new nodes (a ``Start`` of those nodes alone); and those that shrink under
+    # pressure, with the nodes they give back and the waiting job they make room for.
+    grown: Mapping[int, Start] = field(default_factory=_empty)
+    shrunk: Mapping[int, tuple[str, ...]] = field(default_factory=_empty)
+    shrunk_for: Mapping[int, int] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -90,6 +96,9 @@ class Draft:
     suspended: set[int] = field(default_factory=set)
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
+    grown: dict[int, Start] = field(default_factory=dict)
+    shrunk: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    shrunk_for: dict[int, int] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -106,4 +115,7 @@ class Draft:
             suspended=frozenset(self.suspended),
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
+            grown=MappingProxyType(self.grown),
+            shrunk=MappingProxyType(self.shrunk),
+            shrunk_for=MappingProxyType(self.shrunk_for),
         )

@@ -30,7 +30,7 @@ from controller.core import quota
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Start
 from controller.core.preempt import release, suspends
-from controller.core.quota import Eviction, Shares, Tree, WaitingJob
+from controller.core.quota import Amounts, Eviction, Shares, Tree, WaitingJob
 from controller.core.snapshot import NodeView, QueueEntry, QueueView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
@@ -97,14 +97,29 @@ class QueueLedger:
 
     def take(self, job: Job) -> None:
         """Count a start of ``job`` in its queue and the queues above it."""
-        view, tree = self.view, self.tree
+        view = self.view
         entry = view.entries.get(job.job_id) if view is not None else None
-        if entry is None or tree is None:
+        if entry is not None:
+            self.take_growth(entry.queue, entry.request)
+
+    def blocked_growth(self, queue: str, request: Amounts, preemptible: bool) -> Reason | None:
+        """The queue's reason a running job of ``queue`` may not take ``request`` more
+        now (an elastic job's node more, ``core/elastic.py``), or None."""
+        view, tree = self.view, self.tree
+        if view is None or tree is None or not queue or queue == quota.ROOT:
+            return None
+        admission = quota.admit_totals(tree, view.shares, self.totals, queue, request, preemptible)
+        return None if admission.admitted else Reason(admission.reason)
+
+    def take_growth(self, queue: str, request: Amounts) -> None:
+        """Count ``request`` in ``queue`` and the queues above it."""
+        tree = self.tree
+        if tree is None or not queue:
             return
         self._answers.clear()
-        for name in tree.path(entry.queue):
+        for name in tree.path(queue):
             totals = self.totals[name]
-            for resource, amount in entry.request.items():
+            for resource, amount in request.items():
                 totals[resource] = totals.get(resource, 0) + amount
 
 

@@ -6,7 +6,8 @@ Phases, in order: ``order`` (partition PriorityTier, priority, then submit order
 job now) → record a start or the reason it waits. Within a partition the
 first job that cannot start blocks the ones behind it (they wait with reason
 Priority), as Slurm's main scheduler does. Then, when asked, ``backfill``
-goes over the jobs left waiting (see ``backfill.py``).
+goes over the jobs left waiting (see ``backfill.py``); then reclaim and
+preemption; last, elastic jobs grow onto what is still free (``elastic.py``).
 
 Resources taken by earlier starts in the same pass are tracked locally, so
 one plan never allocates a CPU twice. Node choice and partition limits live
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from controller.core import dependency, devices
+from controller.core import dependency, devices, elastic
 from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
@@ -223,4 +224,6 @@ def schedule(
     for victim in plan.preempted:
         if running[victim].grace > 0:
             plan.grace[victim] = running[victim].grace
+    # Last: elastic jobs grow onto what no pending job could take (core/elastic.py).
+    elastic.grow(snap, plan, nodes, usage, queues, queue_key(snap))
     return plan.freeze()

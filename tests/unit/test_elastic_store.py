@@ -1,0 +1,121 @@
+"""Elastic jobs carried out by the controller (issue 18, point 3): a pass's growth
+and shrink become one ``Resize`` each, the ledger and the accounting records follow,
+and the agents are told (``controller/elastic.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from controller import elastic
+from controller.core import schedule
+from controller.effects import Effect, Resized
+from controller.jobspec import from_fields
+from controller.jobstate import Cancel, Finish, InvalidTransition, JobState, Reason, Resize, apply
+from controller.journal import Journal
+from controller.model import Job
+from controller.principal import principal_for
+from controller.store import JobStore, Registration
+from corral.config import parse
+
+CONF = """\
+ClusterName=test
+SlurmctldHost=ctl
+NodeName=n[1-3] CPUs=4 RealMemory=4000
+PartitionName=p Nodes=ALL Default=YES
+"""
+ELASTIC = from_fields(
+    {
+        "name": "e",
+        "script": "#!/bin/sh\ntrue\n",
+        "work_dir": "/tmp",
+        "min_nodes": 1,
+        "max_nodes": 3,
+        "elastic_signal": 28,
+        "exclusive": True,
+    }
+)
+WHOLE = from_fields({"name": "w", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"})
+USER = principal_for(1000, 1000)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    store = JobStore(parse(CONF, str(tmp_path / "slurm.conf")), Journal(str(tmp_path / "state")))
+    for name in ("n1", "n2", "n3"):
+        store.node_registered(Registration(name, 4, 4000), monotonic=1.0, now=10)
+    return store
+
+
+def cycle(store: JobStore, now: int) -> list[Job]:
+    """One pass as the loop makes it: schedule, commit, carry out resizes."""
+    plan = schedule(store.snapshot(), now)
+    store.commit(plan)
+    return elastic.apply(store, plan)
+
+
+def effects(store: JobStore) -> list[Effect]:
+    sent: list[Effect] = []
+    store.dispatch_to(sent.extend)
+    asyncio.run(store.flush())
+    return sent
+
+
+def test_an_elastic_job_starts_with_the_free_nodes_and_grows_as_others_end(
+    store: JobStore,
+) -> None:
+    blockers = [
+        store.submit(replace(WHOLE, req_nodes=name, exclusive=True), USER, now=100).job
+        for name in ("n2", "n3")
+    ]
+    cycle(store, 110)
+    job = store.submit(ELASTIC, USER, now=120).job
+    cycle(store, 130)
+    assert store.jobs[job.job_id].nodes == ("n1",)  # what was free: at least its minimum
+    effects(store)
+    store.post(blockers[0].job_id, Cancel(140))
+    cycle(store, 141)
+    assert store.jobs[job.job_id].nodes == ("n1",)  # n2 completing: still held
+    store.post(blockers[0].job_id, Finish(142, 0, "cancelled"))
+    resized = cycle(store, 143)
+    assert [j.nodes for j in resized] == [("n1", "n2")]
+    grown = store.jobs[job.job_id]
+    assert grown.state is JobState.RUNNING and grown.resize_time == 143
+    assert grown.cpus == (4, 4) and grown.cpu_ids == ((0, 1, 2, 3), (0, 1, 2, 3))
+    assert store.used("n2") == (4, 0)
+    told = [e for e in effects(store) if isinstance(e, Resized)]
+    assert [(e.old.nodes, e.job.nodes) for e in told] == [(("n1",), ("n1", "n2"))]
+
+
+def test_a_resize_closes_the_accounting_record_of_the_old_size(store: JobStore) -> None:
+    store.durable.recorder = lambda job: (
+        f"{job.nodes}:{sorted(job.flags)}:{job.end_time}:{job.resize_time}".encode()
+    )
+    job = store.submit(ELASTIC, USER, now=100).job
+    cycle(store, 110)
+    asyncio.run(store.flush())
+    store.durable.delivered(max(store.durable.outbox))
+    assert store.jobs[job.job_id].nodes == ("n1", "n2", "n3")
+    started = store.jobs[job.job_id]
+    store.post(job.job_id, Resize(150, ("n1",), (4,), (0,), (), (), ((0, 1, 2, 3),)))
+    asyncio.run(store.flush())
+    assert list(store.durable.outbox.values()) == [
+        f"{started.nodes}:['RESIZING']:150:0".encode(),
+        b"('n1',):[]:0:150",
+    ]
+    assert store.used("n2") == (0, 0) and store.used("n1") == (4, 0)
+
+
+def test_a_resize_keeps_the_batch_host_and_needs_a_running_job() -> None:
+    job = Job(
+        1, "e", 0, 0, "u", "g", JobState.RUNNING, Reason.NONE, 0, ("p",),
+        nodes=("n1", "n2"), cpus=(1, 1), alloc_mem=(0, 0),
+    )  # fmt: skip
+    with pytest.raises(InvalidTransition):
+        apply(job, Resize(5, ("n2",), (1,), (0,)))
+    with pytest.raises(InvalidTransition):
+        apply(replace(job, state=JobState.SUSPENDED), Resize(5, ("n1",), (1,), (0,)))
+    assert apply(job, Resize(5, ("n1",), (1,), (0,))).nodes == ("n1",)
