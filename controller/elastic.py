@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the store builds snapshots with ``views``: no import cycle 
 
 log = logging.getLogger(__name__)
 
-__all__ = ["apply", "resizable", "shrink", "views"]
+__all__ = ["apply", "resizable", "shrink", "views", "with_allocation"]
 
 #: Node names of a job's nodes not yet chosen (what-ifs of its size; never placed).
 _SOME_NODE = "?"
@@ -254,6 +254,21 @@ def _kept(job: Job, keep: list[int], now: int) -> jobstate.Resize:
         tuple(job.gres_alloc[i] for i in keep) if job.gres_alloc else (),
         pick(job.gpus),
         pick(job.cpu_ids),
+    )
+
+
+def with_allocation(job: Job, source: Job) -> Job:
+    """``job`` with ``source``'s allocation (an update's other fields kept over a
+    resize made meanwhile)."""
+    return replace(
+        job,
+        nodes=source.nodes,
+        cpus=source.cpus,
+        alloc_mem=source.alloc_mem,
+        gres_alloc=source.gres_alloc,
+        gpus=source.gpus,
+        cpu_ids=source.cpu_ids,
+        resize_time=source.resize_time,
     )
 
 

@@ -13,13 +13,26 @@ import pytest
 from controller import elastic
 from controller.core import schedule
 from controller.effects import Effect, Resized
+from controller.jobcontrol import JobControl
 from controller.jobspec import from_fields
-from controller.jobstate import Cancel, Finish, InvalidTransition, JobState, Reason, Resize, apply
+from controller.jobstate import (
+    Cancel,
+    Finish,
+    InvalidTransition,
+    JobState,
+    Reason,
+    Resize,
+    Resume,
+    Suspend,
+    apply,
+)
 from controller.journal import Journal
 from controller.model import Job
 from controller.principal import principal_for
 from controller.store import JobStore, Registration
+from corral import errors
 from corral.config import parse
+from corral.wire import corral_pb2 as pb
 
 CONF = """\
 ClusterName=test
@@ -119,3 +132,84 @@ def test_a_resize_keeps_the_batch_host_and_needs_a_running_job() -> None:
     with pytest.raises(InvalidTransition):
         apply(replace(job, state=JobState.SUSPENDED), Resize(5, ("n1",), (1,), (0,)))
     assert apply(job, Resize(5, ("n1",), (1,), (0,))).nodes == ("n1",)
+
+
+# ---------------------------------------------------------------- scontrol update NumNodes
+
+
+def update(store: JobStore, job_id: int, uid: int = 1000, **updates: str) -> pb.JobResult | None:
+    """``scontrol update JobId=<job_id> <updates>``: the failure, if any."""
+    req = pb.JobControlRequest(action="update", job_ids=[str(job_id)], updates=updates)
+    results = list(JobControl(store).control(req, principal_for(uid, uid), 200).results)
+    return results[0] if results else None
+
+
+def test_numnodes_shrinks_a_running_job_to_its_first_nodes(store: JobStore) -> None:
+    plain = store.submit(replace(WHOLE, min_nodes=3, exclusive=True), USER, now=100).job
+    cycle(store, 110)
+    effects(store)
+    assert update(store, plain.job_id, NumNodes="2") is None
+    job = store.jobs[plain.job_id]
+    assert (job.nodes, job.min_nodes, job.max_nodes, job.resize_time) == (("n1", "n2"), 2, 2, 200)
+    assert store.used("n3") == (0, 0)
+    told = [e for e in effects(store) if isinstance(e, Resized)]
+    assert [(e.old.nodes, e.job.nodes, e.job.elastic_signal) for e in told] == [
+        (("n1", "n2", "n3"), ("n1", "n2"), 0)
+    ]
+    assert update(store, plain.job_id, NumNodes="2") is None  # no change: nothing told
+    assert effects(store) == []
+
+
+#: (what the update says, the job's nodes) -> Slurm's answer
+REFUSED = {
+    "growth, as Slurm refuses it": ({"NumNodes": "3"}, ("n1", "n2"), 2006),
+    "no node at all": ({"NumNodes": "0"}, ("n1", "n2"), 2006),
+    "MinNodes of a running job": ({"MinNodes": "1"}, ("n1", "n2"), 2073),
+}
+
+
+@pytest.mark.parametrize(("updates", "nodes", "code"), list(REFUSED.values()), ids=list(REFUSED))
+def test_slurms_answers_to_a_size_it_refuses(
+    store: JobStore, updates: dict[str, str], nodes: tuple[str, ...], code: int
+) -> None:
+    job = store.submit(replace(WHOLE, min_nodes=2, exclusive=True), USER, now=100).job
+    cycle(store, 110)
+    refused = update(store, job.job_id, **updates)
+    assert refused is not None and refused.code == code
+    assert refused.message == errors.MESSAGES[code]
+    assert store.jobs[job.job_id].nodes == nodes
+
+
+def test_a_suspended_job_keeps_its_size_and_disable_job_shrink_refuses(
+    store: JobStore, tmp_path: Path
+) -> None:
+    job = store.submit(replace(WHOLE, min_nodes=2, exclusive=True), USER, now=100).job
+    cycle(store, 110)
+    store.post(job.job_id, Suspend(120))
+    assert update(store, job.job_id, NumNodes="1").code == errors.ESLURM_DISABLED  # type: ignore[union-attr]
+    store.post(job.job_id, Resume(130))
+    conf = parse(CONF + "SchedulerParameters=disable_job_shrink\n", str(tmp_path / "slurm.conf"))
+    store.apply_config(conf)
+    refused = update(store, job.job_id, NumNodes="1")
+    assert refused is not None and refused.code == errors.ESLURM_NOT_SUPPORTED
+    assert store.jobs[job.job_id].nodes == ("n1", "n2")
+
+
+def test_numnodes_sets_an_elastic_jobs_range(store: JobStore) -> None:
+    job = store.submit(ELASTIC, USER, now=100).job
+    cycle(store, 110)
+    assert update(store, job.job_id, NumNodes="2") is None
+    shrunk = store.jobs[job.job_id]
+    assert (shrunk.nodes, shrunk.min_nodes, shrunk.max_nodes) == (("n1", "n2"), 1, 2)
+    assert cycle(store, 120) == []  # no growth back past its new maximum
+    assert update(store, job.job_id, NumNodes="1-3") is None
+    assert (store.jobs[job.job_id].nodes, store.jobs[job.job_id].max_nodes) == (("n1",), 3)
+    assert [j.nodes for j in cycle(store, 130)] == [("n1", "n2", "n3")]
+
+
+def test_only_the_owner_or_an_operator_resizes(store: JobStore) -> None:
+    job = store.submit(replace(WHOLE, min_nodes=2, exclusive=True), USER, now=100).job
+    cycle(store, 110)
+    refused = update(store, job.job_id, uid=2000, NumNodes="1")
+    assert refused is not None and refused.code == errors.ESLURM_ACCESS_DENIED
+    assert update(store, job.job_id, uid=0, NumNodes="1") is None
