@@ -32,14 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from controller.core import devices, features
 from controller.core.limits import Usage
 from controller.core.nodeindex import selection_sorted
 from controller.core.placement import take
 from controller.core.plan import Draft, Start
-from controller.core.queueplan import QueueLedger
 from controller.core.quota import RunningJob
 from controller.core.request import Fit, cpus_per_node, node_fits, share
 from controller.core.resvwindows import ResvWindows, run_end
@@ -54,7 +53,10 @@ from controller.core.snapshot import (
 from controller.jobstate import Reason
 from controller.model import Job
 
-__all__ = ["divide", "divide_quota", "grow"]
+if TYPE_CHECKING:  # queueplan imports preempt, which divides jobs here
+    from controller.core.queueplan import QueueLedger
+
+__all__ = ["divide", "divide_quota", "grow", "shrink", "shrinking"]
 
 #: A pending job's reasons that say it waits for nodes (so growth must not take them).
 _WAITING = frozenset({Reason.RESOURCES, Reason.PRIORITY})
@@ -249,6 +251,18 @@ def _padded(items: tuple[T, ...], count: int) -> tuple[T, ...]:
 # ---------------------------------------------------------------- under pressure
 
 
+def shrink(plan: Draft, part: Running, for_job: int) -> None:
+    """Record that ``part`` (one node of an elastic job, ``divide``) is given back to
+    make room for waiting job ``for_job``."""
+    plan.shrunk[part.job_id] = (*plan.shrunk.get(part.job_id, ()), *part.nodes)
+    plan.shrunk_for[part.job_id] = for_job
+
+
+def shrinking(plan: Draft, part: Running) -> bool:
+    """Whether ``part`` is already given back in this pass."""
+    return bool(set(part.nodes) & set(plan.shrunk.get(part.job_id, ())))
+
+
 def divide(
     running: Iterable[Running], elastic: Mapping[int, Elastic]
 ) -> tuple[list[Running], frozenset[Running]]:
@@ -263,7 +277,7 @@ def divide(
             out.append(r)
             continue
         out.append(_slice(r, 0, least))
-        for i in range(least, len(r.nodes)):
+        for i in reversed(range(least, len(r.nodes))):  # the last one it got first
             part = _slice(r, i, i + 1)
             out.append(part)
             parts.add(part)
@@ -282,7 +296,7 @@ def divide_quota(running: Iterable[RunningJob], elastic: Mapping[int, Elastic]) 
             out.append(v)
             continue
         rest = dict(v.resources)
-        for i in range(least, len(e.held)):
+        for i in reversed(range(least, len(e.held))):  # the last one it got first
             for resource, amount in e.held[i].items():
                 rest[resource] = rest.get(resource, 0) - amount
             out.append(replace(v, resources=e.held[i], part=e.job.nodes[i], suspends=False))

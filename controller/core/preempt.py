@@ -25,6 +25,10 @@ suspended (docs/design.md, "Suspending jobs"), so its trial release gives
 back its CPUs alone: it is chosen only where the waiting job needs no more
 than those CPUs of it.
 
+An elastic job above its minimum is divided (``core/elastic.py``): its first
+``min_nodes`` nodes are one victim, each node above them another, tried before
+any whole job; taking one shrinks the job (``Plan.shrunk``) and ends nothing.
+
 A waiting job whose victims are still in their GraceTime looks for no more
 while what they will free is enough. The controller then warns, requeues or
 cancels them (PreemptMode) and the waiting job starts when their nodes are
@@ -36,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from controller.core import nodefree
+from controller.core import elastic, nodefree
 from controller.core.placement import first_fit
 from controller.core.plan import Draft, Start
 from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
@@ -79,29 +83,38 @@ def suspends(policy: PreemptPolicy, victim: Running) -> bool:
 
 
 def _fit(
-    job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], freed: Sequence[Running]
+    job: Job,
+    snap: Snapshot,
+    nodes: Mapping[str, NodeView],
+    freed: Sequence[Running],
+    parts: AbstractSet[Running] = frozenset(),
 ) -> Start | None:
     """Where ``job`` would start once ``freed`` are gone (or, suspended, have lent
-    their CPUs), or None."""
+    their CPUs; an elastic job's ``parts`` are given back whole), or None."""
     trial = dict(nodes)
     policy = snap.preempt
     for victim in freed:
-        release(trial, victim, cpus_only=policy is not None and suspends(policy, victim))
+        lends = policy is not None and suspends(policy, victim) and victim not in parts
+        release(trial, victim, cpus_only=lends)
     outcome = first_fit(job, snap, trial, set())
     return outcome if isinstance(outcome, Start) else None
 
 
 def _minimal(
-    job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], taken: list[Running]
+    job: Job,
+    snap: Snapshot,
+    nodes: Mapping[str, NodeView],
+    taken: list[Running],
+    parts: AbstractSet[Running],
 ) -> tuple[list[Running], Start] | None:
     """The fewest of ``taken`` (in order) the job needs, and where it would start."""
-    start = _fit(job, snap, nodes, taken)
+    start = _fit(job, snap, nodes, taken, parts)
     if start is None:
         return None
     kept = list(taken)
     for victim in reversed(taken[:-1]):
         fewer = [v for v in kept if v is not victim]
-        trial = _fit(job, snap, nodes, fewer)
+        trial = _fit(job, snap, nodes, fewer, parts)
         if trial is not None:
             kept, start = fewer, trial
     used = set(start.nodes)
@@ -124,6 +137,9 @@ def preemptions(
     chosen: dict[int, int] = {}
     tried = 0
     key = victim_order(now)
+    # An elastic job's nodes above its minimum are victims of their own, tried first:
+    # taking one only shrinks the job (core/elastic.py).
+    pool, parts = elastic.divide(snap.running, snap.elastic)
     for job in ordered:
         if plan.reasons.get(job.job_id) is not Reason.RESOURCES or tried >= MAX_PREEMPTORS:
             continue
@@ -135,25 +151,31 @@ def preemptions(
         candidates = sorted(
             (
                 r
-                for r in snap.running
+                for r in pool
                 if r.preemptable
                 and r.job_id not in chosen
                 and r.job_id not in claimed
+                and not (r in parts and elastic.shrinking(plan, r))
                 and r.eligible <= now
                 and policy.mode_of(r) != "OFF"
                 and policy.may_preempt(job, r, priority)
             ),
-            key=key,
+            key=lambda r: (r not in parts, *key(r)),
         )
         taken: list[Running] = list(warned)
         for victim in candidates:
             taken.append(victim)
-            if _fit(job, snap, nodes, taken) is None:
+            if _fit(job, snap, nodes, taken, parts) is None:
                 continue
-            found = _minimal(job, snap, nodes, taken)
+            found = _minimal(job, snap, nodes, taken, parts)
             if found is not None:
                 for kept in found[0]:
-                    if kept not in warned:
+                    if kept in parts:
+                        elastic.shrink(plan, kept, job.job_id)
+                    elif kept not in warned:
                         chosen[kept.job_id] = job.job_id
             break
+    for job_id in chosen:  # a job preempted whole gives back every node anyway
+        plan.shrunk.pop(job_id, None)
+        plan.shrunk_for.pop(job_id, None)
     return chosen

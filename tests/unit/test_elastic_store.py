@@ -213,3 +213,26 @@ def test_only_the_owner_or_an_operator_resizes(store: JobStore) -> None:
     refused = update(store, job.job_id, uid=2000, NumNodes="1")
     assert refused is not None and refused.code == errors.ESLURM_ACCESS_DENIED
     assert update(store, job.job_id, uid=0, NumNodes="1") is None
+
+
+def test_under_preemption_an_elastic_job_gives_back_a_node_and_goes_on(tmp_path: Path) -> None:
+    conf = parse(
+        CONF.replace("PartitionName=p Nodes=ALL Default=YES", "PartitionName=p Nodes=ALL")
+        + "PartitionName=low Nodes=ALL Default=YES PriorityTier=1\n"
+        "PartitionName=high Nodes=ALL PriorityTier=2\n"
+        "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n",
+        str(tmp_path / "slurm.conf"),
+    )
+    store = JobStore(conf, Journal(str(tmp_path / "state")))
+    for name in ("n1", "n2", "n3"):
+        store.node_registered(Registration(name, 4, 4000), monotonic=1.0, now=10)
+    wide = store.submit(ELASTIC, USER, now=100).job
+    cycle(store, 110)
+    assert store.jobs[wide.job_id].nodes == ("n1", "n2", "n3")
+    urgent = store.submit(replace(WHOLE, partitions=("high",), exclusive=True), USER, now=120).job
+    resized = cycle(store, 130)
+    assert [j.nodes for j in resized] == [("n1", "n2")]
+    assert store.jobs[wide.job_id].state is JobState.RUNNING
+    cycle(store, 131)
+    assert store.jobs[urgent.job_id].nodes == ("n3",)
+    assert store.jobs[wide.job_id].nodes == ("n1", "n2")
