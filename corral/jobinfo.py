@@ -62,6 +62,9 @@ COPIED: Final[dict[str, str]] = {
     "suspend_time": "suspend_time",
     "pre_suspend_secs": "pre_suspend_secs",
     "suspended_secs": "suspended_secs",
+    "elastic_signal": "elastic_signal",
+    "min_nodes": "min_nodes",
+    "resize_time": "resize_time",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -115,6 +118,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
 NOT_SET: Final[dict[str, str]] = {
     "state_desc": "no reason text overrides the reason's name",
     "sched_partition": "a pending job's partitions are all in partition",
+    "run_start": "set by controller.accounting in a resized job's records alone",
 }
 
 #: JobInfo fields restd shows, and the JOB_INFO key each appears under, in the
@@ -209,5 +213,9 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "preempt_eligible_time",
         "preempt_time",
         "checkpointed",
+        "elastic_signal",
+        "min_nodes",
+        "resize_time",
+        "run_start",
     }
 )

@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from controller import elastic
+from cli.jobs import record
+from cli.sacct import query
+from controller import accounting, elastic, views
 from controller.core import schedule
 from controller.effects import Effect, Resized
 from controller.jobcontrol import JobControl
@@ -32,7 +35,9 @@ from controller.principal import principal_for
 from controller.store import JobStore, Registration
 from corral import errors
 from corral.config import parse
+from corral.wire import codec
 from corral.wire import corral_pb2 as pb
+from tests.unit.test_timefmt import utc  # noqa: F401  (autouse: timestamps in UTC)
 
 CONF = """\
 ClusterName=test
@@ -137,10 +142,12 @@ def test_a_resize_keeps_the_batch_host_and_needs_a_running_job() -> None:
 # ---------------------------------------------------------------- scontrol update NumNodes
 
 
-def update(store: JobStore, job_id: int, uid: int = 1000, **updates: str) -> pb.JobResult | None:
-    """``scontrol update JobId=<job_id> <updates>``: the failure, if any."""
+def update(
+    store: JobStore, job_id: int, uid: int = 1000, now: int = 200, **updates: str
+) -> pb.JobResult | None:
+    """``scontrol update JobId=<job_id> <updates>`` at ``now``: the failure, if any."""
     req = pb.JobControlRequest(action="update", job_ids=[str(job_id)], updates=updates)
-    results = list(JobControl(store).control(req, principal_for(uid, uid), 200).results)
+    results = list(JobControl(store).control(req, principal_for(uid, uid), now).results)
     return results[0] if results else None
 
 
@@ -236,3 +243,48 @@ def test_under_preemption_an_elastic_job_gives_back_a_node_and_goes_on(tmp_path:
     cycle(store, 131)
     assert store.jobs[urgent.job_id].nodes == ("n3",)
     assert store.jobs[wide.job_id].nodes == ("n1", "n2")
+
+
+def test_sacct_lists_one_record_per_size_and_the_steps_under_the_newest(
+    store: JobStore,
+) -> None:
+    """Slurm's way: the size a job left is a record ending at the resize, RESIZING;
+    the job goes on in a record submitted and started then; the batch step, under
+    the newest record, starts when the run did."""
+    store.durable.recorder = lambda job: accounting.record(store, job)
+    job = store.submit(ELASTIC, USER, now=1_000).job
+    cycle(store, 1_010)
+    assert update(store, job.job_id, now=1_200, NumNodes="1") is None
+    store.post(job.job_id, Finish(1_300, 0, "exited"))
+    asyncio.run(store.flush())
+    newest: dict[tuple[int, int], dict[str, Any]] = {}
+    for data in store.durable.outbox.values():
+        info = codec.decode("JobInfo", data)
+        newest[info["job_id"], info["submit_time"]] = info  # dbd's key; the last wins
+    records = sorted(newest.values(), key=lambda info: info["submit_time"])
+    settings = query.parse_settings(
+        ["--format=JobID,State,Submit,Start,End,NNodes,NodeList"], {}, 2_000, 0
+    )
+    assert query.render(records, 2_000, settings, {}).splitlines()[2:] == [
+        "1              RESIZING 1970-01-01T00:16:40 1970-01-01T00:16:50 1970-01-01T00:20:00"
+        "        3          n[1-3] ",
+        "1             COMPLETED 1970-01-01T00:20:00 1970-01-01T00:20:00 1970-01-01T00:21:40"
+        "        1              n1 ",
+        "1.batch       COMPLETED 1970-01-01T00:16:50 1970-01-01T00:16:50 1970-01-01T00:21:40"
+        "        1              n1 ",
+    ]
+
+
+def test_scontrol_show_job_shows_the_new_allocation_and_the_range(store: JobStore) -> None:
+    blocker = store.submit(replace(WHOLE, req_nodes="n3", exclusive=True), USER, now=100).job
+    cycle(store, 110)
+    job = store.submit(ELASTIC, USER, now=120).job
+    cycle(store, 130)
+    store.post(blocker.job_id, Cancel(140))
+    store.post(blocker.job_id, Finish(141, 0, "cancelled"))
+    cycle(store, 142)
+    data = views.job_info(store.jobs[job.job_id], store).SerializeToString()
+    shown = " ".join(record.lines(codec.decode("JobInfo", data), 150))
+    assert "NodeList=n[1-3]" in shown and "NumNodes=3 NumCPUs=12" in shown
+    assert "ResizeTime=1970-01-01T00:02:22" in shown
+    assert "Elastic=1-3 ResizeSignal=SIGWINCH" in shown
