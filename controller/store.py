@@ -297,7 +297,7 @@ class JobStore:
             self._account(new, +1)
             self._started(new)
         elif isinstance(event, jobstate.Resize):
-            self._resized(old, new, event.now)
+            self._resized(old, new)
         elif new.cpus_released != old.cpus_released:  # suspended, or resumed
             shares = bool(self.capacity.sharing(new))
             self.holdings.change_cpus(new, -1 if new.cpus_released else +1, shares)
@@ -323,15 +323,18 @@ class JobStore:
         if waits:
             self.configuring[job.job_id] = waits
 
-    def _resized(self, old: Job, new: Job, now: int) -> None:
+    def _resized(self, old: Job, new: Job) -> None:
         """A running job's nodes changed: the ledger moves with it; accounting closes
-        the record of its old size (``RESIZING``, ended now) beside its new one; the
-        Prolog runs on the nodes it got (PrologFlags=Alloc) and the Epilog on those
-        it gave back, as at a start and an end."""
+        the record of its old size (``RESIZING``, ended now) beside its new one, which
+        dbd files under the second of the resize (a size held for less than a second,
+        whose record would share that second, is not kept apart); the Prolog runs on
+        the nodes it got (PrologFlags=Alloc) and the Epilog on those it gave back, as
+        at a start and an end."""
         self._account(old, -1)
         self._account(new, +1)
-        closed = replace(old, flags=old.flags | {jobstate.RESIZING}, end_time=now)
-        self.durable.closed_record(closed)
+        if new.resize_time != (old.resize_time or old.submit_time):
+            closed = replace(old, flags=old.flags | {jobstate.RESIZING}, end_time=new.resize_time)
+            self.durable.closed_record(closed)
         added = tuple(n for n in new.nodes if n not in old.nodes)
         left = tuple(n for n in old.nodes if n not in new.nodes)
         hooks = self.conf.hooks
