@@ -47,7 +47,14 @@ from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 
-__all__ = ["MAX_PREEMPTORS", "PreemptPolicy", "preemptions", "suspends", "victim_order"]
+__all__ = [
+    "MAX_PREEMPTORS",
+    "PreemptPolicy",
+    "lent_back",
+    "preemptions",
+    "suspends",
+    "victim_order",
+]
 
 #: Waiting jobs that look for victims in one pass.
 MAX_PREEMPTORS = 20
@@ -179,3 +186,45 @@ def preemptions(
         plan.shrunk.pop(job_id, None)
         plan.shrunk_for.pop(job_id, None)
     return chosen
+
+
+def lent_back(
+    snap: Snapshot,
+    plan: Draft,
+    nodes: Mapping[str, NodeView],
+    ordered: list[Job],
+    key: Callable[[Job], tuple[int, ...]],
+) -> None:
+    """An elastic job's nodes above its minimum are lent (``core/elastic.py``): a job
+    still waiting for resources that comes before it in the queue's order (``key``)
+    takes back the fewest it needs, with or without a PreemptType, as growth never
+    takes what such a job waits for. The lowest elastic job in the order gives first,
+    its last node first; the job shrinks (``Plan.shrunk``) and goes on."""
+    if not snap.elastic:
+        return
+    pool, parts = elastic.divide(snap.running, snap.elastic)
+    owners = {e.job.job_id: e.job for e in snap.elastic.values()}
+    lent = sorted(
+        (p for p in pool if p in parts), key=lambda p: key(owners[p.job_id]), reverse=True
+    )
+    takers = set(plan.preempted.values()) | set(plan.shrunk_for.values())
+    tried = 0
+    for job in ordered:
+        reason = plan.reasons.get(job.job_id)
+        if reason is not Reason.RESOURCES or job.job_id in takers or tried >= MAX_PREEMPTORS:
+            continue
+        tried += 1
+        rank = key(job)
+        taken: list[Running] = []
+        for part in lent:
+            if part.job_id in plan.preempted or elastic.shrinking(plan, part):
+                continue
+            if key(owners[part.job_id]) <= rank:
+                break  # sorted: the rest come before the waiting job
+            taken.append(part)
+            if _fit(job, snap, nodes, taken, parts) is None:
+                continue
+            found = _minimal(job, snap, nodes, taken, parts)
+            for given in found[0] if found is not None else ():
+                elastic.shrink(plan, given, job.job_id)
+            break

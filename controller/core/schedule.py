@@ -25,7 +25,7 @@ from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Plan, Start
-from controller.core.preempt import preemptions, suspends
+from controller.core.preempt import lent_back, preemptions, suspends
 from controller.core.queueplan import QueueLedger, reclaims, suspending
 from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import Snapshot
@@ -224,6 +224,10 @@ def schedule(
     for victim in plan.preempted:
         if running[victim].grace > 0:
             plan.grace[victim] = running[victim].grace
-    # Last: elastic jobs grow onto what no pending job could take (core/elastic.py).
-    elastic.grow(snap, plan, nodes, usage, queues, queue_key(snap))
+    # Last, elastic jobs (core/elastic.py): what they hold above their minimum goes back
+    # to jobs before them in the queue's order that still wait; then they grow onto
+    # what no pending job could take.
+    key = queue_key(snap)
+    lent_back(snap, plan, nodes, ordered, key)
+    elastic.grow(snap, plan, nodes, usage, queues, key)
     return plan.freeze()

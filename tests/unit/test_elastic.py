@@ -290,9 +290,24 @@ def test_preemption_takes_the_elastic_part_first(
     assert plan.grown == {}
 
 
-def test_a_job_that_may_not_preempt_it_shrinks_nothing() -> None:
-    plan = pressed(1, elastic(1, ("n1", "n2", "n3")), "batch")  # the same tier: none
-    assert plan.shrunk == {} and plan.preempted == {}
+#: Without PreemptType: (the waiting job's priority, nodes) -> what the elastic job gives back
+LENT = {
+    "a higher-priority job takes back what it grew onto": (50, 1, {1: ("n3",)}),
+    "as much as it needs": (50, 2, {1: ("n2", "n3")}),
+    "never below its minimum, nor for nothing": (50, 3, {}),
+    "a lower-priority job waits for it": (5, 1, {}),
+}
+
+
+@pytest.mark.parametrize(("priority", "need", "shrunk"), list(LENT.values()), ids=list(LENT))
+def test_what_an_elastic_job_grew_onto_goes_back_to_jobs_before_it(
+    priority: int, need: int, shrunk: dict[int, tuple[str, ...]]
+) -> None:
+    wide = elastic(1, ("n1", "n2", "n3"))
+    busy = [running(i, (f"n{i}",), cpus=(4,)) for i in (4, 5, 6)]
+    plan = schedule(snap([whole(50, need, calc_priority=priority)], [wide, *busy]), NOW)
+    assert {j: tuple(sorted(n)) for j, n in plan.shrunk.items()} == shrunk
+    assert plan.preempted == {} and plan.grown == {}
 
 
 def test_reclaim_takes_the_elastic_part_before_any_whole_job() -> None:
