@@ -1,11 +1,13 @@
 """Elastic jobs end to end (issue 18, point 3): a torchrun-style batch job of
 ``-N 1-3 --elastic`` on three nodes, two of them busy at its start, grows as they
 free, hears each change (SIGWINCH, then ``$CORRAL_RESIZE_FILE``) and relaunches
-its workers on the nodes it has; ``scontrol update NumNodes=1`` then shrinks it,
-and it hears that too; sacct keeps one record per size."""
+its workers on the nodes it has; a job of higher priority takes a node back and the
+job goes on with two; ``scontrol update NumNodes=1`` then shrinks it, and it hears
+each; sacct keeps one record per size."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +93,19 @@ def test_an_elastic_job_grows_as_nodes_free_and_hears_each_change(cluster: Clust
     assert "NodeList=node[1-3]" in shown and " NumNodes=3 " in shown
     assert "Elastic=1-3 ResizeSignal=SIGWINCH" in shown and "ResizeTime=" in shown
 
+    # A job before it in the queue's order takes back a node it grew onto; the elastic
+    # job hears it and goes on; it grows again once that job ends.
+    after(cluster, job)
+    urgent = cluster.sbatch("--priority=1000000", "--exclusive", "--wrap", "sleep 300")
+    cluster.wait_for(lambda: len(sizes()) == 4, 60, "the job did not give a node back")
+    assert sizes()[3] == f"2 node[1-2] {cpus}(x2)"
+    assert cluster.wait_state(urgent, {"RUNNING"})["nodes"] == "node3"
+    assert cluster.job(job)["state"] == "RUNNING"
+    after(cluster, job)
+    cluster.run("scancel", str(urgent))
+    cluster.wait_for(lambda: len(sizes()) == 5, 60, "the job did not grow again")
+    assert sizes()[4] == f"3 node[1-3] {cpus}(x3)"
+
     # scontrol update shrinks it (Slurm keeps its first nodes); the job hears it.
     after(cluster, job)
     inside = {"SLURM_JOBID": str(job), "SLURM_NNODES": "3", "SLURM_JOB_NODELIST": "x"}
@@ -99,8 +114,8 @@ def test_an_elastic_job_grows_as_nodes_free_and_hears_each_change(cluster: Clust
     assert (cluster.dir / f"slurm_job_{job}_resize.sh").read_text() == (
         'export SLURM_JOB_NODELIST="node1"\nexport SLURM_NNODES=1\n'
     )
-    cluster.wait_for(lambda: len(sizes()) == 4, 60, "the job did not hear of its shrink")
-    assert sizes()[3] == f"1 node1 {cpus}"
+    cluster.wait_for(lambda: len(sizes()) == 6, 60, "the job did not hear of its shrink")
+    assert sizes()[5] == f"1 node1 {cpus}"
     cluster.wait_for(lambda: workers(1) == ["1 node1"], 30, "no worker relaunched")
     shown = cluster.run("scontrol", "show", "job", str(job)).stdout
     assert "NodeList=node1" in shown and " NumNodes=1 " in shown
@@ -117,5 +132,7 @@ def test_an_elastic_job_grows_as_nodes_free_and_hears_each_change(cluster: Clust
         "RESIZING|1|node1",
         "RESIZING|2|node[1-2]",
         "RESIZING|3|node[1-3]",
-        "CANCELLED by 0|1|node1",
+        "RESIZING|2|node[1-2]",
+        "RESIZING|3|node[1-3]",
+        f"CANCELLED by {os.getuid()}|1|node1",
     ]
