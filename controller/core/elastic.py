@@ -31,6 +31,7 @@ takes a job below its minimum: only the whole job's preemption ends it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -88,7 +89,8 @@ def grow(
     ]
     if not growers:
         return
-    waiting = [j for j in snap.pending if _waits(j, plan, starting)]
+    started = {s.job_id for s in plan.starts}
+    waiting = [(key(j), j) for j in snap.pending if _waits(j, plan, started)]
     windows = ResvWindows(snap.reservations)
     for e in sorted(growers, key=lambda e: key(e.job)):
         index = starting.get(e.job.job_id)
@@ -96,7 +98,8 @@ def grow(
         part = snap.partitions.get(held.partition if held else e.job.partition)
         if part is None:
             continue
-        ahead = [j for j in waiting if key(j) < key(e.job)]
+        rank = key(e.job)
+        ahead = [j for k, j in waiting if k < rank]
         reserved = _reserved(ahead, part, plan)
         if reserved is None:
             continue
@@ -118,14 +121,12 @@ def grow(
             plan.grown[e.job.job_id] = bound
 
 
-def _waits(job: Job, plan: Draft, starting: Mapping[int, int]) -> bool:
+def _waits(job: Job, plan: Draft, started: AbstractSet[int]) -> bool:
     """Whether pending ``job`` waits for nodes after the pass (or was not reached)."""
-    if job.job_id in starting or job.job_id in plan.ended:
+    if job.job_id in started or job.job_id in plan.ended:
         return False
     reason = plan.reasons.get(job.job_id)
-    if reason is None:  # not tried this pass (default_queue_depth): it may want nodes
-        return not any(s.job_id == job.job_id for s in plan.starts)
-    return reason in _WAITING
+    return reason is None or reason in _WAITING  # None: not tried (default_queue_depth)
 
 
 def _reserved(ahead: Iterable[Job], part: PartitionView, plan: Draft) -> frozenset[str] | None:
