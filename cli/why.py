@@ -139,7 +139,19 @@ def _queue(queue: Mapping[str, Any], reason: str) -> list[str]:
         lines.append(f"Queue {name}.")
     if reason in QUEUE_REASONS:
         lines.append(f"It waits because {QUEUE_REASONS[reason]}.")
+    if queue.get("head"):
+        lines.append(_behind(queue["head"]))
     return lines
+
+
+def _behind(head: Mapping[str, Any]) -> str:
+    """The StrictFIFO head the job waits behind, and what the head waits for."""
+    who = f"job {head['job_id']} ({head['user']})" if head["job_id"] else "a job of another user"
+    waits = "starts now" if head["reason"] == "None" else f"waits: {head['reason']}"
+    return (
+        f"It waits behind {who}, the head of its queue (QueueingStrategy=StrictFIFO), "
+        f"which {waits}."
+    )
 
 
 def _preempted(victim: Mapping[str, Any], now: int) -> str:

@@ -615,6 +615,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 cpu_ids=job.cpu_ids[index] if job.cpu_ids else (),
                 unpinned=req.cpu_bind_none,
                 unbuffered=req.unbuffered,
+                pty=req.pty,
                 grant=gpu_grant(ids, shares),
                 mem_mib=job.alloc_mem[index] if job.alloc_mem else 0,
                 step_mem_mib=step.mem[node_id] if step.mem else 0,

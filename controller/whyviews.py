@@ -147,4 +147,16 @@ def _reply(answer: Why, hide_others: bool) -> pb.WhyReply:
             for s in answer.suggestions
         ],
         now=answer.now,
+        queue_head=_head(answer, hide_others),
+    )
+
+
+def _head(answer: Why, hide_others: bool) -> pb.WhyQueueHead | None:
+    """The StrictFIFO head the job waits behind, its id and user hidden as a blocker's."""
+    head = answer.queue_head
+    if head is None:
+        return None
+    hide = hide_others and head.user != answer.user
+    return pb.WhyQueueHead(
+        job_id=0 if hide else head.job_id, user="" if hide else head.user, reason=head.reason.value
     )

@@ -544,5 +544,6 @@ PreemptionDelay                 honoured            wait before a pending job ev
 WithinQueue                     honoured            Never, LowerPriority, LowerOrNewerEqualPriority
 ReclaimWithinCohort             honoured            Never, LowerPriority, Any
 BorrowWithinCohort              honoured            Never or LowerPriority[:threshold]
+QueueingStrategy                honoured            BestEffortFIFO or StrictFIFO; inherited
 """
 )

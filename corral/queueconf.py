@@ -75,6 +75,8 @@ class QueueSpec:
     reclaim_within_cohort: str = "Any"  # Never | LowerPriority | Any
     borrow_within_cohort: str = "Never"  # Never | LowerPriority
     borrow_priority_threshold: int | None = None
+    # BestEffortFIFO | StrictFIFO; None: inherited (root: BestEffortFIFO)
+    queueing_strategy: str | None = None
     file: str = ""
     line: int = 0
 
@@ -129,13 +131,25 @@ class QueueConf:
         nearest ancestor's, else 0 (KAI's min runtimes are inherited the same way)."""
         if field not in INHERITED:
             raise ValueError(f"{field} is not inherited: one of {', '.join(INHERITED)}")
+        value = self._nearest(name, field)
+        return value if isinstance(value, int) else 0
+
+    def strategy(self, name: str) -> str:
+        """A queue's QueueingStrategy: its own, else its nearest ancestor's, else
+        BestEffortFIFO (Kueue's default). Inherited as the times are, so one line on a
+        parent (or the root) orders every team below it."""
+        value = self._nearest(name, "queueing_strategy")
+        return value if isinstance(value, str) else queuewords.QUEUEING_STRATEGY[0]
+
+    def _nearest(self, name: str, field: str) -> object:
+        """``field`` of the queue or of its nearest ancestor that sets it (None: none)."""
         spec: QueueSpec | None = self.queues[name]
         while spec is not None:
-            value: int | None = getattr(spec, field)
+            value: object = getattr(spec, field)
             if value is not None:
                 return value
             spec = self.queues[spec.parent] if spec.parent is not None else None
-        return 0
+        return None
 
 
 # ------------------------------------------------------------------ one line
@@ -171,6 +185,10 @@ class _Line:
         elif key == "ReclaimWithinCohort":
             settings["reclaim_within_cohort"] = queuewords.word(
                 key, value, where, queuewords.RECLAIM_WITHIN_COHORT
+            )
+        elif key == "QueueingStrategy":
+            settings["queueing_strategy"] = queuewords.word(
+                key, value, where, queuewords.QUEUEING_STRATEGY
             )
         elif key == "BorrowWithinCohort":
             policy, threshold = queuewords.borrow_policy(value, where)
@@ -315,12 +333,24 @@ def _check_leaves(conf: QueueConf) -> None:
     for spec in conf.queues.values():
         given = [k for k, v in (("Accounts", spec.accounts), ("QOS", spec.qos)) if v]
         given += ["Partitions"] if spec.partitions else []
+        given += [key for key, value in _JOB_POLICIES if getattr(spec, value) != _LEAF[value]]
         if given and conf.children(spec.name):
             message = (
                 f"queue {spec.name} has child queues, so it takes no jobs: "
                 f"{'=, '.join(given)}= belong on a leaf queue"
             )
             raise ConfigError(spec.file, spec.line, message)
+
+
+#: The keys about a queue's own jobs, read on the leaf a job lands in and never
+#: inherited: on a parent they would be accepted and do nothing, so are refused.
+_JOB_POLICIES = (
+    ("Preemptible", "preemptible"),
+    ("WithinQueue", "within_queue"),
+    ("ReclaimWithinCohort", "reclaim_within_cohort"),
+    ("BorrowWithinCohort", "borrow_within_cohort"),
+)
+_LEAF = {value: getattr(QueueSpec("", None, {}), value) for _, value in _JOB_POLICIES}
 
 
 def _guarantees(

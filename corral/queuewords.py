@@ -17,6 +17,7 @@ from corral.confsyntax import ConfigError, Where, integer
 __all__ = [
     "BORROW_WITHIN_COHORT",
     "PLAIN_RESOURCES",
+    "QUEUEING_STRATEGY",
     "RECLAIM_WITHIN_COHORT",
     "WITHIN_QUEUE",
     "borrow_policy",
@@ -31,6 +32,8 @@ __all__ = [
 WITHIN_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
+#: Kueue's ClusterQueue queueingStrategy, its default first.
+QUEUEING_STRATEGY = ("BestEffortFIFO", "StrictFIFO")
 #: The TRES a queue divides besides GRES (sacctmgr's names).
 PLAIN_RESOURCES = ("cpu", "mem", "node")
 

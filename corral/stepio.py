@@ -25,7 +25,16 @@ EXIT      runner →   task ``task`` ended; payload ``!i`` wait status
 DONE      runner →   every task of this node has ended (EXITs all sent)
 FAILED    runner →   no task of node ``task`` could be launched; payload: why
                      (UTF-8); the runner hangs up after it
+WINSIZE   → runner   srun --pty: the size of srun's terminal, for task 0's;
+                     payload ``!HH`` rows and columns
 ========  =========  ====================================================
+
+Under ``--pty`` task 0's stdin, stdout and stderr are one pseudo-terminal on
+its node: IN frames are what srun's terminal reads in raw mode (Ctrl-C, Ctrl-Z
+and Ctrl-D travel as bytes, and the remote terminal turns them into signals
+for its foreground job), OUT frames all the task writes. WINSIZE is sealed
+like every frame after the opening: only a holder of the step key can resize
+the terminal or type into it.
 
 Sizes are bounded (``MAX_PAYLOAD``) so a confused peer cannot make the
 other allocate without limit.
@@ -46,12 +55,13 @@ if TYPE_CHECKING:
         def feed(self, data: bytes) -> list[tuple[int, int, bytes]]: ...
 
 
-HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED = range(1, 9)
+HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED, WINSIZE = range(1, 10)
 #: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
 TERM_KILL = 997
 HEADER = struct.Struct("!BII")
 NODE = struct.Struct("!II")
 STATUS = struct.Struct("!i")
+WINDOW = struct.Struct("!HH")
 KEY_BYTES = 32
 MAX_PAYLOAD = 1 << 20
 
@@ -83,6 +93,18 @@ def read_status(payload: bytes) -> int:
     return int(status)
 
 
+def winsize_frame(rows: int, cols: int) -> bytes:
+    return frame(WINSIZE, 0, WINDOW.pack(rows, cols))
+
+
+def read_winsize(payload: bytes) -> tuple[int, int]:
+    """(rows, columns) of a WINSIZE frame's payload."""
+    if len(payload) != WINDOW.size:
+        raise ProtocolError("bad window size")
+    rows, cols = WINDOW.unpack(payload)
+    return rows, cols
+
+
 class Reader:
     """Frames out of a byte stream that arrives in arbitrary pieces."""
 
@@ -95,7 +117,7 @@ class Reader:
         frames = []
         while len(self._buffer) >= HEADER.size:
             kind, number, length = HEADER.unpack_from(self._buffer)
-            if not HELLO <= kind <= FAILED or length > MAX_PAYLOAD:
+            if not HELLO <= kind <= WINSIZE or length > MAX_PAYLOAD:
                 raise ProtocolError(f"bad frame header (kind {kind}, length {length})")
             end = HEADER.size + length
             if len(self._buffer) < end:

@@ -7,7 +7,7 @@ JSON values. Unknown and unlimited become ``null``: no expected start, no time
 limit, no MaxTime, a blocker hidden by PrivateData=jobs. Times are epoch
 seconds; node lists are hostlist expressions. A job that is not pending has
 only ``job_id``, ``user``, ``state``, ``reason``, ``nodes`` and ``queue``
-(its name, with no resources).
+(its name, with no resources and a null head).
 """
 
 from __future__ import annotations
@@ -92,12 +92,21 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
 def _queue(reply: Mapping[str, Any]) -> dict[str, Any] | None:
     """The job's queue (null: no queues.conf, or no queue takes the job) and, for a
     pending job, per governed resource its queue's guarantee, fair share and
-    holdings, what the job asks and what it would borrow were it to start now."""
+    holdings, what the job asks and what it would borrow were it to start now, and
+    the head of a StrictFIFO queue it waits behind (null: none)."""
     if not reply.get("queue"):
         return None
+    head = reply.get("queue_head")
     return {
         "name": reply["queue"],
         "resources": [
             {key: r[key] for key in QUEUE_AMOUNTS} for r in reply.get("queue_resources", [])
         ],
+        "head": {
+            "job_id": head["job_id"] or None,
+            "user": head["user"] or None,
+            "reason": head["reason"],
+        }
+        if head
+        else None,
     }

@@ -324,6 +324,7 @@ def step_spec(
         cpu_ids=[] if msg.unpinned else list(msg.cpu_ids),
         gpus=sorted(gpus),
         unbuffered=msg.unbuffered,
+        pty=msg.pty,
         containment=_contained(msg, leaf, containment),
     )
 

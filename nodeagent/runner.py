@@ -321,18 +321,25 @@ class Runner:
             self._suspend(False, self.suspended_secs, 0)
         return self.ending.begin(why, time.time() + kill_wait)
 
+    def _groups(self) -> list[int]:
+        """The tasks' process groups: the one, unless a kind needs more (a step's task
+        on a terminal leads a session, which no other task can join)."""
+        return [self.pgid] if self.pgid else []
+
     def _signal(self, sig: int) -> None:
-        """Signal the tasks' process group, and every other process of their cgroup,
+        """Signal the tasks' process groups, and every other process of their cgroup,
         while any task is left to receive it: each process once (a second USR1 landing
         in a task's trap handler would end what the handler runs)."""
-        if not self.pgid or not self._running():
+        groups = self._groups()
+        if not groups or not self._running():
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, sig)
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, sig)
         if self.contained is not None:
             for pid in self.contained.procs():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    if os.getpgid(pid) != self.pgid:
+                    if os.getpgid(pid) not in groups:
                         os.kill(pid, sig)
 
     def _reap(self) -> None:
@@ -354,8 +361,8 @@ class Runner:
     def _end_group(self) -> None:
         """Whatever the tasks left behind in their group and their cgroup goes with
         them; what the kill cannot end is logged and kept in ``left_behind``."""
-        if self.pgid:
-            kill_group(self.pgid)
+        for group in self._groups():
+            kill_group(group)
         if self.contained is not None:
             stray = self.contained.procs()
             if stray:  # what left the group (setsid, a double fork): reported, then killed

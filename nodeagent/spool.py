@@ -248,6 +248,7 @@ class StepSpec:
     cpu_ids: list[int] = field(default_factory=list)  # the CPUs to pin its tasks to; []: none
     gpus: list[int] = field(default_factory=list)
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
+    pty: bool = False  # srun --pty: task 0 on a terminal of its own, the others' I/O /dev/null
     # Why the tasks must not run here (their GPU fence cannot be set up on this
     # host): the runner only tells srun, so that srun fails at once.
     refused: str = ""

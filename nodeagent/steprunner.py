@@ -44,6 +44,17 @@ In order:
    DONE, close; then the result (statuses in ``tasks`` order, the largest
    max RSS, the summed CPU times).
 
+Under ``srun --pty`` (``pty``) global task 0 runs on a pseudo-terminal, as
+slurmstepd runs it: made with the user's effective ids (so the device is the
+user's), sized from SLURM_PTY_WIN_ROW and SLURM_PTY_WIN_COL before the task
+starts and resized by srun's WINSIZE frames (the kernel then sends SIGWINCH
+to the terminal's foreground job), its stdin, stdout and stderr, and the
+controlling terminal of a session the task leads, so that a shell there has
+job control. Its output comes back as OUT frames; every other task's I/O is
+/dev/null (Slurm's rule). A session leader cannot join the step's process
+group, so this node's other tasks share a second group (``side_pgid``), and
+signals and the final kill go to both.
+
 Why this module is over 500 lines: a step's runner is one process with one
 loop; its tasks' I/O to srun (sealed frames, stdin to task 0, each task's
 output and exit) shares that loop's state. The process model it shares with the batch
@@ -59,9 +70,11 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import sys
 import termios
 import time
+from fcntl import ioctl
 
 from corral import filepattern, oomscore, stepcipher, stepio
 from nodeagent import cgroups, devcgroup, runas
@@ -141,6 +154,8 @@ class StepRun(Runner):
         self.child_fds: list[int] = []  # the tasks' ends, closed once they are forked
         self.devnull: int | None = None
         self.signals_read = 0  # how far ``signals`` has been acted on
+        self.pty_task: Task | None = None  # srun --pty: the task on a terminal of its own
+        self.side_pgid = 0  # then, the group of this node's other tasks
 
     # ------------------------------------------------------------ start
 
@@ -243,6 +258,23 @@ class StepRun(Runner):
         self.child_fds.append(side)
         return side
 
+    def _pty(self, task: Task) -> tuple[int, int, int]:
+        """srun --pty: a pseudo-terminal for ``task``'s stdin, stdout and stderr, at
+        srun's terminal's size. It is made with the user's effective ids, so the
+        device is theirs (slurmstepd switches ids around openpty for the same
+        reason). Read here through one descriptor of its main side, written
+        (srun's keystrokes) through another: the loop watches each for one event."""
+        main, side = os.openpty()
+        size = window(self.spec.environment)
+        if size is not None:
+            resize(side, *size)
+        os.set_blocking(main, False)
+        task.pipes[main] = stepio.OUT
+        self.stdin_fd = os.dup(main)
+        self.child_fds.append(side)
+        self.pty_task = task
+        return side, side, side
+
     def _open_stdio(self) -> list[tuple[int, int, int]]:
         """Each task's stdin, stdout and stderr (run as the user, in the step's cwd).
 
@@ -263,6 +295,8 @@ class StepRun(Runner):
                 self.child_fds.append(outputs[path])
             return outputs[path]
 
+        if spec.pty:  # task 0's terminal; /dev/null for the others, as in Slurm
+            return [self._pty(t) if t.task_id == 0 else (self._null(),) * 3 for t in self.tasks]
         stdio = []
         for task in self.tasks:
             if spec.std_in == "" and task.task_id == 0:
@@ -336,13 +370,28 @@ class StepRun(Runner):
             task.status = NOT_STARTED
             self._close_task_pipes(task)
             return
-        if not self.pgid:
-            self.pgid = pid
-        # Both sides set the group, so that it is set whichever runs first.
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, self.pgid)
         task.pid = pid
         self.by_pid[pid] = task
+        if task is self.pty_task:  # it leads a session: its pid is its group
+            self.pgid = pid
+            return
+        group = self._group() or pid
+        if self.pty_task is None:
+            self.pgid = group
+        else:
+            self.side_pgid = group
+            self.pgid = self.pgid or group  # the terminal's task did not start
+        # Both sides set the group, so that it is set whichever runs first.
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, group)
+
+    def _group(self) -> int:
+        """The process group the next task joins (0: one of its own): the step's,
+        or under --pty that of the tasks beside the terminal's."""
+        return self.pgid if self.pty_task is None else self.side_pgid
+
+    def _groups(self) -> list[int]:
+        return [group for group in dict.fromkeys((self.pgid, self.side_pgid)) if group]
 
     def _exec_task(
         self, task: Task, fds: tuple[int, int, int], env: dict[str, str], groups: Any, note: str
@@ -352,13 +401,18 @@ class StepRun(Runner):
         program = spec.argv[0] if spec.argv else ""
         status = 1
         try:
-            os.setpgid(0, self.pgid)  # 0 for the first task: a group of its own
+            if task is self.pty_task:
+                os.setsid()  # a session, so that the terminal can be its controlling one
+            else:
+                os.setpgid(0, self._group())  # 0 for the first task: a group of its own
             confined = self.enter_cgroups(bool(spec.cgroup))
             runas.pin_cpus(spec.cpu_ids)
             child_signals()  # unblocks: what came meanwhile now acts as it would
             oomscore.unprotect()
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
+            if task is self.pty_task:
+                ioctl(0, termios.TIOCSCTTY, 0)
             runas.become_user(spec.uid, spec.gid, spec.user, groups)
             if note:
                 os.write(2, note.encode())
@@ -435,7 +489,16 @@ class StepRun(Runner):
                 f"slurmstepd: error: *** STEP {spec.job_id}.{spec.step_id} ON {spec.node} "
                 f"CANCELLED AT {stamp}{banner} ***\n"
             )
-            self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
+            self._say(line)
+
+    def _say(self, line: str) -> None:
+        """A line of slurmstepd's on the first task's stderr, as srun shows it; through
+        a terminal's output processing (\n as \r\n) where that task has one, as
+        slurmstepd's own stderr is the terminal then."""
+        data = line.encode()
+        if self.pty_task is self.tasks[0]:
+            data = data.replace(b"\n", b"\r\n")
+        self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, data))
 
     def _exited(self, task: Task) -> None:
         # What the task wrote before it exited goes out before its EXIT.
@@ -567,6 +630,19 @@ class StepRun(Runner):
             elif kind == stepio.SIGNAL and 0 < number < signal.NSIG:
                 log.info("step %d.%d: signal %d from srun", spec.job_id, spec.step_id, number)
                 self._signal(number)
+            elif kind == stepio.WINSIZE:
+                try:
+                    self._resize(*stepio.read_winsize(payload))
+                except stepio.ProtocolError as exc:
+                    self._srun_gone(f"bad frame from srun: {exc}")
+                    return
+
+    def _resize(self, rows: int, cols: int) -> None:
+        """srun's terminal changed size: so does task 0's (the kernel sends SIGWINCH to
+        its foreground job). Nothing where no task here has a terminal, or it is closed."""
+        if self.pty_task is not None:
+            for fd in self.pty_task.pipes:
+                resize(fd, rows, cols)
 
     def _srun_gone(self, why: str) -> None:
         """srun is no more: drop its connection and end the tasks."""
@@ -669,7 +745,7 @@ class StepRun(Runner):
         )
         if result.oom_kills:  # slurmstepd's line, on the step's stderr
             line = cgroups.oom_message(result.oom_kills, f"{spec.job_id}.{spec.step_id}")
-            self._send(stepio.frame(stepio.ERR, self.tasks[0].task_id, line.encode()))
+            self._say(line)
         log.info(
             "step %d.%d: done, statuses %s%s",
             spec.job_id,
@@ -706,6 +782,26 @@ class StepRun(Runner):
             pass
         finally:
             sock.close()
+
+
+#: ``struct winsize``: rows, columns, and two pixel sizes left 0.
+_WINSIZE = struct.Struct("HHHH")
+
+
+def window(env: dict[str, str]) -> tuple[int, int] | None:
+    """(rows, columns) srun's terminal had at launch: SLURM_PTY_WIN_ROW and
+    SLURM_PTY_WIN_COL, as slurmstepd reads them; None when either is missing or bad."""
+    try:
+        rows, cols = int(env["SLURM_PTY_WIN_ROW"]), int(env["SLURM_PTY_WIN_COL"])
+    except (KeyError, ValueError):
+        return None
+    return (rows, cols) if 0 <= rows <= 0xFFFF and 0 <= cols <= 0xFFFF else None
+
+
+def resize(fd: int, rows: int, cols: int) -> None:
+    """Set the size of the terminal ``fd`` is a side of."""
+    with contextlib.suppress(OSError):  # closed meanwhile by its task's end
+        ioctl(fd, termios.TIOCSWINSZ, _WINSIZE.pack(rows, cols, 0, 0))
 
 
 def run_step(path: str, lock_fd: int | None, notify_fd: int | None) -> int:

@@ -91,6 +91,7 @@ WHY = obj(
                             }
                         )
                     ),
+                    "head": _nullable(obj({**_WHY_JOB, "reason": string()})),
                 }
             )
         ),

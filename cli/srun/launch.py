@@ -14,6 +14,11 @@ step in it and gives it back.
 
 Ctrl-C once prints the tasks' state; twice within a second sends SIGINT to
 the tasks; a third time kills them.
+
+``--pty`` runs task 0 on a pseudo-terminal of its own on its node, with srun's
+terminal in raw mode meanwhile (cli/srun/terminal.py): Ctrl-C is then a byte
+for the remote terminal, and srun's SIGINT handling above is for a SIGINT sent
+to srun itself, as in Slurm.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+    from cli.srun.terminal import Terminal
     from corral.stepcipher import SrunEnd
 
 PROG = "srun"
@@ -62,7 +68,7 @@ CONNECT_TIMEOUT = 60.0
 PROBE_EVERY = 2.0
 #: Signals srun passes on to the tasks (as Slurm's srun does).
 FORWARDED = (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2)
-SIGINT, SIGKILL = _signal.SIGINT, _signal.SIGKILL
+SIGINT, SIGKILL, SIGWINCH = _signal.SIGINT, _signal.SIGKILL, _signal.SIGWINCH
 
 USAGE = """\
 Usage: srun [-N nnodes] [-n ntasks] [-c ncpus] [-w hosts] [-x hosts] [-l] [-u]
@@ -126,6 +132,11 @@ TABLE = OptionTable(
         _row("overcommit", "O", NO_ARGUMENT),
         _row("overlap", arg=NO_ARGUMENT),
         _row("partition", "p", note=JOB_LEVEL),
+        _row(
+            "pty",
+            arg=NO_ARGUMENT,
+            note="task 0 on a pseudo-terminal (--pty=fd, Slurm 24.11's, is refused)",
+        ),
         _row("qos", "q", note=JOB_LEVEL),
         _row("quiet", "Q", NO_ARGUMENT),
         _row("time", "t"),
@@ -186,6 +197,10 @@ def parse(argv: list[str]) -> Settings:
         raise Halt(1, f"{PROG}: error: --mpi={mpi} is not supported: no PMI is provided")
     if settings.has("exclusive") and settings.has("overlap"):  # overlap would win unsaid
         raise Halt(1, f"{PROG}: error: --exclusive and --overlap are mutually exclusive")
+    if settings.has("pty"):
+        if any(settings.has(key) for key in ("error", "input", "output")):
+            raise Halt(1, f"{PROG}: error: --error/--input/--output are incompatible with --pty")
+        settings.options["unbuffered"] = None  # implicit, as in Slurm
     if sum(settings.has(key) for key in ("mem", "mem-per-cpu", "mem-per-gpu")) > 1:
         raise Halt(
             1, f"{PROG}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
@@ -242,8 +257,13 @@ def _io_host() -> str:
 
 
 def step_request(
-    settings: Settings, job_id: int, listener: _socket.socket, key: bytes
+    settings: Settings,
+    job_id: int,
+    listener: _socket.socket,
+    key: bytes,
+    terminal: Terminal | None = None,
 ) -> dict[str, Any]:
+    """StepCreate's request (``terminal``: srun's, under --pty)."""
     env = dict(os.environ)
     time_limit = -1
     if settings.has("time"):
@@ -284,6 +304,9 @@ def step_request(
     }
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
+    if terminal is not None:
+        request["pty"] = True
+        request["environment"].update(terminal.environment(request["io_port"]))
     return request
 
 
@@ -421,12 +444,14 @@ class Signals:
     """The signals srun catches, from before the step exists until it ends: they
     are noted here and acted on by the step's loop (a pipe wakes it up)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *extra: int) -> None:
+        """``extra``: more signals to note (SIGWINCH under --pty)."""
         self.caught: list[int] = []
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         self._old_wakeup = _signal.set_wakeup_fd(self.wake_w)
-        self._handlers = {sig: _signal.signal(sig, self._note) for sig in (SIGINT, *FORWARDED)}
+        watched = (SIGINT, *FORWARDED, *extra)
+        self._handlers = {sig: _signal.signal(sig, self._note) for sig in watched}
 
     def _note(self, sig: int, _frame: object) -> None:
         self.caught.append(sig)
@@ -445,9 +470,12 @@ class Step:
     def __init__(
         self, settings: Settings, job_id: int, reply: dict[str, Any], listener: _socket.socket,
         key: bytes, signals: Signals, probe: Callable[[], str | None] = lambda: None,
+        terminal: Terminal | None = None,
     ) -> None:  # fmt: skip
-        """``probe``: the step's state as the controller has it (None: not known)."""
+        """``probe``: the step's state as the controller has it (None: not known);
+        ``terminal``: srun's, under --pty."""
         self.settings = settings
+        self.terminal = terminal
         self.probe = probe
         self.job_id = job_id
         self.step_id = int(reply["step_id"])
@@ -500,6 +528,7 @@ class Step:
             while len(self.done) < len(self.nodes):
                 timeout = None if len(self.conns) == len(self.nodes) else 1.0
                 for what, fileobj in self.poll.wait(timeout):
+                    self._handle_signals()  # first: a resize goes before keys typed after it
                     self._ready(what, fileobj)
                 self._handle_signals()
                 if len(self.conns) == len(self.nodes):
@@ -534,6 +563,9 @@ class Step:
     def _handle_signals(self) -> None:
         while self.signals:
             sig = self.signals.pop(0)
+            if sig == SIGWINCH:
+                self._resized()
+                continue
             if sig != SIGINT:
                 self._send_all(stepio.frame(stepio.SIGNAL, sig))
                 continue
@@ -551,6 +583,13 @@ class Step:
                 print(f"{PROG}: forcing job termination", file=sys.stderr)
                 self._send_all(stepio.frame(stepio.SIGNAL, SIGKILL))
 
+    def _resized(self) -> None:
+        """srun's terminal changed size: task 0's follows (it is on node 0)."""
+        size = self.terminal.resized() if self.terminal is not None else None
+        conn = self.conns.get(0)
+        if size is not None and conn is not None:
+            self._send(conn, stepio.winsize_frame(*size))
+
     def _ready(self, what: str, fileobj: Any) -> None:
         if what == "accept":
             fd, _ = self.listener._accept()  # type: ignore[attr-defined]  # _socket's
@@ -561,7 +600,10 @@ class Step:
         elif what == "wake":
             os.read(fileobj, 512)
         elif what == "stdin":
-            data = os.read(sys.stdin.fileno(), 65536)
+            try:
+                data = os.read(sys.stdin.fileno(), 65536)
+            except OSError:  # EIO: the terminal hung up
+                data = b""
             if data:
                 self._stdin(data)
             else:
@@ -587,6 +629,8 @@ class Step:
                 self.conns[node_id] = conn
                 self.poll.register(conn, node_id)
                 what = node_id
+                if node_id == 0 and self.terminal is not None:  # resized before it came
+                    self._send(conn, stepio.winsize_frame(*self.terminal.size))
                 if node_id == 0 and self.forward_stdin:
                     for data in self.stdin_pending:
                         self._send(conn, stepio.frame(stepio.IN, 0, data))
@@ -738,16 +782,28 @@ def _step_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
     listener.bind(("", 0))
     listener.listen(64)
     key = os.urandom(stepio.KEY_BYTES)
-    signals = Signals()
+    terminal = None
+    if settings.has("pty"):
+        from cli.srun.terminal import open_terminal
+
+        terminal = open_terminal(PROG)
+    signals = Signals(SIGWINCH) if terminal is not None else Signals()
     try:
-        request = step_request(settings, job_id, listener, key)
+        request = step_request(settings, job_id, listener, key, terminal)
         reply = create_step(client, request, settings.has("quiet"))
         step_id = int(reply["step_id"])
 
         def probe() -> str | None:
             return step_state(client, job_id, step_id)
 
-        return Step(settings, job_id, reply, listener, key, signals, probe).run()
+        step = Step(settings, job_id, reply, listener, key, signals, probe, terminal)
+        if terminal is not None:
+            terminal.raw()
+        try:
+            return step.run()
+        finally:
+            if terminal is not None:
+                terminal.restore()
     finally:
         signals.close()
         listener.close()

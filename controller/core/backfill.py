@@ -197,7 +197,13 @@ class Backfill:
         for job in waiting:
             if tested >= self.params.max_job_test:
                 break
+            head = self.queues.head_of(job)
+            if head is not None:  # StrictFIFO: no start, no plan ahead of its queue's head
+                self.plan.reasons[job.job_id] = Reason.PRIORITY
+                self.plan.behind[job.job_id] = head
+                continue
             if self.params.max_job_user and per_user.get(job.uid, 0) >= self.params.max_job_user:
+                self.queues.stop(job, Reason.PRIORITY)  # untested: it waits, so its queue does
                 continue
             tested += 1
             per_user[job.uid] = per_user.get(job.uid, 0) + 1
@@ -206,6 +212,8 @@ class Backfill:
                 continue
             if not self._start_now(job, parts):
                 continue
+            if not job.reservation:  # as in the main pass: waiting for room stops its queue
+                self.queues.stop(job, Reason.RESOURCES)
             if self.params.easy:
                 if all(p.name in reserving for p in parts):
                     continue
@@ -224,6 +232,7 @@ class Backfill:
             limit = self.usage.blocked(gates) or self.queues.blocked(job)
             if limit is not None:  # no start and no reservation past a limit or a queue's
                 self.plan.reasons[job.job_id] = limit
+                self.queues.stop(job, limit)
                 return False
             start = self._fit_now(job, parts)
             if start is None:

@@ -71,6 +71,9 @@ class Plan:
     grace: Mapping[int, int] = field(default_factory=_empty)
     # Victims of a queue's reclaim: victim -> why, in a line (core/queueplan.py).
     why: Mapping[int, str] = field(default_factory=_empty)
+    # Jobs of a StrictFIFO queue waiting (Priority) behind its head, which could not
+    # start this pass: job -> the head (core/queueplan.py).
+    behind: Mapping[int, int] = field(default_factory=_empty)
     # Elastic jobs (core/elastic.py): running ones that grow, with what they get on
     # their new nodes (a ``Start`` of those nodes alone); and those that shrink under
     # pressure, with the nodes they give back and the waiting job they make room for.
@@ -96,6 +99,7 @@ class Draft:
     suspended: set[int] = field(default_factory=set)
     grace: dict[int, int] = field(default_factory=dict)
     why: dict[int, str] = field(default_factory=dict)
+    behind: dict[int, int] = field(default_factory=dict)
     grown: dict[int, Start] = field(default_factory=dict)
     shrunk: dict[int, tuple[str, ...]] = field(default_factory=dict)
     shrunk_for: dict[int, int] = field(default_factory=dict)
@@ -115,6 +119,7 @@ class Draft:
             suspended=frozenset(self.suspended),
             grace=MappingProxyType(self.grace),
             why=MappingProxyType(self.why),
+            behind=MappingProxyType(self.behind),
             grown=MappingProxyType(self.grown),
             shrunk=MappingProxyType(self.shrunk),
             shrunk_for=MappingProxyType(self.shrunk_for),

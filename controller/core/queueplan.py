@@ -22,6 +22,13 @@ PreemptType's preemption follows) is suspended rather than ended: the quota
 core counts it as giving back its CPUs alone, and placement releases its CPUs
 alone (``preempt.release(cpus_only=True)``), so it is a victim only where the
 waiting job needs nothing else of it.
+
+The ledger also keeps each queue's order. Borrowers go after the jobs within
+their guarantee (``in_quota_first``), but in a StrictFIFO queue (Kueue's
+queueingStrategy) the first job that cannot start, refused by its queue or
+without room, is the queue's head for the rest of the pass: its later jobs wait
+behind it (``head_of``) with reason Priority, in the main pass and in backfill,
+and claim no reclaim, so its own small jobs cannot keep a big one waiting.
 """
 
 from __future__ import annotations
@@ -40,6 +47,17 @@ from controller.model import Job
 
 __all__ = ["QueueEntry", "QueueLedger", "QueueView", "reclaims", "suspending"]
 
+#: queues.conf's QueueingStrategy under which a queue's head blocks its later jobs.
+STRICT = "StrictFIFO"
+
+
+def _strict(view: QueueView | None) -> frozenset[str]:
+    """The leaf queues whose QueueingStrategy is StrictFIFO (their own or inherited)."""
+    if view is None:
+        return frozenset()
+    conf = view.conf
+    return frozenset(q for q in conf.leaves() if conf.strategy(q) == STRICT)
+
 
 class QueueLedger:
     """The queues' totals during one pass: admission asked before each start, each
@@ -55,6 +73,11 @@ class QueueLedger:
         # still, so the thousands of jobs of a few queues and sizes that wait in a
         # busy pass are answered once each (emptied by ``take``).
         self._answers: dict[tuple[str, bool, tuple[int, ...]], quota.Admission] = {}
+        self.strict = _strict(view)
+        # Per StrictFIFO queue, its first job that could not start in this pass: the
+        # head its later jobs (by ``rank``, the pass's order) wait behind.
+        self.heads: dict[str, int] = {}
+        self.rank: dict[int, int] = {}
 
     def blocked(self, job: Job) -> Reason | None:
         """The queue's reason ``job`` may not start now, or None."""
@@ -82,14 +105,46 @@ class QueueLedger:
         """``jobs`` in the same order, except that those that would borrow come after
         the rest (Kueue: "workloads that fit under nominal quota go first"), so that
         a borrower, its own queue's reclaimed job requeued, cannot take back what a
-        job within its guarantee waits for."""
+        job within its guarantee waits for. A StrictFIFO queue's jobs keep their own
+        order: those after its first borrower go behind with it (Kueue puts a queue's
+        head, not each of its jobs, in the cohort's order)."""
         if self.view is None:
             return jobs
         first: list[Job] = []
         then: list[Job] = []
+        borrowing: set[str] = set()  # StrictFIFO queues whose order reached a borrower
         for job in jobs:
-            (then if self._borrows(job) else first).append(job)
+            queue = self._strict_queue(job)
+            borrows = queue in borrowing or self._borrows(job)
+            if borrows and queue is not None:
+                borrowing.add(queue)
+            (then if borrows else first).append(job)
+        if self.strict:
+            self.rank = {job.job_id: i for i, job in enumerate(first + then)}
         return first + then
+
+    def head_of(self, job: Job) -> int | None:
+        """The job ``job`` waits behind: the head of its StrictFIFO queue, which could
+        not start in this pass (None: ``job`` may be tried)."""
+        queue = self._strict_queue(job)
+        head = self.heads.get(queue) if queue is not None else None
+        if head is None or self.rank.get(job.job_id, 0) <= self.rank.get(head, 0):
+            return None  # the head itself, or a job ahead of it (in its reservation)
+        return head
+
+    def stop(self, job: Job, reason: Reason) -> None:
+        """Note that ``job`` cannot start in this pass. When ``reason`` is its queue's
+        refusal or want of room (not a limit of its own, which no waiting in line
+        cures) and the queue is StrictFIFO, the queue stops behind its first such job."""
+        queue = self._strict_queue(job)
+        if queue is not None and reason in WAITING_FOR_ROOM:
+            self.heads.setdefault(queue, job.job_id)
+
+    def _strict_queue(self, job: Job) -> str | None:
+        """``job``'s queue when it is StrictFIFO, else None."""
+        view = self.view
+        entry = view.entries.get(job.job_id) if view is not None else None
+        return entry.queue if entry is not None and entry.queue in self.strict else None
 
     def _borrows(self, job: Job) -> bool:
         view, tree = self.view, self.tree

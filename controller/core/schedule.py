@@ -144,6 +144,11 @@ def schedule(
     usage = Usage(snap.usage)
     windows = ResvWindows(snap.reservations)
     for job in ordered:
+        head = queues.head_of(job)
+        if head is not None:  # StrictFIFO: its queue's head could not start; nor may it
+            plan.reasons[job.job_id] = Reason.PRIORITY
+            plan.behind[job.job_id] = head
+            continue
         if job.reservation:
             resv = windows.of(job)
             if resv is None or resv.start > now:
@@ -165,6 +170,7 @@ def schedule(
             limit = usage.blocked(gates) or queues.blocked(job)
             if limit is not None:  # held back by a limit or its queue: blocks nothing behind
                 plan.reasons[job.job_id] = limit
+                queues.stop(job, limit)  # but the rest of a StrictFIFO queue
                 break
             outcome = first_fit(job, snap, nodes, blocked, free, windows, now)
             if isinstance(outcome, Reason):
@@ -172,6 +178,7 @@ def schedule(
                 if outcome in WAITING:
                     if not job.reservation:  # its reservation's nodes hold back no one else
                         blocked.update(p for p in job.partitions if p in snap.partitions)
+                        queues.stop(job, outcome)
                     waiting.append(job)
                 break
             if picks is not None:
@@ -179,6 +186,7 @@ def schedule(
             bound = devices.bind(outcome, nodes)
             if bound is None:  # a share of a GPU this pass gave whole: the next pass
                 plan.reasons[job.job_id] = Reason.RESOURCES
+                queues.stop(job, Reason.RESOURCES)
                 break
             outcome = bound
             plan.starts.append(outcome)
@@ -202,7 +210,9 @@ def schedule(
     # PreemptMode is SUSPEND, else requeued when it may be (an evicted workload comes
     # back, as in KAI and Kueue), else cancelled.
     running = {r.job_id: r for r in snap.running}
-    reclaimed = reclaims(snap, plan, nodes, ordered)
+    # A job behind its StrictFIFO queue's head makes no room for itself: only the head may.
+    heads_only = [job for job in ordered if job.job_id not in plan.behind]
+    reclaimed = reclaims(snap, plan, nodes, heads_only)
     suspended = suspending(snap) if reclaimed else frozenset()
     for victim, eviction in reclaimed.items():
         plan.preempted[victim] = eviction.for_job

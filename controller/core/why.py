@@ -81,6 +81,15 @@ class Reserved:
 
 
 @dataclass(frozen=True, slots=True)
+class Head:
+    """The head of a StrictFIFO queue, which the job waits behind (queues.conf)."""
+
+    job_id: int
+    user: str
+    reason: Reason  # why the head waits; NONE: it starts in this pass
+
+
+@dataclass(frozen=True, slots=True)
 class Suggestion:
     """A change to the request (as sbatch's option) and where the plan would then start it."""
 
@@ -107,6 +116,7 @@ class Why:
     expected_nodes: tuple[str, ...]
     suggestions: tuple[Suggestion, ...]
     now: int
+    queue_head: Head | None = None  # StrictFIFO: the head it waits behind
 
 
 def explain(
@@ -162,8 +172,9 @@ def explain(
     )
     same = sorted((j for j in snap.pending if part.name in j.partitions), key=queue_key(snap))
     position = next((i for i, j in enumerate(same, 1) if j.job_id == job_id), len(same))
+    head = None if starts_now else _head(snap, plan, plan.behind.get(job_id))
     suggestions: tuple[Suggestion, ...] = ()
-    if reason in CURABLE and not starts_now:
+    if reason in CURABLE and not starts_now and head is None:  # no request passes its head
         best = expected.start_time if expected else None
         suggestions = _suggestions(
             snap, now, params, job, part, needs, free, blockers, reservations, best, others
@@ -185,7 +196,18 @@ def explain(
         expected_nodes=expected.nodes if expected else (),
         suggestions=suggestions,
         now=now,
+        queue_head=head,
     )
+
+
+def _head(snap: Snapshot, plan: Plan, head_id: int | None) -> Head | None:
+    """The StrictFIFO head ``head_id`` as the plan leaves it (None: no head)."""
+    head = next((j for j in snap.pending if j.job_id == head_id), None)
+    if head is None:
+        return None
+    starts = any(s.job_id == head.job_id for s in plan.starts)
+    reason = Reason.NONE if starts else plan.reasons.get(head.job_id, head.reason)
+    return Head(head.job_id, head.user, reason)
 
 
 def _missing(job: Job) -> PartitionView:

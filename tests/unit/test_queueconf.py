@@ -131,6 +131,8 @@ def test_resources_are_grptres_words(line: str, resource: str, quota: ResourceQu
         ("BorrowWithinCohort=lowerpriority", "borrow_within_cohort", "LowerPriority"),
         ("BorrowWithinCohort=LowerPriority:7", "borrow_priority_threshold", 7),
         ("BorrowWithinCohort=Never", "borrow_priority_threshold", None),
+        ("QueueingStrategy=strictfifo", "queueing_strategy", "StrictFIFO"),
+        ("queueingstrategy=BESTEFFORTFIFO", "queueing_strategy", "BestEffortFIFO"),
         ("Accounts=A,b,a", "accounts", ("a", "b")),
         ("QOS=High", "qos", ("high",)),
         ("Partitions=GPU,cpu", "partitions", ("GPU", "cpu")),  # partition names keep case
@@ -189,6 +191,28 @@ def test_min_runtimes_and_delay_are_inherited(queue: str, field: str, seconds: i
         "QueueName=b Parent=ai PreemptMinRuntime=0\n"
     )
     assert conf.effective(queue, field) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "strategies"),
+    [
+        pytest.param("QueueName=a\n", ["BestEffortFIFO"] * 2, id="default"),
+        pytest.param(
+            "QueueName=root QueueingStrategy=StrictFIFO\nQueueName=a\n",
+            ["StrictFIFO"] * 2,
+            id="from the root",
+        ),
+        pytest.param(
+            "QueueName=root QueueingStrategy=StrictFIFO\n"
+            "QueueName=a QueueingStrategy=BestEffortFIFO\n",
+            ["StrictFIFO", "BestEffortFIFO"],
+            id="a leaf's own",
+        ),
+    ],
+)
+def test_the_queueing_strategy_is_inherited(text: str, strategies: list[str]) -> None:
+    conf = parse(text)
+    assert [conf.strategy("root"), conf.strategy("a")] == strategies
 
 
 def test_only_the_three_times_are_inherited() -> None:
@@ -348,6 +372,10 @@ BAD = [
         "1: bad BorrowWithinCohort value 'LowerPriority:high': 'high' is not a priority",
     ),
     ("QueueName=a Accounts=x,,y", "1: bad Accounts value 'x,,y': an empty name"),
+    (
+        "QueueName=a QueueingStrategy=FIFO",
+        "1: bad QueueingStrategy value 'FIFO': use BestEffortFIFO, StrictFIFO",
+    ),
     # where jobs land
     ("QueueName=a Accounts=x\nQueueName=b Accounts=y,X", "2: account x is already in queue a"),
     ("QueueName=a QOS=hi\nQueueName=b QOS=HI", "2: QOS hi is already in queue a"),
@@ -359,6 +387,17 @@ BAD = [
     (
         "QueueName=root Partitions=p\nQueueName=a",
         "1: queue root has child queues, so it takes no jobs: Partitions= belong on a leaf queue",
+    ),
+    (  # read on the leaf a job lands in: on a parent they would do nothing
+        "QueueName=ai Preemptible=no WithinQueue=LowerPriority\nQueueName=a Parent=ai",
+        "1: queue ai has child queues, so it takes no jobs: Preemptible=, WithinQueue= belong"
+        " on a leaf queue",
+    ),
+    (
+        "QueueName=ai ReclaimWithinCohort=Never BorrowWithinCohort=LowerPriority:5\n"
+        "QueueName=a Parent=ai",
+        "1: queue ai has child queues, so it takes no jobs: ReclaimWithinCohort=,"
+        " BorrowWithinCohort= belong on a leaf queue",
     ),
     # the tree
     ("QueueName=a Parent=ai", "1: queue a: Parent ai is not a queue"),

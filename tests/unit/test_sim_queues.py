@@ -155,6 +155,33 @@ def test_every_policy_and_governed_resource(tmp_path: Path, policy: str, resourc
     assert b.borrowed_share == {resource: 0.0}
 
 
+@pytest.mark.parametrize(
+    ("strategy", "starts"),
+    [
+        pytest.param("BestEffortFIFO", {1: 0, 2: 210, 3: 2, 4: 110}, id="best effort"),
+        pytest.param("StrictFIFO", {1: 0, 2: 100, 3: 150, 4: 150}, id="strict"),
+    ],
+)
+def test_a_strict_queues_big_job_is_not_passed_by_its_small_ones(
+    tmp_path: Path, strategy: str, starts: dict[int, int]
+) -> None:
+    """B's job 2 wants all 4 CPUs, 2 of them borrowed, and A holds one until 100. Best
+    effort, B's small jobs 3 and 4 start within B's guarantee meanwhile and keep the big
+    job out until 210; StrictFIFO, they wait behind it, and it starts at 100."""
+    conf = conf_file(tmp_path, TWO_TEAMS.replace("cpu=2\n", f"cpu=2 QueueingStrategy={strategy}\n"))
+    trace = parse(
+        [
+            line(1, 0, 100, 1, user=1),
+            line(2, 1, 50, 4, user=2),
+            line(3, 2, 120, 1, user=2),
+            line(4, 110, 100, 1, user=2),
+        ],
+        "t",
+    )
+    result = replay(trace, 2, 2, queues=(conf, queuemap.parse(MAP, "map", conf)))
+    assert {j.number: j.start for j in result.jobs} == starts
+
+
 def test_jobs_in_no_queue_and_limits(tmp_path: Path) -> None:
     """A job whose user has no rule is in no queue and runs as Slurm would; a Limit
     keeps a queue's jobs to it even on an idle cluster."""

@@ -14,6 +14,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ import pytest
 from corral import stepcipher, stepio
 from nodeagent.process import Zygote, signal_supervisor, spawn_step_runner
 from nodeagent.spool import Started, StepDir, StepResult, StepSpec
+from nodeagent.steprunner import window
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -407,6 +409,116 @@ def test_unopenable_output_runs_nothing(
     assert result.statuses == (-1, -1)
     assert "cannot open output file" in result.message
     assert not (tmp_path / "ran").exists()
+
+
+# ---------------------------------------------------------------- srun --pty
+
+PTY_ENV = {"PATH": "/usr/bin:/bin", "SLURM_PTY_WIN_ROW": "30", "SLURM_PTY_WIN_COL": "100"}
+#: The session the shell leads (field 6 of its stat): its own pid when it leads one.
+LEADER = 'test "$(cut -d" " -f6 /proc/$$/stat)" = $$ && echo leader'
+
+
+def start_pty(
+    spool: Path, zygote: Zygote, srun: Srun, cwd: Path, script: str, tasks: tuple[int, ...] = (0, 1)
+) -> Runner:
+    """Global ``tasks`` on node 0 under --pty, running ``script``."""
+    return start(
+        spool, zygote, srun, cwd, argv=("sh", "-c", script), tasks=tasks, node_id=0,
+        environment=PTY_ENV, pty=True, unbuffered=True,
+    )  # fmt: skip
+
+
+def test_pty_task_zero_leads_a_session_on_a_terminal_srun_resizes(
+    spool: Path, zygote: Zygote, srun: Srun
+) -> None:
+    """Task 0's stdin, stdout and stderr are one terminal, the controlling one of the
+    session it leads, at srun's size, then at the size srun sends; the other task's
+    I/O is /dev/null (Slurm's rule: it shows nothing)."""
+    script = f"tty; stty size; {LEADER}; read line; stty size; echo got $line >&2"
+    runner = start_pty(spool, zygote, srun, spool, script)
+    srun.accept()
+    srun.pump(lambda: b"leader" in srun.out.get(0, b""))
+    srun.send(stepio.WINSIZE, 0, stepio.WINDOW.pack(40, 120))
+    srun.send(stepio.IN, 0, b"hello\r")  # Enter, as a terminal in raw mode sends it
+    srun.finish()
+    lines = srun.out[0].split(b"\r\n")  # the terminal's output processing: \n -> \r\n
+    assert lines[0].startswith(b"/dev/pts/"), srun.out
+    assert lines[1:] == [b"30 100", b"leader", b"hello", b"40 120", b"got hello", b""]
+    assert srun.err == {} and set(srun.out) == {0}
+    assert srun.exits == {0: 0, 1: 0}
+    assert runner.result().statuses == (0, 0)
+
+
+def test_pty_ctrl_c_is_a_byte_the_terminal_turns_into_sigint(
+    spool: Path, zygote: Zygote, srun: Srun
+) -> None:
+    """One process (a shell would catch SIGINT and could lose it to a child it forks
+    meanwhile): SIGINT ends it however far it got once it says it is ready."""
+    nap = "import time; print('ready', flush=True); time.sleep(30); print('not reached')"
+    runner = start(
+        spool, zygote, srun, spool, argv=(sys.executable, "-c", nap), tasks=(0,), node_id=0,
+        environment=PTY_ENV, pty=True,
+    )  # fmt: skip
+    srun.accept()
+    srun.pump(lambda: b"ready" in srun.out.get(0, b""))
+    srun.send(stepio.IN, 0, b"\x03")
+    srun.finish()
+    assert srun.exits == {0: signal.SIGINT}
+    assert b"not reached" not in srun.out[0]
+    assert runner.result().statuses == (signal.SIGINT,)
+
+
+def test_pty_a_resize_not_sealed_with_the_step_key_is_refused(
+    spool: Path, zygote: Zygote, srun: Srun, tmp_path: Path
+) -> None:
+    """A WINSIZE record sealed with any key but the step's (one who does not hold it
+    writing into the connection) never resizes the terminal: the runner takes srun's
+    connection as broken and ends the tasks, which find their terminal as it was."""
+    tmp_path.chmod(0o777)
+    script = (
+        "trap 'stty size > size$SLURM_PROCID; exit 7' TERM; echo ready; while :; do sleep 0.1; done"
+    )
+    runner = start_pty(spool, zygote, srun, tmp_path, script)
+    srun.accept()
+    srun.pump(lambda: b"ready" in srun.out.get(0, b""))
+    forger = stepcipher.Sealer(os.urandom(stepio.KEY_BYTES))
+    assert srun.conn is not None
+    srun.conn.sendall(forger.seal(stepio.winsize_frame(50, 150)))
+    task0, task1 = runner.result().statuses
+    assert task0 == 7 << 8
+    assert task1 in (7 << 8, signal.SIGTERM)  # its group too (its trap may not be set yet)
+    assert (tmp_path / "size0").read_text() == "30 100\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
+def test_pty_device_belongs_to_the_tasks_user(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    script = 'id -u; stat -c %u "$(tty)"'
+    runner = start(
+        spool, zygote, srun, Path("/"), argv=("sh", "-c", script), tasks=(0,), node_id=0,
+        environment=PTY_ENV, pty=True, uid=nobody.pw_uid, gid=nobody.pw_gid, user="nobody",
+    )  # fmt: skip
+    srun.accept()
+    srun.finish()
+    assert srun.out[0].split() == [str(nobody.pw_uid).encode()] * 2
+    assert runner.result().statuses == (0,)
+
+
+def test_window_size_from_the_environment() -> None:
+    assert window({"SLURM_PTY_WIN_ROW": "30", "SLURM_PTY_WIN_COL": "100"}) == (30, 100)
+    assert window({"SLURM_PTY_WIN_ROW": "30"}) is None
+    assert window({"SLURM_PTY_WIN_ROW": "x", "SLURM_PTY_WIN_COL": "100"}) is None
+    assert window({"SLURM_PTY_WIN_ROW": "70000", "SLURM_PTY_WIN_COL": "100"}) is None
+
+
+def test_winsize_frames_carry_rows_and_columns() -> None:
+    kind, number, payload = stepio.Reader().feed(stepio.winsize_frame(40, 120))[0]
+    assert (kind, number, stepio.read_winsize(payload)) == (stepio.WINSIZE, 0, (40, 120))
+    with pytest.raises(stepio.ProtocolError):
+        stepio.read_winsize(b"\0")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")

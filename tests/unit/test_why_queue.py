@@ -65,6 +65,7 @@ def test_the_words_name_the_queue_its_numbers_and_its_reason() -> None:
                 "would_borrow": 1,
             }
         ],
+        "head": None,
     }
     words = text(doc)
     assert "  Queue teamb: gres/gpu: guarantee 4, fair share 3, holds 4.\n" in words

@@ -115,5 +115,5 @@ def test_a_job_that_is_not_pending_says_its_state() -> None:
     }
     assert text(_doc(reply)) == "Job 5 (bob) is RUNNING on node[1-2], not pending.\n"
     reply.queue = "teama"
-    assert _doc(reply)["queue"] == {"name": "teama", "resources": []}
+    assert _doc(reply)["queue"] == {"name": "teama", "resources": [], "head": None}
     assert text(_doc(reply)) == "Job 5 (bob) is RUNNING on node[1-2] in queue teama, not pending.\n"
