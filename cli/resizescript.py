@@ -23,12 +23,11 @@ if TYPE_CHECKING:
 def lines(job: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
     """The sh and csh lines for ``job`` (a JobInfo as a dict), as Slurm writes them:
     only for the variables ``environ`` has."""
-    from controller.jobenv import run_length  # here: only a resize needs it
-    from corral.hostlist import expand
+    from corral.hostlist import expand  # here: only a resize needs it
 
     nodes = job["nodes"]
     count = len(expand(nodes)) if nodes else 0
-    cpus = run_length(list(job["cpus_per_node"]))
+    cpus = _per_node(list(job["cpus_per_node"]))
     values = (
         ("SLURM_NODELIST", f'"{nodes}"'),
         ("SLURM_JOB_NODELIST", f'"{nodes}"'),
@@ -64,3 +63,12 @@ def write(job_id: int, job: Mapping[str, Any], environ: Mapping[str, str]) -> li
         f"  For bash or sh shells:  . ./{names[1]}",
         f"  For csh shells:         source ./{names[0]}",
     ]
+
+
+def _per_node(values: list[int]) -> str:
+    """A count per node as Slurm writes it: ``[2, 2, 1]`` -> ``2(x2),1`` (the
+    controller's ``jobenv.run_length``, which the clients do not import)."""
+    from itertools import groupby
+
+    runs = [(value, len(list(same))) for value, same in groupby(values)]
+    return ",".join(f"{value}(x{count})" if count > 1 else str(value) for value, count in runs)
