@@ -19,6 +19,11 @@ gang's elastic part after what outranks it):
   it none) or took victims this pass, the elastic job does not grow in that job's
   partitions in this pass: any free node could be the one it needs.
 
+What an elastic job holds above its minimum is lent: a job before it in the queue's
+order that still waits takes back what it needs (``core/preempt.lent_back``, just
+before growth, with or without a PreemptType), so a job that grew never holds back
+one of higher priority that came later.
+
 Under pressure an elastic job is divided (``divide``): its first ``min_nodes`` nodes
 are one victim, whose preemption ends the job, and each node above them a victim of
 its own, a cheaper one, whose preemption only shrinks the job (``Plan.shrunk``).
