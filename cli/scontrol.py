@@ -709,10 +709,35 @@ class Session:
             for job_id in ids or [job_name]:
                 self.fail(f"{exc} for job {job_id}")
             return
+        failed = False
         for result in results:
             if result["code"]:
+                failed = True
                 message = result["message"] or str(SlurmError(result["code"]))
                 self.fail(f"{message} for job {result['job_id']}")
+        sized = any(word_is(key, "NumNodes", 8) or word_is(key, "ReqNodes", 8) for key in updates)
+        if sized and not failed and len(ids) == 1 and "SLURM_JOBID" in os.environ:
+            self._resize_scripts(ids[0])
+
+    def _resize_scripts(self, job_id: str) -> None:
+        """Inside a job, after a change of a job's node count: the scripts that bring
+        the job's SLURM_* variables up to date (``cli/resizescript.py``)."""
+        from cli import resizescript
+
+        try:
+            jobs = self.call("Jobs", {"filter": {"job_ids": [job_id]}})["jobs"]
+        except SlurmError:
+            jobs = []
+        if not jobs:
+            self.fail(f"Could not get allocation information for job {job_id}")
+            return
+        try:
+            told = resizescript.write(int(jobs[0]["job_id"]), jobs[0], os.environ)
+        except OSError as exc:
+            self.fail(f"Could not create file {exc.filename}: {exc.strerror}")
+            return
+        for line in told:
+            self.print(line)
 
     def update_node(self, args: Sequence[str]) -> None:
         """``update NodeName=<list> State=<state> [Reason=<text>]``."""

@@ -30,6 +30,7 @@ from typing import Any
 import grpc
 
 from controller.associations import AssocSet
+from controller.jobstate import RESIZING
 from controller.journal import JournalWriteError
 from controller.model import Job
 from controller.principal import Principal
@@ -58,8 +59,31 @@ ASSOC_POLL_S = 2.0
 def record(store: JobStore, job: Job) -> bytes:
     """The accounting record of ``job`` now (no backfill estimate: that is not history)."""
     info = job_info(replace(job, expected_start=0, expected_nodes=()), store)
+    if job.resize_time or RESIZING in job.flags:
+        sized(info, job)
     data: bytes = info.SerializeToString()
     return data
+
+
+def sized(info: pb.JobInfo, job: Job) -> None:
+    """``info`` as the record of one size of a resized job, as slurmdbd keeps them
+    (docs/design.md, "Elastic jobs"): after a resize the job's record is a new one,
+    submitted, eligible and started at the resize (the key dbd files it under), and
+    the record of the size it left ends there in state RESIZING. The steps, the
+    batch script's among them, are the newest record's, whose ``run_start`` says
+    when the run began."""
+    if job.resize_time:  # a requeued job's next run keeps the key, with its own start
+        info.submit_time = job.resize_time
+        info.eligible_time = max(info.eligible_time, job.resize_time)
+        if info.start_time:
+            info.start_time = max(info.start_time, job.resize_time)
+    info.run_start = job.start_time
+    if RESIZING in job.flags:
+        info.state = RESIZING
+        del info.state_flags[:]
+        info.state_flags.append(RESIZING)
+        info.batch_flag = info.extern_step = False
+        del info.steps[:]
 
 
 _RESV_FIELDS = frozenset(pb.ReservationInfo.DESCRIPTOR.fields_by_name)

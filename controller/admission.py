@@ -405,6 +405,10 @@ def admit(
         raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
     counts = _counts(spec, len(req_nodes))
     topo = topology_request(spec, conf, counts.min_nodes, bool(req_nodes))
+    if spec.elastic_signal and counts.max_nodes <= counts.min_nodes:
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)  # --elastic needs -N min-max
+    if spec.elastic_signal > 64:
+        raise SlurmError(errors.EINVAL, "Invalid --elastic signal")
     time_limit = spec.time_limit
     if time_limit is None:
         default = conf.partition(partitions[0])
@@ -507,6 +511,7 @@ def admit(
         segment=topo.segment,
         topology_required=topo.required,
         topology_preferred=topo.preferred,
+        elastic_signal=spec.elastic_signal,
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)

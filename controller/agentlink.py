@@ -51,11 +51,12 @@ from controller.effects import (
     NewLimit,
     NodeEpilog,
     NodeProlog,
+    Resized,
     Signal,
     Stop,
 )
 from controller.holdings import holds_nodes
-from controller.jobenv import batch_environment, gpu_environment, without_grants
+from controller.jobenv import batch_environment, gpu_environment, run_length, without_grants
 from controller.jobstate import InvalidTransition
 from controller.journal import JournalWriteError
 from controller.launchmsg import gpu_grant, launch_job
@@ -64,7 +65,7 @@ from controller.nodehooks import NodeHooks, prolog_failed
 from controller.steps import step_environment
 from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
-from corral import auth, credentials
+from corral import auth, credentials, hostlist
 from corral.credentials import Verifier
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -292,6 +293,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                         signal=pb.SignalJob(job_id=run.job_id, signal=0, reason="stale")
                     )
                 )
+        self._resend_resizes(hello, session)
         for job in list(self.store.jobs.values()):
             if not holds_nodes(job) or job.nodes[0] not in session.nodes:
                 continue
@@ -308,6 +310,18 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             else:
                 log.info("job_id=%d not reported by its agent; relaunching", job.job_id)
                 self.launch(job)
+
+    def _resend_resizes(self, hello: pb.AgentHello, session: _Session) -> None:
+        """A reconnecting agent hears again the nodes of each resized job it has runs
+        of: a resize lost with the old stream then still ends the steps left on the
+        nodes the job gave back, and brings the runs' resize files up to date (a run
+        whose file already says so is not signalled again)."""
+        stepped = {s.job_id for s in hello.steps if s.node in session.nodes}
+        for job in self.store.jobs.values():
+            if not job.resize_time or not holds_nodes(job):
+                continue
+            if job.job_id in stepped or any(n in session.nodes for n in job.nodes):
+                self.resize(job, [session])
 
     def _lost_steps(self, job: Job, known: set[tuple[int, int, str]], session: _Session) -> None:
         """Fail the parts of ``job``'s running steps on the session's nodes that the
@@ -495,10 +509,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     self.hooks.launch(job)
                 case Granted(job):
                     self.hooks.granted(job)
-                case NodeProlog(job):
-                    self.nodehooks.prolog(job)
-                case NodeEpilog(job, status):
-                    self.nodehooks.epilog(job, status)
+                case NodeProlog(job, nodes):
+                    self.nodehooks.prolog(job, nodes)
+                case NodeEpilog(job, status, nodes):
+                    self.nodehooks.epilog(job, status, nodes)
                 case Ended(job, status):
                     self.hooks.ended(job, status)
                 case Kill(job, reason, delay) if delay:
@@ -515,6 +529,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     self.suspend(job, resume=False)
                 case Continue(job):
                     self.suspend(job, resume=True)
+                case Resized(old, job):
+                    self.resize(job, self._sessions_of(job) + self._sessions_of(old))
 
     def _kill(self, job: Job, reason: str) -> None:
         self.signal(job, 0, reason=reason)
@@ -632,7 +648,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def _step_done(self, done: pb.StepDone, session: _Session) -> None:
         job = self.store.jobs.get(done.job_id)
-        if done.node not in session.nodes or job is None or done.node not in job.nodes:
+        # A step ends on a node its job holds, or held when the step began (a resize
+        # that left the node ended the step's part there).
+        ran_there = job is not None and any(
+            s.step_id == done.step_id and done.node in s.nodes for s in job.steps
+        )
+        if done.node not in session.nodes or job is None or not ran_there:
             log.warning(
                 "agent %s (%s) sent StepDone of %d.%d for node %s: dropped",
                 session.peer,
@@ -675,6 +696,22 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             suspended_secs=job.suspended_secs,
             grace_secs=self.store.conf.preemption.suspend_grace,
         )
+
+    def resize(self, job: Job, sessions: list[_Session]) -> None:
+        """Tell each of ``sessions`` (once) the job's nodes now: they end its runs on
+        the nodes it left and tell the others (``ResizeJob``)."""
+        message = pb.ControllerMessage(
+            resize=pb.ResizeJob(
+                job_id=job.job_id,
+                nodes=job.nodes,
+                nodelist=hostlist.compress(job.nodes),
+                cpus_per_node=run_length(list(job.cpus)),
+                signal=job.elastic_signal,
+                resize_time=job.resize_time,
+            )
+        )
+        for session in dict.fromkeys(sessions):
+            session.send(message)
 
     def _sessions_of(self, job: Job) -> list[_Session]:
         """The sessions of the job's nodes, each once, the batch host's first."""

@@ -189,6 +189,17 @@ class Durability:
         self.batch.meta[OUTBOX_SEQ_KEY] = str(self._outbox_seq)
         self._outbox_of_job[job.job_id] = self._outbox_seq
 
+    def closed_record(self, job: Job) -> None:
+        """The last accounting record of ``job`` at a size it no longer has (a resize:
+        ``RESIZING``, docs/design.md "Elastic jobs"). dbd files it under the key of
+        that size, apart from the record of the job as it is now, so it is queued
+        beside the job's current record rather than replacing it."""
+        if self.recorder is None:
+            return
+        self._outbox_seq += 1
+        self.batch.outbox[self._outbox_seq] = self.recorder(job)
+        self.batch.meta[OUTBOX_SEQ_KEY] = str(self._outbox_seq)
+
     def forget_jobs(self, job_ids: list[int], payloads: set[int]) -> None:
         """Purged jobs (and the payloads no job left needs) leave the journal."""
         for job_id in job_ids:

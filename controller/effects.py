@@ -25,6 +25,9 @@ Resume                 suspended                       Continue (thaw them; the 
                                                        suspended moves its limit)
 Cancel, Preempt,       suspended                       as running: the kill thaws
 Requeue, NodeFail                                      the processes first
+Resize                 running                         Resized (the runs on the nodes
+                                                       it left end; the others are
+                                                       told its new nodes)
 anything               pending, or already completing  none: no process to tell
 =====================  ==============================  =============================
 
@@ -34,7 +37,9 @@ salloc or srun may use the nodes), ``NodeProlog`` when a job starts under
 PrologFlags=Alloc and a Prolog is set (it runs on each node at once),
 ``NodeEpilog`` when a job gives its nodes back and an Epilog (or a Prolog, whose
 record of where it ran is then dropped) is set, and ``Ended`` then when
-EpilogSlurmctld is set.
+EpilogSlurmctld is set. A resize gives ``NodeProlog`` for the nodes it adds (under
+PrologFlags=Alloc) and ``NodeEpilog`` for those it gives back, as if the job had
+started or ended there.
 
 A running job's time limit changed by ``scontrol update`` or its reservation
 gives ``NewLimit``; ``scancel --signal`` and ``--signal=SIG@T`` give ``Signal``.
@@ -61,6 +66,7 @@ from controller.jobstate import (
     NodeFail,
     Preempt,
     Requeue,
+    Resize,
     Resume,
     Suspend,
 )
@@ -139,18 +145,22 @@ class Granted:
 @dataclass(frozen=True, slots=True)
 class NodeProlog:
     """The job got its nodes and PrologFlags=Alloc is set: the Prolog runs on each
-    node that does not run its batch script (``JobHook``)."""
+    node that does not run its batch script (``JobHook``); on ``nodes`` alone when
+    given (the nodes a resize added)."""
 
     job: Job
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class NodeEpilog:
     """The job gave its nodes back: the Epilog runs on each node that does not run
-    its batch script (``JobHook``; that one's supervisor runs its own)."""
+    its batch script (``JobHook``; that one's supervisor runs its own); on ``nodes``
+    alone when given (the nodes a resize gave back)."""
 
     job: Job  # as it ran: its nodes
     exit_status: int
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +187,28 @@ class Continue:
     job: Job
 
 
+@dataclass(frozen=True, slots=True)
+class Resized:
+    """The running job's allocation changed (``ResizeJob``): on the nodes it left its
+    runs end; the others write its new nodes into each run's resize file and, for an
+    elastic job, send the job its signal (docs/design.md, "Elastic jobs")."""
+
+    old: Job  # as it was: the nodes it may have left
+    job: Job  # as it is now
+
+
 Effect = (
-    Launch | Kill | Signal | NewLimit | Granted | NodeProlog | NodeEpilog | Ended | Stop | Continue
+    Launch
+    | Kill
+    | Signal
+    | NewLimit
+    | Granted
+    | NodeProlog
+    | NodeEpilog
+    | Ended
+    | Stop
+    | Continue
+    | Resized
 )
 
 
@@ -192,6 +222,8 @@ def follow(old: Job, new: Job, event: Event) -> tuple[Effect, ...]:
         return (Stop(new),) if old.state is JobState.RUNNING else ()
     if isinstance(event, Resume):
         return (Continue(new),)
+    if isinstance(event, Resize):
+        return (Resized(old, new),)
     if old.state not in (JobState.RUNNING, JobState.SUSPENDED) or COMPLETING in old.flags:
         return ()
     reason = KILLS.get(type(event))

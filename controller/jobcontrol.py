@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller import associations, effects, jobstate, jobupdate, partitionaccess, queries
+from controller import (
+    associations,
+    effects,
+    elastic,
+    jobstate,
+    jobupdate,
+    partitionaccess,
+    queries,
+)
 from controller.core.placement import place
 from controller.core.plan import Start
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
@@ -234,7 +242,7 @@ class JobControl:
         elif action == "update":
             if isinstance(update, SlurmError):
                 raise update
-            self._update(job, update, who)
+            self._update(job, update, who, now)
         else:
             raise SlurmError(errors.EINVAL, f"unknown action {action!r}")
 
@@ -259,13 +267,19 @@ class JobControl:
         self.store.post(job.job_id, jobstate.Resume(now))
         log.info("job_id=%d resumed", job.job_id)
 
-    def _update(self, job: Job, update: JobUpdate, who: Principal) -> None:
+    def _update(self, job: Job, update: JobUpdate, who: Principal, now: int) -> None:
         changes = jobupdate.changes(job, update, who.privileged_over(job.account))
         if any(self.store.conf.partition(p) is None for p in update.partitions or ()):
             raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
+        count = jobupdate.shrinks_to(job, update)
+        shrink = count is not None and count < len(job.nodes)
+        if shrink and self.store.conf.scheduler_param("disable_job_shrink") is not None:
+            raise SlurmError(errors.ESLURM_NOT_SUPPORTED)  # Slurm's permit_job_shrink
         updated = replace(job, **changes)
         if changes.keys() & (jobupdate.RESHAPING | {"account", "qos", "time_limit"}):
             updated = self._recheck(job, updated, who)
+        if shrink and count is not None:  # all checked: only now does it give nodes back
+            updated = elastic.with_allocation(updated, elastic.shrink(self.store, job, count, now))
         self.store.update(updated)
 
     def _recheck(self, job: Job, updated: Job, who: Principal) -> Job:

@@ -98,6 +98,7 @@ class JobSpec:
     gres_flags: str = ""
     sockets_per_node: int = 0
     prefer: str = ""
+    elastic_signal: int = 0
 
 
 def from_wire(message: Any) -> JobSpec:

@@ -16,6 +16,9 @@
 
     RUNNING ── Suspend ──▶ SUSPENDED ── Resume ──▶ RUNNING   (scontrol suspend/resume,
                                                             PreemptMode=SUSPEND, GANG)
+    RUNNING ── Resize ──▶ RUNNING   (its nodes change; the first, its batch host, stays:
+                                     an elastic job grows or shrinks, scontrol update
+                                     NumNodes shrinks a job)
     SUSPENDED takes Cancel, Preempt, Requeue (the job comes back held if an
     operator suspended it) and NodeFail as RUNNING does; its time there is not run time:
     Resume moves ``end_time`` on by it. A job the gang scheduler or a
@@ -70,6 +73,8 @@ class JobState(enum.Enum):
 # Flags that ride on the base state, as in Slurm.
 COMPLETING = "COMPLETING"
 REQUEUED = "REQUEUED"
+# Only on the accounting record of a size a job left (Slurm's JOB_RESIZING).
+RESIZING = "RESIZING"
 
 
 class Reason(enum.Enum):
@@ -299,6 +304,22 @@ class Resume:
     now: int
 
 
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """The running job's allocation changed: an elastic job grew or gave nodes back
+    under pressure, or ``scontrol update NumNodes`` shrank it (docs/design.md,
+    "Elastic jobs"). Its nodes, and what it has on each, are now these; its first
+    node, which runs its batch script, stays."""
+
+    now: int
+    nodes: tuple[str, ...]
+    cpus: tuple[int, ...]
+    memory: tuple[int, ...]
+    gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
+    gpus: tuple[tuple[int, ...], ...] = ()
+    cpu_ids: tuple[tuple[int, ...], ...] = ()
+
+
 #: Who holds a suspended job that is requeued: Slurm requeues it held where an
 #: operator suspended it.
 SUSPENDED_REQUEUE_HOLD = "admin"
@@ -315,6 +336,7 @@ Event = (
     | GiveUp
     | Suspend
     | Resume
+    | Resize
 )
 
 
@@ -419,6 +441,21 @@ def apply(job: Job, event: Event) -> Job:
                 end_time=job.end_time + paused if job.end_time else 0,
                 cpus_released=False,
                 suspended_by=0,
+            )
+        case Resize() if (
+            state is JobState.RUNNING
+            and COMPLETING not in job.flags
+            and event.nodes[:1] == job.nodes[:1]
+        ):
+            return replace(
+                job,
+                nodes=event.nodes,
+                cpus=event.cpus,
+                alloc_mem=event.memory,
+                gres_alloc=event.gres,
+                gpus=event.gpus,
+                cpu_ids=event.cpu_ids,
+                resize_time=event.now,
             )
         case Start() if state is JobState.PENDING and not job.held:
             return replace(

@@ -15,7 +15,7 @@ service's recheck.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from controller import bounds
@@ -24,7 +24,7 @@ from controller.model import Job
 from corral import errors, timefmt, units
 from corral.errors import SlurmError
 
-__all__ = ["JobUpdate", "changes", "checkpointed", "parse"]
+__all__ = ["JobUpdate", "changes", "checkpointed", "parse", "shrinks_to"]
 
 #: The Job fields whose change can make a job unable to run anywhere.
 RESHAPING = frozenset(
@@ -113,7 +113,7 @@ def _field(key: str, raw_key: str, value: str, now: int) -> dict[str, Any]:
         return {"partitions": names}
     if key in ("account", "qos"):
         return {key: value}
-    if key in ("numnodes", "minnodes"):
+    if key in ("numnodes", "reqnodes", "minnodes"):  # ReqNodes: NumNodes (scontrol(1))
         return {"nodes": _node_count(value, keep_max=key == "minnodes")}
     if key == "mincpusnode":
         return {"min_cpus": _amount(key, value)}
@@ -170,12 +170,37 @@ def checkpointed(job: Job, when: int) -> int:
     return max(when, job.start_time)
 
 
+def shrinks_to(job: Job, update: JobUpdate) -> int | None:
+    """The node count a ``NumNodes=`` update leaves a running ``job`` with (None: it
+    asks no such change). Slurm lets a running job shrink, never grow, by update:
+    a count above what it holds is ``ESLURM_INVALID_NODE_COUNT``; a suspended job
+    keeps its size (Slurm's FAQ: a job changing size must not be suspended)."""
+    nodes = update.nodes
+    if nodes is None or nodes.most is None or job.state is JobState.PENDING:
+        return None
+    if job.state.finished or not job.nodes:
+        raise SlurmError(errors.ESLURM_ALREADY_DONE)
+    if job.state is JobState.SUSPENDED:
+        raise SlurmError(errors.ESLURM_DISABLED)
+    if nodes.least > len(job.nodes):
+        raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
+    return nodes.least
+
+
 def changes(job: Job, update: JobUpdate, privileged: bool) -> dict[str, Any]:
     """``job``'s new fields; SlurmError where its state or the caller's rights
     (``privileged``: operator, administrator or coordinator of its account) forbid."""
-    if update.pending_only and job.state is not JobState.PENDING:
+    count = shrinks_to(job, update)
+    others = replace(update, nodes=None) if count is not None else update
+    if others.pending_only and job.state is not JobState.PENDING:
         raise SlurmError(errors.ESLURM_JOB_NOT_PENDING)
     out: dict[str, Any] = {}
+    if count is not None and update.nodes is not None:
+        # Its range after the shrink: never above the count it is left with, unless an
+        # elastic job is given a new maximum (NumNodes=K-M); never a minimum above it.
+        ceiling = update.nodes.most if job.elastic_signal and update.nodes.most else count
+        out.update(min_nodes=min(job.min_nodes, count), max_nodes=max(ceiling, count))
+        update = others
     if update.time_limit is not None:
         minutes = update.time_limit
         longer = minutes < 0 or (job.time_limit >= 0 and minutes > job.time_limit)

@@ -8,7 +8,8 @@ Each cycle, in order:
   3. ``schedule``     the pure core decides starts and pending reasons: the main
                       pass (``default_queue_depth`` jobs, the whole queue every
                       ``sched_interval``), plus backfill every ``bf_interval``
-  4. ``commit``       starts re-checked against live state and applied; then
+  4. ``commit``       starts re-checked against live state and applied; elastic
+                      jobs grown or shrunk (``elastic.py``); then
                       preemption (``preemption.py``: victims warned, ended or
                       suspended), suspended victims whose CPUs are free again
                       resumed (``preemptresume.py``), and the gang scheduler's
@@ -30,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from controller import gang, preemption, preemptresume
+from controller import elastic, gang, preemption, preemptresume
 from controller.agentlink import AgentLink
 from controller.core import schedule
 from controller.diag import SchedulerStats
@@ -104,6 +105,7 @@ class SchedulerLoop:
         if full:
             self.last_full_pass = now
         started = self.store.commit(plan)
+        resized = elastic.apply(self.store, plan)
         preempted = preemption.begin(self.store, plan) + preemption.due(self.store, now)
         resumed = preemptresume.due(self.store, snap, now)
         rotate = now - self.last_slice >= self._conf.preemption.time_slice
@@ -120,6 +122,7 @@ class SchedulerLoop:
         warned = bool(plan.grace) or bool(plan.suspended) or bool(resumed) or bool(sliced)
         if (
             started
+            or resized
             or changed
             or purged
             or plan.ended

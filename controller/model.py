@@ -172,6 +172,14 @@ class Job:
     prefer: str = ""
     gres_alternatives: tuple[str, ...] = ()
     flavor: str = ""
+    # Elastic (sbatch --elastic, docs/design.md "Elastic jobs"): the signal that tells
+    # the job its allocation changed (0: not elastic; it keeps the nodes it started
+    # on). Between ``min_nodes`` and ``max_nodes`` it grows as nodes free and shrinks
+    # under pressure.
+    elastic_signal: int = 0
+    # When its allocation last changed while it ran (Slurm's resize_time; 0: never):
+    # accounting keeps one record per size, the newest keyed by this time.
+    resize_time: int = 0
 
     def __post_init__(self) -> None:
         if self.dependency:

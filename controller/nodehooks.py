@@ -111,10 +111,11 @@ class NodeHooks:
             if not epilog:
                 self.store.configured(job.job_id, node)
 
-    def prolog(self, job: Job) -> None:
-        """PrologFlags=Alloc: the Prolog on each of the job's other nodes, now."""
+    def prolog(self, job: Job, nodes: tuple[str, ...] = ()) -> None:
+        """PrologFlags=Alloc: the Prolog on each of the job's other nodes (on ``nodes``
+        alone, a resize's new ones, when given), now."""
         env = self._environment(job, "prolog_slurmd")
-        for node in hook_nodes(job):
+        for node in nodes or hook_nodes(job):
             self._send(job, node, False, env)
 
     def resend(self, nodes: list[str]) -> None:
@@ -142,15 +143,16 @@ class NodeHooks:
         self._sent.add(key)
         self._send(job, node, False, self._environment(job, "prolog_slurmd"))
 
-    def epilog(self, job: Job, exit_status: int) -> None:
-        """The job gave its nodes back: the Epilog on each of its other nodes (and the
-        Prologs asked for are forgotten)."""
-        for node in job.nodes:
+    def epilog(self, job: Job, exit_status: int, nodes: tuple[str, ...] = ()) -> None:
+        """The job gave its nodes back (``nodes`` alone, those a resize left, when
+        given): the Epilog on each of its other nodes (and the Prologs asked for
+        there are forgotten)."""
+        for node in nodes or job.nodes:
             self._sent.discard((job.job_id, job.restarts, node))
         if not self.store.conf.hooks.epilog:
             return
         env = self._environment(job, "epilog_slurmd") | hooks.exit_variables(exit_status)
-        for node in hook_nodes(job):
+        for node in nodes or hook_nodes(job):
             self._send(job, node, True, env)
 
     def done(self, done: pb.HookDone, served: list[str]) -> pb.ControllerMessage | None:

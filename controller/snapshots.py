@@ -20,6 +20,7 @@ from controller.core.fairshare import Usage
 from controller.core.priority import Ranking
 from controller.core.snapshot import JobFacts, NodeDevices
 from controller.drain import usable
+from controller.elastic import views as elastic_views
 from controller.holdings import Holdings, holds_nodes
 from controller.jobstate import COMPLETING, GANG, JobState
 from controller.model import Job, NodeRuntime
@@ -63,6 +64,9 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
             ledger.usage,
             ledger.ranking,
         )
+    elastic = elastic_views(
+        ledger.jobs.values(), ledger.associations, ledger.enforce, ledger.usage, conf.queue_conf
+    )
     return Snapshot(
         nodes,
         {
@@ -81,6 +85,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
         preemptrules.policy(conf, ledger.associations),
         ledger.ranking,
         queues,
+        elastic,
     )
 
 

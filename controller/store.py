@@ -298,6 +298,8 @@ class JobStore:
         elif holds_nodes(new) and not holds_nodes(old):
             self._account(new, +1)
             self._started(new)
+        elif isinstance(event, jobstate.Resize):
+            self._resized(old, new)
         elif new.cpus_released != old.cpus_released:  # suspended, or resumed
             shares = bool(self.capacity.sharing(new))
             self.holdings.change_cpus(new, -1 if new.cpus_released else +1, shares)
@@ -322,6 +324,26 @@ class JobStore:
                 waits.update(job.nodes)
         if waits:
             self.configuring[job.job_id] = waits
+
+    def _resized(self, old: Job, new: Job) -> None:
+        """A running job's nodes changed: the ledger moves with it; accounting closes
+        the record of its old size (``RESIZING``, ended now) beside its new one, which
+        dbd files under the second of the resize (a size held for less than a second,
+        whose record would share that second, is not kept apart); the Prolog runs on
+        the nodes it got (PrologFlags=Alloc) and the Epilog on those it gave back, as
+        at a start and an end."""
+        self._account(old, -1)
+        self._account(new, +1)
+        if new.resize_time != (old.resize_time or old.submit_time):
+            closed = replace(old, flags=old.flags | {jobstate.RESIZING}, end_time=new.resize_time)
+            self.durable.closed_record(closed)
+        added = tuple(n for n in new.nodes if n not in old.nodes)
+        left = tuple(n for n in old.nodes if n not in new.nodes)
+        hooks = self.conf.hooks
+        if added and hooks.prolog and prolog_at_allocation(self.conf.prolog_flags):
+            self.durable.emit((effects.NodeProlog(new, added),))
+        if left and (hooks.epilog or hooks.prolog):
+            self.durable.emit((effects.NodeEpilog(old, 0, left),))
 
     def configured(self, job_id: int, what: str) -> None:
         """``what`` (PROLOG_SLURMCTLD or a node's Prolog) is over for the allocation."""
@@ -647,6 +669,11 @@ class JobStore:
         what its agent probed (as the snapshot's devices have them)."""
         runtime = self.nodes.get(name)
         return self.capacity.gpu_cpus(name) or dict(runtime.gpu_cpus if runtime else ())
+
+    def start_fits(self, start: Start) -> bool:
+        """Whether the ledger still holds every node of ``start`` (an elastic job's
+        growth is re-checked as a start is)."""
+        return all(self._fits(start, i) for i in range(len(start.nodes)))
 
     def _fits(self, start: Start, index: int) -> bool:
         """Whether the ledger still holds ``start`` on its ``index``-th node: the

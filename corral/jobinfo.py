@@ -67,6 +67,9 @@ COPIED: Final[dict[str, str]] = {
     "segment": "segment",
     "prefer": "prefer",
     "flavor": "flavor",
+    "elastic_signal": "elastic_signal",
+    "min_nodes": "min_nodes",
+    "resize_time": "resize_time",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -129,6 +132,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
 NOT_SET: Final[dict[str, str]] = {
     "state_desc": "no reason text overrides the reason's name",
     "sched_partition": "a pending job's partitions are all in partition",
+    "run_start": "set by controller.accounting in a resized job's records alone",
 }
 
 #: JobInfo fields restd shows, and the JOB_INFO key each appears under, in the
@@ -237,5 +241,9 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "ntasks_per_tres",
         "gres_enforce_bind",
         "flavor",
+        "elastic_signal",
+        "min_nodes",
+        "resize_time",
+        "run_start",
     }
 )

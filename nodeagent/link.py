@@ -6,7 +6,7 @@ every JobDone not yet acknowledged, in that order: a job's steps are recorded
 before the job ends (its end cancels the steps still unrecorded); last, every
 HookDone not yet acknowledged. The controller answers Welcome (heartbeat
 interval, KillWait) and from then on sends launch, launch_step, signal,
-suspend, update and ack_done requests, which all go to the agent's one table of runs
+suspend, resize, update and ack_done requests, which all go to the agent's one table of runs
 (:mod:`nodeagent.runs`), and hook and ack_hook requests, the Prolog and
 Epilog of jobs whose batch script runs elsewhere, which go to
 :mod:`nodeagent.nodehooks` (as launch_step does first, so that a step waits
@@ -202,6 +202,8 @@ class Link:
                 self.table.update(reply.update)
             elif kind == "suspend":
                 self.table.suspend(reply.suspend)
+            elif kind == "resize":
+                self.table.resize(reply.resize)
             elif kind == "ack_done":
                 self.table.ack(reply.ack_done)
             else:

@@ -55,6 +55,7 @@ from nodeagent.gpubinding import bind_gpus, task_bindings
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.mps import MpsServers
 from nodeagent.process import Zygote, spawn_step_runner, spawn_supervisor, supervisor_environment
+from nodeagent.resizes import RESIZE_ENV, script
 from nodeagent.runkinds import (
     BATCH,
     BATCH_KIND,
@@ -414,6 +415,7 @@ class RunTable:
             spec = dataclasses.replace(spec, hooks=self.hooks)
             self._bind(spec.environment, msg)
             spec.environment[CHECKPOINT_ENV] = jobdir.create_checkpoint(msg.uid, msg.gid)
+            spec.environment[RESIZE_ENV] = jobdir.resize_file()
             jobdir.write_launch(spec)
             jobdir.write_script(msg.script, msg.uid, msg.gid)
             proc = spawn_supervisor(jobdir, self.python, self.supervisor_env, self.zygote)
@@ -467,6 +469,7 @@ class RunTable:
             )
             self._bind(spec.environment, msg)
             spec.environment[CHECKPOINT_ENV] = stepdir.create_checkpoint(msg.uid, msg.gid)
+            spec.environment[RESIZE_ENV] = stepdir.resize_file()
             stepdir.write_spec(spec)
             proc = spawn_step_runner(stepdir, self.python, self.supervisor_env, self.zygote)
         except OSError as exc:
@@ -558,12 +561,16 @@ class RunTable:
             if steps_only and run.is_batch:
                 continue
             log.info("%s terminate (%s)", run.name, reason)
-            try:
-                run.dir.request_cancel(self.kill_wait)
-            except OSError as exc:
-                log.warning("%s cannot request its end: %s", run.name, exc)
-                continue
-            self._watch.poke(run)
+            self._cancel(run)
+
+    def _cancel(self, run: Run) -> None:
+        """Ask ``run``'s process to end it: TERM, then KILL after the kill wait."""
+        try:
+            run.dir.request_cancel(self.kill_wait)
+        except OSError as exc:
+            log.warning("%s cannot request its end: %s", run.name, exc)
+            return
+        self._watch.poke(run)
 
     def _signal_steps(self, job_id: int, signum: int, step_id: int | None) -> int:
         """Ask the runners of the job's steps here (or of ``step_id``'s) to send
@@ -571,18 +578,21 @@ class RunTable:
         Returns how many were asked."""
         asked = 0
         for run in self._of(job_id, step_id):
-            if run.is_batch:
-                continue
-            assert isinstance(run.dir, StepDir)
-            try:
-                run.dir.request_signal(signum)
-            except OSError as exc:
-                log.warning("%s signal %d failed: %s", run.name, signum, exc)
-                continue
-            log.info("%s signal %d to its tasks", run.name, signum)
-            self._watch.poke(run)
-            asked += 1
+            if not run.is_batch and self._ask_signal(run, signum):
+                asked += 1
         return asked
+
+    def _ask_signal(self, run: Run, signum: int) -> bool:
+        """Ask a step run's runner to send ``signum`` to its tasks; False if it failed."""
+        assert isinstance(run.dir, StepDir)
+        try:
+            run.dir.request_signal(signum)
+        except OSError as exc:
+            log.warning("%s signal %d failed: %s", run.name, signum, exc)
+            return False
+        log.info("%s signal %d to its tasks", run.name, signum)
+        self._watch.poke(run)
+        return True
 
     def _signal_batch(self, msg: pb.SignalJob) -> None:
         """The batch shell (``batch_only``) or the batch script's process group (``full``)
@@ -591,25 +601,55 @@ class RunTable:
         if not runs:
             log.info("job_id=%d signal %d: no batch job here", msg.job_id, msg.signal)
             return
-        run = runs[-1]
+        self._signal_script(runs[-1], msg.signal, msg.batch_only, msg.reason or "no reason")
+
+    def _signal_script(self, run: Run, signum: int, shell_only: bool, reason: str) -> None:
+        """Send ``signum`` to a batch run's shell, or to its whole process group."""
         started = run.started or run.dir.read_started()
         if started is None:
-            log.warning("%s signal %d dropped: not started yet", run.name, msg.signal)
+            log.warning("%s signal %d dropped: not started yet", run.name, signum)
             return
         log.info(
             "%s signal %d to %s (%s)",
             run.name,
-            msg.signal,
-            "batch shell" if msg.batch_only else "batch process group",
-            msg.reason or "no reason",
+            signum,
+            "batch shell" if shell_only else "batch process group",
+            reason,
         )
         try:
-            if msg.batch_only:
-                os.kill(started.pid, msg.signal)
+            if shell_only:
+                os.kill(started.pid, signum)
             else:
-                os.killpg(started.pid, msg.signal)
+                os.killpg(started.pid, signum)
         except OSError as exc:
-            log.warning("%s signal %d failed: %s", run.name, msg.signal, exc)
+            log.warning("%s signal %d failed: %s", run.name, signum, exc)
+
+    def resize(self, msg: pb.ResizeJob) -> None:
+        """The job's allocation changed (:mod:`nodeagent.resizes`): its step runs on the
+        served nodes it left end (TERM, then KILL after the kill wait); every other
+        run of it here gets the new values in its resize file and, when the file
+        changed and the message names one, the signal: the batch script's process
+        group, a step's tasks. The batch run is never ended this way: its node is
+        the job's first, which a resize keeps."""
+        kept = set(msg.nodes)
+        text = script(msg)
+        for run in self._of(msg.job_id):
+            node = self._sampled_as(run)[2]
+            if not run.is_batch and node not in kept:
+                log.info("%s terminate: job %d no longer holds %s", run.name, msg.job_id, node)
+                self._cancel(run)
+                continue
+            try:
+                changed = run.dir.write_resize(text)
+            except OSError as exc:
+                log.warning("%s cannot write its resize file: %s", run.name, exc)
+                continue
+            if not changed or not msg.signal:
+                continue
+            if run.is_batch:
+                self._signal_script(run, msg.signal, False, "resized")
+            elif isinstance(run.dir, StepDir):
+                self._ask_signal(run, msg.signal)
 
     def update(self, msg: pb.UpdateJob) -> None:
         """A new time limit (``scontrol update``), for the job's current batch run."""

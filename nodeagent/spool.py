@@ -25,7 +25,10 @@ Files in a job directory (who writes them):
 ``result``         supervisor  how the job ended (:class:`Result`), written last
 ``checkpoint/``    agent       the job user's own directory (mode 0700), holding
                                ``saved``, the file CORRAL_CHECKPOINT_FILE names: a
-                               touch reports a checkpoint (:mod:`nodeagent.checkpoints`)
+                               touch reports a checkpoint (:mod:`nodeagent.checkpoints`),
+                               and, once the job's allocation changed, ``resize``,
+                               the file CORRAL_RESIZE_FILE names (:mod:`nodeagent.resizes`),
+                               written by the agent by rename
 =================  ==========  ==================================================
 
 Job steps (``srun``) have directories of their own next to the jobs',
@@ -91,6 +94,10 @@ SIGNALS = "signals"
 #: has saved its state (its path is the job's CORRAL_CHECKPOINT_FILE).
 CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_FILE = "saved"
+#: In the same directory: the job's allocation as it last changed (CORRAL_RESIZE_FILE).
+RESIZE_FILE = "resize"
+#: The most of a resize file read back to compare (a job's is a few hundred bytes).
+_RESIZE_MAX = 64 << 10
 
 #: Raw wait status of a launch failure: exit code 1, as Slurm records it.
 LAUNCH_FAILED_STATUS = 1 << 8
@@ -383,6 +390,34 @@ class RunDir:
     def checkpoint_file(self) -> str:
         """The path of the file the run's job touches when it has saved its state."""
         return os.path.join(self.path, CHECKPOINT_DIR, CHECKPOINT_FILE)
+
+    def resize_file(self) -> str:
+        """The path of the file that says the run's job's allocation as it last changed."""
+        return os.path.join(self.path, CHECKPOINT_DIR, RESIZE_FILE)
+
+    def write_resize(self, text: str) -> bool:
+        """Put ``text`` in the run's resize file, unless it says that already; True when
+        written. The directory is the job user's: the file is made under a name of
+        the agent's own with O_EXCL and O_NOFOLLOW (no link the user planted is
+        followed) and renamed over the old one, which replaces whatever the user put
+        there under that name rather than writing through it; the reader sees the
+        old file or the new one, never half of one."""
+        data = text.encode()
+        folder = os.open(self.file(CHECKPOINT_DIR), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            if _regular_contents(RESIZE_FILE, folder) == data:
+                return False
+            temporary = f".{RESIZE_FILE}.{os.getpid()}.{time.monotonic_ns()}"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(temporary, flags, 0o644, dir_fd=folder)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.rename(temporary, RESIZE_FILE, src_dir_fd=folder, dst_dir_fd=folder)
+            return True
+        finally:
+            os.close(folder)
 
     def delete(self) -> None:
         """Remove the directory: the job user's checkpoint directory, whatever they put
@@ -703,3 +738,20 @@ class Spool:
             if _JOB_DIR.match(name)
         ]
         return sorted(found, key=lambda jd: (jd.job_id, jd.restarts))
+
+
+def _regular_contents(name: str, folder: int) -> bytes | None:
+    """The contents of regular file ``name`` in directory ``folder`` (up to a bound),
+    or None: absent, or not a regular file (a link, a FIFO the user made there)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        import stat  # here: only the agent reads a resize file back
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _RESIZE_MAX)
+    finally:
+        os.close(fd)

@@ -103,6 +103,27 @@ def _memory(job: Job) -> str:
     return f"MinMemoryNode={mebibytes(int(job['min_mem_node']))}"
 
 
+def _resize_time(job: Job) -> list[str]:
+    """Slurm's ``ResizeTime=`` line, for a job whose allocation changed while it ran."""
+    when = int(job.get("resize_time") or 0)
+    return [f"ResizeTime={format_timestamp(when)}"] if when else []
+
+
+def _elastic(job: Job) -> list[str]:
+    """An elastic job's line (Corral's, docs/design.md "Elastic jobs"): the node range
+    it grows and shrinks in, and the signal that tells it of a resize."""
+    number = int(job.get("elastic_signal") or 0)
+    if not number:
+        return []
+    import signal  # here: only an elastic job's record names a signal
+
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = str(number)
+    return [f"Elastic={job['min_nodes']}-{job['max_nodes']} ResizeSignal={name}"]
+
+
 def _array_tokens(job: Job) -> str:
     if not job["array_job_id"]:
         return ""
@@ -141,6 +162,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"AccrueTime={format_timestamp(int(job['accrue_time']))}",
         f"StartTime={format_timestamp(int(job['start_time']))} "
         f"EndTime={_end_time(job, now)} Deadline={deadline}",
+        *_resize_time(job),
         *_preemption(job),
         f"SuspendTime={suspended} SecsPreSuspend={job['pre_suspend_secs']} "
         f"LastSchedEval={format_timestamp(int(job['last_sched_eval']))} Scheduler=Main",
@@ -153,6 +175,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
     out += [
         f"NumNodes={_num_nodes(job)} NumCPUs={job['num_cpus']} NumTasks={job['num_tasks']} "
         f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:*:*",
+        *_elastic(job),
         f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
         f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",

@@ -171,7 +171,9 @@ def batch_step(job: Job) -> Step | None:
     state = job_state(job)
     if state in _KILLED_STATES:
         state = "CANCELLED"
-    return Step(job, "batch", "batch", state, int(job["exit_status"]))
+    step = Step(job, "batch", "batch", state, int(job["exit_status"]))
+    step.start = int(job.get("run_start") or job["start_time"])  # a resized job's run
+    return step
 
 
 def extern_step(job: Job) -> Step | None:
@@ -181,6 +183,7 @@ def extern_step(job: Job) -> Step | None:
         return None
     state = "CANCELLED" if job_state(job) in _KILLED_STATES else "COMPLETED"
     step = Step(job, "extern", "extern", state, 0)
+    step.start = int(job.get("run_start") or job["start_time"])
     step.node = str(job["nodes"])
     step.node_count = step.ntasks = max(int(job["num_nodes"]), 1)
     step.cpus = int(job["num_cpus"])

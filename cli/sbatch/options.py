@@ -4,7 +4,9 @@ The table lists every long option Slurm 24.11's sbatch accepts, not only the
 ones Corral acts on: a script written for Slurm must not fail with
 ``unrecognized option`` because of ``--mail-type``, and prefix abbreviations
 must be ambiguous exactly where Slurm's are (``--par`` could be
-``--parsable`` or ``--partition``). Each row says what Corral does with the
+``--parsable`` or ``--partition``). Corral adds one option, ``--elastic``
+(docs/design.md, "Elastic jobs"); no Slurm option begins with ``el``, so no
+abbreviation changes meaning. Each row says what Corral does with the
 option (``cli.options.HONOURED``, ``WARNED`` or ``REFUSED``): an option it
 does not implement is refused where ignoring it could change the outcome,
 and warned about where it cannot.
@@ -75,6 +77,12 @@ TABLE = OptionTable(
         _warn("delay-boot", "nodes are never rebooted for a job"),
         _row("dependency", "d"),
         _no("distribution", _LAYOUT, "m"),
+        _row(
+            "elastic",
+            arg=OPTIONAL,
+            note="Corral's: with -N min-max the job grows and shrinks while it runs, "
+            "told by SIG (default WINCH) and $CORRAL_RESIZE_FILE",
+        ),
         _row("error", "e"),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),

@@ -42,6 +42,11 @@ _SIGNALS = {
     "TTIN": 21, "TTOU": 22, "XCPU": 24,
 }  # fmt: skip
 
+#: ``--elastic``'s signal by default: SIGWINCH, whose default action is to be ignored,
+#: so a job that does not catch it goes on as before (docs/design.md, "Elastic jobs").
+ELASTIC_SIGNAL = 28
+_ELASTIC_SIGNALS = {**_SIGNALS, "WINCH": ELASTIC_SIGNAL}
+
 Fields = dict[str, "Any"]
 
 
@@ -327,6 +332,19 @@ def _topology_level(text: str | None) -> Fields:
     return fields
 
 
+def _elastic(text: str | None) -> Fields:
+    """``--elastic[=SIG]`` (Corral's): with ``-N min-max`` the job grows toward max as
+    nodes free and shrinks toward min under pressure while it runs; SIG (a number or
+    a name, WINCH by default) tells it each time."""
+    if text is None:
+        return {"elastic_signal": ELASTIC_SIGNAL}
+    name = text.strip(_C_SPACE).upper().removeprefix("SIG")
+    number = _clamp(name) if _is_integer(name) else _ELASTIC_SIGNALS.get(name, 0)
+    if not 1 <= number <= 64:
+        raise _invalid("--elastic")
+    return {"elastic_signal": number}
+
+
 def _get_user_env(text: str | None) -> Fields:
     """``--get-user-env[=timeout][S|L]``. Slurm loads the user's login environment
     for root's submissions only (it ignores the option for anyone else); Corral never
@@ -448,6 +466,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "dependency": _text("dependency"),
     "error": _stdio("std_err"),
     "exclude": _text("exc_nodes"),
+    "elastic": _elastic,
     "exclusive": _exclusive,
     "export": _text("export"),
     "export-file": _text("export_file"),

@@ -31,7 +31,7 @@ _PASSED = (
     "time_limit", "time_min", "hold", "begin_time", "nice", "comment", "requeue", "open_mode",
     "signal_num", "signal_time", "signal_batch_only", "constraint", "exclusive", "account",
     "qos", "gres", "kill_on_invalid_dep", "priority", "deadline", "oversubscribe", "reservation",
-    "run_as_uid", "run_as_gid", "clusters", "prefer",
+    "run_as_uid", "run_as_gid", "clusters", "prefer", "elastic_signal",
     "switches", "switch_wait", "segment", "topology_required", "topology_preferred",
 )  # fmt: skip
 
@@ -90,6 +90,8 @@ def build(
         submit_line=" ".join(["sbatch", *command_line]),
     )
     _nodes(spec, fields)
+    if spec.get("elastic_signal") and spec.get("max_nodes", 0) <= spec.get("min_nodes", 1):
+        raise Failure("--elastic needs a range of nodes: -N min-max")
     if "cpus_per_task" in fields and fields.get("min_cpus", 0) < fields["cpus_per_task"]:
         spec["min_cpus"] = fields["cpus_per_task"]
     elif "min_cpus" in fields:

@@ -70,6 +70,8 @@ Job:
 
 Resources:
   -N, --nodes=MIN[-MAX]        number of nodes
+      --elastic[=SIG]          with -N MIN-MAX: grow and shrink while running, told
+                               by SIG (default WINCH) and $CORRAL_RESIZE_FILE
   -n, --ntasks=N               number of tasks
   -c, --cpus-per-task=N        CPUs per task
       --ntasks-per-node=N      tasks per node

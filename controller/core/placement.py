@@ -150,7 +150,8 @@ def _choose(
     constraint: features.Constraint,
     stacking: bool,
 ) -> list[Alloc]:
-    fixed = job.nodes_given and job.max_nodes in (0, job.min_nodes)
+    # An elastic job starts as -N min would; core/elastic.py then grows it.
+    fixed = job.nodes_given and (job.max_nodes in (0, job.min_nodes) or job.elastic_signal > 0)
     gpu = gpus.ask(job, part)
     forced = _counted(job, part, pool, constraint, fixed, stacking, gpu)
     if forced is None:

@@ -114,6 +114,12 @@ class Plan:
     # Jobs with --switches considered for the first time: job -> now, when their wait
     # for a placement on few enough leaf switches begins (core/topology.py).
     switch_waits: Mapping[int, int] = field(default_factory=_empty)
+    # Elastic jobs (core/elastic.py): running ones that grow, with what they get on
+    # their new nodes (a ``Start`` of those nodes alone); and those that shrink under
+    # pressure, with the nodes they give back and the waiting job they make room for.
+    grown: Mapping[int, Start] = field(default_factory=_empty)
+    shrunk: Mapping[int, tuple[str, ...]] = field(default_factory=_empty)
+    shrunk_for: Mapping[int, int] = field(default_factory=_empty)
 
 
 @dataclass(slots=True)
@@ -136,6 +142,9 @@ class Draft:
     choices: dict[int, Choice] = field(default_factory=dict)
     behind: dict[int, int] = field(default_factory=dict)
     switch_waits: dict[int, int] = field(default_factory=dict)
+    grown: dict[int, Start] = field(default_factory=dict)
+    shrunk: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    shrunk_for: dict[int, int] = field(default_factory=dict)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -155,4 +164,7 @@ class Draft:
             choices=MappingProxyType(self.choices),
             behind=MappingProxyType(self.behind),
             switch_waits=MappingProxyType(self.switch_waits),
+            grown=MappingProxyType(self.grown),
+            shrunk=MappingProxyType(self.shrunk),
+            shrunk_for=MappingProxyType(self.shrunk_for),
         )

@@ -25,6 +25,10 @@ suspended (docs/design.md, "Suspending jobs"), so its trial release gives
 back its CPUs alone: it is chosen only where the waiting job needs no more
 than those CPUs of it.
 
+An elastic job above its minimum is divided (``core/elastic.py``): its first
+``min_nodes`` nodes are one victim, each node above them another, tried before
+any whole job; taking one shrinks the job (``Plan.shrunk``) and ends nothing.
+
 A waiting job whose victims are still in their GraceTime looks for no more
 while what they will free is enough. The controller then warns, requeues or
 cancels them (PreemptMode) and the waiting job starts when their nodes are
@@ -36,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from controller.core import nodefree
+from controller.core import elastic, nodefree
 from controller.core.alternatives import first_fit
 from controller.core.plan import Draft, Start
 from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
@@ -46,6 +50,7 @@ from controller.model import Job
 __all__ = [
     "MAX_PREEMPTORS",
     "PreemptPolicy",
+    "lent_back",
     "may_take",
     "preemptions",
     "suspends",
@@ -85,15 +90,18 @@ def suspends(policy: PreemptPolicy, victim: Running) -> bool:
     return policy.mode_of(victim) == "SUSPEND"
 
 
-def may_take(snap: Snapshot, job: Job, now: int) -> Iterator[Running]:
+def may_take(
+    snap: Snapshot, job: Job, now: int, pool: Sequence[Running] | None = None
+) -> Iterator[Running]:
     """The running jobs ``job`` may preempt now under the snapshot's PreemptType
     (none without one): past their PreemptExemptTime, PreemptMode not OFF, and
-    ``PreemptPolicy.may_preempt``."""
+    ``PreemptPolicy.may_preempt``; of ``pool`` where given (the running jobs with
+    elastic ones split, core/elastic.py), else of the snapshot's running jobs."""
     policy = snap.preempt
     if policy is None:
         return
     priority = snap.ranking.of(job)
-    for r in snap.running:
+    for r in snap.running if pool is None else pool:
         if (
             r.preemptable
             and r.eligible <= now
@@ -104,29 +112,38 @@ def may_take(snap: Snapshot, job: Job, now: int) -> Iterator[Running]:
 
 
 def _fit(
-    job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], freed: Sequence[Running]
+    job: Job,
+    snap: Snapshot,
+    nodes: Mapping[str, NodeView],
+    freed: Sequence[Running],
+    parts: AbstractSet[Running] = frozenset(),
 ) -> Start | None:
     """Where ``job`` would start once ``freed`` are gone (or, suspended, have lent
-    their CPUs), or None."""
+    their CPUs; an elastic job's ``parts`` are given back whole), or None."""
     trial = dict(nodes)
     policy = snap.preempt
     for victim in freed:
-        release(trial, victim, cpus_only=policy is not None and suspends(policy, victim))
+        lends = policy is not None and suspends(policy, victim) and victim not in parts
+        release(trial, victim, cpus_only=lends)
     outcome = first_fit(job, snap, trial, set())
     return outcome if isinstance(outcome, Start) else None
 
 
 def _minimal(
-    job: Job, snap: Snapshot, nodes: Mapping[str, NodeView], taken: list[Running]
+    job: Job,
+    snap: Snapshot,
+    nodes: Mapping[str, NodeView],
+    taken: list[Running],
+    parts: AbstractSet[Running],
 ) -> tuple[list[Running], Start] | None:
     """The fewest of ``taken`` (in order) the job needs, and where it would start."""
-    start = _fit(job, snap, nodes, taken)
+    start = _fit(job, snap, nodes, taken, parts)
     if start is None:
         return None
     kept = list(taken)
     for victim in reversed(taken[:-1]):
         fewer = [v for v in kept if v is not victim]
-        trial = _fit(job, snap, nodes, fewer)
+        trial = _fit(job, snap, nodes, fewer, parts)
         if trial is not None:
             kept, start = fewer, trial
     used = set(start.nodes)
@@ -149,6 +166,9 @@ def preemptions(
     chosen: dict[int, int] = {}
     tried = 0
     key = victim_order(now)
+    # An elastic job's nodes above its minimum are victims of their own, tried first:
+    # taking one only shrinks the job (core/elastic.py).
+    pool, parts = elastic.divide(snap.running, snap.elastic)
     for job in ordered:
         if plan.reasons.get(job.job_id) is not Reason.RESOURCES or tried >= MAX_PREEMPTORS:
             continue
@@ -159,20 +179,69 @@ def preemptions(
         candidates = sorted(
             (
                 r
-                for r in may_take(snap, job, now)
-                if r.job_id not in chosen and r.job_id not in claimed
+                for r in may_take(snap, job, now, pool)
+                if r.job_id not in chosen
+                and r.job_id not in claimed
+                and not (r in parts and elastic.shrinking(plan, r))
             ),
-            key=key,
+            key=lambda r: (r not in parts, *key(r)),
         )
         taken: list[Running] = list(warned)
         for victim in candidates:
             taken.append(victim)
-            if _fit(job, snap, nodes, taken) is None:
+            if _fit(job, snap, nodes, taken, parts) is None:
                 continue
-            found = _minimal(job, snap, nodes, taken)
+            found = _minimal(job, snap, nodes, taken, parts)
             if found is not None:
                 for kept in found[0]:
-                    if kept not in warned:
+                    if kept in parts:
+                        elastic.shrink(plan, kept, job.job_id)
+                    elif kept not in warned:
                         chosen[kept.job_id] = job.job_id
             break
+    for job_id in chosen:  # a job preempted whole gives back every node anyway
+        plan.shrunk.pop(job_id, None)
+        plan.shrunk_for.pop(job_id, None)
     return chosen
+
+
+def lent_back(
+    snap: Snapshot,
+    plan: Draft,
+    nodes: Mapping[str, NodeView],
+    ordered: list[Job],
+    key: Callable[[Job], tuple[int, ...]],
+) -> None:
+    """An elastic job's nodes above its minimum are lent (``core/elastic.py``): a job
+    still waiting for resources that comes before it in the queue's order (``key``)
+    takes back the fewest it needs, with or without a PreemptType, as growth never
+    takes what such a job waits for. The lowest elastic job in the order gives first,
+    its last node first; the job shrinks (``Plan.shrunk``) and goes on."""
+    if not snap.elastic:
+        return
+    pool, parts = elastic.divide(snap.running, snap.elastic)
+    owners = {e.job.job_id: e.job for e in snap.elastic.values()}
+    lent = sorted(
+        (p for p in pool if p in parts), key=lambda p: key(owners[p.job_id]), reverse=True
+    )
+    takers = set(plan.preempted.values()) | set(plan.shrunk_for.values())
+    tried = 0
+    for job in ordered:
+        reason = plan.reasons.get(job.job_id)
+        if reason is not Reason.RESOURCES or job.job_id in takers or tried >= MAX_PREEMPTORS:
+            continue
+        tried += 1
+        rank = key(job)
+        taken: list[Running] = []
+        for part in lent:
+            if part.job_id in plan.preempted or elastic.shrinking(plan, part):
+                continue
+            if key(owners[part.job_id]) <= rank:
+                break  # sorted: the rest come before the waiting job
+            taken.append(part)
+            if _fit(job, snap, nodes, taken, parts) is None:
+                continue
+            found = _minimal(job, snap, nodes, taken, parts)
+            for given in found[0] if found is not None else ():
+                elastic.shrink(plan, given, job.job_id)
+            break

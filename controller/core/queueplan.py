@@ -14,6 +14,9 @@ still waiting, on what the queues hold with the pass's starts: between queues
 WithinQueue policy), and keeps those whose release lets the waiting job fit on
 nodes now (quota says how much, placement says where).
 
+An elastic job's nodes above its minimum are victims of their own, tried first
+(``core/elastic.divide_quota``): taking one shrinks the job (``Plan.shrunk``).
+
 A victim whose PreemptMode is SUSPEND (``core/preempt.suspends``, the rule
 PreemptType's preemption follows) is suspended rather than ended: the quota
 core counts it as giving back its CPUs alone, and placement releases its CPUs
@@ -33,12 +36,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from controller.core import quota
+from controller.core import elastic, quota
 from controller.core.alternatives import first_fit
 from controller.core.placement import take
 from controller.core.plan import Draft, Start
 from controller.core.preempt import release, suspends
-from controller.core.quota import Eviction, Shares, Tree, WaitingJob
+from controller.core.quota import Amounts, Eviction, Shares, Tree, WaitingJob
 from controller.core.snapshot import NodeView, QueueEntry, QueueView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
@@ -154,14 +157,29 @@ class QueueLedger:
     def take(self, job: Job, request: Mapping[str, int] | None = None) -> None:
         """Count a start of ``job`` in its queue and the queues above it: what it asks,
         or ``request`` (the alternative it starts on, core/flavors.py)."""
-        view, tree = self.view, self.tree
+        view = self.view
         entry = view.entries.get(job.job_id) if view is not None else None
-        if entry is None or tree is None:
+        if entry is not None:
+            self.take_growth(entry.queue, entry.request if request is None else request)
+
+    def blocked_growth(self, queue: str, request: Amounts, preemptible: bool) -> Reason | None:
+        """The queue's reason a running job of ``queue`` may not take ``request`` more
+        now (an elastic job's node more, ``core/elastic.py``), or None."""
+        view, tree = self.view, self.tree
+        if view is None or tree is None or not queue or queue == quota.ROOT:
+            return None
+        admission = quota.admit_totals(tree, view.shares, self.totals, queue, request, preemptible)
+        return None if admission.admitted else Reason(admission.reason)
+
+    def take_growth(self, queue: str, request: Amounts) -> None:
+        """Count ``request`` in ``queue`` and the queues above it."""
+        tree = self.tree
+        if tree is None or not queue:
             return
         self._answers.clear()
-        for name in tree.path(entry.queue):
+        for name in tree.path(queue):
             totals = self.totals[name]
-            for resource, amount in (entry.request if request is None else request).items():
+            for resource, amount in request.items():
                 totals[resource] = totals.get(resource, 0) + amount
 
 
@@ -193,35 +211,63 @@ def reclaims(
         return {}
     suspended = suspending(snap)
     pool = [replace(r, suspends=True) if r.job_id in suspended else r for r in view.running]
+    # An elastic job's nodes above its minimum are victims of their own, and the
+    # cheapest: taking one only shrinks the job (core/elastic.py).
+    pool = elastic.divide_quota(pool, snap.elastic)
     evictions = quota.reclaim(
         view.conf, view.shares, _held_after(view, plan), waiting, pool, plan.now
     )
     # Then preemption inside each queue (its WithinQueue policy), for the jobs reclaim
     # found no room for, among the running jobs it did not take.
     helped = {e.for_job for e in evictions}
-    taken = {e.victim for e in evictions}
+    taken = {(e.victim, e.part) for e in evictions}
     left = [w for w in waiting if w.job_id not in helped]
-    others = [r for r in pool if r.job_id not in taken]
+    others = [r for r in pool if r.key not in taken]
     for name in sorted({w.queue for w in left}):
         evictions += quota.preempt_within(view.conf, name, left, others, plan.now)
+    return _placed(snap, plan, nodes, ordered, evictions, suspended)
+
+
+def _placed(
+    snap: Snapshot,
+    plan: Draft,
+    nodes: Mapping[str, NodeView],
+    ordered: list[Job],
+    evictions: list[Eviction],
+    suspended: frozenset[int],
+) -> dict[int, Eviction]:
+    """The evictions whose release lets their waiting job fit on nodes now, each
+    group's room its own; the elastic nodes among them are recorded as shrinks of
+    ``plan`` and the whole victims returned (victim id -> eviction)."""
     by_job: dict[int, list[Eviction]] = {}
     for eviction in evictions:
         by_job.setdefault(eviction.for_job, []).append(eviction)
     running = {r.job_id: r for r in snap.running}
+    divided, parts = elastic.divide(snap.running, snap.elastic)
+    pieces = {(r.job_id, r.nodes[0]): r for r in divided if r in parts}
     jobs = {job.job_id: job for job in ordered}
     trial = dict(nodes)
     chosen: dict[int, Eviction] = {}
     for job_id, group in by_job.items():
         attempt = dict(trial)
         for eviction in group:
-            victim = running.get(eviction.victim)
+            part = pieces.get((eviction.victim, eviction.part))
+            victim = part or running.get(eviction.victim)
             if victim is not None:
-                release(attempt, victim, cpus_only=victim.job_id in suspended)
+                release(attempt, victim, cpus_only=part is None and victim.job_id in suspended)
         outcome = first_fit(jobs[job_id], snap, attempt, set())
         if isinstance(outcome, Start):
             take(attempt, outcome)  # the room is this job's: not for the next
             trial = attempt
-            chosen.update((eviction.victim, eviction) for eviction in group)
+            for eviction in group:
+                part = pieces.get((eviction.victim, eviction.part))
+                if part is not None:
+                    elastic.shrink(plan, part, job_id)
+                else:
+                    chosen[eviction.victim] = eviction
+    for evicted in chosen:  # a job evicted whole gives back every node anyway
+        plan.shrunk.pop(evicted, None)
+        plan.shrunk_for.pop(evicted, None)
     return chosen
 
 

@@ -128,6 +128,15 @@ class RunningJob(QueueJob):
     told: bool = False  # it asked for a warning signal (--signal): it can checkpoint
     checkpointed: int = 0  # when it last reported a checkpoint (0: never)
     suspends: bool = False  # preempting it suspends it (PreemptMode=SUSPEND)
+    # One node of an elastic job above its minimum (core/elastic.py): taking it only
+    # shrinks the job, so it goes before any whole job; "" for a whole job (or the
+    # part of an elastic job that ends it).
+    part: str = ""
+
+    @property
+    def key(self) -> tuple[int, str]:
+        """Which victim it is: a job, or one node of an elastic job."""
+        return self.job_id, self.part
 
     @property
     def freed(self) -> dict[str, int]:
@@ -148,6 +157,7 @@ class Eviction:
     strategy: str
     why: str
     freed: Amounts
+    part: str = ""  # the elastic job's node it takes ("": the whole job)
 
 
 def reclaim(
@@ -175,7 +185,7 @@ def reclaim(
         (w for w in waiting if w.queue in conf.queues and not tree.children[w.queue]),
         key=lambda w: (full[w.queue], -w.priority, w.eligible_time, w.job_id),
     )
-    taken: set[int] = set()
+    taken: set[tuple[int, str]] = set()
     out: list[Eviction] = []
     tried = 0
     for w in order:
@@ -200,7 +210,7 @@ def reclaim(
                 out += [rule.eviction(v, totals) for v in victims]
                 for v in victims:
                     _move(tree, totals, v.queue, v.freed, -1)
-                    taken.add(v.job_id)
+                    taken.add(v.key)
                 _move(tree, totals, w.queue, w.request, 1)
                 break
     return out
@@ -212,12 +222,20 @@ def _move(tree: Tree, totals: Totals, queue: str, amounts: Amounts, sign: int) -
         add(totals[q], amounts, sign)
 
 
-def _victim_order(v: RunningJob) -> tuple[bool, int, int, int, int]:
+def _victim_order(v: RunningJob) -> tuple[bool, bool, int, int, int, int]:
     """Within one queue, the one that loses the least work first (as Slurm's
-    preemption here, core/preempt.py): a job that asked to be told (``--signal``),
-    then the least run since its last checkpoint (or start), then lowest priority,
-    then most recently started."""
-    return (not v.told, -max(v.start_time, v.checkpointed), v.priority, -v.start_time, -v.job_id)
+    preemption here, core/preempt.py): an elastic job's node above its minimum (the
+    job goes on), then a job that asked to be told (``--signal``), then the least run
+    since its last checkpoint (or start), then lowest priority, then most recently
+    started."""
+    return (
+        not v.part,
+        not v.told,
+        -max(v.start_time, v.checkpointed),
+        v.priority,
+        -v.start_time,
+        -v.job_id,
+    )
 
 
 def _saturation(shares: Shares, totals: Mapping[str, Mapping[str, int]], queue: str) -> float:
@@ -327,7 +345,7 @@ class _Rule:
     def _candidates(
         self,
         pool: Mapping[str, Sequence[RunningJob]],
-        taken: set[int],
+        taken: set[tuple[int, str]],
         trial: Mapping[str, Mapping[str, int]],
         is_open: Callable[[str], bool],
     ) -> Iterator[RunningJob]:
@@ -342,13 +360,13 @@ class _Rule:
         ranked = sorted(full, key=lambda q: (-full[q], q))
         for _, same in groupby(ranked, key=lambda q: full[q]):
             for v in merge(*(pool[q] for q in same), key=_victim_order):
-                if v.job_id not in taken and is_open(v.queue) and self.allowed(v):
+                if v.key not in taken and is_open(v.queue) and self.allowed(v):
                     yield v
 
     def choose(
         self,
         pool: Mapping[str, Sequence[RunningJob]],
-        taken: set[int],
+        taken: set[tuple[int, str]],
         totals: Totals,
     ) -> list[RunningJob]:
         """The fewest victims, in order, that let the waiting job be admitted; [] if
@@ -407,10 +425,10 @@ class _Rule:
             for r, n in self.need.items()
         )
         why = (
-            f"job {v.job_id} of queue {v.queue} ({theirs}) reclaimed for job {w.job_id} "
+            f"{_victim_name(v)} of queue {v.queue} ({theirs}) reclaimed for job {w.job_id} "
             f"of queue {w.queue} ({mine}) by {self.strategy}"
         )
-        return Eviction(v.job_id, v.queue, w.job_id, w.queue, self.strategy, why, freed)
+        return Eviction(v.job_id, v.queue, w.job_id, w.queue, self.strategy, why, freed, v.part)
 
 
 def preempt_within(
@@ -434,8 +452,9 @@ def preempt_within(
     mine = [
         v for v in running if v.queue == queue and v.preemptible and now - v.start_time >= min_run
     ]
-    mine.sort(key=lambda v: (v.priority, -v.start_time, -v.job_id))
-    taken: set[int] = set()
+    # An elastic job's nodes above its minimum first: taking one ends no job.
+    mine.sort(key=lambda v: (not v.part, v.priority, -v.start_time, -v.job_id))
+    taken: set[tuple[int, str]] = set()
     out: list[Eviction] = []
     for w in sorted(
         (w for w in waiting if w.queue == queue),
@@ -444,18 +463,23 @@ def preempt_within(
         if now - w.eligible_time < delay:
             continue
         need = {r: n for r, n in w.request.items() if n > 0}
-        candidates = [v for v in mine if v.job_id not in taken and _outranked(policy, w, v)]
+        candidates = [v for v in mine if v.key not in taken and _outranked(policy, w, v)]
         victims = _cover(candidates, need) or _cover(
             [v for v in candidates if v.suspends], _lent(need)
         )
         for v in victims:
-            taken.add(v.job_id)
+            taken.add(v.key)
             why = (
-                f"job {v.job_id} (priority {v.priority}) preempted in queue {queue} for job "
+                f"{_victim_name(v)} (priority {v.priority}) preempted in queue {queue} for job "
                 f"{w.job_id} (priority {w.priority}) by {policy}"
             )
-            out.append(Eviction(v.job_id, queue, w.job_id, queue, policy, why, v.freed))
+            out.append(Eviction(v.job_id, queue, w.job_id, queue, policy, why, v.freed, v.part))
     return out
+
+
+def _victim_name(v: RunningJob) -> str:
+    """A victim as the log and SystemComment name it."""
+    return f"node {v.part} of elastic job {v.job_id}" if v.part else f"job {v.job_id}"
 
 
 def _outranked(policy: str, w: WaitingJob, v: RunningJob) -> bool:

@@ -6,7 +6,8 @@ Phases, in order: ``order`` (partition PriorityTier, priority, then submit order
 job now) → record a start or the reason it waits. Within a partition the
 first job that cannot start blocks the ones behind it (they wait with reason
 Priority), as Slurm's main scheduler does. Then, when asked, ``backfill``
-goes over the jobs left waiting (see ``backfill.py``).
+goes over the jobs left waiting (see ``backfill.py``); then reclaim and
+preemption; last, elastic jobs grow onto what is still free (``elastic.py``).
 
 Resources taken by earlier starts in the same pass are tracked locally, so
 one plan never allocates a CPU twice. Node choice and partition limits live
@@ -18,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from controller.core import dependency, devices
+from controller.core import dependency, devices, elastic
 from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.flavors import Chooser
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
 from controller.core.plan import Draft, Plan, Start
-from controller.core.preempt import preemptions, suspends
+from controller.core.preempt import lent_back, preemptions, suspends
 from controller.core.queueplan import QueueLedger, reclaims, suspending
 from controller.core.resvwindows import ResvWindows
 from controller.core.snapshot import Snapshot
@@ -244,4 +245,10 @@ def schedule(
     for victim in plan.preempted:
         if running[victim].grace > 0:
             plan.grace[victim] = running[victim].grace
+    # Last, elastic jobs (core/elastic.py): what they hold above their minimum goes back
+    # to jobs before them in the queue's order that still wait; then they grow onto
+    # what no pending job could take.
+    key = queue_key(snap)
+    lent_back(snap, plan, nodes, ordered, key)
+    elastic.grow(snap, plan, nodes, usage, queues, key)
     return plan.freeze()

@@ -227,6 +227,24 @@ class QueueView:
 
 
 @dataclass(frozen=True, slots=True)
+class Elastic:
+    """A running elastic job that may change size (``core/elastic.py``): its record
+    (nodes, CPUs, request), the most nodes it may hold now (``-N`` max, its
+    partition's MaxNodes and its per-job accounting limits), what one node more adds
+    to the accounting limits it counts against (``gates``, amounts per node), and for
+    queues.conf its queue and what one node more adds there (``request``) and what
+    each node it holds counts (``held``, in ``job.nodes`` order)."""
+
+    job: Job
+    most: int
+    gates: tuple[Gate, ...] = ()
+    queue: str = ""
+    request: Amounts = field(default_factory=dict)
+    held: tuple[Amounts, ...] = ()
+    preemptible: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     nodes: Mapping[str, NodeView]
     partitions: Mapping[str, PartitionView]
@@ -246,3 +264,5 @@ class Snapshot:
     ranking: Ranking = NO_RANKING
     # Team queues (queues.conf; core/queueplan.py); None: no queues configured.
     queues: QueueView | None = None
+    # Running elastic jobs that may grow or shrink, by id (core/elastic.py).
+    elastic: Mapping[int, Elastic] = field(default_factory=dict)

@@ -576,3 +576,45 @@ def test_a_touched_checkpoint_file_is_reported_on_every_stream_and_goes_with_its
         await wait_until(lambda: not setup.jobdir(50, node="n2").exists(), "run removed")
 
     run(body, tmp_path)
+
+
+def test_a_resize_is_acted_on_only_with_the_controllers_credential(tmp_path: Path) -> None:
+    """A ResizeJob made with another key, or for another agent, writes no resize file
+    and signals nothing; the controller's own does both (issue 18, point 3)."""
+
+    async def body(ctl: FakeController, setup: Setup) -> None:
+        await ctl.expect("hello")
+        trap = "trap 'echo told >> told' WINCH\nwhile :; do sleep 0.05; done\n"
+        ctl.send(launch=setup.launch(50, trap))
+        await ctl.expect("running", lambda m: m.job_id == 50)
+        await asyncio.sleep(0.3)  # its trap is set
+        resize = pb.ResizeJob(
+            job_id=50, nodes=["n1"], nodelist="n1", cpus_per_node="4", signal=signal.SIGWINCH
+        )
+        forged = pb.ControllerMessage(resize=resize)
+        forged.cred.CopyFrom(ctl.seal(pb.ControllerMessage(resize=resize)).cred)
+        forged.cred.signature = b"\0" * 32
+        ctl.send_raw(forged)
+        elsewhere = pb.ControllerMessage(resize=resize)
+        credentials.stamp(
+            elsewhere,
+            setup.keys.seal,
+            uid=os.getuid(),
+            gid=os.getgid(),
+            method=credentials.agent_message_method("resize"),
+            receiver=auth.agent_receiver("test", "n2"),
+        )
+        ctl.send_raw(elsewhere)
+        await wait_until(
+            lambda: setup.agent_log().count("controller message resize (job_id=50) refused") == 2,
+            "both refused",
+        )
+        resize_file = setup.jobdir(50) / "checkpoint" / "resize"
+        assert not resize_file.exists() and not (setup.work / "told").exists()
+        ctl.send(resize=resize)
+        await wait_until(lambda: (setup.work / "told").exists(), "the job was told")
+        assert "export SLURM_NNODES=1\n" in resize_file.read_text()
+        ctl.send(signal=pb.SignalJob(job_id=50, signal=0, reason="cancel"))
+        await ctl.expect("done", lambda m: m.job_id == 50)
+
+    run(body, tmp_path)

@@ -68,7 +68,8 @@ def test_values_that_are_not_one_are_refused_with_slurms_error(
 
 def test_pending_only_fields_of_a_started_job_are_refused() -> None:
     running = job(1, state=JobState.RUNNING, start_time=NOW)
-    for updates in ({"Partition": "gpu"}, {"Account": "a"}, {"NumNodes": "2"}, {"QOS": "q"}):
+    # NumNodes= of a running job is a resize (tests/unit/test_elastic_store.py); MinNodes not.
+    for updates in ({"Partition": "gpu"}, {"Account": "a"}, {"MinNodes": "2"}, {"QOS": "q"}):
         with pytest.raises(SlurmError) as refused:
             changes(running, parse(updates, NOW), privileged=True)
         assert refused.value.code == errors.ESLURM_JOB_NOT_PENDING
