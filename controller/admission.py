@@ -16,6 +16,7 @@ from controller.core.placement import place, selection_order
 from controller.core.plan import Start
 from controller.core.request import gres_left, gres_request, node_gres, share
 from controller.core.snapshot import Gres, NodeDevices, NodeView, PartitionView, oversubscribe
+from controller.core.topomodel import BLOCK, TREE
 from controller.jobspec import JobSpec
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
@@ -340,12 +341,12 @@ def topology_request(
     plugin = conf.topology.plugin if conf.topology is not None else ""
     topo = conf.topology
     refused = SlurmError(errors.ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE)
-    if spec.switches and plugin != topology.TREE:
+    if spec.switches and plugin != TREE:
         raise refused
     segment = spec.segment
     if segment and (
         topo is None
-        or plugin != topology.BLOCK
+        or plugin != BLOCK
         or segment > topo.block_size
         or min_nodes % segment
         or required

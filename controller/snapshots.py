@@ -20,7 +20,7 @@ from controller.core.fairshare import Usage
 from controller.core.priority import Ranking
 from controller.core.snapshot import JobFacts, NodeDevices
 from controller.drain import usable
-from controller.elastic import views as elastic_views
+from controller.elasticviews import views as elastic_views
 from controller.holdings import Holdings, holds_nodes
 from controller.jobstate import COMPLETING, GANG, JobState
 from controller.model import Job, NodeRuntime

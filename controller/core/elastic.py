@@ -38,14 +38,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from controller.core import devices, features
 from controller.core.limits import Usage
 from controller.core.nodeindex import selection_sorted
 from controller.core.placement import take
 from controller.core.plan import Draft, Start
-from controller.core.quota import RunningJob
+from controller.core.quota import Amounts, RunningJob
 from controller.core.request import Fit, cpus_per_node, node_fits, share
 from controller.core.resvwindows import ResvWindows, run_end
 from controller.core.snapshot import (
@@ -59,15 +59,26 @@ from controller.core.snapshot import (
 from controller.jobstate import Reason
 from controller.model import Job
 
-if TYPE_CHECKING:  # queueplan imports preempt, which divides jobs here
-    from controller.core.queueplan import QueueLedger
-
 __all__ = ["divide", "divide_quota", "grow", "shrink", "shrinking"]
 
 #: A pending job's reasons that say it waits for nodes (so growth must not take them).
 _WAITING = frozenset({Reason.RESOURCES, Reason.PRIORITY})
 
 Key = Callable[[Job], tuple[int, ...]]
+
+
+class QueueLedger(Protocol):
+    """What growth asks of the pass's queue ledger (``core/queueplan.QueueLedger``),
+    named here so that this module, which queueplan and preempt use, imports
+    neither."""
+
+    def blocked_growth(self, queue: str, request: Amounts, preemptible: bool) -> Reason | None:
+        """The queue's reason ``queue`` may not take ``request`` more now, or None."""
+
+    def take_growth(self, queue: str, request: Amounts) -> None:
+        """Count ``request`` in ``queue`` and the queues above it."""
+
+
 T = TypeVar("T")
 
 

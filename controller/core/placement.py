@@ -19,6 +19,7 @@ from controller.core.plan import Start
 from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
 from controller.core.resvwindows import ResvWindows, run_end
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
+from controller.core.topomodel import Topology
 from controller.jobstate import Reason
 from controller.model import Job
 
@@ -297,7 +298,7 @@ def _node_share(job: Job) -> int:
 
 
 def _choose_in(
-    topo: topology.Topology | None,
+    topo: Topology | None,
     job: Job,
     part: PartitionView,
     pool: list[NodeView],

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from controller.core.limits import Gate
 from controller.core.priority import NO_RANKING, Ranking
 from controller.core.quota import Amounts, RunningJob, Shares
+from controller.core.topomodel import Topology
 from controller.model import Job
 from corral.queueconf import QueueConf
-
-if TYPE_CHECKING:  # core/topology.py reads NodeView from here
-    from controller.core.topology import Topology
 
 #: Generic resources: (name, type, count) items; type "" = untyped.
 Gres = tuple[tuple[str, str, int], ...]

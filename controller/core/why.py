@@ -28,6 +28,7 @@ from controller.core.request import cpus_per_node, features_match, mem_per_node,
 from controller.core.resvwindows import FOREVER, ResvWindows
 from controller.core.schedule import queue_key, schedule
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
+from controller.core.topomodel import asks
 from controller.jobstate import Reason
 from controller.model import Job
 
@@ -263,7 +264,7 @@ def _topology(
     """The job's topology request (None: it makes none), and the looser ones that
     would start it sooner: ``--switches`` with as many leaves as it would then span,
     ``--topology-level`` one level up."""
-    if not topology.asks(job):
+    if not asks(job):
         return None, ()
     wait = topology.wait_end(job, now)
     relaxed: list[Suggestion] = []

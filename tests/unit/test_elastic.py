@@ -19,7 +19,7 @@ from controller.core.plan import Plan
 from controller.core.preempt import PreemptPolicy
 from controller.core.priority import NO_RANKING, Ranking
 from controller.core.snapshot import Elastic, NodeView, Running, Snapshot
-from controller.elastic import views as elastic_views
+from controller.elasticviews import views as elastic_views
 from controller.jobstate import Reason
 from controller.model import Job
 from corral.queueconf import parse as parse_queues
