@@ -22,6 +22,7 @@ from cli.options import REFUSED, WARNED
 from cli.sacct.jsonrecords import exit_code
 from corral import errors, hostlist, jobinfo
 from corral.errors import SlurmError
+from restd import gpufields
 from restd.jobfields import BY_NAME, DESCRIPTION
 from restd.schema import (
     UNLIMITED,
@@ -71,6 +72,7 @@ JOB_INFO = obj(
         "comment": string(),
         "cpus": no_val(),
         "cpus_per_task": no_val(),
+        "cpus_per_tres": string("gres/gpu:N, as sbatch --cpus-per-gpu"),
         "current_working_directory": string(),
         "dependency": string(),
         "derived_exit_code": EXIT_CODE,
@@ -87,8 +89,10 @@ JOB_INFO = obj(
         "job_state": array(string(), "the base state, then its flags"),
         "last_sched_evaluation": no_val(maximum=2**53),
         "maximum_nodes": no_val(),
+        "maximum_switch_wait_time": integer(minimum=0, description="seconds"),
         "memory_per_cpu": no_val(maximum=2**53),
         "memory_per_node": no_val(maximum=2**53),
+        "memory_per_tres": string("gres/gpu:MiB, as sbatch --mem-per-gpu"),
         "name": string(),
         "nice": integer(),
         "node_count": no_val(),
@@ -99,6 +103,9 @@ JOB_INFO = obj(
         "qos": string(),
         "requeue": boolean(),
         "required_nodes": string(),
+        "required_switches": integer(
+            minimum=0, description="v0.0.40 and v0.0.41 name it minimum_switches"
+        ),
         "reservation": string(),
         "restart_cnt": integer(minimum=0),
         "scheduled_nodes": string(),
@@ -111,9 +118,14 @@ JOB_INFO = obj(
         "submit_time": no_val(maximum=2**53),
         "tasks": no_val(),
         "tasks_per_node": no_val(),
+        "tasks_per_tres": no_val(),
         "time_limit": no_val(),
         "time_minimum": no_val(),
         "tres_alloc_str": string(),
+        "tres_bind": string("gpu:..., as sbatch --gpu-bind"),
+        "tres_per_job": string("gres/gpu[:type]:N, as sbatch --gpus"),
+        "tres_per_socket": string("gres/gpu[:type]:N, as sbatch --gpus-per-socket"),
+        "tres_per_task": string("gres/gpu[:type]:N, as sbatch --gpus-per-task"),
         "tres_req_str": string(),
         "user_id": integer(minimum=0),
         "user_name": string(),
@@ -160,6 +172,7 @@ SHOWN_AS: dict[str, str] = {
     "min_mem_cpu": _IF_NONZERO,
     "min_mem_node": _IF_NONZERO,
     "ntasks_per_node": _IF_NONZERO,
+    "ntasks_per_tres": _IF_NONZERO,
     "time_min": _IF_NONZERO,
     "time_limit": "(UNLIMITED if (_v := {v}) < 0"
     " else {{'set': True, 'infinite': False, 'number': _v}})",
@@ -405,6 +418,7 @@ def spec_from_description(
         spec["open_mode"] = _open_mode(desc["open_mode"])
     if "tres_per_node" in desc:
         spec["gres"] = _gres(desc["tres_per_node"])
+    spec.update(gpufields.spec_fields(desc, spec))
     return spec
 
 

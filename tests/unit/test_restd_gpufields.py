@@ -1,0 +1,99 @@
+"""A REST job description's GPU and topology fields become the JobSpec fields sbatch's
+options fill (restd/gpufields.py), refused where sbatch refuses them (issue 18)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from corral import errors
+from corral.errors import SlurmError
+from restd.jobs import spec_from_description
+
+SCRIPT = "#!/bin/sh\ntrue\n"
+#: The spec fields the GPU and topology fields fill.
+GPU_FIELDS = (
+    "gpus",
+    "gpus_per_socket",
+    "gpus_per_task",
+    "gpu_type",
+    "cpus_per_gpu",
+    "mem_per_gpu",
+    "ntasks_per_gpu",
+    "gpu_bind",
+    "sockets_per_node",
+    "switches",
+    "switch_wait",
+    "segment",
+)
+
+
+def _spec(**fields: Any) -> dict[str, Any]:
+    spec = spec_from_description({"environment": ["A=1"], **fields}, SCRIPT, "/h", "restd", [])
+    return {key: spec[key] for key in GPU_FIELDS if key in spec}
+
+
+@pytest.mark.parametrize(
+    ("desc", "expected"),
+    [
+        ({"tres_per_job": "gres/gpu:a100:4"}, {"gpus": 4, "gpu_type": "a100"}),
+        ({"tres_per_job": "gres:gpu:2"}, {"gpus": 2}),
+        ({"tres_per_job": "gres/gpu"}, {"gpus": 1}),
+        ({"tres_per_task": "gres/gpu:1", "tasks": 4}, {"gpus_per_task": 1}),
+        ({"tres_per_socket": "gres/gpu:2", "sockets_per_node": 2},
+         {"gpus_per_socket": 2, "sockets_per_node": 2}),
+        ({"tres_per_job": "gres/gpu:2", "cpus_per_tres": "gres/gpu:6",
+          "memory_per_tres": "gres/gpu:8192"},
+         {"gpus": 2, "cpus_per_gpu": 6, "mem_per_gpu": 8192}),
+        ({"tres_per_job": "gres/gpu:2", "tres_bind": "gres/gpu:closest"},
+         {"gpus": 2, "gpu_bind": "closest"}),
+        ({"tres_per_job": "gres/gpu:2", "tres_bind": "gpu:map_gpu:0,1"},
+         {"gpus": 2, "gpu_bind": "map_gpu:0,1"}),
+        ({"tres_per_job": "gres/gpu:2", "ntasks_per_tres": 2}, {"gpus": 2, "ntasks_per_gpu": 2}),
+        ({"required_switches": 2, "wait_for_switch": 600}, {"switches": 2, "switch_wait": 600}),
+        ({"required_switches": {"set": False, "infinite": False, "number": 0}}, {}),
+        ({"segment_size": {"set": True, "infinite": False, "number": 4}}, {"segment": 4}),
+    ],
+    ids=["gpus typed", "old gres: spelling", "bare gpu is one", "per task", "per socket",
+         "cpus and memory per gpu", "bind", "bind without gres/", "tasks per gpu", "switches",
+         "unset switches ask none", "segment"],
+)  # fmt: skip
+def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
+    desc: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    assert _spec(**desc) == expected
+
+
+@pytest.mark.parametrize(
+    ("desc", "code", "words"),
+    [
+        ({"tres_per_job": "cpu=4"}, errors.ESLURM_NOT_SUPPORTED,
+         "job.tres_per_job=cpu=4 is not supported: only one gres/gpu TRES is"),
+        ({"tres_per_task": "gres/gpu:1,gres/nic:1"}, errors.ESLURM_NOT_SUPPORTED,
+         "job.tres_per_task=gres/gpu:1,gres/nic:1 is not supported: only one gres/gpu TRES is"),
+        ({"cpus_per_tres": "gres/gpu:2;license/x:1"}, errors.ESLURM_NOT_SUPPORTED,
+         "job.cpus_per_tres=gres/gpu:2;license/x:1 is not supported: only gres/gpu:N is"),
+        ({"tres_bind": "gres/gpu:bogus"}, errors.EINVAL, "Invalid --gpu-bind argument: gpu:bogus"),
+        ({"tres_per_socket": "gres/gpu:2"}, errors.ESLURM_INVALID_GRES,
+         "--gpus-per-socket option requires --sockets-per-node specification"),
+        ({"tres_per_task": "gres/gpu:1", "tasks": 2, "ntasks_per_tres": 1},
+         errors.ESLURM_INVALID_GRES,
+         "--gpus-per-task is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU"),
+        ({"tres_per_job": "gres/gpu:1", "cpus_per_tres": "gres/gpu:2", "cpus_per_task": 2},
+         errors.ESLURM_INVALID_GRES, "--cpus-per-gpu is mutually exclusive with --cpus-per-task"),
+        ({"memory_per_tres": "gres/gpu:100"}, errors.ESLURM_INVALID_GRES,
+         "Requested mem_per_tres=gres:gpu:100 but did not request any GPU."),
+        ({"tres_per_job": "gres/gpu:a100:2", "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
+         errors.ESLURM_INVALID_GRES, "GPUs of several types (a100, v100) are not supported"),
+    ],
+    ids=["not a gpu", "two tres", "other tres per gpu", "bad bind", "socket without sockets",
+         "per task and tasks per gpu", "cpus per gpu and per task", "memory without gpus",
+         "two types"],
+)  # fmt: skip
+def test_what_sbatch_refuses_is_refused_in_its_words(
+    desc: dict[str, Any], code: int, words: str
+) -> None:
+    with pytest.raises(SlurmError) as refused:
+        _spec(**desc)
+    assert (refused.value.code, str(refused.value)) == (code, words)
