@@ -9,7 +9,7 @@ import json
 import ssl
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -360,3 +360,38 @@ def test_https_only_with_a_certificate_and_a_unix_socket(
     local = cluster.start_restd(socket=str(tmp_path / "restd.sock"))
     status, reply = Rest(local, rest.token).call("GET", f"{V}/ping")
     assert status == 200
+
+
+def test_a_gpu_job_submitted_with_tres_fields_shows_them(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """Issue 18: the GPU fields of a REST description are sbatch's options, and the
+    job's record shows them as scontrol does; sbatch's refusals are the gateway's."""
+    cluster = make_cluster(
+        nodes=2, settings=("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:2"), start=False
+    )
+    (cluster.dir / "gres.conf").write_text(f"Name=gpu File={cluster.dir}/gpu[0-1]\n")
+    cluster.start()
+    rest = Rest(cluster.start_restd(), token_for(cluster, "root"))
+    gpus = {
+        "tres_per_job": "gres/gpu:3",
+        "memory_per_tres": "gres/gpu:100",
+        "tres_bind": "gres/gpu:closest",
+    }
+    status, reply = rest.call("POST", f"{V}/job/submit", {"job": job_desc(cluster, **gpus)})
+    assert status == 200, reply
+    job = reply["job_id"]
+    cluster.wait_state(job, {"RUNNING"}, timeout=20)
+    status, reply = rest.call("GET", f"{V}/job/{job}")
+    shown = reply["jobs"][0]
+    assert (shown["tres_per_job"], shown["memory_per_tres"], shown["tres_bind"]) == (
+        "gres/gpu:3",
+        "gres/gpu:100",
+        "gpu:closest",
+    )
+    assert shown["node_count"]["number"] == 2  # three GPUs spread over two nodes
+    assert "TresPerJob=gres/gpu:3" in cluster.run("scontrol", "show", "job", str(job)).stdout
+    refused = job_desc(cluster, tres_per_socket="gres/gpu:1")
+    status, reply = rest.call("POST", f"{V}/job/submit", {"job": refused})
+    assert status == 400
+    assert "--gpus-per-socket option requires --sockets-per-node" in json.dumps(reply["errors"])
