@@ -78,3 +78,30 @@ def test_gres_conf_links_become_pairs_by_gpu_number(tmp_path: Path) -> None:
     )
     conf = config.load(str(tmp_path / "slurm.conf"))
     assert gpuaffinity.gpu_links(conf, "n1") == ((4, 5, 2), (6, 7, 3))
+
+
+def test_probed_nvlinks_are_reported_by_the_controllers_numbering() -> None:
+    from nodeagent.gpus.migbinding import probed_links
+    from tests.unit.test_gpu_probe import expected_h100s
+
+    # The fake host: 8 H100s, NVLinked in pairs of 6 lanes and 2 across; the last two
+    # are in MIG mode (their instances are numbered 6..14 and have no links).
+    numbering = [("h100", i) for i in range(6)]
+    numbering += [("1g.10gb", 6 + i) for i in range(7)] + [("3g.40gb", 13), ("3g.40gb", 14)]
+    assert probed_links(expected_h100s(), numbering) == [
+        (0, 1, 6),
+        (0, 2, 2),
+        (1, 3, 2),
+        (2, 3, 6),
+        (4, 5, 6),
+    ]
+
+
+def test_the_hello_carries_the_probed_links_to_the_nodes_devices() -> None:
+    from nodeagent.agent import registrations, select_nodes
+    from tests.unit.test_probe import CONF, facts_for
+
+    conf = config.parse(CONF.format(host="h1"), "/etc/corral/slurm.conf")
+    nodes = select_nodes(conf, None, "h1")
+    (reg,) = registrations(nodes, facts_for("h1"), gpu_links=[(0, 1, 6), (2, 3, 6)])
+    assert [(g.a, g.b, g.count) for g in reg.gpu_links] == [(0, 1, 6), (2, 3, 6)]
