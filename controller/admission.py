@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from controller import bounds, flavoradmit, gpuaffinity, gpushare, gpuspec, partitionaccess
 from controller.core import dependency, features, topology
+from controller.core.gpulinks import Links
 from controller.core.placement import place, selection_order
 from controller.core.plan import Start
 from controller.core.request import gres_left, gres_request, node_gres, share
@@ -63,6 +64,7 @@ class Capacity:
         self._gpus: dict[str, list[tuple[str, int]]] = {}
         self._gpu_cpus: dict[str, dict[int, tuple[int, ...]]] = {}
         self._gpu_sockets: dict[str, dict[str, str]] = {}
+        self._gpu_links: dict[str, Links] = {}
 
     # How running jobs use nodes, for JobStore's accounting of used resources.
 
@@ -112,6 +114,12 @@ class Capacity:
             self._gpu_cpus[name] = gpuaffinity.gpu_cpus(self.conf, name)
         return self._gpu_cpus[name]
 
+    def gpu_links(self, name: str) -> Links:
+        """Node ``name``'s links between GPUs from gres.conf (``gpuaffinity``)."""
+        if name not in self._gpu_links:
+            self._gpu_links[name] = gpuaffinity.gpu_links(self.conf, name)
+        return self._gpu_links[name]
+
     def gpu_sockets(self, name: str) -> dict[str, str]:
         """Node ``name``'s GPU types -> the sockets near them (``gpuaffinity``)."""
         if name not in self._gpu_sockets:
@@ -156,7 +164,11 @@ def _static_devices(conf: SlurmConfig, name: str) -> NodeDevices | None:
     if not numbers:
         return None
     near = gpuaffinity.gpu_cpus(conf, name)
-    return NodeDevices(numbers=tuple(numbers), near=tuple(sorted(near.items())))
+    return NodeDevices(
+        numbers=tuple(numbers),
+        near=tuple(sorted(near.items())),
+        links=gpuaffinity.gpu_links(conf, name),
+    )
 
 
 def allocates_cores(conf: SlurmConfig) -> bool:

@@ -259,6 +259,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     gres_found=reg.gres_found if reg.gres_probed else None,
                     mps=reg.mps,
                     gpu_cpus=tuple((g.index, tuple(g.cpus)) for g in reg.gpu_cpus),
+                    gpu_links=tuple((g.a, g.b, g.count) for g in reg.gpu_links),
                 ),
                 time.monotonic(),
                 now,

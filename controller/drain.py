@@ -34,6 +34,7 @@ class Registration:
     gres_found: str | None = None  # the GPUs the agent probed (None: not probed)
     mps: bool = False  # it can run MPS servers, so GPU shares can be fenced
     gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
+    gpu_links: tuple[tuple[int, int, int], ...] = ()  # probed: (GPU a, GPU b, NVLinks)
 
 
 def usable(node: NodeRuntime) -> bool:
@@ -132,6 +133,7 @@ def registered(
         mps=reg.mps,
         gres_found=reg.gres_found or "",
         gpu_cpus=reg.gpu_cpus,
+        gpu_links=reg.gpu_links,
         reason_user="slurm" if short else node.reason_user,
         reason_time=now if short else node.reason_time,
     )

@@ -4,7 +4,9 @@ gres.conf's ``Cores=`` on a GPU line names the cores (usually one socket's)
 that reach the GPU without crossing the inter-socket link. A job that was
 given GPUs with such cores gets its CPUs there first, then on the node's
 other free CPUs, and the node agent pins its batch script and step tasks to
-them (``sched_setaffinity``). Cores are numbered as Slurm numbers them: core
+them (``sched_setaffinity``). gres.conf's ``Links=`` says which GPUs are joined
+by NVLink; the core gives a job GPUs linked among themselves first
+(``controller/core/gpulinks.py``). Cores are numbered as Slurm numbers them: core
 ``c`` holds CPUs ``c*ThreadsPerCore .. c*ThreadsPerCore+ThreadsPerCore-1``.
 
 Every job is given CPU ids (``controller/core/devices.py``): a job with GPUs
@@ -16,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from controller.core.gpulinks import Links
 from corral import arrayspec
 from corral import gres as gres_syntax
 from corral.config import ConfigError, SlurmConfig
 from corral.gpunumbers import device_number
 
-__all__ = ["gpu_cpus", "gpu_sockets", "gres_with_sockets"]
+__all__ = ["gpu_cpus", "gpu_links", "gpu_sockets", "gres_with_sockets"]
 
 
 def gpu_cpus(conf: SlurmConfig, node: str) -> dict[int, tuple[int, ...]]:
@@ -40,6 +43,28 @@ def gpu_cpus(conf: SlurmConfig, node: str) -> dict[int, tuple[int, ...]]:
         for d in devices
         if d.name == "gpu" and d.files and d.cores
     }
+
+
+def gpu_links(conf: SlurmConfig, node: str) -> Links:
+    """The links gres.conf's ``Links=`` gives between ``node``'s GPUs, as (GPU a, GPU
+    b, count) with a < b by GPU number. A Links list names the other GPUs by their
+    place among the node's GPU devices (gres.conf(5): "device number 0 would be in
+    the first position"); where two lines disagree on a pair, the larger count."""
+    if conf.gres_conf is None:
+        return ()
+    try:
+        devices = conf.gres_conf.devices_for(node)
+    except ConfigError:
+        return ()
+    gpus = [d for d in devices if d.name == "gpu" and d.files]
+    numbers = [device_number(d.files[0], d.index) for d in gpus]
+    pairs: dict[tuple[int, int], int] = {}
+    for mine, device in zip(numbers, gpus, strict=True):
+        for place, count in enumerate(device.links or ()):
+            if count > 0 and place < len(numbers) and numbers[place] != mine:
+                key = (min(mine, numbers[place]), max(mine, numbers[place]))
+                pairs[key] = max(pairs.get(key, 0), count)
+    return tuple((a, b, count) for (a, b), count in sorted(pairs.items()))
 
 
 def _probed_sockets(found: str) -> dict[str, str]:

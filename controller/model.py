@@ -272,4 +272,5 @@ class NodeRuntime:
     mps: bool = False  # its agent can run MPS servers: GPU shares there are fenced
     gres_found: str = ""  # the GPUs its agent probed, in Gres= form ("" when not probed)
     gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
+    gpu_links: tuple[tuple[int, int, int], ...] = ()  # probed: (GPU a, GPU b, NVLinks)
     jobs: frozenset[int] = field(default_factory=frozenset)

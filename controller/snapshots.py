@@ -157,6 +157,7 @@ def _devices(
         whole=frozenset(holdings.gpus(name)),
         shared=frozenset(shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())),
         near=tuple(sorted(near.items())),
+        links=capacity.gpu_links(name) or runtime.gpu_links,
     )
 
 

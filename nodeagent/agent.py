@@ -30,7 +30,7 @@ from nodeagent import cgroups, checkpoints, containment, devcgroup
 from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
-from nodeagent.gpus.migbinding import mig_uuids, probed_cpus, probed_files
+from nodeagent.gpus.migbinding import mig_uuids, probed_cpus, probed_files, probed_links
 from nodeagent.gpus.model import GpuDevice, format_gres
 from nodeagent.gpus.neuron import NeuronBinding
 from nodeagent.health import HealthCheck
@@ -221,11 +221,13 @@ def registrations(
     *,
     mps: bool = False,
     gpu_cpus: Sequence[tuple[int, tuple[int, ...]]] = (),
+    gpu_links: Sequence[tuple[int, int, int]] = (),
 ) -> list[pb.NodeRegistration]:
     """What the hello says about each served node (``gpus``: the probe's, for a real node,
-    and ``gpu_cpus`` the CPUs near each of its GPUs; ``mps``: whether this host runs MPS
-    servers for GPU shares)."""
+    ``gpu_cpus`` the CPUs near each of its GPUs and ``gpu_links`` the NVLinks between
+    them; ``mps``: whether this host runs MPS servers for GPU shares)."""
     near = [pb.GpuCpus(index=index, cpus=cpus) for index, cpus in gpu_cpus]
+    links = [pb.GpuLink(a=a, b=b, count=count) for a, b, count in gpu_links]
     if is_emulated(nodes, facts.hostname):
         shapes = [
             (
@@ -272,6 +274,7 @@ def registrations(
             gres_probed=gpus is not None,
             mps=mps,
             gpu_cpus=near,
+            gpu_links=links,
         )
         for name, cpus, boards, sockets, cores, threads, memory, tmp_disk in shapes
     ]
@@ -340,6 +343,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
             gpus,
             mps=table.mps is not None,
             gpu_cpus=probed_cpus(devices, numbering) if devices else (),
+            gpu_links=probed_links(devices, numbering) if devices else (),
         ),
         table,
         start_time,

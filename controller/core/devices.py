@@ -4,10 +4,12 @@ Placement decides how many CPUs and GPUs of which type a job takes on a node
 (counts); ``bind`` then names them, as the core decides everything a start
 needs, for the chosen start only (never for every candidate node): the lowest
 free GPU indices of each type, passing over GPUs given whole or with shares in
-use, and the lowest free CPU ids by whole cores (``lowest_free``), after the
-free CPUs near its GPUs where the node knows them (gres.conf ``Cores=`` or the
-agent's probe). Free CPUs are bitmasks on the node's view (``NodeView.kept_ids``,
-``shared_ids``), so naming them is a few integer operations per core.
+use (or, where gres.conf ``Links=`` or the probe says some are linked, the free
+ones best linked among themselves: ``gpulinks``), and the lowest free CPU ids by
+whole cores (``lowest_free``), after the free CPUs near its GPUs where the node
+knows them (gres.conf ``Cores=`` or the agent's probe). Free CPUs are bitmasks on
+the node's view (``NodeView.kept_ids``, ``shared_ids``), so naming them is a few
+integer operations per core.
 ``take`` marks what a bound start holds in the pass's picture of the node, so the
 next start of the same pass gets other devices. The store commits the plan's
 choice after ``still_free`` checks that nothing took those devices meanwhile.
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from controller.core.gpulinks import best_linked, link_map
 from controller.core.plan import Start
 from controller.core.snapshot import NodeDevices, NodeView
 
@@ -171,7 +174,7 @@ def gpu_indices(
         elif enforce:
             picked = _nearest(node, dev, free, count)
         else:
-            picked = free[:count] if len(free) >= count else None
+            picked = best_linked(free, count, link_map(dev.links))
         if picked is None:
             return None
         chosen += picked
@@ -195,14 +198,15 @@ def socket_gpus(dev: NodeDevices, free: list[int], count: int, sockets: int) -> 
     """``count`` of the ``free`` GPUs, an equal part near each of ``sockets`` sockets
     (--gpus-per-socket), the lowest sockets first; the lowest free GPUs where no
     cores are known; None when too few sockets have their part free."""
+    links = link_map(dev.links)
     groups = sockets_of(dev, free)
     if not groups:
-        return free[:count] if len(free) >= count else None
+        return best_linked(free, count, links)
     part = count // sockets
-    full = [group[:part] for group in groups if len(group) >= part][:sockets]
+    full = [best_linked(group, part, links) for group in groups if len(group) >= part][:sockets]
     if len(full) < sockets:
         return None
-    return [i for group in full for i in group]
+    return [i for group in full if group is not None for i in group]
 
 
 def _free_cpus(node: NodeView) -> int:
@@ -213,14 +217,20 @@ def _free_cpus(node: NodeView) -> int:
 
 def _nearest(node: NodeView, dev: NodeDevices, free: list[int], count: int) -> list[int] | None:
     """``count`` of the ``free`` GPUs, a socket's at a time, the socket with the most
-    free CPUs near it first (--gres-flags=enforce-binding)."""
+    free CPUs near it first (--gres-flags=enforce-binding); in the last socket
+    needed, those best linked among themselves (``gpulinks``)."""
     if len(free) < count:
         return None
     near = dict(dev.near)
     idle = _free_cpus(node)
     groups = sockets_of(dev, free) or [free]
     groups.sort(key=lambda g: -(mask(near.get(g[0], ())) & idle).bit_count())
-    return [i for group in groups for i in group][:count]
+    chosen: list[int] = []
+    for group in groups:
+        if len(chosen) + len(group) > count:
+            return chosen + (best_linked(group, count - len(chosen), link_map(dev.links)) or [])
+        chosen += group
+    return chosen
 
 
 def enforced_gpus(node: NodeView, items: Items, cpus: int) -> tuple[int, ...] | None:

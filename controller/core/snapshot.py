@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from controller.core.gpulinks import Links
 from controller.core.limits import Gate
 from controller.core.priority import NO_RANKING, Ranking
 from controller.core.quota import Amounts, RunningJob, Shares
@@ -19,13 +20,15 @@ Gres = tuple[tuple[str, str, int], ...]
 @dataclass(frozen=True, slots=True)
 class NodeDevices:
     """A node's GPUs as the core names a start's devices: its GPUs as (type, index),
-    those given whole and those with shares in use, and the CPUs near each GPU
-    (gres.conf Cores= or the probe)."""
+    those given whole and those with shares in use, the CPUs near each GPU
+    (gres.conf Cores= or the probe) and the links between them (gres.conf Links=
+    or the probe: ``core/gpulinks.py``)."""
 
     numbers: tuple[tuple[str, int], ...]
     whole: frozenset[int] = frozenset()
     shared: frozenset[int] = frozenset()
     near: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    links: Links = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from nodeagent.gpus.model import GpuDevice, normalize_type
 
-__all__ = ["bind_mig", "mig_uuids", "probed_cpus", "probed_files"]
+__all__ = ["bind_mig", "mig_uuids", "probed_cpus", "probed_files", "probed_links"]
 
 
 def _matched(
@@ -69,6 +69,27 @@ def probed_cpus(
     the controller pins a job to when gres.conf gives no ``Cores=``."""
     matched = sorted(_matched(devices, numbering).items())
     return [(i, cpus) for i, (_, _, cpus) in matched if cpus]
+
+
+def probed_links(
+    devices: Sequence[GpuDevice], numbering: Sequence[tuple[str, int]]
+) -> list[tuple[int, int, int]]:
+    """The NVLinks the probe found between whole GPUs, as (GPU a, GPU b, lanes) by the
+    controller's numbering, a < b: what it gives a job's GPUs by when gres.conf has no
+    ``Links=``. A device's ``links`` name the others by their place in the probe."""
+    index = {
+        files[0]: i for i, (files, uuid, _) in _matched(devices, numbering).items() if not uuid
+    }
+    pairs: dict[tuple[int, int], int] = {}
+    for device in devices:
+        mine = index.get(device.device_file)
+        for place, count in enumerate(device.links):
+            other = index.get(devices[place].device_file) if place < len(devices) else None
+            if mine is None or other is None or other == mine or count <= 0:
+                continue
+            key = (min(mine, other), max(mine, other))
+            pairs[key] = max(pairs.get(key, 0), count)
+    return [(a, b, count) for (a, b), count in sorted(pairs.items())]
 
 
 def bind_mig(env: dict[str, str], uuids: Mapping[int, str]) -> None:
