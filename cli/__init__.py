@@ -8,6 +8,7 @@ Slurm prints. ``boundary`` is the one place errors become ``prog: error: ...``.
 #: record shapes (restd's accounting answers in them).
 __all__ = [
     "corral",
+    "failure",  # restd reports sbatch's GPU option checks (cli.sbatch.gpuopts) in their words
     "options",
     "sacct",
     "sacctmgr",

@@ -34,7 +34,14 @@ def gpu_count(option: str, text: str) -> tuple[str, int]:
     """``[type:]count`` of a GPU option as Slurm reads it: ``a100:2``, ``2``, and a
     bare word as a type with a count of 1 (``--gpus=x`` asks one GPU of type x).
     The ``gpu:type:count`` spelling of ``--gres`` is taken too. A comma list of
-    several types is refused: Corral places one GPU type per option."""
+    several types is refused: Corral places one GPU type per option, and so are
+    alternatives (``a100:8|h100:8``), which ``--gres`` alone takes (core/alternatives.py):
+    read as a count, the second would have been a GRES named ``h100``."""
+    if "|" in text:
+        raise Failure(
+            f"{option}={text}: alternatives (A|B) are taken by --gres only, "
+            "as in --gres=gpu:a100:8|gpu:h100:8"
+        )
     if "," in text:
         parts = [p.rpartition(":") for p in text.split(",")]
         if any(not kind for kind, _, _ in parts) and any(kind for kind, _, _ in parts):

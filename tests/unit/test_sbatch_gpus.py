@@ -180,6 +180,15 @@ def test_the_job_is_told_its_gpu_options() -> None:
             "error",
             None,
         ),
+        (
+            (("gpus-per-node", "h100:8|a100:8"),),
+            (
+                "--gpus-per-node=h100:8|a100:8: alternatives (A|B) are taken by --gres only, "
+                "as in --gres=gpu:a100:8|gpu:h100:8",
+            ),
+            "error",
+            None,
+        ),
         ((("gres-flags", "foo"),), ("Invalid --gres-flags specification",), "error", 255),
         ((("gpu-bind", "foo"),), ("Invalid --gpu-bind argument: gpu:foo",), "error", 255),
         (
@@ -200,6 +209,7 @@ def test_the_job_is_told_its_gpu_options() -> None:
         "total-not-a-multiple-of-per-node",
         "tasks-not-a-multiple-of-ntasks-per-gpu",
         "typed-and-untyped-list",
+        "alternatives-outside-gres",
         "bad-gres-flags",
         "bad-gpu-bind",
         "bad-map-gpu",
