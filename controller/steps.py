@@ -30,15 +30,24 @@ and the service sends the launches. Slurm's rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from controller.core.gpulinks import best_linked
 from controller.jobenv import run_length
 from controller.model import Job, Step
 from corral import errors, hostlist
 from corral.errors import SlurmError
 
 Gpus = tuple[int, ...]
+
+#: A node's NVLink counts between its GPUs (GPU -> linked GPU -> count).
+NodeLinks = Callable[[str], Mapping[int, Mapping[int, int]]]
+
+
+def _no_links(node: str) -> Mapping[int, Mapping[int, int]]:
+    """No links known: a step takes its job's lowest free GPUs."""
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,10 +166,17 @@ def _spread(
 
 
 def step_gpus(
-    job: Job, req: StepRequest, nodes: Sequence[str], tasks: Sequence[int]
+    job: Job,
+    req: StepRequest,
+    nodes: Sequence[str],
+    tasks: Sequence[int],
+    links: NodeLinks = _no_links,
 ) -> tuple[tuple[int, ...], ...]:
-    """The GPUs of the job a step asks for on each of its nodes, lowest first and not
-    held by other running steps (unless it or they ``--overlap``); () for none asked."""
+    """The GPUs of the job a step asks for on each of its nodes, not held by other
+    running steps (unless it or they ``--overlap``); () for none asked. Of the free
+    ones, those with the most NVLink between them (``links``: a node's GPU -> linked
+    GPU -> count, as a job's start picks its GPUs, ``core/gpulinks.py``), else the
+    lowest."""
     if not (req.gpus or req.gpus_per_node or req.gpus_per_task) or not job.gpus:
         return ()
     held: dict[str, set[int]] = {}
@@ -185,7 +201,7 @@ def step_gpus(
         free = [g for g in mine if g not in held.get(node, set())]
         if want > len(free):
             raise SlurmError(errors.ESLURM_NODES_BUSY)
-        chosen.append(tuple(free[:want]))
+        chosen.append(tuple(best_linked(free, want, links(node)) or free[:want]))
     return tuple(chosen)
 
 
@@ -251,9 +267,17 @@ def step_cpus(
     )
 
 
-def new_step(job: Job, req: StepRequest, name: str, now: int, time_limit: int, line: str) -> Step:
+def new_step(
+    job: Job,
+    req: StepRequest,
+    name: str,
+    now: int,
+    time_limit: int,
+    line: str,
+    links: NodeLinks = _no_links,
+) -> Step:
     nodes, tasks = layout(job, req)
-    gpus = step_gpus(job, req, nodes, tasks)
+    gpus = step_gpus(job, req, nodes, tasks, links)
     cpus = step_cpus(job, req, nodes, tasks, gpus)
     return Step(
         step_id=len(job.steps),  # steps are never dropped within a run

@@ -41,6 +41,7 @@ from controller import (
 from controller.admission import Admitted, Capacity, admit
 from controller.associations import AssocSet
 from controller.core import BackfillParams, Plan, Snapshot, Start, devices, nodefree
+from controller.core.gpulinks import link_map
 from controller.core.priority import NO_RANKING, Ranking
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
@@ -439,10 +440,16 @@ class JobStore:
             raise SlurmError(errors.ESLURM_DISABLED)
         if job.state is not JobState.RUNNING:
             raise SlurmError(errors.ESLURM_JOB_PENDING)
-        step = steps.new_step(job, req, name, int(time.time()), time_limit, line)
+        step = steps.new_step(job, req, name, int(time.time()), time_limit, line, self._gpu_links)
         job = replace(job, steps=(*job.steps, step))
         self._touch_job(job)
         return job, step
+
+    def _gpu_links(self, name: str) -> dict[int, dict[int, int]]:
+        """Node ``name``'s NVLink counts between GPUs, as its starts see them: gres.conf's
+        ``Links=``, else what its agent probed (``snapshots.node_view``)."""
+        runtime = self.nodes.get(name)
+        return link_map(self.capacity.gpu_links(name) or (runtime.gpu_links if runtime else ()))
 
     def step_node_done(
         self,

@@ -149,6 +149,24 @@ def test_steps_take_some_of_the_jobs_gpus_and_not_each_others() -> None:
     assert caught.value.code == errors.ESLURM_INVALID_GRES
 
 
+def test_a_step_takes_the_jobs_free_gpus_with_most_nvlink_between_them() -> None:
+    """As a job's start does (core/gpulinks.py): of the job's GPUs 0-3 where only 1-2
+    and 2-3 are linked (1-2 with more lanes), two are 1 and 2, and with 2 held by
+    another step, 0 and 1 (no link left among the free: the lowest)."""
+    gpus = replace(JOB, gpus=((0, 1, 2, 3), (4, 5), ()))
+    lanes = {1: {2: 4}, 2: {1: 4, 3: 2}, 3: {2: 2}}
+
+    def links(node: str) -> dict[int, dict[int, int]]:
+        return lanes if node == "n1" else {}
+
+    req = StepRequest(ntasks=1, gpus=2)
+    assert steps.step_gpus(gpus, req, ("n1",), (1,), links) == ((1, 2),)
+    assert steps.step_gpus(gpus, req, ("n1",), (1,)) == ((0, 1),)  # no links known
+    other = replace(new_step(gpus, StepRequest(ntasks=1, gpus=1), "a", NOW, -1, ""), gpus=((2,),))
+    busy = replace(gpus, steps=(other,))
+    assert steps.step_gpus(busy, req, ("n1",), (1,), links) == ((0, 1),)
+
+
 def test_a_steps_own_memory_is_held_within_the_jobs() -> None:
     """srun --mem (per node), --mem-per-cpu (times its CPUs there), --mem-per-gpu (times
     its GPUs): more than the job has on a node is refused, more than the job's other
