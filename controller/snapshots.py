@@ -17,6 +17,7 @@ from controller.associations import AssocSet
 from controller.core import NodeView, Running, Snapshot, nodefree
 from controller.core.devices import shared_gpus
 from controller.core.fairshare import Usage
+from controller.core.gpulinks import Links
 from controller.core.priority import Ranking
 from controller.core.snapshot import JobFacts, NodeDevices
 from controller.drain import usable
@@ -151,14 +152,27 @@ def _devices(
     numbers = capacity.gpus(name)
     if not numbers:
         return None
-    near = capacity.gpu_cpus(name) or dict(runtime.gpu_cpus)
     return NodeDevices(
         numbers=tuple(numbers),
         whole=frozenset(holdings.gpus(name)),
         shared=frozenset(shared_gpus((n, k, c) for (n, k), c in holdings.gres(name).items())),
-        near=tuple(sorted(near.items())),
-        links=capacity.gpu_links(name) or runtime.gpu_links,
+        near=tuple(sorted(gpu_near(capacity, name, runtime).items())),
+        links=gpu_links(capacity, name, runtime),
     )
+
+
+def gpu_near(
+    capacity: Capacity, name: str, runtime: NodeRuntime | None
+) -> dict[int, tuple[int, ...]]:
+    """A node's GPUs with known near CPUs -> those CPUs: gres.conf's Cores=, else what
+    its agent probed. The one rule, for the snapshot and the store's step GPUs."""
+    return capacity.gpu_cpus(name) or dict(runtime.gpu_cpus if runtime else ())
+
+
+def gpu_links(capacity: Capacity, name: str, runtime: NodeRuntime | None) -> Links:
+    """A node's NVLink counts between GPUs: gres.conf's Links=, else what its agent
+    probed. The one rule, for the snapshot and the store's step GPUs."""
+    return capacity.gpu_links(name) or (runtime.gpu_links if runtime else ())
 
 
 def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:

@@ -447,9 +447,8 @@ class JobStore:
 
     def _gpu_links(self, name: str) -> dict[int, dict[int, int]]:
         """Node ``name``'s NVLink counts between GPUs, as its starts see them: gres.conf's
-        ``Links=``, else what its agent probed (``snapshots.node_view``)."""
-        runtime = self.nodes.get(name)
-        return link_map(self.capacity.gpu_links(name) or (runtime.gpu_links if runtime else ()))
+        ``Links=``, else what its agent probed (``snapshots.gpu_links``)."""
+        return link_map(snapshots.gpu_links(self.capacity, name, self.nodes.get(name)))
 
     def step_node_done(
         self,
@@ -674,8 +673,7 @@ class JobStore:
     def gpu_near(self, name: str) -> dict[int, tuple[int, ...]]:
         """A node's GPUs with known near CPUs -> those CPUs: gres.conf's Cores=, else
         what its agent probed (as the snapshot's devices have them)."""
-        runtime = self.nodes.get(name)
-        return self.capacity.gpu_cpus(name) or dict(runtime.gpu_cpus if runtime else ())
+        return snapshots.gpu_near(self.capacity, name, self.nodes.get(name))
 
     def start_fits(self, start: Start) -> bool:
         """Whether the ledger still holds every node of ``start`` (an elastic job's
