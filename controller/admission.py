@@ -339,6 +339,18 @@ class TopologyRequest:
     preferred: int = -1
 
 
+def switch_request(count: int, wait: int | None, conf: SlurmConfig) -> tuple[int, int]:
+    """``--switches=count[@wait]`` (or scontrol's ``Switches=``) as the Job's
+    ``switches`` and ``switch_wait``: refused without topology/tree, the wait (None:
+    not given) capped by ``max_switch_wait`` as slurmctld caps it."""
+    if not count:
+        return 0, 0
+    if conf.topology is None or conf.topology.plugin != TREE:
+        raise SlurmError(errors.ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE)
+    ceiling = int(conf.scheduler_param("max_switch_wait") or MAX_SWITCH_WAIT)
+    return count, ceiling if wait is None else min(wait, ceiling)
+
+
 def topology_request(
     spec: JobSpec, conf: SlurmConfig, min_nodes: int, required: bool
 ) -> TopologyRequest:
@@ -353,8 +365,6 @@ def topology_request(
     plugin = conf.topology.plugin if conf.topology is not None else ""
     topo = conf.topology
     refused = SlurmError(errors.ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE)
-    if spec.switches and plugin != TREE:
-        raise refused
     segment = spec.segment
     if segment and (
         topo is None
@@ -371,11 +381,10 @@ def topology_request(
         (spec.topology_preferred or 0) > (spec.topology_required or 0)
     ):
         raise refused
-    ceiling = int(conf.scheduler_param("max_switch_wait") or MAX_SWITCH_WAIT)
-    wait = ceiling if spec.switch_wait is None else min(spec.switch_wait, ceiling)
+    switches, wait = switch_request(spec.switches, spec.switch_wait, conf)
     return TopologyRequest(
-        switches=spec.switches,
-        switch_wait=wait if spec.switches else 0,
+        switches=switches,
+        switch_wait=wait,
         segment=segment,
         required=-1 if spec.topology_required is None else spec.topology_required,
         preferred=-1 if spec.topology_preferred is None else spec.topology_preferred,

@@ -24,6 +24,7 @@ from controller import (
     partitionaccess,
     queries,
 )
+from controller.admission import switch_request
 from controller.core.placement import place
 from controller.core.plan import Start
 from controller.jobstate import COMPLETING, InvalidTransition, JobState
@@ -275,6 +276,9 @@ class JobControl:
         shrink = count is not None and count < len(job.nodes)
         if shrink and self.store.conf.scheduler_param("disable_job_shrink") is not None:
             raise SlurmError(errors.ESLURM_NOT_SUPPORTED)  # Slurm's permit_job_shrink
+        if update.switches is not None and job.state is JobState.PENDING:
+            switches, wait = switch_request(*update.switches, self.store.conf)
+            changes.update(switches=switches, switch_wait=wait, switch_wait_start=0)
         updated = replace(job, **changes)
         if changes.keys() & (jobupdate.RESHAPING | {"account", "qos", "time_limit"}):
             updated = self._recheck(job, updated, who)

@@ -63,6 +63,9 @@ class JobUpdate:
     # Checkpointed=now (Corral's): the running job saved its state at this time, so
     # preemption, which prefers victims with the least work since one, counts from it.
     checkpointed: int | None = None
+    # Switches=N[@max-time] (topology/tree): the count and the wait in seconds (None:
+    # the cluster's max_switch_wait, as at submission).
+    switches: tuple[int, int | None] | None = None
 
     @property
     def pending_only(self) -> bool:
@@ -77,6 +80,7 @@ class JobUpdate:
                 self.min_cpus,
                 self.mem_per_node,
                 self.mem_per_cpu,
+                self.switches,
             )
         )
 
@@ -147,7 +151,20 @@ def _field(key: str, raw_key: str, value: str, now: int) -> dict[str, Any]:
             return {"checkpointed": min(timefmt.parse_timestamp(value, now, past=True), now)}
         except ValueError:
             raise SlurmError(errors.EINVAL) from None
+    if key == "switches":
+        return {"switches": _switches(value)}
     raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
+
+
+def _switches(value: str) -> tuple[int, int | None]:
+    """``N[@max-time]`` as ``--switches`` takes it."""
+    number, at, wait = value.partition("@")
+    if not number.isdigit():
+        raise SlurmError(errors.EINVAL)
+    try:
+        return int(number), timefmt.parse_seconds(wait) if at else None
+    except ValueError:
+        raise SlurmError(errors.EINVAL) from None
 
 
 def parse(updates: Mapping[str, str], now: int) -> JobUpdate:

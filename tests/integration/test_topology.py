@@ -42,7 +42,14 @@ def test_switches_wait_then_relax_and_a_level_holds_a_job_to_one_leaf(make_clust
     words = c.run("corral", "why", str(patient)).stdout
     assert "Placement: at most 1 leaf switch (--switches) until" in words, words
     assert "That is what keeps it waiting" in words and "--switches=2 (now)" in words, words
+    # scontrol update's Switches= (pending only) takes the advice: it starts at once.
+    c.run("scontrol", "update", f"JobId={patient}", "Switches=2@2:00")
+    c.wait_state(patient, {"RUNNING"})
+    assert "Switches=2@00:02:00" in c.run("scontrol", "show", "job", str(patient)).stdout
+    refused = c.run("scontrol", "update", f"JobId={patient}", "Switches=1", check=False)
+    assert "Job is no longer pending execution" in refused.stderr
     c.run("scancel", str(patient))
+    c.wait_state(patient, {"CANCELLED"})
 
     # Three seconds to wait: then it takes two leaves, both under s0 (never s0 and s1).
     hasty = c.sbatch("-N2", "--switches=1@0:03", "--wrap", "sleep 300")

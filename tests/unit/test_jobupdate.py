@@ -40,6 +40,8 @@ def test_keys_in_any_case_become_typed_fields() -> None:
     assert parse({"MinNodes": "3"}, NOW).nodes == NodeCount(3, None)  # the maximum kept
     assert parse({"NumNodes": "3"}, NOW).nodes == NodeCount(3, 3)
     assert parse({"StartTime": "now+60"}, NOW).begin_time == NOW + 60
+    assert parse({"Switches": "2@1:30"}, NOW).switches == (2, 90)  # --switches' syntax
+    assert parse({"Switches": "1"}, NOW).switches == (1, None)
 
 
 @pytest.mark.parametrize(
@@ -56,6 +58,8 @@ def test_keys_in_any_case_become_typed_fields() -> None:
         ({"Priority": "-1"}, errors.EINVAL),
         ({"BeginTime": "someday"}, errors.EINVAL),
         ({"Gres": "gpu:1"}, errors.EINVAL),
+        ({"Switches": "two"}, errors.EINVAL),
+        ({"Switches": "1@soon"}, errors.EINVAL),
     ],
 )
 def test_values_that_are_not_one_are_refused_with_slurms_error(
@@ -69,7 +73,13 @@ def test_values_that_are_not_one_are_refused_with_slurms_error(
 def test_pending_only_fields_of_a_started_job_are_refused() -> None:
     running = job(1, state=JobState.RUNNING, start_time=NOW)
     # NumNodes= of a running job is a resize (tests/unit/test_elastic_store.py); MinNodes not.
-    for updates in ({"Partition": "gpu"}, {"Account": "a"}, {"MinNodes": "2"}, {"QOS": "q"}):
+    for updates in (
+        {"Partition": "gpu"},
+        {"Account": "a"},
+        {"MinNodes": "2"},
+        {"QOS": "q"},
+        {"Switches": "1"},
+    ):
         with pytest.raises(SlurmError) as refused:
             changes(running, parse(updates, NOW), privileged=True)
         assert refused.value.code == errors.ESLURM_JOB_NOT_PENDING
