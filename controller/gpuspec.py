@@ -13,8 +13,8 @@ filled in here, as Slurm does before placement:
   node: G*T per node); with ``-n`` alone, a GPU for every T of a node's tasks.
 
 Combinations Corral does not place are refused rather than placed otherwise:
-GPUs per task or per GPU-task ratio together with GPUs per node or per socket,
-and GPU types that differ between options.
+GPUs per task or per GPU-task ratio together with GPUs per socket, and GPU types
+that differ between options.
 """
 
 from __future__ import annotations
@@ -90,8 +90,10 @@ def check(spec: JobSpec) -> GpuSpec:
     by_tasks = spec.gpus_per_task or spec.ntasks_per_gpu
     if spec.gpus_per_task and spec.ntasks_per_gpu:
         raise _refuse()
-    if by_tasks and (spec.gpus_per_socket or (per_node and spec.gpus_per_task)):
+    if by_tasks and spec.gpus_per_socket:
         raise _refuse()
+    if per_node and spec.gpus_per_task and per_node < spec.gpus_per_task:
+        raise _refuse()  # no node's GPUs serve one task
     min_nodes, num_tasks = spec.min_nodes, spec.num_tasks
     if spec.gpus and per_node:
         if spec.gpus % per_node:

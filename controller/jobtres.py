@@ -87,7 +87,7 @@ def _gpu_counts(job: Job, nodes: int, per_node: bool) -> dict[str, int]:
     """GPUs ``job`` asks beyond ``--gres`` (controller/core/gpus.py), in all over
     ``nodes`` nodes: --gpus (unless ``per_node`` GPUs in --gres make it up), per task
     times its tasks, per socket times its sockets on each node."""
-    if job.gpus_per_task:
+    if job.gpus_per_task and not per_node:  # with GPUs per node, --gres counts them
         gpus = job.gpus_per_task * job.num_tasks
     elif job.gpus_per_job and not (job.gpus_per_socket or per_node):
         gpus = job.gpus_per_job

@@ -160,6 +160,8 @@ def _check_counts(fields: Mapping[str, Any], gpus: int, tasks: int | None, per_g
     nodes = fields.get("min_nodes")
     if gpus and nodes and gpus < nodes:
         raise Failure("Failed to validate job spec, --gpus < -N")
+    if per_node and "gpus_per_task" in fields and per_node < fields["gpus_per_task"][1]:
+        raise _fail("Failed to ensure --gpus >= --gpus-per-task")
     if gpus and per_node and gpus % per_node:
         raise Failure(
             "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node"

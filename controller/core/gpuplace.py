@@ -11,12 +11,11 @@ fixed or as few nodes as fit, required nodes first), with GPUs in the count:
   order until they hold the tasks, ``-N``'s minimum and the total. The tasks are
   then laid out over those nodes as ``_packed`` lays them (each node at least
   one), and the GPUs dealt (``gpus.deal``) near the CPUs each node's tasks get.
-* Per task: the tasks spread evenly over the nodes, as every job's are
-  (``jobenv.tasks_per_node``: the first nodes one more), each node with its
-  tasks' GPUs; without ``-N``, the fewest nodes that fit, in order. Slurm fills
-  nodes in order instead (``-n6 --gpus-per-task=1`` on 4-GPU nodes: 4 + 2, Corral
-  3 + 3): the same GPUs in all, laid out as the job's tasks are, so that its steps
-  find each task's GPUs on its node.
+* Per task: each node in order takes as many tasks as its free CPUs and GPUs hold,
+  keeping one for each node still to come (``-N k``: k nodes; else at least
+  ``-N``'s minimum), each with its tasks' GPUs. So ``-N2 -n6 --gpus-per-task=1`` on
+  4-GPU nodes is 4 + 2, as in Slurm, and the job's tasks are laid out the same way
+  (``jobenv.tasks_per_node`` over the CPUs each node got).
 """
 
 from __future__ import annotations
@@ -179,30 +178,10 @@ def _total(
     return out
 
 
-def _shares(tasks: int, nodes: int) -> list[int]:
-    """Tasks over ``nodes`` as ``jobenv.tasks_per_node`` spreads them."""
-    base, extra = divmod(tasks, nodes)
-    return [base + (1 if i < extra else 0) for i in range(nodes)]
-
-
-def _fewest(
-    job: Job, part: PartitionView, pool: Sequence[NodeView], gpu: GpuAsk, least: int, stacking: bool
-) -> int:
-    """The fewest nodes worth trying: as many as the tasks need on the nodes that can
-    hold most of them (0 when all of ``pool`` cannot hold them)."""
-    fits = []
-    for node in pool:
-        tasks = _usable_cpus(job, part, node, stacking) // job.cpus_per_task
-        gpus = free_gpus(node.gres, gpu.kind)
-        if gpu.per_task:
-            tasks = min(tasks, gpus // gpu.per_task)
-        else:
-            tasks = min(tasks, gpus * gpu.tasks_per_gpu)
-        if tasks > 0:
-            fits.append(tasks)
-    if sum(fits) < job.num_tasks:
-        return 0
-    return max(least, -(-job.num_tasks // max(fits)), 1)
+def _task_room(job: Job, part: PartitionView, node: NodeView, gpu: GpuAsk, stacking: bool) -> int:
+    """How many of the job's tasks ``node`` can hold now, by its CPUs and GPUs."""
+    tasks = _usable_cpus(job, part, node, stacking) // job.cpus_per_task
+    return min(tasks, gpu.task_room(free_gpus(node.gres, gpu.kind)))
 
 
 def _by_tasks(
@@ -214,25 +193,26 @@ def _by_tasks(
     least: int,
     stacking: bool,
 ) -> list[Alloc]:
-    """--gpus-per-task, --ntasks-per-gpu: each node its tasks' GPUs."""
-    if fixed:
-        counts: Sequence[int] = (job.min_nodes,)
-    else:
-        first = _fewest(job, part, pool, gpu, least, stacking)
-        if not first:
-            return []
-        counts = range(first, min(_most(job, part, pool), job.num_tasks) + 1)
-    for k in counts:
-        shares = _shares(job.num_tasks, k)
-        chosen: list[Alloc] = []
-        for node in pool:
-            tasks = shares[len(chosen)]
-            cpus = cpus_per_node(job, k) if fixed else max(tasks * job.cpus_per_task, job.min_cpus)
-            fit = node_fits(
-                job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=for_tasks(gpu, tasks)
-            )
-            if fit is not None:
-                chosen.append((node.name, fit))
-                if len(chosen) == k:
-                    return chosen
-    return []
+    """--gpus-per-task, --ntasks-per-gpu: nodes in order, each with as many tasks as it
+    holds (keeping one for each node still needed) and their GPUs."""
+    most = job.min_nodes if fixed else _most(job, part, pool)
+    least = job.min_nodes if fixed else least
+    remaining = job.num_tasks
+    chosen: list[Alloc] = []
+    for node in pool:
+        if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
+            break
+        later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
+        tasks = min(_task_room(job, part, node, gpu, stacking), remaining - later)
+        if tasks < 1:
+            continue
+        cpus = max(tasks * job.cpus_per_task, job.min_cpus)
+        fit = node_fits(
+            job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=for_tasks(gpu, tasks)
+        )
+        if fit is not None:
+            chosen.append((node.name, fit))
+            remaining -= tasks
+    if remaining > 0 or len(chosen) < least:
+        return []
+    return chosen

@@ -13,7 +13,10 @@ results the unit tests' scenario table records), and the CPUs and memory follow:
   node gives what it has left until N are dealt. ``--gpus=5`` on two 4-GPU nodes
   with two GPUs per socket is 3 + 2; where gres.conf names no cores, 4 + 1.
 * ``--gpus-per-task=G``: G times the node's tasks; ``--ntasks-per-gpu=T``: a GPU
-  for every T of the node's tasks (``for_tasks``).
+  for every T of the node's tasks (``for_tasks``). With GPUs per node as well
+  (``--gres=gpu:N`` or ``--gpus-per-node=N``), every node gets its N GPUs and at most
+  N/G tasks (``task_room``): ``--gpus-per-node=2 --gpus-per-task=1 -n4`` is two
+  nodes of two tasks and two GPUs.
 * CPUs follow: at least ``--cpus-per-gpu`` (else the partition's DefCpuPerGPU,
   unless ``-c`` was given) times the node's GPUs; memory too, ``--mem-per-gpu``
   (else DefMemPerGPU, unless ``--mem`` or ``--mem-per-cpu``) times the node's GPUs.
@@ -67,6 +70,14 @@ class GpuAsk:
     @property
     def by_tasks(self) -> bool:
         return bool(self.per_task or self.tasks_per_gpu)
+
+    def task_room(self, free: int) -> int:
+        """The most tasks a node with ``free`` GPUs of the kind can hold."""
+        if self.per_node and self.per_task:  # the node's own GPUs, per_task each
+            return self.per_node // self.per_task if free >= self.per_node else 0
+        if self.per_task:
+            return free // self.per_task
+        return free * self.tasks_per_gpu
 
     def request(self, gpus: int) -> Gres:
         """The GRES asked on a node given ``gpus`` dealt GPUs there."""
@@ -138,7 +149,10 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
 
 
 def for_tasks(gpu: GpuAsk, tasks: int) -> int:
-    """GPUs for ``tasks`` tasks on a node: per task, or one per ``tasks_per_gpu``."""
+    """GPUs dealt for ``tasks`` tasks on a node: per task, or one per ``tasks_per_gpu``
+    (none beyond ``items`` when GPUs per node are asked too)."""
+    if gpu.per_node:
+        return 0
     if gpu.per_task:
         return gpu.per_task * tasks
     return -(-tasks // gpu.tasks_per_gpu) if gpu.tasks_per_gpu else 0

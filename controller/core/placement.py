@@ -47,7 +47,8 @@ def _fixed(
     stacking: bool,
     gpu: gpus.GpuAsk | None,
 ) -> list[Alloc]:
-    """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k``, ``--ntasks-per-node``)."""
+    """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k`` alone, or with
+    ``--ntasks-per-node``)."""
     cpus = cpus_per_node(job, job.min_nodes)
     chosen: list[Alloc] = []
     for node in candidates:
@@ -59,6 +60,16 @@ def _fixed(
     return []
 
 
+def packs(job: Job) -> bool:
+    """Whether ``job``'s tasks fill its nodes in order rather than spread evenly over
+    them: all but a fixed ``-N k`` with no ``-n``, or with ``--ntasks-per-node`` or
+    ``--ntasks-per-gpu`` (so many on each node). Slurm's
+    cons_tres fills each node in turn with what its free CPUs hold, keeping a task
+    for each node still to come: ``-N2 -n6`` on idle 8-CPU nodes is 5 + 1 tasks."""
+    fixed = job.nodes_given and (job.max_nodes in (0, job.min_nodes) or job.elastic_signal > 0)
+    return not fixed or (job.tasks_given and not (job.ntasks_per_node or job.ntasks_per_gpu))
+
+
 def _packed(
     job: Job,
     part: PartitionView,
@@ -66,17 +77,19 @@ def _packed(
     least: int,
     stacking: bool,
     gpu: gpus.GpuAsk | None,
+    most: int | None = None,
 ) -> list[Alloc]:
-    """As few nodes as the tasks fit on, in node order (``-n`` without a fixed ``-N``).
+    """As few nodes as the tasks fit on, in node order (``-n`` without a fixed ``-N``;
+    with ``-N k``, ``least`` and ``most`` are k).
 
     Required nodes (``-w``, and those a constraint count forces in) come first
     among the candidates and each gets at least one task; the node count stays
-    within ``least`` (at least ``-N`` min and the required nodes), ``-N`` max
-    and MaxNodes.
+    within ``least`` (at least ``-N`` min and the required nodes), ``most`` (``-N``
+    max) and MaxNodes.
     """
     exclusive = job.exclusive or part.exclusive
     shares = share(job, part)
-    most = min(job.max_nodes or len(candidates), part.max_nodes or len(candidates))
+    most = min(most or job.max_nodes or len(candidates), part.max_nodes or len(candidates))
     remaining = job.num_tasks
     chosen: list[Alloc] = []
     for node in candidates:
@@ -163,10 +176,10 @@ def _choose(
     least = max(job.min_nodes, len(required))
     if gpu is not None and gpu.dealt:
         chosen = gpuplace.choose(job, part, pool, gpu, fixed, least, stacking)
-    elif fixed:
+    elif not packs(job):
         chosen = _fixed(job, part, pool, stacking, gpu)
     else:
-        chosen = _packed(job, part, pool, least, stacking, gpu)
+        chosen = _packed(job, part, pool, least, stacking, gpu, least if fixed else None)
     if not required <= {name for name, _ in chosen}:
         return []
     return chosen
@@ -291,10 +304,11 @@ def place(
 
 
 def _node_share(job: Job) -> int:
-    """CPUs each node must have free: its share of a fixed node count, else one task's."""
-    if job.nodes_given and job.max_nodes in (0, job.min_nodes):
+    """CPUs each node must have free: its share of a fixed node count the tasks spread
+    evenly over, else one task's."""
+    if not packs(job):
         return cpus_per_node(job, job.min_nodes)
-    return job.cpus_per_task
+    return max(job.cpus_per_task, job.min_cpus)
 
 
 def _choose_in(
@@ -309,7 +323,7 @@ def _choose_in(
     """``_choose`` on ``pool``, or on the switch or block ``topo`` chooses in it."""
     if topo is None:
         return _choose(job, part, pool, constraint, stacking)
-    cpus = cpus_per_node(job, job.min_nodes)
+    cpus = _node_share(job)
     return topology.choose(
         topo,
         job,

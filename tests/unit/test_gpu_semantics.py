@@ -14,11 +14,13 @@ compared only where the job asks for some (Slurm gives a job without a memory
 request the whole node, Corral no limit), CPUs where Corral lays tasks out as Slurm
 does. Rows marked ``CORRAL`` are where Corral differs on purpose, each saying how:
 
-* ``-n6 --gpus-per-task=1 -N2``: Slurm fills the first node (4 + 2 GPUs), Corral
-  spreads tasks evenly as for every job (3 + 3), so that steps find each task's
-  GPUs on the node its task runs on.
-* ``--gres=gpu:1 --gpus-per-task=1 -n2``: Slurm combines them (two nodes, one task
-  and GPU each); Corral refuses GPUs per node together with GPUs per task.
+* ``-N2 -n6 --gpus-per-task=1`` and ``-N3 -n4 --gpus-per-task=1``: the same tasks,
+  CPUs and GPU counts per node, but Slurm's default distribution (block:cyclic) takes
+  a node's CPUs from its sockets in turn (``CPU_IDs=0,4`` for two tasks), so that node's
+  GPUs are one per socket (0 and 2); Corral takes the lowest free CPUs, so 0 and 1.
+* ``--gres=gpu:2 --gpus-per-task=1 -n3 -N2``: Slurm gives each node two CPUs and
+  counts four tasks (``NumTasks=4``, while ``SLURM_NTASKS=3`` and its step runs three);
+  Corral gives the three tasks 2 + 1 CPUs.
 """
 
 from __future__ import annotations
@@ -201,10 +203,82 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
         SLURM,
     ),
     (
-        "per-task-1-n6-N2-even",
+        "per-task-1-n6-N2-fills-first",
         {"gpus_per_task": 1, "num_tasks": 6, "min_nodes": 2},
-        {"n1": (0, 1, 2), "n2": (0, 1, 2)},
-        (3, 3),
+        {"n1": (0, 1, 2, 3), "n2": (0, 1)},
+        (4, 2),
+        None,
+        CORRAL,
+    ),
+    (
+        "per-task-1-n4-N2",
+        {"gpus_per_task": 1, "num_tasks": 4, "min_nodes": 2},
+        {"n1": (0, 1, 2), "n2": (0,)},
+        (3, 1),
+        None,
+        SLURM,
+    ),
+    (
+        "per-task-1-n5",
+        {"gpus_per_task": 1, "num_tasks": 5},
+        {"n1": (0, 1, 2, 3), "n2": (0,)},
+        (4, 1),
+        None,
+        SLURM,
+    ),
+    (
+        "per-task-2-n3-N2",
+        {"gpus_per_task": 2, "num_tasks": 3, "min_nodes": 2},
+        {"n1": (0, 1, 2, 3), "n2": (0, 1)},
+        (2, 1),
+        None,
+        SLURM,
+    ),
+    (
+        "per-task-1-n5-N2-c2",
+        {"gpus_per_task": 1, "num_tasks": 5, "min_nodes": 2, "cpus_per_task": 2},
+        {"n1": (0, 1, 2, 3), "n2": (0,)},
+        (8, 2),
+        None,
+        SLURM,
+    ),
+    (
+        "per-task-1-n4-N3",
+        {"gpus_per_task": 1, "num_tasks": 4, "min_nodes": 3},
+        {"n1": (0, 1), "n2": (0,), "n3": (0,)},
+        (2, 1, 1),
+        None,
+        CORRAL,
+    ),
+    (
+        "per-node-1-per-task-1-n2",
+        {"gres": "gpu:1", "gpus_per_task": 1, "num_tasks": 2},
+        {"n1": (0,), "n2": (0,)},
+        (1, 1),
+        None,
+        SLURM,
+    ),
+    (
+        "per-node-2-per-task-1-n4",
+        {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 4},
+        {"n1": (0, 1), "n2": (0, 1)},
+        (2, 2),
+        None,
+        SLURM,
+    ),
+    (
+        "per-node-4-per-task-2-n4",
+        {"gres": "gpu:4", "gpus_per_task": 2, "num_tasks": 4},
+        {"n1": (0, 1, 2, 3), "n2": (0, 1, 2, 3)},
+        (2, 2),
+        None,
+        SLURM,
+    ),
+    (
+        "per-node-2-per-task-1-n3-N2",
+        {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 3, "min_nodes": 2},
+        {"n1": (0, 1), "n2": (0, 1)},
+        (2, 1),
         None,
         CORRAL,
     ),
@@ -410,8 +484,8 @@ NEVER = [
     ("per-socket-without-sockets", {"gpus_per_socket": 1}, errors.ESLURM_INVALID_GRES),
     ("per-task-without-tasks", {"gpus_per_task": 1}, errors.ESLURM_INVALID_GRES),
     (
-        "gres-per-node-and-per-task",
-        {"gres": "gpu:1", "gpus_per_task": 1, "num_tasks": 2},
+        "gres-per-node-below-per-task",
+        {"gres": "gpu:1", "gpus_per_task": 2, "num_tasks": 1},
         errors.ESLURM_INVALID_GRES,
     ),
 ]
