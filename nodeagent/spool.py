@@ -173,6 +173,8 @@ class LaunchSpec:
     # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
     containment: dict[str, Any] = field(default_factory=dict)
     hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
+    # The OCI container it runs in (nodeagent.oci.describe); {}: none.
+    container: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -257,6 +259,8 @@ class StepSpec:
     # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
     containment: dict[str, Any] = field(default_factory=dict)
     hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
+    # The OCI container its tasks run in (nodeagent.oci.describe); {}: none.
+    container: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
