@@ -32,6 +32,7 @@ job's environment.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -44,11 +45,12 @@ from typing import Any, NoReturn
 
 from corral.ociconf import OciConf, Pattern, expand
 from nodeagent.runas import LaunchError
+from nodeagent.spool import OCI_DIR
 
 #: %s of the batch script: Slurm's SLURM_BATCH_SCRIPT step id.
 BATCH_STEP = "4294967291"
-#: The bundles' directory within a run's spool directory.
-SUBDIR = "oci"
+#: The bundles' directory within a run's spool directory (deleted with it).
+SUBDIR = OCI_DIR
 #: The file a bundle's configuration is in (OCI runtime-spec).
 CONFIG = "config.json"
 #: The environment file ``CreateEnvFile`` asks for, in each task's bundle.
@@ -59,6 +61,8 @@ NOT_CONFIGURED = "Container support is not configured"
 NVIDIA_SHARED = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
 #: How often the create/start mode asks the runtime for the container's state.
 POLL = 0.2
+#: Seconds one RunTimeDelete may take after a run's end.
+DELETE_TIMEOUT = 30
 
 
 def describe(bundle: str, conf: OciConf, devices: list[str]) -> dict[str, Any]:
@@ -175,9 +179,11 @@ def device_entries(paths: list[str]) -> tuple[list[dict[str, Any]], list[dict[st
 
 def current_cgroup(text: str) -> str:
     """The cgroup a process is in, from its /proc/PID/cgroup ``text``, as a runtime's
-    ``linux.cgroupsPath`` names it: the v1 memory hierarchy's where there is one (a
-    runtime on a v1 or hybrid host uses that path in every hierarchy), else the
-    unified one's; "" when it is the root.
+    ``linux.cgroupsPath`` names it: that of the hierarchy holding a run's processes
+    (the one killed and frozen: nodeagent/cgroups.py), the v1 freezer's where the
+    task is in one, else the unified one's; "" when it is the root. A runtime on a
+    v1 host uses the one path in every hierarchy, which are the run's own where the
+    agent has the same path in each (as under systemd).
 
     The container goes in a cgroup below it (:func:`container_cgroup`), not in it:
     the runtime removes the cgroup it was given when the container ends, which
@@ -188,8 +194,8 @@ def current_cgroup(text: str) -> str:
         controllers, _, path = rest.partition(":")
         if number == "0" and not controllers:
             unified = path
-        elif "memory" in controllers.split(","):
-            return "" if path == "/" else path
+        elif "freezer" in controllers.split(",") and path != "/":
+            return path
     return "" if unified in ("", "/") else unified
 
 
@@ -350,6 +356,77 @@ def exec_container(
         [sys.executable, "-m", "nodeagent.oci", json.dumps(commands)],
         runtime_env,
     )
+
+
+def _task_values(
+    path: str, ids: tuple[int, int, str], job_id: int, node: str, step: str, task: int
+) -> Pattern:
+    """The pattern values of a task whose bundle was written at ``path`` (its process
+    gone: %p is 0, %@ empty)."""
+    root = ""
+    with contextlib.suppress(OSError, ValueError), open(os.path.join(path, CONFIG)) as src:
+        root = str(json.load(src).get("root", {}).get("path", ""))
+    env_file = os.path.join(path, ENV_FILE)
+    return Pattern(
+        bundle=path,
+        env_file=env_file if os.path.exists(env_file) else "",
+        job_id=job_id,
+        spool=os.path.dirname(path),
+        node=node,
+        pid=0,
+        rootfs=root,
+        step=step,
+        task=task,
+        uid=ids[0],
+        user=ids[2],
+        args=(),
+    )
+
+
+def delete_after_run(
+    launch: dict[str, Any],
+    *,
+    run_dir: str,
+    ids: tuple[int, int, str],
+    job_id: int,
+    node: str,
+    step: str,
+    tasks: list[int],
+    groups: list[int] | None,
+) -> None:
+    """After a RunTimeRun run's end, RunTimeDelete (when set) for each task that had a
+    bundle, as the job's user: a runtime killed with its run (scancel, a time limit)
+    leaves its container's state behind, and a requeued job's next run would find the
+    same name taken. The create/start mode deletes its own (:func:`drive`)."""
+    conf = OciConf.from_dict(launch["conf"])
+    if not conf.run or not conf.delete:
+        return
+    commands = [
+        expand(conf.delete, _task_values(task_bundle(run_dir, task), ids, job_id, node, step, task))
+        for task in tasks
+        if os.path.isdir(task_bundle(run_dir, task))
+    ]
+    if not commands:
+        return
+    pid = os.fork()
+    if pid == 0:  # the user switch is for good: done in a child
+        status = 1
+        try:
+            from nodeagent import runas
+
+            runas.become_user(ids[0], ids[1], ids[2], groups)
+            for command in commands:
+                subprocess.run(
+                    ["/bin/sh", "-c", command],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=DELETE_TIMEOUT,
+                    check=False,
+                )
+            status = 0
+        finally:
+            os._exit(status)
+    os.waitpid(pid, 0)
 
 
 # ------------------------------------------------------------ create, start, query, delete

@@ -310,6 +310,10 @@ class Phase(Enum):
     LOST = "lost"  # no supervisor and no result
 
 
+#: The tasks' OCI bundles in a run's directory (nodeagent/oci.py writes them).
+OCI_DIR = "oci"
+
+
 def _write_atomic(path: str, text: str, *, sync: bool = False, mode: int = 0o644) -> None:
     """Replace ``path`` so readers see either the old or the new content; ``sync``: and
     so that a crash keeps the new content under its name (data, then the directory)."""
@@ -424,12 +428,14 @@ class RunDir:
             os.close(folder)
 
     def delete(self) -> None:
-        """Remove the directory: the job user's checkpoint directory, whatever they put
-        in it (shutil.rmtree does not follow the symbolic links they may have planted
-        there), then the run's own files, which are flat."""
+        """Remove the directory: the job user's checkpoint directory and the tasks' OCI
+        bundles (nodeagent/oci.py), whatever is in them (shutil.rmtree does not follow
+        the symbolic links a user may have planted there), then the run's own files,
+        which are flat."""
         import shutil  # here: the supervisor, which imports this module, never deletes
 
         shutil.rmtree(self.file(CHECKPOINT_DIR), ignore_errors=True)
+        shutil.rmtree(self.file(OCI_DIR), ignore_errors=True)
         try:
             names = os.listdir(self.path)
         except FileNotFoundError:

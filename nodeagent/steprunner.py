@@ -738,6 +738,19 @@ class StepRun(Runner):
     def _finish(self) -> StepResult:
         spec = self.spec
         self._end_group()
+        if spec.container:
+            from nodeagent import oci
+
+            oci.delete_after_run(
+                spec.container,
+                run_dir=self.stepdir.path,
+                ids=(spec.uid, spec.gid, spec.user),
+                job_id=spec.job_id,
+                node=spec.node,
+                step=str(spec.step_id),
+                tasks=[task.task_id for task in self.tasks],
+                groups=None,
+            )
         for task in self.tasks:
             for fd in list(task.pipes):
                 self._drain(task, fd)

@@ -313,6 +313,20 @@ class BatchRun(Runner):
 
     def _finish(self) -> Result:
         self._end_group()
+        if self.spec.container:
+            from nodeagent import oci
+
+            spec = self.spec
+            oci.delete_after_run(
+                spec.container,
+                run_dir=self.jobdir.path,
+                ids=(spec.uid, spec.gid, spec.user),
+                job_id=spec.job_id,
+                node=spec.node,
+                step=oci.BATCH_STEP,
+                tasks=[0],
+                groups=None,
+            )
         task = self.tasks[0]
         status = task.status or 0
         outcome = self.ending.why or "exited"

@@ -56,6 +56,13 @@ def _bundle(path: Path) -> Path:
     return path
 
 
+def _containers(state: Path) -> list[str]:
+    listed = subprocess.run(
+        ["runc", "--root", str(state), "list", "-q"], capture_output=True, text=True, check=True
+    )
+    return listed.stdout.split()
+
+
 def _oci_conf(cluster: Cluster, *lines: str) -> None:
     (Path(cluster.conf).parent / "oci.conf").write_text("\n".join(lines) + "\n")
 
@@ -69,6 +76,7 @@ def test_batch_script_and_step_run_in_the_bundle_as_the_job(tmp_path: Path) -> N
         "# runc as Slurm's containers guide has it, its state kept with the test",
         f'RunTimeRun="runc --root {state} run --bundle %b %n.%u.%j.%s.%t"',
         f'RunTimeQuery="runc --root {state} state %n.%u.%j.%s.%t"',
+        f'RunTimeDelete="runc --root {state} delete --force %n.%u.%j.%s.%t"',
         'EnvExclude="^HIDDEN_"',
     )
     try:
@@ -106,6 +114,8 @@ def test_batch_script_and_step_run_in_the_bundle_as_the_job(tmp_path: Path) -> N
         )  # fmt: skip
         assert step.stdout == f"{MARKER}\n" * 2, step.stderr
         assert step.returncode == 5
+        # RunTimeDelete after each run: the runtime keeps no container of theirs.
+        cluster.wait_for(lambda: _containers(state) == [], 10, "containers were left")
     finally:
         cluster.stop()
 

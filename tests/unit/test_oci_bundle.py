@@ -85,9 +85,9 @@ def test_no_cgroup_and_no_devices_leave_the_bundles_own() -> None:
 @pytest.mark.parametrize(
     ("text", "path"),
     [
-        ("12:memory:/corral/job_1/step_0\n0::/user.slice\n", "/corral/job_1/step_0"),
-        ("0::/corral/job_1/step_batch\n", "/corral/job_1/step_batch"),
-        ("4:memory:/\n0::/\n", ""),
+        ("6:freezer:/corral/job_1/step_0\n4:memory:/m/corral\n0::/\n", "/corral/job_1/step_0"),
+        ("6:freezer:/\n0::/corral/job_1/step_batch\n", "/corral/job_1/step_batch"),
+        ("6:freezer:/\n4:memory:/m\n0::/\n", ""),
         ("0::/\n", ""),
     ],
 )
