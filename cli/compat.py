@@ -49,6 +49,7 @@ CONFIG = (
     ("slurm.conf `PowerAction=` lines", confkeys.POWERACTION),
     ("slurmdbd.conf", confkeys.DBD),
     ("cgroup.conf", confkeys.CGROUP),
+    ("oci.conf (docs/containers.md)", confkeys.OCI),
     ("queues.conf (Corral's own file: docs/queues.md)", confkeys.QUEUES),
 )
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")

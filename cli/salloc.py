@@ -53,6 +53,8 @@ TABLE = OptionTable(
         _row("account", "A"),
         _row("chdir", "D"),
         _row("constraint", "C"),
+        _row("container", note="the allocation's: shown and in SLURM_CONTAINER (steps: srun's)"),
+        _row("container-id", note="Slurm 24.11's: shown and in SLURM_CONTAINER_ID"),
         _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
         _row("exclude", "x"),

@@ -431,6 +431,10 @@ def admit(
         raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)  # --elastic needs -N min-max
     if spec.elastic_signal > 64:
         raise SlurmError(errors.EINVAL, "Invalid --elastic signal")
+    if spec.container and not spec.container.startswith("/"):
+        # sbatch(1): "Absolute path to OCI container bundle"; the nodes cannot know
+        # which directory a relative one was relative to (REST sends it unchecked).
+        raise SlurmError(errors.EINVAL, f"--container {spec.container}: not an absolute path")
     time_limit = spec.time_limit
     if time_limit is None:
         default = conf.partition(partitions[0])
@@ -534,6 +538,8 @@ def admit(
         topology_required=topo.required,
         topology_preferred=topo.preferred,
         elastic_signal=spec.elastic_signal,
+        container=spec.container,
+        container_id=spec.container_id,
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)

@@ -567,6 +567,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         """Send each node of ``step`` its part; srun hears from the runners directly."""
         env = step_environment(job, step, without_grants(req.environment))
         env["SLURM_CONF"] = self.config_path
+        for name, value in (
+            ("SLURM_CONTAINER", req.container),
+            ("SLURM_CONTAINER_ID", req.container_id),
+        ):
+            if value:  # srun(1): only set with --container (--container-id: Slurm 24.11)
+                env[name] = value
         first = 0
         for node_id, (node, count) in enumerate(zip(step.nodes, step.tasks, strict=True)):
             tasks = list(range(first, first + count))
@@ -623,6 +629,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 mem_mib=job.alloc_mem[index] if job.alloc_mem else 0,
                 step_mem_mib=step.mem[node_id] if step.mem else 0,
                 task_gpus=[pb.TaskGpus(gpus=gpus) for gpus in bound],
+                container=req.container,
+                container_id=req.container_id,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

@@ -97,6 +97,8 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
         "SLURM_JOB_DEPENDENCY": job.dependency,
         "SLURM_EXPORT_ENV": job.export_env,
         "SLURM_OPEN_MODE": {"append": "a", "truncate": "t"}.get(job.open_mode, ""),
+        "SLURM_CONTAINER": job.container,  # sbatch(1), salloc(1): only with --container
+        "SLURM_CONTAINER_ID": job.container_id,  # Slurm 24.11: only with --container-id
     }
     values.update({k: v for k, v in optional.items() if v})
     if job.cpus_per_task_given or job.cpus_per_task > 1:

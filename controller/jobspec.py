@@ -99,6 +99,8 @@ class JobSpec:
     sockets_per_node: int = 0
     prefer: str = ""
     elastic_signal: int = 0
+    container: str = ""
+    container_id: str = ""
 
 
 def from_wire(message: Any) -> JobSpec:

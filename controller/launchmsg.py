@@ -39,6 +39,8 @@ COPIED: Final[dict[str, str]] = {
     "signal_num": "signal_num",
     "signal_time": "signal_time",
     "signal_batch_only": "signal_batch_only",
+    "container": "container",
+    "container_id": "container_id",
 }
 
 #: LaunchJob fields worked out at launch (``computed`` says from what).

@@ -180,6 +180,10 @@ class Job:
     # When its allocation last changed while it ran (Slurm's resize_time; 0: never):
     # accounting keeps one record per size, the newest keyed by this time.
     resize_time: int = 0
+    # OCI containers (docs/containers.md): the bundle its batch script runs in ("":
+    # none) and --container-id, both as submitted.
+    container: str = ""
+    container_id: str = ""
 
     def __post_init__(self) -> None:
         if self.dependency:

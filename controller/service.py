@@ -403,6 +403,8 @@ class Handlers:
 
     async def StepCreate(self, req: pb.StepCreateRequest, who: Principal) -> pb.StepCreateReply:
         """srun in an allocation: a step laid out, journaled, then launched on its nodes."""
+        if req.container and not req.container.startswith("/"):  # as admission refuses it
+            raise SlurmError(errors.EINVAL, f"--container {req.container}: not an absolute path")
         request = StepRequest(
             ntasks=req.ntasks,
             min_nodes=req.min_nodes,

@@ -38,6 +38,7 @@ __all__ = [
     "jobinfo",
     "munge",
     "nodeset",
+    "ociconf",
     "oomscore",
     "preemptconf",
     "pynodeset",

@@ -522,6 +522,32 @@ PidsMax                         honoured            Corral's own: pids.max of ea
 """
 )
 
+#: oci.conf's keys (oci.conf(5)) and what Corral does with each; an unknown key is refused.
+OCI = _rows(
+    """
+ContainerPath                   refused             bundles are written in the run's spool directory
+CreateEnvFile                   honoured            null, newline or disabled (true, false)
+DebugFlags                      warned              the agent logs at its own level
+DisableCleanup                  refused(no,false)   the bundles go with the run's spool directory
+DisableHooks                    honoured            OCI hook types left out of config.json
+EnvExclude                      honoured            regex: variables kept out of the container
+FileDebug                       warned              the agent logs at its own level
+IgnoreFileConfigJson            honoured            a default config.json, the bundle's unread
+MountSpoolDir                   honoured            where the run's spool directory is mounted
+RunTimeCreate                   honoured
+RunTimeDelete                   honoured
+RunTimeEnvExclude               honoured            regex: variables kept from the runtime
+RunTimeKill                     honoured
+RunTimeQuery                    honoured
+RunTimeRun                      honoured
+RunTimeStart                    honoured
+SrunArgs                        warned              scrun is not provided
+SrunPath                        warned              scrun is not provided
+StdIODebug                      warned              the agent logs at its own level
+SyslogDebug                     warned              the agent logs at its own level
+"""
+)
+
 #: queues.conf's keys: Corral's own file (issue 17, docs/queues.md), so every key is
 #: honoured and any other is refused with its line.
 QUEUES = _rows(

@@ -70,6 +70,8 @@ COPIED: Final[dict[str, str]] = {
     "elastic_signal": "elastic_signal",
     "min_nodes": "min_nodes",
     "resize_time": "resize_time",
+    "container": "container",
+    "container_id": "container_id",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -149,6 +151,8 @@ REST: Final[dict[str, str]] = {
     "cluster": "cluster",
     "command": "command",
     "comment": "comment",
+    "container": "container",
+    "container_id": "container_id",
     "num_cpus": "cpus",
     "cpus_per_task": "cpus_per_task",
     "cpus_per_tres": "cpus_per_tres",

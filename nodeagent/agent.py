@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from corral import auth, grpctls, ratelimit
+from corral import auth, grpctls, ociconf, ratelimit
 from corral import gres as gres_syntax
 from corral.client import agent_socket_path
 from corral.config import ConfigError, NodeConfig, SlurmConfig
@@ -299,8 +299,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     try:
         name = cgroups.top_name()
         contained = containment.setup(conf, top, name)
+        oci = ociconf.load(os.path.join(os.path.dirname(os.path.abspath(conf.path)), ociconf.NAME))
     except (ConfigError, ValueError) as exc:
         raise AgentError(str(exc)) from None
+    for warning in oci.warnings if oci is not None else ():
+        log.warning("%s", warning)
     spool = Spool(conf.slurmd_spool_dir, facts.hostname)
     table = RunTable(
         spool=spool,
@@ -319,6 +322,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         mps=MpsServers(Path(spool.root())) if MpsServers.available() else None,
         neuron=NeuronBinding(neuron_nodes(conf, nodes)),
         hooks=site_hooks(conf, spool),
+        oci=oci,
     )
     table.recover()
     table.zygote.start()

@@ -175,10 +175,26 @@ def cpu_list(text: str) -> set[int]:
 
 
 def _pids(path: str) -> list[int]:
-    try:
-        return [int(word) for word in _read(os.path.join(path, "cgroup.procs")).split()]
-    except (OSError, ValueError):
-        return []
+    """The processes in the cgroup ``path`` and in those below it: a container runtime
+    puts a container in a cgroup of its own within its run's (nodeagent/oci.py), and a
+    v1 hierarchy's cgroup.procs, like v2's, lists a cgroup's own processes only."""
+    found: list[int] = []
+    for directory, _, _ in os.walk(path):
+        try:
+            found += [int(word) for word in _read(os.path.join(directory, "cgroup.procs")).split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _remove_below(path: str) -> None:
+    """rmdir the cgroups below ``path``, deepest first (a container's, left by a
+    runtime that was killed before it removed it)."""
+    inner = sorted(os.walk(path), key=lambda found: -found[0].count("/"))
+    for directory, _, _ in inner:
+        if directory != path:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
 
 
 # ------------------------------------------------------------------ the agent's side
@@ -596,6 +612,7 @@ class RunCgroups:
         False when one could not be (processes left in it)."""
         done = True
         for _, path, _ in reversed(self.made):
+            _remove_below(path)
             try:
                 os.rmdir(path)
             except FileNotFoundError:

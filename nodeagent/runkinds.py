@@ -25,8 +25,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from corral.ociconf import OciConf
 from corral.wire import corral_pb2 as pb
-from nodeagent import watch
+from nodeagent import oci, watch
 from nodeagent.containment import Containment
 from nodeagent.devcgroup import BATCH as BATCH_CGROUP
 from nodeagent.devcgroup import DeviceGuard
@@ -230,19 +231,45 @@ def _contained(
     )
 
 
+def _container(
+    msg: pb.LaunchJob | pb.LaunchStep,
+    gpus: set[int],
+    devices: DeviceGuard | None,
+    contained: bool,
+    conf: OciConf | None,
+) -> tuple[dict[str, Any], str]:
+    """The OCI container of the launch's run ({}: none; nodeagent.oci.describe) with
+    the device files of its GPUs, or why it must not start: no oci.conf here."""
+    if not msg.container:
+        return {}, ""
+    if conf is None:
+        return {}, oci.NOT_CONFIGURED
+    files: list[str] = []
+    if devices is not None:
+        for index, paths in devices.gpus.get(msg.node, ()):
+            if index in gpus:
+                files += [path for path in paths if path not in files]
+    launch = oci.describe(msg.container, conf, files)
+    launch["contained"] = contained
+    return launch, ""
+
+
 def launch_spec(
     msg: pb.LaunchJob,
     hostname: str,
     slurm_conf: str,
     devices: DeviceGuard | None = None,
     containment: Containment | None = None,
+    oci_conf: OciConf | None = None,
 ) -> LaunchSpec:
     """The supervisor's view of a LaunchJob, plus the node's own facts (and, with
     ``devices``, the GPU device files the job may not open: those of the node's GPUs
     its grant neither gives it nor shares with it; ``refused`` when they cannot be
-    fenced here; with ``containment``, its cgroups and limits)."""
+    fenced here; with ``containment``, its cgroups and limits; with ``oci_conf``,
+    this node's oci.conf, the container it runs in)."""
     gpus = granted(msg.grant)
     cgroup, deny, refused = _fence(msg, BATCH_CGROUP, gpus, devices)
+    container, no_container = _container(msg, gpus, devices, containment is not None, oci_conf)
     return LaunchSpec(
         job_id=msg.job_id,
         restarts=msg.restarts,
@@ -273,8 +300,9 @@ def launch_spec(
         cpu_ids=list(msg.cpu_ids),
         gpus=sorted(gpus),
         mps_gpu=mps_gpu(msg.grant),
-        refused=refused,
+        refused=refused or no_container,
         containment=_contained(msg, BATCH_CGROUP, containment),
+        container=container,
     )
 
 
@@ -282,15 +310,19 @@ def launch_spec(
 
 
 def step_spec(
-    msg: pb.LaunchStep, devices: DeviceGuard | None = None, containment: Containment | None = None
+    msg: pb.LaunchStep,
+    devices: DeviceGuard | None = None,
+    containment: Containment | None = None,
+    oci_conf: OciConf | None = None,
 ) -> StepSpec:
     """The runner's view of a LaunchStep (with ``devices``, the GPU device files its
     tasks may not open: those of the node's GPUs its grant neither gives it nor
     shares with its job; ``refused`` when they cannot be fenced here; with
-    ``containment``, its cgroups and limits)."""
+    ``containment``, its cgroups and limits; with ``oci_conf``, the container)."""
     gpus = granted(msg.grant)
     leaf = f"step_{msg.step_id}"
     cgroup, deny, refused = _fence(msg, leaf, gpus, devices)
+    container, no_container = _container(msg, gpus, devices, containment is not None, oci_conf)
     return StepSpec(
         job_id=msg.job_id,
         step_id=msg.step_id,
@@ -320,12 +352,13 @@ def step_spec(
         ntasks=msg.ntasks,
         cgroup=cgroup,
         deny_devices=deny,
-        refused=refused,
+        refused=refused or no_container,
         cpu_ids=[] if msg.unpinned else list(msg.cpu_ids),
         gpus=sorted(gpus),
         unbuffered=msg.unbuffered,
         pty=msg.pty,
         containment=_contained(msg, leaf, containment),
+        container=container,
     )
 
 

@@ -45,6 +45,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
+from corral.ociconf import OciConf
 from corral.wire import corral_pb2 as pb
 from nodeagent import cgroups
 from nodeagent.acctgather import Sampler, Target
@@ -111,6 +112,7 @@ class RunTable:
         mps: MpsServers | None = None,
         neuron: NeuronBinding | None = None,
         hooks: SiteHooks | None = None,
+        oci: OciConf | None = None,
     ) -> None:
         self.spool = spool
         self.hostnames = dict(hostnames)  # served node name -> HOSTNAME for its jobs
@@ -122,6 +124,7 @@ class RunTable:
         self.mps = mps  # MPS servers for jobs with GPU shares (None: no MPS here)
         self.neuron = neuron  # NeuronCores for jobs on Neuron nodes (None: none served)
         self.hooks = hooks or SiteHooks()  # slurm.conf's site programs, given to each run
+        self.oci = oci  # oci.conf (None: no containers here)
         self.mig: dict[str, dict[int, str]] = {}  # per node, MIG instances' UUIDs by index
         self.supervisor_env = supervisor_environment()
         self.zygote = Zygote(spool.root(), python, self.supervisor_env)
@@ -411,7 +414,9 @@ class RunTable:
         run = Run(dir=jobdir, kind=BATCH_KIND, key=key)
         self._runs[key] = run
         try:
-            spec = launch_spec(msg, hostname, self.slurm_conf, self.devices, self.containment)
+            spec = launch_spec(
+                msg, hostname, self.slurm_conf, self.devices, self.containment, self.oci
+            )
             spec = dataclasses.replace(spec, hooks=self.hooks)
             self._bind(spec.environment, msg)
             spec.environment[CHECKPOINT_ENV] = jobdir.create_checkpoint(msg.uid, msg.gid)
@@ -461,7 +466,7 @@ class RunTable:
         self._runs[key] = run
         try:
             spec = dataclasses.replace(
-                step_spec(msg, self.devices, self.containment),
+                step_spec(msg, self.devices, self.containment, self.oci),
                 hooks=self.hooks,
                 task_env=task_bindings(
                     msg.node, [t.gpus for t in msg.task_gpus], self.neuron, self.mig

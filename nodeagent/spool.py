@@ -173,6 +173,8 @@ class LaunchSpec:
     # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
     containment: dict[str, Any] = field(default_factory=dict)
     hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
+    # The OCI container it runs in (nodeagent.oci.describe); {}: none.
+    container: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -257,6 +259,8 @@ class StepSpec:
     # The run's cgroups and limits (nodeagent.cgroups.describe); {}: not contained.
     containment: dict[str, Any] = field(default_factory=dict)
     hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
+    # The OCI container its tasks run in (nodeagent.oci.describe); {}: none.
+    container: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -304,6 +308,10 @@ class Phase(Enum):
     RUNNING = "running"  # supervisor alive, script started
     DONE = "done"  # result written, waiting for the controller's AckDone
     LOST = "lost"  # no supervisor and no result
+
+
+#: The tasks' OCI bundles in a run's directory (nodeagent/oci.py writes them).
+OCI_DIR = "oci"
 
 
 def _write_atomic(path: str, text: str, *, sync: bool = False, mode: int = 0o644) -> None:
@@ -420,12 +428,14 @@ class RunDir:
             os.close(folder)
 
     def delete(self) -> None:
-        """Remove the directory: the job user's checkpoint directory, whatever they put
-        in it (shutil.rmtree does not follow the symbolic links they may have planted
-        there), then the run's own files, which are flat."""
+        """Remove the directory: the job user's checkpoint directory and the tasks' OCI
+        bundles (nodeagent/oci.py), whatever is in them (shutil.rmtree does not follow
+        the symbolic links a user may have planted there), then the run's own files,
+        which are flat."""
         import shutil  # here: the supervisor, which imports this module, never deletes
 
         shutil.rmtree(self.file(CHECKPOINT_DIR), ignore_errors=True)
+        shutil.rmtree(self.file(OCI_DIR), ignore_errors=True)
         try:
             names = os.listdir(self.path)
         except FileNotFoundError:

@@ -413,6 +413,10 @@ class StepRun(Runner):
                 os.dup2(fd, target)
             if task is self.pty_task:
                 ioctl(0, termios.TIOCSCTTY, 0)
+            if spec.container:
+                from nodeagent import oci  # loaded only for a step in a container
+
+                oci.make_bundle_dir(self.stepdir.path, task.task_id, spec.uid, spec.gid)
             runas.become_user(spec.uid, spec.gid, spec.user, groups)
             if note:
                 os.write(2, note.encode())
@@ -429,8 +433,23 @@ class StepRun(Runner):
                 env = hooks.task_prolog(spec.hooks, env, spec.node)
             if confined:
                 devcgroup.local_binding(env, set(spec.gpus))
+            if spec.container:
+                oci.exec_container(
+                    spec.container,
+                    run_dir=self.stepdir.path,
+                    args=list(spec.argv),
+                    env=env,
+                    cwd=os.getcwd(),
+                    ids=(spec.uid, spec.gid, spec.user),
+                    job_id=spec.job_id,
+                    node=spec.node,
+                    step=str(spec.step_id),
+                    task=task.task_id,
+                )
             status = 2
             os.execvpe(program, list(spec.argv) or [program], env)
+        except LaunchError as exc:  # its container's bundle cannot be used
+            message = f"slurmstepd: error: {exc}\n"
         except OSError as exc:
             if status == 2:
                 status = exc.errno or 2
@@ -719,6 +738,19 @@ class StepRun(Runner):
     def _finish(self) -> StepResult:
         spec = self.spec
         self._end_group()
+        if spec.container:
+            from nodeagent import oci
+
+            oci.delete_after_run(
+                spec.container,
+                run_dir=self.stepdir.path,
+                ids=(spec.uid, spec.gid, spec.user),
+                job_id=spec.job_id,
+                node=spec.node,
+                step=str(spec.step_id),
+                tasks=[task.task_id for task in self.tasks],
+                groups=None,
+            )
         for task in self.tasks:
             for fd in list(task.pipes):
                 self._drain(task, fd)

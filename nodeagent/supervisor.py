@@ -133,6 +133,10 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
         child_signals()
         oomscore.unprotect()
         runas.apply_umask(spec.environment)
+        if spec.container:
+            from nodeagent import oci  # loaded only for a job in a container
+
+            oci.make_bundle_dir(run.jobdir.path, 0, spec.uid, spec.gid)
         runas.become_user(spec.uid, spec.gid, spec.user)
         note = _enter_work_dir(spec)
         _redirect(spec)
@@ -145,11 +149,26 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
             env = hooks.task_prolog(spec.hooks, env, spec.node)
         if confined:
             devcgroup.local_binding(env, set(spec.gpus))
+        if spec.container:
+            oci.exec_container(
+                spec.container,
+                run_dir=run.jobdir.path,
+                args=[script, *spec.argv],
+                env=env,
+                cwd=os.getcwd(),
+                ids=(spec.uid, spec.gid, spec.user),
+                job_id=spec.job_id,
+                node=spec.node,
+                step=oci.BATCH_STEP,
+                task=0,
+            )
         os.execve(script, [script, *spec.argv], env)
     except LaunchError as exc:
         message = str(exc)
     except OSError as exc:
         message = f"cannot execute {script}: {exc.strerror}"
+        if spec.container:
+            message = f"container launch failed: {exc.filename or ''}: {exc.strerror}"
     except BaseException as exc:
         message = f"{type(exc).__name__}: {exc}"
     try:
@@ -294,6 +313,20 @@ class BatchRun(Runner):
 
     def _finish(self) -> Result:
         self._end_group()
+        if self.spec.container:
+            from nodeagent import oci
+
+            spec = self.spec
+            oci.delete_after_run(
+                spec.container,
+                run_dir=self.jobdir.path,
+                ids=(spec.uid, spec.gid, spec.user),
+                job_id=spec.job_id,
+                node=spec.node,
+                step=oci.BATCH_STEP,
+                tasks=[0],
+                groups=None,
+            )
         task = self.tasks[0]
         status = task.status or 0
         outcome = self.ending.why or "exited"

@@ -70,6 +70,8 @@ JOB_INFO = obj(
         "cluster": string(),
         "command": string(),
         "comment": string(),
+        "container": string("the OCI bundle its batch script runs in"),
+        "container_id": string(),
         "cpus": no_val(),
         "cpus_per_task": no_val(),
         "cpus_per_tres": string("gres/gpu:N, as sbatch --cpus-per-gpu"),
@@ -269,6 +271,8 @@ def _node_range(text: str) -> tuple[int, int]:
 _COPIED = {
     "account": "account",
     "comment": "comment",
+    "container": "container",
+    "container_id": "container_id",
     "constraints": "constraint",
     "cpus_per_task": "cpus_per_task",
     "dependency": "dependency",

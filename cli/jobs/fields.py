@@ -355,6 +355,7 @@ _NAMED: dict[str, Field] = {
     "ClusterFeature": _const("CLUSTER_FEATURES", "(null)"),
     "Command": _COMMAND,
     "Comment": _COMMENT,
+    "Container": _text("CONTAINER", "container"),  # the OCI bundle (squeue(1))
     "Contiguous": _CONTIGUOUS,
     "Cores": _CORES,
     "CoreSpec": _CORE_SPEC,

@@ -192,6 +192,10 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         out.append(f"SystemComment={job['system_comment']} ")
     if job["batch_flag"]:
         out += [f"StdErr={std_err(job)}", f"StdIn={std_in(job)}", f"StdOut={std_out(job)}"]
+    if job.get("container") or job.get("container_id"):  # OCI: only when asked for
+        out.append(f"Container={null(job.get('container', ''))}")
+        if job.get("container_id"):
+            out[-1] += f" ContainerID={job['container_id']}"
     if job.get("switches"):
         out.append(f"Switches={job['switches']}@{format_hms(int(job['switch_wait']))}")
     if job.get("topology_level"):  # Corral's own

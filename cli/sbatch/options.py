@@ -64,8 +64,14 @@ TABLE = OptionTable(
         _row("clusters", "M", note="this cluster's name only"),
         _row("comment"),
         _row("constraint", "C"),
-        _no("container", "OCI containers are not implemented"),
-        _no("container-id", "OCI containers are not implemented"),
+        _row(
+            "container",
+            note="an OCI bundle the batch script runs in (oci.conf; docs/containers.md)",
+        ),
+        _row(
+            "container-id",
+            note="Slurm 24.11's: shown and in SLURM_CONTAINER_ID; no runtime uses it",
+        ),
         _no("context", "SELinux contexts are not implemented"),
         _no("contiguous", _PLACEMENT, arg=NO_ARGUMENT),
         _no("core-spec", "core specialization is not implemented", "S"),

@@ -460,6 +460,8 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "chdir": _text("chdir"),
     "clusters": _text("clusters"),
     "comment": _text("comment"),
+    "container": _text("container"),
+    "container-id": _text("container_id"),
     "constraint": _text("constraint"),
     "cpus-per-task": _count("cpus_per_task", "--cpus-per-task"),
     "deadline": _timestamp("deadline", "--deadline"),

@@ -98,6 +98,10 @@ def build(
         spec["min_cpus"] = fields["min_cpus"]
     gpuopts.check(fields)
     spec.update(gpuopts.spec_fields(fields))
+    if fields.get("container"):
+        spec["container"] = _container(fields["container"], cwd)
+    if fields.get("container_id"):
+        spec["container_id"] = fields["container_id"]
     dependency = fields.get("dependency")
     if dependency:
         check_dependency(dependency)
@@ -115,6 +119,17 @@ def build(
     )
     spec["environment"].update(gpuopts.environment(fields, settings.texts))
     return spec
+
+
+def _container(path: str, cwd: str) -> str:
+    """``--container``'s bundle, absolute; Failure when it is not an OCI bundle."""
+    from cli.bundle import absolute, bundle_error
+
+    bundle = absolute(path, cwd)
+    error = bundle_error(bundle)
+    if error is not None:
+        raise Failure(error)
+    return bundle
 
 
 def _absolute(path: str, work_dir: str) -> str:

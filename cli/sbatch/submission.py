@@ -58,6 +58,8 @@ Job:
   -A, --account=NAME           account to charge
   -q, --qos=NAME               quality of service
       --comment=TEXT           free-form comment
+      --container=PATH         run the script in this OCI bundle (oci.conf)
+      --container-id=ID        the container's ID (SLURM_CONTAINER_ID)
   -a, --array=INDEXES          job array, e.g. 0-15, 1,3,5, 0-15:4, 1-9%2
   -d, --dependency=LIST        e.g. afterok:12:13, afterany:12?afternotok:14
       --kill-on-invalid-dep=yes|no  cancel the job if its dependency can never hold

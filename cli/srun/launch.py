@@ -96,6 +96,8 @@ TABLE = OptionTable(
     [
         _row("account", "A", note=JOB_LEVEL),
         _row("chdir", "D"),
+        _row("container", note="an OCI bundle the tasks run in (oci.conf; docs/containers.md)"),
+        _row("container-id", note="Slurm 24.11's: in SLURM_CONTAINER_ID; no runtime uses it"),
         _row(
             "cpu-bind",
             note="none, quiet (verbose warned); rank, sockets, cores, threads, ldoms, boards "
@@ -315,12 +317,29 @@ def step_request(
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
     }
+    request.update(_container_fields(settings, env, cwd))
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     if terminal is not None:
         request["pty"] = True
         request["environment"].update(terminal.environment(request["io_port"]))
     return request
+
+
+def _container_fields(settings: Settings, env: Mapping[str, str], cwd: str) -> dict[str, str]:
+    """--container (else SRUN_CONTAINER), checked to be an OCI bundle, and --container-id."""
+    from cli.bundle import absolute, bundle_error
+
+    fields = {}
+    path = settings.get("container", env.get("SRUN_CONTAINER", ""))
+    if path:
+        fields["container"] = absolute(path, cwd)
+        error = bundle_error(fields["container"])
+        if error is not None:
+            raise Halt(1, f"{PROG}: error: {error}")
+    if settings.get("container-id"):
+        fields["container_id"] = settings.get("container-id")
+    return fields
 
 
 def _memory_fields(settings: Settings) -> dict[str, int]:
