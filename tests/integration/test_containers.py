@@ -22,8 +22,9 @@ from tests.integration.cluster import Cluster
 
 MARKER = "inside the bundle"
 
+# Where CI is set (.ci/run installs runc), a missing runtime fails the tests.
 pytestmark = pytest.mark.skipif(
-    shutil.which("runc") is None or os.geteuid() != 0,
+    (shutil.which("runc") is None or os.geteuid() != 0) and not os.environ.get("CI"),
     reason="needs runc (apt-get install runc) and root, whose jobs runc runs",
 )
 
