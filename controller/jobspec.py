@@ -99,6 +99,8 @@ class JobSpec:
     sockets_per_node: int = 0
     prefer: str = ""
     elastic_signal: int = 0
+    mail_type: str = ""
+    mail_user: str = ""
 
 
 def from_wire(message: Any) -> JobSpec:

@@ -180,6 +180,11 @@ class Job:
     # When its allocation last changed while it ran (Slurm's resize_time; 0: never):
     # accounting keeps one record per size, the newest keyed by this time.
     resize_time: int = 0
+    # --mail-type (corral/mailtype.py's canonical list; "": none), --mail-user ("": the
+    # job's user), and the time-limit warnings already mailed in this run (comma list).
+    mail_type: str = ""
+    mail_user: str = ""
+    mail_sent: str = ""
 
     def __post_init__(self) -> None:
         if self.dependency:

@@ -1,0 +1,65 @@
+"""Issue 19's remaining tools on a real two-node cluster: --mail-type through MailProg,
+--nodefile. One cluster serves the module (each test's jobs are its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster import Cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    directory = tmp_path_factory.mktemp("tools")
+    mailprog = directory / "mailprog"
+    # MailProg's arguments and variables, one line a mail.
+    mailprog.write_text(
+        f'#!/bin/sh\necho "$1|$2|$3|$SLURM_JOB_MAIL_TYPE|$SLURM_JOB_ID" >> {directory}/mails\n'
+    )
+    mailprog.chmod(0o755)
+    c = Cluster(directory, nodes=2, settings=("KillWait=2", f"MailProg={mailprog}"))
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+
+
+def _mails(cluster: Cluster) -> list[str]:
+    path = cluster.dir / "mails"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_mail_on_begin_and_end_by_mailprog(cluster: Cluster) -> None:
+    job_id = cluster.sbatch(
+        "--mail-type=BEGIN,FAIL", "--mail-user=ops@example.org", "-J", "mailed",
+        "-o", "/dev/null", "--wrap", "exit 3",
+    )  # fmt: skip
+    assert cluster.wait_done(job_id)["state"] == "FAILED"
+    shown = cluster.run("scontrol", "show", "job", str(job_id)).stdout
+    assert "MailUser=ops@example.org MailType=BEGIN,FAIL" in shown
+    cluster.wait_for(lambda: len(_mails(cluster)) >= 2, 15, "two mails were not sent")
+    began, failed = sorted(_mails(cluster), key=lambda line: "Failed" in line)
+    assert began.startswith(f"-s|Slurm Job_id={job_id} Name=mailed Began, Queued time 00:00:")
+    assert began.endswith(f"|ops@example.org|Began|{job_id}")
+    assert failed.startswith(f"-s|Slurm Job_id={job_id} Name=mailed Failed, Run time 00:00:")
+    assert failed.endswith(f", FAILED, ExitCode 3|ops@example.org|Failed|{job_id}")
+    bad = cluster.run("sbatch", "--mail-type=SOMETIMES", "--wrap", "true", check=False)
+    assert (bad.returncode, bad.stderr) == (
+        255,
+        "sbatch: error: Invalid --mail-type specification\n",
+    )
+
+
+def test_nodefile_places_the_job_as_nodelist_would(cluster: Cluster, tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# the second node only\nnode2\n")
+    job_id = cluster.sbatch("-F", str(hosts), "-o", "/dev/null", "--wrap", "true")
+    assert cluster.wait_done(job_id)["nodes"] == "node2"
+    step = cluster.run("srun", f"--nodefile={hosts}", "printenv", "SLURMD_NODENAME")
+    assert step.stdout == "node2\n"
+    missing = cluster.run("srun", "-F", str(tmp_path / "none"), "true", check=False)
+    assert missing.returncode == 255
+    assert missing.stderr.endswith("srun: error: Invalid --nodefile node file\n"), missing.stderr
