@@ -1,13 +1,17 @@
 """Issue 19's remaining tools on a real two-node cluster: --mail-type through MailProg,
---nodefile. One cluster serves the module (each test's jobs are its own)."""
+--nodefile, squeue's and sinfo's --json/--yaml. One cluster serves the module (each
+test's jobs are its own)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from restd.jobs import JOB_INFO
 from tests.integration.cluster import Cluster
 
 
@@ -63,3 +67,29 @@ def test_nodefile_places_the_job_as_nodelist_would(cluster: Cluster, tmp_path: P
     missing = cluster.run("srun", "-F", str(tmp_path / "none"), "true", check=False)
     assert missing.returncode == 255
     assert missing.stderr.endswith("srun: error: Invalid --nodefile node file\n"), missing.stderr
+
+
+def test_squeue_and_sinfo_json_and_yaml_print_restds_records(cluster: Cluster) -> None:
+    job_id = cluster.sbatch("--hold", "-J", "dumped: yes", "--mail-type=END", "--wrap", "true")
+    shown = json.loads(cluster.run("squeue", "--json").stdout)
+    assert shown["meta"]["plugin"]["data_parser"] == "data_parser/v0.0.42"
+    assert shown["meta"]["command"] == ["squeue", "--json"]
+    (record,) = [j for j in shown["jobs"] if j["job_id"] == job_id]
+    assert set(record) == set(JOB_INFO["properties"])
+    assert (record["name"], record["job_state"], record["mail_type"]) == (
+        "dumped: yes", ["PENDING"], ["END"],
+    )  # fmt: skip
+    as_yaml = yaml.safe_load(cluster.run("squeue", "--yaml", "-j", str(job_id)).stdout)
+    assert as_yaml["jobs"] == [record]
+    nodes = json.loads(cluster.run("sinfo", "--json", "-n", "node1").stdout)
+    assert [n["name"] for n in nodes["nodes"]] == ["node1"]
+    assert {p["name"] for p in nodes["partitions"]} == {"debug"}
+    assert (
+        yaml.safe_load(cluster.run("sinfo", "--yaml").stdout)["partitions"] == (nodes["partitions"])
+    )
+    bad = cluster.run("squeue", "--json=v0.0.39", check=False)
+    assert bad.returncode == 1
+    assert bad.stderr == (
+        "squeue: error: --json=v0.0.39 is not supported: only data_parser v0.0.42 is\n"
+    )
+    cluster.run("scancel", str(job_id))
