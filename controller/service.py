@@ -439,6 +439,21 @@ class Handlers:
         """sstat: the running steps of a job and their agents' latest samples."""
         return stepusage.step_stats(self.store.jobs, self.store.conf, self.link.usage, req, who)
 
+    async def BatchScript(self, req: pb.BatchScriptRequest, who: Principal) -> pb.BatchScriptReply:
+        """``scontrol write batch_script``: the script of a batch job ``who`` may manage."""
+        try:
+            jobs = queries.select(self.store.jobs, {"job_ids": [req.job_id], "states": ["ALL"]})
+        except SlurmError:
+            jobs = []
+        if not jobs:
+            raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        job = jobs[0]
+        jobcontrol.owned(job, who)
+        payload = None if job.interactive else self.store.payload(job)
+        if payload is None or not payload.script:
+            raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
+        return pb.BatchScriptReply(script=payload.script)
+
     async def Allocation(self, req: pb.AllocationRequest, who: Principal) -> pb.AllocationReply:
         """An interactive allocation's state, and its SLURM_* environment once it runs."""
         job = self.store.jobs.get(req.job_id)
@@ -529,6 +544,7 @@ METHODS = (
     "Allocation",
     "Token",
     "Why",
+    "BatchScript",
     "StepStats",
     "Queues",
 )

@@ -8,11 +8,17 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 import yaml
 
+from corral import grpctls
+from corral.config import load
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
 from restd.jobs import JOB_INFO
 from tests.integration.cluster import Cluster
+from tests.security.rogue import controller_target, stamp_for_controller
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +99,53 @@ def test_squeue_and_sinfo_json_and_yaml_print_restds_records(cluster: Cluster) -
         "squeue: error: --json=v0.0.39 is not supported: only data_parser v0.0.42 is\n"
     )
     cluster.run("scancel", str(job_id))
+
+
+def test_write_batch_script_for_its_owner_only(cluster: Cluster, tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH -J written\necho hi\n")
+    job_id = cluster.sbatch("--hold", str(script))
+    shown = cluster.run("scontrol", "write", "batch_script", str(job_id), "-")
+    assert shown.stdout == script.read_text()
+    written = cluster.run("scontrol", "write", "batch", str(job_id), cwd=tmp_path)
+    assert written.stdout == f"batch script for job {job_id} written to slurm-{job_id}.sh\n"
+    assert (tmp_path / f"slurm-{job_id}.sh").read_text() == script.read_text()
+    missing = cluster.run("scontrol", "write", "batch_script", "999999", check=False)
+    assert (missing.returncode, missing.stderr) == (
+        1, "job script retrieval failed: Invalid job id specified\n",
+    )  # fmt: skip
+    with grpctls.sync_channel(controller_target(cluster), load(cluster.conf).tls) as channel:
+        stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+        request = pb.BatchScriptRequest(job_id=str(job_id))
+        with pytest.raises(grpc.RpcError) as unsigned:
+            stub.BatchScript(request, timeout=10)
+        assert unsigned.value.code() in (
+            grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
+        )  # fmt: skip
+        stranger = stamp_for_controller(cluster, request, "BatchScript", uid=4242, gid=4242)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.BatchScript(stranger, timeout=10)
+        assert refused.value.details() == "2002: Access/permission denied"
+        owner = stub.BatchScript(stamp_for_controller(cluster, request, "BatchScript"), timeout=10)
+        assert owner.script == script.read_text()
+    cluster.run("scancel", str(job_id))
+
+
+def test_shutdown_is_for_administrators_and_names_the_controller(cluster: Cluster) -> None:
+    plain = cluster.run("scontrol", "shutdown", check=False)
+    assert plain.returncode == 1
+    assert plain.stderr.startswith("slurm_shutdown error: shutting down the node agents")
+    bad = cluster.run("scontrol", "shutdown", "everything", check=False)
+    assert (bad.returncode, bad.stderr) == (1, "invalid shutdown argument:everything\n")
+    with grpctls.sync_channel(controller_target(cluster), load(cluster.conf).tls) as channel:
+        stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+        request = pb.ShutdownRequest()
+        stranger = stamp_for_controller(cluster, request, "Shutdown", uid=4242, gid=4242)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Shutdown(stranger, timeout=10)
+        assert refused.value.details() == "2002: Access/permission denied"
+    assert cluster.run("scontrol", "ping").stdout.endswith("is UP\n")
+    # Last in the module: root's shutdown ends the controller.
+    assert cluster.run("scontrol", "shutdown", "slurmctld").returncode == 0
+    assert cluster.controller is not None
+    assert cluster.controller.wait(timeout=30) == 0
