@@ -58,7 +58,8 @@ scontrol [<OPTION>] [<COMMAND>]
      shutdown slurmctld       stop the controller (it saves its state)
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
-     update <SPECIFICATIONS>  change a job (JobId=...) or node (NodeName=...)
+     update <SPECIFICATIONS>  change a job (JobId=...), node (NodeName=...) or
+                              partition's State (PartitionName=...)
      version                  print the version
      write batch_script <job_id> [<file>|-]
                               write a batch job's script (default slurm-<job_id>.sh)
@@ -622,7 +623,7 @@ class Session:
         elif entity == "node":
             self.update_node(args)
         elif entity == "partition":
-            self.fail(f"slurm_update error: {SlurmError(2073)}")
+            self.update_partition(args)
         elif entity == "reservation":
             self._reservation("update", args)
         else:
@@ -838,6 +839,44 @@ class Session:
         request = {"nodes": nodes, "state": state, "reason": reason or ""}
         try:
             self.call("NodeUpdate", request)
+        except SlurmError as exc:
+            self.fail(f"slurm_update error: {exc}", quiet_ok=False)
+
+    def update_partition(self, args: Sequence[str]) -> None:
+        """``update PartitionName=<name> State=UP|DOWN|DRAIN|INACTIVE``. The partition's
+        other settings come from slurm.conf (edit it and ``scontrol reconfigure``)."""
+        name = state = ""
+        for arg in args:
+            tag, value = split_tag(arg)
+            if value is None:
+                self.fail(f"{PROG}: error: Invalid input: {arg}  Request aborted", quiet_ok=False)
+                return
+            if word_is(tag, "PartitionName", 3):
+                name = value
+            elif word_is(tag, "State", 2):
+                state = value.upper()
+                if state not in ("UP", "DOWN", "DRAIN", "INACTIVE"):
+                    self.fail(f"{PROG}: error: Invalid input: {arg}", quiet_ok=False)
+                    self.fail(
+                        f"{PROG}: error: Acceptable State values are UP, DOWN, DRAIN and INACTIVE",
+                        quiet_ok=False,
+                    )
+                    return
+            else:
+                self.fail(
+                    f"{PROG}: error: {tag}= of a partition is not updated by scontrol: "
+                    'change slurm.conf and run "scontrol reconfigure"',
+                    quiet_ok=False,
+                )
+                return
+        if name.upper() == "DEFAULT":
+            self.fail(f'{PROG}: error: PartitionName cannot be "DEFAULT".', quiet_ok=False)
+            return
+        if not state:
+            self.fail("No changes specified", quiet_ok=False)
+            return
+        try:
+            self.call("PartitionUpdate", {"name": name, "state": state})
         except SlurmError as exc:
             self.fail(f"slurm_update error: {exc}", quiet_ok=False)
 

@@ -290,6 +290,24 @@ class Handlers:
         self.kick()
         return pb.NodeUpdateReply()
 
+    async def PartitionUpdate(
+        self, req: pb.PartitionUpdateRequest, who: Principal
+    ) -> pb.PartitionUpdateReply:
+        """A partition's State (``scontrol update PartitionName=``): Slurm's super users only.
+        DOWN starts nothing new, DRAIN takes no new jobs, INACTIVE neither."""
+        if not who.is_super_user:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        state = req.state.upper()
+        if state not in PARTITION_STATES:
+            raise SlurmError(errors.EINVAL, f"Invalid partition state specified: {req.state}")
+        if req.name not in self.store.partition_state:
+            raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
+        self._check_writable()
+        self.store.set_partition_state(req.name, state)
+        await self._commit()
+        self.kick()
+        return pb.PartitionUpdateReply()
+
     async def Config(self, req: pb.ConfigRequest, who: Principal) -> pb.ConfigReply:
         conf = self.store.conf
         entries = [pb.ConfigEntry(key=k, value=v) for k, v in show_config(conf)]
@@ -520,6 +538,9 @@ class Handlers:
         return pb.ShutdownReply()
 
 
+#: The states ``scontrol update PartitionName=`` may set.
+PARTITION_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
+
 METHODS = (
     "Submit",
     "Jobs",
@@ -545,6 +566,7 @@ METHODS = (
     "Token",
     "Why",
     "BatchScript",
+    "PartitionUpdate",
     "StepStats",
     "Queues",
 )

@@ -22,6 +22,7 @@ modules: ``drain`` (node states), ``binding`` (GPUs and CPUs of a start),
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -66,6 +67,8 @@ log = logging.getLogger(__name__)
 
 ASSOCIATIONS_KEY = "associations"
 RESERVATIONS_KEY = "reservations"
+#: Partition states set by ``scontrol update PartitionName=`` (JSON: name -> state).
+PARTITION_STATE_KEY = "partition_state"
 
 
 class JobStore:
@@ -157,6 +160,8 @@ class JobStore:
         if RESERVATIONS_KEY in loaded.meta:
             self.reservations = ReservationBook.from_json(loaded.meta[RESERVATIONS_KEY])
         self.durable.restore(loaded)
+        if PARTITION_STATE_KEY in loaded.meta:
+            self.partition_state = dict(json.loads(loaded.meta[PARTITION_STATE_KEY]))
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
             max(self.jobs, default=0) + 1,
@@ -817,6 +822,13 @@ class JobStore:
         self._touch_node(drain.failed_check(node, reason, self.conf.slurm_user, now))
         self.last_update = now
         return True
+
+    def set_partition_state(self, name: str, state: str) -> None:
+        """An administrator's State for partition ``name``, kept across restarts (and
+        reconfigures, as long as slurm.conf still has the partition)."""
+        self.partition_state[name] = state
+        self.durable.keep(PARTITION_STATE_KEY, json.dumps(self.partition_state, sort_keys=True))
+        self.last_update = max(self.last_update, int(time.time()))
 
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int

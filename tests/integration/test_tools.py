@@ -131,6 +131,41 @@ def test_write_batch_script_for_its_owner_only(cluster: Cluster, tmp_path: Path)
     cluster.run("scancel", str(job_id))
 
 
+def test_partition_state_updates_by_administrators(cluster: Cluster) -> None:
+    cluster.run("scontrol", "update", "PartitionName=debug", "State=DOWN")
+    assert "State=DOWN" in cluster.run("scontrol", "show", "partition", "debug").stdout
+    job_id = cluster.sbatch("-o", "/dev/null", "--wrap", "true")
+    cluster.wait_for(
+        lambda: cluster.job(job_id)["reason"] == "PartitionDown", 10, "no PartitionDown"
+    )
+    cluster.run("scontrol", "update", "PartitionName=debug", "State=DRAIN")
+    drained = cluster.run("sbatch", "--wrap", "true", check=False)
+    assert drained.stderr == (
+        "sbatch: error: Batch job submission failed: "
+        "Required partition not available (inactive or drain)\n"
+    )
+    assert cluster.wait_done(job_id)["state"] == "COMPLETED"  # DRAIN starts what waits
+    bad = cluster.run("scontrol", "update", "PartitionName=debug", "State=SOON", check=False)
+    assert bad.stderr == (
+        "scontrol: error: Invalid input: State=SOON\n"
+        "scontrol: error: Acceptable State values are UP, DOWN, DRAIN and INACTIVE\n"
+    )
+    with grpctls.sync_channel(controller_target(cluster), load(cluster.conf).tls) as channel:
+        stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+        request = pb.PartitionUpdateRequest(name="debug", state="UP")
+        with pytest.raises(grpc.RpcError) as unsigned:
+            stub.PartitionUpdate(request, timeout=10)
+        assert unsigned.value.code() in (
+            grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
+        )  # fmt: skip
+        stranger = stamp_for_controller(cluster, request, "PartitionUpdate", uid=4242, gid=4242)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.PartitionUpdate(stranger, timeout=10)
+        assert refused.value.details() == "2002: Access/permission denied"
+    cluster.run("scontrol", "update", "PartitionName=debug", "State=UP")
+    assert "State=UP" in cluster.run("scontrol", "show", "partition", "debug").stdout
+
+
 def test_shutdown_is_for_administrators_and_names_the_controller(cluster: Cluster) -> None:
     plain = cluster.run("scontrol", "shutdown", check=False)
     assert plain.returncode == 1
