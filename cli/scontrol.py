@@ -55,10 +55,14 @@ scontrol [<OPTION>] [<COMMAND>]
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
                               job, node, partition or topology
+     shutdown slurmctld       stop the controller (it saves its state)
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
-     update <SPECIFICATIONS>  change a job (JobId=...) or node (NodeName=...)
+     update <SPECIFICATIONS>  change a job (JobId=...), node (NodeName=...) or
+                              partition's State (PartitionName=...)
      version                  print the version
+     write batch_script <job_id> [<file>|-]
+                              write a batch job's script (default slurm-<job_id>.sh)
 """
 
 TABLE = OptionTable(
@@ -167,11 +171,13 @@ class Session:
             ("release", 3, self._hold),
             ("resume", 3, self._suspend),
             ("show", 3, self._show),
+            ("shutdown", 8, self._shutdown),
             ("suspend", 2, self._suspend),
             ("token", 3, self._token),
             ("update", 1, self._update),
             ("verbose", 4, self._ignore),
             ("version", 4, self._version),
+            ("write", 5, self._write),
         ]
         for name, minimum, handler in handlers:
             if word_is(tag, name, minimum) or (name == "hold" and tag.lower().startswith("hold")):
@@ -238,6 +244,59 @@ class Session:
             self.call("Reconfigure", {})
         except SlurmError as exc:
             self.fail(f"slurm_reconfigure error: {exc}")
+
+    def _shutdown(self, words: Sequence[str]) -> None:
+        """``shutdown slurmctld|controller``: the controller saves its state and ends
+        (root and SlurmUser, or AdminLevel Administrator). Plain ``shutdown`` also ends
+        every slurmd in Slurm; the node agents have no such request, so it is refused
+        rather than half done."""
+        if len(words) > 2:
+            self.fail(f"too many arguments for keyword:{words[0]}", quiet_ok=False)
+            return
+        option = words[1] if len(words) == 2 else ""
+        if option.lower() not in ("", "slurmctld", "controller"):
+            self.fail(f"invalid shutdown argument:{option}", quiet_ok=False)
+            return
+        if not option:
+            self.fail(
+                "slurm_shutdown error: shutting down the node agents is not supported: "
+                'use "scontrol shutdown slurmctld", or "corral down" for the whole cluster'
+            )
+            return
+        try:
+            self.call("Shutdown", {})
+        except SlurmError as exc:
+            self.fail(f"slurm_shutdown error: {exc}")
+
+    def _write(self, words: Sequence[str]) -> None:
+        """``write batch_script JOBID [FILE|-]``: the script into FILE (default
+        slurm-JOBID.sh), or to stdout for ``-``."""
+        if len(words) < 3:
+            self.fail(f"too few arguments for keyword:{words[0]}", quiet_ok=False)
+            return
+        if len(words) > 4:
+            self.fail(f"too many arguments for keyword:{words[0]}", quiet_ok=False)
+            return
+        if not word_is(words[1], "batch_script", 5):
+            self.fail(f"invalid write argument:{words[1]}", quiet_ok=False)
+            return
+        job_id = words[2]
+        try:
+            script = self.call("BatchScript", {"job_id": job_id})["script"]
+        except SlurmError as exc:
+            self.fail(f"job script retrieval failed: {exc}")
+            return
+        target = words[3] if len(words) == 4 else f"slurm-{job_id}.sh"
+        if target == "-":
+            self.out.write(script)
+            return
+        try:
+            with open(target, "w", encoding="utf-8") as file:
+                file.write(script)
+        except OSError as exc:
+            self.fail(f"failed to open file `{target}`: {exc.strerror}", quiet_ok=False)
+            return
+        self.print(f"batch script for job {job_id} written to {target}")
 
     def _token(self, words: Sequence[str]) -> None:
         """``SLURM_JWT=...``: a token for the REST gateway (``corral.tokens``)."""
@@ -564,7 +623,7 @@ class Session:
         elif entity == "node":
             self.update_node(args)
         elif entity == "partition":
-            self.fail(f"slurm_update error: {SlurmError(2073)}")
+            self.update_partition(args)
         elif entity == "reservation":
             self._reservation("update", args)
         else:
@@ -780,6 +839,44 @@ class Session:
         request = {"nodes": nodes, "state": state, "reason": reason or ""}
         try:
             self.call("NodeUpdate", request)
+        except SlurmError as exc:
+            self.fail(f"slurm_update error: {exc}", quiet_ok=False)
+
+    def update_partition(self, args: Sequence[str]) -> None:
+        """``update PartitionName=<name> State=UP|DOWN|DRAIN|INACTIVE``. The partition's
+        other settings come from slurm.conf (edit it and ``scontrol reconfigure``)."""
+        name = state = ""
+        for arg in args:
+            tag, value = split_tag(arg)
+            if value is None:
+                self.fail(f"{PROG}: error: Invalid input: {arg}  Request aborted", quiet_ok=False)
+                return
+            if word_is(tag, "PartitionName", 3):
+                name = value
+            elif word_is(tag, "State", 2):
+                state = value.upper()
+                if state not in ("UP", "DOWN", "DRAIN", "INACTIVE"):
+                    self.fail(f"{PROG}: error: Invalid input: {arg}", quiet_ok=False)
+                    self.fail(
+                        f"{PROG}: error: Acceptable State values are UP, DOWN, DRAIN and INACTIVE",
+                        quiet_ok=False,
+                    )
+                    return
+            else:
+                self.fail(
+                    f"{PROG}: error: {tag}= of a partition is not updated by scontrol: "
+                    'change slurm.conf and run "scontrol reconfigure"',
+                    quiet_ok=False,
+                )
+                return
+        if name.upper() == "DEFAULT":
+            self.fail(f'{PROG}: error: PartitionName cannot be "DEFAULT".', quiet_ok=False)
+            return
+        if not state:
+            self.fail("No changes specified", quiet_ok=False)
+            return
+        try:
+            self.call("PartitionUpdate", {"name": name, "state": state})
         except SlurmError as exc:
             self.fail(f"slurm_update error: {exc}", quiet_ok=False)
 

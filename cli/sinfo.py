@@ -17,7 +17,7 @@ from cli.command import Command, repeat, split_list
 from cli.halt import Halt
 from cli.nodes import fields, statenames
 from cli.nodes.groups import DEFAULT_SORT, NODE_SORT, Grouping, NodeGroup, build, sort_groups
-from cli.options import REQUIRED, WARNED, Option, OptionTable
+from cli.options import OPTIONAL, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import SlurmError
 from corral.hostlist import compress
 
@@ -80,6 +80,10 @@ Usage: sinfo [OPTIONS]
 #: What the format options' notes say (docs/compatibility.md): a field of a feature
 #: Corral lacks (licenses, burst buffers...) prints the value Slurm prints when unset.
 _FIELDS_NOTE = "every Slurm field; those of features Corral lacks show Slurm's unset value"
+_DUMP_NOTE = (
+    "data_parser v0.0.42 only: the node and partition records corral-restd serves "
+    "(GET /nodes and /partitions), not Slurm's grouped sinfo records"
+)
 
 TABLE = OptionTable(
     [
@@ -89,6 +93,7 @@ TABLE = OptionTable(
         Option("help", "", "help"),
         Option("hide", "", "hide"),
         Option("iterate", "i", "iterate", REQUIRED),
+        Option("json", "", "json", OPTIONAL, note=_DUMP_NOTE),
         Option("local", "", "local", note="one cluster: always local"),
         Option("long", "l", "long"),
         Option("nodes", "n", "nodes", REQUIRED),
@@ -113,6 +118,7 @@ TABLE = OptionTable(
         Option("usage", "", "usage"),
         Option("verbose", "v", "verbose", use=WARNED, note="sinfo prints no progress"),
         Option("version", "V", "version"),
+        Option("yaml", "", "yaml", OPTIONAL, note=_DUMP_NOTE),
     ],
     prog="sinfo",
 )
@@ -126,6 +132,7 @@ class Settings:
         "all",
         "dead",
         "default_format",
+        "dump",
         "exact",
         "fmt",
         "iterate",
@@ -164,6 +171,7 @@ class Settings:
         self.states_and: bool = False
         self.sort: str | None = None
         self.iterate: int = 0
+        self.dump: str = ""  # --json or --yaml: restd's records (cli/jsonout.py)
 
 
 class Layout:
@@ -232,6 +240,13 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
                 raise Halt(1, f"{PROG}: error: Error: invalid entry for --iterate={text}")
         elif key == "sort":
             settings.sort = text
+        elif key in ("json", "yaml"):
+            from cli.jsonout import check_parser
+
+            refused = check_parser(PROG, value)
+            if refused:
+                raise Halt(1, refused)
+            settings.dump = key
         else:
             _flag(settings, key)
     if positional:
@@ -417,6 +432,33 @@ def report(client: Any, settings: Settings, layout: Layout) -> int:
     return 0
 
 
+def report_records(client: Any, settings: Settings, argv: Sequence[str]) -> int:
+    """``--json``/``--yaml``: the nodes and partitions -n and -p select, as corral-restd
+    serves them (``GET /slurm/v0.0.42/nodes`` and ``/partitions``), in data_parser's
+    envelope."""
+    from cli.jsonout import envelope, messages, render
+    from corral.clientconf import client_settings
+    from restd.cluster import node, partition
+
+    try:
+        request = {"names": settings.partitions or [], "all_partitions": settings.all}
+        partitions = client.call("Partitions", request)["partitions"]
+        nodes = client.call("Nodes", {"names": []})["nodes"]
+    except SlurmError as exc:
+        print(f"slurm_load_partitions: {exc}", file=sys.stderr)
+        return 1
+    if settings.nodes is not None:
+        wanted = set(settings.nodes)
+        nodes = [n for n in nodes if n["name"] in wanted]
+    payload = {
+        "nodes": [node(info) for info in messages("NodeInfo", nodes)],
+        "partitions": [partition(info) for info in messages("PartitionInfo", partitions)],
+    }
+    cluster = client_settings().cluster_name or ""
+    sys.stdout.write(render(envelope(payload, [PROG, *argv], cluster), settings.dump == "yaml"))
+    return 0
+
+
 def sinfo(argv: list[str]) -> int:
     """Run sinfo with ``argv``; return the exit status."""
     try:
@@ -427,6 +469,8 @@ def sinfo(argv: list[str]) -> int:
     for text in layout.errors:
         print(text, file=sys.stderr)
     client = boundary.connect()
+    if settings.dump:
+        return report_records(client, settings, argv)
     stamp = not settings.noheader and bool(settings.iterate or settings.long)
     if settings.reservations:
         return repeat(lambda: report_reservations(client, settings), settings.iterate, stamp)

@@ -83,6 +83,7 @@ Usage: squeue [OPTIONS]
 #: What the format options' notes say (docs/compatibility.md): a field of a feature
 #: Corral lacks (licenses, burst buffers...) prints the value Slurm prints when unset.
 _FIELDS_NOTE = "every Slurm field; those of features Corral lacks show Slurm's unset value"
+_DUMP_NOTE = "data_parser v0.0.42 only: the JOB_INFO records corral-restd serves"
 _STATES_NOTE = "job state names and abbreviations, or all; others are an error"
 
 TABLE = OptionTable(
@@ -97,6 +98,7 @@ TABLE = OptionTable(
         Option("hide", "", "hide"),
         Option("iterate", "i", "iterate", REQUIRED),
         Option("jobs", "j", "jobs", OPTIONAL),
+        Option("json", "", "json", OPTIONAL, note=_DUMP_NOTE),
         Option("jobs", "", "job", OPTIONAL),
         Option("local", "", "local", note="one cluster: always local"),
         Option("long", "l", "long"),
@@ -126,6 +128,7 @@ TABLE = OptionTable(
         Option("user", "", "users", REQUIRED),
         Option("verbose", "v", "verbose", use=WARNED, note="squeue prints no progress"),
         Option("version", "V", "version"),
+        Option("yaml", "", "yaml", OPTIONAL, note=_DUMP_NOTE),
     ],
     prog="squeue",
 )
@@ -139,6 +142,7 @@ class Settings:
         "accounts",
         "all",
         "array",
+        "dump",
         "fmt",
         "fmt_long",
         "iterate",
@@ -177,6 +181,7 @@ class Settings:
         self.warnings: list[str] = []
         self.steps: list[str] | None = None  # -s: list steps (these, or all)
         self.all: bool = False  # -a: jobs in hidden partitions too
+        self.dump: str = ""  # --json or --yaml: restd's records (cli/jsonout.py)
 
 
 class Layout:
@@ -255,6 +260,13 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
             override_env = True
         elif key == "steps":
             settings.steps = split_list(value) if value else []
+        elif key in ("json", "yaml"):
+            from cli.jsonout import check_parser
+
+            refused = check_parser(PROG, value)
+            if refused:
+                raise Halt(1, refused)
+            settings.dump = key
         else:
             _apply(settings, key, value or "")
     COMMAND.check_format_and_long(settings.fmt, settings.long)
@@ -454,6 +466,29 @@ def report(client: Any, settings: Settings, layout: Layout, sort: str) -> int:
     return 0
 
 
+def report_records(client: Any, settings: Settings, argv: Sequence[str]) -> int:
+    """``--json``/``--yaml``: the selected jobs as ``GET /slurm/v0.0.42/jobs`` lists
+    them (restd's JOB_INFO records), in data_parser's envelope."""
+    from cli.jsonout import envelope, messages, render
+    from corral.clientconf import client_settings
+    from restd.jobs import job_info
+
+    try:
+        reply = client.call("Jobs", request(settings, []))
+    except SlurmError as exc:
+        print(f"slurm_load_jobs error: {exc}", file=sys.stderr)
+        return 1
+    payload = {
+        "jobs": [job_info(job) for job in messages("JobInfo", reply["jobs"])],
+        "last_backfill": {"set": False, "infinite": False, "number": 0},
+        "last_update": {"set": True, "infinite": False, "number": int(reply["last_update"])},
+    }
+    cluster = client_settings().cluster_name or ""
+    document = envelope(payload, [PROG, *argv], cluster)
+    sys.stdout.write(render(document, settings.dump == "yaml"))
+    return 0
+
+
 def report_steps(client: Any, settings: Settings) -> int:
     """``squeue -s``: the running steps of the jobs the filters select."""
     from cli.jobs import steps
@@ -487,6 +522,8 @@ def squeue(argv: list[str]) -> int:
     for text in (*settings.warnings, *layout.errors):
         print(text, file=sys.stderr)
     client = boundary.connect()
+    if settings.dump:
+        return report_records(client, settings, argv)
     if settings.steps is not None:
         stamp = not settings.noheader and bool(settings.iterate or settings.long)
         return repeat(lambda: report_steps(client, settings), settings.iterate, stamp)

@@ -22,7 +22,7 @@ from controller.jobspec import JobSpec
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 from controller.principal import Principal, group_name
-from corral import arrayspec, errors, hostlist
+from corral import arrayspec, errors, hostlist, mailtype
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 from corral.gpunumbers import gpu_numbering
@@ -225,6 +225,24 @@ def _partitions(spec: JobSpec, conf: SlurmConfig, who: Principal) -> tuple[str, 
         if refused:
             raise SlurmError(refused)
     return tuple(dict.fromkeys(names))
+
+
+def _mail_type(text: str) -> str:
+    """A submitted --mail-type in its canonical form; a word Slurm does not know is
+    refused here too (the clients check it, but the wire is anyone's)."""
+    try:
+        return mailtype.parse(text) if text else ""
+    except ValueError:
+        raise SlurmError(errors.EINVAL, "Invalid --mail-type specification") from None
+
+
+def _recipient(given: str, types: str, user: str, domain: str) -> str:
+    """Whom the job's mail goes to, as Slurm stores it: --mail-user, else (when mail
+    is asked for) the job's user, at MailDomain when that is set and no domain given."""
+    recipient = given or (user if types else "")
+    if recipient and domain and "@" not in recipient:
+        recipient = f"{recipient}@{domain}"
+    return recipient
 
 
 def _hosts(expr: str) -> tuple[str, ...]:
@@ -540,6 +558,8 @@ def admit(
         elastic_signal=spec.elastic_signal,
         container=spec.container,
         container_id=spec.container_id,
+        mail_type=_mail_type(spec.mail_type),
+        mail_user=_recipient(spec.mail_user, spec.mail_type, who.user, conf.hooks.mail_domain),
     )
     if time_limit == 0 or time_limit < -1:
         raise SlurmError(errors.ESLURM_INVALID_TIME_LIMIT)

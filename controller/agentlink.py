@@ -48,6 +48,7 @@ from controller.effects import (
     Granted,
     Kill,
     Launch,
+    Mail,
     NewLimit,
     NodeEpilog,
     NodeProlog,
@@ -60,6 +61,7 @@ from controller.jobenv import batch_environment, gpu_environment, run_length, wi
 from controller.jobstate import InvalidTransition
 from controller.journal import JournalWriteError
 from controller.launchmsg import gpu_grant, launch_job
+from controller.mail import Mailer
 from controller.model import Job, Step
 from controller.nodehooks import NodeHooks, prolog_failed
 from controller.steps import step_environment
@@ -115,6 +117,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.usage = UsageBoard()  # the agents' latest samples of live steps (sstat)
         self.hooks = ControllerHooks(store, self.launch, on_change)  # PrologSlurmctld and its twin
         self.nodehooks = NodeHooks(store, self._send_to)  # Prolog and Epilog off the batch node
+        self.mailer = Mailer()  # --mail-type's mail, by MailProg
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -532,6 +535,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     self.suspend(job, resume=True)
                 case Resized(old, job):
                     self.resize(job, self._sessions_of(job) + self._sessions_of(old))
+                case Mail(notices):
+                    self.mailer.send(notices, self.store.conf)
 
     def _kill(self, job: Job, reason: str) -> None:
         self.signal(job, 0, reason=reason)

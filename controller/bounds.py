@@ -33,6 +33,8 @@ TEXT_LIMITS = {
     "dependency": DEPENDENCY_MAX,
     "name": 1024,
     "comment": 1024 * 4,
+    "mail_type": 1024,
+    "mail_user": 1024,
     "account": 1024,
     "qos": 1024,
     "constraint": 1024,

@@ -70,6 +70,7 @@ from controller.jobstate import (
     Resume,
     Suspend,
 )
+from controller.mail import Notice
 from controller.model import Job
 
 #: A requeue's kill waits this long: a job often requeues itself (submitit), and the
@@ -197,6 +198,14 @@ class Resized:
     job: Job  # as it is now
 
 
+@dataclass(frozen=True, slots=True)
+class Mail:
+    """Mail the job's user asked for (--mail-type): MailProg runs off the event loop
+    (controller/mail.py). Emitted by the store, only for jobs that asked."""
+
+    notices: tuple[Notice, ...]
+
+
 Effect = (
     Launch
     | Kill
@@ -209,6 +218,7 @@ Effect = (
     | Stop
     | Continue
     | Resized
+    | Mail
 )
 
 

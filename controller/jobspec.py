@@ -101,6 +101,8 @@ class JobSpec:
     elastic_signal: int = 0
     container: str = ""
     container_id: str = ""
+    mail_type: str = ""
+    mail_user: str = ""
 
 
 def from_wire(message: Any) -> JobSpec:

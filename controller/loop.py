@@ -115,6 +115,7 @@ class SchedulerLoop:
         purged = self.store.purge(now)
         timed_out = self.store.end_interactive_past_limit(now)
         signalled = self.store.signals_due(now)
+        mailed = self.store.mail_due(now)
         for job, _ in preempted:
             if job.interactive:  # no agent reports an allocation's end
                 self.store.end_interactive(job, now, 0x9, "cancelled")
@@ -128,6 +129,7 @@ class SchedulerLoop:
             or plan.ended
             or timed_out
             or signalled
+            or mailed
             or preempted
             or warned
         ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 import time
@@ -184,6 +185,8 @@ def main() -> None:
         sys.exit(1)
     for warning in conf.warnings:
         log.warning("%s", warning)
+    if not os.access(conf.hooks.mail_prog, os.X_OK):  # slurmctld's word; mail is only logged
+        log.warning("Configured MailProg is invalid: %s", conf.hooks.mail_prog)
     try:
         ratelimit.from_config(conf)
         keys, ttl = auth.settings_keys(conf.path, dict(conf.settings))

@@ -184,6 +184,11 @@ class Job:
     # none) and --container-id, both as submitted.
     container: str = ""
     container_id: str = ""
+    # --mail-type (corral/mailtype.py's canonical list; "": none), --mail-user ("": the
+    # job's user), and the time-limit warnings already mailed in this run (comma list).
+    mail_type: str = ""
+    mail_user: str = ""
+    mail_sent: str = ""
 
     def __post_init__(self) -> None:
         if self.dependency:

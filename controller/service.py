@@ -290,6 +290,24 @@ class Handlers:
         self.kick()
         return pb.NodeUpdateReply()
 
+    async def PartitionUpdate(
+        self, req: pb.PartitionUpdateRequest, who: Principal
+    ) -> pb.PartitionUpdateReply:
+        """A partition's State (``scontrol update PartitionName=``): Slurm's super users only.
+        DOWN starts nothing new, DRAIN takes no new jobs, INACTIVE neither."""
+        if not who.is_super_user:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        state = req.state.upper()
+        if state not in PARTITION_STATES:
+            raise SlurmError(errors.EINVAL, f"Invalid partition state specified: {req.state}")
+        if req.name not in self.store.partition_state:
+            raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
+        self._check_writable()
+        self.store.set_partition_state(req.name, state)
+        await self._commit()
+        self.kick()
+        return pb.PartitionUpdateReply()
+
     async def Config(self, req: pb.ConfigRequest, who: Principal) -> pb.ConfigReply:
         conf = self.store.conf
         entries = [pb.ConfigEntry(key=k, value=v) for k, v in show_config(conf)]
@@ -441,6 +459,21 @@ class Handlers:
         """sstat: the running steps of a job and their agents' latest samples."""
         return stepusage.step_stats(self.store.jobs, self.store.conf, self.link.usage, req, who)
 
+    async def BatchScript(self, req: pb.BatchScriptRequest, who: Principal) -> pb.BatchScriptReply:
+        """``scontrol write batch_script``: the script of a batch job ``who`` may manage."""
+        try:
+            jobs = queries.select(self.store.jobs, {"job_ids": [req.job_id], "states": ["ALL"]})
+        except SlurmError:
+            jobs = []
+        if not jobs:
+            raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        job = jobs[0]
+        jobcontrol.owned(job, who)
+        payload = None if job.interactive else self.store.payload(job)
+        if payload is None or not payload.script:
+            raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
+        return pb.BatchScriptReply(script=payload.script)
+
     async def Allocation(self, req: pb.AllocationRequest, who: Principal) -> pb.AllocationReply:
         """An interactive allocation's state, and its SLURM_* environment once it runs."""
         job = self.store.jobs.get(req.job_id)
@@ -507,6 +540,9 @@ class Handlers:
         return pb.ShutdownReply()
 
 
+#: The states ``scontrol update PartitionName=`` may set.
+PARTITION_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
+
 METHODS = (
     "Submit",
     "Jobs",
@@ -531,6 +567,8 @@ METHODS = (
     "Allocation",
     "Token",
     "Why",
+    "BatchScript",
+    "PartitionUpdate",
     "StepStats",
     "Queues",
 )

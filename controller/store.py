@@ -22,6 +22,7 @@ modules: ``drain`` (node states), ``binding`` (GPUs and CPUs of a start),
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -35,6 +36,7 @@ from controller import (
     flavornote,
     gpushare,
     jobstate,
+    mail,
     snapshots,
     steps,
 )
@@ -56,7 +58,7 @@ from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
 from controller.steps import StepRequest
-from corral import arrayspec, errors
+from corral import arrayspec, errors, mailtype
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
@@ -65,6 +67,8 @@ log = logging.getLogger(__name__)
 
 ASSOCIATIONS_KEY = "associations"
 RESERVATIONS_KEY = "reservations"
+#: Partition states set by ``scontrol update PartitionName=`` (JSON: name -> state).
+PARTITION_STATE_KEY = "partition_state"
 
 
 class JobStore:
@@ -156,6 +160,8 @@ class JobStore:
         if RESERVATIONS_KEY in loaded.meta:
             self.reservations = ReservationBook.from_json(loaded.meta[RESERVATIONS_KEY])
         self.durable.restore(loaded)
+        if PARTITION_STATE_KEY in loaded.meta:
+            self.partition_state = dict(json.loads(loaded.meta[PARTITION_STATE_KEY]))
         self.next_job_id = max(
             int(loaded.meta.get("next_job_id", self.conf.first_job_id)),
             max(self.jobs, default=0) + 1,
@@ -174,12 +180,15 @@ class JobStore:
     def _touch_job(self, job: Job) -> None:
         if job.steps and job.state.finished and any(s.running for s in job.steps):
             job = replace(job, steps=steps.ended_with_job(job, job.end_time or int(time.time())))
-        elif job.state is JobState.PENDING and (job.steps or job.signal_sent or job.preempt_time):
+        elif job.state is JobState.PENDING and (
+            job.steps or job.signal_sent or job.preempt_time or job.mail_sent
+        ):
             # requeued: a new run, not preempted, with no checkpoint yet
             job = replace(
                 job,
                 steps=(),
                 signal_sent=False,
+                mail_sent="",
                 preempt_time=0,
                 preempt_requeue=False,
                 checkpointed=0,
@@ -288,6 +297,8 @@ class JobStore:
         old = self.jobs[job_id]
         new = jobstate.apply(old, event)
         self.durable.emit(effects.follow(old, new, event))
+        if new.mail_type:
+            self._mail(old, new, getattr(event, "now", 0) or int(time.time()))
         if holds_nodes(old) and not holds_nodes(new):
             self.configuring.pop(job_id, None)
             if self.conf.hooks.epilog or self.conf.hooks.prolog:  # the Prolog's: forgotten
@@ -310,6 +321,31 @@ class JobStore:
         self.last_update = max(self.last_update, getattr(event, "now", 0))
         log.debug("job_id=%d %s -> %s", job_id, old.state.name, new.state.name)
         return new
+
+    def _mail(self, old: Job, new: Job, now: int) -> None:
+        """The mail ``old`` becoming ``new`` calls for (controller/mail.py)."""
+        tasks: Iterable[Job] = ()
+        if new.array_task_id is not None:
+            array = new.array_job_id
+            tasks = [job for job in self.jobs.values() if job.array_job_id == array]
+        sent = mail.for_transition(old, new, now, tasks)
+        if sent:
+            self.durable.emit((effects.Mail(tuple(sent)),))
+
+    def mail_due(self, now: int) -> bool:
+        """Send the time-limit warnings (TIME_LIMIT_50/80/90) now due; whether any was."""
+        due = False
+        for job in list(self.jobs.values()):
+            if not job.mail_type or job.state is not JobState.RUNNING:
+                continue
+            kinds = mail.time_limit_due(job, now)
+            if kinds:
+                sent = mailtype.parse(",".join(filter(None, (job.mail_sent, *kinds))))
+                self._touch_job(replace(job, mail_sent=sent))
+                notices = tuple(mail.Notice(job, kind, now) for kind in kinds)
+                self.durable.emit((effects.Mail(notices),))
+                due = True
+        return due
 
     def _started(self, job: Job) -> None:
         """The site programs a job's start calls for; an allocation waits for them from
@@ -786,6 +822,13 @@ class JobStore:
         self._touch_node(drain.failed_check(node, reason, self.conf.slurm_user, now))
         self.last_update = now
         return True
+
+    def set_partition_state(self, name: str, state: str) -> None:
+        """An administrator's State for partition ``name``, kept across restarts (and
+        reconfigures, as long as slurm.conf still has the partition)."""
+        self.partition_state[name] = state
+        self.durable.keep(PARTITION_STATE_KEY, json.dumps(self.partition_state, sort_keys=True))
+        self.last_update = max(self.last_update, int(time.time()))
 
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int

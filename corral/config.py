@@ -257,6 +257,8 @@ class HookConfig:
     health_interval: int = 0
     health_timeout: int = 60
     health_states: tuple[str, ...] = ("ANY",)
+    mail_prog: str = "/bin/mail"
+    mail_domain: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1188,6 +1190,8 @@ def parse(text: str, path: str) -> SlurmConfig:
             health_interval=number("HealthCheckInterval", 0),
             health_timeout=number("HealthCheckTimeout", 60, minimum=1),
             health_states=_health_states(*settings.get("HealthCheckNodeState", ("ANY", NOWHERE))),
+            mail_prog=get("MailProg", "/bin/mail") or "/bin/mail",
+            mail_domain=get("MailDomain", ""),
         ),
         preempt_type=preempt_type,
         preempt_mode=preempt_mode,

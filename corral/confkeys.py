@@ -175,8 +175,8 @@ LaunchType                      warned              not read
 LicenseParameters               warned              licenses are not implemented
 Licenses                        warned              licenses are not implemented
 LogTimeFormat                   warned              logs use ISO 8601 times
-MailDomain                      warned              no mail is sent
-MailProg                        warned              no mail is sent
+MailDomain                      honoured
+MailProg                        honoured
 MaxArraySize                    honoured
 MaxBatchRequeue                 refused(5)          requeues are not counted against a limit
 MaxDBDMsgs                      warned              the outbox is on disk, not in memory

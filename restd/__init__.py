@@ -8,7 +8,10 @@ document, written from ``api``), ``main`` (listening, TLS).
 """
 
 #: What other packages may import: ``jobfields`` (``corral compat`` lists the REST
-#: job fields beside the options).
+#: job fields beside the options); ``jobs`` and ``cluster``, whose record builders
+#: squeue's and sinfo's ``--json``/``--yaml`` print (cli/jsonout.py).
 __all__ = [
+    "cluster",
     "jobfields",
+    "jobs",
 ]

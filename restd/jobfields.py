@@ -62,7 +62,6 @@ def _count() -> Schema:
 
 _PLACEMENT = "this placement constraint is not implemented"
 _LAYOUT = "this task layout request is not implemented"
-_MAIL = "no mail is sent"
 
 #: Every field, in Slurm's alphabetical order.
 FIELDS = (
@@ -138,8 +137,8 @@ FIELDS = (
         "warning signals are not taken from the REST API; use #SBATCH --signal in the script",
     ),
     Field("licenses", _text(), REFUSED, "licenses are not implemented"),
-    Field("mail_type", _flags(), WARNED, _MAIL),
-    Field("mail_user", _text(), WARNED, _MAIL),
+    Field("mail_type", _flags(), note="as sbatch --mail-type (slurmrestd's flag names)"),
+    Field("mail_user", _text()),
     Field("maximum_nodes", integer(minimum=1, maximum=0xFFFFFF)),
     Field("mcs_label", _text(), REFUSED, "MCS labels are not implemented"),
     Field("memory_binding", _text(), WARNED, "memory is not bound to NUMA nodes"),

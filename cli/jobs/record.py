@@ -226,6 +226,8 @@ def _tres_lines(job: Job) -> list[str]:
             out.append(f"{key}={job[field]}")
     if job.get("ntasks_per_tres"):
         out.append(f"NtasksPerTRES={job['ntasks_per_tres']}")
+    if job.get("mail_user"):
+        out.append(f"MailUser={job['mail_user']} MailType={job.get('mail_type') or 'NONE'}")
     if job.get("flavor"):  # Corral's: which alternative it got or awaits, and why
         out.append(f"Flavor={job['flavor']}")
     return out

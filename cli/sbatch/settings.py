@@ -269,6 +269,34 @@ def _open_mode(text: str | None) -> Fields:
     raise _invalid("--open-mode")
 
 
+def _mail_type(text: str | None) -> Fields:
+    from corral.mailtype import parse
+
+    try:
+        return {"mail_type": parse(text or "")}
+    except ValueError:
+        raise _invalid("--mail-type") from None
+
+
+def node_file(path: str) -> str:
+    """-F/--nodefile: the hosts the file names (whitespace or lines apart, ``#``
+    comments), as -w would give them; Slurm's words for a file it cannot open or
+    that names none. srun reads its -F here too."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            lines = file.read().splitlines()
+    except OSError as exc:
+        raise Failure(
+            f"slurm_allocate_resources error opening file {path}, {exc.strerror}",
+            "Invalid --nodefile node file",
+            status=255,
+        ) from None
+    names = [name for line in lines for name in line.split("#", 1)[0].split()]
+    if not names:
+        raise Failure("Hostlist is empty!", "Invalid --nodefile node file", status=255)
+    return ",".join(names)
+
+
 def _kill_on_invalid_dep(text: str | None) -> Fields:
     word = (text or "").lower()
     if word not in ("yes", "no"):
@@ -488,11 +516,14 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "input": _stdio("std_in"),
     "job-name": _text("name"),
     "kill-on-invalid-dep": _kill_on_invalid_dep,
+    "mail-type": _mail_type,
+    "mail-user": _text("mail_user"),
     "mem": _memory("mem_per_node", "--mem"),
     "mem-per-cpu": _memory("mem_per_cpu", "--mem-per-cpu"),
     "mincpus": _count("min_cpus", "--mincpus"),
     "nice": _nice,
     "no-requeue": _flag("requeue", False),
+    "nodefile": lambda text: {"req_nodes": node_file(text or "")},
     "nodelist": _text("req_nodes"),
     "nodes": _nodes_option,
     "ntasks": _count("num_tasks", "--ntasks"),

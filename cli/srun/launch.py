@@ -128,10 +128,13 @@ TABLE = OptionTable(
         _row("jobid"),
         _row("kill-on-bad-exit", "K", OPTIONAL, note="0 or 1"),
         _row("label", "l", NO_ARGUMENT),
+        _row("mail-type", note=f"by slurm.conf's MailProg; {JOB_ONLY}"),
+        _row("mail-user", note=JOB_ONLY),
         _row("mem", note=STEP_MEMORY),
         _row("mem-per-cpu", note=STEP_MEMORY),
         _row("mem-per-gpu", note=STEP_MEMORY),
         _row("mpi", note="none only (no PMI is provided); any other type is refused"),
+        _row("nodefile", "F"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
@@ -206,6 +209,9 @@ def parse(argv: list[str]) -> Settings:
             raise Halt(0, USAGE.rstrip("\n"))
         if option.key == "version":
             raise Halt(0, boundary.version_line())
+        if option.key == "nodefile":  # as -w, whichever comes last
+            settings.options["nodelist"] = _node_file(value or "")
+            continue
         settings.options[option.key] = value
     mpi = settings.get("mpi", "none")
     if mpi.lower() != "none":  # tasks that expect PMI would start unwired, each alone
@@ -231,6 +237,17 @@ def parse(argv: list[str]) -> Settings:
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
     return settings
+
+
+def _node_file(path: str) -> str:
+    """-F's hosts, or Halt in Slurm's words (cli/sbatch/settings.py reads the file)."""
+    from cli.failure import Failure
+    from cli.sbatch.settings import node_file
+
+    try:
+        return node_file(path)
+    except Failure as exc:
+        raise Halt(exc.status or 1, *(f"{PROG}: error: {line}" for line in exc.lines)) from None
 
 
 def kill_on_bad_exit(settings: Settings, configured: bool) -> bool:

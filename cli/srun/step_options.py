@@ -12,7 +12,8 @@ used to drop the ones its step request has no field for without a word. Slurm:
   about: the step takes GPUs of the job's, which Slurm would refuse if of
   another type;
 * ignores ``--gres-flags`` and ``--sockets-per-node`` (the job's allocation made that
-  choice; said once) and refuses ``--gpus-per-socket``, which Corral lays out for
+  choice; said once), and ``--mail-type``/``--mail-user`` (a step is never mailed
+  about) and refuses ``--gpus-per-socket``, which Corral lays out for
   jobs only;
 * ignores the job's account, partition, ``--prefer`` and QOS, ``--exclusive``'s job-level
   values (``user``, ``mcs``, ``topo``, ``oversubscribe``) and the topology options
@@ -46,7 +47,7 @@ JOB_LEVEL = (
 #: Where the job's nodes are on the network: nothing to a step, which runs on them.
 TOPOLOGY = ("switches", "segment", "topology-level")
 #: Options that shape the job's allocation alone (which GPUs and CPUs go together).
-ALLOCATION = ("gres-flags", "sockets-per-node")
+ALLOCATION = ("gres-flags", "sockets-per-node", "mail-type", "mail-user")
 #: ``--exclusive`` values that share or keep the job's nodes: nothing to a step.
 JOB_SHARING = ("user", "mcs", "topo", "oversubscribe")
 GRES_NOTE = "only GPUs are divided among a job's steps"
@@ -63,6 +64,13 @@ def check(options: Mapping[str, str | None], job_id: int, env: Mapping[str, str]
             memory(key, options[key] or "")
     if "gres" in options:
         _gres(options["gres"] or "")
+    if "mail-type" in options:
+        from corral.mailtype import parse
+
+        try:
+            parse(options["mail-type"] or "")
+        except ValueError:
+            raise Halt(1, f"{PROG}: error: Invalid --mail-type specification") from None
     if "gpus-per-socket" in options:
         raise Halt(1, f"{PROG}: error: --gpus-per-socket is not supported in a job step")
     warnings = [

@@ -93,9 +93,11 @@ def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) ->
     assert elsewhere.returncode != 0
     assert "'elsewhere' can't be reached now" in elsewhere.stderr
     assert cluster.jobs() == []
-    # Labels and mail cannot change what runs: said once, then the job is submitted.
-    warned = cluster.run("sbatch", "--mail-type=END", "--wckey=w", "--wrap", "true")
-    assert "sbatch: warning: --mail-type has no effect: no mail is sent" in warned.stderr
+    # Labels and sampling rates cannot change what runs: said once, then submitted.
+    warned = cluster.run("sbatch", "--acctg-freq=10", "--wckey=w", "--wrap", "true")
+    assert "sbatch: warning: --acctg-freq has no effect: accounting samples once per job" in (
+        warned.stderr
+    )
     assert "sbatch: warning: --wckey has no effect: WCKeys are not tracked" in warned.stderr
     mpi = cluster.run("srun", "--mpi=pmix", "true", check=False)
     assert mpi.returncode == 1
@@ -172,7 +174,7 @@ def test_a_refused_slurm_conf_key_stops_the_controller(tmp_path: Path) -> None:
     ), done.stderr
 
 
-def test_restd_refuses_job_fields_it_would_drop_and_warns_of_mail(cluster: Cluster) -> None:
+def test_restd_refuses_job_fields_it_would_drop_and_warns_of_labels(cluster: Cluster) -> None:
     """A REST client's CPU binding or user-shared nodes used to be dropped or taken
     for whole nodes (exclusive=user); each is a 400 now, and nothing is submitted."""
     token = cluster.run("scontrol", "token", "username=root").stdout.strip().split("=", 1)[1]
@@ -194,10 +196,10 @@ def test_restd_refuses_job_fields_it_would_drop_and_warns_of_mail(cluster: Clust
         assert reply["errors"][0]["description"].startswith(words), reply
         assert reply["errors"][0]["error"] == "Requested operation not supported on this system"
     assert cluster.jobs() == []
-    status, reply = rest.call("POST", submit, {"job": {**desc, "mail_type": ["END"]}})
+    status, reply = rest.call("POST", submit, {"job": {**desc, "wckey": "w"}})
     assert status == 200 and reply["errors"] == [], reply
     assert [w["description"] for w in reply["warnings"]] == [
-        "job.mail_type has no effect: no mail is sent"
+        "job.wckey has no effect: WCKeys are not tracked"
     ]
     assert cluster.wait_done(reply["job_id"])["state"] == "COMPLETED"
     status, reply = rest.call("POST", f"/slurm/v0.0.42/job/{reply['job_id']}", {"mail_user": "x"})

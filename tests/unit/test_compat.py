@@ -53,5 +53,7 @@ def test_a_key_is_refused_warned_or_kept_by_its_value() -> None:
     assert warnings == []
     with pytest.raises(confkeys.ConfigError, match=r"slurm.conf:3: ResvProlog=/x is not supported"):
         confkeys.check(confkeys.TOP["resvprolog"], "/x", where, warnings)
-    confkeys.check(confkeys.TOP["mailprog"], "/bin/mail", where, warnings)
-    assert warnings == ["slurm.conf:3: MailProg has no effect: no mail is sent"]
+    confkeys.check(confkeys.TOP["accountingstoragebackuphost"], "h", where, warnings)
+    assert warnings == [
+        "slurm.conf:3: AccountingStorageBackupHost has no effect: one corral-dbd, no backup"
+    ]

@@ -151,13 +151,21 @@ def test_fields_that_could_change_the_outcome_are_refused(field: dict[str, Any])
 
 def test_fields_that_cannot_change_the_outcome_are_warned_about() -> None:
     warnings: list[str] = []
-    desc = {"environment": ["A=1"], "mail_type": ["END"], "mail_user": "a@b", "name": "j"}
+    desc = {"environment": ["A=1"], "profile": ["TASK"], "wckey": "w", "name": "j"}
     spec = spec_from_description(desc, "#!/bin/sh\n", "/home/x", "restd", warnings)
     assert spec["name"] == "j"
     assert warnings == [
-        "job.mail_type has no effect: no mail is sent",
-        "job.mail_user has no effect: no mail is sent",
+        "job.profile has no effect: no profiling data is gathered",
+        "job.wckey has no effect: WCKeys are not tracked",
     ]
+
+
+def test_mail_fields_are_taken_in_slurmrestds_flag_names() -> None:
+    desc = {"environment": ["A=1"], "mail_type": ["END", "TIME=90%"], "mail_user": "a@b"}
+    spec = spec_from_description(desc, "#!/bin/sh\n", "/home/x", "restd", [])
+    assert (spec["mail_type"], spec["mail_user"]) == ("END,TIME_LIMIT_90", "a@b")
+    with pytest.raises(SlurmError, match="Invalid --mail-type specification"):
+        spec_from_description({**desc, "mail_type": ["SOON"]}, "#!/bin/sh\n", "/", "r", [])
 
 
 def test_exclusive_false_oversubscribes_and_open_mode_is_one_word() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,7 +65,13 @@ def failure_of(key: str, text: str | None) -> Failure:
         pytest.param("requeue", None, {"requeue": True}, id="requeue"),
         pytest.param("no-requeue", None, {"requeue": False}, id="no-requeue"),
         pytest.param("gres", "none", {"gres": ""}, id="gres-none"),
-        pytest.param("mail-type", "END", {}, id="ignored-option"),
+        pytest.param("mail-type", "end,Fail", {"mail_type": "END,FAIL"}, id="mail-type"),
+        pytest.param("mail-type", "ALL,NONE,BEGIN", {"mail_type": "BEGIN"}, id="mail-none"),
+        pytest.param("mail-type", "ALL",
+                     {"mail_type": "INVALID_DEPEND,BEGIN,END,FAIL,REQUEUE,STAGE_OUT"},
+                     id="mail-all"),
+        pytest.param("mail-user", "a@b", {"mail_user": "a@b"}, id="mail-user"),
+        pytest.param("comment", "c", {"comment": "c"}, id="plain-option"),
         pytest.param(
             "signal", "B:USR2@30",
             {"signal_num": 12, "signal_time": 30, "signal_batch_only": True}, id="signal",
@@ -82,6 +89,8 @@ def test_values(key: str, text: str | None, expected: dict[str, Any]) -> None:
         pytest.param("time-min", "1:2:3:4", "Invalid --time-min specification", 255,
                      id="time-min"),
         pytest.param("mem", "1X", "Invalid --mem specification", 255, id="mem"),
+        pytest.param("mail-type", "END,SOON", "Invalid --mail-type specification", 255,
+                     id="mail-type"),
         pytest.param("mem-per-cpu", "-1", "Invalid --mem-per-cpu specification", 255,
                      id="mem-per-cpu"),
         pytest.param("ntasks", "abc", 'Invalid numeric value "abc" for --ntasks.', 1,
@@ -262,3 +271,23 @@ def test_signal_reservation_flag_is_said_to_have_no_effect(
     assert "--signal=R: has no effect" in capsys.readouterr().err
     fields_of("signal", "B:USR2")
     assert capsys.readouterr().err == ""
+
+
+def test_nodefile_names_the_hosts_as_nodelist_would(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("n1 n2\n# a comment\nn3  # the last\n\n")
+    assert fields_of("nodefile", str(hosts)) == {"req_nodes": "n1,n2,n3"}
+
+
+def test_nodefile_missing_or_empty_is_refused_in_slurms_words(tmp_path: Path) -> None:
+    missing = str(tmp_path / "none")
+    failure = failure_of("nodefile", missing)
+    assert failure.lines == (
+        f"slurm_allocate_resources error opening file {missing}, No such file or directory",
+        "Invalid --nodefile node file",
+    )
+    assert failure.status == 255
+    empty = tmp_path / "empty"
+    empty.write_text("# nothing\n")
+    failure = failure_of("nodefile", str(empty))
+    assert failure.lines == ("Hostlist is empty!", "Invalid --nodefile node file")
