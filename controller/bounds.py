@@ -38,6 +38,7 @@ TEXT_LIMITS = {
     "constraint": 1024,
     "gres": 1024,
     "prefer": 1024,
+    "licenses": 1024,
     "reservation": 1024,
     "req_nodes": 64 << 10,
     "exc_nodes": 64 << 10,

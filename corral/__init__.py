@@ -36,6 +36,7 @@ __all__ = [
     "hooks",
     "hostlist",
     "jobinfo",
+    "licenses",
     "munge",
     "nodeset",
     "oomscore",

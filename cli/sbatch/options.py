@@ -120,7 +120,7 @@ TABLE = OptionTable(
         _row("input", "i"),
         _row("job-name", "J"),
         _row("kill-on-invalid-dep"),
-        _no("licenses", "licenses are not implemented", "L"),
+        _row("licenses", "L", note="names of slurm.conf's Licenses=, each :count (default 1)"),
         _warn("mail-type", "no mail is sent"),
         _warn("mail-user", "no mail is sent"),
         _no("mcs-label", "MCS labels are not implemented"),

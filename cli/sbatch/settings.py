@@ -486,6 +486,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "input": _stdio("std_in"),
     "job-name": _text("name"),
     "kill-on-invalid-dep": _kill_on_invalid_dep,
+    "licenses": _text("licenses"),
     "mem": _memory("mem_per_node", "--mem"),
     "mem-per-cpu": _memory("mem_per_cpu", "--mem-per-cpu"),
     "mincpus": _count("min_cpus", "--mincpus"),

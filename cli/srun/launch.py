@@ -126,6 +126,7 @@ TABLE = OptionTable(
         _row("jobid"),
         _row("kill-on-bad-exit", "K", OPTIONAL, note="0 or 1"),
         _row("label", "l", NO_ARGUMENT),
+        _row("licenses", "L", note=JOB_ONLY),
         _row("mem", note=STEP_MEMORY),
         _row("mem-per-cpu", note=STEP_MEMORY),
         _row("mem-per-gpu", note=STEP_MEMORY),

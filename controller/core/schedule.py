@@ -22,6 +22,7 @@ from dataclasses import replace
 from controller.core import dependency, devices, elastic
 from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.flavors import Chooser
+from controller.core.licensebook import book_of, needs
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
@@ -147,6 +148,13 @@ def schedule(
         untried = []
     usage = Usage(snap.usage)
     windows = ResvWindows(snap.reservations)
+    licenses = book_of(
+        snap.licenses, ((r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running), now
+    )
+    # Licenses asked for by jobs ahead that wait: a job behind them may not take those
+    # now (as a waiting job blocks its partition); backfill lends them when its plans
+    # show the jobs ahead are not delayed.
+    awaited: set[str] = set()
 
     def fit_now(asked: Job) -> Start | Reason:
         """Placement now, in the first partition that holds ``asked`` (one alternative)."""
@@ -181,6 +189,15 @@ def schedule(
                 plan.reasons[job.job_id] = limit
                 queues.stop(job, limit)  # but the rest of a StrictFIFO queue
                 break
+            asked = needs(job.licenses)
+            if asked and (
+                licenses.short(asked, now, now + 1) or any(n in awaited for n, _ in asked)
+            ):
+                plan.reasons[job.job_id] = Reason.LICENSES  # blocks no partition: Slurm's way
+                awaited.update(name for name, _ in asked)
+                queues.stop(job, Reason.LICENSES)
+                waiting.append(job)  # backfill plans when its licenses are free
+                break
             outcome = chooser.choose(job, fit_now, nodes)
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
@@ -188,6 +205,7 @@ def schedule(
                     if not job.reservation:  # its reservation's nodes hold back no one else
                         blocked.update(p for p in job.partitions if p in snap.partitions)
                         queues.stop(job, outcome)
+                    awaited.update(name for name, _ in asked)
                     waiting.append(job)
                 break
             if picks is not None:
@@ -204,13 +222,16 @@ def schedule(
             free.taken(outcome)
             usage.take(gates)
             chooser.take(job)
+            licenses.hold(job.job_id, asked, now, None)  # backfill learns its end
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
     plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
-        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage, queues, chooser)
+        bf = Backfill(
+            snap, plan, nodes, backfill, running_arrays, free, usage, queues, chooser, licenses
+        )
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)
