@@ -38,6 +38,10 @@ def test_a_job_waits_for_licenses_and_starts_when_they_are_released(make_cluster
     assert sorted(rows) == [f"{first} fluent:2 None", f"{second} fluent:2 Licenses"], rows
     assert c.run("squeue", "-h", "-L", "ansys", "-o", "%i").stdout == ""
 
+    why = c.run("corral", "why", str(second)).stdout
+    assert "is pending: Licenses" in why, why
+    assert "License fluent: asks 2 of 3, 1 free now (scontrol show licenses)." in why, why
+
     # While it waits its request may change; a name the cluster lacks is refused.
     bad = c.run("scontrol", "update", f"JobId={second}", "Licenses=matlab", check=False)
     assert bad.returncode == 1
