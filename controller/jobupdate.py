@@ -271,6 +271,7 @@ def changes(job: Job, update: JobUpdate, privileged: bool) -> dict[str, Any]:
         "dependency",
         "begin_time",
         "requeue",
+        "licenses",  # as given: the service checks it against Licenses= and rewrites it
     ):
         value = getattr(update, name)
         if value is not None:

@@ -64,4 +64,11 @@ def test_an_unknown_or_oversized_license_request_is_refused(make_cluster) -> Non
         assert refused.stderr == (
             "sbatch: error: Batch job submission failed: Invalid license specification\n"
         ), (asked, refused.stderr)
+    for prog in ("salloc", "srun"):
+        refused = c.run(prog, "-L", "matlab", "true", check=False)
+        assert refused.returncode == 1, (prog, refused)
+        assert refused.stderr.endswith(": Invalid license specification\n"), refused.stderr
     assert c.jobs() == []
+    ran = c.run("srun", "-L", "fluent:3", "-t", "1", "true")
+    assert ran.returncode == 0, ran
+    assert [j["licenses"] for j in c.jobs()] == ["fluent:3"]
