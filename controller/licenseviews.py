@@ -4,10 +4,12 @@
 A job holds its licenses from its start until it has ended: running, suspended
 (Slurm keeps a suspended job's licenses) or completing, the jobs that hold nodes.
 Any authenticated user may read it, as in Slurm: counts per license, no user's data.
+Also here: which of a job's licenses its TRES lists carry (sacct's ``license/fluent``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from controller.holdings import holds_nodes
@@ -15,6 +17,19 @@ from controller.model import Job
 from corral.config import SlurmConfig
 from corral.licenses import parse
 from corral.wire import corral_pb2 as pb
+
+
+def tracked(text: str, conf: SlurmConfig) -> tuple[tuple[str, int], ...]:
+    """The licenses of a job's ``text`` that accounting tracks as TRES: those slurm.conf's
+    AccountingStorageTRES names (``license/fluent``), as Slurm records only those."""
+    names = _tracked(dict(conf.settings).get("AccountingStorageTRES", ""))
+    return tuple((name, count) for name, count in parse(text) if name in names)
+
+
+@functools.lru_cache(maxsize=8)
+def _tracked(storage_tres: str) -> frozenset[str]:
+    items = (item.strip() for item in storage_tres.split(","))
+    return frozenset(item.removeprefix("license/") for item in items if item.startswith("license/"))
 
 
 def used(jobs: Iterable[Job]) -> dict[str, int]:

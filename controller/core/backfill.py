@@ -19,6 +19,11 @@ overlapping interval, a lower-priority job never delays the expected start of
 a higher-priority one, and since starts come out of the live free resources,
 no CPU or MiB is allocated twice.
 
+Licenses are planned the same way, over time rather than nodes
+(``licensebook.py``): a start holds its licenses until its end, a reservation
+over the interval it plans, and a job starts now or is planned only where its
+licenses fit beside those of every job ahead for its whole run.
+
 Conservative backfill (the default, and what Slurm does with its default
 settings) gives every tested job a reservation; ``easy`` gives one only to
 the first waiting job of each partition, and the rest may only start now.
@@ -272,13 +277,16 @@ class Backfill:
                 self.plan.reasons[job.job_id] = limit
                 self.queues.stop(job, limit)
                 return False
+            asked = needs(job.licenses)
+            if asked and not self.licenses.fits(asked, self.now, self.now + 1):
+                self.plan.reasons[job.job_id] = Reason.LICENSES  # too few free now
+                return True
             start = self._fit_now(job, parts)
             if start is None:
                 return True
-            asked = needs(job.licenses)
             end = self._end_of(job, start)
             if asked and not self.licenses.fits(asked, self.now, end):
-                # Free now or not, they are planned for a job ahead before this one ends.
+                # Free now, but planned for a job ahead before this one would end.
                 self.plan.reasons[job.job_id] = Reason.LICENSES
                 return True
             if picks is not None:

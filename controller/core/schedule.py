@@ -9,6 +9,10 @@ Priority), as Slurm's main scheduler does. Then, when asked, ``backfill``
 goes over the jobs left waiting (see ``backfill.py``); then reclaim and
 preemption; last, elastic jobs grow onto what is still free (``elastic.py``).
 
+Licenses (``licensebook.py``) are checked before placement: a job too few of whose
+licenses are free, or whose licenses a waiting job ahead asks for, waits with reason
+Licenses without blocking its partition, and backfill plans them over time.
+
 Resources taken by earlier starts in the same pass are tracked locally, so
 one plan never allocates a CPU twice. Node choice and partition limits live
 in ``placement.py``.

@@ -10,6 +10,8 @@ from cli.squeue import asks_for
 from controller.jobstate import JobState
 from controller.jobupdate import changes, parse
 from controller.licenseadmit import checked
+from controller.licenseviews import tracked
+from controller.views import tres
 from corral import errors
 from corral.confsyntax import ConfigError
 from corral.errors import SlurmError
@@ -60,6 +62,14 @@ def test_scontrol_update_changes_licenses_of_a_pending_job_only() -> None:
     with pytest.raises(SlurmError) as refused:
         changes(running, update, privileged=True)
     assert refused.value.code == errors.ESLURM_JOB_NOT_PENDING
+
+
+def test_tres_lists_carry_the_licenses_accounting_tracks() -> None:
+    tracking = slurm_conf("Licenses=fluent:30,ansys", "AccountingStorageTRES=license/fluent")
+    assert tracked("fluent:2,ansys:1", tracking) == (("fluent", 2),)
+    assert tracked("fluent:2", CONF) == ()  # tracked only when AccountingStorageTRES says
+    shown = tres(4, 0, 1, licenses=(("fluent", 2),))
+    assert shown == "cpu=4,node=1,billing=4,license/fluent=2"
 
 
 def test_squeue_selects_jobs_asking_for_any_named_license() -> None:
