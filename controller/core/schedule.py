@@ -11,7 +11,8 @@ preemption; last, elastic jobs grow onto what is still free (``elastic.py``).
 
 Licenses (``licensebook.py``) are checked before placement: a job too few of whose
 licenses are free, or whose licenses a waiting job ahead asks for, waits with reason
-Licenses without blocking its partition, and backfill plans them over time.
+Licenses and, like a job waiting for nodes, blocks its partitions; backfill plans
+licenses over time and starts the jobs behind only where they delay no job ahead.
 
 Resources taken by earlier starts in the same pass are tracked locally, so
 one plan never allocates a CPU twice. Node choice and partition limits live
@@ -197,7 +198,11 @@ def schedule(
             if asked and (
                 licenses.short(asked, now, now + 1) or any(n in awaited for n, _ in asked)
             ):
-                plan.reasons[job.job_id] = Reason.LICENSES  # blocks no partition: Slurm's way
+                # As a job waiting for nodes: the jobs behind it in its partitions wait
+                # for backfill, which starts them only if they do not delay it.
+                plan.reasons[job.job_id] = Reason.LICENSES
+                if not job.reservation:
+                    blocked.update(p for p in job.partitions if p in snap.partitions)
                 awaited.update(name for name, _ in asked)
                 queues.stop(job, Reason.LICENSES)
                 waiting.append(job)  # backfill plans when its licenses are free

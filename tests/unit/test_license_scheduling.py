@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core import BackfillParams, Expected, Plan, Running, schedule
-from controller.core.licensebook import LicenseBook
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.core import BackfillParams, Expected, Plan, Running, Snapshot, schedule
+from controller.core.licensebook import LicenseBook, needs
 from controller.jobstate import Reason
 from controller.model import Job
 from tests.unit.scenario import NOW, Cluster, cluster, job, node, partition
@@ -46,10 +49,24 @@ def _started(plan: Plan) -> list[int]:
 def test_the_main_pass_starts_only_what_the_free_licenses_allow() -> None:
     first = job(1, num_tasks=1, licenses="fluent:2")
     second = job(2, num_tasks=1, licenses="fluent:2")
-    plain = job(3, num_tasks=1)  # asks for no license: starts although a job ahead waits
+    plain = job(3, num_tasks=1)  # behind a waiting job: the main pass holds it back
     plan = _plan([first, second, plain], params=None)
-    assert _started(plan) == [1, 3]
+    assert _started(plan) == [1]
     assert plan.reasons[2] is Reason.LICENSES
+    assert plan.reasons[3] is Reason.PRIORITY
+    # Backfill starts it: the first job has no time limit, so the second has no plan
+    # that it could delay.
+    assert _started(_plan([first, second, plain])) == [1, 3]
+
+
+def test_a_job_behind_a_license_wait_starts_only_if_it_delays_nothing() -> None:
+    holder = Running(99, ("n1",), (1,), (0,), NOW + 600, licenses="fluent:2")
+    wide = job(1, num_tasks=16, time_limit=60, licenses="fluent:2")  # waits for fluent
+    long = job(2, num_tasks=4, time_limit=30)  # would hold n2 when the wide job starts
+    short = job(3, num_tasks=4, time_limit=5)  # done before
+    plan = _plan([wide, long, short], [holder])
+    assert _started(plan) == [3]
+    assert plan.expected[1] == Expected(_at(NOW + 600), "batch", ("n1", "n2", "n3", "n4"))
 
 
 def test_licenses_held_by_running_jobs_are_not_free() -> None:
@@ -124,3 +141,81 @@ def test_the_book_counts_the_most_held_at_any_moment_of_an_interval() -> None:
     book.until(1, 120)
     assert book.used(110) == {"fluent": 2}
     assert book.used(160) == {"fluent": 1}
+
+
+# ---------------------------------------------------------------- properties
+
+
+@st.composite
+def _workload(draw: st.DrawFn) -> Snapshot:
+    """Three fluent licenses; a few nodes, partly busy until random limits, some of their
+    jobs holding licenses; random jobs, some asking for licenses."""
+    count = draw(st.integers(1, 3))
+    names = [f"n{i}" for i in range(1, count + 1)]
+    nodes, running = [], []
+    for i, name in enumerate(names):
+        used = draw(st.sampled_from([0, 2, 4]))
+        nodes.append(node(name, used_cpus=used))
+        if used:
+            end = NOW + draw(st.integers(1, 180)) * MINUTE
+            held = draw(st.sampled_from(["", "", "fluent:1", "fluent:2"]))
+            holding = sum(n for r in running for _, n in needs(r.licenses))
+            if holding + sum(n for _, n in needs(held)) > 3:
+                held = ""  # running jobs hold at most the three there are
+            running.append(Running(900 + i, (name,), (used,), (0,), end, licenses=held))
+    pending = [
+        job(
+            j,
+            num_tasks=draw(st.integers(1, 4 * count)),
+            time_limit=draw(st.sampled_from([-1, 5, 30, 90])),
+            admin_priority=draw(st.integers(1, 3)),
+            licenses=draw(st.sampled_from(["", "fluent:1", "fluent:2", "fluent:3"])),
+        )
+        for j in range(1, draw(st.integers(1, 6)) + 1)
+    ]
+    snap = cluster(nodes, [partition("batch", names)]).snapshot(pending, running=running)
+    return replace(snap, licenses={"fluent": 3})
+
+
+def _outcome(plan: Plan, job_id: int) -> tuple[object, ...]:
+    starts = [s for s in plan.starts if s.job_id == job_id]
+    if starts:
+        return ("now", starts[0].nodes)
+    expected = plan.expected.get(job_id)
+    return ("later", expected.start_time, expected.nodes) if expected else ("unknown",)
+
+
+@settings(max_examples=200, deadline=None)
+@given(snap=_workload())
+def test_jobs_behind_never_change_what_a_job_ahead_gets(snap: Snapshot) -> None:
+    """Each job's start (now or expected) is what it is with only the jobs ahead of it."""
+    full = schedule(snap, NOW, BF)
+    ordered = sorted(snap.pending, key=lambda j: (-snap.ranking.of(j), j.submit_time, j.job_id))
+    for i, j in enumerate(ordered):
+        alone = replace(snap, pending=tuple(ordered[: i + 1]))
+        assert _outcome(full, j.job_id) == _outcome(schedule(alone, NOW, BF), j.job_id)
+
+
+@settings(max_examples=200, deadline=None)
+@given(snap=_workload())
+def test_no_license_is_promised_twice(snap: Snapshot) -> None:
+    """At no moment do running jobs, starts and planned starts hold more than the total."""
+    plan = schedule(snap, NOW, BF)
+    pending = {j.job_id: j for j in snap.pending}
+    book = LicenseBook({})
+    for r in snap.running:
+        book.hold(r.job_id, needs(r.licenses), NOW, r.end_time)
+    for s in plan.starts:
+        limit = pending[s.job_id].time_limit
+        book.hold(
+            s.job_id,
+            needs(pending[s.job_id].licenses),
+            NOW,
+            NOW + limit * MINUTE if limit > 0 else None,
+        )
+    for job_id, exp in plan.expected.items():
+        limit = pending[job_id].time_limit
+        end = exp.start_time + limit * MINUTE if limit > 0 else None
+        book.hold(job_id, needs(pending[job_id].licenses), exp.start_time, end)
+    moments = {NOW} | {h.begin for h in book.holds}
+    assert all(book.used(t).get("fluent", 0) <= 3 for t in moments)
