@@ -312,11 +312,11 @@ class Session:
         except SlurmError as exc:
             self.fail(f"slurm_load_licenses error: {exc}")
             return
-        if value:
-            records = [r for r in records if r["name"] == value]
         if not records:
             self.print("No licenses configured in Slurm.")
             return
+        if value:  # a name none has: nothing, as Slurm's scontrol prints
+            records = [r for r in records if r["name"] == value]
         gap = " " if self.oneliner else "\n    "
         for r in records:
             total, used = int(r["total"]), int(r["used"])

@@ -19,7 +19,9 @@ def _licenses(c: Cluster) -> str:
 def test_a_job_waits_for_licenses_and_starts_when_they_are_released(make_cluster) -> None:  # type: ignore[no-untyped-def]
     c: Cluster = make_cluster(nodes=2, settings=("Licenses=fluent:3,ansys",))
     work: Path = c.dir
-    first = c.sbatch("-L", "fluent:2", "-D", str(work), "-o", "/dev/null", "--wrap", WAIT_FOR_GO)
+    script = work / "first.sh"
+    script.write_text(f"#!/bin/sh\n#SBATCH -L fluent:2\n{WAIT_FOR_GO}\n")
+    first = c.sbatch("-D", str(work), "-o", "/dev/null", str(script))
     c.wait_state(first, {"RUNNING"})
     second = c.sbatch("--licenses=fluent:2", "-D", str(work), "-o", "/dev/null", "--wrap", "true")
     c.wait_for(lambda: c.job(second)["reason"] == "Licenses", 15, "no Licenses reason")
@@ -31,6 +33,7 @@ def test_a_job_waits_for_licenses_and_starts_when_they_are_released(make_cluster
     )
     one = c.run("scontrol", "-o", "show", "lic", "ansys").stdout
     assert one == "LicenseName=ansys Total=1 Used=0 Free=1 Reserved=0 Remote=no\n"
+    assert c.run("scontrol", "show", "licenses", "nastran").stdout == ""
     shown = c.run("scontrol", "show", "job", str(second)).stdout
     assert "JobState=PENDING Reason=Licenses " in shown, shown
     assert " Licenses=fluent:2 Network=(null)" in shown, shown
