@@ -17,6 +17,7 @@ from corral.confsyntax import ConfigError
 from corral.errors import SlurmError
 from corral.licenses import LicenseSyntaxError, canonical
 from corral.licenses import parse as parse_licenses
+from restd.jobs import spec_from_description
 from tests.unit.scenario import NOW, job, slurm_conf
 
 CONF = slurm_conf("Licenses=fluent:30,ansys,matlab@flex:5")
@@ -70,6 +71,12 @@ def test_tres_lists_carry_the_licenses_accounting_tracks() -> None:
     assert tracked("fluent:2", CONF) == ()  # tracked only when AccountingStorageTRES says
     shown = tres(4, 0, 1, licenses=(("fluent", 2),))
     assert shown == "cpu=4,node=1,billing=4,license/fluent=2"
+
+
+def test_a_rest_description_asks_for_licenses_as_sbatch_does() -> None:
+    desc = {"licenses": "fluent:2", "environment": ["A=1"]}
+    spec = spec_from_description(desc, "#!/bin/sh\n", "/home/x", "restd", [])
+    assert spec["licenses"] == "fluent:2"
 
 
 def test_squeue_selects_jobs_asking_for_any_named_license() -> None:
