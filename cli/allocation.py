@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 JOB_OPTIONS = (
     "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "exclude", "exclusive",
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
-    "gres-flags", "job-name", "mail-type", "mail-user", "mem", "mem-per-cpu", "mem-per-gpu",
-    "nodefile", "nodelist", "nodes",
+    "gres-flags", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
+    "mem-per-gpu", "nodefile", "nodelist", "nodes",
     "ntasks", "ntasks-per-gpu", "ntasks-per-node", "partition", "prefer", "qos", "reservation",
     "sockets-per-node", "time", "switches", "segment", "topology-level",
 )  # fmt: skip

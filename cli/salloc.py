@@ -69,6 +69,7 @@ TABLE = OptionTable(
         _row("help", "h", NO_ARGUMENT),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("job-name", "J"),
+        _row("licenses", "L", note="names of slurm.conf's Licenses=, each :count (default 1)"),
         _row("mail-type", note="by slurm.conf's MailProg, with Slurm's subject lines"),
         _row("mail-user"),
         _row("mem"),

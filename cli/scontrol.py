@@ -54,7 +54,7 @@ scontrol [<OPTION>] [<COMMAND>]
      ping                     report whether the controller responds
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
-                              job, node, partition or topology
+                              job, licenses, node, partition or topology
      shutdown slurmctld       stop the controller (it saves its state)
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
@@ -338,6 +338,7 @@ class Session:
             (("hostlist",), 5, lambda text: self.show_hostlist(text, sort=False)),
             (("hostlistsorted",), 9, lambda text: self.show_hostlist(text, sort=True)),
             (("jobs", "jobid"), 1, self.show_job),
+            (("licenses",), 2, self.show_licenses),
             (("nodes",), 1, self.show_node),
             (("partitions", "partitionname"), 2, self.show_partition),
             (("reservations", "reservationname"), 3, self.show_reservation),
@@ -362,6 +363,27 @@ class Session:
             self.print(f"{entry['key']:<23} = {entry['value']}")
         self.print()
         self.print_ping()
+
+    def show_licenses(self, value: str | None) -> None:
+        """Each license of Licenses= with its total and use; with a name, that one."""
+        try:
+            records = self.call("Licenses", {})["licenses"]
+        except SlurmError as exc:
+            self.fail(f"slurm_load_licenses error: {exc}")
+            return
+        if not records:
+            self.print("No licenses configured in Slurm.")
+            return
+        if value:  # a name none has: nothing, as Slurm's scontrol prints
+            records = [r for r in records if r["name"] == value]
+        gap = " " if self.oneliner else "\n    "
+        for r in records:
+            total, used = int(r["total"]), int(r["used"])
+            self.print(
+                f"LicenseName={r['name']}{gap}Total={total} Used={used} "
+                f"Free={max(total - used - int(r['reserved']), 0)} Reserved={int(r['reserved'])} "
+                f"Remote={'yes' if r['remote'] else 'no'}"
+            )
 
     def show_topology(self, value: str | None) -> None:
         """The switches (blocks) of topology.conf; with a name, that switch, or those

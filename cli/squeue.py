@@ -60,6 +60,7 @@ Usage: squeue [OPTIONS]
   -h, --noheader            print no header line
   -i, --iterate=seconds     repeat the report every so many seconds
   -j, --jobs=list           show only these jobs (123, 123_4, 123_[1-3])
+  -L, --licenses=list       show only jobs asking for these licenses
   -l, --long                long report
   -n, --name=list           show only jobs with these names
   -o, --format=format       layout with %-letters, e.g. "%.18i %.9P %R"
@@ -101,6 +102,8 @@ TABLE = OptionTable(
         Option("json", "", "json", OPTIONAL, note=_DUMP_NOTE),
         Option("jobs", "", "job", OPTIONAL),
         Option("local", "", "local", note="one cluster: always local"),
+        Option("licenses", "L", "licenses", REQUIRED),
+        Option("licenses", "", "license", REQUIRED),
         Option("long", "l", "long"),
         Option("me", "", "me"),
         Option("name", "n", "name", REQUIRED),
@@ -147,6 +150,7 @@ class Settings:
         "fmt_long",
         "iterate",
         "job_ids",
+        "licenses",
         "long",
         "names",
         "nodes",
@@ -170,6 +174,7 @@ class Settings:
         self.nodes: list[str] = []
         self.accounts: list[str] = []
         self.qos: list[str] = []
+        self.licenses: list[str] = []  # -L: jobs asking for any of these licenses
         self.fmt: str | None = None
         self.fmt_long: str | None = None
         self.long: bool = False
@@ -313,6 +318,8 @@ def _apply(settings: Settings, key: str, value: str) -> None:
             settings.iterate = 0
         if settings.iterate <= 0:
             raise Halt(1, f"{PROG}: error: --iterate={value}\n")
+    elif key == "licenses":
+        settings.licenses = split_list(value)
     elif key == "me":
         settings.users = [str(os.geteuid())]
     elif key == "name":
@@ -344,6 +351,8 @@ def _apply_env(settings: Settings, env: Mapping[str, str]) -> None:
         settings.names = split_list(env["SQUEUE_NAMES"])
     if not settings.partitions and "SQUEUE_PARTITION" in env:
         settings.partitions = split_list(env["SQUEUE_PARTITION"])
+    if not settings.licenses and "SQUEUE_LICENSES" in env:
+        settings.licenses = split_list(env["SQUEUE_LICENSES"])
     if not settings.qos and "SQUEUE_QOS" in env:
         settings.qos = split_list(env["SQUEUE_QOS"])
     if not settings.states and "SQUEUE_STATES" in env:
@@ -452,17 +461,21 @@ def report(client: Any, settings: Settings, layout: Layout, sort: str) -> int:
     if settings.users == []:
         sys.stdout.write(render([], 0, layout, sort=sort, header=header))
         return 0
+    fields = job_fields(layout, sort)
+    if settings.licenses and fields and "licenses" not in fields:
+        fields.append("licenses")
     try:
-        reply = client.call("Jobs", request(settings, job_fields(layout, sort)))
+        reply = client.call("Jobs", request(settings, fields))
     except SlurmError as exc:
         if exc.code == ESLURM_INVALID_JOB_ID and len(settings.job_ids) > 1:
             sys.stdout.write(render([], 0, layout, sort=sort, header=header))
             return 0
         print(f"slurm_load_jobs error: {exc}", file=sys.stderr)
         return 1
-    sys.stdout.write(
-        render(reply["jobs"], reply["now"], layout, sort=sort, header=header, env=os.environ)
-    )
+    jobs = reply["jobs"]
+    if settings.licenses:
+        jobs = [job for job in jobs if asks_for(job.get("licenses") or "", settings.licenses)]
+    sys.stdout.write(render(jobs, reply["now"], layout, sort=sort, header=header, env=os.environ))
     return 0
 
 
@@ -487,6 +500,12 @@ def report_records(client: Any, settings: Settings, argv: Sequence[str]) -> int:
     document = envelope(payload, [PROG, *argv], cluster)
     sys.stdout.write(render(document, settings.dump == "yaml"))
     return 0
+
+
+def asks_for(licenses: str, names: Sequence[str]) -> bool:
+    """Whether a job's ``licenses`` (``fluent:2,ansys:1``) name any of ``names``
+    (squeue -L: "jobs requesting or using one or more of the named licenses")."""
+    return any(item.partition(":")[0] in names for item in licenses.split(",") if item)
 
 
 def report_steps(client: Any, settings: Settings) -> int:

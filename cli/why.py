@@ -85,6 +85,11 @@ def text(doc: Mapping[str, Any]) -> str:
         lines.append("Ahead of it: " + _jobs(ahead, now, planned=True))
     for v in doc.get("preempting", []):
         lines.append(_preempted(v, now))
+    for lic in doc.get("licenses", []):
+        lines.append(
+            f"License {lic['name']}: asks {lic['asked']} of {lic['total']}, "
+            f"{lic['free']} free now (scontrol show licenses)."
+        )
     if doc.get("topology"):
         lines.append(_topology(doc["topology"], now))
     for r in doc["reservations"]:

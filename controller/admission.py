@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from controller import bounds, flavoradmit, gpuaffinity, gpushare, gpuspec, partitionaccess
+from controller import (
+    bounds,
+    flavoradmit,
+    gpuaffinity,
+    gpushare,
+    gpuspec,
+    licenseadmit,
+    partitionaccess,
+)
 from controller.core import dependency, features, topology
 from controller.core.gpulinks import Links
 from controller.core.placement import place, selection_order
@@ -547,6 +555,7 @@ def admit(
         gpu_bind=spec.gpu_bind,
         gres_flags=spec.gres_flags,
         prefer=spec.prefer,
+        licenses=licenseadmit.checked(spec.licenses, conf),
         oversubscribe=spec.oversubscribe,
         reservation=spec.reservation,
         interactive=spec.interactive,

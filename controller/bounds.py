@@ -42,6 +42,7 @@ TEXT_LIMITS = {
     "prefer": 1024,
     "container": PATH_MAX,
     "container_id": 1024,
+    "licenses": 1024,
     "reservation": 1024,
     "req_nodes": 64 << 10,
     "exc_nodes": 64 << 10,

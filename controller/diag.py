@@ -34,6 +34,7 @@ MESSAGE_TYPES = {
     "Diag": ("REQUEST_STATS_INFO", 2035),
     "Token": ("REQUEST_AUTH_TOKEN", 5039),
     "StepStats": ("REQUEST_JOB_STEP_INFO", 2005),
+    "Licenses": ("REQUEST_LICENSE_INFO", 1021),
     # Accounting, which Slurm's clients ask slurmdbd for: its message types.
     "History": ("DBD_GET_JOBS_COND", 1444),
     "AcctAdmin": ("DBD_GET_ASSOCS", 1410),

@@ -21,6 +21,7 @@ from controller import (
     elastic,
     jobstate,
     jobupdate,
+    licenseadmit,
     partitionaccess,
     queries,
 )
@@ -279,6 +280,8 @@ class JobControl:
         if update.switches is not None and job.state is JobState.PENDING:
             switches, wait = switch_request(*update.switches, self.store.conf)
             changes.update(switches=switches, switch_wait=wait, switch_wait_start=0)
+        if update.licenses is not None:
+            changes["licenses"] = licenseadmit.checked(update.licenses, self.store.conf)
         updated = replace(job, **changes)
         if changes.keys() & (jobupdate.RESHAPING | {"account", "qos", "time_limit"}):
             updated = self._recheck(job, updated, who)

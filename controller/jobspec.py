@@ -98,6 +98,7 @@ class JobSpec:
     gres_flags: str = ""
     sockets_per_node: int = 0
     prefer: str = ""
+    licenses: str = ""
     elastic_signal: int = 0
     container: str = ""
     container_id: str = ""

@@ -99,6 +99,7 @@ class Reason(enum.Enum):
     NODE_DOWN = "NodeDown"
     BAD_CONSTRAINTS = "BadConstraints"
     JOB_ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
+    LICENSES = "Licenses"  # too few of a license it asks for are free (or planned free)
     RESERVATION = "Reservation"  # its reservation has not started yet
     RESERVATION_DELETED = "ReservationDeleted"
     # Team queues (queues.conf, controller/core/queueplan.py): what the quota refuses.

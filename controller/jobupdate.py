@@ -66,6 +66,9 @@ class JobUpdate:
     # Switches=N[@max-time] (topology/tree): the count and the wait in seconds (None:
     # the cluster's max_switch_wait, as at submission).
     switches: tuple[int, int | None] | None = None
+    # Licenses=: the job's new -L as given ("" none); the service checks the names
+    # against Licenses= (controller/licenseadmit.py).
+    licenses: str | None = None
 
     @property
     def pending_only(self) -> bool:
@@ -81,6 +84,7 @@ class JobUpdate:
                 self.mem_per_node,
                 self.mem_per_cpu,
                 self.switches,
+                self.licenses,
             )
         )
 
@@ -153,6 +157,8 @@ def _field(key: str, raw_key: str, value: str, now: int) -> dict[str, Any]:
             raise SlurmError(errors.EINVAL) from None
     if key == "switches":
         return {"switches": _switches(value)}
+    if key == "licenses":
+        return {"licenses": value}
     raise SlurmError(errors.EINVAL, f"Update of {raw_key} is not supported")
 
 
@@ -265,6 +271,7 @@ def changes(job: Job, update: JobUpdate, privileged: bool) -> dict[str, Any]:
         "dependency",
         "begin_time",
         "requeue",
+        "licenses",  # as given: the service checks it against Licenses= and rewrites it
     ):
         value = getattr(update, name)
         if value is not None:

@@ -172,6 +172,9 @@ class Job:
     prefer: str = ""
     gres_alternatives: tuple[str, ...] = ()
     flavor: str = ""
+    # -L/--licenses: cluster-wide licenses it holds from its start to its end, as
+    # ``name:count[,name:count...]`` (corral/licenses.py; "" none).
+    licenses: str = ""
     # Elastic (sbatch --elastic, docs/design.md "Elastic jobs"): the signal that tells
     # the job its allocation changed (0: not elastic; it keeps the nodes it started
     # on). Between ``min_nodes`` and ``max_nodes`` it grows as nodes free and shrinks

@@ -24,6 +24,7 @@ from controller import (
     diag,
     jobcontrol,
     jobspec,
+    licenseviews,
     priorityviews,
     queries,
     queuereply,
@@ -352,6 +353,11 @@ class Handlers:
         amounts per queue, no user's data)."""
         return queuereply.queues_reply(self.store, self.now())
 
+    async def Licenses(self, req: pb.LicensesRequest, who: Principal) -> pb.LicensesReply:
+        """``scontrol show licenses``: each license's total and what jobs hold (any
+        user: counts per license, no user's data)."""
+        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values())
+
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
             raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
@@ -571,4 +577,5 @@ METHODS = (
     "PartitionUpdate",
     "StepStats",
     "Queues",
+    "Licenses",
 )

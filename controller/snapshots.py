@@ -87,6 +87,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
         ledger.ranking,
         queues,
         elastic,
+        dict(conf.licenses),
     )
 
 
@@ -241,6 +242,7 @@ def _running(
                     signal=j.signal_num > 0,
                     checkpointed=j.checkpointed,
                     preempted_for=j.preempted_by if j.preempt_time else 0,
+                    licenses=j.licenses,
                 )
             )
             if j.array_job_id:

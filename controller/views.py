@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare, preemptrules, queuereply
+from controller import gpuaffinity, gpushare, licenseviews, preemptrules, queuereply
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
 from controller.jobstate import COMPLETING, JobState
@@ -30,11 +30,17 @@ def _mem_text(mib: int) -> str:
 
 
 def tres(
-    cpus: int, mem: int, nodes: int, gres: Iterable[Gres] = (), billing: int | None = None
+    cpus: int,
+    mem: int,
+    nodes: int,
+    gres: Iterable[Gres] = (),
+    billing: int | None = None,
+    licenses: Iterable[tuple[str, int]] = (),
 ) -> str:
     """A TRES list as Slurm writes it: cpu, mem, node, billing (the CPUs unless
     ``billing`` says otherwise), then each GRES allocated (``gres/gpu`` in all and
-    ``gres/gpu:a100`` per type), summed over nodes."""
+    ``gres/gpu:a100`` per type), summed over nodes, then the licenses accounting
+    tracks (``license/fluent``, as ``licenseviews.tracked`` chose them)."""
     parts = [f"cpu={cpus}"]
     if mem:
         parts.append(f"mem={_mem_text(mem)}")
@@ -47,6 +53,7 @@ def tres(
                 if key:
                     totals[key] = totals.get(key, 0) + count
     parts += [f"{key}={count}" for key, count in totals.items() if count]
+    parts += [f"license/{name}={count}" for name, count in licenses]
     return ",".join(parts)
 
 
@@ -111,6 +118,7 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
     std_out = job.std_out or _default_out(job)
     std_err = job.std_err or std_out
     mem = sum(job.alloc_mem) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
+    licenses = licenseviews.tracked(job.licenses, conf) if job.licenses else ()
     info = _record(
         job,
         partition=job.partition or ",".join(job.partitions),
@@ -139,8 +147,15 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
         std_err=std_err,
         steps=[step_info(step) for step in job.steps],
         extern_step="contain" in conf.prolog_flags and job.start_time > 0,
-        req_tres=tres(job.cpus_needed, (job.mem_per_node or 0) * job.min_nodes, job.min_nodes),
-        alloc_tres=tres(num_cpus, mem, num_nodes, job.gres_alloc, store.priorities.billing(job))
+        req_tres=tres(
+            job.cpus_needed,
+            (job.mem_per_node or 0) * job.min_nodes,
+            job.min_nodes,
+            licenses=licenses,
+        ),
+        alloc_tres=tres(
+            num_cpus, mem, num_nodes, job.gres_alloc, store.priorities.billing(job), licenses
+        )
         if job.nodes
         else "",
         cluster=conf.cluster_name,

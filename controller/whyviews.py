@@ -152,6 +152,10 @@ def _reply(answer: Why, hide_others: bool) -> pb.WhyReply:
         topology=_topology(answer),
         flavors=_flavors(answer),
         flavor=flavornote.describe(answer.flavors) if answer.flavors else "",
+        licenses=[
+            pb.WhyLicense(name=x.name, asked=x.asked, total=x.total, free=x.free)
+            for x in answer.licenses
+        ],
     )
 
 

@@ -61,6 +61,8 @@ from corral.confsyntax import (
     port_range,
     read_text,
 )
+from corral.licenses import Licenses, LicenseSyntaxError
+from corral.licenses import parse as parse_licenses
 
 __all__ = [
     "DEFAULT_PATH",
@@ -316,6 +318,9 @@ class SlurmConfig:
     # UnkillableStepTimeout: how long a run's processes may outlive their SIGKILL
     # before the node is drained "Kill task failed".
     unkillable_step_timeout: int = 60
+    # Licenses=: the cluster-wide counts jobs ask for with -L (corral/licenses.py), in
+    # configuration order.
+    licenses: Licenses = ()
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -1211,7 +1216,20 @@ def parse(text: str, path: str) -> SlurmConfig:
         ),
         unkillable_step_timeout=number("UnkillableStepTimeout", 60, maximum=65535),
         topo_optional=topo_optional,
+        licenses=_licenses(settings),
     )
+
+
+def _licenses(settings: _Pairs) -> Licenses:
+    """Licenses=, or a ConfigError in the key's words for a malformed list."""
+    entry = settings.get("Licenses")
+    if entry is None:
+        return ()
+    value, where = entry
+    try:
+        return parse_licenses(value)
+    except LicenseSyntaxError as exc:
+        raise ConfigError(*where, f"Licenses={value}: {exc}") from None
 
 
 def load(path: str | None = None) -> SlurmConfig:

@@ -172,8 +172,8 @@ KillOnBadExit                   honoured
 KillWait                        honoured
 LaunchParameters                warned              not read
 LaunchType                      warned              not read
-LicenseParameters               warned              licenses are not implemented
-Licenses                        warned              licenses are not implemented
+LicenseParameters               warned              none of its options is implemented
+Licenses                        honoured            cluster-wide counts jobs ask for with -L
 LogTimeFormat                   warned              logs use ISO 8601 times
 MailDomain                      honoured
 MailProg                        honoured

@@ -40,6 +40,7 @@ ESLURM_INVALID_TIME_LIMIT = 2051
 ESLURM_INVALID_QOS = 2066
 ESLURM_INVALID_ARRAY = 2081
 ESLURM_INVALID_GRES = 2072
+ESLURM_INVALID_LICENSES = 2048
 ESLURM_PARTITION_DOWN = 2101
 ESLURM_ENVIRONMENT_MISSING = 2127
 ESLURM_BATCH_ONLY = 2039
@@ -107,6 +108,7 @@ MESSAGES: dict[int, str] = {
     ESLURM_NOT_SUPPORTED: "Requested operation not supported on this system",
     ESLURM_INVALID_ARRAY: "Invalid job array specification",
     ESLURM_INVALID_GRES: "Invalid generic resource (gres) specification",
+    ESLURM_INVALID_LICENSES: "Invalid license specification",
     ESLURM_PARTITION_DOWN: "Partition in DOWN state",
     ESLURM_ENVIRONMENT_MISSING: "Environment is missing in job",
     ESLURM_PROTOCOL_ERROR: "Protocol error",

@@ -27,8 +27,8 @@ The rest are refused, each with its reason (``_REFUSED``): Corral's victim
 order (controller/core/preempt.py) already takes the victims that lose the
 least work and keeps none the waiting job can start without, so Slurm's
 reordering passes (``reorder_count``, ``strict_order``) have nothing to act
-on and ``youngest_first`` would only undo the checkpoints; licenses are not
-implemented; and no Slurm release (17.11 to 25.11) documents or reads
+on and ``youngest_first`` would only undo the checkpoints; preemption never
+frees licenses for a job waiting for them; and no Slurm release (17.11 to 25.11) documents or reads
 ``strict_suspend``, so it has no meaning to implement.
 
 Everything that is not one of Slurm's words, and SUSPEND or a partition's
@@ -70,7 +70,7 @@ _REORDER = (
     "can start without)"
 )
 _REFUSED = {
-    "reclaim_licenses": "licenses are not implemented",
+    "reclaim_licenses": "jobs waiting for licenses do not preempt",
     "reorder_count": _REORDER,
     "strict_order": _REORDER,
     "youngest_first": "Corral already takes the least run time since a job's start or "

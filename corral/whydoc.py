@@ -14,6 +14,9 @@ words of scontrol's ``Flavor=`` line (null for a plain job), and, pending,
 ``flavors``: each alternative in its order with what the pass found for it
 (``starts``, ``awaited``, ``borrows``, ``untried`` or a pending reason), its
 expected start (null: none) and whether it is the one chosen.
+
+A pending job's ``licenses`` lists each license it asks for (``-L``): how many, the
+cluster's total, and how many are free now (empty: it asks for none).
 """
 
 from __future__ import annotations
@@ -92,6 +95,10 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
             for v in reply.get("preempting", [])
         ],
         queue=_queue(reply),
+        licenses=[
+            {"name": x["name"], "asked": x["asked"], "total": x["total"], "free": x["free"]}
+            for x in reply.get("licenses", [])
+        ],
         topology=_topology(reply),
         flavors=[
             {

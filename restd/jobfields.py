@@ -136,7 +136,7 @@ FIELDS = (
         REFUSED,
         "warning signals are not taken from the REST API; use #SBATCH --signal in the script",
     ),
-    Field("licenses", _text(), REFUSED, "licenses are not implemented"),
+    Field("licenses", _text(), note="as sbatch --licenses", update="Licenses"),
     Field("mail_type", _flags(), note="as sbatch --mail-type (slurmrestd's flag names)"),
     Field("mail_user", _text()),
     Field("maximum_nodes", integer(minimum=1, maximum=0xFFFFFF)),

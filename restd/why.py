@@ -107,6 +107,16 @@ WHY = obj(
                 }
             )
         ),
+        "licenses": array(
+            obj(
+                {
+                    "name": string(),
+                    "asked": integer(minimum=1),
+                    "total": integer(minimum=0),
+                    "free": integer(minimum=0),
+                }
+            )
+        ),
         "topology": _nullable(
             obj(
                 {

@@ -230,7 +230,7 @@ _GROUP_NAME = Field(
 )
 _JOB_ARRAY_ID = Field("JOBID", _job_array_id, reads=DISPLAY_ID_READS)
 _JOB_ID = _number("JOBID", "job_id")
-_LICENSES = _const("LICENSES", "(null)")
+_LICENSES = _text("LICENSES", "licenses")
 _MIN_CPUS = Field(
     "MIN_CPUS", lambda job, view: scaled(int(job["min_cpus_node"])), reads=("min_cpus_node",)
 )

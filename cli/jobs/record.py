@@ -182,7 +182,8 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"Features={null(job['features'])} DelayBoot=00:00:00",
         *([f"Prefer={job['prefer']}"] if job.get("prefer") else []),
         *([f"Reservation={job['reservation']}"] if job["reservation"] else []),
-        f"OverSubscribe={job['oversubscribe'] or 'OK'} Contiguous=0 Licenses=(null) Network=(null)",
+        f"OverSubscribe={job['oversubscribe'] or 'OK'} Contiguous=0 "
+        f"Licenses={null(job.get('licenses') or '')} Network=(null)",
         f"Command={null(job['command'])}",
         f"WorkDir={null(job['work_dir'])}",
     ]

@@ -126,7 +126,7 @@ TABLE = OptionTable(
         _row("input", "i"),
         _row("job-name", "J"),
         _row("kill-on-invalid-dep"),
-        _no("licenses", "licenses are not implemented", "L"),
+        _row("licenses", "L", note="names of slurm.conf's Licenses=, each :count (default 1)"),
         _row("mail-type", note="by slurm.conf's MailProg, with Slurm's subject lines"),
         _row("mail-user"),
         _no("mcs-label", "MCS labels are not implemented"),

@@ -516,6 +516,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "input": _stdio("std_in"),
     "job-name": _text("name"),
     "kill-on-invalid-dep": _kill_on_invalid_dep,
+    "licenses": _text("licenses"),
     "mail-type": _mail_type,
     "mail-user": _text("mail_user"),
     "mem": _memory("mem_per_node", "--mem"),

@@ -31,7 +31,8 @@ _PASSED = (
     "time_limit", "time_min", "hold", "begin_time", "nice", "comment", "requeue", "open_mode",
     "signal_num", "signal_time", "signal_batch_only", "constraint", "exclusive", "account",
     "qos", "gres", "kill_on_invalid_dep", "priority", "deadline", "oversubscribe", "reservation",
-    "run_as_uid", "run_as_gid", "clusters", "prefer", "elastic_signal", "mail_type", "mail_user",
+    "run_as_uid", "run_as_gid", "clusters", "prefer", "licenses", "elastic_signal", "mail_type",
+    "mail_user",
     "switches", "switch_wait", "segment", "topology_required", "topology_preferred",
 )  # fmt: skip
 

@@ -88,6 +88,7 @@ Resources:
       --exclusive              whole nodes only
   -s, --oversubscribe          share CPUs with other jobs where the partition allows
       --gres=LIST              generic resources per node, e.g. gpu:2
+  -L, --licenses=LIST          licenses held while it runs, e.g. fluent:2,ansys
       --switches=N[@TIME]      at most N leaf switches, waiting up to TIME (topology/tree)
       --segment=N              N nodes per base block (topology/block)
       --topology-level=R[:P]   under one switch of level R, trying level P first (Corral's)

@@ -128,6 +128,7 @@ TABLE = OptionTable(
         _row("jobid"),
         _row("kill-on-bad-exit", "K", OPTIONAL, note="0 or 1"),
         _row("label", "l", NO_ARGUMENT),
+        _row("licenses", "L", note=JOB_ONLY),
         _row("mail-type", note=f"by slurm.conf's MailProg; {JOB_ONLY}"),
         _row("mail-user", note=JOB_ONLY),
         _row("mem", note=STEP_MEMORY),

@@ -15,10 +15,11 @@ used to drop the ones its step request has no field for without a word. Slurm:
   choice; said once), and ``--mail-type``/``--mail-user`` (a step is never mailed
   about) and refuses ``--gpus-per-socket``, which Corral lays out for
   jobs only;
-* ignores the job's account, partition, ``--prefer`` and QOS, ``--exclusive``'s job-level
-  values (``user``, ``mcs``, ``topo``, ``oversubscribe``) and the topology options
-  (``--switches``, ``--segment``, Corral's ``--topology-level``), silently: the step
-  runs as its job does. Corral says so once, unless the value is the job's own.
+* ignores the job's account, ``--licenses``, partition, ``--prefer`` and QOS,
+  ``--exclusive``'s job-level values (``user``, ``mcs``, ``topo``, ``oversubscribe``)
+  and the topology options (``--switches``, ``--segment``, Corral's
+  ``--topology-level``): the step runs as its job does. Corral says so once, unless
+  the value is the job's own.
 
 Plain ``--exclusive`` is a step's default here as in Slurm (its CPUs are its own
 unless ``--overlap``) and honoured; the options that shape a step's layout, time
@@ -40,6 +41,7 @@ GPUS = ("gpus", "gpus-per-node", "gpus-per-task", "gres")
 #: Job-level options a step runs without, and the allocation's variable holding the job's.
 JOB_LEVEL = (
     ("account", "SLURM_JOB_ACCOUNT"),
+    ("licenses", ""),  # no variable holds the job's: always said
     ("partition", "SLURM_JOB_PARTITION"),
     ("prefer", ""),  # no variable holds the job's: always said
     ("qos", "SLURM_JOB_QOS"),

@@ -19,6 +19,11 @@ overlapping interval, a lower-priority job never delays the expected start of
 a higher-priority one, and since starts come out of the live free resources,
 no CPU or MiB is allocated twice.
 
+Licenses are planned the same way, over time rather than nodes
+(``licensebook.py``): a start holds its licenses until its end, a reservation
+over the interval it plans, and a job starts now or is planned only where its
+licenses fit beside those of every job ahead for its whole run.
+
 Conservative backfill (the default, and what Slurm does with its default
 settings) gives every tested job a reservation; ``easy`` gives one only to
 the first waiting job of each partition, and the rest may only start now.
@@ -33,6 +38,7 @@ from dataclasses import dataclass, replace
 from controller.core import devices, topology
 from controller.core.alternatives import Flavor, fungible
 from controller.core.flavors import Chooser
+from controller.core.licensebook import LicenseBook, book_of, needs
 from controller.core.limits import Usage
 from controller.core.nodeindex import FreeNodes, Reservations
 from controller.core.placement import partition_reason, partitions_of, place, take
@@ -44,6 +50,7 @@ from controller.core.timeline import Release, Timeline, ceil_to
 from controller.jobstate import Reason
 from controller.model import Job
 from corral import arrayspec
+from corral.licenses import Licenses
 
 #: The reasons of jobs that backfill tries again.
 WAITING = (Reason.RESOURCES, Reason.PRIORITY)
@@ -93,6 +100,7 @@ def _shape(job: Job) -> tuple[object, ...]:
         job.ntasks_per_gpu,
         job.gres_flags,
         job.cpus_per_task_given,
+        job.licenses,
     )
 
 
@@ -126,6 +134,7 @@ class Backfill:
         usage: Usage,
         queues: QueueLedger | None = None,
         chooser: Chooser | None = None,
+        licenses: LicenseBook | None = None,
     ) -> None:
         self.snap = snap
         self.plan = plan
@@ -139,6 +148,13 @@ class Backfill:
         self.queues = queues or QueueLedger(None)  # the queues' totals, after the main pass
         # Jobs naming alternatives (core/flavors.py): the main pass's choices go on here.
         self.chooser = chooser or Chooser(snap, self.queues, plan)
+        # Licenses (core/licensebook.py): held by running jobs and this pass's starts,
+        # and by the plans of waiting jobs, over time.
+        self.licenses = licenses or book_of(
+            snap.licenses,
+            ((r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running),
+            plan.now,
+        )
         self.reserved = Reservations(free.order)
         # Advance reservations; the plans of the jobs in each are their own.
         self.windows = ResvWindows(snap.reservations)
@@ -203,6 +219,7 @@ class Backfill:
         end = self._end_of(job, start)
         if end is not None:
             self.releases.append(Release.of(start, end))
+        self.licenses.until(job.job_id, end)
 
     def run(self, waiting: list[Job], chosen_tasks: Mapping[int, list[int]]) -> None:
         """``chosen_tasks``: for arrays whose tasks wait each for its own counterpart,
@@ -260,8 +277,17 @@ class Backfill:
                 self.plan.reasons[job.job_id] = limit
                 self.queues.stop(job, limit)
                 return False
+            asked = needs(job.licenses)
+            if asked and not self.licenses.fits(asked, self.now, self.now + 1):
+                self.plan.reasons[job.job_id] = Reason.LICENSES  # too few free now
+                return True
             start = self._fit_now(job, parts)
             if start is None:
+                return True
+            end = self._end_of(job, start)
+            if asked and not self.licenses.fits(asked, self.now, end):
+                # Free now, but planned for a job ahead before this one would end.
+                self.plan.reasons[job.job_id] = Reason.LICENSES
                 return True
             if picks is not None:
                 start = replace(start, task=picks[len(picks) - tasks])
@@ -275,7 +301,8 @@ class Backfill:
             self.usage.take(gates)
             self.chooser.take(job)
             assert self.timeline is not None
-            self.timeline.take(start, self._end_of(job, start))
+            self.timeline.take(start, end)
+            self.licenses.hold(job.job_id, asked, self.now, end)
             if job.array_job_id:
                 self.running_arrays[job.array_job_id] = (
                     self.running_arrays.get(job.array_job_id, 0) + 1
@@ -344,6 +371,7 @@ class Backfill:
         timeline = self.timeline
         assert timeline is not None
         need = job.cpus_needed
+        asked = needs(job.licenses)
         shape = _shape(job)
         first = self.floor.get(shape, 0)
         resv = self.windows.of(job)
@@ -359,12 +387,16 @@ class Backfill:
                 if total < need:
                     continue
                 length = self._length(job, part, when)
+                if asked and not self.licenses.fits(asked, when, when + length):
+                    continue
                 key = (i, part.name, shape)
                 index = timeline.free_nodes(i)
                 outcome = self._place(job, part, when, length, free, index, self.resume.get(key))
                 if isinstance(outcome, Start):
                     self.resume[key] = outcome.nodes[0]
                     start = self._sooner(job, part, outcome, when, length)
+                    if asked:
+                        start = self._licensed(job, part, asked, outcome.nodes, start, when)
                     if found is None or start < found.start:
                         found = _Found(start, length, part.name, outcome.nodes)
             if found is not None:
@@ -377,7 +409,38 @@ class Backfill:
         """Reserve ``found``'s nodes from its start for its length: the job's plan."""
         end = ceil_to(found.start + found.length, self.params.resolution)
         self._claims(self.windows.of(job)).add(found.start, end, found.nodes)
+        self.licenses.hold(job.job_id, needs(job.licenses), found.start, end)
         self.plan.expected[job.job_id] = Expected(found.start, found.partition, found.nodes)
+
+    def _licensed(
+        self,
+        job: Job,
+        part: PartitionView,
+        asked: Licenses,
+        nodes: tuple[str, ...],
+        start: int,
+        probe: int,
+    ) -> int:
+        """The earliest time from ``start`` (when ``nodes`` hold the job) before
+        ``probe`` at which its licenses are free for its whole run too: ``start`` or the
+        end of some holding, on the resolution, still clear of the plans ahead and of
+        other reservations; else ``probe`` (whose fit was checked)."""
+        res = self.params.resolution
+        resv = self.windows.of(job)
+        moments = sorted({start, *(ceil_to(t, res) for t in self.licenses.ends(start, probe))})
+        for when in moments:
+            if when >= probe:
+                break
+            length = self._length(job, part, when)
+            if not self.licenses.fits(asked, when, when + length):
+                continue
+            span = ceil_to(when + length, res) - when
+            if self._claims(resv).free_from(when, span, nodes, when + 1) != when:
+                continue
+            if resv is None and self.windows.avoid(when, run_end(job, part, when)) & set(nodes):
+                continue
+            return when
+        return probe
 
     def _sooner(self, job: Job, part: PartitionView, start: Start, probe: int, length: int) -> int:
         """The earliest time from which ``start``'s own nodes hold it, up to ``probe``.

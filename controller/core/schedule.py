@@ -9,6 +9,11 @@ Priority), as Slurm's main scheduler does. Then, when asked, ``backfill``
 goes over the jobs left waiting (see ``backfill.py``); then reclaim and
 preemption; last, elastic jobs grow onto what is still free (``elastic.py``).
 
+Licenses (``licensebook.py``) are checked before placement: a job too few of whose
+licenses are free, or whose licenses a waiting job ahead asks for, waits with reason
+Licenses and, like a job waiting for nodes, blocks its partitions; backfill plans
+licenses over time and starts the jobs behind only where they delay no job ahead.
+
 Resources taken by earlier starts in the same pass are tracked locally, so
 one plan never allocates a CPU twice. Node choice and partition limits live
 in ``placement.py``.
@@ -22,6 +27,7 @@ from dataclasses import replace
 from controller.core import dependency, devices, elastic
 from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.flavors import Chooser
+from controller.core.licensebook import book_of, needs
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
 from controller.core.placement import first_fit, take
@@ -147,6 +153,13 @@ def schedule(
         untried = []
     usage = Usage(snap.usage)
     windows = ResvWindows(snap.reservations)
+    licenses = book_of(
+        snap.licenses, ((r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running), now
+    )
+    # Licenses asked for by jobs ahead that wait: a job behind them may not take those
+    # now (as a waiting job blocks its partition); backfill lends them when its plans
+    # show the jobs ahead are not delayed.
+    awaited: set[str] = set()
 
     def fit_now(asked: Job) -> Start | Reason:
         """Placement now, in the first partition that holds ``asked`` (one alternative)."""
@@ -181,6 +194,19 @@ def schedule(
                 plan.reasons[job.job_id] = limit
                 queues.stop(job, limit)  # but the rest of a StrictFIFO queue
                 break
+            asked = needs(job.licenses)
+            if asked and (
+                licenses.short(asked, now, now + 1) or any(n in awaited for n, _ in asked)
+            ):
+                # As a job waiting for nodes: the jobs behind it in its partitions wait
+                # for backfill, which starts them only if they do not delay it.
+                plan.reasons[job.job_id] = Reason.LICENSES
+                if not job.reservation:
+                    blocked.update(p for p in job.partitions if p in snap.partitions)
+                awaited.update(name for name, _ in asked)
+                queues.stop(job, Reason.LICENSES)
+                waiting.append(job)  # backfill plans when its licenses are free
+                break
             outcome = chooser.choose(job, fit_now, nodes)
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
@@ -188,6 +214,7 @@ def schedule(
                     if not job.reservation:  # its reservation's nodes hold back no one else
                         blocked.update(p for p in job.partitions if p in snap.partitions)
                         queues.stop(job, outcome)
+                    awaited.update(name for name, _ in asked)
                     waiting.append(job)
                 break
             if picks is not None:
@@ -204,13 +231,16 @@ def schedule(
             free.taken(outcome)
             usage.take(gates)
             chooser.take(job)
+            licenses.hold(job.job_id, asked, now, None)  # backfill learns its end
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
     plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
-        bf = Backfill(snap, plan, nodes, backfill, running_arrays, free, usage, queues, chooser)
+        bf = Backfill(
+            snap, plan, nodes, backfill, running_arrays, free, usage, queues, chooser, licenses
+        )
         for job, start in started:
             bf.started(job, start)
         bf.run(waiting + untried, chosen_tasks)

@@ -156,6 +156,7 @@ class Running:
     signal: bool = False  # it asked to be told before it ends (--signal)
     checkpointed: int = 0  # when it last reported a checkpoint (0: never)
     preempted_for: int = 0  # in its GraceTime, preempted for this waiting job
+    licenses: str = ""  # -L: the licenses it holds until it ends (core/licensebook.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,3 +267,5 @@ class Snapshot:
     queues: QueueView | None = None
     # Running elastic jobs that may grow or shrink, by id (core/elastic.py).
     elastic: Mapping[int, Elastic] = field(default_factory=dict)
+    # slurm.conf Licenses=: each license's total (core/licensebook.py).
+    licenses: Mapping[str, int] = field(default_factory=dict)

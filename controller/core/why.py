@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from controller.core import topology
 from controller.core.alternatives import flavors_of, fungible
 from controller.core.backfill import BackfillParams, duration
+from controller.core.licensebook import book_of, needs
 from controller.core.placement import partitions_of, take
 from controller.core.plan import Choice, Expected, Plan
 from controller.core.request import cpus_per_node, features_match, mem_per_node, node_fits
@@ -116,6 +117,17 @@ class TopologyAsk:
 
 
 @dataclass(frozen=True, slots=True)
+class LicenseNeed:
+    """A license the job asks for: how many, the cluster's total, and how many are
+    free now (not held by running jobs nor by this pass's starts)."""
+
+    name: str
+    asked: int
+    total: int
+    free: int
+
+
+@dataclass(frozen=True, slots=True)
 class Why:
     job_id: int
     user: str
@@ -139,6 +151,7 @@ class Why:
     # the one it starts on or waits for (the needs, free nodes and blockers are that
     # one's); None for a plain job.
     flavors: Choice | None = None
+    licenses: tuple[LicenseNeed, ...] = ()  # each license it asks for (-L)
 
 
 def explain(
@@ -225,6 +238,27 @@ def explain(
         queue_head=head,
         topology=network,
         flavors=choice,
+        licenses=_licenses(snap, plan, job, now),
+    )
+
+
+def _licenses(snap: Snapshot, plan: Plan, job: Job, now: int) -> tuple[LicenseNeed, ...]:
+    """Each license ``job`` asks for, with what is free of it now."""
+    asked = needs(job.licenses)
+    if not asked:
+        return ()
+    held = [(r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running]
+    pending = {j.job_id: j for j in snap.pending}
+    held += [
+        (s.job_id, pending[s.job_id].licenses, now, 0)
+        for s in plan.starts
+        if s.job_id in pending and s.job_id != job.job_id
+    ]
+    used = book_of(snap.licenses, held, now).used(now)
+    total = dict(snap.licenses)
+    return tuple(
+        LicenseNeed(name, count, total.get(name, 0), max(total.get(name, 0) - used.get(name, 0), 0))
+        for name, count in asked
     )
 
 

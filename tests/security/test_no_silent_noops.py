@@ -81,7 +81,7 @@ def test_scancel_by_wckey_is_refused_and_cancels_nothing(cluster: Cluster) -> No
 
 def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) -> None:
     for args, env in (
-        (("--licenses=matlab",), {}),
+        (("--network=sn_all",), {}),
         (("--no-kill",), {}),
         ((), {"SBATCH_CONTAINER": "/srv/image"}),
     ):
@@ -188,7 +188,7 @@ def test_restd_refuses_job_fields_it_would_drop_and_warns_of_labels(cluster: Clu
     for field, words in (
         ({"cpu_binding": "map_cpu:0"}, "job.cpu_binding is not supported: CPU binding"),
         ({"exclusive": ["user"]}, "job.exclusive=user is not supported: only whole nodes"),
-        ({"licenses": "matlab:1"}, "job.licenses is not supported: licenses"),
+        ({"mcs_label": "x"}, "job.mcs_label is not supported: MCS labels"),
         ({"tres_per_node": "license/matlab:1"}, "job.tres_per_node=license/matlab:1"),
     ):
         status, reply = rest.call("POST", submit, {"job": {**desc, **field}})

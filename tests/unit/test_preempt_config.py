@@ -68,7 +68,7 @@ def test_bad_values_are_refused_with_file_and_line(body: str, line: int, message
         pytest.param("PreemptParameters=youngest_first", "would undo the checkpoints", id="yf"),
         pytest.param("PreemptParameters=strict_order", "no reordering passes", id="so"),
         pytest.param("PreemptParameters=reorder_count=3", "no reordering passes", id="rc"),
-        pytest.param("PreemptParameters=reclaim_licenses", "licenses are not", id="rl"),
+        pytest.param("PreemptParameters=reclaim_licenses", "waiting for licenses", id="rl"),
         pytest.param("PreemptParameters=strict_suspend", "its meaning is unknown", id="ss"),
         # Slurm 22.05's spellings, which 24.11 still reads: refused alike.
         pytest.param("SchedulerParameters=bf_interval=5,preempt_strict_order", "reorder", id="so'"),

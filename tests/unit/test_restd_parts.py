@@ -130,7 +130,7 @@ def test_descriptions_slurm_refuses(desc: dict[str, Any], script: str, code: int
 REFUSED_FIELDS = [
     {"cpu_binding": "map_cpu:0,1"},
     {"distribution": "cyclic"},
-    {"licenses": "matlab:1"},
+    {"mcs_label": "x"},
     {"threads_per_core": 1},
     {"contiguous": True},
     {"exclusive": ["user"]},
@@ -200,8 +200,9 @@ def test_updates_are_scontrols_words() -> None:
     }
     with pytest.raises(SlurmError, match="Update of tasks is not supported"):
         updates_from_description({"tasks": 2})
-    with pytest.raises(SlurmError, match="Update of licenses, mail_type is not supported"):
-        updates_from_description({"mail_type": ["END"], "licenses": "x"})
+    with pytest.raises(SlurmError, match="Update of mail_type, network is not supported"):
+        updates_from_description({"mail_type": ["END"], "network": "x"})
+    assert updates_from_description({"licenses": "fluent:2"})[0] == {"Licenses": "fluent:2"}
 
 
 def test_ids_and_signals_as_paths_and_queries_give_them() -> None:

@@ -1,0 +1,107 @@
+"""Licenses as the core counts them: cluster-wide amounts held over intervals of time.
+
+A license (slurm.conf ``Licenses=fluent:30``) belongs to no node: a job holds its
+``-L`` counts from its start to its end, wherever it runs. One ``LicenseBook`` serves
+a whole pass:
+
+* running jobs hold theirs from their start until their time limit (for ever when
+  they have none, or are suspended: when they end is unknown);
+* the main pass's and backfill's starts hold theirs from now to their end;
+* backfill's plans (a waiting job's expected start) hold theirs over the interval
+  it expects the job to run, so a later job may start now only if it leaves enough
+  for every plan ahead of it: a license-limited job is not delayed by jobs behind it.
+
+A job fits when, for each license it asks for, the most held at any moment of its
+interval plus its count is at most the total. The number of holdings is that of
+jobs holding licenses, so the scans stay short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from corral.licenses import Licenses, parse
+
+#: An interval's open end: held for ever (a job without a time limit, or suspended).
+FOREVER = 2**62
+
+
+@dataclass(frozen=True, slots=True)
+class _Hold:
+    job_id: int
+    name: str
+    count: int
+    begin: int
+    end: int
+
+
+def needs(text: str) -> Licenses:
+    """A job's ``licenses`` as (name, count) pairs (admission checked the text)."""
+    return parse(text) if text else ()
+
+
+class LicenseBook:
+    """The licenses of one pass: totals and who holds how many when."""
+
+    def __init__(self, totals: Mapping[str, int]) -> None:
+        self.totals = dict(totals)
+        self.holds: list[_Hold] = []
+
+    def hold(self, job_id: int, asked: Licenses, begin: int, end: int | None) -> None:
+        """``job_id`` holds ``asked`` over ``[begin, end)`` (``end`` None: for ever)."""
+        stop = FOREVER if end is None else end
+        self.holds.extend(_Hold(job_id, name, count, begin, stop) for name, count in asked)
+
+    def until(self, job_id: int, end: int | None) -> None:
+        """``job_id``'s holdings end at ``end`` (a start whose end became known)."""
+        stop = FOREVER if end is None else end
+        self.holds = [
+            _Hold(h.job_id, h.name, h.count, h.begin, stop) if h.job_id == job_id else h
+            for h in self.holds
+        ]
+
+    def short(self, asked: Licenses, begin: int, end: int | None) -> str | None:
+        """The first license of ``asked`` too few of which are free at some moment of
+        ``[begin, end)``, or None when all fit."""
+        stop = FOREVER if end is None else end
+        for name, count in asked:
+            if self._peak(name, begin, stop) + count > self.totals.get(name, 0):
+                return name
+        return None
+
+    def fits(self, asked: Licenses, begin: int, end: int | None) -> bool:
+        return self.short(asked, begin, end) is None
+
+    def _peak(self, name: str, begin: int, end: int) -> int:
+        """The most of ``name`` held at any moment of ``[begin, end)``: the use only
+        rises where a holding begins, so those moments (and ``begin``) are checked."""
+        mine = [h for h in self.holds if h.name == name and h.begin < end and h.end > begin]
+        moments = {begin} | {h.begin for h in mine if h.begin > begin}
+        return max((sum(h.count for h in mine if h.begin <= t < h.end) for t in moments), default=0)
+
+    def ends(self, after: int, before: int) -> list[int]:
+        """The moments in ``(after, before)`` at which some holding ends, in order: when
+        a license-limited job may start sooner than a probe."""
+        return sorted({h.end for h in self.holds if after < h.end < before})
+
+    def used(self, at: int) -> dict[str, int]:
+        """How many of each license are held at ``at``."""
+        counts = dict.fromkeys(self.totals, 0)
+        for h in self.holds:
+            if h.begin <= at < h.end:
+                counts[h.name] = counts.get(h.name, 0) + h.count
+        return counts
+
+
+def book_of(
+    totals: Mapping[str, int], running: Iterable[tuple[int, str, int, int]], now: int
+) -> LicenseBook:
+    """The book at the start of a pass: ``running`` as (job id, licenses, start, end)
+    where end 0 is unknown. A job past its limit and not yet ended still holds its
+    licenses now: it is counted to just after ``now``."""
+    book = LicenseBook(totals)
+    for job_id, text, start, end in running:
+        if text:
+            book.hold(job_id, needs(text), min(start, now), max(end, now + 1) if end else None)
+    return book
