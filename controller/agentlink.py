@@ -623,6 +623,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 mem_mib=job.alloc_mem[index] if job.alloc_mem else 0,
                 step_mem_mib=step.mem[node_id] if step.mem else 0,
                 task_gpus=[pb.TaskGpus(gpus=gpus) for gpus in bound],
+                mpi=req.mpi,
+                node_tasks=step.tasks,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

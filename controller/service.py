@@ -53,6 +53,7 @@ from corral import (
     authalt,
     errors,
     hostlist,
+    mpitypes,
     timefmt,
     tokens,
 )
@@ -403,6 +404,8 @@ class Handlers:
 
     async def StepCreate(self, req: pb.StepCreateRequest, who: Principal) -> pb.StepCreateReply:
         """srun in an allocation: a step laid out, journaled, then launched on its nodes."""
+        if req.mpi and req.mpi not in mpitypes.SERVED:  # srun refuses it first, in Slurm's words
+            raise SlurmError(errors.ESLURM_NOT_SUPPORTED)
         request = StepRequest(
             ntasks=req.ntasks,
             min_nodes=req.min_nodes,

@@ -36,6 +36,7 @@ __all__ = [
     "hooks",
     "hostlist",
     "jobinfo",
+    "mpitypes",
     "munge",
     "nodeset",
     "oomscore",

@@ -49,7 +49,7 @@ from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
 from cli.srun import gpuinput, step_options
 from cli.srun.values import cpu_bind_none, open_mode_append
-from corral import stepio
+from corral import mpitypes, stepio
 from corral.clientconf import ClientSettings, client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
 
@@ -129,7 +129,11 @@ TABLE = OptionTable(
         _row("mem", note=STEP_MEMORY),
         _row("mem-per-cpu", note=STEP_MEMORY),
         _row("mem-per-gpu", note=STEP_MEMORY),
-        _row("mpi", note="none only (no PMI is provided); any other type is refused"),
+        _row(
+            "mpi",
+            note="none, pmi2 (PMI-1 and PMI-2 served to the tasks) and list; other types "
+            "are refused as Slurm refuses a plugin it cannot load",
+        ),
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
@@ -172,6 +176,7 @@ class Settings:
         self.kill_on_bad_exit = False  # -K, else slurm.conf's KillOnBadExit
         self.cpu_bind_none = False
         self.append = False
+        self.mpi = mpitypes.NONE  # --mpi, else SLURM_MPI_TYPE, else MpiDefault
 
     def get(self, key: str, default: str = "") -> str:
         value = self.options.get(key)
@@ -205,9 +210,8 @@ def parse(argv: list[str]) -> Settings:
         if option.key == "version":
             raise Halt(0, boundary.version_line())
         settings.options[option.key] = value
-    mpi = settings.get("mpi", "none")
-    if mpi.lower() != "none":  # tasks that expect PMI would start unwired, each alone
-        raise Halt(1, f"{PROG}: error: --mpi={mpi} is not supported: no PMI is provided")
+    if settings.get("mpi") == "list":  # as Slurm's srun: the list, whatever else is given
+        raise Halt(0, mpitypes.listing().rstrip("\n"))
     if settings.has("exclusive") and settings.has("overlap"):  # overlap would win unsaid
         raise Halt(1, f"{PROG}: error: --exclusive and --overlap are mutually exclusive")
     if settings.has("pty"):
@@ -229,6 +233,15 @@ def parse(argv: list[str]) -> Settings:
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
     return settings
+
+
+def mpi_type(settings: Settings, env: Mapping[str, str], configured: str) -> str:
+    """The step's MPI type: ``--mpi``, else SLURM_MPI_TYPE, else MpiDefault; one Corral
+    does not serve is refused in the words Slurm's srun has for a plugin it cannot load."""
+    name = mpitypes.resolve(settings.options.get("mpi"), env.get("SLURM_MPI_TYPE", ""), configured)
+    if name not in mpitypes.SERVED:
+        raise Halt(1, *mpitypes.refusal(PROG, name))
+    return name
 
 
 def kill_on_bad_exit(settings: Settings, configured: bool) -> bool:
@@ -314,7 +327,10 @@ def step_request(
         "cpu_bind_none": settings.cpu_bind_none,
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
+        "mpi": settings.mpi,
     }
+    if mpitypes.wires(settings.mpi):  # the tasks' own sruns wire up as this one does
+        request["environment"]["SLURM_MPI_TYPE"] = settings.mpi
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     if terminal is not None:
@@ -497,6 +513,11 @@ class Step:
         self.interrupts: list[float] = []
         self.killed = False
         self.unlaunched: set[int] = set()  # node ids whose tasks could not be launched
+        self.fence = None  # --mpi=pmi2: the PMI fence through srun (cli/srun/pmifence.py)
+        if mpitypes.wires(settings.mpi):
+            from cli.srun.pmifence import Fence
+
+            self.fence = Fence(len(self.nodes))
         self.signals = signals.caught
         self.wake = signals.wake_r
 
@@ -639,6 +660,36 @@ class Step:
                 self.done.add(what)
             elif kind == stepio.FAILED and isinstance(what, int):
                 self._launch_failed(what, payload.decode(errors="replace"))
+            elif (
+                kind in (stepio.KVS, stepio.FENCE, stepio.ABORT)
+                and isinstance(what, int)
+                and not self._pmi(what, kind, number, payload)
+            ):  # PMI frames from the runner of a step without PMI: not our runner
+                self._lost(conn, what)
+                return
+
+    def _pmi(self, node_id: int, kind: int, number: int, payload: bytes) -> bool:
+        """A runner's part of a fence, or a task's PMI abort; False: not a PMI step."""
+        if self.fence is None:
+            return False
+        if kind == stepio.KVS:
+            self.fence.add(payload)
+        elif kind == stepio.FENCE:
+            for data in self.fence.enter(node_id):
+                self._send_all(data)
+        else:
+            code, message = stepio.read_abort(payload)
+            said = f": {message}" if message else ""
+            print(
+                f"{PROG}: error: {self.nodes[node_id]}: task {number}: PMI abort with exit "
+                f"code {code}{said}",
+                file=sys.stderr,
+            )
+            if not self.killed:  # Slurm's PMI plugin ends the whole step
+                self.killed = True
+                print(f"{PROG}: Terminating {self.name}", file=sys.stderr)
+                self._send_all(stepio.frame(stepio.SIGNAL, stepio.TERM_KILL))
+        return True
 
     def _launch_failed(self, node_id: int, why: str) -> None:
         """The node's runner could not start its tasks (user, cgroup): they failed."""
@@ -837,6 +888,7 @@ def srun(argv: list[str]) -> int:
         gpuinput.inherit(settings.options, os.environ)  # after: the job's own raise no warning
         conf = client_settings()
         settings.kill_on_bad_exit = kill_on_bad_exit(settings, conf.kill_on_bad_exit)
+        settings.mpi = mpi_type(settings, os.environ, conf.mpi_default)
         client = boundary.connect(conf)
         if not job_text:
             return run_in_new_allocation(client, settings, argv, conf)
