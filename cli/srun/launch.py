@@ -112,6 +112,12 @@ TABLE = OptionTable(
             "--exclusive is the default and the job-level values are warned about",
         ),
         _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
+        _row(
+            "external-launcher",
+            arg=NO_ARGUMENT,
+            note="Slurm 23.11's, which OpenMPI's mpirun passes when it starts its daemons: "
+            "as --overlap, the step holds none of the job's CPUs against other steps",
+        ),
         _row("gpu-bind", note="closest, map_gpu, mask_gpu, none, per_task, single"),
         _row("gpus", "G", note=STEP_GPU_TYPE),
         _row("gpus-per-node", note=STEP_GPU_TYPE),
@@ -308,7 +314,9 @@ def step_request(
         "ntasks_per_node": settings.count("ntasks-per-node"),
         "nodelist": settings.get("nodelist"),
         "exclude": settings.get("exclude"),
-        "overlap": settings.has("overlap") or env.get("SLURM_OVERLAP", "") != "",
+        "overlap": settings.has("overlap")
+        or settings.has("external-launcher")
+        or env.get("SLURM_OVERLAP", "") != "",
         "overcommit": settings.has("overcommit"),
         **_gpu_fields(settings),
         **_memory_fields(settings),
