@@ -28,7 +28,9 @@ In order:
 4. Fork every task: the first one's pid is the process group of them all.
    Each gets ``environment`` plus SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID,
    SLURM_TASK_PID, SLURMD_NODENAME, SLURM_GTIDS and SLURM_CPUS_ON_NODE, and
-   execs ``argv[0]`` looked up on its PATH; if exec fails the task writes
+   execs ``argv[0]`` looked up on its PATH (under ``--mpi=pmi2`` each also gets its end
+   of a socketpair as ``PMI_FD``, served by :mod:`nodeagent.pmi` in the loop below,
+   fences through srun as KVS and FENCE frames); if exec fails the task writes
    ``slurmstepd: error: execve(): ARGV0: REASON`` to its stderr and exits
    with the errno as status (2 for a missing command), as slurmstepd's tasks do.
 5. The run loop every run shares (:class:`~nodeagent.runner.Runner`: selectors;

@@ -4,6 +4,9 @@ and which MPI types srun serves (corral/mpitypes.py, cli/srun/launch.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,8 +14,12 @@ from hypothesis import strategies as st
 from cli.halt import Halt
 from cli.srun.launch import mpi_type, parse
 from cli.srun.pmifence import Fence
+from controller.model import Step as ControllerStep
 from corral import mpitypes, stepio
+from corral.wire import corral_pb2 as pb
 from nodeagent import pmi
+from nodeagent.runkinds import step_spec
+from tests.unit.test_gpu_grants import Link, gpu_job
 
 JOB = pmi.PmiJob(kvsname="7.0", size=4, mapping=pmi.process_mapping([2, 2]))
 
@@ -31,7 +38,7 @@ class Step:
         self.links = [self.nodes[rank // 2].link(rank) for rank in range(4)]
         self.union: list[bytes] = []
 
-    def _out(self, node_id: int):  # type: ignore[no-untyped-def]
+    def _out(self, node_id: int) -> Callable[[dict[str, str]], None]:
         def fence_out(puts: dict[str, str]) -> None:
             pairs = {k.encode("latin-1"): v.encode("latin-1") for k, v in puts.items()}
             for data in stepio.kvs_frames(node_id, pairs):
@@ -302,3 +309,21 @@ def test_a_type_corral_does_not_serve_is_refused_in_slurms_words(
     assert refused.value.lines[-1] == (
         f"srun: error: Invalid MPI type '{name}', --mpi=list for acceptable types"
     )
+
+
+def test_each_nodes_launch_carries_the_type_and_the_steps_layout(tmp_path: Path) -> None:
+    """What the runner needs to serve PMI: the type, and every node's task count (for
+    PMI_process_mapping), from the controller's LaunchStep to the runner's spec."""
+    link = Link(tmp_path, {})
+    step = ControllerStep(1, "s", ("n1", "n2"), (3, 1), (3, 1), 0)
+    request = pb.StepCreateRequest(job_id=5, argv=["prog"], mpi="pmi2")
+    link.link.launch_step(gpu_job(), step, request)
+    for node, tasks in (("n1", [0, 1, 2]), ("n2", [3])):
+        spec = step_spec(link.sent[node][0].launch_step)
+        assert (spec.mpi, spec.node_tasks, list(spec.tasks), spec.ntasks) == (
+            "pmi2",
+            [3, 1],
+            tasks,
+            4,
+        )
+        assert pmi.process_mapping(spec.node_tasks) == "(vector,(0,1,3),(1,1,1))"
