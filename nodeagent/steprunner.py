@@ -419,12 +419,14 @@ class StepRun(Runner):
                     log.warning("task %d: PMI: %s", link.rank, exc)
                     self._pmi_close(link)
                     return
-        self._pmi_flush()
+        self._pmi_flush(link)
 
-    def _pmi_flush(self) -> None:
-        """Send what each task's PMI end has queued (a fence's end answers them all)."""
+    def _pmi_flush(self, current: pmi.TaskLink | None = None) -> None:
+        """Send what the tasks' PMI ends have queued (a fence's end, or a node attribute
+        put, answers others than ``current``, the one whose event this is); watch each
+        for writing while some is left."""
         for link, ours in self.pmi_socks.items():
-            if link.closed:
+            if link.closed or not (link.outbuf or link is current):
                 continue
             if link.outbuf:
                 try:
