@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from corral import errors
+from corral.errors import SlurmError
 from tests.integration import mpiprog
 from tests.integration.cluster import Cluster
 
@@ -35,6 +37,10 @@ def test_mpich_ranks_wire_up_through_srun_on_four_nodes(four: Cluster) -> None:
     alone = four.run("srun", "-N2", "-n2", "--mpi=none", str(program)).stdout
     worlds = sorted((m[1], m[2], m[3], m[4]) for m in mpiprog.LINE.finditer(alone))
     assert worlds == [("0", "1", "0", "node1"), ("0", "1", "0", "node2")], alone
+    # A type srun would refuse is refused by the controller too, for any other client.
+    with pytest.raises(SlurmError) as refused:
+        four.client.call("StepCreate", {"job_id": 1, "argv": ["true"], "mpi": "pmix"})
+    assert refused.value.code == errors.ESLURM_NOT_SUPPORTED
 
 
 def test_openmpi_mpirun_in_a_batch_job_starts_its_daemons_with_srun(four: Cluster) -> None:
