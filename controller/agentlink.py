@@ -636,6 +636,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 task_gpus=[pb.TaskGpus(gpus=gpus) for gpus in bound],
                 container=req.container,
                 container_id=req.container_id,
+                mpi=req.mpi,
+                node_tasks=step.tasks,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

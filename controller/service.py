@@ -54,6 +54,7 @@ from corral import (
     authalt,
     errors,
     hostlist,
+    mpitypes,
     timefmt,
     tokens,
 )
@@ -429,6 +430,8 @@ class Handlers:
         """srun in an allocation: a step laid out, journaled, then launched on its nodes."""
         if req.container and not req.container.startswith("/"):  # as admission refuses it
             raise SlurmError(errors.EINVAL, f"--container {req.container}: not an absolute path")
+        if req.mpi and req.mpi not in mpitypes.SERVED:  # srun refuses it first, in Slurm's words
+            raise SlurmError(errors.ESLURM_NOT_SUPPORTED)
         request = StepRequest(
             ntasks=req.ntasks,
             min_nodes=req.min_nodes,

@@ -38,6 +38,7 @@ __all__ = [
     "jobinfo",
     "licenses",
     "mailtype",
+    "mpitypes",
     "munge",
     "nodeset",
     "ociconf",

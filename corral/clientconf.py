@@ -46,6 +46,7 @@ _WANTED = {
         "BackupAddr",
         "SrunProlog",
         "SrunEpilog",
+        "MpiDefault",
     )
 }
 
@@ -61,6 +62,7 @@ class ClientSettings:
         "controller_hosts",
         "kill_on_bad_exit",
         "max_array_size",
+        "mpi_default",
         "path",
         "slurmctld_port",
         "slurmd_port",
@@ -84,6 +86,7 @@ class ClientSettings:
         kill_on_bad_exit: bool = False,
         srun_prolog: str = "",
         srun_epilog: str = "",
+        mpi_default: str = "",
     ) -> None:
         self.path = path
         self.cluster_name = cluster_name
@@ -96,6 +99,7 @@ class ClientSettings:
         self.kill_on_bad_exit = kill_on_bad_exit
         self.srun_prolog = srun_prolog  # SrunProlog and SrunEpilog: run by srun itself
         self.srun_epilog = srun_epilog
+        self.mpi_default = mpi_default  # as written: srun refuses a type it cannot serve
 
     @property
     def controller_host(self) -> tuple[str, str]:
@@ -168,4 +172,5 @@ def client_settings(path: str | None = None) -> ClientSettings:
         kill_on_bad_exit=bad_exit is not None and integer("KillOnBadExit", *bad_exit) != 0,
         srun_prolog=settings.get("SrunProlog", ("", NOWHERE))[0],
         srun_epilog=settings.get("SrunEpilog", ("", NOWHERE))[0],
+        mpi_default=settings.get("MpiDefault", ("", NOWHERE))[0],
     )

@@ -36,6 +36,7 @@ from corral import (
     gresconf,
     hostlist,
     jobacct,
+    mpitypes,
     preemptconf,
     queueconf,
     timefmt,
@@ -321,6 +322,8 @@ class SlurmConfig:
     # Licenses=: the cluster-wide counts jobs ask for with -L (corral/licenses.py), in
     # configuration order.
     licenses: Licenses = ()
+    # MpiDefault: the MPI type of a step that names none (corral/mpitypes.py).
+    mpi_default: str = "none"
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -571,6 +574,18 @@ def _choice(key: str, value: str, where: Where, allowed: tuple[str, ...]) -> str
     if upper not in allowed:
         raise ConfigError(*where, f"bad {key} value '{value}': use {', '.join(allowed)}")
     return upper
+
+
+def _mpi_default(setting: tuple[str, Where] | None) -> str:
+    """MpiDefault: a type Corral serves (corral/mpitypes.py), else refused: a step that
+    named none would otherwise start without the wire-up the site asked for."""
+    if setting is None or not setting[0]:
+        return mpitypes.NONE
+    value, where = setting
+    if value not in mpitypes.SERVED:
+        served = " and ".join(f"mpi/{name}" for name in mpitypes.SERVED)
+        raise ConfigError(*where, f"MpiDefault={value} is not supported: Corral serves {served}")
+    return value
 
 
 def _health_states(value: str, where: Where) -> tuple[str, ...]:
@@ -1217,6 +1232,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         unkillable_step_timeout=number("UnkillableStepTimeout", 60, maximum=65535),
         topo_optional=topo_optional,
         licenses=_licenses(settings),
+        mpi_default=_mpi_default(settings.get("MpiDefault")),
     )
 
 

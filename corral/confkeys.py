@@ -194,8 +194,8 @@ MetricsAuthUsers                warned              not read
 MetricsParameters               honoured
 MetricsType                     honoured
 MinJobAge                       honoured
-MpiDefault                      refused(none)       no PMI is provided
-MpiParams                       warned              no PMI is provided
+MpiDefault                      honoured            none or pmi2 (PMI-1 and PMI-2); others refused
+MpiParams                       warned              ports= (OpenMPI's reserved ports) is not read
 NamespaceType                   refused             job namespaces are not made
 NodeFeaturesPlugins             refused             changeable node features are not implemented
 OverTimeLimit                   refused(0)          jobs end at their time limit

@@ -27,7 +27,21 @@ FAILED    runner →   no task of node ``task`` could be launched; payload: why
                      (UTF-8); the runner hangs up after it
 WINSIZE   → runner   srun --pty: the size of srun's terminal, for task 0's;
                      payload ``!HH`` rows and columns
+KVS       both       ``--mpi=pmi2``: key-value pairs (``pairs_payload``) put
+                     by this node's tasks since the last fence (runner →), or
+                     by the whole step's (→ runner), in pieces of at most
+                     ``MAX_PAYLOAD``
+FENCE     both       every task of node ``task`` entered the fence (runner →,
+                     after its KVS frames); every node did (→ runner, after
+                     the union of their KVS frames): the tasks go on
+ABORT     runner →   a task (``task``: its rank) called PMI abort; payload
+                     ``!i`` exit code then the message (UTF-8)
 ========  =========  ====================================================
+
+A fence is a gather and a broadcast through srun, as Slurm's PMI-2 plugin makes
+one through its tree of step daemons: srun forwards each KVS frame it received
+to every runner once all FENCE frames are in, then FENCE. It never reads the
+pairs.
 
 Under ``--pty`` task 0's stdin, stdout and stderr are one pseudo-terminal on
 its node: IN frames are what srun's terminal reads in raw mode (Ctrl-C, Ctrl-Z
@@ -55,7 +69,7 @@ if TYPE_CHECKING:
         def feed(self, data: bytes) -> list[tuple[int, int, bytes]]: ...
 
 
-HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED, WINSIZE = range(1, 10)
+HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED, WINSIZE, KVS, FENCE, ABORT = range(1, 13)
 #: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
 TERM_KILL = 997
 HEADER = struct.Struct("!BII")
@@ -105,6 +119,52 @@ def read_winsize(payload: bytes) -> tuple[int, int]:
     return rows, cols
 
 
+PAIR = struct.Struct("!II")
+
+
+def kvs_frames(node_id: int, pairs: dict[bytes, bytes]) -> list[bytes]:
+    """KVS frames carrying ``pairs``, each under ``MAX_PAYLOAD`` and each to be sealed
+    on its own (a pair too large for one frame is the caller's to refuse: PMI bounds
+    keys and values far below it)."""
+    frames, piece = [], bytearray()
+    for key, value in pairs.items():
+        entry = PAIR.pack(len(key), len(value)) + key + value
+        if piece and len(piece) + len(entry) > MAX_PAYLOAD:
+            frames.append(frame(KVS, node_id, bytes(piece)))
+            piece.clear()
+        piece += entry
+    if piece:
+        frames.append(frame(KVS, node_id, bytes(piece)))
+    return frames
+
+
+def read_pairs(payload: bytes) -> dict[bytes, bytes]:
+    """The pairs of a KVS frame's payload."""
+    pairs, at = {}, 0
+    while at < len(payload):
+        if at + PAIR.size > len(payload):
+            raise ProtocolError("bad key-value pair")
+        klen, vlen = PAIR.unpack_from(payload, at)
+        at += PAIR.size
+        if at + klen + vlen > len(payload):
+            raise ProtocolError("bad key-value pair")
+        pairs[payload[at : at + klen]] = payload[at + klen : at + klen + vlen]
+        at += klen + vlen
+    return pairs
+
+
+def abort_frame(rank: int, code: int, message: str) -> bytes:
+    return frame(ABORT, rank, STATUS.pack(code) + message.encode()[: MAX_PAYLOAD - STATUS.size])
+
+
+def read_abort(payload: bytes) -> tuple[int, str]:
+    """(exit code, message) of an ABORT frame's payload."""
+    if len(payload) < STATUS.size:
+        raise ProtocolError("bad abort")
+    (code,) = STATUS.unpack_from(payload)
+    return int(code), payload[STATUS.size :].decode(errors="replace")
+
+
 class Reader:
     """Frames out of a byte stream that arrives in arbitrary pieces."""
 
@@ -117,7 +177,7 @@ class Reader:
         frames = []
         while len(self._buffer) >= HEADER.size:
             kind, number, length = HEADER.unpack_from(self._buffer)
-            if not HELLO <= kind <= WINSIZE or length > MAX_PAYLOAD:
+            if not HELLO <= kind <= ABORT or length > MAX_PAYLOAD:
                 raise ProtocolError(f"bad frame header (kind {kind}, length {length})")
             end = HEADER.size + length
             if len(self._buffer) < end:

@@ -357,6 +357,8 @@ def step_spec(
         gpus=sorted(gpus),
         unbuffered=msg.unbuffered,
         pty=msg.pty,
+        mpi=msg.mpi,
+        node_tasks=list(msg.node_tasks),
         containment=_contained(msg, leaf, containment),
         container=container,
     )

@@ -253,6 +253,8 @@ class StepSpec:
     task_env: list[dict[str, str]] = field(default_factory=list)
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
     pty: bool = False  # srun --pty: task 0 on a terminal of its own, the others' I/O /dev/null
+    mpi: str = ""  # srun --mpi: "pmi2" serves PMI to the tasks (nodeagent/pmi.py)
+    node_tasks: list[int] = field(default_factory=list)  # tasks on each of the step's nodes
     # Why the tasks must not run here (their GPU fence cannot be set up on this
     # host): the runner only tells srun, so that srun fails at once.
     refused: str = ""

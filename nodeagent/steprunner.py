@@ -28,7 +28,9 @@ In order:
 4. Fork every task: the first one's pid is the process group of them all.
    Each gets ``environment`` plus SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID,
    SLURM_TASK_PID, SLURMD_NODENAME, SLURM_GTIDS and SLURM_CPUS_ON_NODE, and
-   execs ``argv[0]`` looked up on its PATH; if exec fails the task writes
+   execs ``argv[0]`` looked up on its PATH (under ``--mpi=pmi2`` each also gets its end
+   of a socketpair as ``PMI_FD``, served by :mod:`nodeagent.pmi` in the loop below,
+   fences through srun as KVS and FENCE frames); if exec fails the task writes
    ``slurmstepd: error: execve(): ARGV0: REASON`` to its stderr and exits
    with the errno as status (2 for a missing command), as slurmstepd's tasks do.
 5. The run loop every run shares (:class:`~nodeagent.runner.Runner`: selectors;
@@ -76,8 +78,8 @@ import termios
 import time
 from fcntl import ioctl
 
-from corral import filepattern, oomscore, stepcipher, stepio
-from nodeagent import cgroups, devcgroup, runas
+from corral import filepattern, mpitypes, oomscore, stepcipher, stepio
+from nodeagent import cgroups, devcgroup, pmi, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
@@ -156,6 +158,10 @@ class StepRun(Runner):
         self.signals_read = 0  # how far ``signals`` has been acted on
         self.pty_task: Task | None = None  # srun --pty: the task on a terminal of its own
         self.side_pgid = 0  # then, the group of this node's other tasks
+        self.pmi: pmi.NodePmi | None = None  # srun --mpi=pmi2: the tasks' PMI server
+        self.pmi_ends: dict[int, int] = {}  # task index -> its end of its PMI socketpair
+        self.pmi_socks: dict[pmi.TaskLink, socket.socket] = {}  # each task's PMI: our end
+        self.kvs_in: dict[str, str] = {}  # a fence's union, as srun's KVS frames bring it
 
     # ------------------------------------------------------------ start
 
@@ -348,6 +354,8 @@ class StepRun(Runner):
 
     def _start_tasks(self, stdio: list[tuple[int, int, int]], groups: Any, note: str) -> None:
         env = task_environment(self.spec)
+        if mpitypes.wires(self.spec.mpi):
+            self._serve_pmi()
         self.started_at = time.time()
         for task, fds in zip(self.tasks, stdio, strict=True):
             self._fork_task(task, fds, env, groups, note)
@@ -358,6 +366,116 @@ class StepRun(Runner):
         for task in self.tasks:
             for fd in task.pipes:
                 self.sel.register(fd, selectors.EVENT_READ, task)
+        self.pmi_ends = {}  # closed with the other child ends
+        for link, ours in list(self.pmi_socks.items()):
+            if any(task.task_id == link.rank and task.pid for task in self.tasks):
+                self._want(ours, selectors.EVENT_READ, link)
+            else:  # never started: no fence waits for it
+                self._pmi_close(link)
+
+    # ------------------------------------------------------------ PMI (srun --mpi=pmi2)
+
+    def _serve_pmi(self) -> None:
+        """A socketpair per task (``PMI_FD`` is the task's end) and the node's PMI
+        server over them (nodeagent/pmi.py), whose fences go through srun."""
+        spec = self.spec
+        job = pmi.PmiJob(
+            kvsname=f"{spec.job_id}.{spec.step_id}",
+            size=spec.ntasks,
+            mapping=pmi.process_mapping(spec.node_tasks or [len(self.tasks)]),
+        )
+        self.pmi = pmi.NodePmi(job, self._fence_out, self._abort_out)
+        for task in self.tasks:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            ours.setblocking(False)
+            self.pmi_ends[task.index] = theirs.detach()
+            self.child_fds.append(self.pmi_ends[task.index])
+            self.pmi_socks[self.pmi.link(task.task_id)] = ours
+
+    def _pmi_environment(self, task: Task) -> dict[str, str]:
+        """In the task's child: its PMI variables, its end kept open across exec."""
+        end = self.pmi_ends.get(task.index)
+        if end is None or self.pmi is None:
+            return {}
+        os.set_inheritable(end, True)
+        return pmi.task_environment(self.pmi.job, task.task_id, end)
+
+    def _pmi_event(self, link: pmi.TaskLink, mask: int) -> None:
+        ours = self.pmi_socks[link]
+        if mask & selectors.EVENT_READ:
+            try:
+                data = ours.recv(READ_SIZE)
+            except BlockingIOError:
+                data = None
+            except OSError:
+                data = b""
+            if data == b"":
+                self._pmi_close(link)
+                return
+            if data:
+                try:
+                    link.feed(data)
+                except pmi.PmiError as exc:
+                    log.warning("task %d: PMI: %s", link.rank, exc)
+                    self._pmi_close(link)
+                    return
+        self._pmi_flush(link)
+
+    def _pmi_flush(self, current: pmi.TaskLink | None = None) -> None:
+        """Send what the tasks' PMI ends have queued (a fence's end, or a node attribute
+        put, answers others than ``current``, the one whose event this is); watch each
+        for writing while some is left."""
+        for link, ours in self.pmi_socks.items():
+            if link.closed or not (link.outbuf or link is current):
+                continue
+            if link.outbuf:
+                try:
+                    sent = ours.send(link.outbuf)
+                except BlockingIOError:
+                    sent = 0
+                except OSError:
+                    self._pmi_close(link)
+                    continue
+                del link.outbuf[:sent]
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if link.outbuf else 0)
+            self._want(ours, events, link)
+
+    def _pmi_close(self, link: pmi.TaskLink) -> None:
+        if link.closed:
+            return
+        ours = self.pmi_socks[link]
+        self._want(ours, 0, link)
+        ours.close()
+        assert self.pmi is not None
+        self.pmi.closed(link)  # a fence may be complete without it
+        self._pmi_flush()
+
+    def _fence_out(self, puts: dict[str, str]) -> None:
+        """Every live task here is in the fence: this node's puts go to srun."""
+        node_id = self.spec.node_id
+        pairs = {key.encode("latin-1"): value.encode("latin-1") for key, value in puts.items()}
+        for data in stepio.kvs_frames(node_id, pairs):
+            self._send(data)
+        self._send(stepio.frame(stepio.FENCE, node_id))
+
+    def _fence_in(self, kind: int, payload: bytes) -> None:
+        """srun's KVS frames (the union of every node's puts), then FENCE: it is over."""
+        if self.pmi is None:
+            raise stepio.ProtocolError("a fence without PMI")
+        if kind == stepio.KVS:
+            pairs = stepio.read_pairs(payload)
+            self.kvs_in.update((k.decode("latin-1"), v.decode("latin-1")) for k, v in pairs.items())
+            return
+        union, self.kvs_in = self.kvs_in, {}
+        self.pmi.fence_done(union)
+        self._pmi_flush()
+
+    def _abort_out(self, rank: int, code: int, message: str) -> None:
+        """A task called PMI abort: srun ends the whole step (Slurm kills it)."""
+        spec = self.spec
+        log.warning("step %d.%d: task %d: PMI abort (%d) %s", spec.job_id, spec.step_id, rank,
+                    code, message)  # fmt: skip
+        self._send(stepio.abort_frame(rank, code, message))
 
     def _fork_task(
         self, task: Task, fds: tuple[int, int, int], env: dict[str, str], groups: Any, note: str
@@ -423,6 +541,7 @@ class StepRun(Runner):
             env = {
                 **env,
                 **(spec.task_env[task.index] if spec.task_env else {}),  # its --gpu-bind
+                **self._pmi_environment(task),
                 "SLURM_PROCID": str(task.task_id),
                 "SLURM_LOCALID": str(task.index),
                 "SLURM_TASK_PID": str(os.getpid()),
@@ -476,6 +595,8 @@ class StepRun(Runner):
             self._feed_stdin()
         elif isinstance(what, Task) and key.fd in what.pipes:
             self._read_pipe(what, key.fd)
+        elif isinstance(what, pmi.TaskLink):
+            self._pmi_event(what, mask)
 
     def _time_up(self) -> None:
         self._end("time limit reached", self.spec.kill_wait, " DUE TO TIME LIMIT")
@@ -656,6 +777,12 @@ class StepRun(Runner):
                 except stepio.ProtocolError as exc:
                     self._srun_gone(f"bad frame from srun: {exc}")
                     return
+            elif kind in (stepio.KVS, stepio.FENCE):
+                try:
+                    self._fence_in(kind, payload)
+                except stepio.ProtocolError as exc:
+                    self._srun_gone(f"bad frame from srun: {exc}")
+                    return
 
     def _resize(self, rows: int, cols: int) -> None:
         """srun's terminal changed size: so does task 0's (the kernel sends SIGWINCH to
@@ -751,6 +878,8 @@ class StepRun(Runner):
                 tasks=[task.task_id for task in self.tasks],
                 groups=None,
             )
+        for link in list(self.pmi_socks):
+            self._pmi_close(link)
         for task in self.tasks:
             for fd in list(task.pipes):
                 self._drain(task, fd)

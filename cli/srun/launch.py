@@ -49,7 +49,7 @@ from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
 from cli.srun import gpuinput, step_options
 from cli.srun.values import cpu_bind_none, open_mode_append
-from corral import stepio
+from corral import mpitypes, stepio
 from corral.clientconf import ClientSettings, client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
 
@@ -114,6 +114,12 @@ TABLE = OptionTable(
             "--exclusive is the default and the job-level values are warned about",
         ),
         _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
+        _row(
+            "external-launcher",
+            arg=NO_ARGUMENT,
+            note="Slurm 23.11's, which OpenMPI's mpirun passes when it starts its daemons: "
+            "as --overlap, the step holds none of the job's CPUs against other steps",
+        ),
         _row("gpu-bind", note="closest, map_gpu, mask_gpu, none, per_task, single"),
         _row("gpus", "G", note=STEP_GPU_TYPE),
         _row("gpus-per-node", note=STEP_GPU_TYPE),
@@ -134,7 +140,11 @@ TABLE = OptionTable(
         _row("mem", note=STEP_MEMORY),
         _row("mem-per-cpu", note=STEP_MEMORY),
         _row("mem-per-gpu", note=STEP_MEMORY),
-        _row("mpi", note="none only (no PMI is provided); any other type is refused"),
+        _row(
+            "mpi",
+            note="none, pmi2 (PMI-1 and PMI-2 served to the tasks) and list; other types "
+            "are refused as Slurm refuses a plugin it cannot load",
+        ),
         _row("nodefile", "F"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
@@ -178,6 +188,7 @@ class Settings:
         self.kill_on_bad_exit = False  # -K, else slurm.conf's KillOnBadExit
         self.cpu_bind_none = False
         self.append = False
+        self.mpi = mpitypes.NONE  # --mpi, else SLURM_MPI_TYPE, else MpiDefault
 
     def get(self, key: str, default: str = "") -> str:
         value = self.options.get(key)
@@ -214,9 +225,8 @@ def parse(argv: list[str]) -> Settings:
             settings.options["nodelist"] = _node_file(value or "")
             continue
         settings.options[option.key] = value
-    mpi = settings.get("mpi", "none")
-    if mpi.lower() != "none":  # tasks that expect PMI would start unwired, each alone
-        raise Halt(1, f"{PROG}: error: --mpi={mpi} is not supported: no PMI is provided")
+    if settings.get("mpi") == "list":  # as Slurm's srun: the list, whatever else is given
+        raise Halt(0, mpitypes.listing().rstrip("\n"))
     if settings.has("exclusive") and settings.has("overlap"):  # overlap would win unsaid
         raise Halt(1, f"{PROG}: error: --exclusive and --overlap are mutually exclusive")
     if settings.has("pty"):
@@ -249,6 +259,15 @@ def _node_file(path: str) -> str:
         return node_file(path)
     except Failure as exc:
         raise Halt(exc.status or 1, *(f"{PROG}: error: {line}" for line in exc.lines)) from None
+
+
+def mpi_type(settings: Settings, env: Mapping[str, str], configured: str) -> str:
+    """The step's MPI type: ``--mpi``, else SLURM_MPI_TYPE, else MpiDefault; one Corral
+    does not serve is refused in the words Slurm's srun has for a plugin it cannot load."""
+    name = mpitypes.resolve(settings.options.get("mpi"), env.get("SLURM_MPI_TYPE", ""), configured)
+    if name not in mpitypes.SERVED:
+        raise Halt(1, *mpitypes.refusal(PROG, name))
+    return name
 
 
 def kill_on_bad_exit(settings: Settings, configured: bool) -> bool:
@@ -315,7 +334,9 @@ def step_request(
         "ntasks_per_node": settings.count("ntasks-per-node"),
         "nodelist": settings.get("nodelist"),
         "exclude": settings.get("exclude"),
-        "overlap": settings.has("overlap") or env.get("SLURM_OVERLAP", "") != "",
+        "overlap": settings.has("overlap")
+        or settings.has("external-launcher")
+        or env.get("SLURM_OVERLAP", "") != "",
         "overcommit": settings.has("overcommit"),
         **_gpu_fields(settings),
         **_memory_fields(settings),
@@ -334,8 +355,11 @@ def step_request(
         "cpu_bind_none": settings.cpu_bind_none,
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
+        "mpi": settings.mpi,
     }
     request.update(_container_fields(settings, env, cwd))
+    if mpitypes.wires(settings.mpi):  # the tasks' own sruns wire up as this one does
+        request["environment"]["SLURM_MPI_TYPE"] = settings.mpi
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     if terminal is not None:
@@ -534,6 +558,11 @@ class Step:
         self.interrupts: list[float] = []
         self.killed = False
         self.unlaunched: set[int] = set()  # node ids whose tasks could not be launched
+        self.fence = None  # --mpi=pmi2: the PMI fence through srun (cli/srun/pmifence.py)
+        if mpitypes.wires(settings.mpi):
+            from cli.srun.pmifence import Fence
+
+            self.fence = Fence(len(self.nodes))
         self.signals = signals.caught
         self.wake = signals.wake_r
 
@@ -676,6 +705,36 @@ class Step:
                 self.done.add(what)
             elif kind == stepio.FAILED and isinstance(what, int):
                 self._launch_failed(what, payload.decode(errors="replace"))
+            elif (
+                kind in (stepio.KVS, stepio.FENCE, stepio.ABORT)
+                and isinstance(what, int)
+                and not self._pmi(what, kind, number, payload)
+            ):  # PMI frames from the runner of a step without PMI: not our runner
+                self._lost(conn, what)
+                return
+
+    def _pmi(self, node_id: int, kind: int, number: int, payload: bytes) -> bool:
+        """A runner's part of a fence, or a task's PMI abort; False: not a PMI step."""
+        if self.fence is None:
+            return False
+        if kind == stepio.KVS:
+            self.fence.add(payload)
+        elif kind == stepio.FENCE:
+            for data in self.fence.enter(node_id):
+                self._send_all(data)
+        else:
+            code, message = stepio.read_abort(payload)
+            said = f": {message}" if message else ""
+            print(
+                f"{PROG}: error: {self.nodes[node_id]}: task {number}: PMI abort with exit "
+                f"code {code}{said}",
+                file=sys.stderr,
+            )
+            if not self.killed:  # Slurm's PMI plugin ends the whole step
+                self.killed = True
+                print(f"{PROG}: Terminating {self.name}", file=sys.stderr)
+                self._send_all(stepio.frame(stepio.SIGNAL, stepio.TERM_KILL))
+        return True
 
     def _launch_failed(self, node_id: int, why: str) -> None:
         """The node's runner could not start its tasks (user, cgroup): they failed."""
@@ -874,6 +933,7 @@ def srun(argv: list[str]) -> int:
         gpuinput.inherit(settings.options, os.environ)  # after: the job's own raise no warning
         conf = client_settings()
         settings.kill_on_bad_exit = kill_on_bad_exit(settings, conf.kill_on_bad_exit)
+        settings.mpi = mpi_type(settings, os.environ, conf.mpi_default)
         client = boundary.connect(conf)
         if not job_text:
             return run_in_new_allocation(client, settings, argv, conf)

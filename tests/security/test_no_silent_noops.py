@@ -101,7 +101,7 @@ def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) ->
     assert "sbatch: warning: --wckey has no effect: WCKeys are not tracked" in warned.stderr
     mpi = cluster.run("srun", "--mpi=pmix", "true", check=False)
     assert mpi.returncode == 1
-    assert "srun: error: --mpi=pmix is not supported" in mpi.stderr
+    assert "srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types" in mpi.stderr
     # A binding Corral does not do: the tasks would see all the job's CPUs.
     before = len(cluster.jobs())
     bind = cluster.run("srun", "--cpu-bind=cores", "true", check=False)

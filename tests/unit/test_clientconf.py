@@ -35,6 +35,7 @@ def _same(client: ClientSettings, full: SlurmConfig) -> None:
     assert client.slurmd_port == full.slurmd_port
     assert client.max_array_size == full.max_array_size
     assert client.kill_on_bad_exit == full.kill_on_bad_exit
+    assert (client.mpi_default or "none") == full.mpi_default
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,7 @@ def _same(client: ClientSettings, full: SlurmConfig) -> None:
         pytest.param(
             "ClusterName=Big\nSlurmctldHost=a(10.0.0.1)\nSlurmctldHost=b\n"
             "StateSaveLocation=/srv/state\nSlurmctldPort=7000-7003\nSlurmdPort=7010\n"
-            "MaxArraySize=4k\nKillOnBadExit=1\n",
+            "MaxArraySize=4k\nKillOnBadExit=1\nMpiDefault=pmi2\n",
             id="values",
         ),
         pytest.param(

@@ -1127,3 +1127,15 @@ def test_keys_that_would_change_an_outcome_are_refused(body: str, message: str) 
     """Not implemented, and ignoring them could change what happens: no start."""
     with pytest.raises(ConfigError, match=message):
         conf(body)
+
+
+def test_mpidefault_is_a_type_corral_serves() -> None:
+    assert conf("").mpi_default == "none"
+    assert conf("MpiDefault=pmi2\n").mpi_default == "pmi2"
+    # Steps that name no type would start without the wire-up the site asked for.
+    with pytest.raises(
+        ConfigError,
+        match=r"slurm.conf:3: MpiDefault=pmix is not supported: Corral serves "
+        r"mpi/none and mpi/pmi2",
+    ):
+        conf("MpiDefault=pmix\n")
