@@ -565,12 +565,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def launch_step(self, job: Job, step: Step, req: pb.StepCreateRequest) -> None:
         """Send each node of ``step`` its part; srun hears from the runners directly."""
-        env = step_environment(job, step, without_grants(req.environment))
+        env = step_environment(job, step, without_grants(req.environment), req.distribution)
         env["SLURM_CONF"] = self.config_path
-        first = 0
-        for node_id, (node, count) in enumerate(zip(step.nodes, step.tasks, strict=True)):
-            tasks = list(range(first, first + count))
-            first += count
+        for node_id, (node, task_ids) in enumerate(zip(step.nodes, step.ids, strict=True)):
+            tasks, count = list(task_ids), len(task_ids)
             session = self.sessions.get(node)
             if session is None:
                 log.warning(
@@ -623,6 +621,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 mem_mib=job.alloc_mem[index] if job.alloc_mem else 0,
                 step_mem_mib=step.mem[node_id] if step.mem else 0,
                 task_gpus=[pb.TaskGpus(gpus=gpus) for gpus in bound],
+                multi_prog=req.multi_prog,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

@@ -419,6 +419,9 @@ class Handlers:
             mem_per_cpu=req.mem_per_cpu,
             mem_per_gpu=req.mem_per_gpu,
             cpus_per_gpu=req.cpus_per_gpu,
+            distribution=req.distribution,
+            task_nodes=tuple(req.task_nodes),
+            relative=req.relative,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(
@@ -433,7 +436,12 @@ class Handlers:
         self.link.launch_step(job, step, req)
         with contextlib.suppress(JournalWriteError):
             await self._commit()
-        return pb.StepCreateReply(step_id=step.step_id, nodes=step.nodes, tasks=step.tasks)
+        return pb.StepCreateReply(
+            step_id=step.step_id,
+            nodes=step.nodes,
+            tasks=step.tasks,
+            task_ids=[task for ids in step.ids for task in ids],
+        )
 
     async def StepStats(self, req: pb.StepStatsRequest, who: Principal) -> pb.StepStatsReply:
         """sstat: the running steps of a job and their agents' latest samples."""

@@ -33,13 +33,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from controller import tasklayout
 from controller.core.gpulinks import best_linked
-from controller.jobenv import run_length
+from controller.jobenv import run_length, tasks_per_node
 from controller.model import Job, Step
-from corral import errors, hostlist
+from controller.tasklayout import Layout
+from corral import distribution, errors, hostlist
 from corral.errors import SlurmError
 
 Gpus = tuple[int, ...]
+DEFAULT = distribution.Distribution()
 
 #: A node's NVLink counts between its GPUs (GPU -> linked GPU -> count).
 NodeLinks = Callable[[str], Mapping[int, Mapping[int, int]]]
@@ -69,12 +72,14 @@ class StepRequest:
     mem_per_cpu: int = 0  # MiB: --mem-per-cpu
     mem_per_gpu: int = 0  # MiB: --mem-per-gpu
     cpus_per_gpu: int = 0  # --cpus-per-gpu: CPUs per GPU of the step on each node
+    distribution: str = ""  # -m, as srun read it ("": block)
+    task_nodes: tuple[str, ...] = ()  # -m arbitrary: each task's node, task by task
+    relative: int = -1  # -r: the step's nodes start at this one of the job's
 
 
 def _job_slots(job: Job) -> list[int]:
     """The job's tasks on each of its nodes, as its batch environment lays them out."""
-    base, extra = divmod(job.num_tasks, len(job.nodes))
-    return [base + (1 if i < extra else 0) for i in range(len(job.nodes))]
+    return tasks_per_node(job)
 
 
 def held_cpus(job: Job) -> dict[str, int]:
@@ -89,15 +94,31 @@ def held_cpus(job: Job) -> dict[str, int]:
 
 def layout(job: Job, req: StepRequest) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """(nodes, tasks on each) for ``req`` in ``job``'s allocation, or SlurmError."""
+    nodes, ids = placement(job, req)
+    return nodes, tuple(len(node_ids) for node_ids in ids)
+
+
+def placement(job: Job, req: StepRequest) -> tuple[tuple[str, ...], Layout]:
+    """(nodes, the global task ids on each) for ``req`` in ``job``'s allocation, by
+    its ``--distribution`` (``controller/tasklayout.py``), or SlurmError."""
+    try:
+        dist = distribution.parse(req.distribution) if req.distribution else DEFAULT
+    except ValueError:
+        raise SlurmError(errors.ESLURM_BAD_DIST) from None
     cpt = max(req.cpus_per_task, 1)
     allocated = dict(zip(job.nodes, job.cpus, strict=True))
-    if any(n not in allocated for n in req.nodelist):
+    if any(n not in allocated for n in (*req.nodelist, *req.task_nodes)):
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
-    names = [n for n in job.nodes if (not req.nodelist or n in req.nodelist)]
+    if req.relative >= len(job.nodes):
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    names = list(job.nodes[max(req.relative, 0) :])
+    names = [n for n in names if (not req.nodelist or n in req.nodelist)]
     names = [n for n in names if n not in req.exclude]
     wanted_nodes = max(req.min_nodes, len(req.nodelist))
     if wanted_nodes > len(names) or not names:
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    if dist.method == "arbitrary" and req.task_nodes:
+        return _arbitrary(job, req, names, cpt)
     ntasks = req.ntasks
     if not ntasks:
         if req.ntasks_per_node:
@@ -112,17 +133,38 @@ def layout(job: Job, req: StepRequest) -> tuple[tuple[str, ...], tuple[int, ...]
         capacity = dict.fromkeys(names, ntasks)
     else:
         capacity = {n: allocated[n] // cpt for n in names}
-    whole = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, capacity)
+    shape = (ntasks, wanted_nodes, req.ntasks_per_node, dist)
+    whole = _spread(names, *shape, capacity)
     if whole is None:
         raise SlurmError(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)
     if not req.overlap and not req.overcommit:
         held = held_cpus(job)
         free = {n: (allocated[n] - held.get(n, 0)) // cpt for n in names}
-        now = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, free)
+        now = _spread(names, *shape, free)
         if now is None:
             raise SlurmError(errors.ESLURM_NODES_BUSY)
         return now
     return whole
+
+
+def _arbitrary(
+    job: Job, req: StepRequest, names: Sequence[str], cpt: int
+) -> tuple[tuple[str, ...], Layout]:
+    """``-m arbitrary``: task i on the i-th node srun's SLURM_HOSTFILE names."""
+    if any(n not in names for n in req.task_nodes):
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    chosen = tuple(n for n in names if n in req.task_nodes)
+    ids = tasklayout.arbitrary(chosen, req.task_nodes)
+    if req.overcommit:
+        return chosen, ids
+    allocated = dict(zip(job.nodes, job.cpus, strict=True))
+    held = {} if req.overlap else held_cpus(job)
+    for name, node_ids in zip(chosen, ids, strict=True):
+        if len(node_ids) * cpt > allocated[name]:
+            raise SlurmError(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)
+        if len(node_ids) * cpt > allocated[name] - held.get(name, 0):
+            raise SlurmError(errors.ESLURM_NODES_BUSY)
+    return chosen, ids
 
 
 def _spread(
@@ -130,39 +172,29 @@ def _spread(
     ntasks: int,
     node_count: int,
     per_node: int,
+    dist: distribution.Distribution,
     capacity: Mapping[str, int],
-) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
-    """Tasks over nodes in block order within ``capacity`` (tasks per node); None if
-    they do not fit."""
+) -> tuple[tuple[str, ...], Layout] | None:
+    """Tasks over nodes within ``capacity`` (tasks per node) by ``dist``; None if
+    they do not fit. Without a node count a step spreads over as many of the
+    nodes as it has tasks (srun's node count is its allocation's), as Slurm's."""
     usable = [n for n in names if capacity[n] > 0]
     if per_node:
         count = node_count or -(-ntasks // per_node)
         chosen = [n for n in usable if capacity[n] >= per_node][:count]
         if len(chosen) < count or per_node * count < ntasks:
             return None
-        tasks = [min(per_node, ntasks - per_node * i) for i in range(count)]
-        return tuple(chosen), tuple(tasks)
-    if node_count:
-        chosen = usable[:node_count]
-        if len(chosen) < node_count or ntasks < node_count:
+        room = [min(per_node, capacity[n]) for n in chosen]
+    else:
+        count = node_count or min(len(usable), ntasks)
+        chosen = usable[:count]
+        if len(chosen) < count or ntasks < count:
             return None
-        tasks, left = [], ntasks
-        for i, name in enumerate(chosen):
-            share = -(-left // (node_count - i))
-            if share > capacity[name]:
-                return None
-            tasks.append(share)
-            left -= share
-        return tuple(chosen), tuple(tasks)
-    chosen, tasks, left = [], [], ntasks
-    for name in usable:
-        take = min(capacity[name], left)
-        chosen.append(name)
-        tasks.append(take)
-        left -= take
-        if not left:
-            return tuple(chosen), tuple(tasks)
-    return None
+        room = [capacity[n] for n in chosen]
+    if sum(room) < ntasks:
+        return None
+    ids = tasklayout.layout(room, ntasks, dist.method, dist.plane, bool(dist.pack))
+    return tuple(chosen), ids
 
 
 def step_gpus(
@@ -276,7 +308,8 @@ def new_step(
     line: str,
     links: NodeLinks = _no_links,
 ) -> Step:
-    nodes, tasks = layout(job, req)
+    nodes, ids = placement(job, req)
+    tasks = tuple(len(node_ids) for node_ids in ids)
     gpus = step_gpus(job, req, nodes, tasks, links)
     cpus = step_cpus(job, req, nodes, tasks, gpus)
     return Step(
@@ -291,11 +324,15 @@ def new_step(
         submit_line=line,
         gpus=gpus,
         mem=step_memory(job, req, nodes, cpus, gpus),
+        task_ids=() if ids == tasklayout.by_block(tasks) else ids,
     )
 
 
-def step_environment(job: Job, step: Step, base: Mapping[str, str]) -> dict[str, str]:
-    """Every task's environment but its own and its node's variables (the runner adds them)."""
+def step_environment(
+    job: Job, step: Step, base: Mapping[str, str], dist: str = ""
+) -> dict[str, str]:
+    """Every task's environment but its own and its node's variables (the runner adds
+    them); ``dist``: srun's ``--distribution``, "" for the default."""
     env = dict(base)
     nodelist = hostlist.compress(step.nodes)
     env.update(
@@ -321,8 +358,11 @@ def step_environment(job: Job, step: Step, base: Mapping[str, str]) -> dict[str,
             "SLURM_JOB_USER": job.user,
             "SLURM_JOB_UID": str(job.uid),
             "SLURM_RESTART_COUNT": str(job.restarts),
-            "SLURM_DISTRIBUTION": "block",
+            "SLURM_DISTRIBUTION": distribution.parse(dist).text() if dist else "block",
             "SLURM_CPU_BIND": "quiet,none",
+            "SLURM_CPU_BIND_VERBOSE": "quiet",
+            "SLURM_CPU_BIND_TYPE": "none",
+            "SLURM_CPU_BIND_LIST": "",
             "SLURM_UMASK": base.get("SLURM_UMASK", "0022"),
         }
     )

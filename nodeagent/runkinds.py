@@ -326,7 +326,18 @@ def step_spec(
         unbuffered=msg.unbuffered,
         pty=msg.pty,
         containment=_contained(msg, leaf, containment),
+        task_argv=_task_argv(msg),
     )
+
+
+def _task_argv(msg: pb.LaunchStep) -> list[list[str]]:
+    """Each local task's command line under srun --multi-prog (srun checked the file
+    against the step's tasks); [] without."""
+    if not msg.multi_prog:
+        return []
+    from corral import multiprog  # only a --multi-prog step pays for it
+
+    return multiprog.commands(msg.multi_prog, msg.ntasks, list(msg.tasks))
 
 
 def step_done(key: RunKey, tasks: tuple[int, ...], result: StepResult) -> pb.StepDone:

@@ -249,6 +249,8 @@ class StepSpec:
     gpus: list[int] = field(default_factory=list)
     # Per local task, its own GPU binding variables (--gpu-bind); []: none.
     task_env: list[dict[str, str]] = field(default_factory=list)
+    # Per local task, its command line (srun --multi-prog); []: ``argv`` for each.
+    task_argv: list[list[str]] = field(default_factory=list)
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
     pty: bool = False  # srun --pty: task 0 on a terminal of its own, the others' I/O /dev/null
     # Why the tasks must not run here (their GPU fence cannot be set up on this

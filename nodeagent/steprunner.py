@@ -398,7 +398,8 @@ class StepRun(Runner):
     ) -> NoReturn:
         """In the forked child: become the task and exec it; never returns."""
         spec = self.spec
-        program = spec.argv[0] if spec.argv else ""
+        argv = spec.task_argv[task.index] if spec.task_argv else list(spec.argv)
+        program = argv[0] if argv else ""
         status = 1
         try:
             if task is self.pty_task:
@@ -430,7 +431,7 @@ class StepRun(Runner):
             if confined:
                 devcgroup.local_binding(env, set(spec.gpus))
             status = 2
-            os.execvpe(program, list(spec.argv) or [program], env)
+            os.execvpe(program, argv or [program], env)
         except OSError as exc:
             if status == 2:
                 status = exc.errno or 2

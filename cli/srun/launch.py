@@ -47,7 +47,7 @@ from cli.options import (
 )
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
-from cli.srun import gpuinput, step_options
+from cli.srun import gpuinput, placement, step_options
 from cli.srun.values import cpu_bind_none, open_mode_append
 from corral import stepio
 from corral.clientconf import ClientSettings, client_settings
@@ -103,6 +103,12 @@ TABLE = OptionTable(
         ),
         _row("cpus-per-gpu", note="in a job step at most the job's"),
         _row("cpus-per-task", "c"),
+        _row(
+            "distribution",
+            "m",
+            note="block, cyclic, plane=N, arbitrary (SLURM_HOSTFILE or -w), Pack/NoPack; the "
+            "second and third levels lay CPUs over sockets and cores for --cpu-bind",
+        ),
         _row("error", "e"),
         _row("exclude", "x"),
         _row(
@@ -130,6 +136,7 @@ TABLE = OptionTable(
         _row("mem-per-cpu", note=STEP_MEMORY),
         _row("mem-per-gpu", note=STEP_MEMORY),
         _row("mpi", note="none only (no PMI is provided); any other type is refused"),
+        _row("multi-prog", arg=NO_ARGUMENT, note="ranks, *, %t and %o; comment lines"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
@@ -148,6 +155,7 @@ TABLE = OptionTable(
         ),
         _row("qos", "q", note=JOB_LEVEL),
         _row("quiet", "Q", NO_ARGUMENT),
+        _row("relative", "r", note="in a job only; not with -w or -x"),
         _row("segment", note=f"with TopologyPlugin=topology/block; {STEP_TOPOLOGY}"),
         _row("switches", note=f"with TopologyPlugin=topology/tree; {STEP_TOPOLOGY}"),
         _row("sockets-per-node", note=JOB_ONLY),
@@ -172,6 +180,7 @@ class Settings:
         self.kill_on_bad_exit = False  # -K, else slurm.conf's KillOnBadExit
         self.cpu_bind_none = False
         self.append = False
+        self.relative = 0  # -r: the step's first node among the job's
 
     def get(self, key: str, default: str = "") -> str:
         value = self.options.get(key)
@@ -287,9 +296,10 @@ def step_request(
         except ValueError:
             raise Halt(1, f"{PROG}: error: Invalid time limit specification") from None
     cwd = settings.get("chdir") or os.getcwd()
+    ntasks = settings.count("ntasks")
     request: dict[str, Any] = {
         "job_id": job_id,
-        "ntasks": settings.count("ntasks"),
+        "ntasks": ntasks,
         "min_nodes": settings.count("nodes"),
         "cpus_per_task": settings.count("cpus-per-task") or int(env.get("SRUN_CPUS_PER_TASK", 0)),
         "ntasks_per_node": settings.count("ntasks-per-node"),
@@ -314,7 +324,11 @@ def step_request(
         "cpu_bind_none": settings.cpu_bind_none,
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
+        "relative": settings.relative,
+        **placement.distribution_fields(settings.options, env, ntasks),
     }
+    if settings.has("multi-prog"):
+        request.update(placement.multi_prog(settings.command, env, request["ntasks"]))
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     if terminal is not None:
@@ -377,6 +391,18 @@ def create_step(client: Any, request: dict[str, Any], quiet: bool) -> dict[str, 
         if told and not quiet:
             print(f"{PROG}: Step created for StepId={job_id}.{reply['step_id']}", file=sys.stderr)
         return reply
+
+
+def _node_ids(tasks: list[int], flat: list[int]) -> list[list[int]]:
+    """Each node's global task ids: the reply's (node by node), else block order
+    (a controller that sends none)."""
+    if len(flat) != sum(tasks):
+        flat = list(range(sum(tasks)))
+    out, first = [], 0
+    for count in tasks:
+        out.append(flat[first : first + count])
+        first += count
+    return out
 
 
 def _ranges(ids: list[int]) -> str:
@@ -474,7 +500,9 @@ class Step:
         self.nodes = list(reply["nodes"])
         self.tasks = [int(t) for t in reply["tasks"]]
         self.ntasks = sum(self.tasks)
-        self.first = [sum(self.tasks[:i]) for i in range(len(self.tasks))]
+        self.ids = _node_ids(self.tasks, [int(t) for t in reply.get("task_ids", ())])
+        # the node of task 0, which srun's stdin goes to
+        self.stdin_node = next((i for i, ids in enumerate(self.ids) if 0 in ids), 0)
         self.listener = listener
         self.key = key
         self.poll = Poll()
@@ -576,9 +604,9 @@ class Step:
                 self._send_all(stepio.frame(stepio.SIGNAL, SIGKILL))
 
     def _resized(self) -> None:
-        """srun's terminal changed size: task 0's follows (it is on node 0)."""
+        """srun's terminal changed size: task 0's follows."""
         size = self.terminal.resized() if self.terminal is not None else None
-        conn = self.conns.get(0)
+        conn = self.conns.get(self.stdin_node)
         if size is not None and conn is not None:
             self._send(conn, stepio.winsize_frame(*size))
 
@@ -621,9 +649,10 @@ class Step:
                 self.conns[node_id] = conn
                 self.poll.register(conn, node_id)
                 what = node_id
-                if node_id == 0 and self.terminal is not None:  # resized before it came
+                task0 = node_id == self.stdin_node
+                if task0 and self.terminal is not None:  # resized before it came
                     self._send(conn, stepio.winsize_frame(*self.terminal.size))
-                if node_id == 0 and self.forward_stdin:
+                if task0 and self.forward_stdin:
                     for data in self.stdin_pending:
                         self._send(conn, stepio.frame(stepio.IN, 0, data))
                 for data in self.early:  # a signal that came before this runner did
@@ -664,13 +693,13 @@ class Step:
             for task in self._tasks_of(what):
                 self.statuses.setdefault(task, SIGKILL)
 
-    def _tasks_of(self, node_id: int) -> range:
-        return range(self.first[node_id], self.first[node_id] + self.tasks[node_id])
+    def _tasks_of(self, node_id: int) -> list[int]:
+        return self.ids[node_id]
 
     # ------------------------------------------------------------ streams
 
     def _stdin(self, data: bytes) -> None:
-        conn = self.conns.get(0)
+        conn = self.conns.get(self.stdin_node)
         if conn is None:
             self.stdin_pending.append(data)
         else:
@@ -834,6 +863,7 @@ def srun(argv: list[str]) -> int:
                 raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
             for warning in step_options.check(settings.options, job_id, os.environ):
                 print(warning, file=sys.stderr)
+        settings.relative = placement.relative(settings.options, os.environ, bool(job_text))
         gpuinput.inherit(settings.options, os.environ)  # after: the job's own raise no warning
         conf = client_settings()
         settings.kill_on_bad_exit = kill_on_bad_exit(settings, conf.kill_on_bad_exit)

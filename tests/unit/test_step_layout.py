@@ -29,14 +29,21 @@ JOB = replace(
     [
         (StepRequest(), (("n1", "n2", "n3"), (2, 1, 1))),  # the job's own task slots
         (StepRequest(ntasks=1), (("n1",), (1,))),
-        (StepRequest(ntasks=5), (("n1", "n2"), (4, 1))),  # block: fill n1 first
+        # Slurm's block: dealt a round at a time over every node with room, then
+        # numbered node by node; a step without -N spreads over the job's nodes
+        (StepRequest(ntasks=5), (("n1", "n2", "n3"), (2, 2, 1))),
+        (StepRequest(ntasks=7), (("n1", "n2", "n3"), (3, 2, 2))),
+        (StepRequest(ntasks=2), (("n1", "n2"), (1, 1))),
         (StepRequest(min_nodes=2, ntasks=3), (("n1", "n2"), (2, 1))),
         (StepRequest(min_nodes=3), (("n1", "n2", "n3"), (1, 1, 1))),  # one per node
         (StepRequest(ntasks_per_node=2), (("n1", "n2", "n3"), (2, 2, 2))),
         (StepRequest(nodelist=("n2",), ntasks=2), (("n2",), (2,))),
         (StepRequest(exclude=("n1",), ntasks=3), (("n2", "n3"), (2, 1))),
-        (StepRequest(ntasks=2, cpus_per_task=2), (("n1",), (2,))),
-        (StepRequest(ntasks=20, overcommit=True), (("n1",), (20,))),
+        (StepRequest(ntasks=3, cpus_per_task=2), (("n1", "n2", "n3"), (1, 1, 1))),
+        (StepRequest(ntasks=4, cpus_per_task=2), (("n1", "n2", "n3"), (2, 1, 1))),
+        (StepRequest(ntasks=20, overcommit=True), (("n1", "n2", "n3"), (7, 7, 6))),
+        (StepRequest(ntasks=6, distribution="block,Pack"), (("n1", "n2", "n3"), (4, 1, 1))),
+        (StepRequest(ntasks=3, relative=1), (("n2", "n3"), (2, 1))),
     ],
 )
 def test_tasks_go_to_nodes_in_block_order(
@@ -65,15 +72,15 @@ def test_steps_the_allocation_cannot_hold_are_refused(request_: StepRequest, cod
 
 def test_running_steps_hold_their_cpus_unless_one_overlaps() -> None:
     first = new_step(JOB, StepRequest(ntasks=6), "a", NOW, -1, "")
-    assert (first.nodes, first.cpus) == (("n1", "n2"), (4, 2))
+    assert (first.nodes, first.cpus) == (("n1", "n2", "n3"), (2, 2, 2))
     busy = replace(JOB, steps=(first,))
-    assert layout(busy, StepRequest(ntasks=2)) == (("n3",), (2,))
+    assert layout(busy, StepRequest(ntasks=2)) == (("n1",), (2,))
     with pytest.raises(SlurmError) as caught:
         layout(busy, StepRequest(ntasks=3))
     assert caught.value.code == errors.ESLURM_NODES_BUSY  # srun waits and retries
-    assert layout(busy, StepRequest(ntasks=3, overlap=True)) == (("n1",), (3,))
+    assert layout(busy, StepRequest(ntasks=4, overlap=True)) == (("n1", "n2", "n3"), (2, 1, 1))
     done = replace(first, state="COMPLETED")
-    assert layout(replace(busy, steps=(done,)), StepRequest(ntasks=5))[1] == (4, 1)
+    assert layout(replace(busy, steps=(done,)), StepRequest(ntasks=5))[1] == (2, 2, 1)
 
 
 def test_a_step_ends_once_every_node_reported_with_the_worst_status() -> None:
@@ -174,7 +181,7 @@ def test_a_steps_own_memory_is_held_within_the_jobs() -> None:
     mem = replace(JOB, alloc_mem=(1000, 500, 500), gpus=((0, 1), (2,), (3,)))
     assert new_step(mem, StepRequest(ntasks=1), "a", NOW, -1, "").mem == ()
     per_cpu = new_step(mem, StepRequest(ntasks=5, mem_per_cpu=100), "b", NOW, -1, "")
-    assert (per_cpu.nodes, per_cpu.cpus, per_cpu.mem) == (("n1", "n2"), (4, 1), (400, 100))
+    assert (per_cpu.cpus, per_cpu.mem) == ((2, 2, 1), (200, 200, 100))
     per_gpu = new_step(mem, StepRequest(ntasks=1, mem_per_gpu=300), "c", NOW, -1, "")
     assert per_gpu.mem == (600,)  # both of the job's GPUs on n1
 
