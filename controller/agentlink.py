@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 
-from controller import gpubind, jobstate, jobupdate
+from controller import cpubind, gpubind, jobstate, jobupdate
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
     Continue,
@@ -62,10 +62,11 @@ from controller.journal import JournalWriteError
 from controller.launchmsg import gpu_grant, launch_job
 from controller.model import Job, Step
 from controller.nodehooks import NodeHooks, prolog_failed
-from controller.steps import step_environment
+from controller.steps import DEFAULT, cpu_bind_environment, step_environment
 from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
-from corral import auth, credentials, hostlist
+from corral import auth, credentials, distribution, hostlist
+from corral import cpubind as cpubind_syntax
 from corral.credentials import Verifier
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -581,12 +582,14 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             node_env = {**env, **shares.environment()}
             ids: tuple[int, ...] = ()
             bound: tuple[tuple[int, ...], ...] = ()
+            pinned = self._task_cpus(job, req, node, index, count)
+            node_env.update(cpu_bind_environment(req.cpu_bind, pinned))
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
                 node_env["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[index]))
                 node_env["SLURM_STEP_GPUS"] = ",".join(map(str, ids))
-                bound = self._task_gpus(job, req, node, index, ids, count)
+                bound = self._task_gpus(job, req, node, index, ids, count, pinned)
             launch = pb.LaunchStep(
                 job_id=job.job_id,
                 step_id=step.step_id,
@@ -622,6 +625,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 step_mem_mib=step.mem[node_id] if step.mem else 0,
                 task_gpus=[pb.TaskGpus(gpus=gpus) for gpus in bound],
                 multi_prog=req.multi_prog,
+                task_cpus=[pb.TaskCpus(cpus=cpus) for cpus in pinned],
+                cpu_bind_verbose=cpubind_syntax.parse(req.cpu_bind).verbose,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
@@ -636,15 +641,37 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         index: int,
         gpus: tuple[int, ...],
         tasks: int,
+        bound: tuple[tuple[int, ...], ...] = (),
     ) -> tuple[tuple[int, ...], ...]:
         """Each local task's GPUs on ``node`` under the step's --gpu-bind (or srun's
-        implicit binding); (): every task sees them all (``controller.gpubind``)."""
+        implicit binding); (): every task sees them all (``controller.gpubind``).
+        ``closest`` looks at each task's own CPUs where ``bound`` gives them."""
         bind = gpubind.implicit(req.gpu_bind, req.gpus_per_task, req.ntasks_per_gpu)
         if not bind:
             return ()
         pinned = () if req.cpu_bind_none or not job.cpu_ids else job.cpu_ids[index]
         cpus = pinned or tuple(range(self.store.conf.node(node).cpus))
-        return gpubind.task_gpus(bind, gpus, tasks, self.store.gpu_near(node), cpus)
+        near = self.store.gpu_near(node)
+        return gpubind.task_gpus(bind, gpus, tasks, near, cpus, bound)
+
+    def _task_cpus(
+        self, job: Job, req: pb.StepCreateRequest, node: str, index: int, tasks: int
+    ) -> tuple[tuple[int, ...], ...]:
+        """Each local task's CPUs on ``node`` under --cpu-bind (cores by default with
+        TaskPlugin=task/affinity); (): each has the job's CPUs (``controller.cpubind``)."""
+        conf = self.store.conf
+        bind = cpubind_syntax.parse(req.cpu_bind)
+        if not bind.kind and conf.task_affinity:
+            bind = replace(bind, kind="cores")
+        node_conf = conf.node(node)
+        cpus = job.cpu_ids[index] if job.cpu_ids else tuple(range(node_conf.cpus))
+        shape = cpubind.Shape(node_conf.cores_per_socket, node_conf.threads_per_core)
+        try:
+            dist = distribution.parse(req.distribution) if req.distribution else DEFAULT
+        except ValueError:
+            dist = DEFAULT  # refused when the step was laid out
+        cpt = max(req.cpus_per_task, 1)
+        return cpubind.task_cpus(bind, cpus, tasks, cpt, shape, dist)
 
     def _step_done(self, done: pb.StepDone, session: _Session) -> None:
         job = self.store.jobs.get(done.job_id)

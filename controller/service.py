@@ -422,6 +422,7 @@ class Handlers:
             distribution=req.distribution,
             task_nodes=tuple(req.task_nodes),
             relative=req.relative,
+            cpu_bind=req.cpu_bind,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(

@@ -33,11 +33,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from controller import tasklayout
+from controller import cpubind, tasklayout
 from controller.core.gpulinks import best_linked
 from controller.jobenv import run_length, tasks_per_node
 from controller.model import Job, Step
 from controller.tasklayout import Layout
+from corral import cpubind as cpubind_syntax
 from corral import distribution, errors, hostlist
 from corral.errors import SlurmError
 
@@ -75,6 +76,7 @@ class StepRequest:
     distribution: str = ""  # -m, as srun read it ("": block)
     task_nodes: tuple[str, ...] = ()  # -m arbitrary: each task's node, task by task
     relative: int = -1  # -r: the step's nodes start at this one of the job's
+    cpu_bind: str = ""  # --cpu-bind, as srun read it
 
 
 def _job_slots(job: Job) -> list[int]:
@@ -310,6 +312,7 @@ def new_step(
 ) -> Step:
     nodes, ids = placement(job, req)
     tasks = tuple(len(node_ids) for node_ids in ids)
+    _check_binding(job, req, nodes, tasks)
     gpus = step_gpus(job, req, nodes, tasks, links)
     cpus = step_cpus(job, req, nodes, tasks, gpus)
     return Step(
@@ -326,6 +329,20 @@ def new_step(
         mem=step_memory(job, req, nodes, cpus, gpus),
         task_ids=() if ids == tasklayout.by_block(tasks) else ids,
     )
+
+
+def _check_binding(job: Job, req: StepRequest, nodes: Sequence[str], tasks: Sequence[int]) -> None:
+    """``--cpu-bind=map_cpu:``/``mask_cpu:`` may name only the job's CPUs on each node
+    (Slurm's "Unable to satisfy cpu bind request")."""
+    if not req.cpu_bind or not job.cpu_ids:
+        return
+    try:
+        bind = cpubind_syntax.parse(req.cpu_bind)
+    except ValueError:
+        raise SlurmError(errors.ESLURMD_CPU_BIND_ERROR) from None
+    for node, count in zip(nodes, tasks, strict=True):
+        if not cpubind.fits(bind, job.cpu_ids[job.nodes.index(node)], count):
+            raise SlurmError(errors.ESLURMD_CPU_BIND_ERROR)
 
 
 def step_environment(
@@ -359,10 +376,6 @@ def step_environment(
             "SLURM_JOB_UID": str(job.uid),
             "SLURM_RESTART_COUNT": str(job.restarts),
             "SLURM_DISTRIBUTION": distribution.parse(dist).text() if dist else "block",
-            "SLURM_CPU_BIND": "quiet,none",
-            "SLURM_CPU_BIND_VERBOSE": "quiet",
-            "SLURM_CPU_BIND_TYPE": "none",
-            "SLURM_CPU_BIND_LIST": "",
             "SLURM_UMASK": base.get("SLURM_UMASK", "0022"),
         }
     )
@@ -370,6 +383,23 @@ def step_environment(
         env["SLURM_ARRAY_JOB_ID"] = str(job.array_job_id)
         env["SLURM_ARRAY_TASK_ID"] = str(job.array_task_id)
     return env
+
+
+def cpu_bind_environment(text: str, bound: Sequence[tuple[int, ...]]) -> dict[str, str]:
+    """SLURM_CPU_BIND and its parts on one node, as Slurm's task/affinity sets them:
+    the type ``mask_cpu:`` and every local task's mask when tasks are bound, else
+    ``none``; ``quiet`` or ``verbose`` as srun's --cpu-bind said."""
+    verbose = "verbose" if text and cpubind_syntax.parse(text).verbose else "quiet"
+    if not bound:
+        kind, masks = "none", ""
+    else:
+        kind, masks = "mask_cpu:", cpubind.masks_text(bound)
+    return {
+        "SLURM_CPU_BIND": f"{verbose},{kind}{masks}",
+        "SLURM_CPU_BIND_VERBOSE": verbose,
+        "SLURM_CPU_BIND_TYPE": kind,
+        "SLURM_CPU_BIND_LIST": masks,
+    }
 
 
 def severity(status: int) -> tuple[int, int]:

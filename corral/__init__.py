@@ -23,6 +23,7 @@ __all__ = [
     "config",
     "confkeys",
     "confsyntax",
+    "cpubind",
     "credentials",
     "dirsync",
     "distribution",

@@ -66,6 +66,7 @@ EAGAIN = 11
 ESLURM_PATHNAME_TOO_LONG = 2012
 SLURMCTLD_COMMUNICATIONS_BACKOFF = 1804
 SLURM_PROTOCOL_INSANE_MSG_LENGTH = 1008
+ESLURMD_CPU_BIND_ERROR = 4032
 
 MESSAGES: dict[int, str] = {
     ESLURM_INVALID_PARTITION_NAME: "Invalid partition name specified",
@@ -75,6 +76,7 @@ MESSAGES: dict[int, str] = {
     ESLURM_REQUESTED_NODES_NOT_IN_PARTITION: "Requested nodes not in this partition",
     ESLURM_TOO_MANY_REQUESTED_CPUS: "More processors requested than permitted",
     ESLURM_BAD_DIST: "Task distribution specification invalid",
+    ESLURMD_CPU_BIND_ERROR: "Unable to satisfy cpu bind request",
     ESLURM_INVALID_NODE_COUNT: "Node count specification invalid",
     ESLURM_INVALID_FEATURE: "Invalid feature specification",
     ESLURM_JOB_SCRIPT_MISSING: "Job script not specified",

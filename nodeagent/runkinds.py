@@ -327,6 +327,8 @@ def step_spec(
         pty=msg.pty,
         containment=_contained(msg, leaf, containment),
         task_argv=_task_argv(msg),
+        task_cpus=[] if msg.unpinned else [list(t.cpus) for t in msg.task_cpus],
+        cpu_verbose=msg.cpu_bind_verbose,
     )
 
 

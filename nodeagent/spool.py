@@ -251,6 +251,9 @@ class StepSpec:
     task_env: list[dict[str, str]] = field(default_factory=list)
     # Per local task, its command line (srun --multi-prog); []: ``argv`` for each.
     task_argv: list[list[str]] = field(default_factory=list)
+    # Per local task, its own CPUs (srun --cpu-bind); []: ``cpu_ids`` for each.
+    task_cpus: list[list[int]] = field(default_factory=list)
+    cpu_verbose: bool = False  # --cpu-bind=verbose: each task reports its mask on stderr
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
     pty: bool = False  # srun --pty: task 0 on a terminal of its own, the others' I/O /dev/null
     # Why the tasks must not run here (their GPU fence cannot be set up on this

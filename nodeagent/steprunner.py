@@ -118,6 +118,21 @@ def task_environment(spec: StepSpec) -> dict[str, str]:
     return env
 
 
+def cpu_bind_line(spec: StepSpec, task: Task, bound: bool) -> str:
+    """--cpu-bind=verbose's report of one task's affinity, in Slurm's task/affinity
+    form: ``cpu-bind=MASK - node, task  0  0 [pid]: mask 0x3 set`` (``NONE`` and no
+    ``set`` for an unbound task), the mask as wide as the host's CPUs need."""
+    value = 0
+    for cpu in os.sched_getaffinity(0):
+        value |= 1 << cpu
+    width = max(-(-(os.cpu_count() or 1) // 4), 1)
+    kind, action = ("MASK", " set") if bound else ("NONE", "")
+    return (
+        f"cpu-bind={kind} - {spec.node}, task {task.task_id:2d} {task.index:2d} "
+        f"[{os.getpid()}]: mask 0x{value:0{width}x}{action}\n"
+    )
+
+
 def expand(spec: StepSpec, pattern: str, task_id: int) -> str:
     """Expand a %-pattern for one task of this step on this node."""
     return filepattern.expand(
@@ -407,7 +422,8 @@ class StepRun(Runner):
             else:
                 os.setpgid(0, self._group())  # 0 for the first task: a group of its own
             confined = self.enter_cgroups(bool(spec.cgroup))
-            runas.pin_cpus(spec.cpu_ids)
+            bound = spec.task_cpus[task.index] if spec.task_cpus else spec.cpu_ids
+            runas.pin_cpus(bound)
             child_signals()  # unblocks: what came meanwhile now acts as it would
             oomscore.unprotect()
             for target, fd in enumerate(fds):
@@ -417,6 +433,8 @@ class StepRun(Runner):
             runas.become_user(spec.uid, spec.gid, spec.user, groups)
             if note:
                 os.write(2, note.encode())
+            if spec.cpu_verbose:
+                os.write(2, cpu_bind_line(spec, task, bool(spec.task_cpus)).encode())
             env = {
                 **env,
                 **(spec.task_env[task.index] if spec.task_env else {}),  # its --gpu-bind

@@ -48,7 +48,7 @@ from cli.options import (
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
 from cli.srun import gpuinput, placement, step_options
-from cli.srun.values import cpu_bind_none, open_mode_append
+from cli.srun.values import cpu_bind, open_mode_append
 from corral import stepio
 from corral.clientconf import ClientSettings, client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
@@ -98,8 +98,9 @@ TABLE = OptionTable(
         _row("chdir", "D"),
         _row(
             "cpu-bind",
-            note="none, quiet (verbose warned); rank, sockets, cores, threads, ldoms, boards "
-            "and maps are refused: tasks are bound to the job's CPUs on the node",
+            note="none, rank, threads, cores, sockets, ldoms, map_cpu, mask_cpu, quiet, verbose "
+            "(Slurm's cpu-bind= line); without it, cores under TaskPlugin=task/affinity, else "
+            "the job's CPUs on the node; map_ldom, mask_ldom, rank_ldom and boards are refused",
         ),
         _row("cpus-per-gpu", note="in a job step at most the job's"),
         _row("cpus-per-task", "c"),
@@ -179,6 +180,7 @@ class Settings:
         self.command: list[str] = []
         self.kill_on_bad_exit = False  # -K, else slurm.conf's KillOnBadExit
         self.cpu_bind_none = False
+        self.cpu_bind = ""  # --cpu-bind's text, checked
         self.append = False
         self.relative = 0  # -r: the step's first node among the job's
 
@@ -228,7 +230,7 @@ def parse(argv: list[str]) -> Settings:
             1, f"{PROG}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
         )
     env = os.environ
-    settings.cpu_bind_none = cpu_bind_none(
+    settings.cpu_bind, settings.cpu_bind_none = cpu_bind(
         PROG, settings.get("cpu-bind", env.get("SLURM_CPU_BIND", ""))
     )
     settings.append = open_mode_append(
@@ -322,6 +324,7 @@ def step_request(
         "append": settings.append,
         "unbuffered": settings.has("unbuffered"),
         "cpu_bind_none": settings.cpu_bind_none,
+        "cpu_bind": settings.cpu_bind,
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
         "relative": settings.relative,

@@ -1,5 +1,6 @@
 """Step placement end to end: Slurm's block layout over the CPUs held, -m cyclic,
--r, --multi-prog and the task variables each task sees, in one two-node job."""
+-r, --multi-prog, --cpu-bind and the task variables each task sees, in one two-node
+job."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ def test_tasks_are_laid_out_and_numbered_as_slurm_does(two: Cluster) -> None:
         "srun -l --multi-prog mp.conf\n"
         "srun --multi-prog bad.conf; echo bad=$?\n"
         "srun -m bogus true; echo dist=$?\n"
+        "srun -l -N1 -n2 --cpu-bind=verbose,cores sh -c "
+        "'echo bind $(taskset -pc $$ | cut -d: -f2) $SLURM_CPU_BIND'\n"
+        "srun -l -N1 -n1 --cpu-bind=map_cpu:9 true; echo map=$?\n"
     )
     path = two.dir / "job.sh"
     path.write_text(script)
@@ -60,3 +64,13 @@ def test_tasks_are_laid_out_and_numbered_as_slurm_does(two: Cluster) -> None:
     assert "bad=1" in lines
     assert "srun: error: Invalid --distribution specification" in lines
     assert "dist=255" in lines
+    # --cpu-bind=cores: one core each, reported as Slurm's task/affinity does
+    assert "0: bind 0 verbose,mask_cpu:0x1,0x2" in lines
+    assert "1: bind 1 verbose,mask_cpu:0x1,0x2" in lines
+    assert any(line.startswith("1: cpu-bind=MASK - node1, task  1  1 [") for line in lines)
+    assert any(line.endswith("]: mask 0x2 set") for line in lines)
+    assert (
+        f"srun: error: Unable to create step for job {job_id}: Unable to satisfy cpu bind request"
+        in lines
+    )
+    assert "map=1" in lines
