@@ -657,12 +657,16 @@ class AgentLink(pb_grpc.AgentLinkServicer):
     def _task_cpus(
         self, job: Job, req: pb.StepCreateRequest, node: str, index: int, tasks: int
     ) -> tuple[tuple[int, ...], ...]:
-        """Each local task's CPUs on ``node`` under --cpu-bind (cores by default with
-        TaskPlugin=task/affinity); (): each has the job's CPUs (``controller.cpubind``)."""
+        """Each local task's CPUs on ``node`` under --cpu-bind (by default cores under
+        --ntasks-per-core or TaskPlugin=task/affinity, sockets under
+        --ntasks-per-socket); (): each has the job's CPUs (``controller.cpubind``)."""
         conf = self.store.conf
         bind = cpubind_syntax.parse(req.cpu_bind)
-        if not bind.kind and conf.task_affinity:
-            bind = replace(bind, kind="cores")
+        if not bind.kind:  # srun(1): these bind by default, as task/affinity does
+            if req.ntasks_per_core or (conf.task_affinity and not req.ntasks_per_socket):
+                bind = replace(bind, kind="cores")
+            elif req.ntasks_per_socket:
+                bind = replace(bind, kind="sockets")
         node_conf = conf.node(node)
         cpus = job.cpu_ids[index] if job.cpu_ids else tuple(range(node_conf.cpus))
         shape = cpubind.Shape(node_conf.cores_per_socket, node_conf.threads_per_core)

@@ -423,6 +423,8 @@ class Handlers:
             task_nodes=tuple(req.task_nodes),
             relative=req.relative,
             cpu_bind=req.cpu_bind,
+            ntasks_per_core=req.ntasks_per_core,
+            ntasks_per_socket=req.ntasks_per_socket,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(

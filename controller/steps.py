@@ -54,6 +54,15 @@ def _no_links(node: str) -> Mapping[int, Mapping[int, int]]:
     return {}
 
 
+#: A node's cores per socket and threads per core (slurm.conf's).
+NodeShape = Callable[[str], cpubind.Shape]
+
+
+def _one_core_each(node: str) -> cpubind.Shape:
+    """No shape known: each CPU a core of one socket."""
+    return cpubind.Shape(cores_per_socket=1 << 30)
+
+
 @dataclass(frozen=True, slots=True)
 class StepRequest:
     """What srun asks for (StepCreateRequest's layout fields)."""
@@ -77,6 +86,8 @@ class StepRequest:
     task_nodes: tuple[str, ...] = ()  # -m arbitrary: each task's node, task by task
     relative: int = -1  # -r: the step's nodes start at this one of the job's
     cpu_bind: str = ""  # --cpu-bind, as srun read it
+    ntasks_per_core: int = 0  # at most this many tasks on each of the job's cores
+    ntasks_per_socket: int = 0  # ... on each socket of the job's cores
 
 
 def _job_slots(job: Job) -> list[int]:
@@ -94,15 +105,21 @@ def held_cpus(job: Job) -> dict[str, int]:
     return held
 
 
-def layout(job: Job, req: StepRequest) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def layout(
+    job: Job, req: StepRequest, shape: NodeShape = _one_core_each
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """(nodes, tasks on each) for ``req`` in ``job``'s allocation, or SlurmError."""
-    nodes, ids = placement(job, req)
+    nodes, ids = placement(job, req, shape)
     return nodes, tuple(len(node_ids) for node_ids in ids)
 
 
-def placement(job: Job, req: StepRequest) -> tuple[tuple[str, ...], Layout]:
+def placement(
+    job: Job, req: StepRequest, shape: NodeShape = _one_core_each
+) -> tuple[tuple[str, ...], Layout]:
     """(nodes, the global task ids on each) for ``req`` in ``job``'s allocation, by
-    its ``--distribution`` (``controller/tasklayout.py``), or SlurmError."""
+    its ``--distribution`` (``controller/tasklayout.py``), or SlurmError. Each node
+    holds at most its CPUs over ``-c`` tasks, and ``--ntasks-per-core`` times the
+    job's cores there (``--ntasks-per-socket`` times their sockets)."""
     try:
         dist = distribution.parse(req.distribution) if req.distribution else DEFAULT
     except ValueError:
@@ -135,18 +152,40 @@ def placement(job: Job, req: StepRequest) -> tuple[tuple[str, ...], Layout]:
         capacity = dict.fromkeys(names, ntasks)
     else:
         capacity = {n: allocated[n] // cpt for n in names}
-    shape = (ntasks, wanted_nodes, req.ntasks_per_node, dist)
-    whole = _spread(names, *shape, capacity)
+    limit = _unit_limits(job, req, names, shape)
+    capacity = {n: min(c, limit.get(n, c)) for n, c in capacity.items()}
+    form = (ntasks, wanted_nodes, req.ntasks_per_node, dist)
+    whole = _spread(names, *form, capacity)
     if whole is None:
         raise SlurmError(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)
     if not req.overlap and not req.overcommit:
         held = held_cpus(job)
-        free = {n: (allocated[n] - held.get(n, 0)) // cpt for n in names}
-        now = _spread(names, *shape, free)
+        free = {n: min((allocated[n] - held.get(n, 0)) // cpt, capacity[n]) for n in names}
+        now = _spread(names, *form, free)
         if now is None:
             raise SlurmError(errors.ESLURM_NODES_BUSY)
         return now
     return whole
+
+
+def _unit_limits(
+    job: Job, req: StepRequest, names: Sequence[str], shape: NodeShape
+) -> dict[str, int]:
+    """The most tasks ``--ntasks-per-core``/``--ntasks-per-socket`` let each node hold:
+    that many on each core (socket) among the job's CPUs there; {} for neither."""
+    if not (req.ntasks_per_core or req.ntasks_per_socket):
+        return {}
+    limits = {}
+    for name in names:
+        index = job.nodes.index(name)
+        cpus = job.cpu_ids[index] if job.cpu_ids else tuple(range(job.cpus[index]))
+        form = shape(name)
+        if req.ntasks_per_core:
+            limits[name] = len({form.core(c) for c in cpus}) * req.ntasks_per_core
+        if req.ntasks_per_socket:
+            sockets = len({form.socket(c) for c in cpus}) * req.ntasks_per_socket
+            limits[name] = min(limits.get(name, sockets), sockets)
+    return limits
 
 
 def _arbitrary(
@@ -309,8 +348,9 @@ def new_step(
     time_limit: int,
     line: str,
     links: NodeLinks = _no_links,
+    shape: NodeShape = _one_core_each,
 ) -> Step:
-    nodes, ids = placement(job, req)
+    nodes, ids = placement(job, req, shape)
     tasks = tuple(len(node_ids) for node_ids in ids)
     _check_binding(job, req, nodes, tasks)
     gpus = step_gpus(job, req, nodes, tasks, links)

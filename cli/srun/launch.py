@@ -127,6 +127,11 @@ TABLE = OptionTable(
         _row("gres", note="in a job step only gpu (a type is warned about): others are refused"),
         _row("gres-flags", note=JOB_ONLY),
         _row("help", arg=NO_ARGUMENT),
+        _row(
+            "hint",
+            note="compute_bound, memory_bound (cores), multithread, nomultithread (threads); "
+            "beside --cpu-bind or --ntasks-per-core ignored with Slurm's error",
+        ),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("input", "i"),
         _row("job-name", "J"),
@@ -141,8 +146,10 @@ TABLE = OptionTable(
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
+        _row("ntasks-per-core", note="at most N tasks on each of the job's cores; binds to cores"),
         _row("ntasks-per-gpu"),
         _row("ntasks-per-node"),
+        _row("ntasks-per-socket", note="at most N tasks on each socket; binds to sockets"),
         _row("open-mode", note="append or truncate"),
         _row("output", "o"),
         _row("overcommit", "O", NO_ARGUMENT),
@@ -329,7 +336,10 @@ def step_request(
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
         "relative": settings.relative,
         **placement.distribution_fields(settings.options, env, ntasks),
+        "ntasks_per_core": settings.count("ntasks-per-core"),
+        "ntasks_per_socket": settings.count("ntasks-per-socket"),
     }
+    request.update(placement.hint(settings.options, env, settings.cpu_bind))
     if settings.has("multi-prog"):
         request.update(placement.multi_prog(settings.command, env, request["ntasks"]))
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value

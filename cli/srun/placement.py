@@ -126,3 +126,46 @@ def multi_prog(command: list[str], env: Mapping[str, str], ntasks: int) -> dict[
     except multiprog.MultiProgError as exc:
         raise Halt(1, *(f"{PROG}: error: {line}" for line in exc.lines)) from None
     return {"multi_prog": text, "ntasks": count}
+
+
+#: ``--hint``'s types and the binding each gives a step's tasks: all cores, one
+#: thread each (compute_bound); a core each, consecutive tasks on other sockets
+#: (memory_bound: the default cyclic dealing over sockets); a thread each, a
+#: core's threads together (multithread) or one thread per core first
+#: (nomultithread).
+HINTS = {
+    "compute_bound": "cores",
+    "memory_bound": "cores",
+    "multithread": "threads",
+    "nomultithread": "threads",
+}
+HINT_CONFLICT = (
+    "Following options are mutually exclusive with --hint: --ntasks-per-core, "
+    "--threads-per-core, -B and --cpu-bind (other then --cpu-bind=verbose). Ignoring --hint."
+)
+
+
+def hint(
+    options: Mapping[str, str | None], env: Mapping[str, str], cpu_bind: str
+) -> dict[str, Any]:
+    """``--hint`` (or SLURM_HINT) as the request's ``cpu_bind`` (and, for multithread,
+    the core level of its distribution); {} without one, or beside an option it
+    cannot go with (Slurm's words, and the hint ignored, as Slurm's srun does)."""
+    text = options.get("hint") or env.get("SLURM_HINT", "")
+    if not text:
+        return {}
+    kind = HINTS.get(text.lower())
+    if kind is None:
+        raise Halt(1, f'{PROG}: error: unrecognized --hint argument "{text}", see --hint=help')
+    from corral.cpubind import parse
+
+    if "ntasks-per-core" in options or parse(cpu_bind).kind:
+        import sys
+
+        print(f"{PROG}: error: {HINT_CONFLICT}", file=sys.stderr)
+        return {}
+    verbose = "verbose," if parse(cpu_bind).verbose else ""
+    fields: dict[str, Any] = {"cpu_bind": verbose + kind}
+    if text.lower() == "multithread" and not options.get("distribution"):
+        fields["distribution"] = "*:*:block"
+    return fields

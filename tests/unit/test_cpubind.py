@@ -79,3 +79,52 @@ def test_gpu_bind_closest_follows_each_tasks_socket() -> None:
     tasks = bound("cores", 2)
     assert gpubind.task_gpus("closest", (0, 1), 2, near, ALL, tasks) == ((0,), (1,))
     assert gpubind.task_gpus("closest", (0, 1), 2, near, ALL) == ((0, 1), (0, 1))
+
+
+def test_ntasks_per_core_and_socket_cap_each_nodes_tasks() -> None:
+    """A job holding CPUs 0-3 (cores 0 and 1 of socket 0) and 4-5 (core 2, socket 1)
+    on each of two nodes: at most N tasks per core (socket) there."""
+    from dataclasses import replace
+
+    from controller.jobstate import JobState
+    from controller.steps import StepRequest, layout
+    from corral import errors
+    from corral.errors import SlurmError
+    from tests.unit.scenario import NOW, job
+
+    running = replace(
+        job(1, num_tasks=2), state=JobState.RUNNING, start_time=NOW, nodes=("a", "b"),
+        cpus=(6, 6), cpu_ids=((0, 1, 2, 3, 4, 5), (0, 1, 2, 3, 4, 5)),
+    )  # fmt: skip
+
+    def shape(node: str) -> cpubind.Shape:
+        return SHAPE
+
+    per_core = StepRequest(ntasks=6, ntasks_per_core=1)
+    assert layout(running, per_core, shape) == (("a", "b"), (3, 3))
+    per_socket = StepRequest(ntasks=4, ntasks_per_socket=1, min_nodes=2)
+    assert layout(running, per_socket, shape) == (("a", "b"), (2, 2))
+    with pytest.raises(SlurmError) as caught:
+        layout(running, StepRequest(ntasks=5, ntasks_per_socket=1), shape)
+    assert caught.value.code == errors.ESLURM_TOO_MANY_REQUESTED_CPUS
+
+
+def test_hint_is_a_binding_and_yields_to_cpu_bind(capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.halt import Halt
+    from cli.srun import placement
+
+    assert placement.hint({"hint": "compute_bound"}, {}, "") == {"cpu_bind": "cores"}
+    assert placement.hint({}, {"SLURM_HINT": "nomultithread"}, "verbose") == {
+        "cpu_bind": "verbose,threads"
+    }
+    assert placement.hint({"hint": "multithread"}, {}, "") == {
+        "cpu_bind": "threads",
+        "distribution": "*:*:block",
+    }
+    assert placement.hint({"hint": "memory_bound"}, {}, "none") == {}
+    assert placement.HINT_CONFLICT in capsys.readouterr().err
+    with pytest.raises(Halt) as caught:
+        placement.hint({"hint": "fast"}, {}, "")
+    assert caught.value.lines == (
+        'srun: error: unrecognized --hint argument "fast", see --hint=help',
+    )
