@@ -582,7 +582,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             node_env = {**env, **shares.environment()}
             ids: tuple[int, ...] = ()
             bound: tuple[tuple[int, ...], ...] = ()
-            pinned = self._task_cpus(job, req, node, index, count)
+            kind, pinned = self._task_cpus(job, req, node, index, count)
             node_env.update(cpu_bind_environment(req.cpu_bind, pinned))
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
@@ -627,6 +627,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 multi_prog=req.multi_prog,
                 task_cpus=[pb.TaskCpus(cpus=cpus) for cpus in pinned],
                 cpu_bind_verbose=cpubind_syntax.parse(req.cpu_bind).verbose,
+                cpu_bind_type=kind,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
@@ -656,10 +657,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def _task_cpus(
         self, job: Job, req: pb.StepCreateRequest, node: str, index: int, tasks: int
-    ) -> tuple[tuple[int, ...], ...]:
-        """Each local task's CPUs on ``node`` under --cpu-bind (by default cores under
-        --ntasks-per-core or TaskPlugin=task/affinity, sockets under
-        --ntasks-per-socket); (): each has the job's CPUs (``controller.cpubind``)."""
+    ) -> tuple[str, tuple[tuple[int, ...], ...]]:
+        """The binding's type and each local task's CPUs on ``node`` under --cpu-bind
+        (by default cores under --ntasks-per-core or TaskPlugin=task/affinity, sockets
+        under --ntasks-per-socket); (): each has the job's CPUs (``controller.cpubind``)."""
         conf = self.store.conf
         bind = cpubind_syntax.parse(req.cpu_bind)
         if not bind.kind:  # srun(1): these bind by default, as task/affinity does
@@ -675,7 +676,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         except ValueError:
             dist = DEFAULT  # refused when the step was laid out
         cpt = max(req.cpus_per_task, 1)
-        return cpubind.task_cpus(bind, cpus, tasks, cpt, shape, dist)
+        return bind.kind, cpubind.task_cpus(bind, cpus, tasks, cpt, shape, dist)
 
     def _step_done(self, done: pb.StepDone, session: _Session) -> None:
         job = self.store.jobs.get(done.job_id)

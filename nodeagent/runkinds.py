@@ -329,6 +329,7 @@ def step_spec(
         task_argv=_task_argv(msg),
         task_cpus=[] if msg.unpinned else [list(t.cpus) for t in msg.task_cpus],
         cpu_verbose=msg.cpu_bind_verbose,
+        cpu_kind="none" if msg.unpinned else msg.cpu_bind_type,
     )
 
 

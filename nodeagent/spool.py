@@ -254,6 +254,7 @@ class StepSpec:
     # Per local task, its own CPUs (srun --cpu-bind); []: ``cpu_ids`` for each.
     task_cpus: list[list[int]] = field(default_factory=list)
     cpu_verbose: bool = False  # --cpu-bind=verbose: each task reports its mask on stderr
+    cpu_kind: str = ""  # the binding type task_cpus came from (cores, map_cpu, ...)
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
     pty: bool = False  # srun --pty: task 0 on a terminal of its own, the others' I/O /dev/null
     # Why the tasks must not run here (their GPU fence cannot be set up on this

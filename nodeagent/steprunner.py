@@ -118,18 +118,31 @@ def task_environment(spec: StepSpec) -> dict[str, str]:
     return env
 
 
+#: How --cpu-bind=verbose's report names each binding type, as Slurm's task/affinity
+#: does: the unit a type binds to after ``cpu-bind``, then the kind of mask.
+_REPORT = {
+    "threads": ("-threads", "MASK"),
+    "cores": ("-cores", "MASK"),
+    "sockets": ("-sockets", "MASK"),
+    "ldoms": ("-ldoms", "MASK"),
+    "mask_cpu": ("", "MASK"),
+    "map_cpu": ("", "MAP "),
+    "rank": ("", "RANK"),
+}
+
+
 def cpu_bind_line(spec: StepSpec, task: Task, bound: bool) -> str:
     """--cpu-bind=verbose's report of one task's affinity, in Slurm's task/affinity
-    form: ``cpu-bind=MASK - node, task  0  0 [pid]: mask 0x3 set`` (``NONE`` and no
-    ``set`` for an unbound task), the mask as wide as the host's CPUs need."""
+    form: ``cpu-bind-cores=MASK - node, task  0  0 [pid]: mask 0x3 set`` (``NONE``
+    and no ``set`` for an unbound task), the mask in hex without leading zeros."""
     value = 0
     for cpu in os.sched_getaffinity(0):
         value |= 1 << cpu
-    width = max(-(-(os.cpu_count() or 1) // 4), 1)
-    kind, action = ("MASK", " set") if bound else ("NONE", "")
+    units, kind = _REPORT.get(spec.cpu_kind, ("", "NONE")) if bound else ("", "NONE")
+    action = "" if kind == "NONE" else " set"
     return (
-        f"cpu-bind={kind} - {spec.node}, task {task.task_id:2d} {task.index:2d} "
-        f"[{os.getpid()}]: mask 0x{value:0{width}x}{action}\n"
+        f"cpu-bind{units}={kind} - {spec.node}, task {task.task_id:2d} {task.index:2d} "
+        f"[{os.getpid()}]: mask 0x{value:x}{action}\n"
     )
 
 

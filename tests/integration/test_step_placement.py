@@ -67,7 +67,7 @@ def test_tasks_are_laid_out_and_numbered_as_slurm_does(two: Cluster) -> None:
     # --cpu-bind=cores: one core each, reported as Slurm's task/affinity does
     assert "0: bind 0 verbose,mask_cpu:0x1,0x2" in lines
     assert "1: bind 1 verbose,mask_cpu:0x1,0x2" in lines
-    assert any(line.startswith("1: cpu-bind=MASK - node1, task  1  1 [") for line in lines)
+    assert any(line.startswith("1: cpu-bind-cores=MASK - node1, task  1  1 [") for line in lines)
     assert any(line.endswith("]: mask 0x2 set") for line in lines)
     assert (
         f"srun: error: Unable to create step for job {job_id}: Unable to satisfy cpu bind request"

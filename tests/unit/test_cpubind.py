@@ -128,3 +128,22 @@ def test_hint_is_a_binding_and_yields_to_cpu_bind(capsys: pytest.CaptureFixture[
     assert caught.value.lines == (
         'srun: error: unrecognized --hint argument "fast", see --hint=help',
     )
+
+
+def test_the_verbose_report_is_task_affinitys_line() -> None:
+    """Written by the task itself before exec: its own affinity, in hex."""
+    import os
+
+    from nodeagent.runner import Task
+    from nodeagent.spool import StepSpec
+    from nodeagent.steprunner import cpu_bind_line
+
+    mask = f"{sum(1 << cpu for cpu in os.sched_getaffinity(0)):x}"
+    pid = os.getpid()
+    spec = StepSpec(job_id=1, step_id=0, node="n1", uid=0, gid=0, user="u", cpu_kind="cores")
+    assert cpu_bind_line(spec, Task(1, 12), True) == (
+        f"cpu-bind-cores=MASK - n1, task 12  1 [{pid}]: mask 0x{mask} set\n"
+    )
+    mapped = StepSpec(job_id=1, step_id=0, node="n1", uid=0, gid=0, user="u", cpu_kind="map_cpu")
+    assert cpu_bind_line(mapped, Task(0, 0), True).startswith("cpu-bind=MAP  - n1, task  0  0 [")
+    assert cpu_bind_line(spec, Task(0, 0), False).endswith(f"mask 0x{mask}\n")  # NONE: no "set"
