@@ -309,7 +309,7 @@ def step_request(
     request: dict[str, Any] = {
         "job_id": job_id,
         "ntasks": ntasks,
-        "min_nodes": settings.count("nodes"),
+        "min_nodes": placement.node_count(settings.count("nodes"), ntasks),
         "cpus_per_task": settings.count("cpus-per-task") or int(env.get("SRUN_CPUS_PER_TASK", 0)),
         "ntasks_per_node": settings.count("ntasks-per-node"),
         "nodelist": settings.get("nodelist"),

@@ -78,6 +78,21 @@ def _arbitrary_nodes(options: Mapping[str, str | None], env: Mapping[str, str]) 
     return list(hostlist.expand(nodelist))
 
 
+def node_count(nodes: int, ntasks: int) -> int:
+    """``-N``, or ``-n`` when fewer tasks than nodes were asked for (said, as Slurm's
+    srun says it: a node without a task would be wasted)."""
+    if ntasks and nodes > ntasks:
+        import sys
+
+        print(
+            f"{PROG}: Warning: can't run {ntasks} processes on {nodes} nodes, "
+            f"setting nnodes to {ntasks}",
+            file=sys.stderr,
+        )
+        return ntasks
+    return nodes
+
+
 def relative(options: Mapping[str, str | None], env: Mapping[str, str], in_job: bool) -> int:
     """``-r N``: the step's first node among the job's (0 without)."""
     text = options.get("relative")

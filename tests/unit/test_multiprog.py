@@ -135,3 +135,11 @@ def test_arbitrary_takes_the_hostfile_in_order(tmp_path: Path) -> None:
         "srun: error: Invalid plane size or size not specified",
         "srun: error: Invalid --distribution specification",
     )
+
+
+def test_fewer_tasks_than_nodes_sets_the_node_count(capsys: pytest.CaptureFixture[str]) -> None:
+    assert placement.node_count(2, 1) == 1
+    assert capsys.readouterr().err == (
+        "srun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n"
+    )
+    assert (placement.node_count(2, 0), placement.node_count(2, 4)) == (2, 2)

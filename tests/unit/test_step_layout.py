@@ -223,3 +223,26 @@ def test_a_steps_cpus_follow_its_gpus_within_the_jobs() -> None:
     with pytest.raises(SlurmError) as caught:
         new_step(gpu_job, StepRequest(ntasks=2, cpus_per_gpu=3), "s", NOW, -1, "")
     assert caught.value.code == errors.ESLURM_INVALID_GRES
+
+
+def test_a_steps_task_ids_follow_its_distribution_and_survive_the_journal() -> None:
+    from controller import journal
+
+    cyclic = new_step(JOB, StepRequest(ntasks=5, distribution="cyclic"), "c", NOW, -1, "")
+    assert (cyclic.tasks, cyclic.ids) == ((2, 2, 1), ((0, 3), (1, 4), (2,)))
+    block = new_step(JOB, StepRequest(ntasks=5), "b", NOW, -1, "")
+    assert block.task_ids == () and block.ids == ((0, 1), (2, 3), (4,))  # block: not stored
+    plane = new_step(JOB, StepRequest(ntasks=6, distribution="plane=2"), "p", NOW, -1, "")
+    assert plane.ids == ((0, 1), (2, 3), (4, 5))
+    placed = ("n3", "n1", "n3")
+    arbitrary = StepRequest(ntasks=3, distribution="arbitrary", task_nodes=placed)
+    step = new_step(JOB, arbitrary, "a", NOW, -1, "")
+    assert (step.nodes, step.ids) == (("n1", "n3"), ((1,), (0, 2)))
+    with pytest.raises(SlurmError) as caught:
+        layout(JOB, StepRequest(distribution="arbitrary", task_nodes=("n2",) * 3))
+    assert caught.value.code == errors.ESLURM_TOO_MANY_REQUESTED_CPUS  # n2 has 2 CPUs
+    with pytest.raises(SlurmError) as caught:
+        layout(JOB, StepRequest(ntasks=2, distribution="diagonal"))
+    assert caught.value.code == errors.ESLURM_BAD_DIST
+    again = journal.job_from_row(journal.job_to_row(replace(JOB, steps=(cyclic,))))
+    assert again.steps[0].ids == cyclic.ids
