@@ -408,7 +408,8 @@ class Handlers:
             min_nodes=req.min_nodes,
             cpus_per_task=req.cpus_per_task or 1,
             ntasks_per_node=req.ntasks_per_node,
-            nodelist=tuple(self._node_names([req.nodelist])) if req.nodelist else (),
+            # each node once: -m arbitrary's -w may name one per task
+            nodelist=tuple(dict.fromkeys(self._node_names([req.nodelist]))) if req.nodelist else (),
             exclude=tuple(self._node_names([req.exclude])) if req.exclude else (),
             overlap=req.overlap,
             overcommit=req.overcommit,

@@ -1,5 +1,5 @@
-"""Step placement end to end: Slurm's block layout over the CPUs held, -m cyclic,
--r, --multi-prog, --cpu-bind and the task variables each task sees, in one two-node
+"""Step placement end to end: Slurm's block layout over the CPUs held, -m cyclic
+and arbitrary, -r, --multi-prog, --cpu-bind and the task variables each task sees, in one two-node
 job."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def test_tasks_are_laid_out_and_numbered_as_slurm_does(two: Cluster) -> None:
         f"srun -l -n3 sh -c 'echo block {vars_} $SLURM_DISTRIBUTION $SLURM_CPU_BIND_TYPE'\n"
         f"srun -l -n3 -m cyclic sh -c 'echo cyclic {vars_} $SLURM_DISTRIBUTION'\n"
         "srun -l -r1 -n1 sh -c 'echo relative $SLURMD_NODENAME'\n"
+        "srun -l -m arbitrary -w node2,node1,node2 sh -c 'echo arbitrary $SLURMD_NODENAME'\n"
         "srun -l --multi-prog mp.conf\n"
         "srun --multi-prog bad.conf; echo bad=$?\n"
         "srun -m bogus true; echo dist=$?\n"
@@ -58,6 +59,7 @@ def test_tasks_are_laid_out_and_numbered_as_slurm_does(two: Cluster) -> None:
     assert "1: cyclic 1 0 1 2,1 cyclic" in lines
     assert "2: cyclic 0 1 0,2 2,1 cyclic" in lines
     assert "0: relative node2" in lines
+    assert {"0: arbitrary node2", "1: arbitrary node1", "2: arbitrary node2"} <= lines
     assert {"0: even 0 0", "2: even 2 1", "1: one task 1", "3: rest 3 3"} <= lines
     assert "srun: error: Duplicate record for task 1" in lines
     assert "srun: error: Line 2 of configuration file bad.conf invalid" in lines
