@@ -3,13 +3,15 @@
 Pure functions over a running ``Job``; the store applies what they return
 and the service sends the launches. Slurm's rules:
 
-* A step uses the job's nodes (``-w`` and ``-x`` narrow them), ``-N`` of them
-  or as few as its tasks need. Without ``-n`` it starts one task per task
-  slot of the job (the job's ``-n``, laid out as the job's), or one per node
-  with ``-N``, or ``--ntasks-per-node`` on each.
-* Tasks go to nodes in block order: with a node count, as evenly as the
-  order allows (``-N2 -n3`` -> 2, 1); without, each node filled before the
-  next.
+* A step uses the job's nodes (``-w``, ``-x`` and ``-r`` narrow them), ``-N`` of
+  them or, as srun takes its allocation's node count, as many as it has tasks.
+  Without ``-n`` it starts one task per task slot of the job (the job's ``-n``,
+  laid out as the job's), or one per node with ``-N``, or ``--ntasks-per-node``
+  on each.
+* Tasks go to nodes by ``--distribution`` (``controller/tasklayout.py``): by
+  default Slurm's block, dealt a round at a time over the nodes with room and
+  numbered node by node (``-N2 -n3`` -> 2, 1; CPUs 4,2,2 and ``-n5`` -> 2, 2, 1).
+  ``--ntasks-per-core``/``--ntasks-per-socket`` cap a node's tasks.
 * A step holds its CPUs against other steps unless it or they ``--overlap``;
   the batch script holds none. A step larger than the whole allocation is
   refused ("More processors requested than permitted"); one that fits the
@@ -84,7 +86,7 @@ class StepRequest:
     cpus_per_gpu: int = 0  # --cpus-per-gpu: CPUs per GPU of the step on each node
     distribution: str = ""  # -m, as srun read it ("": block)
     task_nodes: tuple[str, ...] = ()  # -m arbitrary: each task's node, task by task
-    relative: int = -1  # -r: the step's nodes start at this one of the job's
+    relative: int = 0  # -r: the step's nodes start at this one of the job's
     cpu_bind: str = ""  # --cpu-bind, as srun read it
     ntasks_per_core: int = 0  # at most this many tasks on each of the job's cores
     ntasks_per_socket: int = 0  # ... on each socket of the job's cores
@@ -130,7 +132,7 @@ def placement(
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
     if req.relative >= len(job.nodes):
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
-    names = list(job.nodes[max(req.relative, 0) :])
+    names = list(job.nodes[req.relative :])
     names = [n for n in names if (not req.nodelist or n in req.nodelist)]
     names = [n for n in names if n not in req.exclude]
     wanted_nodes = max(req.min_nodes, len(req.nodelist))
