@@ -7,7 +7,10 @@ sample is srun's wall time, process start to exit:
 
 * ``srun -N1 -n1 true`` (Slurm 22.05 here: 27.5 ms);
 * ``srun -N4 -n8 true`` (Slurm: 145 ms);
-* ``srun -N4 -n64 -O true`` (64 tasks over 8 CPUs: ``-O`` lets tasks share them).
+* ``srun -N4 -n64 -O true`` (64 tasks over 8 CPUs: ``-O`` lets tasks share them);
+* ``srun -N4 -n16 -O true`` and the same step with ``--multi-prog`` of a 1,000-line
+  file (a line per task, ``true %t``, and 984 comment lines): what reading, checking,
+  sending and resolving the file adds to a step.
 
 Then submitit's ``map_array`` of N trivial functions (500; 50 with --quick) on
 the same cluster: from the call until every result is back.
@@ -47,7 +50,17 @@ STEPS = {
     "srun_1_task_1_node": ("-N1", "-n1", "true"),
     "srun_8_tasks_4_nodes": ("-N4", "-n8", "true"),
     "srun_64_tasks_4_nodes": ("-N4", "-n64", "-O", "true"),
+    "srun_16_tasks_4_nodes": ("-N4", "-n16", "-O", "true"),
+    "srun_multi_prog_1000_lines": ("-N4", "-n16", "-O", "--multi-prog", "multi.conf"),
 }
+MULTI_PROG_LINES = 1000
+
+
+def _multi_prog_file(directory: Path) -> None:
+    """multi.conf: a line per task of 16, the rest comments, 1,000 lines in all."""
+    lines = [f"{task} true %t" for task in range(16)]
+    lines += [f"# comment line {n}" for n in range(MULTI_PROG_LINES - len(lines))]
+    (directory / "multi.conf").write_text("\n".join(lines) + "\n")
 
 
 def _allocation(cluster: BenchCluster) -> tuple[subprocess.Popen[bytes], int]:
@@ -72,6 +85,7 @@ def _allocation(cluster: BenchCluster) -> tuple[subprocess.Popen[bytes], int]:
 def srun_run(samples: int) -> dict[str, list[float]]:
     with BenchCluster(nodes=4) as cluster:
         holder, job_id = _allocation(cluster)
+        _multi_prog_file(Path(cluster.dir))
         env = {**cluster.env, "SLURM_JOB_ID": str(job_id)}
         try:
             out: dict[str, list[float]] = {name: [] for name in STEPS}
@@ -139,6 +153,8 @@ def main() -> None:
             "srun_1_task_1_node": (f"<= {SLURM['srun_one_ms']}", SLURM["srun_one_ms"]),
             "srun_8_tasks_4_nodes": (f"<= {SLURM['srun_eight_ms']}", SLURM["srun_eight_ms"]),
             "srun_64_tasks_4_nodes": (None, None),
+            "srun_16_tasks_4_nodes": (None, None),
+            "srun_multi_prog_1000_lines": (None, None),
         }
         try:
             runs = each_run(

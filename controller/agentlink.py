@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 
-from controller import gpubind, jobstate, jobupdate
+from controller import cpubind, gpubind, jobstate, jobupdate
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
     Continue,
@@ -64,10 +64,11 @@ from controller.launchmsg import gpu_grant, launch_job
 from controller.mail import Mailer
 from controller.model import Job, Step
 from controller.nodehooks import NodeHooks, prolog_failed
-from controller.steps import step_environment
+from controller.steps import DEFAULT, cpu_bind_environment, step_environment
 from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
-from corral import auth, credentials, hostlist
+from corral import auth, credentials, distribution, hostlist
+from corral import cpubind as cpubind_syntax
 from corral.credentials import Verifier
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -570,7 +571,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def launch_step(self, job: Job, step: Step, req: pb.StepCreateRequest) -> None:
         """Send each node of ``step`` its part; srun hears from the runners directly."""
-        env = step_environment(job, step, without_grants(req.environment))
+        env = step_environment(job, step, without_grants(req.environment), req.distribution)
         env["SLURM_CONF"] = self.config_path
         for name, value in (
             ("SLURM_CONTAINER", req.container),
@@ -578,10 +579,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         ):
             if value:  # srun(1): only set with --container (--container-id: Slurm 24.11)
                 env[name] = value
-        first = 0
-        for node_id, (node, count) in enumerate(zip(step.nodes, step.tasks, strict=True)):
-            tasks = list(range(first, first + count))
-            first += count
+        for node_id, (node, task_ids) in enumerate(zip(step.nodes, step.ids, strict=True)):
+            tasks, count = list(task_ids), len(task_ids)
             session = self.sessions.get(node)
             if session is None:
                 log.warning(
@@ -594,12 +593,14 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             node_env = {**env, **shares.environment()}
             ids: tuple[int, ...] = ()
             bound: tuple[tuple[int, ...], ...] = ()
+            kind, pinned = self._task_cpus(job, req, node, index, count)
+            node_env.update(cpu_bind_environment(req.cpu_bind, pinned))
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
                 node_env["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[index]))
                 node_env["SLURM_STEP_GPUS"] = ",".join(map(str, ids))
-                bound = self._task_gpus(job, req, node, index, ids, count)
+                bound = self._task_gpus(job, req, node, index, ids, count, pinned)
             launch = pb.LaunchStep(
                 job_id=job.job_id,
                 step_id=step.step_id,
@@ -638,6 +639,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 container_id=req.container_id,
                 mpi=req.mpi,
                 node_tasks=step.tasks,
+                multi_prog=req.multi_prog,
+                task_cpus=[pb.TaskCpus(cpus=cpus) for cpus in pinned],
+                cpu_bind_verbose=cpubind_syntax.parse(req.cpu_bind).verbose,
+                cpu_bind_type=kind,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id
@@ -652,15 +657,41 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         index: int,
         gpus: tuple[int, ...],
         tasks: int,
+        bound: tuple[tuple[int, ...], ...] = (),
     ) -> tuple[tuple[int, ...], ...]:
         """Each local task's GPUs on ``node`` under the step's --gpu-bind (or srun's
-        implicit binding); (): every task sees them all (``controller.gpubind``)."""
+        implicit binding); (): every task sees them all (``controller.gpubind``).
+        ``closest`` looks at each task's own CPUs where ``bound`` gives them."""
         bind = gpubind.implicit(req.gpu_bind, req.gpus_per_task, req.ntasks_per_gpu)
         if not bind:
             return ()
         pinned = () if req.cpu_bind_none or not job.cpu_ids else job.cpu_ids[index]
         cpus = pinned or tuple(range(self.store.conf.node(node).cpus))
-        return gpubind.task_gpus(bind, gpus, tasks, self.store.gpu_near(node), cpus)
+        near = self.store.gpu_near(node)
+        return gpubind.task_gpus(bind, gpus, tasks, near, cpus, bound)
+
+    def _task_cpus(
+        self, job: Job, req: pb.StepCreateRequest, node: str, index: int, tasks: int
+    ) -> tuple[str, tuple[tuple[int, ...], ...]]:
+        """The binding's type and each local task's CPUs on ``node`` under --cpu-bind
+        (by default cores under --ntasks-per-core or TaskPlugin=task/affinity, sockets
+        under --ntasks-per-socket); (): each has the job's CPUs (``controller.cpubind``)."""
+        conf = self.store.conf
+        bind = cpubind_syntax.parse(req.cpu_bind)
+        if not bind.kind:  # srun(1): these bind by default, as task/affinity does
+            if req.ntasks_per_core or (conf.task_affinity and not req.ntasks_per_socket):
+                bind = replace(bind, kind="cores")
+            elif req.ntasks_per_socket:
+                bind = replace(bind, kind="sockets")
+        node_conf = conf.node(node)
+        cpus = job.cpu_ids[index] if job.cpu_ids else tuple(range(node_conf.cpus))
+        shape = cpubind.Shape(node_conf.cores_per_socket, node_conf.threads_per_core)
+        try:
+            dist = distribution.parse(req.distribution) if req.distribution else DEFAULT
+        except ValueError:
+            dist = DEFAULT  # refused when the step was laid out
+        cpt = max(req.cpus_per_task, 1)
+        return bind.kind, cpubind.task_cpus(bind, cpus, tasks, cpt, shape, dist)
 
     def _step_done(self, done: pb.StepDone, session: _Session) -> None:
         job = self.store.jobs.get(done.job_id)

@@ -7,8 +7,9 @@ option) each task sees some of them, as slurmstepd binds them (``gres.c``
 tests/unit/test_gpu_bind.py):
 
 * ``closest``: the GPUs near the task's CPUs (gres.conf Cores=, or the probe),
-  and every GPU whose cores are not known. Corral pins a step's tasks to the
-  job's CPUs on the node, so they are the GPUs near those.
+  and every GPU whose cores are not known. A task bound by ``--cpu-bind``
+  (``controller/cpubind.py``) has its own CPUs, so those near its socket;
+  otherwise it has the job's CPUs on the node, so the GPUs near those.
 * ``single:N``: of those, one: task ``i`` the ``(i // N) % count``-th.
 * ``map_gpu:LIST``: task ``i`` the GPU ``LIST[i]`` names (cyclically; ``ID*N``
   repeats an ID for N tasks); IDs are the GPUs' indices as SLURM_JOB_GPUS names
@@ -103,15 +104,16 @@ def task_gpus(
     tasks: int,
     near: Mapping[int, tuple[int, ...]],
     cpus: Sequence[int],
+    bound: Sequence[Sequence[int]] = (),
 ) -> tuple[Gpus, ...]:
     """Each of ``tasks`` local tasks' GPUs among the step's ``gpus`` on a node under
-    ``bind`` (``implicit``'s), the tasks pinned to ``cpus``; () when every task sees
-    all of them."""
+    ``bind`` (``implicit``'s), the tasks pinned to ``cpus``, or each to its own
+    ``bound[i]`` under ``--cpu-bind``; () when every task sees all of them."""
     if not bind or tasks <= 1 or not gpus:
         return ()
     out = []
     for task in range(tasks):
-        usable = _usable(bind, task, gpus, near, cpus)
+        usable = _usable(bind, task, gpus, near, bound[task] if bound else cpus)
         if usable is None:
             return ()
         out.append(tuple(sorted(usable)) if usable else gpus[:1])

@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 
 from controller.model import Job, Payload
+from controller.tasklayout import block_counts
 from corral import arrayspec, hostlist
 
 
@@ -29,10 +30,14 @@ def run_length(values: list[int]) -> str:
 
 
 def tasks_per_node(job: Job) -> list[int]:
-    """Spread ``num_tasks`` over the allocated nodes, first nodes first."""
-    n = len(job.nodes)
-    base, extra = divmod(job.num_tasks, n)
-    return [base + (1 if i < extra else 0) for i in range(n)]
+    """The job's ``num_tasks`` over its nodes by Slurm's block layout over the CPUs
+    each holds (``controller/tasklayout.py``): each node's room is its CPUs over
+    ``--cpus-per-task`` (at least one), at most ``--ntasks-per-node``."""
+    cpt = max(job.cpus_per_task, 1)
+    room = [max(cpus // cpt, 1) for cpus in job.cpus]
+    if job.ntasks_per_node:
+        room = [min(r, job.ntasks_per_node) for r in room]
+    return list(block_counts(room, job.num_tasks))
 
 
 #: What tells a job's programs which GPUs (or shares of one) it was granted: only

@@ -119,6 +119,7 @@ def _step(record: dict[str, Any]) -> Step:
     for key in ("nodes", "tasks", "cpus", "done", "usage", "mem"):
         record[key] = tuple(record.get(key, ()))
     record["gpus"] = tuple(tuple(node) for node in record.get("gpus", ()))
+    record["task_ids"] = tuple(tuple(node) for node in record.get("task_ids", ()))
     return Step(**record)
 
 

@@ -240,10 +240,19 @@ class Step:
     gpus: tuple[tuple[int, ...], ...] = ()  # GPU indices on each node (): the job's
     oom_kills: int = 0  # its processes the OOM killer killed, on all its nodes
     mem: tuple[int, ...] = ()  # its own memory (MiB, srun --mem) on each node; (): the job's
+    task_ids: tuple[tuple[int, ...], ...] = ()  # global task ids on each node; (): block order
 
     @property
     def ntasks(self) -> int:
         return sum(self.tasks)
+
+    @property
+    def ids(self) -> tuple[tuple[int, ...], ...]:
+        """The global task ids on each node (SLURM_GTIDS), by its distribution."""
+        if self.task_ids:
+            return self.task_ids
+        firsts = [sum(self.tasks[:i]) for i in range(len(self.tasks))]
+        return tuple(tuple(range(f, f + n)) for f, n in zip(firsts, self.tasks, strict=True))
 
     @property
     def running(self) -> bool:

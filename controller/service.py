@@ -437,7 +437,8 @@ class Handlers:
             min_nodes=req.min_nodes,
             cpus_per_task=req.cpus_per_task or 1,
             ntasks_per_node=req.ntasks_per_node,
-            nodelist=tuple(self._node_names([req.nodelist])) if req.nodelist else (),
+            # each node once: -m arbitrary's -w may name one per task
+            nodelist=tuple(dict.fromkeys(self._node_names([req.nodelist]))) if req.nodelist else (),
             exclude=tuple(self._node_names([req.exclude])) if req.exclude else (),
             overlap=req.overlap,
             overcommit=req.overcommit,
@@ -448,6 +449,12 @@ class Handlers:
             mem_per_cpu=req.mem_per_cpu,
             mem_per_gpu=req.mem_per_gpu,
             cpus_per_gpu=req.cpus_per_gpu,
+            distribution=req.distribution,
+            task_nodes=tuple(req.task_nodes),
+            relative=req.relative,
+            cpu_bind=req.cpu_bind,
+            ntasks_per_core=req.ntasks_per_core,
+            ntasks_per_socket=req.ntasks_per_socket,
         )
         name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
         job, step = self.store.create_step(
@@ -462,7 +469,12 @@ class Handlers:
         self.link.launch_step(job, step, req)
         with contextlib.suppress(JournalWriteError):
             await self._commit()
-        return pb.StepCreateReply(step_id=step.step_id, nodes=step.nodes, tasks=step.tasks)
+        return pb.StepCreateReply(
+            step_id=step.step_id,
+            nodes=step.nodes,
+            tasks=step.tasks,
+            task_ids=[task for ids in step.ids for task in ids],
+        )
 
     async def StepStats(self, req: pb.StepStatsRequest, who: Principal) -> pb.StepStatsReply:
         """sstat: the running steps of a job and their agents' latest samples."""

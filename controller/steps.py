@@ -3,13 +3,15 @@
 Pure functions over a running ``Job``; the store applies what they return
 and the service sends the launches. Slurm's rules:
 
-* A step uses the job's nodes (``-w`` and ``-x`` narrow them), ``-N`` of them
-  or as few as its tasks need. Without ``-n`` it starts one task per task
-  slot of the job (the job's ``-n``, laid out as the job's), or one per node
-  with ``-N``, or ``--ntasks-per-node`` on each.
-* Tasks go to nodes in block order: with a node count, as evenly as the
-  order allows (``-N2 -n3`` -> 2, 1); without, each node filled before the
-  next.
+* A step uses the job's nodes (``-w``, ``-x`` and ``-r`` narrow them), ``-N`` of
+  them or, as srun takes its allocation's node count, as many as it has tasks.
+  Without ``-n`` it starts one task per task slot of the job (the job's ``-n``,
+  laid out as the job's), or one per node with ``-N``, or ``--ntasks-per-node``
+  on each.
+* Tasks go to nodes by ``--distribution`` (``controller/tasklayout.py``): by
+  default Slurm's block, dealt a round at a time over the nodes with room and
+  numbered node by node (``-N2 -n3`` -> 2, 1; CPUs 4,2,2 and ``-n5`` -> 2, 2, 1).
+  ``--ntasks-per-core``/``--ntasks-per-socket`` cap a node's tasks.
 * A step holds its CPUs against other steps unless it or they ``--overlap``;
   the batch script holds none. A step larger than the whole allocation is
   refused ("More processors requested than permitted"); one that fits the
@@ -33,13 +35,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from controller import cpubind, tasklayout
 from controller.core.gpulinks import best_linked
-from controller.jobenv import run_length
+from controller.jobenv import run_length, tasks_per_node
 from controller.model import Job, Step
-from corral import errors, hostlist
+from controller.tasklayout import Layout
+from corral import cpubind as cpubind_syntax
+from corral import distribution, errors, hostlist
 from corral.errors import SlurmError
 
 Gpus = tuple[int, ...]
+DEFAULT = distribution.Distribution()
 
 #: A node's NVLink counts between its GPUs (GPU -> linked GPU -> count).
 NodeLinks = Callable[[str], Mapping[int, Mapping[int, int]]]
@@ -48,6 +54,15 @@ NodeLinks = Callable[[str], Mapping[int, Mapping[int, int]]]
 def _no_links(node: str) -> Mapping[int, Mapping[int, int]]:
     """No links known: a step takes its job's lowest free GPUs."""
     return {}
+
+
+#: A node's cores per socket and threads per core (slurm.conf's).
+NodeShape = Callable[[str], cpubind.Shape]
+
+
+def _one_core_each(node: str) -> cpubind.Shape:
+    """No shape known: each CPU a core of one socket."""
+    return cpubind.Shape(cores_per_socket=1 << 30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +84,17 @@ class StepRequest:
     mem_per_cpu: int = 0  # MiB: --mem-per-cpu
     mem_per_gpu: int = 0  # MiB: --mem-per-gpu
     cpus_per_gpu: int = 0  # --cpus-per-gpu: CPUs per GPU of the step on each node
+    distribution: str = ""  # -m, as srun read it ("": block)
+    task_nodes: tuple[str, ...] = ()  # -m arbitrary: each task's node, task by task
+    relative: int = 0  # -r: the step's nodes start at this one of the job's
+    cpu_bind: str = ""  # --cpu-bind, as srun read it
+    ntasks_per_core: int = 0  # at most this many tasks on each of the job's cores
+    ntasks_per_socket: int = 0  # ... on each socket of the job's cores
 
 
 def _job_slots(job: Job) -> list[int]:
     """The job's tasks on each of its nodes, as its batch environment lays them out."""
-    base, extra = divmod(job.num_tasks, len(job.nodes))
-    return [base + (1 if i < extra else 0) for i in range(len(job.nodes))]
+    return tasks_per_node(job)
 
 
 def held_cpus(job: Job) -> dict[str, int]:
@@ -87,17 +107,39 @@ def held_cpus(job: Job) -> dict[str, int]:
     return held
 
 
-def layout(job: Job, req: StepRequest) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def layout(
+    job: Job, req: StepRequest, shape: NodeShape = _one_core_each
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """(nodes, tasks on each) for ``req`` in ``job``'s allocation, or SlurmError."""
+    nodes, ids = placement(job, req, shape)
+    return nodes, tuple(len(node_ids) for node_ids in ids)
+
+
+def placement(
+    job: Job, req: StepRequest, shape: NodeShape = _one_core_each
+) -> tuple[tuple[str, ...], Layout]:
+    """(nodes, the global task ids on each) for ``req`` in ``job``'s allocation, by
+    its ``--distribution`` (``controller/tasklayout.py``), or SlurmError. Each node
+    holds at most its CPUs over ``-c`` tasks, and ``--ntasks-per-core`` times the
+    job's cores there (``--ntasks-per-socket`` times their sockets)."""
+    try:
+        dist = distribution.parse(req.distribution) if req.distribution else DEFAULT
+    except ValueError:
+        raise SlurmError(errors.ESLURM_BAD_DIST) from None
     cpt = max(req.cpus_per_task, 1)
     allocated = dict(zip(job.nodes, job.cpus, strict=True))
-    if any(n not in allocated for n in req.nodelist):
+    if any(n not in allocated for n in (*req.nodelist, *req.task_nodes)):
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
-    names = [n for n in job.nodes if (not req.nodelist or n in req.nodelist)]
+    if req.relative >= len(job.nodes):
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    names = list(job.nodes[req.relative :])
+    names = [n for n in names if (not req.nodelist or n in req.nodelist)]
     names = [n for n in names if n not in req.exclude]
     wanted_nodes = max(req.min_nodes, len(req.nodelist))
     if wanted_nodes > len(names) or not names:
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    if dist.method == "arbitrary" and req.task_nodes:
+        return _arbitrary(job, req, names, cpt)
     ntasks = req.ntasks
     if not ntasks:
         if req.ntasks_per_node:
@@ -112,17 +154,60 @@ def layout(job: Job, req: StepRequest) -> tuple[tuple[str, ...], tuple[int, ...]
         capacity = dict.fromkeys(names, ntasks)
     else:
         capacity = {n: allocated[n] // cpt for n in names}
-    whole = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, capacity)
+    limit = _unit_limits(job, req, names, shape)
+    capacity = {n: min(c, limit.get(n, c)) for n, c in capacity.items()}
+    form = (ntasks, wanted_nodes, req.ntasks_per_node, dist)
+    whole = _spread(names, *form, capacity)
     if whole is None:
         raise SlurmError(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)
     if not req.overlap and not req.overcommit:
         held = held_cpus(job)
-        free = {n: (allocated[n] - held.get(n, 0)) // cpt for n in names}
-        now = _spread(names, ntasks, wanted_nodes, req.ntasks_per_node, free)
+        free = {n: min((allocated[n] - held.get(n, 0)) // cpt, capacity[n]) for n in names}
+        now = _spread(names, *form, free)
         if now is None:
             raise SlurmError(errors.ESLURM_NODES_BUSY)
         return now
     return whole
+
+
+def _unit_limits(
+    job: Job, req: StepRequest, names: Sequence[str], shape: NodeShape
+) -> dict[str, int]:
+    """The most tasks ``--ntasks-per-core``/``--ntasks-per-socket`` let each node hold:
+    that many on each core (socket) among the job's CPUs there; {} for neither."""
+    if not (req.ntasks_per_core or req.ntasks_per_socket):
+        return {}
+    limits = {}
+    for name in names:
+        index = job.nodes.index(name)
+        cpus = job.cpu_ids[index] if job.cpu_ids else tuple(range(job.cpus[index]))
+        form = shape(name)
+        if req.ntasks_per_core:
+            limits[name] = len({form.core(c) for c in cpus}) * req.ntasks_per_core
+        if req.ntasks_per_socket:
+            sockets = len({form.socket(c) for c in cpus}) * req.ntasks_per_socket
+            limits[name] = min(limits.get(name, sockets), sockets)
+    return limits
+
+
+def _arbitrary(
+    job: Job, req: StepRequest, names: Sequence[str], cpt: int
+) -> tuple[tuple[str, ...], Layout]:
+    """``-m arbitrary``: task i on the i-th node srun's SLURM_HOSTFILE names."""
+    if any(n not in names for n in req.task_nodes):
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
+    chosen = tuple(n for n in names if n in req.task_nodes)
+    ids = tasklayout.arbitrary(chosen, req.task_nodes)
+    if req.overcommit:
+        return chosen, ids
+    allocated = dict(zip(job.nodes, job.cpus, strict=True))
+    held = {} if req.overlap else held_cpus(job)
+    for name, node_ids in zip(chosen, ids, strict=True):
+        if len(node_ids) * cpt > allocated[name]:
+            raise SlurmError(errors.ESLURM_TOO_MANY_REQUESTED_CPUS)
+        if len(node_ids) * cpt > allocated[name] - held.get(name, 0):
+            raise SlurmError(errors.ESLURM_NODES_BUSY)
+    return chosen, ids
 
 
 def _spread(
@@ -130,39 +215,29 @@ def _spread(
     ntasks: int,
     node_count: int,
     per_node: int,
+    dist: distribution.Distribution,
     capacity: Mapping[str, int],
-) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
-    """Tasks over nodes in block order within ``capacity`` (tasks per node); None if
-    they do not fit."""
+) -> tuple[tuple[str, ...], Layout] | None:
+    """Tasks over nodes within ``capacity`` (tasks per node) by ``dist``; None if
+    they do not fit. Without a node count a step spreads over as many of the
+    nodes as it has tasks (srun's node count is its allocation's), as Slurm's."""
     usable = [n for n in names if capacity[n] > 0]
     if per_node:
         count = node_count or -(-ntasks // per_node)
         chosen = [n for n in usable if capacity[n] >= per_node][:count]
         if len(chosen) < count or per_node * count < ntasks:
             return None
-        tasks = [min(per_node, ntasks - per_node * i) for i in range(count)]
-        return tuple(chosen), tuple(tasks)
-    if node_count:
-        chosen = usable[:node_count]
-        if len(chosen) < node_count or ntasks < node_count:
+        room = [min(per_node, capacity[n]) for n in chosen]
+    else:
+        count = node_count or min(len(usable), ntasks)
+        chosen = usable[:count]
+        if len(chosen) < count or ntasks < count:
             return None
-        tasks, left = [], ntasks
-        for i, name in enumerate(chosen):
-            share = -(-left // (node_count - i))
-            if share > capacity[name]:
-                return None
-            tasks.append(share)
-            left -= share
-        return tuple(chosen), tuple(tasks)
-    chosen, tasks, left = [], [], ntasks
-    for name in usable:
-        take = min(capacity[name], left)
-        chosen.append(name)
-        tasks.append(take)
-        left -= take
-        if not left:
-            return tuple(chosen), tuple(tasks)
-    return None
+        room = [capacity[n] for n in chosen]
+    if sum(room) < ntasks:
+        return None
+    ids = tasklayout.layout(room, ntasks, dist.method, dist.plane, bool(dist.pack))
+    return tuple(chosen), ids
 
 
 def step_gpus(
@@ -275,8 +350,11 @@ def new_step(
     time_limit: int,
     line: str,
     links: NodeLinks = _no_links,
+    shape: NodeShape = _one_core_each,
 ) -> Step:
-    nodes, tasks = layout(job, req)
+    nodes, ids = placement(job, req, shape)
+    tasks = tuple(len(node_ids) for node_ids in ids)
+    _check_binding(job, req, nodes, tasks)
     gpus = step_gpus(job, req, nodes, tasks, links)
     cpus = step_cpus(job, req, nodes, tasks, gpus)
     return Step(
@@ -291,11 +369,29 @@ def new_step(
         submit_line=line,
         gpus=gpus,
         mem=step_memory(job, req, nodes, cpus, gpus),
+        task_ids=() if ids == tasklayout.by_block(tasks) else ids,
     )
 
 
-def step_environment(job: Job, step: Step, base: Mapping[str, str]) -> dict[str, str]:
-    """Every task's environment but its own and its node's variables (the runner adds them)."""
+def _check_binding(job: Job, req: StepRequest, nodes: Sequence[str], tasks: Sequence[int]) -> None:
+    """``--cpu-bind=map_cpu:``/``mask_cpu:`` may name only the job's CPUs on each node
+    (Slurm's "Unable to satisfy cpu bind request")."""
+    if not req.cpu_bind or not job.cpu_ids:
+        return
+    try:
+        bind = cpubind_syntax.parse(req.cpu_bind)
+    except ValueError:
+        raise SlurmError(errors.ESLURMD_CPU_BIND_ERROR) from None
+    for node, count in zip(nodes, tasks, strict=True):
+        if not cpubind.fits(bind, job.cpu_ids[job.nodes.index(node)], count):
+            raise SlurmError(errors.ESLURMD_CPU_BIND_ERROR)
+
+
+def step_environment(
+    job: Job, step: Step, base: Mapping[str, str], dist: str = ""
+) -> dict[str, str]:
+    """Every task's environment but its own and its node's variables (the runner adds
+    them); ``dist``: srun's ``--distribution``, "" for the default."""
     env = dict(base)
     nodelist = hostlist.compress(step.nodes)
     env.update(
@@ -321,8 +417,7 @@ def step_environment(job: Job, step: Step, base: Mapping[str, str]) -> dict[str,
             "SLURM_JOB_USER": job.user,
             "SLURM_JOB_UID": str(job.uid),
             "SLURM_RESTART_COUNT": str(job.restarts),
-            "SLURM_DISTRIBUTION": "block",
-            "SLURM_CPU_BIND": "quiet,none",
+            "SLURM_DISTRIBUTION": distribution.parse(dist).text() if dist else "block",
             "SLURM_UMASK": base.get("SLURM_UMASK", "0022"),
         }
     )
@@ -330,6 +425,23 @@ def step_environment(job: Job, step: Step, base: Mapping[str, str]) -> dict[str,
         env["SLURM_ARRAY_JOB_ID"] = str(job.array_job_id)
         env["SLURM_ARRAY_TASK_ID"] = str(job.array_task_id)
     return env
+
+
+def cpu_bind_environment(text: str, bound: Sequence[tuple[int, ...]]) -> dict[str, str]:
+    """SLURM_CPU_BIND and its parts on one node, as Slurm's task/affinity sets them:
+    the type ``mask_cpu:`` and every local task's mask when tasks are bound, else
+    ``none``; ``quiet`` or ``verbose`` as srun's --cpu-bind said."""
+    verbose = "verbose" if text and cpubind_syntax.parse(text).verbose else "quiet"
+    if not bound:
+        kind, masks = "none", ""
+    else:
+        kind, masks = "mask_cpu:", cpubind.masks_text(bound)
+    return {
+        "SLURM_CPU_BIND": f"{verbose},{kind}{masks}",
+        "SLURM_CPU_BIND_VERBOSE": verbose,
+        "SLURM_CPU_BIND_TYPE": kind,
+        "SLURM_CPU_BIND_LIST": masks,
+    }
 
 
 def severity(status: int) -> tuple[int, int]:

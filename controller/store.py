@@ -45,6 +45,7 @@ from controller.associations import AssocSet
 from controller.core import BackfillParams, Plan, Snapshot, Start, devices, nodefree
 from controller.core.gpulinks import link_map
 from controller.core.priority import NO_RANKING, Ranking
+from controller.cpubind import Shape
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.effects import PROLOG_SLURMCTLD, Effect, NewLimit, prolog_at_allocation
@@ -476,10 +477,16 @@ class JobStore:
             raise SlurmError(errors.ESLURM_DISABLED)
         if job.state is not JobState.RUNNING:
             raise SlurmError(errors.ESLURM_JOB_PENDING)
-        step = steps.new_step(job, req, name, int(time.time()), time_limit, line, self._gpu_links)
+        now = int(time.time())
+        step = steps.new_step(job, req, name, now, time_limit, line, self._gpu_links, self._shape)
         job = replace(job, steps=(*job.steps, step))
         self._touch_job(job)
         return job, step
+
+    def _shape(self, name: str) -> Shape:
+        """Node ``name``'s cores per socket and threads per core, as slurm.conf says."""
+        node = self.conf.node(name)
+        return Shape(node.cores_per_socket, node.threads_per_core)
 
     def _gpu_links(self, name: str) -> dict[int, dict[int, int]]:
         """Node ``name``'s NVLink counts between GPUs, as its starts see them: gres.conf's

@@ -386,6 +386,12 @@ class SlurmConfig:
         return "task/cgroup" in _words(dict(self.settings).get("TaskPlugin", "").lower())
 
     @property
+    def task_affinity(self) -> bool:
+        """TaskPlugin names task/affinity: a step's tasks are bound to cores unless
+        srun's --cpu-bind says otherwise (controller/cpubind.py), as in Slurm."""
+        return "task/affinity" in _words(dict(self.settings).get("TaskPlugin", "").lower())
+
+    @property
     def cgroups_asked(self) -> bool:
         """Whether slurm.conf itself asks for cgroups (ProctrackType=proctrack/cgroup
         set, or task/cgroup): an agent that cannot use them then does not start, as
@@ -468,7 +474,7 @@ def _plugins(settings: _Pairs, warnings: list[str]) -> None:
     if "TaskPlugin" in settings:
         value, where = settings["TaskPlugin"]
         for word in _words(value.lower()):
-            if word not in ("task/cgroup", "task/none"):
+            if word not in ("task/cgroup", "task/affinity", "task/none"):
                 warnings.append(
                     f"{where[0]}:{where[1]}: TaskPlugin {word} has no effect: tasks keep "
                     "the default binding"

@@ -302,7 +302,7 @@ SuspendTimeout                  warned              no power saving
 SwitchParameters                warned              no switch plugins
 SwitchType                      warned              no switch plugins
 TaskEpilog                      honoured
-TaskPlugin                      honoured            task/cgroup; others: the default binding
+TaskPlugin                      honoured            task/cgroup; task/affinity: bind to cores
 TaskPluginParam                 warned              tasks keep the default binding
 TaskProlog                      honoured
 TCPTimeout                      warned              not read

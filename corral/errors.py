@@ -27,6 +27,7 @@ ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE = 2014
 ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE = 2015
 ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE = 2178  # Slurm 24.11
 ESLURM_ALREADY_DONE = 2021
+ESLURM_BAD_DIST = 2023
 ESLURM_INVALID_JOB_ID = 2017
 ESLURM_INVALID_NODE_NAME = 2018
 ESLURM_WRITING_TO_FILE = 2019
@@ -66,6 +67,7 @@ EAGAIN = 11
 ESLURM_PATHNAME_TOO_LONG = 2012
 SLURMCTLD_COMMUNICATIONS_BACKOFF = 1804
 SLURM_PROTOCOL_INSANE_MSG_LENGTH = 1008
+ESLURMD_CPU_BIND_ERROR = 4032
 
 MESSAGES: dict[int, str] = {
     ESLURM_INVALID_PARTITION_NAME: "Invalid partition name specified",
@@ -74,6 +76,8 @@ MESSAGES: dict[int, str] = {
     ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP: "User's group not permitted to use this partition",
     ESLURM_REQUESTED_NODES_NOT_IN_PARTITION: "Requested nodes not in this partition",
     ESLURM_TOO_MANY_REQUESTED_CPUS: "More processors requested than permitted",
+    ESLURM_BAD_DIST: "Task distribution specification invalid",
+    ESLURMD_CPU_BIND_ERROR: "Unable to satisfy cpu bind request",
     ESLURM_INVALID_NODE_COUNT: "Node count specification invalid",
     ESLURM_INVALID_FEATURE: "Invalid feature specification",
     ESLURM_JOB_SCRIPT_MISSING: "Job script not specified",

@@ -361,7 +361,21 @@ def step_spec(
         node_tasks=list(msg.node_tasks),
         containment=_contained(msg, leaf, containment),
         container=container,
+        task_argv=_task_argv(msg),
+        task_cpus=[] if msg.unpinned else [list(t.cpus) for t in msg.task_cpus],
+        cpu_verbose=msg.cpu_bind_verbose,
+        cpu_kind="none" if msg.unpinned else msg.cpu_bind_type,
     )
+
+
+def _task_argv(msg: pb.LaunchStep) -> list[list[str]]:
+    """Each local task's command line under srun --multi-prog (srun checked the file
+    against the step's tasks); [] without."""
+    if not msg.multi_prog:
+        return []
+    from corral import multiprog  # only a --multi-prog step pays for it
+
+    return multiprog.commands(msg.multi_prog, msg.ntasks, list(msg.tasks))
 
 
 def step_done(key: RunKey, tasks: tuple[int, ...], result: StepResult) -> pb.StepDone:

@@ -251,6 +251,12 @@ class StepSpec:
     gpus: list[int] = field(default_factory=list)
     # Per local task, its own GPU binding variables (--gpu-bind); []: none.
     task_env: list[dict[str, str]] = field(default_factory=list)
+    # Per local task, its command line (srun --multi-prog); []: ``argv`` for each.
+    task_argv: list[list[str]] = field(default_factory=list)
+    # Per local task, its own CPUs (srun --cpu-bind); []: ``cpu_ids`` for each.
+    task_cpus: list[list[int]] = field(default_factory=list)
+    cpu_verbose: bool = False  # --cpu-bind=verbose: each task reports its mask on stderr
+    cpu_kind: str = ""  # the binding type task_cpus came from (cores, map_cpu, ...)
     unbuffered: bool = False  # srun -u: each task's stdout on a pseudo-terminal
     pty: bool = False  # srun --pty: task 0 on a terminal of its own, the others' I/O /dev/null
     mpi: str = ""  # srun --mpi: "pmi2" serves PMI to the tasks (nodeagent/pmi.py)

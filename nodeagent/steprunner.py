@@ -120,6 +120,34 @@ def task_environment(spec: StepSpec) -> dict[str, str]:
     return env
 
 
+#: How --cpu-bind=verbose's report names each binding type, as Slurm's task/affinity
+#: does: the unit a type binds to after ``cpu-bind``, then the kind of mask.
+_REPORT = {
+    "threads": ("-threads", "MASK"),
+    "cores": ("-cores", "MASK"),
+    "sockets": ("-sockets", "MASK"),
+    "ldoms": ("-ldoms", "MASK"),
+    "mask_cpu": ("", "MASK"),
+    "map_cpu": ("", "MAP "),
+    "rank": ("", "RANK"),
+}
+
+
+def cpu_bind_line(spec: StepSpec, task: Task, bound: bool) -> str:
+    """--cpu-bind=verbose's report of one task's affinity, in Slurm's task/affinity
+    form: ``cpu-bind-cores=MASK - node, task  0  0 [pid]: mask 0x3 set`` (``NONE``
+    and no ``set`` for an unbound task), the mask in hex without leading zeros."""
+    value = 0
+    for cpu in os.sched_getaffinity(0):
+        value |= 1 << cpu
+    units, kind = _REPORT.get(spec.cpu_kind, ("", "NONE")) if bound else ("", "NONE")
+    action = "" if kind == "NONE" else " set"
+    return (
+        f"cpu-bind{units}={kind} - {spec.node}, task {task.task_id:2d} {task.index:2d} "
+        f"[{os.getpid()}]: mask 0x{value:x}{action}\n"
+    )
+
+
 def expand(spec: StepSpec, pattern: str, task_id: int) -> str:
     """Expand a %-pattern for one task of this step on this node."""
     return filepattern.expand(
@@ -516,7 +544,8 @@ class StepRun(Runner):
     ) -> NoReturn:
         """In the forked child: become the task and exec it; never returns."""
         spec = self.spec
-        program = spec.argv[0] if spec.argv else ""
+        argv = spec.task_argv[task.index] if spec.task_argv else list(spec.argv)
+        program = argv[0] if argv else ""
         status = 1
         try:
             if task is self.pty_task:
@@ -524,7 +553,8 @@ class StepRun(Runner):
             else:
                 os.setpgid(0, self._group())  # 0 for the first task: a group of its own
             confined = self.enter_cgroups(bool(spec.cgroup))
-            runas.pin_cpus(spec.cpu_ids)
+            bound = spec.task_cpus[task.index] if spec.task_cpus else spec.cpu_ids
+            runas.pin_cpus(bound)
             child_signals()  # unblocks: what came meanwhile now acts as it would
             oomscore.unprotect()
             for target, fd in enumerate(fds):
@@ -538,6 +568,8 @@ class StepRun(Runner):
             runas.become_user(spec.uid, spec.gid, spec.user, groups)
             if note:
                 os.write(2, note.encode())
+            if spec.cpu_verbose:
+                os.write(2, cpu_bind_line(spec, task, bool(spec.task_cpus)).encode())
             env = {
                 **env,
                 **(spec.task_env[task.index] if spec.task_env else {}),  # its --gpu-bind
@@ -556,7 +588,7 @@ class StepRun(Runner):
                 oci.exec_container(
                     spec.container,
                     run_dir=self.stepdir.path,
-                    args=list(spec.argv),
+                    args=argv,
                     env=env,
                     cwd=os.getcwd(),
                     ids=(spec.uid, spec.gid, spec.user),
@@ -566,7 +598,7 @@ class StepRun(Runner):
                     task=task.task_id,
                 )
             status = 2
-            os.execvpe(program, list(spec.argv) or [program], env)
+            os.execvpe(program, argv or [program], env)
         except LaunchError as exc:  # its container's bundle cannot be used
             message = f"slurmstepd: error: {exc}\n"
         except OSError as exc:

@@ -47,8 +47,8 @@ from cli.options import (
 )
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
-from cli.srun import gpuinput, step_options
-from cli.srun.values import cpu_bind_none, open_mode_append
+from cli.srun import gpuinput, placement, step_options
+from cli.srun.values import cpu_bind, open_mode_append
 from corral import mpitypes, stepio
 from corral.clientconf import ClientSettings, client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
@@ -100,11 +100,18 @@ TABLE = OptionTable(
         _row("container-id", note="Slurm 24.11's: in SLURM_CONTAINER_ID; no runtime uses it"),
         _row(
             "cpu-bind",
-            note="none, quiet (verbose warned); rank, sockets, cores, threads, ldoms, boards "
-            "and maps are refused: tasks are bound to the job's CPUs on the node",
+            note="none, rank, threads, cores, sockets, ldoms, map_cpu, mask_cpu, quiet, verbose "
+            "(Slurm's cpu-bind= line); without it, cores under TaskPlugin=task/affinity, else "
+            "the job's CPUs on the node; map_ldom, mask_ldom, rank_ldom and boards are refused",
         ),
         _row("cpus-per-gpu", note="in a job step at most the job's"),
         _row("cpus-per-task", "c"),
+        _row(
+            "distribution",
+            "m",
+            note="block, cyclic, plane=N, arbitrary (SLURM_HOSTFILE or -w), Pack/NoPack; the "
+            "second and third levels lay CPUs over sockets and cores for --cpu-bind",
+        ),
         _row("error", "e"),
         _row("exclude", "x"),
         _row(
@@ -128,6 +135,11 @@ TABLE = OptionTable(
         _row("gres", note="in a job step only gpu (a type is warned about): others are refused"),
         _row("gres-flags", note=JOB_ONLY),
         _row("help", arg=NO_ARGUMENT),
+        _row(
+            "hint",
+            note="compute_bound, memory_bound (cores), multithread, nomultithread (threads); "
+            "beside --cpu-bind or --ntasks-per-core ignored with Slurm's error",
+        ),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("input", "i"),
         _row("job-name", "J"),
@@ -146,11 +158,14 @@ TABLE = OptionTable(
             "are refused as Slurm refuses a plugin it cannot load",
         ),
         _row("nodefile", "F"),
+        _row("multi-prog", arg=NO_ARGUMENT, note="ranks, *, %t and %o; comment lines"),
         _row("nodelist", "w"),
         _row("nodes", "N"),
         _row("ntasks", "n"),
+        _row("ntasks-per-core", note="at most N tasks on each of the job's cores; binds to cores"),
         _row("ntasks-per-gpu"),
         _row("ntasks-per-node"),
+        _row("ntasks-per-socket", note="at most N tasks on each socket; binds to sockets"),
         _row("open-mode", note="append or truncate"),
         _row("output", "o"),
         _row("overcommit", "O", NO_ARGUMENT),
@@ -164,6 +179,7 @@ TABLE = OptionTable(
         ),
         _row("qos", "q", note=JOB_LEVEL),
         _row("quiet", "Q", NO_ARGUMENT),
+        _row("relative", "r", note="in a job only; not with -w or -x"),
         _row("segment", note=f"with TopologyPlugin=topology/block; {STEP_TOPOLOGY}"),
         _row("switches", note=f"with TopologyPlugin=topology/tree; {STEP_TOPOLOGY}"),
         _row("sockets-per-node", note=JOB_ONLY),
@@ -187,8 +203,10 @@ class Settings:
         self.command: list[str] = []
         self.kill_on_bad_exit = False  # -K, else slurm.conf's KillOnBadExit
         self.cpu_bind_none = False
+        self.cpu_bind = ""  # --cpu-bind's text, checked
         self.append = False
         self.mpi = mpitypes.NONE  # --mpi, else SLURM_MPI_TYPE, else MpiDefault
+        self.relative = 0  # -r: the step's first node among the job's
 
     def get(self, key: str, default: str = "") -> str:
         value = self.options.get(key)
@@ -238,7 +256,7 @@ def parse(argv: list[str]) -> Settings:
             1, f"{PROG}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
         )
     env = os.environ
-    settings.cpu_bind_none = cpu_bind_none(
+    settings.cpu_bind, settings.cpu_bind_none = cpu_bind(
         PROG, settings.get("cpu-bind", env.get("SLURM_CPU_BIND", ""))
     )
     settings.append = open_mode_append(
@@ -326,10 +344,11 @@ def step_request(
         except ValueError:
             raise Halt(1, f"{PROG}: error: Invalid time limit specification") from None
     cwd = settings.get("chdir") or os.getcwd()
+    ntasks = settings.count("ntasks")
     request: dict[str, Any] = {
         "job_id": job_id,
-        "ntasks": settings.count("ntasks"),
-        "min_nodes": settings.count("nodes"),
+        "ntasks": ntasks,
+        "min_nodes": placement.node_count(settings.count("nodes"), ntasks),
         "cpus_per_task": settings.count("cpus-per-task") or int(env.get("SRUN_CPUS_PER_TASK", 0)),
         "ntasks_per_node": settings.count("ntasks-per-node"),
         "nodelist": settings.get("nodelist"),
@@ -353,13 +372,21 @@ def step_request(
         "append": settings.append,
         "unbuffered": settings.has("unbuffered"),
         "cpu_bind_none": settings.cpu_bind_none,
+        "cpu_bind": settings.cpu_bind,
         "time_limit": time_limit,
         "submit_line": " ".join(["srun", *sys.argv[1:]]),
         "mpi": settings.mpi,
+        "relative": settings.relative,
+        **placement.distribution_fields(settings.options, env, ntasks),
+        "ntasks_per_core": settings.count("ntasks-per-core"),
+        "ntasks_per_socket": settings.count("ntasks-per-socket"),
     }
     request.update(_container_fields(settings, env, cwd))
     if mpitypes.wires(settings.mpi):  # the tasks' own sruns wire up as this one does
         request["environment"]["SLURM_MPI_TYPE"] = settings.mpi
+    request.update(placement.hint(settings.options, env, settings.cpu_bind))
+    if settings.has("multi-prog"):
+        request.update(placement.multi_prog(settings.command, env, request["ntasks"]))
     if request["cpus_per_task"]:  # srun(1): the tasks see -c, not the job's value
         request["environment"]["SLURM_CPUS_PER_TASK"] = str(request["cpus_per_task"])
     if terminal is not None:
@@ -438,6 +465,18 @@ def create_step(client: Any, request: dict[str, Any], quiet: bool) -> dict[str, 
         if told and not quiet:
             print(f"{PROG}: Step created for StepId={job_id}.{reply['step_id']}", file=sys.stderr)
         return reply
+
+
+def _node_ids(tasks: list[int], flat: list[int]) -> list[list[int]]:
+    """Each node's global task ids: the reply's (node by node), else block order
+    (a controller that sends none)."""
+    if len(flat) != sum(tasks):
+        flat = list(range(sum(tasks)))
+    out, first = [], 0
+    for count in tasks:
+        out.append(flat[first : first + count])
+        first += count
+    return out
 
 
 def _ranges(ids: list[int]) -> str:
@@ -535,7 +574,9 @@ class Step:
         self.nodes = list(reply["nodes"])
         self.tasks = [int(t) for t in reply["tasks"]]
         self.ntasks = sum(self.tasks)
-        self.first = [sum(self.tasks[:i]) for i in range(len(self.tasks))]
+        self.ids = _node_ids(self.tasks, [int(t) for t in reply.get("task_ids", ())])
+        # the node of task 0, which srun's stdin goes to
+        self.stdin_node = next((i for i, ids in enumerate(self.ids) if 0 in ids), 0)
         self.listener = listener
         self.key = key
         self.poll = Poll()
@@ -642,9 +683,9 @@ class Step:
                 self._send_all(stepio.frame(stepio.SIGNAL, SIGKILL))
 
     def _resized(self) -> None:
-        """srun's terminal changed size: task 0's follows (it is on node 0)."""
+        """srun's terminal changed size: task 0's follows."""
         size = self.terminal.resized() if self.terminal is not None else None
-        conn = self.conns.get(0)
+        conn = self.conns.get(self.stdin_node)
         if size is not None and conn is not None:
             self._send(conn, stepio.winsize_frame(*size))
 
@@ -687,9 +728,10 @@ class Step:
                 self.conns[node_id] = conn
                 self.poll.register(conn, node_id)
                 what = node_id
-                if node_id == 0 and self.terminal is not None:  # resized before it came
+                task0 = node_id == self.stdin_node
+                if task0 and self.terminal is not None:  # resized before it came
                     self._send(conn, stepio.winsize_frame(*self.terminal.size))
-                if node_id == 0 and self.forward_stdin:
+                if task0 and self.forward_stdin:
                     for data in self.stdin_pending:
                         self._send(conn, stepio.frame(stepio.IN, 0, data))
                 for data in self.early:  # a signal that came before this runner did
@@ -760,13 +802,13 @@ class Step:
             for task in self._tasks_of(what):
                 self.statuses.setdefault(task, SIGKILL)
 
-    def _tasks_of(self, node_id: int) -> range:
-        return range(self.first[node_id], self.first[node_id] + self.tasks[node_id])
+    def _tasks_of(self, node_id: int) -> list[int]:
+        return self.ids[node_id]
 
     # ------------------------------------------------------------ streams
 
     def _stdin(self, data: bytes) -> None:
-        conn = self.conns.get(0)
+        conn = self.conns.get(self.stdin_node)
         if conn is None:
             self.stdin_pending.append(data)
         else:
@@ -930,6 +972,7 @@ def srun(argv: list[str]) -> int:
                 raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
             for warning in step_options.check(settings.options, job_id, os.environ):
                 print(warning, file=sys.stderr)
+        settings.relative = placement.relative(settings.options, os.environ, bool(job_text))
         gpuinput.inherit(settings.options, os.environ)  # after: the job's own raise no warning
         conf = client_settings()
         settings.kill_on_bad_exit = kill_on_bad_exit(settings, conf.kill_on_bad_exit)

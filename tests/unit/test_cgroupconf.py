@@ -100,7 +100,8 @@ def test_slurm_conf_loads_the_cgroup_conf_beside_it(tmp_path: Path) -> None:
     assert conf.cgroup_conf.constrain_ram
     assert conf.task_cgroup and conf.proctrack_cgroup and conf.cgroups_asked
     assert any("CgroupAutomount has no effect" in w for w in conf.warnings)
-    assert any("TaskPlugin task/affinity has no effect" in w for w in conf.warnings)
+    assert conf.task_affinity  # steps' tasks bound to cores by default
+    assert not any("TaskPlugin" in w for w in conf.warnings)
 
 
 @pytest.mark.parametrize(

@@ -6,38 +6,32 @@ from __future__ import annotations
 import pytest
 
 from cli.halt import Halt
-from cli.srun.values import cpu_bind_none, open_mode_append
+from cli.srun.values import cpu_bind, open_mode_append
 
 
 @pytest.mark.parametrize(
     ("value", "none"),
     [("", False), ("q", False), ("quiet", False), ("none", True), ("quiet,none", True),
-     ("NO", True)],
+     ("NO", True), ("cores", False), ("verbose,map_cpu:0,1", False), ("mask_cpu:0x3,c", False),
+     ("rank", False), ("sockets", False), ("ldoms", False), ("threads", False)],
 )  # fmt: skip
-def test_cpu_bind_values_corral_does(value: str, none: bool) -> None:
-    assert cpu_bind_none("srun", value) is none
+def test_cpu_bind_values_slurm_documents_are_taken(value: str, none: bool) -> None:
+    assert cpu_bind("srun", value) == (value, none)
 
 
 @pytest.mark.parametrize(
-    "value", ["cores", "threads", "sockets", "ldoms", "rank", "map_cpu:0,1", "mask_cpu:0x3"]
+    ("value", "error"),
+    [
+        ("sideways", 'srun: error: unrecognized --cpu-bind argument "sideways"'),
+        ("map_cpu", 'srun: error: missing list for "--cpu-bind=map_cpu:<list>"'),
+        ("map_cpu:x", "srun: error: Failed to validate number: x, the offending character is x"),
+        ("mask_cpu:zz", "srun: error: Failed to validate number: zz, the offending character is z"),
+    ],
 )
-def test_cpu_bind_values_corral_does_not_are_refused(value: str) -> None:
-    with pytest.raises(Halt) as refused:
-        cpu_bind_none("srun", f"quiet,{value}")
-    word = value.split(",")[0]
-    assert refused.value.lines[0].startswith(
-        f"srun: error: --cpu-bind={word} is not supported: tasks are bound to the job's CPUs"
-    )
-
-
-def test_cpu_bind_verbose_is_warned_about_and_nonsense_is_invalid(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert cpu_bind_none("srun", "verbose,none") is True
-    assert "srun: warning: --cpu-bind=verbose has no effect" in capsys.readouterr().err
+def test_cpu_bind_nonsense_is_refused_in_slurms_words(value: str, error: str) -> None:
     with pytest.raises(Halt) as invalid:
-        cpu_bind_none("srun", "sideways")
-    assert invalid.value.lines == ("srun: error: Invalid --cpu-bind argument: sideways",)
+        cpu_bind("srun", value)
+    assert invalid.value.lines == (error, "srun: fatal: Failed to parse --cpu-bind= values.")
 
 
 def test_open_mode_is_append_or_truncate() -> None:

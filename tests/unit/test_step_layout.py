@@ -29,14 +29,21 @@ JOB = replace(
     [
         (StepRequest(), (("n1", "n2", "n3"), (2, 1, 1))),  # the job's own task slots
         (StepRequest(ntasks=1), (("n1",), (1,))),
-        (StepRequest(ntasks=5), (("n1", "n2"), (4, 1))),  # block: fill n1 first
+        # Slurm's block: dealt a round at a time over every node with room, then
+        # numbered node by node; a step without -N spreads over the job's nodes
+        (StepRequest(ntasks=5), (("n1", "n2", "n3"), (2, 2, 1))),
+        (StepRequest(ntasks=7), (("n1", "n2", "n3"), (3, 2, 2))),
+        (StepRequest(ntasks=2), (("n1", "n2"), (1, 1))),
         (StepRequest(min_nodes=2, ntasks=3), (("n1", "n2"), (2, 1))),
         (StepRequest(min_nodes=3), (("n1", "n2", "n3"), (1, 1, 1))),  # one per node
         (StepRequest(ntasks_per_node=2), (("n1", "n2", "n3"), (2, 2, 2))),
         (StepRequest(nodelist=("n2",), ntasks=2), (("n2",), (2,))),
         (StepRequest(exclude=("n1",), ntasks=3), (("n2", "n3"), (2, 1))),
-        (StepRequest(ntasks=2, cpus_per_task=2), (("n1",), (2,))),
-        (StepRequest(ntasks=20, overcommit=True), (("n1",), (20,))),
+        (StepRequest(ntasks=3, cpus_per_task=2), (("n1", "n2", "n3"), (1, 1, 1))),
+        (StepRequest(ntasks=4, cpus_per_task=2), (("n1", "n2", "n3"), (2, 1, 1))),
+        (StepRequest(ntasks=20, overcommit=True), (("n1", "n2", "n3"), (7, 7, 6))),
+        (StepRequest(ntasks=6, distribution="block,Pack"), (("n1", "n2", "n3"), (4, 1, 1))),
+        (StepRequest(ntasks=3, relative=1), (("n2", "n3"), (2, 1))),
     ],
 )
 def test_tasks_go_to_nodes_in_block_order(
@@ -65,15 +72,15 @@ def test_steps_the_allocation_cannot_hold_are_refused(request_: StepRequest, cod
 
 def test_running_steps_hold_their_cpus_unless_one_overlaps() -> None:
     first = new_step(JOB, StepRequest(ntasks=6), "a", NOW, -1, "")
-    assert (first.nodes, first.cpus) == (("n1", "n2"), (4, 2))
+    assert (first.nodes, first.cpus) == (("n1", "n2", "n3"), (2, 2, 2))
     busy = replace(JOB, steps=(first,))
-    assert layout(busy, StepRequest(ntasks=2)) == (("n3",), (2,))
+    assert layout(busy, StepRequest(ntasks=2)) == (("n1",), (2,))
     with pytest.raises(SlurmError) as caught:
         layout(busy, StepRequest(ntasks=3))
     assert caught.value.code == errors.ESLURM_NODES_BUSY  # srun waits and retries
-    assert layout(busy, StepRequest(ntasks=3, overlap=True)) == (("n1",), (3,))
+    assert layout(busy, StepRequest(ntasks=4, overlap=True)) == (("n1", "n2", "n3"), (2, 1, 1))
     done = replace(first, state="COMPLETED")
-    assert layout(replace(busy, steps=(done,)), StepRequest(ntasks=5))[1] == (4, 1)
+    assert layout(replace(busy, steps=(done,)), StepRequest(ntasks=5))[1] == (2, 2, 1)
 
 
 def test_a_step_ends_once_every_node_reported_with_the_worst_status() -> None:
@@ -174,7 +181,7 @@ def test_a_steps_own_memory_is_held_within_the_jobs() -> None:
     mem = replace(JOB, alloc_mem=(1000, 500, 500), gpus=((0, 1), (2,), (3,)))
     assert new_step(mem, StepRequest(ntasks=1), "a", NOW, -1, "").mem == ()
     per_cpu = new_step(mem, StepRequest(ntasks=5, mem_per_cpu=100), "b", NOW, -1, "")
-    assert (per_cpu.nodes, per_cpu.cpus, per_cpu.mem) == (("n1", "n2"), (4, 1), (400, 100))
+    assert (per_cpu.cpus, per_cpu.mem) == ((2, 2, 1), (200, 200, 100))
     per_gpu = new_step(mem, StepRequest(ntasks=1, mem_per_gpu=300), "c", NOW, -1, "")
     assert per_gpu.mem == (600,)  # both of the job's GPUs on n1
 
@@ -216,3 +223,26 @@ def test_a_steps_cpus_follow_its_gpus_within_the_jobs() -> None:
     with pytest.raises(SlurmError) as caught:
         new_step(gpu_job, StepRequest(ntasks=2, cpus_per_gpu=3), "s", NOW, -1, "")
     assert caught.value.code == errors.ESLURM_INVALID_GRES
+
+
+def test_a_steps_task_ids_follow_its_distribution_and_survive_the_journal() -> None:
+    from controller import journal
+
+    cyclic = new_step(JOB, StepRequest(ntasks=5, distribution="cyclic"), "c", NOW, -1, "")
+    assert (cyclic.tasks, cyclic.ids) == ((2, 2, 1), ((0, 3), (1, 4), (2,)))
+    block = new_step(JOB, StepRequest(ntasks=5), "b", NOW, -1, "")
+    assert block.task_ids == () and block.ids == ((0, 1), (2, 3), (4,))  # block: not stored
+    plane = new_step(JOB, StepRequest(ntasks=6, distribution="plane=2"), "p", NOW, -1, "")
+    assert plane.ids == ((0, 1), (2, 3), (4, 5))
+    placed = ("n3", "n1", "n3")
+    arbitrary = StepRequest(ntasks=3, distribution="arbitrary", task_nodes=placed)
+    step = new_step(JOB, arbitrary, "a", NOW, -1, "")
+    assert (step.nodes, step.ids) == (("n1", "n3"), ((1,), (0, 2)))
+    with pytest.raises(SlurmError) as caught:
+        layout(JOB, StepRequest(distribution="arbitrary", task_nodes=("n2",) * 3))
+    assert caught.value.code == errors.ESLURM_TOO_MANY_REQUESTED_CPUS  # n2 has 2 CPUs
+    with pytest.raises(SlurmError) as caught:
+        layout(JOB, StepRequest(ntasks=2, distribution="diagonal"))
+    assert caught.value.code == errors.ESLURM_BAD_DIST
+    again = journal.job_from_row(journal.job_to_row(replace(JOB, steps=(cyclic,))))
+    assert again.steps[0].ids == cyclic.ids
