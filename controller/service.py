@@ -203,16 +203,22 @@ class Handlers:
 
     async def Jobs(self, req: pb.JobsRequest, who: Principal) -> Encoded:
         flt = jobcontrol.to_dict(req.filter)
+        named = bool(flt.get("job_ids"))
+        # Named ids must exist in any state (else Slurm's "Invalid job id specified");
+        # the state filter then applies to them as to any listing: a job that ended is
+        # known but not in squeue's default states, so squeue prints no row for it.
         jobs = visibility.jobs_shown(
-            queries.select(self.store.jobs, flt),
+            queries.select(self.store.jobs, {**flt, "states": []} if named else flt),
             self.store.conf,
             who,
             self.store.associations,
             everything=req.all_partitions,
-            named=bool(flt.get("job_ids")),
+            named=named,
         )
-        if flt.get("job_ids") and not jobs:
+        if named and not jobs:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        if named and flt.get("states"):
+            jobs = queries.in_states(jobs, flt["states"])
         fields = tuple(f for f in req.fields if f in views.JOB_FIELDS)
         entries = []
         for job in jobs:

@@ -170,11 +170,18 @@ def test_finished_jobs_stay_visible_for_min_job_age(make_cluster) -> None:  # ty
     job_id = c.sbatch("--wrap", "true")
     c.wait_done(job_id)
     assert "COMPLETED" in c.run("squeue", "-t", "all", "-h", "-o", "%T", "-j", str(job_id)).stdout
+    # Slurm: a job that ended is not among squeue's default states even when named, so
+    # `squeue -h -j ID` prints nothing (and succeeds) while the controller still holds it...
+    shown = c.run("squeue", "-h", "-j", str(job_id))
+    assert (shown.stdout, shown.returncode) == ("", 0)
+    # ...and once MinJobAge purged it, the id is unknown.
     c.wait_for(
         lambda: c.run("squeue", "-h", "-j", str(job_id), check=False).returncode == 1,
         10,
         "finished job was not purged after MinJobAge",
     )
+    gone = c.run("squeue", "-h", "-j", str(job_id), check=False)
+    assert gone.stderr == "slurm_load_jobs error: Invalid job id specified\n"
 
 
 def test_cancelling_an_array_with_finished_tasks_cancels_the_rest(cluster: Cluster) -> None:
