@@ -220,17 +220,18 @@ class Handlers:
         if named and flt.get("states"):
             jobs = queries.in_states(jobs, flt["states"])
         fields = tuple(f for f in req.fields if f in views.JOB_FIELDS)
+        deps = views.Dependencies(self.store, self.now())
         entries = []
         for job in jobs:
             if not job.array_pending:
-                entries.append(self.encoder.entry(job, None, fields))
+                entries.append(self.encoder.entry(job, None, fields, deps))
                 continue
             tasks = queries.named_tasks(job, flt)
             if req.expand_arrays:
                 for task in arrayspec.expand(job.array_pending) if tasks is None else tasks:
-                    entries.append(self.encoder.entry(job, [task], fields))
+                    entries.append(self.encoder.entry(job, [task], fields, deps))
             else:
-                entries.append(self.encoder.entry(job, tasks, fields))
+                entries.append(self.encoder.entry(job, tasks, fields, deps))
         return Encoded(self.encoder.reply(entries, self.now()), pb.JobsReply)
 
     async def Signal(self, req: pb.SignalRequest, who: Principal) -> pb.SignalReply:

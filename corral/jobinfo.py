@@ -32,7 +32,6 @@ COPIED: Final[dict[str, str]] = {
     "account": "account",
     "qos": "qos",
     "nice": "nice",
-    "dependency": "dependency",
     "requeue": "requeue",
     "restarts": "restarts",
     "exit_status": "exit_status",
@@ -77,6 +76,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
     {
         "array_task_id",
         "array_task_str",
+        "dependency",
         "priority",
         "partition",
         "state",

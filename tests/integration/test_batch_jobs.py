@@ -139,11 +139,24 @@ def test_array_job_runs_every_task(cluster: Cluster, tmp_path: Path) -> None:
 def test_dependency_waits_for_the_first_job(cluster: Cluster, tmp_path: Path) -> None:
     first = cluster.sbatch("--wrap", "sleep 2")
     second = cluster.sbatch(f"--dependency=afterok:{first}", "--wrap", "true")
+    never = cluster.sbatch(f"--dependency=afternotok:{first}", "--wrap", "true")
     cluster.wait_for(
         lambda: cluster.job(second)["reason"] == "Dependency", 10, "no Dependency reason"
     )
+    # Slurm shows what is still awaited, and how it stands, in scontrol and squeue's %E.
+    waiting = f"afterok:{first}(unfulfilled)"
+    assert f" Dependency={waiting}\n" in cluster.run("scontrol", "show", "job", str(second)).stdout
+    assert cluster.run("squeue", "-h", "-j", str(second), "-o", "%E").stdout == waiting + "\n"
     assert cluster.wait_done(second)["state"] == "COMPLETED"
     assert cluster.job(second)["start_time"] >= cluster.job(first)["end_time"]
+    # Met: Slurm clears the field; never to be met: marked failed.
+    assert " Dependency=(null)\n" in cluster.run("scontrol", "show", "job", str(second)).stdout
+    cluster.wait_for(
+        lambda: cluster.job(never)["reason"] == "DependencyNeverSatisfied", 10, "not failed"
+    )
+    failed = cluster.run("squeue", "-h", "-j", str(never), "-o", "%E").stdout
+    assert failed == f"afternotok:{first}(failed)\n"
+    cluster.run("scancel", str(never))
 
 
 def test_squeue_and_sinfo_show_the_cluster(cluster: Cluster) -> None:
