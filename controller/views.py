@@ -414,7 +414,8 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
     total_mem = sum(n.real_memory for n in nodes)
     return pb.PartitionInfo(
         name=part.name,
-        nodes=part.nodes_expr or hostlist.compress(part.nodes, sort=False),
+        # Slurm shows the nodes themselves, whatever Nodes= said (ALL, a NodeSet).
+        nodes=hostlist.compress(part.nodes, sort=False),
         node_names=list(part.nodes),
         is_default=part.default,
         max_time=part.max_time,
