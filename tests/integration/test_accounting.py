@@ -395,3 +395,25 @@ def test_the_batch_step_shows_what_the_script_used(tmp_path: Path) -> None:
         assert cpu != "00:00:00", cpu
     finally:
         cluster.stop()
+
+
+def test_an_output_directory_that_does_not_exist_fails_the_launch(tmp_path: Path) -> None:
+    """Slurm 22.05 does not make a missing --output directory: the job fails at launch
+    (FAILED, JobLaunchFailure, ExitCode 0:53 in scontrol and sacct) and nothing is made."""
+    cluster = Cluster(tmp_path / "c", 1, SETTINGS, accounting=True).start()
+    try:
+        missing = tmp_path / "nowhere"
+        job = cluster.sbatch("-o", str(missing / "%j.out"), "--wrap", "true")
+        cluster.wait_done(job)
+        shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+        assert "JobState=FAILED Reason=JobLaunchFailure " in shown
+        assert " ExitCode=0:53\n" in shown
+        query = ("sacct", "-X", "-n", "-P", "-o", "JobID,State,ExitCode", "-j", str(job))
+        cluster.wait_for(
+            lambda: cluster.run(*query).stdout == f"{job}|FAILED|0:53\n",
+            15,
+            "sacct did not record the launch failure",
+        )
+        assert not missing.exists()
+    finally:
+        cluster.stop()
