@@ -180,6 +180,16 @@ class Job:
     # When its allocation last changed while it ran (Slurm's resize_time; 0: never):
     # accounting keeps one record per size, the newest keyed by this time.
     resize_time: int = 0
+    # When it was last requeued (0: never): its run since then is a record of its own
+    # in accounting, keyed by this time, as slurmdbd keeps each run of a requeued job
+    # (``sacct -D`` lists them all).
+    requeue_time: int = 0
+
+    @property
+    def run_key(self) -> int:
+        """The submit time accounting files this job's current record under: its
+        submission's, else its last requeue's, else (a resize) the size's start."""
+        return self.resize_time or self.requeue_time or self.submit_time
 
     def __post_init__(self) -> None:
         if self.dependency:

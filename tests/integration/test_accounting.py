@@ -417,3 +417,29 @@ def test_an_output_directory_that_does_not_exist_fails_the_launch(tmp_path: Path
         assert not missing.exists()
     finally:
         cluster.stop()
+
+
+def test_sacct_duplicates_lists_every_run_of_a_requeued_job(tmp_path: Path) -> None:
+    """Slurm keeps each run of a requeued job; sacct shows the latest, -D every one,
+    the earlier ones in the state they ended in (REQUEUED for scontrol requeuehold)."""
+    cluster = Cluster(tmp_path / "c", 1, SETTINGS, accounting=True).start()
+    try:
+        job = cluster.sbatch("-o", "/dev/null", "--wrap", "sleep 60")
+        cluster.wait_state(job, {"RUNNING"})
+        cluster.run("scontrol", "requeuehold", str(job))  # held: its next run waits
+        cluster.wait_state(job, {"PENDING"})
+        query = ("sacct", "-X", "-n", "-P", "-o", "JobID,State,Submit", "-j", str(job))
+
+        def runs(*args: str) -> list[list[str]]:
+            return [line.split("|") for line in cluster.run(*query, *args).stdout.splitlines()]
+
+        cluster.wait_for(lambda: len(runs("-D")) == 2, 15, "sacct -D did not list both runs")
+        first, second = runs("-D")
+        assert first[:2] == [str(job), "REQUEUED"]
+        assert second[:2] == [str(job), "PENDING"]
+        assert first[2] <= second[2]  # each run's own submit time
+        assert runs() == [second]  # without -D: the latest run only
+        assert runs("--duplicates") == [first, second]
+        cluster.run("scancel", str(job))
+    finally:
+        cluster.stop()

@@ -11,7 +11,7 @@ from tests.integration.cluster import DONE, Cluster
 
 def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_path: Path) -> None:
     work = tmp_path / "work"
-    work.mkdir()
+    (work / "out").mkdir(parents=True)  # Slurm makes no directory for the output
     script = work / "job.sh"
     script.write_text(
         "#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\n#SBATCH -c 1\n"
