@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from corral import filepattern, oomscore
+from corral import configless, filepattern, oomscore
 from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError, OutputError
@@ -232,6 +232,30 @@ class BatchRun(Runner):
         refused = self._contain(spec.containment, spec.cgroup, spec.deny_devices)
         if refused:
             return self._launch_failed(refused)
+        published = self._publish()
+        try:
+            return self._run_script()
+        finally:
+            if published:
+                configless.withdraw(published, spec.job_id)
+
+    def _publish(self) -> str:
+        """Tell the clients the script starts where to find slurm.conf without
+        SLURM_CONF (``corral.configless``); the entry's path, "" if it cannot be made
+        (the job still runs: only a client that lost SLURM_CONF misses it)."""
+        spec = self.spec
+        if not spec.slurm_conf:
+            return ""
+        cluster = spec.environment.get("SLURM_CLUSTER_NAME", "")
+        try:
+            return configless.publish(os.getsid(0), spec.job_id, cluster, spec.slurm_conf)
+        except OSError as exc:
+            log.warning("job_id=%d no configless entry: %s", spec.job_id, exc)
+            return ""
+
+    def _run_script(self) -> Result:
+        """Fork the script as the job's user, follow it to its end, say how it ended."""
+        spec = self.spec
         script = self.jobdir.file(SCRIPT)
         error_r, error_w = os.pipe()
         try:
