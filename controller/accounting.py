@@ -61,8 +61,6 @@ def record(store: JobStore, job: Job) -> bytes:
     info = job_info(replace(job, expected_start=0, expected_nodes=()), store)
     if job.resize_time or RESIZING in job.flags:
         sized(info, job)
-    elif job.requeue_time:  # a run since a requeue: a record of its own
-        info.submit_time = job.requeue_time
     if REQUEUED in job.flags and COMPLETING not in job.flags:  # a run a requeue ended
         info.state = REQUEUED
     data: bytes = info.SerializeToString()

@@ -180,9 +180,10 @@ class Job:
     # When its allocation last changed while it ran (Slurm's resize_time; 0: never):
     # accounting keeps one record per size, the newest keyed by this time.
     resize_time: int = 0
-    # When it was last requeued (0: never): its run since then is a record of its own
-    # in accounting, keyed by this time, as slurmdbd keeps each run of a requeued job
-    # (``sacct -D`` lists them all).
+    # When it was last requeued (0: never): Slurm's SubmitTime from then on, and the
+    # key of its run since then, a record of its own in accounting, as slurmdbd keeps
+    # each run of a requeued job (``sacct -D`` lists them all). ``submit_time`` stays
+    # the first submission's, which the scheduler's order and ``corral sim`` count from.
     requeue_time: int = 0
 
     @property

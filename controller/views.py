@@ -149,6 +149,8 @@ def job_info(
         job,
         partition=job.partition or ",".join(job.partitions),
         dependency=job.dependency if dependency is None else dependency,
+        # A requeue submits the job again, as Slurm shows it (and files its next run).
+        submit_time=job.requeue_time or job.submit_time,
         priority=store.ranking.of(job),
         state=job.state.name,
         state_flags=flags,

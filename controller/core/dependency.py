@@ -75,6 +75,11 @@ class Index:
             if facts.state not in _FINISHED:
                 self.alive.setdefault((facts.name, facts.uid), []).append((job_id, facts))
 
+    def is_array(self, job_id: int) -> bool:
+        """Whether ``job_id`` names a job array (its tasks, or its pending record)."""
+        own = self.jobs.get(job_id)
+        return job_id in self.members or (own is not None and own.array_job_id == job_id)
+
     def targets(self, job_id: int, task: int | None) -> Sequence[JobFacts]:
         """The records a reference names (empty: a job the controller does not know)."""
         if task is not None and task != ALL_TASKS:
@@ -252,7 +257,8 @@ def shown(
     """The list as Slurm shows it (``scontrol show job`` ``Dependency=``, squeue ``%E``).
 
     Each reference not yet satisfied, one per id, marked ``(unfulfilled)`` or, when
-    it can never be met, ``(failed)``: ``afterok:16(unfulfilled),afterok:17(failed)``.
+    it can never be met, ``(failed)``: ``afterok:16(unfulfilled),afterok:17(failed)``;
+    a whole array as ``123_*``.
     Satisfied references are dropped, and with ``?`` one satisfied reference
     satisfies the whole list; "" (Slurm's ``(null)``) when nothing is left.
     """
@@ -277,5 +283,8 @@ def shown(
                     return ""
                 continue
             mark = "failed" if outcome is Outcome.NEVER else "unfulfilled"
-            parts.append(f"{item.kind}:{_ident(*ref)}({mark})")
+            job, target, delay = ref
+            if target is None and index.is_array(job):
+                target = ALL_TASKS  # Slurm shows a whole array as 123_*
+            parts.append(f"{item.kind}:{_ident(job, target, delay)}({mark})")
     return ("?" if deps.any_of else ",").join(parts)

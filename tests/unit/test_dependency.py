@@ -394,6 +394,12 @@ def test_any_joiner_is_never_stricter_than_all(
         ("afterok:16", {}, ""),  # purged after MinJobAge: it ended
         ("after:5+10", {5: facts("PENDING")}, "after:5+10(unfulfilled)"),
         ("afterok:12_*", {12: facts("PENDING", array_job_id=12)}, "afterok:12_*(unfulfilled)"),
+        # A whole array named by its id, as Slurm 22.05 prints it.
+        (
+            "afternotok:12",
+            {13: facts("RUNNING", array_job_id=12, array_task_id=1)},
+            "afternotok:12_*(unfulfilled)",
+        ),
         (
             "afterok:12_4",
             {13: facts("RUNNING", array_job_id=12, array_task_id=4)},

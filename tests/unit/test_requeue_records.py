@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller import accounting
+from controller import accounting, views
 from controller.core import schedule
 from controller.jobspec import from_fields
 from controller.jobstate import Event, Finish, NodeFail, Requeue
@@ -72,7 +72,8 @@ def test_a_requeue_closes_the_run_and_files_the_next_apart(
     first, second = runs(store)
     assert first[:2] == (100, closed) and first[3:] == (110, 201)
     assert second[:2] == (201, "PENDING")
-    assert store.jobs[job_id].submit_time == 100  # scontrol's SubmitTime is the job's
+    # Slurm's SubmitTime is the requeue's from then on.
+    assert views.job_info(store.jobs[job_id], store).submit_time == 201
     store.commit(schedule(store.snapshot(), 400))
     store.post(job_id, Finish(450, 0, "exited"))
     assert runs(store)[1] == (201, "COMPLETED", [], 400, 450)
