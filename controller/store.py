@@ -301,12 +301,12 @@ class JobStore:
             self._started(new)
         elif isinstance(event, jobstate.Resize):
             self._resized(old, new)
-        if new.state is JobState.PENDING and new.restarts > old.restarts and old.start_time:
-            if not old.state.finished:  # a finished run has its final record already
-                self.durable.closed_record(_closed_run(old, new, event))
         elif new.cpus_released != old.cpus_released:  # suspended, or resumed
             shares = bool(self.capacity.sharing(new))
             self.holdings.change_cpus(new, -1 if new.cpus_released else +1, shares)
+        if new.restarts > old.restarts and old.start_time and not old.state.finished:
+            # A requeue ended a run (a finished one has its final record already).
+            self.durable.closed_record(_closed_run(old, new, event))
         self._touch_job(new)
         if new.state is not old.state:
             self._count(old, new)
