@@ -725,8 +725,14 @@ class Session:
             for r in steps.rows(reply["jobs"], int(reply["now"]), [value] if value else [])
             if r.step is not None
         ]
+        if not rows and value:
+            # Slurm's words for a job (pending, say) or step without it: "Job step 7. not
+            # found" for a job named alone; on stdout, and the command fails.
+            self.print(f"Job step {value}{'' if '.' in value else '.'} not found")
+            self.exit_code = 1
+            return
         if not rows:
-            self.print(f"Job step {value} not found" if value else "No job steps in the system")
+            self.print("No job steps in the system")
             return
         for row in rows:
             self.out.write(steps.show(row, self.oneliner))

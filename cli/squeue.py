@@ -47,6 +47,11 @@ LONG_FORMAT = (
 )
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 
+#: What squeue lists without ``-t``, named ids or not: a job that ended stays in the
+#: controller until MinJobAge but only ``-t all`` (or its state) shows it, so scripts
+#: that poll ``squeue -h -j ID`` until it prints nothing see the end.
+DEFAULT_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
+
 USAGE = """\
 Usage: squeue [-A account] [-i seconds] [-j jobid] [-n name] [-o format]
               [-O format] [-p partitions] [-q qos] [-S fields] [--start]
@@ -442,7 +447,7 @@ def request(settings: Settings, fields: Sequence[str]) -> dict[str, Any]:
             "job_ids": settings.job_ids,
             "users": settings.users or [],
             "partitions": settings.partitions,
-            "states": settings.states,
+            "states": settings.states or list(DEFAULT_STATES),
             "names": settings.names,
             "nodes": settings.nodes,
             "accounts": settings.accounts,

@@ -30,7 +30,7 @@ from typing import Any
 import grpc
 
 from controller.associations import AssocSet
-from controller.jobstate import RESIZING
+from controller.jobstate import COMPLETING, REQUEUED, RESIZING
 from controller.journal import JournalWriteError
 from controller.model import Job
 from controller.principal import Principal
@@ -61,6 +61,8 @@ def record(store: JobStore, job: Job) -> bytes:
     info = job_info(replace(job, expected_start=0, expected_nodes=()), store)
     if job.resize_time or RESIZING in job.flags:
         sized(info, job)
+    if REQUEUED in job.flags and COMPLETING not in job.flags:  # a run a requeue ended
+        info.state = REQUEUED
     data: bytes = info.SerializeToString()
     return data
 
@@ -72,7 +74,7 @@ def sized(info: pb.JobInfo, job: Job) -> None:
     the record of the size it left ends there in state RESIZING. The steps, the
     batch script's among them, are the newest record's, whose ``run_start`` says
     when the run began."""
-    if job.resize_time:  # a requeued job's next run keeps the key, with its own start
+    if job.resize_time:
         info.submit_time = job.resize_time
         info.eligible_time = max(info.eligible_time, job.resize_time)
         if info.start_time:

@@ -191,9 +191,10 @@ class Durability:
 
     def closed_record(self, job: Job) -> None:
         """The last accounting record of ``job`` at a size it no longer has (a resize:
-        ``RESIZING``, docs/design.md "Elastic jobs"). dbd files it under the key of
-        that size, apart from the record of the job as it is now, so it is queued
-        beside the job's current record rather than replacing it."""
+        ``RESIZING``, docs/design.md "Elastic jobs"), or of a run a requeue ended. dbd
+        files it under the key of that size or run, apart from the record of the job
+        as it is now, so it is queued beside the job's current record rather than
+        replacing it."""
         if self.recorder is None:
             return
         self._outbox_seq += 1

@@ -392,6 +392,10 @@ def _back_to_pending(job: Job, now: int, hold: str) -> Job:
         flavor="",
         eligible_time=now + job.requeue_delay,
         begin_time=now + job.requeue_delay,
+        # The next run is a record of its own in accounting, under a key after the
+        # last run's (a run requeued within its second moves it on by one).
+        requeue_time=max(now, job.run_key + 1),
+        resize_time=0,
     )
 
 

@@ -192,6 +192,17 @@ class Job:
     mail_type: str = ""
     mail_user: str = ""
     mail_sent: str = ""
+    # When it was last requeued (0: never): Slurm's SubmitTime from then on, and the
+    # key of its run since then, a record of its own in accounting, as slurmdbd keeps
+    # each run of a requeued job (``sacct -D`` lists them all). ``submit_time`` stays
+    # the first submission's, which the scheduler's order and ``corral sim`` count from.
+    requeue_time: int = 0
+
+    @property
+    def run_key(self) -> int:
+        """The submit time accounting files this job's current record under: its
+        submission's, else its last requeue's, else (a resize) the size's start."""
+        return self.resize_time or self.requeue_time or self.submit_time
 
     def __post_init__(self) -> None:
         if self.dependency:

@@ -85,6 +85,23 @@ def _state_names(states: Iterable[str]) -> set[JobState] | None:
     return wanted
 
 
+def _in(job: Job, wanted: set[JobState] | frozenset[JobState]) -> bool:
+    return job.state in wanted or (COMPLETING in job.flags and JobState.RUNNING in wanted)
+
+
+def in_states(jobs: Iterable[Job], states: Iterable[str]) -> list[Job]:
+    """The ``jobs`` in one of ``states`` (names, abbreviations or ``ALL``).
+
+    Apart from ``select`` so that the Jobs RPC can first tell whether named ids exist
+    at all (Slurm's "Invalid job id specified") and then filter them by state: squeue
+    asks for its default states even for ids, and prints nothing for a job that ended.
+    """
+    wanted = _state_names(states)
+    if wanted is None:
+        return list(jobs)
+    return [j for j in jobs if _in(j, wanted)]
+
+
 def select(
     jobs: Mapping[int, Job], flt: Mapping[str, Any], *, default_active: bool = True
 ) -> list[Job]:
@@ -95,13 +112,10 @@ def select(
     else:
         pool = list(jobs.values())
     states = flt.get("states", [])
-    wanted = _state_names(states) if states else (_ACTIVE if default_active and not ids else None)
-    if wanted is not None:
-        pool = [
-            j
-            for j in pool
-            if j.state in wanted or (COMPLETING in j.flags and JobState.RUNNING in wanted)
-        ]
+    if states:
+        pool = in_states(pool, states)
+    elif default_active and not ids:
+        pool = [j for j in pool if _in(j, _ACTIVE)]
     users = flt.get("users", [])
     if users:
         uids = {uid_for(u) for u in users}

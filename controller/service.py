@@ -205,28 +205,35 @@ class Handlers:
 
     async def Jobs(self, req: pb.JobsRequest, who: Principal) -> Encoded:
         flt = jobcontrol.to_dict(req.filter)
+        named = bool(flt.get("job_ids"))
+        # Named ids must exist in any state (else Slurm's "Invalid job id specified");
+        # the state filter then applies to them as to any listing: a job that ended is
+        # known but not in squeue's default states, so squeue prints no row for it.
         jobs = visibility.jobs_shown(
-            queries.select(self.store.jobs, flt),
+            queries.select(self.store.jobs, {**flt, "states": []} if named else flt),
             self.store.conf,
             who,
             self.store.associations,
             everything=req.all_partitions,
-            named=bool(flt.get("job_ids")),
+            named=named,
         )
-        if flt.get("job_ids") and not jobs:
+        if named and not jobs:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+        if named and flt.get("states"):
+            jobs = queries.in_states(jobs, flt["states"])
         fields = tuple(f for f in req.fields if f in views.JOB_FIELDS)
+        deps = views.Dependencies(self.store, self.now())
         entries = []
         for job in jobs:
             if not job.array_pending:
-                entries.append(self.encoder.entry(job, None, fields))
+                entries.append(self.encoder.entry(job, None, fields, deps))
                 continue
             tasks = queries.named_tasks(job, flt)
             if req.expand_arrays:
                 for task in arrayspec.expand(job.array_pending) if tasks is None else tasks:
-                    entries.append(self.encoder.entry(job, [task], fields))
+                    entries.append(self.encoder.entry(job, [task], fields, deps))
             else:
-                entries.append(self.encoder.entry(job, tasks, fields))
+                entries.append(self.encoder.entry(job, tasks, fields, deps))
         return Encoded(self.encoder.reply(entries, self.now()), pb.JobsReply)
 
     async def Signal(self, req: pb.SignalRequest, who: Principal) -> pb.SignalReply:

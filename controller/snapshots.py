@@ -77,7 +77,7 @@ def build(ledger: Ledger, conf: SlurmConfig, capacity: Capacity) -> Snapshot:
             for name, view in capacity.partitions.items()
         },
         pending,
-        _facts(ledger.jobs.values()) if any(j.dependency for j in pending) else {},
+        dependency_facts(ledger.jobs.values()) if any(j.dependency for j in pending) else {},
         running_per_array,
         running,
         gates,
@@ -176,7 +176,7 @@ def gpu_links(capacity: Capacity, name: str, runtime: NodeRuntime | None) -> Lin
     return capacity.gpu_links(name) or (runtime.gpu_links if runtime else ())
 
 
-def _facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:
+def dependency_facts(jobs: Iterable[Job]) -> dict[int, JobFacts]:
     """What dependencies are checked against, for every job the store knows."""
     return {
         j.job_id: JobFacts(

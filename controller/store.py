@@ -316,6 +316,9 @@ class JobStore:
         elif new.cpus_released != old.cpus_released:  # suspended, or resumed
             shares = bool(self.capacity.sharing(new))
             self.holdings.change_cpus(new, -1 if new.cpus_released else +1, shares)
+        if new.restarts > old.restarts and old.start_time and not old.state.finished:
+            # A requeue ended a run (a finished one has its final record already).
+            self.durable.closed_record(_closed_run(old, new, event))
         self._touch_job(new)
         if new.state is not old.state:
             self._count(old, new)
@@ -372,7 +375,7 @@ class JobStore:
         at a start and an end."""
         self._account(old, -1)
         self._account(new, +1)
-        if new.resize_time != (old.resize_time or old.submit_time):
+        if new.resize_time != old.run_key:
             closed = replace(old, flags=old.flags | {jobstate.RESIZING}, end_time=new.resize_time)
             self.durable.closed_record(closed)
         added = tuple(n for n in new.nodes if n not in old.nodes)
@@ -843,3 +846,18 @@ class JobStore:
         for name in names:
             self._touch_node(drain.admin_state(self.nodes[name], state, reason, who, now))
         self.last_update = now
+
+
+def _closed_run(old: Job, new: Job, event: Event) -> Job:
+    """The last accounting record of the run a requeue ended, as slurmdbd keeps it
+    beside the job's next run (``sacct -D``): REQUEUED, or PREEMPTED when a
+    preemption requeued it, or NODE_FAIL when its node failed; ended now."""
+    now: int = getattr(event, "now", 0)
+    flags: frozenset[str] = frozenset()
+    if isinstance(event, jobstate.NodeFail) and jobstate.REQUEUED not in old.flags:
+        state = JobState.NODE_FAIL
+    elif old.preempt_time:
+        state = JobState.PREEMPTED
+    else:
+        state, flags = old.state, frozenset({jobstate.REQUEUED})
+    return replace(old, state=state, flags=flags, end_time=now, exit_status=new.exit_status)

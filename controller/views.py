@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller import gpuaffinity, gpushare, licenseviews, preemptrules, queuereply
+from controller.core import dependency as depcheck
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
 from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime, Step
 from controller.reservations import Reservation
+from controller.snapshots import dependency_facts
 from controller.store import JobStore
 from corral import arrayspec, hostlist, jobinfo, topologyconf
 from corral import gres as gres_syntax
@@ -104,11 +106,43 @@ def topology_level(job: Job) -> str:
     return required + preferred
 
 
-def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None) -> pb.JobInfo:
+class Dependencies:
+    """Each job's ``--dependency`` as Slurm shows it, for one listing.
+
+    What is shown depends on the other jobs (a reference is dropped once met,
+    marked ``(failed)`` once it cannot be), so it is worked out when a listing
+    asks for it, against one index of every job the store holds, built the first
+    time a listed job needs it. A job that has started shows none: Slurm clears
+    a job's dependency once it is satisfied.
+    """
+
+    def __init__(self, store: JobStore, now: int) -> None:
+        self.store = store
+        self.now = now
+        self._index: depcheck.Index | None = None
+
+    def text(self, job: Job) -> str:
+        if job.deps is None or not job.dependency or job.start_time:
+            return ""
+        if self._index is None:
+            self._index = depcheck.Index(dependency_facts(self.store.jobs.values()))
+        return depcheck.shown(
+            job.deps, job.job_id, job.name, job.uid, self._index, self.now, job.array_task_id
+        )
+
+
+def job_info(
+    job: Job,
+    store: JobStore,
+    *,
+    array_tasks: list[int] | None = None,
+    dependency: str | None = None,
+) -> pb.JobInfo:
     """One job record; for an array's record, ``array_tasks`` shows only those tasks.
 
     The fields copied as they are come from ``corral.jobinfo.COPIED``; the ones
-    worked out here are that module's ``DERIVED``.
+    worked out here are that module's ``DERIVED``. ``dependency`` is the list as
+    ``Dependencies`` shows it; None keeps the text as submitted.
     """
     conf = store.conf
     nodes = hostlist.compress(job.nodes) if job.nodes else ""
@@ -122,6 +156,9 @@ def job_info(job: Job, store: JobStore, *, array_tasks: list[int] | None = None)
     info = _record(
         job,
         partition=job.partition or ",".join(job.partitions),
+        dependency=job.dependency if dependency is None else dependency,
+        # A requeue submits the job again, as Slurm shows it (and files its next run).
+        submit_time=job.requeue_time or job.submit_time,
         priority=store.ranking.of(job),
         state=job.state.name,
         state_flags=flags,
@@ -206,6 +243,10 @@ _PRESENCE = frozenset(f.name for f in pb.JobInfo.DESCRIPTOR.fields if f.has_pres
 JOB_FIELDS = frozenset(f.name for f in pb.JobInfo.DESCRIPTOR.fields)
 
 
+def _reads_dependency(fields: tuple[str, ...]) -> bool:
+    return not fields or "dependency" in fields
+
+
 class JobsEncoder:
     """Serialized job records, cached per immutable ``Job`` value.
 
@@ -219,16 +260,25 @@ class JobsEncoder:
     def __init__(self, store: JobStore) -> None:
         self.store = store
         # job id -> requested field list -> (the Job it was made from, its bytes)
-        self._cache: dict[int, dict[tuple[str, ...], tuple[Job, bytes]]] = {}
+        self._cache: dict[int, dict[tuple[str, ...], tuple[Job, str | None, bytes]]] = {}
         self._conf = store.conf
         self._ranking = store.ranking
 
     def entry(
-        self, job: Job, array_tasks: list[int] | None = None, fields: tuple[str, ...] = ()
+        self,
+        job: Job,
+        array_tasks: list[int] | None = None,
+        fields: tuple[str, ...] = (),
+        deps: Dependencies | None = None,
     ) -> bytes:
-        """One job's reply entry, with only ``fields`` when any are named."""
+        """One job's reply entry, with only ``fields`` when any are named.
+
+        ``deps`` shows the job's dependency as it stands now (the text as submitted
+        without it); a cached entry is reused only while that text is unchanged.
+        """
+        shown = deps.text(job) if deps is not None and _reads_dependency(fields) else None
         if array_tasks is not None:
-            info = job_info(job, self.store, array_tasks=array_tasks)
+            info = job_info(job, self.store, array_tasks=array_tasks, dependency=shown)
             one: bytes = pb.JobsReply(jobs=[_only(info, fields)]).SerializeToString()
             return one
         if self._conf is not self.store.conf or self._ranking is not self.store.ranking:
@@ -236,12 +286,12 @@ class JobsEncoder:
             self._conf, self._ranking = self.store.conf, self.store.ranking
         per_job = self._cache.setdefault(job.job_id, {})
         cached = per_job.get(fields)
-        if cached is not None and cached[0] is job:
-            return cached[1]
+        if cached is not None and cached[0] is job and cached[1] == shown:
+            return cached[2]
         data: bytes = pb.JobsReply(
-            jobs=[_only(job_info(job, self.store), fields)]
+            jobs=[_only(job_info(job, self.store, dependency=shown), fields)]
         ).SerializeToString()
-        per_job[fields] = (job, data)
+        per_job[fields] = (job, shown, data)
         return data
 
     def reply(self, entries: list[bytes], now: int) -> bytes:
@@ -381,7 +431,8 @@ def partition_info(part: PartitionConfig, store: JobStore) -> pb.PartitionInfo:
     total_mem = sum(n.real_memory for n in nodes)
     return pb.PartitionInfo(
         name=part.name,
-        nodes=part.nodes_expr or hostlist.compress(part.nodes, sort=False),
+        # Slurm shows the nodes themselves, whatever Nodes= said (ALL, a NodeSet).
+        nodes=hostlist.compress(part.nodes, sort=False),
         node_names=list(part.nodes),
         is_default=part.default,
         max_time=part.max_time,

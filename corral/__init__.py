@@ -21,6 +21,7 @@ __all__ = [
     "client",
     "clientconf",
     "config",
+    "configless",
     "confkeys",
     "confsyntax",
     "cpubind",

@@ -72,13 +72,20 @@ CORRAL_UP_CONF = os.path.join(".corral", "cluster", "slurm.conf")
 
 def default_path() -> str:
     """``$SLURM_CONF`` if set, else the standard location, else (when that does not
-    exist) the cluster ``corral up`` runs for this user: a job whose tool strips
-    SLURM_CONF from srun's environment (Snakemake's jobstep plugin keeps only the
-    job's identity) still finds its one-machine cluster."""
+    exist) what Slurm's configless mode would find: inside a job, the slurm.conf
+    its node agent published for it (``corral.configless``), so that a job whose
+    tool strips SLURM_CONF from srun's environment (Snakemake's jobstep plugin
+    keeps only the job's identity) still reaches its own cluster; else the
+    cluster ``corral up`` runs for this user."""
     given = os.environ.get("SLURM_CONF")
     if given:
         return given
     if not os.path.exists(DEFAULT_PATH):
+        from corral import configless  # only without SLURM_CONF: a file or two read
+
+        published = configless.lookup(os.environ)
+        if published is not None:
+            return published
         personal = os.path.join(os.path.expanduser("~"), CORRAL_UP_CONF)
         if os.path.exists(personal):
             return personal

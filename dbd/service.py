@@ -206,6 +206,7 @@ class AccountingService(pb_grpc.AccountingServicer):
             start=f.start,
             end=f.end,
             visible=visible,
+            duplicates=f.duplicates,
         )
         records = await self._run(context, self.storage.history, query)
         reply = pb.HistoryReply(now=int(time.time()))

@@ -57,6 +57,7 @@ class Query:
     end: int = 0  # 0: no upper bound
     # PrivateData=jobs: only jobs of these uids or in these accounts (None: any job).
     visible: tuple[tuple[int, ...], tuple[str, ...]] | None = None
+    duplicates: bool = False  # sacct -D: every run of a requeued job
 
 
 def _job_id_clauses(text: str) -> list[ColumnElement[bool]]:
@@ -261,17 +262,44 @@ class Storage:
         if query.start:
             clauses.append(or_(JobRecord.end_time == 0, JobRecord.end_time >= query.start))
         statement = (
-            select(JobRecord.record, JobRecord.nodes)
+            select(
+                JobRecord.record,
+                JobRecord.nodes,
+                JobRecord.cluster,
+                JobRecord.job_id,
+                JobRecord.submit_time,
+                JobRecord.state,
+            )
             .where(*clauses)
             .order_by(JobRecord.cluster, JobRecord.submit_time, JobRecord.job_id)
         )
         wanted = set(query.nodes)
         with Session(self.engine) as session:
-            return [
-                record
-                for record, nodes in session.execute(statement)
+            rows: list[_Listed] = [
+                (record, nodes, cluster, job_id, submitted, state)
+                for record, nodes, cluster, job_id, submitted, state in session.execute(statement)
                 if not wanted or _ran_on(nodes, wanted)
             ]
+        if not query.duplicates:
+            rows = _latest_runs(rows)
+        return [row[0] for row in rows]
+
+
+#: A record as history lists it: (record, nodes, cluster, job id, submit time, state).
+_Listed = tuple[bytes, str, str, int, int, str]
+#: The state of a record a resize closed (the controller's ``accounting.sized``).
+_RESIZING = "RESIZING"
+
+
+def _latest_runs(rows: Sequence[_Listed]) -> list[_Listed]:
+    """Without ``sacct -D``: of each job's records the query selected, the latest run's
+    only, as slurmdbd lists them; a record a resize closed (RESIZING) stays beside it."""
+    latest: dict[tuple[str, int], int] = {}
+    for _, _, cluster, job_id, submitted, state in rows:
+        if state != _RESIZING:
+            key = (cluster, job_id)
+            latest[key] = max(latest.get(key, submitted), submitted)
+    return [row for row in rows if row[5] == _RESIZING or latest[(row[2], row[3])] == row[4]]
 
 
 def _newest(

@@ -30,6 +30,11 @@ class LaunchError(Exception):
     """Why a job or step could not be started (a message for the user or the log)."""
 
 
+class OutputError(LaunchError):
+    """An output or error file could not be opened: a launch failure Slurm records
+    with its own exit code (``spool.OUTPUT_FAILED_STATUS``)."""
+
+
 def user_groups(uid: int, gid: int, user: str) -> list[int] | None:
     """The groups to run ``uid`` with; None when no switch is needed (or possible).
 
@@ -105,7 +110,10 @@ def enter_work_dir(path: str) -> OSError | None:
 
 
 def open_output(path: str, append: bool, truncate: bool | None = None) -> int:
-    """Open an output file (close-on-exec), creating missing parent directories.
+    """Open an output file (close-on-exec); ``OutputError`` when it cannot be.
+
+    A missing directory is not made: Slurm fails the launch and creates nothing,
+    so a mistyped ``--output`` path shows as a failed job, not as files elsewhere.
 
     ``truncate`` defaults to ``not append``; a file several processes write
     through one open file is best opened appending and truncated, since some
@@ -116,12 +124,9 @@ def open_output(path: str, append: bool, truncate: bool | None = None) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
     flags |= (os.O_APPEND if append else 0) | (os.O_TRUNC if truncate else 0)
     try:
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
         return os.open(path, flags, 0o666)
     except OSError as exc:
-        raise LaunchError(f"cannot open output file {path}: {exc.strerror}") from None
+        raise OutputError(f"cannot open output file {path}: {exc.strerror}") from None
 
 
 def open_input(path: str) -> int:

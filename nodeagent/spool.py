@@ -101,6 +101,9 @@ _RESIZE_MAX = 64 << 10
 
 #: Raw wait status of a launch failure: exit code 1, as Slurm records it.
 LAUNCH_FAILED_STATUS = 1 << 8
+#: Raw wait status of a batch job whose output or error file could not be opened (its
+#: directory missing, say): Slurm 22.05 records ExitCode=0:53 for it.
+OUTPUT_FAILED_STATUS = 53
 
 _JOB_DIR = re.compile(r"^job(\d+)\.(\d+)$")
 _STEP_DIR = re.compile(r"^step(\d+)\.(\d+)$")

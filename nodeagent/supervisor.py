@@ -31,13 +31,14 @@ import os
 import sys
 import time
 
-from corral import filepattern, oomscore
+from corral import configless, filepattern, oomscore
 from nodeagent import cgroups, devcgroup, runas
 from nodeagent.ending import use_of
-from nodeagent.runas import LaunchError
+from nodeagent.runas import LaunchError, OutputError
 from nodeagent.runner import KILL_TASK_FAILED, WATCHED, Runner, Task, child_signals
 from nodeagent.spool import (
     LAUNCH_FAILED_STATUS,
+    OUTPUT_FAILED_STATUS,
     SCRIPT,
     JobDir,
     LaunchSpec,
@@ -55,6 +56,10 @@ log = logging.getLogger(__name__)
 
 #: The outcome of a run whose processes the OOM killer killed (JobDone.outcome).
 OUT_OF_MEMORY = "out_of_memory"
+
+#: The exec child's exit code when the job's output or error file cannot be opened
+#: (any other launch failure exits 127): how the parent tells the two apart.
+_OUTPUT_FAILED_EXIT = 53
 
 
 def job_environment(spec: LaunchSpec, task_pid: int) -> dict[str, str]:
@@ -126,6 +131,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
     """
     spec = run.spec
     message = "unknown launch failure"
+    code = 127
     try:
         os.setpgid(0, 0)
         confined = run.enter_cgroups(bool(spec.cgroup))
@@ -163,6 +169,8 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
                 task=0,
             )
         os.execve(script, [script, *spec.argv], env)
+    except OutputError as exc:
+        message, code = str(exc), _OUTPUT_FAILED_EXIT
     except LaunchError as exc:
         message = str(exc)
     except OSError as exc:
@@ -174,7 +182,7 @@ def _exec_job(run: BatchRun, script: str, error_fd: int) -> NoReturn:
     try:
         os.write(error_fd, message.encode())
     finally:
-        os._exit(127)
+        os._exit(code)
 
 
 def _tell_user(spec: LaunchSpec, text: str) -> None:
@@ -243,6 +251,30 @@ class BatchRun(Runner):
         refused = self._contain(spec.containment, spec.cgroup, spec.deny_devices)
         if refused:
             return self._launch_failed(refused)
+        published = self._publish()
+        try:
+            return self._run_script()
+        finally:
+            if published:
+                configless.withdraw(published, spec.job_id)
+
+    def _publish(self) -> str:
+        """Tell the clients the script starts where to find slurm.conf without
+        SLURM_CONF (``corral.configless``); the entry's path, "" if it cannot be made
+        (the job still runs: only a client that lost SLURM_CONF misses it)."""
+        spec = self.spec
+        if not spec.slurm_conf:
+            return ""
+        cluster = spec.environment.get("SLURM_CLUSTER_NAME", "")
+        try:
+            return configless.publish(os.getsid(0), spec.job_id, cluster, spec.slurm_conf)
+        except OSError as exc:
+            log.warning("job_id=%d no configless entry: %s", spec.job_id, exc)
+            return ""
+
+    def _run_script(self) -> Result:
+        """Fork the script as the job's user, follow it to its end, say how it ended."""
+        spec = self.spec
         script = self.jobdir.file(SCRIPT)
         error_r, error_w = os.pipe()
         try:
@@ -255,8 +287,11 @@ class BatchRun(Runner):
             chunks.append(chunk)
         os.close(error_r)
         if chunks:
-            os.waitpid(pid, 0)
-            return self._launch_failed(b"".join(chunks).decode(errors="replace"))
+            _, status = os.waitpid(pid, 0)
+            message = b"".join(chunks).decode(errors="replace")
+            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == _OUTPUT_FAILED_EXIT:
+                return self._output_failed(message)
+            return self._launch_failed(message)
         task = self.tasks[0]
         self.pgid = task.pid = pid
         self.by_pid[pid] = task
@@ -274,6 +309,13 @@ class BatchRun(Runner):
         log.error("job_id=%d launch failed: %s", self.spec.job_id, message)
         _tell_user(self.spec, f"corral: error: job {self.spec.job_id}: launch failed: {message}\n")
         return self._result(LAUNCH_FAILED_STATUS, "launch_failed", message)
+
+    def _output_failed(self, message: str) -> Result:
+        """The job's output or error file could not be opened: as Slurm, a launch
+        failure with its own exit code (ExitCode 0:53), and nothing written for
+        the user, since where they would look is what could not be opened."""
+        log.error("job_id=%d launch failed: %s", self.spec.job_id, message)
+        return self._result(OUTPUT_FAILED_STATUS, "launch_failed", message)
 
     def _requests(self) -> None:
         """A new time limit (``scontrol update``), else the launch's."""

@@ -60,7 +60,7 @@ sacct [<OPTION>]
      -b, --brief          same as '--format=jobid,state,exitcode'
          --array          show each task of a pending job array on its own line
          --delimiter=str  separator of the -p and -P forms (default '|')
-     -D, --duplicates     accepted; has no effect
+     -D, --duplicates     every run of a requeued job, not only the last
      -e, --helpformat     list the fields '--format' accepts
      -E, --endtime=time   jobs eligible before this time (default: now; with
                           -s, the start time)
@@ -112,13 +112,7 @@ TABLE = OptionTable(
         Option("array", "", "array"),
         Option("brief", "b", "brief"),
         Option("delimiter", "", "delimiter", REQUIRED),
-        Option(
-            "duplicates",
-            "D",
-            "duplicates",
-            use=REFUSED,
-            note="a requeued job's earlier runs are not listed apart",
-        ),
+        Option("duplicates", "D", "duplicates"),
         Option("federation", "", "federation", note="no federation: the same as --local"),
         Option("helpformat", "e", "helpformat"),
         Option("helpformat", "", "help-fields"),
@@ -226,6 +220,7 @@ class Settings:
         "clusters",
         "columns",
         "delimiter",
+        "duplicates",
         "end",
         "jobs",
         "json",
@@ -251,6 +246,7 @@ class Settings:
         self.clusters: list[str] = []
         self.columns: list[Any] = []
         self.delimiter = "|"
+        self.duplicates = False
         self.end = 0
         self.json = False
         self.jobs: list[JobSelection] = []
@@ -347,6 +343,8 @@ def _apply(settings: Settings, key: str, text: str, value: str | None) -> None:
         settings.allocations = True
     elif key == "array":
         settings.array = True
+    elif key == "duplicates":
+        settings.duplicates = True
     elif key == "delimiter":
         settings.delimiter = text
     elif key == "allclusters":
@@ -603,6 +601,7 @@ def request(settings: Settings) -> dict[str, Any]:
             "clusters": clusters,
             "start": settings.start,
             "end": settings.end,
+            "duplicates": settings.duplicates,
         }
     }
 

@@ -23,7 +23,16 @@ from controller.core.snapshot import JobFacts
 from controller.depspec import ALL_TASKS, TYPES, Deps, Item, parse, resolve
 from corral import arrayspec
 
-__all__ = ["TYPES", "Index", "Outcome", "check", "evaluate", "parse", "startable_tasks"]
+__all__ = [
+    "TYPES",
+    "Index",
+    "Outcome",
+    "check",
+    "evaluate",
+    "parse",
+    "shown",
+    "startable_tasks",
+]
 
 _FINISHED = frozenset(
     {
@@ -65,6 +74,11 @@ class Index:
                     self.tasks.setdefault(key, []).append(facts)
             if facts.state not in _FINISHED:
                 self.alive.setdefault((facts.name, facts.uid), []).append((job_id, facts))
+
+    def is_array(self, job_id: int) -> bool:
+        """Whether ``job_id`` names a job array (its tasks, or its pending record)."""
+        own = self.jobs.get(job_id)
+        return job_id in self.members or (own is not None and own.array_job_id == job_id)
 
     def targets(self, job_id: int, task: int | None) -> Sequence[JobFacts]:
         """The records a reference names (empty: a job the controller does not know)."""
@@ -223,3 +237,54 @@ def startable_tasks(
     if ready:
         return ready, Outcome.SATISFIED
     return ready, Outcome.WAITING if waiting else Outcome.NEVER
+
+
+def _ident(job_id: int, task: int | None, delay: int) -> str:
+    """A reference as ``--dependency`` spells it: ``16``, ``16_4``, ``16_*``, ``16+5``."""
+    tail = "" if task is None else "_*" if task == ALL_TASKS else f"_{task}"
+    return f"{job_id}{tail}" + (f"+{delay}" if delay else "")
+
+
+def shown(
+    deps: Deps,
+    job_id: int,
+    name: str,
+    uid: int,
+    index: Index,
+    now: int,
+    task: int | None = None,
+) -> str:
+    """The list as Slurm shows it (``scontrol show job`` ``Dependency=``, squeue ``%E``).
+
+    Each reference not yet satisfied, one per id, marked ``(unfulfilled)`` or, when
+    it can never be met, ``(failed)``: ``afterok:16(unfulfilled),afterok:17(failed)``;
+    a whole array as ``123_*``.
+    Satisfied references are dropped, and with ``?`` one satisfied reference
+    satisfies the whole list; "" (Slurm's ``(null)``) when nothing is left.
+    """
+    if not deps.valid:
+        return f"{deps.text}(failed)"
+    parts: list[str] = []
+    for item in deps.items:
+        if item.kind == "singleton":
+            if _singleton(job_id, name, uid, index) is Outcome.SATISFIED:
+                if deps.any_of:
+                    return ""
+                continue
+            parts.append("singleton(unfulfilled)")
+            continue
+        for ref in item.references():
+            if ref[0] not in index.known:
+                outcome = Outcome.SATISFIED  # not known (purged): it ended
+            else:
+                outcome = _one(item.kind, ref, index, now, task)
+            if outcome is Outcome.SATISFIED:
+                if deps.any_of:
+                    return ""
+                continue
+            mark = "failed" if outcome is Outcome.NEVER else "unfulfilled"
+            job, target, delay = ref
+            if target is None and index.is_array(job):
+                target = ALL_TASKS  # Slurm shows a whole array as 123_*
+            parts.append(f"{item.kind}:{_ident(job, target, delay)}({mark})")
+    return ("?" if deps.any_of else ",").join(parts)

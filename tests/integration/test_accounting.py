@@ -395,3 +395,51 @@ def test_the_batch_step_shows_what_the_script_used(tmp_path: Path) -> None:
         assert cpu != "00:00:00", cpu
     finally:
         cluster.stop()
+
+
+def test_an_output_directory_that_does_not_exist_fails_the_launch(tmp_path: Path) -> None:
+    """Slurm 22.05 does not make a missing --output directory: the job fails at launch
+    (FAILED, JobLaunchFailure, ExitCode 0:53 in scontrol and sacct) and nothing is made."""
+    cluster = Cluster(tmp_path / "c", 1, SETTINGS, accounting=True).start()
+    try:
+        missing = tmp_path / "nowhere"
+        job = cluster.sbatch("-o", str(missing / "%j.out"), "--wrap", "true")
+        cluster.wait_done(job)
+        shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+        assert "JobState=FAILED Reason=JobLaunchFailure " in shown
+        assert " ExitCode=0:53\n" in shown
+        query = ("sacct", "-X", "-n", "-P", "-o", "JobID,State,ExitCode", "-j", str(job))
+        cluster.wait_for(
+            lambda: cluster.run(*query).stdout == f"{job}|FAILED|0:53\n",
+            15,
+            "sacct did not record the launch failure",
+        )
+        assert not missing.exists()
+    finally:
+        cluster.stop()
+
+
+def test_sacct_duplicates_lists_every_run_of_a_requeued_job(tmp_path: Path) -> None:
+    """Slurm keeps each run of a requeued job; sacct shows the latest, -D every one,
+    the earlier ones in the state they ended in (REQUEUED for scontrol requeuehold)."""
+    cluster = Cluster(tmp_path / "c", 1, SETTINGS, accounting=True).start()
+    try:
+        job = cluster.sbatch("-o", "/dev/null", "--wrap", "sleep 60")
+        cluster.wait_state(job, {"RUNNING"})
+        cluster.run("scontrol", "requeuehold", str(job))  # held: its next run waits
+        cluster.wait_state(job, {"PENDING"})
+        query = ("sacct", "-X", "-n", "-P", "-o", "JobID,State,Submit", "-j", str(job))
+
+        def runs(*args: str) -> list[list[str]]:
+            return [line.split("|") for line in cluster.run(*query, *args).stdout.splitlines()]
+
+        cluster.wait_for(lambda: len(runs("-D")) == 2, 15, "sacct -D did not list both runs")
+        first, second = runs("-D")
+        assert first[:2] == [str(job), "REQUEUED"]
+        assert second[:2] == [str(job), "PENDING"]
+        assert first[2] <= second[2]  # each run's own submit time
+        assert runs() == [second]  # without -D: the latest run only
+        assert runs("--duplicates") == [first, second]
+        cluster.run("scancel", str(job))
+    finally:
+        cluster.stop()

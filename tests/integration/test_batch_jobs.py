@@ -11,7 +11,7 @@ from tests.integration.cluster import DONE, Cluster
 
 def test_submit_run_complete_with_output_and_environment(cluster: Cluster, tmp_path: Path) -> None:
     work = tmp_path / "work"
-    work.mkdir()
+    (work / "out").mkdir(parents=True)  # Slurm makes no directory for the output
     script = work / "job.sh"
     script.write_text(
         "#!/bin/sh\n#SBATCH -J envjob\n#SBATCH -o out/%x-%j.txt\n#SBATCH -c 1\n"
@@ -139,11 +139,24 @@ def test_array_job_runs_every_task(cluster: Cluster, tmp_path: Path) -> None:
 def test_dependency_waits_for_the_first_job(cluster: Cluster, tmp_path: Path) -> None:
     first = cluster.sbatch("--wrap", "sleep 2")
     second = cluster.sbatch(f"--dependency=afterok:{first}", "--wrap", "true")
+    never = cluster.sbatch(f"--dependency=afternotok:{first}", "--wrap", "true")
     cluster.wait_for(
         lambda: cluster.job(second)["reason"] == "Dependency", 10, "no Dependency reason"
     )
+    # Slurm shows what is still awaited, and how it stands, in scontrol and squeue's %E.
+    waiting = f"afterok:{first}(unfulfilled)"
+    assert f" Dependency={waiting}\n" in cluster.run("scontrol", "show", "job", str(second)).stdout
+    assert cluster.run("squeue", "-h", "-j", str(second), "-o", "%E").stdout == waiting + "\n"
     assert cluster.wait_done(second)["state"] == "COMPLETED"
     assert cluster.job(second)["start_time"] >= cluster.job(first)["end_time"]
+    # Met: Slurm clears the field; never to be met: marked failed.
+    assert " Dependency=(null)\n" in cluster.run("scontrol", "show", "job", str(second)).stdout
+    cluster.wait_for(
+        lambda: cluster.job(never)["reason"] == "DependencyNeverSatisfied", 10, "not failed"
+    )
+    failed = cluster.run("squeue", "-h", "-j", str(never), "-o", "%E").stdout
+    assert failed == f"afternotok:{first}(failed)\n"
+    cluster.run("scancel", str(never))
 
 
 def test_squeue_and_sinfo_show_the_cluster(cluster: Cluster) -> None:
@@ -170,11 +183,18 @@ def test_finished_jobs_stay_visible_for_min_job_age(make_cluster) -> None:  # ty
     job_id = c.sbatch("--wrap", "true")
     c.wait_done(job_id)
     assert "COMPLETED" in c.run("squeue", "-t", "all", "-h", "-o", "%T", "-j", str(job_id)).stdout
+    # Slurm: a job that ended is not among squeue's default states even when named, so
+    # `squeue -h -j ID` prints nothing (and succeeds) while the controller still holds it...
+    shown = c.run("squeue", "-h", "-j", str(job_id))
+    assert (shown.stdout, shown.returncode) == ("", 0)
+    # ...and once MinJobAge purged it, the id is unknown.
     c.wait_for(
         lambda: c.run("squeue", "-h", "-j", str(job_id), check=False).returncode == 1,
         10,
         "finished job was not purged after MinJobAge",
     )
+    gone = c.run("squeue", "-h", "-j", str(job_id), check=False)
+    assert gone.stderr == "slurm_load_jobs error: Invalid job id specified\n"
 
 
 def test_cancelling_an_array_with_finished_tasks_cancels_the_rest(cluster: Cluster) -> None:

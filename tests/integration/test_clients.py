@@ -286,9 +286,7 @@ JOBSTEP_KEEPS = {
     "SLURM_CLUSTER_NAME",
     "SLURM_SUBMIT_DIR",
     "SLURM_SUBMIT_HOST",
-    # Not kept by the plugin: on a real cluster slurm.conf sits at the standard path.
-    # This test cluster's is elsewhere, and only SLURM_CONF says where.
-    "SLURM_CONF",
+    # Not SLURM_CONF: srun finds the slurm.conf its node published (corral.configless).
 }
 
 # The jobstep plugin's run_job for a one-task rule with pass_command_as_script: srun in a

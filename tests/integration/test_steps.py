@@ -260,6 +260,34 @@ def test_ctrl_c_twice_stops_the_step(four: Cluster) -> None:
     assert "srun: sending Ctrl-C to StepId=" in err
 
 
+#: What snakemake-executor-plugin-slurm-jobstep keeps of SLURM_* for its srun (its
+#: ``keep_slurm``), for a job that is not an array task; SLURM_CONF is not among them.
+IDENTITY = (
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_SUBMIT_DIR",
+    "SLURM_SUBMIT_HOST",
+)
+
+
+def test_an_srun_that_lost_slurm_conf_reaches_its_own_cluster(tmp_path: Path) -> None:
+    """As in Slurm's configless mode, the node publishes the configuration it runs
+    with and a client without SLURM_CONF finds it: an srun run with ``env -i`` and
+    only the job's identity (and PATH, PYTHONPATH) starts its step in its own job."""
+    c = Cluster(tmp_path, nodes=1, settings=SETTINGS).start()
+    try:
+        keep = " ".join(f'{name}="${name}"' for name in IDENTITY)
+        script = (
+            f'env -i PATH="$PATH" PYTHONPATH="$PYTHONPATH" {keep} '
+            "srun -n1 sh -c 'echo step $SLURM_STEP_ID of $SLURM_JOB_ID'\n"
+        )
+        job, out = batch(c, script)
+        assert (job["state"], out) == ("COMPLETED", f"step 0 of {job['job_id']}\n")
+    finally:
+        c.stop()
+
+
 def test_srun_with_no_cluster_configured_fails_with_slurms_words(tmp_path: Path) -> None:
     env = {**os.environ, "SLURM_CONF": str(tmp_path / "missing.conf"), "SLURM_JOB_ID": "7"}
     done = subprocess.run(

@@ -158,7 +158,7 @@ def test_a_dependency_survives_a_restart(make_cluster: Build, tmp_path: Path) ->
     c.kill("controller", 15)
     c.start_controller()
     c.wait_for(lambda: c.job(job_id)["reason"] == "Dependency", 20, "dependency lost")
-    assert c.job(job_id)["dependency"] == f"afterok:{first}"
+    assert c.job(job_id)["dependency"] == f"afterok:{first}(unfulfilled)"
     c.run("scontrol", "release", str(first))
     c.wait_done(job_id, 60)
 

@@ -74,9 +74,12 @@ def test_records_are_per_cluster_and_submission(storage: Storage) -> None:
     storage.record_jobs("a", [info(1)], [1])
     storage.record_jobs("b", [info(1)], [1])
     storage.record_jobs("a", [info(1, submit_time=2000, eligible_time=2000)], [2])
-    assert ids(storage, clusters=("a",)) == [1, 1]
+    # A job id used again (ids reset) is two records; sacct lists both only with -D.
+    assert ids(storage, clusters=("a",), duplicates=True) == [1, 1]
+    assert ids(storage, clusters=("a",)) == [1]
     assert ids(storage, clusters=("b",)) == [1]
-    assert ids(storage) == [1, 1, 1]
+    assert ids(storage, duplicates=True) == [1, 1, 1]
+    assert ids(storage) == [1, 1]  # the latest of each cluster's
 
 
 def test_job_ids_name_jobs_array_tasks_and_ranges(storage: Storage) -> None:
@@ -132,6 +135,41 @@ def test_a_requeued_job_stays_visible_by_id_while_it_waits(storage: Storage) -> 
     storage.record_jobs("c", [waiting], [1])
     assert ids(storage, job_ids=("7",), end=1500) == [7]
     assert ids(storage, end=1500) == []  # a window query still follows eligibility
+
+
+def test_each_run_of_a_requeued_job_is_kept_and_listed_with_duplicates(storage: Storage) -> None:
+    """slurmdbd keeps every run of a requeued job (keyed by its submit time); sacct lists
+    only the latest run of each job unless -D (duplicates), while a record a resize
+    closed (RESIZING) is listed beside the job's current one either way."""
+    runs = [
+        info(
+            7,
+            submit_time=1000,
+            start_time=1001,
+            end_time=1100,
+            state="RUNNING",
+            state_flags=["REQUEUED"],
+        ),
+        info(7, submit_time=1100, start_time=1102, end_time=1200, state="PREEMPTED"),
+        info(7, submit_time=1200, start_time=1203, end_time=1300, state="COMPLETED"),
+        info(8, submit_time=1000, start_time=1001, end_time=1050, state="RESIZING"),
+        info(8, submit_time=1050, start_time=1050, state="RUNNING"),
+    ]
+    storage.record_jobs("c", runs, [1, 2, 3, 4, 5])
+
+    def listed(**query: object) -> list[tuple[int, int, str]]:
+        found = storage.history(Query(**query))  # type: ignore[arg-type]
+        return [(j.job_id, j.submit_time, j.state) for j in map(pb.JobInfo.FromString, found)]
+
+    assert listed(job_ids=("7",)) == [(7, 1200, "COMPLETED")]
+    assert listed(job_ids=("7",), duplicates=True) == [
+        (7, 1000, "RUNNING"),
+        (7, 1100, "PREEMPTED"),
+        (7, 1200, "COMPLETED"),
+    ]
+    # As slurmdbd, the latest of the runs the other filters select.
+    assert listed(job_ids=("7",), states=("PREEMPTED",)) == [(7, 1100, "PREEMPTED")]
+    assert listed(job_ids=("8",)) == [(8, 1000, "RESIZING"), (8, 1050, "RUNNING")]
 
 
 def test_filters_by_user_account_partition_state_name_and_node(storage: Storage) -> None:

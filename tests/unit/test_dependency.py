@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scenario import NOW, UID, facts
 
-from controller.core.dependency import Outcome, evaluate, parse
+from controller.core.dependency import Index, Outcome, evaluate, parse, shown
 from controller.core.snapshot import JobFacts
+from controller.depspec import resolve
 
 SAT, WAIT, NEVER = Outcome.SATISFIED, Outcome.WAITING, Outcome.NEVER
 ME = 100  # the job whose dependency is evaluated
@@ -362,3 +363,58 @@ def test_any_joiner_is_never_stricter_than_all(
         assert any_of is SAT
     if any_of is NEVER:
         assert all_of is NEVER
+
+
+# ---------------------------------------------------------------- as Slurm shows it
+
+
+@pytest.mark.parametrize(
+    ("text", "jobs", "expected"),
+    [
+        # Slurm 22.05: each reference not yet met, one per id, with its status...
+        ("afterok:16", {16: facts("RUNNING")}, "afterok:16(unfulfilled)"),
+        (
+            "afterok:16:17",
+            {16: facts("PENDING"), 17: facts("PENDING")},
+            "afterok:16(unfulfilled),afterok:17(unfulfilled)",
+        ),
+        # ...a met one dropped, one that can never be met marked failed...
+        (
+            "afterok:16:17",
+            {16: facts("COMPLETED"), 17: facts("PENDING")},
+            "afterok:17(unfulfilled)",
+        ),
+        (
+            "afterok:16,afterany:17",
+            {16: facts("FAILED", exit_status=1), 17: facts("RUNNING")},
+            "afterok:16(failed),afterany:17(unfulfilled)",
+        ),
+        # ...and nothing, Slurm's (null), once everything is met.
+        ("afterok:16", {16: facts("COMPLETED")}, ""),
+        ("afterok:16", {}, ""),  # purged after MinJobAge: it ended
+        ("after:5+10", {5: facts("PENDING")}, "after:5+10(unfulfilled)"),
+        ("afterok:12_*", {12: facts("PENDING", array_job_id=12)}, "afterok:12_*(unfulfilled)"),
+        # A whole array named by its id, as Slurm 22.05 prints it.
+        (
+            "afternotok:12",
+            {13: facts("RUNNING", array_job_id=12, array_task_id=1)},
+            "afternotok:12_*(unfulfilled)",
+        ),
+        (
+            "afterok:12_4",
+            {13: facts("RUNNING", array_job_id=12, array_task_id=4)},
+            "afterok:12_4(unfulfilled)",
+        ),
+        ("singleton", {1: facts("RUNNING", name=MY_NAME)}, "singleton(unfulfilled)"),
+        ("singleton", {}, ""),
+        # With ? one met reference satisfies the whole list.
+        (
+            "afterok:16?afterok:17",
+            {16: facts("RUNNING"), 17: facts("RUNNING")},
+            "afterok:16(unfulfilled)?afterok:17(unfulfilled)",
+        ),
+        ("afterok:16?afterok:17", {16: facts("RUNNING"), 17: facts("COMPLETED")}, ""),
+    ],
+)
+def test_shown_as_slurm_shows_it(text: str, jobs: dict[int, JobFacts], expected: str) -> None:
+    assert shown(resolve(text), ME, MY_NAME, UID, Index(jobs), NOW) == expected

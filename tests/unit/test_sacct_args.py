@@ -460,6 +460,7 @@ def test_submitit_status(
         "clusters": [],
         "start": 0,
         "end": NOW,
+        "duplicates": False,
     }
 
 
@@ -524,11 +525,14 @@ def test_disabled_accounting_is_said_as_slurm_says_it(
     assert capsys.readouterr().err == "Slurm accounting storage is disabled\n"
 
 
-def test_options_not_implemented_are_refused_or_warned(capsys: pytest.CaptureFixture[str]) -> None:
-    """-D would list what it lists anyway: refused, not ignored; -v changes nothing."""
-    with pytest.raises(Halt) as caught:
-        settings("-D")
-    assert caught.value.status == 1
-    assert caught.value.lines[0].startswith("sacct: error: --duplicates is not supported: ")
+def test_duplicates_asks_for_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """-D: every run of a requeued job (and every job a reused id named), not the last."""
+    assert query.request(settings("-D", "-j", "5"))["filter"]["duplicates"] is True
+    assert query.request(settings("--duplicates"))["filter"]["duplicates"] is True
+    assert query.request(settings("-j", "5"))["filter"]["duplicates"] is False
+
+
+def test_options_not_implemented_are_warned(capsys: pytest.CaptureFixture[str]) -> None:
+    """-v changes nothing."""
     settings("-v")
     assert "sacct: warning: --verbose has no effect" in capsys.readouterr().err

@@ -451,12 +451,16 @@ def test_show_nodes_and_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (["show", "node", "n9"], "Node n9 not found\n"),
         (["show", "partition", "nosuch"], "Partition nosuch not found\n"),
+        # Slurm 22.05, for a job with no running step (pending, say) and for a step.
+        (["show", "step", "7"], "Job step 7. not found\n"),
+        (["show", "step", "7.3"], "Job step 7.3 not found\n"),
     ],
 )
 def test_show_missing(monkeypatch: pytest.MonkeyPatch, words: list[str], out: str) -> None:
     replies = {
         "Nodes": {"nodes": [node()], "now": NOW},
         "Partitions": {"partitions": [partition()], "now": NOW},
+        "Jobs": {"jobs": [], "now": NOW},
     }
     chosen, _ = session(monkeypatch, replies)
     chosen.run(words)

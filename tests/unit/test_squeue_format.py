@@ -402,6 +402,14 @@ def test_request_from_options() -> None:
     assert settings("-j", "7").job_ids == ["7"]
 
 
+def test_named_jobs_are_still_filtered_by_the_default_states() -> None:
+    """Slurm's squeue shows only pending, running, suspended and completing jobs
+    unless -t asks for others, even for ids given with -j: a job that ended is no row."""
+    request = squeue.request(settings("-j", "7"), ["job_id"])
+    assert request["filter"]["states"] == ["PENDING", "RUNNING", "SUSPENDED", "COMPLETING"]
+    assert squeue.request(settings("-j", "7", "-t", "all"), [])["filter"]["states"] == ["ALL"]
+
+
 @pytest.mark.parametrize(
     ("argv", "lines"),
     [
@@ -476,7 +484,7 @@ def test_command_prints_golden(
     assert capsys.readouterr().out == GOLDEN_DEFAULT
     method, request = client.requests[0]
     assert method == "Jobs"
-    assert request["filter"]["states"] == []
+    assert request["filter"]["states"] == list(squeue.DEFAULT_STATES)
 
 
 @pytest.mark.parametrize(

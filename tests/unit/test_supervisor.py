@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nodeagent.process import LaunchInDoubt, Zygote, signal_supervisor, spawn_supervisor
-from nodeagent.spool import LAUNCH_FAILED_STATUS, JobDir, LaunchSpec, Result
+from nodeagent.spool import LAUNCH_FAILED_STATUS, OUTPUT_FAILED_STATUS, JobDir, LaunchSpec, Result
 from nodeagent.supervisor import WATCHED
 
 WATCHED_MASK = sum(1 << (sig - 1) for sig in WATCHED)
@@ -98,7 +98,9 @@ def test_time_limit_sends_term_then_kill(tmp_path: Path) -> None:
     assert "got-term" in (tmp_path / "slurm-42.out").read_text()
 
 
-def test_output_patterns_expand_and_create_directories(tmp_path: Path) -> None:
+def test_output_patterns_expand(tmp_path: Path) -> None:
+    (tmp_path / "logs" / "demo").mkdir(parents=True)
+    (tmp_path / "errs").mkdir()
     run_job(
         tmp_path,
         "echo out; echo err >&2\n",
@@ -107,6 +109,19 @@ def test_output_patterns_expand_and_create_directories(tmp_path: Path) -> None:
     )
     assert (tmp_path / "logs" / "demo" / "42-n7.out").read_text() == "out\n"
     assert (tmp_path / "errs" / f"{ME.pw_name}_0042.err").read_text() == "err\n"
+
+
+@pytest.mark.parametrize("which", ["std_out", "std_err"])
+def test_an_output_file_in_a_missing_directory_fails_the_launch(tmp_path: Path, which: str) -> None:
+    """Slurm 22.05 does not make the directory: the launch fails (ExitCode 0:53, the
+    controller's JobLaunchFailure), the script never runs, no file is created."""
+    jobdir, result = run_job(tmp_path, "touch ran\n", **{which: "missing/%j.out"})
+    assert (result.outcome, result.exit_status) == ("launch_failed", 53)
+    assert "cannot open output file missing/42.out: No such file or directory" in result.message
+    assert jobdir.read_started() is None
+    # Only the job's spool directory; with --error missing, stdout opened first (as Slurm).
+    made = {p.name for p in tmp_path.iterdir()} - {os.path.basename(jobdir.path)}
+    assert made == ({"slurm-42.out"} if which == "std_err" else set())
 
 
 def test_stderr_joins_stdout_without_std_err(tmp_path: Path) -> None:
@@ -161,7 +176,7 @@ def test_unopenable_output_is_a_launch_failure(tmp_path: Path) -> None:
     blocker.write_text("")
     _, result = run_job(tmp_path, "echo never\n", std_out=str(blocker / "sub" / "o.out"))
     assert result.outcome == "launch_failed"
-    assert result.exit_status == LAUNCH_FAILED_STATUS
+    assert result.exit_status == OUTPUT_FAILED_STATUS
     assert "cannot open output file" in result.message
 
 
@@ -290,6 +305,8 @@ def test_root_runs_the_job_as_its_user(public_dir: Path) -> None:
     spool = public_dir / "spool"
     spool.mkdir(mode=0o755)
     spool.chmod(0o755)
+    (public_dir / "out").mkdir()
+    (public_dir / "out").chmod(0o777)
     spec = make_spec(
         public_dir,
         uid=nobody.pw_uid,
@@ -303,7 +320,6 @@ def test_root_runs_the_job_as_its_user(public_dir: Path) -> None:
     out = public_dir / "out" / "nobody.out"
     assert out.read_text().split() == [str(nobody.pw_uid), str(nobody.pw_gid)]
     assert out.stat().st_uid == nobody.pw_uid
-    assert (public_dir / "out").stat().st_uid == nobody.pw_uid
     assert os.stat(jobdir.file("script")).st_uid == nobody.pw_uid
 
 
