@@ -83,7 +83,7 @@ def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) ->
     for args, env in (
         (("--network=sn_all",), {}),
         (("--no-kill",), {}),
-        ((), {"SBATCH_CONTAINER": "/srv/image"}),
+        ((), {"SBATCH_CORE_SPEC": "2"}),
     ):
         done = cluster.run("sbatch", *args, "--wrap", "true", check=False, env=env)
         assert done.returncode == 255, done
@@ -104,9 +104,9 @@ def test_sbatch_options_that_cannot_be_honoured_are_refused(cluster: Cluster) ->
     assert "srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types" in mpi.stderr
     # A binding Corral does not do: the tasks would see all the job's CPUs.
     before = len(cluster.jobs())
-    bind = cluster.run("srun", "--cpu-bind=cores", "true", check=False)
+    bind = cluster.run("srun", "--cpu-bind=map_ldom:0", "true", check=False)
     assert bind.returncode == 1
-    assert bind.stderr.startswith("srun: error: --cpu-bind=cores is not supported: "), bind
+    assert bind.stderr.startswith("srun: error: --cpu-bind=map_ldom:0 is not supported"), bind
     mode = cluster.run("srun", "--open-mode=overwrite", "true", check=False)
     assert mode.stderr == "srun: error: Invalid --open-mode specification\n", mode
     assert len(cluster.jobs()) == before  # refused before any allocation is asked for
