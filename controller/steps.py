@@ -92,11 +92,6 @@ class StepRequest:
     ntasks_per_socket: int = 0  # ... on each socket of the job's cores
 
 
-def _job_slots(job: Job) -> list[int]:
-    """The job's tasks on each of its nodes, as its batch environment lays them out."""
-    return tasks_per_node(job)
-
-
 def held_cpus(job: Job) -> dict[str, int]:
     """CPUs running steps hold on each node (``--overlap`` steps hold none)."""
     held: dict[str, int] = {}
@@ -147,7 +142,7 @@ def placement(
         elif wanted_nodes:
             ntasks = wanted_nodes
         else:  # the job's own task slots, on every node it names
-            slots = dict(zip(job.nodes, _job_slots(job), strict=True))
+            slots = dict(zip(job.nodes, tasks_per_node(job), strict=True))
             ntasks = sum(slots[n] for n in names) or len(names)
             wanted_nodes = sum(1 for n in names if slots[n])
     if req.overcommit:  # -O: tasks share the CPUs; the node count still holds

@@ -60,14 +60,21 @@ def _fixed(
     return []
 
 
+def _fixed_count(job: Job) -> bool:
+    """Whether ``job`` gets exactly ``min_nodes`` nodes: ``-N k`` (or ``-N k-k``), and an
+    elastic job, which starts as -N min would (core/elastic.py then grows it)."""
+    return job.nodes_given and (job.max_nodes in (0, job.min_nodes) or job.elastic_signal > 0)
+
+
 def packs(job: Job) -> bool:
     """Whether ``job``'s tasks fill its nodes in order rather than spread evenly over
     them: all but a fixed ``-N k`` with no ``-n``, or with ``--ntasks-per-node`` or
     ``--ntasks-per-gpu`` (so many on each node). Slurm's
     cons_tres fills each node in turn with what its free CPUs hold, keeping a task
     for each node still to come: ``-N2 -n6`` on idle 8-CPU nodes is 5 + 1 tasks."""
-    fixed = job.nodes_given and (job.max_nodes in (0, job.min_nodes) or job.elastic_signal > 0)
-    return not fixed or (job.tasks_given and not (job.ntasks_per_node or job.ntasks_per_gpu))
+    return not _fixed_count(job) or (
+        job.tasks_given and not (job.ntasks_per_node or job.ntasks_per_gpu)
+    )
 
 
 def _packed(
@@ -164,8 +171,7 @@ def _choose(
     constraint: features.Constraint,
     stacking: bool,
 ) -> list[Alloc]:
-    # An elastic job starts as -N min would; core/elastic.py then grows it.
-    fixed = job.nodes_given and (job.max_nodes in (0, job.min_nodes) or job.elastic_signal > 0)
+    fixed = _fixed_count(job)
     gpu = gpus.ask(job, part)
     forced = _counted(job, part, pool, constraint, fixed, stacking, gpu)
     if forced is None:
