@@ -448,6 +448,7 @@ class Handlers:
             nodelist=tuple(dict.fromkeys(self._node_names([req.nodelist]))) if req.nodelist else (),
             exclude=tuple(self._node_names([req.exclude])) if req.exclude else (),
             overlap=req.overlap,
+            exact=req.exact,
             overcommit=req.overcommit,
             gpus=req.gpus,
             gpus_per_node=req.gpus_per_node,

@@ -12,6 +12,11 @@ and the service sends the launches. Slurm's rules:
   default Slurm's block, dealt a round at a time over the nodes with room and
   numbered node by node (``-N2 -n3`` -> 2, 1; CPUs 4,2,2 and ``-n5`` -> 2, 2, 1).
   ``--ntasks-per-core``/``--ntasks-per-socket`` cap a node's tasks.
+* Without ``--exact`` (which ``-c`` and ``--exclusive`` imply) a step has all of
+  the job's CPUs on each of its nodes that other steps leave, as Slurm 21.08 and
+  later give it ("all non-GRES resources on each node in the step allocation"),
+  so steps run side by side only with ``--exact`` or ``--overlap``. Its memory is
+  the job's unless it asks (below), as in Slurm.
 * A step holds its CPUs against other steps unless it or they ``--overlap``;
   the batch script holds none. A step larger than the whole allocation is
   refused ("More processors requested than permitted"); one that fits the
@@ -76,6 +81,7 @@ class StepRequest:
     nodelist: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     overlap: bool = False
+    exact: bool = False  # --exact: only the CPUs its tasks ask for, not all it can have
     overcommit: bool = False  # -O: more tasks than CPUs
     gpus: int = 0  # in all, spread over the nodes
     gpus_per_node: int = 0
@@ -324,17 +330,23 @@ def step_cpus(
     job: Job, req: StepRequest, nodes: Sequence[str], tasks: Sequence[int], gpus: Sequence[Gpus]
 ) -> tuple[int, ...]:
     """The step's CPUs on each node: its tasks', or ``--cpus-per-gpu`` times its GPUs
-    there if more, within the job's. SlurmError for more CPUs per GPU than the job's
-    (Slurm's "Step requested cpus_per_gres=N is more than the job's")."""
+    there if more, within the job's; without ``--exact``, all the job's CPUs there
+    that other steps do not hold (all of them for an ``--overlap`` step). SlurmError
+    for more CPUs per GPU than the job's (Slurm's "Step requested cpus_per_gres=N is
+    more than the job's")."""
     if req.cpus_per_gpu and job.cpus_per_gpu and req.cpus_per_gpu > job.cpus_per_gpu:
         raise SlurmError(errors.ESLURM_INVALID_GRES)
     cpt = max(req.cpus_per_task, 1)
     allocated = dict(zip(job.nodes, job.cpus, strict=True))
     given = gpus or [job.gpus[job.nodes.index(n)] if job.gpus else () for n in nodes]
-    return tuple(
+    asked = [
         min(max(t * cpt, len(g) * req.cpus_per_gpu), allocated[n])
         for n, t, g in zip(nodes, tasks, given, strict=True)
-    )
+    ]
+    if req.exact:
+        return tuple(asked)
+    held = {} if req.overlap else held_cpus(job)
+    return tuple(max(c, allocated[n] - held.get(n, 0)) for n, c in zip(nodes, asked, strict=True))
 
 
 def new_step(

@@ -113,6 +113,7 @@ TABLE = OptionTable(
             "second and third levels lay CPUs over sockets and cores for --cpu-bind",
         ),
         _row("error", "e"),
+        _row("exact", arg=NO_ARGUMENT, note="also SLURM_EXACT; implied by -c and --exclusive"),
         _row("exclude", "x"),
         _row(
             "exclusive",
@@ -357,6 +358,7 @@ def step_request(
         or settings.has("external-launcher")
         or env.get("SLURM_OVERLAP", "") != "",
         "overcommit": settings.has("overcommit"),
+        "exact": exact(settings, env),
         **_gpu_fields(settings),
         **_memory_fields(settings),
         "name": settings.get("job-name"),
@@ -393,6 +395,19 @@ def step_request(
         request["pty"] = True
         request["environment"].update(terminal.environment(request["io_port"]))
     return request
+
+
+def exact(settings: Settings, env: Mapping[str, str]) -> bool:
+    """Whether the step gets only the CPUs its tasks ask for (srun(1): ``--exact``,
+    or ``-c`` or ``--exclusive`` given): else it has all of the job's CPUs on each of
+    its nodes that other steps leave, and parallel steps wait for each other."""
+    return (
+        settings.has("exact")
+        or env.get("SLURM_EXACT", "") != ""
+        or (settings.has("exclusive") and settings.get("exclusive").lower() in ("", "exclusive"))
+        or settings.has("cpus-per-task")
+        or env.get("SRUN_CPUS_PER_TASK", "") != ""
+    )
 
 
 def _container_fields(settings: Settings, env: Mapping[str, str], cwd: str) -> dict[str, str]:

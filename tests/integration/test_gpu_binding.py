@@ -44,9 +44,9 @@ def test_jobs_get_distinct_gpus_and_see_only_theirs(make_cluster: Callable[..., 
 def test_steps_ask_for_some_of_the_jobs_gpus(make_cluster: Callable[..., Cluster]) -> None:
     cluster = make_cluster(nodes=1, settings=SETTINGS)
     script = (
-        "srun --gpus=2 -n1 sh -c 'echo A $CUDA_VISIBLE_DEVICES; sleep 2' &\n"
+        "srun --exact --gpus=2 -n1 sh -c 'echo A $CUDA_VISIBLE_DEVICES; sleep 2' &\n"
         "sleep 0.5\n"
-        "srun --gpus-per-node=2 -n1 sh -c 'echo B $CUDA_VISIBLE_DEVICES'\n"
+        "srun --exact --gpus-per-node=2 -n1 sh -c 'echo B $CUDA_VISIBLE_DEVICES'\n"
         "wait\n"
         "srun --gpus=5 true\n"
     )

@@ -55,6 +55,28 @@ def test_srun_runs_every_task_with_its_slurm_variables(four: Cluster) -> None:
     ]
 
 
+def test_a_step_has_all_the_jobs_cpus_unless_it_asks_exact(four: Cluster) -> None:
+    """Slurm 22.05's srun(1): a step gets every CPU of the job on its nodes, so a
+    second one waits for it; --exact (and -c, which implies it) gives only what the
+    tasks ask, and such steps run side by side."""
+    script = (
+        "srun -n1 sh -c 'echo whole=$SLURM_CPUS_ON_NODE'\n"
+        "srun --exact -n1 sh -c 'echo exact=$SLURM_CPUS_ON_NODE'\n"
+        "srun -c1 -n1 sh -c 'echo c=$SLURM_CPUS_ON_NODE'\n"
+        "srun -n1 sleep 2 &\n"
+        "sleep 0.5\n"
+        "srun -n1 true\n"
+        "wait\n"
+    )
+    job, out = batch(four, script, "-N1", "-n2")
+    assert job["state"] == "COMPLETED"
+    assert out.splitlines()[:3] == ["whole=2", "exact=1", "c=1"]
+    assert (
+        f"srun: Job {job['job_id']} step creation temporarily disabled, retrying "
+        "(Requested nodes are busy)"
+    ) in out
+
+
 def test_unbuffered_tasks_write_to_a_terminal_and_cpu_bind_none_is_accepted(
     four: Cluster,
 ) -> None:

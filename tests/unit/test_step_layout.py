@@ -71,7 +71,7 @@ def test_steps_the_allocation_cannot_hold_are_refused(request_: StepRequest, cod
 
 
 def test_running_steps_hold_their_cpus_unless_one_overlaps() -> None:
-    first = new_step(JOB, StepRequest(ntasks=6), "a", NOW, -1, "")
+    first = new_step(JOB, StepRequest(ntasks=6, exact=True), "a", NOW, -1, "")
     assert (first.nodes, first.cpus) == (("n1", "n2", "n3"), (2, 2, 2))
     busy = replace(JOB, steps=(first,))
     assert layout(busy, StepRequest(ntasks=2)) == (("n1",), (2,))
@@ -81,6 +81,25 @@ def test_running_steps_hold_their_cpus_unless_one_overlaps() -> None:
     assert layout(busy, StepRequest(ntasks=4, overlap=True)) == (("n1", "n2", "n3"), (2, 1, 1))
     done = replace(first, state="COMPLETED")
     assert layout(replace(busy, steps=(done,)), StepRequest(ntasks=5))[1] == (2, 2, 1)
+
+
+def test_a_step_without_exact_has_all_the_cpus_other_steps_leave() -> None:
+    """srun(1) since Slurm 21.08: "By default, all non-GRES resources on each node in
+    the step allocation will be used", so a second step waits for the first unless
+    one of them asks --exact (-c and --exclusive imply it) or --overlap."""
+    whole = new_step(JOB, StepRequest(ntasks=1), "a", NOW, -1, "")
+    assert (whole.nodes, whole.cpus) == (("n1",), (4,))
+    second = new_step(replace(JOB, steps=(whole,)), StepRequest(ntasks=1), "b", NOW, -1, "")
+    assert (second.nodes, second.cpus) == (("n2",), (2,))  # the next node with room
+    with pytest.raises(SlurmError) as caught:
+        new_step(replace(JOB, steps=(whole,)), StepRequest(nodelist=("n1",)), "b", NOW, -1, "")
+    assert caught.value.code == errors.ESLURM_NODES_BUSY  # srun waits and retries
+    exact = new_step(JOB, StepRequest(ntasks=1, exact=True), "c", NOW, -1, "")
+    assert exact.cpus == (1,)
+    rest = new_step(replace(JOB, steps=(exact,)), StepRequest(ntasks=2), "d", NOW, -1, "")
+    assert (rest.nodes, rest.cpus) == (("n1", "n2"), (3, 2))  # what the exact one left
+    shared = StepRequest(ntasks=1, overlap=True)
+    assert new_step(replace(JOB, steps=(whole,)), shared, "e", NOW, -1, "").cpus == (4,)
 
 
 def test_a_step_ends_once_every_node_reported_with_the_worst_status() -> None:
@@ -180,8 +199,10 @@ def test_a_steps_own_memory_is_held_within_the_jobs() -> None:
     steps leave waits, none asked is the job's memory and holds nothing."""
     mem = replace(JOB, alloc_mem=(1000, 500, 500), gpus=((0, 1), (2,), (3,)))
     assert new_step(mem, StepRequest(ntasks=1), "a", NOW, -1, "").mem == ()
-    per_cpu = new_step(mem, StepRequest(ntasks=5, mem_per_cpu=100), "b", NOW, -1, "")
+    per_cpu = new_step(mem, StepRequest(ntasks=5, mem_per_cpu=100, exact=True), "b", NOW, -1, "")
     assert (per_cpu.cpus, per_cpu.mem) == ((2, 2, 1), (200, 200, 100))
+    every_cpu = new_step(mem, StepRequest(ntasks=5, mem_per_cpu=100), "b", NOW, -1, "")
+    assert (every_cpu.cpus, every_cpu.mem) == ((4, 2, 2), (400, 200, 200))
     per_gpu = new_step(mem, StepRequest(ntasks=1, mem_per_gpu=300), "c", NOW, -1, "")
     assert per_gpu.mem == (600,)  # both of the job's GPUs on n1
 
@@ -196,12 +217,13 @@ def test_a_steps_own_memory_is_held_within_the_jobs() -> None:
     assert errors.MESSAGES[errors.ESLURM_INVALID_TASK_MEMORY] == (
         "Memory required by task is not available"
     )
-    held = new_step(mem, StepRequest(ntasks=1, mem_per_node=700), "a", NOW, -1, "")
+    held = new_step(mem, StepRequest(ntasks=1, mem_per_node=700, exact=True), "a", NOW, -1, "")
     busy = replace(mem, steps=(held,))
     assert held.mem == (700,)
     assert refused(busy, StepRequest(ntasks=1, mem_per_node=400)) == errors.ESLURM_NODES_BUSY
-    assert new_step(busy, StepRequest(ntasks=1, mem_per_node=300), "b", NOW, -1, "").mem == (300,)
-    assert new_step(busy, StepRequest(ntasks=1), "b", NOW, -1, "").mem == ()
+    exact = StepRequest(ntasks=1, mem_per_node=300, exact=True)
+    assert new_step(busy, exact, "b", NOW, -1, "").mem == (300,)
+    assert new_step(busy, StepRequest(ntasks=1, exact=True), "b", NOW, -1, "").mem == ()
     overlap = StepRequest(ntasks=1, mem_per_node=400, overlap=True)
     assert new_step(busy, overlap, "b", NOW, -1, "").mem == (400,)
     unlimited = replace(JOB, alloc_mem=(0, 0, 0))  # no memory of its own: only the limit
@@ -217,8 +239,9 @@ def test_a_steps_cpus_follow_its_gpus_within_the_jobs() -> None:
     # srun in ``sbatch --gpus=4 -n2 --cpus-per-gpu=2`` (SLURM_CPUS_PER_GPU=2): 4 x 2 CPUs.
     step = new_step(gpu_job, StepRequest(ntasks=2, cpus_per_gpu=2), "s", NOW, -1, "")
     assert step.cpus == (8,)
-    one = new_step(gpu_job, StepRequest(ntasks=1, gpus=1, cpus_per_gpu=1), "s", NOW, -1, "")
-    assert one.cpus == (1,)
+    one = StepRequest(ntasks=1, gpus=1, cpus_per_gpu=1, exact=True)
+    assert new_step(gpu_job, one, "s", NOW, -1, "").cpus == (1,)
+    assert new_step(gpu_job, replace(one, exact=False), "s", NOW, -1, "").cpus == (8,)
     # Slurm: "Step requested cpus_per_gres=3 is more than the job's cpu_per_gres=2".
     with pytest.raises(SlurmError) as caught:
         new_step(gpu_job, StepRequest(ntasks=2, cpus_per_gpu=3), "s", NOW, -1, "")
