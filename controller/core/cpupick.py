@@ -31,7 +31,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["pick", "socket_size", "task_gpus"]
+from corral import distribution
+
+__all__ = ["method_of", "pick", "socket_size", "task_gpus"]
+
+
+def method_of(text: str) -> str:
+    """How a job of ``-m text`` takes its CPUs: "block" for a second level of block
+    and for plane (Slurm syncs both by block), else "" (cyclic; fcyclic takes them
+    as cyclic does)."""
+    if not text:
+        return ""
+    dist = distribution.parse(text)
+    return "block" if dist.nodes == "plane" or dist.sockets == "block" else ""
 
 
 def socket_size(cpus: int, sockets: int) -> int:
