@@ -97,7 +97,6 @@ class JobSpec:
     gpu_bind: str = ""
     gres_flags: str = ""
     distribution: str = ""
-    hint: str = ""
     sockets_per_node: int = 0
     prefer: str = ""
     licenses: str = ""
