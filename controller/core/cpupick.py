@@ -30,6 +30,7 @@ CPUs follow its GPUs (``core/devices.py``'s near-first rule).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from corral import distribution
 
@@ -132,6 +133,19 @@ def pick(
     if count <= 0:
         return []
     unit = max(unit, 1)
+    if free == (1 << cpus) - 1:  # an idle node, the common case: one answer per shape
+        return list(_idle(cpus, sockets, unit, count, cpt, method))
+    return _picked(free, cpus, sockets, unit, count, cpt, method)
+
+
+@lru_cache(maxsize=4096)
+def _idle(cpus: int, sockets: int, unit: int, count: int, cpt: int, method: str) -> tuple[int, ...]:
+    return tuple(_picked((1 << cpus) - 1, cpus, sockets, unit, count, cpt, method))
+
+
+def _picked(
+    free: int, cpus: int, sockets: int, unit: int, count: int, cpt: int, method: str
+) -> list[int]:
     cores = _free_cores(free, cpus, sockets, unit)
     if method == "block":
         firsts = _block(cores, count, unit)
