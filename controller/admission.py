@@ -30,7 +30,7 @@ from controller.jobspec import JobSpec
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 from controller.principal import Principal, group_name
-from corral import arrayspec, errors, hostlist, mailtype
+from corral import arrayspec, distribution, errors, hostlist, mailtype
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
 from corral.gpunumbers import gpu_numbering
@@ -474,6 +474,11 @@ def admit(
             dependency.parse(dep)
         except ValueError:
             raise SlurmError(errors.ESLURM_DEPENDENCY) from None
+    if spec.distribution:
+        try:
+            distribution.parse(spec.distribution)
+        except ValueError:
+            raise SlurmError(errors.ESLURM_BAD_DIST) from None
     nice = spec.nice
     if nice < 0 and not who.is_admin:
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
@@ -554,6 +559,7 @@ def admit(
         ntasks_per_gpu=spec.ntasks_per_gpu,
         gpu_bind=spec.gpu_bind,
         gres_flags=spec.gres_flags,
+        distribution=spec.distribution,
         prefer=spec.prefer,
         licenses=licenseadmit.checked(spec.licenses, conf),
         oversubscribe=spec.oversubscribe,

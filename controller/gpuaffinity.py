@@ -10,8 +10,9 @@ by NVLink; the core gives a job GPUs linked among themselves first
 ``c`` holds CPUs ``c*ThreadsPerCore .. c*ThreadsPerCore+ThreadsPerCore-1``.
 
 Every job is given CPU ids (``controller/core/devices.py``): a job with GPUs
-near known cores takes the free ones near them first, then the lowest free
-ones, as every other job does.
+near known cores takes the free ones near them first, then the other free
+ones, as every other job does (Slurm's distribution over sockets,
+``controller/core/cpupick.py``).
 """
 
 from __future__ import annotations

@@ -96,6 +96,7 @@ class JobSpec:
     ntasks_per_gpu: int = 0
     gpu_bind: str = ""
     gres_flags: str = ""
+    distribution: str = ""
     sockets_per_node: int = 0
     prefer: str = ""
     licenses: str = ""

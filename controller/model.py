@@ -135,6 +135,9 @@ class Job:
     ntasks_per_gpu: int = 0
     gpu_bind: str = ""
     gres_flags: str = ""
+    # sbatch -m as given ("": Slurm's default, block:cyclic): how its CPUs are taken
+    # (core/cpupick.py; the client told the job in SLURM_DISTRIBUTION).
+    distribution: str = ""
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it

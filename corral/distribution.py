@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["INVALID", "Distribution", "parse"]
+__all__ = ["INVALID", "Distribution", "job_text", "parse"]
 
 INVALID = "Invalid --distribution specification"
 _NODE = ("block", "cyclic", "arbitrary", "plane")
@@ -97,3 +97,18 @@ def parse(text: str, plane_size: str = "") -> Distribution:
         cores="" if cores == "*" else cores,
         pack=pack,
     )
+
+
+def job_text(text: str) -> str:
+    """SLURM_DISTRIBUTION as Slurm 22.05's sbatch sets it for a job's ``-m text``: the
+    levels given, each ``*`` as its default (``*:block``: ``block:block``;
+    ``cyclic:*``: ``cyclic:cyclic``; ``block:fcyclic:*``: ``block:fcyclic:fcyclic``),
+    ``plane`` without its size, the flag in lower case (``block,pack``)."""
+    dist = parse(text)
+    body, _, flag = text.partition(",")
+    if dist.nodes == "plane":
+        words = "plane"
+    else:
+        levels = (dist.method, dist.socket_method, dist.core_method)
+        words = ":".join(levels[: len(body.split(":"))])
+    return f"{words},{flag.lower()}" if flag else words

@@ -82,7 +82,12 @@ TABLE = OptionTable(
         _row("deadline"),
         _warn("delay-boot", "nodes are never rebooted for a job"),
         _row("dependency", "d"),
-        _no("distribution", _LAYOUT, "m"),
+        _row(
+            "distribution",
+            "m",
+            note="SLURM_DISTRIBUTION for the job's steps; its second level (block, cyclic, "
+            "fcyclic) takes the job's CPUs from each node's sockets",
+        ),
         _row(
             "elastic",
             arg=OPTIONAL,

@@ -471,6 +471,12 @@ def _gres_flags(text: str | None) -> Fields:
     return {"gres_flags": value}
 
 
+def _distribution(text: str | None) -> Fields:
+    from cli.sbatch.layoutopts import distribution
+
+    return distribution(text)
+
+
 def _minutes(field: str, option: str) -> Callable[[str | None], Fields]:
     return lambda text: {field: minutes(option, text or "")}
 
@@ -494,6 +500,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "cpus-per-task": _count("cpus_per_task", "--cpus-per-task"),
     "deadline": _timestamp("deadline", "--deadline"),
     "dependency": _text("dependency"),
+    "distribution": _distribution,
     "error": _stdio("std_err"),
     "exclude": _text("exc_nodes"),
     "elastic": _elastic,

@@ -16,7 +16,7 @@ import os
 import sys
 
 from cli.failure import Failure
-from cli.sbatch import gpuopts
+from cli.sbatch import gpuopts, layoutopts
 from cli.sbatch.environment import job_environment
 from cli.sbatch.settings import Settings
 
@@ -99,6 +99,9 @@ def build(
         spec["min_cpus"] = fields["min_cpus"]
     gpuopts.check(fields)
     spec.update(gpuopts.spec_fields(fields))
+    layoutopts.check(fields)
+    if fields.get("distribution"):
+        spec["distribution"] = fields["distribution"]
     if fields.get("container"):
         spec["container"] = _container(fields["container"], cwd)
     if fields.get("container_id"):
@@ -119,6 +122,7 @@ def build(
         get_user_env=fields.get("get_user_env", False),
     )
     spec["environment"].update(gpuopts.environment(fields, settings.texts))
+    spec["environment"].update(layoutopts.environment(fields))
     return spec
 
 

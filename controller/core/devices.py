@@ -5,9 +5,11 @@ Placement decides how many CPUs and GPUs of which type a job takes on a node
 needs, for the chosen start only (never for every candidate node): the lowest
 free GPU indices of each type, passing over GPUs given whole or with shares in
 use (or, where gres.conf ``Links=`` or the probe says some are linked, the free
-ones best linked among themselves: ``gpulinks``), and the lowest free CPU ids by
-whole cores (``lowest_free``), after the free CPUs near its GPUs where the node
-knows them (gres.conf ``Cores=`` or the agent's probe). Free CPUs are bitmasks on
+ones best linked among themselves: ``gpulinks``), and free CPU ids by whole cores
+as Slurm's distribution takes them from the node's sockets (``cpupick``:
+block:cyclic by default), after the free CPUs near its GPUs where the node knows
+them (gres.conf ``Cores=`` or the agent's probe); GPUs per task on several nodes
+follow the CPUs instead (``cpupick.task_gpus``). Free CPUs are bitmasks on
 the node's view (``NodeView.kept_ids``, ``shared_ids``), so naming them is a few
 integer operations per core.
 ``take`` marks what a bound start holds in the pass's picture of the node, so the
@@ -24,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from controller.core.cpupick import pick, socket_size, task_gpus
 from controller.core.gpulinks import best_linked, link_map
 from controller.core.plan import Start
 from controller.core.snapshot import NodeDevices, NodeView
@@ -112,35 +115,52 @@ def lowest_free(cpus: int, unit: int, busy: int, count: int) -> list[int]:
 
 
 def cpu_ids(
-    node: NodeView, count: int, share: int, gpus: tuple[int, ...], only_near: bool = False
+    node: NodeView,
+    count: int,
+    share: int,
+    gpus: tuple[int, ...],
+    only_near: bool = False,
+    cpt: int = 1,
+    dist: str = "",
 ) -> tuple[int, ...] | None:
     """The ``count`` CPU ids a start gets on ``node``; None when too few are free.
 
-    A job that keeps its CPUs takes CPUs no job holds. A job that shares them
-    (OverSubscribe) takes CPUs no job holds first, then CPUs other sharing jobs
-    hold, those given to the fewest first, never those of a job that keeps them: so
-    sharing jobs are given the same CPUs only once the idle ones are gone, as
-    cons_tres fills one row of a shared partition before the next. A job given GPUs
-    with known cores takes the free CPUs near them first, and with ``only_near``
+    Free CPUs are taken as Slurm's distribution ``dist`` over sockets takes them for
+    tasks of ``cpt`` CPUs (``cpupick.pick``: block:cyclic's one core per socket a
+    round by default). A job that keeps its CPUs takes CPUs no job holds. A job that
+    shares them (OverSubscribe) takes CPUs no job holds first, then CPUs other
+    sharing jobs hold, those given to the fewest first, never those of a job that
+    keeps them: so sharing jobs are given the same CPUs only once the idle ones are
+    gone, as cons_tres fills one row of a shared partition before the next. A job
+    given GPUs with known cores takes the free CPUs near them first (Slurm narrows
+    its cores to its GPUs' sockets), and with ``only_near``
     (--gres-flags=enforce-binding) those alone.
     """
     kept = node.kept_ids
     loads = node.shared_ids
     busy = kept | (loads[0] if loads else 0)
     dev = node.devices
-    if not share and not (dev and gpus):  # the common case: the lowest free CPUs
-        chosen = lowest_free(node.cpus, node.unit, busy, count)
+    whole = (1 << node.cpus) - 1
+
+    def more(taken: int, wanted: int, within: int = whole) -> list[int]:
+        free = ~taken & within & whole
+        return pick(free, node.cpus, node.sockets, node.unit, wanted, cpt, dist)
+
+    if not share and not (dev and gpus):  # the common case: no GPU, no sharing
+        chosen = more(busy, count)
         return tuple(sorted(chosen)) if len(chosen) == count else None
-    chosen = near_cpus(dict(dev.near), gpus, node.cpus, busy)[:count] if dev and gpus else []
+    chosen = []
+    if dev and gpus:
+        close = mask(near_cpus(dict(dev.near), gpus, node.cpus, busy))
+        chosen = more(busy, min(count, close.bit_count()), close)
     if only_near and dev and all(g in dict(dev.near) for g in gpus):
         return tuple(sorted(chosen)) if len(chosen) == count else None
-    chosen += lowest_free(node.cpus, node.unit, busy | mask(chosen), count - len(chosen))
-    if share:  # then the CPUs fewest sharing jobs were given, lowest first
+    chosen += more(busy | mask(chosen), count - len(chosen))
+    if share:  # then the CPUs fewest sharing jobs were given
         for level in (*loads[1:], 0):
             if len(chosen) >= count:
                 break
-            busy = kept | level | mask(chosen)
-            chosen += lowest_free(node.cpus, node.unit, busy, count - len(chosen))
+            chosen += more(kept | level | mask(chosen), count - len(chosen))
     return tuple(sorted(chosen)) if len(chosen) == count else None
 
 
@@ -250,9 +270,41 @@ def enforced_gpus(node: NodeView, items: Items, cpus: int) -> tuple[int, ...] | 
     return chosen if close.bit_count() >= cpus else None
 
 
+def _follow_tasks(
+    node: NodeView, items: Items, ids: tuple[int, ...], start: Start
+) -> tuple[int, ...] | None:
+    """The GPUs of ``items`` on ``node`` for tasks of ``start.task_gpus`` each whose CPUs
+    are ``ids``: near each task's socket first (``cpupick.task_gpus``)."""
+    dev = node.devices
+    if dev is None:
+        return ()
+    busy = set(dev.whole) | dev.shared
+    chosen: list[int] = []
+    for name, kind, count in items:
+        if name != "gpu":
+            continue
+        picked = task_gpus(
+            _free_of(dev, kind, busy | set(chosen)),
+            dict(dev.near),
+            ids,
+            socket_size(node.cpus, node.sockets),
+            count,
+            start.task_gpus,
+            start.cpt,
+        )
+        if picked is None:
+            return None
+        chosen += picked
+    return tuple(sorted(chosen))
+
+
 def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     """``start`` with its GPU indices (() when it has no GPU) and its CPU ids on each
-    node; None when its GPUs or CPUs cannot be named in this pass."""
+    node; None when its GPUs or CPUs cannot be named in this pass. GPUs per task on
+    several nodes follow the CPUs (``cpupick``); other GPUs come first, and the CPUs
+    near them."""
+    if start.task_gpus and len(start.nodes) > 1 and start.gres:
+        return _bind_by_tasks(start, nodes)
     gpus: list[tuple[int, ...]] = []
     for name, items in zip(start.nodes, start.gres, strict=False):
         ids = gpu_indices(nodes[name], items, start.enforce, start.sockets)
@@ -261,10 +313,32 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
         gpus.append(ids)
     named = []
     for i, (name, count) in enumerate(zip(start.nodes, start.cpus, strict=True)):
-        ids = cpu_ids(nodes[name], count, start.share, gpus[i] if gpus else (), start.enforce)
+        node, mine = nodes[name], gpus[i] if gpus else ()
+        ids = cpu_ids(node, count, start.share, mine, start.enforce, start.cpt, start.dist)
         if ids is None:
             return None
         named.append(ids)
+    return _named(start, gpus, named)
+
+
+def _bind_by_tasks(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
+    """``bind`` for GPUs per task over several nodes: CPUs first, GPUs after them."""
+    gpus: list[tuple[int, ...]] = []
+    named = []
+    for name, count, items in zip(start.nodes, start.cpus, start.gres, strict=True):
+        node = nodes[name]
+        ids = cpu_ids(node, count, start.share, (), False, start.cpt, start.dist)
+        if ids is None:
+            return None
+        given = _follow_tasks(node, items, ids, start)
+        if given is None:
+            return None
+        named.append(ids)
+        gpus.append(given)
+    return _named(start, gpus, named)
+
+
+def _named(start: Start, gpus: list[tuple[int, ...]], named: list[tuple[int, ...]]) -> Start:
     # Made, not ``replace``d: every start of a pass comes here, and replace() costs
     # several times a constructor call.
     return Start(
@@ -280,6 +354,10 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
         tuple(named),
         start.enforce,
         start.sockets,
+        start.flavor,
+        start.cpt,
+        start.dist,
+        start.task_gpus,
     )
 
 

@@ -15,7 +15,10 @@ fixed or as few nodes as fit, required nodes first), with GPUs in the count:
   keeping one for each node still to come (``-N k``: k nodes; else at least
   ``-N``'s minimum), each with its tasks' GPUs. So ``-N2 -n6 --gpus-per-task=1`` on
   4-GPU nodes is 4 + 2, as in Slurm, and the job's tasks are laid out the same way
-  (``jobenv.tasks_per_node`` over the CPUs each node got).
+  (``jobenv.tasks_per_node`` over the CPUs each node got). With GPUs per node as
+  well, every node holds the tasks its GPUs are for (per node / per task) and gets
+  their CPUs, though fewer of the job's tasks may run there: Slurm's ``-N2 -n3
+  --gres=gpu:2 --gpus-per-task=1`` is 2 + 2 CPUs (its NumTasks=4).
 """
 
 from __future__ import annotations
@@ -203,10 +206,14 @@ def _by_tasks(
         if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
             break
         later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
-        tasks = min(_task_room(job, part, node, gpu, stacking), remaining - later)
+        room = _task_room(job, part, node, gpu, stacking)
+        tasks = min(room, remaining - later)
         if tasks < 1:
             continue
-        cpus = max(tasks * job.cpus_per_task, job.min_cpus)
+        # With GPUs per node too, a node's CPUs are for all the tasks its GPUs hold,
+        # as Slurm counts them (-n3 -N2 --gres=gpu:2 --gpus-per-task=1: 2 + 2 CPUs).
+        held = room if gpu.per_node and gpu.per_task else tasks
+        cpus = max(held * job.cpus_per_task, job.min_cpus)
         fit = node_fits(
             job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=for_tasks(gpu, tasks)
         )

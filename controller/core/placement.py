@@ -13,7 +13,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import islice
 
-from controller.core import devices, features, gpuplace, gpus, nodefree, topology
+from controller.core import cpupick, devices, features, gpuplace, gpus, nodefree, topology
 from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
@@ -373,7 +373,18 @@ def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> S
         share=shares,
         enforce=job.gres_flags == "enforce-binding",
         sockets=job.sockets_per_node if job.gpus_per_socket else 0,
+        cpt=job.cpus_per_task,
+        dist=cpupick.method_of(job.distribution),
+        task_gpus=_follows_tasks(job),
     )
+
+
+def _follows_tasks(job: Job) -> int:
+    """--gpus-per-task when it alone deals the job's GPUs (no GPUs per node, per
+    socket or in total), whose GPUs then follow its tasks' CPUs (``core/cpupick.py``)."""
+    if not job.gpus_per_task or job.gpus_per_job or job.gpus_per_socket:
+        return 0
+    return 0 if gpus.gpu_items(job.gres)[1] else job.gpus_per_task
 
 
 def take(nodes: dict[str, NodeView], start: Start) -> None:

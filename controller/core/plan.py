@@ -68,6 +68,11 @@ class Start:
     enforce: bool = False
     sockets: int = 0
     flavor: Choice | None = None  # of a job naming alternatives: the one it gets, and why
+    # How core/cpupick.py takes its CPUs: its tasks' -c, its distribution over sockets
+    # ("" cyclic, block, fcyclic), and --gpus-per-task when its GPUs follow its tasks.
+    cpt: int = 1
+    dist: str = ""
+    task_gpus: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,15 +12,16 @@ its allocation read from ``scontrol show job -d`` (``Nodes=n1 CPU_IDs=... Mem=..
 GRES=gpu:2(IDX:0-1)``); the expected values are what Slurm allocated. Memory is
 compared only where the job asks for some (Slurm gives a job without a memory
 request the whole node, Corral no limit), CPUs where Corral lays tasks out as Slurm
-does. Rows marked ``CORRAL`` are where Corral differs on purpose, each saying how:
+does. A row marked ``CORRAL`` would be one where Corral differs on purpose; there is
+none left. The last three to go:
 
-* ``-N2 -n6 --gpus-per-task=1`` and ``-N3 -n4 --gpus-per-task=1``: the same tasks,
-  CPUs and GPU counts per node, but Slurm's default distribution (block:cyclic) takes
-  a node's CPUs from its sockets in turn (``CPU_IDs=0,4`` for two tasks), so that node's
-  GPUs are one per socket (0 and 2); Corral takes the lowest free CPUs, so 0 and 1.
-* ``--gres=gpu:2 --gpus-per-task=1 -n3 -N2``: Slurm gives each node two CPUs and
-  counts four tasks (``NumTasks=4``, while ``SLURM_NTASKS=3`` and its step runs three);
-  Corral gives the three tasks 2 + 1 CPUs.
+* ``-N2 -n6 --gpus-per-task=1`` and ``-N3 -n4 --gpus-per-task=1``: Slurm's default
+  distribution (block:cyclic) takes a node's CPUs from its sockets in turn
+  (``CPU_IDs=0,4`` for two tasks), and GPUs per task on several nodes follow the
+  tasks' sockets, so that node's GPUs are 0 and 2 (``core/cpupick.py``).
+* ``--gres=gpu:2 --gpus-per-task=1 -n3 -N2``: Slurm gives each node the CPUs of the
+  tasks its GPUs are for, 2 + 2 (it counts ``NumTasks=4``, while ``SLURM_NTASKS=3``
+  and its step runs three; ``core/gpuplace.py``).
 """
 
 from __future__ import annotations
@@ -205,10 +206,10 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
     (
         "per-task-1-n6-N2-fills-first",
         {"gpus_per_task": 1, "num_tasks": 6, "min_nodes": 2},
-        {"n1": (0, 1, 2, 3), "n2": (0, 1)},
+        {"n1": (0, 1, 2, 3), "n2": (0, 2)},
         (4, 2),
         None,
-        CORRAL,
+        SLURM,
     ),
     (
         "per-task-1-n4-N2",
@@ -245,10 +246,10 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
     (
         "per-task-1-n4-N3",
         {"gpus_per_task": 1, "num_tasks": 4, "min_nodes": 3},
-        {"n1": (0, 1), "n2": (0,), "n3": (0,)},
+        {"n1": (0, 2), "n2": (0,), "n3": (0,)},
         (2, 1, 1),
         None,
-        CORRAL,
+        SLURM,
     ),
     (
         "per-node-1-per-task-1-n2",
@@ -278,9 +279,9 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
         "per-node-2-per-task-1-n3-N2",
         {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 3, "min_nodes": 2},
         {"n1": (0, 1), "n2": (0, 1)},
-        (2, 1),
+        (2, 2),
         None,
-        CORRAL,
+        SLURM,
     ),
     (
         "per-socket-1-of-2",
