@@ -637,6 +637,38 @@ def test_two_gpu_types_count_apart_in_tres(typed_conf: config.SlurmConfig) -> No
         assert (tres["gres/gpu"], tres["gres/gpu:a100"], tres["gres/gpu:v100"]) == (3, 1, 2)
 
 
+def test_two_gpu_types_wait_for_a_node_with_both(typed_conf: config.SlurmConfig) -> None:
+    """The V100s busy: a job asking an A100 and two V100s waits for them (backfill
+    expects it where they free, on a node with both), while a job of A100s alone
+    starts on the node that has only those."""
+    capacity = Capacity(typed_conf)
+    asked = (
+        {"gres": "gpu:v100:2", "min_nodes": 2},
+        {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100"},
+        {"gres": "gpu:a100:4"},
+    )
+    jobs = [
+        admit(JobSpec(script="#!/bin/sh\n", time_limit=60, **fields), USER, typed_conf, {}, i,
+              NOW, 0, capacity).job
+        for i, fields in enumerate(asked, start=1)
+    ]  # fmt: skip
+    jobs = [replace(j, submit_time=NOW - 100 + j.job_id) for j in jobs]
+    snap = Snapshot(
+        nodes=capacity.nodes,
+        partitions=capacity.partitions,
+        pending=tuple(jobs),
+        jobs={},
+        running_per_array={},
+    )
+    plan = schedule(snap, NOW, BackfillParams())
+    starts = {s.job_id: per_node(s) for s in plan.starts}
+    assert starts == {1: {"n1": (2, 3), "n3": (2, 3)}, 3: {"n2": (0, 1, 2, 3)}}
+    assert plan.reasons[2] is Reason.RESOURCES
+    expected = plan.expected[2]
+    assert NOW + 3600 <= expected.start_time < NOW + 3600 + 60
+    assert expected.nodes == ("n1",)
+
+
 TYPED_NEVER = [
     ("three-v100-per-node", {"gres": "gpu:a100:1,gpu:v100:3"},
      errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
