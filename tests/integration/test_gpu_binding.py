@@ -176,9 +176,11 @@ def test_a_job_asks_gpus_of_two_types(make_cluster: Callable[..., Cluster]) -> N
     cluster.run("scancel", str(both))
     cluster.wait_done(both)
     assert (cluster.dir / "both.out").read_text() == "0,2,3/0,2,3/0,2,3/3\n"
-    listed = cluster.sbatch("--gpus-per-node=a100:1,v100:1", "-o", "list.out", "--wrap", SHOW)
+    # srun reads SLURM_GPUS_PER_NODE=a100:1,v100:1 back: the step asks both GPUs.
+    script = f"{SHOW}; srun sh -c '{SHOW}'"
+    listed = cluster.sbatch("--gpus-per-node=a100:1,v100:1", "-o", "list.out", "--wrap", script)
     cluster.wait_done(listed)
-    assert (cluster.dir / "list.out").read_text() == "0,2/0,2/0,2/2\n"
+    assert (cluster.dir / "list.out").read_text() == "0,2/0,2/0,2/2\n0,2/0,2/0,2/2\n"
     shown = cluster.run("scontrol", "show", "job", str(listed)).stdout
     assert "   TresPerNode=gres/gpu:a100:1,gres/gpu:v100:1\n" in shown
     mixed = cluster.run("sbatch", "--gres=gpu:1", "--gpus=v100:2", "--wrap", "true", check=False)
