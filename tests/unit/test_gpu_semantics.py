@@ -585,6 +585,9 @@ TYPED_ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any
     ("per-node-list", {"gres": "gpu:a100:1,gpu:v100:2"}, {"n1": (0, 2, 3)}, (1,), None),
     ("total-dealt-over-N2", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
                              "min_nodes": 2}, {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # --gres=gpu:a100:1 --gpus=v100:3: dealt 2 + 1 over the nodes with both
+    ("total-v100-3", {"gres": "gpu:a100:1", "gpus": 3, "gpu_type": "v100"},
+     {"n1": (0, 2, 3), "n3": (0, 2)}, (1, 1), None),
     # --gres=gpu:a100:1 --gpus-per-task=v100:1 -n2 (Slurm: CPU_IDs=0,4)
     ("per-task-v100", {"gres": "gpu:a100:1", "gpus_per_task": 1, "gpu_type": "v100",
                        "num_tasks": 2}, {"n1": (0, 2, 3)}, (2,), None),
