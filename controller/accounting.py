@@ -63,6 +63,8 @@ def record(store: JobStore, job: Job) -> bytes:
         sized(info, job)
     if REQUEUED in job.flags and COMPLETING not in job.flags:  # a run a requeue ended
         info.state = REQUEUED
+    for name in ("job_gres", "node_cpu_ids", "node_mem", "node_gres"):
+        info.ClearField(name)  # scontrol -d's lines (jobdetail): slurmdbd keeps none
     data: bytes = info.SerializeToString()
     return data
 

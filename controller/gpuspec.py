@@ -12,16 +12,23 @@ filled in here, as Slurm does before placement:
 * ``--ntasks-per-gpu=T``: T tasks per GPU asked (``--gpus=N``: N*T tasks; GPUs per
   node: G*T per node); with ``-n`` alone, a GPU for every T of a node's tasks.
 
+GPUs of several types are asked as Slurm keeps them, a request per type: per
+node, any types (``--gres=gpu:a100:1,gpu:v100:2``), and dealt (``--gpus``,
+``--gpus-per-task``, ``--gpus-per-socket``) one type, which may be another one
+(``--gres=gpu:a100:1 --gpus=v100:2``); only GPUs per node of the dealt type count
+towards a total or per-task request (``--gpus-per-node=a100:1,v100:1 --gpus=v100:4``
+is four nodes). Typed and untyped GPUs together are refused, as Slurm's clients
+refuse them.
+
 Combinations Corral does not place are refused rather than placed otherwise:
-GPUs per task or per GPU-task ratio together with GPUs per socket, and GPU types
-that differ between options.
+GPUs per task or per GPU-task ratio together with GPUs per socket.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.core.gpus import gpu_items
+from controller.core.gpus import gpu_items, same_type
 from controller.jobspec import JobSpec
 from corral import errors
 from corral.errors import SlurmError
@@ -41,20 +48,25 @@ def _refuse() -> SlurmError:
     return SlurmError(errors.ESLURM_INVALID_GRES)
 
 
-def _per_node(spec: JobSpec) -> tuple[int, str]:
-    """GPUs asked on every node (--gres, --gpus-per-node, per socket) and their type."""
+def _per_node(spec: JobSpec) -> tuple[int, int]:
+    """GPUs asked on every node (--gres, --gpus-per-node, per socket), of every type
+    and of the dealt type (``gpus.same_type``)."""
     try:
         items, per_node = gpu_items(spec.gres)
     except ValueError:
         raise _refuse() from None
-    types = {kind for name, kind, _ in items if name == "gpu" and kind}
+    typed = {bool(kind) for name, kind, _ in items if name == "gpu"}
+    if spec.gpus or spec.gpus_per_socket or spec.gpus_per_task:
+        typed.add(bool(spec.gpu_type))
+    if len(typed) > 1:
+        raise _refuse()  # with and without type identification, as Slurm's clients say
+    same = same_type(items, spec.gpu_type)
     if spec.gpus_per_socket:
         if not spec.sockets_per_node:
             raise _refuse()
         per_node += spec.gpus_per_socket * spec.sockets_per_node
-    if spec.gpu_type and types - {spec.gpu_type}:
-        raise _refuse()  # --gres=gpu:a100:1 --gpus=v100:2: types Corral does not mix
-    return per_node, spec.gpu_type or next(iter(types), "")
+        same += spec.gpus_per_socket * spec.sockets_per_node
+    return per_node, same
 
 
 def _asked(spec: JobSpec) -> bool:
@@ -75,7 +87,7 @@ def check(spec: JobSpec) -> GpuSpec:
     """``spec``'s GPU options checked (SlurmError if inconsistent) and what they imply."""
     if not _asked(spec):
         return GpuSpec(spec.min_nodes, spec.num_tasks)
-    per_node, _ = _per_node(spec)
+    all_types, per_node = _per_node(spec)
     if spec.gres_flags not in ("", "enforce-binding", "disable-binding"):
         raise _refuse()
     if spec.cpus_per_gpu and spec.cpus_per_task is not None:
@@ -85,7 +97,7 @@ def check(spec: JobSpec) -> GpuSpec:
             raise SlurmError(
                 errors.EINVAL, "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive"
             )
-        if not (per_node or spec.gpus or spec.gpus_per_task or spec.ntasks_per_gpu):
+        if not (all_types or spec.gpus or spec.gpus_per_task or spec.ntasks_per_gpu):
             raise _refuse()
     by_tasks = spec.gpus_per_task or spec.ntasks_per_gpu
     if spec.gpus_per_task and spec.ntasks_per_gpu:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from controller.core.gpus import same_type
 from controller.model import Job
 from corral import gres as gres_syntax
 
@@ -67,9 +68,10 @@ def of_job(job: Job) -> JobTres:
     else:
         node_mem = 0  # the partition's default, known only at the start
     try:
-        gres = _gres_counts(gres_syntax.parse_request(job.gres)) if job.gres else {}
+        items = gres_syntax.parse_request(job.gres) if job.gres else ()
     except ValueError:
-        gres = {}  # admission refused malformed requests; an old record counts none
+        items = ()  # admission refused malformed requests; an old record counts none
+    gres = _gres_counts(items)
     per_node = {"cpu": -(-cpus // count), "billing": -(-cpus // count), "mem": node_mem, **gres}
     total = {
         "cpu": cpus,
@@ -78,15 +80,15 @@ def of_job(job: Job) -> JobTres:
         "mem": node_mem * count,
         **{name: n * count for name, n in gres.items()},
     }
-    for name, n in _gpu_counts(job, count, "gres/gpu" in gres).items():
+    for name, n in _gpu_counts(job, count, bool(same_type(items, job.gpu_type))).items():
         total[name] = total.get(name, 0) + n
     return JobTres(total, per_node)
 
 
 def _gpu_counts(job: Job, nodes: int, per_node: bool) -> dict[str, int]:
     """GPUs ``job`` asks beyond ``--gres`` (controller/core/gpus.py), in all over
-    ``nodes`` nodes: --gpus (unless ``per_node`` GPUs in --gres make it up), per task
-    times its tasks, per socket times its sockets on each node."""
+    ``nodes`` nodes: --gpus (unless ``per_node`` GPUs of its type in --gres make it
+    up), per task times its tasks, per socket times its sockets on each node."""
     if job.gpus_per_task and not per_node:  # with GPUs per node, --gres counts them
         gpus = job.gpus_per_task * job.num_tasks
     elif job.gpus_per_job and not (job.gpus_per_socket or per_node):

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare, licenseviews, preemptrules, queuereply
+from controller import gpuaffinity, gpushare, jobdetail, licenseviews, preemptrules, queuereply
 from controller.core import dependency as depcheck
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
@@ -153,6 +153,7 @@ def job_info(
     std_err = job.std_err or std_out
     mem = sum(job.alloc_mem) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
     licenses = licenseviews.tracked(job.licenses, conf) if job.licenses else ()
+    detail = jobdetail.of_job(job, {name: store.gpu_numbering(name) for name in job.nodes})
     info = _record(
         job,
         partition=job.partition or ",".join(job.partitions),
@@ -206,6 +207,10 @@ def job_info(
         queue=queuereply.job_queue(store, job),
         topology_level=topology_level(job),
         **gpu_request(job, conf),
+        job_gres=detail.job_gres,
+        node_cpu_ids=detail.node_cpu_ids,
+        node_mem=detail.node_mem,
+        node_gres=detail.node_gres,
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be

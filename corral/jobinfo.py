@@ -130,6 +130,10 @@ DERIVED: Final[frozenset[str]] = frozenset(
         "tres_bind",
         "ntasks_per_tres",
         "gres_enforce_bind",
+        "job_gres",
+        "node_cpu_ids",
+        "node_mem",
+        "node_gres",
     }
 )
 
@@ -250,6 +254,10 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "segment",
         "topology_level",
         "gres_enforce_bind",
+        "job_gres",  # scontrol -d's detail lines; gres_detail comes from ``gres``
+        "node_cpu_ids",
+        "node_mem",
+        "node_gres",
         "flavor",
         "elastic_signal",
         "min_nodes",

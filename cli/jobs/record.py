@@ -178,6 +178,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         *_elastic(job),
         f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
         f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
+        *(_held(job) if details else ()),
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
         f"Features={null(job['features'])} DelayBoot=00:00:00",
         *([f"Prefer={job['prefer']}"] if job.get("prefer") else []),
@@ -205,6 +206,28 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
     if job.get("gres_enforce_bind"):
         out.append(f"GresEnforceBind={job['gres_enforce_bind']}")
     out += _tres_lines(job)
+    return out
+
+
+def _held(job: Job) -> list[str]:
+    """``-d``: what a job with nodes holds, in all (JOB_GRES) and on each node, nodes
+    whose lines are the same together (``Nodes=n[1,3] CPU_IDs=0 Mem=16000
+    GRES=gpu:a100:1(IDX:0)``), as Slurm's detail lines."""
+    cpu_ids = job.get("node_cpu_ids") or ()
+    if not cpu_ids:
+        return []
+    from corral.hostlist import compress, expand
+
+    rows = list(zip(cpu_ids, job["node_mem"], job["node_gres"], strict=True))
+    names = expand(job["nodes"])
+    out = [f"JOB_GRES={null(job['job_gres'])}"]
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i] != rows[start]:
+            ids, mem, gres = rows[start]
+            nodes = compress(names[start:i])
+            out.append(f"  Nodes={nodes} CPU_IDs={ids} Mem={mem} GRES={gres}")
+            start = i
     return out
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GRES_ERROR = "Invalid generic resource (gres) specification"
+_MIXED = "Invalid GRES specification (with and without type identification)"
 _DIGITS = "0123456789"
 
 
@@ -34,7 +35,8 @@ def gpu_count(option: str, text: str) -> tuple[str, int]:
     """``[type:]count`` of a GPU option as Slurm reads it: ``a100:2``, ``2``, and a
     bare word as a type with a count of 1 (``--gpus=x`` asks one GPU of type x).
     The ``gpu:type:count`` spelling of ``--gres`` is taken too. A comma list of
-    several types is refused: Corral places one GPU type per option, and so are
+    several types is refused: Corral deals one GPU type in all (``--gpus-per-node``
+    takes a list, ``node_counts``), and so are
     alternatives (``a100:8|h100:8``), which ``--gres`` alone takes (core/alternatives.py):
     read as a count, the second would have been a GRES named ``h100``."""
     if "|" in text:
@@ -45,7 +47,7 @@ def gpu_count(option: str, text: str) -> tuple[str, int]:
     if "," in text:
         parts = [p.rpartition(":") for p in text.split(",")]
         if any(not kind for kind, _, _ in parts) and any(kind for kind, _, _ in parts):
-            raise Failure("Invalid GRES specification (with and without type identification)")
+            raise Failure(_MIXED)
         raise Failure(f"{option}={text}: GPUs of several types in one option are not supported")
     kind, _, number = text.rpartition(":")
     kind = kind.removeprefix("gpu:") if kind != "gpu" else ""
@@ -55,6 +57,18 @@ def gpu_count(option: str, text: str) -> tuple[str, int]:
     if value >= 2**31 - 1:
         raise Failure(f"Numeric argument ({value}) too large for {option}.", status=1)
     return kind, value
+
+
+def node_counts(option: str, text: str) -> tuple[tuple[str, int], ...]:
+    """``--gpus-per-node``: a comma list of ``[type:]count`` (``a100:1,v100:2``), GPUs
+    of each type on every node, as Slurm's TresPerNode holds them; typed and untyped
+    together are refused in Slurm's words."""
+    if "|" in text or "," not in text:
+        return (gpu_count(option, text),)
+    counts = tuple(gpu_count(option, part) for part in text.split(","))
+    if len({bool(kind) for kind, _ in counts}) > 1:
+        raise Failure(_MIXED)
+    return counts
 
 
 def bind_valid(text: str) -> bool:
@@ -102,16 +116,40 @@ def _fail(line: str) -> Failure:
     return Failure(line, GRES_ERROR)
 
 
+def _node_gpus(fields: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """The GPUs asked on every node, (type, count) each: ``--gres``'s GPU items (as
+    written: a malformed one is the controller's to refuse) and ``--gpus-per-node``."""
+    out = []
+    for item in str(fields.get("gres") or "").split(","):
+        parts = item.removeprefix("gres/").removeprefix("gres:").split(":")
+        if parts[0] == "gpu" and "|" not in item:
+            last = parts[-1] if len(parts) > 1 else "1"
+            count = int(last) if last.isdigit() else 1
+            kind = parts[1] if len(parts) > 2 or not last.isdigit() else ""
+            out.append((kind, count))
+    return out + list(fields.get("gpus_per_node", ()))
+
+
 def _types(fields: Mapping[str, Any]) -> str:
-    """The one GPU type the options name ("" for any); refused when they name two."""
-    kinds = {
-        fields[key][0]
-        for key in ("gpus", "gpus_per_node", "gpus_per_socket", "gpus_per_task")
-        if key in fields
-    } - {""}
+    """The one GPU type the dealt options (--gpus, per socket, per task) name ("" for
+    any); refused when they name two, as Corral deals one type, or when GPUs with a
+    type and without one are asked together, as Slurm's client refuses them.
+    GPUs per node may name other types (``--gres=gpu:a100:1 --gpus=v100:2``)."""
+    dealt = [
+        fields[key][0] for key in ("gpus", "gpus_per_socket", "gpus_per_task") if key in fields
+    ]
+    typed = {bool(kind) for kind in dealt} | {bool(kind) for kind, _ in _node_gpus(fields)}
+    if len(typed) > 1:
+        raise Failure(_MIXED)
+    kinds = set(dealt) - {""}
     if len(kinds) > 1:
         raise _fail(f"GPUs of several types ({', '.join(sorted(kinds))}) are not supported")
     return next(iter(kinds), "")
+
+
+def _same_per_node(fields: Mapping[str, Any], kind: str) -> int:
+    """``--gpus-per-node``'s GPUs of the dealt type (all when untyped)."""
+    return sum(count for own, count in fields.get("gpus_per_node", ()) if own == kind)
 
 
 def check(fields: Mapping[str, Any]) -> None:
@@ -151,12 +189,12 @@ def check(fields: Mapping[str, Any]) -> None:
             "Failed to validate job spec. Based on --gpus and --gpus-per-task number of "
             "requested tasks differ from -n/--ntasks."
         )
-    _check_counts(fields, gpus, tasks, per_gpu)
     _types(fields)
+    _check_counts(fields, gpus, tasks, per_gpu)
 
 
 def _check_counts(fields: Mapping[str, Any], gpus: int, tasks: int | None, per_gpu: int) -> None:
-    per_node = fields["gpus_per_node"][1] if "gpus_per_node" in fields else 0
+    per_node = _same_per_node(fields, _types(fields))
     nodes = fields.get("min_nodes")
     if gpus and nodes and gpus < nodes:
         raise Failure("Failed to validate job spec, --gpus < -N")
@@ -170,7 +208,12 @@ def _check_counts(fields: Mapping[str, Any], gpus: int, tasks: int | None, per_g
         raise Failure(
             "Failed to validate job spec, -n/--ntasks has to be a multiple of --ntasks-per-gpu."
         )
-    asked = gpus or per_node or "gpus_per_socket" in fields or "gpus_per_task" in fields
+    asked = (
+        gpus
+        or any(count for _, count in fields.get("gpus_per_node", ()))
+        or "gpus_per_socket" in fields
+        or "gpus_per_task" in fields
+    )
     gres_gpus = any(
         item.split(":")[0] in ("gpu", "gres/gpu") for item in str(fields.get("gres", "")).split(",")
     )
@@ -203,10 +246,13 @@ def spec_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     ):
         if key in fields:
             spec[key] = fields[key]
-    if "gpus_per_node" in fields and fields["gpus_per_node"][1]:
-        kind, count = fields["gpus_per_node"]
-        item = f"gpu:{kind}:{count}" if kind else f"gpu:{count}"
-        spec["gres"] = ",".join(g for g in (fields.get("gres"), item) if g)
+    per_node = [
+        f"gpu:{kind}:{count}" if kind else f"gpu:{count}"
+        for kind, count in fields.get("gpus_per_node", ())
+        if count
+    ]
+    if per_node:
+        spec["gres"] = ",".join(g for g in (fields.get("gres"), *per_node) if g)
     return spec
 
 

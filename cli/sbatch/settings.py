@@ -455,6 +455,13 @@ def _gpus(field: str, option: str) -> Callable[[str | None], Fields]:
     return setter
 
 
+def _node_gpus(text: str | None) -> Fields:
+    """``--gpus-per-node``: ``[type:]count`` or a list of them, one per type."""
+    from cli.sbatch.gpuopts import node_counts
+
+    return {"gpus_per_node": node_counts("--gpus-per-node", text or "")}
+
+
 def _gpu_bind(text: str | None) -> Fields:
     from cli.sbatch.gpuopts import bind_valid
 
@@ -510,7 +517,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "get-user-env": _get_user_env,
     "gres": lambda text: {"gres": "" if (text or "").lower() == "none" else text},
     "gpus": _gpus("gpus", "--gpus"),
-    "gpus-per-node": _gpus("gpus_per_node", "--gpus-per-node"),
+    "gpus-per-node": _node_gpus,
     "gpus-per-task": _gpus("gpus_per_task", "--gpus-per-task"),
     "gpus-per-socket": _gpus("gpus_per_socket", "--gpus-per-socket"),
     "sockets-per-node": _count("sockets_per_node", "--sockets-per-node"),

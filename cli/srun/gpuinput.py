@@ -43,11 +43,16 @@ def inherit(options: MutableMapping[str, str | None], env: Mapping[str, str]) ->
 
 
 def count(options: Mapping[str, str | None], key: str) -> int:
-    """``[type:]N`` of a GPU option (a step takes the job's GPUs, whatever their type)."""
-    text = (options.get(key) or "").rpartition(":")[2]
-    if not text.isdigit():
-        raise Halt(1, f"{PROG}: error: Invalid --{key} specification")
-    return int(text)
+    """``[type:]N`` of a GPU option, or the sum of a list of them (a step takes the
+    job's GPUs, whatever their type: in ``sbatch --gpus-per-node=a100:1,v100:1``,
+    whose SLURM_GPUS_PER_NODE srun reads back, a step asks two on each node)."""
+    total = 0
+    for item in (options.get(key) or "").split(","):
+        text = item.rpartition(":")[2]
+        if not text.isdigit():
+            raise Halt(1, f"{PROG}: error: Invalid --{key} specification")
+        total += int(text)
+    return total
 
 
 def _number(options: Mapping[str, str | None], key: str) -> int:

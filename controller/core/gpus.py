@@ -37,7 +37,7 @@ from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
 from corral import gres as gres_syntax
 
-__all__ = ["GpuAsk", "ask", "deal", "for_tasks", "free_gpus", "gpu_items", "near"]
+__all__ = ["GpuAsk", "ask", "deal", "for_tasks", "free_gpus", "gpu_items", "near", "same_type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +46,17 @@ class GpuAsk:
 
     ``items`` is the GRES asked on every node besides dealt GPUs: the job's
     ``--gres`` (with its GPUs unless dealt) and the per-socket GPUs; ``per_node``
-    counts the GPUs among them. ``per_job``, ``per_task`` and ``tasks_per_gpu``
+    counts the GPUs among them, of every type, and ``same`` those that count
+    towards ``kind`` (all but GPUs of another named type: ``--gres=gpu:a100:1
+    --gpus=v100:2`` asks an A100 on each node besides two V100s in all, as Slurm
+    keeps a request per type). ``per_job``, ``per_task`` and ``tasks_per_gpu``
     deal ``kind`` GPUs node by node (``dealt``).
     """
 
     kind: str
     items: Gres
     per_node: int
+    same: int
     per_job: int
     per_task: int
     tasks_per_gpu: int
@@ -73,8 +77,8 @@ class GpuAsk:
 
     def task_room(self, free: int) -> int:
         """The most tasks a node with ``free`` GPUs of the kind can hold."""
-        if self.per_node and self.per_task:  # the node's own GPUs, per_task each
-            return self.per_node // self.per_task if free >= self.per_node else 0
+        if self.same and self.per_task:  # the node's own GPUs, per_task each
+            return self.same // self.per_task if free >= self.same else 0
         if self.per_task:
             return free // self.per_task
         return free * self.tasks_per_gpu
@@ -92,6 +96,16 @@ def gpu_items(text: str) -> tuple[Gres, int]:
     malformed."""
     items = gres_syntax.parse_request(text) if text else ()
     return items, sum(count for name, _, count in items if name == "gpu")
+
+
+def same_type(items: Gres, kind: str) -> int:
+    """The GPUs among per-node ``items`` that count towards a request of ``kind``
+    ("" any): all but those of another named type."""
+    return sum(
+        count
+        for name, own, count in items
+        if name == "gpu" and (not kind or not own or own == kind)
+    )
 
 
 def _asks_more(job: Job, part: PartitionView) -> bool:
@@ -121,10 +135,12 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
     if per_socket:
         items = (*items, ("gpu", job.gpu_type, per_socket))
         per_node += per_socket
-    # A total with GPUs per node is met by the node count (controller/gpuspec.py), and
-    # --ntasks-per-gpu with them by the task count: only the rest is dealt.
-    per_job = 0 if per_node else job.gpus_per_job
-    tasks_per_gpu = 0 if per_node or job.gpus_per_task else job.ntasks_per_gpu
+    same = same_type(items, job.gpu_type)
+    # A total with GPUs of its type per node is met by the node count
+    # (controller/gpuspec.py), and --ntasks-per-gpu with them by the task count: only
+    # the rest is dealt.
+    per_job = 0 if same else job.gpus_per_job
+    tasks_per_gpu = 0 if same or job.gpus_per_task else job.ntasks_per_gpu
     if not (per_node or per_job or job.gpus_per_task or tasks_per_gpu):
         return None  # --cpus-per-gpu without GPUs changes nothing, as in Slurm
     cpus_per_gpu = job.cpus_per_gpu
@@ -137,6 +153,7 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
         kind=job.gpu_type,
         items=items,
         per_node=per_node,
+        same=same,
         per_job=per_job,
         per_task=job.gpus_per_task,
         tasks_per_gpu=tasks_per_gpu,
@@ -150,8 +167,8 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
 
 def for_tasks(gpu: GpuAsk, tasks: int) -> int:
     """GPUs dealt for ``tasks`` tasks on a node: per task, or one per ``tasks_per_gpu``
-    (none beyond ``items`` when GPUs per node are asked too)."""
-    if gpu.per_node:
+    (none beyond ``items`` when GPUs of the kind per node are asked too)."""
+    if gpu.same:
         return 0
     if gpu.per_task:
         return gpu.per_task * tasks

@@ -149,3 +149,49 @@ def test_gpus_count_in_billing_where_the_partition_weighs_them(
     assert items["gres/gpu"] == "2"
     assert int(items["billing"]) == int(items["cpu"]) + 8
     cluster.run("scancel", str(job))
+
+
+def test_a_job_asks_gpus_of_two_types(make_cluster: Callable[..., Cluster]) -> None:
+    """``--gres=gpu:a100:1 --gpus=v100:2``: an A100 and two V100s, each from its own
+    type's devices, shown and counted per type as Slurm 22.05 does
+    (tests/unit/test_gpu_semantics.py's TYPED_ROWS)."""
+    cluster = make_cluster(nodes=1, settings=SETTINGS)
+    both = cluster.sbatch(
+        "--gres=gpu:a100:1", "--gpus=v100:2", "-o", "both.out", "--wrap", f"{SHOW}; sleep 30"
+    )  # fmt: skip
+    cluster.wait_state(both, {"RUNNING"})
+    shown = cluster.run("scontrol", "show", "job", str(both)).stdout
+    assert "   TresPerJob=gres/gpu:v100:2\n" in shown
+    assert "   TresPerNode=gres/gpu:a100:1\n" in shown
+    tres = shown.split("TRES=")[1].split("\n")[0]
+    detail = cluster.run("scontrol", "show", "job", "-d", str(both)).stdout
+    assert (  # Slurm's order: --gpus's request first; no memory asked: Mem=0 in Corral
+        "   JOB_GRES=gpu:v100:2,gpu:a100:1\n"
+        "     Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:v100:2(IDX:2-3),gpu:a100:1(IDX:0)\n"
+    ) in detail
+    assert ",gres/gpu=3,gres/gpu:a100=1,gres/gpu:v100=2" in tres
+    node = cluster.run("scontrol", "show", "node", "node1").stdout
+    assert "   GresUsed=gpu:a100:1(IDX:0),gpu:v100:2(IDX:2-3)\n" in node
+    _wait_output(cluster, "both.out")
+    cluster.run("scancel", str(both))
+    cluster.wait_done(both)
+    assert (cluster.dir / "both.out").read_text() == "0,2,3/0,2,3/0,2,3/3\n"
+    # srun reads SLURM_GPUS_PER_NODE=a100:1,v100:1 back: the step asks both GPUs.
+    script = f"{SHOW}; srun sh -c '{SHOW}'"
+    listed = cluster.sbatch("--gpus-per-node=a100:1,v100:1", "-o", "list.out", "--wrap", script)
+    cluster.wait_done(listed)
+    assert (cluster.dir / "list.out").read_text() == "0,2/0,2/0,2/2\n0,2/0,2/0,2/2\n"
+    shown = cluster.run("scontrol", "show", "job", str(listed)).stdout
+    assert "   TresPerNode=gres/gpu:a100:1,gres/gpu:v100:1\n" in shown
+    mixed = cluster.run("sbatch", "--gres=gpu:1", "--gpus=v100:2", "--wrap", "true", check=False)
+    assert (mixed.returncode, mixed.stderr) == (
+        1,
+        "sbatch: error: Invalid GRES specification (with and without type identification)\n",
+    )
+    never = cluster.run(
+        "sbatch", "--gres=gpu:a100:1", "--gpus=v100:3", "--wrap", "true", check=False
+    )  # fmt: skip
+    assert never.stderr == (
+        "sbatch: error: Batch job submission failed: "
+        "Requested node configuration is not available\n"
+    )

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from controller import jobtres
 from controller.admission import Capacity, admit
 from controller.core import BackfillParams, Snapshot, Start, schedule
 from controller.jobspec import JobSpec
@@ -89,6 +90,23 @@ def place(conf: config.SlurmConfig, **fields: Any) -> Start:
 def per_node(start: Start) -> dict[str, tuple[int, ...]]:
     """Each node's GPU indices."""
     return dict(zip(start.nodes, start.gpus or ((),) * len(start.nodes), strict=True))
+
+
+def check_placed(
+    conf: config.SlurmConfig,
+    fields: dict[str, Any],
+    gpus: dict[str, tuple[int, ...]],
+    cpus: tuple[int, ...] | None,
+    memory: tuple[int, ...] | None,
+) -> None:
+    """A job of ``fields`` starts with ``gpus`` on each node, and ``cpus`` and
+    ``memory`` there where given."""
+    start = place(conf, **fields)
+    assert per_node(start) == gpus
+    if cpus is not None:
+        assert start.cpus == cpus
+    if memory is not None:
+        assert start.memory == memory
 
 
 # (id, JobSpec fields, GPU indices per node, CPUs per node or None, MiB per node or None,
@@ -446,12 +464,7 @@ def test_gpu_options_place_as_slurm_does(
     memory: tuple[int, ...] | None,
     source: str,
 ) -> None:
-    start = place(conf, **fields)
-    assert per_node(start) == gpus
-    if cpus is not None:
-        assert start.cpus == cpus
-    if memory is not None:
-        assert start.memory == memory
+    check_placed(conf, fields, gpus, cpus, memory)
     assert source in (SLURM, CORRAL)
 
 
@@ -539,3 +552,146 @@ def test_def_per_gpu_comes_from_the_partition_else_the_cluster() -> None:
     assert own is not None and cluster is not None
     assert (own.def_cpu_per_gpu, own.def_mem_per_gpu) == (1, 2000)
     assert (cluster.def_cpu_per_gpu, cluster.def_mem_per_gpu) == (3, 2000)
+
+
+# GPUs of two types (issue 18): a request per type, as Slurm keeps them. Measured on
+# Slurm 22.05 as above, three ``slurmd -N`` nodes of 2 sockets x 4 cores: n1 and n3
+# with ``Gres=gpu:a100:2,gpu:v100:2`` (gres.conf: a100 /dev/nvidia[0-1], v100
+# /dev/nvidia[2-3], no Cores=), n2 with ``gpu:a100:4``; ``scontrol show job -d``'s
+# GRES=gpu:v100:2(IDX:2-3),gpu:a100:1(IDX:0) read as each node's indices.
+TYPED_CONF = """\
+ClusterName=gt
+SlurmctldHost=localhost
+GresTypes=gpu
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+NodeName=n[1,3] Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=16000 \
+Gres=gpu:a100:2,gpu:v100:2
+NodeName=n2 Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:a100:4
+PartitionName=main Nodes=n[1-3] Default=YES
+"""
+TYPED_GRES_CONF = """\
+NodeName=n1,n3 Name=gpu Type=a100 File=/dev/nvidia[0-1]
+NodeName=n1,n3 Name=gpu Type=v100 File=/dev/nvidia[2-3]
+NodeName=n2 Name=gpu Type=a100 File=/dev/nvidia[0-3]
+"""
+
+# (id, JobSpec fields as sbatch sends them, GPU indices per node, CPUs, MiB per node)
+TYPED_ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any]] = [
+    # --gres=gpu:a100:1 --gpus=v100:2: only a node with both types
+    ("per-node-a100-total-v100", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100"},
+     {"n1": (0, 2, 3)}, (1,), None),
+    ("gres-a100-and-v100", {"gres": "gpu:a100:1,gpu:v100:1"}, {"n1": (0, 2)}, (1,), None),
+    # --gpus-per-node=a100:1,v100:2 (sbatch sends it as --gres)
+    ("per-node-list", {"gres": "gpu:a100:1,gpu:v100:2"}, {"n1": (0, 2, 3)}, (1,), None),
+    ("total-dealt-over-N2", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                             "min_nodes": 2}, {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # --gres=gpu:a100:1 --gpus=v100:3: dealt 2 + 1 over the nodes with both
+    ("total-v100-3", {"gres": "gpu:a100:1", "gpus": 3, "gpu_type": "v100"},
+     {"n1": (0, 2, 3), "n3": (0, 2)}, (1, 1), None),
+    # --gres=gpu:a100:1 --gpus-per-task=v100:1 -n2 (Slurm: CPU_IDs=0,4)
+    ("per-task-v100", {"gres": "gpu:a100:1", "gpus_per_task": 1, "gpu_type": "v100",
+                       "num_tasks": 2}, {"n1": (0, 2, 3)}, (2,), None),
+    # --gpus-per-node=a100:1,v100:2 --gpus=v100:4: v100 per node makes two nodes
+    ("total-of-a-per-node-type", {"gres": "gpu:a100:1,gpu:v100:2", "gpus": 4,
+                                  "gpu_type": "v100"}, {"n1": (0, 2, 3), "n3": (0, 2, 3)},
+     (1, 1), None),
+    ("total-and-per-task", {"gres": "gpu:a100:1", "gpus": 2, "gpus_per_task": 1,
+                            "gpu_type": "v100"}, {"n1": (0, 2, 3)}, (2,), None),
+    # --mem-per-gpu counts every GPU of the node (Slurm: Mem=300)
+    ("mem-per-gpu-of-both", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                             "mem_per_gpu": 100}, {"n1": (0, 2, 3)}, None, (300,)),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def typed_conf(tmp_path_factory: pytest.TempPathFactory) -> config.SlurmConfig:
+    where: Path = tmp_path_factory.mktemp("gt")
+    (where / "slurm.conf").write_text(TYPED_CONF)
+    (where / "gres.conf").write_text(TYPED_GRES_CONF)
+    return config.load(str(where / "slurm.conf"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "gpus", "cpus", "memory"),
+    [row[1:] for row in TYPED_ROWS],
+    ids=[row[0] for row in TYPED_ROWS],
+)
+def test_two_gpu_types_are_placed_per_type(
+    typed_conf: config.SlurmConfig,
+    fields: dict[str, Any],
+    gpus: dict[str, tuple[int, ...]],
+    cpus: tuple[int, ...] | None,
+    memory: tuple[int, ...] | None,
+) -> None:
+    check_placed(typed_conf, fields, gpus, cpus, memory)
+
+
+def test_two_gpu_types_count_apart_in_tres(typed_conf: config.SlurmConfig) -> None:
+    """TRES count each type and all GPUs, asked and given (sacct's AllocTRES)."""
+    capacity = Capacity(typed_conf)
+    spec = JobSpec(script="#!/bin/sh\n", gres="gpu:a100:1", gpus=2, gpu_type="v100")
+    job = admit(spec, USER, typed_conf, {}, 1, NOW, 0, capacity).job
+    asked = jobtres.of_job(job).total
+    start = place(typed_conf, gres="gpu:a100:1", gpus=2, gpu_type="v100")
+    given = jobtres.of_job(
+        replace(job, nodes=start.nodes, cpus=start.cpus, gres_alloc=start.gres)
+    ).total
+    for tres in (asked, given):
+        assert (tres["gres/gpu"], tres["gres/gpu:a100"], tres["gres/gpu:v100"]) == (3, 1, 2)
+
+
+def test_two_gpu_types_wait_for_a_node_with_both(typed_conf: config.SlurmConfig) -> None:
+    """The V100s busy: a job asking an A100 and two V100s waits for them (backfill
+    expects it where they free, on a node with both), while a job of A100s alone
+    starts on the node that has only those."""
+    capacity = Capacity(typed_conf)
+    asked = (
+        {"gres": "gpu:v100:2", "min_nodes": 2},
+        {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100"},
+        {"gres": "gpu:a100:4"},
+    )
+    jobs = [
+        admit(JobSpec(script="#!/bin/sh\n", time_limit=60, **fields), USER, typed_conf, {}, i,
+              NOW, 0, capacity).job
+        for i, fields in enumerate(asked, start=1)
+    ]  # fmt: skip
+    jobs = [replace(j, submit_time=NOW - 100 + j.job_id) for j in jobs]
+    snap = Snapshot(
+        nodes=capacity.nodes,
+        partitions=capacity.partitions,
+        pending=tuple(jobs),
+        jobs={},
+        running_per_array={},
+    )
+    plan = schedule(snap, NOW, BackfillParams())
+    starts = {s.job_id: per_node(s) for s in plan.starts}
+    assert starts == {1: {"n1": (2, 3), "n3": (2, 3)}, 3: {"n2": (0, 1, 2, 3)}}
+    assert plan.reasons[2] is Reason.RESOURCES
+    expected = plan.expected[2]
+    assert NOW + 3600 <= expected.start_time < NOW + 3600 + 60
+    assert expected.nodes == ("n1",)
+
+
+TYPED_NEVER = [
+    ("three-v100-per-node", {"gres": "gpu:a100:1,gpu:v100:3"},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    ("five-v100", {"gres": "gpu:a100:1", "gpus": 5, "gpu_type": "v100"},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    # sbatch refuses these itself ("with and without type identification")
+    ("untyped-per-node-typed-total", {"gres": "gpu:1", "gpus": 2, "gpu_type": "v100"},
+     errors.ESLURM_INVALID_GRES),
+    ("typed-per-node-untyped-total", {"gres": "gpu:a100:1", "gpus": 2},
+     errors.ESLURM_INVALID_GRES),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "errno"), [row[1:] for row in TYPED_NEVER], ids=[row[0] for row in TYPED_NEVER]
+)
+def test_impossible_typed_requests_are_refused_at_submission(
+    typed_conf: config.SlurmConfig, fields: dict[str, Any], errno: int
+) -> None:
+    with pytest.raises(SlurmError) as caught:
+        admit(JobSpec(script="#!/bin/sh\n", **fields), USER, typed_conf, {}, 1, NOW, 0)
+    assert caught.value.code == errno

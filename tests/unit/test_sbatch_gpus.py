@@ -221,3 +221,58 @@ def test_bad_gpu_options_are_refused_in_slurms_words(
     with pytest.raises(Failure) as caught:
         spec(*options)
     assert (caught.value.lines, caught.value.level, caught.value.status) == (lines, level, status)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ((("gres", "gpu:a100:1"), ("gpus", "v100:2")),
+         {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100"}),
+        ((("gpus-per-node", "a100:1,v100:2"),), {"gres": "gpu:a100:1,gpu:v100:2", "gpus": None}),
+        ((("gres", "gpu:a100:1"), ("gpus-per-node", "v100:2")),
+         {"gres": "gpu:a100:1,gpu:v100:2", "gpu_type": None}),
+        ((("gpus-per-node", "a100:1,v100:1"), ("gpus", "v100:4")),
+         {"gres": "gpu:a100:1,gpu:v100:1", "gpus": 4, "gpu_type": "v100"}),
+        ((("gres", "gpu:a100:1"), ("gpus-per-task", "v100:1"), ("ntasks", "2")),
+         {"gres": "gpu:a100:1", "gpus_per_task": 1, "gpu_type": "v100"}),
+    ],
+    ids=["per-node-and-total", "per-node-list", "gres-and-per-node", "total-of-one-type",
+         "per-node-and-per-task"],
+)  # fmt: skip
+def test_gpus_of_two_types_are_sent_per_type(
+    options: tuple[tuple[str, str], ...], expected: dict[str, Any]
+) -> None:
+    """Measured on sbatch 22.05 with a100 and v100 nodes (test_gpu_semantics.py)."""
+    built = spec(*options)
+    assert {key: built.get(key) for key in expected} == expected
+    if any(key == "gpus-per-node" for key, _ in options):
+        text = dict(options)["gpus-per-node"]
+        assert built["environment"]["SLURM_GPUS_PER_NODE"] == text
+
+
+@pytest.mark.parametrize(
+    ("options", "lines"),
+    [
+        ((("gres", "gpu:1"), ("gpus", "v100:2")),
+         ("Invalid GRES specification (with and without type identification)",)),
+        ((("gres", "gpu:a100:1"), ("gpus", "2")),
+         ("Invalid GRES specification (with and without type identification)",)),
+        ((("gres", "gpu:a100:1"), ("gpus-per-node", "2")),
+         ("Invalid GRES specification (with and without type identification)",)),
+        ((("gpus-per-node", "a100:1,2"),),
+         ("Invalid GRES specification (with and without type identification)",)),
+        ((("gres", "gpu:a100:1"), ("gpus-per-socket", "1"), ("sockets-per-node", "2")),
+         ("Invalid GRES specification (with and without type identification)",)),
+        ((("gpus", "v100:3"), ("gpus-per-node", "a100:1,v100:2")),
+         ("Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",)),
+    ],
+    ids=["untyped-per-node-typed-total", "typed-per-node-untyped-total",
+         "typed-gres-untyped-per-node", "typed-and-untyped-per-node", "untyped-per-socket",
+         "total-not-a-multiple-of-its-type"],
+)  # fmt: skip
+def test_gpus_with_and_without_a_type_are_refused(
+    options: tuple[tuple[str, str], ...], lines: tuple[str, ...]
+) -> None:
+    with pytest.raises(Failure) as caught:
+        spec(*options)
+    assert (caught.value.lines, caught.value.status) == (lines, None)

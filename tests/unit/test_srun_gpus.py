@@ -53,3 +53,12 @@ def test_job_only_gpu_options_in_a_step() -> None:
     with pytest.raises(Halt) as caught:
         step_options.check({"gpus-per-socket": "1"}, 7, {})
     assert caught.value.lines == ("srun: error: --gpus-per-socket is not supported in a job step",)
+
+
+def test_a_list_of_gpu_types_asks_them_all() -> None:
+    """``sbatch --gpus-per-node=a100:1,v100:1`` tells its steps SLURM_GPUS_PER_NODE as
+    given: a step asks both GPUs, as Slurm's (a step takes the job's, of any type)."""
+    fields = gpuinput.step_fields({"gpus-per-node": "a100:1,v100:1"})
+    assert fields == {"gpus_per_node": 2}
+    with pytest.raises(Halt):
+        gpuinput.step_fields({"gpus-per-node": "a100:1,v100:x"})
