@@ -42,6 +42,7 @@ Usage: scrontab [-u user] [-e|-l|-r] [file]
   -r                    remove the crontab
   -u <user>             the crontab of another user
   -v                    verbose: tracebacks on errors
+  -V, --version         output version information and exit
   file                  install this file as the crontab (- for standard input)
 """
 
@@ -52,6 +53,7 @@ TABLE = OptionTable(
         Option("remove", "r"),
         Option("user", "u", arg=REQUIRED, note="others' crontabs: operators list, root changes"),
         Option("verbose", "v", note="tracebacks on errors"),
+        Option("version", "V", "version"),
         Option("help", "", "help"),
         Option("usage", "", "usage"),
     ],

@@ -107,3 +107,14 @@ def test_a_refused_entry_names_its_lines_and_keeps_the_old_crontab(tmp_path: Pat
     assert store.jobs[old].state is JobState.PENDING
     assert store.crontabs.tabs[0].text == "@hourly a\n"
     assert sum(1 for j in store.jobs.values() if j.state is JobState.PENDING) == 1
+
+
+@pytest.mark.parametrize(
+    ("setting", "on"),
+    [("", False), ("ScronParameters=enable\n", True),
+     ("ScronParameters=explicit_scancel,enable\n", True)],
+    ids=["unset", "enable", "among others"],
+)  # fmt: skip
+def test_scron_parameters_enable_gates_it(tmp_path: Path, setting: str, on: bool) -> None:
+    text = CONF.replace("ScronParameters=enable\n", setting)
+    assert crontabs.enabled(parse(text, str(tmp_path / "slurm.conf"))) is on
