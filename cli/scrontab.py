@@ -25,7 +25,7 @@ from cli.failure import Failure
 from cli.halt import Halt
 from cli.options import REQUIRED, Option, OptionError, OptionTable, parse
 from corral.crontab import CrontabError, Entry, parse_crontab
-from corral.errors import SlurmError
+from corral.errors import ESLURM_DISABLED, SlurmError
 
 TYPE_CHECKING = False  # typing costs milliseconds of a client's start-up budget
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def _call(client: Any, request: dict[str, Any], failed: str) -> dict[str, Any]:
     try:
         reply: dict[str, Any] = client.call("Crontab", request)
     except SlurmError as exc:
-        if "disabled on this cluster" in exc.message:
+        if exc.code == ESLURM_DISABLED:  # ScronParameters lacks enable
             raise Failure(exc.message, level="fatal", status=1) from None
         raise Failure(f"{failed}: {exc.message}", level="fatal", status=1) from None
     return reply

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from controller import jobstate
+from controller.admission import admit
 from controller.jobspec import JobSpec
 from controller.jobstate import JobState
 from controller.model import Job
@@ -121,11 +122,14 @@ def install(
 ) -> list[int]:
     """Make ``text`` ``owner``'s crontab: the old one's pending jobs cancelled, a job
     per entry held until its next time. A refused entry (``EntryRefused``) leaves the
-    old crontab in place and no new job behind."""
+    old crontab in place: every entry is admitted in a dry run first, so that no job
+    is made unless all can be; one the store refuses after that (an accounting limit)
+    cancels those made before it, as Slurm purges them."""
+    specs = [_checked(store, owner, entry, now) for entry in entries]
     made: list[Job] = []
     try:
-        for entry in entries:
-            made.append(_submit(store, owner, entry, now))
+        for entry, spec in zip(entries, specs, strict=True):
+            made.append(_submit(store, owner, entry, spec, now))
     except EntryRefused:
         for job in made:
             store.post(job.job_id, jobstate.Cancel(now, owner.uid))
@@ -138,21 +142,34 @@ def install(
     return [job.job_id for job in made]
 
 
-def _submit(store: JobStore, owner: Principal, entry: NewEntry, now: int) -> Job:
-    lines = f"{entry.line_start}-{entry.line_end}"
+def _checked(store: JobStore, owner: Principal, entry: NewEntry, now: int) -> JobSpec:
+    """The entry's job, due at its next time, as admission would take it."""
     try:
         times = parse_times(entry.times)
-        if entry.spec.array:
+        if entry.spec.array:  # one job id recurs: an array's tasks would not
             raise SlurmError(errors.ESLURM_INVALID_ARRAY)
-        due = times.next_after(now)
-        admitted = store.submit(replace(entry.spec, begin_time=due), owner, now)
+        spec = replace(entry.spec, begin_time=times.next_after(now))
+        conf, states, capacity = store.conf, store.partition_state, store.capacity
+        admit(spec, owner, conf, states, store.next_job_id, now, 0, capacity)
     except CronError as exc:
-        raise EntryRefused(lines, SlurmError(errors.EINVAL, str(exc))) from None
+        raise _refused(entry, SlurmError(errors.EINVAL, str(exc))) from None
     except SlurmError as exc:
-        raise EntryRefused(lines, exc) from None
-    job = replace(admitted.job, cron_spec=times.text())
+        raise _refused(entry, exc) from None
+    return spec
+
+
+def _submit(store: JobStore, owner: Principal, entry: NewEntry, spec: JobSpec, now: int) -> Job:
+    try:
+        admitted = store.submit(spec, owner, now)
+    except SlurmError as exc:
+        raise _refused(entry, exc) from None
+    job = replace(admitted.job, cron_spec=parse_times(entry.times).text())
     store.update(job)
     return job
+
+
+def _refused(entry: NewEntry, cause: SlurmError) -> EntryRefused:
+    return EntryRefused(f"{entry.line_start}-{entry.line_end}", cause)
 
 
 def remove(store: JobStore, uid: int, now: int) -> None:
