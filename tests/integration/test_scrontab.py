@@ -111,3 +111,14 @@ def test_only_root_changes_and_operators_read_another_users_crontab(cluster: Clu
         assert not mine.exists
         root = stamp_for_controller(cluster, pb.CrontabRequest(action="get", uid=4242), "Crontab")
         assert not stub.Crontab(root, timeout=10).exists
+
+
+def test_scrontab_is_off_without_scron_parameters_enable(tmp_path: Path) -> None:
+    plain = Cluster(tmp_path, nodes=1).start()
+    try:
+        refused = plain.run("scrontab", "-l", check=False)
+    finally:
+        plain.stop()
+    assert (refused.returncode, refused.stderr) == (
+        1, "scrontab: fatal: scrontab is disabled on this cluster\n",
+    )  # fmt: skip
