@@ -175,3 +175,13 @@ def test_next_time_is_the_first_matching_minute_after_this_one(
         while minute < due:
             assert not _matches(text, minute), time.strftime("%c", time.gmtime(minute))
             minute += 60
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789*/-, \t@abcdefhijklmnoprstuvwy", max_size=40))
+def test_any_line_is_an_entry_or_refused_in_slurms_words(line: str) -> None:
+    try:
+        spec, _ = split_entry(line)
+    except CronError:
+        return
+    assert parse_times(spec.text()) == spec
