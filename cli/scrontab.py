@@ -111,11 +111,9 @@ def scrontab(argv: list[str]) -> int:
     if positional and action == "edit":
         return _install_file(client, target, positional[0])
     reply = _call(client, {"action": "get", **target}, "slurm_request_crontab failed")
-    text = (
-        _marked(reply["crontab"], reply["disabled_lines"], "#DISABLED: ")
-        if reply["exists"]
-        else None
-    )
+    text = reply["crontab"] if reply["exists"] else None
+    if text is not None and reply["disabled_lines"]:  # else shown as written
+        text = _marked(text, reply["disabled_lines"], "#DISABLED: ")
     if action == "list":
         if text is None:
             print(f"no crontab for {_name(uid)}")
