@@ -38,6 +38,7 @@ COMMANDS = (
     "sdiag",
     "sstat",
     "sreport",
+    "scrontab",
 )
 #: The key tables: (heading, rows).
 CONFIG = (

@@ -17,6 +17,7 @@ from typing import Any
 
 from controller import (
     associations,
+    crontabs,
     effects,
     elastic,
     jobstate,
@@ -150,6 +151,8 @@ class JobControl:
         if job.state.finished or COMPLETING in job.flags:
             return errors.ESLURM_ALREADY_DONE
         if sig in (0, signals.SIGKILL) and not req.batch_only:
+            if job.cron_spec:  # Slurm: a cancelled cron job's entry is disabled, not rerun
+                crontabs.disable(self.store, job)
             self.store.post(job.job_id, jobstate.Cancel(now, who.uid))
             if job.interactive and job.state in (JobState.RUNNING, JobState.SUSPENDED):
                 self.store.end_interactive(self.store.jobs[job.job_id], now, 0x9, "cancelled")

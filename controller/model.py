@@ -90,6 +90,9 @@ class Job:
     signal_batch_only: bool = False
     signal_sent: bool = False  # --signal (to the steps) went out in this run
     deadline: int = 0
+    # scrontab: its entry's times (corral/crontab.py's canonical text); "" not a cron job.
+    # A cron job is requeued for its next time when it ends (controller/crontabs.py).
+    cron_spec: str = ""
     kill_on_invalid_dep: bool = False
     cancelled_by: int = -1  # the uid that cancelled it (-1: not cancelled, or unknown)
     # What its batch script used: max RSS (KiB), user and system CPU (microseconds).

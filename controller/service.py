@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller import (
+    crontabs,
     diag,
     jobcontrol,
     jobspec,
@@ -503,6 +504,48 @@ class Handlers:
             raise SlurmError(errors.ESLURM_JOB_SCRIPT_MISSING)
         return pb.BatchScriptReply(script=payload.script)
 
+    async def Crontab(self, req: pb.CrontabRequest, who: Principal) -> pb.CrontabReply:
+        """scrontab: read (``get``), replace (``set``) or remove a user's crontab.
+
+        As scrontab(1) says: anyone their own; operators may read another's, and
+        only root and SlurmUser change it. Each entry's job is admitted as its
+        owner's submission; a refused one is named by its lines, and nothing of the
+        new crontab is kept."""
+        if not crontabs.enabled(self.store.conf):
+            raise SlurmError(errors.ESLURM_DISABLED, "scrontab is disabled on this cluster")
+        uid = req.uid if req.HasField("uid") else who.uid
+        if req.action not in ("get", "set", "remove"):
+            raise SlurmError(errors.EINVAL, f"unknown crontab action {req.action!r}")
+        if uid != who.uid and not (who.is_operator if req.action == "get" else who.is_admin):
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        book = self.store.crontabs
+        if req.action == "get":
+            tab = book.tabs.get(uid)
+            if tab is None:
+                return pb.CrontabReply(exists=False)
+            return pb.CrontabReply(
+                exists=True, crontab=tab.text, disabled_lines=book.disabled_lines(uid)
+            )
+        self._check_writable()
+        now = self.now()
+        if req.action == "remove":
+            crontabs.remove(self.store, uid, now)
+            await self._commit()
+            return pb.CrontabReply()
+        owner = who if uid == who.uid else submitting_as(who, uid, None)
+        entries = [
+            crontabs.NewEntry(jobspec.from_wire(e.spec), e.cron_spec, e.line_start, e.line_end)
+            for e in req.entries
+        ]
+        try:
+            job_ids = crontabs.install(self.store, owner, req.crontab, entries, now)
+        except crontabs.EntryRefused as exc:
+            await self._commit()  # the jobs cancelled on the way are records too
+            return pb.CrontabReply(failed_lines=exc.lines, error=exc.message)
+        await self._commit()
+        self.kick()
+        return pb.CrontabReply(job_ids=job_ids)
+
     async def Allocation(self, req: pb.AllocationRequest, who: Principal) -> pb.AllocationReply:
         """An interactive allocation's state, and its SLURM_* environment once it runs."""
         job = self.store.jobs.get(req.job_id)
@@ -601,4 +644,5 @@ METHODS = (
     "StepStats",
     "Queues",
     "Licenses",
+    "Crontab",
 )

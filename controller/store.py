@@ -31,6 +31,7 @@ from dataclasses import replace
 from controller import (
     associations,
     binding,
+    crontabs,
     drain,
     effects,
     flavornote,
@@ -46,6 +47,7 @@ from controller.core import BackfillParams, Plan, Snapshot, Start, devices, node
 from controller.core.gpulinks import link_map
 from controller.core.priority import NO_RANKING, Ranking
 from controller.cpubind import Shape
+from controller.crontabs import CRONTABS_KEY, CronBook
 from controller.drain import Registration as Registration  # what agents report: store API
 from controller.durability import Durability
 from controller.effects import PROLOG_SLURMCTLD, Effect, NewLimit, prolog_at_allocation
@@ -95,6 +97,7 @@ class JobStore:
         # dbd's associations, users and QOS (controller/associations.py), newest known.
         self.associations: AssocSet | None = None
         self.reservations = ReservationBook()
+        self.crontabs = CronBook()  # scrontab's, by uid (controller/crontabs.py)
         self.enforce: frozenset[str] = frozenset()
         self.priorities = PriorityKeeper(conf)
         # Pending jobs' priorities from the keeper's last calculation: a value,
@@ -160,6 +163,8 @@ class JobStore:
                 self.associations = self.priorities.associations = assocs
         if RESERVATIONS_KEY in loaded.meta:
             self.reservations = ReservationBook.from_json(loaded.meta[RESERVATIONS_KEY])
+        if CRONTABS_KEY in loaded.meta:
+            self.crontabs = CronBook.from_json(loaded.meta[CRONTABS_KEY])
         self.durable.restore(loaded)
         if PARTITION_STATE_KEY in loaded.meta:
             self.partition_state = dict(json.loads(loaded.meta[PARTITION_STATE_KEY]))
@@ -324,6 +329,8 @@ class JobStore:
             self._count(old, new)
         self.last_update = max(self.last_update, getattr(event, "now", 0))
         log.debug("job_id=%d %s -> %s", job_id, old.state.name, new.state.name)
+        if new.cron_spec and new.state.finished and not holds_nodes(new):
+            crontabs.recur(self, new, getattr(event, "now", 0) or int(time.time()))
         return new
 
     def _mail(self, old: Job, new: Job, now: int) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "confsyntax",
     "cpubind",
     "credentials",
+    "crontab",
     "dirsync",
     "distribution",
     "errors",

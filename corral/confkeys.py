@@ -255,7 +255,7 @@ SchedulerParameters             honoured
 SchedulerPort                   warned              retired by Slurm
 SchedulerTimeSlice              honoured
 SchedulerType                   honoured
-ScronParameters                 warned              no scrontab
+ScronParameters                 honoured            enable: scrontab (docs/scrontab.md)
 SelectType                      refused(select/cons_tres,select/cons_res) never whole nodes
 SelectTypeParameters            honoured
 SerializerParameters            warned              not read

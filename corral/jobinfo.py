@@ -40,6 +40,7 @@ COPIED: Final[dict[str, str]] = {
     "time_min": "time_min",
     "end_time": "end_time",
     "deadline": "deadline",
+    "cron_spec": "cron_spec",
     "max_nodes": "max_nodes",
     "num_tasks": "num_tasks",
     "cpus_per_task": "cpus_per_task",
@@ -263,5 +264,6 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "min_nodes",
         "resize_time",
         "run_start",
+        "cron_spec",
     }
 )

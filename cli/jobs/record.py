@@ -162,6 +162,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"AccrueTime={format_timestamp(int(job['accrue_time']))}",
         f"StartTime={format_timestamp(int(job['start_time']))} "
         f"EndTime={_end_time(job, now)} Deadline={deadline}",
+        *([f'CronJob=Yes CrontabSpec="{job["cron_spec"]}"'] if job.get("cron_spec") else []),
         *_resize_time(job),
         *_preemption(job),
         f"SuspendTime={suspended} SecsPreSuspend={job['pre_suspend_secs']} "

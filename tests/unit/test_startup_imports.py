@@ -183,6 +183,7 @@ def test_every_client_has_a_plain_script() -> None:
         "sreport",
         "srun",
         "salloc",
+        "scrontab",
     }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
