@@ -182,14 +182,14 @@ def _integer(text: str) -> int:
     sign, digits = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
     number = ""
     for ch in digits:
-        if not ch.isdigit():
+        if ch not in "0123456789":
             break
         number += ch
     return sign * int(number) if number else 0
 
 
 def _user(text: str) -> int:
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     try:
         return pwd.getpwnam(text).pw_uid
@@ -216,7 +216,7 @@ def parse_args(argv: list[str]) -> Params:
         elif key == "id":
             p.trigger_id = _integer(text)
         elif key == "jobid":
-            p.job_id = _integer(text) if text.isdigit() else 0
+            p.job_id = int(text) if text.isascii() and text.isdigit() else 0
             if p.job_id <= 0:
                 raise _error(f"Invalid jobid {text}")
         elif key == "cluster":

@@ -91,7 +91,7 @@ def _requested(asked: pb.TriggerInfo, who: Principal) -> Trigger:
         or not asked.program.startswith("/")
     ):
         raise SlurmError(errors.EINVAL)
-    if asked.res_type == "job" and not asked.res_id.isdigit():
+    if asked.res_type == "job" and not (asked.res_id.isascii() and asked.res_id.isdigit()):
         raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
     return Trigger(
         id=0,

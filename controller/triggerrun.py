@@ -5,7 +5,9 @@ Slurm checks every 15 seconds; a check here is one pass over the nodes and the
 triggers, cheap enough to run every few seconds, which makes a trigger's
 program follow its event sooner. The book's changes are journaled before any
 program runs, so a trigger fires once even if the controller stops right
-after: a restart finds it gone (or, PERM, set again), never due twice.
+after: a restart finds it gone (or, PERM, set again), never due twice; while
+the journal cannot be written no program runs, and those due wait for the next
+check.
 
 A program runs on the controller's host as the trigger's owner (a root
 controller drops to the owner's uid, gid and groups; ``corral.hooks``), with
@@ -22,6 +24,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from controller.journal import JournalWriteError
 from controller.store import JobStore
 from controller.triggers import Trigger
 from corral import hooks
@@ -59,7 +62,12 @@ class TriggerRunner:
         if not (changed or fired):
             return
         self.store.keep_triggers()
-        await self.store.flush()
+        try:
+            await self.store.flush()
+        except JournalWriteError:
+            # Not kept, so not run: they are due again at the next check.
+            book.by_id.update((t.id, t) for t in fired)
+            return
         for trigger in fired:
             self._spawn(self._run(trigger))
 

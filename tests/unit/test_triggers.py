@@ -16,6 +16,7 @@ from controller.model import Job, NodeRuntime
 from controller.principal import Principal
 from controller.store import JobStore
 from controller.triggerops import executable_by, may_set
+from controller.triggerrun import TriggerRunner
 from controller.triggers import ESLURM_TRIGGER_DUP, ESRCH, Trigger, TriggerBook
 from corral import errors
 from corral.config import parse
@@ -252,3 +253,38 @@ def test_the_journal_keeps_triggers_across_a_restart(tmp_path: Path) -> None:
     again.load(0.0)
     assert list(again.triggers.by_id.values()) == [replace(trigger("n1", perm=True), id=1)]
     assert again.triggers.next_id == 2
+
+
+def _store(tmp_path: Path) -> JobStore:
+    conf = parse(
+        "ClusterName=t\nSlurmctldHost=ctl\nNodeName=n[1-3] CPUs=1\nPartitionName=p Nodes=ALL\n",
+        str(tmp_path / "slurm.conf"),
+    )
+    return JobStore(conf, Journal(str(tmp_path / "state")))
+
+
+def test_the_store_records_node_events_and_the_runner_runs_the_program(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    program = tmp_path / "record"
+    program.write_text('#!/bin/sh\necho "$*" >> "$(dirname "$0")/ran"\n')
+    program.chmod(0o755)
+    me = os.getuid(), os.getgid()
+    store.triggers.add(
+        trigger("*", uid=me[0], gid=me[1], user="me", program=f"{program} down"), store.nodes, None
+    )
+    store.triggers.add(
+        trigger("n3", "fail", uid=me[0], gid=me[1], program=str(program)), store.nodes, None
+    )
+    root = Principal(0, 0, "root", frozenset({0}))
+    store.set_node_down("n1", "gone", "root", 0, NOW)
+    store.set_node_admin_state(["n3"], "FAIL", "broken", root, NOW)
+    assert store.triggers.events.down == {"n1", "n3"} and store.triggers.events.fail == {"n3"}
+    runner = TriggerRunner(store, clock=lambda: NOW)
+
+    async def check() -> None:
+        await runner.check()
+        await asyncio.gather(*runner._tasks)
+
+    asyncio.run(check())
+    assert sorted((tmp_path / "ran").read_text().splitlines()) == ["down n[1,3]", "n3"]
+    assert store.triggers.by_id == {}
