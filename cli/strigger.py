@@ -262,11 +262,16 @@ def _validate(p: Params) -> None:
             raise _error("Invalid --program value, not regular file")
     if not -32000 <= p.offset <= 32000:
         raise _error("The --offset parameter must be between +/-32000")
+    # Slurm's strigger passes these over in silence with --set; Corral says so instead.
+    if p.mode == "set" and p.job_id and p.node is not None:
+        raise _error("The --node option can not be used in conjunction with the --jobid option")
+    if p.mode == "set" and (p.user_id is not None or p.trigger_id):
+        raise _error("--user and --id select triggers to get or clear: --set makes a new one")
 
 
 def set_request(p: Params) -> dict[str, Any]:
     """The Triggers request ``strigger --set`` sends: a job's trigger when --jobid is
-    given (then --node means nothing, as in Slurm), else one on --node's nodes or all."""
+    given, else one on --node's nodes or all."""
     trigger: dict[str, Any] = {
         "types": [e for e in EVENTS if e in p.events],
         "offset": p.offset,

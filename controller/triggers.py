@@ -18,9 +18,10 @@ How a trigger goes, in Slurm's words:
   is gone, unless ``perm`` (``--flags=PERM``), which sets it again as it was.
 
 Node events are recorded as they happen (``note_node``, called by the store
-for every change of a node) and forgotten at each check, so that a node that
-went down and came back between two checks still fires its ``down``
-trigger, as Slurm's event bitmaps do. Like them they live in memory only: a
+for every change of a node's state) and forgotten at each check, so that a
+node that went down and came back between two checks still fires its
+``down`` trigger, as Slurm's event bitmaps do; DRAINED and idle depend on
+the jobs too and are seen at the checks. Like them they live in memory only: a
 restart forgets events not yet checked, never a trigger.
 """
 
@@ -32,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from controller.drain import usable
+from controller.holdings import holds_nodes
 from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime
 from corral import errors, hostlist
@@ -89,15 +91,6 @@ class Events:
         return named[kind]
 
 
-def _drained(node: NodeRuntime) -> bool:
-    """DRAINED, not DRAINING: drained and running nothing."""
-    return node.drain and not node.jobs
-
-
-def _idle(node: NodeRuntime) -> bool:
-    return usable(node) and not node.jobs
-
-
 class TriggerBook:
     """The cluster's triggers by id, with the events seen since the last check."""
 
@@ -106,6 +99,7 @@ class TriggerBook:
         self.next_id = 1
         self.events = Events()
         self.idle_since: dict[str, int] = {}  # idle nodes -> since when (seen at checks)
+        self.drained: set[str] | None = None  # DRAINED at the last check (None: no check yet)
 
     # ------------------------------------------------------------ strigger
 
@@ -166,8 +160,6 @@ class TriggerBook:
             self.events.down.add(new.name)
         elif old.state == "DOWN" and new.state != "DOWN":
             self.events.up.add(new.name)
-        if _drained(new) and not _drained(old):
-            self.events.drained.add(new.name)
 
     def note_fail(self, name: str) -> None:
         """``scontrol update state=FAIL``: the node is failing (Slurm's FAIL flag)."""
@@ -181,9 +173,23 @@ class TriggerBook:
 
     def check(self, now: int, nodes: Mapping[str, NodeRuntime], jobs: Mapping[int, Job]) -> bool:
         """Pull every trigger whose event has happened (set ``due`` and ``arg``) and
-        forget the events seen; whether any trigger changed (to be journaled)."""
+        forget the events seen; whether any trigger changed (to be journaled).
+
+        A node's jobs are not part of its state, so DRAINED (drained, running
+        nothing) and idle are seen here, from the jobs that hold nodes, and only
+        while some trigger is set: a node drained before, or idle since before,
+        the first trigger counts from that trigger's first check."""
+        if not self.by_id:
+            self.events, self.drained = Events(), None
+            self.idle_since.clear()
+            return False
+        busy = {name for job in jobs.values() if holds_nodes(job) for name in job.nodes}
+        drained = {name for name, node in nodes.items() if node.drain and name not in busy}
+        if self.drained is not None:
+            self.events.drained |= drained - self.drained
+        self.drained = drained
         for name, node in nodes.items():
-            if _idle(node):
+            if usable(node) and name not in busy:
                 self.idle_since.setdefault(name, now)
             else:
                 self.idle_since.pop(name, None)

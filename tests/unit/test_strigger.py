@@ -81,8 +81,8 @@ def test_a_node_trigger_request() -> None:
     assert every["trigger"]["res_id"] == "*"
 
 
-def test_a_job_trigger_request_ignores_node_as_slurm_does() -> None:
-    p = parse_args(["--set", "-j", "42", "-n", "--time", "-o", "-600", "-p", "/bin/true"])
+def test_a_job_trigger_request() -> None:
+    p = parse_args(["--set", "-j", "42", "--time", "-o", "-600", "-p", "/bin/true"])
     trig = set_request(p)["trigger"]
     assert (trig["res_type"], trig["res_id"], trig["types"], trig["offset"]) == (
         "job",
@@ -90,6 +90,18 @@ def test_a_job_trigger_request_ignores_node_as_slurm_does() -> None:
         ["time"],
         -600,
     )
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["-n"], ["--user=root"], ["--id=3"]],
+    ids=["node with job", "user", "id"],
+)
+def test_set_refuses_what_slurm_would_pass_over(
+    extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = refusal(["--set", "-j", "42", "--fini", "-p", "/bin/true", *extra], capsys)
+    assert err.startswith("strigger: error: ")
 
 
 ROWS = [

@@ -110,21 +110,21 @@ def test_a_positive_offset_delays_the_program() -> None:
 
 def test_drained_fires_when_a_drained_node_runs_nothing() -> None:
     book = book_with(trigger("*", "drained"))
-    busy = replace(UP["n1"], jobs=frozenset({4}))
-    book.note_node(busy, replace(busy, drain=True))  # DRAINING
-    book.check(NOW, UP, {})
-    assert book.take_due(NOW) == []
-    book.note_node(replace(busy, drain=True), replace(UP["n1"], drain=True))  # DRAINED
-    book.check(NOW + 5, UP, {})
-    assert [t.arg for t in book.take_due(NOW + 5)] == ["n1"]
+    book.check(NOW, UP, {})  # the first check: what is drained already is not news
+    running = {4: job(4, nodes=("n1",))}
+    drained = dict(UP, n1=replace(UP["n1"], drain=True))
+    book.check(NOW + 5, drained, running)  # DRAINING
+    assert book.take_due(NOW + 5) == []
+    book.check(NOW + 10, drained, {4: job(4, state=JobState.COMPLETED, nodes=("n1",))})
+    assert [t.arg for t in book.take_due(NOW + 10)] == ["n1"]
 
 
 def test_idle_fires_for_nodes_idle_at_least_the_offset() -> None:
     book = book_with(trigger("*", "idle", offset=600))
-    nodes = dict(UP, n2=replace(UP["n2"], jobs=frozenset({3})))
-    book.check(NOW, nodes, {})
+    running = {3: job(3, nodes=("n2",))}
+    book.check(NOW, UP, running)
     assert book.take_due(NOW) == []
-    book.check(NOW + 600, nodes, {})
+    book.check(NOW + 600, UP, running)
     assert [t.arg for t in book.take_due(NOW + 600)] == ["n[1,3]"]
 
 
