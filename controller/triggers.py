@@ -233,8 +233,10 @@ class TriggerBook:
         done = job is None or (job.state.finished and COMPLETING not in job.flags)
         if "fini" in trigger.types and done:
             return replace(trigger, due=max(now + trigger.offset, 1), arg=trigger.res_id)
-        if job is None:
-            return None  # a defunct job's trigger goes, as in Slurm
+        if job is None or done:
+            # A defunct job's trigger goes, as in Slurm; so does one of a job that
+            # ended, whose time limit and nodes can no longer concern it.
+            return None
         if (
             "time" in trigger.types
             and job.state in (JobState.RUNNING, JobState.SUSPENDED)
@@ -249,10 +251,12 @@ class TriggerBook:
 
     def take_due(self, now: int) -> list[Trigger]:
         """The pulled triggers whose time has come, as they fired: each is removed,
-        or, PERM, set again to wait for its next event."""
+        or, PERM, set again to wait for its next event. A job's time limit and end
+        come once: a PERM trigger watching them goes when it fires (set again, it
+        would fire at every check, as slurmctld's does)."""
         due = [t for t in self.by_id.values() if t.due and t.due <= now]
         for trigger in due:
-            if trigger.perm:
+            if trigger.perm and not {"time", "fini"} & set(trigger.types):
                 self.by_id[trigger.id] = replace(trigger, due=0, arg="")
             else:
                 del self.by_id[trigger.id]

@@ -174,9 +174,10 @@ def test_a_job_trigger_watches_its_nodes() -> None:
     assert [t.arg for t in book.take_due(NOW + 5)] == ["7"]
 
 
-def test_a_trigger_of_a_gone_job_goes() -> None:
+@pytest.mark.parametrize("ended", [{}, {7: job(state=JobState.COMPLETED)}], ids=["gone", "ended"])
+def test_a_time_trigger_of_a_job_that_ended_goes_unfired(ended: dict[int, Job]) -> None:
     book = book_with(trigger("7", "time", res_type="job"), jobs={7: job()})
-    assert book.check(NOW, UP, {}) and book.by_id == {}
+    assert book.check(NOW, UP, ended) and book.by_id == {}
 
 
 @pytest.mark.parametrize(
@@ -288,3 +289,19 @@ def test_the_store_records_node_events_and_the_runner_runs_the_program(tmp_path:
     asyncio.run(check())
     assert sorted((tmp_path / "ran").read_text().splitlines()) == ["down n[1,3]", "n3"]
     assert store.triggers.by_id == {}
+
+
+def test_a_perm_job_trigger_fires_once_for_the_jobs_end() -> None:
+    jobs = {7: job(nodes=("n1",))}
+    book = book_with(
+        trigger("7", "fini", res_type="job", perm=True),
+        trigger("7", "down", res_type="job", perm=True),
+        jobs=jobs,
+    )
+    down(book, "n1")
+    book.check(NOW, UP, jobs)
+    assert [t.id for t in book.take_due(NOW)] == [2] and 2 in book.by_id  # down: again
+    book.check(NOW + 5, UP, {})
+    assert [t.id for t in book.take_due(NOW + 5)] == [1]
+    book.check(NOW + 10, UP, {})
+    assert book.take_due(NOW + 10) == [] and book.by_id == {}
