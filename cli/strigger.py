@@ -7,9 +7,10 @@ refusals are printed as ``slurm_perror`` prints them (``slurm_set_trigger:
 Access/permission denied``). ``--get`` filters the controller's list here, as
 strigger does, and prints Slurm's table. The events Corral's controller
 watches are node up, down, drained, fail, idle and reconfig, and job time,
-fini and the down, fail or up of a job's nodes (``controller/triggers.py``);
-the controller, database and burst buffer events refer to machinery Corral
-does not have (a backup controller, slurmdbd's own database link), so those
+fini and the down, fail or up of a job's nodes, and the controller's losing
+and regaining dbd (``controller/triggers.py``); the backup controller,
+database and burst buffer events refer to machinery Corral does not have or
+does not watch (a backup slurmctld, dbd's own link to its database), so those
 options are refused rather than accepted to never fire.
 """
 
@@ -42,6 +43,10 @@ Usage: strigger [--set | --get | --clear] [OPTIONS]
   -d, --down          trigger event when node goes DOWN
   -D, --drained       trigger event when node becomes DRAINED
   -F, --fail          trigger event when node is expected to FAIL
+  -g, --primary_slurmdbd_failure
+                      trigger when the controller cannot reach dbd
+  -G, --primary_slurmdbd_resumed_operation
+                      trigger when the controller reaches dbd again
   -f, --fini          trigger event when job finishes
       --flags=perm    trigger event flag (perm = permanent)
   -i, --id=#          a trigger's ID number
@@ -65,8 +70,10 @@ Help options:
   --usage             display brief usage message
 """
 
+DBD_FAIL = "primary_slurmdbd_failure"
+DBD_RESUMED = "primary_slurmdbd_resumed_operation"
 _NO_BACKUP = "Corral has no backup controller, nor its events"
-_NO_DBD_LINK = "the controller's link to dbd and the database raise no trigger events"
+_NO_DBD_LINK = "dbd's own link to its database is not the controller's to watch"
 #: strigger's options for events Corral does not have: (letter, name, why).
 _REFUSED = (
     ("", "burst_buffer", "Corral has no burst buffers"),
@@ -78,8 +85,6 @@ _REFUSED = (
     ("c", "backup_slurmctld_resumed_operation", _NO_BACKUP),
     ("C", "backup_slurmctld_assumed_control", _NO_BACKUP),
     ("e", "primary_slurmctld_acct_buffer_full", "the accounting outbox is on disk, never full"),
-    ("g", "primary_slurmdbd_failure", _NO_DBD_LINK),
-    ("G", "primary_slurmdbd_resumed_operation", _NO_DBD_LINK),
     ("h", "primary_database_failure", _NO_DBD_LINK),
     ("H", "primary_database_resumed_operation", _NO_DBD_LINK),
 )
@@ -106,6 +111,8 @@ TABLE = OptionTable(
         Option("reconfig", "r", "reconfig"),
         Option("time", "t", "time"),
         Option("up", "u", "up"),
+        Option(DBD_FAIL, "g", DBD_FAIL, note="the controller's accounting delivery lost dbd"),
+        Option(DBD_RESUMED, "G", DBD_RESUMED, note="it reaches dbd again"),
         Option("user", "", "user", REQUIRED),
         Option("verbose", "v", "verbose"),
         Option("version", "V", "version"),
@@ -118,7 +125,18 @@ TABLE = OptionTable(
 COMMAND = Command(PROG, TABLE, USAGE, HELP)
 
 #: The event flags, in the order Slurm tests them.
-EVENTS = ("down", "drained", "fail", "idle", "up", "reconfig", "fini", "time")
+EVENTS = (
+    "down",
+    "drained",
+    "fail",
+    "idle",
+    "up",
+    "reconfig",
+    "fini",
+    "time",
+    DBD_FAIL,
+    DBD_RESUMED,
+)
 #: Slurm 22.05's words when --set names no event (with its line breaks).
 NO_TRIGGER = (
     "You must specify a trigger (--down, --up, --reconfig, --time, --fini, --burst_buffer,\n"
@@ -278,7 +296,9 @@ def set_request(p: Params) -> dict[str, Any]:
         "program": p.program,
         "perm": p.flags_perm,
     }
-    if p.job_id:
+    if DBD_FAIL in p.events or DBD_RESUMED in p.events:
+        trigger |= {"res_type": "slurmdbd", "res_id": ""}
+    elif p.job_id:
         trigger |= {"res_type": "job", "res_id": str(p.job_id)}
     else:
         trigger |= {"res_type": "node", "res_id": p.node or "*"}
@@ -301,11 +321,13 @@ def wanted(t: dict[str, Any], p: Params) -> bool:
         ("fail", node and only == "fail"),
         ("idle", node and only == "idle"),
         ("up", node and only == "up"),
-        ("time", not node and only == "time"),
+        ("time", t["res_type"] == "job" and only == "time"),
+        (DBD_FAIL, t["res_type"] == "slurmdbd" and only == DBD_FAIL),
+        (DBD_RESUMED, t["res_type"] == "slurmdbd" and only == DBD_RESUMED),
     )
     if any(event in p.events and not ok for event, ok in tests):
         return False
-    if p.job_id and (node or int(t["res_id"]) != p.job_id):
+    if p.job_id and (t["res_type"] != "job" or int(t["res_id"]) != p.job_id):
         return False
     if p.node is not None and not node:
         return False
@@ -330,7 +352,7 @@ def render(triggers: list[dict[str, Any]], p: Params) -> str:
         if not lines and not p.no_header:
             lines.append(HEADER)
         lines.append(
-            f"{t['id']:7d} {t['res_type']:<9s} {t['res_id']:>7s} "
+            f"{t['id']:7d} {t['res_type']:<9s} {t['res_id'] or '(null)':>7s} "
             f"{type_name(list(t['types'])):<35s} {t['offset']:6d} "
             f"{_user_name(t['uid']):<8s} "
             f"{'PERM' if t['perm'] else '':<5s} {t['program']}"

@@ -17,7 +17,7 @@ import stat
 
 from controller.principal import Principal
 from controller.store import JobStore
-from controller.triggers import JOB_TYPES, NODE_TYPES, Trigger
+from controller.triggers import TYPES, Trigger
 from corral import errors
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
@@ -81,11 +81,10 @@ def handle(store: JobStore, req: pb.TriggersRequest, who: Principal) -> pb.Trigg
 
 def _requested(asked: pb.TriggerInfo, who: Principal) -> Trigger:
     """The trigger a set request describes, owned by its caller; EINVAL if malformed."""
-    allowed = JOB_TYPES if asked.res_type == "job" else NODE_TYPES
+    allowed = TYPES.get(asked.res_type, ())
     types = tuple(dict.fromkeys(asked.types))
     if (
-        asked.res_type not in ("node", "job")
-        or not types
+        not types
         or not set(types) <= set(allowed)
         or abs(asked.offset) > MOST_OFFSET
         or not asked.program.startswith("/")
@@ -96,7 +95,7 @@ def _requested(asked: pb.TriggerInfo, who: Principal) -> Trigger:
     return Trigger(
         id=0,
         res_type=asked.res_type,
-        res_id=asked.res_id or "*",
+        res_id=asked.res_id or ("*" if asked.res_type == "node" else ""),
         types=types,
         offset=asked.offset,
         uid=who.uid,

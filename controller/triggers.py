@@ -42,6 +42,12 @@ from corral.errors import SlurmError
 #: The events a trigger of each resource type may watch (strigger's flags).
 NODE_TYPES = ("up", "down", "drained", "fail", "idle", "reconfig")
 JOB_TYPES = ("up", "down", "fail", "time", "fini")
+#: The controller's link to dbd: it failed, it works again (Slurm's slurmdbd triggers).
+DBD_FAIL = "primary_slurmdbd_failure"
+DBD_RESUMED = "primary_slurmdbd_resumed_operation"
+DBD_TYPES = (DBD_FAIL, DBD_RESUMED)
+#: The events a trigger of each resource type may watch.
+TYPES = {"node": NODE_TYPES, "job": JOB_TYPES, "slurmdbd": DBD_TYPES}
 #: Slurm's ESLURM_TRIGGER_DUP and ESRCH: "Duplicate event trigger", "No such process".
 ESLURM_TRIGGER_DUP = 2089
 ESRCH = 3
@@ -50,8 +56,8 @@ ESRCH = 3
 @dataclass(frozen=True, slots=True)
 class Trigger:
     id: int
-    res_type: str  # "node" or "job"
-    res_id: str  # "*", a hostlist, or the job id
+    res_type: str  # "node", "job" or "slurmdbd"
+    res_id: str  # "*", a hostlist, the job id, or "" (slurmdbd)
     types: tuple[str, ...]
     offset: int
     uid: int
@@ -80,6 +86,7 @@ class Events:
     drained: set[str] = field(default_factory=set)
     fail: set[str] = field(default_factory=set)
     reconfig: bool = False
+    dbd: set[str] = field(default_factory=set)  # DBD_FAIL, DBD_RESUMED
 
     def of(self, kind: str) -> set[str]:
         named: dict[str, set[str]] = {
@@ -111,7 +118,7 @@ class TriggerBook:
                 raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
             if job.state.finished:
                 raise SlurmError(errors.ESLURM_ALREADY_DONE)
-        elif trigger.res_id != "*":
+        elif trigger.res_type == "node" and trigger.res_id != "*":
             try:
                 named = hostlist.expand(trigger.res_id)
             except ValueError:
@@ -169,6 +176,10 @@ class TriggerBook:
         """slurm.conf was read again."""
         self.events.reconfig = True
 
+    def note_dbd(self, reachable: bool) -> None:
+        """The accounting delivery lost dbd, or reached it again after losing it."""
+        self.events.dbd.add(DBD_RESUMED if reachable else DBD_FAIL)
+
     # ------------------------------------------------------------ checks
 
     def check(self, now: int, nodes: Mapping[str, NodeRuntime], jobs: Mapping[int, Job]) -> bool:
@@ -199,6 +210,8 @@ class TriggerBook:
                 continue
             if trigger.res_type == "job":
                 pulled = self._job_event(trigger, now, jobs.get(trigger.job_id))
+            elif trigger.res_type == "slurmdbd":
+                pulled = self._dbd_event(trigger, now)
             else:
                 pulled = self._node_event(trigger, now)
             if pulled is not trigger:
@@ -227,6 +240,12 @@ class TriggerBook:
             hit = seen if watched is None else seen & watched
             if hit:
                 return replace(trigger, due=max(due, 1), arg=hostlist.compress(sorted(hit)))
+        return trigger
+
+    def _dbd_event(self, trigger: Trigger, now: int) -> Trigger:
+        for kind in trigger.types:
+            if kind in self.events.dbd:
+                return replace(trigger, due=max(now + trigger.offset, 1), arg=kind)
         return trigger
 
     def _job_event(self, trigger: Trigger, now: int, job: Job | None) -> Trigger | None:

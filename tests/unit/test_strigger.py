@@ -104,6 +104,15 @@ def test_set_refuses_what_slurm_would_pass_over(
     assert err.startswith("strigger: error: ")
 
 
+def test_a_dbd_trigger_request() -> None:
+    trig = set_request(parse_args(["--set", "-g", "-p", "/bin/true"]))["trigger"]
+    assert (trig["res_type"], trig["res_id"], trig["types"]) == (
+        "slurmdbd",
+        "",
+        ["primary_slurmdbd_failure"],
+    )
+
+
 ROWS = [
     {"id": 1, "res_type": "node", "res_id": "*", "types": ["down"], "offset": 0, "uid": 0,
      "perm": True, "program": "/usr/sbin/notify"},
@@ -111,6 +120,8 @@ ROWS = [
      "perm": False, "program": "/home/joe/clean_up"},
     {"id": 3, "res_type": "node", "res_id": "n1", "types": ["down", "up"], "offset": 0,
      "uid": 4242424, "perm": False, "program": "/bin/true"},
+    {"id": 4, "res_type": "slurmdbd", "res_id": "", "types": ["primary_slurmdbd_failure"],
+     "offset": 0, "uid": 0, "perm": False, "program": "/bin/true"},
 ]  # fmt: skip
 
 
@@ -123,21 +134,24 @@ def test_get_prints_slurms_table() -> None:
         "/home/joe/clean_up",
         "      3 node           n1 unknown                                  0 unknown        "
         "/bin/true",
+        "      4 slurmdbd   (null) primary_slurmdbd_failure                 0 root           "
+        "/bin/true",
     ]
 
 
 @pytest.mark.parametrize(
     ("argv", "ids"),
     [
-        (["--get"], [1, 2, 3]),
+        (["--get"], [1, 2, 3, 4]),
         (["--get", "--down"], [1]),
         (["--get", "-j", "1235"], [2]),
         (["--get", "-n"], [1, 3]),
         (["--get", "--id=3"], [3]),
-        (["--get", "--user=root"], [1, 2]),
+        (["--get", "--user=root"], [1, 2, 4]),
+        (["--get", "-g"], [4]),
         (["--get", "--time", "-j", "1235"], [2]),
     ],
-    ids=["all", "down", "job", "nodes", "id", "user", "time"],
+    ids=["all", "down", "job", "nodes", "id", "user", "dbd", "time"],
 )
 def test_get_filters_as_strigger_does(argv: list[str], ids: list[int]) -> None:
     shown = render(ROWS, parse_args([*argv, "-N"])).splitlines()

@@ -17,7 +17,14 @@ from controller.principal import Principal
 from controller.store import JobStore
 from controller.triggerops import executable_by, may_set
 from controller.triggerrun import TriggerRunner
-from controller.triggers import ESLURM_TRIGGER_DUP, ESRCH, Trigger, TriggerBook
+from controller.triggers import (
+    DBD_FAIL,
+    DBD_RESUMED,
+    ESLURM_TRIGGER_DUP,
+    ESRCH,
+    Trigger,
+    TriggerBook,
+)
 from corral import errors
 from corral.config import parse
 from corral.errors import SlurmError
@@ -305,3 +312,15 @@ def test_a_perm_job_trigger_fires_once_for_the_jobs_end() -> None:
     assert [t.id for t in book.take_due(NOW + 5)] == [1]
     book.check(NOW + 10, UP, {})
     assert book.take_due(NOW + 10) == [] and book.by_id == {}
+
+
+def test_dbd_triggers_fire_when_the_delivery_loses_and_regains_dbd() -> None:
+    lost = trigger("", DBD_FAIL, res_type="slurmdbd")
+    back = trigger("", DBD_RESUMED, res_type="slurmdbd")
+    book = book_with(lost, back)
+    book.note_dbd(reachable=False)
+    book.check(NOW, UP, {})
+    assert [t.arg for t in book.take_due(NOW)] == [DBD_FAIL]
+    book.note_dbd(reachable=True)
+    book.check(NOW + 5, UP, {})
+    assert [t.arg for t in book.take_due(NOW + 5)] == [DBD_RESUMED]
