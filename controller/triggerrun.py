@@ -10,7 +10,8 @@ the journal cannot be written no program runs, and those due wait for the next
 check.
 
 A program runs on the controller's host as the trigger's owner (a root
-controller drops to the owner's uid, gid and groups; ``corral.hooks``), with
+controller drops to the owner's uid, gid and groups through
+``controller/asowner.py``, since this gRPC process must not fork), with
 the trigger's arguments followed by the nodes concerned or the job id, as
 slurmctld gives them, and is killed with its process group after
 ``PROGRAM_LIMIT_S`` (Slurm's MAX_PROG_TIME).
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -35,6 +38,8 @@ INTERVAL_S = 5.0
 PROGRAM_LIMIT_S = 300.0
 #: Where a program looks for commands (it gets no other variable of the controller's).
 PATH = "/usr/local/bin:/usr/bin:/bin"
+#: The helper that becomes a program's owner and execs it (run by path: see its docstring).
+ASOWNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "asowner.py")
 
 
 class TriggerRunner:
@@ -78,14 +83,12 @@ class TriggerRunner:
 
     async def _run(self, trigger: Trigger) -> None:
         words = trigger.program.split()
+        program, argv = words[0], [*words[1:], trigger.arg]
+        if trigger.uid != os.geteuid():  # a root controller: the owner's ids, by asowner
+            owner = [str(trigger.uid), str(trigger.gid), trigger.user]
+            program, argv = sys.executable, ["-I", ASOWNER, *owner, program, *argv]
         env = {"PATH": PATH, "SLURM_CONF": self.store.conf.path}
-        result = await hooks.run_async(
-            words[0],
-            env,
-            timeout=PROGRAM_LIMIT_S,
-            argv=[*words[1:], trigger.arg],
-            user=hooks.RunAs(trigger.uid, trigger.gid, trigger.user),
-        )
+        result = await hooks.run_async(program, env, timeout=PROGRAM_LIMIT_S, argv=argv)
         if result.ok:
             log.info("trigger %d ran %s %s", trigger.id, trigger.program, trigger.arg)
         else:

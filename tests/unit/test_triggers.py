@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pwd
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from controller.model import Job, NodeRuntime
 from controller.principal import Principal
 from controller.store import JobStore
 from controller.triggerops import executable_by, may_set
-from controller.triggerrun import TriggerRunner
+from controller.triggerrun import ASOWNER, TriggerRunner
 from controller.triggers import (
     DBD_FAIL,
     DBD_RESUMED,
@@ -324,3 +327,23 @@ def test_dbd_triggers_fire_when_the_delivery_loses_and_regains_dbd() -> None:
     book.note_dbd(reachable=True)
     book.check(NOW + 5, UP, {})
     assert [t.arg for t in book.take_due(NOW + 5)] == [DBD_RESUMED]
+
+
+def test_asowner_execs_the_program_as_the_owner_with_their_groups() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("switching users needs root")
+    nobody = pwd.getpwnam("nobody")
+    done = subprocess.run(
+        [sys.executable, "-I", ASOWNER, str(nobody.pw_uid), str(nobody.pw_gid), "nobody",
+         "/bin/sh", "-c", 'echo "$(id -u) $(id -g) $(id -G) $0"', "node1"],
+        capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    groups = " ".join(str(g) for g in os.getgrouplist("nobody", nobody.pw_gid))
+    assert done.stdout == f"{nobody.pw_uid} {nobody.pw_gid} {groups} node1\n", done.stderr
+
+
+def test_asowner_refuses_a_malformed_call() -> None:
+    done = subprocess.run(
+        [sys.executable, "-I", ASOWNER, "x", "1", "u", "/bin/true"], capture_output=True
+    )
+    assert done.returncode == 2
