@@ -24,4 +24,5 @@ __all__ = [
     "srun",
     "sshare",
     "sstat",
+    "strigger",
 ]

@@ -36,6 +36,7 @@ COMMANDS = (
     "sprio",
     "sshare",
     "sdiag",
+    "strigger",
     "sstat",
     "sreport",
     "scrontab",

@@ -209,6 +209,7 @@ class Delivery:
     def _reachable(self) -> None:
         if self.failing:
             log.info("accounting: dbd at %s reachable again", self.target)
+            self.store.triggers.note_dbd(reachable=True)
         self.failing = ""
 
     async def run(self) -> None:
@@ -230,6 +231,7 @@ class Delivery:
             except grpc.aio.AioRpcError as exc:
                 if not self.failing:
                     log.warning("accounting: dbd at %s: %s", self.target, exc.details())
+                    self.store.triggers.note_dbd(reachable=False)
                 self.failing = exc.details() or exc.code().name
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, RETRY_MOST_S)

@@ -23,6 +23,7 @@ from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import Handlers
 from controller.store import JobStore
+from controller.triggerrun import TriggerRunner
 from corral import __version__, auth, authalt, grpcservice, grpctls, oomscore, ratelimit
 from corral.client import socket_path
 from corral.config import ConfigError, SlurmConfig, default_path, load
@@ -125,6 +126,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
         running.add_signal_handler(sig, stopping.set)
     running.add_signal_handler(signal.SIGHUP, _reconfigure(handlers))
     cycle = asyncio.create_task(loop.run())
+    triggers = asyncio.create_task(TriggerRunner(store).run())
     accounting = (
         [asyncio.create_task(delivery.run()), asyncio.create_task(delivery.follow())]
         if delivery is not None
@@ -135,6 +137,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
     notifier.stopping()
     log.info("shutting down")
     cycle.cancel()
+    triggers.cancel()
     for task in accounting:
         task.cancel()
     if delivery is not None:

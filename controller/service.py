@@ -30,6 +30,7 @@ from controller import (
     queries,
     queuereply,
     stepusage,
+    triggerops,
     views,
     visibility,
     whyviews,
@@ -434,6 +435,15 @@ class Handlers:
         log.info("reservation %s: %s by uid=%d", resv.name, req.action, who.uid)
         return pb.ReservationControlReply(name=resv.name)
 
+    async def Triggers(self, req: pb.TriggersRequest, who: Principal) -> pb.TriggersReply:
+        """strigger --set, --get and --clear (``controller/triggerops.py``)."""
+        if req.action != "get":
+            self._check_writable()
+        reply = triggerops.handle(self.store, req, who)
+        if req.action != "get":
+            await self._commit()
+        return reply
+
     async def StepCreate(self, req: pb.StepCreateRequest, who: Principal) -> pb.StepCreateReply:
         """srun in an allocation: a step laid out, journaled, then launched on its nodes."""
         if req.container and not req.container.startswith("/"):  # as admission refuses it
@@ -602,6 +612,7 @@ class Handlers:
         for warning in conf.warnings:
             log.warning("%s", warning)
         self.store.apply_config(conf)
+        self.store.triggers.note_reconfig()
         log.info("reconfigured from %s", conf.path)
         self.kick()
 
@@ -645,4 +656,5 @@ METHODS = (
     "Queues",
     "Licenses",
     "Crontab",
+    "Triggers",
 )

@@ -61,6 +61,7 @@ from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
 from controller.reservations import Cluster, Reservation, ReservationBook
 from controller.steps import StepRequest
+from controller.triggers import TriggerBook
 from corral import arrayspec, errors, mailtype
 from corral.config import SlurmConfig
 from corral.errors import SlurmError
@@ -70,6 +71,7 @@ log = logging.getLogger(__name__)
 
 ASSOCIATIONS_KEY = "associations"
 RESERVATIONS_KEY = "reservations"
+TRIGGERS_KEY = "triggers"  # strigger's triggers (controller/triggers.py)
 #: Partition states set by ``scontrol update PartitionName=`` (JSON: name -> state).
 PARTITION_STATE_KEY = "partition_state"
 
@@ -98,6 +100,7 @@ class JobStore:
         self.associations: AssocSet | None = None
         self.reservations = ReservationBook()
         self.crontabs = CronBook()  # scrontab's, by uid (controller/crontabs.py)
+        self.triggers = TriggerBook()
         self.enforce: frozenset[str] = frozenset()
         self.priorities = PriorityKeeper(conf)
         # Pending jobs' priorities from the keeper's last calculation: a value,
@@ -165,6 +168,8 @@ class JobStore:
             self.reservations = ReservationBook.from_json(loaded.meta[RESERVATIONS_KEY])
         if CRONTABS_KEY in loaded.meta:
             self.crontabs = CronBook.from_json(loaded.meta[CRONTABS_KEY])
+        if TRIGGERS_KEY in loaded.meta:
+            self.triggers = TriggerBook.from_json(loaded.meta[TRIGGERS_KEY])
         self.durable.restore(loaded)
         if PARTITION_STATE_KEY in loaded.meta:
             self.partition_state = dict(json.loads(loaded.meta[PARTITION_STATE_KEY]))
@@ -219,7 +224,12 @@ class JobStore:
     def _touch_node(self, node: NodeRuntime) -> None:
         cpus = self.conf.node(node.name).cpus if node.name in self.capacity.nodes else 0
         self.durable.node(self.nodes.get(node.name), node, cpus)
+        self.triggers.note_node(self.nodes.get(node.name), node)
         self.nodes[node.name] = node
+
+    def keep_triggers(self) -> None:
+        """Journal the triggers as they are now (set, cleared, pulled or fired)."""
+        self.durable.keep(TRIGGERS_KEY, self.triggers.to_json())
 
     async def flush(self, *, inline: bool = False) -> None:
         """Return once every change made before the call is on disk (group commit:
@@ -852,6 +862,8 @@ class JobStore:
     ) -> None:
         for name in names:
             self._touch_node(drain.admin_state(self.nodes[name], state, reason, who, now))
+            if state == "FAIL":
+                self.triggers.note_fail(name)
         self.last_update = now
 
 

@@ -98,6 +98,7 @@ COMMANDS = [
         id="sacct-submitit",
     ),
     pytest.param("sdiag", [], id="sdiag"),
+    pytest.param("strigger", ["--get"], id="strigger"),
     pytest.param("sreport", ["cluster", "utilization"], id="sreport"),
     pytest.param(
         "sreport",
@@ -180,6 +181,7 @@ def test_every_client_has_a_plain_script() -> None:
         "sacct",
         "sacctmgr",
         "sdiag",
+        "strigger",
         "sreport",
         "srun",
         "salloc",
