@@ -14,6 +14,7 @@ __all__ = [
     "sacctmgr",
     "salloc",
     "sbatch",
+    "sbcast",
     "scancel",
     "scontrol",
     "sdiag",

@@ -38,6 +38,7 @@ COMMANDS = (
     "sdiag",
     "sstat",
     "sreport",
+    "sbcast",
 )
 #: The key tables: (heading, rows).
 CONFIG = (

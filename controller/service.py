@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller import (
+    broadcast,
     diag,
     jobcontrol,
     jobspec,
@@ -487,6 +488,11 @@ class Handlers:
         """sstat: the running steps of a job and their agents' latest samples."""
         return stepusage.step_stats(self.store.jobs, self.store.conf, self.link.usage, req, who)
 
+    async def Broadcast(self, req: pb.BroadcastRequest, who: Principal) -> pb.BroadcastReply:
+        """sbcast: one block of a file to the nodes of a job the caller may use."""
+        job, nodes = broadcast.target(self.store.jobs, self.store.conf, req, who)
+        return await self.link.files.send(job, nodes, req, self.link.sessions)
+
     async def BatchScript(self, req: pb.BatchScriptRequest, who: Principal) -> pb.BatchScriptReply:
         """``scontrol write batch_script``: the script of a batch job ``who`` may manage."""
         try:
@@ -600,4 +606,5 @@ METHODS = (
     "StepStats",
     "Queues",
     "Licenses",
+    "Broadcast",
 )

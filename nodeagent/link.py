@@ -34,6 +34,7 @@ import grpc
 from corral import __version__, grpctls
 from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
+from nodeagent.filebcast import FileBlocks, Send
 from nodeagent.nodehooks import NodeHooks
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
@@ -70,6 +71,8 @@ class Link:
         self.hooks = hooks  # the Prolog and Epilog of jobs' other nodes (JobHook)
         self.start_time = start_time
         self.auth = auth
+        self.files = FileBlocks()  # sbcast's blocks, written as the job's user
+        self._answer: Send | None = None  # the stream that is up, for answers
 
     async def run(self) -> None:
         """Keep a stream up until cancelled."""
@@ -116,6 +119,7 @@ class Link:
         # Connect before taking the snapshot: every report made after it is
         # queued, every one made before is in it, none is in both.
         self.table.connect(queue.put_nowait)
+        self._answer = queue.put_nowait
         if self.hooks is not None:
             self.hooks.connect(queue.put_nowait)
         opening = self._opening()
@@ -147,6 +151,7 @@ class Link:
             log.log(level, "stream to %s broke: %s %s", self.target, exc.code(), exc.details())
         finally:
             self.table.disconnect()
+            self._answer = None
             if self.hooks is not None:
                 self.hooks.disconnect()
             if heartbeat is not None:
@@ -206,6 +211,8 @@ class Link:
                 self.table.resize(reply.resize)
             elif kind == "ack_done":
                 self.table.ack(reply.ack_done)
+            elif kind == "file_block" and self._answer is not None:
+                self.files.receive(reply.file_block, self._answer)
             else:
                 log.warning("unexpected controller message %s", kind)
         except Exception:

@@ -86,6 +86,7 @@ COMMANDS = [
     pytest.param("sshare", ["-l", "-a", "-A", "bench", "-P"], id="sshare-long"),
     pytest.param("sstat", ["-j", "1"], id="sstat"),
     pytest.param("sstat", ["-a", "-P", "-n", "-o", "JobID,MaxRSS,AveCPU", "-j", "1"], id="sstat-o"),
+    pytest.param("sbcast", ["-j", "1", "-Cnone", "/etc/hostname", "/tmp/x"], id="sbcast"),
     pytest.param("sacct", [], id="sacct"),
     pytest.param(
         "sacct",
@@ -183,6 +184,7 @@ def test_every_client_has_a_plain_script() -> None:
         "sreport",
         "srun",
         "salloc",
+        "sbcast",
     }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
