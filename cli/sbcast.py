@@ -29,7 +29,17 @@ import zlib
 from cli import boundary
 from cli.command import Command
 from cli.halt import Halt
-from cli.options import OPTIONAL, REFUSED, REQUIRED, WARNED, Option, OptionTable, check_use
+from cli.options import (
+    OPTIONAL,
+    REFUSED,
+    REQUIRED,
+    WARNED,
+    Option,
+    OptionRefused,
+    OptionTable,
+    check_use,
+    print_error,
+)
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs milliseconds of a client's start-up budget
@@ -186,13 +196,23 @@ def parse(argv: list[str], environ: dict[str, str]) -> Params:
         value = environ.get(variable)
         if value is None or (key == "send_libs" and value.lower() in ("no", "0")):
             continue
-        option = next(opt for opt in TABLE.options if opt.key == key)
-        check_use(TABLE, option)
+        try:
+            check_use(TABLE, next(opt for opt in TABLE.options if opt.key == key))
+        except OptionRefused as refused:
+            print_error(PROG, refused)
+            raise Halt(1) from None
         given.append((key, value))
     given.extend((opt.key, value) for opt, value in found)
+    for key, _ in given:
+        COMMAND.answer(key)
+    if len(positional) != 2:
+        raise Halt(
+            1,
+            f"Need two file names, have {len(positional)} names",
+            f'Try "{PROG} --help" for more information',
+        )
     params = Params()
     for key, value in given:
-        COMMAND.answer(key)
         if key == "compress":
             params.compress = compression(value)
         elif key in ("force", "preserve", "verbose"):
@@ -204,12 +224,6 @@ def parse(argv: list[str], environ: dict[str, str]) -> Params:
         elif key == "timeout":
             text = value or ""
             params.timeout = int(text) if text.isdigit() else 0  # atoi's 0: the default
-    if len(positional) != 2:
-        raise Halt(
-            1,
-            f"Need two file names, have {len(positional)} names",
-            f'Try "{PROG} --help" for more information',
-        )
     params.source, dest = positional
     params.dest = dest if dest.startswith("/") else os.path.join(os.getcwd(), dest)
     if not params.job_id:

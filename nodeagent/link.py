@@ -10,11 +10,13 @@ suspend, resize, update and ack_done requests, which all go to the agent's one t
 (:mod:`nodeagent.runs`), and hook and ack_hook requests, the Prolog and
 Epilog of jobs whose batch script runs elsewhere, which go to
 :mod:`nodeagent.nodehooks` (as launch_step does first, so that a step waits
-for its node's Prolog). JobRunning and JobDone reports produced while the
-stream is up are queued on it; while it is down they are dropped, because
-the next hello and JobDone backlog say the same thing (StepDones, which
-nothing acknowledges, wait for the next stream instead, and those a stream
-may not have delivered are taken back for the next). When the stream breaks
+for its node's Prolog), and sbcast's file_block requests, which
+:mod:`nodeagent.filebcast` writes and answers on the stream they came on.
+JobRunning and JobDone reports produced while the stream is up are queued
+on it; while it is down they are dropped, because the next hello and JobDone
+backlog say the same thing (StepDones, which nothing acknowledges, wait for
+the next stream instead, and those a stream may not have delivered are taken
+back for the next). When the stream breaks
 the agent reconnects after 0.1 s, doubling up to 2 s while attempts keep
 failing; jobs keep running meanwhile. After a hello the controller says again
 whether each job it ever suspended is suspended, so a resume lost with a
