@@ -56,7 +56,7 @@ def target(
         raise SlurmError(errors.ESLURM_JOB_PENDING)
     if job.state not in (JobState.RUNNING, JobState.SUSPENDED) or not job.nodes:
         raise SlurmError(errors.ESLURM_ALREADY_DONE)
-    if not req.dest.startswith("/"):
+    if not req.dest.startswith("/") or "\0" in req.dest:
         raise SlurmError(errors.EINVAL, f"destination {req.dest!r} is not an absolute path")
     if not req.step:
         return job, list(job.nodes)

@@ -146,8 +146,8 @@ class FileBlocks:
         done = pb.FileBlockDone(transfer=message.transfer)
         try:
             failed = await write(message.block, paths, message.uid, message.gid, message.user)
-        except OSError as exc:
-            failed = {-1: exc}
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in a path
+            failed = {-1: exc if isinstance(exc, OSError) else OSError(errno.EINVAL, str(exc))}
         for index, path in enumerate(paths):
             failure = failed.get(index, failed.get(-1))
             if failure is None:

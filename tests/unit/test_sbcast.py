@@ -141,6 +141,8 @@ def test_jobs_not_running_and_unknown_ones() -> None:
     assert _code(_job(JobState.PENDING), OWNER, _block()) == errors.ESLURM_JOB_PENDING
     assert _code(_job(JobState.COMPLETED), OWNER, _block()) == errors.ESLURM_ALREADY_DONE
     assert _code(_job(), OWNER, _block(job_id=6)) == errors.ESLURM_INVALID_JOB_ID
+    assert _code(_job(), OWNER, _block(dest="relative")) == errors.EINVAL
+    assert _code(_job(), OWNER, _block(dest="/a\0b")) == errors.EINVAL
 
 
 def test_a_step_gives_its_own_nodes() -> None:
