@@ -13,6 +13,7 @@ __all__ = [
     "sacct",
     "sacctmgr",
     "salloc",
+    "sattach",
     "sbatch",
     "sbcast",
     "scancel",

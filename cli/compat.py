@@ -39,6 +39,7 @@ COMMANDS = (
     "sstat",
     "sreport",
     "sbcast",
+    "sattach",
 )
 #: The key tables: (heading, rows).
 CONFIG = (

@@ -29,6 +29,7 @@ from controller import (
     priorityviews,
     queries,
     queuereply,
+    stepattach,
     stepusage,
     views,
     visibility,
@@ -493,6 +494,10 @@ class Handlers:
         job, nodes = broadcast.target(self.store.jobs, self.store.conf, req, who)
         return await self.link.files.send(job, nodes, req, self.link.sessions)
 
+    async def StepAttach(self, req: pb.StepAttachRequest, who: Principal) -> pb.StepAttachReply:
+        """sattach: a running step's layout, and its runners sent to the caller's socket."""
+        return stepattach.attach(self.store.jobs, self.store.conf, req, who, self.link.sessions)
+
     async def BatchScript(self, req: pb.BatchScriptRequest, who: Principal) -> pb.BatchScriptReply:
         """``scontrol write batch_script``: the script of a batch job ``who`` may manage."""
         try:
@@ -607,4 +612,5 @@ METHODS = (
     "Queues",
     "Licenses",
     "Broadcast",
+    "StepAttach",
 )

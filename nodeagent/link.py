@@ -213,6 +213,8 @@ class Link:
                 self.table.resize(reply.resize)
             elif kind == "ack_done":
                 self.table.ack(reply.ack_done)
+            elif kind == "attach_step":
+                self.table.attach(reply.attach_step)
             elif kind == "file_block" and self._answer is not None:
                 self.files.receive(reply.file_block, self._answer)
             else:
