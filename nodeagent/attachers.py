@@ -20,8 +20,10 @@ from corral import stepcipher, stepio
 
 #: Seconds an attacher may take to accept a frame before it is dropped.
 SEND_TIMEOUT = 2.0
-#: Seconds to reach sattach's socket.
-CONNECT_TIMEOUT = 10.0
+#: Seconds to reach sattach's socket: the runner's loop waits meanwhile, so less
+#: than srun's 10 (sattach listens before it asks; a socket that does not answer
+#: soon is not sattach's).
+CONNECT_TIMEOUT = 5.0
 
 
 class Attacher:
