@@ -40,6 +40,8 @@ COMMANDS = (
     "sstat",
     "sreport",
     "scrontab",
+    "sbcast",
+    "sattach",
 )
 #: The key tables: (heading, rows).
 CONFIG = (

@@ -40,6 +40,7 @@ from typing import Any
 import grpc
 
 from controller import cpubind, gpubind, jobstate, jobupdate
+from controller.broadcast import FileBroadcasts
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
     Continue,
@@ -119,6 +120,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.hooks = ControllerHooks(store, self.launch, on_change)  # PrologSlurmctld and its twin
         self.nodehooks = NodeHooks(store, self._send_to)  # Prolog and Epilog off the batch node
         self.mailer = Mailer()  # --mail-type's mail, by MailProg
+        self.files = FileBroadcasts()  # sbcast's blocks the agents have not answered yet
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -202,6 +204,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 await self._hook_done(message.hook_done, session)
             elif kind == "checkpoints":
                 self._checkpoints(message.checkpoints, session)
+            elif kind == "file_block_done":
+                self.files.answered(message.file_block_done, session)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for

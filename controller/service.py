@@ -22,6 +22,7 @@ from typing import Any
 
 from controller import (
     crontabs,
+    broadcast,
     diag,
     jobcontrol,
     jobspec,
@@ -29,6 +30,7 @@ from controller import (
     priorityviews,
     queries,
     queuereply,
+    stepattach,
     stepusage,
     triggerops,
     views,
@@ -499,6 +501,15 @@ class Handlers:
         """sstat: the running steps of a job and their agents' latest samples."""
         return stepusage.step_stats(self.store.jobs, self.store.conf, self.link.usage, req, who)
 
+    async def Broadcast(self, req: pb.BroadcastRequest, who: Principal) -> pb.BroadcastReply:
+        """sbcast: one block of a file to the nodes of a job the caller may use."""
+        job, nodes = broadcast.target(self.store.jobs, self.store.conf, req, who)
+        return await self.link.files.send(job, nodes, req, self.link.sessions)
+
+    async def StepAttach(self, req: pb.StepAttachRequest, who: Principal) -> pb.StepAttachReply:
+        """sattach: a running step's layout, and its runners sent to the caller's socket."""
+        return stepattach.attach(self.store.jobs, self.store.conf, req, who, self.link.sessions)
+
     async def BatchScript(self, req: pb.BatchScriptRequest, who: Principal) -> pb.BatchScriptReply:
         """``scontrol write batch_script``: the script of a batch job ``who`` may manage."""
         try:
@@ -657,4 +668,6 @@ METHODS = (
     "Licenses",
     "Crontab",
     "Triggers",
+    "Broadcast",
+    "StepAttach",
 )

@@ -93,8 +93,8 @@ AuthType                        honoured            auth/munge: munged; else the
 BackupAddr                      honoured
 BackupController                honoured
 BatchStartTimeout               warned              a Prolog runs within PrologEpilogTimeout
-BcastExclude                    warned              no sbcast
-BcastParameters                 warned              no sbcast
+BcastExclude                    warned              sbcast --send-libs (which reads it) is refused
+BcastParameters                 warned              sbcast's defaults: no DestDir, no compression
 BurstBufferParameters           warned              burst buffers are not implemented
 BurstBufferType                 warned              burst buffers are not implemented
 CacheGroups                     warned              retired by Slurm
@@ -250,7 +250,7 @@ ResvProlog                      refused             reservation prolog scripts a
 ReturnToService                 honoured
 RoutePlugin                     warned              not read
 SallocDefaultCommand            refused             salloc runs its command or the shell
-SbcastParameters                warned              no sbcast
+SbcastParameters                warned              sbcast --send-libs is refused
 SchedulerParameters             honoured
 SchedulerPort                   warned              retired by Slurm
 SchedulerTimeSlice              honoured
@@ -326,7 +326,7 @@ X11Parameters                   warned              no X11 forwarding
 NODE = _rows(
     """
 NodeName                        honoured
-BcastAddr                       warned              no sbcast
+BcastAddr                       warned              sbcast's blocks go through the controller
 Boards                          honoured
 CoreSpecCount                   refused(0)          core specialization is not implemented
 CoresPerSocket                  honoured

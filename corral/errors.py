@@ -68,6 +68,8 @@ ESLURM_PATHNAME_TOO_LONG = 2012
 SLURMCTLD_COMMUNICATIONS_BACKOFF = 1804
 SLURM_PROTOCOL_INSANE_MSG_LENGTH = 1008
 ESLURMD_CPU_BIND_ERROR = 4032
+SLURM_COMMUNICATIONS_CONNECTION_ERROR = 1001
+SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT = 5004
 
 MESSAGES: dict[int, str] = {
     ESLURM_INVALID_PARTITION_NAME: "Invalid partition name specified",
@@ -123,6 +125,8 @@ MESSAGES: dict[int, str] = {
     ESLURM_PATHNAME_TOO_LONG: "Pathname of a file, directory or other parameter too long",
     SLURMCTLD_COMMUNICATIONS_BACKOFF: "Rate limit exceeded, please retry momentarily",
     SLURM_PROTOCOL_INSANE_MSG_LENGTH: "Insane message length",
+    SLURM_COMMUNICATIONS_CONNECTION_ERROR: "Communication connection failure",
+    SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT: "Socket timed out on send/recv operation",
 }
 
 

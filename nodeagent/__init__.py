@@ -11,9 +11,11 @@ is the per-job process and ``steprunner`` the per-step process (slurmstepd's
 roles), ``runas`` the user switch they share, ``probe`` reads the host's
 hardware and ``gpus`` its accelerators (NVML, nvidia-smi, sysfs, /dev/neuron*),
 ``clientproxy`` carries local clients' calls to the controller, ``oci`` runs a
-task in an OCI container (``--container``, oci.conf). The supervisor
+task in an OCI container (``--container``, oci.conf), ``filebcast`` and
+``bcastwrite`` write sbcast's blocks as the job's user, ``attachers`` are
+sattach's connections to a step's runner. The supervisor
 and step runner import only ``spool``, ``runas`` and the standard library (plus
-``corral.filepattern`` and, for the runner, ``corral.stepio``), so that
+``corral.filepattern`` and, for the runner, ``corral.stepio`` and ``attachers``), so that
 starting one per job or step stays cheap even when the zygote is down.
 """
 

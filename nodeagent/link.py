@@ -10,11 +10,13 @@ suspend, resize, update and ack_done requests, which all go to the agent's one t
 (:mod:`nodeagent.runs`), and hook and ack_hook requests, the Prolog and
 Epilog of jobs whose batch script runs elsewhere, which go to
 :mod:`nodeagent.nodehooks` (as launch_step does first, so that a step waits
-for its node's Prolog). JobRunning and JobDone reports produced while the
-stream is up are queued on it; while it is down they are dropped, because
-the next hello and JobDone backlog say the same thing (StepDones, which
-nothing acknowledges, wait for the next stream instead, and those a stream
-may not have delivered are taken back for the next). When the stream breaks
+for its node's Prolog), and sbcast's file_block requests, which
+:mod:`nodeagent.filebcast` writes and answers on the stream they came on.
+JobRunning and JobDone reports produced while the stream is up are queued
+on it; while it is down they are dropped, because the next hello and JobDone
+backlog say the same thing (StepDones, which nothing acknowledges, wait for
+the next stream instead, and those a stream may not have delivered are taken
+back for the next). When the stream breaks
 the agent reconnects after 0.1 s, doubling up to 2 s while attempts keep
 failing; jobs keep running meanwhile. After a hello the controller says again
 whether each job it ever suspended is suspended, so a resume lost with a
@@ -34,6 +36,7 @@ import grpc
 from corral import __version__, grpctls
 from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
+from nodeagent.filebcast import FileBlocks, Send
 from nodeagent.nodehooks import NodeHooks
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
@@ -70,6 +73,8 @@ class Link:
         self.hooks = hooks  # the Prolog and Epilog of jobs' other nodes (JobHook)
         self.start_time = start_time
         self.auth = auth
+        self.files = FileBlocks()  # sbcast's blocks, written as the job's user
+        self._answer: Send | None = None  # the stream that is up, for answers
 
     async def run(self) -> None:
         """Keep a stream up until cancelled."""
@@ -116,6 +121,7 @@ class Link:
         # Connect before taking the snapshot: every report made after it is
         # queued, every one made before is in it, none is in both.
         self.table.connect(queue.put_nowait)
+        self._answer = queue.put_nowait
         if self.hooks is not None:
             self.hooks.connect(queue.put_nowait)
         opening = self._opening()
@@ -147,6 +153,7 @@ class Link:
             log.log(level, "stream to %s broke: %s %s", self.target, exc.code(), exc.details())
         finally:
             self.table.disconnect()
+            self._answer = None
             if self.hooks is not None:
                 self.hooks.disconnect()
             if heartbeat is not None:
@@ -206,6 +213,10 @@ class Link:
                 self.table.resize(reply.resize)
             elif kind == "ack_done":
                 self.table.ack(reply.ack_done)
+            elif kind == "attach_step":
+                self.table.attach(reply.attach_step)
+            elif kind == "file_block" and self._answer is not None:
+                self.files.receive(reply.file_block, self._answer)
             else:
                 log.warning("unexpected controller message %s", kind)
         except Exception:

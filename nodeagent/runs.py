@@ -599,6 +599,21 @@ class RunTable:
         self._watch.poke(run)
         return True
 
+    def attach(self, msg: pb.AttachStep) -> None:
+        """sattach: the runner of the step's part on ``msg.node`` told to connect to
+        sattach's socket too (once the tasks have started, if they have not yet)."""
+        for run in self._of(msg.job_id, msg.step_id):
+            if run.is_batch or run.key[2] != msg.node:
+                continue
+            assert isinstance(run.dir, StepDir)
+            try:
+                run.dir.request_attach(msg.io_host, msg.io_port, msg.io_key.hex())
+            except OSError as exc:
+                log.warning("%s attach failed: %s", run.name, exc)
+                continue
+            log.info("%s: sattach at %s:%d", run.name, msg.io_host, msg.io_port)
+            self._watch.poke(run)
+
     def _signal_batch(self, msg: pb.SignalJob) -> None:
         """The batch shell (``batch_only``) or the batch script's process group (``full``)
         of the job's current run."""

@@ -90,6 +90,7 @@ CANCEL = "cancel"
 SUSPEND = "suspend"
 RESULT = "result"
 SIGNALS = "signals"
+ATTACH = "attach"  # sattach's sockets: "HOST PORT KEY" a line
 #: The run's directory of the job user's own, and the file in it a job touches when it
 #: has saved its state (its path is the job's CORRAL_CHECKPOINT_FILE).
 CHECKPOINT_DIR = "checkpoint"
@@ -663,16 +664,38 @@ class StepDir(RunDir):
         finally:
             os.close(fd)
 
+    def request_attach(self, host: str, port: int, key_hex: str) -> None:
+        """Ask the runner to connect to sattach's socket too (one small append)."""
+        fd = os.open(self.file(ATTACH), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, f"{host} {port} {key_hex}\n".encode())
+        finally:
+            os.close(fd)
+
+    def read_attaches(self, offset: int) -> tuple[list[tuple[str, int, str]], int]:
+        """The sattach sockets requested past ``offset`` in ``attach``, and the offset
+        after them."""
+        complete = self._appended(ATTACH, offset)
+        found = []
+        for line in complete.decode(errors="replace").splitlines():
+            host, port, key = line.split()
+            found.append((host, int(port), key))
+        return found, offset + len(complete)
+
     def read_signals(self, offset: int) -> tuple[list[int], int]:
         """The signals requested past ``offset`` in ``signals``, and the offset after them."""
+        complete = self._appended(SIGNALS, offset)
+        return [int(line) for line in complete.split()], offset + len(complete)
+
+    def _appended(self, name: str, offset: int) -> bytes:
+        """The whole lines appended to file ``name`` past ``offset`` (none if it is not there)."""
         try:
-            with open(self.file(SIGNALS), "rb") as src:
+            with open(self.file(name), "rb") as src:
                 src.seek(offset)
                 data = src.read()
         except FileNotFoundError:
-            return [], offset
-        complete = data[: data.rfind(b"\n") + 1]
-        return [int(line) for line in complete.split()], offset + len(complete)
+            return b""
+        return data[: data.rfind(b"\n") + 1]
 
     def settle_lost(self, ntasks: int) -> StepResult:
         """Record the end of a step whose runner died without a result.

@@ -79,7 +79,7 @@ import time
 from fcntl import ioctl
 
 from corral import filepattern, mpitypes, oomscore, stepcipher, stepio
-from nodeagent import cgroups, devcgroup, pmi, runas
+from nodeagent import attachers, cgroups, devcgroup, pmi, runas
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
@@ -190,6 +190,8 @@ class StepRun(Runner):
         self.pmi_ends: dict[int, int] = {}  # task index -> its end of its PMI socketpair
         self.pmi_socks: dict[pmi.TaskLink, socket.socket] = {}  # each task's PMI: our end
         self.kvs_in: dict[str, str] = {}  # a fence's union, as srun's KVS frames bring it
+        self.attached: list[attachers.Attacher] = []  # sattach's connections
+        self.attaches_read = 0  # how far ``attach`` has been acted on
 
     # ------------------------------------------------------------ start
 
@@ -629,18 +631,50 @@ class StepRun(Runner):
             self._read_pipe(what, key.fd)
         elif isinstance(what, pmi.TaskLink):
             self._pmi_event(what, mask)
+        elif isinstance(what, attachers.Attacher):
+            self._from_attacher(what)
 
     def _time_up(self) -> None:
         self._end("time limit reached", self.spec.kill_wait, " DUE TO TIME LIMIT")
 
     def _requests(self) -> None:
-        """Signals for the tasks (``signals``)."""
+        """Signals for the tasks (``signals``); sattach's sockets (``attach``)."""
         spec = self.spec
+        wanted, self.attaches_read = self.stepdir.read_attaches(self.attaches_read)
+        for host, port, key in wanted:
+            self._attach(host, port, key)
         signums, self.signals_read = self.stepdir.read_signals(self.signals_read)
         for signum in signums:
             if 0 < signum < signal.NSIG:
                 log.info("step %d.%d: signal %d requested", spec.job_id, spec.step_id, signum)
                 self._signal(signum)
+
+    def _attach(self, host: str, port: int, key: str) -> None:
+        """Connect to a sattach: from now on it hears what srun hears."""
+        spec = self.spec
+        try:
+            attacher = attachers.connect(host, port, key, spec.node_id, len(self.tasks))
+        except (OSError, ValueError) as exc:
+            log.warning(
+                "step %d.%d: sattach at %s:%d: %s", spec.job_id, spec.step_id, host, port, exc
+            )
+            return
+        log.info("step %d.%d: sattach at %s:%d attached", spec.job_id, spec.step_id, host, port)
+        self.attached.append(attacher)
+        self.sel.register(attacher.sock, selectors.EVENT_READ, attacher)
+
+    def _detach(self, attacher: attachers.Attacher) -> None:
+        self._want(attacher.sock, 0, attacher)
+        self.attached.remove(attacher)
+        attacher.close()
+
+    def _from_attacher(self, attacher: attachers.Attacher) -> None:
+        """What a sattach sent: stdin for task 0 (its end-of-file is not srun's)."""
+        data, attached = attacher.stdin()
+        for payload in data:
+            self._stdin(payload)
+        if not attached:
+            self._detach(attacher)
 
     def _cancel(self, kill_wait: int) -> None:
         self._end("cancelled", kill_wait, "")
@@ -720,7 +754,11 @@ class StepRun(Runner):
     # ------------------------------------------------------------ srun's connection
 
     def _send(self, data: bytes) -> None:
-        """Queue a frame for srun (dropped once srun is gone) and send what can go now."""
+        """Queue a frame for srun (dropped once srun is gone) and send what can go now;
+        each sattach attached gets it too, or is dropped."""
+        for attacher in list(self.attached):
+            if not attacher.send(data):
+                self._detach(attacher)
         sock = self.sock
         if sock is None or self.session is None:
             return
@@ -952,6 +990,8 @@ class StepRun(Runner):
         self.stepdir.write_result(result)
         self._notify(b"d")
         self._send(stepio.frame(stepio.DONE, spec.node_id))
+        for attacher in list(self.attached):
+            self._detach(attacher)
         self._hang_up()
         return result
 

@@ -49,6 +49,7 @@ from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
 from cli.srun import gpuinput, placement, step_options
 from cli.srun.values import cpu_bind, open_mode_append
+from cli.tasklines import TaskLines
 from corral import mpitypes, stepio
 from corral.clientconf import ClientSettings, client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
@@ -604,9 +605,7 @@ class Step:
         self.new_end = new_end
         self.done: set[int] = set()
         self.statuses: dict[int, int] = {}
-        self.label = settings.has("label")
-        self.width = len(str(max(self.ntasks - 1, 0)))
-        self.partial: dict[tuple[int, int], bytes] = {}
+        self.lines = TaskLines(settings.has("label"), self.ntasks)
         self.stdin_pending: list[bytes] = []
         self.early: list[bytes] = []  # frames for every runner, sent before all connected
         self.forward_stdin = not settings.get("input")
@@ -671,7 +670,7 @@ class Step:
         finally:
             for conn in self.conns.values():
                 conn.close()
-        self._flush_partial()
+        self.lines.flush()
         return self._report()
 
     def _handle_signals(self) -> None:
@@ -755,7 +754,7 @@ class Step:
                 self._lost(conn, what)
                 return
             elif kind in (stepio.OUT, stepio.ERR):
-                self._output(kind, number, payload)
+                self.lines.write(kind, number, payload)
             elif kind == stepio.EXIT:
                 self._exited(number, stepio.read_status(payload))
             elif kind == stepio.DONE and isinstance(what, int):
@@ -832,28 +831,6 @@ class Step:
     def _stdin_eof(self) -> None:
         self.forward_stdin = True
         self._stdin(b"")
-
-    def _output(self, kind: int, task: int, data: bytes) -> None:
-        stream = sys.stdout.buffer if kind == stepio.OUT else sys.stderr.buffer
-        if not self.label:
-            stream.write(data)
-            stream.flush()
-            return
-        prefix = f"{task:>{self.width}}: ".encode()
-        data = self.partial.pop((kind, task), b"") + data
-        *lines, rest = data.split(b"\n")
-        if lines:
-            stream.write(b"".join(prefix + line + b"\n" for line in lines))
-            stream.flush()
-        if rest:
-            self.partial[(kind, task)] = rest
-
-    def _flush_partial(self) -> None:
-        for (kind, task), rest in sorted(self.partial.items()):
-            stream = sys.stdout.buffer if kind == stepio.OUT else sys.stderr.buffer
-            stream.write(f"{task:>{self.width}}: ".encode() + rest + b"\n")
-        self.partial.clear()
-        sys.stdout.flush()
 
     def _send(self, conn: _socket.socket, frames: bytes) -> None:
         conn.sendall(self.ends[conn].seal(frames))

@@ -86,6 +86,8 @@ COMMANDS = [
     pytest.param("sshare", ["-l", "-a", "-A", "bench", "-P"], id="sshare-long"),
     pytest.param("sstat", ["-j", "1"], id="sstat"),
     pytest.param("sstat", ["-a", "-P", "-n", "-o", "JobID,MaxRSS,AveCPU", "-j", "1"], id="sstat-o"),
+    pytest.param("sbcast", ["-j", "1", "-Cnone", "/etc/hostname", "/tmp/x"], id="sbcast"),
+    pytest.param("sattach", ["--layout", "1.0"], id="sattach"),
     pytest.param("sacct", [], id="sacct"),
     pytest.param(
         "sacct",
@@ -186,6 +188,8 @@ def test_every_client_has_a_plain_script() -> None:
         "srun",
         "salloc",
         "scrontab",
+        "sbcast",
+        "sattach",
     }
     for path in CLIENT_SCRIPTS:
         code = [line for line in path.read_text().splitlines() if line and line[0] != "#"]
