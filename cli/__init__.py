@@ -18,6 +18,7 @@ __all__ = [
     "sbcast",
     "scancel",
     "scontrol",
+    "scrontab",
     "sdiag",
     "sinfo",
     "sprio",

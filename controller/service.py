@@ -21,8 +21,8 @@ from dataclasses import replace
 from typing import Any
 
 from controller import (
-    crontabs,
     broadcast,
+    crontabs,
     diag,
     jobcontrol,
     jobspec,
