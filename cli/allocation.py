@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
 JOB_OPTIONS = (
-    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "exclude", "exclusive",
+    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "dependency", "exclude",
+    "exclusive",
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
     "gres-flags", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
     "mem-per-gpu", "nodefile", "nodelist", "nodes",
@@ -60,8 +61,14 @@ def submit(
 ) -> int:
     """Ask for the allocation; its job id (Halt with Slurm's words if refused)."""
     from cli.failure import Failure
-    from cli.sbatch.spec import Script, build
+    from cli.sbatch.spec import Script, build, check_dependency
 
+    try:
+        check_dependency(options.get("dependency") or "0")
+    except Failure:  # sbatch says "Batch job submission failed"; salloc says this
+        raise Halt(
+            1, f"{prog}: error: Job submit/allocate failed: Job dependency problem"
+        ) from None
     try:
         settings = _settings(options)
         settings.verify()

@@ -57,6 +57,7 @@ TABLE = OptionTable(
         _row("container-id", note="Slurm 24.11's: shown and in SLURM_CONTAINER_ID"),
         _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
+        _row("dependency", "d", note="as sbatch's; expand:JOBID grows a running job (Slurm's)"),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("gpu-bind", note="the allocation's steps bind their tasks by it (SLURM_GPU_BIND)"),

@@ -34,6 +34,7 @@ from controller import (
     crontabs,
     drain,
     effects,
+    expansion,
     flavornote,
     gpushare,
     jobstate,
@@ -273,6 +274,7 @@ class JobStore:
             job = replace(job, account=self.associations.users.get(job.user, ""))
         if job.reservation:
             self.reservations.admit(job.reservation, job.user, job.account)
+        job = expansion.admitted(self, job, now)  # --dependency=expand:N
         job = replace(job, calc_priority=self.priorities.initial(job, now))
         self._touch_job(job)
         self.durable.add_payload(job.job_id, admitted.payload)
@@ -315,7 +317,9 @@ class JobStore:
         self.durable.emit(effects.follow(old, new, event))
         if new.mail_type:
             self._mail(old, new, getattr(event, "now", 0) or int(time.time()))
-        if holds_nodes(old) and not holds_nodes(new):
+        if isinstance(event, jobstate.Resize):  # to no nodes too: NumNodes=0 ends nothing
+            self._resized(old, new)
+        elif holds_nodes(old) and not holds_nodes(new):
             self.configuring.pop(job_id, None)
             if self.conf.hooks.epilog or self.conf.hooks.prolog:  # the Prolog's: forgotten
                 self.durable.emit((effects.NodeEpilog(old, new.exit_status),))
@@ -326,8 +330,6 @@ class JobStore:
         elif holds_nodes(new) and not holds_nodes(old):
             self._account(new, +1)
             self._started(new)
-        elif isinstance(event, jobstate.Resize):
-            self._resized(old, new)
         elif new.cpus_released != old.cpus_released:  # suspended, or resumed
             shares = bool(self.capacity.sharing(new))
             self.holdings.change_cpus(new, -1 if new.cpus_released else +1, shares)

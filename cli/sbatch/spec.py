@@ -37,7 +37,7 @@ _PASSED = (
 )  # fmt: skip
 
 _DEPENDENCY_TYPES = frozenset(
-    {"after", "afterany", "afterok", "afternotok", "aftercorr", "afterburstbuffer"}
+    {"after", "afterany", "afterok", "afternotok", "aftercorr", "afterburstbuffer", "expand"}
 )
 # The array and dependency grammars are scanned with string methods: ``re``, with
 # the ``enum`` it imports, would cost about 5 ms of every sbatch's start-up.
