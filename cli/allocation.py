@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
 JOB_OPTIONS = (
-    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "dependency", "exclude",
-    "exclusive",
+    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "dependency", "elastic",
+    "exclude", "exclusive",
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
     "gres-flags", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
     "mem-per-gpu", "nodefile", "nodelist", "nodes",
@@ -54,6 +54,12 @@ def gpu_environment(options: Mapping[str, str | None]) -> dict[str, str]:
 
     settings = _settings(options)
     return environment(settings.fields, settings.texts)
+
+
+def elastic_signal(options: Mapping[str, str | None]) -> int:
+    """The signal ``--elastic[=SIG]`` asks for (0: not elastic)."""
+    signal: int = _settings(options).fields.get("elastic_signal", 0)
+    return signal
 
 
 def submit(

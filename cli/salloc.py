@@ -31,6 +31,13 @@ from cli.options import (
 )
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
+from corral.errors import SlurmError
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cli import sallocresize
 
 PROG = "salloc"
 #: How often salloc checks its allocation still stands while the command runs.
@@ -58,6 +65,12 @@ TABLE = OptionTable(
         _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
         _row("dependency", "d", note="as sbatch's; expand:JOBID grows a running job (Slurm's)"),
+        _row(
+            "elastic",
+            arg=OPTIONAL,
+            note="Corral's: with -N min-max the allocation grows and shrinks; salloc tells "
+            "its command by SIG (default WINCH) and $CORRAL_RESIZE_FILE",
+        ),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("gpu-bind", note="the allocation's steps bind their tasks by it (SLURM_GPU_BIND)"),
@@ -131,20 +144,37 @@ def salloc(argv: list[str]) -> int:
     if not quiet:
         print(f"{PROG}: Granted job allocation {job_id}", file=sys.stderr)
     status = 0
+    elastic = allocation.elastic_signal(options)
+    resizes = None
+    if elastic:  # imported only then: every other salloc starts without it
+        from cli.sallocresize import Resizes
+
+        resizes = Resizes(job_id, elastic, 0)
     try:
         env.update(allocation.gpu_environment(options))
-        status = _run(client, job_id, command, {**os.environ, **env})
+        if resizes:
+            env.update(resizes.environment())
+        status = _run(client, job_id, command, {**os.environ, **env}, resizes)
     finally:
         if not quiet:
             print(f"{PROG}: Relinquishing job allocation {job_id}", file=sys.stderr)
         release(client, job_id, status)
+        if resizes:
+            resizes.close()
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)
 
 
-def _run(client: object, job_id: int, command: list[str], env: dict[str, str]) -> int:
-    """Run the command to its end (or the allocation's); its wait status."""
+def _run(
+    client: Any,
+    job_id: int,
+    command: list[str],
+    env: dict[str, str],
+    resizes: sallocresize.Resizes | None,
+) -> int:
+    """Run the command to its end (or the allocation's); its wait status. An elastic
+    allocation's resizes are told to the command as they are seen (``resizes``)."""
     try:
         child = subprocess.Popen(command, env=env)
     except OSError as exc:
@@ -162,7 +192,7 @@ def _run(client: object, job_id: int, command: list[str], env: dict[str, str]) -
                 pass
             if time.monotonic() - checked >= CHECK_EVERY:
                 checked = time.monotonic()
-                if not running(client, job_id):
+                if not _stands(client, job_id, resizes, child):
                     print(f"{PROG}: Job allocation {job_id} has been revoked.", file=sys.stderr)
                     child.send_signal(signal.SIGHUP)
                     try:
@@ -175,6 +205,22 @@ def _run(client: object, job_id: int, command: list[str], env: dict[str, str]) -
         signal.signal(signal.SIGINT, previous)
     code = child.returncode
     return (-code & 0x7F) if code < 0 else (code & 0xFF) << 8
+
+
+def _stands(
+    client: Any, job_id: int, resizes: sallocresize.Resizes | None, child: subprocess.Popen[bytes]
+) -> bool:
+    """Whether the allocation still runs; an elastic one's new size told to the command."""
+    if resizes is None:
+        return running(client, job_id)
+    try:
+        reply = client.call("Allocation", {"job_id": job_id})
+    except SlurmError:
+        return False
+    if reply["state"] != "RUNNING":
+        return False
+    resizes.heard(reply, child)
+    return True
 
 
 def main() -> None:

@@ -578,6 +578,7 @@ class Handlers:
             reply.state = "CONFIGURING"
         elif job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
+            reply.resize_time = job.resize_time
             env = allocation_environment(job, self.store.conf.cluster_name)
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})
         return reply

@@ -1,14 +1,17 @@
-"""Slurm's job expansion end to end (issue 18): a salloc with
-``--dependency=expand:N`` gives its nodes to the running batch job N with
-``scontrol update NumNodes=0``, and ``NumNodes=ALL`` writes N's resize scripts;
-Slurm's refusals in its words."""
+"""Growing allocations end to end (issue 18): Slurm's job expansion (a salloc with
+``--dependency=expand:N`` gives its nodes to the running batch job N with ``scontrol
+update NumNodes=0``, and ``NumNodes=ALL`` writes N's resize scripts; Slurm's refusals
+in its words), and ``salloc -N min-max --elastic``, whose command hears of a growth
+as a batch job's script does (SIGWINCH, then ``$CORRAL_RESIZE_FILE``)."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 
 import pytest
 
+from cli.demo import client_command
 from tests.integration.cluster import Cluster
 
 #: What the salloc's command does, as Slurm's FAQ has it: give the nodes, then exit.
@@ -74,3 +77,46 @@ def test_slurms_refusals(cluster: Cluster) -> None:
     cluster.run("scancel", str(batch), str(target))
     cluster.wait_done(batch)
     cluster.wait_done(target)
+
+
+#: An allocation's shell that waits to be grown to two nodes, logging each size.
+GROWN = """\
+log={log}
+resized() {{
+    . "$CORRAL_RESIZE_FILE"
+    echo "$SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST" >> "$log"
+}}
+trap resized WINCH
+echo "$SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST" >> "$log"
+until [ "$SLURM_JOB_NUM_NODES" = 2 ]; do sleep 0.2 & wait $!; done
+exit 0  # the loop's status is the interrupted wait's (128 + SIGWINCH)
+"""
+
+
+def test_an_elastic_sallocs_command_hears_it_grow(cluster: Cluster) -> None:
+    busy = cluster.sbatch("-w", "node2,node3", "--exclusive", "--wrap", "sleep 300")
+    cluster.wait_state(busy, {"RUNNING"})
+    log = cluster.dir / "salloc-sizes"
+    shell = GROWN.format(log=log)
+    salloc = subprocess.Popen(
+        [*client_command("salloc"), "-N1-2", "--elastic", "--exclusive", "bash", "-c", shell],
+        env=cluster.env,
+        cwd=cluster.dir,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        cluster.wait_for(log.exists, 30, "the allocation's command did not start")
+        assert log.read_text() == "1 node1\n"
+        cluster.run("scancel", str(busy))
+        assert salloc.wait(timeout=60) == 0, salloc.stderr.read() if salloc.stderr else ""
+    finally:
+        if salloc.poll() is None:
+            salloc.kill()
+            salloc.wait()
+    assert log.read_text() == "1 node1\n2 node[1-2]\n"
+    refused = cluster.run("salloc", "-N2", "--elastic", "true", check=False)
+    assert (refused.returncode, refused.stderr.strip()) == (
+        1,
+        "salloc: error: --elastic needs a range of nodes: -N min-max",
+    )
