@@ -123,14 +123,6 @@ def wait_for_start(client: Any, prog: str, job_id: int, quiet: bool) -> dict[str
         raise Halt(1, f"{prog}: Job allocation {job_id} has been revoked.") from None
 
 
-def running(client: Any, job_id: int) -> bool:
-    try:
-        state: str = client.call("Allocation", {"job_id": job_id})["state"]
-        return state == "RUNNING"
-    except SlurmError:
-        return False
-
-
 def release(client: Any, job_id: int, status: int) -> None:
     """Give the allocation back; the job ends with ``status`` (a wait status)."""
     request = {

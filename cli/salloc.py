@@ -16,7 +16,7 @@ import sys
 import time
 
 from cli import allocation, boundary
-from cli.allocation import release, running, submit, wait_for_start
+from cli.allocation import release, submit, wait_for_start
 from cli.halt import Halt
 from cli.options import (
     HONOURED,
@@ -184,15 +184,20 @@ def _run(
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         checked = time.monotonic()
+        given = False  # its nodes went to the job it expands: nothing more to watch
         while True:
             try:
                 child.wait(timeout=0.2)
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if time.monotonic() - checked >= CHECK_EVERY:
+            if not given and time.monotonic() - checked >= CHECK_EVERY:
                 checked = time.monotonic()
-                if not _stands(client, job_id, resizes, child):
+                state = _state(client, job_id, resizes, child)
+                # COMPLETED under it: only NumNodes=0 of an expansion ends an allocation
+                # so (salloc's own release comes after); Slurm's salloc goes on too.
+                given = state == "COMPLETED"
+                if state not in ("RUNNING", "COMPLETED"):
                     print(f"{PROG}: Job allocation {job_id} has been revoked.", file=sys.stderr)
                     child.send_signal(signal.SIGHUP)
                     try:
@@ -207,20 +212,19 @@ def _run(
     return (-code & 0x7F) if code < 0 else (code & 0xFF) << 8
 
 
-def _stands(
+def _state(
     client: Any, job_id: int, resizes: sallocresize.Resizes | None, child: subprocess.Popen[bytes]
-) -> bool:
-    """Whether the allocation still runs; an elastic one's new size told to the command."""
-    if resizes is None:
-        return running(client, job_id)
+) -> str:
+    """The allocation's state ("" if it cannot be had); an elastic one's new size told
+    to the command."""
     try:
         reply = client.call("Allocation", {"job_id": job_id})
     except SlurmError:
-        return False
-    if reply["state"] != "RUNNING":
-        return False
-    resizes.heard(reply, child)
-    return True
+        return ""
+    if resizes and reply["state"] == "RUNNING":
+        resizes.heard(reply, child)
+    state: str = reply["state"]
+    return state
 
 
 def main() -> None:

@@ -16,9 +16,9 @@ it runs, ``scontrol update jobid=NEW NumNodes=0`` hands all its nodes to job N, 
   (a batch job's script is one, as Slurm's batch step is) is refused with
   ESLURMD_STEP_EXISTS, a suspended one (either) with ESLURM_JOB_SUSPENDED, N gone with
   ESLURM_INVALID_JOB_ID. Then two ``Resize`` events in one call, so no pass sees the
-  nodes free between: the new job holds nothing (it stays RUNNING, as in Slurm, until
-  its salloc exits), and N holds its nodes and the new job's, in that order (its batch
-  host first, as every resize keeps).
+  nodes free between: the new job holds nothing, and N holds its nodes and the new
+  job's, in that order (its batch host first, as every resize keeps); the new job then
+  ends COMPLETED, as Slurm 22.05 ends it at once (its salloc's command goes on).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def admitted(store: JobStore, job: Job, now: int) -> Job:
 
 def merge(store: JobStore, job: Job, now: int) -> Job:
     """``scontrol update jobid=NEW NumNodes=0``: ``job``'s nodes go to the job it expands;
-    ``job`` as it is left, holding none."""
+    ``job`` as it is left, holding none and ended."""
     target_id = expanding(job.deps)
     if not target_id or job.state not in (JobState.RUNNING, JobState.SUSPENDED) or not job.nodes:
         raise SlurmError(errors.ESLURM_INVALID_NODE_COUNT)
@@ -84,10 +84,11 @@ def merge(store: JobStore, job: Job, now: int) -> Job:
         raise SlurmError(errors.ESLURMD_STEP_EXISTS)
     if target.uid != job.uid or target.partition != job.partition:
         raise SlurmError(errors.ESLURM_DEPENDENCY)  # an operator's Dependency= since
-    left = store.post(job.job_id, jobstate.Resize(now, (), (), ()))
+    store.post(job.job_id, jobstate.Resize(now, (), (), ()))
+    store.priorities.ended(job, now)  # its fair-share charge: what it held, until now
     store.post(target.job_id, _joined(target, job, now))
-    left = replace(left, min_nodes=0, max_nodes=0)  # its count is none now, as Slurm shows
-    store.update(left)
+    store.update(replace(store.jobs[job.job_id], min_nodes=0, max_nodes=0))  # as Slurm shows
+    left = store.post(job.job_id, jobstate.Finish(now, 0, "exited"))  # Slurm ends it now
     log.info(
         "job_id=%d gave %s to job_id=%d (expand): now %d nodes",
         job.job_id,
