@@ -233,12 +233,15 @@ class SlurmCluster:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def slurm_run(samples: int, keep: bool) -> dict[str, list[float]]:
-    """One Slurm cluster: bench/mpi.py's cases with real srun."""
+def slurm_run(samples: int, keep: bool) -> tuple[dict[str, list[float]], str]:
+    """One Slurm cluster: bench/mpi.py's cases with real srun, and srun's version."""
     cluster = SlurmCluster(keep)
     try:  # stop() also ends what a start that failed half way left running
         cluster.start()
-        return mpi.measure(cluster, samples, hydra=False)
+        version = subprocess.run(
+            ["srun", "--version"], env=cluster.env, capture_output=True, text=True, check=False
+        ).stdout.strip()
+        return mpi.measure(cluster, samples, hydra=False), version
     finally:
         cluster.stop()
 
@@ -269,10 +272,12 @@ def main() -> None:
     slurm: list[dict[str, list[float]]] = []
     corral: list[dict[str, list[float]]] = []
     figures: dict[str, dict[str, Any]] = {}
+    version = ""
     try:
         for run in range(args.runs):  # in turns: a busy moment lands on both sides
             log(f"Slurm 22.05: run {run + 1}/{args.runs}")
-            slurm.append(slurm_run(samples, args.keep))
+            figures_of_run, version = slurm_run(samples, args.keep)
+            slurm.append(figures_of_run)
             if not args.slurm_only:
                 log(f"Corral: run {run + 1}/{args.runs}")
                 corral.append(corral_run(samples))
@@ -302,17 +307,12 @@ def main() -> None:
         args,
         baseline,
         figures,
-        slurm=_version(),
+        slurm=version,
         nodes=NODES,
         ranks=mpi.RANKS,
         multi_prog_lines=mpi.MULTI_PROG_TASKS,
         samples_per_run=samples,
     )
-
-
-def _version() -> str:
-    got = subprocess.run(["srun", "--version"], capture_output=True, text=True, check=False)
-    return got.stdout.strip()
 
 
 if __name__ == "__main__":
