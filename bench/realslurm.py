@@ -53,6 +53,8 @@ from bench._harness import (
 )
 
 SBIN = Path("/usr/sbin")
+#: Slurm's clients by their path: with a Corral venv first on PATH, ``srun`` is Corral's.
+BIN = Path("/usr/bin")
 NODES = 4
 
 
@@ -78,7 +80,7 @@ class SlurmCluster:
         self.daemons: list[subprocess.Popen[bytes]] = []
 
     def command(self, name: str, *args: str) -> list[str]:
-        return [name, *args]
+        return [str(BIN / name), *args]
 
     def _spawn(self, name: str, *args: str) -> None:
         log_file = open(self.dir / f"{name}.out", "ab")  # noqa: SIM115 - the daemon's
@@ -195,20 +197,30 @@ class SlurmCluster:
 
     def _answers(self) -> bool:
         got = subprocess.run(
-            ["scontrol", "ping"], env=self.env, capture_output=True, text=True, check=False
+            self.command("scontrol", "ping"),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         return "UP" in got.stdout
 
     def _idle(self) -> bool:
         got = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%T"], env=self.env, capture_output=True, text=True
+            self.command("sinfo", "-h", "-N", "-o", "%T"),
+            env=self.env,
+            capture_output=True,
+            text=True,
         )
         states = got.stdout.split()
         return len(states) == NODES and all(s == "idle" for s in states)
 
     def jobs(self) -> list[dict[str, str]]:
         got = subprocess.run(
-            ["squeue", "-h", "-o", "%i %T"], env=self.env, capture_output=True, text=True
+            self.command("squeue", "-h", "-o", "%i %T"),
+            env=self.env,
+            capture_output=True,
+            text=True,
         )
         out = []
         for line in got.stdout.splitlines():
@@ -239,7 +251,11 @@ def slurm_run(samples: int, keep: bool) -> tuple[dict[str, list[float]], str]:
     try:  # stop() also ends what a start that failed half way left running
         cluster.start()
         version = subprocess.run(
-            ["srun", "--version"], env=cluster.env, capture_output=True, text=True, check=False
+            cluster.command("srun", "--version"),
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout.strip()
         return mpi.measure(cluster, samples, hydra=False), version
     finally:
