@@ -19,6 +19,7 @@ from controller import (
     associations,
     effects,
     elastic,
+    hetjobs,
     jobstate,
     jobupdate,
     licenseadmit,
@@ -147,12 +148,17 @@ class JobControl:
         if not who.may_manage(job.uid, job.account):
             return errors.ESLURM_ACCESS_DENIED
         sig = _signal_number(req.signal)
+        job = self.store.jobs.get(job.job_id, job)  # its leader's cancel may have ended it
         if job.state.finished or COMPLETING in job.flags:
             return errors.ESLURM_ALREADY_DONE
+        if job.het_job_offset and job.state is JobState.PENDING:
+            return errors.ESLURM_NOT_WHOLE_HET_JOB  # scancel(1): only the whole job
         if sig in (0, signals.SIGKILL) and not req.batch_only:
             self.store.post(job.job_id, jobstate.Cancel(now, who.uid))
             if job.interactive and job.state in (JobState.RUNNING, JobState.SUSPENDED):
                 self.store.end_interactive(self.store.jobs[job.job_id], now, 0x9, "cancelled")
+            if job.het_job_id == job.job_id:  # a leader: its components end with it
+                hetjobs.end_with_leader(self.store, self.store.jobs[job.job_id], now, who.uid)
             log.info("job_id=%d cancelled by uid=%d", job.job_id, who.uid)
             return 0
         if job.state is JobState.PENDING:

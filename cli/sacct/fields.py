@@ -264,7 +264,10 @@ def _scaled(size: str) -> str:
 
 
 def job_id(job: Job, view: View) -> str:
-    """JobID: ``123``, an array task ``123_4``, a pending remainder ``123_[5-7%2]``."""
+    """JobID: ``123``, an array task ``123_4``, a pending remainder ``123_[5-7%2]``, a
+    heterogeneous job's component ``123+1``."""
+    if job.get("het_job_id"):
+        return f"{job['het_job_id']}+{job['het_job_offset']}"
     if job["array_task_str"]:
         return f"{job['array_job_id']}_[{task_range(job, view.env)}]"
     if job["array_task_id"] is not None:
