@@ -247,6 +247,8 @@ class JobControl:
                 raise SlurmError(errors.ESLURM_ALREADY_DONE)
             status = int(updates.get("exit_status", "0"))
             self.store.end_interactive(job, now, status, "exited")
+            if job.het_job_id == job.job_id:  # salloc's heterogeneous job ends whole
+                hetjobs.end_with_leader(self.store, self.store.jobs[job.job_id], now)
         elif action == "update":
             if isinstance(update, SlurmError):
                 raise update

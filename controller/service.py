@@ -22,6 +22,7 @@ from typing import Any
 
 from controller import (
     diag,
+    hetjobs,
     jobcontrol,
     jobspec,
     licenseviews,
@@ -525,6 +526,9 @@ class Handlers:
         elif job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
             env = allocation_environment(job, self.store.conf.cluster_name)
+            if job.het_job_id:  # salloc's heterogeneous job: every component's, as sbatch's
+                members = hetjobs.components(self.store.jobs, job)
+                env.update(hetjobs.environment(members, self.store.conf.cluster_name))
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})
         return reply
 

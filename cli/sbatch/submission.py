@@ -20,7 +20,7 @@ import time
 from cli import boundary
 from cli.failure import Failure, report
 from cli.options import Option, OptionError, parse, print_error
-from cli.sbatch.options import COMMAND_LINE_ONLY, TABLE
+from cli.sbatch.options import COMMAND_LINE_ONLY, PROPAGATED, TABLE
 from cli.sbatch.script import check, directives, read, resolve, wrap
 from cli.sbatch.settings import CLI, SCRIPT, Settings
 from cli.sbatch.spec import Script, build
@@ -245,18 +245,6 @@ def _script(given: list[tuple[Option, str | None]], positional: list[str], cwd: 
         return Script(wrap(wrapped[-1] or ""), None, [], wrapped=True)
     path = resolve(positional[0], cwd, os.environ.get("PATH", "")) if positional else None
     return Script(check(read(path)), path, positional[1:], wrapped=False)
-
-
-#: Options a heterogeneous job's component takes from the one before unless it sets
-#: them itself (Slurm's heterogeneous_jobs.html lists them); others start afresh.
-PROPAGATED = frozenset(
-    {"account", "acctg-freq", "begin", "cluster-constraint", "clusters", "comment", "deadline",
-     "delay-boot", "dependency", "distribution", "error", "export", "export-file", "exclude",
-     "get-user-env", "gid", "hold", "ignore-pbs", "immediate", "input", "job-name", "mail-type",
-     "mail-user", "mcs-label", "nice", "no-kill", "no-requeue", "open-mode", "output", "parsable",
-     "partition", "priority", "profile", "propagate", "qos", "reboot", "requeue", "reservation",
-     "signal", "time", "time-min", "uid", "wait", "wckey"}
-)  # fmt: skip
 
 
 def _settings(script: Script, groups: list[list[tuple[Option, str | None]]]) -> list[Settings]:

@@ -40,6 +40,9 @@ def test_components_start_together_and_show_as_slurm_shows_them(two: Cluster) ->
     script.write_text(
         "#!/bin/sh\n#SBATCH --exclusive -N1 -J het\n#SBATCH hetjob\n#SBATCH --exclusive -N1\n"
         "env > het.env\n"
+        "srun sh -c 'echo $SLURMD_NODENAME $SLURM_JOB_ID' > step0.out\n"
+        "srun --het-group=1 sh -c 'echo $SLURMD_NODENAME $SLURM_JOB_ID' > step1.out\n"
+        "srun --het-group=2 true 2> step2.err || true\n"
     )
     leader = two.sbatch("-D", str(work), "-o", "/dev/null", str(script))
     # One node is free, enough for either component alone: neither may start.
@@ -74,6 +77,13 @@ def test_components_start_together_and_show_as_slurm_shows_them(two: Cluster) ->
     assert env["SLURM_JOB_NODELIST_HET_GROUP_1"] == second["nodes"]
     assert env["SLURM_JOB_NUM_NODES_HET_GROUP_1"] == "1"
     assert env["SLURM_JOB_PARTITION_HET_GROUP_1"] == "debug"
+    # srun runs in component 0 unless --het-group names another.
+    assert (work / "step0.out").read_text() == f"{first['nodes']} {leader}\n"
+    assert (work / "step1.out").read_text() == f"{second['nodes']} {leader + 1}\n"
+    assert (work / "step2.err").read_text() == (
+        "srun: fatal: Attempt to run a job step with het group value of 2, "
+        "but the job allocation has maximum value of 1\n"
+    )
 
     def accounted() -> list[str]:
         out = two.run("sacct", "-n", "-X", "-P", "-o", "JobID", "-S", "now-1hour", check=False)
@@ -108,3 +118,16 @@ def test_a_component_no_partition_can_hold_is_refused(two: Cluster) -> None:
         "Requested node configuration is not available\n"
     ), refused.stderr
     assert len(two.jobs()) == before
+
+
+def test_salloc_components_and_a_step_in_each(two: Cluster) -> None:
+    command = (
+        "echo $SLURM_HET_SIZE $SLURM_JOB_ID_HET_GROUP_1; "
+        "srun --het-group=1 sh -c 'echo $SLURM_JOB_ID'"
+    )
+    ran = two.run("salloc", "-Q", "-n1", "-J", "al", ":", "-n1", "sh", "-c", command)
+    leader = int(ran.stdout.split()[1]) - 1
+    assert ran.stdout == f"2 {leader + 1}\n{leader + 1}\n", ran.stdout
+    assert two.wait_done(f"{leader}+0")["state"] == "COMPLETED"
+    assert two.wait_done(f"{leader}+1")["state"] == "COMPLETED"
+    assert two.job(f"{leader}+1")["name"] == "al"
