@@ -50,7 +50,9 @@ Usage: sbatch [OPTIONS...] [script [arguments...]]
 
 Submit a batch script, read from the named file or from standard input.
 Options may also be given in #SBATCH lines at the top of the script and in
-SBATCH_* environment variables; the command line overrides both.
+SBATCH_* environment variables; the command line overrides both. A heterogeneous
+job's components are separated by ":" on the command line (sbatch OPTIONS : OPTIONS
+script) and by "#SBATCH hetjob" lines in the script.
 
 Job:
   -J, --job-name=NAME          job name (default: the script's file name)

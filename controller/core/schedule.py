@@ -192,6 +192,7 @@ def schedule(
                 if outcome in WAITING or outcome is Reason.LICENSES:
                     blocked.update(p for p in member.partitions if p in snap.partitions)
                     queues.stop(member, outcome)
+                    waiting.append(member)  # backfill plans when it could start
             return
         for member, start in zip(members, outcome, strict=True):
             plan.starts.append(start)
@@ -275,6 +276,8 @@ def schedule(
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
+    for leader in [members[0] for members in het.values()]:  # groups the depth cut off
+        start_group(leader)
     plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
@@ -283,8 +286,8 @@ def schedule(
         )
         for job, start in started:
             bf.started(job, start)
-        # Backfill starts no component alone: a heterogeneous job starts in the main pass.
-        bf.run([j for j in waiting + untried if not j.het_job_id], chosen_tasks)
+        # A heterogeneous job's components may be in both (the group tried past the depth).
+        bf.run(list({j.job_id: j for j in waiting + untried}.values()), chosen_tasks)
     # Reclaim between queues first, then PreemptType's preemption (docs/design.md,
     # "Queues: division, admission and reclaim"). A reclaimed job is suspended when its
     # PreemptMode is SUSPEND, else requeued when it may be (an evicted workload comes

@@ -14,6 +14,7 @@ from controller.admission import Admitted
 from controller.core import BackfillParams, schedule
 from controller.core.hetgroup import groups, size
 from controller.core.plan import Start
+from controller.core.snapshot import Running
 from controller.jobstate import JobState, Reason
 from controller.model import Job, Payload
 
@@ -55,6 +56,27 @@ def test_a_waiting_group_blocks_the_jobs_behind_it_and_backfill_starts_no_part()
     assert plan.reasons[12] is Reason.PRIORITY
     backfilled = schedule(TWO.snapshot(pending), NOW, BackfillParams())
     assert {s.job_id for s in backfilled.starts} <= {12}
+
+
+def test_backfill_plans_a_waiting_group_and_lets_no_job_take_its_place() -> None:
+    # n1 is busy for 10 minutes, n2 free: the group needs both; job 12 fits n2 now.
+    busy = cluster([node("n1", used_cpus=4), node("n2")], [partition("batch", "n[1-2]")])
+    pending = [
+        component(10, 10, num_tasks=4, time_limit=10),
+        component(11, 10, num_tasks=4, time_limit=10),
+        job(12, num_tasks=4, time_limit=60, submit_time=NOW),
+    ]
+    holder = Running(99, ("n1",), (4,), (0,), NOW + 600)
+    plan = schedule(busy.snapshot(pending, running=[holder]), NOW, BackfillParams())
+    assert plan.starts == ()  # job 12 would delay the group: it may not backfill
+    assert plan.expected[11].start_time >= NOW + 600  # when n1 frees (to the resolution)
+    assert plan.reasons[10] is plan.reasons[11] is Reason.RESOURCES
+
+
+def test_a_group_past_the_queue_depth_is_still_tried_whole() -> None:
+    pending = [component(10, 10, num_tasks=4), component(11, 10, num_tasks=4)]
+    plan = schedule(TWO.snapshot(pending), NOW, depth=1)
+    assert sorted(s.job_id for s in plan.starts) == [10, 11]
 
 
 def test_a_held_component_holds_the_whole_job() -> None:
