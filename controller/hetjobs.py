@@ -61,10 +61,19 @@ def component_specs(specs: Sequence[JobSpec]) -> list[JobSpec]:
 
 
 def component(admitted: Admitted, leader: int, size: int) -> Admitted:
-    """``admitted`` marked a component of the heterogeneous job led by ``leader``."""
+    """``admitted`` marked a component of the heterogeneous job led by ``leader``.
+
+    It is never requeued (``Requeue=0``): a leader requeued alone would wait for
+    components that ended with it, and a component requeued alone could never start."""
     job = admitted.job
     id_set = f"{leader}-{leader + size - 1}"
-    het = replace(job, het_job_id=leader, het_job_offset=job.job_id - leader, het_job_id_set=id_set)
+    het = replace(
+        job,
+        het_job_id=leader,
+        het_job_offset=job.job_id - leader,
+        het_job_id_set=id_set,
+        requeue=False,
+    )
     return replace(admitted, job=het)
 
 

@@ -105,6 +105,7 @@ def test_components_are_marked_and_the_script_sees_each_group() -> None:
     first = hetjobs.component(Admitted(job(20), Payload("#!/bin/sh\n")), 20, 2).job
     second = hetjobs.component(Admitted(job(21), Payload("")), 20, 2).job
     assert (second.het_job_id, second.het_job_offset, second.het_job_id_set) == (20, 1, "20-21")
+    assert not first.requeue and not second.requeue  # never requeued in part
     assert (first.display_id, second.display_id) == ("20+0", "20+1")
     assert list(hetjobs.ids(second)) == [20, 21]
     running = [
