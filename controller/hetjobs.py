@@ -29,26 +29,25 @@ from controller.model import Job
 if TYPE_CHECKING:
     from controller.store import JobStore
 
-#: The allocation's variables Slurm repeats per component as ``NAME_HET_GROUP_N``.
+#: The allocation's variables Slurm 22.05 repeats per component as ``NAME_HET_GROUP_N``
+#: (and, for scripts written for 17.11-19.05, ``NAME_PACK_GROUP_N``): those seen in a
+#: real 22.05 batch script, where they are set, plus its account and QOS.
 PER_GROUP = (
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_CPUS_PER_NODE",
     "SLURM_JOB_ID",
     "SLURM_JOB_NAME",
     "SLURM_JOB_NODELIST",
-    "SLURM_NODELIST",
     "SLURM_JOB_NUM_NODES",
-    "SLURM_NNODES",
-    "SLURM_NTASKS",
-    "SLURM_NPROCS",
-    "SLURM_JOB_CPUS_PER_NODE",
-    "SLURM_TASKS_PER_NODE",
     "SLURM_JOB_PARTITION",
-    "SLURM_JOB_ACCOUNT",
     "SLURM_JOB_QOS",
-    "SLURM_CPUS_PER_TASK",
-    "SLURM_NTASKS_PER_NODE",
-    "SLURM_MEM_PER_NODE",
     "SLURM_MEM_PER_CPU",
-    "SLURM_JOB_GPUS",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_NPROCS",
+    "SLURM_NTASKS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE",
 )
 
 #: How a leader's end reads for the components that end with it.
@@ -92,12 +91,14 @@ def components(jobs: Mapping[int, Job], job: Job) -> list[Job]:
 
 def environment(members: Sequence[Job], cluster: str) -> dict[str, str]:
     """What the batch script of a heterogeneous job has beyond its leader's own
-    variables: SLURM_HET_SIZE and each component's allocation as ``NAME_HET_GROUP_N``."""
-    env = {"SLURM_HET_SIZE": str(len(members))}
+    variables: SLURM_HET_SIZE and each component's allocation as ``NAME_HET_GROUP_N``,
+    with 22.05's older names (SLURM_PACK_SIZE, ``NAME_PACK_GROUP_N``) as well."""
+    env = {"SLURM_HET_SIZE": str(len(members)), "SLURM_PACK_SIZE": str(len(members))}
     for member in members:
         values = allocation_environment(member, cluster)
-        suffix = f"_HET_GROUP_{member.het_job_offset}"
-        env.update({name + suffix: values[name] for name in PER_GROUP if name in values})
+        for group in ("HET", "PACK"):
+            suffix = f"_{group}_GROUP_{member.het_job_offset}"
+            env.update({name + suffix: values[name] for name in PER_GROUP if name in values})
     return env
 
 

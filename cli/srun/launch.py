@@ -268,7 +268,7 @@ def parse(argv: list[str]) -> Settings:
         PROG, settings.get("open-mode", env.get("SLURM_OPEN_MODE", ""))
     )
     if positional[:1] == [":"]:
-        raise Halt(1, f"{PROG}: fatal: srun ... : ...: {hetstep.SPANNING}")
+        raise Halt(1, f"{PROG}: error: srun ... : ...: {hetstep.SPANNING}")
     settings.command = positional
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
@@ -973,8 +973,8 @@ def srun(argv: list[str]) -> int:
         )
         if job_text and settings.has("het-group"):  # a component of a heterogeneous job
             job_text = hetstep.job_of(settings.get("het-group"), job_text, os.environ)
-        elif settings.has("het-group"):
-            hetstep.job_of(settings.get("het-group"), "", {})  # a new job has component 0 alone
+        elif settings.has("het-group"):  # a new job of one component: Slurm's refusal
+            hetstep.job_of(settings.get("het-group"), "", {})
         job_id = 0
         if job_text:  # a step of that job: the options only a new job takes are checked
             try:

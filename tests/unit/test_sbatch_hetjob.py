@@ -64,7 +64,7 @@ def test_command_line_components_override_the_script_by_position(recorder: Recor
     assert [s.get("num_tasks") for s in specs] == [4, 1, None]  # the third: its -N alone
     assert [s["name"] for s in specs] == ["het", "other", "other"]
     assert specs[2]["min_nodes"] == 2
-    assert "mem_per_node" not in specs[2]  # --mem is not propagated
+    assert specs[2]["mem_per_node"] == 100  # --mem propagates (as a real 22.05 sbatch's)
 
 
 def test_a_plain_job_sends_no_components(recorder: Recorder, tmp_path: Path) -> None:
