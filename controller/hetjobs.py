@@ -84,6 +84,12 @@ def ids(job: Job) -> range:
     return range(job.het_job_id, int(last or job.het_job_id) + 1)
 
 
+def leader_of(jobs: Mapping[int, Job], job: Job) -> Job:
+    """``job``'s leader (``job`` itself when it leads, is not heterogeneous, or its
+    leader is gone): whose BatchFlag every component shows, as Slurm shows it."""
+    return jobs.get(job.het_job_id, job) if job.het_job_offset else job
+
+
 def components(jobs: Mapping[int, Job], job: Job) -> list[Job]:
     """The components of ``job``'s heterogeneous job still known, by offset."""
     return [jobs[i] for i in ids(job) if i in jobs]

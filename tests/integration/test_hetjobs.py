@@ -61,6 +61,7 @@ def test_components_start_together_and_show_as_slurm_shows_them(two: Cluster) ->
     shown = two.run("scontrol", "show", "job", f"{leader}+1").stdout
     assert f"JobId={leader + 1} HetJobId={leader} HetJobOffset=1 JobName=het\n" in shown, shown
     assert f"   HetJobIdSet={leader}-{leader + 1}\n" in shown, shown
+    assert " BatchFlag=1 " in shown, shown  # the leader's, as Slurm shows every component
 
     (work / "go").touch()
     two.wait_done(blocker)
@@ -93,7 +94,7 @@ def test_components_start_together_and_show_as_slurm_shows_them(two: Cluster) ->
     two.wait_for(lambda: len(accounted()) == 2, 15, "no accounting rows")
     rows = two.run("sacct", "-n", "-P", "-o", "JobID,State", "-S", "now-1hour").stdout.split()
     assert f"{leader}+0|COMPLETED" in rows and f"{leader}+1|COMPLETED" in rows, rows
-    assert f"{leader}+0.batch|COMPLETED" in rows, rows
+    assert f"{leader}+0.batch|COMPLETED" in rows and f"{leader}+1.batch|COMPLETED" not in rows
 
 
 def test_command_line_components_and_scancel_of_the_leader(two: Cluster) -> None:
