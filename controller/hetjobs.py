@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from controller.admission import Admitted
 from controller.core import Start
-from controller.jobenv import allocation_environment
+from controller.jobenv import allocation_environment as allocation_environment_of
 from controller.jobspec import JobSpec
 from controller.jobstate import COMPLETING, Cancel, JobState
 from controller.model import Job
@@ -100,11 +100,18 @@ def environment(members: Sequence[Job], cluster: str) -> dict[str, str]:
     variables: SLURM_HET_SIZE and each component's allocation as ``NAME_HET_GROUP_N``,
     with 22.05's older names (SLURM_PACK_SIZE, ``NAME_PACK_GROUP_N``) as well."""
     env = {"SLURM_HET_SIZE": str(len(members)), "SLURM_PACK_SIZE": str(len(members))}
+    return env | _per_group(members, cluster, PER_GROUP)
+
+
+def _per_group(members: Sequence[Job], cluster: str, names: Sequence[str]) -> dict[str, str]:
+    """Each component's allocation variables among ``names``, as ``NAME_HET_GROUP_N`` and
+    ``NAME_PACK_GROUP_N``."""
+    env: dict[str, str] = {}
     for member in members:
-        values = allocation_environment(member, cluster)
+        values = allocation_environment_of(member, cluster)
         for group in ("HET", "PACK"):
             suffix = f"_{group}_GROUP_{member.het_job_offset}"
-            env.update({name + suffix: values[name] for name in PER_GROUP if name in values})
+            env.update({name + suffix: values[name] for name in names if name in values})
     return env
 
 
@@ -126,6 +133,25 @@ def whole(
     if not broken:
         return list(starts)
     return [s for s in starts if (j := jobs.get(s.job_id)) is None or j.het_job_id not in broken]
+
+
+#: What salloc's command has per component besides ``PER_GROUP`` (Slurm 22.05's salloc
+#: names the allocation by component only: no plain SLURM_JOB_NODELIST and the like).
+SALLOC_PER_GROUP = (*PER_GROUP, "SLURM_JOBID", "SLURM_NNODES", "SLURM_NODELIST",
+                    "SLURM_NODE_ALIASES")  # fmt: skip
+
+
+def allocation_environment(members: Sequence[Job], cluster: str) -> dict[str, str]:
+    """What salloc's command of a heterogeneous job sees, as Slurm 22.05's salloc sets
+    it: the leader's id, each component's allocation as ``NAME_HET_GROUP_N`` (and
+    ``_PACK_GROUP_N``) and no plain allocation variables, SLURM_NTASKS the sum."""
+    leader = allocation_environment_of(members[0], cluster)
+    env = {k: v for k, v in leader.items() if k not in SALLOC_PER_GROUP}
+    env["SLURM_JOB_ID"] = str(members[0].job_id)
+    total = str(sum(m.num_tasks for m in members))
+    env.update(SLURM_NTASKS=total, SLURM_NPROCS=total)
+    env["SLURM_HET_SIZE"] = env["SLURM_PACK_SIZE"] = str(len(members))
+    return env | _per_group(members, cluster, SALLOC_PER_GROUP)
 
 
 def followers(jobs: Mapping[int, Job], leader: Job) -> Iterator[Job]:

@@ -526,9 +526,9 @@ class Handlers:
         elif job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
             env = allocation_environment(job, self.store.conf.cluster_name)
-            if job.het_job_id:  # salloc's heterogeneous job: every component's, as sbatch's
+            if job.het_job_id:  # salloc's heterogeneous job: every component by its number
                 members = hetjobs.components(self.store.jobs, job)
-                env.update(hetjobs.environment(members, self.store.conf.cluster_name))
+                env = hetjobs.allocation_environment(members, self.store.conf.cluster_name)
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})
         return reply
 

@@ -124,12 +124,15 @@ def test_a_component_no_partition_can_hold_is_refused(two: Cluster) -> None:
 
 def test_salloc_components_and_a_step_in_each(two: Cluster) -> None:
     command = (
-        "echo $SLURM_HET_SIZE $SLURM_JOB_ID_HET_GROUP_1; "
+        "echo $SLURM_HET_SIZE $SLURM_JOB_ID_HET_GROUP_1 $SLURM_NTASKS "
+        "${SLURM_JOB_NODELIST:-none} $SLURM_NODELIST_HET_GROUP_1; "
         "srun --het-group=1 sh -c 'echo $SLURM_JOB_ID'"
     )
     ran = two.run("salloc", "-Q", "-n1", "-J", "al", ":", "-n1", "sh", "-c", command)
     leader = int(ran.stdout.split()[1]) - 1
-    assert ran.stdout == f"2 {leader + 1}\n{leader + 1}\n", ran.stdout
+    nodes = two.job(f"{leader}+1")["nodes"]
+    # As Slurm 22.05's salloc: the allocation by component only, the tasks summed.
+    assert ran.stdout == f"2 {leader + 1} 2 none {nodes}\n{leader + 1}\n", ran.stdout
     assert two.wait_done(f"{leader}+0")["state"] == "COMPLETED"
     assert two.wait_done(f"{leader}+1")["state"] == "COMPLETED"
     assert two.job(f"{leader}+1")["name"] == "al"

@@ -122,6 +122,11 @@ def test_components_are_marked_and_the_script_sees_each_group() -> None:
     assert env["SLURM_JOB_NUM_NODES_HET_GROUP_1"] == "2"
     assert env["SLURM_JOB_CPUS_PER_NODE_HET_GROUP_1"] == "4(x2)"
     assert env["SLURM_JOB_PARTITION_HET_GROUP_0"] == "batch"
+    assert env["SLURM_JOB_NODELIST_PACK_GROUP_1"] == "n[2-3]"  # 22.05's older names too
+    salloc = hetjobs.allocation_environment(running, "c")
+    assert salloc["SLURM_JOB_ID"] == "20" and salloc["SLURM_NTASKS"] == "2"
+    assert salloc["SLURM_NODELIST_HET_GROUP_1"] == "n[2-3]"
+    assert "SLURM_JOB_NODELIST" not in salloc and "SLURM_NNODES" not in salloc
 
 
 def _fields(job: Job) -> dict[str, Any]:
