@@ -36,6 +36,15 @@ def groups(pending: Iterable[Job]) -> dict[int, list[Job]]:
     return found
 
 
+def licenses(asks: Iterable[Sequence[tuple[str, int]]]) -> tuple[tuple[str, int], ...]:
+    """The components' license requests as one: what the group holds from its start."""
+    total: dict[str, int] = {}
+    for ask in asks:
+        for name, count in ask:
+            total[name] = total.get(name, 0) + count
+    return tuple(sorted(total.items()))
+
+
 def size(job: Job) -> int:
     """How many components ``job``'s heterogeneous job has (its id set ``123-125``)."""
     first, _, last = job.het_job_id_set.partition("-")

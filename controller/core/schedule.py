@@ -177,9 +177,12 @@ def schedule(
             reason = next((r for r in known if r is not None), Reason.RESOURCES)
         for member in members:
             reason = reason or usage.blocked(snap.gates.get(member.job_id, ()))
-            asked = needs(member.licenses)
-            if reason is None and asked and licenses.short(asked, now, now + 1):
-                reason = Reason.LICENSES
+            resv = windows.of(member) if member.reservation else None
+            if reason is None and member.reservation and (resv is None or resv.start > now):
+                reason = Reason.RESERVATION_DELETED if resv is None else Reason.RESERVATION
+        asked = hetgroup.licenses(needs(m.licenses) for m in members)  # the group's, together
+        if reason is None and asked and licenses.short(asked, now, now + 1):
+            reason = Reason.LICENSES
         outcome = reason or hetgroup.place(
             members,
             lambda j, n, f: first_fit(j, snap, n, blocked, f, windows, now),

@@ -5,6 +5,7 @@ a group whole; the component records and the batch script's HET_GROUP variables.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from scenario import NOW, cluster, job, node, partition
@@ -77,6 +78,23 @@ def test_a_group_past_the_queue_depth_is_still_tried_whole() -> None:
     pending = [component(10, 10, num_tasks=4), component(11, 10, num_tasks=4)]
     plan = schedule(TWO.snapshot(pending), NOW, depth=1)
     assert sorted(s.job_id for s in plan.starts) == [10, 11]
+
+
+def test_the_group_asks_its_licenses_together() -> None:
+    pending = [component(10, 10, licenses="fluent:2"), component(11, 10, licenses="fluent:2")]
+    snap = replace(TWO.snapshot(pending), licenses={"fluent": 3})
+    plan = schedule(snap, NOW)
+    assert plan.starts == ()  # 2 + 2 of 3: each alone would fit, the group does not
+    assert plan.reasons[10] is plan.reasons[11] is Reason.LICENSES
+    enough = schedule(replace(snap, licenses={"fluent": 4}), NOW)
+    assert sorted(s.job_id for s in enough.starts) == [10, 11]
+
+
+def test_a_component_in_a_reservation_that_is_gone_holds_the_group() -> None:
+    pending = [component(10, 10), component(11, 10, reservation="gone")]
+    plan = schedule(TWO.snapshot(pending), NOW)
+    assert plan.starts == ()
+    assert plan.reasons[10] is Reason.RESERVATION_DELETED
 
 
 def test_a_held_component_holds_the_whole_job() -> None:
