@@ -95,6 +95,11 @@ def test_components_start_together_and_show_as_slurm_shows_them(two: Cluster) ->
     rows = two.run("sacct", "-n", "-P", "-o", "JobID,State", "-S", "now-1hour").stdout.split()
     assert f"{leader}+0|COMPLETED" in rows and f"{leader}+1|COMPLETED" in rows, rows
     assert f"{leader}+0.batch|COMPLETED" in rows and f"{leader}+1.batch|COMPLETED" not in rows
+    # -j names the leader: every component, each after it, as Slurm lists them.
+    named = two.run("sacct", "-n", "-P", "-o", "JobID", "-j", str(leader)).stdout.split()
+    assert named == [
+        f"{leader}+0", f"{leader}+0.batch", f"{leader}+0.0", f"{leader}+1", f"{leader}+1.0"
+    ], named  # fmt: skip
 
 
 def test_command_line_components_and_scancel_of_the_leader(two: Cluster) -> None:
