@@ -21,7 +21,7 @@ from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
@@ -56,9 +56,34 @@ def gpu_environment(options: Mapping[str, str | None]) -> dict[str, str]:
 
 
 def submit(
-    client: Any, prog: str, options: Mapping[str, str | None], name: str, line: list[str]
+    client: Any,
+    prog: str,
+    options: Mapping[str, str | None],
+    name: str,
+    line: list[str],
+    het: Sequence[Mapping[str, str | None]] = (),
 ) -> int:
-    """Ask for the allocation; its job id (Halt with Slurm's words if refused)."""
+    """Ask for the allocation; its job id (Halt with Slurm's words if refused). ``het``:
+    the options of a heterogeneous job's further components (salloc ``:``), each
+    taking the options Slurm propagates from the one before."""
+    from cli.sbatch.options import PROPAGATED
+
+    specs = [_spec(prog, options, name, line)]
+    previous = options
+    for more in het:
+        previous = {**{k: v for k, v in previous.items() if k in PROPAGATED}, **more}
+        specs.append(_spec(prog, previous, name, line))
+    try:
+        reply = client.call("Submit", {"spec": specs[0], "het_components": specs[1:]})
+    except SlurmError as exc:
+        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
+    return int(reply["job_id"])
+
+
+def _spec(
+    prog: str, options: Mapping[str, str | None], name: str, line: list[str]
+) -> dict[str, Any]:
+    """The JobSpec of an allocation with ``options`` (Halt with Slurm's words if refused)."""
     from cli.failure import Failure
     from cli.sbatch.spec import Script, build
 
@@ -74,11 +99,7 @@ def submit(
         raise Halt(exc.status or 1, *lines) from None
     spec.update(interactive=True, name=settings.fields.get("name") or name)
     spec["submit_line"] = " ".join([prog, *line])
-    try:
-        reply = client.call("Submit", {"spec": spec})
-    except SlurmError as exc:
-        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
-    return int(reply["job_id"])
+    return spec
 
 
 def wait_for_start(client: Any, prog: str, job_id: int, quiet: bool) -> dict[str, str]:

@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 
-from controller import cpubind, gpubind, jobstate, jobupdate
+from controller import cpubind, gpubind, hetjobs, jobstate, jobupdate
 from controller.broadcast import FileBroadcasts
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
@@ -565,6 +565,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             log.error("job_id=%d has no script in the journal", job.job_id)
             return
         env = batch_environment(job, payload, self.store.conf.cluster_name)
+        if job.het_job_id:
+            members = hetjobs.components(self.store.jobs, job)
+            env.update(hetjobs.environment(members, self.store.conf.cluster_name))
         shares = self.store.shares(job, 0)
         env.update(shares.environment())
         env["SLURM_CONF"] = self.config_path

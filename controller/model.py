@@ -203,6 +203,13 @@ class Job:
     # each run of a requeued job (``sacct -D`` lists them all). ``submit_time`` stays
     # the first submission's, which the scheduler's order and ``corral sim`` count from.
     requeue_time: int = 0
+    # Heterogeneous jobs (docs/design.md "Heterogeneous jobs"): the leader's id, the
+    # component's offset and all their ids (``123-124``); 0 and "" for other jobs. A
+    # component after the first has no script: it is an allocation (``interactive``)
+    # that ends with its leader.
+    het_job_id: int = 0
+    het_job_offset: int = 0
+    het_job_id_set: str = ""
 
     @property
     def run_key(self) -> int:
@@ -224,6 +231,8 @@ class Job:
 
     @property
     def display_id(self) -> str:
+        if self.het_job_id:
+            return f"{self.het_job_id}+{self.het_job_offset}"
         if self.array_pending:
             return f"{self.array_job_id}_[{self.array_pending}]"
         if self.array_task_id is None:

@@ -24,6 +24,7 @@ from controller import (
     broadcast,
     crontabs,
     diag,
+    hetjobs,
     jobcontrol,
     jobspec,
     licenseviews,
@@ -145,21 +146,32 @@ class Handlers:
         spec = jobspec.from_wire(req.spec)
         who = submitting_as(who, spec.run_as_uid, spec.run_as_gid)
         self._check_clusters(spec.clusters)
-        assocs = self.store.associations
-        if not spec.account and assocs is not None and who.user in assocs.users:
-            # The DefaultAccount, before the partitions' AllowAccounts look at it.
-            spec = replace(spec, account=assocs.users[who.user])
+        spec = self._default_account(spec, who)
         now = self.now()
         if req.test_only:
+            if req.het_components:  # Corral's --test-only plans one job
+                raise SlurmError(errors.ESLURM_NOT_SUPPORTED)
             return await self._test_only(spec, who, now)
         self._check_writable()
-        admitted = self.store.submit(spec, who, now)
+        if req.het_components:
+            rest = [self._default_account(jobspec.from_wire(c), who) for c in req.het_components]
+            admitted = self.store.submit_het([spec, *rest], who, now)[0]
+        else:
+            admitted = self.store.submit(spec, who, now)
         await self._commit()
         job = admitted.job
         if not job.held and job.begin_time <= now:
             self.kick()  # a held or future job cannot start: no cycle for it
         log.info("job_id=%d submitted by uid=%d (%d jobs)", job.job_id, who.uid, admitted.tasks)
         return pb.SubmitReply(job_id=job.job_id, cluster=self.store.conf.cluster_name)
+
+    def _default_account(self, spec: JobSpec, who: Principal) -> JobSpec:
+        """``spec`` with the user's DefaultAccount when it names none, before the
+        partitions' AllowAccounts look at it."""
+        assocs = self.store.associations
+        if not spec.account and assocs is not None and who.user in assocs.users:
+            return replace(spec, account=assocs.users[who.user])
+        return spec
 
     def _check_clusters(self, clusters: str) -> None:
         """sbatch -M: the job is this cluster's only if the list names it; a job meant
@@ -579,6 +591,9 @@ class Handlers:
         elif job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
             env = allocation_environment(job, self.store.conf.cluster_name)
+            if job.het_job_id:  # salloc's heterogeneous job: every component by its number
+                members = hetjobs.components(self.store.jobs, job)
+                env = hetjobs.allocation_environment(members, self.store.conf.cluster_name)
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})
         return reply
 

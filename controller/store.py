@@ -36,6 +36,7 @@ from controller import (
     effects,
     flavornote,
     gpushare,
+    hetjobs,
     jobstate,
     mail,
     snapshots,
@@ -255,9 +256,26 @@ class JobStore:
         if len(self.jobs) >= self.conf.max_job_count:
             # Slurm's answer at MaxJobCount: EAGAIN, which sbatch retries.
             raise SlurmError(errors.EAGAIN)
+        return self._record(self._admit(spec, who, now, self.next_job_id))
+
+    def submit_het(self, specs: Sequence[JobSpec], who: Principal, now: int) -> list[Admitted]:
+        """A heterogeneous job: each spec a component of consecutive ids, the first the
+        leader. Every component is checked before any is recorded, so a refused one
+        (Slurm's words for it) leaves nothing behind."""
+        if len(self.jobs) + len(specs) > self.conf.max_job_count:
+            raise SlurmError(errors.EAGAIN)
+        first = self.next_job_id
+        admitted = [
+            self._admit(spec, who, now, first + offset)
+            for offset, spec in enumerate(hetjobs.component_specs(specs))
+        ]
+        return [self._record(hetjobs.component(a, first, len(specs))) for a in admitted]
+
+    def _admit(self, spec: JobSpec, who: Principal, now: int, job_id: int) -> Admitted:
+        """``spec`` checked and made the job of id ``job_id``; nothing recorded yet."""
         delay = int(self.conf.scheduler_param("requeue_delay") or 121)
         admitted = admit(
-            spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
+            spec, who, self.conf, self.partition_state, job_id, now, delay, self.capacity
         )
         job = admitted.job
         for option in job.gres_alternatives or (job.gres,):  # each alternative may start
@@ -274,12 +292,17 @@ class JobStore:
         if job.reservation:
             self.reservations.admit(job.reservation, job.user, job.account)
         job = replace(job, calc_priority=self.priorities.initial(job, now))
+        return replace(admitted, job=job)
+
+    def _record(self, admitted: Admitted) -> Admitted:
+        """Keep an admitted job (and its payload), and move the next job id past it."""
+        job = admitted.job
         self._touch_job(job)
         self.durable.add_payload(job.job_id, admitted.payload)
         self._advance_job_id(job.job_id + 1)
         self.counters["submitted"] += admitted.tasks
-        self.last_update = now
-        return replace(admitted, job=job)
+        self.last_update = job.submit_time
+        return admitted
 
     def _advance_job_id(self, next_id: int) -> None:
         self.next_job_id = next_id
@@ -671,11 +694,9 @@ class JobStore:
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""
         started = []
-        for start in plan.starts:
+        for start in hetjobs.whole(plan.starts, self.jobs, self._still_holds):
             job = self.jobs.get(start.job_id)
-            if job is None or job.state is not JobState.PENDING or job.held:
-                continue
-            if not all(self._fits(start, i) for i in range(len(start.nodes))):
+            if job is None or not self._still_holds(start):
                 continue
             if job.array_pending:
                 task = arrayspec.first(job.array_pending) if start.task is None else start.task
@@ -719,6 +740,14 @@ class JobStore:
                 if (job.expected_start, job.expected_nodes) != (when, nodes):
                     self.jobs[job_id] = replace(job, expected_start=when, expected_nodes=nodes)
         return started
+
+    def _still_holds(self, start: Start) -> bool:
+        """Whether a plan's start may still be made: its job waits, unheld, and its
+        nodes still have what it takes (the plan was made on a snapshot)."""
+        job = self.jobs.get(start.job_id)
+        if job is None or job.state is not JobState.PENDING or job.held:
+            return False
+        return all(self._fits(start, i) for i in range(len(start.nodes)))
 
     def shares(self, job: Job, index: int) -> Shares:
         """``job``'s GPU shares on ``job.nodes[index]``: what its launch there grants,

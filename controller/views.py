@@ -12,7 +12,15 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare, jobdetail, licenseviews, preemptrules, queuereply
+from controller import (
+    gpuaffinity,
+    gpushare,
+    hetjobs,
+    jobdetail,
+    licenseviews,
+    preemptrules,
+    queuereply,
+)
 from controller.core import dependency as depcheck
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
@@ -164,7 +172,7 @@ def job_info(
         state=job.state.name,
         state_flags=flags,
         reason=job.reason.value,
-        batch_flag=not job.interactive,
+        batch_flag=not hetjobs.leader_of(store.jobs, job).interactive,
         eligible_time=0 if job.held else job.eligible_time,
         accrue_time=0 if job.held else job.eligible_time,
         start_time=job.start_time or job.expected_start,

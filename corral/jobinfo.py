@@ -74,6 +74,9 @@ COPIED: Final[dict[str, str]] = {
     "resize_time": "resize_time",
     "container": "container",
     "container_id": "container_id",
+    "het_job_id": "het_job_id",
+    "het_job_offset": "het_job_offset",
+    "het_job_id_set": "het_job_id_set",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -227,6 +230,9 @@ REST: Final[dict[str, str]] = {
 #: JobInfo fields restd leaves out of its JOB_INFO records.
 NOT_IN_REST: Final[frozenset[str]] = frozenset(
     {
+        "het_job_id",
+        "het_job_offset",
+        "het_job_id_set",
         "deadline",
         "suspend_time",
         "pre_suspend_secs",

@@ -126,6 +126,8 @@ def _elastic(job: Job) -> list[str]:
 
 def _array_tokens(job: Job) -> str:
     if not job["array_job_id"]:
+        if job.get("het_job_id"):
+            return f"HetJobId={job['het_job_id']} HetJobOffset={job['het_job_offset']} "
         return ""
     task = job["array_task_str"] or job["array_task_id"]
     text = f"ArrayJobId={job['array_job_id']} ArrayTaskId={task} "
@@ -138,6 +140,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
     """The record's lines, before joining."""
     out = [
         f"JobId={job['job_id']} {_array_tokens(job)}JobName={job['name']}",
+        *([f"HetJobIdSet={job['het_job_id_set']}"] if job.get("het_job_id_set") else []),
         f"UserId={job['user'] or job['uid']}({job['uid']}) "
         f"GroupId={job['group'] or job['gid']}({job['gid']}) MCS_label=N/A",
         f"Priority={job['priority']} Nice={job['nice']} "

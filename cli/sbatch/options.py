@@ -206,6 +206,18 @@ TABLE = OptionTable(
 #: reads the script, and ignores them in #SBATCH lines.
 COMMAND_LINE_ONLY = frozenset({"help", "usage", "verbose", "quiet", "version", "wrap"})
 
+#: Options a heterogeneous job's component takes from the one before unless it sets
+#: them itself (Slurm's heterogeneous_jobs.html lists them; --chdir and --mem too, as
+#: a real 22.05 sbatch propagates them); others start afresh.
+PROPAGATED = frozenset(
+    {"account", "acctg-freq", "begin", "chdir", "cluster-constraint", "clusters", "comment",
+     "deadline", "delay-boot", "dependency", "distribution", "error", "export", "export-file",
+     "exclude", "get-user-env", "gid", "hold", "ignore-pbs", "immediate", "input", "job-name",
+     "mail-type", "mail-user", "mcs-label", "mem", "nice", "no-kill", "no-requeue", "open-mode",
+     "output", "parsable", "partition", "priority", "profile", "propagate", "qos", "reboot",
+     "requeue", "reservation", "signal", "time", "time-min", "uid", "wait", "wckey"}
+)  # fmt: skip
+
 #: Environment variables read as options, in the order Slurm reads them; later
 #: ones override earlier ones, and all of them override #SBATCH lines.
 ENVIRONMENT = (

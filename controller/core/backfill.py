@@ -253,7 +253,9 @@ class Backfill:
             parts = [p for p in partitions_of(job, self.snap) if partition_reason(job, p) is None]
             if not parts:
                 continue
-            if not self._start_now(job, parts):
+            # A heterogeneous job's component never starts alone (the main pass starts
+            # them together: core/hetgroup.py), but plans its start like any waiting job.
+            if not job.het_job_id and not self._start_now(job, parts):
                 continue
             if not job.reservation:  # as in the main pass: waiting for room stops its queue
                 self.queues.stop(job, Reason.RESOURCES)
