@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary
+from cli import boundary, scontroljobs
 from cli.command import THIS_CLUSTER, Command, only_this_cluster
 from cli.halt import Halt
 from cli.jobs.ids import job_id_list
@@ -47,6 +47,7 @@ scontrol [<OPTION>] [<COMMAND>]
      hold <job_list>          prevent the jobs from starting (admin hold)
      uhold <job_list>         hold the jobs as their user would
      release <job_list>       let held jobs start again
+     notify <job_id> <msg>    print a message on the stderr of a job's salloc or srun
      requeue <job_list>       requeue batch jobs
      requeuehold <job_list>   requeue batch jobs and hold them
      resume <job_list>        let suspended jobs continue (operators only)
@@ -58,6 +59,7 @@ scontrol [<OPTION>] [<COMMAND>]
      shutdown slurmctld       stop the controller (it saves its state)
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
+     top <job_list>           put the jobs first among their user's pending jobs
      update <SPECIFICATIONS>  change a job (JobId=...), node (NodeName=...) or
                               partition's State (PartitionName=...)
      version                  print the version
@@ -166,6 +168,7 @@ class Session:
             ("quiet", 4, self._quiet),
             ("quit", 4, self._quit),
             ("reconfigure", 3, self._reconfigure),
+            ("notify", 1, lambda w: scontroljobs.notify(self, w)),
             ("requeue", 3, self._requeue),
             ("requeuehold", 11, self._requeue),
             ("release", 3, self._hold),
@@ -174,6 +177,7 @@ class Session:
             ("shutdown", 8, self._shutdown),
             ("suspend", 2, self._suspend),
             ("token", 3, self._token),
+            ("top", 3, lambda w: scontroljobs.top(self, w)),
             ("update", 1, self._update),
             ("verbose", 4, self._ignore),
             ("version", 4, self._version),

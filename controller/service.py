@@ -24,6 +24,7 @@ from controller import (
     diag,
     jobcontrol,
     jobspec,
+    jobtop,
     licenseviews,
     priorityviews,
     queries,
@@ -43,6 +44,7 @@ from controller.jobenv import allocation_environment
 from controller.jobspec import JobSpec
 from controller.jobstate import JobState
 from controller.journal import JournalWriteError
+from controller.notices import NoticeBoard
 from controller.principal import Principal, submitting_as
 from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
@@ -105,6 +107,7 @@ class Handlers:
         self._in_flight = 0
         self._what_ifs = asyncio.Lock()  # --test-only passes, one at a time off the loop
         self.control = jobcontrol.JobControl(store)
+        self.notices = NoticeBoard()
 
     def now(self) -> int:
         return int(self.clock())
@@ -515,7 +518,23 @@ class Handlers:
             reply.nodes = hostlist.compress(job.nodes)
             env = allocation_environment(job, self.store.conf.cluster_name)
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})
+        reply.notices.extend(self.notices.after(job, req.notices_seen))
         return reply
+
+    async def Notify(self, req: pb.NotifyRequest, who: Principal) -> pb.NotifyReply:
+        """``scontrol notify``: a message for the job's salloc or srun (``notices``)."""
+        self.notices.post(self.store.jobs, req.job_id, req.message, who)
+        return pb.NotifyReply()
+
+    async def TopJob(self, req: pb.TopJobRequest, who: Principal) -> pb.TopJobReply:
+        """``scontrol top``: the named jobs first in their owner's queue (``jobtop``)."""
+        self._check_writable()
+        refused = jobtop.top(self.store, self.control.targets(list(req.job_ids), {}), who)
+        await self._commit()
+        self.kick()
+        if refused is None:
+            return pb.TopJobReply()
+        return pb.TopJobReply(code=refused.code, message=refused.message)
 
     async def Token(self, req: pb.TokenRequest, who: Principal) -> pb.TokenReply:
         """``scontrol token``: a JWT for the caller, or for another user if an operator
@@ -600,4 +619,6 @@ METHODS = (
     "StepStats",
     "Queues",
     "Licenses",
+    "TopJob",
+    "Notify",
 )

@@ -1,0 +1,96 @@
+"""scontrol's remaining commands (issue 19, point 6) on a real one-node cluster:
+top, notify. One cluster serves the module."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+
+from cli.demo import client_command
+from corral import grpctls
+from corral.config import load
+from corral.wire import corral_pb2 as pb
+from corral.wire import corral_pb2_grpc as pb_grpc
+from tests.integration.cluster import Cluster
+from tests.security.rogue import controller_target, stamp_for_controller
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("scontrolx"), nodes=1, settings=("KillWait=2",))
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+
+
+def _as_stranger(cluster: Cluster, method: str, request: Any) -> Any:
+    """``method`` called over gRPC as uid 4242, who owns nothing and is no operator."""
+    with grpctls.sync_channel(controller_target(cluster), load(cluster.conf).tls) as channel:
+        stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+        stranger = stamp_for_controller(cluster, request, method, uid=4242, gid=4242)
+        return getattr(stub, method)(stranger, timeout=10)
+
+
+def _priorities(cluster: Cluster, *ids: int) -> list[int]:
+    out = cluster.run("squeue", "-h", "-o", "%i %Q", "-j", ",".join(map(str, ids))).stdout
+    by_id = dict(line.split() for line in out.splitlines())
+    return [int(by_id[str(i)]) for i in ids]
+
+
+def test_top_moves_a_job_first_among_its_users_pending_ones(cluster: Cluster) -> None:
+    ids = [cluster.sbatch("-o", "/dev/null", "--begin=now+1hour", "--wrap", "true") for _ in "abc"]
+    cluster.run("scontrol", "top", str(ids[2]))
+    first, second, third = _priorities(cluster, *ids)
+    assert third > first > second
+    assert f"Nice={-2}" in cluster.run("scontrol", "show", "job", str(ids[2])).stdout
+    running = cluster.sbatch("-o", "/dev/null", "--wrap", "sleep 30")
+    cluster.wait_state(running, {"RUNNING"})
+    refused = cluster.run("scontrol", "top", f"{running},{ids[1]}", check=False)
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        f"Job is no longer pending execution for job {running},{ids[1]}\n",
+    )
+    assert _priorities(cluster, *ids)[1] > _priorities(cluster, *ids)[0]  # ids[1] still moved
+    reply = _as_stranger(cluster, "TopJob", pb.TopJobRequest(job_ids=[str(ids[0])]))
+    assert (reply.code, reply.message) == (2002, "Access/permission denied")
+    cluster.run("scancel", *map(str, [*ids, running]))
+
+
+def test_notify_reaches_salloc_and_is_refused_where_nothing_listens(cluster: Cluster) -> None:
+    salloc = subprocess.Popen(
+        [*client_command("salloc"), "sleep", "30"],
+        env=cluster.env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert salloc.stderr is not None
+        granted = salloc.stderr.readline()
+        assert granted.startswith("salloc: Granted job allocation ")
+        job_id = int(granted.split()[-1])
+        cluster.run("scontrol", "notify", str(job_id), "disk", "quota", "reached")
+        assert salloc.stderr.readline() == "salloc: disk quota reached\n"
+        with pytest.raises(grpc.RpcError) as refused:
+            _as_stranger(cluster, "Notify", pb.NotifyRequest(job_id=job_id, message="hi"))
+        assert refused.value.details() == "2002: Access/permission denied"
+        cluster.run("scancel", str(job_id))
+    finally:
+        salloc.wait(timeout=30)
+    batch = cluster.sbatch("-o", "/dev/null", "--wrap", "sleep 30")
+    cluster.wait_state(batch, {"RUNNING"})
+    told = cluster.run("scontrol", "notify", str(batch), "hello", check=False)
+    assert (told.returncode, told.stderr) == (
+        1,
+        f"job notify failure: job {batch} is a batch job: "
+        "no salloc or srun listens for its messages\n",
+    )
+    cluster.run("scancel", str(batch))
+    gone = cluster.run("scontrol", "notify", "999999", "hello", check=False)
+    assert (gone.returncode, gone.stderr) == (1, "job notify failure: Invalid job id specified\n")
+    bad = cluster.run("scontrol", "notify", "abc", "hello", check=False)
+    assert (bad.returncode, bad.stderr) == (1, "Invalid job_id abc\n")
