@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary, scontroljobs
+from cli import boundary, scontroljobs, scontrolreboot
 from cli.command import THIS_CLUSTER, Command, only_this_cluster
 from cli.halt import Halt
 from cli.jobs.ids import job_id_list
@@ -53,6 +53,9 @@ scontrol [<OPTION>] [<COMMAND>]
      resume <job_list>        let suspended jobs continue (operators only)
      suspend <job_list>       stop running jobs where they are (operators only)
      ping                     report whether the controller responds
+     reboot [ASAP] [nextstate=RESUME|DOWN] [reason=<text>] ALL|<nodelist>
+                              run RebootProgram on the nodes once idle
+     cancel_reboot <nodelist> cancel a reboot not yet issued
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
                               job, licenses, node, partition or topology
@@ -155,6 +158,7 @@ class Session:
         tag = words[0]
         handlers: list[tuple[str, int, Callable[[Sequence[str]], None]]] = [
             ("all", 2, self._all),
+            ("cancel_reboot", 3, lambda w: scontrolreboot.cancel_reboot(self, w)),
             ("create", 2, self._create),
             ("delete", 3, self._delete),
             ("details", 1, self._details),
@@ -167,6 +171,7 @@ class Session:
             ("ping", 3, self._ping),
             ("quiet", 4, self._quiet),
             ("quit", 4, self._quit),
+            ("reboot_nodes", 3, lambda w: scontrolreboot.reboot(self, w)),
             ("reconfigure", 3, self._reconfigure),
             ("notify", 1, lambda w: scontroljobs.notify(self, w)),
             ("requeue", 3, self._requeue),

@@ -306,3 +306,9 @@ class NodeRuntime:
     gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
     gpu_links: tuple[tuple[int, int, int], ...] = ()  # probed: (GPU a, GPU b, NVLinks)
     jobs: frozenset[int] = field(default_factory=frozenset)
+    # scontrol reboot (controller/reboots.py): "", "requested" or "issued"; ASAP's
+    # drain, the state after it (nextstate=), when it was issued.
+    reboot: str = ""
+    reboot_asap: bool = False
+    reboot_next: str = ""
+    reboot_time: int = 0

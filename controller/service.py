@@ -29,6 +29,7 @@ from controller import (
     priorityviews,
     queries,
     queuereply,
+    reboots,
     stepusage,
     views,
     visibility,
@@ -289,6 +290,8 @@ class Handlers:
         if not who.is_operator:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         state = req.state.upper()
+        if state == "CANCEL_REBOOT":  # scontrol update NodeName=.. State=CANCEL_REBOOT
+            return await self.NodeReboot(pb.NodeRebootRequest(nodes=req.nodes, cancel=True), who)
         if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
             raise SlurmError(errors.EINVAL, f"Invalid node state specified: {req.state}")
         names = self._node_names([req.nodes])
@@ -301,6 +304,27 @@ class Handlers:
         await self._commit()
         self.kick()
         return pb.NodeUpdateReply()
+
+    async def NodeReboot(self, req: pb.NodeRebootRequest, who: Principal) -> pb.NodeRebootReply:
+        """``scontrol reboot`` and ``cancel_reboot`` (``controller/reboots.py``): Slurm's
+        super users only."""
+        if not who.is_super_user:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        names = self._node_names([] if req.nodes.upper() == "ALL" else [req.nodes])
+        self._check_writable()
+        reboots.ask(
+            self.store,
+            names,
+            who,
+            self.now(),
+            asap=req.asap,
+            next_state=req.next_state.upper(),
+            reason=req.reason,
+            cancel_it=req.cancel,
+        )
+        await self._commit()
+        self.kick()
+        return pb.NodeRebootReply()
 
     async def PartitionUpdate(
         self, req: pb.PartitionUpdateRequest, who: Principal
@@ -621,4 +645,5 @@ METHODS = (
     "Licenses",
     "TopJob",
     "Notify",
+    "NodeReboot",
 )

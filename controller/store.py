@@ -840,6 +840,12 @@ class JobStore:
         self.durable.keep(PARTITION_STATE_KEY, json.dumps(self.partition_state, sort_keys=True))
         self.last_update = max(self.last_update, int(time.time()))
 
+    def change_node(self, node: NodeRuntime, now: int) -> None:
+        """Keep a node's new runtime state (journaled): a reboot's step
+        (``controller/reboots.py``) decided it."""
+        self._touch_node(node)
+        self.last_update = now
+
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int
     ) -> None:

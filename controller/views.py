@@ -382,6 +382,8 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
     flags = []
     if runtime.drain:
         flags.append("DRAIN")
+    if runtime.reboot:
+        flags.append("REBOOT_ISSUED" if runtime.reboot == "issued" else "REBOOT_REQUESTED")
     if any(COMPLETING in j.flags for j in jobs):
         flags.append("COMPLETING")
     if not runtime.responding and runtime.state != "UNKNOWN":
@@ -412,7 +414,7 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         gres_used=gres_used(conf.gres, jobs, name, store.gpu_numbering(name)),
         weight=conf.weight,
         partitions=[p.name for p in store.conf.partitions if name in p.nodes],
-        reason=runtime.reason if (runtime.drain or runtime.state == "DOWN") else "",
+        reason=runtime.reason if runtime.drain or runtime.state == "DOWN" or runtime.reboot else "",
         reason_user=runtime.reason_user,
         reason_time=runtime.reason_time,
         boot_time=runtime.boot_time,

@@ -38,6 +38,7 @@ from nodeagent.link import Link
 from nodeagent.mps import MpsServers
 from nodeagent.nodehooks import NodeHooks
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
+from nodeagent.reboot import Rebooter
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
 from nodeagent.spool import SiteHooks, Spool
@@ -355,6 +356,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         conf.tls,
         NodeHooks(spool.root(), table.hooks, table),
     )
+    reboot_program = dict(conf.settings).get("RebootProgram", "")
+    if reboot_program:
+        emulated = is_emulated(nodes, facts.hostname)
+        rebooter = Rebooter(reboot_program, emulated, table, os.path.abspath(conf.path))
+        link.reboot = rebooter.reboot
     proxy = ClientProxy(
         agent_socket_path(conf.slurmd_spool_dir),
         target,

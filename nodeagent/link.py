@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -70,6 +70,7 @@ class Link:
         self.hooks = hooks  # the Prolog and Epilog of jobs' other nodes (JobHook)
         self.start_time = start_time
         self.auth = auth
+        self.reboot: Callable[[str], None] | None = None  # RebootProgram (nodeagent/reboot.py)
 
     async def run(self) -> None:
         """Keep a stream up until cancelled."""
@@ -206,6 +207,8 @@ class Link:
                 self.table.resize(reply.resize)
             elif kind == "ack_done":
                 self.table.ack(reply.ack_done)
+            elif kind == "reboot" and self.reboot is not None:
+                self.reboot(reply.reboot.node)
             else:
                 log.warning("unexpected controller message %s", kind)
         except Exception:

@@ -196,6 +196,14 @@ class RunTable:
         self._send(pb.AgentMessage(drain=pb.NodeDrain(node=node, reason=reason)))
         return True
 
+    def rebooted(self, node: str, boot_time: int) -> bool:
+        """Tell the controller an emulated node's RebootProgram ended well
+        (``nodeagent/reboot.py``); False while no stream is up, to ask again."""
+        if self._send is None:
+            return False
+        self._send(pb.AgentMessage(rebooted=pb.NodeRebooted(node=node, boot_time=boot_time)))
+        return True
+
     def _report(self, message: pb.AgentMessage) -> None:
         """Send a report; while no stream is up, a batch report is dropped (the next
         hello says it again) and a StepDone waits for the next stream."""

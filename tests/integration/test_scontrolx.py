@@ -1,5 +1,6 @@
-"""scontrol's remaining commands (issue 19, point 6) on a real one-node cluster:
-top, notify. One cluster serves the module."""
+"""scontrol's remaining commands (issue 19, point 6) on a real cluster of two emulated
+nodes (whose RebootProgram's success is their reboot): top, notify, reboot. One
+cluster serves the module."""
 
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ from tests.security.rogue import controller_target, stamp_for_controller
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("scontrolx"), nodes=1, settings=("KillWait=2",))
+    directory = tmp_path_factory.mktemp("scontrolx")
+    reboot = directory / "reboot"
+    reboot.write_text(f'#!/bin/sh\necho "$SLURMD_NODENAME $1" >> {directory}/reboots\nsleep 1\n')
+    reboot.chmod(0o755)
+    settings = ("KillWait=2", f'RebootProgram="{reboot} --now"')
+    c = Cluster(directory, nodes=2, settings=settings)
     try:
         yield c.start()
     finally:
@@ -94,3 +100,51 @@ def test_notify_reaches_salloc_and_is_refused_where_nothing_listens(cluster: Clu
     assert (gone.returncode, gone.stderr) == (1, "job notify failure: Invalid job id specified\n")
     bad = cluster.run("scontrol", "notify", "abc", "hello", check=False)
     assert (bad.returncode, bad.stderr) == (1, "Invalid job_id abc\n")
+
+
+def _node(cluster: Cluster) -> tuple[str, str]:
+    """The node's State= and Reason= (without who set it when) as scontrol shows them."""
+    line = cluster.run("scontrol", "-o", "show", "node", "node1").stdout
+    state = line.split("State=", 1)[1].split()[0]
+    reason = line.split("Reason=", 1)[1].split(" [")[0] if "Reason=" in line else ""
+    return state, reason.strip()
+
+
+def _idle(cluster: Cluster) -> None:
+    cluster.wait_for(lambda: _node(cluster) == ("IDLE", ""), 15, "node1 not idle")
+
+
+def test_reboot_waits_for_the_node_to_be_idle_and_runs_reboot_program(cluster: Cluster) -> None:
+    _idle(cluster)
+    job = cluster.sbatch("-o", "/dev/null", "-w", "node1", "--wrap", "sleep 30")
+    cluster.wait_state(job, {"RUNNING"})
+    cluster.run("scontrol", "reboot", "ASAP", "nextstate=RESUME", "node1")
+    assert _node(cluster) == ("MIXED+DRAIN+REBOOT_REQUESTED", "Reboot ASAP")
+    assert cluster.run("sinfo", "-h", "-n", "node1", "-o", "%t").stdout == "drng@\n"
+    with pytest.raises(grpc.RpcError) as refused:
+        _as_stranger(cluster, "NodeReboot", pb.NodeRebootRequest(nodes="node1", cancel=True))
+    assert refused.value.details() == "2002: Access/permission denied"
+    cluster.run("scancel", str(job))
+    cluster.wait_for(lambda: _node(cluster)[0].endswith("REBOOT_ISSUED"), 15, "no reboot issued")
+    assert cluster.run("sinfo", "-h", "-n", "node1", "-o", "%t").stdout == "boot^\n"
+    _idle(cluster)
+    assert (cluster.dir / "reboots").read_text() == "node1 --now\n"
+
+
+def test_a_reboot_not_yet_issued_can_be_cancelled(cluster: Cluster) -> None:
+    _idle(cluster)
+    job = cluster.sbatch("-o", "/dev/null", "-w", "node1", "--wrap", "sleep 30")
+    cluster.wait_state(job, {"RUNNING"})
+    cluster.run("scontrol", "reboot", "reason=firmware", "node1")
+    assert _node(cluster) == ("MIXED+REBOOT_REQUESTED", "firmware")
+    cluster.run("scontrol", "cancel_reboot", "node1")
+    assert _node(cluster)[0] == "MIXED"
+    cluster.run("scancel", str(job))
+    for words, stderr in (
+        (("ASAP",), "Missing node list. Specify ALL|<NodeList>\n"),
+        (("nextstate=UP", "node1"), "Invalid state: UP\nValid states: DOWN, RESUME\n"),
+        (("node1", "node2"), "too many arguments for keyword:reboot\n"),
+        (("nodeX",), "scontrol_reboot_nodes error: Invalid node name specified\n"),
+    ):
+        bad = cluster.run("scontrol", "reboot", *words, check=False)
+        assert (bad.returncode, bad.stderr) == (1, stderr)
