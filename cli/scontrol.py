@@ -63,8 +63,9 @@ scontrol [<OPTION>] [<COMMAND>]
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
      top <job_list>           put the jobs first among their user's pending jobs
-     update <SPECIFICATIONS>  change a job (JobId=...), node (NodeName=...) or
-                              partition's State (PartitionName=...)
+     update <SPECIFICATIONS>  change a job (JobId=...), node (NodeName=...: State,
+                              Reason, Features, ActiveFeatures) or partition's
+                              State (PartitionName=...)
      version                  print the version
      write batch_script <job_id> [<file>|-]
                               write a batch job's script (default slurm-<job_id>.sh)
@@ -836,9 +837,11 @@ class Session:
             self.print(line)
 
     def update_node(self, args: Sequence[str]) -> None:
-        """``update NodeName=<list> State=<state> [Reason=<text>]``."""
+        """``update NodeName=<list> [State=<state>] [Reason=<text>] [Features=<list>]
+        [AvailableFeatures=<list>] [ActiveFeatures=<list>]``."""
         nodes = state = ""
         reason: str | None = None
+        features: dict[str, object] = {}
         for arg in args:
             tag, value = split_tag(arg)
             if value is None:
@@ -848,6 +851,10 @@ class Session:
                 nodes = value
             elif word_is(tag, "Reason", 1):
                 reason = value
+            elif word_is(tag, "Features", 1) or word_is(tag, "AvailableFeatures", 3):
+                features.update(available_features=value, set_available=True)
+            elif word_is(tag, "ActiveFeatures", 3):
+                features.update(active_features=value, set_active=True)
             elif word_is(tag, "State", 1):
                 state = _node_state(value)
                 if not state:
@@ -870,10 +877,10 @@ class Session:
                 quiet_ok=False,
             )
             return
-        if not state and reason is None:
+        if not state and reason is None and not features:
             self.fail("No changes specified", quiet_ok=False)
             return
-        request = {"nodes": nodes, "state": state, "reason": reason or ""}
+        request = {"nodes": nodes, "state": state, "reason": reason or "", **features}
         try:
             self.call("NodeUpdate", request)
         except SlurmError as exc:

@@ -78,6 +78,8 @@ _NODE_KEEP = (
     "reboot_asap",
     "reboot_next",
     "reboot_time",
+    "available_features",
+    "active_features",
 )
 
 

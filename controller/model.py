@@ -312,3 +312,7 @@ class NodeRuntime:
     reboot_asap: bool = False
     reboot_next: str = ""
     reboot_time: int = 0
+    # scontrol update NodeName=.. Features= (controller/nodefeatures.py): the node's
+    # AvailableFeatures and ActiveFeatures, comma-separated; None: slurm.conf's.
+    available_features: str | None = None
+    active_features: str | None = None

@@ -292,12 +292,18 @@ class Handlers:
         state = req.state.upper()
         if state == "CANCEL_REBOOT":  # scontrol update NodeName=.. State=CANCEL_REBOOT
             return await self.NodeReboot(pb.NodeRebootRequest(nodes=req.nodes, cancel=True), who)
-        if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
+        features = req.set_available or req.set_active  # controller/nodefeatures.py
+        if (state or not features) and state not in NODE_STATES:
             raise SlurmError(errors.EINVAL, f"Invalid node state specified: {req.state}")
         names = self._node_names([req.nodes])
         self._check_writable()
         now = self.now()
-        self.store.set_node_admin_state(names, state, req.reason, who, now)
+        if features:
+            available = req.available_features if req.set_available else None
+            active = req.active_features if req.set_active else None
+            self.store.set_node_features(names, available, active, now)
+        if state:
+            self.store.set_node_admin_state(names, state, req.reason, who, now)
         if state in ("DOWN", "FAIL"):
             for name in names:
                 self.store.fail_jobs_on(name, now)
@@ -610,6 +616,9 @@ class Handlers:
         self.stop()
         return pb.ShutdownReply()
 
+
+#: The states ``scontrol update NodeName=`` may set (CANCEL_REBOOT aside).
+NODE_STATES = ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL")
 
 #: The states ``scontrol update PartitionName=`` may set.
 PARTITION_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare, licenseviews, preemptrules, queuereply
+from controller import gpuaffinity, gpushare, licenseviews, nodefeatures, preemptrules, queuereply
 from controller.core import dependency as depcheck
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
@@ -408,6 +408,7 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         alloc_memory=used_mem,
         free_memory=max(conf.real_memory - used_mem, 0),
         features=",".join(conf.features),
+        available_features=",".join(nodefeatures.available_of(runtime, conf)),
         gres=gpuaffinity.gres_with_sockets(
             conf.gres, store.capacity.gpu_sockets(name), runtime.gres_found
         ),

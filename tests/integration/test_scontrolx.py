@@ -148,3 +148,27 @@ def test_a_reboot_not_yet_issued_can_be_cancelled(cluster: Cluster) -> None:
     ):
         bad = cluster.run("scontrol", "reboot", *words, check=False)
         assert (bad.returncode, bad.stderr) == (1, stderr)
+
+
+def test_node_features_set_by_scontrol_steer_constraint_and_show(cluster: Cluster) -> None:
+    cluster.run("scontrol", "update", "NodeName=node1", "Features=fast,big")
+    shown = cluster.run("scontrol", "show", "node", "node1").stdout
+    assert "AvailableFeatures=fast,big" in shown and "ActiveFeatures=fast,big" in shown
+    cluster.run("scontrol", "update", "NodeName=node1", "ActiveFeatures=fast")
+    line = cluster.run("sinfo", "-h", "-n", "node1", "-o", "%f %b").stdout
+    assert line == "fast,big fast\n"
+    job = cluster.sbatch("-o", "/dev/null", "-C", "fast", "--wrap", "true")
+    assert cluster.wait_done(job)["nodes"] == "node1"
+    big = cluster.run("sbatch", "-C", "big", "--wrap", "true", check=False)
+    assert big.stderr.endswith("Batch job submission failed: Invalid feature specification\n")
+    bad = cluster.run("scontrol", "update", "NodeName=node1", "ActiveFeatures=huge", check=False)
+    assert (bad.returncode, bad.stderr) == (
+        1,
+        "slurm_update error: Active features not subset of available\n",
+    )
+    request = pb.NodeUpdateRequest(nodes="node1", available_features="", set_available=True)
+    with pytest.raises(grpc.RpcError) as refused:
+        _as_stranger(cluster, "NodeUpdate", request)
+    assert refused.value.details() == "2002: Access/permission denied"
+    cluster.run("scontrol", "update", "NodeName=node1", "Features=")
+    assert "AvailableFeatures=(null)" in cluster.run("scontrol", "show", "node", "node1").stdout
