@@ -47,6 +47,8 @@ scontrol [<OPTION>] [<COMMAND>]
      hold <job_list>          prevent the jobs from starting (admin hold)
      uhold <job_list>         hold the jobs as their user would
      release <job_list>       let held jobs start again
+     listpids [<job_id>[.<step_id>]] [<NodeName>]
+                              list the processes of jobs on this host
      notify <job_id> <msg>    print a message on the stderr of a job's salloc or srun
      requeue <job_list>       requeue batch jobs
      requeuehold <job_list>   requeue batch jobs and hold them
@@ -174,6 +176,7 @@ class Session:
             ("quit", 4, self._quit),
             ("reboot_nodes", 3, lambda w: scontrolreboot.reboot(self, w)),
             ("reconfigure", 3, self._reconfigure),
+            ("listpids", 1, lambda w: scontroljobs.listpids(self, w)),
             ("notify", 1, lambda w: scontroljobs.notify(self, w)),
             ("requeue", 3, self._requeue),
             ("requeuehold", 11, self._requeue),

@@ -26,7 +26,7 @@ from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
 from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
-from nodeagent import cgroups, checkpoints, containment, devcgroup
+from nodeagent import cgroups, checkpoints, containment, devcgroup, listpids
 from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
@@ -369,6 +369,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         ratelimit.from_config(conf),
         conf.tls,
         ttl,
+    )
+    proxy.local["ListPids"] = lambda request, uid: listpids.answer(
+        table.runs(), request, uid, uid in auth.daemon_uids(conf.slurm_user)
     )
     await proxy.start()
     stop = asyncio.Event()

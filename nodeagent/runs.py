@@ -184,6 +184,10 @@ class RunTable:
         node's report for a step it has already recorded."""
         self._backlog[:0] = dones
 
+    def runs(self) -> list[Run]:
+        """Every run the table holds (scontrol listpids: ``nodeagent/listpids.py``)."""
+        return list(self._runs.values())
+
     def busy(self) -> bool:
         """Whether any run is alive here (HealthCheckNodeState's ALLOC and MIXED)."""
         return any(run.done is None for run in self._runs.values())

@@ -4,8 +4,12 @@ cluster serves the module."""
 
 from __future__ import annotations
 
+import pwd
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -13,16 +17,20 @@ import pytest
 
 from cli.demo import client_command
 from corral import grpctls
+from corral.client import Client, agent_socket_path
 from corral.config import load
 from corral.wire import corral_pb2 as pb
 from corral.wire import corral_pb2_grpc as pb_grpc
+from tests.forkuser import call_as
 from tests.integration.cluster import Cluster
 from tests.security.rogue import controller_target, stamp_for_controller
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    directory = tmp_path_factory.mktemp("scontrolx")
+def cluster() -> Iterator[Cluster]:
+    # Under /tmp, open to all: a user other than root reaches the agent's socket.
+    directory = Path(tempfile.mkdtemp(prefix="corral-scontrolx-", dir="/tmp"))
+    directory.chmod(0o755)
     reboot = directory / "reboot"
     reboot.write_text(f'#!/bin/sh\necho "$SLURMD_NODENAME $1" >> {directory}/reboots\nsleep 1\n')
     reboot.chmod(0o755)
@@ -32,6 +40,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c.start()
     finally:
         c.stop()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _as_stranger(cluster: Cluster, method: str, request: Any) -> Any:
@@ -172,3 +181,32 @@ def test_node_features_set_by_scontrol_steer_constraint_and_show(cluster: Cluste
     assert refused.value.details() == "2002: Access/permission denied"
     cluster.run("scontrol", "update", "NodeName=node1", "Features=")
     assert "AvailableFeatures=(null)" in cluster.run("scontrol", "show", "node", "node1").stdout
+
+
+def test_listpids_names_a_jobs_processes_on_this_host_for_its_owner(cluster: Cluster) -> None:
+    job = cluster.sbatch("-o", "/dev/null", "-w", "node1", "--wrap", "sleep 30; true")
+    cluster.wait_state(job, {"RUNNING"})
+    lines: list[str] = []
+
+    def listed() -> bool:
+        lines[:] = cluster.run("scontrol", "listpids", str(job)).stdout.splitlines()
+        return len(lines) == 3
+
+    cluster.wait_for(listed, 10, "the script and its sleep not listed")
+    assert lines[0].split() == ["PID", "JOBID", "STEPID", "LOCALID", "GLOBALID"]
+    rows = sorted(line.split()[1:] for line in lines[1:])
+    assert rows == [[str(job), "batch", "-", "-"], [str(job), "batch", "0", "0"]]
+    assert cluster.run("scontrol", "listpids", f"{job}.batch", "node1").stdout.count("\n") == 3
+    for words, stderr in (
+        ((f"{job}.0",), f"Job step {job}.0 does not exist on this node.\n"),
+        ((str(job), "node2"), f"Job {job} does not exist on node node2.\n"),
+        (("x1",), '"x1" does not look like a jobid\n'),
+    ):
+        told = cluster.run("scontrol", "listpids", *words, check=False)
+        assert (told.returncode, told.stderr) == (1, stderr)
+    # The agent names the caller by its socket (SO_PEERCRED): uid 4242 owns no job.
+    agent = Client(agent_socket_path(load(cluster.conf).slurmd_spool_dir))
+    stranger = pwd.struct_passwd(("stranger", "x", 4242, 4242, "", "/", "/bin/sh"))
+    seen = call_as(stranger, lambda: dict(agent.call("ListPids", {"job_id": job})))
+    assert (seen["runs"], seen["rows"]) == (0, [])
+    cluster.run("scancel", str(job))
