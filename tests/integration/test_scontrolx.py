@@ -148,6 +148,9 @@ def test_a_reboot_not_yet_issued_can_be_cancelled(cluster: Cluster) -> None:
     assert _node(cluster) == ("MIXED+REBOOT_REQUESTED", "firmware")
     cluster.run("scontrol", "cancel_reboot", "node1")
     assert _node(cluster)[0] == "MIXED"
+    cluster.run("scontrol", "reboot", "node1")
+    cluster.run("scontrol", "update", "NodeName=node1", "State=CANCEL_REBOOT")
+    assert _node(cluster)[0] == "MIXED"
     cluster.run("scancel", str(job))
     for words, stderr in (
         (("ASAP",), "Missing node list. Specify ALL|<NodeList>\n"),

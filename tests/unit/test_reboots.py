@@ -103,3 +103,15 @@ def test_the_store_issues_reboots_and_keeps_them_across_a_restart(tmp_path: Path
     assert (node.reboot, node.reboot_next, node.reboot_time) == (reboots.ISSUED, "DOWN", 101)
     assert reboots.advance(again, 132)
     assert (again.nodes["n1"].state, again.nodes["n1"].reason) == ("DOWN", "reboot timed out")
+
+
+def test_a_reboot_needs_reboot_program_and_a_known_next_state(tmp_path: Path) -> None:
+    text = "ClusterName=t\nSlurmctldHost=c\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=ALL\n"
+    store = JobStore(parse(text, str(tmp_path / "slurm.conf")), Journal(str(tmp_path / "s")))
+    with pytest.raises(SlurmError, match="RebootProgram isn't defined"):
+        reboots.ask(store, ["n1"], ROOT, 100)
+    with_program = "RebootProgram=/sbin/reboot\n" + text
+    store = JobStore(parse(with_program, str(tmp_path / "b.conf")), Journal(str(tmp_path / "b")))
+    with pytest.raises(SlurmError, match="Invalid state: UP"):
+        reboots.ask(store, ["n1"], ROOT, 100, next_state="UP")
+    assert store.nodes["n1"].reboot == ""
