@@ -397,7 +397,8 @@ class Handlers:
     async def Licenses(self, req: pb.LicensesRequest, who: Principal) -> pb.LicensesReply:
         """``scontrol show licenses``: each license's total and what jobs hold (any
         user: counts per license, no user's data)."""
-        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values())
+        kept = licenseviews.reserved(self.store.reservations.views(), self.now())
+        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values(), kept)
 
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:

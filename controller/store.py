@@ -588,6 +588,7 @@ class JobStore:
             default_partition=default.name if default else "",
             running=running,
             accounts=accounts,
+            licenses=dict(self.conf.licenses),
         )
 
     def change_reservation(self, action: str, settings: dict[str, str], now: int) -> Reservation:

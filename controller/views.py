@@ -487,6 +487,7 @@ def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:
         partition=resv.partition,
         state="ACTIVE" if resv.start <= now <= resv.end else "INACTIVE",
         tres=f"cpu={resv.cores}",
+        licenses=resv.licenses,
     )
 
 

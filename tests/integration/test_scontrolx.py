@@ -1,6 +1,7 @@
 """scontrol's remaining commands (issue 19, point 6) on a real cluster of two emulated
-nodes (whose RebootProgram's success is their reboot): top, notify, reboot. One
-cluster serves the module."""
+nodes (whose RebootProgram's success is their reboot): top, notify, reboot,
+listpids, node features; and (point 4) licenses kept by reservations. One cluster
+serves the module."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def cluster() -> Iterator[Cluster]:
     reboot = directory / "reboot"
     reboot.write_text(f'#!/bin/sh\necho "$SLURMD_NODENAME $1" >> {directory}/reboots\nsleep 1\n')
     reboot.chmod(0o755)
-    settings = ("KillWait=2", f'RebootProgram="{reboot} --now"')
+    settings = ("KillWait=2", f'RebootProgram="{reboot} --now"', "Licenses=foo:3")
     c = Cluster(directory, nodes=2, settings=settings)
     try:
         yield c.start()
@@ -213,3 +214,32 @@ def test_listpids_names_a_jobs_processes_on_this_host_for_its_owner(cluster: Clu
     seen = call_as(stranger, lambda: dict(agent.call("ListPids", {"job_id": job})))
     assert (seen["runs"], seen["rows"]) == (0, [])
     cluster.run("scancel", str(job))
+
+
+def test_a_reservation_keeps_its_licenses_for_its_jobs(cluster: Cluster) -> None:
+    cluster.run(
+        "scontrol", "create", "reservation", "ReservationName=lic", "Users=root",
+        "Nodes=node2", "StartTime=now", "Duration=60", "Licenses=foo:2",
+    )  # fmt: skip
+    shown = cluster.run("scontrol", "show", "reservation", "lic").stdout
+    assert "Licenses=foo:2 State=ACTIVE" in shown
+    assert cluster.run("scontrol", "-o", "show", "licenses").stdout == (
+        "LicenseName=foo Total=3 Used=0 Free=1 Reserved=2 Remote=no\n"
+    )
+    outside = cluster.sbatch("-o", "/dev/null", "-L", "foo:2", "--wrap", "sleep 30")
+    cluster.wait_for(lambda: cluster.job(outside)["reason"] == "Licenses", 10, "not Licenses")
+    inside = cluster.sbatch(
+        "-o", "/dev/null", "-L", "foo:3", "--reservation=lic", "--wrap", "sleep 30"
+    )
+    assert cluster.wait_state(inside, {"RUNNING"})["nodes"] == "node2"
+    more = cluster.run(
+        "scontrol", "create", "reservation", "Users=root", "Nodes=node1",
+        "StartTime=now", "Duration=60", "Licenses=foo:2", check=False,
+    )  # fmt: skip
+    assert more.stderr == "Error creating the reservation: Invalid license specification\n"
+    cluster.run("scancel", str(inside), str(outside))
+
+    def deleted() -> bool:  # once its job has left its node
+        return cluster.run("scontrol", "delete", "Res=lic", check=False).returncode == 0
+
+    cluster.wait_for(deleted, 15, "reservation lic still in use")
