@@ -52,7 +52,7 @@ def top(
     """Move the jobs of ``named`` (each id as the caller gave it, with the jobs it
     names) to the top of their owner's queue; the error of the last one refused
     (None: none was). Refused jobs are skipped, the others move."""
-    if not who.is_operator and store.conf.scheduler_param("enable_user_top") is None:
+    if not allowed(store, who):
         return SlurmError(errors.ESLURM_ACCESS_DENIED)
     refused: SlurmError | None = None
     chosen: dict[int, Job] = {}
@@ -77,6 +77,12 @@ def top(
     if chosen:
         _apply(store, list(chosen.values()))
     return refused
+
+
+def allowed(store: JobStore, who: Principal) -> bool:
+    """Whether ``who`` may use scontrol top at all: operators, and users where
+    SchedulerParameters has enable_user_top."""
+    return who.is_operator or store.conf.scheduler_param("enable_user_top") is not None
 
 
 def _refusal(job: Job, who: Principal) -> int:

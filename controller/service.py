@@ -559,6 +559,8 @@ class Handlers:
 
     async def TopJob(self, req: pb.TopJobRequest, who: Principal) -> pb.TopJobReply:
         """``scontrol top``: the named jobs first in their owner's queue (``jobtop``)."""
+        if not jobtop.allowed(self.store, who):  # before ids naming array tasks split them
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         self._check_writable()
         refused = jobtop.top(self.store, self.control.targets(list(req.job_ids), {}), who)
         await self._commit()
