@@ -21,7 +21,7 @@ from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
@@ -153,3 +153,36 @@ def release(client: Any, job_id: int, status: int) -> None:
 def cancel(client: Any, job_id: int) -> None:
     with contextlib.suppress(SlurmError):
         client.call("Signal", {"filter": {"job_ids": [str(job_id)]}, "signal": 0})
+
+
+#: How often a running allocation's client asks for scontrol notify's messages.
+NOTICE_POLL = 1.0
+
+
+def print_notices(client: Any, prog: str, job_id: int) -> Callable[[], None]:
+    """Print each ``scontrol notify`` message for the allocation on stderr as
+    ``<prog>: <message>`` (Slurm's salloc and srun print SRUN_USER_MSG so), from
+    a thread that polls ``Allocation``; the function returned stops it."""
+    import threading
+
+    stop = threading.Event()
+
+    def poll() -> None:
+        seen = 0
+        while not stop.wait(NOTICE_POLL):
+            try:
+                notices = client.call("Allocation", {"job_id": job_id, "notices_seen": seen})
+            except SlurmError:
+                continue  # the controller restarts, or the job ended: the main loop sees it
+            for text in notices["notices"]:
+                print(f"{prog}: {text}", file=sys.stderr, flush=True)
+            seen += len(notices["notices"])
+
+    thread = threading.Thread(target=poll, name="notices", daemon=True)
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join()
+
+    return halt

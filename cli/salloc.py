@@ -137,10 +137,12 @@ def salloc(argv: list[str]) -> int:
     if not quiet:
         print(f"{PROG}: Granted job allocation {job_id}", file=sys.stderr)
     status = 0
+    halt_notices = allocation.print_notices(client, PROG, job_id)
     try:
         env.update(allocation.gpu_environment(options))
         status = _run(client, job_id, command, {**os.environ, **env})
     finally:
+        halt_notices()
         if not quiet:
             print(f"{PROG}: Relinquishing job allocation {job_id}", file=sys.stderr)
         release(client, job_id, status)

@@ -67,7 +67,20 @@ class JournalWriteError(SlurmError):
         self.detail = detail
 
 
-_NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
+_NODE_KEEP = (
+    "state",
+    "drain",
+    "reason",
+    "reason_user",
+    "reason_uid",
+    "reason_time",
+    "reboot",
+    "reboot_asap",
+    "reboot_next",
+    "reboot_time",
+    "available_features",
+    "active_features",
+)
 
 
 #: Derived anew by every backfill pass, or (``deps``) from ``dependency`` when a

@@ -321,3 +321,13 @@ class NodeRuntime:
     gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
     gpu_links: tuple[tuple[int, int, int], ...] = ()  # probed: (GPU a, GPU b, NVLinks)
     jobs: frozenset[int] = field(default_factory=frozenset)
+    # scontrol reboot (controller/reboots.py): "", "requested" or "issued"; ASAP's
+    # drain, the state after it (nextstate=), when it was issued.
+    reboot: str = ""
+    reboot_asap: bool = False
+    reboot_next: str = ""
+    reboot_time: int = 0
+    # scontrol update NodeName=.. Features= (controller/nodefeatures.py): the node's
+    # AvailableFeatures and ActiveFeatures, comma-separated; None: slurm.conf's.
+    available_features: str | None = None
+    active_features: str | None = None

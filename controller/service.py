@@ -27,10 +27,12 @@ from controller import (
     hetjobs,
     jobcontrol,
     jobspec,
+    jobtop,
     licenseviews,
     priorityviews,
     queries,
     queuereply,
+    reboots,
     stepattach,
     stepusage,
     triggerops,
@@ -48,6 +50,7 @@ from controller.jobenv import allocation_environment
 from controller.jobspec import JobSpec
 from controller.jobstate import JobState
 from controller.journal import JournalWriteError
+from controller.notices import NoticeBoard
 from controller.principal import Principal, submitting_as
 from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
@@ -110,6 +113,7 @@ class Handlers:
         self._in_flight = 0
         self._what_ifs = asyncio.Lock()  # --test-only passes, one at a time off the loop
         self.control = jobcontrol.JobControl(store)
+        self.notices = NoticeBoard()
 
     def now(self) -> int:
         return int(self.clock())
@@ -302,18 +306,47 @@ class Handlers:
         if not who.is_operator:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         state = req.state.upper()
-        if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
+        if state == "CANCEL_REBOOT":  # scontrol update NodeName=.. State=CANCEL_REBOOT
+            return await self.NodeReboot(pb.NodeRebootRequest(nodes=req.nodes, cancel=True), who)
+        features = req.set_available or req.set_active  # controller/nodefeatures.py
+        if (state or not features) and state not in NODE_STATES:
             raise SlurmError(errors.EINVAL, f"Invalid node state specified: {req.state}")
         names = self._node_names([req.nodes])
         self._check_writable()
         now = self.now()
-        self.store.set_node_admin_state(names, state, req.reason, who, now)
+        if features:
+            available = req.available_features if req.set_available else None
+            active = req.active_features if req.set_active else None
+            self.store.set_node_features(names, available, active, now)
+        if state:
+            self.store.set_node_admin_state(names, state, req.reason, who, now)
         if state in ("DOWN", "FAIL"):
             for name in names:
                 self.store.fail_jobs_on(name, now)
         await self._commit()
         self.kick()
         return pb.NodeUpdateReply()
+
+    async def NodeReboot(self, req: pb.NodeRebootRequest, who: Principal) -> pb.NodeRebootReply:
+        """``scontrol reboot`` and ``cancel_reboot`` (``controller/reboots.py``): Slurm's
+        super users only."""
+        if not who.is_super_user:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        names = self._node_names([] if req.nodes.upper() == "ALL" else [req.nodes])
+        self._check_writable()
+        reboots.ask(
+            self.store,
+            names,
+            who,
+            self.now(),
+            asap=req.asap,
+            next_state=req.next_state.upper(),
+            reason=req.reason,
+            cancel_it=req.cancel,
+        )
+        await self._commit()
+        self.kick()
+        return pb.NodeRebootReply()
 
     async def PartitionUpdate(
         self, req: pb.PartitionUpdateRequest, who: Principal
@@ -380,7 +413,8 @@ class Handlers:
     async def Licenses(self, req: pb.LicensesRequest, who: Principal) -> pb.LicensesReply:
         """``scontrol show licenses``: each license's total and what jobs hold (any
         user: counts per license, no user's data)."""
-        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values())
+        kept = licenseviews.reserved(self.store.reservations.views(), self.now())
+        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values(), kept)
 
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
@@ -595,7 +629,25 @@ class Handlers:
                 members = hetjobs.components(self.store.jobs, job)
                 env = hetjobs.allocation_environment(members, self.store.conf.cluster_name)
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})
+        reply.notices.extend(self.notices.after(job, req.notices_seen))
         return reply
+
+    async def Notify(self, req: pb.NotifyRequest, who: Principal) -> pb.NotifyReply:
+        """``scontrol notify``: a message for the job's salloc or srun (``notices``)."""
+        self.notices.post(self.store.jobs, req.job_id, req.message, who)
+        return pb.NotifyReply()
+
+    async def TopJob(self, req: pb.TopJobRequest, who: Principal) -> pb.TopJobReply:
+        """``scontrol top``: the named jobs first in their owner's queue (``jobtop``)."""
+        if not jobtop.allowed(self.store, who):  # before ids naming array tasks split them
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        self._check_writable()
+        refused = jobtop.top(self.store, self.control.targets(list(req.job_ids), {}), who)
+        await self._commit()
+        self.kick()
+        if refused is None:
+            return pb.TopJobReply()
+        return pb.TopJobReply(code=refused.code, message=refused.message)
 
     async def Token(self, req: pb.TokenRequest, who: Principal) -> pb.TokenReply:
         """``scontrol token``: a JWT for the caller, or for another user if an operator
@@ -649,6 +701,9 @@ class Handlers:
         return pb.ShutdownReply()
 
 
+#: The states ``scontrol update NodeName=`` may set (CANCEL_REBOOT aside).
+NODE_STATES = ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL")
+
 #: The states ``scontrol update PartitionName=`` may set.
 PARTITION_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
 
@@ -685,4 +740,7 @@ METHODS = (
     "Triggers",
     "Broadcast",
     "StepAttach",
+    "TopJob",
+    "Notify",
+    "NodeReboot",
 )

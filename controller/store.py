@@ -39,6 +39,7 @@ from controller import (
     hetjobs,
     jobstate,
     mail,
+    nodefeatures,
     snapshots,
     steps,
 )
@@ -115,7 +116,9 @@ class JobStore:
     # ------------------------------------------------------------ configuration
 
     def apply_config(self, conf: SlurmConfig) -> None:
-        """Adopt a (re)loaded slurm.conf; nodes keep their runtime state."""
+        """Adopt a (re)loaded slurm.conf; nodes keep their runtime state (and the
+        features an administrator gave them: ``controller/nodefeatures.py``)."""
+        conf = nodefeatures.applied(conf, self.nodes)
         self.conf = self.durable.conf = conf
         self.capacity = Capacity(conf)
         self.enforce = associations.enforcing(conf.accounting.enforce)
@@ -184,6 +187,8 @@ class JobStore:
                 self.nodes[name] = replace(
                     self.nodes[name], **saved, last_seen=monotonic, responding=False
                 )
+        if any(node.active_features is not None for node in self.nodes.values()):
+            self.apply_config(self.conf)  # the features an administrator set
         self.apply_config(self.conf)
         log.info("recovered %d jobs, next job id %d", len(self.jobs), self.next_job_id)
 
@@ -623,6 +628,7 @@ class JobStore:
             default_partition=default.name if default else "",
             running=running,
             accounts=accounts,
+            licenses=dict(self.conf.licenses),
         )
 
     def change_reservation(self, action: str, settings: dict[str, str], now: int) -> Reservation:
@@ -885,6 +891,26 @@ class JobStore:
         self.partition_state[name] = state
         self.durable.keep(PARTITION_STATE_KEY, json.dumps(self.partition_state, sort_keys=True))
         self.last_update = max(self.last_update, int(time.time()))
+
+    def set_node_features(
+        self, names: Iterable[str], available: str | None, active: str | None, now: int
+    ) -> None:
+        """``scontrol update NodeName= Features=``: every node checked before any
+        changes; the configuration then carries the new active features."""
+        changed = [
+            nodefeatures.update(self.nodes[name], self.conf.node(name), available, active)
+            for name in names
+        ]
+        for node in changed:
+            self._touch_node(node)
+        self.apply_config(self.conf)
+        self.last_update = now
+
+    def change_node(self, node: NodeRuntime, now: int) -> None:
+        """Keep a node's new runtime state (journaled): a reboot's step
+        (``controller/reboots.py``) decided it."""
+        self._touch_node(node)
+        self.last_update = now
 
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int

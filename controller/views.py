@@ -18,6 +18,7 @@ from controller import (
     hetjobs,
     jobdetail,
     licenseviews,
+    nodefeatures,
     preemptrules,
     queuereply,
 )
@@ -395,6 +396,8 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
     flags = []
     if runtime.drain:
         flags.append("DRAIN")
+    if runtime.reboot:
+        flags.append("REBOOT_ISSUED" if runtime.reboot == "issued" else "REBOOT_REQUESTED")
     if any(COMPLETING in j.flags for j in jobs):
         flags.append("COMPLETING")
     if not runtime.responding and runtime.state != "UNKNOWN":
@@ -419,13 +422,14 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         alloc_memory=used_mem,
         free_memory=max(conf.real_memory - used_mem, 0),
         features=",".join(conf.features),
+        available_features=",".join(nodefeatures.available_of(runtime, conf)),
         gres=gpuaffinity.gres_with_sockets(
             conf.gres, store.capacity.gpu_sockets(name), runtime.gres_found
         ),
         gres_used=gres_used(conf.gres, jobs, name, store.gpu_numbering(name)),
         weight=conf.weight,
         partitions=[p.name for p in store.conf.partitions if name in p.nodes],
-        reason=runtime.reason if (runtime.drain or runtime.state == "DOWN") else "",
+        reason=runtime.reason if runtime.drain or runtime.state == "DOWN" or runtime.reboot else "",
         reason_user=runtime.reason_user,
         reason_time=runtime.reason_time,
         boot_time=runtime.boot_time,
@@ -497,6 +501,7 @@ def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:
         partition=resv.partition,
         state="ACTIVE" if resv.start <= now <= resv.end else "INACTIVE",
         tres=f"cpu={resv.cores}",
+        licenses=resv.licenses,
     )
 
 

@@ -239,7 +239,9 @@ class StepRun(Runner):
             )
         self._start_tasks(stdio, groups, note)
         if self.pgid:
-            self.stepdir.write_started(Started(pid=self.pgid, start_time=int(self.started_at)))
+            tasks = tuple((t.pid, t.index, t.task_id) for t in self.tasks if t.pid)
+            started = Started(pid=self.pgid, start_time=int(self.started_at), tasks=tasks)
+            self.stepdir.write_started(started)
             if spec.time_limit >= 0:
                 self.deadline = (spec.start_time or self.started_at) + spec.time_limit * 60
             self._check_requests()

@@ -948,9 +948,11 @@ def run_in_new_allocation(
     job_id = allocation.submit(client, PROG, settings.options, name, argv)
     os.environ.update(allocation.wait_for_start(client, PROG, job_id, settings.has("quiet")))
     code = 1
+    halt_notices = allocation.print_notices(client, PROG, job_id)
     try:
         code = run_in_allocation(client, settings, job_id, conf)
     finally:
+        halt_notices()
         allocation.release(client, job_id, (code & 0xFF) << 8)
     return code
 

@@ -154,7 +154,10 @@ def schedule(
     usage = Usage(snap.usage)
     windows = ResvWindows(snap.reservations)
     licenses = book_of(
-        snap.licenses, ((r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running), now
+        snap.licenses,
+        ((r.job_id, r.licenses, r.start_time, r.end_time, r.reservation) for r in snap.running),
+        now,
+        snap.reservations,
     )
     # Licenses asked for by jobs ahead that wait: a job behind them may not take those
     # now (as a waiting job blocks its partition); backfill lends them when its plans
@@ -240,7 +243,8 @@ def schedule(
                 break
             asked = needs(job.licenses)
             if asked and (
-                licenses.short(asked, now, now + 1) or any(n in awaited for n, _ in asked)
+                licenses.short(asked, now, now + 1, job.reservation)
+                or any(n in awaited for n, _ in asked)
             ):
                 # As a job waiting for nodes: the jobs behind it in its partitions wait
                 # for backfill, which starts them only if they do not delay it.
@@ -275,7 +279,7 @@ def schedule(
             free.taken(outcome)
             usage.take(gates)
             chooser.take(job)
-            licenses.hold(job.job_id, asked, now, None)  # backfill learns its end
+            licenses.hold(job.job_id, asked, now, None, job.reservation)  # backfill: its end
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
