@@ -211,7 +211,6 @@ def job_info(
         node_cpu_ids=detail.node_cpu_ids,
         node_mem=detail.node_mem,
         node_gres=detail.node_gres,
-        threads_per_core=job.threads_per_core,
     )
     if job.array_pending:
         # Shown as stored unless the client named some tasks: never expanded to be
