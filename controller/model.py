@@ -141,6 +141,11 @@ class Job:
     # sbatch -m as given ("": Slurm's default, block:cyclic): how its CPUs are taken
     # (core/cpupick.py; the client told the job in SLURM_DISTRIBUTION).
     distribution: str = ""
+    # Threads of each core its tasks use (--hint=nomultithread, compute_bound and
+    # memory_bound: 1; --threads-per-core=N: N; 0: all), and so the CPUs of ``cpus`` it
+    # may use on each node (core/threads.py; (): all of them). It holds whole cores.
+    threads_per_core: int = 0
+    cpus_used: tuple[int, ...] = ()
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it
@@ -228,6 +233,12 @@ class Job:
     def cpus_needed(self) -> int:
         """CPUs the job needs in all (tasks x CPUs per task, at least --mincpus)."""
         return max(self.num_tasks * self.cpus_per_task, self.min_cpus)
+
+    @property
+    def usable_cpus(self) -> tuple[int, ...]:
+        """The CPUs it may use on each of ``nodes``: SLURM_JOB_CPUS_PER_NODE, its tasks'
+        layout and its steps' room (``cpus`` is what it holds, and is billed for)."""
+        return self.cpus_used if len(self.cpus_used) == len(self.cpus) else self.cpus
 
     @property
     def display_id(self) -> str:

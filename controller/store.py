@@ -721,6 +721,7 @@ class JobStore:
                 start.cpu_ids,
                 start.flavor.gres if start.flavor else "",
                 flavornote.describe(start.flavor) if start.flavor else "",
+                start.used,
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():

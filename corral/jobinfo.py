@@ -73,6 +73,7 @@ COPIED: Final[dict[str, str]] = {
     "min_nodes": "min_nodes",
     "resize_time": "resize_time",
     "container": "container",
+    "threads_per_core": "threads_per_core",
     "container_id": "container_id",
     "het_job_id": "het_job_id",
     "het_job_offset": "het_job_offset",
@@ -262,6 +263,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "topology_level",
         "gres_enforce_bind",
         "job_gres",  # scontrol -d's detail lines; gres_detail comes from ``gres``
+        "threads_per_core",  # scontrol's ReqB:S:C:T
         "node_cpu_ids",
         "node_mem",
         "node_gres",

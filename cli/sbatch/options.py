@@ -124,7 +124,11 @@ TABLE = OptionTable(
         _row("gres", note="A|B: alternatives, in order of preference (Corral's own)"),
         _row("gres-flags", note="enforce-binding (CPUs near the GPUs only) or disable-binding"),
         _row("help", "h", NO_ARGUMENT),
-        _no("hint", _LAYOUT),
+        _row(
+            "hint",
+            note="nomultithread, compute_bound, memory_bound: a thread of each whole core; "
+            "SLURM_HINT for the steps",
+        ),
         _row("hold", "H", NO_ARGUMENT),
         _row("ignore-pbs", arg=NO_ARGUMENT, note="#PBS lines are never read"),
         _no("immediate", "immediate allocation is not implemented", "I", OPTIONAL),
@@ -182,7 +186,7 @@ TABLE = OptionTable(
         Option("ntasks-per-node", "", "tasks-per-node", REQUIRED),
         _row("test-only", arg=NO_ARGUMENT),
         _no("thread-spec", "thread specialization is not implemented"),
-        _no("threads-per-core", _PLACEMENT),
+        _row("threads-per-core", note="that many threads of each whole core; drops --hint"),
         _row("time", "t"),
         _row("time-min"),
         _row("topology-level", note=TOPOLOGY_LEVEL),
