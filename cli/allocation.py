@@ -21,7 +21,7 @@ from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
@@ -63,9 +63,34 @@ def elastic_signal(options: Mapping[str, str | None]) -> int:
 
 
 def submit(
-    client: Any, prog: str, options: Mapping[str, str | None], name: str, line: list[str]
+    client: Any,
+    prog: str,
+    options: Mapping[str, str | None],
+    name: str,
+    line: list[str],
+    het: Sequence[Mapping[str, str | None]] = (),
 ) -> int:
-    """Ask for the allocation; its job id (Halt with Slurm's words if refused)."""
+    """Ask for the allocation; its job id (Halt with Slurm's words if refused). ``het``:
+    the options of a heterogeneous job's further components (salloc ``:``), each
+    taking the options Slurm propagates from the one before."""
+    from cli.sbatch.options import PROPAGATED
+
+    specs = [_spec(prog, options, name, line)]
+    previous = options
+    for more in het:
+        previous = {**{k: v for k, v in previous.items() if k in PROPAGATED}, **more}
+        specs.append(_spec(prog, previous, name, line))
+    try:
+        reply = client.call("Submit", {"spec": specs[0], "het_components": specs[1:]})
+    except SlurmError as exc:
+        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
+    return int(reply["job_id"])
+
+
+def _spec(
+    prog: str, options: Mapping[str, str | None], name: str, line: list[str]
+) -> dict[str, Any]:
+    """The JobSpec of an allocation with ``options`` (Halt with Slurm's words if refused)."""
     from cli.failure import Failure
     from cli.sbatch.spec import Script, build, check_dependency
 
@@ -87,11 +112,7 @@ def submit(
         raise Halt(exc.status or 1, *lines) from None
     spec.update(interactive=True, name=settings.fields.get("name") or name)
     spec["submit_line"] = " ".join([prog, *line])
-    try:
-        reply = client.call("Submit", {"spec": spec})
-    except SlurmError as exc:
-        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
-    return int(reply["job_id"])
+    return spec
 
 
 def wait_for_start(client: Any, prog: str, job_id: int, quiet: bool) -> dict[str, str]:
@@ -137,3 +158,36 @@ def release(client: Any, job_id: int, status: int) -> None:
 def cancel(client: Any, job_id: int) -> None:
     with contextlib.suppress(SlurmError):
         client.call("Signal", {"filter": {"job_ids": [str(job_id)]}, "signal": 0})
+
+
+#: How often a running allocation's client asks for scontrol notify's messages.
+NOTICE_POLL = 1.0
+
+
+def print_notices(client: Any, prog: str, job_id: int) -> Callable[[], None]:
+    """Print each ``scontrol notify`` message for the allocation on stderr as
+    ``<prog>: <message>`` (Slurm's salloc and srun print SRUN_USER_MSG so), from
+    a thread that polls ``Allocation``; the function returned stops it."""
+    import threading
+
+    stop = threading.Event()
+
+    def poll() -> None:
+        seen = 0
+        while not stop.wait(NOTICE_POLL):
+            try:
+                notices = client.call("Allocation", {"job_id": job_id, "notices_seen": seen})
+            except SlurmError:
+                continue  # the controller restarts, or the job ended: the main loop sees it
+            for text in notices["notices"]:
+                print(f"{prog}: {text}", file=sys.stderr, flush=True)
+            seen += len(notices["notices"])
+
+    thread = threading.Thread(target=poll, name="notices", daemon=True)
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join()
+
+    return halt

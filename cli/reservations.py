@@ -34,7 +34,7 @@ KEYWORDS = (
     ("", "CPUCnt", 5),
     ("nodes", "Nodes", 5),
     ("", "Features", 2),
-    ("", "Licenses", 2),
+    ("licenses", "Licenses", 2),
     ("partitionname", "PartitionName", 1),
     ("", "TRES", 1),
 )
@@ -98,7 +98,7 @@ def show(reservation: Mapping[str, Any], oneliner: bool) -> str:
         f"Features=(null) PartitionName={_null(r['partition'])} Flags={r['flags']}",
         f"TRES={r['tres']}",
         f"Users={_null(r['users'])} Groups=(null) Accounts={_null(r['accounts'])} "
-        f"Licenses=(null) State={r['state']} BurstBuffer=(null)",
+        f"Licenses={_null(r['licenses'])} State={r['state']} BurstBuffer=(null)",
         "MaxStartDelay=(null)",
     ]
     if oneliner:

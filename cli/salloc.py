@@ -133,11 +133,18 @@ def salloc(argv: list[str]) -> int:
             print(boundary.version_line())
             return 0
         options[option.key] = value
+    het: list[dict[str, str | None]] = []
+    while positional[:1] == [":"]:  # the next component of a heterogeneous job
+        try:
+            more, positional = parse_options(TABLE, positional[1:])
+        except OptionError as exc:
+            return Halt(1, f"{PROG}: {exc}", f'Try "{PROG} --help" for more information').report()
+        het.append({option.key: value for option, value in more})
     quiet = "quiet" in options
     command = _command(positional)
     client = boundary.connect()
     try:
-        job_id = submit(client, PROG, options, os.path.basename(command[0]), argv)
+        job_id = submit(client, PROG, options, os.path.basename(command[0]), argv, het)
         env = wait_for_start(client, PROG, job_id, quiet)
     except Halt as halt:
         return halt.report()
@@ -150,12 +157,14 @@ def salloc(argv: list[str]) -> int:
         from cli.sallocresize import Resizes
 
         resizes = Resizes(job_id, elastic, 0)
+    halt_notices = allocation.print_notices(client, PROG, job_id)
     try:
         env.update(allocation.gpu_environment(options))
         if resizes:
             env.update(resizes.environment())
         status = _run(client, job_id, command, {**os.environ, **env}, resizes)
     finally:
+        halt_notices()
         if not quiet:
             print(f"{PROG}: Relinquishing job allocation {job_id}", file=sys.stderr)
         release(client, job_id, status)

@@ -327,8 +327,12 @@ def outcome(settings: Settings, results: list[Mapping[str, Any]]) -> tuple[list[
             continue
         if settings.verbose > 0 or not gone:
             lines.append(f"{PROG}: error: Kill job error on job id {job_id}: {message}")
-        if not (gone and killing):
-            status = 1
+        if not gone:
+            # Slurm 22.05's scancel exits with the largest error code, cut to a byte as
+            # exit() cuts it: 210 for Access/permission denied (2002), 60 for 2108.
+            status = max(status, code & 0xFF or 1)
+        elif not killing:
+            status = max(status, 1)
     acted = any(not result["code"] for result in results)
     if settings.verbose > 0 and settings.has_filter() and not acted:
         lines.append(

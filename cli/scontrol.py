@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary
+from cli import boundary, scontroljobs, scontrolreboot
 from cli.command import THIS_CLUSTER, Command, only_this_cluster
 from cli.halt import Halt
 from cli.jobs.ids import job_id_list
@@ -47,19 +47,27 @@ scontrol [<OPTION>] [<COMMAND>]
      hold <job_list>          prevent the jobs from starting (admin hold)
      uhold <job_list>         hold the jobs as their user would
      release <job_list>       let held jobs start again
+     listpids [<job_id>[.<step_id>]] [<NodeName>]
+                              list the processes of jobs on this host
+     notify <job_id> <msg>    print a message on the stderr of a job's salloc or srun
      requeue <job_list>       requeue batch jobs
      requeuehold <job_list>   requeue batch jobs and hold them
      resume <job_list>        let suspended jobs continue (operators only)
      suspend <job_list>       stop running jobs where they are (operators only)
      ping                     report whether the controller responds
+     reboot [ASAP] [nextstate=RESUME|DOWN] [reason=<text>] ALL|<nodelist>
+                              run RebootProgram on the nodes once idle
+     cancel_reboot <nodelist> cancel a reboot not yet issued
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
                               job, licenses, node, partition or topology
      shutdown slurmctld       stop the controller (it saves its state)
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
-     update <SPECIFICATIONS>  change a job (JobId=...), node (NodeName=...) or
-                              partition's State (PartitionName=...)
+     top <job_list>           put the jobs first among their user's pending jobs
+     update <SPECIFICATIONS>  change a job (JobId=...), node (NodeName=...: State,
+                              Reason, Features, ActiveFeatures) or partition's
+                              State (PartitionName=...)
      version                  print the version
      write batch_script <job_id> [<file>|-]
                               write a batch job's script (default slurm-<job_id>.sh)
@@ -153,6 +161,7 @@ class Session:
         tag = words[0]
         handlers: list[tuple[str, int, Callable[[Sequence[str]], None]]] = [
             ("all", 2, self._all),
+            ("cancel_reboot", 3, lambda w: scontrolreboot.cancel_reboot(self, w)),
             ("create", 2, self._create),
             ("delete", 3, self._delete),
             ("details", 1, self._details),
@@ -165,7 +174,10 @@ class Session:
             ("ping", 3, self._ping),
             ("quiet", 4, self._quiet),
             ("quit", 4, self._quit),
+            ("reboot_nodes", 3, lambda w: scontrolreboot.reboot(self, w)),
             ("reconfigure", 3, self._reconfigure),
+            ("listpids", 1, lambda w: scontroljobs.listpids(self, w)),
+            ("notify", 1, lambda w: scontroljobs.notify(self, w)),
             ("requeue", 3, self._requeue),
             ("requeuehold", 11, self._requeue),
             ("release", 3, self._hold),
@@ -174,6 +186,7 @@ class Session:
             ("shutdown", 8, self._shutdown),
             ("suspend", 2, self._suspend),
             ("token", 3, self._token),
+            ("top", 3, lambda w: scontroljobs.top(self, w)),
             ("update", 1, self._update),
             ("verbose", 4, self._ignore),
             ("version", 4, self._version),
@@ -827,9 +840,11 @@ class Session:
             self.print(line)
 
     def update_node(self, args: Sequence[str]) -> None:
-        """``update NodeName=<list> State=<state> [Reason=<text>]``."""
+        """``update NodeName=<list> [State=<state>] [Reason=<text>] [Features=<list>]
+        [AvailableFeatures=<list>] [ActiveFeatures=<list>]``."""
         nodes = state = ""
         reason: str | None = None
+        features: dict[str, object] = {}
         for arg in args:
             tag, value = split_tag(arg)
             if value is None:
@@ -839,6 +854,10 @@ class Session:
                 nodes = value
             elif word_is(tag, "Reason", 1):
                 reason = value
+            elif word_is(tag, "Features", 1) or word_is(tag, "AvailableFeatures", 3):
+                features.update(available_features=value, set_available=True)
+            elif word_is(tag, "ActiveFeatures", 3):
+                features.update(active_features=value, set_active=True)
             elif word_is(tag, "State", 1):
                 state = _node_state(value)
                 if not state:
@@ -861,10 +880,10 @@ class Session:
                 quiet_ok=False,
             )
             return
-        if not state and reason is None:
+        if not state and reason is None and not features:
             self.fail("No changes specified", quiet_ok=False)
             return
-        request = {"nodes": nodes, "state": state, "reason": reason or ""}
+        request = {"nodes": nodes, "state": state, "reason": reason or "", **features}
         try:
             self.call("NodeUpdate", request)
         except SlurmError as exc:

@@ -560,6 +560,7 @@ def admit(
         gpu_bind=spec.gpu_bind,
         gres_flags=spec.gres_flags,
         distribution=spec.distribution,
+        threads_per_core=spec.threads_per_core,
         prefer=spec.prefer,
         licenses=licenseadmit.checked(spec.licenses, conf),
         oversubscribe=spec.oversubscribe,

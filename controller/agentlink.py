@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 
-from controller import cpubind, gpubind, jobstate, jobupdate
+from controller import cpubind, gpubind, hetjobs, jobstate, jobupdate, reboots
 from controller.broadcast import FileBroadcasts
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
@@ -53,6 +53,7 @@ from controller.effects import (
     NewLimit,
     NodeEpilog,
     NodeProlog,
+    RebootNode,
     Resized,
     Signal,
     Stop,
@@ -206,6 +207,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self._checkpoints(message.checkpoints, session)
             elif kind == "file_block_done":
                 self.files.answered(message.file_block_done, session)
+            elif kind == "rebooted":
+                self._rebooted(message.rebooted, session)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for
@@ -272,6 +275,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 time.monotonic(),
                 now,
             )
+            reboots.registered(self.store, reg.name, reg.boot_time, now)
         await self.store.durable.kept()  # the welcome waits for a journal that refuses
         session.send(
             pb.ControllerMessage(
@@ -469,6 +473,16 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             task.add_done_callback(self._flushes.discard)
             self.on_change()
 
+    def _rebooted(self, rebooted: pb.NodeRebooted, session: _Session) -> None:
+        """An emulated node's RebootProgram ended well (``controller/reboots.py``)."""
+        if rebooted.node not in session.nodes:
+            log.warning("agent %s said %s rebooted: dropped", session.peer, rebooted.node)
+            return
+        if reboots.registered(self.store, rebooted.node, rebooted.boot_time, int(time.time())):
+            self._flushes.add(task := asyncio.ensure_future(self.store.durable.kept()))
+            task.add_done_callback(self._flushes.discard)
+            self.on_change()
+
     def _checkpoints(self, report: pb.Checkpoints, session: _Session) -> None:
         """Runs on the session's nodes touched their checkpoint file
         (``nodeagent/checkpoints.py``): each is recorded as ``scontrol update job N
@@ -542,6 +556,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                     self.resize(job, self._sessions_of(job) + self._sessions_of(old))
                 case Mail(notices):
                     self.mailer.send(notices, self.store.conf)
+                case RebootNode(node):
+                    self._send_to(node, pb.ControllerMessage(reboot=pb.RebootNode(node=node)))
 
     def _kill(self, job: Job, reason: str) -> None:
         self.signal(job, 0, reason=reason)
@@ -565,6 +581,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             log.error("job_id=%d has no script in the journal", job.job_id)
             return
         env = batch_environment(job, payload, self.store.conf.cluster_name)
+        if job.het_job_id:
+            members = hetjobs.components(self.store.jobs, job)
+            env.update(hetjobs.environment(members, self.store.conf.cluster_name))
         shares = self.store.shares(job, 0)
         env.update(shares.environment())
         env["SLURM_CONF"] = self.config_path

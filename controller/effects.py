@@ -206,6 +206,14 @@ class Mail:
     notices: tuple[Notice, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class RebootNode:
+    """Tell ``node``'s agent to run RebootProgram: ``scontrol reboot`` issued once the
+    node is idle (``controller/reboots.py``), sent once the issue is journaled."""
+
+    node: str
+
+
 Effect = (
     Launch
     | Kill
@@ -219,6 +227,7 @@ Effect = (
     | Continue
     | Resized
     | Mail
+    | RebootNode
 )
 
 

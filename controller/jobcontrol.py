@@ -21,6 +21,7 @@ from controller import (
     effects,
     elastic,
     expansion,
+    hetjobs,
     jobstate,
     jobupdate,
     licenseadmit,
@@ -149,14 +150,19 @@ class JobControl:
         if not who.may_manage(job.uid, job.account):
             return errors.ESLURM_ACCESS_DENIED
         sig = _signal_number(req.signal)
+        job = self.store.jobs.get(job.job_id, job)  # its leader's cancel may have ended it
         if job.state.finished or COMPLETING in job.flags:
             return errors.ESLURM_ALREADY_DONE
+        if job.het_job_offset and job.state is JobState.PENDING:
+            return errors.ESLURM_NOT_WHOLE_HET_JOB  # scancel(1): only the whole job
         if sig in (0, signals.SIGKILL) and not req.batch_only:
             if job.cron_spec:  # Slurm: a cancelled cron job's entry is disabled, not rerun
                 crontabs.disable(self.store, job)
             self.store.post(job.job_id, jobstate.Cancel(now, who.uid))
             if job.interactive and job.state in (JobState.RUNNING, JobState.SUSPENDED):
                 self.store.end_interactive(self.store.jobs[job.job_id], now, 0x9, "cancelled")
+            if job.het_job_id == job.job_id:  # a leader: its components end with it
+                hetjobs.end_with_leader(self.store, self.store.jobs[job.job_id], now, who.uid)
             log.info("job_id=%d cancelled by uid=%d", job.job_id, who.uid)
             return 0
         if job.state is JobState.PENDING:
@@ -245,6 +251,8 @@ class JobControl:
                 raise SlurmError(errors.ESLURM_ALREADY_DONE)
             status = int(updates.get("exit_status", "0"))
             self.store.end_interactive(job, now, status, "exited")
+            if job.het_job_id == job.job_id:  # salloc's heterogeneous job ends whole
+                hetjobs.end_with_leader(self.store, self.store.jobs[job.job_id], now)
         elif action == "update":
             if isinstance(update, SlurmError):
                 raise update

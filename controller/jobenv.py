@@ -32,9 +32,10 @@ def run_length(values: list[int]) -> str:
 def tasks_per_node(job: Job) -> list[int]:
     """The job's ``num_tasks`` over its nodes by Slurm's block layout over the CPUs
     each holds (``controller/tasklayout.py``): each node's room is its CPUs over
-    ``--cpus-per-task`` (at least one), at most ``--ntasks-per-node``."""
+    ``--cpus-per-task`` (at least one), at most ``--ntasks-per-node``: the CPUs it may
+    use, one thread of each core under ``--hint=nomultithread`` (core/threads.py)."""
     cpt = max(job.cpus_per_task, 1)
-    room = [max(cpus // cpt, 1) for cpus in job.cpus]
+    room = [max(cpus // cpt, 1) for cpus in job.usable_cpus]
     if job.ntasks_per_node:
         room = [min(r, job.ntasks_per_node) for r in room]
     return list(block_counts(room, job.num_tasks))
@@ -72,9 +73,9 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
         "SLURM_NNODES": len(job.nodes),
         "SLURM_NTASKS": job.num_tasks,
         "SLURM_NPROCS": job.num_tasks,
-        "SLURM_JOB_CPUS_PER_NODE": run_length(list(job.cpus)),
+        "SLURM_JOB_CPUS_PER_NODE": run_length(list(job.usable_cpus)),
         "SLURM_TASKS_PER_NODE": run_length(tasks_per_node(job)),
-        "SLURM_CPUS_ON_NODE": job.cpus[0],
+        "SLURM_CPUS_ON_NODE": job.usable_cpus[0],
         "SLURM_SUBMIT_DIR": job.submit_dir or job.work_dir,
         "SLURM_SUBMIT_HOST": job.submit_host,
         "SLURM_CLUSTER_NAME": cluster,

@@ -97,6 +97,7 @@ class JobSpec:
     gpu_bind: str = ""
     gres_flags: str = ""
     distribution: str = ""
+    threads_per_core: int = 0
     sockets_per_node: int = 0
     prefer: str = ""
     licenses: str = ""

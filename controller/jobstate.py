@@ -219,6 +219,9 @@ class Start:
     # own) and which alternative that is and why, in words (scontrol's Flavor=).
     request: str = ""
     flavor: str = ""
+    # The CPUs it may use on each node, where that is fewer than it holds (--hint,
+    # --threads-per-core: core/threads.py); () when it may use them all.
+    used: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,6 +464,7 @@ def apply(job: Job, event: Event) -> Job:
                 gres_alloc=event.gres,
                 gpus=event.gpus,
                 cpu_ids=event.cpu_ids,
+                cpus_used=(),
                 resize_time=event.now,
             )
         case Start() if state is JobState.PENDING and not job.held:
@@ -480,6 +484,7 @@ def apply(job: Job, event: Event) -> Job:
                 gres_alloc=event.gres,
                 gpus=event.gpus,
                 cpu_ids=event.cpu_ids,
+                cpus_used=event.used,
                 gres=event.request or job.gres,
                 flavor=event.flavor,
                 start_time=event.now,

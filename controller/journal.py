@@ -67,7 +67,20 @@ class JournalWriteError(SlurmError):
         self.detail = detail
 
 
-_NODE_KEEP = ("state", "drain", "reason", "reason_user", "reason_uid", "reason_time")
+_NODE_KEEP = (
+    "state",
+    "drain",
+    "reason",
+    "reason_user",
+    "reason_uid",
+    "reason_time",
+    "reboot",
+    "reboot_asap",
+    "reboot_next",
+    "reboot_time",
+    "available_features",
+    "active_features",
+)
 
 
 #: Derived anew by every backfill pass, or (``deps``) from ``dependency`` when a
@@ -100,7 +113,7 @@ def job_from_row(text: str) -> Job:
     record["reason"] = Reason[record["reason"]]
     record["flags"] = frozenset(record.get("flags", ()))
     tuples = ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem", "usage")
-    for key in (*tuples, "gres_alternatives"):
+    for key in (*tuples, "cpus_used", "gres_alternatives"):
         if key in record:
             record[key] = tuple(record[key])
     for key in ("gpus", "cpu_ids"):

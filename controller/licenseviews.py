@@ -1,5 +1,6 @@
 """``scontrol show licenses`` (the Licenses RPC): each license of slurm.conf's
-``Licenses=`` with its total and how many jobs hold now.
+``Licenses=`` with its total, how many jobs hold now and how many active
+reservations keep for their jobs (``Reserved=``).
 
 A job holds its licenses from its start until it has ended: running, suspended
 (Slurm keeps a suspended job's licenses) or completing, the jobs that hold nodes.
@@ -10,8 +11,9 @@ Also here: which of a job's licenses its TRES lists carry (sacct's ``license/flu
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from controller.core.snapshot import ResvView
 from controller.holdings import holds_nodes
 from controller.model import Job
 from corral.config import SlurmConfig
@@ -42,12 +44,28 @@ def used(jobs: Iterable[Job]) -> dict[str, int]:
     return counts
 
 
-def licenses_reply(conf: SlurmConfig, jobs: Iterable[Job]) -> pb.LicensesReply:
-    """Every configured license, sorted by name as scontrol lists them."""
+def reserved(reservations: Iterable[ResvView], now: int) -> dict[str, int]:
+    """How many of each license the reservations active at ``now`` keep for their jobs."""
+    counts: dict[str, int] = {}
+    for resv in reservations:
+        if resv.start <= now < resv.end:
+            for name, count in resv.licenses:
+                counts[name] = counts.get(name, 0) + count
+    return counts
+
+
+def licenses_reply(
+    conf: SlurmConfig, jobs: Iterable[Job], kept: Mapping[str, int] | None = None
+) -> pb.LicensesReply:
+    """Every configured license, sorted by name as scontrol lists them; ``kept``: what
+    active reservations keep of each (``reserved``)."""
     held = used(jobs)
+    kept = kept or {}
     return pb.LicensesReply(
         licenses=[
-            pb.LicenseInfo(name=name, total=total, used=held.get(name, 0))
+            pb.LicenseInfo(
+                name=name, total=total, used=held.get(name, 0), reserved=kept.get(name, 0)
+            )
             for name, total in sorted(conf.licenses)
         ]
     )

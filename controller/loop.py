@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from controller import elastic, gang, preemption, preemptresume
+from controller import elastic, gang, hetjobs, preemption, preemptresume, reboots
 from controller.agentlink import AgentLink
 from controller.core import schedule
 from controller.diag import SchedulerStats
@@ -85,6 +85,7 @@ class SchedulerLoop:
         now = int(self.clock())
         changed = self.link.check_nodes(now)
         changed = bool(self.store.end_reservations(now)) or changed
+        changed = reboots.advance(self.store, now) or changed
         self.store.recalculate_priorities(now)
         snap = self.store.snapshot()
         if self._conf is not self.store.conf:  # reconfigured
@@ -114,6 +115,7 @@ class SchedulerLoop:
             self.last_slice = now
         purged = self.store.purge(now)
         timed_out = self.store.end_interactive_past_limit(now)
+        timed_out += hetjobs.orphans(self.store, now)  # components end with their leader
         signalled = self.store.signals_due(now)
         mailed = self.store.mail_due(now)
         for job, _ in preempted:

@@ -141,6 +141,11 @@ class Job:
     # sbatch -m as given ("": Slurm's default, block:cyclic): how its CPUs are taken
     # (core/cpupick.py; the client told the job in SLURM_DISTRIBUTION).
     distribution: str = ""
+    # Threads of each core its tasks use (--hint=nomultithread, compute_bound and
+    # memory_bound: 1; --threads-per-core=N: N; 0: all), and so the CPUs of ``cpus`` it
+    # may use on each node (core/threads.py; (): all of them). It holds whole cores.
+    threads_per_core: int = 0
+    cpus_used: tuple[int, ...] = ()
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it
@@ -203,6 +208,13 @@ class Job:
     # each run of a requeued job (``sacct -D`` lists them all). ``submit_time`` stays
     # the first submission's, which the scheduler's order and ``corral sim`` count from.
     requeue_time: int = 0
+    # Heterogeneous jobs (docs/design.md "Heterogeneous jobs"): the leader's id, the
+    # component's offset and all their ids (``123-124``); 0 and "" for other jobs. A
+    # component after the first has no script: it is an allocation (``interactive``)
+    # that ends with its leader.
+    het_job_id: int = 0
+    het_job_offset: int = 0
+    het_job_id_set: str = ""
 
     @property
     def run_key(self) -> int:
@@ -223,7 +235,15 @@ class Job:
         return max(self.num_tasks * self.cpus_per_task, self.min_cpus)
 
     @property
+    def usable_cpus(self) -> tuple[int, ...]:
+        """The CPUs it may use on each of ``nodes``: SLURM_JOB_CPUS_PER_NODE, its tasks'
+        layout and its steps' room (``cpus`` is what it holds, and is billed for)."""
+        return self.cpus_used if len(self.cpus_used) == len(self.cpus) else self.cpus
+
+    @property
     def display_id(self) -> str:
+        if self.het_job_id:
+            return f"{self.het_job_id}+{self.het_job_offset}"
         if self.array_pending:
             return f"{self.array_job_id}_[{self.array_pending}]"
         if self.array_task_id is None:
@@ -312,3 +332,13 @@ class NodeRuntime:
     gpu_cpus: tuple[tuple[int, tuple[int, ...]], ...] = ()  # probed: CPUs near each GPU
     gpu_links: tuple[tuple[int, int, int], ...] = ()  # probed: (GPU a, GPU b, NVLinks)
     jobs: frozenset[int] = field(default_factory=frozenset)
+    # scontrol reboot (controller/reboots.py): "", "requested" or "issued"; ASAP's
+    # drain, the state after it (nextstate=), when it was issued.
+    reboot: str = ""
+    reboot_asap: bool = False
+    reboot_next: str = ""
+    reboot_time: int = 0
+    # scontrol update NodeName=.. Features= (controller/nodefeatures.py): the node's
+    # AvailableFeatures and ActiveFeatures, comma-separated; None: slurm.conf's.
+    available_features: str | None = None
+    active_features: str | None = None

@@ -15,20 +15,25 @@ from corral.errors import SlurmError
 
 _ACTIVE = frozenset({JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED})
 _ID = re.compile(r"^(\d+)(?:_(\*|\d+|\[[0-9,\-%]+\]))?$")
+_HET_ID = re.compile(r"^(\d+)\+(\d+)$")
 _COMPACT = {s.value: s for s in JobState}
 
 
 @dataclass(frozen=True, slots=True)
 class IdSelector:
-    """One job id as typed: ``123``, ``123_4``, ``123_[1-3]`` or ``123_*``."""
+    """One job id as typed: ``123``, ``123_4``, ``123_[1-3]``, ``123_*`` or a
+    heterogeneous job's component ``123+1``."""
 
     text: str
     job_id: int
     tasks: frozenset[int] | None  # None = the job or the whole array
+    het_offset: int | None = None  # ``123+1``: that component alone
 
     def matches(self, job: Job) -> bool:
+        if self.het_offset is not None:
+            return job.het_job_id == self.job_id and job.het_job_offset == self.het_offset
         if self.tasks is None:
-            return job.job_id == self.job_id or job.array_job_id == self.job_id
+            return self.job_id in (job.job_id, job.array_job_id, job.het_job_id)
         if job.array_job_id != self.job_id:
             return False
         if job.array_pending:
@@ -50,6 +55,9 @@ def named_tasks(array: Job, flt: Mapping[str, Any]) -> list[int] | None:
 
 
 def parse_id(text: str) -> IdSelector:
+    het = _HET_ID.match(text.strip())
+    if het:
+        return IdSelector(text, int(het[1]), None, int(het[2]))
     match = _ID.match(text.strip())
     if not match:
         raise SlurmError(errors.ESLURM_INVALID_JOB_ID)

@@ -17,6 +17,10 @@ and the scheduling core sees each reservation as a ``ResvView`` (what
   held (reason ReservationDeleted) unless ``NO_HOLD_JOBS_AFTER_END``; jobs
   still running in it are timed out by their node agents at its end. A
   reservation with running jobs cannot be deleted.
+* ``Licenses=`` keeps some of slurm.conf's licenses for its jobs over its time
+  (with its nodes; a reservation of licenses alone, Flags=LICENSE_ONLY, is not
+  implemented): no more than the reservations overlapping it leave, used by its
+  jobs and by no other job (``core/licensebook.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from typing import Any
 from controller.core.snapshot import ResvView
 from corral import errors, hostlist, timefmt
 from corral.errors import SlurmError
+from corral.licenses import LicenseSyntaxError, format_licenses
+from corral.licenses import parse as parse_licenses
 
 #: Slurm's flags in the order ``scontrol show reservation`` prints them.
 FLAG_ORDER = (
@@ -53,7 +59,7 @@ UNSUPPORTED_FLAGS = frozenset(
 SETTINGS = frozenset(
     {
         "reservationname", "starttime", "endtime", "duration", "flags", "nodecnt", "nodes",
-        "partitionname", "users", "accounts", "comment",
+        "partitionname", "users", "accounts", "comment", "licenses",
     }
 )  # fmt: skip
 #: The reach of Duration=UNLIMITED (Slurm: a year).
@@ -73,6 +79,7 @@ class Reservation:
     accounts: tuple[str, ...] = ()
     partition: str = ""
     comment: str = ""
+    licenses: str = ""  # Licenses=: kept for its jobs over its time ("fluent:2")
 
     def has(self, flag: str) -> bool:
         return flag in self.flags
@@ -91,7 +98,8 @@ class Reservation:
         return user in users or (bool(account) and account in accounts)
 
     def view(self) -> ResvView:
-        return ResvView(self.name, frozenset(self.nodes), self.start, self.end)
+        held = parse_licenses(self.licenses) if self.licenses else ()
+        return ResvView(self.name, frozenset(self.nodes), self.start, self.end, held)
 
     def shares_nodes_with(self, other: Reservation) -> bool:
         """Whether the two may not coexist: common nodes at a common time."""
@@ -112,6 +120,7 @@ class Cluster:
     # Running jobs: (nodes, when their limit ends (0: never), reservation name).
     running: Sequence[tuple[tuple[str, ...], int, str]] = ()
     accounts: frozenset[str] | None = None  # known accounts (None: not checked)
+    licenses: Mapping[str, int] = field(default_factory=dict)  # slurm.conf Licenses= totals
 
 
 def _invalid(message: str) -> SlurmError:
@@ -250,6 +259,7 @@ class ReservationBook:
             partition=settings.get("partitionname", ""),
             comment=settings.get("comment", ""),
         )
+        resv = self._licensed(resv, settings, cluster)
         resv = self._settled(resv, settings, cluster, creating=True)
         self.next_id += 1
         self.by_name[resv.name] = resv
@@ -281,6 +291,7 @@ class ReservationBook:
         )
         if not resv.users and not resv.accounts:
             raise SlurmError(errors.ESLURM_RESERVATION_EMPTY)
+        resv = self._licensed(resv, settings, cluster)
         resv = self._settled(resv, settings, cluster, creating=False)
         self.by_name[name] = resv
         return resv
@@ -300,6 +311,29 @@ class ReservationBook:
         return gone
 
     # ------------------------------------------------------------ checks
+
+    def _licensed(
+        self, resv: Reservation, settings: Mapping[str, str], cluster: Cluster
+    ) -> Reservation:
+        """``resv`` holding the ``Licenses=`` asked for: each of slurm.conf's, and no
+        more than the reservations overlapping it in time leave (ESLURM_INVALID_LICENSES)."""
+        if "licenses" not in settings:
+            return resv
+        try:
+            asked = parse_licenses(settings["licenses"]) if settings["licenses"] else ()
+        except LicenseSyntaxError:
+            raise SlurmError(errors.ESLURM_INVALID_LICENSES) from None
+        for name, count in asked:
+            kept = sum(
+                held
+                for other in self.by_name.values()
+                if other.name != resv.name and other.start < resv.end and resv.start < other.end
+                for held_name, held in other.view().licenses
+                if held_name == name
+            )
+            if kept + count > cluster.licenses.get(name, 0):
+                raise SlurmError(errors.ESLURM_INVALID_LICENSES)
+        return replace(resv, licenses=format_licenses(asked))
 
     def _settled(
         self, resv: Reservation, settings: Mapping[str, str], cluster: Cluster, *, creating: bool

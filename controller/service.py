@@ -24,12 +24,15 @@ from controller import (
     broadcast,
     crontabs,
     diag,
+    hetjobs,
     jobcontrol,
     jobspec,
+    jobtop,
     licenseviews,
     priorityviews,
     queries,
     queuereply,
+    reboots,
     stepattach,
     stepusage,
     triggerops,
@@ -47,6 +50,7 @@ from controller.jobenv import allocation_environment
 from controller.jobspec import JobSpec
 from controller.jobstate import JobState
 from controller.journal import JournalWriteError
+from controller.notices import NoticeBoard
 from controller.principal import Principal, submitting_as
 from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
@@ -109,6 +113,7 @@ class Handlers:
         self._in_flight = 0
         self._what_ifs = asyncio.Lock()  # --test-only passes, one at a time off the loop
         self.control = jobcontrol.JobControl(store)
+        self.notices = NoticeBoard()
 
     def now(self) -> int:
         return int(self.clock())
@@ -145,21 +150,32 @@ class Handlers:
         spec = jobspec.from_wire(req.spec)
         who = submitting_as(who, spec.run_as_uid, spec.run_as_gid)
         self._check_clusters(spec.clusters)
-        assocs = self.store.associations
-        if not spec.account and assocs is not None and who.user in assocs.users:
-            # The DefaultAccount, before the partitions' AllowAccounts look at it.
-            spec = replace(spec, account=assocs.users[who.user])
+        spec = self._default_account(spec, who)
         now = self.now()
         if req.test_only:
+            if req.het_components:  # Corral's --test-only plans one job
+                raise SlurmError(errors.ESLURM_NOT_SUPPORTED)
             return await self._test_only(spec, who, now)
         self._check_writable()
-        admitted = self.store.submit(spec, who, now)
+        if req.het_components:
+            rest = [self._default_account(jobspec.from_wire(c), who) for c in req.het_components]
+            admitted = self.store.submit_het([spec, *rest], who, now)[0]
+        else:
+            admitted = self.store.submit(spec, who, now)
         await self._commit()
         job = admitted.job
         if not job.held and job.begin_time <= now:
             self.kick()  # a held or future job cannot start: no cycle for it
         log.info("job_id=%d submitted by uid=%d (%d jobs)", job.job_id, who.uid, admitted.tasks)
         return pb.SubmitReply(job_id=job.job_id, cluster=self.store.conf.cluster_name)
+
+    def _default_account(self, spec: JobSpec, who: Principal) -> JobSpec:
+        """``spec`` with the user's DefaultAccount when it names none, before the
+        partitions' AllowAccounts look at it."""
+        assocs = self.store.associations
+        if not spec.account and assocs is not None and who.user in assocs.users:
+            return replace(spec, account=assocs.users[who.user])
+        return spec
 
     def _check_clusters(self, clusters: str) -> None:
         """sbatch -M: the job is this cluster's only if the list names it; a job meant
@@ -290,18 +306,47 @@ class Handlers:
         if not who.is_operator:
             raise SlurmError(errors.ESLURM_ACCESS_DENIED)
         state = req.state.upper()
-        if state not in ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL"):
+        if state == "CANCEL_REBOOT":  # scontrol update NodeName=.. State=CANCEL_REBOOT
+            return await self.NodeReboot(pb.NodeRebootRequest(nodes=req.nodes, cancel=True), who)
+        features = req.set_available or req.set_active  # controller/nodefeatures.py
+        if (state or not features) and state not in NODE_STATES:
             raise SlurmError(errors.EINVAL, f"Invalid node state specified: {req.state}")
         names = self._node_names([req.nodes])
         self._check_writable()
         now = self.now()
-        self.store.set_node_admin_state(names, state, req.reason, who, now)
+        if features:
+            available = req.available_features if req.set_available else None
+            active = req.active_features if req.set_active else None
+            self.store.set_node_features(names, available, active, now)
+        if state:
+            self.store.set_node_admin_state(names, state, req.reason, who, now)
         if state in ("DOWN", "FAIL"):
             for name in names:
                 self.store.fail_jobs_on(name, now)
         await self._commit()
         self.kick()
         return pb.NodeUpdateReply()
+
+    async def NodeReboot(self, req: pb.NodeRebootRequest, who: Principal) -> pb.NodeRebootReply:
+        """``scontrol reboot`` and ``cancel_reboot`` (``controller/reboots.py``): Slurm's
+        super users only."""
+        if not who.is_super_user:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        names = self._node_names([] if req.nodes.upper() == "ALL" else [req.nodes])
+        self._check_writable()
+        reboots.ask(
+            self.store,
+            names,
+            who,
+            self.now(),
+            asap=req.asap,
+            next_state=req.next_state.upper(),
+            reason=req.reason,
+            cancel_it=req.cancel,
+        )
+        await self._commit()
+        self.kick()
+        return pb.NodeRebootReply()
 
     async def PartitionUpdate(
         self, req: pb.PartitionUpdateRequest, who: Principal
@@ -368,7 +413,8 @@ class Handlers:
     async def Licenses(self, req: pb.LicensesRequest, who: Principal) -> pb.LicensesReply:
         """``scontrol show licenses``: each license's total and what jobs hold (any
         user: counts per license, no user's data)."""
-        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values())
+        kept = licenseviews.reserved(self.store.reservations.views(), self.now())
+        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values(), kept)
 
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
@@ -580,8 +626,29 @@ class Handlers:
             reply.nodes = hostlist.compress(job.nodes)
             reply.resize_time = job.resize_time
             env = allocation_environment(job, self.store.conf.cluster_name)
+            if job.het_job_id:  # salloc's heterogeneous job: every component by its number
+                members = hetjobs.components(self.store.jobs, job)
+                env = hetjobs.allocation_environment(members, self.store.conf.cluster_name)
             reply.environment.update({**env, **self.store.shares(job, 0).environment()})
+        reply.notices.extend(self.notices.after(job, req.notices_seen))
         return reply
+
+    async def Notify(self, req: pb.NotifyRequest, who: Principal) -> pb.NotifyReply:
+        """``scontrol notify``: a message for the job's salloc or srun (``notices``)."""
+        self.notices.post(self.store.jobs, req.job_id, req.message, who)
+        return pb.NotifyReply()
+
+    async def TopJob(self, req: pb.TopJobRequest, who: Principal) -> pb.TopJobReply:
+        """``scontrol top``: the named jobs first in their owner's queue (``jobtop``)."""
+        if not jobtop.allowed(self.store, who):  # before ids naming array tasks split them
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        self._check_writable()
+        refused = jobtop.top(self.store, self.control.targets(list(req.job_ids), {}), who)
+        await self._commit()
+        self.kick()
+        if refused is None:
+            return pb.TopJobReply()
+        return pb.TopJobReply(code=refused.code, message=refused.message)
 
     async def Token(self, req: pb.TokenRequest, who: Principal) -> pb.TokenReply:
         """``scontrol token``: a JWT for the caller, or for another user if an operator
@@ -635,6 +702,9 @@ class Handlers:
         return pb.ShutdownReply()
 
 
+#: The states ``scontrol update NodeName=`` may set (CANCEL_REBOOT aside).
+NODE_STATES = ("DRAIN", "RESUME", "DOWN", "IDLE", "UNDRAIN", "FAIL")
+
 #: The states ``scontrol update PartitionName=`` may set.
 PARTITION_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
 
@@ -671,4 +741,7 @@ METHODS = (
     "Triggers",
     "Broadcast",
     "StepAttach",
+    "TopJob",
+    "Notify",
+    "NodeReboot",
 )

@@ -243,6 +243,7 @@ def _running(
                     checkpointed=j.checkpointed,
                     preempted_for=j.preempted_by if j.preempt_time else 0,
                     licenses=j.licenses,
+                    reservation=j.reservation,
                 )
             )
             if j.array_job_id:

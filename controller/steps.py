@@ -128,7 +128,7 @@ def placement(
     except ValueError:
         raise SlurmError(errors.ESLURM_BAD_DIST) from None
     cpt = max(req.cpus_per_task, 1)
-    allocated = dict(zip(job.nodes, job.cpus, strict=True))
+    allocated = dict(zip(job.nodes, job.usable_cpus, strict=True))
     if any(n not in allocated for n in (*req.nodelist, *req.task_nodes)):
         raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
     if req.relative >= len(job.nodes):
@@ -201,7 +201,7 @@ def _arbitrary(
     ids = tasklayout.arbitrary(chosen, req.task_nodes)
     if req.overcommit:
         return chosen, ids
-    allocated = dict(zip(job.nodes, job.cpus, strict=True))
+    allocated = dict(zip(job.nodes, job.usable_cpus, strict=True))
     held = {} if req.overlap else held_cpus(job)
     for name, node_ids in zip(chosen, ids, strict=True):
         if len(node_ids) * cpt > allocated[name]:
@@ -337,7 +337,7 @@ def step_cpus(
     if req.cpus_per_gpu and job.cpus_per_gpu and req.cpus_per_gpu > job.cpus_per_gpu:
         raise SlurmError(errors.ESLURM_INVALID_GRES)
     cpt = max(req.cpus_per_task, 1)
-    allocated = dict(zip(job.nodes, job.cpus, strict=True))
+    allocated = dict(zip(job.nodes, job.usable_cpus, strict=True))
     given = gpus or [job.gpus[job.nodes.index(n)] if job.gpus else () for n in nodes]
     asked = [
         min(max(t * cpt, len(g) * req.cpus_per_gpu), allocated[n])
@@ -418,7 +418,7 @@ def step_environment(
             "SLURM_TASKS_PER_NODE": run_length(list(step.tasks)),
             "SLURM_JOB_NODELIST": hostlist.compress(job.nodes),
             "SLURM_JOB_NUM_NODES": str(len(job.nodes)),
-            "SLURM_JOB_CPUS_PER_NODE": run_length(list(job.cpus)),
+            "SLURM_JOB_CPUS_PER_NODE": run_length(list(job.usable_cpus)),
             "SLURM_JOB_NAME": job.name,
             "SLURM_JOB_PARTITION": job.partition,
             "SLURM_JOB_USER": job.user,

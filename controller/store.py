@@ -37,8 +37,10 @@ from controller import (
     expansion,
     flavornote,
     gpushare,
+    hetjobs,
     jobstate,
     mail,
+    nodefeatures,
     snapshots,
     steps,
 )
@@ -115,7 +117,9 @@ class JobStore:
     # ------------------------------------------------------------ configuration
 
     def apply_config(self, conf: SlurmConfig) -> None:
-        """Adopt a (re)loaded slurm.conf; nodes keep their runtime state."""
+        """Adopt a (re)loaded slurm.conf; nodes keep their runtime state (and the
+        features an administrator gave them: ``controller/nodefeatures.py``)."""
+        conf = nodefeatures.applied(conf, self.nodes)
         self.conf = self.durable.conf = conf
         self.capacity = Capacity(conf)
         self.enforce = associations.enforcing(conf.accounting.enforce)
@@ -184,6 +188,8 @@ class JobStore:
                 self.nodes[name] = replace(
                     self.nodes[name], **saved, last_seen=monotonic, responding=False
                 )
+        if any(node.active_features is not None for node in self.nodes.values()):
+            self.apply_config(self.conf)  # the features an administrator set
         self.apply_config(self.conf)
         log.info("recovered %d jobs, next job id %d", len(self.jobs), self.next_job_id)
 
@@ -256,9 +262,26 @@ class JobStore:
         if len(self.jobs) >= self.conf.max_job_count:
             # Slurm's answer at MaxJobCount: EAGAIN, which sbatch retries.
             raise SlurmError(errors.EAGAIN)
+        return self._record(self._admit(spec, who, now, self.next_job_id))
+
+    def submit_het(self, specs: Sequence[JobSpec], who: Principal, now: int) -> list[Admitted]:
+        """A heterogeneous job: each spec a component of consecutive ids, the first the
+        leader. Every component is checked before any is recorded, so a refused one
+        (Slurm's words for it) leaves nothing behind."""
+        if len(self.jobs) + len(specs) > self.conf.max_job_count:
+            raise SlurmError(errors.EAGAIN)
+        first = self.next_job_id
+        admitted = [
+            self._admit(spec, who, now, first + offset)
+            for offset, spec in enumerate(hetjobs.component_specs(specs))
+        ]
+        return [self._record(hetjobs.component(a, first, len(specs))) for a in admitted]
+
+    def _admit(self, spec: JobSpec, who: Principal, now: int, job_id: int) -> Admitted:
+        """``spec`` checked and made the job of id ``job_id``; nothing recorded yet."""
         delay = int(self.conf.scheduler_param("requeue_delay") or 121)
         admitted = admit(
-            spec, who, self.conf, self.partition_state, self.next_job_id, now, delay, self.capacity
+            spec, who, self.conf, self.partition_state, job_id, now, delay, self.capacity
         )
         job = admitted.job
         for option in job.gres_alternatives or (job.gres,):  # each alternative may start
@@ -276,12 +299,17 @@ class JobStore:
             self.reservations.admit(job.reservation, job.user, job.account)
         job = expansion.admitted(self, job, now)  # --dependency=expand:N
         job = replace(job, calc_priority=self.priorities.initial(job, now))
+        return replace(admitted, job=job)
+
+    def _record(self, admitted: Admitted) -> Admitted:
+        """Keep an admitted job (and its payload), and move the next job id past it."""
+        job = admitted.job
         self._touch_job(job)
         self.durable.add_payload(job.job_id, admitted.payload)
         self._advance_job_id(job.job_id + 1)
         self.counters["submitted"] += admitted.tasks
-        self.last_update = now
-        return replace(admitted, job=job)
+        self.last_update = job.submit_time
+        return admitted
 
     def _advance_job_id(self, next_id: int) -> None:
         self.next_job_id = next_id
@@ -602,6 +630,7 @@ class JobStore:
             default_partition=default.name if default else "",
             running=running,
             accounts=accounts,
+            licenses=dict(self.conf.licenses),
         )
 
     def change_reservation(self, action: str, settings: dict[str, str], now: int) -> Reservation:
@@ -673,11 +702,9 @@ class JobStore:
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""
         started = []
-        for start in plan.starts:
+        for start in hetjobs.whole(plan.starts, self.jobs, self._still_holds):
             job = self.jobs.get(start.job_id)
-            if job is None or job.state is not JobState.PENDING or job.held:
-                continue
-            if not all(self._fits(start, i) for i in range(len(start.nodes))):
+            if job is None or not self._still_holds(start):
                 continue
             if job.array_pending:
                 task = arrayspec.first(job.array_pending) if start.task is None else start.task
@@ -696,6 +723,7 @@ class JobStore:
                 start.cpu_ids,
                 start.flavor.gres if start.flavor else "",
                 flavornote.describe(start.flavor) if start.flavor else "",
+                start.used,
             )
             started.append(self.post(job.job_id, event))
         for job_id, why in plan.ended.items():
@@ -721,6 +749,14 @@ class JobStore:
                 if (job.expected_start, job.expected_nodes) != (when, nodes):
                     self.jobs[job_id] = replace(job, expected_start=when, expected_nodes=nodes)
         return started
+
+    def _still_holds(self, start: Start) -> bool:
+        """Whether a plan's start may still be made: its job waits, unheld, and its
+        nodes still have what it takes (the plan was made on a snapshot)."""
+        job = self.jobs.get(start.job_id)
+        if job is None or job.state is not JobState.PENDING or job.held:
+            return False
+        return all(self._fits(start, i) for i in range(len(start.nodes)))
 
     def shares(self, job: Job, index: int) -> Shares:
         """``job``'s GPU shares on ``job.nodes[index]``: what its launch there grants,
@@ -858,6 +894,26 @@ class JobStore:
         self.partition_state[name] = state
         self.durable.keep(PARTITION_STATE_KEY, json.dumps(self.partition_state, sort_keys=True))
         self.last_update = max(self.last_update, int(time.time()))
+
+    def set_node_features(
+        self, names: Iterable[str], available: str | None, active: str | None, now: int
+    ) -> None:
+        """``scontrol update NodeName= Features=``: every node checked before any
+        changes; the configuration then carries the new active features."""
+        changed = [
+            nodefeatures.update(self.nodes[name], self.conf.node(name), available, active)
+            for name in names
+        ]
+        for node in changed:
+            self._touch_node(node)
+        self.apply_config(self.conf)
+        self.last_update = now
+
+    def change_node(self, node: NodeRuntime, now: int) -> None:
+        """Keep a node's new runtime state (journaled): a reboot's step
+        (``controller/reboots.py``) decided it."""
+        self._touch_node(node)
+        self.last_update = now
 
     def set_node_admin_state(
         self, names: Iterable[str], state: str, reason: str, who: Principal, now: int

@@ -12,7 +12,16 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller import gpuaffinity, gpushare, jobdetail, licenseviews, preemptrules, queuereply
+from controller import (
+    gpuaffinity,
+    gpushare,
+    hetjobs,
+    jobdetail,
+    licenseviews,
+    nodefeatures,
+    preemptrules,
+    queuereply,
+)
 from controller.core import dependency as depcheck
 from controller.core.snapshot import Gres
 from controller.jobenv import run_length
@@ -164,7 +173,7 @@ def job_info(
         state=job.state.name,
         state_flags=flags,
         reason=job.reason.value,
-        batch_flag=not job.interactive,
+        batch_flag=not hetjobs.leader_of(store.jobs, job).interactive,
         eligible_time=0 if job.held else job.eligible_time,
         accrue_time=0 if job.held else job.eligible_time,
         start_time=job.start_time or job.expected_start,
@@ -387,6 +396,8 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
     flags = []
     if runtime.drain:
         flags.append("DRAIN")
+    if runtime.reboot:
+        flags.append("REBOOT_ISSUED" if runtime.reboot == "issued" else "REBOOT_REQUESTED")
     if any(COMPLETING in j.flags for j in jobs):
         flags.append("COMPLETING")
     if not runtime.responding and runtime.state != "UNKNOWN":
@@ -411,13 +422,14 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         alloc_memory=used_mem,
         free_memory=max(conf.real_memory - used_mem, 0),
         features=",".join(conf.features),
+        available_features=",".join(nodefeatures.available_of(runtime, conf)),
         gres=gpuaffinity.gres_with_sockets(
             conf.gres, store.capacity.gpu_sockets(name), runtime.gres_found
         ),
         gres_used=gres_used(conf.gres, jobs, name, store.gpu_numbering(name)),
         weight=conf.weight,
         partitions=[p.name for p in store.conf.partitions if name in p.nodes],
-        reason=runtime.reason if (runtime.drain or runtime.state == "DOWN") else "",
+        reason=runtime.reason if runtime.drain or runtime.state == "DOWN" or runtime.reboot else "",
         reason_user=runtime.reason_user,
         reason_time=runtime.reason_time,
         boot_time=runtime.boot_time,
@@ -489,6 +501,7 @@ def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:
         partition=resv.partition,
         state="ACTIVE" if resv.start <= now <= resv.end else "INACTIVE",
         tres=f"cpu={resv.cores}",
+        licenses=resv.licenses,
     )
 
 

@@ -236,14 +236,14 @@ PrologTimeout                   warned              see PrologEpilogTimeout
 PropagatePrioProcess            warned              jobs run at the node's default nice value
 PropagateResourceLimits         refused(none)       submitters' limits are not propagated
 PropagateResourceLimitsExcept   warned              no resource limits are propagated
-RebootProgram                   warned              nodes are never rebooted
+RebootProgram                   honoured
 ReconfigFlags                   warned              not read
 RequeueExit                     refused             jobs are not requeued by exit code
 RequeueExitHold                 refused             jobs are not requeued by exit code
 ResumeFailProgram               warned              no power saving
 ResumeProgram                   refused             power saving is not implemented
 ResumeRate                      warned              no power saving
-ResumeTimeout                   warned              no power saving
+ResumeTimeout                   honoured            how long a rebooted node has to come back
 ResvEpilog                      refused             reservation epilog scripts are not run
 ResvOverRun                     refused(0)          jobs in a reservation end with it
 ResvProlog                      refused             reservation prolog scripts are not run

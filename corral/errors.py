@@ -48,6 +48,7 @@ ESLURM_PARTITION_DOWN = 2101
 ESLURM_ENVIRONMENT_MISSING = 2127
 ESLURM_BATCH_ONLY = 2039
 ESLURM_DISABLED = 2037
+ESLURM_NOT_WHOLE_HET_JOB = 2108
 ESLURM_NOT_SUPPORTED = 2036
 ESLURM_INVALID_FEATURE = 2029
 ESLURM_USER_ID_MISSING = 2010
@@ -112,6 +113,9 @@ MESSAGES: dict[int, str] = {
     ESLURM_INVALID_ACCOUNT: "Invalid account or account/partition combination specified",
     ESLURM_INVALID_TIME_LIMIT: "Requested time limit is invalid (missing or exceeds some limit)",
     ESLURM_DISABLED: "Requested operation is presently disabled",
+    ESLURM_NOT_WHOLE_HET_JOB: (
+        "Operation not permitted on individual component of heterogeneous job"
+    ),
     ESLURM_BATCH_ONLY: "Only batch jobs are accepted or processed",
     ESLURM_INVALID_JOB_STATE: "Invalid job state specified",
     ESLURM_INVALID_QOS: "Invalid qos specification",

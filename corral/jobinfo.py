@@ -73,7 +73,11 @@ COPIED: Final[dict[str, str]] = {
     "min_nodes": "min_nodes",
     "resize_time": "resize_time",
     "container": "container",
+    "threads_per_core": "threads_per_core",
     "container_id": "container_id",
+    "het_job_id": "het_job_id",
+    "het_job_offset": "het_job_offset",
+    "het_job_id_set": "het_job_id_set",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -227,6 +231,9 @@ REST: Final[dict[str, str]] = {
 #: JobInfo fields restd leaves out of its JOB_INFO records.
 NOT_IN_REST: Final[frozenset[str]] = frozenset(
     {
+        "het_job_id",
+        "het_job_offset",
+        "het_job_id_set",
         "deadline",
         "suspend_time",
         "pre_suspend_secs",
@@ -256,6 +263,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "topology_level",
         "gres_enforce_bind",
         "job_gres",  # scontrol -d's detail lines; gres_detail comes from ``gres``
+        "threads_per_core",  # scontrol's ReqB:S:C:T
         "node_cpu_ids",
         "node_mem",
         "node_gres",

@@ -26,7 +26,7 @@ from corral.config import ConfigError, NodeConfig, SlurmConfig
 from corral.gpunumbers import device_number, gpu_numbering
 from corral.sdnotify import Notifier
 from corral.wire import corral_pb2 as pb
-from nodeagent import cgroups, checkpoints, containment, devcgroup
+from nodeagent import cgroups, checkpoints, containment, devcgroup, listpids
 from nodeagent.acctgather import Sampler
 from nodeagent.clientproxy import ClientProxy
 from nodeagent.gpus import probe_gpus
@@ -38,6 +38,7 @@ from nodeagent.link import Link
 from nodeagent.mps import MpsServers
 from nodeagent.nodehooks import NodeHooks
 from nodeagent.probe import CpuPlace, HostFacts, probe_host
+from nodeagent.reboot import Rebooter
 from nodeagent.runs import RunTable
 from nodeagent.signing import AgentAuth
 from nodeagent.spool import SiteHooks, Spool
@@ -355,6 +356,11 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         conf.tls,
         NodeHooks(spool.root(), table.hooks, table),
     )
+    reboot_program = dict(conf.settings).get("RebootProgram", "")
+    if reboot_program:
+        emulated = is_emulated(nodes, facts.hostname)
+        rebooter = Rebooter(reboot_program, emulated, table, os.path.abspath(conf.path))
+        link.reboot = rebooter.reboot
     proxy = ClientProxy(
         agent_socket_path(conf.slurmd_spool_dir),
         target,
@@ -363,6 +369,9 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         ratelimit.from_config(conf),
         conf.tls,
         ttl,
+    )
+    proxy.local["ListPids"] = lambda request, uid: listpids.answer(
+        table.runs(), request, uid, uid in auth.daemon_uids(conf.slurm_user)
     )
     await proxy.start()
     stop = asyncio.Event()

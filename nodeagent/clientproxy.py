@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -57,6 +58,9 @@ class ClientProxy:
         self.server: asyncio.AbstractServer | None = None
         self.channel: grpc.aio.Channel | None = None
         self.stub: Any = None
+        # Methods the agent answers itself, by name: (request, caller's uid) -> reply
+        # (scontrol listpids: nodeagent/listpids.py).
+        self.local: dict[str, Callable[[Any, int], Any]] = {}
 
     async def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -81,14 +85,18 @@ class ClientProxy:
         await serve_one(reader, writer, self._forward, self.gate)
 
     async def _forward(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
+        local = self.local.get(frame.method)
         request_type = getattr(pb, f"{frame.method}Request", None)
         call = getattr(self.stub, frame.method, None)
-        if request_type is None or call is None:
+        if request_type is None or (call is None and local is None):
             return _error(errors.SLURM_UNEXPECTED_MSG_ERROR, "unknown request")
         try:
             request = request_type.FromString(frame.body)
         except Exception:
             return _error(errors.ESLURM_PROTOCOL_ERROR, "malformed request")
+        if local is not None or call is None:  # the agent's own answer (scontrol listpids)
+            assert local is not None
+            return pb.Frame(method=frame.method, body=local(request, uid).SerializeToString())
         if "cred" in request_type.DESCRIPTOR.fields_by_name:
             request.ClearField("cred")
             credentials.stamp(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -75,6 +75,7 @@ class Link:
         self.auth = auth
         self.files = FileBlocks()  # sbcast's blocks, written as the job's user
         self._answer: Send | None = None  # the stream that is up, for answers
+        self.reboot: Callable[[str], None] | None = None  # RebootProgram (nodeagent/reboot.py)
 
     async def run(self) -> None:
         """Keep a stream up until cancelled."""
@@ -217,6 +218,8 @@ class Link:
                 self.table.attach(reply.attach_step)
             elif kind == "file_block" and self._answer is not None:
                 self.files.receive(reply.file_block, self._answer)
+            elif kind == "reboot" and self.reboot is not None:
+                self.reboot(reply.reboot.node)
             else:
                 log.warning("unexpected controller message %s", kind)
         except Exception:

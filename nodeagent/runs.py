@@ -184,6 +184,10 @@ class RunTable:
         node's report for a step it has already recorded."""
         self._backlog[:0] = dones
 
+    def runs(self) -> list[Run]:
+        """Every run the table holds (scontrol listpids: ``nodeagent/listpids.py``)."""
+        return list(self._runs.values())
+
     def busy(self) -> bool:
         """Whether any run is alive here (HealthCheckNodeState's ALLOC and MIXED)."""
         return any(run.done is None for run in self._runs.values())
@@ -194,6 +198,14 @@ class RunTable:
         if self._send is None:
             return False
         self._send(pb.AgentMessage(drain=pb.NodeDrain(node=node, reason=reason)))
+        return True
+
+    def rebooted(self, node: str, boot_time: int) -> bool:
+        """Tell the controller an emulated node's RebootProgram ended well
+        (``nodeagent/reboot.py``); False while no stream is up, to ask again."""
+        if self._send is None:
+            return False
+        self._send(pb.AgentMessage(rebooted=pb.NodeRebooted(node=node, boot_time=boot_time)))
         return True
 
     def _report(self, message: pb.AgentMessage) -> None:

@@ -197,6 +197,8 @@ class Started:
 
     pid: int
     start_time: int
+    # Each task's (pid, SLURM_LOCALID, SLURM_PROCID): scontrol listpids names them.
+    tasks: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -500,7 +502,11 @@ class RunDir:
 
     def read_started(self) -> Started | None:
         text = _read_text(self.file(STARTED))
-        return None if text is None else Started(**json.loads(text))
+        if text is None:
+            return None
+        fields = json.loads(text)
+        fields["tasks"] = tuple(tuple(task) for task in fields.get("tasks", ()))
+        return Started(**fields)
 
     def read_suspend(self) -> tuple[bool, int, int] | None:
         """(whether the run is to be suspended, the job's seconds suspended in all, the

@@ -296,7 +296,7 @@ class BatchRun(Runner):
         self.pgid = task.pid = pid
         self.by_pid[pid] = task
         self.started_at = spec.start_time or start_time
-        self.jobdir.write_started(Started(pid=pid, start_time=start_time))
+        self.jobdir.write_started(Started(pid=pid, start_time=start_time, tasks=((pid, 0, 0),)))
         self._notify(b"started\n")
         log.info("job_id=%d started pid=%d", spec.job_id, pid)
         self._check_requests()

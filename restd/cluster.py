@@ -81,7 +81,8 @@ NODE = obj(
 
 
 def node(info: Any) -> dict[str, Any]:
-    features = _words(info.features)
+    active = _words(info.features)  # AvailableFeatures: scontrol update may set them apart
+    available = _words(info.available_features) if info.available_features else active
     return {
         "name": info.name,
         "hostname": info.hostname,
@@ -98,8 +99,8 @@ def node(info: Any) -> dict[str, Any]:
         "alloc_memory": info.alloc_memory,
         "free_mem": given(info.free_memory),
         "cpu_load": round(info.cpu_load * 100),
-        "features": features,
-        "active_features": features,
+        "features": available,
+        "active_features": active,
         "gres": info.gres,
         "gres_used": info.gres_used,
         "weight": info.weight,

@@ -135,7 +135,7 @@ def _time_used(job: Job, view: JobView) -> str:
 
 
 def _job_array_id(job: Job, view: JobView) -> str:
-    if job["array_task_str"] or job["array_task_id"] is not None:
+    if job["array_task_str"] or job["array_task_id"] is not None or job.get("het_job_id"):
         return display_id(job, view.env)
     return str(job["job_id"])  # display_id's answer, without a call for every plain job
 
@@ -200,6 +200,15 @@ def _stamp(header: str, key: str) -> Field:
 
 def _nodes(header: str, key: str, **options: bool) -> Field:
     return Field(header, lambda job, view: node_list(job[key]), reads=(key,), **options)
+
+
+def _het(header: str, key: str) -> Field:
+    """A heterogeneous job's field; N/A, as squeue prints it, for any other job."""
+    return Field(
+        header,
+        lambda job, view: str(job[key]) if job.get("het_job_id") else "N/A",
+        reads=(key, "het_job_id"),
+    )
 
 
 def _const(header: str, text: str) -> Field:
@@ -373,9 +382,9 @@ _NAMED: dict[str, Field] = {
     "Gres": _GRES,
     "GroupId": _GROUP_ID,
     "GroupName": _GROUP_NAME,
-    "HetJobId": _const("HET_JOB_ID", "N/A"),
-    "HetJobIdSet": _const("HET_JOB_ID_SET", "N/A"),
-    "HetJobOffset": _const("HET_JOB_OFFSET", "N/A"),
+    "HetJobId": _het("HET_JOB_ID", "het_job_id"),
+    "HetJobIdSet": _het("HET_JOB_ID_SET", "het_job_id_set"),
+    "HetJobOffset": _het("HET_JOB_OFFSET", "het_job_offset"),
     "JobArrayId": _JOB_ARRAY_ID,
     "JobId": _JOB_ID,
     "LastSchedEval": _stamp("LAST_SCHED_EVAL", "last_sched_eval"),

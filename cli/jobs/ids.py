@@ -41,11 +41,16 @@ def task_range(job: Mapping[str, Any], env: Mapping[str, str]) -> str:
 
 
 #: The JobInfo fields ``display_id`` reads.
-DISPLAY_ID_READS = ("array_task_str", "array_job_id", "array_task_id", "job_id")
+DISPLAY_ID_READS = (
+    "array_task_str", "array_job_id", "array_task_id", "job_id", "het_job_id", "het_job_offset"
+)  # fmt: skip
 
 
 def display_id(job: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    """squeue's JOBID: ``123``, ``123_4`` or ``123_[5-10%2]``."""
+    """squeue's JOBID: ``123``, ``123_4``, ``123_[5-10%2]`` or a heterogeneous job's
+    component ``123+1``."""
+    if job.get("het_job_id"):
+        return f"{job['het_job_id']}+{job['het_job_offset']}"
     if job["array_task_str"]:
         text = f"{job['array_job_id']}_[{task_range(job, env)}]"
         return text if "SLURM_BITSTR_LEN" in env else text[:_ID_BUFFER]

@@ -130,8 +130,12 @@ _KEYS: dict[str, SortKey] = {
     "cluster": _field("cluster"),
 }
 
-#: What every sort reads: grouping array tasks (``_units``) and the start-time passes.
-_BASE_READS = ("job_id", "array_job_id", "array_task_id", "state", "start_time")
+#: What every sort reads: grouping array tasks and heterogeneous job components
+#: (``_units``) and the start-time passes.
+_BASE_READS = (
+    "job_id", "array_job_id", "array_task_id", "state", "start_time", "het_job_id",
+    "het_job_offset",
+)  # fmt: skip
 
 
 def parse_sort(spec: str) -> list[tuple[str, bool]]:
@@ -170,29 +174,46 @@ def sort_reads(spec: str) -> set[str]:
 
 
 def _units(jobs: list[Job]) -> tuple[list[Job], dict[int, list[Job]]]:
-    """Records grouped as Slurm sorts them: an array's pending tasks together, in task order.
+    """Records grouped as Slurm sorts them: an array's pending tasks together, in task
+    order, and a pending heterogeneous job's components, in offset order (``2+0``
+    before ``2+1``, as Slurm 22.05's squeue lists them).
 
     Each unit is represented by its first record (most are single records);
     the second value maps ``id()`` of such a first task to all tasks of its unit.
     """
     heads: list[Job] = []
-    arrays: dict[int, tuple[int, list[Job]]] = {}  # array id -> (index in heads, its tasks)
+    # (kind, array or leader id) -> (index in heads, its records)
+    arrays: dict[tuple[str, int], tuple[int, list[Job]]] = {}
     for job in sorted(jobs, key=_record_order):
-        if job["array_task_id"] is None or not job["array_job_id"] or job["state"] != "PENDING":
+        if job["state"] != "PENDING":
             heads.append(job)
             continue
-        array = arrays.get(job["array_job_id"])
+        if job.get("het_job_id"):
+            key = ("het", int(job["het_job_id"]))
+        elif job["array_task_id"] is not None and job["array_job_id"]:
+            key = ("array", int(job["array_job_id"]))
+        else:
+            heads.append(job)
+            continue
+        array = arrays.get(key)
         if array is None:
-            arrays[job["array_job_id"]] = (len(heads), [job])
+            arrays[key] = (len(heads), [job])
             heads.append(job)
         else:
             array[1].append(job)
     tasks: dict[int, list[Job]] = {}
     for index, unit in arrays.values():
-        unit.sort(key=lambda job: int(job["array_task_id"]))
+        unit.sort(key=_unit_order)
         heads[index] = unit[0]
         tasks[id(unit[0])] = unit
     return heads, tasks
+
+
+def _unit_order(job: Job) -> int:
+    """A record's place in its unit: its array task id, or its component offset."""
+    if job.get("het_job_id"):
+        return int(job["het_job_offset"])
+    return int(job["array_task_id"])
 
 
 def _record_order(job: Job) -> tuple[int, int, int]:

@@ -126,6 +126,8 @@ def _elastic(job: Job) -> list[str]:
 
 def _array_tokens(job: Job) -> str:
     if not job["array_job_id"]:
+        if job.get("het_job_id"):
+            return f"HetJobId={job['het_job_id']} HetJobOffset={job['het_job_offset']} "
         return ""
     task = job["array_task_str"] or job["array_task_id"]
     text = f"ArrayJobId={job['array_job_id']} ArrayTaskId={task} "
@@ -138,6 +140,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
     """The record's lines, before joining."""
     out = [
         f"JobId={job['job_id']} {_array_tokens(job)}JobName={job['name']}",
+        *([f"HetJobIdSet={job['het_job_id_set']}"] if job.get("het_job_id_set") else []),
         f"UserId={job['user'] or job['uid']}({job['uid']}) "
         f"GroupId={job['group'] or job['gid']}({job['gid']}) MCS_label=N/A",
         f"Priority={job['priority']} Nice={job['nice']} "
@@ -175,7 +178,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         out.append(f"BatchHost={job['batch_host']}")
     out += [
         f"NumNodes={_num_nodes(job)} NumCPUs={job['num_cpus']} NumTasks={job['num_tasks']} "
-        f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:*:*",
+        f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:*:{_threads(job)}",
         *_elastic(job),
         f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
         f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
@@ -261,3 +264,9 @@ def _tres_lines(job: Job) -> list[str]:
 def record(job: Job, now: int, *, oneliner: bool = False, details: bool = False) -> str:
     """The whole record, ready to print."""
     return join(lines(job, now, details=details), oneliner, trailing=True)
+
+
+def _threads(job: Job) -> str:
+    """ReqB:S:C:T's T: the threads of each core the job's tasks use (--hint,
+    --threads-per-core), ``*`` for all."""
+    return str(job.get("threads_per_core") or "*")

@@ -172,7 +172,7 @@ _ALL: dict[str, tuple[Field, str]] = {
     "D": (Field("NODES", lambda g, v: str(len(g.nodes))), ""),
     "e": (Field("FREE_MEM", _span("free_memory", spread=True)), "free_mem"),
     "E": (Field("REASON", _reason), "reason"),
-    "f": (Field("AVAIL_FEATURES", _first("features")), "features"),
+    "f": (Field("AVAIL_FEATURES", _first("available_features")), "features"),
     "F": (Field("NODES(A/I/O/T)", lambda g, v: "/".join(map(str, _counts(g)))), ""),
     "g": (Field("GROUPS", _groups), "groups"),
     "G": (Field("GRES", _first("gres")), "gres"),

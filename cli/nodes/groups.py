@@ -64,7 +64,7 @@ _PART_KEYS: dict[str, tuple[str, ...]] = {
 
 # Node attributes that must equal the row's first node's: flag -> key.
 _NODE_KEYS: dict[str, str] = {
-    "features": "features",
+    "features": "available_features",
     "features_act": "features",
     "gres": "gres",
     "reason": "reason",
@@ -238,7 +238,7 @@ _SORT_KEYS: dict[str, Callable[[NodeGroup], Any]] = {
     "D": lambda group: len(group.nodes),
     "e": _min("free_memory"),
     "E": _first("reason"),
-    "f": _first("features"),
+    "f": _first("available_features"),
     "F": lambda group: sum(1 for node in group.nodes if _allocated(node)),
     "g": _part("allow_groups"),
     "h": _part("oversubscribe"),

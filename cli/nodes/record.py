@@ -63,7 +63,7 @@ def node_lines(node: Node, *, slurmd_port: int = SLURMD_PORT) -> list[str]:
     out = [
         f"NodeName={node['name']} {arch}CoresPerSocket={node['cores_per_socket']} ",
         f"CPUAlloc={alloc} CPUEfctv={cpus} CPUTot={cpus} CPULoad={float(node['cpu_load']):.2f}",
-        f"AvailableFeatures={null(node['features'])}",
+        f"AvailableFeatures={null(node['available_features'] or node['features'])}",
         f"ActiveFeatures={null(node['features'])}",
         f"Gres={null(node['gres'])}",
     ]

@@ -162,9 +162,10 @@ def batch_step(job: Job) -> Step | None:
     as the job did, except that a job killed by a cancel, time limit, deadline
     or preemption shows its batch step CANCELLED, as Slurm does. A job that
     never started (still pending, or cancelled while pending), or an
-    allocation without a batch script (salloc, srun), has no batch step.
+    allocation without a batch script (salloc, srun), has no batch step; nor has a
+    heterogeneous job's component after the first (the script runs in ``123+0``).
     """
-    if job["state"] == "PENDING" or not job["start_time"]:
+    if job["state"] == "PENDING" or not job["start_time"] or job.get("het_job_offset"):
         return None
     if not (job["batch_host"] or job["nodes"]) or not job.get("batch_flag", True):
         return None
@@ -264,7 +265,10 @@ def _scaled(size: str) -> str:
 
 
 def job_id(job: Job, view: View) -> str:
-    """JobID: ``123``, an array task ``123_4``, a pending remainder ``123_[5-7%2]``."""
+    """JobID: ``123``, an array task ``123_4``, a pending remainder ``123_[5-7%2]``, a
+    heterogeneous job's component ``123+1``."""
+    if job.get("het_job_id"):
+        return f"{job['het_job_id']}+{job['het_job_offset']}"
     if job["array_task_str"]:
         return f"{job['array_job_id']}_[{task_range(job, view.env)}]"
     if job["array_task_id"] is not None:

@@ -189,7 +189,7 @@ class JobSelection:
     def matches(self, job: Job) -> bool:
         """Whether ``job`` is (a task of) the selected job."""
         if self.task is None:
-            return self.job_id in (job["job_id"], job["array_job_id"])
+            return self.job_id in (job["job_id"], job["array_job_id"], job.get("het_job_id"))
         if job["array_job_id"] != self.job_id:
             return False
         if not self.task.startswith("["):
@@ -606,6 +606,40 @@ def request(settings: Settings) -> dict[str, Any]:
     }
 
 
+def with_components(client: Any, settings: Settings, jobs: list[Job]) -> list[Job]:
+    """``-j 123`` of a heterogeneous job: its other components too, each after its
+    leader, as Slurm lists them (accounting files each component under its own id,
+    which the leader's HetJobIdSet names: one more ``History`` call asks for them)."""
+    wanted = {s.job_id for s in settings.jobs if s.task is None}
+    have = {int(job["job_id"]) for job in jobs}
+    missing = sorted(
+        {
+            i
+            for job in jobs
+            if job.get("het_job_id") in wanted and job.get("het_job_id_set")
+            for i in _id_set(str(job["het_job_id_set"]))
+        }
+        - have
+    )
+    if not missing:
+        return jobs
+    asked = request(settings)
+    asked["filter"]["job_ids"] = [str(i) for i in missing]
+    found = [j for j in client.call("History", asked)["jobs"] if j.get("het_job_id") in wanted]
+    out: list[Job] = []
+    for job in jobs:
+        out.append(job)
+        if job.get("het_job_id") and not job.get("het_job_offset"):  # a leader
+            out += [j for j in found if j["het_job_id"] == job["job_id"]]
+    return out
+
+
+def _id_set(text: str) -> range:
+    """``123-125`` (a HetJobIdSet) as its ids."""
+    first, _, last = text.partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
 def records(
     jobs: Sequence[Job], settings: Settings
 ) -> Iterator[tuple[Job | None, Job, Step | None]]:
@@ -673,13 +707,15 @@ def sacct(argv: list[str]) -> int:
         return halt.report()
     for text in settings.warnings:
         print(text, file=sys.stderr)
+    client = boundary.connect()
     try:
-        reply = boundary.connect().call("History", request(settings))
+        reply = client.call("History", request(settings))
     except SlurmError as exc:
         if exc.code != ESLURM_DISABLED:
             raise
         print(exc.message, file=sys.stderr)
         return 1
+    reply["jobs"] = with_components(client, settings, reply["jobs"])
     if settings.json:
         sys.stdout.write(render_json(reply["jobs"], reply["now"], settings, os.environ, argv))
     else:

@@ -124,7 +124,11 @@ TABLE = OptionTable(
         _row("gres", note="A|B: alternatives, in order of preference (Corral's own)"),
         _row("gres-flags", note="enforce-binding (CPUs near the GPUs only) or disable-binding"),
         _row("help", "h", NO_ARGUMENT),
-        _no("hint", _LAYOUT),
+        _row(
+            "hint",
+            note="nomultithread, compute_bound, memory_bound: a thread of each whole core; "
+            "SLURM_HINT for the steps",
+        ),
         _row("hold", "H", NO_ARGUMENT),
         _row("ignore-pbs", arg=NO_ARGUMENT, note="#PBS lines are never read"),
         _no("immediate", "immediate allocation is not implemented", "I", OPTIONAL),
@@ -182,7 +186,7 @@ TABLE = OptionTable(
         Option("ntasks-per-node", "", "tasks-per-node", REQUIRED),
         _row("test-only", arg=NO_ARGUMENT),
         _no("thread-spec", "thread specialization is not implemented"),
-        _no("threads-per-core", _PLACEMENT),
+        _row("threads-per-core", note="that many threads of each whole core; drops --hint"),
         _row("time", "t"),
         _row("time-min"),
         _row("topology-level", note=TOPOLOGY_LEVEL),
@@ -205,6 +209,18 @@ TABLE = OptionTable(
 #: Options that only count on the command line: Slurm handles them before it
 #: reads the script, and ignores them in #SBATCH lines.
 COMMAND_LINE_ONLY = frozenset({"help", "usage", "verbose", "quiet", "version", "wrap"})
+
+#: Options a heterogeneous job's component takes from the one before unless it sets
+#: them itself (Slurm's heterogeneous_jobs.html lists them; --chdir and --mem too, as
+#: a real 22.05 sbatch propagates them); others start afresh.
+PROPAGATED = frozenset(
+    {"account", "acctg-freq", "begin", "chdir", "cluster-constraint", "clusters", "comment",
+     "deadline", "delay-boot", "dependency", "distribution", "error", "export", "export-file",
+     "exclude", "get-user-env", "gid", "hold", "ignore-pbs", "immediate", "input", "job-name",
+     "mail-type", "mail-user", "mcs-label", "mem", "nice", "no-kill", "no-requeue", "open-mode",
+     "output", "parsable", "partition", "priority", "profile", "propagate", "qos", "reboot",
+     "requeue", "reservation", "signal", "time", "time-min", "uid", "wait", "wckey"}
+)  # fmt: skip
 
 #: Environment variables read as options, in the order Slurm reads them; later
 #: ones override earlier ones, and all of them override #SBATCH lines.

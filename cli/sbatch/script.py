@@ -95,13 +95,16 @@ def check(data: bytes) -> str:
         raise Failure("Batch script is not valid UTF-8 text") from None
 
 
-def directives(script: str, file: str) -> list[str]:
-    """The words of the script's #SBATCH lines, in order, as one argument list.
+def directives(script: str, file: str) -> list[list[str]]:
+    """The words of the script's #SBATCH lines, in order, as one argument list per
+    component of a heterogeneous job: a ``#SBATCH hetjob`` (or the older ``packjob``)
+    line starts the next one. A plain script has one.
 
     ``file`` names the script in error messages (Slurm uses its base name, or
     ``stdin``).
     """
-    words: list[str] = []
+    groups: list[list[str]] = [[]]
+    words = groups[0]
     warned = False
     for lineno, line in enumerate(script.split("\n"), 1):
         if line.startswith("#SBATCH"):
@@ -120,9 +123,11 @@ def directives(script: str, file: str) -> list[str]:
         else:
             break
         if rest.lstrip(_SPACE).lower().split(None, 1)[:1] in (["hetjob"], ["packjob"]):
-            raise Failure("Heterogeneous jobs (#SBATCH hetjob) are not supported")
+            words = []
+            groups.append(words)
+            continue
         words.extend(split(rest, file, lineno))
-    return words
+    return groups
 
 
 def split(text: str, file: str, lineno: int) -> list[str]:

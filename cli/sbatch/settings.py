@@ -484,6 +484,12 @@ def _distribution(text: str | None) -> Fields:
     return distribution(text)
 
 
+def _hint(text: str | None) -> Fields:
+    from cli.sbatch.hintopts import hint
+
+    return hint(text)
+
+
 def _minutes(field: str, option: str) -> Callable[[str | None], Fields]:
     return lambda text: {field: minutes(option, text or "")}
 
@@ -508,6 +514,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "deadline": _timestamp("deadline", "--deadline"),
     "dependency": _text("dependency"),
     "distribution": _distribution,
+    "hint": _hint,
     "error": _stdio("std_err"),
     "exclude": _text("exc_nodes"),
     "elastic": _elastic,
@@ -557,6 +564,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "signal": _signal,
     "switches": _switches,
     "test-only": _flag("test_only"),
+    "threads-per-core": _count("threads_per_core", "--threads-per-core"),
     "time": _minutes("time_limit", "--time"),
     "time-min": _minutes("time_min", "--time-min"),
     "topology-level": _topology_level,

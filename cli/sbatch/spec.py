@@ -16,7 +16,7 @@ import os
 import sys
 
 from cli.failure import Failure
-from cli.sbatch import gpuopts, layoutopts
+from cli.sbatch import gpuopts, hintopts, layoutopts
 from cli.sbatch.environment import job_environment
 from cli.sbatch.settings import Settings
 
@@ -102,6 +102,8 @@ def build(
     layoutopts.check(fields)
     if fields.get("distribution"):
         spec["distribution"] = fields["distribution"]
+    if hintopts.threads(fields):
+        spec["threads_per_core"] = hintopts.threads(fields)
     if fields.get("container"):
         spec["container"] = _container(fields["container"], cwd)
     if fields.get("container_id"):
@@ -123,6 +125,7 @@ def build(
     )
     spec["environment"].update(gpuopts.environment(fields, settings.texts))
     spec["environment"].update(layoutopts.environment(fields))
+    spec["environment"].update(hintopts.environment(fields))
     return spec
 
 

@@ -20,7 +20,7 @@ import time
 from cli import boundary
 from cli.failure import Failure, report
 from cli.options import Option, OptionError, parse, print_error
-from cli.sbatch.options import COMMAND_LINE_ONLY, TABLE
+from cli.sbatch.options import COMMAND_LINE_ONLY, PROPAGATED, TABLE
 from cli.sbatch.script import check, directives, read, resolve, wrap
 from cli.sbatch.settings import CLI, SCRIPT, Settings
 from cli.sbatch.spec import Script, build
@@ -50,7 +50,9 @@ Usage: sbatch [OPTIONS...] [script [arguments...]]
 
 Submit a batch script, read from the named file or from standard input.
 Options may also be given in #SBATCH lines at the top of the script and in
-SBATCH_* environment variables; the command line overrides both.
+SBATCH_* environment variables; the command line overrides both. A heterogeneous
+job's components are separated by ":" on the command line (sbatch OPTIONS : OPTIONS
+script) and by "#SBATCH hetjob" lines in the script.
 
 Job:
   -J, --job-name=NAME          job name (default: the script's file name)
@@ -147,20 +149,37 @@ def _submit(argv: list[str]) -> int:
         cwd = os.getcwd()
     except OSError as exc:
         raise Failure(f"getcwd failed: {exc.strerror}") from None
-    script = _script(given, positional, cwd)
-    settings = _settings(script, given)
+    groups = [given]
+    while positional[:1] == [":"]:  # the next component of a heterogeneous job
+        more, positional = parse(TABLE, positional[1:])
+        groups.append(more)
+    script = _script([pair for group in groups for pair in group], positional, cwd)
+    components = _settings(script, groups)
+    settings = components[0]
     if quiet and verbose:
         raise Failure("don't specify both --verbose (-v) and --quiet (-Q)")
     if verbose:
-        _list_options(settings)
+        for each in components:
+            _list_options(each)
 
     spec = build(settings, script, cwd=cwd, environ=os.environ, command_line=argv)
+    het = [
+        {
+            **build(each, script, cwd=cwd, environ=os.environ, command_line=argv),
+            "script": "",
+            "argv": [],
+        }
+        for each in components[1:]
+    ]
     fields = settings.fields
+    if het and (fields.get("test_only") or any(s.get("array") for s in (spec, *het))):
+        # Slurm refuses arrays of heterogeneous jobs; Corral's --test-only plans one job.
+        raise Failure("Heterogeneous job arrays and --test-only are not supported")
     client: Any = boundary.connect()
     if fields.get("test_only"):
         return _test_only(client, spec)
     try:
-        reply = _submit_retrying(client, spec)
+        reply = _submit_retrying(client, spec, het)
     except SlurmError as exc:
         failed = f"Batch job submission failed: {exc.message}"
         if exc.code == ESLURM_INVALID_PARTITION_NAME and spec.get("partitions"):
@@ -180,13 +199,17 @@ def _submit(argv: list[str]) -> int:
 SUBMIT_RETRIES = 15
 
 
-def _submit_retrying(client: Any, spec: dict[str, Any]) -> dict[str, Any]:
-    """Submit; while the controller answers EAGAIN (its MaxJobCount reached) say so
-    once and ask again with a growing pause, as Slurm's sbatch does."""
+def _submit_retrying(
+    client: Any, spec: dict[str, Any], het: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Submit (with a heterogeneous job's further components, ``het``); while the
+    controller answers EAGAIN (its MaxJobCount reached) say so once and ask again
+    with a growing pause, as Slurm's sbatch does."""
     retries = 0
+    request = {"spec": spec, "test_only": False, "het_components": het}
     while True:
         try:
-            reply: dict[str, Any] = client.call("Submit", {"spec": spec, "test_only": False})
+            reply: dict[str, Any] = client.call("Submit", request)
             return reply
         except SlurmError as exc:
             if exc.code != EAGAIN or retries >= SUBMIT_RETRIES:
@@ -226,18 +249,28 @@ def _script(given: list[tuple[Option, str | None]], positional: list[str], cwd: 
     return Script(check(read(path)), path, positional[1:], wrapped=False)
 
 
-def _settings(script: Script, given: list[tuple[Option, str | None]]) -> Settings:
-    """#SBATCH directives, then SBATCH_* variables, then the command line, then the checks."""
-    settings = Settings()
-    words = directives(script.text, os.path.basename(script.path) if script.path else "stdin")
-    in_script, extra = parse(TABLE, words)
-    if extra:
-        raise Failure(f"Invalid directive found in batch script: {extra[0]}", status=255)
-    _apply(settings, in_script, SCRIPT)
-    settings.apply_environment(os.environ)
-    _apply(settings, given, CLI)
-    settings.verify()
-    return settings
+def _settings(script: Script, groups: list[list[tuple[Option, str | None]]]) -> list[Settings]:
+    """Per component: #SBATCH directives, then SBATCH_* variables, then the command
+    line, then the checks. A heterogeneous job's components come from ``#SBATCH
+    hetjob`` in the script and ``:`` on the command line, matched by position."""
+    file = os.path.basename(script.path) if script.path else "stdin"
+    in_script = directives(script.text, file)
+    carried: list[tuple[Option, str | None]] = []
+    out = []
+    for index in range(max(len(in_script), len(groups))):
+        parsed, extra = parse(TABLE, in_script[index] if index < len(in_script) else [])
+        if extra:
+            raise Failure(f"Invalid directive found in batch script: {extra[0]}", status=255)
+        given = groups[index] if index < len(groups) else []
+        settings = Settings()
+        _apply(settings, carried, SCRIPT)
+        _apply(settings, parsed, SCRIPT)
+        settings.apply_environment(os.environ)
+        _apply(settings, given, CLI)
+        settings.verify()
+        carried = [(opt, arg) for opt, arg in [*carried, *parsed, *given] if opt.key in PROPAGATED]
+        out.append(settings)
+    return out
 
 
 def _apply(settings: Settings, given: list[tuple[Option, str | None]], source: str) -> None:

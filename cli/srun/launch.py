@@ -47,7 +47,7 @@ from cli.options import (
 )
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
-from cli.srun import gpuinput, placement, step_options
+from cli.srun import gpuinput, hetstep, placement, step_options
 from cli.srun.values import cpu_bind, open_mode_append
 from cli.tasklines import TaskLines
 from corral import mpitypes, stepio
@@ -137,6 +137,11 @@ TABLE = OptionTable(
         _row("gres", note="in a job step only gpu (a type is warned about): others are refused"),
         _row("gres-flags", note=JOB_ONLY),
         _row("help", arg=NO_ARGUMENT),
+        _row(
+            "het-group",
+            note="inside a heterogeneous job, the one component the step runs in; "
+            "a step spanning several is refused",
+        ),
         _row(
             "hint",
             note="compute_bound, memory_bound (cores), multithread, nomultithread (threads); "
@@ -264,6 +269,8 @@ def parse(argv: list[str]) -> Settings:
     settings.append = open_mode_append(
         PROG, settings.get("open-mode", env.get("SLURM_OPEN_MODE", ""))
     )
+    if positional[:1] == [":"]:
+        raise Halt(1, f"{PROG}: error: srun ... : ...: {hetstep.SPANNING}")
     settings.command = positional
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
@@ -941,9 +948,11 @@ def run_in_new_allocation(
     job_id = allocation.submit(client, PROG, settings.options, name, argv)
     os.environ.update(allocation.wait_for_start(client, PROG, job_id, settings.has("quiet")))
     code = 1
+    halt_notices = allocation.print_notices(client, PROG, job_id)
     try:
         code = run_in_allocation(client, settings, job_id, conf)
     finally:
+        halt_notices()
         allocation.release(client, job_id, (code & 0xFF) << 8)
     return code
 
@@ -956,6 +965,10 @@ def srun(argv: list[str]) -> int:
             or os.environ.get("SLURM_JOB_ID")
             or os.environ.get("SLURM_JOBID", "")
         )
+        if job_text and settings.has("het-group"):  # a component of a heterogeneous job
+            job_text = hetstep.job_of(settings.get("het-group"), job_text, os.environ)
+        elif settings.has("het-group"):  # a new job of one component: Slurm's refusal
+            hetstep.job_of(settings.get("het-group"), "", {})
         job_id = 0
         if job_text:  # a step of that job: the options only a new job takes are checked
             try:

@@ -152,8 +152,9 @@ class Backfill:
         # and by the plans of waiting jobs, over time.
         self.licenses = licenses or book_of(
             snap.licenses,
-            ((r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running),
+            ((r.job_id, r.licenses, r.start_time, r.end_time, r.reservation) for r in snap.running),
             plan.now,
+            snap.reservations,
         )
         self.reserved = Reservations(free.order)
         # Advance reservations; the plans of the jobs in each are their own.
@@ -253,7 +254,9 @@ class Backfill:
             parts = [p for p in partitions_of(job, self.snap) if partition_reason(job, p) is None]
             if not parts:
                 continue
-            if not self._start_now(job, parts):
+            # A heterogeneous job's component never starts alone (the main pass starts
+            # them together: core/hetgroup.py), but plans its start like any waiting job.
+            if not job.het_job_id and not self._start_now(job, parts):
                 continue
             if not job.reservation:  # as in the main pass: waiting for room stops its queue
                 self.queues.stop(job, Reason.RESOURCES)
@@ -278,14 +281,14 @@ class Backfill:
                 self.queues.stop(job, limit)
                 return False
             asked = needs(job.licenses)
-            if asked and not self.licenses.fits(asked, self.now, self.now + 1):
+            if asked and not self.licenses.fits(asked, self.now, self.now + 1, job.reservation):
                 self.plan.reasons[job.job_id] = Reason.LICENSES  # too few free now
                 return True
             start = self._fit_now(job, parts)
             if start is None:
                 return True
             end = self._end_of(job, start)
-            if asked and not self.licenses.fits(asked, self.now, end):
+            if asked and not self.licenses.fits(asked, self.now, end, job.reservation):
                 # Free now, but planned for a job ahead before this one would end.
                 self.plan.reasons[job.job_id] = Reason.LICENSES
                 return True
@@ -302,7 +305,7 @@ class Backfill:
             self.chooser.take(job)
             assert self.timeline is not None
             self.timeline.take(start, end)
-            self.licenses.hold(job.job_id, asked, self.now, end)
+            self.licenses.hold(job.job_id, asked, self.now, end, job.reservation)
             if job.array_job_id:
                 self.running_arrays[job.array_job_id] = (
                     self.running_arrays.get(job.array_job_id, 0) + 1
@@ -387,7 +390,7 @@ class Backfill:
                 if total < need:
                     continue
                 length = self._length(job, part, when)
-                if asked and not self.licenses.fits(asked, when, when + length):
+                if asked and not self.licenses.fits(asked, when, when + length, job.reservation):
                     continue
                 key = (i, part.name, shape)
                 index = timeline.free_nodes(i)
@@ -409,7 +412,7 @@ class Backfill:
         """Reserve ``found``'s nodes from its start for its length: the job's plan."""
         end = ceil_to(found.start + found.length, self.params.resolution)
         self._claims(self.windows.of(job)).add(found.start, end, found.nodes)
-        self.licenses.hold(job.job_id, needs(job.licenses), found.start, end)
+        self.licenses.hold(job.job_id, needs(job.licenses), found.start, end, job.reservation)
         self.plan.expected[job.job_id] = Expected(found.start, found.partition, found.nodes)
 
     def _licensed(
@@ -432,7 +435,7 @@ class Backfill:
             if when >= probe:
                 break
             length = self._length(job, part, when)
-            if not self.licenses.fits(asked, when, when + length):
+            if not self.licenses.fits(asked, when, when + length, job.reservation):
                 continue
             span = ceil_to(when + length, res) - when
             if self._claims(resv).free_from(when, span, nodes, when + 1) != when:

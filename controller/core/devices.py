@@ -358,6 +358,7 @@ def _named(start: Start, gpus: list[tuple[int, ...]], named: list[tuple[int, ...
         start.cpt,
         start.dist,
         start.task_gpus,
+        start.used,
     )
 
 

@@ -13,7 +13,16 @@ from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import islice
 
-from controller.core import cpupick, devices, features, gpuplace, gpus, nodefree, topology
+from controller.core import (
+    cpupick,
+    devices,
+    features,
+    gpuplace,
+    gpus,
+    nodefree,
+    threads,
+    topology,
+)
 from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
@@ -110,6 +119,8 @@ def _packed(
             free = node.free_cpus
         if part.max_cpus_per_node is not None:
             free = min(free, part.max_cpus_per_node)
+        if job.threads_per_core:  # whole cores, of which it uses some threads
+            free = threads.usable(free - free % node.unit, node.unit, job.threads_per_core)
         room = free // job.cpus_per_task
         later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
         tasks = min(remaining - later, room)
@@ -376,7 +387,16 @@ def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> S
         cpt=job.cpus_per_task,
         dist=cpupick.method_of(job.distribution),
         task_gpus=_follows_tasks(job),
+        used=_used(chosen),
     )
+
+
+def _used(chosen: list[Alloc]) -> tuple[int, ...]:
+    """The CPUs the job may use on each node, where on any that is fewer than it holds
+    (``core/threads.py``); () when it uses all it holds."""
+    if all(fit.used in (0, fit.cpus) for _, fit in chosen):
+        return ()
+    return tuple(fit.used or fit.cpus for _, fit in chosen)
 
 
 def _follows_tasks(job: Job) -> int:

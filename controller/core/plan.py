@@ -73,6 +73,8 @@ class Start:
     cpt: int = 1
     dist: str = ""
     task_gpus: int = 0
+    # The CPUs of ``cpus`` it may use on each node where fewer (core/threads.py); ().
+    used: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

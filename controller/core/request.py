@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from controller.core import features
+from controller.core import features, threads
 from controller.core.devices import enforced_gpus, gpu_indices
 from controller.core.gpus import GpuAsk
 from controller.core.nodefree import cpus_free
@@ -174,6 +174,7 @@ class Fit:
     cpus: int
     memory: int  # MiB
     gres: Gres
+    used: int = 0  # of ``cpus``, those its tasks may use (core/threads.py); 0: all
 
 
 def node_fits(
@@ -204,7 +205,7 @@ def node_fits(
             return None
         cpus = node.cpus
     else:
-        cpus = -(-cpus // node.unit) * node.unit  # whole cores (cons_tres, CR_Core)
+        cpus = threads.held(cpus, node.unit, job.threads_per_core)  # whole cores (CR_Core)
         if cpus > node.cpus or cpus > cpus_free(node, part.name, share(job, part), stacking):
             return None
         if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
@@ -224,7 +225,8 @@ def node_fits(
             return None
         taken = fit
     # A whole node comes with all its GRES (sbatch --exclusive).
-    return Fit(cpus, memory, tuple(g for g in node.gres if g[2]) if exclusive else taken)
+    kept = tuple(g for g in node.gres if g[2]) if exclusive else taken
+    return Fit(cpus, memory, kept, threads.usable(cpus, node.unit, job.threads_per_core))
 
 
 def _cpus_here(job: Job, part: PartitionView, node: NodeView, cpus: int, stacking: bool) -> int:
@@ -232,7 +234,7 @@ def _cpus_here(job: Job, part: PartitionView, node: NodeView, cpus: int, stackin
     free: whole cores, or the whole node for an exclusive job."""
     if job.exclusive or part.exclusive:
         return node.cpus if node.idle else 0
-    cpus = -(-cpus // node.unit) * node.unit  # whole cores (cons_tres, CR_Core)
+    cpus = threads.held(cpus, node.unit, job.threads_per_core)  # whole cores (CR_Core)
     if cpus > node.cpus or cpus > cpus_free(node, part.name, share(job, part), stacking):
         return 0
     if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
@@ -269,4 +271,4 @@ def _gpu_fits(
         return None
     if job.exclusive or part.exclusive:
         taken = tuple(g for g in node.gres if g[2])
-    return Fit(cpus, memory, taken)
+    return Fit(cpus, memory, taken, threads.usable(cpus, node.unit, job.threads_per_core))

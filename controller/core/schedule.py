@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from controller.core import dependency, devices, elastic
+from controller.core import dependency, devices, elastic, hetgroup
 from controller.core.backfill import WAITING, Backfill, BackfillParams
 from controller.core.flavors import Chooser
 from controller.core.licensebook import book_of, needs
@@ -154,7 +154,10 @@ def schedule(
     usage = Usage(snap.usage)
     windows = ResvWindows(snap.reservations)
     licenses = book_of(
-        snap.licenses, ((r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running), now
+        snap.licenses,
+        ((r.job_id, r.licenses, r.start_time, r.end_time, r.reservation) for r in snap.running),
+        now,
+        snap.reservations,
     )
     # Licenses asked for by jobs ahead that wait: a job behind them may not take those
     # now (as a waiting job blocks its partition); backfill lends them when its plans
@@ -165,7 +168,51 @@ def schedule(
         """Placement now, in the first partition that holds ``asked`` (one alternative)."""
         return first_fit(asked, snap, nodes, blocked, free, windows, now)
 
+    het = hetgroup.groups(candidates)
+
+    def start_group(job: Job) -> None:
+        """A heterogeneous job's components, all started now or all left waiting."""
+        members = het.pop(job.het_job_id)
+        reason: Reason | None = None
+        if len(members) < hetgroup.size(job):  # a component cannot be considered now
+            ids = range(job.het_job_id, job.het_job_id + hetgroup.size(job))
+            known = (plan.reasons.get(i) for i in ids)
+            reason = next((r for r in known if r is not None), Reason.RESOURCES)
+        for member in members:
+            reason = reason or usage.blocked(snap.gates.get(member.job_id, ()))
+            resv = windows.of(member) if member.reservation else None
+            if reason is None and member.reservation and (resv is None or resv.start > now):
+                reason = Reason.RESERVATION_DELETED if resv is None else Reason.RESERVATION
+        asked = hetgroup.licenses(needs(m.licenses) for m in members)  # the group's, together
+        if reason is None and asked and licenses.short(asked, now, now + 1):
+            reason = Reason.LICENSES
+        outcome = reason or hetgroup.place(
+            members,
+            lambda j, n, f: first_fit(j, snap, n, blocked, f, windows, now),
+            nodes,
+            free.order,
+        )
+        if isinstance(outcome, Reason):
+            for member in members:
+                plan.reasons[member.job_id] = outcome
+                if outcome in WAITING or outcome is Reason.LICENSES:
+                    blocked.update(p for p in member.partitions if p in snap.partitions)
+                    queues.stop(member, outcome)
+                    waiting.append(member)  # backfill plans when it could start
+            return
+        for member, start in zip(members, outcome, strict=True):
+            plan.starts.append(start)
+            started.append((member, start))
+            take(nodes, start)
+            free.taken(start)
+            usage.take(snap.gates.get(member.job_id, ()))
+            licenses.hold(member.job_id, needs(member.licenses), now, None)
+
     for job in ordered:
+        if job.het_job_id:  # its group, where its first component comes in the order
+            if job.het_job_id in het:
+                start_group(job)
+            continue
         head = queues.head_of(job)
         if head is not None:  # StrictFIFO: its queue's head could not start; nor may it
             plan.reasons[job.job_id] = Reason.PRIORITY
@@ -196,7 +243,8 @@ def schedule(
                 break
             asked = needs(job.licenses)
             if asked and (
-                licenses.short(asked, now, now + 1) or any(n in awaited for n, _ in asked)
+                licenses.short(asked, now, now + 1, job.reservation)
+                or any(n in awaited for n, _ in asked)
             ):
                 # As a job waiting for nodes: the jobs behind it in its partitions wait
                 # for backfill, which starts them only if they do not delay it.
@@ -231,10 +279,12 @@ def schedule(
             free.taken(outcome)
             usage.take(gates)
             chooser.take(job)
-            licenses.hold(job.job_id, asked, now, None)  # backfill learns its end
+            licenses.hold(job.job_id, asked, now, None, job.reservation)  # backfill: its end
             if job.array_job_id:
                 running_arrays[job.array_job_id] = running_arrays.get(job.array_job_id, 0) + 1
             tasks -= 1
+    for leader in [members[0] for members in het.values()]:  # groups the depth cut off
+        start_group(leader)
     plan.main_starts = len(plan.starts)
     if backfill is not None:
         plan.backfilled = True
@@ -243,7 +293,8 @@ def schedule(
         )
         for job, start in started:
             bf.started(job, start)
-        bf.run(waiting + untried, chosen_tasks)
+        # A heterogeneous job's components may be in both (the group tried past the depth).
+        bf.run(list({j.job_id: j for j in waiting + untried}.values()), chosen_tasks)
     # Reclaim between queues first, then PreemptType's preemption (docs/design.md,
     # "Queues: division, admission and reclaim"). A reclaimed job is suspended when its
     # PreemptMode is SUSPEND, else requeued when it may be (an evicted workload comes

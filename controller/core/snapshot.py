@@ -157,6 +157,7 @@ class Running:
     checkpointed: int = 0  # when it last reported a checkpoint (0: never)
     preempted_for: int = 0  # in its GraceTime, preempted for this waiting job
     licenses: str = ""  # -L: the licenses it holds until it ends (core/licensebook.py)
+    reservation: str = ""  # the reservation it runs in (its licenses may be the reservation's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +169,7 @@ class ResvView:
     nodes: frozenset[str]
     start: int
     end: int
+    licenses: tuple[tuple[str, int], ...] = ()  # kept for its jobs (core/licensebook.py)
 
 
 @dataclass(frozen=True, slots=True)

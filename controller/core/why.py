@@ -247,10 +247,10 @@ def _licenses(snap: Snapshot, plan: Plan, job: Job, now: int) -> tuple[LicenseNe
     asked = needs(job.licenses)
     if not asked:
         return ()
-    held = [(r.job_id, r.licenses, r.start_time, r.end_time) for r in snap.running]
+    held = [(r.job_id, r.licenses, r.start_time, r.end_time, r.reservation) for r in snap.running]
     pending = {j.job_id: j for j in snap.pending}
     held += [
-        (s.job_id, pending[s.job_id].licenses, now, 0)
+        (s.job_id, pending[s.job_id].licenses, now, 0, pending[s.job_id].reservation)
         for s in plan.starts
         if s.job_id in pending and s.job_id != job.job_id
     ]

@@ -113,6 +113,12 @@ def test_batch_survives_reopen(journal: Journal, state_dir: pathlib.Path) -> Non
                 "reason_user": "root",
                 "reason_uid": 0,
                 "reason_time": NOW,
+                "reboot": "",  # scontrol reboot's (controller/reboots.py)
+                "reboot_asap": False,
+                "reboot_next": "",
+                "reboot_time": 0,
+                "available_features": None,  # scontrol update NodeName= Features=
+                "active_features": None,
             }
         }
     finally:

@@ -143,3 +143,14 @@ def test_fewer_tasks_than_nodes_sets_the_node_count(capsys: pytest.CaptureFixtur
         "srun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n"
     )
     assert (placement.node_count(2, 0), placement.node_count(2, 4)) == (2, 2)
+
+
+def test_a_1000_line_file_one_task_a_line(tmp_path: Path) -> None:
+    """bench/mpi.py's step: a line per task for 1,000 tasks is a file srun takes, and
+    each node's agent picks its own tasks' lines from it."""
+    conf = tmp_path / "multi.conf"
+    conf.write_text("".join(f"{i} echo %t line{i}\n" for i in range(1000)))
+    assert placement.multi_prog([str(conf)], {}, 1000)["ntasks"] == 1000
+    text = conf.read_text()
+    node = list(range(250, 500))
+    assert multiprog.commands(text, 1000, node) == [["echo", str(t), f"line{t}"] for t in node]

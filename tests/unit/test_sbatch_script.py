@@ -141,26 +141,26 @@ echo start
 
 
 def test_directives_stop_at_first_command() -> None:
-    assert directives(SCRIPT, "job.sh") == ["-J", "first", "--time=10", "-p", "debug"]
+    assert directives(SCRIPT, "job.sh") == [["-J", "first", "--time=10", "-p", "debug"]]
 
 
 def test_directives_need_column_zero_and_exact_case() -> None:
     script = "#!/bin/sh\n#sbatch -J lower\n #SBATCH -J space\n#SBATCH -J ok\n"
-    assert directives(script, "job.sh") == ["-J", "ok"]
+    assert directives(script, "job.sh") == [["-J", "ok"]]
 
 
 def test_slurm_prefix_warns_once(capsys: pytest.CaptureFixture[str]) -> None:
     script = "#!/bin/sh\n#SLURM -J old\n#SLURM -N 1\n"
-    assert directives(script, "job.sh") == ["-J", "old", "-N", "1"]
+    assert directives(script, "job.sh") == [["-J", "old", "-N", "1"]]
     assert capsys.readouterr().err == (
         "sbatch: error: Change from #SLURM to #SBATCH in your script and verify the options "
         "are valid in sbatch\n"
     )
 
 
-def test_hetjob_is_refused() -> None:
-    with pytest.raises(Failure):
-        directives("#!/bin/sh\n#SBATCH -N 1\n#SBATCH hetjob\n#SBATCH -N 2\n", "job.sh")
+def test_hetjob_lines_separate_the_components() -> None:
+    script = "#!/bin/sh\n#SBATCH -N 1\n#SBATCH hetjob\n#SBATCH -N 2\n#SBATCH  PACKJOB # old\n"
+    assert directives(script, "job.sh") == [["-N", "1"], ["-N", "2"], []]
 
 
 WORD = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=10)

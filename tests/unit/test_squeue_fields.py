@@ -145,6 +145,8 @@ def test_default_report_asks_for_few_fields() -> None:
         "array_task_id",
         "array_task_str",
         "end_time",
+        "het_job_id",
+        "het_job_offset",
         "job_id",
         "name",
         "nodes",

@@ -84,10 +84,10 @@ class Srun:
     def _take(self, kind: int, number: int, payload: bytes) -> None:
         if kind == stepio.HELLO:
             self.hello = stepio.read_hello(payload)
-        elif kind == stepio.OUT:
-            self.out[number] = self.out.get(number, b"") + payload
-        elif kind == stepio.ERR:
-            self.err[number] = self.err.get(number, b"") + payload
+        elif kind in (stepio.OUT, stepio.ERR):
+            assert number not in self.exits, f"output of task {number} after its EXIT"
+            got = self.out if kind == stepio.OUT else self.err
+            got[number] = got.get(number, b"") + payload
         elif kind == stepio.EXIT:
             assert number not in self.exits
             self.exits[number] = stepio.read_status(payload)
@@ -597,3 +597,25 @@ def test_a_lost_runner_is_settled(tmp_path: Path) -> None:
     assert result.statuses == (signal.SIGKILL, signal.SIGKILL)
     assert "node failure" in result.message
     assert stepdir.read_result() == result
+
+
+def test_many_tasks_each_with_its_output_before_its_exit(
+    spool: Path, zygote: Zygote, srun: Srun
+) -> None:
+    """200 tasks on the node: forked with every signal held once for them all, and their
+    EXIT frames sent together per wake, each after what its task wrote."""
+    count = 200
+    runner = start(
+        spool,
+        zygote,
+        srun,
+        spool,
+        tasks=tuple(range(count)),
+        ntasks=count,
+        argv=("sh", "-c", 'echo "out $SLURM_PROCID"; exit $((SLURM_PROCID % 7))'),
+    )
+    srun.accept()
+    srun.finish()
+    assert srun.out == {t: f"out {t}\n".encode() for t in range(count)}
+    assert srun.exits == {t: (t % 7) << 8 for t in range(count)}
+    assert runner.result().statuses == tuple((t % 7) << 8 for t in range(count))

@@ -31,12 +31,17 @@ def _store(path: Path) -> JobStore:
     return store
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> JobStore:
-    store = _store(tmp_path)
+def ready(path: Path) -> JobStore:
+    """A store whose two nodes have registered (test_store_hetjobs.py uses it too)."""
+    store = _store(path)
     for name in ("n1", "n2"):
         store.node_registered(Registration(name, 2, 1000), monotonic=1.0, now=10)
     return store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return ready(tmp_path)
 
 
 def test_a_thousand_task_array_is_one_record_and_one_job_id(store: JobStore) -> None:
