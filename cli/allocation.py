@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 JOB_OPTIONS = (
     "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "exclude", "exclusive",
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
-    "gres-flags", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
+    "gres-flags", "hint", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
     "mem-per-gpu", "nodefile", "nodelist", "nodes",
     "ntasks", "ntasks-per-gpu", "ntasks-per-node", "partition", "prefer", "qos", "reservation",
-    "sockets-per-node", "time", "switches", "segment", "topology-level",
+    "sockets-per-node", "threads-per-core", "time", "switches", "segment", "topology-level",
 )  # fmt: skip
 
 
@@ -53,6 +53,15 @@ def gpu_environment(options: Mapping[str, str | None]) -> dict[str, str]:
 
     settings = _settings(options)
     return environment(settings.fields, settings.texts)
+
+
+def hint_environment(options: Mapping[str, str | None]) -> dict[str, str]:
+    """What salloc tells its command of ``--hint`` and ``--threads-per-core``
+    (SLURM_HINT, SLURM_THREADS_PER_CORE), as Slurm's salloc sets them
+    (cli/sbatch/hintopts.py)."""
+    from cli.sbatch.hintopts import environment
+
+    return environment(_settings(options).fields)
 
 
 def submit(
