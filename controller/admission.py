@@ -561,6 +561,7 @@ def admit(
         gres_flags=spec.gres_flags,
         distribution=spec.distribution,
         threads_per_core=spec.threads_per_core,
+        cores_per_socket=spec.cores_per_socket,
         prefer=spec.prefer,
         licenses=licenseadmit.checked(spec.licenses, conf),
         oversubscribe=spec.oversubscribe,
