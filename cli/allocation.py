@@ -85,7 +85,10 @@ def submit(
     try:
         reply = client.call("Submit", {"spec": specs[0], "het_components": specs[1:]})
     except SlurmError as exc:
-        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
+        # Slurm 22.05's words: salloc's, and srun's own; the controller's line first.
+        failed = "Unable to allocate resources" if prog == "srun" else "Job submit/allocate failed"
+        detail = [f"{prog}: error: {exc.detail}"] if exc.detail else []
+        raise Halt(1, *detail, f"{prog}: error: {failed}: {exc}") from None
     return int(reply["job_id"])
 
 

@@ -188,7 +188,7 @@ def _submit(argv: list[str]) -> int:
         if exc.code == ESLURM_INVALID_PARTITION_NAME and spec.get("partitions"):
             named = ",".join(spec["partitions"])
             raise Failure(f"invalid partition specified: {named}", failed) from None
-        raise Failure(failed) from None
+        raise Failure(*([exc.detail] if exc.detail else []), failed) from None
     if not quiet:
         print(_submitted(reply, fields))
     if fields.get("wait"):

@@ -16,13 +16,15 @@ import pytest
 
 from cli import allocation
 from cli.halt import Halt
-from controller import elastic
+from controller import elastic, framed
 from controller.core import threads
 from controller.jobspec import from_fields
 from controller.jobstate import Finish, JobState
 from controller.journal import Journal
 from controller.store import JobStore, Registration
+from corral import errors
 from corral.config import parse
+from corral.errors import SlurmError
 from tests.unit.test_elastic_store import USER, cycle, update
 
 
@@ -122,3 +124,27 @@ def test_an_elastic_nomultithread_job_uses_a_thread_a_core_as_it_grows_and_shrin
     assert (job.nodes, job.cpus, job.usable_cpus) == (("n1", "n2"), (4, 4), (2, 2))
     updated = replace(job, nodes=("n1",), cpus=(4,), cpus_used=())  # an update made meanwhile
     assert elastic.with_allocation(updated, job).usable_cpus == (2, 2)
+
+
+@pytest.mark.parametrize(("wanted", "refused"), [(2, False), (3, True), (5, True)])
+def test_more_threads_of_a_core_than_any_node_has_is_refused_as_slurm_refuses_it(
+    tmp_path: Path, wanted: int, refused: bool
+) -> None:
+    """Slurm 22.05, nodes of 2 threads a core: ``sbatch -n2 --threads-per-core=3``
+    prints ``error: Socket, core and/or thread specification can not be satisfied``,
+    then ``error: Batch job submission failed: Requested node configuration is not
+    available``; the first line is the controller's, carried in the reply's detail."""
+    store = JobStore(parse(CONF, str(tmp_path / "slurm.conf")), Journal(str(tmp_path / "state")))
+    spec = from_fields({"script": "#!/bin/sh\n", "work_dir": "/tmp", "threads_per_core": wanted})
+    if not refused:
+        assert store.submit(spec, USER, 100).job.threads_per_core == wanted
+        return
+    with pytest.raises(SlurmError) as caught:
+        store.submit(spec, USER, 100)
+    assert caught.value.code == errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
+    assert caught.value.detail == "Socket, core and/or thread specification can not be satisfied"
+    frame = framed._error(caught.value)
+    assert (frame.error, frame.detail) == (
+        "Requested node configuration is not available",
+        caught.value.detail,
+    )
