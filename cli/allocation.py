@@ -29,10 +29,10 @@ JOB_OPTIONS = (
     "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "dependency", "elastic",
     "exclude", "exclusive",
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
-    "gres-flags", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
+    "gres-flags", "hint", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
     "mem-per-gpu", "nodefile", "nodelist", "nodes",
     "ntasks", "ntasks-per-gpu", "ntasks-per-node", "partition", "prefer", "qos", "reservation",
-    "sockets-per-node", "time", "switches", "segment", "topology-level",
+    "sockets-per-node", "threads-per-core", "time", "switches", "segment", "topology-level",
 )  # fmt: skip
 
 
@@ -62,6 +62,15 @@ def elastic_signal(options: Mapping[str, str | None]) -> int:
     return signal
 
 
+def hint_environment(options: Mapping[str, str | None]) -> dict[str, str]:
+    """What salloc tells its command of ``--hint`` and ``--threads-per-core``
+    (SLURM_HINT, SLURM_THREADS_PER_CORE), as Slurm's salloc sets them
+    (cli/sbatch/hintopts.py)."""
+    from cli.sbatch.hintopts import environment
+
+    return environment(_settings(options).fields)
+
+
 def submit(
     client: Any,
     prog: str,
@@ -83,7 +92,10 @@ def submit(
     try:
         reply = client.call("Submit", {"spec": specs[0], "het_components": specs[1:]})
     except SlurmError as exc:
-        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
+        # Slurm 22.05's words: salloc's, and srun's own; the controller's line first.
+        failed = "Unable to allocate resources" if prog == "srun" else "Job submit/allocate failed"
+        detail = [f"{prog}: error: {exc.detail}"] if exc.detail else []
+        raise Halt(1, *detail, f"{prog}: error: {failed}: {exc}") from None
     return int(reply["job_id"])
 
 

@@ -30,6 +30,7 @@ from cli.options import (
     OptionTable,
 )
 from cli.options import parse as parse_options
+from cli.sbatch.hintopts import DROPPED
 from cli.sbatch.options import TOPOLOGY_LEVEL
 from corral.errors import SlurmError
 
@@ -81,6 +82,11 @@ TABLE = OptionTable(
         _row("gres", note="A|B: alternatives, in order of preference (Corral's own)"),
         _row("gres-flags", note="enforce-binding (CPUs near the GPUs only) or disable-binding"),
         _row("help", "h", NO_ARGUMENT),
+        _row(
+            "hint",
+            note="nomultithread, compute_bound, memory_bound: a thread of each whole core; "
+            "SLURM_HINT for the steps",
+        ),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("job-name", "J"),
         _row("licenses", "L", note="names of slurm.conf's Licenses=, each :count (default 1)"),
@@ -103,10 +109,18 @@ TABLE = OptionTable(
         _row("segment", note="with TopologyPlugin=topology/block"),
         _row("switches", note="with TopologyPlugin=topology/tree"),
         _row("sockets-per-node", note="nodes with at least that many sockets"),
+        _row("threads-per-core", note="that many threads of each whole core; drops --hint"),
         _row("time", "t"),
         _row("topology-level", note=TOPOLOGY_LEVEL),
         _row("usage", arg=NO_ARGUMENT),
-        _row("verbose", "v", NO_ARGUMENT, WARNED, "salloc prints no progress"),
+        _row(
+            "verbose",
+            "v",
+            NO_ARGUMENT,
+            WARNED,
+            "salloc prints no progress, only Slurm's line on a --hint that --threads-per-core "
+            "drops",
+        ),
         _row("version", "V", NO_ARGUMENT),
     ],
     prog="salloc",
@@ -141,6 +155,8 @@ def salloc(argv: list[str]) -> int:
             return Halt(1, f"{PROG}: {exc}", f'Try "{PROG} --help" for more information').report()
         het.append({option.key: value for option, value in more})
     quiet = "quiet" in options
+    if "verbose" in options and "hint" in options and "threads-per-core" in options:
+        print(f"{PROG}: {DROPPED}", file=sys.stderr)
     command = _command(positional)
     client = boundary.connect()
     try:
@@ -162,6 +178,7 @@ def salloc(argv: list[str]) -> int:
         env.update(allocation.gpu_environment(options))
         if resizes:
             env.update(resizes.environment())
+        env.update(allocation.hint_environment(options))
         status = _run(client, job_id, command, {**os.environ, **env}, resizes)
     finally:
         halt_notices()

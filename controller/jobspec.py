@@ -98,6 +98,7 @@ class JobSpec:
     gres_flags: str = ""
     distribution: str = ""
     threads_per_core: int = 0
+    cores_per_socket: int = 0
     sockets_per_node: int = 0
     prefer: str = ""
     licenses: str = ""

@@ -323,6 +323,8 @@ class Resize:
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     gpus: tuple[tuple[int, ...], ...] = ()
     cpu_ids: tuple[tuple[int, ...], ...] = ()
+    # The CPUs it may use on each node, where fewer than it holds (Start's ``used``).
+    used: tuple[int, ...] = ()
 
 
 #: Who holds a suspended job that is requeued: Slurm requeues it held where an
@@ -464,7 +466,7 @@ def apply(job: Job, event: Event) -> Job:
                 gres_alloc=event.gres,
                 gpus=event.gpus,
                 cpu_ids=event.cpu_ids,
-                cpus_used=(),
+                cpus_used=event.used,
                 resize_time=event.now,
             )
         case Start() if state is JobState.PENDING and not job.held:

@@ -146,6 +146,9 @@ class Job:
     # may use on each node (core/threads.py; (): all of them). It holds whole cores.
     threads_per_core: int = 0
     cpus_used: tuple[int, ...] = ()
+    # --hint=memory_bound's cores of each socket (1; 0: any): a minimum every node
+    # meets, shown as scontrol's ReqB:S:C:T C, as Slurm 22.05 shows it.
+    cores_per_socket: int = 0
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it

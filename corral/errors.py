@@ -150,9 +150,12 @@ class AuthError(CorralError):
 class SlurmError(CorralError):
     """A failure with a Slurm errno; ``str()`` is what a client prints."""
 
-    def __init__(self, code: int, message: str | None = None) -> None:
+    def __init__(self, code: int, message: str | None = None, detail: str = "") -> None:
         self.code = code
         self.message = message or MESSAGES.get(code, f"Unknown error {code}")
+        # What Slurm's controller says of the refusal besides its errno (err_msg: a
+        # line its clients print before the errno's message); "" none.
+        self.detail = detail
         super().__init__(self.message)
 
 

@@ -104,6 +104,8 @@ def build(
         spec["distribution"] = fields["distribution"]
     if hintopts.threads(fields):
         spec["threads_per_core"] = hintopts.threads(fields)
+    if hintopts.cores(fields):
+        spec["cores_per_socket"] = hintopts.cores(fields)
     if fields.get("container"):
         spec["container"] = _container(fields["container"], cwd)
     if fields.get("container_id"):
