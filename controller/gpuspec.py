@@ -9,8 +9,9 @@ filled in here, as Slurm does before placement:
 * ``--gpus=N`` with GPUs per node (``--gres=gpu:G``, ``--gpus-per-node=G``, or
   ``--gpus-per-socket`` times ``--sockets-per-node``): N/G nodes, N a multiple of G.
 * ``--gpus-per-task=G`` with ``--gpus=N`` and no ``-n``: N/G tasks.
-* ``--ntasks-per-gpu=T``: T tasks per GPU asked (``--gpus=N``: N*T tasks; GPUs per
-  node: G*T per node); with ``-n`` alone, a GPU for every T of a node's tasks.
+* ``--ntasks-per-gpu=T``: T tasks per GPU asked, of every type (``--gpus=N``: N*T
+  tasks; GPUs per node: G*T per node; both, of two types, the sum); with ``-n``
+  alone, a GPU for every T of a node's tasks.
 
 GPUs of several types are asked as Slurm keeps them, a request per type: per
 node, any types (``--gres=gpu:a100:1,gpu:v100:2``), and dealt (``--gpus``,
@@ -124,7 +125,11 @@ def check(spec: JobSpec) -> GpuSpec:
         if num_tasks is None:
             raise _refuse()  # per task, but how many tasks?
     if spec.ntasks_per_gpu:
-        gpus = spec.gpus or per_node * (min_nodes or 1)
+        # Every GPU asked counts, of every type: the dealt type's total (or per node)
+        # and the other types' per node (Slurm 22.05: --gres=gpu:a100:1 --gpus=v100:2
+        # --ntasks-per-gpu=2 is 6 tasks), on -N's nodes or one.
+        nodes = min_nodes or 1
+        gpus = (spec.gpus or per_node * nodes) + (all_types - per_node) * nodes
         if gpus:
             num_tasks = gpus * spec.ntasks_per_gpu
         elif num_tasks is None or num_tasks % spec.ntasks_per_gpu:

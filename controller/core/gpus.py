@@ -18,7 +18,8 @@ results the unit tests' scenario table records), and the CPUs and memory follow:
   N/G tasks (``task_room``): ``--gpus-per-node=2 --gpus-per-task=1 -n4`` is two
   nodes of two tasks and two GPUs.
 * CPUs follow: at least ``--cpus-per-gpu`` (else the partition's DefCpuPerGPU,
-  unless ``-c`` was given) times the node's GPUs; memory too, ``--mem-per-gpu``
+  unless ``-c`` was given) times the node's GPUs (of the dealt type only, when
+  one is named: ``GpuAsk.cpu_gpus``); memory too, ``--mem-per-gpu``
   (else DefMemPerGPU, unless ``--mem`` or ``--mem-per-cpu``) times the node's GPUs.
 * ``--gres-flags=enforce-binding``: the job's CPUs on a node are CPUs near its GPUs
   there only (``core/devices.py`` names them).
@@ -83,6 +84,12 @@ class GpuAsk:
             return free // self.per_task
         return free * self.tasks_per_gpu
 
+    def cpu_gpus(self, gpus: int) -> int:
+        """The GPUs on a node that ``--cpus-per-gpu`` counts, given ``gpus`` dealt
+        there: with a dealt type named, those of that type only (Slurm 22.05:
+        ``--gres=gpu:a100:1 --gpus=v100:2 --cpus-per-gpu=2`` is 4 CPUs), else all."""
+        return self.same + gpus if self.kind else self.per_node + gpus
+
     def request(self, gpus: int) -> Gres:
         """The GRES asked on a node given ``gpus`` dealt GPUs there."""
         if not self.dealt or not gpus:
@@ -137,10 +144,10 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
         per_node += per_socket
     same = same_type(items, job.gpu_type)
     # A total with GPUs of its type per node is met by the node count
-    # (controller/gpuspec.py), and --ntasks-per-gpu with them by the task count: only
-    # the rest is dealt.
+    # (controller/gpuspec.py), and --ntasks-per-gpu with them or with a total by the
+    # task count: only the rest is dealt.
     per_job = 0 if same else job.gpus_per_job
-    tasks_per_gpu = 0 if same or job.gpus_per_task else job.ntasks_per_gpu
+    tasks_per_gpu = 0 if same or job.gpus_per_task or per_job else job.ntasks_per_gpu
     if not (per_node or per_job or job.gpus_per_task or tasks_per_gpu):
         return None  # --cpus-per-gpu without GPUs changes nothing, as in Slurm
     cpus_per_gpu = job.cpus_per_gpu

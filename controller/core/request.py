@@ -250,9 +250,11 @@ def _gpu_fits(
     gpus: int,
 ) -> Fit | None:
     """``node_fits`` under a GPU request: the node's GPUs (``gpu.per_node`` plus the
-    ``gpus`` dealt here) bring their CPUs and memory."""
+    ``gpus`` dealt here) bring their memory, and those ``gpu.cpu_gpus`` counts their
+    CPUs."""
     on_node = gpu.per_node + gpus
-    cpus = _cpus_here(job, part, node, max(cpus, on_node * gpu.cpus_per_gpu, 1), stacking)
+    least = gpu.cpu_gpus(gpus) * gpu.cpus_per_gpu
+    cpus = _cpus_here(job, part, node, max(cpus, least, 1), stacking)
     if not cpus:
         return None
     memory = mem_per_node(job, part, cpus, node.real_memory, on_node, gpu.mem_per_gpu)

@@ -601,6 +601,41 @@ TYPED_ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any
     # --mem-per-gpu counts every GPU of the node (Slurm: Mem=300)
     ("mem-per-gpu-of-both", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
                              "mem_per_gpu": 100}, {"n1": (0, 2, 3)}, None, (300,)),
+    # --ntasks-per-gpu counts the GPUs of every type: an A100 and two V100s, 2 each, are
+    # six tasks (Slurm: NumTasks=6 CPU_IDs=0-2,4-6), as a list per node is
+    ("ntasks-per-gpu-of-both", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                                "ntasks_per_gpu": 2}, {"n1": (0, 2, 3)}, (6,), None),
+    ("ntasks-per-gpu-of-a-list", {"gres": "gpu:a100:1,gpu:v100:2", "ntasks_per_gpu": 2},
+     {"n1": (0, 2, 3)}, (6,), None),
+    # ... on one node when -N is not given (V100s 3 + A100 1: NumTasks=4), laid out as
+    # the total is dealt: CPU_IDs=0-1,4 and 0
+    ("ntasks-per-gpu-total-over-two", {"gres": "gpu:a100:1", "gpus": 3, "gpu_type": "v100",
+                                       "ntasks_per_gpu": 1},
+     {"n1": (0, 2, 3), "n3": (0, 2)}, (3, 1), None),
+    # ... and on each of -N's nodes (-N2: 2 + 1 + 1 = NumTasks=4, CPU_IDs=0,4 each)
+    ("ntasks-per-gpu-N2", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                           "ntasks_per_gpu": 1, "min_nodes": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (2, 2), None),
+    # --cpus-per-gpu counts the dealt type's GPUs only, where one is named (Slurm:
+    # NumCPUs=4 for two V100s and an A100), every GPU of a list per node
+    ("cpus-per-gpu-dealt-type", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                                 "cpus_per_gpu": 2}, {"n1": (0, 2, 3)}, (4,), None),
+    ("cpus-per-gpu-list", {"gres": "gpu:a100:1,gpu:v100:2", "cpus_per_gpu": 2},
+     {"n1": (0, 2, 3)}, (6,), None),
+    ("cpus-per-gpu-one-v100", {"gres": "gpu:a100:2", "gpus": 1, "gpu_type": "v100",
+                               "cpus_per_gpu": 2}, {"n1": (0, 1, 2)}, (2,), None),
+    ("cpus-per-gpu-per-task", {"gres": "gpu:a100:1", "gpus_per_task": 1, "gpu_type": "v100",
+                               "num_tasks": 2, "cpus_per_gpu": 2},
+     {"n1": (0, 2, 3)}, (4,), None),
+    ("cpus-per-gpu-dealt-3", {"gres": "gpu:a100:1", "gpus": 3, "gpu_type": "v100",
+                              "cpus_per_gpu": 2}, {"n1": (0, 2, 3), "n3": (0, 2)}, (4, 2), None),
+    # the V100s per node count, the A100 not (--gpus-per-node=a100:1,v100:N --gpus=v100:M)
+    ("cpus-per-gpu-per-node-type", {"gres": "gpu:a100:1,gpu:v100:2", "gpus": 4,
+                                    "gpu_type": "v100", "cpus_per_gpu": 2},
+     {"n1": (0, 2, 3), "n3": (0, 2, 3)}, (4, 4), None),
+    ("cpus-per-gpu-per-node-one", {"gres": "gpu:a100:1,gpu:v100:1", "gpus": 2,
+                                   "gpu_type": "v100", "cpus_per_gpu": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (2, 2), None),
 ]  # fmt: skip
 
 
