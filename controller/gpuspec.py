@@ -31,10 +31,11 @@ from dataclasses import dataclass
 
 from controller.core.gpus import gpu_items, same_type
 from controller.jobspec import JobSpec
+from controller.model import Job
 from corral import errors
 from corral.errors import SlurmError
 
-__all__ = ["GpuSpec", "check"]
+__all__ = ["GpuSpec", "check", "tasks_held"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +138,23 @@ def check(spec: JobSpec) -> GpuSpec:
     if spec.gpus and min_nodes is not None and spec.gpus < min_nodes:
         raise _refuse()
     return GpuSpec(min_nodes, num_tasks)
+
+
+def tasks_held(job: Job) -> int:
+    """The task count ``scontrol show job`` gives ``job`` (NumTasks): its ``-n``, but
+    once it runs with GPUs per node and per task, the tasks its nodes' GPUs are for
+    when more, as Slurm 22.05 counts them (``--gres=gpu:2 --gpus-per-task=1 -n3 -N2``
+    runs with 2 + 2 CPUs and shows NumTasks=4, while its SLURM_NTASKS stays 3, so
+    ``job.num_tasks`` does too)."""
+    if not (job.gpus_per_task and job.nodes):
+        return job.num_tasks
+    try:
+        items, _ = gpu_items(job.gres)
+    except ValueError:
+        return job.num_tasks
+    per_node = same_type(items, job.gpu_type) // job.gpus_per_task
+    if not per_node:
+        return job.num_tasks
+    cpt = max(job.cpus_per_task, 1)
+    held = sum(min(cpus // cpt, per_node) for cpus in job.cpus)
+    return max(job.num_tasks, held)

@@ -15,6 +15,7 @@ from typing import Any
 from controller import gpuaffinity, gpushare, jobdetail, licenseviews, preemptrules, queuereply
 from controller.core import dependency as depcheck
 from controller.core.snapshot import Gres
+from controller.gpuspec import tasks_held
 from controller.jobenv import run_length
 from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime, Step
@@ -175,6 +176,7 @@ def job_info(
         exc_nodes=hostlist.compress(job.exc_nodes) if job.exc_nodes else "",
         num_nodes=num_nodes,
         num_cpus=num_cpus,
+        num_tasks=tasks_held(job),
         min_cpus_node=max(job.min_cpus, job.cpus_per_task),
         min_mem_node=job.mem_per_node or 0,
         min_mem_cpu=job.mem_per_cpu or 0,

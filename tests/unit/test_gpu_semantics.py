@@ -20,8 +20,9 @@ none left. The last three to go:
   (``CPU_IDs=0,4`` for two tasks), and GPUs per task on several nodes follow the
   tasks' sockets, so that node's GPUs are 0 and 2 (``core/cpupick.py``).
 * ``--gres=gpu:2 --gpus-per-task=1 -n3 -N2``: Slurm gives each node the CPUs of the
-  tasks its GPUs are for, 2 + 2 (it counts ``NumTasks=4``, while ``SLURM_NTASKS=3``
-  and its step runs three; ``core/gpuplace.py``).
+  tasks its GPUs are for, 2 + 2 (it counts ``NumTasks=4``, as Corral's scontrol
+  shows it, while ``SLURM_NTASKS=3`` and its step runs three; ``core/gpuplace.py``,
+  ``gpuspec.tasks_held``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from controller import jobtres
+from controller import gpuspec, jobtres
 from controller.admission import Capacity, admit
 from controller.core import BackfillParams, Snapshot, Start, schedule
 from controller.jobspec import JobSpec
@@ -730,3 +731,19 @@ def test_impossible_typed_requests_are_refused_at_submission(
     with pytest.raises(SlurmError) as caught:
         admit(JobSpec(script="#!/bin/sh\n", **fields), USER, typed_conf, {}, 1, NOW, 0)
     assert caught.value.code == errno
+
+
+def test_gpus_per_node_and_per_task_show_the_tasks_their_gpus_hold(
+    conf: config.SlurmConfig,
+) -> None:
+    """``--gres=gpu:2 --gpus-per-task=1 -n3 -N2`` runs with 2 + 2 CPUs; Slurm 22.05
+    shows NumTasks=4 (the tasks the GPUs are for) while the job's SLURM_NTASKS stays
+    3, as measured; pending, it shows the 3 asked."""
+    fields: dict[str, Any] = {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 3}
+    spec = JobSpec(script="#!/bin/sh\n", min_nodes=2, **fields)
+    job = admit(spec, USER, conf, {}, 1, NOW, 0, Capacity(conf)).job
+    assert gpuspec.tasks_held(job) == 3
+    start = place(conf, min_nodes=2, **fields)
+    running = replace(job, nodes=start.nodes, cpus=start.cpus)
+    assert gpuspec.tasks_held(running) == 4
+    assert running.num_tasks == 3  # SLURM_NTASKS (controller/jobenv.py)
