@@ -1,0 +1,38 @@
+"""A step that asks for GPUs without ``--exact`` runs on the job's CPUs near them
+(``controller/stepcpus.py``), as Slurm 22.05 gives it: SLURM_CPUS_ON_NODE and the
+CPUs its tasks may run on."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+from tests.integration.cluster import Cluster
+
+SETTINGS = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:a100:2", "KillWait=1")
+WHERE = "grep Cpus_allowed_list /proc/self/status | cut -f2"
+
+
+def test_a_gpu_step_runs_on_the_jobs_cpus_near_its_gpu(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    cluster = make_cluster(nodes=1, settings=SETTINGS, start=False)
+    # GPU 0 near core 1, GPU 1 near core 0 (files absent here: no isolation).
+    (cluster.dir / "gres.conf").write_text(
+        f"Name=gpu Type=a100 File={cluster.dir}/gpu0 Cores=1\n"
+        f"Name=gpu Type=a100 File={cluster.dir}/gpu1 Cores=0\n"
+    )
+    cluster.start()
+    script = (
+        f"echo job $SLURM_CPUS_ON_NODE $({WHERE}); "
+        f"srun --gpus=1 -n1 sh -c 'echo gpu $SLURM_CPUS_ON_NODE $SLURM_STEP_GPUS $({WHERE})'; "
+        f"srun -n1 sh -c 'echo plain $SLURM_CPUS_ON_NODE $({WHERE})'"
+    )
+    job = cluster.sbatch("--gpus=a100:2", "-n2", "-o", "out", "--wrap", script)
+    cluster.wait_done(job)
+    lines = (cluster.dir / "out").read_text().splitlines()
+    assert lines == ["job 2 0-1", "gpu 1 0 1", "plain 2 0-1"]
