@@ -15,7 +15,8 @@ and the service sends the launches. Slurm's rules:
 * Without ``--exact`` (which ``-c`` and ``--exclusive`` imply) a step has all of
   the job's CPUs on each of its nodes that other steps leave, as Slurm 21.08 and
   later give it ("all non-GRES resources on each node in the step allocation"),
-  so steps run side by side only with ``--exact`` or ``--overlap``. Its memory is
+  so steps run side by side only with ``--exact`` or ``--overlap``; a step that asks
+  for GPUs, only those of them near its GPUs (``controller/stepcpus.py``). Its memory is
   the job's unless it asks (below), as in Slurm.
 * A step holds its CPUs against other steps unless it or they ``--overlap``;
   the batch script holds none. A step larger than the whole allocation is
