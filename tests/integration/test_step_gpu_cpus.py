@@ -1,6 +1,7 @@
-"""A step that asks for GPUs without ``--exact`` runs on the job's CPUs near them
-(``controller/stepcpus.py``), as Slurm 22.05 gives it: SLURM_CPUS_ON_NODE and the
-CPUs its tasks may run on."""
+"""GPU jobs and steps as Slurm 22.05 counts their CPUs and tasks: a step that asks for
+GPUs without ``--exact`` runs on the job's CPUs near them (``controller/stepcpus.py``:
+SLURM_CPUS_ON_NODE and the CPUs its tasks may run on), and a job with GPUs per node
+and per task shows the tasks they are for (``gpuspec.tasks_held``)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,21 @@ def test_a_gpu_step_runs_on_the_jobs_cpus_near_its_gpu(
     cluster.wait_done(job)
     lines = (cluster.dir / "out").read_text().splitlines()
     assert lines == ["job 2 0-1", "gpu 1 0 1", "plain 2 0-1"]
+
+
+def test_gpus_per_node_and_task_show_the_tasks_their_gpus_hold(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """Slurm 22.05: ``--gres=gpu:2 --gpus-per-task=1 -n3 -N2`` shows NumTasks=4 once it
+    runs (2 + 2 CPUs), while the job's SLURM_NTASKS stays 3."""
+    cluster = make_cluster(nodes=2, settings=SETTINGS)
+    job = cluster.sbatch(
+        "--gres=gpu:2", "--gpus-per-task=1", "-n3", "-N2", "-o", "tasks.out",
+        "--wrap", "echo $SLURM_NTASKS; sleep 30",
+    )  # fmt: skip
+    out = cluster.dir / "tasks.out"
+    cluster.wait_for(lambda: out.exists() and out.read_text().endswith("\n"), 10, "output")
+    shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+    cluster.run("scancel", str(job))
+    assert "NumNodes=2 NumCPUs=4 NumTasks=4 " in shown
+    assert out.read_text() == "3\n"
