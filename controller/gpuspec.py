@@ -21,15 +21,21 @@ towards a total or per-task request (``--gpus-per-node=a100:1,v100:1 --gpus=v100
 is four nodes). Typed and untyped GPUs together are refused, as Slurm's clients
 refuse them.
 
+``--gpus`` may name several types (``--gpus=a100:1,v100:2``), and a type other
+than ``--gpus-per-task``'s (``--gpus=a100:1 --gpus-per-task=v100:1``): the first
+(resp. the per-task type) is the dealt type, the other totals ``gpus_also``, each
+dealt over the job's nodes on its own, as Slurm 22.05 does.
+
 Combinations Corral does not place are refused rather than placed otherwise:
-GPUs per task or per GPU-task ratio together with GPUs per socket.
+GPUs per task or per GPU-task ratio together with GPUs per socket, and totals of
+further types with GPUs per node, per socket or ``--ntasks-per-gpu``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.core.gpus import gpu_items, same_type
+from controller.core.gpus import also_items, gpu_items, same_type
 from controller.jobspec import JobSpec
 from controller.model import Job
 from corral import errors
@@ -82,7 +88,28 @@ def _asked(spec: JobSpec) -> bool:
         or spec.gpu_bind
         or spec.gres_flags
         or spec.gpu_type
+        or spec.gpus_also
     )
+
+
+def _check_also(spec: JobSpec, all_types: int) -> None:
+    """``--gpus`` totals of further types (``gpus_also``): each typed, apart from the
+    others and the dealt type, beside a total or GPUs per task of that type, each at
+    least ``-N`` (Slurm's "--gpus < -N"). With GPUs per node, per socket or
+    ``--ntasks-per-gpu`` too they are refused: Corral does not place those."""
+    try:
+        also = also_items(spec.gpus_also)
+    except ValueError:
+        raise _refuse() from None
+    kinds = [kind for kind, _ in also]
+    if not spec.gpu_type or spec.gpu_type in kinds or len(set(kinds)) < len(kinds):
+        raise _refuse()
+    if not (spec.gpus or spec.gpus_per_task):
+        raise _refuse()
+    if all_types or spec.gpus_per_socket or spec.ntasks_per_gpu:
+        raise _refuse()
+    if spec.min_nodes is not None and any(count < spec.min_nodes for _, count in also):
+        raise _refuse()
 
 
 def check(spec: JobSpec) -> GpuSpec:
@@ -90,6 +117,8 @@ def check(spec: JobSpec) -> GpuSpec:
     if not _asked(spec):
         return GpuSpec(spec.min_nodes, spec.num_tasks)
     all_types, per_node = _per_node(spec)
+    if spec.gpus_also:
+        _check_also(spec, all_types)
     if spec.gres_flags not in ("", "enforce-binding", "disable-binding"):
         raise _refuse()
     if spec.cpus_per_gpu and spec.cpus_per_task is not None:

@@ -338,7 +338,10 @@ def gpu_request(job: Job, conf: SlurmConfig) -> dict[str, Any]:
     mem = job.mem_per_gpu if job.mem_per_gpu is not None else def_mem
     kind = job.gpu_type
     return {
-        "tres_per_job": _gpu_tres(kind, job.gpus_per_job) if job.gpus_per_job else "",
+        "tres_per_job": ",".join(
+            [_gpu_tres(kind, job.gpus_per_job)] * bool(job.gpus_per_job)
+            + [f"gres/gpu:{also}" for also in job.gpus_also.split(",") if also]
+        ),
         "tres_per_socket": _gpu_tres(kind, job.gpus_per_socket) if job.gpus_per_socket else "",
         "tres_per_task": _gpu_tres(kind, job.gpus_per_task) if job.gpus_per_task else "",
         "cpus_per_tres": f"gres/gpu:{cpus}" if cpus else "",

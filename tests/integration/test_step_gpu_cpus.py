@@ -55,3 +55,28 @@ def test_gpus_per_node_and_task_show_the_tasks_their_gpus_hold(
     cluster.run("scancel", str(job))
     assert "NumNodes=2 NumCPUs=4 NumTasks=4 " in shown
     assert out.read_text() == "3\n"
+
+
+def test_a_job_asks_totals_of_two_gpu_types(make_cluster: Callable[..., Cluster]) -> None:
+    """Slurm 22.05: ``--gpus=a100:1,v100:2`` is one node's A100 0 and V100s 2-3
+    (TresPerJob lists both), and a step in it takes the three; with
+    ``--gpus-per-task=v100:1 -n2`` beside ``--gpus=a100:1``, the same GPUs."""
+    typed = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:a100:2,gpu:v100:2", "KillWait=1")
+    cluster = make_cluster(nodes=1, settings=typed)
+    show = "echo $SLURM_JOB_GPUS $SLURM_GPUS"
+    listed = cluster.sbatch(
+        "--gpus=a100:1,v100:2", "-o", "list.out",
+        "--wrap", f"{show}; srun sh -c 'echo $SLURM_STEP_GPUS'; sleep 30",
+    )  # fmt: skip
+    out = cluster.dir / "list.out"
+    cluster.wait_for(lambda: out.exists() and out.read_text().count("\n") >= 2, 10, "step")
+    shown = cluster.run("scontrol", "show", "job", str(listed)).stdout
+    cluster.run("scancel", str(listed))
+    cluster.wait_done(listed)
+    assert "TresPerJob=gres/gpu:a100:1,gres/gpu:v100:2" in shown
+    assert out.read_text().splitlines()[:2] == ["0,2,3 a100:1,v100:2", "0,2,3"]
+    tasks = cluster.sbatch(
+        "--gpus=a100:1", "--gpus-per-task=v100:1", "-n2", "-o", "tasks.out", "--wrap", show
+    )
+    cluster.wait_done(tasks)
+    assert (cluster.dir / "tasks.out").read_text() == "0,2,3 a100:1\n"

@@ -637,6 +637,25 @@ TYPED_ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any
     ("cpus-per-gpu-per-node-one", {"gres": "gpu:a100:1,gpu:v100:1", "gpus": 2,
                                    "gpu_type": "v100", "cpus_per_gpu": 2},
      {"n1": (0, 2), "n3": (0, 2)}, (2, 2), None),
+    # --gpus of several types: a total of each, each dealt on its own (sbatch sends the
+    # first as gpus, the others as gpus_also). --gpus=a100:1,v100:2: n1, one CPU.
+    ("gpus-list", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2"},
+     {"n1": (0, 2, 3)}, (1,), None),
+    # --gpus=a100:1,v100:3: n1 gpu:a100:0,gpu:v100:2 and n3 gpu:a100:1,gpu:v100:1 (n2,
+    # of A100s only, left out), in either order
+    ("gpus-list-over-two", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:3"},
+     {"n1": (2, 3), "n3": (0, 2)}, (1, 1), None),
+    ("gpus-list-other-order", {"gpus": 3, "gpu_type": "v100", "gpus_also": "a100:1"},
+     {"n1": (2, 3), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:2,v100:2 -N2: one of each on each
+    ("gpus-list-N2", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:2", "min_nodes": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:1 --gpus-per-task=v100:1 -n2: n1, CPU_IDs=0,4, A100 0 and V100s 2-3
+    ("total-beside-per-task", {"gpus_per_task": 1, "gpu_type": "v100", "gpus_also": "a100:1",
+                               "num_tasks": 2}, {"n1": (0, 2, 3)}, (2,), None),
+    # --gpus=a100:1,v100:2 --cpus-per-gpu=2: CPU_IDs=0-2,4-6, every type's GPUs
+    ("gpus-list-cpus-per-gpu", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2",
+                                "cpus_per_gpu": 2}, {"n1": (0, 2, 3)}, (6,), None),
 ]  # fmt: skip
 
 
@@ -675,6 +694,10 @@ def test_two_gpu_types_count_apart_in_tres(typed_conf: config.SlurmConfig) -> No
     ).total
     for tres in (asked, given):
         assert (tres["gres/gpu"], tres["gres/gpu:a100"], tres["gres/gpu:v100"]) == (3, 1, 2)
+    # --gpus=a100:1,v100:2 counts the same
+    listed = JobSpec(script="#!/bin/sh\n", gpus=1, gpu_type="a100", gpus_also="v100:2")
+    tres = jobtres.of_job(admit(listed, USER, typed_conf, {}, 2, NOW, 0, capacity).job).total
+    assert (tres["gres/gpu"], tres["gres/gpu:a100"], tres["gres/gpu:v100"]) == (3, 1, 2)
 
 
 def test_two_gpu_types_wait_for_a_node_with_both(typed_conf: config.SlurmConfig) -> None:
@@ -718,6 +741,19 @@ TYPED_NEVER = [
     ("untyped-per-node-typed-total", {"gres": "gpu:1", "gpus": 2, "gpu_type": "v100"},
      errors.ESLURM_INVALID_GRES),
     ("typed-per-node-untyped-total", {"gres": "gpu:a100:1", "gpus": 2},
+     errors.ESLURM_INVALID_GRES),
+    # --gpus of several types: more V100s than the cluster has, and what sbatch refuses
+    # ("--gpus < -N") or Corral does not place (beside GPUs per node), for any client
+    ("list-never-fits", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:5"},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    ("list-fewer-than-nodes", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:1",
+                               "min_nodes": 2}, errors.ESLURM_INVALID_GRES),
+    ("list-with-per-node", {"gres": "gpu:v100:1", "gpus": 1, "gpu_type": "a100",
+                            "gpus_also": "v100:1"}, errors.ESLURM_INVALID_GRES),
+    ("list-untyped", {"gpus": 1, "gpus_also": "v100:1"}, errors.ESLURM_INVALID_GRES),
+    ("list-type-twice", {"gpus": 1, "gpu_type": "a100", "gpus_also": "a100:1"},
+     errors.ESLURM_INVALID_GRES),
+    ("list-malformed", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100"},
      errors.ESLURM_INVALID_GRES),
 ]  # fmt: skip
 
