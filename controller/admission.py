@@ -578,6 +578,7 @@ def admit(
         gpus_per_socket=spec.gpus_per_socket,
         gpus_per_task=spec.gpus_per_task,
         gpu_type=spec.gpu_type,
+        gpus_also=spec.gpus_also,
         sockets_per_node=spec.sockets_per_node,
         cpus_per_gpu=spec.cpus_per_gpu,
         mem_per_gpu=spec.mem_per_gpu,

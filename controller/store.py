@@ -528,7 +528,9 @@ class JobStore:
         if job.state is not JobState.RUNNING:
             raise SlurmError(errors.ESLURM_JOB_PENDING)
         now = int(time.time())
-        step = steps.new_step(job, req, name, now, time_limit, line, self._gpu_links, self._shape)
+        step = steps.new_step(
+            job, req, name, now, time_limit, line, self._gpu_links, self._shape, self.gpu_near
+        )
         job = replace(job, steps=(*job.steps, step))
         self._touch_job(job)
         return job, step

@@ -19,6 +19,7 @@ GPU_FIELDS = (
     "gpus_per_socket",
     "gpus_per_task",
     "gpu_type",
+    "gpus_also",
     "cpus_per_gpu",
     "mem_per_gpu",
     "ntasks_per_gpu",
@@ -66,11 +67,14 @@ def _spec(**fields: Any) -> dict[str, Any]:
         ({"topology_level": "1"}, {"topology_required": 1}),
         ({"topology_level": "2:0"}, {"topology_required": 2, "topology_preferred": 0}),
         ({"topology_level": ":1"}, {"topology_preferred": 1}),
+        # a total of another type beside GPUs per task, as Slurm takes it
+        ({"tres_per_job": "gres/gpu:a100:2", "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
+         {"gpus_per_task": 1, "gpu_type": "v100", "gpus_also": "a100:2"}),
     ],
     ids=["gpus typed", "old gres: spelling", "bare gpu is one", "per task", "per socket",
          "cpus and memory per gpu", "bind", "bind without gres/", "tasks per gpu", "switches",
          "unset switches ask none", "segment", "binding enforced", "binding disabled",
-         "no flags", "required level", "both levels", "preferred level"],
+         "no flags", "required level", "both levels", "preferred level", "total of another type"],
 )  # fmt: skip
 def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
     desc: dict[str, Any], expected: dict[str, Any]
@@ -97,7 +101,8 @@ def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
          errors.ESLURM_INVALID_GRES, "--cpus-per-gpu is mutually exclusive with --cpus-per-task"),
         ({"memory_per_tres": "gres/gpu:100"}, errors.ESLURM_INVALID_GRES,
          "Requested mem_per_tres=gres:gpu:100 but did not request any GPU."),
-        ({"tres_per_job": "gres/gpu:a100:2", "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
+        ({"tres_per_socket": "gres/gpu:a100:1", "sockets_per_node": 2,
+          "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
          errors.ESLURM_INVALID_GRES, "GPUs of several types (a100, v100) are not supported"),
         ({"flags": ["SPREAD_JOB"]}, errors.ESLURM_NOT_SUPPORTED,
          "job.flags=SPREAD_JOB is not supported: "
