@@ -87,7 +87,7 @@ def render(reply: Mapping[str, Any], flags: int, *, oneliner: bool = False) -> s
         u = user["user"]
         out.put(
             f"UserName={u['name']}({user['uid']}) DefAccount={u['default_account']} "
-            f"DefWckey= AdminLevel={u['admin_level'] or 'None'}\n"
+            f"DefWckey=(null) AdminLevel={u['admin_level'] or 'None'}\n"
         )
     assocs = reply["associations"]
     out.section("Association Records", none.format("associations"), assocs, ASSOC & flags)

@@ -142,7 +142,7 @@ Current Association Manager state
 
 User Records
 
-UserName=ann(4294967294) DefAccount=lab DefWckey= AdminLevel=None
+UserName=ann(4294967294) DefAccount=lab DefWckey=(null) AdminLevel=None
 
 Association Records
 
