@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pwd
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -38,16 +37,20 @@ def accounted(users: tuple[str, ...]) -> Iterator[Cluster]:
             _admin(cluster, "add", "account", {"name": "lab"}, grpjobs="5")
             for user in ("root", users[0]):
                 _admin(cluster, "add", "user", {"name": user}, account="lab")
-            cluster.wait_for(
-                lambda: "Account=lab UserName=root(0)" in _show(cluster, "accounts=lab"),
-                20,
-                "lab's associations did not reach the controller",
-            )
+            _wait_for_lab(cluster)
             job = cluster.sbatch("-A", "lab", "--wrap", "sleep 120")
             cluster.wait_state(job, {"RUNNING"})
             yield cluster
         finally:
             cluster.stop()
+
+
+def _wait_for_lab(cluster: Cluster) -> None:
+    cluster.wait_for(
+        lambda: "Account=lab UserName=root(0)" in _show(cluster, "accounts=lab"),
+        20,
+        "lab's associations did not reach the controller",
+    )
 
 
 def _show(cluster: Cluster, *args: str) -> str:
