@@ -226,7 +226,10 @@ def _qos(
     cache: pb.AssociationsReply, jobs: list[Job], usage: Usage, wanted: Wanted, now: int
 ) -> list[pb.AssocMgrQos]:
     records = {q.name: q for q in cache.qos}
-    names = [n for n in wanted.qos if n in records] if wanted.qos else list(records)
+    folded = {name.lower(): name for name in records}  # names match in any case
+    names = [folded[n.lower()] for n in wanted.qos if n.lower() in folded]
+    if not wanted.qos:
+        names = list(records)
     spent = assoclimits.qos_used_by(usage)
     found: list[pb.AssocMgrQos] = []
     for name in names:

@@ -135,6 +135,9 @@ def test_filters_and_flags() -> None:
     assert [a["limits"]["user"] for a in reply["associations"]] == ["", "", "ann"]
     assert reply["users"] == [] and reply["qos"] == []
     assert _reply(_who("root", 0), accounts=["root"], qos=["nope"])["qos"] == []
+    assert [q["limits"]["name"] for q in _reply(_who("root", 0), qos=["NORMAL"])["qos"]] == [
+        "normal"
+    ]
 
 
 EXPECTED = """\
@@ -253,13 +256,26 @@ def test_options_as_slurm_reads_them(
     assert (shell.err.getvalue(), shell.exit_code) == (err, code)
 
 
+class _Client:
+    """The controller's end of the framed socket, answering AssocMgr from a fixed reply."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
+        self.asked: list[tuple[str, dict[str, Any]]] = []
+
+    def call(self, method: str, request: dict[str, Any]) -> Any:
+        self.asked.append((method, request))
+        return self.reply
+
+
 def test_scontrol_dispatches_show_assoc_mgr_with_several_options() -> None:
-    shell = Session.__new__(Session)
-    seen: list[list[str]] = []
-    original = scontrolassoc.show
-    try:
-        scontrolassoc.show = lambda _s, words: seen.append(list(words))  # type: ignore[assignment]
-        Session._show(shell, ["show", "assoc", "users=a", "accounts=b", "flags=qos"])
-    finally:
-        scontrolassoc.show = original  # type: ignore[assignment]
-    assert seen == [["users=a", "accounts=b", "flags=qos"]]
+    reply = _reply(_who("root", 0), flags=4)
+    session = Session(io.StringIO(), io.StringIO())
+    session._client = client = _Client(reply)
+    session.oneliner = True
+    session.run(["show", "assoc", "users=a", "accounts=b", "flags=qos"])
+    assert client.asked == [
+        ("AssocMgr", {"users": ["a"], "accounts": ["b"], "qos": [], "flags": 4})
+    ]
+    assert session.out.getvalue() == scontrolassoc.render(reply, 4, oneliner=True)
+    assert session.exit_code == 0
