@@ -90,3 +90,13 @@ def test_a_wrong_option_fails_as_slurms_does(accounted: Cluster) -> None:
         1,
         "invalid entity: colour=red for keyword:show assoc_mgr\n",
     )
+
+
+def test_a_change_only_assoc_mgr_shows_reaches_the_controller(accounted: Cluster) -> None:
+    """GrpTRESRunMins is not enforced, yet its new value is shown within seconds."""
+    _admin(accounted, "modify", "account", {"name": "lab"}, grptresrunmins="cpu=600")
+    accounted.wait_for(
+        lambda: "GrpTRESRunMins=cpu=600(" in _show(accounted, "accounts=lab", "flags=assoc"),
+        20,
+        "the new GrpTRESRunMins did not reach the controller",
+    )
