@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller import (
+    assocmgr,
     broadcast,
     crontabs,
     diag,
@@ -416,6 +417,23 @@ class Handlers:
         kept = licenseviews.reserved(self.store.reservations.views(), self.now())
         return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values(), kept)
 
+    async def AssocMgr(self, req: pb.AssocMgrRequest, who: Principal) -> pb.AssocMgrReply:
+        """``scontrol show assoc_mgr``: the cached associations, users and QOS with
+        their use now (PrivateData usage and users hide others' from non-operators)."""
+        store = self.store
+        wanted = assocmgr.Wanted.of(req, who, frozenset(store.conf.accounting.private_data))
+        keeper = store.priorities
+        return assocmgr.reply(
+            store.conf.cluster_name,
+            store.associations,
+            store.jobs.values(),
+            keeper.tree,
+            keeper.usage,
+            wanted,
+            who,
+            self.now(),
+        )
+
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
             raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
@@ -737,6 +755,7 @@ METHODS = (
     "StepStats",
     "Queues",
     "Licenses",
+    "AssocMgr",
     "Crontab",
     "Triggers",
     "Broadcast",
