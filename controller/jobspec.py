@@ -91,12 +91,12 @@ class JobSpec:
     gpus_per_socket: int = 0
     gpus_per_task: int = 0
     gpu_type: str = ""
-    gpus_also: str = ""
     cpus_per_gpu: int = 0
     mem_per_gpu: int | None = None
     ntasks_per_gpu: int = 0
     gpu_bind: str = ""
     gres_flags: str = ""
+    gpus_also: str = ""
     distribution: str = ""
     threads_per_core: int = 0
     cores_per_socket: int = 0
