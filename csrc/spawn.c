@@ -163,7 +163,7 @@ static int child(void *arg)
         write_all(oom, "0", 1);
         close(oom);
     }
-    for (int target = 0; target < 3; target++) {
+    for (int target = 0; target < 3; target++) { /* one already in place: kept open */
         int fd = task->stdio[target];
         if (fd == target ? fcntl(fd, F_SETFD, 0) < 0 : dup2(fd, target) < 0)
             setup_failed(errno);
