@@ -213,3 +213,22 @@ def test_execvpe_candidates() -> None:
     assert taskspawn.candidates("x", {}) == [
         os.fsencode(os.path.join(d, "x")) for d in os.defpath.split(":")
     ]
+
+
+def test_the_pmi_end_stays_open_across_exec() -> None:
+    ours, theirs = os.pipe()  # both close-on-exec, as the runner's ends are
+    try:
+        ran = run(["sh", "-c", f"test -e /proc/self/fd/{theirs} && echo open"], pmi_fd=theirs)
+        other = run(["sh", "-c", f"test -e /proc/self/fd/{theirs} || echo closed"])
+    finally:
+        os.close(ours)
+        os.close(theirs)
+    assert (ran.out, other.out) == ("open\n", "closed\n")
+
+
+def test_a_confined_task_numbers_its_gpus_from_0() -> None:
+    start = taskspawn.TaskStart(spec(gpus=[4, 6]), None, [], "", True)
+    env = start.environment({"CUDA_VISIBLE_DEVICES": "4,6"}, {"SLURM_PROCID": "0"})
+    assert env == {"CUDA_VISIBLE_DEVICES": "0,1", "SLURM_PROCID": "0"}
+    free = taskspawn.TaskStart(spec(gpus=[4, 6]), None, [], "", False)
+    assert free.environment({"CUDA_VISIBLE_DEVICES": "4,6"}, {}) == {"CUDA_VISIBLE_DEVICES": "4,6"}
