@@ -46,8 +46,11 @@ def checkout(revision: str) -> Path:
         ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), revision],
         check=True,
     )
-    for step in (["proto/generate.py"], ["csrc/nodeset_build.py"]):
-        subprocess.run([sys.executable, *step], cwd=tree, check=True, stdout=subprocess.DEVNULL)
+    # csrc/spawn_build.py: revisions that start tasks from C (older ones have none).
+    steps = ["proto/generate.py", "csrc/nodeset_build.py", "csrc/spawn_build.py"]
+    for step in steps:
+        if (tree / step).exists():
+            subprocess.run([sys.executable, step], cwd=tree, check=True, stdout=subprocess.DEVNULL)
     compiled(tree)
     return tree
 

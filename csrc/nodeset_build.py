@@ -23,21 +23,21 @@ import tempfile
 from cffi import FFI  # type: ignore[import-untyped]
 
 CSRC = os.path.dirname(os.path.abspath(__file__))
-MODULE = "corral._nodeset"
 
 
-def make_builder(csrc: str) -> FFI:
-    """An FFI for the extension, naming the sources under ``csrc`` as given."""
-    with open(os.path.join(CSRC, "nodeset.h"), encoding="utf-8") as header:
+def make_builder(csrc: str, name: str = "nodeset") -> FFI:
+    """An FFI for the extension ``corral._NAME`` of ``NAME.c`` and ``NAME.h``, naming
+    the sources under ``csrc`` as given (csrc/spawn_build.py builds ``_spawn`` so)."""
+    with open(os.path.join(CSRC, f"{name}.h"), encoding="utf-8") as header:
         declarations = [line for line in header if not line.lstrip().startswith("#")]
     builder = FFI()
     builder.cdef("".join(declarations))
     builder.set_source(
-        MODULE,
-        '#include "nodeset.h"',
-        sources=[os.path.join(csrc, "nodeset.c")],
+        f"corral._{name}",
+        f'#include "{name}.h"',
+        sources=[os.path.join(csrc, f"{name}.c")],
         include_dirs=[csrc],
-        depends=[os.path.join(csrc, "nodeset.h")],
+        depends=[os.path.join(csrc, f"{name}.h")],
         extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],
     )
     return builder
@@ -46,17 +46,17 @@ def make_builder(csrc: str) -> FFI:
 ffibuilder = make_builder(os.path.relpath(CSRC))
 
 
-def build_in_place() -> str:
+def build_in_place(name: str = "nodeset") -> str:
     """Compile the extension and place it in corral/; returns the module's path.
 
     The finished module is copied under a temporary name and renamed over the old
     one, so a process that has the previous build mapped keeps a valid file.
     """
     package_dir = os.path.join(os.path.dirname(CSRC), "corral")
-    with tempfile.TemporaryDirectory(prefix="corral-nodeset-") as scratch:
-        built = make_builder(CSRC).compile(tmpdir=scratch, verbose=False)
+    with tempfile.TemporaryDirectory(prefix=f"corral-{name}-") as scratch:
+        built = make_builder(CSRC, name).compile(tmpdir=scratch, verbose=False)
         target = os.path.join(package_dir, os.path.basename(built))
-        fd, staging = tempfile.mkstemp(prefix="_nodeset.", suffix=".so", dir=package_dir)
+        fd, staging = tempfile.mkstemp(prefix=f"_{name}.", suffix=".so", dir=package_dir)
         os.close(fd)
         try:
             shutil.copy2(built, staging)

@@ -619,3 +619,17 @@ def test_many_tasks_each_with_its_output_before_its_exit(
     assert srun.out == {t: f"out {t}\n".encode() for t in range(count)}
     assert srun.exits == {t: (t % 7) << 8 for t in range(count)}
     assert runner.result().statuses == tuple((t % 7) << 8 for t in range(count))
+
+
+def test_the_python_child_still_starts_what_c_does_not(
+    spool: Path, zygote: Zygote, srun: Srun
+) -> None:
+    """--cpu-bind=verbose's report is the Python child's (nodeagent/taskspawn.py): its
+    tasks start as every other step's do, each with its own SLURM_TASK_PID."""
+    show = 'echo "$SLURM_PROCID $((SLURM_TASK_PID == $$))"'
+    runner = start(spool, zygote, srun, spool, argv=("sh", "-c", show), cpu_verbose=True)
+    srun.accept()
+    srun.finish()
+    assert srun.out == {2: b"2 1\n", 3: b"3 1\n"}
+    assert all(b"cpu-bind=NONE - n3, task" in srun.err[t] for t in (2, 3))
+    assert runner.result().statuses == (0, 0)
