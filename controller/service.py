@@ -548,6 +548,7 @@ class Handlers:
             reply.nodes.extend(step.nodes)
             reply.tasks.extend(step.tasks)
             reply.task_ids.extend(task + offset for ids in step.ids for task in ids)
+            reply.het_task_offsets.extend([offset] * len(step.nodes))
             offset += step.ntasks
         return reply
 

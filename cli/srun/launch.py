@@ -600,6 +600,9 @@ class Step:
         self.tasks = [int(t) for t in reply["tasks"]]
         self.ntasks = sum(self.tasks)
         self.ids = _node_ids(self.tasks, [int(t) for t in reply.get("task_ids", ())])
+        # each node's component's first task, in a step spanning heterogeneous job
+        # components: its error lines name tasks by their id in their component
+        self.offsets = [int(t) for t in reply.get("het_task_offsets", ())] or [0] * len(self.nodes)
         # the node of task 0, which srun's stdin goes to
         self.stdin_node = next((i for i, ids in enumerate(self.ids) if 0 in ids), 0)
         self.listener = listener
@@ -869,7 +872,7 @@ class Step:
             for task in self._tasks_of(node_id):
                 status = self.statuses.get(task, 0)
                 if status:
-                    causes.setdefault(_why(status), []).append(task)
+                    causes.setdefault(_why(status), []).append(task - self.offsets[node_id])
             for why, ids in causes.items():
                 noun = "task" if len(ids) == 1 else "tasks"
                 print(f"{PROG}: error: {node}: {noun} {_ranges(ids)}: {why}", file=sys.stderr)

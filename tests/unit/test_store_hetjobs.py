@@ -16,7 +16,7 @@ from controller.hetsteps import StepPart
 from controller.jobspec import from_fields
 from controller.jobstate import COMPLETING, Cancel, JobState
 from controller.principal import principal_for
-from controller.steps import StepRequest
+from controller.steps import StepRequest, step_environment
 from controller.store import JobStore
 from corral.errors import (
     ESLURM_ACCESS_DENIED,
@@ -94,11 +94,18 @@ def test_a_step_spanning_components_has_one_id_in_each(store: JobStore) -> None:
     # A later step of 100 alone goes past the id its part took.
     _, after = store.create_step(100, StepRequest(ntasks=1, overlap=True), "next", -1, "srun", ROOT)
     assert after.step_id == 2
-    parts = hetsteps.parts(made, [{"SLURM_STEP_ID": "1", "OTHER": "x"}, {"SLURM_STEP_ID": "1"}])
+    parts = hetsteps.parts(made, [step_environment(job, step, {}) for job, step in made])
     assert [(p.node_offset, p.task_offset, p.ntasks) for p in parts] == [(0, 0, 3), (1, 1, 3)]
     shared = parts[0].environment
-    assert shared["SLURM_HET_SIZE"] == "2" and shared["SLURM_NTASKS"] == "3"
-    assert shared["SLURM_STEP_ID_HET_GROUP_1"] == "1" and "OTHER_HET_GROUP_0" not in shared
+    # As a real 22.05's het step: the leader's id, the whole step's counts, each part's own.
+    assert (shared["SLURM_JOB_ID"], shared["SLURM_NTASKS"], shared["SLURM_HET_SIZE"]) == (
+        "100",
+        "3",
+        "2",
+    )
+    assert shared["SLURM_JOB_ID_HET_GROUP_1"] == shared["SLURM_JOBID_PACK_GROUP_1"] == "101"
+    assert shared["SLURM_NTASKS_HET_GROUP_1"] == "2" and shared["SLURM_TASKS_PER_NODE"] == "1(x3)"
+    assert "SLURM_STEP_ID_HET_GROUP_0" not in shared
 
 
 def test_a_spanning_step_is_all_or_nothing_and_only_its_owners(store: JobStore) -> None:
