@@ -7,6 +7,7 @@ import pytest
 
 from cli.halt import Halt
 from cli.srun.hetstep import groups, inherited, job_of, split
+from cli.srun.launch import srun
 
 ENV = {"SLURM_HET_SIZE": "2", "SLURM_JOB_ID_HET_GROUP_0": "7", "SLURM_JOB_ID_HET_GROUP_1": "8"}
 NONE = "srun: error: No directives to start application on any available hetjob components"
@@ -65,3 +66,21 @@ def test_refusals(text: str, env: dict[str, str], lines: tuple[str, ...]) -> Non
     with pytest.raises(Halt) as caught:
         job_of(text, "7", env)
     assert (caught.value.status, caught.value.lines) == (1, lines)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"SLURM_JOB_ID": "7"}],  # no allocation; an ordinary job's (22.05 would run it)
+)
+def test_a_spanning_step_needs_a_heterogeneous_allocation(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_HET_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert srun(["-n1", "true", ":", "-n2", "true"]) == 1
+    assert capsys.readouterr().err == (
+        "srun: error: srun ... : ...: a step spanning several components needs a "
+        "heterogeneous job allocation\n"
+    )
