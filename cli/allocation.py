@@ -26,12 +26,13 @@ if TYPE_CHECKING:
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
 JOB_OPTIONS = (
-    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "exclude", "exclusive",
+    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "dependency", "elastic",
+    "exclude", "exclusive",
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
-    "gres-flags", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
+    "gres-flags", "hint", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
     "mem-per-gpu", "nodefile", "nodelist", "nodes",
     "ntasks", "ntasks-per-gpu", "ntasks-per-node", "partition", "prefer", "qos", "reservation",
-    "sockets-per-node", "time", "switches", "segment", "topology-level",
+    "sockets-per-node", "threads-per-core", "time", "switches", "segment", "topology-level",
 )  # fmt: skip
 
 
@@ -55,6 +56,21 @@ def gpu_environment(options: Mapping[str, str | None]) -> dict[str, str]:
     return environment(settings.fields, settings.texts)
 
 
+def elastic_signal(options: Mapping[str, str | None]) -> int:
+    """The signal ``--elastic[=SIG]`` asks for (0: not elastic)."""
+    signal: int = _settings(options).fields.get("elastic_signal", 0)
+    return signal
+
+
+def hint_environment(options: Mapping[str, str | None]) -> dict[str, str]:
+    """What salloc tells its command of ``--hint`` and ``--threads-per-core``
+    (SLURM_HINT, SLURM_THREADS_PER_CORE), as Slurm's salloc sets them
+    (cli/sbatch/hintopts.py)."""
+    from cli.sbatch.hintopts import environment
+
+    return environment(_settings(options).fields)
+
+
 def submit(
     client: Any,
     prog: str,
@@ -76,7 +92,10 @@ def submit(
     try:
         reply = client.call("Submit", {"spec": specs[0], "het_components": specs[1:]})
     except SlurmError as exc:
-        raise Halt(1, f"{prog}: error: Job submit/allocate failed: {exc}") from None
+        # Slurm 22.05's words: salloc's, and srun's own; the controller's line first.
+        failed = "Unable to allocate resources" if prog == "srun" else "Job submit/allocate failed"
+        detail = [f"{prog}: error: {exc.detail}"] if exc.detail else []
+        raise Halt(1, *detail, f"{prog}: error: {failed}: {exc}") from None
     return int(reply["job_id"])
 
 
@@ -85,8 +104,14 @@ def _spec(
 ) -> dict[str, Any]:
     """The JobSpec of an allocation with ``options`` (Halt with Slurm's words if refused)."""
     from cli.failure import Failure
-    from cli.sbatch.spec import Script, build
+    from cli.sbatch.spec import Script, build, check_dependency
 
+    try:
+        check_dependency(options.get("dependency") or "0")
+    except Failure:  # sbatch says "Batch job submission failed"; salloc says this
+        raise Halt(
+            1, f"{prog}: error: Job submit/allocate failed: Job dependency problem"
+        ) from None
     try:
         settings = _settings(options)
         settings.verify()
@@ -129,14 +154,6 @@ def wait_for_start(client: Any, prog: str, job_id: int, quiet: bool) -> dict[str
     except KeyboardInterrupt:
         cancel(client, job_id)
         raise Halt(1, f"{prog}: Job allocation {job_id} has been revoked.") from None
-
-
-def running(client: Any, job_id: int) -> bool:
-    try:
-        state: str = client.call("Allocation", {"job_id": job_id})["state"]
-        return state == "RUNNING"
-    except SlurmError:
-        return False
 
 
 def release(client: Any, job_id: int, status: int) -> None:

@@ -5,7 +5,8 @@ Run inside a job (``SLURM_JOBID`` set), a successful change of a job's node coun
 ``slurm_job_<id>_resize.csh`` (mode 0700) in the current directory, setting each of
 SLURM_NODELIST, SLURM_JOB_NODELIST, SLURM_NNODES, SLURM_JOB_NUM_NODES and
 SLURM_JOB_CPUS_PER_NODE that is set in scontrol's environment to the job's new
-allocation and unsetting SLURM_TASKS_PER_NODE when it is set, and says how to read
+allocation and unsetting SLURM_NPROCS, SLURM_NTASKS and SLURM_TASKS_PER_NODE when they
+are set (what Slurm 22.05's scontrol writes, checked against it), and says how to read
 them (Slurm's ``_update_job_size``). The node agents write the same lines for every
 run of the job (``$CORRAL_RESIZE_FILE``, ``nodeagent/resizes.py``).
 """
@@ -40,9 +41,10 @@ def lines(job: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[list[str]
         if name in environ:
             sh.append(f"export {name}={value}")
             csh.append(f"setenv {name} {value}")
-    if "SLURM_TASKS_PER_NODE" in environ:
-        sh.append("unset SLURM_TASKS_PER_NODE")
-        csh.append("unsetenv SLURM_TASKS_PER_NODE")
+    for name in ("SLURM_NPROCS", "SLURM_NTASKS", "SLURM_TASKS_PER_NODE"):
+        if name in environ:  # the task counts of the old size, as Slurm 22.05 unsets them
+            sh.append(f"unset {name}")
+            csh.append(f"unsetenv {name}")
     return sh, csh
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 from cli import allocation, boundary
-from cli.allocation import release, running, submit, wait_for_start
+from cli.allocation import release, submit, wait_for_start
 from cli.halt import Halt
 from cli.options import (
     HONOURED,
@@ -30,7 +30,15 @@ from cli.options import (
     OptionTable,
 )
 from cli.options import parse as parse_options
+from cli.sbatch.hintopts import DROPPED
 from cli.sbatch.options import TOPOLOGY_LEVEL
+from corral.errors import SlurmError
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cli import sallocresize
 
 PROG = "salloc"
 #: How often salloc checks its allocation still stands while the command runs.
@@ -57,6 +65,13 @@ TABLE = OptionTable(
         _row("container-id", note="Slurm 24.11's: shown and in SLURM_CONTAINER_ID"),
         _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
+        _row("dependency", "d", note="as sbatch's; expand:JOBID grows a running job (Slurm's)"),
+        _row(
+            "elastic",
+            arg=OPTIONAL,
+            note="Corral's: with -N min-max the allocation grows and shrinks; salloc tells "
+            "its command by SIG (default WINCH) and $CORRAL_RESIZE_FILE",
+        ),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
         _row("gpu-bind", note="the allocation's steps bind their tasks by it (SLURM_GPU_BIND)"),
@@ -67,6 +82,11 @@ TABLE = OptionTable(
         _row("gres", note="A|B: alternatives, in order of preference (Corral's own)"),
         _row("gres-flags", note="enforce-binding (CPUs near the GPUs only) or disable-binding"),
         _row("help", "h", NO_ARGUMENT),
+        _row(
+            "hint",
+            note="nomultithread, compute_bound, memory_bound: a thread of each whole core; "
+            "SLURM_HINT for the steps",
+        ),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("job-name", "J"),
         _row("licenses", "L", note="names of slurm.conf's Licenses=, each :count (default 1)"),
@@ -89,10 +109,18 @@ TABLE = OptionTable(
         _row("segment", note="with TopologyPlugin=topology/block"),
         _row("switches", note="with TopologyPlugin=topology/tree"),
         _row("sockets-per-node", note="nodes with at least that many sockets"),
+        _row("threads-per-core", note="that many threads of each whole core; drops --hint"),
         _row("time", "t"),
         _row("topology-level", note=TOPOLOGY_LEVEL),
         _row("usage", arg=NO_ARGUMENT),
-        _row("verbose", "v", NO_ARGUMENT, WARNED, "salloc prints no progress"),
+        _row(
+            "verbose",
+            "v",
+            NO_ARGUMENT,
+            WARNED,
+            "salloc prints no progress, only Slurm's line on a --hint that --threads-per-core "
+            "drops",
+        ),
         _row("version", "V", NO_ARGUMENT),
     ],
     prog="salloc",
@@ -127,6 +155,8 @@ def salloc(argv: list[str]) -> int:
             return Halt(1, f"{PROG}: {exc}", f'Try "{PROG} --help" for more information').report()
         het.append({option.key: value for option, value in more})
     quiet = "quiet" in options
+    if "verbose" in options and "hint" in options and "threads-per-core" in options:
+        print(f"{PROG}: {DROPPED}", file=sys.stderr)
     command = _command(positional)
     client = boundary.connect()
     try:
@@ -137,22 +167,40 @@ def salloc(argv: list[str]) -> int:
     if not quiet:
         print(f"{PROG}: Granted job allocation {job_id}", file=sys.stderr)
     status = 0
+    elastic = allocation.elastic_signal(options)
+    resizes = None
+    if elastic:  # imported only then: every other salloc starts without it
+        from cli.sallocresize import Resizes
+
+        resizes = Resizes(job_id, elastic, 0)
     halt_notices = allocation.print_notices(client, PROG, job_id)
     try:
         env.update(allocation.gpu_environment(options))
-        status = _run(client, job_id, command, {**os.environ, **env})
+        if resizes:
+            env.update(resizes.environment())
+        env.update(allocation.hint_environment(options))
+        status = _run(client, job_id, command, {**os.environ, **env}, resizes)
     finally:
         halt_notices()
         if not quiet:
             print(f"{PROG}: Relinquishing job allocation {job_id}", file=sys.stderr)
         release(client, job_id, status)
+        if resizes:
+            resizes.close()
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)
 
 
-def _run(client: object, job_id: int, command: list[str], env: dict[str, str]) -> int:
-    """Run the command to its end (or the allocation's); its wait status."""
+def _run(
+    client: Any,
+    job_id: int,
+    command: list[str],
+    env: dict[str, str],
+    resizes: sallocresize.Resizes | None,
+) -> int:
+    """Run the command to its end (or the allocation's); its wait status. An elastic
+    allocation's resizes are told to the command as they are seen (``resizes``)."""
     try:
         child = subprocess.Popen(command, env=env)
     except OSError as exc:
@@ -162,15 +210,20 @@ def _run(client: object, job_id: int, command: list[str], env: dict[str, str]) -
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         checked = time.monotonic()
+        given = False  # its nodes went to the job it expands: nothing more to watch
         while True:
             try:
                 child.wait(timeout=0.2)
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if time.monotonic() - checked >= CHECK_EVERY:
+            if not given and time.monotonic() - checked >= CHECK_EVERY:
                 checked = time.monotonic()
-                if not running(client, job_id):
+                state = _state(client, job_id, resizes, child)
+                # COMPLETED under it: only NumNodes=0 of an expansion ends an allocation
+                # so (salloc's own release comes after); Slurm's salloc goes on too.
+                given = state == "COMPLETED"
+                if state not in ("RUNNING", "COMPLETED"):
                     print(f"{PROG}: Job allocation {job_id} has been revoked.", file=sys.stderr)
                     child.send_signal(signal.SIGHUP)
                     try:
@@ -183,6 +236,21 @@ def _run(client: object, job_id: int, command: list[str], env: dict[str, str]) -
         signal.signal(signal.SIGINT, previous)
     code = child.returncode
     return (-code & 0x7F) if code < 0 else (code & 0xFF) << 8
+
+
+def _state(
+    client: Any, job_id: int, resizes: sallocresize.Resizes | None, child: subprocess.Popen[bytes]
+) -> str:
+    """The allocation's state ("" if it cannot be had); an elastic one's new size told
+    to the command."""
+    try:
+        reply = client.call("Allocation", {"job_id": job_id})
+    except SlurmError:
+        return ""
+    if resizes and reply["state"] == "RUNNING":
+        resizes.heard(reply, child)
+    state: str = reply["state"]
+    return state
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import boundary, scontroljobs, scontrolreboot
+from cli import boundary, scontrolassoc, scontroljobs, scontrolreboot
 from cli.command import THIS_CLUSTER, Command, only_this_cluster
 from cli.halt import Halt
 from cli.jobs.ids import job_id_list
@@ -61,6 +61,10 @@ scontrol [<OPTION>] [<COMMAND>]
      reconfigure              make the controller re-read its configuration
      show <ENTITY> [<ID>]     show config, hostlist, hostlistsorted, hostnames,
                               job, licenses, node, partition or topology
+     show assoc_mgr [users=<list>] [accounts=<list>] [qos=<list>]
+                    [flags=users|assoc|qos]
+                              show the controller's cached associations, users
+                              and QOS with their current usage
      shutdown slurmctld       stop the controller (it saves its state)
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
@@ -336,6 +340,9 @@ class Session:
     # ------------------------------------------------------------- show
 
     def _show(self, words: Sequence[str]) -> None:
+        if len(words) > 1 and word_is(words[1], "assoc_mgr", 2):  # takes several options
+            scontrolassoc.show(self, words[2:])
+            return
         if len(words) < 2:
             self.fail(f"too few arguments for keyword:{words[0]}")
             return

@@ -152,6 +152,13 @@ def gres_tres(conf: SlurmConfig) -> list[str]:
     return list(dict.fromkeys(tres))
 
 
+def _changed(fetched: AssocSet, known: AssocSet | None) -> bool:
+    """Whether dbd's answer differs from the set kept: in what is enforced, or in
+    what only ``scontrol show assoc_mgr`` shows (ids, Lft, GrpTRESRunMins...),
+    which the serialized reply alone carries."""
+    return known is None or fetched != known or fetched.reply != known.reply
+
+
 class Delivery:
     """Sends the store's outbox to dbd, and forwards sacct's queries to it."""
 
@@ -262,7 +269,7 @@ class Delivery:
                 assocs = await self._fetch()
             except grpc.aio.AioRpcError:
                 assocs = None  # Delivery.run reports dbd's absence
-            if assocs is not None and assocs != self.store.associations:
+            if assocs is not None and _changed(assocs, self.store.associations):
                 self.store.set_associations(assocs)
                 with contextlib.suppress(JournalWriteError):  # kept, written by the retry
                     await self.store.flush()

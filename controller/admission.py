@@ -298,6 +298,31 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
             raise SlurmError(errors.ESLURM_INVALID_GRES)
 
 
+#: Slurm 22.05's err_msg for a job asking more threads of a core than its nodes have.
+THREADS_UNSATISFIED = "Socket, core and/or thread specification can not be satisfied"
+
+
+def _check_threads(wanted: int, conf: SlurmConfig, parts: list[PartitionView]) -> None:
+    """``--threads-per-core`` above the ThreadsPerCore of every node of the job's
+    partitions is refused at submission, as Slurm 22.05 refuses it (measured on nodes
+    of 2 threads a core: ``-n2 --threads-per-core=3``), its err_msg line first."""
+    if wanted <= 1:
+        return
+    names = {name for part in parts for name in part.nodes}
+    if not any(wanted <= _threads_of(conf, name) for name in names):
+        raise SlurmError(
+            errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, detail=THREADS_UNSATISFIED
+        )
+
+
+def _threads_of(conf: SlurmConfig, name: str) -> int:
+    """Node ``name``'s ThreadsPerCore (0 for one slurm.conf does not define)."""
+    try:
+        return conf.node(name).threads_per_core
+    except KeyError:
+        return 0
+
+
 def _empty_place(nodes: Mapping[str, NodeView]) -> flavoradmit.Place:
     """Placement on the empty cluster ``nodes``: "could this ever run?"."""
     return lambda job, part: place(job, part, nodes)
@@ -553,6 +578,7 @@ def admit(
         gpus_per_socket=spec.gpus_per_socket,
         gpus_per_task=spec.gpus_per_task,
         gpu_type=spec.gpu_type,
+        gpus_also=spec.gpus_also,
         sockets_per_node=spec.sockets_per_node,
         cpus_per_gpu=spec.cpus_per_gpu,
         mem_per_gpu=spec.mem_per_gpu,
@@ -561,6 +587,7 @@ def admit(
         gres_flags=spec.gres_flags,
         distribution=spec.distribution,
         threads_per_core=spec.threads_per_core,
+        cores_per_socket=spec.cores_per_socket,
         prefer=spec.prefer,
         licenses=licenseadmit.checked(spec.licenses, conf),
         oversubscribe=spec.oversubscribe,
@@ -592,6 +619,7 @@ def admit(
     )
     _check_constraint(base.constraint, nodes, [capacity.partitions[p] for p in partitions])
     _check_gres(base.gres, nodes, [capacity.partitions[p] for p in partitions])
+    _check_threads(base.threads_per_core, conf, [capacity.partitions[p] for p in partitions])
     # "Never": not even an empty, healthy partition could take it.
     if not _ever(base, capacity, partitions):
         flat = replace(base, topology_required=-1, topology_preferred=-1, segment=0)

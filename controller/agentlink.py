@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 
-from controller import cpubind, gpubind, hetjobs, jobstate, jobupdate, reboots
+from controller import cpubind, gpubind, hetjobs, jobstate, jobupdate, reboots, stepcpus
 from controller.broadcast import FileBroadcasts
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
@@ -624,14 +624,18 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             node_env = {**env, **shares.environment()}
             ids: tuple[int, ...] = ()
             bound: tuple[tuple[int, ...], ...] = ()
-            kind, pinned = self._task_cpus(job, req, node, index, count)
+            own = job.cpu_ids[index] if job.cpu_ids else ()
+            if own and step.gpus and not req.exact:  # the job's CPUs near its GPUs
+                near = self.store.gpu_near(node)
+                own = stepcpus.pinned(own, step.gpus[node_id], near, step.cpus[node_id])
+            kind, pinned = self._task_cpus(req, node, own, count)
             node_env.update(cpu_bind_environment(req.cpu_bind, pinned))
             if job.gpus:  # the step's GPUs on this node, else all of the job's there
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
                 node_env["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[index]))
                 node_env["SLURM_STEP_GPUS"] = ",".join(map(str, ids))
-                bound = self._task_gpus(job, req, node, index, ids, count, pinned)
+                bound = self._task_gpus(req, node, own, ids, count, pinned)
             launch = pb.LaunchStep(
                 job_id=job.job_id,
                 step_id=step.step_id,
@@ -658,7 +662,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 job_name=job.name,
                 array_job_id=job.array_job_id,
                 ntasks=het.ntasks if het else step.ntasks,
-                cpu_ids=job.cpu_ids[index] if job.cpu_ids else (),
+                cpu_ids=own,
                 unpinned=req.cpu_bind_none,
                 unbuffered=req.unbuffered,
                 pty=req.pty,
@@ -682,31 +686,32 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def _task_gpus(
         self,
-        job: Job,
         req: pb.StepCreateRequest,
         node: str,
-        index: int,
+        own: tuple[int, ...],
         gpus: tuple[int, ...],
         tasks: int,
         bound: tuple[tuple[int, ...], ...] = (),
     ) -> tuple[tuple[int, ...], ...]:
         """Each local task's GPUs on ``node`` under the step's --gpu-bind (or srun's
         implicit binding); (): every task sees them all (``controller.gpubind``).
-        ``closest`` looks at each task's own CPUs where ``bound`` gives them."""
+        ``closest`` looks at each task's own CPUs where ``bound`` gives them, else at
+        the step's (``own``; none known: the node's)."""
         bind = gpubind.implicit(req.gpu_bind, req.gpus_per_task, req.ntasks_per_gpu)
         if not bind:
             return ()
-        pinned = () if req.cpu_bind_none or not job.cpu_ids else job.cpu_ids[index]
+        pinned = () if req.cpu_bind_none else own
         cpus = pinned or tuple(range(self.store.conf.node(node).cpus))
         near = self.store.gpu_near(node)
         return gpubind.task_gpus(bind, gpus, tasks, near, cpus, bound)
 
     def _task_cpus(
-        self, job: Job, req: pb.StepCreateRequest, node: str, index: int, tasks: int
+        self, req: pb.StepCreateRequest, node: str, own: tuple[int, ...], tasks: int
     ) -> tuple[str, tuple[tuple[int, ...], ...]]:
         """The binding's type and each local task's CPUs on ``node`` under --cpu-bind
         (by default cores under --ntasks-per-core or TaskPlugin=task/affinity, sockets
-        under --ntasks-per-socket); (): each has the job's CPUs (``controller.cpubind``)."""
+        under --ntasks-per-socket), within the step's CPUs there (``own``; none known:
+        the node's); (): each has the step's CPUs (``controller.cpubind``)."""
         conf = self.store.conf
         bind = cpubind_syntax.parse(req.cpu_bind)
         if not bind.kind:  # srun(1): these bind by default, as task/affinity does
@@ -715,7 +720,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             elif req.ntasks_per_socket:
                 bind = replace(bind, kind="sockets")
         node_conf = conf.node(node)
-        cpus = job.cpu_ids[index] if job.cpu_ids else tuple(range(node_conf.cpus))
+        cpus = own or tuple(range(node_conf.cpus))
         shape = cpubind.Shape(node_conf.cores_per_socket, node_conf.threads_per_core)
         try:
             dist = distribution.parse(req.distribution) if req.distribution else DEFAULT

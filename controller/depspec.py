@@ -4,6 +4,8 @@ Grammar (sbatch.1): items joined by ``,`` (all must hold) or ``?`` (any);
 an item is ``type:id[:id...]`` with ``after`` ids allowing ``+minutes``,
 ``singleton``, or a bare id meaning ``afterany``. An id names a job or a
 whole array (``123``), one task (``123_4``) or all tasks (``123_*``).
+``expand:id`` (Slurm's job expansion, ``controller/expansion.py``) names one job,
+by its plain id: Slurm refuses a second one, and an array task cannot be expanded.
 
 Why resolve: the scheduling pass asks every pending job's dependencies every
 cycle. Re-reading a 120 KB list of ids each time, and scanning every job for
@@ -19,7 +21,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-TYPES = ("after", "afterany", "afterok", "afternotok", "aftercorr", "singleton")
+TYPES = ("after", "afterany", "afterok", "afternotok", "aftercorr", "expand", "singleton")
 
 #: ``Ref.task`` for ``123_*``: every task of the array.
 ALL_TASKS = -1
@@ -112,8 +114,20 @@ def parse(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
             raise ValueError("bad dependency ids")
         for ident in ids:
             _check_id(ident, kind)
+        if kind == "expand" and (len(ids) != 1 or not _digits(ids[0])):
+            raise ValueError("expand names one job")
         items.append((kind, ids))
+    if sum(kind == "expand" for kind, _ in items) > 1:
+        raise ValueError("expand names one job")
     return joiner, items
+
+
+def expanding(deps: Deps | None) -> int:
+    """The job ``deps`` asks to expand (``expand:id``); 0 when none."""
+    for item in deps.items if deps else ():
+        if item.kind == "expand":
+            return next(job_id for job_id, _, _ in item.references())
+    return 0
 
 
 def _ref(ident: str) -> Ref:

@@ -35,6 +35,7 @@ MESSAGE_TYPES = {
     "Token": ("REQUEST_AUTH_TOKEN", 5039),
     "StepStats": ("REQUEST_JOB_STEP_INFO", 2005),
     "Licenses": ("REQUEST_LICENSE_INFO", 1021),
+    "AssocMgr": ("REQUEST_ASSOC_MGR_INFO", 2043),
     "Triggers": ("REQUEST_TRIGGER_GET", 2030),
     # Accounting, which Slurm's clients ask slurmdbd for: its message types.
     "History": ("DBD_GET_JOBS_COND", 1444),

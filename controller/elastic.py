@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from controller import jobstate
-from controller.core import Plan, Start
+from controller.core import Plan, Start, threads
 from controller.elasticviews import resizable
 from controller.model import Job
 
@@ -80,6 +80,7 @@ def _grow(store: JobStore, plan: Plan, job_id: int, more: Start) -> Job | None:
         gres + added if any(gres + added) else (),
         gpus + new_gpus if any(gpus + new_gpus) else (),
         job.cpu_ids + more.cpu_ids if job.cpu_ids else (),
+        threads.joined([(job.cpus, job.cpus_used), (more.cpus, more.used)]),
     )
     new = store.post(job_id, event)
     log.info(
@@ -98,14 +99,16 @@ def _kept(job: Job, keep: list[int], now: int) -> jobstate.Resize:
     def pick(items: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
         return tuple(items[i] for i in keep) if items else ()
 
+    cpus = tuple(job.cpus[i] for i in keep)
     return jobstate.Resize(
         now,
         tuple(job.nodes[i] for i in keep),
-        tuple(job.cpus[i] for i in keep),
+        cpus,
         tuple(job.alloc_mem[i] for i in keep) if job.alloc_mem else (),
         tuple(job.gres_alloc[i] for i in keep) if job.gres_alloc else (),
         pick(job.gpus),
         pick(job.cpu_ids),
+        threads.joined([(cpus, tuple(job.usable_cpus[i] for i in keep))]),
     )
 
 
@@ -120,6 +123,7 @@ def with_allocation(job: Job, source: Job) -> Job:
         gres_alloc=source.gres_alloc,
         gpus=source.gpus,
         cpu_ids=source.cpu_ids,
+        cpus_used=source.cpus_used,
         resize_time=source.resize_time,
     )
 

@@ -68,4 +68,4 @@ class FramedServer:
 
 
 def _error(exc: SlurmError) -> pb.Frame:
-    return pb.Frame(code=exc.code, error=exc.message)
+    return pb.Frame(code=exc.code, error=exc.message, detail=exc.detail)

@@ -9,8 +9,9 @@ filled in here, as Slurm does before placement:
 * ``--gpus=N`` with GPUs per node (``--gres=gpu:G``, ``--gpus-per-node=G``, or
   ``--gpus-per-socket`` times ``--sockets-per-node``): N/G nodes, N a multiple of G.
 * ``--gpus-per-task=G`` with ``--gpus=N`` and no ``-n``: N/G tasks.
-* ``--ntasks-per-gpu=T``: T tasks per GPU asked (``--gpus=N``: N*T tasks; GPUs per
-  node: G*T per node); with ``-n`` alone, a GPU for every T of a node's tasks.
+* ``--ntasks-per-gpu=T``: T tasks per GPU asked, of every type (``--gpus=N``: N*T
+  tasks; GPUs per node: G*T per node; both, of two types, the sum); with ``-n``
+  alone, a GPU for every T of a node's tasks.
 
 GPUs of several types are asked as Slurm keeps them, a request per type: per
 node, any types (``--gres=gpu:a100:1,gpu:v100:2``), and dealt (``--gpus``,
@@ -20,20 +21,27 @@ towards a total or per-task request (``--gpus-per-node=a100:1,v100:1 --gpus=v100
 is four nodes). Typed and untyped GPUs together are refused, as Slurm's clients
 refuse them.
 
+``--gpus`` may name several types (``--gpus=a100:1,v100:2``), and a type other
+than ``--gpus-per-task``'s (``--gpus=a100:1 --gpus-per-task=v100:1``): the first
+(resp. the per-task type) is the dealt type, the other totals ``gpus_also``, each
+dealt over the job's nodes on its own, as Slurm 22.05 does.
+
 Combinations Corral does not place are refused rather than placed otherwise:
-GPUs per task or per GPU-task ratio together with GPUs per socket.
+GPUs per task or per GPU-task ratio together with GPUs per socket, and totals of
+further types with GPUs per node, per socket or ``--ntasks-per-gpu``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.core.gpus import gpu_items, same_type
+from controller.core.gpus import also_items, gpu_items, same_type
 from controller.jobspec import JobSpec
+from controller.model import Job
 from corral import errors
 from corral.errors import SlurmError
 
-__all__ = ["GpuSpec", "check"]
+__all__ = ["GpuSpec", "check", "tasks_held"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +88,28 @@ def _asked(spec: JobSpec) -> bool:
         or spec.gpu_bind
         or spec.gres_flags
         or spec.gpu_type
+        or spec.gpus_also
     )
+
+
+def _check_also(spec: JobSpec, all_types: int) -> None:
+    """``--gpus`` totals of further types (``gpus_also``): each typed, apart from the
+    others and the dealt type, beside a total or GPUs per task of that type, each at
+    least ``-N`` (Slurm's "--gpus < -N"). With GPUs per node, per socket or
+    ``--ntasks-per-gpu`` too they are refused: Corral does not place those."""
+    try:
+        also = also_items(spec.gpus_also)
+    except ValueError:
+        raise _refuse() from None
+    kinds = [kind for kind, _ in also]
+    if not spec.gpu_type or spec.gpu_type in kinds or len(set(kinds)) < len(kinds):
+        raise _refuse()
+    if not (spec.gpus or spec.gpus_per_task):
+        raise _refuse()
+    if all_types or spec.gpus_per_socket or spec.ntasks_per_gpu:
+        raise _refuse()
+    if spec.min_nodes is not None and any(count < spec.min_nodes for _, count in also):
+        raise _refuse()
 
 
 def check(spec: JobSpec) -> GpuSpec:
@@ -88,6 +117,8 @@ def check(spec: JobSpec) -> GpuSpec:
     if not _asked(spec):
         return GpuSpec(spec.min_nodes, spec.num_tasks)
     all_types, per_node = _per_node(spec)
+    if spec.gpus_also:
+        _check_also(spec, all_types)
     if spec.gres_flags not in ("", "enforce-binding", "disable-binding"):
         raise _refuse()
     if spec.cpus_per_gpu and spec.cpus_per_task is not None:
@@ -124,7 +155,11 @@ def check(spec: JobSpec) -> GpuSpec:
         if num_tasks is None:
             raise _refuse()  # per task, but how many tasks?
     if spec.ntasks_per_gpu:
-        gpus = spec.gpus or per_node * (min_nodes or 1)
+        # Every GPU asked counts, of every type: the dealt type's total (or per node)
+        # and the other types' per node (Slurm 22.05: --gres=gpu:a100:1 --gpus=v100:2
+        # --ntasks-per-gpu=2 is 6 tasks), on -N's nodes or one.
+        nodes = min_nodes or 1
+        gpus = (spec.gpus or per_node * nodes) + (all_types - per_node) * nodes
         if gpus:
             num_tasks = gpus * spec.ntasks_per_gpu
         elif num_tasks is None or num_tasks % spec.ntasks_per_gpu:
@@ -132,3 +167,23 @@ def check(spec: JobSpec) -> GpuSpec:
     if spec.gpus and min_nodes is not None and spec.gpus < min_nodes:
         raise _refuse()
     return GpuSpec(min_nodes, num_tasks)
+
+
+def tasks_held(job: Job) -> int:
+    """The task count ``scontrol show job`` gives ``job`` (NumTasks): its ``-n``, but
+    once it runs with GPUs per node and per task, the tasks its nodes' GPUs are for
+    when more, as Slurm 22.05 counts them (``--gres=gpu:2 --gpus-per-task=1 -n3 -N2``
+    runs with 2 + 2 CPUs and shows NumTasks=4, while its SLURM_NTASKS stays 3, so
+    ``job.num_tasks`` does too)."""
+    if not (job.gpus_per_task and job.nodes):
+        return job.num_tasks
+    try:
+        items, _ = gpu_items(job.gres)
+    except ValueError:
+        return job.num_tasks
+    per_node = same_type(items, job.gpu_type) // job.gpus_per_task
+    if not per_node:
+        return job.num_tasks
+    cpt = max(job.cpus_per_task, 1)
+    held = sum(min(cpus // cpt, per_node) for cpus in job.cpus)
+    return max(job.num_tasks, held)

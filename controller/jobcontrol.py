@@ -20,6 +20,7 @@ from controller import (
     crontabs,
     effects,
     elastic,
+    expansion,
     hetjobs,
     jobstate,
     jobupdate,
@@ -281,6 +282,9 @@ class JobControl:
         log.info("job_id=%d resumed", job.job_id)
 
     def _update(self, job: Job, update: JobUpdate, who: Principal, now: int) -> None:
+        if update.nodes is not None and update.nodes.least == 0:  # Slurm's job expansion
+            job = expansion.merge(self.store, job, now)
+            update = replace(update, nodes=None)
         changes = jobupdate.changes(job, update, who.privileged_over(job.account))
         if any(self.store.conf.partition(p) is None for p in update.partitions or ()):
             raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
@@ -294,6 +298,8 @@ class JobControl:
         if update.licenses is not None:
             changes["licenses"] = licenseadmit.checked(update.licenses, self.store.conf)
         updated = replace(job, **changes)
+        if "dependency" in changes:  # expand:N is checked as at submission
+            updated = expansion.admitted(self.store, updated, now)
         if changes.keys() & (jobupdate.RESHAPING | {"account", "qos", "time_limit"}):
             updated = self._recheck(job, updated, who)
         if shrink and count is not None:  # all checked: only now does it give nodes back

@@ -16,6 +16,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from controller.core.gpus import also_items
 from controller.model import Job
 from corral import arrayspec, hostlist
 from corral import gres as gres_syntax
@@ -41,6 +42,8 @@ def _asked_order(job: Job) -> list[tuple[str, str]]:
     order: list[tuple[str, str]] = []
     if job.gpus_per_job:
         order.append(("gpu", job.gpu_type))
+    with contextlib.suppress(ValueError):  # --gpus's further types, as listed
+        order += [("gpu", kind) for kind, _ in also_items(job.gpus_also)]
     # Admission refused malformed requests: an old record's puts no type first.
     with contextlib.suppress(ValueError):
         order += [(name, kind) for name, kind, _ in gres_syntax.parse_request(job.gres)]

@@ -91,6 +91,7 @@ class JobSpec:
     gpus_per_socket: int = 0
     gpus_per_task: int = 0
     gpu_type: str = ""
+    gpus_also: str = ""
     cpus_per_gpu: int = 0
     mem_per_gpu: int | None = None
     ntasks_per_gpu: int = 0
@@ -98,6 +99,7 @@ class JobSpec:
     gres_flags: str = ""
     distribution: str = ""
     threads_per_core: int = 0
+    cores_per_socket: int = 0
     sockets_per_node: int = 0
     prefer: str = ""
     licenses: str = ""

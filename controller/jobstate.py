@@ -18,7 +18,8 @@
                                                             PreemptMode=SUSPEND, GANG)
     RUNNING ── Resize ──▶ RUNNING   (its nodes change; the first, its batch host, stays:
                                      an elastic job grows or shrinks, scontrol update
-                                     NumNodes shrinks a job)
+                                     NumNodes shrinks a job; or none stays: an expansion
+                                     job gives all to the job it expands, NumNodes=0)
     SUSPENDED takes Cancel, Preempt, Requeue (the job comes back held if an
     operator suspended it) and NodeFail as RUNNING does; its time there is not run time:
     Resume moves ``end_time`` on by it. A job the gang scheduler or a
@@ -322,6 +323,8 @@ class Resize:
     gres: tuple[tuple[tuple[str, str, int], ...], ...] = ()
     gpus: tuple[tuple[int, ...], ...] = ()
     cpu_ids: tuple[tuple[int, ...], ...] = ()
+    # The CPUs it may use on each node, where fewer than it holds (Start's ``used``).
+    used: tuple[int, ...] = ()
 
 
 #: Who holds a suspended job that is requeued: Slurm requeues it held where an
@@ -453,7 +456,7 @@ def apply(job: Job, event: Event) -> Job:
         case Resize() if (
             state is JobState.RUNNING
             and COMPLETING not in job.flags
-            and event.nodes[:1] == job.nodes[:1]
+            and (event.nodes[:1] == job.nodes[:1] or not event.nodes)
         ):
             return replace(
                 job,
@@ -463,7 +466,7 @@ def apply(job: Job, event: Event) -> Job:
                 gres_alloc=event.gres,
                 gpus=event.gpus,
                 cpu_ids=event.cpu_ids,
-                cpus_used=(),
+                cpus_used=event.used,
                 resize_time=event.now,
             )
         case Start() if state is JobState.PENDING and not job.held:

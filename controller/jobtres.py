@@ -10,10 +10,11 @@ slurmctld's ``acct_policy`` does before a start.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from controller.core.gpus import same_type
+from controller.core.gpus import also_items, same_type
 from controller.model import Job
 from corral import gres as gres_syntax
 
@@ -88,16 +89,19 @@ def of_job(job: Job) -> JobTres:
 def _gpu_counts(job: Job, nodes: int, per_node: bool) -> dict[str, int]:
     """GPUs ``job`` asks beyond ``--gres`` (controller/core/gpus.py), in all over
     ``nodes`` nodes: --gpus (unless ``per_node`` GPUs of its type in --gres make it
-    up), per task times its tasks, per socket times its sockets on each node."""
+    up), per task times its tasks, per socket times its sockets on each node, and
+    --gpus's totals of further types."""
     if job.gpus_per_task and not per_node:  # with GPUs per node, --gres counts them
         gpus = job.gpus_per_task * job.num_tasks
     elif job.gpus_per_job and not (job.gpus_per_socket or per_node):
         gpus = job.gpus_per_job
     else:
         gpus = job.gpus_per_socket * max(job.sockets_per_node, 1) * nodes
-    if not gpus:
-        return {}
-    return _gres_counts((("gpu", job.gpu_type, gpus),))
+    items = [("gpu", job.gpu_type, gpus)] if gpus else []
+    if job.gpus_also:
+        with contextlib.suppress(ValueError):  # admission refused malformed ones
+            items += [("gpu", kind, count) for kind, count in also_items(job.gpus_also)]
+    return _gres_counts(items) if items else {}
 
 
 def billing(job: Job, weights: Iterable[tuple[str, float]]) -> int:

@@ -121,6 +121,10 @@ def _field(key: str, raw_key: str, value: str, now: int) -> dict[str, Any]:
         return {"partitions": names}
     if key in ("account", "qos"):
         return {key: value}
+    if key in ("numnodes", "reqnodes") and value.upper() == "ALL":
+        return {}  # Slurm's: no change; scontrol then writes the resize scripts
+    if key in ("numnodes", "reqnodes") and value == "0":
+        return {"nodes": NodeCount(0, 0)}  # an expansion job's nodes given (expansion.merge)
     if key in ("numnodes", "reqnodes", "minnodes"):  # ReqNodes: NumNodes (scontrol(1))
         return {"nodes": _node_count(value, keep_max=key == "minnodes")}
     if key == "mincpusnode":

@@ -127,11 +127,13 @@ class Job:
     # job's nodes, --gpus-per-socket (on ``sockets_per_node`` sockets) and --gpus-per-task,
     # each of ``gpu_type`` ("" any); --cpus-per-gpu and --mem-per-gpu (MiB; None: not
     # given, the partition's DefCpuPerGPU/DefMemPerGPU may apply); --ntasks-per-gpu;
-    # --gpu-bind as given (steps bind their tasks by it) and --gres-flags.
+    # --gpu-bind as given (steps bind their tasks by it) and --gres-flags. ``gpus_also``:
+    # --gpus's totals of other types, "type:count,..." (controller/gpuspec.py).
     gpus_per_job: int = 0
     gpus_per_socket: int = 0
     gpus_per_task: int = 0
     gpu_type: str = ""
+    gpus_also: str = ""
     sockets_per_node: int = 0
     cpus_per_gpu: int = 0
     mem_per_gpu: int | None = None
@@ -146,6 +148,9 @@ class Job:
     # may use on each node (core/threads.py; (): all of them). It holds whole cores.
     threads_per_core: int = 0
     cpus_used: tuple[int, ...] = ()
+    # --hint=memory_bound's cores of each socket (1; 0: any): a minimum every node
+    # meets, shown as scontrol's ReqB:S:C:T C, as Slurm 22.05 shows it.
+    cores_per_socket: int = 0
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller import (
+    assocmgr,
     broadcast,
     crontabs,
     diag,
@@ -417,6 +418,23 @@ class Handlers:
         kept = licenseviews.reserved(self.store.reservations.views(), self.now())
         return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values(), kept)
 
+    async def AssocMgr(self, req: pb.AssocMgrRequest, who: Principal) -> pb.AssocMgrReply:
+        """``scontrol show assoc_mgr``: the cached associations, users and QOS with
+        their use now (PrivateData usage and users hide others' from non-operators)."""
+        store = self.store
+        wanted = assocmgr.Wanted.of(req, who, frozenset(store.conf.accounting.private_data))
+        keeper = store.priorities
+        return assocmgr.reply(
+            store.conf.cluster_name,
+            store.associations,
+            store.jobs.values(),
+            keeper.tree,
+            keeper.usage,
+            wanted,
+            who,
+            self.now(),
+        )
+
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
             raise SlurmError(errors.ESLURM_DISABLED, "Slurm accounting storage is disabled")
@@ -665,6 +683,7 @@ class Handlers:
             reply.state = "CONFIGURING"
         elif job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)
+            reply.resize_time = job.resize_time
             env = allocation_environment(job, self.store.conf.cluster_name)
             if job.het_job_id:  # salloc's heterogeneous job: every component by its number
                 members = hetjobs.components(self.store.jobs, job)
@@ -777,6 +796,7 @@ METHODS = (
     "StepStats",
     "Queues",
     "Licenses",
+    "AssocMgr",
     "Crontab",
     "Triggers",
     "Broadcast",

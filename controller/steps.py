@@ -15,7 +15,8 @@ and the service sends the launches. Slurm's rules:
 * Without ``--exact`` (which ``-c`` and ``--exclusive`` imply) a step has all of
   the job's CPUs on each of its nodes that other steps leave, as Slurm 21.08 and
   later give it ("all non-GRES resources on each node in the step allocation"),
-  so steps run side by side only with ``--exact`` or ``--overlap``. Its memory is
+  so steps run side by side only with ``--exact`` or ``--overlap``; a step that asks
+  for GPUs, only those of them near its GPUs (``controller/stepcpus.py``). Its memory is
   the job's unless it asks (below), as in Slurm.
 * A step holds its CPUs against other steps unless it or they ``--overlap``;
   the batch script holds none. A step larger than the whole allocation is
@@ -40,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from controller import cpubind, tasklayout
+from controller import cpubind, stepcpus, tasklayout
 from controller.core.gpulinks import best_linked
 from controller.jobenv import run_length, tasks_per_node
 from controller.model import Job, Step
@@ -63,6 +64,15 @@ def _no_links(node: str) -> Mapping[int, Mapping[int, int]]:
 
 #: A node's cores per socket and threads per core (slurm.conf's).
 NodeShape = Callable[[str], cpubind.Shape]
+
+
+#: A node's GPUs with known near CPUs -> those CPUs (gres.conf's Cores=, else probed).
+NodeNear = Callable[[str], Mapping[int, Sequence[int]]]
+
+
+def _none_near(node: str) -> Mapping[int, Sequence[int]]:
+    """No near CPUs known: a step asking GPUs has all of the job's CPUs."""
+    return {}
 
 
 def _one_core_each(node: str) -> cpubind.Shape:
@@ -327,11 +337,17 @@ def step_memory(
 
 
 def step_cpus(
-    job: Job, req: StepRequest, nodes: Sequence[str], tasks: Sequence[int], gpus: Sequence[Gpus]
+    job: Job,
+    req: StepRequest,
+    nodes: Sequence[str],
+    tasks: Sequence[int],
+    gpus: Sequence[Gpus],
+    near: NodeNear = _none_near,
 ) -> tuple[int, ...]:
     """The step's CPUs on each node: its tasks', or ``--cpus-per-gpu`` times its GPUs
     there if more, within the job's; without ``--exact``, all the job's CPUs there
-    that other steps do not hold (all of them for an ``--overlap`` step). SlurmError
+    that other steps do not hold (all of them for an ``--overlap`` step), or with
+    GPUs asked only the job's near them (``controller/stepcpus.py``). SlurmError
     for more CPUs per GPU than the job's (Slurm's "Step requested cpus_per_gres=N is
     more than the job's")."""
     if req.cpus_per_gpu and job.cpus_per_gpu and req.cpus_per_gpu > job.cpus_per_gpu:
@@ -346,7 +362,15 @@ def step_cpus(
     if req.exact:
         return tuple(asked)
     held = {} if req.overlap else held_cpus(job)
-    return tuple(max(c, allocated[n] - held.get(n, 0)) for n, c in zip(nodes, asked, strict=True))
+    out = []
+    for i, (n, c) in enumerate(zip(nodes, asked, strict=True)):
+        free = allocated[n] - held.get(n, 0)
+        if gpus and job.cpu_ids:
+            index = job.nodes.index(n)
+            close = stepcpus.near_cpus(job.cpu_ids[index], gpus[i], near(n))
+            free = min(len(close), free) if close else free
+        out.append(max(c, free))
+    return tuple(out)
 
 
 def next_step_id(job: Job) -> int:
@@ -365,12 +389,13 @@ def new_step(
     line: str,
     links: NodeLinks = _no_links,
     shape: NodeShape = _one_core_each,
+    near: NodeNear = _none_near,
 ) -> Step:
     nodes, ids = placement(job, req, shape)
     tasks = tuple(len(node_ids) for node_ids in ids)
     _check_binding(job, req, nodes, tasks)
     gpus = step_gpus(job, req, nodes, tasks, links)
-    cpus = step_cpus(job, req, nodes, tasks, gpus)
+    cpus = step_cpus(job, req, nodes, tasks, gpus, near)
     return Step(
         step_id=next_step_id(job),
         name=name,

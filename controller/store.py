@@ -34,6 +34,7 @@ from controller import (
     crontabs,
     drain,
     effects,
+    expansion,
     flavornote,
     gpushare,
     hetjobs,
@@ -298,6 +299,7 @@ class JobStore:
             job = replace(job, account=self.associations.users.get(job.user, ""))
         if job.reservation:
             self.reservations.admit(job.reservation, job.user, job.account)
+        job = expansion.admitted(self, job, now)  # --dependency=expand:N
         job = replace(job, calc_priority=self.priorities.initial(job, now))
         return replace(admitted, job=job)
 
@@ -345,7 +347,9 @@ class JobStore:
         self.durable.emit(effects.follow(old, new, event))
         if new.mail_type:
             self._mail(old, new, getattr(event, "now", 0) or int(time.time()))
-        if holds_nodes(old) and not holds_nodes(new):
+        if isinstance(event, jobstate.Resize):  # to no nodes too: NumNodes=0 ends nothing
+            self._resized(old, new)
+        elif holds_nodes(old) and not holds_nodes(new):
             self.configuring.pop(job_id, None)
             if self.conf.hooks.epilog or self.conf.hooks.prolog:  # the Prolog's: forgotten
                 self.durable.emit((effects.NodeEpilog(old, new.exit_status),))
@@ -356,8 +360,6 @@ class JobStore:
         elif holds_nodes(new) and not holds_nodes(old):
             self._account(new, +1)
             self._started(new)
-        elif isinstance(event, jobstate.Resize):
-            self._resized(old, new)
         elif new.cpus_released != old.cpus_released:  # suspended, or resumed
             shares = bool(self.capacity.sharing(new))
             self.holdings.change_cpus(new, -1 if new.cpus_released else +1, shares)
@@ -518,7 +520,9 @@ class JobStore:
         """A new step of a running job (SlurmError as srun reports it)."""
         job = self._step_job(job_id, who)
         now = int(time.time())
-        step = steps.new_step(job, req, name, now, time_limit, line, self._gpu_links, self._shape)
+        step = steps.new_step(
+            job, req, name, now, time_limit, line, self._gpu_links, self._shape, self.gpu_near
+        )
         job = replace(job, steps=(*job.steps, step))
         self._touch_job(job)
         return job, step
@@ -531,7 +535,7 @@ class JobStore:
         now = int(time.time())
         made = [
             steps.new_step(job, p.request, p.name, now, p.time_limit, p.line, self._gpu_links,
-                           self._shape)
+                           self._shape, self.gpu_near)
             for job, p in zip(jobs, parts, strict=True)
         ]  # fmt: skip
         step_id = max(steps.next_step_id(job) for job in jobs)

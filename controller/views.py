@@ -24,6 +24,7 @@ from controller import (
 )
 from controller.core import dependency as depcheck
 from controller.core.snapshot import Gres
+from controller.gpuspec import tasks_held
 from controller.jobenv import run_length
 from controller.jobstate import COMPLETING, JobState
 from controller.model import Job, NodeRuntime, Step
@@ -184,6 +185,7 @@ def job_info(
         exc_nodes=hostlist.compress(job.exc_nodes) if job.exc_nodes else "",
         num_nodes=num_nodes,
         num_cpus=num_cpus,
+        num_tasks=tasks_held(job),
         min_cpus_node=max(job.min_cpus, job.cpus_per_task),
         min_mem_node=job.mem_per_node or 0,
         min_mem_cpu=job.mem_per_cpu or 0,
@@ -345,7 +347,10 @@ def gpu_request(job: Job, conf: SlurmConfig) -> dict[str, Any]:
     mem = job.mem_per_gpu if job.mem_per_gpu is not None else def_mem
     kind = job.gpu_type
     return {
-        "tres_per_job": _gpu_tres(kind, job.gpus_per_job) if job.gpus_per_job else "",
+        "tres_per_job": ",".join(
+            [_gpu_tres(kind, job.gpus_per_job)] * bool(job.gpus_per_job)
+            + [f"gres/gpu:{also}" for also in job.gpus_also.split(",") if also]
+        ),
         "tres_per_socket": _gpu_tres(kind, job.gpus_per_socket) if job.gpus_per_socket else "",
         "tres_per_task": _gpu_tres(kind, job.gpus_per_task) if job.gpus_per_task else "",
         "cpus_per_tres": f"gres/gpu:{cpus}" if cpus else "",

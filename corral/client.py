@@ -107,5 +107,5 @@ class Client:
         except (OSError, ConnectionError, struct.error) as exc:
             raise ControllerUnreachable() from exc
         if reply["code"]:
-            raise SlurmError(reply["code"], reply["error"] or None)
+            raise SlurmError(reply["code"], reply["error"] or None, reply.get("detail", ""))
         return codec.decode(f"{method}Reply", reply["body"])

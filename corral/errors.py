@@ -35,6 +35,8 @@ ESLURM_JOB_PENDING = 2024
 ESLURM_JOB_NOT_PENDING = 2073
 ESLURM_JOB_NOT_RUNNING = 2085
 ESLURM_JOB_NOT_SUSPENDED = 2087
+ESLURM_JOB_SUSPENDED = 2077
+ESLURMD_STEP_EXISTS = 4026
 ESLURM_DEPENDENCY = 2038
 ESLURM_INVALID_ACCOUNT = 2045
 ESLURM_INVALID_TIME_LIMIT = 2051
@@ -103,6 +105,8 @@ MESSAGES: dict[int, str] = {
     ESLURM_JOB_NOT_PENDING: "Job is no longer pending execution",
     ESLURM_JOB_NOT_RUNNING: "Job is not running",
     ESLURM_JOB_NOT_SUSPENDED: "Job is not suspended",
+    ESLURM_JOB_SUSPENDED: "Job is current suspended, requested operation disabled",
+    ESLURMD_STEP_EXISTS: "Job step already exists",
     ESLURM_JOB_HELD: "Job is in held state, pending scheduler release",
     ESLURM_INVALID_TASK_MEMORY: "Memory required by task is not available",
     ESLURM_DEPENDENCY: "Job dependency problem",
@@ -146,9 +150,12 @@ class AuthError(CorralError):
 class SlurmError(CorralError):
     """A failure with a Slurm errno; ``str()`` is what a client prints."""
 
-    def __init__(self, code: int, message: str | None = None) -> None:
+    def __init__(self, code: int, message: str | None = None, detail: str = "") -> None:
         self.code = code
         self.message = message or MESSAGES.get(code, f"Unknown error {code}")
+        # What Slurm's controller says of the refusal besides its errno (err_msg: a
+        # line its clients print before the errno's message); "" none.
+        self.detail = detail
         super().__init__(self.message)
 
 

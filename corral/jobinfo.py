@@ -42,7 +42,6 @@ COPIED: Final[dict[str, str]] = {
     "deadline": "deadline",
     "cron_spec": "cron_spec",
     "max_nodes": "max_nodes",
-    "num_tasks": "num_tasks",
     "cpus_per_task": "cpus_per_task",
     "ntasks_per_node": "ntasks_per_node",
     "features": "constraint",
@@ -74,6 +73,7 @@ COPIED: Final[dict[str, str]] = {
     "resize_time": "resize_time",
     "container": "container",
     "threads_per_core": "threads_per_core",
+    "cores_per_socket": "cores_per_socket",
     "container_id": "container_id",
     "het_job_id": "het_job_id",
     "het_job_offset": "het_job_offset",
@@ -104,6 +104,7 @@ DERIVED: Final[frozenset[str]] = frozenset(
         "exc_nodes",
         "num_nodes",
         "num_cpus",
+        "num_tasks",
         "min_cpus_node",
         "min_mem_node",
         "min_mem_cpu",
@@ -264,6 +265,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "gres_enforce_bind",
         "job_gres",  # scontrol -d's detail lines; gres_detail comes from ``gres``
         "threads_per_core",  # scontrol's ReqB:S:C:T
+        "cores_per_socket",  # scontrol's ReqB:S:C:T
         "node_cpu_ids",
         "node_mem",
         "node_gres",

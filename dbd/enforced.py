@@ -45,7 +45,8 @@ def _limits(
         getattr(message, column).update(parse_tres_limits(getattr(row, column) or ""))
 
 
-def association(row: Association) -> pb.AssociationLimits:
+def association(row: Association, place: tuple[int, int] = (0, 0)) -> pb.AssociationLimits:
+    """``row`` as a message; ``place`` is its (parent's id, Lft) in the tree."""
     message = pb.AssociationLimits(
         account=row.account,
         user=row.user,
@@ -54,9 +55,49 @@ def association(row: Association) -> pb.AssociationLimits:
         shares=row.shares,
         qos=_names(row.qos),
         def_qos=row.def_qos,
+        id=row.id,
+        parent_id=place[0],
+        lft=place[1],
     )
+    if row.priority is not None:
+        message.priority = row.priority
     _limits(row, message)
+    message.grp_tres_run_mins.update(parse_tres_limits(row.grp_tres_run_mins or ""))
     return message
+
+
+def tree_places(rows: list[Association]) -> dict[int, tuple[int, int]]:
+    """Each association's (parent association's id, Lft): its left number in the
+    nested-set numbering of the account tree that slurmdbd keeps (root's Lft is 1).
+
+    A user's parent is its account's association, an account's its parent
+    account's. slurmdbd inserts each new child leftmost under its parent, so
+    siblings run newest (highest id) first; numbering here from the ids gives
+    the same order without a stored column to keep in step.
+    """
+    accounts = {r.account: r for r in rows if not r.user and not r.partition}
+    children: dict[int, list[Association]] = {}
+    parents: dict[int, int] = {}
+    for r in rows:
+        above = accounts.get(r.account if r.user or r.partition else r.parent)
+        if above is not None and above is not r:
+            parents[r.id] = above.id
+            children.setdefault(above.id, []).append(r)
+    places: dict[int, tuple[int, int]] = {}
+    counter = 0
+
+    def visit(row: Association) -> None:
+        nonlocal counter
+        counter += 1
+        places[row.id] = (parents.get(row.id, 0), counter)
+        for child in sorted(children.get(row.id, ()), key=lambda c: -c.id):
+            visit(child)
+        counter += 1  # the right number
+
+    for row in sorted(rows, key=lambda r: r.id):
+        if row.id not in parents and row.id not in places:
+            visit(row)
+    return places
 
 
 def qos(row: Qos) -> pb.QosLimitsRecord:
@@ -70,7 +111,13 @@ def qos(row: Qos) -> pb.QosLimitsRecord:
     )
     if row.preempt_exempt_time is not None:
         message.preempt_exempt_time = row.preempt_exempt_time * 60  # stored in minutes
-    _limits(row, message, (*_COUNTS, *_QOS_COUNTS), (*_TRES, "max_tres_pu", "max_tres_pa"))
+    _limits(
+        row,
+        message,
+        (*_COUNTS, *_QOS_COUNTS),
+        (*_TRES, "max_tres_pu", "max_tres_pa", "min_tres", "grp_tres_run_mins"),
+    )
+    message.id = row.id
     return message
 
 
@@ -82,13 +129,16 @@ def enforced(engine: Engine, cluster: str) -> pb.AssociationsReply:
 
 
 def _reply(session: Session, cluster: str) -> pb.AssociationsReply:
-    assocs = session.scalars(
-        select(Association)
-        .where(Association.cluster == cluster)
-        .order_by(Association.account, Association.user, Association.partition)
+    assocs = list(
+        session.scalars(
+            select(Association)
+            .where(Association.cluster == cluster)
+            .order_by(Association.account, Association.user, Association.partition)
+        )
     )
+    places = tree_places(assocs)
     return pb.AssociationsReply(
-        associations=[association(a) for a in assocs],
+        associations=[association(a, places[a.id]) for a in assocs],
         users=[
             pb.AccountingUser(
                 name=u.name, default_account=u.default_account, admin_level=u.admin_level

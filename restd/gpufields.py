@@ -7,7 +7,10 @@ a job's GPU request as TRES strings: ``tres_per_job`` (sbatch's --gpus),
 ``tres_bind`` (--gpu-bind) and ``ntasks_per_tres`` (--ntasks-per-gpu), beside
 ``sockets_per_node``; and its topology request as ``required_switches`` and
 ``wait_for_switch`` (--switches=N@time) and ``segment_size`` (--segment, v0.0.41
-on). Each is read into the ``JobSpec`` field sbatch fills for the option, and the
+on). ``flags`` carries --gres-flags as Slurm's job flags GRES_BINDING_ENFORCED and
+GRES_BINDING_DISABLED (v0.0.40 on; no other job flag is taken from a description), and
+Corral's ``topology_level`` its --topology-level (docs/topology.md). Each is read into
+the ``JobSpec`` field sbatch fills for the option, and the
 whole is put through sbatch's own checks (``cli.sbatch.gpuopts.check``), so a REST
 client is refused what sbatch refuses, in the same words; the controller then
 checks it again as it does for every client (controller/gpuspec.py, topology).
@@ -21,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.failure import Failure
-from cli.sbatch import gpuopts
+from cli.sbatch import gpuopts, settings
 from corral import errors
 from corral.errors import SlurmError
 
@@ -36,6 +39,12 @@ _COUNTS = {
 #: TRES=# list field -> the sbatch field its ``gres/gpu:N`` fills.
 _PER_GPU = {"cpus_per_tres": "cpus_per_gpu", "memory_per_tres": "mem_per_gpu"}
 
+#: Slurm's job flag -> the --gres-flags word it stands for.
+_GRES_FLAGS = {
+    "GRES_BINDING_ENFORCED": "enforce-binding",
+    "GRES_BINDING_DISABLED": "disable-binding",
+}
+
 #: Every description field this module reads.
 NAMES = frozenset(
     {
@@ -47,6 +56,8 @@ NAMES = frozenset(
         "required_switches",
         "wait_for_switch",
         "segment_size",
+        "flags",
+        "topology_level",
     }
 )
 
@@ -99,6 +110,24 @@ def _bind(text: str) -> str:
     return bind
 
 
+def _gres_flags(flags: list[str]) -> str:
+    """``flags``: Slurm's two GRES binding flags as --gres-flags' word ("" for none). Any
+    other job flag is refused, not dropped: the rest are the controller's own marks or
+    change placement in ways Corral does not implement."""
+    words = set(flags)
+    other = sorted(words - set(_GRES_FLAGS))
+    if other:
+        raise _unsupported(
+            "flags", other[0], "only GRES_BINDING_ENFORCED and GRES_BINDING_DISABLED are"
+        )
+    if len(words) > 1:
+        raise SlurmError(
+            errors.EINVAL,
+            "job.flags: GRES_BINDING_ENFORCED and GRES_BINDING_DISABLED exclude each other",
+        )
+    return _GRES_FLAGS[words.pop()] if words else ""
+
+
 def _number(value: Any) -> int | None:
     """An optional number as given (None when unset or infinite)."""
     if isinstance(value, dict):
@@ -119,6 +148,10 @@ def _gpu_options(desc: Mapping[str, Any]) -> dict[str, Any]:
             fields[field] = _per_gpu(name, desc[name])
     if "tres_bind" in desc:
         fields["gpu_bind"] = _bind(desc["tres_bind"])
+    if "flags" in desc:
+        flags = _gres_flags(desc["flags"])
+        if flags:
+            fields["gres_flags"] = flags
     if desc.get("ntasks_per_tres"):
         fields["ntasks_per_gpu"] = desc["ntasks_per_tres"]
     sockets = _number(desc.get("sockets_per_node", {"set": False}))
@@ -128,8 +161,9 @@ def _gpu_options(desc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _topology(desc: Mapping[str, Any]) -> dict[str, Any]:
-    """``required_switches``, ``wait_for_switch`` and ``segment_size`` as --switches
-    and --segment fill the spec (an unset number asks for nothing)."""
+    """``required_switches``, ``wait_for_switch``, ``segment_size`` and
+    ``topology_level`` as --switches, --segment and --topology-level fill the spec (an
+    unset number asks for nothing; a level is checked by sbatch's own parser)."""
     spec: dict[str, Any] = {}
     switches = _number(desc.get("required_switches", {"set": False}))
     if switches:
@@ -139,6 +173,8 @@ def _topology(desc: Mapping[str, Any]) -> dict[str, Any]:
     segment = _number(desc.get("segment_size", {"set": False}))
     if segment:
         spec["segment"] = segment
+    if "topology_level" in desc:
+        spec.update(settings.SETTERS["topology-level"](desc["topology_level"]))
     return spec
 
 
@@ -152,4 +188,8 @@ def spec_fields(desc: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, A
             gpuopts.check({**{k: spec[k] for k in _CONTEXT if k in spec}, **options})
     except Failure as failure:
         raise SlurmError(errors.ESLURM_INVALID_GRES, failure.lines[0]) from None
-    return {**gpuopts.spec_fields(options), **_topology(desc)}
+    try:
+        topology = _topology(desc)
+    except Failure as failure:
+        raise SlurmError(errors.EINVAL, failure.lines[0]) from None
+    return {**gpuopts.spec_fields(options), **topology}

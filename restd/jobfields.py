@@ -115,6 +115,12 @@ FIELDS = (
         },
         note="true: whole nodes; false: oversubscribe; user, mcs and topo are refused",
     ),
+    Field(
+        "flags",
+        _flags(),
+        note="as sbatch --gres-flags: GRES_BINDING_ENFORCED or GRES_BINDING_DISABLED"
+        " (data_parser v0.0.40 on); no other job flag is taken",
+    ),
     Field("hold", boolean(), note="on update: hold or release", update="Hold"),
     Field("immediate", boolean(), REFUSED, "immediate allocation is not implemented"),
     Field("kill_on_invalid_dependency", boolean()),
@@ -208,6 +214,11 @@ FIELDS = (
     Field("threads_per_core", _count(), REFUSED, _PLACEMENT),
     Field("time_limit", no_val_input("minutes"), update="TimeLimit"),
     Field("time_minimum", no_val_input("minutes")),
+    Field(
+        "topology_level",
+        string("REQUIRED[:PREFERRED] switch levels, e.g. 1 or 2:0", max_length=16),
+        note="Corral's own, as sbatch --topology-level (docs/topology.md)",
+    ),
     Field(
         "tres_bind",
         string("e.g. gres/gpu:closest", max_length=1024),

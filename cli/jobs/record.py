@@ -178,7 +178,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         out.append(f"BatchHost={job['batch_host']}")
     out += [
         f"NumNodes={_num_nodes(job)} NumCPUs={job['num_cpus']} NumTasks={job['num_tasks']} "
-        f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:*:{_threads(job)}",
+        f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:{_cores(job)}:{_threads(job)}",
         *_elastic(job),
         f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
         f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
@@ -264,6 +264,12 @@ def _tres_lines(job: Job) -> list[str]:
 def record(job: Job, now: int, *, oneliner: bool = False, details: bool = False) -> str:
     """The whole record, ready to print."""
     return join(lines(job, now, details=details), oneliner, trailing=True)
+
+
+def _cores(job: Job) -> str:
+    """ReqB:S:C:T's C: the cores of each socket the job asks for (1 under
+    --hint=memory_bound), ``*`` for any."""
+    return str(job.get("cores_per_socket") or "*")
 
 
 def _threads(job: Job) -> str:

@@ -35,8 +35,8 @@ def gpu_count(option: str, text: str) -> tuple[str, int]:
     """``[type:]count`` of a GPU option as Slurm reads it: ``a100:2``, ``2``, and a
     bare word as a type with a count of 1 (``--gpus=x`` asks one GPU of type x).
     The ``gpu:type:count`` spelling of ``--gres`` is taken too. A comma list of
-    several types is refused: Corral deals one GPU type in all (``--gpus-per-node``
-    takes a list, ``node_counts``), and so are
+    several types is refused here (``--gpus`` and ``--gpus-per-node`` take one:
+    ``job_counts``, ``node_counts``), and so are
     alternatives (``a100:8|h100:8``), which ``--gres`` alone takes (core/alternatives.py):
     read as a count, the second would have been a GRES named ``h100``."""
     if "|" in text:
@@ -57,6 +57,22 @@ def gpu_count(option: str, text: str) -> tuple[str, int]:
     if value >= 2**31 - 1:
         raise Failure(f"Numeric argument ({value}) too large for {option}.", status=1)
     return kind, value
+
+
+def job_counts(option: str, text: str) -> dict[str, Any]:
+    """``--gpus``: ``[type:]count``, or a comma list of typed counts, a total of each
+    type (``a100:1,v100:2``, Slurm's TresPerJob): the first as ``gpus``, the others
+    as ``gpus_also``. An untyped list, or a type twice, is refused: Corral keeps one
+    total per type."""
+    if "|" in text or "," not in text:
+        return {"gpus": gpu_count(option, text)}
+    counts = [gpu_count(option, part) for part in text.split(",")]
+    kinds = [kind for kind, _ in counts]
+    if len({bool(kind) for kind in kinds}) > 1:
+        raise Failure(_MIXED)
+    if not all(kinds) or len(set(kinds)) < len(kinds):
+        raise Failure(f"{option}={text}: give each GPU type once, as type:count")
+    return {"gpus": counts[0], "gpus_also": tuple(counts[1:])}
 
 
 def node_counts(option: str, text: str) -> tuple[tuple[str, int], ...]:
@@ -131,20 +147,41 @@ def _node_gpus(fields: Mapping[str, Any]) -> list[tuple[str, int]]:
 
 
 def _types(fields: Mapping[str, Any]) -> str:
-    """The one GPU type the dealt options (--gpus, per socket, per task) name ("" for
-    any); refused when they name two, as Corral deals one type, or when GPUs with a
-    type and without one are asked together, as Slurm's client refuses them.
-    GPUs per node may name other types (``--gres=gpu:a100:1 --gpus=v100:2``)."""
-    dealt = [
-        fields[key][0] for key in ("gpus", "gpus_per_socket", "gpus_per_task") if key in fields
-    ]
-    typed = {bool(kind) for kind in dealt} | {bool(kind) for kind, _ in _node_gpus(fields)}
+    """The one GPU type dealt node by node ("" for any): per task's or per socket's,
+    else --gpus's (its first); refused when per task and per socket name two, or when
+    GPUs with a type and without one are asked together, as Slurm's client refuses
+    them. --gpus may name others, totals of their own (``also``); GPUs per node too
+    (``--gres=gpu:a100:1 --gpus=v100:2``)."""
+    dealt = [fields[key][0] for key in ("gpus_per_socket", "gpus_per_task") if key in fields]
+    totals = [fields["gpus"][0]] if "gpus" in fields else []
+    totals += [kind for kind, _ in fields.get("gpus_also", ())]
+    typed = {bool(kind) for kind in (*dealt, *totals)}
+    typed |= {bool(kind) for kind, _ in _node_gpus(fields)}
     if len(typed) > 1:
         raise Failure(_MIXED)
     kinds = set(dealt) - {""}
     if len(kinds) > 1:
         raise _fail(f"GPUs of several types ({', '.join(sorted(kinds))}) are not supported")
-    return next(iter(kinds), "")
+    if "gpus_per_socket" in fields and set(totals) - kinds:
+        raise _fail("--gpus of another type than --gpus-per-socket is not supported")
+    return next(iter(kinds), totals[0] if totals else "")
+
+
+def _totals(fields: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """--gpus's (type, count) of each type it names."""
+    return [fields["gpus"], *fields.get("gpus_also", ())] if "gpus" in fields else []
+
+
+def also(fields: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """--gpus's totals of other types than the dealt one (``_types``)."""
+    kind = _types(fields)
+    return [(own, count) for own, count in _totals(fields) if own != kind]
+
+
+def _dealt_total(fields: Mapping[str, Any]) -> int:
+    """--gpus's total of the dealt type (0: none, or of other types only)."""
+    kind = _types(fields)
+    return sum(int(count) for own, count in _totals(fields) if own == kind)
 
 
 def _same_per_node(fields: Mapping[str, Any], kind: str) -> int:
@@ -155,7 +192,7 @@ def _same_per_node(fields: Mapping[str, Any], kind: str) -> int:
 def check(fields: Mapping[str, Any]) -> None:
     """Slurm's client checks of the GPU options together (``slurm_opt.c``)."""
     tasks = fields.get("num_tasks")
-    gpus = fields["gpus"][1] if "gpus" in fields else 0
+    gpus = _dealt_total(fields)
     per_task = fields["gpus_per_task"][1] if "gpus_per_task" in fields else 0
     per_gpu = fields.get("ntasks_per_gpu", 0)
     if per_gpu and per_task:
@@ -196,8 +233,12 @@ def check(fields: Mapping[str, Any]) -> None:
 def _check_counts(fields: Mapping[str, Any], gpus: int, tasks: int | None, per_gpu: int) -> None:
     per_node = _same_per_node(fields, _types(fields))
     nodes = fields.get("min_nodes")
-    if gpus and nodes and gpus < nodes:
+    if nodes and any(count < nodes for _, count in (*also(fields), ("", gpus or nodes))):
         raise Failure("Failed to validate job spec, --gpus < -N")
+    if also(fields) and (_node_gpus(fields) or per_gpu):
+        raise _fail(
+            "--gpus of several types with GPUs per node or --ntasks-per-gpu is not supported"
+        )
     if per_node and "gpus_per_task" in fields and per_node < fields["gpus_per_task"][1]:
         raise _fail("Failed to ensure --gpus >= --gpus-per-task")
     if gpus and per_node and gpus % per_node:
@@ -210,6 +251,7 @@ def _check_counts(fields: Mapping[str, Any], gpus: int, tasks: int | None, per_g
         )
     asked = (
         gpus
+        or also(fields)
         or any(count for _, count in fields.get("gpus_per_node", ()))
         or "gpus_per_socket" in fields
         or "gpus_per_task" in fields
@@ -230,12 +272,15 @@ def spec_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     if kind:
         spec["gpu_type"] = kind
     for field, key in (
-        ("gpus", "gpus"),
         ("gpus_per_socket", "gpus_per_socket"),
         ("gpus_per_task", "gpus_per_task"),
     ):
         if key in fields and fields[key][1]:
             spec[field] = fields[key][1]
+    if _dealt_total(fields):
+        spec["gpus"] = _dealt_total(fields)
+    if also(fields):
+        spec["gpus_also"] = ",".join(f"{own}:{count}" for own, count in also(fields))
     for key in (
         "cpus_per_gpu",
         "mem_per_gpu",

@@ -7,7 +7,8 @@ Measured on Slurm 22.05: nomultithread, compute_bound and memory_bound use one
 thread of each core (memory_bound's "one core in each socket" is a minimum that
 every node meets: ``-n3`` still gets three cores); multithread all of them.
 ``--threads-per-core`` (and ``--ntasks-per-core``, which this sbatch refuses) beside
-``--hint`` drop the hint, as Slurm's sbatch drops it (saying so only under -v).
+``--hint`` drop the hint, as Slurm's sbatch drops it (saying so only under -v, in
+``DROPPED``'s words, which salloc and srun share).
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
 
 #: Each hint's threads per core (0: all).
 HINTS = {"compute_bound": 1, "memory_bound": 1, "multithread": 0, "nomultithread": 1}
+
+#: What Slurm 22.05's sbatch, salloc and srun print under -v (no "error:") when an
+#: option more specific than ``--hint`` drops it (measured: ``-v --hint=nomultithread
+#: --threads-per-core=1``, and ``--ntasks-per-core=1`` in its place).
+DROPPED = (
+    "Following options are mutually exclusive with --hint: --ntasks-per-core, "
+    "--threads-per-core, -B and --cpu-bind (other then --cpu-bind=verbose). Ignoring --hint."
+)
 
 HELP = """Application hint options:
     --hint=             Bind tasks according to application hints
@@ -53,6 +62,19 @@ def threads(fields: Mapping[str, Any]) -> int:
         if word:
             count = HINTS[word.lower()]
     return count
+
+
+def cores(fields: Mapping[str, Any]) -> int:
+    """The cores of each socket the job asks for: 1 under memory_bound ("one core in
+    each socket", ReqB:S:C:T=0:0:1:1 on Slurm 22.05) unless --threads-per-core drops
+    the hint, else 0 (any)."""
+    words = fields.get("hint", "").lower().split(",")
+    return 1 if "memory_bound" in words and not dropped(fields) else 0
+
+
+def dropped(fields: Mapping[str, Any]) -> bool:
+    """Whether ``--threads-per-core`` drops the job's ``--hint`` (``DROPPED``)."""
+    return bool(fields.get("hint")) and "threads_per_core" in fields
 
 
 def environment(fields: Mapping[str, Any]) -> dict[str, str]:

@@ -448,8 +448,10 @@ def _gpus(field: str, option: str) -> Callable[[str | None], Fields]:
     ``[type:]count`` (cli/sbatch/gpuopts.py)."""
 
     def setter(text: str | None) -> Fields:
-        from cli.sbatch.gpuopts import gpu_count
+        from cli.sbatch.gpuopts import gpu_count, job_counts
 
+        if field == "gpus":  # a list of types, a total of each
+            return job_counts(option, text or "")
         return {field: gpu_count(option, text or "")}
 
     return setter

@@ -37,7 +37,7 @@ _PASSED = (
 )  # fmt: skip
 
 _DEPENDENCY_TYPES = frozenset(
-    {"after", "afterany", "afterok", "afternotok", "aftercorr", "afterburstbuffer"}
+    {"after", "afterany", "afterok", "afternotok", "aftercorr", "afterburstbuffer", "expand"}
 )
 # The array and dependency grammars are scanned with string methods: ``re``, with
 # the ``enum`` it imports, would cost about 5 ms of every sbatch's start-up.
@@ -104,6 +104,8 @@ def build(
         spec["distribution"] = fields["distribution"]
     if hintopts.threads(fields):
         spec["threads_per_core"] = hintopts.threads(fields)
+    if hintopts.cores(fields):
+        spec["cores_per_socket"] = hintopts.cores(fields)
     if fields.get("container"):
         spec["container"] = _container(fields["container"], cwd)
     if fields.get("container_id"):

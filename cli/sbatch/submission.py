@@ -20,6 +20,7 @@ import time
 from cli import boundary
 from cli.failure import Failure, report
 from cli.options import Option, OptionError, parse, print_error
+from cli.sbatch import hintopts
 from cli.sbatch.options import COMMAND_LINE_ONLY, PROPAGATED, TABLE
 from cli.sbatch.script import check, directives, read, resolve, wrap
 from cli.sbatch.settings import CLI, SCRIPT, Settings
@@ -160,6 +161,8 @@ def _submit(argv: list[str]) -> int:
         raise Failure("don't specify both --verbose (-v) and --quiet (-Q)")
     if verbose:
         for each in components:
+            if hintopts.dropped(each.fields):
+                print(f"sbatch: {hintopts.DROPPED}", file=sys.stderr)
             _list_options(each)
 
     spec = build(settings, script, cwd=cwd, environ=os.environ, command_line=argv)
@@ -185,7 +188,7 @@ def _submit(argv: list[str]) -> int:
         if exc.code == ESLURM_INVALID_PARTITION_NAME and spec.get("partitions"):
             named = ",".join(spec["partitions"])
             raise Failure(f"invalid partition specified: {named}", failed) from None
-        raise Failure(failed) from None
+        raise Failure(*([exc.detail] if exc.detail else []), failed) from None
     if not quiet:
         print(_submitted(reply, fields))
     if fields.get("wait"):

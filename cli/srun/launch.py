@@ -145,7 +145,8 @@ TABLE = OptionTable(
         _row(
             "hint",
             note="compute_bound, memory_bound (cores), multithread, nomultithread (threads); "
-            "beside --cpu-bind or --ntasks-per-core ignored with Slurm's error",
+            "a new job's as sbatch's; beside --cpu-bind, --ntasks-per-core or "
+            "--threads-per-core ignored (said under -v)",
         ),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
         _row("input", "i"),
@@ -190,11 +191,22 @@ TABLE = OptionTable(
         _row("segment", note=f"with TopologyPlugin=topology/block; {STEP_TOPOLOGY}"),
         _row("switches", note=f"with TopologyPlugin=topology/tree; {STEP_TOPOLOGY}"),
         _row("sockets-per-node", note=JOB_ONLY),
+        _row(
+            "threads-per-core",
+            note="for a new job: that many threads of each whole core; drops --hint; "
+            "in a job step it is warned about: the job's allocation applies",
+        ),
         _row("time", "t"),
         _row("topology-level", note=f"{TOPOLOGY_LEVEL}; {STEP_TOPOLOGY}"),
         _row("unbuffered", "u", NO_ARGUMENT),
         _row("usage", arg=NO_ARGUMENT),
-        _row("verbose", "v", NO_ARGUMENT, WARNED, "srun prints no progress"),
+        _row(
+            "verbose",
+            "v",
+            NO_ARGUMENT,
+            WARNED,
+            "srun prints no progress, only Slurm's line on a --hint that another option drops",
+        ),
         _row("version", "V", NO_ARGUMENT),
         _row("wait", "W", use=REFUSED, note="the other tasks are never ended after a first exit"),
     ],
@@ -961,6 +973,8 @@ def run_in_new_allocation(
     name = os.path.basename(settings.command[0])
     job_id = allocation.submit(client, PROG, settings.options, name, argv)
     os.environ.update(allocation.wait_for_start(client, PROG, job_id, settings.has("quiet")))
+    told = allocation.hint_environment(settings.options)  # the tasks': no SLURM_HINT
+    os.environ.update({k: v for k, v in told.items() if k != "SLURM_HINT"})
     code = 1
     halt_notices = allocation.print_notices(client, PROG, job_id)
     try:

@@ -49,7 +49,7 @@ JOB_LEVEL = (
 #: Where the job's nodes are on the network: nothing to a step, which runs on them.
 TOPOLOGY = ("switches", "segment", "topology-level")
 #: Options that shape the job's allocation alone (which GPUs and CPUs go together).
-ALLOCATION = ("gres-flags", "sockets-per-node", "mail-type", "mail-user")
+ALLOCATION = ("gres-flags", "sockets-per-node", "mail-type", "mail-user", "threads-per-core")
 #: ``--exclusive`` values that share or keep the job's nodes: nothing to a step.
 JOB_SHARING = ("user", "mcs", "topo", "oversubscribe")
 GRES_NOTE = "only GPUs are divided among a job's steps"

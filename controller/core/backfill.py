@@ -94,6 +94,7 @@ def _shape(job: Job) -> tuple[object, ...]:
         job.gpus_per_socket,
         job.gpus_per_task,
         job.gpu_type,
+        job.gpus_also,
         job.sockets_per_node,
         job.cpus_per_gpu,
         job.mem_per_gpu,

@@ -11,7 +11,8 @@ list are matched against ``Index.known`` by one set intersection (in C), and a
 
 An id the controller does not know (never submitted, or ended and purged
 after MinJobAge) counts as a job that has already ended: the dependency on it
-is satisfied, as Slurm drops a dependency on a job no longer in its memory.
+is satisfied, as Slurm drops a dependency on a job no longer in its memory;
+but ``expand:id`` on such a job can never be met (there is nothing to expand).
 """
 
 from __future__ import annotations
@@ -116,6 +117,15 @@ def _one(
     for facts in targets:
         if kind == "after":
             results.add(Outcome.WAITING if facts.state == "PENDING" else Outcome.SATISFIED)
+        elif kind == "expand":  # Slurm's: it may start while the job it expands runs
+            ended = facts.state in _FINISHED
+            results.add(
+                Outcome.WAITING
+                if facts.state == "PENDING"
+                else Outcome.NEVER
+                if ended
+                else Outcome.SATISFIED
+            )
         elif facts.state not in _FINISHED:
             results.add(Outcome.WAITING)
         elif kind == "afterany":
@@ -175,6 +185,11 @@ def check(
     for item in deps.items:
         if item.kind == "singleton":
             outcomes.add(_singleton(job_id, name, uid, index))
+            continue
+        if item.kind == "expand" and not index.known.intersection(
+            ref[0] for ref in item.references()
+        ):
+            outcomes.add(Outcome.NEVER)  # the job to expand is gone: it ended
             continue
         parts = set()
         for ref in _known_references(item, index):

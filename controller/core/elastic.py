@@ -40,7 +40,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Protocol, TypeVar, cast
 
-from controller.core import devices, features
+from controller.core import devices, features, threads
 from controller.core.limits import Usage
 from controller.core.nodeindex import selection_sorted
 from controller.core.placement import take
@@ -231,14 +231,16 @@ def _feature_test(
 def _start(job: Job, part: PartitionView, added: list[tuple[str, Fit]]) -> Start:
     """The nodes a job grows by, as a start of those nodes alone."""
     gres = tuple(fit.gres for _, fit in added)
+    cpus = tuple(fit.cpus for _, fit in added)
     return Start(
         job_id=job.job_id,
         partition=part.name,
         nodes=tuple(name for name, _ in added),
-        cpus=tuple(fit.cpus for _, fit in added),
+        cpus=cpus,
         memory=tuple(fit.memory for _, fit in added),
         gres=gres if any(gres) else (),
         share=share(job, part),
+        used=threads.joined([(cpus, tuple(fit.used or fit.cpus for _, fit in added))]),
     )
 
 
@@ -257,6 +259,7 @@ def _joined(first: Start, more: Start) -> Start:
         task=first.task,
         gpus=gpus if any(gpus) else (),
         cpu_ids=first.cpu_ids + more.cpu_ids,
+        used=threads.joined([(first.cpus, first.used), (more.cpus, more.used)]),
     )
 
 

@@ -24,11 +24,12 @@ fixed or as few nodes as fit, required nodes first), with GPUs in the count:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from controller.core import nodefree
-from controller.core.gpus import GpuAsk, deal, for_tasks, free_gpus, near
+from controller.core.gpus import GpuAsk, deal, deal_loose, for_tasks, free_gpus, near
 from controller.core.request import Fit, cpus_per_node, node_fits, share
-from controller.core.snapshot import NodeView, PartitionView
+from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
 
 __all__ = ["choose"]
@@ -83,8 +84,25 @@ def _capacity(
     return count
 
 
+def _short(picked: list[tuple[NodeView, int]], gpu: GpuAsk) -> list[str]:
+    """The types whose total ``picked`` cannot give yet (the dealt type's, ``gpu.kind``,
+    and the further totals')."""
+    short = [gpu.kind] if sum(cap for _, cap in picked) < gpu.per_job else []
+    for kind, count in gpu.also:
+        if sum(free_gpus(node.gres, kind) for node, _ in picked) < count:
+            short.append(kind)
+    return short
+
+
 def _enough(picked: list[tuple[NodeView, int]], gpu: GpuAsk) -> bool:
-    return sum(cap for _, cap in picked) >= gpu.per_job
+    return not _short(picked, gpu)
+
+
+def _adds(node: NodeView, picked: list[tuple[NodeView, int]], gpu: GpuAsk) -> bool:
+    """Whether ``node`` has GPUs of a type whose total ``picked`` falls short of: with
+    totals of several types, Slurm leaves out a node that helps none (``--gpus=a100:1,
+    v100:3`` is n1 and n3, not n2 of A100s only)."""
+    return any(free_gpus(node.gres, kind) for kind in _short(picked, gpu))
 
 
 def _fixed_nodes(
@@ -123,6 +141,9 @@ def _packed_nodes(
     for node in pool:
         cap = _capacity(job, part, node, gpu, one_task, stacking)
         if cap < 1:
+            continue
+        met = len(picked) >= least and room >= job.num_tasks
+        if gpu.also and met and not _adds(node, picked, gpu):
             continue
         picked.append((node, cap))
         room += _usable_cpus(job, part, node, stacking) // job.cpus_per_task
@@ -169,15 +190,34 @@ def _total(
     if not chosen or cpus is None:
         return []
     nears = [near(node, gpu, c) for (node, _), c in zip(chosen, cpus, strict=True)]
-    given = deal(gpu.per_job, [cap for _, cap in chosen], nears)
-    if given is None:
+    dealer = deal_loose if gpu.also else deal
+    given = dealer(gpu.per_job, [cap for _, cap in chosen], nears)
+    nodes = [node for node, _ in chosen]
+    also = _deal_also(gpu, nodes, cpus)
+    if given is None or also is None:
         return []
     out: list[Alloc] = []
-    for (node, _), c, g in zip(chosen, cpus, given, strict=True):
-        fit = node_fits(job, part, node, c, stacking=stacking, gpu=gpu, gpus=g)
+    for node, c, g, more in zip(nodes, cpus, given, also, strict=True):
+        fit = node_fits(job, part, node, c, stacking=stacking, gpu=gpu, gpus=g, also=more)
         if fit is None:
             return []
         out.append((node.name, fit))
+    return out
+
+
+def _deal_also(gpu: GpuAsk, nodes: Sequence[NodeView], cpus: Sequence[int]) -> list[Gres] | None:
+    """The further totals (``gpu.also``) dealt over ``nodes`` whose tasks take ``cpus``,
+    each type on its own (``gpus.deal_loose``): each node's ``("gpu", type, count)``;
+    None when the nodes do not hold them."""
+    out: list[Gres] = [() for _ in nodes]
+    for kind, count in gpu.also:
+        mine = replace(gpu, kind=kind)
+        caps = [free_gpus(node.gres, kind) for node in nodes]
+        nears = [near(node, mine, c) for node, c in zip(nodes, cpus, strict=True)]
+        given = deal_loose(count, caps, nears)
+        if given is None:
+            return None
+        out = [(*gres, ("gpu", kind, g)) if g else gres for gres, g in zip(out, given, strict=True)]
     return out
 
 
@@ -202,6 +242,7 @@ def _by_tasks(
     least = job.min_nodes if fixed else least
     remaining = job.num_tasks
     chosen: list[Alloc] = []
+    placed: list[tuple[NodeView, int, int]] = []  # node, its CPUs, its tasks
     for node in pool:
         if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
             break
@@ -219,7 +260,31 @@ def _by_tasks(
         )
         if fit is not None:
             chosen.append((node.name, fit))
+            placed.append((node, cpus, tasks))
             remaining -= tasks
     if remaining > 0 or len(chosen) < least:
         return []
-    return chosen
+    return _with_also(job, part, gpu, placed, stacking) if gpu.also else chosen
+
+
+def _with_also(
+    job: Job,
+    part: PartitionView,
+    gpu: GpuAsk,
+    placed: Sequence[tuple[NodeView, int, int]],
+    stacking: bool,
+) -> list[Alloc]:
+    """GPUs per task with further totals (``--gpus=a100:1 --gpus-per-task=v100:1``):
+    the totals dealt over the nodes the tasks took, each node's fit again with them."""
+    nodes = [node for node, _, _ in placed]
+    also = _deal_also(gpu, nodes, [cpus for _, cpus, _ in placed])
+    if also is None:
+        return []
+    out: list[Alloc] = []
+    for (node, cpus, tasks), more in zip(placed, also, strict=True):
+        gpus = for_tasks(gpu, tasks)
+        fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=gpus, also=more)
+        if fit is None:
+            return []
+        out.append((node.name, fit))
+    return out

@@ -18,7 +18,8 @@ results the unit tests' scenario table records), and the CPUs and memory follow:
   N/G tasks (``task_room``): ``--gpus-per-node=2 --gpus-per-task=1 -n4`` is two
   nodes of two tasks and two GPUs.
 * CPUs follow: at least ``--cpus-per-gpu`` (else the partition's DefCpuPerGPU,
-  unless ``-c`` was given) times the node's GPUs; memory too, ``--mem-per-gpu``
+  unless ``-c`` was given) times the node's GPUs (of the dealt type only, when
+  one is named: ``GpuAsk.cpu_gpus``); memory too, ``--mem-per-gpu``
   (else DefMemPerGPU, unless ``--mem`` or ``--mem-per-cpu``) times the node's GPUs.
 * ``--gres-flags=enforce-binding``: the job's CPUs on a node are CPUs near its GPUs
   there only (``core/devices.py`` names them).
@@ -37,7 +38,18 @@ from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
 from corral import gres as gres_syntax
 
-__all__ = ["GpuAsk", "ask", "deal", "for_tasks", "free_gpus", "gpu_items", "near", "same_type"]
+__all__ = [
+    "GpuAsk",
+    "also_items",
+    "ask",
+    "deal",
+    "deal_loose",
+    "for_tasks",
+    "free_gpus",
+    "gpu_items",
+    "near",
+    "same_type",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +77,12 @@ class GpuAsk:
     cpus_per_gpu: int
     mem_per_gpu: int | None
     enforce: bool
+    also: tuple[tuple[str, int], ...] = ()  # --gpus's totals of further types
 
     @property
     def dealt(self) -> bool:
         """Whether nodes get different numbers of GPUs (a total or per task)."""
-        return bool(self.per_job or self.per_task or self.tasks_per_gpu)
+        return bool(self.per_job or self.per_task or self.tasks_per_gpu or self.also)
 
     @property
     def by_tasks(self) -> bool:
@@ -83,11 +96,19 @@ class GpuAsk:
             return free // self.per_task
         return free * self.tasks_per_gpu
 
-    def request(self, gpus: int) -> Gres:
-        """The GRES asked on a node given ``gpus`` dealt GPUs there."""
+    def cpu_gpus(self, gpus: int) -> int:
+        """The GPUs on a node that ``--cpus-per-gpu`` counts, given ``gpus`` dealt
+        there (of every dealt type): with a dealt type named, those of the dealt types
+        only (Slurm 22.05: ``--gres=gpu:a100:1 --gpus=v100:2 --cpus-per-gpu=2`` is 4
+        CPUs), else all."""
+        return self.same + gpus if self.kind else self.per_node + gpus
+
+    def request(self, gpus: int, also: Gres = ()) -> Gres:
+        """The GRES asked on a node given ``gpus`` dealt GPUs there, and ``also`` of
+        the further totals' types."""
         if not self.dealt or not gpus:
-            return self.items
-        return (*self.items, ("gpu", self.kind, gpus))
+            return (*self.items, *also)
+        return (*self.items, ("gpu", self.kind, gpus), *also)
 
 
 @lru_cache(maxsize=4096)
@@ -96,6 +117,19 @@ def gpu_items(text: str) -> tuple[Gres, int]:
     malformed."""
     items = gres_syntax.parse_request(text) if text else ()
     return items, sum(count for name, _, count in items if name == "gpu")
+
+
+@lru_cache(maxsize=1024)
+def also_items(text: str) -> tuple[tuple[str, int], ...]:
+    """A job's ``gpus_also`` ("a100:1,v100:2"): (type, count) of each further total;
+    ValueError if malformed."""
+    out = []
+    for part in text.split(",") if text else ():
+        kind, _, count = part.rpartition(":")
+        if not kind or not count.isdigit() or int(count) < 1:
+            raise ValueError(part)
+        out.append((kind, int(count)))
+    return tuple(out)
 
 
 def same_type(items: Gres, kind: str) -> int:
@@ -137,10 +171,10 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
         per_node += per_socket
     same = same_type(items, job.gpu_type)
     # A total with GPUs of its type per node is met by the node count
-    # (controller/gpuspec.py), and --ntasks-per-gpu with them by the task count: only
-    # the rest is dealt.
+    # (controller/gpuspec.py), and --ntasks-per-gpu with them or with a total by the
+    # task count: only the rest is dealt.
     per_job = 0 if same else job.gpus_per_job
-    tasks_per_gpu = 0 if same or job.gpus_per_task else job.ntasks_per_gpu
+    tasks_per_gpu = 0 if same or job.gpus_per_task or per_job else job.ntasks_per_gpu
     if not (per_node or per_job or job.gpus_per_task or tasks_per_gpu):
         return None  # --cpus-per-gpu without GPUs changes nothing, as in Slurm
     cpus_per_gpu = job.cpus_per_gpu
@@ -150,6 +184,7 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
     if mem_per_gpu is None and job.mem_per_node is None and job.mem_per_cpu is None:
         mem_per_gpu = part.def_mem_per_gpu or None
     return GpuAsk(
+        also=also_items(job.gpus_also),
         kind=job.gpu_type,
         items=items,
         per_node=per_node,
@@ -220,8 +255,33 @@ def deal(total: int, caps: list[int], nears: list[int]) -> list[int] | None:
         take = min(most, close, cap) or min(1, cap)
         given.append(take)
         dealt += take
+    return _fill(total, caps, given)
+
+
+def _fill(total: int, caps: list[int], given: list[int]) -> list[int] | None:
+    """The second round: each node in order gives what it has left until ``total``
+    are dealt; None when they cannot."""
+    dealt = sum(given)
     for i, cap in enumerate(caps):
         more = min(cap - given[i], total - dealt)
         given[i] += more
         dealt += more
     return given if dealt == total else None
+
+
+def deal_loose(total: int, caps: list[int], nears: list[int]) -> list[int] | None:
+    """``deal`` for a job with totals of several types (``--gpus=a100:1,v100:3``): each
+    type is dealt on its own and a node need not get one of every type (Slurm 22.05
+    gave that job n1 ``gpu:a100:0,gpu:v100:2`` and n3 ``gpu:a100:1,gpu:v100:1``): the
+    first round keeps one for each later node, as ``deal``'s, but gives none where
+    that leaves none."""
+    if sum(caps) < total:
+        return None
+    given: list[int] = []
+    dealt = 0
+    for i, (cap, close) in enumerate(zip(caps, nears, strict=True)):
+        most = total - dealt - (len(caps) - i - 1)
+        take = max(min(most, close, cap), 0)
+        given.append(take)
+        dealt += take
+    return _fill(total, caps, given)

@@ -186,11 +186,13 @@ def node_fits(
     stacking: bool = False,
     gpu: GpuAsk | None = None,
     gpus: int = 0,
+    also: Gres = (),
 ) -> Fit | None:
     """What ``job`` gets on ``node`` if it can run there now with ``cpus`` CPUs, else None.
 
     ``gpu`` is the job's GPU request beyond a plain --gres (``gpus.ask``), and
-    ``gpus`` the GPUs dealt to this node under it: CPUs and memory follow the
+    ``gpus`` the GPUs dealt to this node under it (``also``: of its further totals'
+    types, ``("gpu", type, count)`` each): CPUs and memory follow the
     node's GPUs, and --gres-flags=enforce-binding wants its CPUs near them.
     Admission asks "can it *ever* fit?" by passing nodes that are empty and
     up. Features are the caller's business (they concern the whole job).
@@ -198,7 +200,7 @@ def node_fits(
     if not node.usable or job.sockets_per_node > node.sockets:
         return None
     if gpu is not None:
-        return _gpu_fits(job, part, node, cpus, stacking, gpu, gpus)
+        return _gpu_fits(job, part, node, cpus, stacking, gpu, gpus, also)
     exclusive = job.exclusive or part.exclusive
     if exclusive:
         if not node.idle:
@@ -250,11 +252,15 @@ def _gpu_fits(
     stacking: bool,
     gpu: GpuAsk,
     gpus: int,
+    also: Gres,
 ) -> Fit | None:
     """``node_fits`` under a GPU request: the node's GPUs (``gpu.per_node`` plus the
-    ``gpus`` dealt here) bring their CPUs and memory."""
-    on_node = gpu.per_node + gpus
-    cpus = _cpus_here(job, part, node, max(cpus, on_node * gpu.cpus_per_gpu, 1), stacking)
+    ``gpus`` dealt here and ``also``) bring their memory, and those ``gpu.cpu_gpus``
+    counts their CPUs."""
+    dealt = gpus + sum(count for _, _, count in also)
+    on_node = gpu.per_node + dealt
+    least = gpu.cpu_gpus(dealt) * gpu.cpus_per_gpu
+    cpus = _cpus_here(job, part, node, max(cpus, least, 1), stacking)
     if not cpus:
         return None
     memory = mem_per_node(job, part, cpus, node.real_memory, on_node, gpu.mem_per_gpu)
@@ -262,7 +268,7 @@ def _gpu_fits(
         return None
     if part.max_mem_per_node and memory > part.max_mem_per_node:
         return None
-    taken = gres_fit(gpu.request(gpus), node.gres)
+    taken = gres_fit(gpu.request(gpus, also), node.gres)
     if taken is None:
         return None
     if gpu.enforce and enforced_gpus(node, taken, cpus) is None:

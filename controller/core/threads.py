@@ -10,14 +10,17 @@ SLURM_CPUS_ON_NODE=2, the room its steps have); ``-n5`` packs 4 tasks on the fir
 node (its four cores) and 1 on the next. ``--hint=multithread`` changes nothing.
 
 One number carries this, the job's ``threads_per_core`` (0: all of them), and these
-three functions are all that read it: placement asks how many CPUs a need holds
+three functions are all that read it (``joined`` keeps the count over an elastic
+job's growth and shrinking): placement asks how many CPUs a need holds
 (``held``), and the start records how many of them the job may use (``usable``),
 which its environment, its steps and ``scontrol show job``'s task layout read back.
 """
 
 from __future__ import annotations
 
-__all__ = ["held", "per_core", "usable"]
+from collections.abc import Sequence
+
+__all__ = ["held", "joined", "per_core", "usable"]
 
 
 def per_core(wanted: int, unit: int) -> int:
@@ -42,3 +45,13 @@ def usable(cpus: int, unit: int, wanted: int) -> int:
     if cpus % unit:
         return cpus
     return cpus // unit * per_core(wanted, unit)
+
+
+def joined(parts: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> tuple[int, ...]:
+    """The CPUs an allocation made of ``parts`` end to end may use on each node, each
+    part its CPUs held and may use per node (``()``: all it holds), as a start records
+    them: ``()`` where it may use all. An elastic job that grows or gives nodes back
+    keeps using one thread of each core on every node it has."""
+    held = tuple(c for cpus, _ in parts for c in cpus)
+    used = tuple(c for cpus, part in parts for c in (part if len(part) == len(cpus) else cpus))
+    return () if used == held else used

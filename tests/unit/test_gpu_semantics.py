@@ -20,8 +20,9 @@ none left. The last three to go:
   (``CPU_IDs=0,4`` for two tasks), and GPUs per task on several nodes follow the
   tasks' sockets, so that node's GPUs are 0 and 2 (``core/cpupick.py``).
 * ``--gres=gpu:2 --gpus-per-task=1 -n3 -N2``: Slurm gives each node the CPUs of the
-  tasks its GPUs are for, 2 + 2 (it counts ``NumTasks=4``, while ``SLURM_NTASKS=3``
-  and its step runs three; ``core/gpuplace.py``).
+  tasks its GPUs are for, 2 + 2 (it counts ``NumTasks=4``, as Corral's scontrol
+  shows it, while ``SLURM_NTASKS=3`` and its step runs three; ``core/gpuplace.py``,
+  ``gpuspec.tasks_held``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from controller import jobtres
+from controller import gpuspec, jobtres
 from controller.admission import Capacity, admit
 from controller.core import BackfillParams, Snapshot, Start, schedule
 from controller.jobspec import JobSpec
@@ -601,6 +602,60 @@ TYPED_ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any
     # --mem-per-gpu counts every GPU of the node (Slurm: Mem=300)
     ("mem-per-gpu-of-both", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
                              "mem_per_gpu": 100}, {"n1": (0, 2, 3)}, None, (300,)),
+    # --ntasks-per-gpu counts the GPUs of every type: an A100 and two V100s, 2 each, are
+    # six tasks (Slurm: NumTasks=6 CPU_IDs=0-2,4-6), as a list per node is
+    ("ntasks-per-gpu-of-both", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                                "ntasks_per_gpu": 2}, {"n1": (0, 2, 3)}, (6,), None),
+    ("ntasks-per-gpu-of-a-list", {"gres": "gpu:a100:1,gpu:v100:2", "ntasks_per_gpu": 2},
+     {"n1": (0, 2, 3)}, (6,), None),
+    # ... on one node when -N is not given (V100s 3 + A100 1: NumTasks=4), laid out as
+    # the total is dealt: CPU_IDs=0-1,4 and 0
+    ("ntasks-per-gpu-total-over-two", {"gres": "gpu:a100:1", "gpus": 3, "gpu_type": "v100",
+                                       "ntasks_per_gpu": 1},
+     {"n1": (0, 2, 3), "n3": (0, 2)}, (3, 1), None),
+    # ... and on each of -N's nodes (-N2: 2 + 1 + 1 = NumTasks=4, CPU_IDs=0,4 each)
+    ("ntasks-per-gpu-N2", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                           "ntasks_per_gpu": 1, "min_nodes": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (2, 2), None),
+    # --cpus-per-gpu counts the dealt type's GPUs only, where one is named (Slurm:
+    # NumCPUs=4 for two V100s and an A100), every GPU of a list per node
+    ("cpus-per-gpu-dealt-type", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "v100",
+                                 "cpus_per_gpu": 2}, {"n1": (0, 2, 3)}, (4,), None),
+    ("cpus-per-gpu-list", {"gres": "gpu:a100:1,gpu:v100:2", "cpus_per_gpu": 2},
+     {"n1": (0, 2, 3)}, (6,), None),
+    ("cpus-per-gpu-one-v100", {"gres": "gpu:a100:2", "gpus": 1, "gpu_type": "v100",
+                               "cpus_per_gpu": 2}, {"n1": (0, 1, 2)}, (2,), None),
+    ("cpus-per-gpu-per-task", {"gres": "gpu:a100:1", "gpus_per_task": 1, "gpu_type": "v100",
+                               "num_tasks": 2, "cpus_per_gpu": 2},
+     {"n1": (0, 2, 3)}, (4,), None),
+    ("cpus-per-gpu-dealt-3", {"gres": "gpu:a100:1", "gpus": 3, "gpu_type": "v100",
+                              "cpus_per_gpu": 2}, {"n1": (0, 2, 3), "n3": (0, 2)}, (4, 2), None),
+    # the V100s per node count, the A100 not (--gpus-per-node=a100:1,v100:N --gpus=v100:M)
+    ("cpus-per-gpu-per-node-type", {"gres": "gpu:a100:1,gpu:v100:2", "gpus": 4,
+                                    "gpu_type": "v100", "cpus_per_gpu": 2},
+     {"n1": (0, 2, 3), "n3": (0, 2, 3)}, (4, 4), None),
+    ("cpus-per-gpu-per-node-one", {"gres": "gpu:a100:1,gpu:v100:1", "gpus": 2,
+                                   "gpu_type": "v100", "cpus_per_gpu": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (2, 2), None),
+    # --gpus of several types: a total of each, each dealt on its own (sbatch sends the
+    # first as gpus, the others as gpus_also). --gpus=a100:1,v100:2: n1, one CPU.
+    ("gpus-list", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2"},
+     {"n1": (0, 2, 3)}, (1,), None),
+    # --gpus=a100:1,v100:3: n1 gpu:a100:0,gpu:v100:2 and n3 gpu:a100:1,gpu:v100:1 (n2,
+    # of A100s only, left out), in either order
+    ("gpus-list-over-two", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:3"},
+     {"n1": (2, 3), "n3": (0, 2)}, (1, 1), None),
+    ("gpus-list-other-order", {"gpus": 3, "gpu_type": "v100", "gpus_also": "a100:1"},
+     {"n1": (2, 3), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:2,v100:2 -N2: one of each on each
+    ("gpus-list-N2", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:2", "min_nodes": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:1 --gpus-per-task=v100:1 -n2: n1, CPU_IDs=0,4, A100 0 and V100s 2-3
+    ("total-beside-per-task", {"gpus_per_task": 1, "gpu_type": "v100", "gpus_also": "a100:1",
+                               "num_tasks": 2}, {"n1": (0, 2, 3)}, (2,), None),
+    # --gpus=a100:1,v100:2 --cpus-per-gpu=2: CPU_IDs=0-2,4-6, every type's GPUs
+    ("gpus-list-cpus-per-gpu", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2",
+                                "cpus_per_gpu": 2}, {"n1": (0, 2, 3)}, (6,), None),
 ]  # fmt: skip
 
 
@@ -639,6 +694,10 @@ def test_two_gpu_types_count_apart_in_tres(typed_conf: config.SlurmConfig) -> No
     ).total
     for tres in (asked, given):
         assert (tres["gres/gpu"], tres["gres/gpu:a100"], tres["gres/gpu:v100"]) == (3, 1, 2)
+    # --gpus=a100:1,v100:2 counts the same
+    listed = JobSpec(script="#!/bin/sh\n", gpus=1, gpu_type="a100", gpus_also="v100:2")
+    tres = jobtres.of_job(admit(listed, USER, typed_conf, {}, 2, NOW, 0, capacity).job).total
+    assert (tres["gres/gpu"], tres["gres/gpu:a100"], tres["gres/gpu:v100"]) == (3, 1, 2)
 
 
 def test_two_gpu_types_wait_for_a_node_with_both(typed_conf: config.SlurmConfig) -> None:
@@ -683,6 +742,19 @@ TYPED_NEVER = [
      errors.ESLURM_INVALID_GRES),
     ("typed-per-node-untyped-total", {"gres": "gpu:a100:1", "gpus": 2},
      errors.ESLURM_INVALID_GRES),
+    # --gpus of several types: more V100s than the cluster has, and what sbatch refuses
+    # ("--gpus < -N") or Corral does not place (beside GPUs per node), for any client
+    ("list-never-fits", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:5"},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    ("list-fewer-than-nodes", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:1",
+                               "min_nodes": 2}, errors.ESLURM_INVALID_GRES),
+    ("list-with-per-node", {"gres": "gpu:v100:1", "gpus": 1, "gpu_type": "a100",
+                            "gpus_also": "v100:1"}, errors.ESLURM_INVALID_GRES),
+    ("list-untyped", {"gpus": 1, "gpus_also": "v100:1"}, errors.ESLURM_INVALID_GRES),
+    ("list-type-twice", {"gpus": 1, "gpu_type": "a100", "gpus_also": "a100:1"},
+     errors.ESLURM_INVALID_GRES),
+    ("list-malformed", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100"},
+     errors.ESLURM_INVALID_GRES),
 ]  # fmt: skip
 
 
@@ -695,3 +767,19 @@ def test_impossible_typed_requests_are_refused_at_submission(
     with pytest.raises(SlurmError) as caught:
         admit(JobSpec(script="#!/bin/sh\n", **fields), USER, typed_conf, {}, 1, NOW, 0)
     assert caught.value.code == errno
+
+
+def test_gpus_per_node_and_per_task_show_the_tasks_their_gpus_hold(
+    conf: config.SlurmConfig,
+) -> None:
+    """``--gres=gpu:2 --gpus-per-task=1 -n3 -N2`` runs with 2 + 2 CPUs; Slurm 22.05
+    shows NumTasks=4 (the tasks the GPUs are for) while the job's SLURM_NTASKS stays
+    3, as measured; pending, it shows the 3 asked."""
+    fields: dict[str, Any] = {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 3}
+    spec = JobSpec(script="#!/bin/sh\n", min_nodes=2, **fields)
+    job = admit(spec, USER, conf, {}, 1, NOW, 0, Capacity(conf)).job
+    assert gpuspec.tasks_held(job) == 3
+    start = place(conf, min_nodes=2, **fields)
+    running = replace(job, nodes=start.nodes, cpus=start.cpus)
+    assert gpuspec.tasks_held(running) == 4
+    assert running.num_tasks == 3  # SLURM_NTASKS (controller/jobenv.py)

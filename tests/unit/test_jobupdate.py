@@ -39,6 +39,8 @@ def test_keys_in_any_case_become_typed_fields() -> None:
     )
     assert parse({"MinNodes": "3"}, NOW).nodes == NodeCount(3, None)  # the maximum kept
     assert parse({"NumNodes": "3"}, NOW).nodes == NodeCount(3, 3)
+    assert parse({"NumNodes": "0"}, NOW).nodes == NodeCount(0, 0)  # expansion.merge's
+    assert parse({"NumNodes": "ALL"}, NOW).nodes is None  # Slurm's: nothing changes
     assert parse({"StartTime": "now+60"}, NOW).begin_time == NOW + 60
     assert parse({"Switches": "2@1:30"}, NOW).switches == (2, 90)  # --switches' syntax
     assert parse({"Switches": "1"}, NOW).switches == (1, None)
@@ -49,7 +51,7 @@ def test_keys_in_any_case_become_typed_fields() -> None:
     [
         ({"TimeLimit": "soon"}, errors.ESLURM_INVALID_TIME_LIMIT),
         ({"Partition": ","}, errors.ESLURM_INVALID_PARTITION_NAME),
-        ({"NumNodes": "0"}, errors.ESLURM_INVALID_NODE_COUNT),
+        ({"MinNodes": "0"}, errors.ESLURM_INVALID_NODE_COUNT),  # NumNodes=0: an expansion's
         ({"NumNodes": "4-2"}, errors.ESLURM_INVALID_NODE_COUNT),
         ({"NumNodes": "x"}, errors.ESLURM_INVALID_NODE_COUNT),
         ({"MinCPUsNode": "many"}, errors.EINVAL),

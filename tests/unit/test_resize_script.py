@@ -56,3 +56,25 @@ def test_the_scripts_set_what_the_environment_has_as_slurm_writes_them(
 def test_only_the_variables_scontrol_has_are_written() -> None:
     sh, csh = resizescript.lines(JOB, {"SLURM_JOBID": "65542", "SLURM_NNODES": "4"})
     assert (sh, csh) == (["export SLURM_NNODES=2"], ["setenv SLURM_NNODES 2"])
+
+
+def test_an_expansion_jobs_scripts_after_numnodes_0_are_slurm_22_05s() -> None:
+    """What Slurm 22.05's scontrol wrote in a salloc (which sets SLURM_NPROCS and
+    SLURM_NTASKS) after ``NumNodes=0``: no nodes, and the old task counts unset."""
+    inside = {**INSIDE, "SLURM_NPROCS": "2", "SLURM_NTASKS": "2"}
+    sh, csh = resizescript.lines({"nodes": "", "cpus_per_node": []}, inside)
+    assert sh == [
+        'export SLURM_NODELIST=""',
+        'export SLURM_JOB_NODELIST=""',
+        "export SLURM_NNODES=0",
+        "export SLURM_JOB_NUM_NODES=0",
+        'export SLURM_JOB_CPUS_PER_NODE=""',
+        "unset SLURM_NPROCS",
+        "unset SLURM_NTASKS",
+        "unset SLURM_TASKS_PER_NODE",
+    ]
+    assert csh[-3:] == [
+        "unsetenv SLURM_NPROCS",
+        "unsetenv SLURM_NTASKS",
+        "unsetenv SLURM_TASKS_PER_NODE",
+    ]

@@ -1,4 +1,5 @@
-"""A REST job description's GPU and topology fields become the JobSpec fields sbatch's
+"""A REST job description's GPU and topology fields (``flags``' GRES_BINDING_* as
+--gres-flags, Corral's ``topology_level``) become the JobSpec fields sbatch's
 options fill (restd/gpufields.py), refused where sbatch refuses them (issue 18)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ GPU_FIELDS = (
     "gpus_per_socket",
     "gpus_per_task",
     "gpu_type",
+    "gpus_also",
     "cpus_per_gpu",
     "mem_per_gpu",
     "ntasks_per_gpu",
@@ -26,6 +28,9 @@ GPU_FIELDS = (
     "switches",
     "switch_wait",
     "segment",
+    "gres_flags",
+    "topology_required",
+    "topology_preferred",
 )
 
 
@@ -54,10 +59,22 @@ def _spec(**fields: Any) -> dict[str, Any]:
         ({"required_switches": 2, "wait_for_switch": 600}, {"switches": 2, "switch_wait": 600}),
         ({"required_switches": {"set": False, "infinite": False, "number": 0}}, {}),
         ({"segment_size": {"set": True, "infinite": False, "number": 4}}, {"segment": 4}),
+        ({"flags": ["GRES_BINDING_ENFORCED"], "tres_per_job": "gres/gpu:2"},
+         {"gres_flags": "enforce-binding", "gpus": 2}),
+        ({"flags": ["GRES_BINDING_DISABLED", "GRES_BINDING_DISABLED"]},
+         {"gres_flags": "disable-binding"}),
+        ({"flags": []}, {}),
+        ({"topology_level": "1"}, {"topology_required": 1}),
+        ({"topology_level": "2:0"}, {"topology_required": 2, "topology_preferred": 0}),
+        ({"topology_level": ":1"}, {"topology_preferred": 1}),
+        # a total of another type beside GPUs per task, as Slurm takes it
+        ({"tres_per_job": "gres/gpu:a100:2", "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
+         {"gpus_per_task": 1, "gpu_type": "v100", "gpus_also": "a100:2"}),
     ],
     ids=["gpus typed", "old gres: spelling", "bare gpu is one", "per task", "per socket",
          "cpus and memory per gpu", "bind", "bind without gres/", "tasks per gpu", "switches",
-         "unset switches ask none", "segment"],
+         "unset switches ask none", "segment", "binding enforced", "binding disabled",
+         "no flags", "required level", "both levels", "preferred level", "total of another type"],
 )  # fmt: skip
 def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
     desc: dict[str, Any], expected: dict[str, Any]
@@ -84,12 +101,20 @@ def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
          errors.ESLURM_INVALID_GRES, "--cpus-per-gpu is mutually exclusive with --cpus-per-task"),
         ({"memory_per_tres": "gres/gpu:100"}, errors.ESLURM_INVALID_GRES,
          "Requested mem_per_tres=gres:gpu:100 but did not request any GPU."),
-        ({"tres_per_job": "gres/gpu:a100:2", "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
+        ({"tres_per_socket": "gres/gpu:a100:1", "sockets_per_node": 2,
+          "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
          errors.ESLURM_INVALID_GRES, "GPUs of several types (a100, v100) are not supported"),
+        ({"flags": ["SPREAD_JOB"]}, errors.ESLURM_NOT_SUPPORTED,
+         "job.flags=SPREAD_JOB is not supported: "
+         "only GRES_BINDING_ENFORCED and GRES_BINDING_DISABLED are"),
+        ({"flags": ["GRES_BINDING_ENFORCED", "GRES_BINDING_DISABLED"]}, errors.EINVAL,
+         "job.flags: GRES_BINDING_ENFORCED and GRES_BINDING_DISABLED exclude each other"),
+        ({"topology_level": "x"}, errors.EINVAL, "Invalid --topology-level specification"),
+        ({"topology_level": "1:"}, errors.EINVAL, "Invalid --topology-level specification"),
     ],
     ids=["not a gpu", "two tres", "other tres per gpu", "bad bind", "socket without sockets",
          "per task and tasks per gpu", "cpus per gpu and per task", "memory without gpus",
-         "two types"],
+         "two types", "other job flag", "both bindings", "not a level", "empty preferred"],
 )  # fmt: skip
 def test_what_sbatch_refuses_is_refused_in_its_words(
     desc: dict[str, Any], code: int, words: str

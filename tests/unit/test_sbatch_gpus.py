@@ -15,6 +15,8 @@ from cli.failure import Failure
 from cli.sbatch.settings import Settings
 from cli.sbatch.spec import Script, build
 
+GRES = "Invalid generic resource (gres) specification"
+
 
 def spec(*options: tuple[str, str]) -> dict[str, Any]:
     settings = Settings()
@@ -197,6 +199,61 @@ def test_the_job_is_told_its_gpu_options() -> None:
             "error",
             255,
         ),
+        # --gpus of several types: sbatch 22.05's words (every type's total at least -N)
+        (
+            (("gpus", "a100:1,v100:2"), ("nodes", "2")),
+            ("Failed to validate job spec, --gpus < -N",),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "a100:1"), ("gpus-per-task", "v100:1")),
+            (
+                "Failed to validate job spec. --gpus-per-task used without either --gpus or "
+                "-n/--ntasks is not allowed.",
+                GRES,
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "a100:1,v100:1"), ("gpus-per-task", "v100:1"), ("ntasks", "2")),
+            (
+                "Failed to validate job spec. Based on --gpus and --gpus-per-task number of "
+                "requested tasks differ from -n/--ntasks.",
+                GRES,
+            ),
+            "error",
+            None,
+        ),
+        # ... and what Corral does not place
+        (
+            (("gpus", "1,2"),),
+            ("--gpus=1,2: give each GPU type once, as type:count",),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "a100:1,a100:2"),),
+            ("--gpus=a100:1,a100:2: give each GPU type once, as type:count",),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "a100:1,v100:2"), ("gres", "gpu:v100:1")),
+            (
+                "--gpus of several types with GPUs per node or --ntasks-per-gpu is not supported",
+                GRES,
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "a100:1"), ("gpus-per-socket", "v100:1"), ("sockets-per-node", "2")),
+            ("--gpus of another type than --gpus-per-socket is not supported", GRES),
+            "error",
+            None,
+        ),
     ],
     ids=[
         "cpus-per-gpu-and-cpus-per-task",
@@ -213,6 +270,13 @@ def test_the_job_is_told_its_gpu_options() -> None:
         "bad-gres-flags",
         "bad-gpu-bind",
         "bad-map-gpu",
+        "types-fewer-than-nodes",
+        "total-beside-per-task-without-tasks",
+        "total-beside-per-task-tasks-differ",
+        "untyped-list",
+        "a-type-twice",
+        "types-with-per-node",
+        "types-with-per-socket",
     ],
 )
 def test_bad_gpu_options_are_refused_in_slurms_words(
@@ -235,9 +299,20 @@ def test_bad_gpu_options_are_refused_in_slurms_words(
          {"gres": "gpu:a100:1,gpu:v100:1", "gpus": 4, "gpu_type": "v100"}),
         ((("gres", "gpu:a100:1"), ("gpus-per-task", "v100:1"), ("ntasks", "2")),
          {"gres": "gpu:a100:1", "gpus_per_task": 1, "gpu_type": "v100"}),
+        # --gpus of several types, a total of each (TresPerJob=gres:gpu:a100:1,
+        # gres:gpu:v100:2; beside TresPerTask=gres:gpu:v100:1)
+        ((("gpus", "a100:1,v100:2"),), {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2"}),
+        ((("gpus", "a100:1"), ("gpus-per-task", "v100:1"), ("ntasks", "2")),
+         {"gpus": None, "gpus_per_task": 1, "gpu_type": "v100", "gpus_also": "a100:1"}),
+        ((("gpus", "v100:2,a100:2"), ("gpus-per-task", "v100:1")),
+         {"gpus": 2, "gpus_per_task": 1, "gpu_type": "v100", "gpus_also": "a100:2",
+          "num_tasks": None}),
+        ((("gpus", "a100:2,v100:2"), ("nodes", "2")),
+         {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:2", "min_nodes": 2}),
     ],
     ids=["per-node-and-total", "per-node-list", "gres-and-per-node", "total-of-one-type",
-         "per-node-and-per-task"],
+         "per-node-and-per-task", "total-list", "total-beside-per-task", "list-with-per-task",
+         "list-over-two-nodes"],
 )  # fmt: skip
 def test_gpus_of_two_types_are_sent_per_type(
     options: tuple[tuple[str, str], ...], expected: dict[str, Any]
@@ -245,9 +320,9 @@ def test_gpus_of_two_types_are_sent_per_type(
     """Measured on sbatch 22.05 with a100 and v100 nodes (test_gpu_semantics.py)."""
     built = spec(*options)
     assert {key: built.get(key) for key in expected} == expected
-    if any(key == "gpus-per-node" for key, _ in options):
-        text = dict(options)["gpus-per-node"]
-        assert built["environment"]["SLURM_GPUS_PER_NODE"] == text
+    for key, variable in (("gpus-per-node", "SLURM_GPUS_PER_NODE"), ("gpus", "SLURM_GPUS")):
+        if key in dict(options):  # as given
+            assert built["environment"][variable] == dict(options)[key]
 
 
 @pytest.mark.parametrize(
