@@ -58,6 +58,7 @@ from controller.effects import (
     Signal,
     Stop,
 )
+from controller.hetsteps import HetPart
 from controller.holdings import holds_nodes
 from controller.jobenv import batch_environment, gpu_environment, run_length, without_grants
 from controller.jobstate import InvalidTransition
@@ -592,10 +593,17 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         )
         session.send(pb.ControllerMessage(launch=launch))
 
-    def launch_step(self, job: Job, step: Step, req: pb.StepCreateRequest) -> None:
-        """Send each node of ``step`` its part; srun hears from the runners directly."""
+    def launch_step(
+        self, job: Job, step: Step, req: pb.StepCreateRequest, het: HetPart | None = None
+    ) -> None:
+        """Send each node of ``step`` its part; srun hears from the runners directly.
+        ``het``: where this part of a step spanning heterogeneous job components falls
+        in the whole step (``controller/hetsteps.py``), whose ids its runners use."""
         env = step_environment(job, step, without_grants(req.environment), req.distribution)
         env["SLURM_CONF"] = self.config_path
+        node_offset, task_offset = (het.node_offset, het.task_offset) if het else (0, 0)
+        if het is not None:
+            env.update(het.environment)
         for name, value in (
             ("SLURM_CONTAINER", req.container),
             ("SLURM_CONTAINER_ID", req.container_id),
@@ -603,7 +611,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
             if value:  # srun(1): only set with --container (--container-id: Slurm 24.11)
                 env[name] = value
         for node_id, (node, task_ids) in enumerate(zip(step.nodes, step.ids, strict=True)):
-            tasks, count = list(task_ids), len(task_ids)
+            tasks, count = [task + task_offset for task in task_ids], len(task_ids)
             session = self.sessions.get(node)
             if session is None:
                 log.warning(
@@ -632,7 +640,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 job_id=job.job_id,
                 step_id=step.step_id,
                 node=node,
-                node_id=node_id,
+                node_id=node_id + node_offset,
                 tasks=tasks,
                 uid=job.uid,
                 gid=job.gid,
@@ -653,7 +661,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 kill_wait=self.store.conf.kill_wait,
                 job_name=job.name,
                 array_job_id=job.array_job_id,
-                ntasks=step.ntasks,
+                ntasks=het.ntasks if het else step.ntasks,
                 cpu_ids=own,
                 unpinned=req.cpu_bind_none,
                 unbuffered=req.unbuffered,
@@ -665,7 +673,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 container=req.container,
                 container_id=req.container_id,
                 mpi=req.mpi,
-                node_tasks=step.tasks,
+                node_tasks=het.node_tasks if het else step.tasks,
                 multi_prog=req.multi_prog,
                 task_cpus=[pb.TaskCpus(cpus=cpus) for cpus in pinned],
                 cpu_bind_verbose=cpubind_syntax.parse(req.cpu_bind).verbose,

@@ -26,6 +26,7 @@ from controller import (
     crontabs,
     diag,
     hetjobs,
+    hetsteps,
     jobcontrol,
     jobspec,
     jobtop,
@@ -55,7 +56,7 @@ from controller.notices import NoticeBoard
 from controller.principal import Principal, submitting_as
 from controller.privilege import elevate
 from controller.schedparams import scheduler_settings
-from controller.steps import StepRequest
+from controller.steps import StepRequest, step_environment
 from controller.store import JobStore
 from corral import (
     SLURM_VERSION,
@@ -512,11 +513,70 @@ class Handlers:
 
     async def StepCreate(self, req: pb.StepCreateRequest, who: Principal) -> pb.StepCreateReply:
         """srun in an allocation: a step laid out, journaled, then launched on its nodes."""
+        if req.het_parts:
+            return await self._het_step(req, who)
+        request = self._step_request(req)
+        name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
+        job, step = self.store.create_step(
+            req.job_id, request, name, req.time_limit, req.submit_line, who
+        )
+        # The launch goes out while the step's record is committed: a step is not a job
+        # (its job is durable already), and srun's latency is Slurm's to match. A step
+        # launched but lost with a crash before the commit is reported by its nodes for
+        # nothing and leaves no record; its tasks still end with the job. So a journal
+        # that cannot be written does not stop srun in a running job: the step's record
+        # waits in the batch put back, written when the retry is.
+        self.link.launch_step(job, step, req)
+        with contextlib.suppress(JournalWriteError):
+            await self._commit()
+        return pb.StepCreateReply(
+            step_id=step.step_id,
+            nodes=step.nodes,
+            tasks=step.tasks,
+            task_ids=[task for ids in step.ids for task in ids],
+        )
+
+    async def _het_step(self, req: pb.StepCreateRequest, who: Principal) -> pb.StepCreateReply:
+        """A step spanning heterogeneous job components (``controller/hetsteps.py``):
+        every part recorded or none, then each launched with the ids numbered across
+        them; the reply is the whole step's, as one step's."""
+        requests = [req, *req.het_parts]
+        parts = [
+            hetsteps.StepPart(
+                part.job_id,
+                self._step_request(part),
+                part.name or (os.path.basename(part.argv[0]) if part.argv else "step"),
+                part.time_limit,
+                req.submit_line,
+            )
+            for part in requests
+        ]
+        made = self.store.create_het_step(parts, who)
+        envs = [
+            step_environment(job, step, {}, part.distribution)
+            for (job, step), part in zip(made, requests, strict=True)
+        ]
+        for (job, step), part, het in zip(made, requests, hetsteps.parts(made, envs), strict=True):
+            self.link.launch_step(job, step, part, het)
+        with contextlib.suppress(JournalWriteError):  # as StepCreate's
+            await self._commit()
+        reply = pb.StepCreateReply(step_id=made[0][1].step_id)
+        offset = 0
+        for _, step in made:
+            reply.nodes.extend(step.nodes)
+            reply.tasks.extend(step.tasks)
+            reply.task_ids.extend(task + offset for ids in step.ids for task in ids)
+            reply.het_task_offsets.extend([offset] * len(step.nodes))
+            offset += step.ntasks
+        return reply
+
+    def _step_request(self, req: pb.StepCreateRequest) -> StepRequest:
+        """The step's shape from srun's request (SlurmError for what no step may ask)."""
         if req.container and not req.container.startswith("/"):  # as admission refuses it
             raise SlurmError(errors.EINVAL, f"--container {req.container}: not an absolute path")
         if req.mpi and req.mpi not in mpitypes.SERVED:  # srun refuses it first, in Slurm's words
             raise SlurmError(errors.ESLURM_NOT_SUPPORTED)
-        request = StepRequest(
+        return StepRequest(
             ntasks=req.ntasks,
             min_nodes=req.min_nodes,
             cpus_per_task=req.cpus_per_task or 1,
@@ -540,25 +600,6 @@ class Handlers:
             cpu_bind=req.cpu_bind,
             ntasks_per_core=req.ntasks_per_core,
             ntasks_per_socket=req.ntasks_per_socket,
-        )
-        name = req.name or (os.path.basename(req.argv[0]) if req.argv else "step")
-        job, step = self.store.create_step(
-            req.job_id, request, name, req.time_limit, req.submit_line, who
-        )
-        # The launch goes out while the step's record is committed: a step is not a job
-        # (its job is durable already), and srun's latency is Slurm's to match. A step
-        # launched but lost with a crash before the commit is reported by its nodes for
-        # nothing and leaves no record; its tasks still end with the job. So a journal
-        # that cannot be written does not stop srun in a running job: the step's record
-        # waits in the batch put back, written when the retry is.
-        self.link.launch_step(job, step, req)
-        with contextlib.suppress(JournalWriteError):
-            await self._commit()
-        return pb.StepCreateReply(
-            step_id=step.step_id,
-            nodes=step.nodes,
-            tasks=step.tasks,
-            task_ids=[task for ids in step.ids for task in ids],
         )
 
     async def StepStats(self, req: pb.StepStatsRequest, who: Principal) -> pb.StepStatsReply:

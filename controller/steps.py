@@ -373,6 +373,13 @@ def step_cpus(
     return tuple(out)
 
 
+def next_step_id(job: Job) -> int:
+    """The id a new step of ``job`` gets: one past its highest (steps are never dropped
+    within a run, but a step spanning heterogeneous job components takes the highest
+    next id of them all, so a component's ids may skip some)."""
+    return 1 + max((step.step_id for step in job.steps), default=-1)
+
+
 def new_step(
     job: Job,
     req: StepRequest,
@@ -390,7 +397,7 @@ def new_step(
     gpus = step_gpus(job, req, nodes, tasks, links)
     cpus = step_cpus(job, req, nodes, tasks, gpus, near)
     return Step(
-        step_id=len(job.steps),  # steps are never dropped within a run
+        step_id=next_step_id(job),
         name=name,
         nodes=nodes,
         tasks=tasks,

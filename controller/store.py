@@ -38,6 +38,7 @@ from controller import (
     flavornote,
     gpushare,
     hetjobs,
+    hetsteps,
     jobstate,
     mail,
     nodefeatures,
@@ -55,6 +56,7 @@ from controller.drain import Registration as Registration  # what agents report:
 from controller.durability import Durability
 from controller.effects import PROLOG_SLURMCTLD, Effect, NewLimit, prolog_at_allocation
 from controller.gpushare import Shares
+from controller.hetsteps import StepPart
 from controller.holdings import Holdings, holds_nodes
 from controller.jobspec import JobSpec
 from controller.jobstate import COMPLETING, Event, JobState
@@ -516,6 +518,37 @@ class JobStore:
         self, job_id: int, req: StepRequest, name: str, time_limit: int, line: str, who: Principal
     ) -> tuple[Job, Step]:
         """A new step of a running job (SlurmError as srun reports it)."""
+        job = self._step_job(job_id, who)
+        now = int(time.time())
+        step = steps.new_step(
+            job, req, name, now, time_limit, line, self._gpu_links, self._shape, self.gpu_near
+        )
+        job = replace(job, steps=(*job.steps, step))
+        self._touch_job(job)
+        return job, step
+
+    def create_het_step(self, parts: Sequence[StepPart], who: Principal) -> list[tuple[Job, Step]]:
+        """One step spanning heterogeneous job components, all or none: every part is
+        laid out before any is recorded, and all take the same step id."""
+        jobs = [self._step_job(part.job_id, who) for part in parts]
+        hetsteps.check_components(jobs)
+        now = int(time.time())
+        made = [
+            steps.new_step(job, p.request, p.name, now, p.time_limit, p.line, self._gpu_links,
+                           self._shape, self.gpu_near)
+            for job, p in zip(jobs, parts, strict=True)
+        ]  # fmt: skip
+        step_id = max(steps.next_step_id(job) for job in jobs)
+        out = []
+        for job, step in zip(jobs, made, strict=True):
+            step = replace(step, step_id=step_id)
+            job = replace(job, steps=(*job.steps, step))
+            self._touch_job(job)
+            out.append((job, step))
+        return out
+
+    def _step_job(self, job_id: int, who: Principal) -> Job:
+        """The running job ``who`` may add a step to (SlurmError as srun reports it)."""
         job = self.jobs.get(job_id)
         if job is None:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
@@ -527,13 +560,7 @@ class JobStore:
             raise SlurmError(errors.ESLURM_DISABLED)
         if job.state is not JobState.RUNNING:
             raise SlurmError(errors.ESLURM_JOB_PENDING)
-        now = int(time.time())
-        step = steps.new_step(
-            job, req, name, now, time_limit, line, self._gpu_links, self._shape, self.gpu_near
-        )
-        job = replace(job, steps=(*job.steps, step))
-        self._touch_job(job)
-        return job, step
+        return job
 
     def _shape(self, name: str) -> Shape:
         """Node ``name``'s cores per socket and threads per core, as slurm.conf says."""

@@ -422,7 +422,8 @@ class StepRun(Runner):
         server over them (nodeagent/pmi.py), whose fences go through srun."""
         spec = self.spec
         job = pmi.PmiJob(
-            kvsname=f"{spec.job_id}.{spec.step_id}",
+            # a step spanning heterogeneous job components: its leader's, in every part
+            kvsname=f"{spec.environment.get('SLURM_JOB_ID') or spec.job_id}.{spec.step_id}",
             size=spec.ntasks,
             mapping=pmi.process_mapping(spec.node_tasks or [len(self.tasks)]),
         )

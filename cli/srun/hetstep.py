@@ -1,10 +1,14 @@
-"""srun inside a heterogeneous job: which component's allocation a step runs in.
+"""srun inside a heterogeneous job: which components a step runs in.
 
 The batch script of a heterogeneous job has its leader's SLURM_JOB_ID, so a plain
 srun runs in component 0, as Slurm's does; ``--het-group=N`` runs the step in
-component N, whose job id the script was given as SLURM_JOB_ID_HET_GROUP_N. A
-step spanning several components (``--het-group=0,1``, ``srun ... : ...``) is
-refused: each component's step is launched alone.
+component N, whose job id the script was given as SLURM_JOB_ID_HET_GROUP_N. A step
+may also span components, as Slurm 22.05's may: ``--het-group=0,1 prog`` runs the
+same program and options in each named component, ``srun [opts] a : [opts] b``
+runs each group of options and its program in the next component (the options
+Slurm propagates carry from one group to the next). It is one step
+(``controller/hetsteps.py``): one step id in every component, its tasks numbered
+across them. Outside a heterogeneous job allocation such a step is refused.
 """
 
 from __future__ import annotations
@@ -17,8 +21,16 @@ if TYPE_CHECKING:
 
 PROG = "srun"
 
-#: Why a step over several components is refused (no silent choice of one).
-SPANNING = "a step spanning several heterogeneous job components is not supported"
+#: Why a step over several components is refused outside a heterogeneous job's
+#: allocation (srun creating a heterogeneous job, or a step of several parts in one job).
+SPANNING = "a step spanning several components needs a heterogeneous job allocation"
+#: srun's options that carry from one ``:`` group to the next unless given again: the
+#: job options Slurm propagates between components and srun's own from that list.
+PROPAGATED = frozenset(
+    {"account", "chdir", "distribution", "epilog", "error", "export", "exclude", "input",
+     "job-name", "kill-on-bad-exit", "label", "mem", "msg-timeout", "open-mode", "output",
+     "partition", "prolog", "qos", "reservation", "time", "unbuffered"}
+)  # fmt: skip
 #: Slurm's answer to --het-group outside a heterogeneous job.
 NO_COMPONENT = "No directives to start application on any available hetjob components"
 
@@ -38,10 +50,25 @@ def groups(text: str) -> list[int]:
     return found
 
 
-def job_of(text: str, job_text: str, env: Mapping[str, str]) -> str:
-    """The job id the step of ``--het-group=text`` runs in, inside the allocation
-    ``job_text`` whose environment is ``env`` (Slurm 22.05's errors, all exit 1)."""
-    indexes = groups(text)
+def split(argv: list[str]) -> list[list[str]]:
+    """srun's command line cut at each lone ``:`` into its groups (one: no ``:``)."""
+    out: list[list[str]] = [[]]
+    for word in argv:
+        if word == ":":
+            out.append([])
+        else:
+            out[-1].append(word)
+    return out
+
+
+def inherited(options: Mapping[str, str | None]) -> dict[str, str | None]:
+    """What a ``:`` group takes from the group before it unless it says otherwise."""
+    return {key: value for key, value in options.items() if key in PROPAGATED}
+
+
+def job_ids(indexes: list[int], job_text: str, env: Mapping[str, str]) -> list[str]:
+    """The job ids of components ``indexes`` inside the allocation ``job_text`` whose
+    environment is ``env`` (Slurm 22.05's errors, all exit 1)."""
     size = int(env.get("SLURM_HET_SIZE", "0") or "0")
     if max(indexes) >= max(size, 1):
         raise Halt(
@@ -53,6 +80,9 @@ def job_of(text: str, job_text: str, env: Mapping[str, str]) -> str:
         raise Halt(1, f"{PROG}: error: {NO_COMPONENT}")
     if len(set(indexes)) != len(indexes):
         raise Halt(1, f"{PROG}: error: Duplicate het groups in single srun not supported")
-    if len(indexes) > 1:
-        raise Halt(1, f"{PROG}: error: --het-group={text}: {SPANNING}")
-    return env.get(f"SLURM_JOB_ID_HET_GROUP_{indexes[0]}", job_text)
+    return [env.get(f"SLURM_JOB_ID_HET_GROUP_{index}", job_text) for index in indexes]
+
+
+def job_of(text: str, job_text: str, env: Mapping[str, str]) -> list[str]:
+    """The job ids the step of ``--het-group=text`` runs in (see ``job_ids``)."""
+    return job_ids(groups(text), job_text, env)

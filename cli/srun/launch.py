@@ -56,7 +56,7 @@ from corral.errors import ESLURM_NODES_BUSY, SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     from cli.srun.terminal import Terminal
@@ -139,8 +139,8 @@ TABLE = OptionTable(
         _row("help", arg=NO_ARGUMENT),
         _row(
             "het-group",
-            note="inside a heterogeneous job, the one component the step runs in; "
-            "a step spanning several is refused",
+            note="inside a heterogeneous job, the components the step runs in; one step "
+            "spanning several (as srun ... : ...) numbers its tasks across them",
         ),
         _row(
             "hint",
@@ -247,7 +247,9 @@ class Settings:
         return value
 
 
-def parse(argv: list[str]) -> Settings:
+def parse(argv: list[str], inherited: Mapping[str, str | None] | None = None) -> Settings:
+    """srun's options and command (``inherited``: the options a ``:`` group takes from
+    the group before it unless given again, ``cli/srun/hetstep.py``)."""
     try:
         found, positional = parse_options(TABLE, argv)
     except OptionError as exc:
@@ -262,6 +264,8 @@ def parse(argv: list[str]) -> Settings:
             settings.options["nodelist"] = _node_file(value or "")
             continue
         settings.options[option.key] = value
+    for key, value in (inherited or {}).items():
+        settings.options.setdefault(key, value)
     if settings.get("mpi") == "list":  # as Slurm's srun: the list, whatever else is given
         raise Halt(0, mpitypes.listing().rstrip("\n"))
     if settings.has("exclusive") and settings.has("overlap"):  # overlap would win unsaid
@@ -281,8 +285,6 @@ def parse(argv: list[str]) -> Settings:
     settings.append = open_mode_append(
         PROG, settings.get("open-mode", env.get("SLURM_OPEN_MODE", ""))
     )
-    if positional[:1] == [":"]:
-        raise Halt(1, f"{PROG}: error: srun ... : ...: {hetstep.SPANNING}")
     settings.command = positional
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
@@ -610,6 +612,9 @@ class Step:
         self.tasks = [int(t) for t in reply["tasks"]]
         self.ntasks = sum(self.tasks)
         self.ids = _node_ids(self.tasks, [int(t) for t in reply.get("task_ids", ())])
+        # each node's component's first task, in a step spanning heterogeneous job
+        # components: its error lines name tasks by their id in their component
+        self.offsets = [int(t) for t in reply.get("het_task_offsets", ())] or [0] * len(self.nodes)
         # the node of task 0, which srun's stdin goes to
         self.stdin_node = next((i for i, ids in enumerate(self.ids) if 0 in ids), 0)
         self.listener = listener
@@ -879,7 +884,7 @@ class Step:
             for task in self._tasks_of(node_id):
                 status = self.statuses.get(task, 0)
                 if status:
-                    causes.setdefault(_why(status), []).append(task)
+                    causes.setdefault(_why(status), []).append(task - self.offsets[node_id])
             for why, ids in causes.items():
                 noun = "task" if len(ids) == 1 else "tasks"
                 print(f"{PROG}: error: {node}: {noun} {_ranges(ids)}: {why}", file=sys.stderr)
@@ -905,20 +910,27 @@ def site_program(kind: str, program: str, settings: Settings, job_id: int) -> bo
 
 
 def run_in_allocation(
-    client: Any, settings: Settings, job_id: int, conf: ClientSettings | None = None
+    client: Any,
+    settings: Settings,
+    job_id: int,
+    conf: ClientSettings | None = None,
+    het_parts: Sequence[tuple[Settings, int]] = (),
 ) -> int:
     """Run the step in job ``job_id``, between SrunProlog and SrunEpilog (``conf``'s):
-    a failed SrunProlog launches nothing."""
+    a failed SrunProlog launches nothing. ``het_parts``: the later components' parts
+    of a step spanning heterogeneous job components, each with its component's job."""
     prolog, epilog = (conf.srun_prolog, conf.srun_epilog) if conf else ("", "")
     if not site_program("prolog", prolog, settings, job_id):
         return 1
     try:
-        return _step_in_allocation(client, settings, job_id)
+        return _step_in_allocation(client, settings, job_id, het_parts)
     finally:
         site_program("epilog", epilog, settings, job_id)
 
 
-def _step_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
+def _step_in_allocation(
+    client: Any, settings: Settings, job_id: int, het_parts: Sequence[tuple[Settings, int]] = ()
+) -> int:
     listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     listener.bind(("", 0))
     listener.listen(64)
@@ -931,6 +943,8 @@ def _step_in_allocation(client: Any, settings: Settings, job_id: int) -> int:
     signals = Signals(SIGWINCH) if terminal is not None else Signals()
     try:
         request = step_request(settings, job_id, listener, key, terminal)
+        if het_parts:  # one step: every part's runners come to this srun's socket
+            request["het_parts"] = [step_request(s, j, listener, key) for s, j in het_parts]
         reply = create_step(client, request, settings.has("quiet"))
         step_id = int(reply["step_id"])
 
@@ -973,24 +987,20 @@ def run_in_new_allocation(
 
 def srun(argv: list[str]) -> int:
     try:
-        settings = parse(argv)
+        groups = hetstep.split(argv)
+        settings = parse(groups[0])
         job_text = (
             settings.get("jobid")
             or os.environ.get("SLURM_JOB_ID")
             or os.environ.get("SLURM_JOBID", "")
         )
+        if len(groups) > 1 or len(hetstep.groups(settings.get("het-group", "0"))) > 1:
+            return _spanning_step(groups, settings, job_text)
         if job_text and settings.has("het-group"):  # a component of a heterogeneous job
-            job_text = hetstep.job_of(settings.get("het-group"), job_text, os.environ)
+            job_text = hetstep.job_of(settings.get("het-group"), job_text, os.environ)[0]
         elif settings.has("het-group"):  # a new job of one component: Slurm's refusal
             hetstep.job_of(settings.get("het-group"), "", {})
-        job_id = 0
-        if job_text:  # a step of that job: the options only a new job takes are checked
-            try:
-                job_id = int(job_text.split("_")[0])
-            except ValueError:
-                raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
-            for warning in step_options.check(settings.options, job_id, os.environ):
-                print(warning, file=sys.stderr)
+        job_id = _job_id(job_text, settings) if job_text else 0
         settings.relative = placement.relative(settings.options, os.environ, bool(job_text))
         gpuinput.inherit(settings.options, os.environ)  # after: the job's own raise no warning
         conf = client_settings()
@@ -1005,3 +1015,47 @@ def srun(argv: list[str]) -> int:
             print("\n".join(halt.lines))
             return 0
         return halt.report()
+
+
+def _job_id(job_text: str, settings: Settings) -> int:
+    """The job a step runs in, once the options only a new job takes are checked."""
+    try:
+        job_id = int(job_text.split("_")[0])
+    except ValueError:
+        raise Halt(1, f"{PROG}: error: Invalid job id: {job_text}") from None
+    for warning in step_options.check(settings.options, job_id, os.environ):
+        print(warning, file=sys.stderr)
+    return job_id
+
+
+def _spanning_step(groups: list[list[str]], first: Settings, job_text: str) -> int:
+    """A step spanning heterogeneous job components (``cli/srun/hetstep.py``): each
+    ``:`` group in the next component (or those its --het-group names), component 0's
+    part first; the first part's srun-wide options (-l, -K, --mpi) serve them all."""
+    if not job_text and len(groups) == 1:  # --het-group=0,1 for a new job: Slurm's refusal
+        hetstep.job_of(first.get("het-group"), "", {})
+    if not job_text or (len(groups) > 1 and "SLURM_HET_SIZE" not in os.environ):
+        raise Halt(1, f"{PROG}: error: srun ... : ...: {hetstep.SPANNING}")
+    parts: list[tuple[int, Settings]] = []
+    settings = first
+    for index, words in enumerate(groups):
+        if index:
+            settings = parse(words, hetstep.inherited(settings.options))
+        named = hetstep.groups(settings.get("het-group")) if settings.has("het-group") else [index]
+        parts += [(component, settings) for component in named]
+    indexes = [component for component, _ in parts]
+    job_of = dict(zip(indexes, hetstep.job_ids(indexes, job_text, os.environ), strict=True))
+    parts.sort(key=lambda part: part[0])
+    conf = client_settings()
+    main = parts[0][1]
+    main.kill_on_bad_exit = kill_on_bad_exit(main, conf.kill_on_bad_exit)
+    main.mpi = mpi_type(main, os.environ, conf.mpi_default)
+    steps: list[tuple[Settings, int]] = []
+    for component, settings in parts:
+        settings.relative = placement.relative(settings.options, os.environ, True)
+        gpuinput.inherit(settings.options, os.environ)
+        settings.mpi = main.mpi  # one srun serves the whole step's PMI
+        steps.append((settings, _job_id(job_of[component], settings)))
+    client = boundary.connect(conf)
+    (_, job_id), *rest = steps
+    return run_in_allocation(client, main, job_id, conf, rest)

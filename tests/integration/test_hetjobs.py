@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration import mpiprog
 from tests.integration.cluster import Cluster
 
 WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.2; done"
@@ -141,3 +142,40 @@ def test_salloc_components_and_a_step_in_each(two: Cluster) -> None:
     assert two.wait_done(f"{leader}+0")["state"] == "COMPLETED"
     assert two.wait_done(f"{leader}+1")["state"] == "COMPLETED"
     assert two.job(f"{leader}+1")["name"] == "al"
+
+
+def test_one_step_spanning_components(two: Cluster) -> None:
+    each = "echo $SLURM_PROCID/$SLURM_NTASKS $SLURM_HET_SIZE $SLURM_JOB_ID.$SLURM_STEP_ID"
+    command = (
+        f"srun -l --het-group=0,1 sh -c '{each}' | sort; "
+        "srun -l -n1 sh -c 'echo a $SLURM_PROCID $SLURM_NTASKS_HET_GROUP_1; exit 3' "
+        ": -n2 sh -c 'echo b $SLURM_PROCID $SLURM_JOB_ID_HET_GROUP_1; exit 2' | sort; "
+        "echo rc=${PIPESTATUS[0]}"
+    )
+    ran = two.run(
+        "salloc", "-Q", "-N1", "-n1", "--exclusive", ":", "-N1", "-n2", "bash", "-c", command,
+        check=False,
+    )  # fmt: skip
+    lines = ran.stdout.splitlines()
+    leader = int(lines[0].split()[-1].split(".")[0])
+    # One step (the same id in each component), its tasks numbered across them, the
+    # leader's job id in every task: as a real Slurm 22.05's het step.
+    assert lines[:3] == [f"0: 0/3 2 {leader}.0", f"1: 1/3 2 {leader}.0", f"2: 2/3 2 {leader}.0"]
+    # srun a : b: each group's program and options; the highest exit code.
+    assert lines[3:] == ["0: a 0 2", f"1: b 1 {leader + 1}", f"2: b 2 {leader + 1}", "rc=3"]
+    # Failed tasks named by their id in their component, as Slurm's srun names them.
+    errors = sorted(line.split(": ", 3)[3] for line in ran.stderr.splitlines())
+    assert errors == ["task 0: Exited with exit code 3", "tasks 0-1: Exited with exit code 2"]
+    steps = two.run("sacct", "-n", "-P", "-o", "JobID", "-j", str(leader)).stdout.split()
+    assert f"{leader}+0.1" in steps and f"{leader}+1.1" in steps, steps
+
+
+def test_mpi_ranks_wire_up_across_components(two: Cluster) -> None:
+    program = mpiprog.build("mpich", two.dir)
+    srun = f"srun --mpi=pmi2 -N1 -n1 {program} : -N1 -n2 {program}"
+    ran = two.run("salloc", "-Q", "-N1", "-n1", "--exclusive", ":", "-N1", "-n2", "sh", "-c", srun)
+    ranks = mpiprog.ranks(ran.stdout)
+    # One world of three ranks, its PMI fence through srun spanning both components.
+    assert sorted(ranks) == [0, 1, 2], ran
+    assert {(size, total) for size, total, _ in ranks.values()} == {(3, 0 + 1 + 2)}
+    assert ranks[1][2] == ranks[2][2] != ranks[0][2], ranks

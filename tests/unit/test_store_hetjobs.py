@@ -10,12 +10,20 @@ from pathlib import Path
 import pytest
 from test_store_arrays import ROOT, SPEC, _store, ready  # two 2-CPU nodes, ids from 100
 
-from controller import hetjobs, queries
+from controller import hetjobs, hetsteps, queries
 from controller.core import schedule
+from controller.hetsteps import StepPart
 from controller.jobspec import from_fields
 from controller.jobstate import COMPLETING, Cancel, JobState
+from controller.principal import principal_for
+from controller.steps import StepRequest, step_environment
 from controller.store import JobStore
-from corral.errors import ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, SlurmError
+from corral.errors import (
+    ESLURM_ACCESS_DENIED,
+    ESLURM_INVALID_JOB_ID,
+    ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
+    SlurmError,
+)
 
 
 @pytest.fixture
@@ -64,3 +72,51 @@ def test_a_pending_group_is_cancelled_whole_and_survives_a_restart(
     again.post(100, Cancel(120, 0))
     hetjobs.end_with_leader(again, again.jobs[100], 120, 0)
     assert again.jobs[101].state is JobState.CANCELLED
+
+
+def _part(job_id: int, ntasks: int = 1) -> StepPart:
+    return StepPart(job_id, StepRequest(ntasks=ntasks), "prog", -1, "srun prog : prog")
+
+
+def test_a_step_spanning_components_has_one_id_in_each(store: JobStore) -> None:
+    _submit(store, {"num_tasks": 2})
+    store.commit(schedule(store.snapshot(), 110))
+    store.create_step(
+        101, StepRequest(ntasks=1, overlap=True), "alone", -1, "srun --het-group=1", ROOT
+    )
+    made = store.create_het_step([_part(100), _part(101, 2)], ROOT)
+    # The highest next id of the components: 101 had a step 0 of its own.
+    assert [(job.job_id, step.step_id, step.ntasks) for job, step in made] == [
+        (100, 1, 1),
+        (101, 1, 2),
+    ]
+    assert [s.step_id for s in store.jobs[100].steps] == [1]
+    # A later step of 100 alone goes past the id its part took.
+    _, after = store.create_step(100, StepRequest(ntasks=1, overlap=True), "next", -1, "srun", ROOT)
+    assert after.step_id == 2
+    parts = hetsteps.parts(made, [step_environment(job, step, {}) for job, step in made])
+    assert [(p.node_offset, p.task_offset, p.ntasks) for p in parts] == [(0, 0, 3), (1, 1, 3)]
+    shared = parts[0].environment
+    # As a real 22.05's het step: the leader's id, the whole step's counts, each part's own.
+    assert (shared["SLURM_JOB_ID"], shared["SLURM_NTASKS"], shared["SLURM_HET_SIZE"]) == (
+        "100",
+        "3",
+        "2",
+    )
+    assert shared["SLURM_JOB_ID_HET_GROUP_1"] == shared["SLURM_JOBID_PACK_GROUP_1"] == "101"
+    assert shared["SLURM_NTASKS_HET_GROUP_1"] == "2" and shared["SLURM_TASKS_PER_NODE"] == "1(x3)"
+    assert "SLURM_STEP_ID_HET_GROUP_0" not in shared
+
+
+def test_a_spanning_step_is_all_or_nothing_and_only_its_owners(store: JobStore) -> None:
+    _submit(store, {"num_tasks": 2})
+    store.commit(schedule(store.snapshot(), 110))
+    with pytest.raises(SlurmError):  # 3 tasks on 101's 2 CPUs: neither part recorded
+        store.create_het_step([_part(100), _part(101, 3)], ROOT)
+    assert store.jobs[100].steps == () and store.jobs[101].steps == ()
+    with pytest.raises(SlurmError) as refused:
+        store.create_het_step([_part(100), _part(101)], principal_for(4242, 4242))
+    assert refused.value.code == ESLURM_ACCESS_DENIED
+    with pytest.raises(SlurmError) as refused:  # the same component twice is not a het step
+        store.create_het_step([_part(100), _part(100)], ROOT)
+    assert refused.value.code == ESLURM_INVALID_JOB_ID
