@@ -13,6 +13,7 @@ SLURM_VERSION = "24.11.0"
 __all__ = [
     "SLURM_VERSION",
     "__version__",
+    "_spawn",  # the C task start (csrc/spawn.c), for the node agent's step runner
     "arrayspec",
     "auth",
     "authalt",

@@ -8,6 +8,7 @@ empty cluster ("could this ever run?").
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import suppress
@@ -86,6 +87,11 @@ def packs(job: Job) -> bool:
     )
 
 
+#: How many of the best nodes ahead ``_packed``'s second pass sums exactly (beyond, a
+#: bound: no node ahead holds more than the smallest of those).
+AHEAD = 64
+
+
 def _packed(
     job: Job,
     part: PartitionView,
@@ -101,30 +107,93 @@ def _packed(
     Required nodes (``-w``, and those a constraint count forces in) come first
     among the candidates and each gets at least one task; the node count stays
     within ``least`` (at least ``-N`` min and the required nodes), ``most`` (``-N``
-    max) and MaxNodes.
+    max) and MaxNodes. Where filling the nodes in order runs out of nodes before
+    tasks (``-N1 -n2`` with the first node's CPUs half taken), nodes are passed over
+    that leave more tasks than the best of the nodes after them could hold.
     """
-    exclusive = job.exclusive or part.exclusive
-    shares = share(job, part)
     most = min(most or job.max_nodes or len(candidates), part.max_nodes or len(candidates))
-    remaining = job.num_tasks
-    chosen: list[Alloc] = []
-    for node in candidates:
-        if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
-            break
-        if exclusive:
+    rooms = _Rooms(job, part, stacking)
+    chosen = _fill(job, part, candidates, least, most, stacking, gpu, rooms, None)
+    if chosen or most >= len(candidates):
+        return chosen
+    ahead = _room_ahead([rooms.of(node) for node in candidates], most - 1)
+    return _fill(job, part, candidates, least, most, stacking, gpu, rooms, ahead)
+
+
+class _Rooms:
+    """How many of ``job``'s tasks each node's free CPUs hold in ``part``."""
+
+    def __init__(self, job: Job, part: PartitionView, stacking: bool) -> None:
+        self.job, self.part, self.stacking = job, part, stacking
+        self.exclusive = job.exclusive or part.exclusive
+        self.shares = share(job, part)
+
+    def of(self, node: NodeView) -> int:
+        job, part = self.job, self.part
+        if self.exclusive:
             free = node.cpus
-        elif shares or node.shared:
-            free = nodefree.cpus_free(node, part.name, shares, stacking)
+        elif self.shares or node.shared:
+            free = nodefree.cpus_free(node, part.name, self.shares, self.stacking)
         else:
             free = node.free_cpus
         if part.max_cpus_per_node is not None:
             free = min(free, part.max_cpus_per_node)
         if job.threads_per_core:  # whole cores, of which it uses some threads
             free = threads.usable(free - free % node.unit, node.unit, job.threads_per_core)
-        room = free // job.cpus_per_task
+        return free // job.cpus_per_task
+
+
+def _room_ahead(rooms: Sequence[int], most: int) -> list[list[int]]:
+    """For each position, the tasks the best 0..k nodes after it hold in all, k at most
+    ``AHEAD``: a running sum of the largest rooms behind it, nodes taken from the end."""
+    keep = min(most, AHEAD)
+    ahead: list[list[int]] = [[0]] * len(rooms)
+    best: list[int] = []  # the largest rooms seen so far, smallest first
+    for i in range(len(rooms) - 1, -1, -1):
+        sums = [0]
+        for room in reversed(best):
+            sums.append(sums[-1] + room)
+        ahead[i] = sums
+        if keep:
+            insort(best, rooms[i])
+            del best[:-keep]
+    return ahead
+
+
+def _held_ahead(sums: Sequence[int], slots: int) -> int:
+    """The most tasks ``slots`` nodes after a position hold (``_room_ahead``'s sums;
+    past its depth, each further node at most as many as the smallest counted)."""
+    depth = len(sums) - 1
+    if slots <= depth:
+        return sums[slots]
+    return sums[depth] + (slots - depth) * (sums[depth] - sums[depth - 1])
+
+
+def _fill(
+    job: Job,
+    part: PartitionView,
+    candidates: Sequence[NodeView],
+    least: int,
+    most: int,
+    stacking: bool,
+    gpu: gpus.GpuAsk | None,
+    rooms: _Rooms,
+    ahead: Sequence[Sequence[int]] | None,
+) -> list[Alloc]:
+    """``_packed``'s pass over the nodes in order; with ``ahead``, a node is passed
+    over when the nodes after it could not hold the tasks it would leave."""
+    remaining = job.num_tasks
+    chosen: list[Alloc] = []
+    for i, node in enumerate(candidates):
+        if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
+            break
+        room = rooms.of(node)
         later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
         tasks = min(remaining - later, room)
         if tasks < 1 and not (remaining <= later and room >= 1):
+            continue
+        left = remaining - max(tasks, 0)
+        if ahead is not None and left > _held_ahead(ahead[i], most - len(chosen) - 1):
             continue
         cpus = max(max(tasks, 1) * job.cpus_per_task, job.min_cpus)
         fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)

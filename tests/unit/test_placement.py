@@ -729,3 +729,27 @@ def test_selection_is_sound(snap: Snapshot) -> None:
                 outcome = place(j, part, snap.nodes)
                 if isinstance(outcome, Start):
                     _assert_sound(snap, Plan(now=NOW, starts=[outcome]))
+
+
+@pytest.mark.parametrize(
+    ("free", "nodes", "tasks", "placed"),
+    [
+        ((1, 2), 1, 2, (("n2",), (2,))),  # -N1 -n2: the first node's one CPU is too few
+        ((1, 1, 4), 2, 5, (("n1", "n3"), (1, 4))),  # -N2 -n5: n1 then the node holding 4
+        ((1, 2, 2, 2), 2, 4, (("n2", "n3"), (2, 2))),
+        ((4, 4), 2, 6, (("n1", "n2"), (4, 2))),  # filled in order where that fits
+    ],
+)
+def test_a_fixed_node_count_passes_over_nodes_too_small_for_what_is_left(
+    free: tuple[int, ...], nodes: int, tasks: int, placed: tuple[tuple[str, ...], tuple[int, ...]]
+) -> None:
+    """``-N k -n m`` fills nodes in order (Slurm's cons_tres), but not a node that
+    leaves more tasks than the k nodes can hold: the job starts where it fits."""
+    busy = cluster(
+        [node(f"n{i + 1}", cpus=4, used_cpus=4 - f) for i, f in enumerate(free)],
+        [partition("batch", f"n[1-{len(free)}]")],
+    )
+    pending = [job(1, num_tasks=tasks, tasks_given=True, min_nodes=nodes, max_nodes=nodes,
+                   nodes_given=True)]  # fmt: skip
+    plan = schedule(busy.snapshot(pending), NOW)
+    assert [(s.nodes, s.cpus) for s in plan.starts] == [placed]
