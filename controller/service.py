@@ -414,7 +414,10 @@ class Handlers:
         """``scontrol show licenses``: each license's total and what jobs hold (any
         user: counts per license, no user's data)."""
         kept = licenseviews.reserved(self.store.reservations.views(), self.now())
-        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values(), kept)
+        remote = (self.store.associations or AssocSet()).remote_licenses
+        return licenseviews.licenses_reply(
+            self.store.conf, self.store.jobs.values(), kept, remote.keys()
+        )
 
     async def History(self, req: pb.HistoryRequest, who: Principal) -> pb.HistoryReply:
         if self.accounting is None:
