@@ -104,9 +104,9 @@ sacctmgr [<OPTION>] [<COMMAND>]
      version                  display tool version number.
      !!                       Repeat the last command entered.
 
-  <ENTITY> may be "account", "association", "cluster", "qos", "tres"
-           or "user" (add, modify and delete: "account", "cluster", "qos"
-           or "user").
+  <ENTITY> may be "account", "association", "cluster", "qos", "resource",
+           "tres" or "user" (add, modify and delete: "account", "cluster",
+           "qos", "resource" or "user").
 
   <SPECS> are options to identify the entity: Name=, Cluster=, Account=,
           User=, Partition=, Parent=, ... ; with modify, the words "where"
