@@ -102,8 +102,10 @@ def listed(session: Session, where: Mapping[str, str]) -> list[dict[str, str]]:
     """``sacctmgr list resource``: one row per resource, or with ``withclusters`` one per
     cluster's share (a resource no cluster shares still gets one row)."""
     wanted = _conditions(where)
-    clusters = wanted.get("cluster")
-    percents = wanted.get("percentallowed")
+    # As in Slurm 22.05, the conditions on shares apply to the rows of shares only.
+    with_clusters = "withclusters" in wanted
+    clusters = wanted.get("cluster") if with_clusters else None
+    percents = wanted.get("percentallowed") if with_clusters else None
     rows = []
     for resource in _matching(session, wanted):
         shares = _shares(session, resource)
@@ -116,7 +118,7 @@ def listed(session: Session, where: Mapping[str, str]) -> list[dict[str, str]]:
         ]
         if (clusters is not None or percents is not None) and not chosen:
             continue
-        if "withclusters" in wanted and chosen:
+        if with_clusters and chosen:
             rows += [_row(resource, share, allocated) for share in chosen]
         else:
             rows.append(_row(resource, None, allocated))
@@ -124,13 +126,18 @@ def listed(session: Session, where: Mapping[str, str]) -> list[dict[str, str]]:
 
 
 def _over(resource: Resource, shares: Sequence[tuple[str, int]]) -> None:
-    """Refuse shares of ``resource`` that add up to more than 100 percent."""
+    """Refuse a modify that makes ``resource``'s shares add up to more than 100 percent,
+    showing them as Slurm does."""
     total = sum(percent for _, percent in shares)
     if total > 100:
-        lines = [f"  {resource.name}@{resource.server}"]
-        lines += [f"   Cluster - {cluster}\t {percent}%" for cluster, percent in shares]
-        lines.append(f"   total\t\t{total}%")
-        raise invalid("If change was accepted it would look like this...\n" + "\n".join(lines))
+        lines = [
+            "You can not allocate more than 100% of a resource",
+            " If change was accepted it would look like this...",
+            f"  {resource.name}@{resource.server}",
+            *(f"   Cluster - {cluster}\t {percent}%" for cluster, percent in shares),
+            f"   total\t\t{total}%",
+        ]
+        raise invalid("\n".join(lines))
 
 
 def add(
@@ -147,7 +154,11 @@ def add(
     clusters = names(merged.get("cluster", ""))
     for cluster in clusters:
         if session.get(Cluster, cluster) is None:
-            raise invalid("Need a valid cluster name to add a cluster resource.")
+            raise invalid(
+                f"This cluster '{cluster}' doesn't exist.\n"
+                "        Contact your admin to add it to accounting.\n"
+                " Need a valid cluster name to add a cluster resource."
+            )
     rows: list[dict[str, str]] = []
     for name in names(merged.get("name", "")):
         resource = session.scalar(
@@ -172,9 +183,13 @@ def add(
         shares = _shares(session, resource)
         have = {s.cluster for s in shares}
         new = [c for c in clusters if c not in have]
-        _over(
-            resource, [(s.cluster, s.percent_allowed) for s in shares] + [(c, percent) for c in new]
-        )
+        used = sum(s.percent_allowed for s in shares)
+        if new and used + percent * len(new) > 100:
+            raise invalid(
+                f"Adding this {len(new)} clusters to resource {name}@{server} at {percent}% "
+                f"each , with {used}% already used,  would go over 100%.  Please redo your "
+                "math and resubmit."
+            )
         for cluster in new:
             share = ResourceCluster(
                 resource_id=resource.id, cluster=cluster, percent_allowed=percent
@@ -201,6 +216,7 @@ def modify(
     changed = []
     for resource in _matching(session, wanted):
         label = f"{resource.name}@{resource.server}"
+        shares = _shares(session, resource)
         if clusters is None:
             if "count" in values:
                 resource.count = _number(values["count"], "count")
@@ -209,8 +225,8 @@ def modify(
             if "servertype" in values:
                 resource.server_type = values["servertype"]
             changed.append({"Object": label})
+            changed += [{"Object": f"Cluster - {s.cluster}\t- {label}"} for s in shares]
             continue
-        shares = _shares(session, resource)
         mine = [s for s in shares if s.cluster in clusters]
         if "percentallowed" in values:
             percent = _percent(values["percentallowed"])
@@ -242,10 +258,11 @@ def delete(
                     removed.append({"Object": f"Cluster - {share.cluster}\t- {label}"})
                     session.delete(share)
             continue
+        removed.append({"Object": label})
         for share in shares:
+            removed.append({"Object": f"Cluster - {share.cluster}\t- {label}"})
             session.delete(share)
         session.delete(resource)
-        removed.append({"Object": label})
     session.flush()
     return removed
 

@@ -65,12 +65,16 @@ def _add(rows: Sequence[Row]) -> Outcome:
         else:
             new.add(label)
     last = rows[-1]
-    lines += [" Settings\n", f"  Name           = {last['Name']}\n"]
+    lines.append(" Settings\n")
+    if f"{last['Name']}@{last['Server']}" not in new:  # shares of a resource found
+        lines.append(f"  Server         = {last['Server']}\n")
+        lines.append(f"  Type           = {last['Type']}\n")
+        return Outcome("".join(lines), True)
+    lines.append(f"  Name           = {last['Name']}\n")
     lines.append(f"  Server         = {last['Server']}\n")
-    if f"{last['Name']}@{last['Server']}" in new:  # a resource found has no such settings
-        lines.append(f"  Description    = {last['Descr']}\n")
-        if last["ServerType"]:
-            lines.append(f"  ServerType     = {last['ServerType']}\n")
+    lines.append(f"  Description    = {last['Descr']}\n")
+    if last["ServerType"]:
+        lines.append(f"  ServerType     = {last['ServerType']}\n")
     lines.append(f"  Count          = {last['Count']}\n")
     lines.append(f"  Type           = {last['Type']}\n")
     return Outcome("".join(lines), True)

@@ -526,7 +526,7 @@ _RESOURCE_REC: _Keys = (
     ("Description/1", "description"),
     ("Server/1", "server"),
     ("ServerType/1", "servertype"),
-    ("Allowed/1 PercentAllowed/1", "percentallowed"),
+    ("PercentAllowed/1", "percentallowed"),
     ("Type/1", "type"),
 )
 RESOURCE_COND = Grammar(
@@ -536,7 +536,7 @@ RESOURCE_COND = Grammar(
         ("Descriptions/1", "description"),
         ("Format/1", "format"),
         ("Ids/1", "id"),
-        ("Allowed/1 PercentAllowed/1", "percentallowed"),
+        ("PercentAllowed/1", "percentallowed"),
         ("ServerType/7", "servertype"),
         ("Server/2", "server"),
     ),

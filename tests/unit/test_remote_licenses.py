@@ -90,15 +90,24 @@ def test_adding_a_resource_with_a_clusters_share(
         "Name|Server|Type|Count|% Allocated|ServerType\nfluent|flex|License|100|50|\n"
     )
     # A second cluster's share of the same resource: only the share is new.
-    words = ["-i", "add", "resource", "fluent", "server=flex", "cluster=other", "allowed=30"]
+    words = ["-i", "add", "resource", "fluent", "server=flex", "cluster=other", "p=30"]
     assert sacctmgr(words, call=call) == 0
-    assert out(capsys).startswith(" Adding Resource(s)\n  fluent@flex\n   Cluster - other\t30%\n")
+    assert out(capsys) == (
+        " Adding Resource(s)\n  fluent@flex\n   Cluster - other\t30%\n"
+        " Settings\n  Server         = flex\n  Type           = License\n"
+    )
     assert sacctmgr(["-P", "list", "resource", "withclusters"], call=call) == 0
     assert out(capsys) == (
         "Name|Server|Type|Count|% Allocated|ServerType|Cluster|% Allowed\n"
         "fluent|flex|License|100|80||bench|50\n"
         "fluent|flex|License|100|80||other|30\n"
     )
+    # Conditions on shares choose rows of shares only (Slurm 22.05).
+    words = ["-P", "-n", "list", "resource", "cluster=other", "withclusters"]
+    assert sacctmgr(words, call=call) == 0
+    assert out(capsys) == "fluent|flex|License|100|80||other|30\n"
+    assert sacctmgr(["-P", "-n", "list", "resource", "cluster=nowhere"], call=call) == 0
+    assert out(capsys) == "fluent|flex|License|100|80|\n"
     # Adding it again adds nothing.
     assert sacctmgr([*ADD, "cluster=bench"], call=call) == 1
     assert out(capsys) == " Nothing new added.\n"
@@ -113,7 +122,10 @@ def test_a_new_resource_needs_a_type_and_a_count(
         "count=3": "Need to designate a resource type to initially add 'x'.",
         "type=l": "Need to designate a resource count to initially add 'x'.",
         "count=3 type=gpu": "Unknown resource type: 'gpu'  Valid resources is License.",
-        "count=3 type=l cluster=no": "Need a valid cluster name to add a cluster resource.",
+        "count=3 type=l cluster=no": (
+            "This cluster 'no' doesn't exist.\n        Contact your admin to add it to "
+            "accounting.\n Need a valid cluster name to add a cluster resource."
+        ),
     }
     for words, message in refused.items():
         with pytest.raises(SlurmError) as caught:
@@ -129,14 +141,23 @@ def test_a_new_resource_needs_a_type_and_a_count(
 def test_shares_may_not_pass_one_hundred_percent(admin: Admin) -> None:
     call = acct_admin(admin)
     assert sacctmgr([*ADD, "cluster=bench", "percentallowed=60"], call=call) == 0
-    with pytest.raises(SlurmError, match="would look like this"):
+    with pytest.raises(SlurmError) as caught:
         admin.run("add", "resource", {"name": "fluent", "server": "flex"},
                   {"cluster": "other", "percentallowed": "50"}, True, "root", True)  # fmt: skip
+    assert caught.value.message == (
+        "Adding this 1 clusters to resource fluent@flex at 50% each , with 60% already used,  "
+        "would go over 100%.  Please redo your math and resubmit."
+    )
     admin.run("add", "resource", {"name": "fluent", "server": "flex"},
               {"cluster": "other", "percentallowed": "30"}, True, "root", True)  # fmt: skip
-    with pytest.raises(SlurmError, match="bench\t 80%\n   Cluster - other\t 30%\n   total\t\t110%"):
+    with pytest.raises(SlurmError) as caught:
         admin.run("modify", "resource", {"name": "fluent", "cluster": "bench"},
                   {"percentallowed": "80"}, True, "root", True)  # fmt: skip
+    assert caught.value.message == (
+        "You can not allocate more than 100% of a resource\n"
+        " If change was accepted it would look like this...\n"
+        "  fluent@flex\n   Cluster - bench\t 80%\n   Cluster - other\t 30%\n   total\t\t110%"
+    )
     with pytest.raises(SlurmError, match="between 0 and 100, not 101"):
         admin.run("modify", "resource", {"name": "fluent", "cluster": "bench"},
                   {"percentallowed": "101"}, True, "root", True)  # fmt: skip
@@ -148,7 +169,10 @@ def test_modifying_counts_and_shares(admin: Admin, capsys: pytest.CaptureFixture
     out(capsys)
     words = ["-i", "modify", "resource", "name=fluent", "server=flex", "set", "count=50"]
     assert sacctmgr(words, call=call) == 0
-    assert out(capsys) == " Modified server resource ...\n  fluent@flex\n"
+    assert out(capsys) == (
+        " Modified server resource ...\n  fluent@flex\n"
+        "  Cluster - bench\t- fluent@flex\n  Cluster - other\t- fluent@flex\n"
+    )
     words = [
         "-i",
         "modify",
@@ -157,7 +181,7 @@ def test_modifying_counts_and_shares(admin: Admin, capsys: pytest.CaptureFixture
         "name=fluent",
         "cluster=bench",
         "set",
-        "allowed=60",
+        "p=60",
     ]
     assert sacctmgr(words, call=call) == 0
     assert out(capsys) == " Modified server resource ...\n  Cluster - bench\t- fluent@flex\n"
@@ -187,7 +211,9 @@ def test_deleting_a_clusters_share_then_the_resource(
     assert out(capsys) == " Deleting resource(s)...\n  Cluster - other\t- fluent@flex\n"
     assert [r.name for r in enforced(admin.engine, "other").remote_licenses] == []
     assert sacctmgr(["-i", "delete", "resource", "name=fluent", "server=flex"], call=call) == 0
-    assert out(capsys) == " Deleting resource(s)...\n  fluent@flex\n"
+    assert out(capsys) == (
+        " Deleting resource(s)...\n  fluent@flex\n  Cluster - bench\t- fluent@flex\n"
+    )
     assert sacctmgr(["-i", "delete", "resource", "name=fluent"], call=call) == 1
     assert out(capsys) == " Nothing deleted\n"
     assert enforced(admin.engine, "bench").remote_licenses == []
