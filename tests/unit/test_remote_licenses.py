@@ -4,6 +4,7 @@ into its licenses as ``name@server``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from controller.licenseviews import licenses_reply
 from controller.remotelicenses import merged
 from controller.store import JobStore
 from corral.errors import SlurmError
+from corral.wire import corral_pb2 as pb
 from dbd import schema
 from dbd.admin import Admin
 from dbd.enforced import enforced
@@ -251,10 +253,16 @@ def test_the_controller_gets_its_share_as_name_at_server(admin: Admin) -> None:
     )
 
 
+def fetched(count: int) -> AssocSet:
+    """What the controller makes of dbd's reply giving it ``count`` of fluent@flex."""
+    remote = pb.RemoteLicense(name="fluent", server="flex", count=count)
+    return AssocSet.from_reply(pb.AssociationsReply(remote_licenses=[remote]))
+
+
 def test_the_store_merges_them_into_its_licenses_without_a_restart(tmp_path: Path) -> None:
     conf = slurm_conf("Licenses=matlab:2")
     store = JobStore(conf, Journal(str(tmp_path / "state")))
-    store.set_associations(AssocSet(remote_licenses={"fluent@flex": 25}))
+    store.set_associations(fetched(25))
     assert store.conf.licenses == (("matlab", 2), ("fluent@flex", 25))
     assert checked("fluent@flex:25", store.conf) == "fluent@flex:25"
     with pytest.raises(SlurmError):
@@ -266,7 +274,12 @@ def test_the_store_merges_them_into_its_licenses_without_a_restart(tmp_path: Pat
     ]
     store.apply_config(conf)  # scontrol reconfigure keeps what dbd sent
     assert store.conf.licenses == (("matlab", 2), ("fluent@flex", 25))
-    store.set_associations(AssocSet(remote_licenses={"fluent@flex": 10}))
+    store.set_associations(fetched(10))
     assert dict(store.reservation_cluster().licenses) == {"matlab": 2, "fluent@flex": 10}
+    asyncio.run(store.flush())
+    # After a restart the journaled set is in force before dbd answers again.
+    again = JobStore(conf, Journal(str(tmp_path / "state")))
+    again.load(0.0)
+    assert again.conf.licenses == (("matlab", 2), ("fluent@flex", 10))
     store.set_associations(AssocSet())
     assert store.conf.licenses == (("matlab", 2),)
