@@ -225,7 +225,7 @@ class Admin:
         """One sacctmgr request by ``caller`` (``admin``: root, SlurmUser)."""
         kind = {"assoc": "association"}.get(kind.lower(), kind.lower())
         if kind == "resource":
-            return self._resource(verb, where, values, commit, admin or self._is_admin(caller))
+            return self._resource(verb, where, values, commit, caller, admin)
         if kind not in SETTINGS:
             raise invalid(f"Unknown entity: {kind}")
         columns = tuple(s.header for s in SETTINGS[kind] if s.header)
@@ -251,16 +251,13 @@ class Admin:
                 session.rollback()
             return Answer(rows, columns, defaults)
 
-    def _is_admin(self, caller: str) -> bool:
-        with Session(self.engine) as session:
-            return self._admin_in(session, caller)
-
     def _resource(
         self,
         verb: str,
         where: Mapping[str, str],
         values: Mapping[str, str],
         commit: bool,
+        caller: str,
         admin: bool,
     ) -> Answer:
         """sacctmgr's resources (``dbd.resources``): any user lists them, as in Slurm;
@@ -275,7 +272,7 @@ class Admin:
             change = changes.get(verb)
             if change is None:
                 raise invalid(f"Unknown command: {verb}")
-            if not admin:
+            if not (admin or self._admin_in(session, caller)):
                 raise SlurmError(ESLURM_ACCESS_DENIED, "Access/permission denied")
             rows = change(session, where, values)
             if commit:

@@ -237,6 +237,12 @@ def test_only_administrators_change_resources_but_anyone_lists_them(admin: Admin
         run("delete", "resource", {"name": "fluent"}, {}, True, "alice", False)
     (row,) = run("list", "resource", {}, {}, False, "alice", False).rows
     assert row["Count"] == "4"
+    # An Operator of accounting may.
+    run("add", "user", {"name": "alice"}, {"account": "root", "adminlevel": "Operator"},
+        True, "root", True)  # fmt: skip
+    run("modify", "resource", {"name": "fluent"}, {"count": "9"}, True, "alice", False)
+    (row,) = run("list", "resource", {}, {}, False, "alice", False).rows
+    assert row["Count"] == "9"
 
 
 def test_the_controller_gets_its_share_as_name_at_server(admin: Admin) -> None:
