@@ -171,7 +171,9 @@ class AssocSet:
 
     ``reply`` is dbd's ``AssociationsReply`` as fetched, serialized: what the
     journal keeps, so that a newer controller re-reads it with its own
-    understanding of each field.
+    understanding of each field. ``remote_licenses``: the licenses served from
+    outside (``sacctmgr add resource``) this cluster may use, ``name@server`` ->
+    count (``controller.remotelicenses`` merges them into slurm.conf's).
     """
 
     assocs: tuple[Assoc, ...] = ()
@@ -180,6 +182,7 @@ class AssocSet:
     admin_levels: Mapping[str, str] = field(default_factory=dict)
     coordinators: Mapping[str, frozenset[str]] = field(default_factory=dict)
     reply: bytes = field(default=b"", compare=False)
+    remote_licenses: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_reply(cls, reply: pb.AssociationsReply) -> AssocSet:
@@ -193,6 +196,7 @@ class AssocSet:
             {u.name: u.admin_level for u in reply.users if u.admin_level in ADMIN_LEVELS},
             {user: frozenset(accounts) for user, accounts in coords.items()},
             reply.SerializeToString(deterministic=True),
+            {f"{r.name}@{r.server}": r.count for r in reply.remote_licenses},
         )
 
     @classmethod

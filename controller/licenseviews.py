@@ -1,6 +1,7 @@
 """``scontrol show licenses`` (the Licenses RPC): each license of slurm.conf's
-``Licenses=`` with its total, how many jobs hold now and how many active
-reservations keep for their jobs (``Reserved=``).
+``Licenses=`` and each remote one accounting serves (``Remote=yes``), with its
+total, how many jobs hold now and how many active reservations keep for their
+jobs (``Reserved=``).
 
 A job holds its licenses from its start until it has ended: running, suspended
 (Slurm keeps a suspended job's licenses) or completing, the jobs that hold nodes.
@@ -11,7 +12,7 @@ Also here: which of a job's licenses its TRES lists carry (sacct's ``license/flu
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from controller.core.snapshot import ResvView
 from controller.holdings import holds_nodes
@@ -55,16 +56,24 @@ def reserved(reservations: Iterable[ResvView], now: int) -> dict[str, int]:
 
 
 def licenses_reply(
-    conf: SlurmConfig, jobs: Iterable[Job], kept: Mapping[str, int] | None = None
+    conf: SlurmConfig,
+    jobs: Iterable[Job],
+    kept: Mapping[str, int] | None = None,
+    remote: Collection[str] = (),
 ) -> pb.LicensesReply:
     """Every configured license, sorted by name as scontrol lists them; ``kept``: what
-    active reservations keep of each (``reserved``)."""
+    active reservations keep of each (``reserved``); ``remote``: the names accounting
+    serves (``Remote=yes``)."""
     held = used(jobs)
     kept = kept or {}
     return pb.LicensesReply(
         licenses=[
             pb.LicenseInfo(
-                name=name, total=total, used=held.get(name, 0), reserved=kept.get(name, 0)
+                name=name,
+                total=total,
+                used=held.get(name, 0),
+                reserved=kept.get(name, 0),
+                remote=name in remote,
             )
             for name, total in sorted(conf.licenses)
         ]

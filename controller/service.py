@@ -416,7 +416,10 @@ class Handlers:
         """``scontrol show licenses``: each license's total and what jobs hold (any
         user: counts per license, no user's data)."""
         kept = licenseviews.reserved(self.store.reservations.views(), self.now())
-        return licenseviews.licenses_reply(self.store.conf, self.store.jobs.values(), kept)
+        remote = (self.store.associations or AssocSet()).remote_licenses
+        return licenseviews.licenses_reply(
+            self.store.conf, self.store.jobs.values(), kept, remote.keys()
+        )
 
     async def AssocMgr(self, req: pb.AssocMgrRequest, who: Principal) -> pb.AssocMgrReply:
         """``scontrol show assoc_mgr``: the cached associations, users and QOS with

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from controller import (
@@ -42,6 +42,7 @@ from controller import (
     jobstate,
     mail,
     nodefeatures,
+    remotelicenses,
     snapshots,
     steps,
 )
@@ -122,6 +123,8 @@ class JobStore:
         """Adopt a (re)loaded slurm.conf; nodes keep their runtime state (and the
         features an administrator gave them: ``controller/nodefeatures.py``)."""
         conf = nodefeatures.applied(conf, self.nodes)
+        self.local_licenses = conf.licenses  # slurm.conf's, before the remote ones join
+        conf = replace(conf, licenses=remotelicenses.merged(conf.licenses, self._remote()))
         self.conf = self.durable.conf = conf
         self.capacity = Capacity(conf)
         self.enforce = associations.enforcing(conf.accounting.enforce)
@@ -171,6 +174,7 @@ class JobStore:
                 log.warning("saved associations not read (%s): waiting for dbd's", exc)
             else:
                 self.associations = self.priorities.associations = assocs
+                self._adopt_remote_licenses()
         if RESERVATIONS_KEY in loaded.meta:
             self.reservations = ReservationBook.from_json(loaded.meta[RESERVATIONS_KEY])
         if CRONTABS_KEY in loaded.meta:
@@ -229,6 +233,18 @@ class JobStore:
         self.associations = self.priorities.associations = assocs
         self.priorities.last_calc = 0  # new shares: recompute at the next cycle
         self.durable.keep(ASSOCIATIONS_KEY, assocs.to_json())
+        self._adopt_remote_licenses()
+
+    def _remote(self) -> Mapping[str, int]:
+        return self.associations.remote_licenses if self.associations is not None else {}
+
+    def _adopt_remote_licenses(self) -> None:
+        """Merge dbd's newest remote licenses into the configuration's licenses
+        (``controller.remotelicenses``): they take effect without a restart."""
+        licenses = remotelicenses.merged(self.local_licenses, self._remote())
+        if licenses != self.conf.licenses:
+            self.conf = self.durable.conf = replace(self.conf, licenses=licenses)
+            self.capacity = Capacity(self.conf)
 
     def _touch_node(self, node: NodeRuntime) -> None:
         cpus = self.conf.node(node.name).cpus if node.name in self.capacity.nodes else 0

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
-from dbd import entities, reservations
+from dbd import entities, reservations, resources
 from dbd.entities import DEFAULT_COLUMNS, SETTINGS, Setting, invalid, names
 from dbd.models import (
     Account,
@@ -224,6 +224,8 @@ class Admin:
     ) -> Answer:
         """One sacctmgr request by ``caller`` (``admin``: root, SlurmUser)."""
         kind = {"assoc": "association"}.get(kind.lower(), kind.lower())
+        if kind == "resource":
+            return self._resource(verb, where, values, commit, caller, admin)
         if kind not in SETTINGS:
             raise invalid(f"Unknown entity: {kind}")
         columns = tuple(s.header for s in SETTINGS[kind] if s.header)
@@ -248,6 +250,36 @@ class Admin:
             else:
                 session.rollback()
             return Answer(rows, columns, defaults)
+
+    def _resource(
+        self,
+        verb: str,
+        where: Mapping[str, str],
+        values: Mapping[str, str],
+        commit: bool,
+        caller: str,
+        admin: bool,
+    ) -> Answer:
+        """sacctmgr's resources (``dbd.resources``): any user lists them, as in Slurm;
+        only administrators change them (no coordinator: they belong to no account)."""
+        where = {entities.canonical(k): v for k, v in where.items()}
+        values = {entities.canonical(k): v for k, v in values.items()}
+        with Session(self.engine) as session:
+            if verb == "list":
+                rows = resources.listed(session, where)
+                return Answer(rows, resources.COLUMNS, ())
+            changes = {"add": resources.add, "modify": resources.modify, "delete": resources.delete}
+            change = changes.get(verb)
+            if change is None:
+                raise invalid(f"Unknown command: {verb}")
+            if not (admin or self._admin_in(session, caller)):
+                raise SlurmError(ESLURM_ACCESS_DENIED, "Access/permission denied")
+            rows = change(session, where, values)
+            if commit:
+                session.commit()
+            else:
+                session.rollback()
+            return Answer(rows, resources.COLUMNS, ())
 
     @staticmethod
     def _admin_in(session: Session, caller: str) -> bool:

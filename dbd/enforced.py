@@ -1,4 +1,5 @@
-"""What a controller enforces, as typed messages: associations, users, QOS, coordinators.
+"""What a controller enforces, as typed messages: associations, users, QOS, coordinators,
+and the remote licenses (``dbd.resources``) its cluster may use.
 
 slurmctld keeps an association cache filled from slurmdbd; Corral's controller
 asks ``Associations`` every few seconds (``controller.accounting``). The reply
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from corral.units import parse_tres_limits
 from corral.wire import corral_pb2 as pb
+from dbd import resources
 from dbd.models import Association, Coordinator, Limits, Qos, User
 
 #: The optional count and minute columns of ``Limits`` that both messages carry.
@@ -151,5 +153,9 @@ def _reply(session: Session, cluster: str) -> pb.AssociationsReply:
             for c in session.scalars(
                 select(Coordinator).order_by(Coordinator.user, Coordinator.account)
             )
+        ],
+        remote_licenses=[
+            pb.RemoteLicense(name=name, server=server, count=count)
+            for name, server, count in resources.allowed(session, cluster)
         ],
     )

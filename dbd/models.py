@@ -374,3 +374,32 @@ class Tres(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(64))  # gres, license, bb
     name: Mapped[str] = mapped_column(String(255))  # gpu, gpu:a100
+
+
+class Resource(Base):
+    """A license served from outside the clusters (``sacctmgr add resource``): ``count``
+    of ``name`` on ``server``, shared among the clusters given a percentage of it
+    (``ResourceCluster``). Each such cluster's controller offers its share as license
+    ``name@server``, as slurmctld does with Slurm's remote licenses.
+    """
+
+    __tablename__ = "resources"
+    __table_args__ = (UniqueConstraint("name", "server", name="uq_resources_identity"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64))
+    server: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(255), default="")
+    server_type: Mapped[str] = mapped_column(String(64), default="")  # ServerType= (manager)
+    count: Mapped[int] = mapped_column(Integer, default=0)
+    type: Mapped[str] = mapped_column(String(16), default="License")  # the only type Slurm has
+
+
+class ResourceCluster(Base):
+    """The percentage of resource ``resource_id`` that cluster ``cluster`` may use."""
+
+    __tablename__ = "resource_clusters"
+
+    resource_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cluster: Mapped[str] = mapped_column(String(64), primary_key=True)
+    percent_allowed: Mapped[int] = mapped_column(Integer, default=0)

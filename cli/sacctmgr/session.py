@@ -25,6 +25,7 @@ from cli.command import Command
 from cli.halt import Halt
 from cli.options import OPTIONAL, REFUSED, Option, OptionTable
 from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2
+from cli.sacctmgr import resourcetext
 from cli.sacctmgr.fields import (
     Field,
     FieldError,
@@ -103,9 +104,9 @@ sacctmgr [<OPTION>] [<COMMAND>]
      version                  display tool version number.
      !!                       Repeat the last command entered.
 
-  <ENTITY> may be "account", "association", "cluster", "qos", "tres"
-           or "user" (add, modify and delete: "account", "cluster", "qos"
-           or "user").
+  <ENTITY> may be "account", "association", "cluster", "qos", "resource",
+           "tres" or "user" (add, modify and delete: "account", "cluster",
+           "qos", "resource" or "user").
 
   <SPECS> are options to identify the entity: Name=, Cluster=, Account=,
           User=, Partition=, Parent=, ... ; with modify, the words "where"
@@ -159,6 +160,7 @@ DEFAULT_FORMATS = {
         "MaxJ,MaxTRES,MaxTRESPerN,MaxS,MaxW,MaxTRESMins,QOS,DefaultQOS,GrpTRESRunMins"
     ),
     "tres": "Type,Name%15,ID",
+    "resource": "Name,Server,Type,Count,Allocated,ServerType",
 }
 #: Columns Slurm adds to its defaults for ``withassoc``, ``withcoord``, ``withfed``.
 _WITH_ASSOC = {
@@ -433,6 +435,8 @@ class Session:
             extra.extend(_WITH_ASSOC[kind].split(","))
         if "withfed" in where and kind == "cluster":
             extra.extend(_WITH_FED.split(","))
+        if "withclusters" in where and kind == "resource":
+            extra.extend(("Cluster", "Allowed"))
         headers = {field.header for field in columns}
         for field in parse_format(extra):
             if field.header not in headers:
@@ -526,6 +530,8 @@ def _default_field(kind: str, name: str) -> Field:
 def _check(request: Request) -> None:
     """What Slurm refuses before asking the daemon anything."""
     kind, verb = request.kind, request.verb
+    if kind == "resource":
+        resourcetext.check(request)
     if verb == "add":
         if not request.names():
             raise Halt(1, f" Need name of {kind} to add.")
@@ -548,6 +554,8 @@ def _check(request: Request) -> None:
 
 def describe(request: Request, rows: Sequence[Mapping[str, str]]) -> Outcome:
     """The description of a change for its verb."""
+    if request.kind == "resource":
+        return resourcetext.describe(request, rows)
     if request.verb == "add":
         return describe_add(request, rows)
     if request.verb == "modify":

@@ -193,6 +193,7 @@ _FLAGS = frozenset(
         "withsubaccounts",
         "withfed",
         "wolimits",
+        "withclusters",
     )
 )
 

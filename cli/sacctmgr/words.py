@@ -37,7 +37,7 @@ _ADD_ENTITIES: _Entities = (
     ("Coordinator", 2, "coordinator"),
     ("Federation", 1, None),
     ("QOS", 1, "qos"),
-    ("Resource", 1, None),
+    ("Resource", 1, "resource"),
     ("User", 1, "user"),
 )
 _LIST_ENTITIES: _Entities = (
@@ -54,7 +54,7 @@ _LIST_ENTITIES: _Entities = (
     ("OrphanJobs", 1, None),
     ("LostJobs", 1, None),
     ("QOS", 1, "qos"),
-    ("Resource", 4, None),
+    ("Resource", 4, "resource"),
     ("Reservations", 4, "reservation"),
     ("Resv", 4, "reservation"),
     ("Stats", 1, None),
@@ -71,7 +71,7 @@ _MODIFY_ENTITIES: _Entities = (
     ("Federation", 1, None),
     ("Job", 1, None),
     ("QOSs", 1, "qos"),
-    ("Resource", 1, None),
+    ("Resource", 1, "resource"),
     ("Users", 1, "user"),
 )
 _DELETE_ENTITIES: _Entities = (
@@ -81,7 +81,7 @@ _DELETE_ENTITIES: _Entities = (
     ("Coordinators", 2, "coordinator"),
     ("Federations", 1, None),
     ("QOS", 2, "qos"),
-    ("Resource", 1, None),
+    ("Resource", 1, "resource"),
     ("Users", 1, "user"),
 )
 
@@ -243,7 +243,10 @@ LIST_KEYS = frozenset(
         "parent",
         "partition",
         "qos",
+        "percentallowed",
         "rpc",
+        "server",
+        "servertype",
         "type",
         "user",
         "wckeys",
@@ -251,7 +254,17 @@ LIST_KEYS = frozenset(
 )
 #: Settings Slurm lower-cases (``strip_quotes(..., make_lower)``).
 _LOWER_SETTINGS = frozenset(
-    ("defaultaccount", "defaultwckey", "description", "newname", "organization", "parent")
+    (
+        "defaultaccount",
+        "defaultwckey",
+        "description",
+        "newname",
+        "organization",
+        "parent",
+        "server",
+        "servertype",
+        "type",
+    )
 )
 #: Settings that are lists (names of what to add, where to add it).
 _LIST_SETTINGS = frozenset(("account", "cluster", "name", "partition", "wckeys"))
@@ -506,6 +519,43 @@ COORDINATOR_COND = Grammar(
     bare="name",
 )
 
+_RESOURCE_REC: _Keys = (
+    ("Names/1 Resources/1", "name"),
+    ("Clusters/1", "cluster"),
+    ("Count/3", "count"),
+    ("Description/1", "description"),
+    ("Server/1", "server"),
+    ("ServerType/1", "servertype"),
+    ("PercentAllowed/1", "percentallowed"),
+    ("Type/1", "type"),
+)
+RESOURCE_COND = Grammar(
+    (
+        ("Names/1", "name"),
+        ("Clusters/1", "cluster"),
+        ("Descriptions/1", "description"),
+        ("Format/1", "format"),
+        ("Ids/1", "id"),
+        ("PercentAllowed/1", "percentallowed"),
+        ("ServerType/7", "servertype"),
+        ("Server/2", "server"),
+    ),
+    " Unknown condition: {}\n Use keyword 'set' to modify SLURM_PRINT_VALUE",
+    flags=(("WithDeleted/5", "withdeleted"), ("WithClusters/5", "withclusters")),
+)
+RESOURCE_ADD = Grammar(_RESOURCE_REC, _UNKNOWN_OPTION)
+_NOT_MODIFIED = "sacctmgr: error: modify resource {} is not supported by Corral"
+RESOURCE_SET = Grammar(
+    (("Names/1 Resources/1", ""), *_RESOURCE_REC[1:]),
+    _UNKNOWN_OPTION,
+    bare="",
+    errors={
+        "cluster": " Can't modify the cluster of an resource",
+        "server": _NOT_MODIFIED.format("Server="),
+        "type": _NOT_MODIFIED.format("Type="),
+    },
+)
+
 #: ``(kind, part)`` → grammar; part is ``cond`` (list, delete, modify's where),
 #: ``set`` (modify's set) or ``add``.
 GRAMMARS: dict[tuple[str, str], Grammar] = {
@@ -527,6 +577,9 @@ GRAMMARS: dict[tuple[str, str], Grammar] = {
     ("reservation", "cond"): RESERVATION_LIST,
     ("coordinator", "cond"): COORDINATOR_COND,
     ("coordinator", "add"): COORDINATOR_COND,
+    ("resource", "cond"): RESOURCE_COND,
+    ("resource", "add"): RESOURCE_ADD,
+    ("resource", "set"): RESOURCE_SET,
 }
 
 
