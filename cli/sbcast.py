@@ -9,8 +9,8 @@ the other and each waits for every node, so the first node's failure stops the
 copy, reported as Slurm reports it (``REQUEST_FILE_BCAST(node): File exists``).
 
 Options as Slurm 22.05's, with its SBCAST_* environment variables under them.
-Compression: ``zlib`` (Python's own) and ``none``; ``lz4``, Slurm's default, is
-refused because no lz4 library is part of Corral. ``--send-libs`` is refused
+Compression: ``lz4`` (Slurm's default and only one, LZ4 frames) and ``none``;
+also ``zlib`` (Python's own), which Slurm 22.05 no longer has. ``--send-libs`` is refused
 (Corral has no shared-object discovery); ``-F`` has no effect (the controller
 sends each block to all agents at once, no tree of fan-outs) and ``--exclude``
 only matters with ``--send-libs``. A DEST that is not absolute is made so
@@ -69,7 +69,7 @@ Help options:
 
 TABLE = OptionTable(
     [
-        Option("compress", "C", "compress", OPTIONAL, note="zlib and none; lz4 is refused"),
+        Option("compress", "C", "compress", OPTIONAL, note="lz4 (the default), none, and zlib"),
         Option(
             "exclude",
             "",
@@ -144,20 +144,14 @@ class Params:
 
 
 def compression(value: str | None) -> str:
-    """``-C``'s library: "zlib" or "" (none); Halt for lz4, which is not here.
+    """``-C``'s library: "lz4" (the default), "zlib" or "" (none).
 
     An unknown name is Slurm's warning, and the file goes uncompressed, as there."""
     name = "lz4" if value is None or value == "" else value.lower()
-    if name == "zlib":
-        return "zlib"
+    if name in ("lz4", "zlib"):
+        return name
     if name == "none":
         return ""
-    if name == "lz4":
-        raise Halt(
-            1,
-            f"{PROG}: error: Compression type 'lz4' is not supported here: no lz4 library; "
-            "use --compress=zlib",
-        )
     print(
         f"{PROG}: error: Compression type '{value}' unknown, disabling compression support.",
         file=sys.stderr,
@@ -285,11 +279,24 @@ def _open(path: str) -> BinaryIO:
     return handle
 
 
+def pack(data: bytes, compress: str) -> bytes:
+    """A block as sent: compressed as ``-C`` asked (the agent's ``bcastwrite.unpack``
+    undoes it). lz4 is imported only here: sbcast without -C does not pay for it."""
+    if compress == "lz4":
+        import lz4.frame
+
+        packed: bytes = lz4.frame.compress(data)
+        return packed
+    if compress == "zlib":
+        return zlib.compress(data)
+    return data
+
+
 def _request(
     params: Params, info: os.stat_result, offset: int, data: bytes, last: bool
 ) -> dict[str, object]:
     """One block's BroadcastRequest (the codec's dict)."""
-    packed = zlib.compress(data) if params.compress == "zlib" else data
+    packed = pack(data, params.compress)
     return {
         "job_id": params.job_id,
         "step": params.step,

@@ -64,8 +64,18 @@ def write_block(
 def unpack(data: bytes, compress: str, size: int) -> bytes:
     """The block as it was before the client compressed it; ValueError if it is not
     ``size`` bytes long then."""
-    if compress == "zlib":
-        data = zlib.decompress(data)
+    if compress == "lz4":
+        import lz4.frame
+
+        try:
+            data = lz4.frame.decompress(data)
+        except RuntimeError as exc:  # python-lz4's word for a frame it cannot read
+            raise ValueError(f"not an LZ4 frame: {exc}") from None
+    elif compress == "zlib":
+        try:
+            data = zlib.decompress(data)
+        except zlib.error as exc:
+            raise ValueError(f"not zlib data: {exc}") from None
     elif compress:
         raise ValueError(f"compression type {compress!r} not supported")
     if len(data) != size:

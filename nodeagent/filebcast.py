@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 
 from corral.wire import corral_pb2 as pb
+from nodeagent.bcastwrite import unpack
 from nodeagent.process import supervisor_environment
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,17 @@ async def write(
     The child is started with posix_spawn (vfork underneath), as supervisors are
     (``nodeagent/process.py``): a fork of this multithreaded gRPC process is what
     the agent never does. The block reaches the child's standard input from a
-    memory file, its complaint comes back on a pipe."""
+    memory file, its complaint comes back on a pipe. An lz4 block is unpacked here:
+    the child runs without site-packages (-S), where python-lz4 lives."""
+    if block.compress == "lz4":
+        try:
+            raw = unpack(block.data, "lz4", block.size)
+        except ValueError as exc:
+            return {-1: OSError(errno.EINVAL, str(exc))}
+        plain = pb.BroadcastRequest()
+        plain.CopyFrom(block)
+        plain.data, plain.compress = raw, ""
+        block = plain
     data = os.memfd_create("sbcast-block", os.MFD_CLOEXEC)
     said_r, said_w = os.pipe()
     try:

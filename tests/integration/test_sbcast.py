@@ -87,7 +87,7 @@ def test_existing_file_needs_force(cluster: Cluster, job: int, shared: Path) -> 
     assert "sbcast: error: REQUEST_FILE_BCAST(node1): File exists" in again.stderr
     source.write_bytes(b"second, compressed")
     os.utime(source, (1_600_000_000, 1_600_000_000))
-    cluster.run("sbcast", "-f", "-p", "--compress=zlib", "-j", str(job), str(source), dest)
+    cluster.run("sbcast", "-f", "-p", "-C", "-j", str(job), str(source), dest)  # lz4
     for node in ("node1", "node2"):
         copy = shared / f"data.{node}"
         assert copy.read_bytes() == b"second, compressed"

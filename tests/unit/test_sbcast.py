@@ -58,12 +58,11 @@ def test_no_job_and_wrong_file_counts_in_slurms_words(capsys: pytest.CaptureFixt
     assert halt.value.lines[0] == "Need two file names, have 3 names"
 
 
-def test_lz4_is_refused_and_an_unknown_library_sends_uncompressed(
+def test_lz4_is_the_default_and_an_unknown_library_sends_uncompressed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with pytest.raises(Halt) as halt:
-        _parse("-C", "-j", "1", "a", "/b")
-    assert "Compression type 'lz4'" in halt.value.lines[0]
+    assert _parse("-C", "-j", "1", "a", "/b").compress == "lz4"
+    assert _parse("--compress=none", "-j", "1", "a", "/b").compress == ""
     assert _parse("--compress=foo", "-j", "1", "a", "/b").compress == ""
     assert "Compression type 'foo' unknown, disabling compression support." in (
         capsys.readouterr().err
@@ -222,8 +221,11 @@ def test_unpack() -> None:
     assert bcastwrite.unpack(zlib.compress(b"data"), "zlib", 4) == b"data"
     with pytest.raises(ValueError):
         bcastwrite.unpack(b"data", "", 5)
+    assert bcastwrite.unpack(sbcast.pack(b"data" * 100, "lz4"), "lz4", 400) == b"data" * 100
     with pytest.raises(ValueError):
-        bcastwrite.unpack(b"data", "lz4", 4)
+        bcastwrite.unpack(b"data", "lz4", 4)  # not an LZ4 frame
+    with pytest.raises(ValueError):
+        bcastwrite.unpack(b"data", "bz2", 4)
 
 
 def test_the_agent_writes_each_nodes_path_through_the_child(tmp_path: Path) -> None:
