@@ -367,9 +367,9 @@ class Durability:
             log.error(
                 "journal: cannot write %s: %s; refusing changes until it can",
                 self.journal.path,
-                exc.detail,
+                exc.reason,
             )
-        self.failure = exc.detail
+        self.failure = exc.reason
         self._writable.clear()
         if self._retrying is None:
             self._retrying = asyncio.create_task(self._retry())

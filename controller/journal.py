@@ -59,12 +59,13 @@ class JournalWriteError(SlurmError):
 
     A Slurm error so that the client whose change it held is told in Slurm's
     words, as slurmctld refuses a job whose script it cannot save in a full
-    StateSaveLocation; ``detail`` is SQLite's reason, for the log.
+    StateSaveLocation; ``reason`` is SQLite's, for the log (not ``detail``, which a
+    client prints before the errno's message: Slurm's client says nothing of it).
     """
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, reason: str) -> None:
         super().__init__(errors.ESLURM_WRITING_TO_FILE)
-        self.detail = detail
+        self.reason = reason
 
 
 _NODE_KEEP = (

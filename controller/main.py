@@ -152,7 +152,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
         log.error(
             "journal: %s not written at shutdown (%s): none of it was acknowledged",
             journal.path,
-            exc.detail,
+            exc.reason,
         )
     journal.close()
 
