@@ -24,7 +24,7 @@ import os
 import sqlite3
 import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from controller.jobstate import JobState, Reason
 from controller.model import Job, NodeRuntime, Payload, Step
@@ -105,6 +105,15 @@ def job_to_row(job: Job) -> str:
     if job.steps:
         record["steps"] = [asdict(step) for step in job.steps]
     return json.dumps(record, separators=(",", ":"))
+
+
+R = TypeVar("R")
+
+
+def record_from_row(cls: type[R], row: dict[str, Any]) -> R:
+    """A frozen record (a reservation, a trigger) from its ``asdict`` row in the
+    journal's JSON: JSON's lists back to the tuples the record holds."""
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})
 
 
 def job_from_row(text: str) -> Job:

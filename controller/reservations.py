@@ -29,9 +29,9 @@ import json
 import pwd
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 from controller.core.snapshot import ResvView
+from controller.journal import record_from_row
 from corral import errors, hostlist, timefmt
 from corral.errors import SlurmError
 from corral.licenses import LicenseSyntaxError, format_licenses
@@ -201,10 +201,7 @@ class ReservationBook:
         book = cls()
         book.next_id = int(data["next_id"])
         for row in data["reservations"]:
-            fields: dict[str, Any] = {
-                k: tuple(v) if isinstance(v, list) else v for k, v in row.items()
-            }
-            resv = Reservation(**fields)
+            resv = record_from_row(Reservation, row)
             book.by_name[resv.name] = resv
         return book
 

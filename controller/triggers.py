@@ -30,11 +30,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 from controller.drain import usable
 from controller.holdings import holds_nodes
 from controller.jobstate import COMPLETING, JobState
+from controller.journal import record_from_row
 from controller.model import Job, NodeRuntime
 from corral import errors, hostlist
 from corral.errors import SlurmError
@@ -294,9 +294,6 @@ class TriggerBook:
         book = cls()
         book.next_id = int(data["next_id"])
         for row in data["triggers"]:
-            fields: dict[str, Any] = {
-                k: tuple(v) if isinstance(v, list) else v for k, v in row.items()
-            }
-            trigger = Trigger(**fields)
+            trigger = record_from_row(Trigger, row)
             book.by_id[trigger.id] = trigger
         return book
