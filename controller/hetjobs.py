@@ -175,13 +175,14 @@ def end_with_leader(store: JobStore, leader: Job, now: int, by: int = -1) -> Non
 def orphans(store: JobStore, now: int) -> list[Job]:
     """Components whose leader has ended or is completing (its script exited, it timed
     out, a node failed): ended with it, as Slurm ends a heterogeneous job as one."""
-    ended = [
-        j
-        for j in store.jobs.values()
-        if j.het_job_id == j.job_id and (j.state.finished or COMPLETING in j.flags)
-    ]
     done = []
-    for leader in ended:
+    for leader_id in list(store.het_leaders):
+        leader = store.jobs.get(leader_id)
+        if leader is None:  # purged: nothing of it is left to end
+            store.het_leaders.discard(leader_id)
+            continue
+        if not (leader.state.finished or COMPLETING in leader.flags):
+            continue
         if any(True for _ in followers(store.jobs, leader)):
             end_with_leader(store, leader, now)
             done.append(leader)

@@ -116,10 +116,11 @@ def advance(store: JobStore, now: int) -> bool:
     """Issue the reboots whose nodes are idle and give up on those gone too long;
     whether any node changed."""
     changed = False
+    rebooting = [(name, node) for name, node in store.nodes.items() if node.reboot]
+    if not rebooting:  # every cycle: the common case costs one look at each node
+        return False
     timeout = resume_timeout(dict(store.conf.settings))
-    for name, node in list(store.nodes.items()):
-        if not node.reboot:
-            continue
+    for name, node in rebooting:
         if due(node, bool(store.jobs_on(name))):
             log.info("node %s: RebootProgram issued", name)
             store.change_node(issued(node, now), now)

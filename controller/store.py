@@ -106,6 +106,9 @@ class JobStore:
         self.associations: AssocSet | None = None
         self.reservations = ReservationBook()
         self.crontabs = CronBook()  # scrontab's, by uid (controller/crontabs.py)
+        # Leaders of heterogeneous jobs whose components may outlive them: what each
+        # cycle's ``hetjobs.orphans`` looks at, instead of every job.
+        self.het_leaders: set[int] = set()
         self.triggers = TriggerBook()
         self.enforce: frozenset[str] = frozenset()
         self.priorities = PriorityKeeper(conf)
@@ -182,6 +185,7 @@ class JobStore:
         if TRIGGERS_KEY in loaded.meta:
             self.triggers = TriggerBook.from_json(loaded.meta[TRIGGERS_KEY])
         self.durable.restore(loaded)
+        self.het_leaders = {j.job_id for j in self.jobs.values() if j.het_job_id == j.job_id}
         if PARTITION_STATE_KEY in loaded.meta:
             self.partition_state = dict(json.loads(loaded.meta[PARTITION_STATE_KEY]))
         self.next_job_id = max(
@@ -293,6 +297,7 @@ class JobStore:
             self._admit(spec, who, now, first + offset)
             for offset, spec in enumerate(hetjobs.component_specs(specs))
         ]
+        self.het_leaders.add(first)
         return [self._record(hetjobs.component(a, first, len(specs))) for a in admitted]
 
     def _admit(self, spec: JobSpec, who: Principal, now: int, job_id: int) -> Admitted:

@@ -120,3 +120,20 @@ def test_a_spanning_step_is_all_or_nothing_and_only_its_owners(store: JobStore) 
     with pytest.raises(SlurmError) as refused:  # the same component twice is not a het step
         store.create_het_step([_part(100), _part(100)], ROOT)
     assert refused.value.code == ESLURM_INVALID_JOB_ID
+
+
+def test_each_cycle_ends_the_components_of_an_ended_leader_also_after_a_restart(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """``orphans`` (the loop's) looks only at the heterogeneous leaders the store
+    keeps, from submission or, after a restart, from the journal's jobs."""
+    _submit(store, {"hold": True})
+    assert hetjobs.orphans(store, 110) == []  # the leader has not ended
+    asyncio.run(store.flush())
+    store.journal.close()
+    again = _store(tmp_path)
+    assert again.het_leaders == {100}
+    again.post(100, Cancel(120, 0))
+    assert [j.job_id for j in hetjobs.orphans(again, 120)] == [100]
+    assert again.jobs[101].state is JobState.CANCELLED
+    assert hetjobs.orphans(again, 121) == []  # nothing left to end
