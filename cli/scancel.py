@@ -14,7 +14,7 @@ import os
 import sys
 
 from cli import boundary
-from cli.command import THIS_CLUSTER, Command, known_user, only_this_cluster
+from cli.command import Command, known_user
 from cli.halt import Halt
 from cli.jobs import statenames
 from cli.jobs.ids import InvalidJobId, cancel_ids
@@ -68,8 +68,8 @@ TABLE = OptionTable(
         Option("help", "", "help"),
         Option("hurry", "H", "hurry", use=WARNED, note="burst buffers are not implemented"),
         Option("interactive", "i", "interactive"),
-        Option("cluster", "M", "cluster", REQUIRED, note=THIS_CLUSTER),
-        Option("cluster", "", "clusters", REQUIRED, note=THIS_CLUSTER),
+        Option("cluster", "M", "cluster", REQUIRED),
+        Option("cluster", "", "clusters", REQUIRED),
         Option("name", "n", "name", REQUIRED),
         Option("name", "", "jobname", REQUIRED),
         Option("me", "", "me"),
@@ -121,6 +121,7 @@ class Settings:
     __slots__ = (
         "account",
         "batch",
+        "cluster",
         "full",
         "interactive",
         "job_ids",
@@ -143,6 +144,7 @@ class Settings:
         self.partition: str = ""
         self.qos: str = ""
         self.reservation: str = ""
+        self.cluster: str = ""  # -M: the cluster whose jobs these are
         self.state: str = ""
         self.user: str = ""
         self.signal: int | None = None
@@ -252,7 +254,7 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
         elif key in ("name", "nodelist", "partition", "reservation", "user"):
             setattr(settings, key, text)
         elif key == "cluster":
-            only_this_cluster(PROG, text)
+            settings.cluster = text
         elif key == "me":
             settings.user = str(os.getuid())
         elif key in ("batch", "full", "interactive"):
@@ -376,7 +378,10 @@ def scancel(argv: list[str]) -> int:
         settings = parse_settings(argv, os.environ)
     except Halt as halt:
         return halt.report()
-    client = boundary.connect()
+    from cli import clusters
+
+    wanted = settings.cluster or os.environ.get("SLURM_CLUSTERS", "")
+    client = clusters.one(PROG, wanted) if wanted else boundary.connect()
     job_ids = settings.job_ids
     if settings.interactive:
         job_ids = _confirmed(client, settings)

@@ -13,7 +13,7 @@ import os
 import sys
 
 from cli import boundary, scontrolassoc, scontroljobs, scontrolreboot
-from cli.command import THIS_CLUSTER, Command, only_this_cluster
+from cli.command import Command
 from cli.halt import Halt
 from cli.jobs.ids import job_id_list
 from cli.jobs.record import record as job_record
@@ -80,8 +80,8 @@ scontrol [<OPTION>] [<COMMAND>]
 TABLE = OptionTable(
     [
         Option("all", "a", "all"),
-        Option("cluster", "M", "cluster", REQUIRED, note=THIS_CLUSTER),
-        Option("cluster", "", "clusters", REQUIRED, note=THIS_CLUSTER),
+        Option("cluster", "M", "cluster", REQUIRED),
+        Option("cluster", "", "clusters", REQUIRED),
         Option("details", "d", "details"),
         Option("future", "F", "future", use=WARNED, note="FUTURE nodes are not shown apart"),
         Option("help", "h", "help"),
@@ -145,6 +145,10 @@ class Session:
         if self._client is None:
             self._client = boundary.connect()
         return self._client
+
+    def use(self, client: Any) -> None:
+        """Talk to ``client``'s controller (``-M``) rather than this cluster's."""
+        self._client = client
 
     def call(self, method: str, request: dict[str, Any]) -> Any:
         return self.client().call(method, request)
@@ -985,13 +989,16 @@ def scontrol(argv: list[str]) -> int:
     """Run scontrol with ``argv``; return the exit status."""
     try:
         found, words = COMMAND.parse(argv)
-        for opt, value in found:
+        for opt, _ in found:
             COMMAND.answer(opt.key)
+        session = Session()
+        for opt, value in found:
             if opt.key == "cluster":
-                only_this_cluster(PROG, value or "")
+                from cli import clusters
+
+                session.use(clusters.one(PROG, value or ""))
     except Halt as halt:
         return halt.report()
-    session = Session()
     for opt, _ in found:
         key = opt.key
         if key == "oneliner":

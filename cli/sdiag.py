@@ -13,7 +13,7 @@ import sys
 import time
 
 from cli import boundary
-from cli.command import THIS_CLUSTER, Command, only_this_cluster
+from cli.command import Command
 from cli.halt import Halt
 from cli.options import REQUIRED, Option, OptionTable
 from corral.errors import SlurmError
@@ -45,7 +45,7 @@ Help options:
 TABLE = OptionTable(
     [
         Option("all", "a", "all", note="the default: every figure"),
-        Option("cluster", "M", "cluster", REQUIRED, note=THIS_CLUSTER),
+        Option("cluster", "M", "cluster", REQUIRED),
         Option("reset", "r", "reset"),
         Option("by_id", "i", "sort-by-id"),
         Option("by_time", "t", "sort-by-time"),
@@ -184,13 +184,13 @@ def sdiag(argv: list[str]) -> int:
     """Run sdiag with ``argv``; return the exit status."""
     try:
         found, positional = COMMAND.parse(argv)
-        reset, sort = False, "count"
+        reset, sort, cluster = False, "count", ""
         for opt, value in found:
             COMMAND.answer(opt.key)
             if opt.key == "reset":
                 reset = True
             elif opt.key == "cluster":
-                only_this_cluster(PROG, value or "")
+                cluster = value or ""
             elif opt.key in ("by_id", "by_time", "by_time2"):
                 sort = {"by_id": "id", "by_time": "time", "by_time2": "time2"}[opt.key]
         if positional:
@@ -198,7 +198,9 @@ def sdiag(argv: list[str]) -> int:
             return 1
     except Halt as halt:
         return halt.report()
-    client = boundary.connect()
+    from cli import clusters
+
+    client = clusters.one(PROG, cluster) if cluster else boundary.connect()
     try:
         reply = client.call("Diag", {"reset": reset})
     except SlurmError as exc:

@@ -94,7 +94,9 @@ TABLE = OptionTable(
         Option("hide", "", "hide"),
         Option("iterate", "i", "iterate", REQUIRED),
         Option("json", "", "json", OPTIONAL, note=_DUMP_NOTE),
-        Option("local", "", "local", note="one cluster: always local"),
+        Option("local", "", "local", note="this cluster only, unless -M names others"),
+        Option("clusters", "M", "clusters", REQUIRED),
+        Option("clusters", "", "cluster", REQUIRED),
         Option("long", "l", "long"),
         Option("nodes", "n", "nodes", REQUIRED),
         Option("noconvert", "", "noconvert", use=WARNED, note="sizes are shown as they are"),
@@ -130,6 +132,7 @@ class Settings:
 
     __slots__ = (
         "all",
+        "clusters",
         "dead",
         "default_format",
         "dump",
@@ -152,6 +155,7 @@ class Settings:
     )
 
     def __init__(self) -> None:
+        self.clusters: str = ""  # -M: these clusters, each under "CLUSTER: name"
         self.fmt: str | None = None
         self.names_format: bool = False
         self.default_format: bool = False
@@ -240,6 +244,8 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
                 raise Halt(1, f"{PROG}: error: Error: invalid entry for --iterate={text}")
         elif key == "sort":
             settings.sort = text
+        elif key == "clusters":
+            settings.clusters = text
         elif key in ("json", "yaml"):
             from cli.jsonout import check_parser
 
@@ -468,13 +474,23 @@ def sinfo(argv: list[str]) -> int:
     layout = build_layout(settings.fmt or "", settings.names_format)
     for text in layout.errors:
         print(text, file=sys.stderr)
-    client = boundary.connect()
+    from cli.clusters import each, targets
+
+    found = targets(settings.clusters or os.environ.get("SLURM_CLUSTERS", ""))
     if settings.dump:
-        return report_records(client, settings, argv)
+        if len(found) > 1:
+            raise boundary.UsageError(f"--{settings.dump} shows one cluster: name one with -M")
+        return report_records(found[0][1], settings, argv)
     stamp = not settings.noheader and bool(settings.iterate or settings.long)
     if settings.reservations:
-        return repeat(lambda: report_reservations(client, settings), settings.iterate, stamp)
-    return repeat(lambda: report(client, settings, layout), settings.iterate, stamp)
+        return repeat(
+            lambda: each(found, lambda c: report_reservations(c, settings)),
+            settings.iterate,
+            stamp,
+        )
+    return repeat(
+        lambda: each(found, lambda c: report(c, settings, layout)), settings.iterate, stamp
+    )
 
 
 def report_reservations(client: Any, settings: Settings) -> int:

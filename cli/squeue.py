@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
+    from corral.client import Client
+
 PROG = "squeue"
 
 DEFAULT_FORMAT = (
@@ -106,7 +108,9 @@ TABLE = OptionTable(
         Option("jobs", "j", "jobs", OPTIONAL),
         Option("json", "", "json", OPTIONAL, note=_DUMP_NOTE),
         Option("jobs", "", "job", OPTIONAL),
-        Option("local", "", "local", note="one cluster: always local"),
+        Option("local", "", "local", note="this cluster only, unless -M names others"),
+        Option("clusters", "M", "clusters", REQUIRED),
+        Option("clusters", "", "cluster", REQUIRED),
         Option("licenses", "L", "licenses", REQUIRED),
         Option("licenses", "", "license", REQUIRED),
         Option("long", "l", "long"),
@@ -150,6 +154,7 @@ class Settings:
         "accounts",
         "all",
         "array",
+        "clusters",
         "dump",
         "fmt",
         "fmt_long",
@@ -192,6 +197,7 @@ class Settings:
         self.steps: list[str] | None = None  # -s: list steps (these, or all)
         self.all: bool = False  # -a: jobs in hidden partitions too
         self.dump: str = ""  # --json or --yaml: restd's records (cli/jsonout.py)
+        self.clusters: str = ""  # -M: these clusters' queues, each under "CLUSTER: name"
 
 
 class Layout:
@@ -314,6 +320,8 @@ def _apply(settings: Settings, key: str, value: str) -> None:
         settings.accounts = split_list(value)
     elif key == "array":
         settings.array = True
+    elif key == "clusters":
+        settings.clusters = value
     elif key == "all":
         settings.all = True
     elif key == "iterate":
@@ -545,14 +553,19 @@ def squeue(argv: list[str]) -> int:
         return halt.report()
     for text in (*settings.warnings, *layout.errors):
         print(text, file=sys.stderr)
-    client = boundary.connect()
+    from cli.clusters import each
+
+    targets = _clusters(settings)
     if settings.dump:
-        return report_records(client, settings, argv)
+        return report_records(targets[0][1], settings, argv)
+
     if settings.steps is not None:
         stamp = not settings.noheader and bool(settings.iterate or settings.long)
-        return repeat(lambda: report_steps(client, settings), settings.iterate, stamp)
+        return repeat(
+            lambda: each(targets, lambda c: report_steps(c, settings)), settings.iterate, stamp
+        )
 
-    def once() -> int:
+    def once(client: Client) -> int:
         # A report is tens of thousands of new, acyclic dicts and lists, which the
         # cyclic collector would scan again and again as they pile up (~10 ms for
         # 10,000 jobs); reference counting frees them all when the report is done.
@@ -563,7 +576,17 @@ def squeue(argv: list[str]) -> int:
             gc.enable()
 
     stamp = not settings.noheader and bool(settings.iterate or settings.long)
-    return repeat(once, settings.iterate, stamp)
+    return repeat(lambda: each(targets, once), settings.iterate, stamp)
+
+
+def _clusters(settings: Settings) -> list[tuple[str, Client]]:
+    """The controllers to ask: this cluster's, or each -M names (SLURM_CLUSTERS too)."""
+    from cli.clusters import targets
+
+    found = targets(settings.clusters or os.environ.get("SLURM_CLUSTERS", ""))
+    if settings.dump and len(found) > 1:
+        raise boundary.UsageError(f"--{settings.dump} shows one cluster: name one with -M")
+    return found
 
 
 def main() -> None:

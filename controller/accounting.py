@@ -343,5 +343,26 @@ class Delivery:
         reply: pb.ReportReply = await self._forward("Report", query, who, 120)
         return reply
 
+    async def clusters(self) -> list[pb.ClusterAddress]:
+        """The clusters dbd knows, each with the controller address it registered
+        (``sacctmgr show cluster``'s ControlHost and ControlPort), asked as this
+        controller: every user may list them, as with sacctmgr."""
+        query = self._signed("AcctAdmin", pb.AcctAdminRequest(verb="list", kind="cluster"))
+        try:
+            reply = await self._stub.AcctAdmin(query, timeout=10)
+        except grpc.aio.AioRpcError as exc:
+            raise _failure(exc) from None
+        found = []
+        for row in reply.rows:
+            port = row.fields.get("ControlPort", "")
+            found.append(
+                pb.ClusterAddress(
+                    name=row.fields.get("Cluster", ""),
+                    host=row.fields.get("ControlHost", ""),
+                    port=int(port) if port.isdigit() else 0,
+                )
+            )
+        return found
+
     async def close(self) -> None:
         await self._channel.close()

@@ -3,7 +3,9 @@
 Each connection carries one request: a 4-byte big-endian length and a
 ``Frame`` naming the method, answered by a ``Frame`` with the reply bytes or a
 Slurm errno and message. The caller's identity comes from the kernel
-(SO_PEERCRED), so no credential travels on this path.
+(SO_PEERCRED), so no credential travels on this path. A frame that names
+another cluster (``-M``) is carried to that cluster's controller, signed for
+the caller (corral/clusterroute.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from controller.principal import principal_for
 from controller.service import METHODS, Encoded, Handlers
 from corral import errors
+from corral.clusterroute import ClusterRoutes, Lookup, targets_of
 from corral.errors import SlurmError
 from corral.framedserver import serve_one
 from corral.ratelimit import Gate, Limits
@@ -24,9 +27,12 @@ log = logging.getLogger(__name__)
 
 
 class FramedServer:
-    def __init__(self, handlers: Handlers, path: str, limits: Limits) -> None:
+    def __init__(
+        self, handlers: Handlers, path: str, limits: Limits, routes: ClusterRoutes | None = None
+    ) -> None:
         self.handlers = handlers
         self.path = path
+        self.routes = routes
         self.gate = Gate(limits)
         self.server: asyncio.AbstractServer | None = None
         self._requests = {m: getattr(pb, f"{m}Request") for m in METHODS}
@@ -47,6 +53,8 @@ class FramedServer:
         await serve_one(reader, writer, self._dispatch, self.gate)
 
     async def _dispatch(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
+        if self.routes is not None and self.routes.elsewhere(frame):
+            return await self.routes.call(frame, uid, gid)
         request_type = self._requests.get(frame.method)
         if request_type is None:
             return _error(SlurmError(errors.SLURM_UNEXPECTED_MSG_ERROR))
@@ -65,6 +73,17 @@ class FramedServer:
             )
         body = bytes(reply) if isinstance(reply, Encoded) else reply.SerializeToString()
         return pb.Frame(method=frame.method, body=body)
+
+
+def cluster_lookup(handlers: Handlers) -> Lookup:
+    """Where the other clusters' controllers are, from this controller's own answer
+    to ``Clusters``, asked as itself."""
+
+    async def lookup() -> dict[str, str]:
+        me = principal_for(os.getuid(), os.getgid())
+        return targets_of(await handlers.Clusters(pb.ClustersRequest(), me))
+
+    return lookup
 
 
 def _error(exc: SlurmError) -> pb.Frame:

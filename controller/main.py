@@ -16,7 +16,7 @@ import uvloop
 
 from controller.accounting import Delivery
 from controller.agentlink import AgentLink
-from controller.framed import FramedServer
+from controller.framed import FramedServer, cluster_lookup
 from controller.grpcface import GrpcController
 from controller.journal import Journal, JournalError, JournalWriteError
 from controller.loop import SchedulerLoop
@@ -26,6 +26,7 @@ from controller.store import JobStore
 from controller.triggerrun import TriggerRunner
 from corral import __version__, auth, authalt, grpcservice, grpctls, oomscore, ratelimit
 from corral.client import socket_path
+from corral.clusterroute import ClusterRoutes, ControllerCalls
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.credentials import Verifier
 from corral.ratelimit import Gate
@@ -101,7 +102,9 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
         addr,
         port,
     )
-    framed = FramedServer(handlers, socket_path(conf.state_save_location), limits)
+    calls = ControllerCalls(keys.signer, conf.tls, ttl)
+    routes = ClusterRoutes(conf.cluster_name, cluster_lookup(handlers), calls)
+    framed = FramedServer(handlers, socket_path(conf.state_save_location), limits, routes)
     await framed.start()
     try:
         where = metrics_address(conf)
@@ -143,6 +146,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
     if delivery is not None:
         await delivery.close()
     await framed.close()
+    await calls.close()
     if exporter is not None:
         exporter.close()
     await server.stop(grace=0.2)  # agent streams never end by themselves

@@ -350,6 +350,19 @@ class Handlers:
         self.kick()
         return pb.NodeRebootReply()
 
+    async def Clusters(self, req: pb.ClustersRequest, who: Principal) -> pb.ClustersReply:
+        """The clusters ``-M`` may name (corral/clusterroute.py): this one, and those
+        registered with the accounting daemon it uses, with their controllers'
+        addresses. Any user may ask, as any may run ``sacctmgr show cluster``."""
+        conf = self.store.conf
+        own = pb.ClusterAddress(
+            name=conf.cluster_name, host=conf.controller_host[1], port=conf.slurmctld_port
+        )
+        others = await self.accounting.clusters() if self.accounting is not None else []
+        named = {own.name.lower()}
+        shown = [own, *(c for c in others if c.name.lower() not in named)]
+        return pb.ClustersReply(clusters=shown, own=conf.cluster_name)
+
     async def PartitionUpdate(
         self, req: pb.PartitionUpdateRequest, who: Principal
     ) -> pb.PartitionUpdateReply:
@@ -807,4 +820,5 @@ METHODS = (
     "TopJob",
     "Notify",
     "NodeReboot",
+    "Clusters",
 )

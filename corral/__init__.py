@@ -21,6 +21,7 @@ __all__ = [
     "cgroupconf",
     "client",
     "clientconf",
+    "clusterroute",
     "config",
     "configless",
     "confkeys",

@@ -69,14 +69,15 @@ def recv_exact(sock: _socket.socket, size: int) -> bytes:
 class Client:
     """Calls Controller methods by name with dict messages."""
 
-    def __init__(self, socket_path: str, timeout: float = 60.0) -> None:
+    def __init__(self, socket_path: str, timeout: float = 60.0, cluster: str = "") -> None:
         self.socket_path = socket_path
         self.timeout = timeout
+        self.cluster = cluster  # -M: the cluster whose controller answers ("" this one)
 
     def call(self, method: str, request: Message | None = None) -> Message:
         """Call ``method`` (e.g. ``"Submit"``); raise ``SlurmError`` on failure."""
         body = codec.encode(f"{method}Request", request or {})
-        frame = codec.encode("Frame", {"method": method, "body": body})
+        frame = codec.encode("Frame", {"method": method, "body": body, "cluster": self.cluster})
         for _ in range(BACKOFF_RETRIES):
             try:
                 return self._once(method, frame)

@@ -369,6 +369,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         ratelimit.from_config(conf),
         conf.tls,
         ttl,
+        conf.cluster_name,
     )
     proxy.local["ListPids"] = lambda request, uid: listpids.answer(
         table.runs(), request, uid, uid in auth.daemon_uids(conf.slurm_user)

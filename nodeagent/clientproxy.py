@@ -6,8 +6,9 @@ else they use the same framed protocol on the node agent's socket
 (``corral.client.agent_socket_path``): the agent learns the caller's uid and
 gid the same way (SO_PEERCRED), signs a credential for them and for that one
 call (``corral.credentials``), and makes the call on the controller's gRPC
-API. This is MUNGE's part in Slurm: the controller takes a node's word for
-who is asking, and only hosts holding the key can give it.
+API (``corral.clusterroute``), or on another cluster's for a frame that names
+one (``-M``). This is MUNGE's part in Slurm: the controller takes a node's word
+for who is asking, and only hosts holding the key can give it.
 """
 
 from __future__ import annotations
@@ -19,20 +20,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import grpc
-
-from corral import auth, credentials, errors, grpctls
+from corral import auth, errors
+from corral.clusterroute import ClusterRoutes, ControllerCalls, frame_error, via_controller
 from corral.framedserver import serve_one
 from corral.munge import Munge
 from corral.ratelimit import Gate, Limits
-from corral.rpcerror import slurm_error
 from corral.tlsconf import TlsConfig
 from corral.wire import corral_pb2 as pb
-from corral.wire import corral_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
-
-CALL_TIMEOUT_S = 120.0
 
 
 class ClientProxy:
@@ -47,17 +43,16 @@ class ClientProxy:
         limits: Limits,
         tls: TlsConfig,
         ttl: int = auth.DEFAULT_TTL,
+        cluster: str = "",
     ) -> None:
         self.path = path
         self.target = target
-        self.tls = tls
-        self.key = key  # the credential key (or munged)
         self.receiver = receiver  # the controller's name in credentials
-        self.ttl = ttl
         self.gate = Gate(limits)
         self.server: asyncio.AbstractServer | None = None
-        self.channel: grpc.aio.Channel | None = None
-        self.stub: Any = None
+        self.calls = ControllerCalls(key, tls, ttl)
+        lookup = via_controller(self.calls, target, receiver)
+        self.routes = ClusterRoutes(cluster, lookup, self.calls)
         # Methods the agent answers itself, by name: (request, caller's uid) -> reply
         # (scontrol listpids: nodeagent/listpids.py).
         self.local: dict[str, Callable[[Any, int], Any]] = {}
@@ -66,8 +61,6 @@ class ClientProxy:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.channel = grpctls.channel(self.target, self.tls)
-        self.stub = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
         self.server = await asyncio.start_unix_server(self._serve, path=self.path)
         os.chmod(self.path, 0o666)
         log.info("clients on this host: %s, to %s", self.path, self.target)
@@ -76,8 +69,7 @@ class ClientProxy:
         if self.server is not None:
             self.server.close()
             await self.server.wait_closed()
-        if self.channel is not None:
-            await self.channel.close()
+        await self.calls.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
 
@@ -85,41 +77,15 @@ class ClientProxy:
         await serve_one(reader, writer, self._forward, self.gate)
 
     async def _forward(self, frame: pb.Frame, uid: int, gid: int) -> pb.Frame:
+        if self.routes.elsewhere(frame):
+            return await self.routes.call(frame, uid, gid)
         local = self.local.get(frame.method)
-        request_type = getattr(pb, f"{frame.method}Request", None)
-        call = getattr(self.stub, frame.method, None)
-        if request_type is None or (call is None and local is None):
-            return _error(errors.SLURM_UNEXPECTED_MSG_ERROR, "unknown request")
+        if local is None:
+            return await self.calls.call(self.target, self.receiver, frame, uid, gid)
+        request_type = getattr(pb, f"{frame.method}Request")
         try:
             request = request_type.FromString(frame.body)
         except Exception:
-            return _error(errors.ESLURM_PROTOCOL_ERROR, "malformed request")
-        if local is not None or call is None:  # the agent's own answer (scontrol listpids)
-            assert local is not None
-            return pb.Frame(method=frame.method, body=local(request, uid).SerializeToString())
-        if "cred" in request_type.DESCRIPTOR.fields_by_name:
-            request.ClearField("cred")
-            credentials.stamp(
-                request,
-                self.key,
-                uid=uid,
-                gid=gid,
-                method=credentials.controller_method(frame.method),
-                receiver=self.receiver,
-                ttl=self.ttl,
-            )
-        try:
-            reply = await call(request, timeout=CALL_TIMEOUT_S)
-        except grpc.aio.AioRpcError as exc:
-            return _from_status(exc)
-        return pb.Frame(method=frame.method, body=reply.SerializeToString())
-
-
-def _error(code: int, message: str) -> pb.Frame:
-    return pb.Frame(code=code, error=message)
-
-
-def _from_status(exc: grpc.aio.AioRpcError) -> pb.Frame:
-    """The controller's refusal back as the Slurm error it was."""
-    refused = slurm_error(exc)
-    return _error(refused.code, refused.message)
+            return frame_error(errors.ESLURM_PROTOCOL_ERROR, "malformed request")
+        # The agent's own answer (scontrol listpids).
+        return pb.Frame(method=frame.method, body=local(request, uid).SerializeToString())

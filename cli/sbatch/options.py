@@ -46,6 +46,7 @@ _PLACEMENT = "this placement constraint is not implemented"
 #: The note of Corral's own --topology-level (sbatch, salloc and srun).
 TOPOLOGY_LEVEL = "Corral's own: REQUIRED[:PREFERRED] switch or block level (docs/topology.md)"
 _LAYOUT = "this task layout request is not implemented"
+_TO_CLUSTERS = "to the cluster named; of several, the one that would start the job first"
 
 
 TABLE = OptionTable(
@@ -59,9 +60,9 @@ TABLE = OptionTable(
         _no("bbf", "burst buffers are not implemented"),
         _row("begin", "b"),
         _row("chdir", "D"),
-        Option("clusters", "", "cluster", REQUIRED, HONOURED, "this cluster's name only"),
+        Option("clusters", "", "cluster", REQUIRED, HONOURED, _TO_CLUSTERS),
         _no("cluster-constraint", "federation is not implemented"),
-        _row("clusters", "M", note="this cluster's name only"),
+        _row("clusters", "M", note=_TO_CLUSTERS),
         _row("comment"),
         _row("constraint", "C"),
         _row(

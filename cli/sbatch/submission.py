@@ -178,7 +178,7 @@ def _submit(argv: list[str]) -> int:
     if het and (fields.get("test_only") or any(s.get("array") for s in (spec, *het))):
         # Slurm refuses arrays of heterogeneous jobs; Corral's --test-only plans one job.
         raise Failure("Heterogeneous job arrays and --test-only are not supported")
-    client: Any = boundary.connect()
+    client: Any = _cluster_client(fields.get("clusters", ""), spec, het)
     if fields.get("test_only"):
         return _test_only(client, spec)
     try:
@@ -304,6 +304,34 @@ def _submitted(reply: dict[str, Any], fields: dict[str, Any]) -> str:
         return f"{job_id};{cluster}" if "clusters" in fields else str(job_id)
     suffix = f" on cluster {cluster}" if "clusters" in fields else ""
     return f"Submitted batch job {job_id}{suffix}"
+
+
+def _cluster_client(wanted: str, spec: dict[str, Any], het: list[dict[str, Any]]) -> Any:
+    """The controller to submit to: this cluster's; with ``-M``, the cluster named, or
+    of several the one expected to start the job first (each cluster's own plan,
+    as ``--test-only`` shows it; the first named on a tie), as Slurm's sbatch picks."""
+    if not wanted:
+        return boundary.connect()
+    from cli.clusters import clients
+
+    found = clients(wanted)
+    if len(found) == 1:
+        return found[0][1]
+    if het:
+        raise Failure("a heterogeneous job goes to one cluster: name one with -M")
+    best, soonest, refusal = None, 0, None
+    for _, client in found:
+        try:
+            start = client.call("Submit", {"spec": spec, "test_only": True})["start_time"]
+        except SlurmError as exc:
+            refusal = refusal or exc
+            continue
+        if best is None or start < soonest:
+            best, soonest = client, start
+    if best is None:
+        assert refusal is not None
+        raise Failure(f"Batch job submission failed: {refusal.message}")
+    return best
 
 
 def _test_only(client: Any, spec: dict[str, Any]) -> int:

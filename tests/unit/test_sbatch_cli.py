@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cli import boundary
+from cli import boundary, clusters
 from cli.sbatch.submission import sbatch
 from corral import SLURM_VERSION
 from corral.errors import ESLURM_INVALID_JOB_ID, ESLURM_INVALID_PARTITION_NAME, SlurmError
@@ -64,6 +64,8 @@ class FakeClient:
 def client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeClient:
     fake = FakeClient()
     monkeypatch.setattr(boundary, "connect", lambda: fake)
+    # -M: each named cluster's controller is this one (cli/clusters.py picks among them).
+    monkeypatch.setattr(clusters, "clients", lambda text: [(n, fake) for n in text.split(",")])
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     for name in list(os.environ):
         if name.startswith("SBATCH_") or name == "SLURM_EXIT_ERROR":
