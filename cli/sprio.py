@@ -73,7 +73,9 @@ TABLE = OptionTable(
         Option("help", "", "help"),
         Option("helpformat", "", "helpformat"),
         Option("jobs", "j", "jobs", OPTIONAL),
-        Option("local", "", "local", note="one cluster: always local"),
+        Option("local", "", "local", note="this cluster only, unless -M names another"),
+        Option("cluster", "M", "cluster", REQUIRED),
+        Option("cluster", "", "clusters", REQUIRED),
         Option("long", "l", "long"),
         Option("noheader", "h", "noheader"),
         Option("norm", "n", "norm"),
@@ -108,6 +110,7 @@ class Settings:
     """What the command line and environment asked for."""
 
     __slots__ = (
+        "cluster",
         "fmt",
         "job_ids",
         "jobs_given",
@@ -123,6 +126,7 @@ class Settings:
     )
 
     def __init__(self) -> None:
+        self.cluster = ""  # -M: the one cluster asked ("" this one)
         self.fmt: str | None = None
         self.job_ids: list[tuple[int, str | None]] | None = None
         self.jobs_given = False
@@ -174,6 +178,8 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
             settings.warnings.extend(errors)
         elif key == "weights":
             settings.weights = True
+        elif key == "cluster":
+            settings.cluster = value or ""
     COMMAND.check_format_and_long(settings.fmt, settings.long)
     if not override_env and "SPRIO_FORMAT" in env:
         settings.fmt = env["SPRIO_FORMAT"]
@@ -575,7 +581,9 @@ def sprio(argv: list[str]) -> int:
         return halt.report()
     for text in settings.warnings:
         print(text, file=sys.stderr)
-    client = boundary.connect()
+    from cli import clusters
+
+    client = clusters.one(PROG, settings.cluster) if settings.cluster else boundary.connect()
     try:
         reply = client.call("Priorities", {})
     except SlurmError as exc:

@@ -66,8 +66,19 @@ def test_clients_reach_the_other_cluster_named_with_m(pair: tuple[Cluster, Clust
     shown = alpha.run("scontrol", "-M", "beta", "show", "job", str(job)).stdout
     assert f"JobId={job} " in shown and "JobState=RUNNING" in shown, shown
 
-    alpha.run("scancel", "-M", "beta", str(job))
+    waiting = alpha.run(
+        "sbatch", "--parsable", "-M", "beta", "-N2", "--exclusive", "--wrap", "true"
+    ).stdout
+    waiting_id = int(waiting.split(";")[0])
+    assert waiting == f"{waiting_id};beta\n", waiting
+    beta.wait_state(waiting_id, {"PENDING"})
+    priorities = alpha.run("sprio", "-M", "beta", "-h", "-o", "%i").stdout
+    assert priorities.split() == [str(waiting_id)], priorities
+    assert alpha.run("sprio", "-h", "-o", "%i").stdout == ""  # alpha's own: none
+
+    alpha.run("scancel", "-M", "beta", str(job), str(waiting_id))
     assert beta.wait_done(job)["state"] == "CANCELLED"
+    assert beta.wait_done(waiting_id)["state"] == "CANCELLED"
 
 
 def test_sbatch_m_picks_the_cluster_that_starts_the_job_first(
