@@ -57,6 +57,7 @@ __all__ = [
     "ratelimit",
     "rpcerror",
     "sdnotify",
+    "statestorage",
     "stepcipher",
     "stepio",
     "timefmt",
