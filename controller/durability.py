@@ -13,7 +13,9 @@ is on disk, so dbd never learns of a change a crash could still undo.
 
 A batch that cannot be written (disk full, I/O error) is put back under the
 changes made since, with its effects, and retried with backoff until a write
-succeeds; its waiters get ``JournalWriteError``. While the journal cannot be
+succeeds; its waiters get ``JournalWriteError``. A write refused because another
+controller took the leader lease (``Fenced``, docs/ha.md) is not retried: the
+controller stops serving. While the journal cannot be
 written ``failure`` says why: the service refuses changes before making them,
 and the agents' results wait in memory (their acknowledgement with them).
 Every ``BACKUP_EVERY_S`` a successful commit is followed by a consistent copy
@@ -32,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from controller import jobcomp
 from controller.effects import Effect
-from controller.journal import Batch, Journal, JournalWriteError, Loaded
+from controller.journal import Batch, Fenced, JournalWriteError, Loaded, StateJournal
 from controller.model import Job, NodeRuntime, Payload
 from controller.reservations import Reservation
 from corral import hostlist
@@ -124,7 +126,7 @@ def event_state(node: NodeRuntime) -> str:
 class Durability:
     """The journal batch in the making, group commit, and the two outboxes to dbd."""
 
-    def __init__(self, conf: SlurmConfig, journal: Journal) -> None:
+    def __init__(self, conf: SlurmConfig, journal: StateJournal) -> None:
         self.conf = conf  # the store's: jobcomp's settings and the cluster's name
         self.journal = journal
         self.batch = Batch()
@@ -147,6 +149,8 @@ class Durability:
         # and who tells them (``AgentLink.dispatch``; none in a store without agents).
         self.effects: list[Effect] = []
         self.dispatch: Callable[[Sequence[Effect]], None] | None = None
+        # Called when a write finds another controller holding the lease (docs/ha.md).
+        self.lost: Callable[[], None] | None = None
         # Why the journal cannot be written now (None: it can), and what waits for it.
         self.failure: str | None = None
         self._writable = asyncio.Event()
@@ -325,7 +329,10 @@ class Durability:
                 except JournalWriteError as exc:
                     self.batch = put_back(batch, self.batch)
                     self.effects = effects + self.effects
-                    self._failed(exc)
+                    if isinstance(exc, Fenced):
+                        self._fenced(exc)
+                    else:
+                        self._failed(exc)
                     raise
                 if batch.outbox or batch.events:  # on disk now: dbd may have them
                     self.outbox.update(batch.outbox)
@@ -360,6 +367,18 @@ class Durability:
                 await self.flush()
             except JournalWriteError:
                 await self._writable.wait()
+
+    def _fenced(self, exc: Fenced) -> None:
+        """Another controller took the lease: refuse changes for good (no retry can
+        succeed) and tell the controller to stop serving (``lost``)."""
+        if self.failure is None:
+            log.error(
+                "journal: %s: %s; this controller stops serving", self.journal.path, exc.reason
+            )
+        self.failure = exc.reason
+        self._writable.clear()
+        if self.lost is not None:
+            self.lost()
 
     def _failed(self, exc: JournalWriteError) -> None:
         """Enter (or stay in) the failing state, with a retry under way."""
@@ -407,6 +426,6 @@ class Durability:
             async with self._lock:
                 await asyncio.get_running_loop().run_in_executor(self._writer, self.journal.backup)
         except (OSError, sqlite3.Error) as exc:
-            log.warning("journal: copy %s not renewed: %s", self.journal.copy_path, exc)
+            log.warning("journal: copy of %s not renewed: %s", self.journal.path, exc)
         finally:
             self._backing_up = None

@@ -24,7 +24,7 @@ import os
 import sqlite3
 import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from controller.jobstate import JobState, Reason
 from controller.model import Job, NodeRuntime, Payload, Step
@@ -66,6 +66,15 @@ class JournalWriteError(SlurmError):
     def __init__(self, reason: str) -> None:
         super().__init__(errors.ESLURM_WRITING_TO_FILE)
         self.reason = reason
+
+
+class Fenced(JournalWriteError):
+    """Another controller holds the lease under a newer token: this one's write is
+    refused (nothing of it written), and it must stop serving."""
+
+    def __init__(self, mine: int, token: int, holder: str) -> None:
+        super().__init__(f"lease lost: {holder} holds it under token {token}, ours was {mine}")
+        self.token = token
 
 
 _NODE_KEEP = (
@@ -151,6 +160,19 @@ def node_to_row(node: NodeRuntime) -> str:
     return json.dumps({k: getattr(node, k) for k in _NODE_KEEP})
 
 
+def payload_to_row(payload: Payload) -> str:
+    return json.dumps(
+        {"script": payload.script, "argv": payload.argv, "environment": payload.environment}
+    )
+
+
+def payload_from_row(text: str) -> Payload:
+    record = json.loads(text)
+    return Payload(
+        record["script"], tuple(record["argv"]), tuple(map(tuple, record["environment"]))
+    )
+
+
 @dataclass
 class Batch:
     """Changes to write in one transaction."""
@@ -191,6 +213,22 @@ class Loaded:
     meta: dict[str, str]
     outbox: dict[int, bytes]
     events: dict[int, str]
+
+
+class StateJournal(Protocol):
+    """What the store and ``durability`` need of a journal, whichever backend
+    StateStorageType selects: ``Journal`` (SQLite on local disk) or
+    ``controller.dbjournal.DatabaseJournal`` (MariaDB/MySQL, docs/ha.md). Both keep
+    the same tables and records, and fail a write the same way."""
+
+    #: Where the state is, for log lines and errors (never a password).
+    path: str
+
+    def load(self) -> Loaded: ...
+    def payload(self, job_id: int) -> Payload | None: ...
+    def write(self, batch: Batch) -> None: ...
+    def backup(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class Journal:
@@ -263,10 +301,7 @@ class Journal:
         row = self._db.execute("SELECT record FROM payloads WHERE job_id = ?", (job_id,)).fetchone()
         if row is None:
             return None
-        record = json.loads(row[0])
-        return Payload(
-            record["script"], tuple(record["argv"]), tuple(map(tuple, record["environment"]))
-        )
+        return payload_from_row(row[0])
 
     def write(self, batch: Batch) -> None:
         """Commit ``batch`` durably (fsync), or raise ``JournalWriteError`` with
@@ -290,15 +325,7 @@ class Journal:
             if batch.payloads:
                 db.executemany(
                     "INSERT OR REPLACE INTO payloads VALUES (?, ?)",
-                    [
-                        (
-                            jid,
-                            json.dumps(
-                                {"script": p.script, "argv": p.argv, "environment": p.environment}
-                            ),
-                        )
-                        for jid, p in batch.payloads.items()
-                    ],
+                    [(jid, payload_to_row(p)) for jid, p in batch.payloads.items()],
                 )
             if batch.deleted_jobs:
                 gone = [(jid,) for jid in batch.deleted_jobs]

@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import grpc
 import uvloop
@@ -18,19 +19,31 @@ from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer, cluster_lookup
 from controller.grpcface import GrpcController
-from controller.journal import Journal, JournalError, JournalWriteError
+from controller.journal import Journal, JournalError, JournalWriteError, StateJournal
 from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
 from controller.service import Handlers
 from controller.store import JobStore
 from controller.triggerrun import TriggerRunner
-from corral import __version__, auth, authalt, grpcservice, grpctls, oomscore, ratelimit
+from corral import (
+    __version__,
+    auth,
+    authalt,
+    grpcservice,
+    grpctls,
+    oomscore,
+    ratelimit,
+    statestorage,
+)
 from corral.client import socket_path
 from corral.clusterroute import ClusterRoutes, ControllerCalls
 from corral.config import ConfigError, SlurmConfig, default_path, load
 from corral.credentials import Verifier
 from corral.ratelimit import Gate
 from corral.sdnotify import Notifier
+
+if TYPE_CHECKING:
+    from controller.lease import Lease
 
 log = logging.getLogger("corral.controller")
 
@@ -50,11 +63,27 @@ def setup_logging(verbose: int) -> None:
     )
 
 
+async def open_journal(conf: SlurmConfig) -> tuple[StateJournal, Lease | None]:
+    """The journal StateStorageType selects; in a database, once this controller
+    holds the cluster's lease (waiting for it while another does: docs/ha.md)."""
+    if not conf.state_storage.shared:
+        return Journal(conf.state_save_location), None
+    # Imported here: a controller on SQLite never loads SQLAlchemy.
+    from controller.dbjournal import DatabaseJournal
+    from controller.lease import acquire
+
+    os.makedirs(conf.state_save_location, mode=0o755, exist_ok=True)  # the clients' socket
+    journal = DatabaseJournal(conf.state_storage, conf.cluster_name)
+    await acquire(journal.lease)
+    return journal, journal.lease
+
+
 async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier) -> None:
-    journal = Journal(conf.state_save_location)
+    journal, lease = await open_journal(conf)
     store = JobStore(conf, journal)
     store.load(time.monotonic())
     stopping = asyncio.Event()
+    store.durable.lost = stopping.set  # a write found another controller holding the lease
     # One verifier for the Controller service and agents' hellos: one replay cache.
     verifier = Verifier(
         keys.signer,
@@ -135,6 +164,11 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
         if delivery is not None
         else []
     )
+    renewing = None
+    if lease is not None:
+        from controller.lease import keep
+
+        renewing = asyncio.create_task(keep(lease, stopping.set))
     notifier.ready(f"serving cluster {conf.cluster_name} on {addr}:{port}")
     await stopping.wait()
     notifier.stopping()
@@ -143,6 +177,8 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
     triggers.cancel()
     for task in accounting:
         task.cancel()
+    if renewing is not None:
+        renewing.cancel()
     if delivery is not None:
         await delivery.close()
     await framed.close()
@@ -158,7 +194,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
             journal.path,
             exc.reason,
         )
-    journal.close()
+    journal.close()  # in a database, the lease goes back with it
 
 
 def _reconfigure(handlers: Handlers) -> Callable[[], None]:
@@ -192,6 +228,11 @@ def main() -> None:
         sys.exit(1)
     for warning in conf.warnings:
         log.warning("%s", warning)
+    try:
+        statestorage.check_controllers(conf.path, conf.slurmctld_hosts, conf.state_storage)
+    except ConfigError as exc:
+        print(f"corral-controller: fatal: {exc}", file=sys.stderr)
+        sys.exit(1)
     if not os.access(conf.hooks.mail_prog, os.X_OK):  # slurmctld's word; mail is only logged
         log.warning("Configured MailProg is invalid: %s", conf.hooks.mail_prog)
     try:

@@ -61,7 +61,7 @@ from controller.hetsteps import StepPart
 from controller.holdings import Holdings, holds_nodes
 from controller.jobspec import JobSpec
 from controller.jobstate import COMPLETING, Event, JobState
-from controller.journal import Journal
+from controller.journal import StateJournal
 from controller.model import Job, NodeRuntime, Payload, Step
 from controller.principal import Principal
 from controller.priorities import USAGE_KEY, PriorityKeeper
@@ -83,7 +83,7 @@ PARTITION_STATE_KEY = "partition_state"
 
 
 class JobStore:
-    def __init__(self, conf: SlurmConfig, journal: Journal) -> None:
+    def __init__(self, conf: SlurmConfig, journal: StateJournal) -> None:
         self.conf = conf
         self.journal = journal
         self.jobs: dict[int, Job] = {}

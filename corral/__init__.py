@@ -58,6 +58,7 @@ __all__ = [
     "ratelimit",
     "rpcerror",
     "sdnotify",
+    "statestorage",
     "stepcipher",
     "stepio",
     "timefmt",

@@ -39,6 +39,7 @@ from corral import (
     mpitypes,
     preemptconf,
     queueconf,
+    statestorage,
     timefmt,
     tlsconf,
     topologyconf,
@@ -324,6 +325,9 @@ class SlurmConfig:
     licenses: Licenses = ()
     # MpiDefault: the MPI type of a step that names none (corral/mpitypes.py).
     mpi_default: str = "none"
+    # StateStorage* and SlurmctldTimeout: the journal's backend and the leader lease
+    # (corral/statestorage.py, docs/ha.md).
+    state_storage: statestorage.StateStorage = field(default_factory=statestorage.StateStorage)
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -1239,6 +1243,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         topo_optional=topo_optional,
         licenses=_licenses(settings),
         mpi_default=_mpi_default(settings.get("MpiDefault")),
+        state_storage=statestorage.parse(settings),
     )
 
 
@@ -1323,6 +1328,7 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
     }
     for key, default in defaults.items():
         shown[key] = raw.get(key, default)
+    shown.pop("StateStoragePass", None)  # slurm.conf's readers need not see it printed
     shown.update(
         {
             "ClusterName": conf.cluster_name,
@@ -1345,7 +1351,9 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
             "UnkillableStepTimeout": f"{conf.unkillable_step_timeout} sec",
             "SlurmdTimeout": f"{conf.slurmd_timeout} sec",
             "SlurmUser": _user_with_id(raw.get("SlurmUser", "root")),
+            "SlurmctldTimeout": f"{conf.state_storage.lease_s} sec",
             "StateSaveLocation": conf.state_save_location,
+            "StateStorageType": f"state/{conf.state_storage.kind}",
         }
     )
     for index, (host, addr) in enumerate(conf.slurmctld_hosts):

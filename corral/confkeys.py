@@ -271,7 +271,7 @@ SlurmctldPort                   honoured
 SlurmctldPrimaryOffProg         warned              one controller
 SlurmctldPrimaryOnProg          warned              one controller
 SlurmctldSyslogDebug            warned              logs go to the log files
-SlurmctldTimeout                warned              one controller
+SlurmctldTimeout                honoured            the leader lease (docs/ha.md); 10 s unless set
 SlurmdDebug                     warned              log levels are set with the daemons' -v
 SlurmdHttpAuthParameters        warned              not read
 SlurmdLogFile                   warned              logs go to standard error
@@ -292,6 +292,12 @@ SrunEpilog                      honoured
 SrunPortRange                   warned              srun listens on an ephemeral port
 SrunProlog                      honoured
 StateSaveLocation               honoured
+StateStorageHost                honoured            Corral's own (docs/ha.md): the database server
+StateStorageLoc                 honoured            Corral's own (docs/ha.md): the database
+StateStoragePass                honoured            Corral's own (docs/ha.md): the user's password
+StateStoragePort                honoured            Corral's own (docs/ha.md): the server's port
+StateStorageType                honoured            Corral's own: where the state is (docs/ha.md)
+StateStorageUser                honoured            Corral's own (docs/ha.md): the database user
 SuspendExcNodes                 warned              no power saving
 SuspendExcParts                 warned              no power saving
 SuspendExcStates                warned              no power saving

@@ -1,4 +1,5 @@
-"""Fresh accounting databases for tests: SQLite in a temporary file, or MariaDB.
+"""Fresh accounting and controller-state databases for tests: SQLite in a temporary
+file, or MariaDB.
 
 The same tests run on both backends. MariaDB is the one at 127.0.0.1:3306
 (user root, no password), as on the development machine and in CI; each test
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
+
+from corral.statestorage import StateStorage
 
 MARIADB = "mysql+pymysql://root@127.0.0.1:3306"
 BACKENDS = ("sqlite", "mariadb")
@@ -45,3 +48,12 @@ def fresh_database(kind: str, directory: Path) -> Iterator[str]:
         with server.begin() as connection:
             connection.execute(text(f"DROP DATABASE IF EXISTS {name}"))
         server.dispose()
+
+
+@contextmanager
+def fresh_state_database(directory: Path) -> Iterator[StateStorage]:
+    """StateStorageType=state/mysql on an empty MariaDB database, removed afterwards
+    (a skip, or under CI a failure, where MariaDB cannot be reached)."""
+    with fresh_database("mariadb", directory) as url:
+        name = url.rsplit("/", 1)[1].split("?")[0]
+        yield StateStorage(kind="mysql", host="127.0.0.1", port=3306, user="root", database=name)

@@ -1,10 +1,11 @@
-"""controller.journal: what one Journal writes, a fresh one on the same directory reads."""
+"""The journal: what one writes, a fresh one on the same state reads, on both backends
+(SQLite in StateSaveLocation, and MariaDB: controller/dbjournal.py)."""
 
 from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
@@ -12,9 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scenario import NOW, job, running
 
+from controller.dbjournal import DatabaseJournal
 from controller.jobstate import COMPLETING, REQUEUED, JobState, Reason
-from controller.journal import Batch, Journal, job_from_row, job_to_row
+from controller.journal import Batch, Journal, StateJournal, job_from_row, job_to_row
 from controller.model import Job, NodeRuntime, Payload, Step
+from tests.databases import BACKENDS, fresh_state_database
 
 PENDING = job(1, dependency="afterok:9", exc_nodes=("n3",), comment="ünïcødé 🐄")
 RUNNING = running(
@@ -64,30 +67,51 @@ NODE = NodeRuntime(
 )
 
 
-@pytest.fixture
-def state_dir(tmp_path: pathlib.Path) -> pathlib.Path:
-    return tmp_path / "state"
+Reopen = Callable[[], StateJournal]
+
+
+@pytest.fixture(params=BACKENDS)
+def reopen(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Reopen]:
+    """Opens a journal on one state (a directory, or a MariaDB database), each time anew;
+    a database journal takes the lease, as the controller does before it writes."""
+    if request.param == "sqlite":
+        yield lambda: Journal(str(tmp_path / "state"))
+        return
+    with fresh_state_database(tmp_path) as storage:
+
+        def open_database() -> StateJournal:
+            journal = DatabaseJournal(storage, "test")
+            assert journal.lease.take() is None
+            return journal
+
+        yield open_database
 
 
 @pytest.fixture
-def journal(state_dir: pathlib.Path) -> Iterator[Journal]:
-    j = Journal(str(state_dir))
+def journal(reopen: Reopen) -> Iterator[StateJournal]:
+    j = reopen()
     yield j
     j.close()
 
 
-def reopen(state_dir: pathlib.Path) -> Journal:
-    return Journal(str(state_dir))
-
-
-def test_fresh_directory_loads_empty(journal: Journal, state_dir: pathlib.Path) -> None:
+def test_fresh_state_loads_empty(journal: StateJournal) -> None:
     loaded = journal.load()
-    assert (loaded.jobs, loaded.nodes, loaded.meta) == ({}, {}, {})
-    assert (state_dir / "corral-state.db").is_file()
+    assert (loaded.jobs, loaded.nodes, loaded.meta, loaded.outbox, loaded.events) == (
+        {},
+        {},
+        {},
+        {},
+        {},
+    )
     assert journal.payload(1) is None
 
 
-def test_batch_survives_reopen(journal: Journal, state_dir: pathlib.Path) -> None:
+def test_sqlite_state_is_a_file_in_state_save_location(tmp_path: pathlib.Path) -> None:
+    Journal(str(tmp_path / "state")).close()
+    assert (tmp_path / "state" / "corral-state.db").is_file()
+
+
+def test_batch_survives_reopen(journal: StateJournal, reopen: Reopen) -> None:
     journal.write(
         Batch(
             jobs=dict(JOBS),
@@ -97,7 +121,7 @@ def test_batch_survives_reopen(journal: Journal, state_dir: pathlib.Path) -> Non
         )
     )
     journal.close()
-    again = reopen(state_dir)
+    again = reopen()
     try:
         loaded = again.load()
         assert loaded.jobs == JOBS
@@ -125,7 +149,7 @@ def test_batch_survives_reopen(journal: Journal, state_dir: pathlib.Path) -> Non
         again.close()
 
 
-def test_later_batches_replace_and_delete(journal: Journal, state_dir: pathlib.Path) -> None:
+def test_later_batches_replace_and_delete(journal: StateJournal, reopen: Reopen) -> None:
     journal.write(
         Batch(jobs=dict(JOBS), payloads={1: PAYLOAD, 3: PAYLOAD}, meta={"next_job_id": "6"})
     )
@@ -139,7 +163,7 @@ def test_later_batches_replace_and_delete(journal: Journal, state_dir: pathlib.P
         )
     )
     journal.close()
-    again = reopen(state_dir)
+    again = reopen()
     try:
         loaded = again.load()
         assert set(loaded.jobs) == {2, 5}
@@ -151,14 +175,38 @@ def test_later_batches_replace_and_delete(journal: Journal, state_dir: pathlib.P
         again.close()
 
 
-def test_failed_batch_writes_nothing(journal: Journal, state_dir: pathlib.Path) -> None:
+def test_outboxes_and_steps_survive_reopen(journal: StateJournal, reopen: Reopen) -> None:
+    """dbd's two outboxes (bytes and JSON, by sequence) and a job's steps come back as
+    written; delivered records leave."""
+    step = Step(0, "x", ("n1", "n2"), (1, 1), (1, 1), 5, mem=(300, 200))
+    stepped = replace(RUNNING, steps=(step,))
+    journal.write(
+        Batch(
+            jobs={2: stepped},
+            outbox={1: b"\x00\xffone", 2: b"two", 3: b"three"},
+            events={1: '{"node": "n1"}', 2: '{"node": "n2"}'},
+        )
+    )
+    journal.write(Batch(delivered=2, events_delivered=1, outbox={4: b"four"}))
+    journal.close()
+    again = reopen()
+    try:
+        loaded = again.load()
+        assert loaded.jobs == {2: stepped}
+        assert loaded.outbox == {3: b"three", 4: b"four"}
+        assert loaded.events == {2: '{"node": "n2"}'}
+    finally:
+        again.close()
+
+
+def test_failed_batch_writes_nothing(journal: StateJournal, reopen: Reopen) -> None:
     journal.write(Batch(meta={"k": "before"}))
     unserialisable = Payload(script=object())  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         journal.write(Batch(jobs={1: PENDING}, payloads={1: unserialisable}, meta={"k": "after"}))
     journal.write(Batch(meta={"other": "x"}))  # still usable after the rollback
     journal.close()
-    again = reopen(state_dir)
+    again = reopen()
     try:
         loaded = again.load()
         assert loaded.jobs == {}

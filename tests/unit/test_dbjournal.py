@@ -1,0 +1,179 @@
+"""The journal in MariaDB (controller/dbjournal.py) and the leader lease
+(controller/lease.py): an unreachable database fails a write with nothing written and
+the store retries it; only the lease's holder writes, and a controller whose token is
+stale has its write refused and stops serving.
+
+The database is cut off for real: the journal reaches MariaDB through a TCP relay
+(tests/tcpcut.py) the test cuts and restores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from scenario import job
+
+from controller import durability
+from controller.dbjournal import DatabaseJournal
+from controller.jobspec import from_fields
+from controller.journal import Batch, Fenced, JournalWriteError
+from controller.lease import keep
+from controller.principal import principal_for
+from controller.store import JobStore
+from corral import errors
+from corral.config import parse
+from corral.statestorage import StateStorage
+from tests.databases import fresh_state_database
+from tests.tcpcut import Relay
+
+CONF = """\
+ClusterName=test
+SlurmctldHost=ctl
+NodeName=n[1-2] CPUs=8 RealMemory=16000
+PartitionName=p Nodes=ALL Default=YES
+"""
+SPEC = from_fields({"name": "a", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"})
+WHO = principal_for(0, 0)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Iterator[StateStorage]:
+    with fresh_state_database(tmp_path) as made:
+        yield made
+
+
+def holding(storage: StateStorage, holder: str, lease_s: float = 10) -> DatabaseJournal:
+    """A journal of ``holder`` that has taken the lease."""
+    journal = DatabaseJournal(replace(storage, lease_s=lease_s), "test", holder)
+    assert journal.lease.take() is None
+    return journal
+
+
+def test_a_held_lease_is_refused_to_another_until_released(storage: StateStorage) -> None:
+    first = holding(storage, "a")
+    second = DatabaseJournal(storage, "test", "b")
+    try:
+        held = second.lease.take()
+        assert held is not None and held.startswith("held by a (token 1) for ")
+        assert first.lease.take() is None and first.lease.token == 1  # renewed, same token
+        first.close()  # a clean stop hands the lease back
+        assert second.lease.take() is None and second.lease.token == 2
+    finally:
+        second.close()
+
+
+def test_a_newer_holder_fences_the_old_ones_writes(storage: StateStorage) -> None:
+    """The first holder's lease expires (it hung); the second takes it under token 2;
+    the first's next write is refused with nothing written, and so is its renewal."""
+    first = holding(storage, "a", lease_s=0.5)
+    first.write(Batch(jobs={1: job(1)}))
+    time.sleep(0.6)
+    second = holding(storage, "b")
+    try:
+        assert second.lease.token == 2
+        with pytest.raises(Fenced) as refused:
+            first.write(Batch(jobs={2: job(2)}, meta={"next_job_id": "3"}))
+        assert "b holds it under token 2, ours was 1" in refused.value.reason
+        with pytest.raises(Fenced):
+            first.lease.take()
+        second.write(Batch(meta={"by": "b"}))
+        loaded = second.load()
+        assert set(loaded.jobs) == {1} and loaded.meta == {"by": "b"}
+    finally:
+        first.close()  # does not hand back b's lease
+        assert second.lease.take() is None and second.lease.token == 2
+        second.close()
+
+
+def test_a_journal_that_never_took_the_lease_cannot_write(storage: StateStorage) -> None:
+    journal = DatabaseJournal(storage, "test", "a")
+    try:
+        with pytest.raises(Fenced):
+            journal.write(Batch(meta={"k": "v"}))
+    finally:
+        journal.close()
+
+
+def test_an_unreachable_database_fails_the_write_and_writes_nothing(
+    storage: StateStorage,
+) -> None:
+    relay = Relay(("127.0.0.1", storage.port))
+    journal = holding(replace(storage, port=relay.port), "a")
+    try:
+        relay.cut()
+        with pytest.raises(JournalWriteError) as failed:
+            journal.write(Batch(jobs={1: job(1)}))
+        assert not isinstance(failed.value, Fenced)
+        assert failed.value.code == errors.ESLURM_WRITING_TO_FILE
+        relay.restore()
+        journal.write(Batch(meta={"k": "v"}))
+        loaded = journal.load()
+        assert loaded.jobs == {} and loaded.meta == {"k": "v"}
+    finally:
+        relay.restore()
+        journal.close()
+        relay.close()
+
+
+def test_the_store_retries_until_the_database_is_back(
+    storage: StateStorage, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A submission while the database is cut off is refused in Slurm's words; the
+    batch is put back and retried; once the database answers it is there."""
+    monkeypatch.setattr(durability, "RETRY_FIRST_S", 0.05)
+    monkeypatch.setattr(durability, "RETRY_MOST_S", 0.1)
+    relay = Relay(("127.0.0.1", storage.port))
+    journal = holding(replace(storage, port=relay.port), "a")
+    store = JobStore(parse(CONF, str(tmp_path / "slurm.conf")), journal)
+
+    async def scenario() -> None:
+        relay.cut()
+        first = store.submit(SPEC, WHO, 0).job
+        with pytest.raises(JournalWriteError):
+            await store.flush()
+        assert store.durable.failure is not None
+        relay.restore()
+        await asyncio.wait_for(store.durable.kept(), 10)
+        assert store.durable.failure is None
+        assert first.job_id in journal.load().jobs
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        relay.restore()
+        journal.close()
+        relay.close()
+
+
+def test_a_fenced_store_refuses_changes_and_says_to_stop(
+    storage: StateStorage, tmp_path: Path
+) -> None:
+    first = holding(storage, "a", lease_s=0.5)
+    store = JobStore(parse(CONF, str(tmp_path / "slurm.conf")), first)
+    stopped: list[str] = []
+    store.durable.lost = lambda: stopped.append("flush")
+
+    async def scenario() -> None:
+        await asyncio.sleep(0.6)
+        second = holding(storage, "b")
+        try:
+            store.submit(SPEC, WHO, 0)
+            with pytest.raises(Fenced):
+                await store.flush()
+            assert stopped == ["flush"] and store.durable.failure is not None
+            # The renewal finds it too, on its own.
+            await asyncio.wait_for(keep(first.lease, lambda: stopped.append("keep")), 5)
+            assert stopped == ["flush", "keep"]
+            assert second.load().jobs == {}
+        finally:
+            second.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        first.close()
