@@ -96,7 +96,7 @@ def show(reservation: Mapping[str, Any], oneliner: bool) -> str:
         f"EndTime={format_timestamp(end)} Duration={duration}",
         f"Nodes={_null(r['nodes'])} NodeCnt={r['node_count']} CoreCnt={r['core_count']} "
         f"Features=(null) PartitionName={_null(r['partition'])} Flags={r['flags']}",
-        f"TRES={r['tres']}",
+        f"TRES={_null(r['tres'])}",
         f"Users={_null(r['users'])} Groups=(null) Accounts={_null(r['accounts'])} "
         f"Licenses={_null(r['licenses'])} State={r['state']} BurstBuffer=(null)",
         "MaxStartDelay=(null)",
@@ -122,7 +122,7 @@ def sinfo_table(reservations: Sequence[Mapping[str, Any]], header: bool) -> str:
                 format_timestamp(start),
                 format_timestamp(end),
                 format_hms(end - start),
-                r["nodes"],
+                _null(r["nodes"]),
             )
         )
     return "".join(out)

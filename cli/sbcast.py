@@ -8,15 +8,17 @@ is written as the job's user (``nodeagent/filebcast.py``). Blocks go one after
 the other and each waits for every node, so the first node's failure stops the
 copy, reported as Slurm reports it (``REQUEST_FILE_BCAST(node): File exists``).
 
-Options as Slurm 22.05's, with its SBCAST_* environment variables under them.
-Compression: ``lz4`` (Slurm's default and only one, LZ4 frames) and ``none``;
-also ``zlib`` (Python's own), which Slurm 22.05 no longer has. ``--send-libs`` is refused
-(Corral has no shared-object discovery); ``-F`` has no effect (the controller
-sends each block to all agents at once, no tree of fan-outs) and ``--exclude``
-only matters with ``--send-libs``. A DEST that is not absolute is made so
-against the current directory (BcastParameters DestDir is not read). In DEST,
-``%n`` stands for each node's name: one-host clusters (``corral up``) emulate
-several nodes on one filesystem, and only so can each node have its own copy.
+Options as Slurm 22.05's, with its SBCAST_* environment variables under them, and
+slurm.conf's BcastParameters and BcastExclude (``corral/bcastparams.py``) as their
+defaults: a DEST that is not absolute goes in ``DestDir=`` (else the current
+directory), ``Compression=`` compresses without ``-C``, and ``send_libs`` sends the
+executable's shared objects (``cli/sharedobjects.py``) into ``DEST_libs`` on each
+node, as ``--send-libs`` does. Compression: ``lz4`` (Slurm's default and only one,
+LZ4 frames) and ``none``; also ``zlib`` (Python's own), which Slurm 22.05 no longer
+has. ``-F`` has no effect (the controller sends each block to all agents at once, no
+tree of fan-outs). In DEST, ``%n`` stands for each node's name: one-host clusters
+(``corral up``) emulate several nodes on one filesystem, and only so can each node
+have its own copy.
 """
 
 from __future__ import annotations
@@ -31,20 +33,22 @@ from cli.command import Command
 from cli.halt import Halt
 from cli.options import (
     OPTIONAL,
-    REFUSED,
     REQUIRED,
     WARNED,
     Option,
-    OptionRefused,
     OptionTable,
     check_use,
-    print_error,
 )
+from corral import bcastparams
 from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs milliseconds of a client's start-up budget
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import BinaryIO
+
+    from corral.client import Client
+    from corral.clientconf import ClientSettings
 
 PROG = "sbcast"
 USAGE = "Usage: sbcast [-CfFjpstvV] SOURCE DEST\n"
@@ -70,14 +74,7 @@ Help options:
 TABLE = OptionTable(
     [
         Option("compress", "C", "compress", OPTIONAL, note="lz4 (the default), none, and zlib"),
-        Option(
-            "exclude",
-            "",
-            "exclude",
-            REQUIRED,
-            WARNED,
-            "it names what --send-libs leaves out, and --send-libs is not supported",
-        ),
+        Option("exclude", "", "exclude", REQUIRED, note="absolute directories, or NONE"),
         Option("force", "f", "force"),
         Option(
             "fanout",
@@ -89,14 +86,7 @@ TABLE = OptionTable(
         ),
         Option("jobid", "j", "jobid", REQUIRED, note="job[.step]; a hetjob offset is refused"),
         Option("preserve", "p", "preserve"),
-        Option(
-            "send_libs",
-            "",
-            "send-libs",
-            OPTIONAL,
-            REFUSED,
-            "shared objects are not detected: sbcast them one by one",
-        ),
+        Option("send_libs", "", "send-libs", OPTIONAL, note="the libraries ldd names"),
         Option("size", "s", "size", REQUIRED, note="at most 8 MiB a block"),
         Option("timeout", "t", "timeout", REQUIRED),
         Option("verbose", "v", "verbose"),
@@ -131,7 +121,9 @@ class Params:
     """What the command line (and SBCAST_*) asked for."""
 
     def __init__(self) -> None:
-        self.compress = ""  # "" or "zlib"
+        self.compress = ""  # "", "lz4" or "zlib"
+        self.exclude: tuple[str, ...] = bcastparams.DEFAULT_EXCLUDE
+        self.send_libs = False
         self.force = False
         self.preserve = False
         self.job_id = 0
@@ -182,19 +174,40 @@ def job_and_step(text: str) -> tuple[int, str]:
     return int(job), str(int(step)) if dot else ""
 
 
-def parse(argv: list[str], environ: dict[str, str]) -> Params:
-    """The parameters of a run; Halt(0) after --help, --usage, --version; Halt(1) if bad."""
+def send_libs(value: str | None, default: bool) -> bool:
+    """``--send-libs[=yes|no]``: an unknown word is Slurm's warning, and the default."""
+    if value is None or value.lower() in ("", "yes", "1"):
+        return True
+    if value.lower() in ("no", "0"):
+        return False
+    print(f"{PROG}: error: Ignoring unrecognized --send-libs value '{value}'", file=sys.stderr)
+    return default
+
+
+def excludes(text: str) -> tuple[str, ...]:
+    """``--exclude``: Halt in sbcast's words when a path is not absolute."""
+    try:
+        return bcastparams.parse_exclude(text)
+    except ValueError:
+        raise Halt(1, f"{PROG}: error: Invalid --exclude: {text}") from None
+
+
+def parse(
+    argv: list[str], environ: dict[str, str], settings: Callable[[], ClientSettings] | None = None
+) -> Params:
+    """The parameters of a run; Halt(0) after --help, --usage, --version; Halt(1) if bad.
+
+    ``settings``: slurm.conf as a client reads it, whose BcastParameters and
+    BcastExclude are the defaults the command line overrides; called only once the
+    command line asks for a copy (``--help`` needs no slurm.conf). None: Slurm's
+    defaults."""
     found, positional = COMMAND.parse(argv)
     given: list[tuple[str, str | None]] = []
     for variable, key in ENVIRONMENT:
         value = environ.get(variable)
-        if value is None or (key == "send_libs" and value.lower() in ("no", "0")):
+        if value is None:
             continue
-        try:
-            check_use(TABLE, next(opt for opt in TABLE.options if opt.key == key))
-        except OptionRefused as refused:
-            print_error(PROG, refused)
-            raise Halt(1) from None
+        check_use(TABLE, next(opt for opt in TABLE.options if opt.key == key))  # -F: warned
         given.append((key, value))
     given.extend((opt.key, value) for opt, value in found)
     for key, _ in given:
@@ -206,9 +219,19 @@ def parse(argv: list[str], environ: dict[str, str]) -> Params:
             f'Try "{PROG} --help" for more information',
         )
     params = Params()
+    conf, params.exclude = bcastparams.BcastParams(), bcastparams.DEFAULT_EXCLUDE
+    if settings is not None:
+        conf, params.exclude = settings().bcast, settings().bcast_exclude
+    params.send_libs = conf.send_libs
+    if conf.compression:
+        params.compress = compression(conf.compression)
     for key, value in given:
         if key == "compress":
             params.compress = compression(value)
+        elif key == "send_libs":
+            params.send_libs = send_libs(value, params.send_libs)
+        elif key == "exclude":
+            params.exclude = excludes(value or "")
         elif key in ("force", "preserve", "verbose"):
             setattr(params, key, True)
         elif key == "jobid":
@@ -219,7 +242,7 @@ def parse(argv: list[str], environ: dict[str, str]) -> Params:
             text = value or ""
             params.timeout = int(text) if text.isdigit() else 0  # atoi's 0: the default
     params.source, dest = positional
-    params.dest = dest if dest.startswith("/") else os.path.join(os.getcwd(), dest)
+    params.dest = dest if dest.startswith("/") else os.path.join(conf.dest_dir or os.getcwd(), dest)
     if not params.job_id:
         job = environ.get("SLURM_JOB_ID", "")
         if not job:
@@ -228,44 +251,95 @@ def parse(argv: list[str], environ: dict[str, str]) -> Params:
     return params
 
 
+class _Settings:
+    """slurm.conf, read the first time it is asked for."""
+
+    def __init__(self) -> None:
+        self.value: ClientSettings | None = None
+
+    def __call__(self) -> ClientSettings:
+        if self.value is None:
+            from corral.clientconf import client_settings
+
+            self.value = client_settings()
+        return self.value
+
+
 def sbcast(argv: list[str]) -> int:
     """Run sbcast with ``argv``; return the exit status."""
+    settings = _Settings()
     try:
-        params = parse(argv, dict(os.environ))
+        params = parse(argv, dict(os.environ), settings)
         source = _open(params.source)
     except Halt as halt:
         return halt.report()
+    client = boundary.connect(settings())
     with source:
-        info = os.fstat(source.fileno())
-        size = params.size or min(max(info.st_size, 1), MAX_BLOCK)
+        status = _send(client, params, source, params.dest, verbose=params.verbose)
+    if status or not params.send_libs:
+        return status
+    from cli.sharedobjects import shared_objects
+
+    libraries = shared_objects(params.source, params.exclude)
+    for number, path in enumerate(libraries, 1):
+        try:
+            library = _open(path)
+        except Halt as halt:
+            return halt.report()
+        with library:
+            dest = f"{params.dest}_libs/{os.path.basename(path)}"
+            status = _send(client, params, library, dest, library=True)
+        if status:
+            return status
         if params.verbose:
-            _describe(params, size, info.st_size)
-        client = boundary.connect()
-        client.timeout = max(client.timeout, (params.timeout or 10) + 30.0)
-        offset = 0
-        while True:
-            data = source.read(size)
-            last = offset + len(data) >= info.st_size or len(data) < size
-            request = _request(params, info, offset, data, last)
-            try:
-                reply = client.call("Broadcast", request)
-            except SlurmError as exc:
-                print(
-                    f"{PROG}: error: Slurm job {_named(params)} lookup error: {exc}",
-                    file=sys.stderr,
-                )
-                return 1
-            failures = reply.get("failures") or []
-            for failure in failures:
-                print(
-                    f"{PROG}: error: REQUEST_FILE_BCAST({failure['node']}): {failure['message']}",
-                    file=sys.stderr,
-                )
-            if failures:
-                return 1
-            offset += len(data)
-            if last:
-                return 0
+            print(
+                f"{PROG}: Broadcast of shared object '{path}' to destination cache directory "
+                f"succeeded ({number}/{len(libraries)})",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _send(
+    client: Client,
+    params: Params,
+    source: BinaryIO,
+    dest: str,
+    *,
+    verbose: bool = False,
+    library: bool = False,
+) -> int:
+    """Send one file, block by block, to ``dest`` on the job's nodes: sbcast's status.
+    ``library``: one of ``--send-libs``' shared objects, whose directory is made."""
+    info = os.fstat(source.fileno())
+    size = params.size or min(max(info.st_size, 1), MAX_BLOCK)
+    if verbose:
+        _describe(params, size, info.st_size)
+    client.timeout = max(client.timeout, (params.timeout or 10) + 30.0)
+    offset = 0
+    while True:
+        data = source.read(size)
+        last = offset + len(data) >= info.st_size or len(data) < size
+        request = _request(params, info, offset, data, last) | {"dest": dest, "library": library}
+        try:
+            reply = client.call("Broadcast", request)
+        except SlurmError as exc:
+            print(
+                f"{PROG}: error: Slurm job {_named(params)} lookup error: {exc}",
+                file=sys.stderr,
+            )
+            return 1
+        failures = reply.get("failures") or []
+        for failure in failures:
+            print(
+                f"{PROG}: error: REQUEST_FILE_BCAST({failure['node']}): {failure['message']}",
+                file=sys.stderr,
+            )
+        if failures:
+            return 1
+        offset += len(data)
+        if last:
+            return 0
 
 
 def _open(path: str) -> BinaryIO:
@@ -325,9 +399,11 @@ def _describe(params: Params, block: int, size: int) -> None:
         "-----------------------------",
         f"block_size = {block}",
         f"compress   = {params.compress or 'none'}",
+        f"exclude    = {','.join(params.exclude) or 'none'}",
         f"force      = {'true' if params.force else 'false'}",
         f"jobid      = {_named(params)}",
         f"preserve   = {'true' if params.preserve else 'false'}",
+        f"send_libs  = {'true' if params.send_libs else 'false'}",
         f"timeout    = {params.timeout}",
         f"dest       = {params.dest}",
         f"src        = {params.source}",

@@ -17,10 +17,13 @@ and the scheduling core sees each reservation as a ``ResvView`` (what
   held (reason ReservationDeleted) unless ``NO_HOLD_JOBS_AFTER_END``; jobs
   still running in it are timed out by their node agents at its end. A
   reservation with running jobs cannot be deleted.
-* ``Licenses=`` keeps some of slurm.conf's licenses for its jobs over its time
-  (with its nodes; a reservation of licenses alone, Flags=LICENSE_ONLY, is not
-  implemented): no more than the reservations overlapping it leave, used by its
-  jobs and by no other job (``core/licensebook.py``).
+* ``Licenses=`` keeps some of slurm.conf's licenses for its jobs over its time:
+  no more than the reservations overlapping it leave, used by its jobs and by no
+  other job (``core/licensebook.py``). A reservation of licenses alone has no
+  nodes and needs ``Flags=ANY_NODES`` (22.05's spelling; ``LICENSE_ONLY`` is read
+  as it): its jobs run in its window on any node (``core/resvwindows.py``).
+  Licenses without nodes and without the flag are Slurm's "Invalid node name
+  specified"; the flag with neither is its "must be specified".
 """
 
 from __future__ import annotations
@@ -44,17 +47,20 @@ FLAG_ORDER = (
     "IGNORE_JOBS",
     "SPEC_NODES",
     "ALL_NODES",
+    "ANY_NODES",
     "PART_NODES",
     "NO_HOLD_JOBS_AFTER_END",
 )
 #: Flags Slurm has that Corral does not implement (refused, not ignored).
 UNSUPPORTED_FLAGS = frozenset(
     {
-        "FLEX", "HOURLY", "DAILY", "WEEKDAY", "WEEKEND", "WEEKLY", "ANY_NODES", "STATIC",
-        "TIME_FLOAT", "REPLACE", "REPLACE_DOWN", "PURGE_COMP", "MAGNETIC", "USER_DELETE",
-        "LICENSE_ONLY", "FIRST_CORES", "NO_MAINT", "NO_HOURLY", "NO_DAILY", "NO_WEEKLY",
+        "FLEX", "HOURLY", "DAILY", "WEEKDAY", "WEEKEND", "WEEKLY", "STATIC", "TIME_FLOAT",
+        "REPLACE", "REPLACE_DOWN", "PURGE_COMP", "MAGNETIC", "USER_DELETE", "FIRST_CORES",
+        "NO_MAINT", "NO_HOURLY", "NO_DAILY", "NO_WEEKLY",
     }
 )  # fmt: skip
+#: Flags read as another (scontrol(1): "LICENSE_ONLY  See ANY_NODES").
+FLAG_ALIASES = {"LICENSE_ONLY": "ANY_NODES"}
 #: Settings a user may give (the CLI turns Slurm's abbreviations into these).
 SETTINGS = frozenset(
     {
@@ -99,7 +105,8 @@ class Reservation:
 
     def view(self) -> ResvView:
         held = parse_licenses(self.licenses) if self.licenses else ()
-        return ResvView(self.name, frozenset(self.nodes), self.start, self.end, held)
+        any_nodes = self.has("ANY_NODES")
+        return ResvView(self.name, frozenset(self.nodes), self.start, self.end, held, any_nodes)
 
     def shares_nodes_with(self, other: Reservation) -> bool:
         """Whether the two may not coexist: common nodes at a common time."""
@@ -171,7 +178,7 @@ class _Request:
         for key in ("flags", "flags+", "flags-"):
             if key not in self.settings:
                 continue
-            words = {w.upper() for w in _names(self.settings[key])}
+            words = {FLAG_ALIASES.get(w.upper(), w.upper()) for w in _names(self.settings[key])}
             for word in words:
                 if word in UNSUPPORTED_FLAGS:
                     raise SlurmError(errors.ESLURM_NOT_SUPPORTED, f"Flag {word} is not supported")
@@ -371,8 +378,17 @@ class ReservationBook:
                 raise _invalid(f'"{count}" is not a valid node count')
             nodes = self._pick(resv, int(count), cluster, others)
             flags -= {"SPEC_NODES", "ALL_NODES", "PART_NODES"}
+        elif creating and not resv.partition and resv.has("ANY_NODES"):
+            if not resv.licenses:
+                raise _invalid(
+                    "CoreCnt, Nodes, NodeCnt, BurstBuffer, Licenses or Watts must be "
+                    "specified.  No reservation created."
+                )
+            nodes = ()  # licenses alone: its jobs use any node
         elif creating:
             if not resv.partition:
+                if resv.licenses:
+                    raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
                 raise _invalid(
                     "CoreCnt, Nodes, NodeCnt, TRES or Watts must be specified.  "
                     "No reservation created."

@@ -505,7 +505,7 @@ def reservation_info(resv: Reservation, now: int) -> pb.ReservationInfo:
         accounts=",".join(resv.accounts),
         partition=resv.partition,
         state="ACTIVE" if resv.start <= now <= resv.end else "INACTIVE",
-        tres=f"cpu={resv.cores}",
+        tres=f"cpu={resv.cores}" if resv.cores else "",  # a reservation of licenses: (null)
         licenses=resv.licenses,
     )
 

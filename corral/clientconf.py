@@ -13,7 +13,7 @@ partition lines are skipped, so mistakes in them are the daemons' to report.
 
 from __future__ import annotations
 
-from corral import confsyntax
+from corral import bcastparams, confsyntax
 from corral.confsyntax import (
     MAX_ARRAY_SIZE,
     NOWHERE,
@@ -28,6 +28,13 @@ from corral.confsyntax import (
     integer,
     port_range,
 )
+
+TYPE_CHECKING = False  # typing costs a client's start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 #: The top-level keys read here, lowercase -> Slurm's spelling.
 _WANTED = {
@@ -47,6 +54,8 @@ _WANTED = {
         "SrunProlog",
         "SrunEpilog",
         "MpiDefault",
+        "BcastParameters",
+        "BcastExclude",
     )
 }
 
@@ -58,6 +67,8 @@ class ClientSettings:
     """
 
     __slots__ = (
+        "bcast",
+        "bcast_exclude",
         "cluster_name",
         "controller_hosts",
         "kill_on_bad_exit",
@@ -87,6 +98,8 @@ class ClientSettings:
         srun_prolog: str = "",
         srun_epilog: str = "",
         mpi_default: str = "",
+        bcast: bcastparams.BcastParams | None = None,
+        bcast_exclude: tuple[str, ...] = bcastparams.DEFAULT_EXCLUDE,
     ) -> None:
         self.path = path
         self.cluster_name = cluster_name
@@ -100,6 +113,8 @@ class ClientSettings:
         self.srun_prolog = srun_prolog  # SrunProlog and SrunEpilog: run by srun itself
         self.srun_epilog = srun_epilog
         self.mpi_default = mpi_default  # as written: srun refuses a type it cannot serve
+        self.bcast = bcast or bcastparams.BcastParams()  # sbcast's defaults
+        self.bcast_exclude = bcast_exclude
 
     @property
     def controller_host(self) -> tuple[str, str]:
@@ -152,6 +167,7 @@ def client_settings(path: str | None = None) -> ClientSettings:
     slurmd_port = settings.get("SlurmdPort")
     array_size = settings.get("MaxArraySize")
     bad_exit = settings.get("KillOnBadExit")
+    exclude = _read(bcastparams.parse_exclude, settings.get("BcastExclude"))
     return ClientSettings(
         path=path,
         cluster_name=cluster[0].lower(),
@@ -173,4 +189,17 @@ def client_settings(path: str | None = None) -> ClientSettings:
         srun_prolog=settings.get("SrunProlog", ("", NOWHERE))[0],
         srun_epilog=settings.get("SrunEpilog", ("", NOWHERE))[0],
         mpi_default=settings.get("MpiDefault", ("", NOWHERE))[0],
+        bcast=_read(bcastparams.parse, settings.get("BcastParameters")),
+        bcast_exclude=bcastparams.DEFAULT_EXCLUDE if exclude is None else exclude,
     )
+
+
+def _read(read: Callable[[str], T], setting: tuple[str, Where] | None) -> T | None:
+    """``read`` of a setting's value (None when unset), its ValueError a ConfigError."""
+    if setting is None:
+        return None
+    value, where = setting
+    try:
+        return read(value)
+    except ValueError as exc:
+        raise ConfigError(*where, str(exc)) from None

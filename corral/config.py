@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from corral import (
+    bcastparams,
     cgroupconf,
     confkeys,
     confsyntax,
@@ -328,6 +331,10 @@ class SlurmConfig:
     # StateStorage* and SlurmctldTimeout: the journal's backend and the leader lease
     # (corral/statestorage.py, docs/ha.md).
     state_storage: statestorage.StateStorage = field(default_factory=statestorage.StateStorage)
+    # BcastParameters and BcastExclude: sbcast's defaults (corral/bcastparams.py), checked
+    # here so that a daemon refuses a word sbcast would not honour.
+    bcast: bcastparams.BcastParams = field(default_factory=bcastparams.BcastParams)
+    bcast_exclude: tuple[str, ...] = bcastparams.DEFAULT_EXCLUDE
     _by_name: dict[str, NodeConfig] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -1244,7 +1251,27 @@ def parse(text: str, path: str) -> SlurmConfig:
         licenses=_licenses(settings),
         mpi_default=_mpi_default(settings.get("MpiDefault")),
         state_storage=statestorage.parse(settings),
+        bcast=_checked(
+            bcastparams.parse, settings.get("BcastParameters"), bcastparams.BcastParams()
+        ),
+        bcast_exclude=_checked(
+            bcastparams.parse_exclude, settings.get("BcastExclude"), bcastparams.DEFAULT_EXCLUDE
+        ),
     )
+
+
+_T = TypeVar("_T")
+
+
+def _checked(read: Callable[[str], _T], setting: tuple[str, Where] | None, default: _T) -> _T:
+    """``read`` of a setting's value, its ValueError a ConfigError where it was written."""
+    if setting is None:
+        return default
+    value, where = setting
+    try:
+        return read(value)
+    except ValueError as exc:
+        raise ConfigError(*where, str(exc)) from None
 
 
 def _licenses(settings: _Pairs) -> Licenses:
@@ -1317,6 +1344,8 @@ def show_config(conf: SlurmConfig) -> list[tuple[str, str]]:
     }
     defaults = {
         "AuthType": "auth/munge",
+        "BcastExclude": ",".join(bcastparams.DEFAULT_EXCLUDE),
+        "BcastParameters": "(null)",
         "MpiDefault": "(null)",
         "ProctrackType": "proctrack/cgroup",
         "SchedulerType": "sched/backfill",

@@ -93,8 +93,8 @@ AuthType                        honoured            auth/munge: munged; else the
 BackupAddr                      honoured
 BackupController                honoured
 BatchStartTimeout               warned              a Prolog runs within PrologEpilogTimeout
-BcastExclude                    warned              sbcast --send-libs (which reads it) is refused
-BcastParameters                 warned              sbcast's defaults: no DestDir, no compression
+BcastExclude                    honoured            sbcast --send-libs leaves these out
+BcastParameters                 honoured            sbcast: DestDir, Compression, send_libs
 BurstBufferParameters           warned              burst buffers are not implemented
 BurstBufferType                 warned              burst buffers are not implemented
 CacheGroups                     warned              retired by Slurm
@@ -250,7 +250,7 @@ ResvProlog                      refused             reservation prolog scripts a
 ReturnToService                 honoured
 RoutePlugin                     warned              not read
 SallocDefaultCommand            refused             salloc runs its command or the shell
-SbcastParameters                warned              sbcast --send-libs is refused
+SbcastParameters                warned              a typo of sbcast(1): BcastParameters
 SchedulerParameters             honoured
 SchedulerPort                   warned              retired by Slurm
 SchedulerTimeSlice              honoured

@@ -6,19 +6,21 @@ process, which becomes the job's user for good first (``runas.become_user``, as 
 job's processes do) and only then opens the destination. A user can therefore
 write only where the user may, and the file is the user's (owner and group).
 
-Command line: ``OFFSET SIZE COMPRESS FIRST FORCE LAST MODE ATIME MTIME UID GID USER
-PATH...``; the block's bytes on standard input, compressed as COMPRESS says, go
+Command line: ``OFFSET SIZE COMPRESS FIRST FORCE LAST MKDIR MODE ATIME MTIME UID GID
+USER PATH...``; the block's bytes on standard input, compressed as COMPRESS says, go
 to every PATH (the agent's emulated nodes' own copies; one for a real node). The
 first block creates the file (``O_EXCL`` unless forced, as slurmd refuses an
-existing file without sbcast -f); the last sets its mode, and with ATIME/MTIME
-other than -1 its times (-p). Each path that fails is a line ``INDEX ERRNO
-MESSAGE`` on standard error (INDEX -1: all of them) and the exit status is 1.
+existing file without sbcast -f), after making the file's directory if MKDIR is 1
+(sbcast --send-libs' ``<executable>_libs``, the user's alone); the last sets its
+mode, and with ATIME/MTIME other than -1 its times (-p). Each path that fails is a
+line ``INDEX ERRNO MESSAGE`` on standard error (INDEX -1: all of them) and the exit status is 1.
 
 Standard library only: one of these starts per block and node path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -34,11 +36,16 @@ def write_block(
     *,
     first: bool,
     force: bool,
+    mkdir: bool = False,
     last: bool,
     mode: int,
     times: tuple[int, int] | None,
 ) -> None:
-    """Put ``data`` at ``offset`` in ``path``, as this process's user."""
+    """Put ``data`` at ``offset`` in ``path``, as this process's user; ``mkdir``: its
+    directory made first unless it is there."""
+    if mkdir:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(os.path.dirname(path), 0o700)
     flags = os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW
     if first:
         flags |= os.O_CREAT | os.O_TRUNC | (0 if force else os.O_EXCL)
@@ -84,8 +91,9 @@ def unpack(data: bytes, compress: str, size: int) -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    offset, size, compress, first, force, last, mode, atime, mtime, uid, gid, user = argv[:12]
-    paths = argv[12:]
+    offset, size, compress, first, force, last, mkdir, mode, atime, mtime = argv[:10]
+    uid, gid, user = argv[10:13]
+    paths = argv[13:]
     try:
         become_user(int(uid), int(gid), user)
         data = unpack(sys.stdin.buffer.read(), compress if compress != "-" else "", int(size))
@@ -104,6 +112,7 @@ def main(argv: list[str]) -> int:
                 data,
                 first=first == "1",
                 force=force == "1",
+                mkdir=mkdir == "1",
                 last=last == "1",
                 mode=int(mode),
                 times=(int(atime), int(mtime)) if int(atime) >= 0 else None,

@@ -51,6 +51,7 @@ def writer_argv(
         "1" if block.offset == 0 else "0",
         "1" if block.force else "0",
         "1" if block.last else "0",
+        "1" if block.library and block.offset == 0 else "0",
         str(block.mode),
         str(block.atime if preserve else -1),
         str(block.mtime if preserve else -1),

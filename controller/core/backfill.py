@@ -209,11 +209,11 @@ class Backfill:
     ) -> Start | Reason:
         """``place`` for a run over ``[when, when + length)``: clear of the plans
         of jobs ahead, and inside the job's reservation or clear of all others."""
-        resv = self.windows.of(job)
+        resv = self.windows.confine(job)
         blocked = self._claims(resv).during(when, ceil_to(when + length, self.params.resolution))
         if resv is not None:
             return place(job, part, nodes, blocked, index, after, only=resv.nodes, at=when)
-        avoid = self.windows.avoid(when, run_end(job, part, when))
+        avoid = self.windows.avoid(when, run_end(job, part, when), job.reservation)
         return place(job, part, nodes, blocked, index, after, avoid=avoid, at=when)
 
     def started(self, job: Job, start: Start) -> None:
@@ -412,7 +412,7 @@ class Backfill:
     def _claim(self, job: Job, found: _Found) -> None:
         """Reserve ``found``'s nodes from its start for its length: the job's plan."""
         end = ceil_to(found.start + found.length, self.params.resolution)
-        self._claims(self.windows.of(job)).add(found.start, end, found.nodes)
+        self._claims(self.windows.confine(job)).add(found.start, end, found.nodes)
         self.licenses.hold(job.job_id, needs(job.licenses), found.start, end, job.reservation)
         self.plan.expected[job.job_id] = Expected(found.start, found.partition, found.nodes)
 
@@ -430,7 +430,7 @@ class Backfill:
         end of some holding, on the resolution, still clear of the plans ahead and of
         other reservations; else ``probe`` (whose fit was checked)."""
         res = self.params.resolution
-        resv = self.windows.of(job)
+        resv = self.windows.confine(job)
         moments = sorted({start, *(ceil_to(t, res) for t in self.licenses.ends(start, probe))})
         for when in moments:
             if when >= probe:
@@ -441,7 +441,8 @@ class Backfill:
             span = ceil_to(when + length, res) - when
             if self._claims(resv).free_from(when, span, nodes, when + 1) != when:
                 continue
-            if resv is None and self.windows.avoid(when, run_end(job, part, when)) & set(nodes):
+            end = run_end(job, part, when)
+            if resv is None and self.windows.avoid(when, end, job.reservation) & set(nodes):
                 continue
             return when
         return probe
@@ -465,9 +466,11 @@ class Backfill:
         if sooner >= probe:
             return probe
         span = ceil_to(sooner + length, res) - sooner
-        clear = self._claims(resv).free_from(sooner, span, start.nodes, probe)
+        confined = self.windows.confine(job)
+        clear = self._claims(confined).free_from(sooner, span, start.nodes, probe)
         if clear is None:
             return probe
-        if resv is None and self.windows.avoid(clear, run_end(job, part, clear)) & set(start.nodes):
+        end = run_end(job, part, clear)
+        if confined is None and self.windows.avoid(clear, end, job.reservation) & set(start.nodes):
             return probe
         return clear

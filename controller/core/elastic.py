@@ -121,8 +121,8 @@ def grow(
             continue
         mine = held.nodes if held else e.job.nodes
         end = e.job.end_time or run_end(e.job, part, plan.now)
-        resv = windows.of(e.job)
-        avoid = windows.avoid(plan.now, end) if resv is None else frozenset()
+        resv = windows.confine(e.job)
+        avoid = windows.avoid(plan.now, end, e.job.reservation) if resv is None else frozenset()
         room = _room(e, part, len(mine))
         added = _nodes_for(e, part, nodes, mine, room, reserved | avoid, resv, usage, queues)
         if not added:

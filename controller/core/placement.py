@@ -513,7 +513,7 @@ def first_fit(
     held back by the jobs of ``blocked`` partitions, which cannot use them;
     any other job avoids the reservations its run would overlap."""
     first_reason: Reason | None = None
-    resv = windows.of(job) if windows is not None else None
+    resv = windows.confine(job) if windows is not None else None
     for part in partitions_of(job, snap):
         limit = partition_reason(job, part)
         if limit is not None:
@@ -525,7 +525,7 @@ def first_fit(
         if resv is not None:
             outcome = place(job, part, nodes, free=free, only=resv.nodes, at=now)
         elif windows is not None and windows.by_name:
-            avoid = windows.avoid(now, run_end(job, part, now))
+            avoid = windows.avoid(now, run_end(job, part, now), job.reservation)
             outcome = place(job, part, nodes, free=free, avoid=avoid, at=now)
         else:
             outcome = place(job, part, nodes, free=free, at=now)

@@ -7,6 +7,11 @@ nodes for any moment of ``[start, end)``: a start now, or a backfill plan
 for later, avoids the nodes of every reservation its run would overlap.
 Reservations do not share nodes in time (``controller/reservations.py``
 refuses that), so a job in one never meets another.
+
+A reservation with Flags=ANY_NODES (Slurm 22.05's reservation of licenses, also
+spelt LICENSE_ONLY) keeps its licenses, not nodes, for its jobs: they run in its
+window on any node, its own included, and avoid the other reservations' nodes as
+any job does (``confine`` is None for them; ``avoid`` leaves their own out).
 """
 
 from __future__ import annotations
@@ -36,9 +41,20 @@ class ResvWindows:
     def of(self, job: Job) -> ResvView | None:
         return self.by_name.get(job.reservation) if job.reservation else None
 
-    def avoid(self, begin: int, end: int) -> frozenset[str]:
-        """The nodes of reservations overlapping ``[begin, end)`` (for jobs outside them)."""
+    def confine(self, job: Job) -> ResvView | None:
+        """The reservation to whose nodes ``job`` is held: its own, unless that lets it
+        use any node (ANY_NODES) or it has none."""
+        resv = self.of(job)
+        return None if resv is None or resv.any_nodes else resv
+
+    def avoid(self, begin: int, end: int, own: str = "") -> frozenset[str]:
+        """The nodes of reservations overlapping ``[begin, end)`` but ``own`` (for jobs
+        outside them, or in an ANY_NODES reservation ``own``)."""
         if not self.by_name:
             return NOTHING
-        hit = [v.nodes for v in self.by_name.values() if v.start < end and begin < v.end]
+        hit = [
+            v.nodes
+            for v in self.by_name.values()
+            if v.start < end and begin < v.end and v.name != own
+        ]
         return frozenset().union(*hit) if hit else NOTHING

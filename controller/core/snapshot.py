@@ -170,6 +170,8 @@ class ResvView:
     start: int
     end: int
     licenses: tuple[tuple[str, int], ...] = ()  # kept for its jobs (core/licensebook.py)
+    # Flags=ANY_NODES (a reservation of licenses): its jobs may use any node, its own too.
+    any_nodes: bool = False
 
 
 @dataclass(frozen=True, slots=True)

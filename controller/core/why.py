@@ -189,7 +189,8 @@ def explain(
             take(free_now, start)
     usable = _usable_nodes(job, part, snap)
     windows = ResvWindows(snap.reservations)
-    reserved_now = windows.avoid(now, now + 1) if not job.reservation else frozenset()
+    confined = windows.confine(job) is not None
+    reserved_now = windows.avoid(now, now + 1, job.reservation) if not confined else frozenset()
     free = tuple(
         n
         for n in usable
@@ -356,7 +357,7 @@ def _needs(job: Job, part: PartitionView, snap: Snapshot, expected: Expected | N
 def _usable_nodes(job: Job, part: PartitionView, snap: Snapshot) -> tuple[str, ...]:
     """The partition's nodes (its reservation's, for a job in one) that could ever hold
     one node's worth of the job: up, with its features, big enough when empty."""
-    resv = ResvWindows(snap.reservations).of(job)
+    resv = ResvWindows(snap.reservations).confine(job)
     cpus = cpus_per_node(job, max(job.min_nodes, 1))
     out = []
     for name in part.order or part.nodes:

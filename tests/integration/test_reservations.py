@@ -110,3 +110,44 @@ def test_bad_requests_and_jobs_left_behind(make_cluster: Callable[..., Cluster])
     )
     cluster.run("scontrol", "release", str(waiting))
     assert cluster.wait_done(waiting)["state"] == "COMPLETED"
+
+
+def test_a_reservation_of_licenses_alone(make_cluster: Callable[..., Cluster]) -> None:
+    """Flags=ANY_NODES (or LICENSE_ONLY): no nodes, licenses kept for its jobs, which run
+    on any node; as Slurm 22.05 shows and schedules it (measured)."""
+    # The job outside waits for licenses and blocks the partition's main pass (docs/design.md
+    # "Licenses"): the reservation's job starts by backfill, every second here.
+    cluster = make_cluster(
+        nodes=2, settings=("Licenses=foo:4", "SchedulerParameters=bf_interval=1")
+    )
+    refused = cluster.run(
+        "scontrol", "create", "reservation", "ReservationName=lic", "Licenses=foo:2",
+        "StartTime=now", "Duration=60", "Users=root", check=False,
+    )  # fmt: skip
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        "Error creating the reservation: Invalid node name specified\n",
+    )
+    for name, flag in (("lic", "ANY_NODES"), ("lic2", "LICENSE_ONLY")):
+        made = cluster.run(
+            "scontrol", "create", "reservation", f"ReservationName={name}", "Licenses=foo:2",
+            "StartTime=now", "Duration=60", "Users=root", f"Flags={flag}",
+        )  # fmt: skip
+        assert made.stdout == f"Reservation created: {name}\n"
+    shown = cluster.run("scontrol", "show", "reservation", "lic").stdout
+    assert "   Nodes=(null) NodeCnt=0 CoreCnt=0 Features=(null) PartitionName=(null) " in shown
+    assert "Flags=ANY_NODES\n   TRES=(null)\n" in shown
+    assert "Licenses=foo:2 State=ACTIVE" in shown
+    table = cluster.run("sinfo", "-T", "-h").stdout.splitlines()
+    assert table[0].split()[0] == "lic" and table[0].endswith("(null)")
+
+    outside = cluster.sbatch("-L", "foo:1", "--wrap", "sleep 30")  # all four are kept
+    too_many = cluster.sbatch("-L", "foo:3", "--reservation=lic", "--wrap", "sleep 30")
+    inside = cluster.sbatch("-L", "foo:2", "--reservation=lic", "-N2", "--wrap", "sleep 30")
+    assert cluster.wait_state(inside, "RUNNING", 20)["nodes"] == "node[1-2]"
+    for job_id in (outside, too_many):
+        reason = cluster.run("squeue", "-h", "-j", str(job_id), "-o", "%T %r").stdout.strip()
+        assert reason == "PENDING Licenses"
+    cluster.run("scancel", str(inside))
+    cluster.run("scontrol", "delete", "ReservationName=lic2")
+    assert cluster.wait_state(outside, "RUNNING", 20)  # lic2's two are free again

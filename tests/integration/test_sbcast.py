@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cli import sharedobjects
 from tests.integration.cluster import Cluster
 from tests.security.asuser import shared_top
 
@@ -34,7 +35,10 @@ def cluster(shared: Path) -> Iterator[Cluster]:
     """Two nodes, in a tree the test users may reach (their job's spool is in it)."""
     home = shared / "cluster"
     home.mkdir(mode=0o755)
-    c = Cluster(home, 2, ("KillWait=2",))
+    (shared / "bdest").mkdir()
+    (shared / "bdest").chmod(0o1777)  # the job user writes its relative copies here
+    bcast = f"BcastParameters=DestDir={shared / 'bdest'},Compression=lz4"
+    c = Cluster(home, 2, ("KillWait=2", bcast, "BcastExclude=/usr/lib64"))
     c.env["SBCAST_TIMEOUT"] = "60"  # each block's wait for the nodes: a loaded host is slow
     try:
         yield c.start()
@@ -106,3 +110,31 @@ def test_inside_the_job_and_its_errors(cluster: Cluster, job: int, shared: Path)
     )
     assert unwritable.returncode == 1
     assert "REQUEST_FILE_BCAST(node1): " in unwritable.stderr
+
+
+def test_a_relative_dest_goes_to_dest_dir(cluster: Cluster, job: int, shared: Path) -> None:
+    source = _source(shared, "rel", b"relative, lz4 by default")
+    done = cluster.run("sbcast", "-v", "-j", str(job), str(source), "rel.%n")
+    assert f"sbcast: dest       = {shared}/bdest/rel.%n" in done.stderr
+    assert "sbcast: compress   = lz4" in done.stderr
+    assert (shared / "bdest" / "rel.node1").read_bytes() == b"relative, lz4 by default"
+
+
+def test_send_libs_copies_the_programs_libraries(cluster: Cluster, job: int, shared: Path) -> None:
+    program = shared / "ls"
+    program.write_bytes(Path("/bin/ls").read_bytes())
+    program.chmod(0o755)
+    done = cluster.run(
+        "sbcast", "-v", "--send-libs", "-j", str(job), str(program), str(shared / "ls.%n")
+    )
+    libc = next(p for p in sharedobjects.shared_objects(str(program), ()) if "libc.so" in p)
+    assert f"Broadcast of shared object '{libc}' to destination cache directory" in done.stderr
+    for node in ("node1", "node2"):
+        libs = shared / f"ls.{node}_libs"
+        assert (libs / os.path.basename(libc)).read_bytes() == Path(libc).read_bytes()
+        assert (shared / f"ls.{node}").read_bytes() == program.read_bytes()
+    again = cluster.run(
+        "sbcast", "--exclude=/", "--send-libs", "-j", str(job), str(program), "ls2.%n"
+    )
+    assert again.stderr == ""
+    assert not (shared / "bdest" / "ls2.node1_libs").exists()  # every library excluded

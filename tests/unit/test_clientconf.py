@@ -36,6 +36,8 @@ def _same(client: ClientSettings, full: SlurmConfig) -> None:
     assert client.max_array_size == full.max_array_size
     assert client.kill_on_bad_exit == full.kill_on_bad_exit
     assert (client.mpi_default or "none") == full.mpi_default
+    assert client.bcast == full.bcast
+    assert client.bcast_exclude == full.bcast_exclude
 
 
 @pytest.mark.parametrize(
@@ -71,6 +73,12 @@ def _same(client: ClientSettings, full: SlurmConfig) -> None:
             id="legacy-controller-keys",
         ),
         pytest.param(HEAD + "StateSaveLocation=/a\nStateSaveLocation=/b\n", id="last-wins"),
+        pytest.param(
+            HEAD + "BcastParameters=DestDir=/scratch,compression=LZ4,Send_Libs\n"
+            "BcastExclude=/opt/lib,/usr/lib\n",
+            id="bcast",
+        ),
+        pytest.param(HEAD + "BcastExclude=NONE\n", id="bcast-exclude-none"),
     ],
 )
 def test_client_settings_agree_with_full_model(tmp_path: Path, text: str) -> None:
@@ -123,6 +131,21 @@ def test_client_settings_use_slurm_conf(tmp_path: Path, monkeypatch: pytest.Monk
             "{path}:1: Include %c.conf: %c used before ClusterName is set",
         ),
         pytest.param(HEAD + "Include slurm.conf\n", "{path}:3: Include slurm.conf: include loop"),
+        pytest.param(
+            HEAD + "BcastParameters=DestDir=/s,Bogus\n",
+            "{path}:3: BcastParameters: unknown option 'Bogus'",
+        ),
+        pytest.param(
+            HEAD + "BcastParameters=DestDir=tmp\n",
+            "{path}:3: BcastParameters DestDir=tmp is not an absolute path",
+        ),
+        pytest.param(
+            HEAD + "BcastParameters=Compression=zzz\n",
+            "{path}:3: BcastParameters Compression=zzz: use lz4, none or zlib",
+        ),
+        pytest.param(
+            HEAD + "BcastExclude=lib\n", "{path}:3: BcastExclude: lib is not an absolute path"
+        ),
     ],
 )
 def test_client_errors_match_full_model(tmp_path: Path, text: str, message: str) -> None:

@@ -168,3 +168,56 @@ def test_a_waiting_reservation_job_holds_back_no_one_outside() -> None:
     plan = schedule(snap_with(big, small, resv=resv), NOW)  # type: ignore[arg-type]
     assert [s.job_id for s in plan.starts] == [2]
     assert plan.starts[0].nodes != ("n1",)
+
+
+# ---------------------------------------------------------------- licenses alone (ANY_NODES)
+LICENSED = replace(CLUSTER, licenses={"foo": 4})
+
+
+def test_a_reservation_of_licenses_alone_needs_any_nodes() -> None:
+    book = ReservationBook()
+    with pytest.raises(SlurmError, match="Invalid node name specified"):
+        create(book, LICENSED, licenses="foo:2")
+    with pytest.raises(SlurmError, match="BurstBuffer, Licenses or Watts must be specified"):
+        create(book, LICENSED, flags="ANY_NODES")
+    name = create(book, LICENSED, reservationname="lic", licenses="foo:2", flags="LICENSE_ONLY")
+    resv = book.by_name[name]
+    assert (resv.nodes, resv.cores, resv.flags, resv.licenses) == ((), 0, ("ANY_NODES",), "foo:2")
+    assert resv.view().any_nodes and not resv.view().nodes
+    with_nodes = create(book, LICENSED, nodes="n1", licenses="foo:1", flags="ANY_NODES")
+    assert book.by_name[with_nodes].flags == ("SPEC_NODES", "ANY_NODES")
+    with pytest.raises(SlurmError, match="Invalid license specification"):
+        create(book, LICENSED, licenses="foo:2", flags="ANY_NODES")  # 3 of 4 kept already
+    assert ReservationBook.from_json(book.to_json()).by_name["lic"] == resv
+
+
+def _licensed(*jobs: object, resv: ResvView) -> object:
+    return replace(snap_with(*jobs, resv=resv), licenses={"foo": 4})  # type: ignore[type-var]
+
+
+@pytest.mark.parametrize("backfill", [None, BackfillParams()], ids=["main", "backfill"])
+def test_jobs_of_a_license_reservation_run_on_any_node_with_its_licenses(
+    backfill: BackfillParams | None,
+) -> None:
+    lic = ResvView("lic", frozenset(), NOW - 60, NOW + HOUR, (("foo", 3),), any_nodes=True)
+    mine = job(1, num_tasks=8, reservation="lic", time_limit=10, licenses="foo:4")
+    plan = schedule(_licensed(mine, resv=lic), NOW, backfill)  # type: ignore[arg-type]
+    assert [s.nodes for s in plan.starts] == [("n1", "n2")]  # any node; kept and free ones
+    outside = job(2, num_tasks=1, time_limit=10, licenses="foo:2")  # one is free, 3 kept
+    plan = schedule(_licensed(outside, resv=lic), NOW, backfill)  # type: ignore[arg-type]
+    assert not plan.starts and plan.reasons[2] is Reason.LICENSES
+    later = replace(lic, start=NOW + HOUR, end=NOW + 2 * HOUR)
+    plan = schedule(_licensed(mine, resv=later), NOW, backfill)  # type: ignore[arg-type]
+    assert not plan.starts and plan.reasons[1] is Reason.RESERVATION
+    if backfill is not None:
+        assert plan.expected[1].start_time >= NOW + HOUR
+
+
+def test_an_any_nodes_job_uses_its_own_nodes_and_avoids_others() -> None:
+    own = ResvView("own", frozenset({"n1"}), NOW - 60, NOW + HOUR, (("foo", 1),), any_nodes=True)
+    mine = job(1, num_tasks=12, reservation="own", time_limit=10)
+    plan = schedule(_licensed(mine, resv=own), NOW)  # type: ignore[arg-type]
+    assert [s.nodes for s in plan.starts] == [("n1", "n2", "n3")]
+    other = ResvView("other", frozenset({"n3"}), NOW - 60, NOW + HOUR)
+    snap = replace(_licensed(mine, resv=own), reservations=(own, other))  # type: ignore[type-var]
+    assert not schedule(snap, NOW).starts  # n3 is another reservation's  # type: ignore[arg-type]

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cli import sbcast
+from cli import sbcast, sharedobjects
 from cli.halt import Halt
 from controller import broadcast
 from controller.broadcast import FileBroadcasts
@@ -19,6 +20,7 @@ from controller.jobstate import JobState
 from controller.model import Job, Step
 from controller.principal import Principal
 from corral import errors
+from corral.clientconf import ClientSettings, client_settings
 from corral.errors import SlurmError
 from corral.wire import corral_pb2 as pb
 from nodeagent import bcastwrite, filebcast
@@ -85,20 +87,89 @@ def test_bad_job_ids() -> None:
         sbcast.job_and_step("5+1")
 
 
-def test_send_libs_is_refused_fanout_warned(capsys: pytest.CaptureFixture[str]) -> None:
-    refused = "sbcast: error: --send-libs is not supported: shared objects are not detected"
-    with pytest.raises(Halt):
-        _parse("--send-libs", "-j", "1", "a", "/b")
-    assert capsys.readouterr().err.startswith(refused)
-    with pytest.raises(Halt):
-        _parse("-j", "1", "a", "/b", SBCAST_SEND_LIBS="yes")
-    assert capsys.readouterr().err.startswith(refused)
-    assert _parse("-j", "1", "a", "/b", SBCAST_SEND_LIBS="no").job_id == 1
+def test_send_libs_and_exclude_from_the_command_line_and_environment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    params = _parse("--send-libs", "--exclude=/opt/a,/b", "-j", "1", "a", "/b")
+    assert (params.send_libs, params.exclude) == (True, ("/opt/a", "/b"))
+    params = _parse("-j", "1", "a", "/b", SBCAST_SEND_LIBS="yes", SBCAST_EXCLUDE="NONE")
+    assert (params.send_libs, params.exclude) == (True, ())
+    assert not _parse("-j", "1", "a", "/b").send_libs
+    assert _parse("-j", "1", "a", "/b").exclude == ("/lib", "/usr/lib", "/lib64", "/usr/lib64")
+    assert not _parse("--send-libs=maybe", "-j", "1", "a", "/b").send_libs
+    assert "sbcast: error: Ignoring unrecognized --send-libs value 'maybe'" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(Halt) as halt:
+        _parse("--exclude=lib", "-j", "1", "a", "/b")
+    assert halt.value.lines == ("sbcast: error: Invalid --exclude: lib",)
     _parse("-F", "4", "-j", "1", "a", "/b")
     assert "sbcast: warning: --fanout has no effect" in capsys.readouterr().err
 
 
-def test_a_missing_source_in_slurms_words(capsys: pytest.CaptureFixture[str]) -> None:
+def _conf(tmp_path: Path, *lines: str) -> Callable[[], ClientSettings]:
+    path = tmp_path / "slurm.conf"
+    path.write_text("\n".join(["ClusterName=c", "SlurmctldHost=h", *lines, ""]))
+    return lambda: client_settings(str(path))
+
+
+def test_bcast_parameters_are_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    conf = _conf(
+        tmp_path,
+        "BcastParameters=DestDir=/scratch/bc,Compression=lz4,send_libs",
+        "BcastExclude=/opt/sys",
+    )
+    params = sbcast.parse(["-j", "1", "a", "rel/b"], {}, conf)
+    assert (params.dest, params.compress) == ("/scratch/bc/rel/b", "lz4")
+    assert (params.send_libs, params.exclude) == (True, ("/opt/sys",))
+    params = sbcast.parse(["-Cnone", "--send-libs=no", "-j", "1", "a", "/abs"], {}, conf)
+    assert (params.dest, params.compress, params.send_libs) == ("/abs", "", False)
+    params = sbcast.parse(["-C", "-j", "1", "a", "b"], {}, _conf(tmp_path))
+    assert (params.dest, params.compress) == (str(tmp_path / "b"), "lz4")
+    assert sbcast.parse(["-j", "1", "a", "b"], {}, _conf(tmp_path)).compress == ""
+
+
+def test_help_needs_no_slurm_conf(capsys: pytest.CaptureFixture[str]) -> None:
+    def unreadable() -> ClientSettings:
+        raise AssertionError("slurm.conf read for --help")
+
+    with pytest.raises(Halt):
+        sbcast.parse(["--help"], {}, unreadable)
+
+
+def test_the_shared_objects_ldd_names() -> None:
+    text = (
+        "\tlinux-vdso.so.1 (0x00007ffc)\n"
+        "\tlibm.so.6 => /opt/x/libm.so.6 (0x00007f12)\n"
+        "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f12)\n"
+        "\tlibgone.so => not found\n"
+        "\t/lib64/ld-linux-x86-64.so.2 (0x00007f12)\n"
+    )
+    assert sharedobjects.parse_ldd(text) == [
+        "/opt/x/libm.so.6",
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib64/ld-linux-x86-64.so.2",
+    ]
+    assert sharedobjects.excluded("/lib/x86_64-linux-gnu/libc.so.6", ("/lib",))
+    assert not sharedobjects.excluded("/lib64/ld.so", ("/lib",))
+    assert not sharedobjects.excluded("/opt/x/libm.so.6", ())
+
+
+def test_a_real_program_and_a_file_that_is_none(tmp_path: Path) -> None:
+    found = sharedobjects.shared_objects("/bin/ls", ())
+    assert any(os.path.basename(p).startswith("libc.so") for p in found)
+    assert sharedobjects.shared_objects("/bin/ls", ("/",)) == []
+    script = tmp_path / "s.sh"
+    script.write_text("#!/bin/sh\n")
+    assert sharedobjects.shared_objects(str(script), ()) == []
+
+
+def test_a_missing_source_in_slurms_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "slurm.conf").write_text("ClusterName=c\nSlurmctldHost=h\n")
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
     assert sbcast.sbcast(["-j", "1", "/nonexistent", "/b"]) == 1
     assert capsys.readouterr().err == (
         "sbcast: error: Can't open `/nonexistent`: No such file or directory\n"
@@ -204,6 +275,23 @@ def test_first_block_creates_exclusively_unless_forced(tmp_path: Path) -> None:
         )
     bcastwrite.write_block(path, 0, b"x", first=True, force=True, last=True, mode=0o600, times=None)
     assert Path(path).read_bytes() == b"x"
+
+
+def test_a_library_block_makes_its_directory(tmp_path: Path) -> None:
+    path = str(tmp_path / "prog_libs" / "libx.so")
+    bcastwrite.write_block(
+        path, 0, b"so", first=True, force=False, mkdir=True, last=True, mode=0o755, times=None
+    )
+    assert Path(path).read_bytes() == b"so"
+    assert os.stat(tmp_path / "prog_libs").st_mode & 0o777 == 0o700
+    other = str(tmp_path / "prog_libs" / "liby.so")  # the directory is there already
+    bcastwrite.write_block(
+        other, 0, b"y", first=True, force=False, mkdir=True, last=True, mode=0o755, times=None
+    )
+    block = pb.BroadcastRequest(offset=0, size=1, library=True)
+    assert filebcast.writer_argv(block, [other], 1, 1, "u")[10] == "1"  # MKDIR
+    block.offset = 5
+    assert filebcast.writer_argv(block, [other], 1, 1, "u")[10] == "0"
 
 
 def test_a_link_is_not_followed(tmp_path: Path) -> None:
