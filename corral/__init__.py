@@ -17,6 +17,7 @@ __all__ = [
     "arrayspec",
     "auth",
     "authalt",
+    "bcastparams",
     "certs",
     "cgroupconf",
     "client",
