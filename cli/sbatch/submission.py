@@ -175,12 +175,9 @@ def _submit(argv: list[str]) -> int:
         for each in components[1:]
     ]
     fields = settings.fields
-    if het and (fields.get("test_only") or any(s.get("array") for s in (spec, *het))):
-        # Slurm refuses arrays of heterogeneous jobs; Corral's --test-only plans one job.
-        raise Failure("Heterogeneous job arrays and --test-only are not supported")
     client: Any = boundary.connect()
     if fields.get("test_only"):
-        return _test_only(client, spec)
+        return _test_only(client, spec, het)
     try:
         reply = _submit_retrying(client, spec, het)
     except SlurmError as exc:
@@ -306,19 +303,24 @@ def _submitted(reply: dict[str, Any], fields: dict[str, Any]) -> str:
     return f"Submitted batch job {job_id}{suffix}"
 
 
-def _test_only(client: Any, spec: dict[str, Any]) -> int:
-    """--test-only: ask when the job would start; submit nothing."""
+def _test_only(client: Any, spec: dict[str, Any], het: list[dict[str, Any]]) -> int:
+    """--test-only: ask when the job (every component of a heterogeneous one,
+    planned together) would start; submit nothing. A heterogeneous job's line, as
+    Slurm 22.05's, gives its processors summed and its nodes merged, and no
+    partition."""
     from corral.timefmt import format_timestamp
 
     try:
-        reply = client.call("Submit", {"spec": spec, "test_only": True})
+        reply = client.call("Submit", {"spec": spec, "test_only": True, "het_components": het})
     except SlurmError as exc:
         print(f"allocation failure: {exc.message}", file=sys.stderr)
         return 1
+    where = f"on {reply['nodes']}"
+    if not het:
+        where = f"on nodes {reply['nodes']} in partition {reply['partition']}"
     print(
         f"sbatch: Job {reply['job_id']} to start at {format_timestamp(reply['start_time'])} "
-        f"using {reply['num_cpus']} processors on nodes {reply['nodes']} "
-        f"in partition {reply['partition']}",
+        f"using {reply['num_cpus']} processors {where}",
         file=sys.stderr,
     )
     return 0
