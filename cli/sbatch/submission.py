@@ -313,6 +313,9 @@ def _test_only(client: Any, spec: dict[str, Any], het: list[dict[str, Any]]) -> 
     try:
         reply = client.call("Submit", {"spec": spec, "test_only": True, "het_components": het})
     except SlurmError as exc:
+        if exc.code == ESLURM_INVALID_PARTITION_NAME and spec.get("partitions"):
+            named = ",".join(spec["partitions"])  # as Slurm 22.05's, before its failure line
+            print(f"sbatch: error: invalid partition specified: {named}", file=sys.stderr)
         print(f"allocation failure: {exc.message}", file=sys.stderr)
         return 1
     where = f"on {reply['nodes']}"

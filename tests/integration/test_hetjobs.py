@@ -164,6 +164,12 @@ def test_test_only_plans_every_component_together(two: Cluster) -> None:
         1,
         "allocation failure: Requested node configuration is not available\n",
     )
+    arrays = two.run("sbatch", "--test-only", "-a", "1-2", "-n1", ":", "-n1", "--wrap", "true",
+                     check=False)  # fmt: skip
+    assert (arrays.returncode, arrays.stderr) == (
+        1,
+        "allocation failure: Invalid job array specification\n",
+    )  # as a real Slurm 22.05's
     (work / "go").touch()
     two.wait_done(blocker)
 
