@@ -37,6 +37,7 @@ from controller import (
     reboots,
     stepattach,
     stepusage,
+    testonly,
     triggerops,
     views,
     visibility,
@@ -154,13 +155,13 @@ class Handlers:
         self._check_clusters(spec.clusters)
         spec = self._default_account(spec, who)
         now = self.now()
+        rest = [self._default_account(jobspec.from_wire(c), who) for c in req.het_components]
+        if rest and any(each.array for each in (spec, *rest)):
+            raise SlurmError(errors.ESLURM_INVALID_ARRAY)  # Slurm has no arrays of het jobs
         if req.test_only:
-            if req.het_components:  # Corral's --test-only plans one job
-                raise SlurmError(errors.ESLURM_NOT_SUPPORTED)
-            return await self._test_only(spec, who, now)
+            return await self._test_only([spec, *rest], who, now)
         self._check_writable()
-        if req.het_components:
-            rest = [self._default_account(jobspec.from_wire(c), who) for c in req.het_components]
+        if rest:
             admitted = self.store.submit_het([spec, *rest], who, now)[0]
         else:
             admitted = self.store.submit(spec, who, now)
@@ -190,39 +191,37 @@ class Handlers:
                 "Use 'sacctmgr list clusters' to see available clusters.",
             )
 
-    async def _test_only(self, spec: JobSpec, who: Principal, now: int) -> pb.SubmitReply:
-        """Where and when the job would start: a whole scheduling pass over a snapshot.
+    async def _test_only(self, specs: list[JobSpec], who: Principal, now: int) -> pb.SubmitReply:
+        """Where and when the job (every component of a heterogeneous one, planned
+        together) would start: a whole scheduling pass over a snapshot.
 
         The pass runs in a worker thread, one at a time, so ``--test-only``
         calls queue behind each other instead of stalling the event loop.
         """
         store = self.store
-        admitted = admit(
-            spec, who, store.conf, store.partition_state, store.next_job_id, now, 0, store.capacity
-        )
-        job = admitted.job
+        first = store.next_job_id
+        admitted = [
+            admit(
+                each, who, store.conf, store.partition_state, first + offset, now, 0, store.capacity
+            )
+            for offset, each in enumerate(hetjobs.component_specs(specs))
+        ]
+        if len(admitted) > 1:
+            admitted = [hetjobs.component(a, first, len(admitted)) for a in admitted]
+        jobs = [a.job for a in admitted]
         snap = self.store.snapshot()
-        snap = replace(snap, pending=(*snap.pending, job))
+        snap = replace(snap, pending=(*snap.pending, *jobs))
         # The same plan as the scheduler's, with backfill for the estimate.
         params = scheduler_settings(store.conf).backfill or BackfillParams()
         async with self._what_ifs:
             plan = await asyncio.to_thread(schedule, snap, now, params)
-        start = next((s for s in plan.starts if s.job_id == job.job_id), None)
-        if start is not None:
-            return pb.SubmitReply(
-                job_id=job.job_id,
-                start_time=now,
-                num_cpus=sum(start.cpus),
-                nodes=hostlist.compress(start.nodes),
-                partition=start.partition,
-            )
-        expected = plan.expected.get(job.job_id)
+        found = testonly.answer(plan, jobs, now)
         return pb.SubmitReply(
-            job_id=job.job_id,
-            start_time=expected.start_time if expected else now + 365 * 86400,
-            num_cpus=job.cpus_needed,
-            nodes=hostlist.compress(expected.nodes) if expected else "",
-            partition=expected.partition if expected else job.partitions[0],
+            job_id=first,
+            start_time=found.start_time,
+            num_cpus=found.num_cpus,
+            nodes=found.nodes,
+            partition=found.partition,
         )
 
     async def Jobs(self, req: pb.JobsRequest, who: Principal) -> Encoded:

@@ -42,6 +42,7 @@ ESLURM_INVALID_ACCOUNT = 2045
 ESLURM_INVALID_TIME_LIMIT = 2051
 ESLURM_INVALID_QOS = 2066
 ESLURM_INVALID_ARRAY = 2081
+ESLURM_REST_INVALID_JOBS_DESC = 9002
 ESLURM_INVALID_GRES = 2072
 ESLURM_INVALID_LICENSES = 2048
 ESLURM_PARTITION_DOWN = 2101
@@ -118,6 +119,9 @@ MESSAGES: dict[int, str] = {
         "Operation not permitted on individual component of heterogeneous job"
     ),
     ESLURM_BATCH_ONLY: "Only batch jobs are accepted or processed",
+    ESLURM_REST_INVALID_JOBS_DESC: (
+        "Jobs description entry not found, empty or not dictionary or list"
+    ),
     ESLURM_INVALID_JOB_STATE: "Invalid job state specified",
     ESLURM_INVALID_QOS: "Invalid qos specification",
     ESLURM_NOT_SUPPORTED: "Requested operation not supported on this system",

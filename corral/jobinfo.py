@@ -180,6 +180,9 @@ REST: Final[dict[str, str]] = {
     "gres": "gres_detail",
     "gid": "group_id",
     "group": "group_name",
+    "het_job_id": "het_job_id",
+    "het_job_id_set": "het_job_id_set",
+    "het_job_offset": "het_job_offset",
     "held": "hold",
     "job_id": "job_id",
     "state": "job_state",
@@ -232,9 +235,6 @@ REST: Final[dict[str, str]] = {
 #: JobInfo fields restd leaves out of its JOB_INFO records.
 NOT_IN_REST: Final[frozenset[str]] = frozenset(
     {
-        "het_job_id",
-        "het_job_offset",
-        "het_job_id_set",
         "deadline",
         "suspend_time",
         "pre_suspend_secs",

@@ -106,7 +106,7 @@ def job_id(text: str) -> str:
     head, sep, tail = text.replace("+", "_").partition("_")
     if not head.isdigit() or (sep and not tail.isdigit()) or int(head) > _MAX_ID:
         raise SlurmError(errors.ESLURM_INVALID_JOB_ID, "Invalid job id specified")
-    return text.replace("+", "_")
+    return text  # the controller's filter reads 123_4 (a task) and 123+1 (a component)
 
 
 def node_name(text: str) -> str:
@@ -151,18 +151,27 @@ async def get_job(call: Call) -> dict[str, Any]:
 
 
 async def submit_job(call: Call) -> dict[str, Any]:
+    """One job, or a heterogeneous job's components (``jobs``), as sbatch submits
+    them: each component checked as a job of its own; the first's script runs."""
     body = call.body
-    desc = body["job"]
-    script = desc.get("script")
+    descs = jobs.descriptions(body)
+    script = descs[0].get("script")
     if "script" in body:
         if call.version == "v0.0.42":
             call.warnings.append("top-level script is deprecated in v0.0.42: use job.script")
         script = script or body["script"]
-    spec = jobs.spec_from_description(
-        desc, script or "", call.caller.home, "corral-restd job/submit", call.warnings
+    host = os.uname().nodename.split(".")[0]
+    specs = []
+    for index, desc in enumerate(descs):
+        spec = jobs.spec_from_description(
+            desc, script or "", call.caller.home, "corral-restd job/submit", call.warnings
+        )
+        if index:  # a later component: an allocation the leader's script reaches
+            spec.update(script="", argv=[])
+        specs.append({**spec, "submit_host": host})
+    reply = await call.controller.call(
+        "Submit", call.caller, spec=specs[0], het_components=specs[1:]
     )
-    spec["submit_host"] = os.uname().nodename.split(".")[0]
-    reply = await call.controller.call("Submit", call.caller, spec=spec)
     payload: dict[str, Any] = {
         "job_id": reply.job_id,
         "step_id": "batch",

@@ -39,6 +39,7 @@ from restd.schema import (
 __all__ = [
     "DESCRIPTION",
     "JOB_INFO",
+    "descriptions",
     "job_info",
     "spec_from_description",
     "updates_from_description",
@@ -86,6 +87,9 @@ JOB_INFO = obj(
         "gres_detail": array(string()),
         "group_id": integer(minimum=0),
         "group_name": string(),
+        "het_job_id": no_val("the leader's job id in a heterogeneous job, else 0"),
+        "het_job_id_set": string("a heterogeneous job's component ids (123-124), else empty"),
+        "het_job_offset": no_val("the component's index in its heterogeneous job, else 0"),
         "hold": boolean(),
         "job_id": integer(minimum=0),
         "job_state": array(string(), "the base state, then its flags"),
@@ -166,6 +170,9 @@ SHOWN_AS: dict[str, str] = {
     "start_time": _MOMENT,
     "submit_time": _MOMENT,
     "array_max_tasks": _GIVEN,
+    # A heterogeneous job's fields: set even when 0, as slurmrestd shows a plain job's.
+    "het_job_id": _GIVEN,
+    "het_job_offset": _GIVEN,
     "num_cpus": _GIVEN,
     "cpus_per_task": _GIVEN,
     "num_nodes": _GIVEN,
@@ -240,11 +247,40 @@ job_info: Callable[[Any], dict[str, Any]] = _compiled()
 SUBMIT_REQUEST = obj(
     {
         "job": ref("job_desc_msg"),
+        "jobs": array(
+            ref("job_desc_msg"),
+            "a heterogeneous job: its components, the first the leader, whose script runs",
+        ),
         "script": string("v0.0.40 and v0.0.41: the batch script (v0.0.42: job.script)"),
     },
-    required=("job",),
     closed=True,
 )
+
+
+def descriptions(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The job descriptions a submission gives: ``job`` alone, or ``jobs`` (the
+    components of a heterogeneous job; one alone is a plain job). Both, or neither,
+    or an empty list, is refused with slurmrestd's error for a missing description
+    (9002), rather than one taken and the other dropped. Only the first component
+    runs a script: one given to a later component is refused, not ignored."""
+    given = body.get("jobs")
+    if "job" in body and given is not None:
+        raise SlurmError(errors.ESLURM_REST_INVALID_JOBS_DESC, "give job or jobs, not both")
+    if given is None:
+        if "job" not in body:
+            raise SlurmError(errors.ESLURM_REST_INVALID_JOBS_DESC, "no job or jobs given")
+        return [body["job"]]
+    if not given:
+        raise SlurmError(errors.ESLURM_REST_INVALID_JOBS_DESC, "jobs is empty")
+    for index, later in enumerate(given[1:], 1):
+        for field in ("script", "argv"):
+            if later.get(field):
+                raise SlurmError(
+                    errors.EINVAL,
+                    f"jobs[{index}].{field}: only the first component of a heterogeneous "
+                    "job runs a script",
+                )
+    return list(given)
 
 
 def _number(value: Any) -> tuple[bool, int]:

@@ -175,12 +175,9 @@ def _submit(argv: list[str]) -> int:
         for each in components[1:]
     ]
     fields = settings.fields
-    if het and (fields.get("test_only") or any(s.get("array") for s in (spec, *het))):
-        # Slurm refuses arrays of heterogeneous jobs; Corral's --test-only plans one job.
-        raise Failure("Heterogeneous job arrays and --test-only are not supported")
     client: Any = _cluster_client(fields.get("clusters", ""), spec, het)
     if fields.get("test_only"):
-        return _test_only(client, spec)
+        return _test_only(client, spec, het)
     try:
         reply = _submit_retrying(client, spec, het)
     except SlurmError as exc:
@@ -317,12 +314,11 @@ def _cluster_client(wanted: str, spec: dict[str, Any], het: list[dict[str, Any]]
     found = clients(wanted)
     if len(found) == 1:
         return found[0][1]
-    if het:
-        raise Failure("a heterogeneous job goes to one cluster: name one with -M")
+    ask = {"spec": spec, "test_only": True, "het_components": het}
     best, soonest, refusal = None, 0, None
     for _, client in found:
         try:
-            start = client.call("Submit", {"spec": spec, "test_only": True})["start_time"]
+            start = client.call("Submit", ask)["start_time"]
         except SlurmError as exc:
             refusal = refusal or exc
             continue
@@ -334,19 +330,27 @@ def _cluster_client(wanted: str, spec: dict[str, Any], het: list[dict[str, Any]]
     return best
 
 
-def _test_only(client: Any, spec: dict[str, Any]) -> int:
-    """--test-only: ask when the job would start; submit nothing."""
+def _test_only(client: Any, spec: dict[str, Any], het: list[dict[str, Any]]) -> int:
+    """--test-only: ask when the job (every component of a heterogeneous one,
+    planned together) would start; submit nothing. A heterogeneous job's line, as
+    Slurm 22.05's, gives its processors summed and its nodes merged, and no
+    partition."""
     from corral.timefmt import format_timestamp
 
     try:
-        reply = client.call("Submit", {"spec": spec, "test_only": True})
+        reply = client.call("Submit", {"spec": spec, "test_only": True, "het_components": het})
     except SlurmError as exc:
+        if exc.code == ESLURM_INVALID_PARTITION_NAME and spec.get("partitions"):
+            named = ",".join(spec["partitions"])  # as Slurm 22.05's, before its failure line
+            print(f"sbatch: error: invalid partition specified: {named}", file=sys.stderr)
         print(f"allocation failure: {exc.message}", file=sys.stderr)
         return 1
+    where = f"on {reply['nodes']}"
+    if not het:
+        where = f"on nodes {reply['nodes']} in partition {reply['partition']}"
     print(
         f"sbatch: Job {reply['job_id']} to start at {format_timestamp(reply['start_time'])} "
-        f"using {reply['num_cpus']} processors on nodes {reply['nodes']} "
-        f"in partition {reply['partition']}",
+        f"using {reply['num_cpus']} processors {where}",
         file=sys.stderr,
     )
     return 0

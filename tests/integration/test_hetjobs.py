@@ -5,6 +5,8 @@ leader, and are cancelled whole while pending, as Slurm's scancel insists."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,6 +127,63 @@ def test_a_component_no_partition_can_hold_is_refused(two: Cluster) -> None:
         "sbatch: error: Batch job submission failed: "
         "Requested node configuration is not available\n"
     ), refused.stderr
+    assert len(two.jobs()) == before
+
+
+#: sbatch --test-only's line for a heterogeneous job, as Slurm 22.05 prints it: the
+#: processors summed, the nodes merged, no partition.
+WILL_START = re.compile(r"sbatch: Job (\d+) to start at (\S+) using (\d+) processors on (\S+)\n")
+
+
+def _will_start(two: Cluster, *args: str) -> tuple[int, float, int, str]:
+    """sbatch --test-only's answer: the id, the start (seconds from now), processors, nodes."""
+    before = len(two.jobs())
+    answered = two.run("sbatch", "--test-only", *args, "--wrap", "true")
+    assert answered.stdout == "", answered.stdout
+    found = WILL_START.fullmatch(answered.stderr)
+    assert found, answered.stderr
+    assert len(two.jobs()) == before  # nothing submitted
+    job_id, when, cpus, nodes = found.groups()
+    start = time.mktime(time.strptime(when, "%Y-%m-%dT%H:%M:%S"))
+    return int(job_id), start - time.time(), int(cpus), nodes
+
+
+def test_test_only_plans_every_component_together(two: Cluster) -> None:
+    work = two.dir
+    (work / "go").unlink(missing_ok=True)
+    _, wait, cpus, nodes = _will_start(two, "-w", "node2", "-n1", ":", "-w", "node1", "-n2")
+    assert (cpus, nodes) == (3, "node[1-2]") and wait < 5
+    blocker = two.sbatch("-o", "/dev/null", "-t", "10", "--exclusive", "-w", "node1",
+                         "--wrap", WAIT_FOR_GO)  # fmt: skip
+    two.wait_state(blocker, {"RUNNING"})
+    # Either component alone fits on node2 now; the two together only once node1 is free.
+    _, wait, _, nodes = _will_start(two, "--exclusive", "-N1", ":", "--exclusive", "-N1")
+    assert 500 < wait < 700 and nodes == "node[1-2]", (wait, nodes)  # its 10 min, rounded
+    refused = two.run("sbatch", "--test-only", "-n1", ":", "-N", "3", "--wrap", "true", check=False)
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        "allocation failure: Requested node configuration is not available\n",
+    )
+    arrays = two.run("sbatch", "--test-only", "-a", "1-2", "-n1", ":", "-n1", "--wrap", "true",
+                     check=False)  # fmt: skip
+    assert (arrays.returncode, arrays.stderr) == (
+        1,
+        "allocation failure: Invalid job array specification\n",
+    )  # as a real Slurm 22.05's
+    (work / "go").touch()
+    two.wait_done(blocker)
+
+
+@pytest.mark.parametrize("where", [("-a", "1-2", "-n1", ":", "-n1"), ("-n1", ":", "-a", "1-2")])
+def test_arrays_of_heterogeneous_jobs_are_refused_in_slurms_words(
+    two: Cluster, where: tuple[str, ...]
+) -> None:
+    before = len(two.jobs())
+    refused = two.run("sbatch", *where, "--wrap", "true", check=False)
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        "sbatch: error: Batch job submission failed: Invalid job array specification\n",
+    )  # a real Slurm 22.05's words, for an array in any component
     assert len(two.jobs()) == before
 
 

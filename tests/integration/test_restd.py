@@ -284,6 +284,52 @@ def test_each_version_answers_in_its_own_shape(gateway: tuple[Cluster, Rest]) ->
         rest.call("DELETE", f"{V}/job/{job}")
 
 
+def test_a_heterogeneous_job_through_rest(gateway: tuple[Cluster, Rest]) -> None:
+    """``jobs: [...]`` submits one heterogeneous job; each component shows as
+    slurmrestd shows it (its own job_id, the leader's het_job_id), a plain job with
+    0 and ""; ``123+1`` names a component. Arrays of heterogeneous jobs are refused
+    in Slurm's words, and a body giving both ``job`` and ``jobs`` is refused."""
+    cluster, rest = gateway
+    desc = job_desc(cluster, name="het", tasks=1, hold=True)
+    later = {k: v for k, v in job_desc(cluster, tasks=2).items() if k != "script"}
+    plain = rest.call("POST", f"{V}/job/submit", {"jobs": [desc]})[1]["job_id"]  # one: plain
+    status, reply = rest.call("POST", f"{V}/job/submit", {"jobs": [desc, later]})
+    assert status == 200, reply
+    leader = reply["job_id"]
+    try:
+        assert [j["het_job_offset"] for j in cluster.jobs(leader)] == [0, 1]
+        status, shown = rest.call("GET", f"{V}/job/{leader}+1")
+        assert status == 200, shown
+        (second,) = shown["jobs"]
+        assert (second["job_id"], second["het_job_id_set"], second["tasks"]["number"]) == (
+            leader + 1,
+            f"{leader}-{leader + 1}",
+            2,
+        )
+        assert second["het_job_id"] == {"set": True, "infinite": False, "number": leader}
+        assert second["het_job_offset"] == {"set": True, "infinite": False, "number": 1}
+        assert rest.call("GET", f"{V}/job/{leader + 1}")[1]["jobs"] == [second]
+        _, listed = rest.call("GET", f"{V}/jobs")
+        offsets = {j["job_id"]: j["het_job_offset"]["number"] for j in listed["jobs"]}
+        assert (offsets[leader], offsets[leader + 1]) == (0, 1)
+        (alone,) = [j for j in listed["jobs"] if j["job_id"] == plain]
+        assert (alone["het_job_id"]["number"], alone["het_job_id_set"]) == (0, "")
+    finally:
+        rest.call("DELETE", f"{V}/job/{leader}")
+        rest.call("DELETE", f"{V}/job/{plain}")
+    assert cluster.wait_done(f"{leader}+1")["state"] == "CANCELLED"
+    before = len(cluster.jobs())
+    arrays = {"jobs": [desc, {**later, "array": "1-2"}]}
+    for body, code in (
+        (arrays, errors.ESLURM_INVALID_ARRAY),
+        ({"job": desc, "jobs": [later]}, errors.ESLURM_REST_INVALID_JOBS_DESC),
+    ):
+        status, refused = rest.call("POST", f"{V}/job/submit", body)
+        assert status == 400 and refused["errors"][0]["error_number"] == code, refused
+    assert refused["errors"][0]["error"].startswith("Jobs description entry not found")
+    assert len(cluster.jobs()) == before
+
+
 def test_bad_input_gets_a_4xx_in_slurms_envelope(gateway: tuple[Cluster, Rest]) -> None:
     cluster, rest = gateway
     submit = f"{V}/job/submit"

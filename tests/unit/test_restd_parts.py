@@ -19,7 +19,7 @@ from restd.api import OPERATIONS, SCHEMAS, job_id, signal_number
 from restd.auth import AuthFailure, Verified, authenticate
 from restd.jobfields import BY_NAME, FIELDS
 from restd.joblist import JobListing, split_reply
-from restd.jobs import spec_from_description, updates_from_description
+from restd.jobs import descriptions, spec_from_description, updates_from_description
 from restd.openapi import document
 from restd.schema import validate
 
@@ -41,7 +41,10 @@ def test_the_submit_schema_refuses_unknown_fields_and_wrong_types() -> None:
     assert _check({"job": {"tasks": True}}) == ["body.job.tasks: expected integer, got boolean"]
     assert _check({"job": {"colour": "red"}}) == ["body.job.colour: unknown field"]
     assert _check({"job": {"tasks": 0}}) == ["body.job.tasks: 0 is out of range"]
-    assert _check({}) == ["body.job: required"]
+    assert _check({"jobs": [{"tasks": "1"}]}) == [
+        "body.jobs[0].tasks: expected integer, got string"
+    ]
+    assert _check({"jobs": {"tasks": 1}}) == ["body.jobs: expected array, got object"]
     assert _check([]) == ["body: expected object, got array"]
     assert _check({"job": {"time_limit": "soon"}}) == [
         "body.job.time_limit: does not match any allowed form"
@@ -206,7 +209,8 @@ def test_updates_are_scontrols_words() -> None:
 
 
 def test_ids_and_signals_as_paths_and_queries_give_them() -> None:
-    assert [job_id(t) for t in ("7", "7_3", "7+1")] == ["7", "7_3", "7_1"]
+    # 7+1 stays a component: as 7_1 it would name an array task the het job does not have.
+    assert [job_id(t) for t in ("7", "7_3", "7+1")] == ["7", "7_3", "7+1"]
     for bad in ("", "x", "7_", "../7", "7;1", "99999999999"):
         with pytest.raises(SlurmError):
             job_id(bad)
@@ -253,3 +257,15 @@ def test_the_openapi_document_has_every_operation_of_every_version() -> None:
     }
     for name, schema in doc["components"]["schemas"].items():
         assert schema.get("type") == "object", name
+
+
+def test_a_submission_gives_job_or_a_list_of_components() -> None:
+    one, two = {"name": "a"}, {"name": "b"}
+    assert descriptions({"job": one}) == [one]
+    assert descriptions({"jobs": [one, two]}) == [one, two]
+    for body in ({}, {"jobs": []}, {"job": one, "jobs": [two]}):
+        with pytest.raises(SlurmError) as refused:
+            descriptions(body)
+        assert refused.value.code == errors.ESLURM_REST_INVALID_JOBS_DESC, body
+    with pytest.raises(SlurmError, match=r"jobs\[1\]\.script: only the first component"):
+        descriptions({"jobs": [one, {"script": "#!/bin/sh\n"}]})

@@ -34,3 +34,21 @@ def test_a_suspended_job_is_suspended_and_not_ended_in_restd() -> None:
     assert record["job_state"] == ["SUSPENDED"]
     ended = job_info(pb.JobInfo(job_id=5, state="CANCELLED", start_time=100))
     assert record["exit_code"] != ended["exit_code"]  # not shown until it has ended
+
+
+def test_a_heterogeneous_component_shows_its_own_id_and_its_leaders() -> None:
+    """As slurmrestd shows component 1 of job 10 (measured on a real 22.05): job_id is
+    the component's own id, het_job_id the leader's; a plain job has 0 and ""."""
+    record = job_info(
+        pb.JobInfo(job_id=11, het_job_id=10, het_job_offset=1, het_job_id_set="10-11")
+    )
+    assert (record["job_id"], record["het_job_id_set"]) == (11, "10-11")
+    assert record["het_job_id"] == {"set": True, "infinite": False, "number": 10}
+    assert record["het_job_offset"] == {"set": True, "infinite": False, "number": 1}
+    plain = job_info(pb.JobInfo(job_id=9))
+    zero = {"set": True, "infinite": False, "number": 0}
+    assert (plain["het_job_id"], plain["het_job_id_set"], plain["het_job_offset"]) == (
+        zero,
+        "",
+        zero,
+    )

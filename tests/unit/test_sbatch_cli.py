@@ -224,7 +224,10 @@ def test_test_only(
     )
     client.error = SlurmError(ESLURM_INVALID_PARTITION_NAME)
     assert sbatch(["--test-only", "job.sh"]) == 1
-    assert capsys.readouterr().err == "allocation failure: Invalid partition name specified\n"
+    assert capsys.readouterr().err == (
+        "sbatch: error: invalid partition specified: pscript\n"
+        "allocation failure: Invalid partition name specified\n"
+    )  # a real Slurm 22.05's two lines
 
 
 def job(state: str, exit_status: int = 0) -> dict[str, Any]:

@@ -25,11 +25,12 @@ hostname
 class Recorder:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.reply: dict[str, Any] = {"job_id": 7, "cluster": "c"}
 
     def call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
         assert method == "Submit"
         self.requests.append(request)
-        return {"job_id": 7, "cluster": "c"}
+        return self.reply
 
 
 @pytest.fixture
@@ -72,9 +73,17 @@ def test_a_plain_job_sends_no_components(recorder: Recorder, tmp_path: Path) -> 
     assert recorder.requests[0]["het_components"] == []
 
 
-def test_arrays_of_heterogeneous_jobs_are_refused(
-    recorder: Recorder, capsys: pytest.CaptureFixture[str]
+def test_test_only_asks_for_every_component_and_prints_one_line(
+    recorder: Recorder, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert sbatch(["-a", "1-2", "het.sh"]) == 1
-    assert "are not supported" in capsys.readouterr().err
-    assert recorder.requests == []
+    """Slurm 22.05 prints one line for the whole heterogeneous job: its processors
+    summed, its nodes merged, no partition (measured on a real 22.05)."""
+    monkeypatch.setenv("TZ", "UTC")
+    recorder.reply = {"job_id": 7, "start_time": 1796014614, "num_cpus": 5, "nodes": "n[1,3]"}
+    assert sbatch(["--test-only", "het.sh"]) == 0
+    (request,) = recorder.requests
+    assert request["test_only"] is True and len(request["het_components"]) == 1
+    assert capsys.readouterr() == (
+        "",
+        "sbatch: Job 7 to start at 2026-11-30T04:56:54 using 5 processors on n[1,3]\n",
+    )
