@@ -559,7 +559,9 @@ class Handlers:
             step_environment(job, step, {}, part.distribution)
             for (job, step), part in zip(made, requests, strict=True)
         ]
-        for (job, step), part, het in zip(made, requests, hetsteps.parts(made, envs), strict=True):
+        for (job, step), part, het in zip(
+            made, requests, hetsteps.parts(made, envs, req.own_het_job), strict=True
+        ):
             self.link.launch_step(job, step, part, het)
         with contextlib.suppress(JournalWriteError):  # as StepCreate's
             await self._commit()

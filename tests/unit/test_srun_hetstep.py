@@ -68,17 +68,13 @@ def test_refusals(text: str, env: dict[str, str], lines: tuple[str, ...]) -> Non
     assert (caught.value.status, caught.value.lines) == (1, lines)
 
 
-@pytest.mark.parametrize(
-    "env",
-    [{}, {"SLURM_JOB_ID": "7"}],  # no allocation; an ordinary job's (22.05 would run it)
-)
 def test_a_spanning_step_needs_a_heterogeneous_allocation(
-    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_HET_SIZE"):
+    # An ordinary job's (22.05 would run it); outside a job srun makes one (integration).
+    for name in ("SLURM_JOBID", "SLURM_HET_SIZE"):
         monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
     assert srun(["-n1", "true", ":", "-n2", "true"]) == 1
     assert capsys.readouterr().err == (
         "srun: error: srun ... : ...: a step spanning several components needs a "

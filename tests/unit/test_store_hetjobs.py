@@ -106,6 +106,11 @@ def test_a_step_spanning_components_has_one_id_in_each(store: JobStore) -> None:
     assert shared["SLURM_JOB_ID_HET_GROUP_1"] == shared["SLURM_JOBID_PACK_GROUP_1"] == "101"
     assert shared["SLURM_NTASKS_HET_GROUP_1"] == "2" and shared["SLURM_TASKS_PER_NODE"] == "1(x3)"
     assert "SLURM_STEP_ID_HET_GROUP_0" not in shared
+    # srun's own heterogeneous job (srun a : b outside a job): four names, 22.05's old ones.
+    envs = [step_environment(job, step, {}) for job, step in made]
+    own = hetsteps.parts(made, envs, own=True)[0].environment
+    assert own["SLURM_JOB_ID_PACK_GROUP_1"] == "101" and own["SLURM_HET_SIZE"] == "2"
+    assert not {"SLURM_JOB_ID_HET_GROUP_1", "SLURM_NTASKS_PACK_GROUP_1"} & set(own)
 
 
 def test_a_spanning_step_is_all_or_nothing_and_only_its_owners(store: JobStore) -> None:

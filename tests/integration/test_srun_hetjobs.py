@@ -1,0 +1,102 @@
+"""srun's own heterogeneous jobs on a real two-node cluster with accounting: ``srun a :
+b`` outside a job makes a job of one component per group, runs one step spanning
+them and gives the job back, as Slurm 22.05's srun does (measured on one: slurmctld
+and two ``slurmd -N``)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from cli.demo import client_command
+from tests.integration.cluster import Cluster
+
+#: What each task prints: its rank, the step's size, the job's and the components'.
+EACH = (
+    "echo $SLURM_PROCID/$SLURM_NTASKS $SLURM_NODEID $SLURM_HET_SIZE $SLURM_JOB_ID "
+    "$SLURM_JOB_ID_PACK_GROUP_1 ${SLURM_JOB_ID_HET_GROUP_1:-none} $SLURM_JOB_NAME"
+)
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(
+        tmp_path_factory.mktemp("srunhet"), nodes=2, settings=("KillWait=2",), accounting=True
+    )
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+
+
+def test_srun_outside_a_job_makes_a_heterogeneous_job_for_its_step(two: Cluster) -> None:
+    ran = two.run("srun", "-l", "-J", "hx", "-N1", "-n1", "sh", "-c", EACH, ":", "-N1", "-n2",
+                  "sh", "-c", EACH)  # fmt: skip
+    assert ran.stderr == "", ran.stderr
+    lines = sorted(ran.stdout.splitlines())
+    leader = int(lines[0].split()[4])
+    # One step over both components, ranks and node ids numbered across them, the
+    # leader's job id in every task and each component's as NAME_PACK_GROUP_N only.
+    tail = f"2 {leader} {leader + 1} none hx"
+    assert lines == [f"0: 0/3 0 {tail}", f"1: 1/3 1 {tail}", f"2: 2/3 1 {tail}"], lines
+    first, second = two.jobs(leader)
+    assert (first["state"], second["state"]) == ("COMPLETED", "COMPLETED")
+    assert first["name"] == second["name"] == "hx"
+    assert second["het_job_id"] == leader and second["het_job_offset"] == 1
+
+    def accounted() -> list[str]:
+        out = two.run("sacct", "-n", "-P", "-o", "JobID", "-j", str(leader), check=False)
+        return out.stdout.split()
+
+    two.wait_for(lambda: len(accounted()) == 4, 15, "no accounting rows")
+    assert accounted() == [f"{leader}+0", f"{leader}+0.0", f"{leader}+1", f"{leader}+1.0"]
+
+
+def test_the_highest_exit_code_and_slurms_line_for_a_failed_part(two: Cluster) -> None:
+    ran = two.run("srun", "-n1", "true", ":", "-n1", "sh", "-c", "exit 3", check=False)
+    assert ran.returncode == 3
+    node = ran.stderr.split(": ")[2]
+    assert ran.stderr == f"srun: error: {node}: task 0: Exited with exit code 3\n", ran.stderr
+
+
+def test_scancel_of_the_job_ends_both_components_and_the_step(two: Cluster) -> None:
+    srun = subprocess.Popen(
+        [*client_command("srun"), "-J", "hc", "sleep", "60", ":", "sleep", "60"],
+        env=two.env,
+        cwd=two.dir,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        two.wait_for(
+            lambda: (
+                [(j["state"], bool(j["steps"])) for j in two.jobs() if j["name"] == "hc"]
+                == [("RUNNING", True)] * 2
+            ),
+            30,
+            "no step in both components",
+        )
+        leader = min(j["job_id"] for j in two.jobs() if j["name"] == "hc")
+        rows = two.run("squeue", "-h", "-o", "%i %j %T", "-j", str(leader)).stdout.splitlines()
+        assert rows == [f"{leader}+0 hc RUNNING", f"{leader}+1 hc RUNNING"], rows
+        two.run("scancel", str(leader))
+        _, err = srun.communicate(timeout=30)
+    finally:
+        srun.kill()
+        srun.wait()
+    assert srun.returncode != 0, err
+    assert two.wait_done(f"{leader}+0")["state"] == "CANCELLED"
+    assert two.wait_done(f"{leader}+1")["state"] == "CANCELLED"
+
+
+def test_a_component_that_cannot_be_had_is_refused_in_slurms_words(two: Cluster) -> None:
+    before = len(two.jobs())
+    ran = two.run("srun", "-n1", "true", ":", "-p", "nosuch", "-n1", "true", check=False)
+    assert ran.returncode == 1
+    assert ran.stderr == (
+        "srun: error: invalid partition specified: nosuch\n"
+        "srun: error: Unable to allocate resources: Invalid partition name specified\n"
+    ), ran.stderr
+    assert len(two.jobs()) == before
