@@ -140,7 +140,9 @@ TABLE = OptionTable(
         _row(
             "het-group",
             note="inside a heterogeneous job, the components the step runs in; one step "
-            "spanning several (as srun ... : ...) numbers its tasks across them",
+            "spanning several (as srun ... : ...) numbers its tasks across them; outside a "
+            "job srun ... : ... makes a heterogeneous job, in an ordinary one each : group "
+            "takes the next of its nodes",
         ),
         _row(
             "hint",
@@ -1042,8 +1044,6 @@ def _spanning_step(groups: list[list[str]], first: Settings, job_text: str, argv
     Outside a job, srun first makes the heterogeneous job itself (``_own_het_job``)."""
     if not job_text:
         return _own_het_job(groups, first, argv)
-    if len(groups) > 1 and "SLURM_HET_SIZE" not in os.environ:
-        raise Halt(1, f"{PROG}: error: srun ... : ...: {hetstep.SPANNING}")
     parts: list[tuple[int, Settings]] = []
     settings = first
     for index, words in enumerate(groups):
@@ -1051,9 +1051,11 @@ def _spanning_step(groups: list[list[str]], first: Settings, job_text: str, argv
             settings = parse(words, hetstep.inherited(settings.options))
         named = hetstep.groups(settings.get("het-group")) if settings.has("het-group") else [index]
         parts += [(component, settings) for component in named]
+    parts.sort(key=lambda part: part[0])
+    if "SLURM_HET_SIZE" not in os.environ:  # an ordinary job: one step, a part per group
+        return _one_job_step([settings for _, settings in parts], job_text)
     indexes = [component for component, _ in parts]
     job_of = dict(zip(indexes, hetstep.job_ids(indexes, job_text, os.environ), strict=True))
-    parts.sort(key=lambda part: part[0])
     conf = client_settings()
     main = _main_part(parts[0][1], conf)
     steps: list[tuple[Settings, int]] = []
@@ -1115,3 +1117,42 @@ def _own_het_job(groups: list[list[str]], first: Settings, argv: list[str]) -> i
         halt_notices()
         allocation.release(client, job_id, (code & 0xFF) << 8)
     return code
+
+
+def _one_job_step(parts: list[Settings], job_text: str) -> int:
+    """``srun a : b`` in an ordinary job, as Slurm 22.05's srun runs it: one step of the
+    job, each group on the next of the job's nodes (its -N, else as many as its -n
+    asks, at most the job's, else all of them; ``hetstep.node_spans``), its tasks
+    numbered across the groups (``controller/mpmdsteps.py``)."""
+    import copy
+
+    from corral import hostlist
+
+    conf = client_settings()
+    main = _main_part(parts[0], conf)
+    job_id = _job_id(job_text, main)
+    client = boundary.connect(conf)
+    nodes = hostlist.expand(client.call("Allocation", {"job_id": job_id})["nodes"])
+    counts = [_nodes_of_part(settings, len(nodes)) for settings in parts]
+    steps: list[tuple[Settings, int]] = []
+    spans = hetstep.node_spans(counts, len(nodes))
+    for index, (part, span) in enumerate(zip(parts, spans, strict=True)):
+        settings = copy.copy(part)  # --het-group=0,1: one group's options, two parts
+        settings.options = dict(part.options)
+        settings.options.setdefault("nodelist", hostlist.compress(nodes[span.start : span.stop]))
+        settings.options.setdefault("nodes", str(len(span)))
+        if index and part is not main:
+            _job_id(job_text, settings)  # its options' warnings, as a plain step's
+        _step_part(settings, main, True)
+        steps.append((settings, job_id))
+    (first, _), *rest = steps
+    return run_in_allocation(client, first, job_id, conf, rest)
+
+
+def _nodes_of_part(settings: Settings, total: int) -> int:
+    """How many of the job's ``total`` nodes a part of a step in an ordinary job takes."""
+    if settings.has("nodes"):
+        return settings.count("nodes")
+    if settings.has("ntasks"):
+        return min(settings.count("ntasks"), total)
+    return total

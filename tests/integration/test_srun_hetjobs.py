@@ -1,6 +1,7 @@
 """srun's own heterogeneous jobs on a real two-node cluster with accounting: ``srun a :
 b`` outside a job makes a job of one component per group, runs one step spanning
-them and gives the job back, as Slurm 22.05's srun does (measured on one: slurmctld
+them and gives the job back; inside an ordinary job it runs one step of that job, each
+group on the next of its nodes: as Slurm 22.05's srun does (measured on one: slurmctld
 and two ``slurmd -N``)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from cli.demo import client_command
+from corral import hostlist
 from tests.integration.cluster import Cluster
 
 #: What each task prints: its rank, the step's size, the job's and the components'.
@@ -100,3 +102,59 @@ def test_a_component_that_cannot_be_had_is_refused_in_slurms_words(two: Cluster)
         "srun: error: Unable to allocate resources: Invalid partition name specified\n"
     ), ran.stderr
     assert len(two.jobs()) == before
+
+
+#: What each task of a step in an ordinary job prints: its part, rank, node, job.step.
+PART = (
+    "echo {} $SLURM_PROCID/$SLURM_NTASKS $SLURM_NODEID ${{SLURM_HET_SIZE:-none}} "
+    "$SLURM_JOB_ID.$SLURM_STEP_ID $SLURM_STEP_NODELIST"
+)
+
+
+def test_colon_in_an_ordinary_job_is_one_step_each_group_on_the_next_nodes(two: Cluster) -> None:
+    command = (
+        f"srun -l -n1 sh -c '{PART.format('a')}' : -n1 sh -c '{PART.format('b')}' | sort; "
+        "srun -n1 true : -n1 sh -c 'exit 4'; echo rc=$?; "
+        "srun --het-group=0,1 true; echo rc=$?"
+    )
+    ran = two.run("salloc", "-Q", "-N2", "-n2", "bash", "-c", command, check=False)
+    lines = ran.stdout.splitlines()
+    job = lines[0].split()[5].split(".")[0]
+    # As a real 22.05's: one ordinary step of the job (no SLURM_HET_SIZE), ranks and
+    # node ids across the groups, group 0 on the job's first node and group 1 on the next.
+    nodes = two.job(job)["nodes"]
+    assert lines[:2] == [f"0: a 0/2 0 none {job}.0 {nodes}", f"1: b 1/2 1 none {job}.0 {nodes}"]
+    assert lines[2:] == ["rc=4", "rc=1"], lines
+    assert ran.stderr == (  # group 1's task by its id in the group, as 22.05's srun says
+        f"srun: error: {hostlist.expand(nodes)[1]}: task 0: Exited with exit code 4\n"
+        "srun: error: Allocation failure of 2 nodes: job size of 2, already allocated 2 nodes "
+        "to previous components.\n"
+    ), ran.stderr
+    steps = two.job(job)["steps"]
+    assert [(s["step_id"], s["ntasks"]) for s in steps] == [(0, 2), (1, 2)], steps
+
+
+def test_scancel_of_an_ordinary_job_ends_every_part_of_its_step(two: Cluster) -> None:
+    salloc = subprocess.Popen(
+        [*client_command("salloc"), "-Q", "-J", "mp", "-N2", "-n2", "srun", "-n1", "sleep",
+         "60", ":", "-n1", "sleep", "60"],
+        env=two.env,
+        cwd=two.dir,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        two.wait_for(
+            lambda: any(j["name"] == "mp" and j["steps"] for j in two.jobs()), 30, "no step"
+        )
+        job = next(j for j in two.jobs() if j["name"] == "mp")
+        assert job["steps"][0]["nodes"] == job["nodes"]  # one step over both parts' nodes
+        two.run("scancel", str(job["job_id"]))
+        _, err = salloc.communicate(timeout=30)
+    finally:
+        salloc.kill()
+        salloc.wait()
+    assert salloc.returncode != 0, err
+    done = two.wait_done(job["job_id"])
+    assert done["state"] == "CANCELLED"
+    assert [s["state"] for s in done["steps"]] == ["CANCELLED"], done["steps"]
