@@ -157,6 +157,9 @@ def test_colon_parts_in_an_ordinary_job_are_one_step_on_their_own_nodes(store: J
         store.create_mpmd_step([part(first, 1), part(first, 1)], ROOT)
     assert refused.value.code == ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
     assert store.jobs[job_id].steps == ()
+    with pytest.raises(SlurmError) as refused:  # only the job's owner (or an admin)
+        store.create_mpmd_step([part(first, 1), part(second, 2)], principal_for(4242, 4242))
+    assert refused.value.code == ESLURM_ACCESS_DENIED
     job, whole, made = store.create_mpmd_step([part(first, 1), part(second, 2)], ROOT)
     # One step of the job: the parts' nodes in order, task ids across them.
     assert (whole.step_id, whole.nodes, whole.tasks) == (0, (first, second), (1, 2))
