@@ -13,6 +13,7 @@ import pytest
 
 from cli.demo import client_command
 from corral import hostlist
+from tests.integration import mpiprog
 from tests.integration.cluster import Cluster
 
 #: What each task prints: its rank, the step's size, the job's and the components'.
@@ -158,3 +159,16 @@ def test_scancel_of_an_ordinary_job_ends_every_part_of_its_step(two: Cluster) ->
     done = two.wait_done(job["job_id"])
     assert done["state"] == "CANCELLED"
     assert [s["state"] for s in done["steps"]] == ["CANCELLED"], done["steps"]
+
+
+def test_mpi_ranks_wire_up_across_the_groups_of_both_forms(two: Cluster) -> None:
+    program = mpiprog.build("mpich", two.dir)
+    line = ["srun", "--mpi=pmi2", "-N1", "-n1", str(program), ":", "-N1", "-n2", str(program)]
+    own = two.run(*line)  # srun's own heterogeneous job
+    inside = two.run("salloc", "-Q", "-N2", "-n4", *line)  # an ordinary job
+    for ran in (own, inside):
+        ranks = mpiprog.ranks(ran.stdout)
+        # One world of three ranks, its PMI fence through srun spanning both groups.
+        assert sorted(ranks) == [0, 1, 2], ran
+        assert {(size, total) for size, total, _ in ranks.values()} == {(3, 0 + 1 + 2)}
+    assert mpiprog.ranks(inside.stdout)[1][2] != mpiprog.ranks(inside.stdout)[0][2]
