@@ -226,8 +226,9 @@ def _partitions(spec: JobSpec, conf: SlurmConfig, who: Principal) -> tuple[str, 
     groups = who.group_names()
     for name in names:
         part = conf.partition(name)
-        if part is None:
-            raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME)
+        if part is None:  # slurmctld's message names it: the clients print it first
+            detail = f"invalid partition specified: {name}"
+            raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME, detail=detail)
         qos = spec.qos or "normal"
         refused = partitionaccess.access_refusal(part, who, spec.account, qos, groups)
         if refused:

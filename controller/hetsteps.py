@@ -39,6 +39,10 @@ PER_GROUP = tuple(
                  "JOB_NUM_NODES", "JOB_PARTITION", "NNODES", "NODELIST", "NPROCS", "NTASKS",
                  "TASKS_PER_NODE")
 )  # fmt: skip
+#: The per-group names of a step in srun's own heterogeneous job (``srun a : b`` outside
+#: a job), as a real 22.05's tasks have them: these four, as ``NAME_PACK_GROUP_N`` only.
+OWN_PER_GROUP = ("SLURM_JOB_CPUS_PER_NODE", "SLURM_JOB_ID", "SLURM_JOB_NODELIST",
+                 "SLURM_JOB_PARTITION")  # fmt: skip
 #: Taken from component 0's part by every task: the leader's job id, name, partition.
 FROM_LEADER = ("SLURM_JOBID", "SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_JOB_PARTITION")
 
@@ -74,12 +78,14 @@ def check_components(jobs: Sequence[Job]) -> None:
         raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
 
 
-def parts(made: Sequence[tuple[Job, Step]], envs: Sequence[Mapping[str, str]]) -> list[HetPart]:
+def parts(
+    made: Sequence[tuple[Job, Step]], envs: Sequence[Mapping[str, str]], own: bool = False
+) -> list[HetPart]:
     """Each part's offsets and the variables all tasks share, given each part's own step
     variables (``controller.steps.step_environment``), component 0's first: as in a
     real 22.05's het step, the counts and lists are the whole step's (its jobs' for
     SLURM_JOB_*), the job id, name and partition the leader's, and each part's own
-    repeated per group."""
+    repeated per group (``own``: srun's own heterogeneous job, ``OWN_PER_GROUP``)."""
     ntasks = sum(step.ntasks for _, step in made)
     node_tasks = tuple(count for _, step in made for count in step.tasks)
     nodes = [node for _, step in made for node in step.nodes]
@@ -101,6 +107,9 @@ def parts(made: Sequence[tuple[Job, Step]], envs: Sequence[Mapping[str, str]]) -
     shared.update(dict.fromkeys(NODE_LISTS, hostlist.compress(dict.fromkeys(nodes))))
     shared.update(dict.fromkeys(TASK_LISTS, run_length(list(node_tasks))))
     for index, env in enumerate(envs):
+        if own:
+            shared.update({f"{name}_PACK_GROUP_{index}": env[name] for name in OWN_PER_GROUP})
+            continue
         for name in PER_GROUP:
             shared[f"{name}_HET_GROUP_{index}"] = shared[f"{name}_PACK_GROUP_{index}"] = env[name]
     out, node_offset, task_offset = [], 0, 0

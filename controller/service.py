@@ -31,6 +31,7 @@ from controller import (
     jobspec,
     jobtop,
     licenseviews,
+    mpmdsteps,
     priorityviews,
     queries,
     queuereply,
@@ -566,12 +567,16 @@ class Handlers:
             )
             for part in requests
         ]
+        if len({part.job_id for part in requests}) == 1:  # one ordinary job's MPMD step
+            return await self._mpmd_step(requests, parts, who)
         made = self.store.create_het_step(parts, who)
         envs = [
             step_environment(job, step, {}, part.distribution)
             for (job, step), part in zip(made, requests, strict=True)
         ]
-        for (job, step), part, het in zip(made, requests, hetsteps.parts(made, envs), strict=True):
+        for (job, step), part, het in zip(
+            made, requests, hetsteps.parts(made, envs, req.own_het_job), strict=True
+        ):
             self.link.launch_step(job, step, part, het)
         with contextlib.suppress(JournalWriteError):  # as StepCreate's
             await self._commit()
@@ -583,6 +588,25 @@ class Handlers:
             reply.task_ids.extend(task + offset for ids in step.ids for task in ids)
             reply.het_task_offsets.extend([offset] * len(step.nodes))
             offset += step.ntasks
+        return reply
+
+    async def _mpmd_step(
+        self, requests: list[pb.StepCreateRequest], parts: list[hetsteps.StepPart], who: Principal
+    ) -> pb.StepCreateReply:
+        """``srun a : b`` in an ordinary job (``controller/mpmdsteps.py``): one step
+        recorded, each part launched on its nodes with its own request; the reply is the
+        whole step's, each node's part's first task id as a het step's."""
+        job, whole, made = self.store.create_mpmd_step(parts, who)
+        env = step_environment(job, whole, {}, requests[0].distribution)
+        launches = mpmdsteps.parts(whole, made, env)
+        for (step, place), part in zip(launches, requests, strict=True):
+            self.link.launch_step(job, step, part, place)
+        with contextlib.suppress(JournalWriteError):  # as StepCreate's
+            await self._commit()
+        reply = pb.StepCreateReply(step_id=whole.step_id, nodes=whole.nodes, tasks=whole.tasks)
+        reply.task_ids.extend(task for ids in whole.ids for task in ids)
+        for step, place in launches:
+            reply.het_task_offsets.extend([place.task_offset] * len(step.nodes))
         return reply
 
     def _step_request(self, req: pb.StepCreateRequest) -> StepRequest:

@@ -41,6 +41,7 @@ from controller import (
     hetsteps,
     jobstate,
     mail,
+    mpmdsteps,
     nodefeatures,
     remotelicenses,
     snapshots,
@@ -567,6 +568,23 @@ class JobStore:
             self._touch_job(job)
             out.append((job, step))
         return out
+
+    def create_mpmd_step(
+        self, parts: Sequence[StepPart], who: Principal
+    ) -> tuple[Job, Step, list[Step]]:
+        """``srun a : b`` in an ordinary job (``controller/mpmdsteps.py``): the parts laid
+        out on their own nodes, recorded as one step; that step and the parts."""
+        job = self._step_job(parts[0].job_id, who)
+        now = int(time.time())
+        made = [
+            steps.new_step(job, p.request, p.name, now, p.time_limit, p.line, self._gpu_links,
+                           self._shape, self.gpu_near)
+            for p in parts
+        ]  # fmt: skip
+        whole = mpmdsteps.joined(job, made, steps.next_step_id(job))
+        job = replace(job, steps=(*job.steps, whole))
+        self._touch_job(job)
+        return job, whole, made
 
     def _step_job(self, job_id: int, who: Principal) -> Job:
         """The running job ``who`` may add a step to (SlurmError as srun reports it)."""

@@ -8,7 +8,9 @@ same program and options in each named component, ``srun [opts] a : [opts] b``
 runs each group of options and its program in the next component (the options
 Slurm propagates carry from one group to the next). It is one step
 (``controller/hetsteps.py``): one step id in every component, its tasks numbered
-across them. Outside a heterogeneous job allocation such a step is refused.
+across them. Outside any job srun makes the heterogeneous job first, one component
+per group; in an ordinary job, each group takes the next of the job's nodes
+(``node_spans``) and the step is one step of that job (``controller/mpmdsteps.py``).
 """
 
 from __future__ import annotations
@@ -21,9 +23,6 @@ if TYPE_CHECKING:
 
 PROG = "srun"
 
-#: Why a step over several components is refused outside a heterogeneous job's
-#: allocation (srun creating a heterogeneous job, or a step of several parts in one job).
-SPANNING = "a step spanning several components needs a heterogeneous job allocation"
 #: srun's options that carry from one ``:`` group to the next unless given again: the
 #: job options Slurm propagates between components and srun's own from that list.
 PROPAGATED = frozenset(
@@ -31,6 +30,12 @@ PROPAGATED = frozenset(
      "job-name", "kill-on-bad-exit", "label", "mem", "msg-timeout", "open-mode", "output",
      "partition", "prolog", "qos", "reservation", "time", "unbuffered"}
 )  # fmt: skip
+#: Slurm 22.05's srun when the ``:`` groups of a step in an ordinary job ask for more
+#: nodes than the job has (each group takes the next of its nodes).
+NODES_USED = (
+    "Allocation failure of {count} nodes: job size of {total}, already allocated {used} nodes "
+    "to previous components."
+)
 #: Slurm's answer to --het-group outside a heterogeneous job.
 NO_COMPONENT = "No directives to start application on any available hetjob components"
 
@@ -86,3 +91,18 @@ def job_ids(indexes: list[int], job_text: str, env: Mapping[str, str]) -> list[s
 def job_of(text: str, job_text: str, env: Mapping[str, str]) -> list[str]:
     """The job ids the step of ``--het-group=text`` runs in (see ``job_ids``)."""
     return job_ids(groups(text), job_text, env)
+
+
+def node_spans(counts: list[int], total: int) -> list[range]:
+    """The job's nodes (by index, of ``total``) each ``:`` group of a step in an ordinary
+    job runs on: ``counts`` of them each, in order, as Slurm 22.05's srun deals them."""
+    spans: list[range] = []
+    used = 0
+    for count in counts:
+        if used + count > total:
+            raise Halt(
+                1, f"{PROG}: error: " + NODES_USED.format(count=count, total=total, used=used)
+            )
+        spans.append(range(used, used + count))
+        used += count
+    return spans

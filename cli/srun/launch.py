@@ -140,7 +140,9 @@ TABLE = OptionTable(
         _row(
             "het-group",
             note="inside a heterogeneous job, the components the step runs in; one step "
-            "spanning several (as srun ... : ...) numbers its tasks across them",
+            "spanning several (as srun ... : ...) numbers its tasks across them; outside a "
+            "job srun ... : ... makes a heterogeneous job, in an ordinary one each : group "
+            "takes the next of its nodes",
         ),
         _row(
             "hint",
@@ -915,21 +917,27 @@ def run_in_allocation(
     job_id: int,
     conf: ClientSettings | None = None,
     het_parts: Sequence[tuple[Settings, int]] = (),
+    own: bool = False,
 ) -> int:
     """Run the step in job ``job_id``, between SrunProlog and SrunEpilog (``conf``'s):
     a failed SrunProlog launches nothing. ``het_parts``: the later components' parts
-    of a step spanning heterogeneous job components, each with its component's job."""
+    of a step spanning heterogeneous job components, each with its component's job
+    (``own``: a heterogeneous job this srun made)."""
     prolog, epilog = (conf.srun_prolog, conf.srun_epilog) if conf else ("", "")
     if not site_program("prolog", prolog, settings, job_id):
         return 1
     try:
-        return _step_in_allocation(client, settings, job_id, het_parts)
+        return _step_in_allocation(client, settings, job_id, het_parts, own)
     finally:
         site_program("epilog", epilog, settings, job_id)
 
 
 def _step_in_allocation(
-    client: Any, settings: Settings, job_id: int, het_parts: Sequence[tuple[Settings, int]] = ()
+    client: Any,
+    settings: Settings,
+    job_id: int,
+    het_parts: Sequence[tuple[Settings, int]] = (),
+    own: bool = False,
 ) -> int:
     listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     listener.bind(("", 0))
@@ -945,6 +953,7 @@ def _step_in_allocation(
         request = step_request(settings, job_id, listener, key, terminal)
         if het_parts:  # one step: every part's runners come to this srun's socket
             request["het_parts"] = [step_request(s, j, listener, key) for s, j in het_parts]
+            request["own_het_job"] = own
         reply = create_step(client, request, settings.has("quiet"))
         step_id = int(reply["step_id"])
 
@@ -995,7 +1004,7 @@ def srun(argv: list[str]) -> int:
             or os.environ.get("SLURM_JOBID", "")
         )
         if len(groups) > 1 or len(hetstep.groups(settings.get("het-group", "0"))) > 1:
-            return _spanning_step(groups, settings, job_text)
+            return _spanning_step(groups, settings, job_text, argv)
         if job_text and settings.has("het-group"):  # a component of a heterogeneous job
             job_text = hetstep.job_of(settings.get("het-group"), job_text, os.environ)[0]
         elif settings.has("het-group"):  # a new job of one component: Slurm's refusal
@@ -1028,14 +1037,13 @@ def _job_id(job_text: str, settings: Settings) -> int:
     return job_id
 
 
-def _spanning_step(groups: list[list[str]], first: Settings, job_text: str) -> int:
+def _spanning_step(groups: list[list[str]], first: Settings, job_text: str, argv: list[str]) -> int:
     """A step spanning heterogeneous job components (``cli/srun/hetstep.py``): each
     ``:`` group in the next component (or those its --het-group names), component 0's
-    part first; the first part's srun-wide options (-l, -K, --mpi) serve them all."""
-    if not job_text and len(groups) == 1:  # --het-group=0,1 for a new job: Slurm's refusal
-        hetstep.job_of(first.get("het-group"), "", {})
-    if not job_text or (len(groups) > 1 and "SLURM_HET_SIZE" not in os.environ):
-        raise Halt(1, f"{PROG}: error: srun ... : ...: {hetstep.SPANNING}")
+    part first; the first part's srun-wide options (-l, -K, --mpi) serve them all.
+    Outside a job, srun first makes the heterogeneous job itself (``_own_het_job``)."""
+    if not job_text:
+        return _own_het_job(groups, first, argv)
     parts: list[tuple[int, Settings]] = []
     settings = first
     for index, words in enumerate(groups):
@@ -1043,19 +1051,108 @@ def _spanning_step(groups: list[list[str]], first: Settings, job_text: str) -> i
             settings = parse(words, hetstep.inherited(settings.options))
         named = hetstep.groups(settings.get("het-group")) if settings.has("het-group") else [index]
         parts += [(component, settings) for component in named]
+    parts.sort(key=lambda part: part[0])
+    if "SLURM_HET_SIZE" not in os.environ:  # an ordinary job: one step, a part per group
+        return _one_job_step([settings for _, settings in parts], job_text)
     indexes = [component for component, _ in parts]
     job_of = dict(zip(indexes, hetstep.job_ids(indexes, job_text, os.environ), strict=True))
-    parts.sort(key=lambda part: part[0])
     conf = client_settings()
-    main = parts[0][1]
-    main.kill_on_bad_exit = kill_on_bad_exit(main, conf.kill_on_bad_exit)
-    main.mpi = mpi_type(main, os.environ, conf.mpi_default)
+    main = _main_part(parts[0][1], conf)
     steps: list[tuple[Settings, int]] = []
     for component, settings in parts:
-        settings.relative = placement.relative(settings.options, os.environ, True)
-        gpuinput.inherit(settings.options, os.environ)
-        settings.mpi = main.mpi  # one srun serves the whole step's PMI
+        _step_part(settings, main, True)
         steps.append((settings, _job_id(job_of[component], settings)))
     client = boundary.connect(conf)
     (_, job_id), *rest = steps
     return run_in_allocation(client, main, job_id, conf, rest)
+
+
+def _main_part(main: Settings, conf: ClientSettings) -> Settings:
+    """Component 0's part, whose srun-wide options (-K, --mpi) serve every part."""
+    main.kill_on_bad_exit = kill_on_bad_exit(main, conf.kill_on_bad_exit)
+    main.mpi = mpi_type(main, os.environ, conf.mpi_default)
+    return main
+
+
+def _step_part(settings: Settings, main: Settings, in_job: bool) -> None:
+    """A part's step options completed from the environment, as a plain step's."""
+    settings.relative = placement.relative(settings.options, os.environ, in_job)
+    gpuinput.inherit(settings.options, os.environ)
+    settings.mpi = main.mpi  # one srun serves the whole step's PMI
+
+
+def _own_het_job(groups: list[list[str]], first: Settings, argv: list[str]) -> int:
+    """``srun a : b`` outside a job, as Slurm 22.05's srun runs it: a heterogeneous job
+    of one component per group (as salloc's, ``cli/allocation.py``; ``--het-group=0,1``:
+    one per index, the same options in each), one step spanning them all, the job
+    given back when the step ends. A group's --het-group names nothing here: the
+    components are the groups, as in Slurm."""
+    parts = [first]
+    for words in groups[1:]:
+        parts.append(parse(words, hetstep.inherited(parts[-1].options)))
+    if len(parts) == 1:
+        parts *= len(hetstep.groups(first.get("het-group")))
+    for settings in parts:
+        settings.options.pop("het-group", None)
+    conf = client_settings()
+    main = _main_part(parts[0], conf)
+    for settings in parts:
+        _step_part(settings, main, False)
+    client = boundary.connect(conf)
+    from cli import allocation
+
+    name = os.path.basename(main.command[0])
+    het = [settings.options for settings in parts[1:]]
+    job_id = allocation.submit(client, PROG, main.options, name, argv, het)
+    env = allocation.wait_for_start(client, PROG, job_id, main.has("quiet"))
+    jobs = [int(env[f"SLURM_JOB_ID_HET_GROUP_{index}"]) for index in range(len(parts))]
+    # The tasks have what Slurm's srun sets for its own job, not salloc's per-group names.
+    os.environ.update({k: v for k, v in env.items() if "_GROUP_" not in k})
+    code = 1
+    halt_notices = allocation.print_notices(client, PROG, job_id)
+    try:
+        rest = list(zip(parts[1:], jobs[1:], strict=True))
+        code = run_in_allocation(client, main, job_id, conf, rest, own=True)
+    finally:
+        halt_notices()
+        allocation.release(client, job_id, (code & 0xFF) << 8)
+    return code
+
+
+def _one_job_step(parts: list[Settings], job_text: str) -> int:
+    """``srun a : b`` in an ordinary job, as Slurm 22.05's srun runs it: one step of the
+    job, each group on the next of the job's nodes (its -N, else as many as its -n
+    asks, at most the job's, else all of them; ``hetstep.node_spans``), its tasks
+    numbered across the groups (``controller/mpmdsteps.py``)."""
+    import copy
+
+    from corral import hostlist
+
+    conf = client_settings()
+    main = _main_part(parts[0], conf)
+    job_id = _job_id(job_text, main)
+    client = boundary.connect(conf)
+    nodes = hostlist.expand(client.call("Allocation", {"job_id": job_id})["nodes"])
+    counts = [_nodes_of_part(settings, len(nodes)) for settings in parts]
+    steps: list[tuple[Settings, int]] = []
+    spans = hetstep.node_spans(counts, len(nodes))
+    for index, (part, span) in enumerate(zip(parts, spans, strict=True)):
+        settings = copy.copy(part)  # --het-group=0,1: one group's options, two parts
+        settings.options = dict(part.options)
+        settings.options.setdefault("nodelist", hostlist.compress(nodes[span.start : span.stop]))
+        settings.options.setdefault("nodes", str(len(span)))
+        if index and part is not main:
+            _job_id(job_text, settings)  # its options' warnings, as a plain step's
+        _step_part(settings, main, True)
+        steps.append((settings, job_id))
+    (first, _), *rest = steps
+    return run_in_allocation(client, first, job_id, conf, rest)
+
+
+def _nodes_of_part(settings: Settings, total: int) -> int:
+    """How many of the job's ``total`` nodes a part of a step in an ordinary job takes."""
+    if settings.has("nodes"):
+        return settings.count("nodes")
+    if settings.has("ntasks"):
+        return min(settings.count("ntasks"), total)
+    return total

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cli.halt import Halt
-from cli.srun.hetstep import groups, inherited, job_of, split
-from cli.srun.launch import srun
+from cli.srun.hetstep import groups, inherited, job_of, node_spans, split
 
 ENV = {"SLURM_HET_SIZE": "2", "SLURM_JOB_ID_HET_GROUP_0": "7", "SLURM_JOB_ID_HET_GROUP_1": "8"}
 NONE = "srun: error: No directives to start application on any available hetjob components"
@@ -68,19 +67,12 @@ def test_refusals(text: str, env: dict[str, str], lines: tuple[str, ...]) -> Non
     assert (caught.value.status, caught.value.lines) == (1, lines)
 
 
-@pytest.mark.parametrize(
-    "env",
-    [{}, {"SLURM_JOB_ID": "7"}],  # no allocation; an ordinary job's (22.05 would run it)
-)
-def test_a_spanning_step_needs_a_heterogeneous_allocation(
-    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    for name in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_HET_SIZE"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    assert srun(["-n1", "true", ":", "-n2", "true"]) == 1
-    assert capsys.readouterr().err == (
-        "srun: error: srun ... : ...: a step spanning several components needs a "
-        "heterogeneous job allocation\n"
+def test_each_group_in_an_ordinary_job_takes_the_next_nodes() -> None:
+    assert node_spans([1, 1], 2) == [range(0, 1), range(1, 2)]
+    assert node_spans([2], 3) == [range(0, 2)]
+    with pytest.raises(Halt) as caught:  # as Slurm 22.05's srun words it
+        node_spans([2, 1], 2)
+    assert caught.value.lines == (
+        "srun: error: Allocation failure of 1 nodes: job size of 2, already allocated 2 nodes "
+        "to previous components.",
     )

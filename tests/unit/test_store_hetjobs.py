@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_store_arrays import ROOT, SPEC, _store, ready  # two 2-CPU nodes, ids from 100
 
-from controller import hetjobs, hetsteps, queries
+from controller import hetjobs, hetsteps, mpmdsteps, queries
 from controller.core import schedule
 from controller.hetsteps import StepPart
 from controller.jobspec import from_fields
@@ -106,6 +106,11 @@ def test_a_step_spanning_components_has_one_id_in_each(store: JobStore) -> None:
     assert shared["SLURM_JOB_ID_HET_GROUP_1"] == shared["SLURM_JOBID_PACK_GROUP_1"] == "101"
     assert shared["SLURM_NTASKS_HET_GROUP_1"] == "2" and shared["SLURM_TASKS_PER_NODE"] == "1(x3)"
     assert "SLURM_STEP_ID_HET_GROUP_0" not in shared
+    # srun's own heterogeneous job (srun a : b outside a job): four names, 22.05's old ones.
+    envs = [step_environment(job, step, {}) for job, step in made]
+    own = hetsteps.parts(made, envs, own=True)[0].environment
+    assert own["SLURM_JOB_ID_PACK_GROUP_1"] == "101" and own["SLURM_HET_SIZE"] == "2"
+    assert not {"SLURM_JOB_ID_HET_GROUP_1", "SLURM_NTASKS_PACK_GROUP_1"} & set(own)
 
 
 def test_a_spanning_step_is_all_or_nothing_and_only_its_owners(store: JobStore) -> None:
@@ -137,3 +142,30 @@ def test_each_cycle_ends_the_components_of_an_ended_leader_also_after_a_restart(
     assert [j.job_id for j in hetjobs.orphans(again, 120)] == [100]
     assert again.jobs[101].state is JobState.CANCELLED
     assert hetjobs.orphans(again, 121) == []  # nothing left to end
+
+
+def test_colon_parts_in_an_ordinary_job_are_one_step_on_their_own_nodes(store: JobStore) -> None:
+    (job_id,) = [a.job.job_id for a in store.submit_het([from_fields({**SPEC, "min_nodes": 2,
+                 "num_tasks": 4})], ROOT, now=100)]  # fmt: skip
+    store.commit(schedule(store.snapshot(), 110))
+    first, second = store.jobs[job_id].nodes
+
+    def part(node: str, ntasks: int) -> StepPart:
+        return StepPart(job_id, StepRequest(ntasks=ntasks, nodelist=(node,)), "p", -1, "srun")
+
+    with pytest.raises(SlurmError) as refused:  # two parts on one node: srun never asks it
+        store.create_mpmd_step([part(first, 1), part(first, 1)], ROOT)
+    assert refused.value.code == ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
+    assert store.jobs[job_id].steps == ()
+    with pytest.raises(SlurmError) as refused:  # only the job's owner (or an admin)
+        store.create_mpmd_step([part(first, 1), part(second, 2)], principal_for(4242, 4242))
+    assert refused.value.code == ESLURM_ACCESS_DENIED
+    job, whole, made = store.create_mpmd_step([part(first, 1), part(second, 2)], ROOT)
+    # One step of the job: the parts' nodes in order, task ids across them.
+    assert (whole.step_id, whole.nodes, whole.tasks) == (0, (first, second), (1, 2))
+    assert whole.ids == ((0,), (1, 2)) and job.steps == (whole,)
+    launches = mpmdsteps.parts(whole, made, step_environment(job, whole, {}))
+    assert [(p.node_offset, p.task_offset, p.ntasks) for _, p in launches] == [(0, 0, 3), (1, 1, 3)]
+    shared = launches[1][1].environment
+    assert (shared["SLURM_NTASKS"], shared["SLURM_STEP_NODELIST"]) == ("3", "n[1-2]")
+    assert "SLURM_HET_SIZE" not in shared and {s.step_id for s, _ in launches} == {0}
