@@ -43,12 +43,17 @@ def version_line() -> str:
 
 def connect(settings: ClientSettings | None = None) -> Client:
     """A ``Client`` for the controller named by ``settings`` (the active slurm.conf's
-    unless a command that reads more of it passes them)."""
+    unless a command that reads more of it passes them); in a job or allocation of
+    another cluster (SLURM_WORKING_CLUSTER, set by ``-M``), that cluster's controller,
+    reached through this host's daemon (docs/federation.md)."""
     from corral.client import Client, local_socket
     from corral.clientconf import client_settings
 
     settings = settings or client_settings()
-    return Client(local_socket(settings.state_save_location, settings.slurmd_spool_dir))
+    working = os.environ.get("SLURM_WORKING_CLUSTER", "").partition(":")[0]
+    elsewhere = working if working.lower() != settings.cluster_name.lower() else ""
+    path = local_socket(settings.state_save_location, settings.slurmd_spool_dir)
+    return Client(path, cluster=elsewhere)
 
 
 def run(prog: str, main: Callable[[list[str]], int]) -> NoReturn:

@@ -13,10 +13,13 @@ from __future__ import annotations
 from cli import boundary
 from cli.boundary import UsageError
 from cli.command import split_list
+from corral import SLURM_PROTOCOL_VERSION
+from corral.errors import SlurmError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from corral.client import Client
 
@@ -30,16 +33,16 @@ def unreachable(text: str) -> UsageError:
     )
 
 
-def names(text: str, client: Client) -> list[str]:
-    """The clusters ``text`` names (``all``: every known one), as they are spelled
-    where they registered, each once, in the order given."""
-    known = {c["name"].lower(): c["name"] for c in client.call("Clusters")["clusters"]}
+def addresses(text: str, client: Client) -> list[dict[str, Any]]:
+    """The clusters ``text`` names (``all``: every known one), each once, in the order
+    given: name as registered, and its controller's host and port."""
+    known = {c["name"].lower(): c for c in client.call("Clusters")["clusters"]}
     if text.strip().lower() == "all":
-        return sorted(known.values())
+        return sorted(known.values(), key=lambda c: str(c["name"]))
     wanted = split_list(text)
     if not wanted or any(name.lower() not in known for name in wanted):
         raise unreachable(text)
-    return list(dict.fromkeys(known[name.lower()] for name in wanted))
+    return list({name.lower(): known[name.lower()] for name in wanted}.values())
 
 
 def clients(text: str) -> list[tuple[str, Client]]:
@@ -48,9 +51,51 @@ def clients(text: str) -> list[tuple[str, Client]]:
 
     local = boundary.connect()
     return [
-        (name, Client(local.socket_path, local.timeout, cluster=name))
-        for name in names(text, local)
+        (c["name"], Client(local.socket_path, local.timeout, cluster=c["name"]))
+        for c in addresses(text, local)
     ]
+
+
+def soonest(found: list[tuple[str, Client]], ask: dict[str, Any]) -> tuple[str, Client]:
+    """Of several clusters, the one whose own plan starts the job first (``ask``: the
+    Submit request with ``test_only``), the first named on a tie, as Slurm's sbatch,
+    salloc and srun pick; one alone is taken as it is. Refused everywhere: the first
+    refusal is raised."""
+    if len(found) == 1:
+        return found[0]
+    best, start, refusal = None, 0, None
+    for each in found:
+        try:
+            when = int(each[1].call("Submit", ask)["start_time"])
+        except SlurmError as exc:
+            refusal = refusal or exc
+            continue
+        if best is None or when < start:
+            best, start = each, when
+    if best is None:
+        assert refusal is not None
+        raise refusal
+    return best
+
+
+def local(name: str) -> bool:
+    """Whether ``name`` is this host's own cluster."""
+    from corral.clientconf import client_settings
+
+    return name.lower() == client_settings().cluster_name.lower()
+
+
+#: Slurm's variable naming the cluster a job or allocation of another cluster belongs
+#: to ("name:host:port:rpc"), set by sbatch/salloc/srun -M for what runs in it: clients
+#: started there talk to that cluster's controller (``boundary.connect``).
+WORKING_CLUSTER = "SLURM_WORKING_CLUSTER"
+
+
+def working(name: str, text: str) -> str:
+    """``SLURM_WORKING_CLUSTER``'s value for the cluster ``name`` (one of ``text``'s),
+    as Slurm writes it: name, controller host and port, protocol version."""
+    address = next(c for c in addresses(text, boundary.connect()) if c["name"] == name)
+    return f"{name}:{address['host']}:{address['port']}:{SLURM_PROTOCOL_VERSION}"
 
 
 def targets(wanted: str) -> list[tuple[str, Client]]:

@@ -7,10 +7,14 @@ __version__ = "0.1.0"
 
 #: The Slurm release whose interface Corral follows; clients print it for --version.
 SLURM_VERSION = "24.11.0"
+#: Slurm 24.11's protocol version: a cluster's RPC in sacctmgr, the last field of
+#: SLURM_WORKING_CLUSTER.
+SLURM_PROTOCOL_VERSION = "10752"
 
 #: What the other packages may import from here (tests/unit/test_public_surface.py
 #: holds every import across packages to these lists).
 __all__ = [
+    "SLURM_PROTOCOL_VERSION",
     "SLURM_VERSION",
     "__version__",
     "_spawn",  # the C task start (csrc/spawn.c), for the node agent's step runner

@@ -27,6 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from corral import SLURM_PROTOCOL_VERSION
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
 from dbd import entities, reservations, resources
 from dbd.entities import DEFAULT_COLUMNS, SETTINGS, Setting, invalid, names
@@ -42,8 +43,6 @@ from dbd.models import (
 )
 from dbd.rollup import rollup
 
-#: Slurm 24.11's protocol version, shown as a cluster's RPC.
-RPC_VERSION = "10752"
 ASSOC_WORDS = frozenset(s.word for s in entities.ASSOCIATION) - {"cluster", "account", "user"}
 ADMINS = ("Operator", "Administrator")
 
@@ -393,7 +392,7 @@ class Admin:
             "Cluster": cluster.name,
             "ControlHost": cluster.control_host,
             "ControlPort": str(cluster.control_port or ""),
-            "RPC": RPC_VERSION,
+            "RPC": SLURM_PROTOCOL_VERSION,
         }
         if root is not None:
             shown = _shown(root, entities.ASSOCIATION)

@@ -309,25 +309,18 @@ def _cluster_client(wanted: str, spec: dict[str, Any], het: list[dict[str, Any]]
     as ``--test-only`` shows it; the first named on a tie), as Slurm's sbatch picks."""
     if not wanted:
         return boundary.connect()
-    from cli.clusters import clients
+    from cli import clusters
 
-    found = clients(wanted)
-    if len(found) == 1:
-        return found[0][1]
     ask = {"spec": spec, "test_only": True, "het_components": het}
-    best, soonest, refusal = None, 0, None
-    for _, client in found:
-        try:
-            start = client.call("Submit", ask)["start_time"]
-        except SlurmError as exc:
-            refusal = refusal or exc
-            continue
-        if best is None or start < soonest:
-            best, soonest = client, start
-    if best is None:
-        assert refusal is not None
-        raise Failure(f"Batch job submission failed: {refusal.message}")
-    return best
+    try:
+        name, client = clusters.soonest(clusters.clients(wanted), ask)
+    except SlurmError as exc:
+        raise Failure(f"Batch job submission failed: {exc.message}") from None
+    if not clusters.local(name):  # another cluster's job: its sruns go there
+        told = {clusters.WORKING_CLUSTER: clusters.working(name, wanted)}
+        for each in (spec, *het):
+            each["environment"].update(told)
+    return client
 
 
 def _test_only(client: Any, spec: dict[str, Any], het: list[dict[str, Any]]) -> int:
