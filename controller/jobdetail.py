@@ -13,7 +13,9 @@ The client groups nodes whose lines are the same (``Nodes=n[1,3]``).
 ``--mem-per-cpu`` times the CPUs it holds there, ``--exclusive`` ones included) or
 its partition's DefMemPerCPU/DefMemPerNode gave it; a job with no memory limit at
 all holds the node's whole RealMemory, as Slurm 22.05 prints it (where Corral
-counts none held, so that other jobs are not kept off the node).
+counts none held, so that other jobs are not kept off the node). Where memory is no
+consumable resource (SelectTypeParameters without ``_Memory``) Slurm prints
+``Mem=0`` whatever was asked, and so does this.
 """
 
 from __future__ import annotations
@@ -92,11 +94,11 @@ def _node_gres(
 
 
 def of_job(
-    job: Job, numbering: dict[str, list[tuple[str, int]]], real_memory: Mapping[str, int]
+    job: Job, numbering: dict[str, list[tuple[str, int]]], real_memory: Mapping[str, int] | None
 ) -> JobDetail:
     """``job``'s detail fields; empty while it holds no nodes. ``numbering`` is each of
     its nodes' GPUs as (type, index); ``real_memory`` their RealMemory (MiB), shown
-    where the job holds no memory count."""
+    where the job holds no memory count, or None where memory is not counted."""
     if not job.nodes or len(job.cpu_ids) != len(job.nodes):
         return JobDetail("", [], [], [])
     order = _asked_order(job)
@@ -114,7 +116,10 @@ def of_job(
             totals[key] = totals.get(key, 0) + count
         gpus = job.gpus[i] if job.gpus else ()
         detail.node_cpu_ids.append(arrayspec.compress(sorted(job.cpu_ids[i])))
-        detail.node_mem.append(mem[i] or real_memory.get(name, 0))
+        if real_memory is None:
+            detail.node_mem.append(0)
+        else:
+            detail.node_mem.append(mem[i] or real_memory.get(name, 0))
         detail.node_gres.append(_node_gres(items, gpus, numbering.get(name, [])))
     job_gres = ",".join(_label(name, kind, count) for (name, kind), count in totals.items())
     return JobDetail(job_gres, detail.node_cpu_ids, detail.node_mem, detail.node_gres)

@@ -142,8 +142,12 @@ class Dependencies:
         )
 
 
-def _real_memory(conf: SlurmConfig, nodes: Iterable[str]) -> dict[str, int]:
-    """Each of ``nodes``' RealMemory (MiB); one a reconfiguration removed, left out."""
+def real_memory(conf: SlurmConfig, nodes: Iterable[str]) -> dict[str, int] | None:
+    """Each of ``nodes``' RealMemory (MiB), one a reconfiguration removed left out;
+    None where SelectTypeParameters makes memory no consumable resource."""
+    params = dict(conf.settings).get("SelectTypeParameters", "CR_Core_Memory")
+    if "MEMORY" not in params.upper():
+        return None
     out: dict[str, int] = {}
     for name in nodes:
         with contextlib.suppress(KeyError):
@@ -176,7 +180,7 @@ def job_info(
     detail = jobdetail.of_job(
         job,
         {name: store.gpu_numbering(name) for name in job.nodes},
-        _real_memory(conf, job.nodes),
+        real_memory(conf, job.nodes),
     )
     info = _record(
         job,

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from cli.jobs import record
-from controller import jobdetail
+from controller import jobdetail, views
 from controller.jobdetail import JobDetail
 from corral import config
 from tests.unit import test_gpu_semantics as gpu_semantics
-from tests.unit.scenario import NOW, running
+from tests.unit.scenario import NOW, running, slurm_conf
 from tests.unit.test_scontrol_format import job as job_dict
 
 NUMBERING = [("a100", 0), ("a100", 1), ("v100", 2), ("v100", 3)]
@@ -138,3 +138,14 @@ def test_memory_a_job_holds_on_each_node(
     whole = {node.name: node.real_memory for node in memory_conf.nodes}
     detail = jobdetail.of_job(job, {}, whole)
     assert detail.node_mem == shown
+
+
+def test_memory_is_zero_where_it_is_no_consumable_resource() -> None:
+    """SelectTypeParameters=CR_Core: Slurm 22.05 prints Mem=0 for ``--mem=100`` as for a
+    job without a memory request (measured on the cluster above, CR_Core)."""
+    asked = running(5, ("n1",), cpu_ids=((0,),), alloc_mem=(100,))
+    cores = slurm_conf("SelectTypeParameters=CR_Core", "NodeName=n1 CPUs=8 RealMemory=16000")
+    assert views.real_memory(cores, asked.nodes) is None
+    assert jobdetail.of_job(asked, {}, views.real_memory(cores, asked.nodes)).node_mem == [0]
+    counted = slurm_conf("NodeName=n1 CPUs=8 RealMemory=16000")  # CR_Core_Memory, the default
+    assert views.real_memory(counted, ("n1", "gone")) == {"n1": 16000}
