@@ -17,6 +17,11 @@ With ``AccountingStorageEnforce``:
 * ``limits``: the association's and QOS's limits hold, as pending reasons
   (``AssocMaxJobsLimit``, ``QOSMaxWallDurationPerJobLimit``, ...; see
   ``gates``) or, for submit limits, as a refused submission.
+
+A user's association holds the Max* limits and Priority it leaves unset as its
+account (or the nearest account above) sets them, as slurmdbd fills them for
+slurmctld (``associnherit``); Grp* limits stay on their own account, which counts
+everything below it.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from controller import assocrows, jobtres
+from controller import associnherit, assocrows, jobtres
 from controller.core.limits import Gate
 from controller.jobstate import Reason
 from controller.model import Job
@@ -190,7 +195,7 @@ class AssocSet:
         for c in reply.coordinators:
             coords.setdefault(c.user, set()).add(c.account)
         return cls(
-            tuple(Assoc.from_message(m) for m in reply.associations),
+            tuple(Assoc.from_message(m) for m in associnherit.filled(reply.associations)),
             {u.name: u.default_account for u in reply.users},
             {q.name: QosLimits.from_message(q) for q in reply.qos},
             {u.name: u.admin_level for u in reply.users if u.admin_level in ADMIN_LEVELS},

@@ -7,7 +7,9 @@ tree positions), and the use is computed on the spot from what the
 controller knows: the jobs in the store (running ones hold TRES and count
 toward GrpJobs, pending ones toward GrpSubmitJobs) and fair share's decayed
 usage (``PriorityKeeper``: UsageRaw, GrpTRESMins' and GrpWall's use). An
-account's use includes every account and user below it, as Slurm's does.
+account's use includes every account and user below it, as Slurm's does. Each
+record shows the limits it inherits from the accounts above it as its own
+(``associnherit``), as slurmctld holds them.
 
 Who sees what follows slurmctld: with PrivateData ``usage`` a caller who is no
 operator sees only their own user associations and those of the accounts
@@ -21,7 +23,7 @@ import pwd
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from controller import assoclimits, jobtres
+from controller import associnherit, assoclimits, jobtres
 from controller.associations import AssocSet
 from controller.core.fairshare import ShareTree, Usage
 from controller.core.priority import TRES_ORDER
@@ -187,7 +189,7 @@ def _associations(
             above = m.account if m.user else m.parent
             level[above] = level.get(above, 0) + max(m.shares, 1)
     found: list[pb.AssocMgrAssoc] = []
-    for m in sorted(cache.associations, key=lambda a: a.lft):
+    for m in sorted(associnherit.filled(cache.associations), key=lambda a: a.lft):
         if m.user and wanted.users and m.user.lower() not in wanted.users:
             continue
         if wanted.accounts and m.account.lower() not in wanted.accounts:

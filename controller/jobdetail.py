@@ -8,12 +8,20 @@ are listed in the order Slurm keeps the job's requests, those of ``--gpus`` firs
 then ``--gres``'s (``--gpus-per-node`` among them) in their order, then per socket
 and per task; the node's own order stands where the request names no type.
 The client groups nodes whose lines are the same (``Nodes=n[1,3]``).
+
+``Mem=`` is the memory the job holds on the node: what it asked (``--mem``, or
+``--mem-per-cpu`` times the CPUs it holds there, ``--exclusive`` ones included) or
+its partition's DefMemPerCPU/DefMemPerNode gave it; a job with no memory limit at
+all holds the node's whole RealMemory, as Slurm 22.05 prints it (where Corral
+counts none held, so that other jobs are not kept off the node). Where memory is no
+consumable resource (SelectTypeParameters without ``_Memory``) Slurm prints
+``Mem=0`` whatever was asked, and so does this.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from controller.core.gpus import also_items
@@ -85,9 +93,12 @@ def _node_gres(
     return ",".join(out)
 
 
-def of_job(job: Job, numbering: dict[str, list[tuple[str, int]]]) -> JobDetail:
+def of_job(
+    job: Job, numbering: dict[str, list[tuple[str, int]]], real_memory: Mapping[str, int] | None
+) -> JobDetail:
     """``job``'s detail fields; empty while it holds no nodes. ``numbering`` is each of
-    its nodes' GPUs as (type, index)."""
+    its nodes' GPUs as (type, index); ``real_memory`` their RealMemory (MiB), shown
+    where the job holds no memory count, or None where memory is not counted."""
     if not job.nodes or len(job.cpu_ids) != len(job.nodes):
         return JobDetail("", [], [], [])
     order = _asked_order(job)
@@ -105,7 +116,10 @@ def of_job(job: Job, numbering: dict[str, list[tuple[str, int]]]) -> JobDetail:
             totals[key] = totals.get(key, 0) + count
         gpus = job.gpus[i] if job.gpus else ()
         detail.node_cpu_ids.append(arrayspec.compress(sorted(job.cpu_ids[i])))
-        detail.node_mem.append(mem[i])
+        if real_memory is None:
+            detail.node_mem.append(0)
+        else:
+            detail.node_mem.append(mem[i] or real_memory.get(name, 0))
         detail.node_gres.append(_node_gres(items, gpus, numbering.get(name, [])))
     job_gres = ",".join(_label(name, kind, count) for (name, kind), count in totals.items())
     return JobDetail(job_gres, detail.node_cpu_ids, detail.node_mem, detail.node_gres)

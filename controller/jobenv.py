@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 
+from controller.gpuspec import tasks_held
 from controller.model import Job, Payload
 from controller.tasklayout import block_counts
 from corral import arrayspec, hostlist
@@ -29,16 +30,32 @@ def run_length(values: list[int]) -> str:
     return ",".join(out)
 
 
-def tasks_per_node(job: Job) -> list[int]:
-    """The job's ``num_tasks`` over its nodes by Slurm's block layout over the CPUs
-    each holds (``controller/tasklayout.py``): each node's room is its CPUs over
-    ``--cpus-per-task`` (at least one), at most ``--ntasks-per-node``: the CPUs it may
-    use, one thread of each core under ``--hint=nomultithread`` (core/threads.py)."""
+def _room(job: Job) -> list[int]:
+    """The tasks each node holds: its CPUs over ``--cpus-per-task`` (at least one), at
+    most ``--ntasks-per-node``; the CPUs it may use, one thread of each core under
+    ``--hint=nomultithread`` (core/threads.py)."""
     cpt = max(job.cpus_per_task, 1)
     room = [max(cpus // cpt, 1) for cpus in job.usable_cpus]
     if job.ntasks_per_node:
         room = [min(r, job.ntasks_per_node) for r in room]
-    return list(block_counts(room, job.num_tasks))
+    return room
+
+
+def tasks_per_node(job: Job) -> list[int]:
+    """The job's ``num_tasks`` over its nodes by Slurm's block layout over the CPUs
+    each holds (``controller/tasklayout.py``): a step's task slots."""
+    return list(block_counts(_room(job), job.num_tasks))
+
+
+def batch_tasks_per_node(job: Job) -> list[int]:
+    """SLURM_TASKS_PER_NODE as Slurm 22.05 gives a job: with ``-n``, the tasks
+    ``scontrol show job`` counts (NumTasks, which GPUs per task may raise above
+    SLURM_NTASKS: ``--gres=gpu:2 --gpus-per-task=1 -n3 -N2`` gives ``2(x2)``) laid
+    out by block; without ``-n``, as many tasks as each node holds (``--exclusive``
+    alone on 8 CPUs: ``8``), as measured."""
+    if not job.tasks_given:
+        return _room(job)
+    return list(block_counts(_room(job), tasks_held(job)))
 
 
 #: What tells a job's programs which GPUs (or shares of one) it was granted: only
@@ -74,7 +91,7 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
         "SLURM_NTASKS": job.num_tasks,
         "SLURM_NPROCS": job.num_tasks,
         "SLURM_JOB_CPUS_PER_NODE": run_length(list(job.usable_cpus)),
-        "SLURM_TASKS_PER_NODE": run_length(tasks_per_node(job)),
+        "SLURM_TASKS_PER_NODE": run_length(batch_tasks_per_node(job)),
         "SLURM_CPUS_ON_NODE": job.usable_cpus[0],
         "SLURM_SUBMIT_DIR": job.submit_dir or job.work_dir,
         "SLURM_SUBMIT_HOST": job.submit_host,

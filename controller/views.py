@@ -8,6 +8,7 @@ or as one record per task when the client asks for that (``squeue -r``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -141,6 +142,19 @@ class Dependencies:
         )
 
 
+def real_memory(conf: SlurmConfig, nodes: Iterable[str]) -> dict[str, int] | None:
+    """Each of ``nodes``' RealMemory (MiB), one a reconfiguration removed left out;
+    None where SelectTypeParameters makes memory no consumable resource."""
+    params = dict(conf.settings).get("SelectTypeParameters", "CR_Core_Memory")
+    if "MEMORY" not in params.upper():
+        return None
+    out: dict[str, int] = {}
+    for name in nodes:
+        with contextlib.suppress(KeyError):
+            out[name] = conf.node(name).real_memory
+    return out
+
+
 def job_info(
     job: Job,
     store: JobStore,
@@ -163,7 +177,11 @@ def job_info(
     std_err = job.std_err or std_out
     mem = sum(job.alloc_mem) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
     licenses = licenseviews.tracked(job.licenses, conf) if job.licenses else ()
-    detail = jobdetail.of_job(job, {name: store.gpu_numbering(name) for name in job.nodes})
+    detail = jobdetail.of_job(
+        job,
+        {name: store.gpu_numbering(name) for name in job.nodes},
+        real_memory(conf, job.nodes),
+    )
     info = _record(
         job,
         partition=job.partition or ",".join(job.partitions),

@@ -100,3 +100,21 @@ def test_a_change_only_assoc_mgr_shows_reaches_the_controller(accounted: Cluster
         20,
         "the new GrpTRESRunMins did not reach the controller",
     )
+
+
+def test_a_user_shows_the_limits_it_inherits_from_its_account(accounted: Cluster) -> None:
+    """MaxJobs and MaxWall set on lab show on its users as their own (Slurm 22.05's
+    assoc_mgr holds them so); lab's GrpJobs stays lab's alone."""
+    _admin(accounted, "modify", "account", {"name": "lab"}, maxjobs="3", maxwall="60")
+    try:
+        accounted.wait_for(
+            lambda: "MaxWallPJ=60" in _show(accounted, "accounts=lab", "flags=assoc"),
+            20,
+            "lab's new limits did not reach the controller",
+        )
+        records = _show(accounted, "accounts=lab", "flags=assoc").split("\nClusterName=")[1:]
+        mine = next(r for r in records if "UserName=root(0)" in r)
+        assert "MaxJobs=3(1) MaxJobsAccrue= MaxSubmitJobs= MaxWallPJ=60\n" in mine
+        assert "GrpJobs=N(1)" in mine
+    finally:
+        _admin(accounted, "modify", "account", {"name": "lab"}, maxjobs="-1", maxwall="-1")

@@ -165,12 +165,13 @@ def test_a_job_asks_gpus_of_two_types(make_cluster: Callable[..., Cluster]) -> N
     assert "   TresPerNode=gres/gpu:a100:1\n" in shown
     tres = shown.split("TRES=")[1].split("\n")[0]
     detail = cluster.run("scontrol", "show", "job", "-d", str(both)).stdout
-    assert (  # Slurm's order: --gpus's request first; no memory asked: Mem=0 in Corral
+    node = cluster.run("scontrol", "show", "node", "node1").stdout
+    memory = node.split("RealMemory=")[1].split()[0]
+    assert (  # Slurm's order: --gpus's request first; no memory asked: the whole node's
         "   JOB_GRES=gpu:v100:2,gpu:a100:1\n"
-        "     Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:v100:2(IDX:2-3),gpu:a100:1(IDX:0)\n"
+        f"     Nodes=node1 CPU_IDs=0 Mem={memory} GRES=gpu:v100:2(IDX:2-3),gpu:a100:1(IDX:0)\n"
     ) in detail
     assert ",gres/gpu=3,gres/gpu:a100=1,gres/gpu:v100=2" in tres
-    node = cluster.run("scontrol", "show", "node", "node1").stdout
     assert "   GresUsed=gpu:a100:1(IDX:0),gpu:v100:2(IDX:2-3)\n" in node
     _wait_output(cluster, "both.out")
     cluster.run("scancel", str(both))

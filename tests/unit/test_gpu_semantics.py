@@ -33,11 +33,13 @@ from typing import Any
 
 import pytest
 
-from controller import gpuspec, jobtres
+from controller import gpuspec, jobstate, jobtres
 from controller.admission import Capacity, admit
 from controller.core import BackfillParams, Snapshot, Start, schedule
+from controller.jobenv import batch_environment
 from controller.jobspec import JobSpec
 from controller.jobstate import Reason
+from controller.model import Job, Payload
 from controller.principal import Principal
 from corral import config, errors
 from corral.errors import SlurmError
@@ -783,3 +785,56 @@ def test_gpus_per_node_and_per_task_show_the_tasks_their_gpus_hold(
     running = replace(job, nodes=start.nodes, cpus=start.cpus)
     assert gpuspec.tasks_held(running) == 4
     assert running.num_tasks == 3  # SLURM_NTASKS (controller/jobenv.py)
+
+
+def started(conf: config.SlurmConfig, **fields: Any) -> Job:
+    """The job of ``fields`` as it runs once started on the empty cluster."""
+    spec = JobSpec(script="#!/bin/sh\n", **fields)
+    job = admit(spec, USER, conf, {}, 1, NOW, 0, Capacity(conf)).job
+    start = place(conf, **fields)
+    event = jobstate.Start(NOW, start.partition, start.nodes, start.cpus, start.memory, 0,
+                           start.gres, start.gpus, start.cpu_ids)  # fmt: skip
+    return jobstate.apply(job, event)
+
+
+# (id, JobSpec fields, SLURM_TASKS_PER_NODE), each read from the batch job's
+# environment on Slurm 22.05 as above: with -n, NumTasks (as scontrol counts it, GPUs
+# per task included) laid out by block over the CPUs held; without, every node's
+# CPUs over -c (at most --ntasks-per-node).
+TASKS_ROWS: list[tuple[str, dict[str, Any], str]] = [
+    ("per-node-per-task-n3-N2", {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 3,
+                                 "min_nodes": 2}, "2(x2)"),
+    ("per-node-per-task-n5-N3", {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 5,
+                                 "min_nodes": 3}, "2(x3)"),
+    ("per-node-per-task-c2", {"gres": "gpu:2", "gpus_per_task": 1, "num_tasks": 3,
+                              "min_nodes": 2, "cpus_per_task": 2}, "2(x2)"),
+    ("two-per-task", {"gres": "gpu:4", "gpus_per_task": 2, "num_tasks": 3, "min_nodes": 2},
+     "2(x2)"),
+    ("gpus3-N2", {"gpus": 3, "min_nodes": 2}, "1(x2)"),
+    ("per-task-N2-n6", {"gpus_per_task": 1, "num_tasks": 6, "min_nodes": 2}, "4,2"),
+    ("per-task-N3-n4", {"gpus_per_task": 1, "num_tasks": 4, "min_nodes": 3}, "2,1(x2)"),
+    ("ntasks-per-gpu", {"gpus": 3, "ntasks_per_gpu": 1}, "3"),
+    ("ntasks-per-gpu-N2", {"gpus": 2, "ntasks_per_gpu": 2, "min_nodes": 2}, "2(x2)"),
+    ("gres-ntasks-per-gpu-N2", {"gres": "gpu:2", "ntasks_per_gpu": 1, "min_nodes": 2},
+     "2(x2)"),
+    ("n3-N2", {"num_tasks": 3, "min_nodes": 2}, "2,1"),
+    ("exclusive", {"exclusive": True}, "8"),
+    ("exclusive-n2", {"exclusive": True, "num_tasks": 2}, "2"),
+    ("exclusive-N2-c2", {"exclusive": True, "min_nodes": 2, "cpus_per_task": 2}, "4(x2)"),
+    ("exclusive-ntasks-per-node", {"exclusive": True, "min_nodes": 2, "ntasks_per_node": 2},
+     "2(x2)"),
+    ("N2-c3", {"min_nodes": 2, "cpus_per_task": 3}, "1(x2)"),
+    ("def-cpu-per-gpu", {"partitions": ("defs",), "gpus": 2}, "4"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"), [row[1:] for row in TASKS_ROWS], ids=[row[0] for row in TASKS_ROWS]
+)
+def test_tasks_per_node_as_slurm_sets_it(
+    conf: config.SlurmConfig, fields: dict[str, Any], shown: str
+) -> None:
+    job = started(conf, **fields)
+    env = batch_environment(job, Payload(script=""), "gs")
+    assert env["SLURM_TASKS_PER_NODE"] == shown
+    assert env["SLURM_NTASKS"] == str(job.num_tasks)

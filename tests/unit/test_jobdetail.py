@@ -2,16 +2,21 @@
 and GRES, in the formats Slurm 22.05 printed for the jobs of test_gpu_semantics.py's
 TYPED_ROWS (``JOB_GRES=gpu:v100:2,gpu:a100:2`` / ``Nodes=n[1,3] CPU_IDs=0 Mem=16000
 GRES=gpu:v100:1(IDX:2),gpu:a100:1(IDX:0)``, and ``JOB_GRES=(null)`` / ``GRES=`` for a
-job without any)."""
+job without any), and ``Mem=`` as it printed it for the memory options of MEMORY_ROWS."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cli.jobs import record
-from controller import jobdetail
+from controller import jobdetail, views
 from controller.jobdetail import JobDetail
-from tests.unit.scenario import NOW, running
+from corral import config
+from tests.unit import test_gpu_semantics as gpu_semantics
+from tests.unit.scenario import NOW, running, slurm_conf
 from tests.unit.test_scontrol_format import job as job_dict
 
 NUMBERING = [("a100", 0), ("a100", 1), ("v100", 2), ("v100", 3)]
@@ -44,7 +49,7 @@ def test_a_total_of_one_type_beside_gpus_per_node_of_another() -> None:
         cpu_ids=((0,), (0,)),
         alloc_mem=(16000, 16000),
     )
-    detail = jobdetail.of_job(job, {"n1": NUMBERING, "n3": NUMBERING})
+    detail = jobdetail.of_job(job, {"n1": NUMBERING, "n3": NUMBERING}, {})
     assert detail.job_gres == "gpu:v100:2,gpu:a100:2"
     assert _shown(detail, "n[1,3]") == [
         "   JOB_GRES=gpu:v100:2,gpu:a100:2",
@@ -65,7 +70,7 @@ def test_nodes_that_differ_have_lines_of_their_own() -> None:
         cpu_ids=((4, 5), (0, 1, 2)),
         alloc_mem=(100, 100),
     )
-    detail = jobdetail.of_job(job, {"n1": NUMBERING, "n2": NUMBERING})
+    detail = jobdetail.of_job(job, {"n1": NUMBERING, "n2": NUMBERING}, {})
     assert _shown(detail, "n[1-2]") == [
         "   JOB_GRES=gpu:a100:2,gpu:v100:4",
         "     Nodes=n1 CPU_IDs=0-2 Mem=100 GRES=gpu:a100:1(IDX:0),gpu:v100:2(IDX:2-3)",
@@ -75,10 +80,72 @@ def test_nodes_that_differ_have_lines_of_their_own() -> None:
 
 def test_a_job_without_gres_and_a_pending_one() -> None:
     plain = running(3, ("n2",), cpu_ids=((0, 4),), alloc_mem=(16000,))
-    assert _shown(jobdetail.of_job(plain, {}), "n2") == [
+    assert _shown(jobdetail.of_job(plain, {}, {}), "n2") == [
         "   JOB_GRES=(null)",
         "     Nodes=n2 CPU_IDs=0,4 Mem=16000 GRES=",
     ]
-    pending = jobdetail.of_job(running(4, (), cpus=(), alloc_mem=()), {})
+    pending = jobdetail.of_job(running(4, (), cpus=(), alloc_mem=()), {}, {})
     assert pending == JobDetail("", [], [], [])
     assert _shown(pending, "") == []
+
+
+# test_gpu_semantics.py's cluster (nodes of 8 CPUs and 16000 MiB, CR_Core_Memory) with
+# two partitions more, as Slurm 22.05 ran it.
+MEMORY_PARTITIONS = """\
+PartitionName=dmc Nodes=n[1-4] DefMemPerCPU=100
+PartitionName=dmn Nodes=n[1-4] DefMemPerNode=500
+"""
+
+# (id, JobSpec fields as sbatch sends them, each node's Mem= in Slurm's detail lines)
+MEMORY_ROWS: list[tuple[str, dict[str, Any], list[int]]] = [
+    ("no-memory-asked", {}, [16000]),
+    ("mem-0", {"mem_per_node": 0}, [16000]),
+    ("exclusive", {"exclusive": True}, [16000]),
+    ("no-memory-N2", {"num_tasks": 3, "min_nodes": 2}, [16000, 16000]),
+    ("mem-100", {"mem_per_node": 100}, [100]),
+    ("exclusive-mem-100", {"exclusive": True, "mem_per_node": 100}, [100]),
+    ("mem-per-cpu-n2", {"mem_per_cpu": 10, "num_tasks": 2}, [20]),
+    ("mem-per-cpu-n3-N2", {"mem_per_cpu": 10, "num_tasks": 3, "min_nodes": 2}, [20, 10]),
+    ("exclusive-mem-per-cpu", {"exclusive": True, "mem_per_cpu": 10}, [80]),
+    ("def-mem-per-cpu", {"partitions": ("dmc",), "num_tasks": 2}, [200]),
+    ("def-mem-per-cpu-N2", {"partitions": ("dmc",), "num_tasks": 3, "min_nodes": 2},
+     [200, 100]),
+    ("def-mem-per-cpu-exclusive", {"partitions": ("dmc",), "exclusive": True}, [800]),
+    ("def-mem-per-node", {"partitions": ("dmn",), "num_tasks": 2}, [500]),
+    ("def-mem-per-node-exclusive", {"partitions": ("dmn",), "exclusive": True}, [500]),
+    ("def-mem-per-gpu", {"partitions": ("defs",), "gpus": 2}, [2000]),
+    ("mem-per-gpu", {"mem_per_gpu": 100, "gpus": 2}, [200]),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def memory_conf(tmp_path_factory: pytest.TempPathFactory) -> config.SlurmConfig:
+    where: Path = tmp_path_factory.mktemp("mem")
+    (where / "slurm.conf").write_text(gpu_semantics.SLURM_CONF + MEMORY_PARTITIONS)
+    (where / "gres.conf").write_text(gpu_semantics.GRES_CONF)
+    return config.load(str(where / "slurm.conf"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"), [row[1:] for row in MEMORY_ROWS], ids=[row[0] for row in MEMORY_ROWS]
+)
+def test_memory_a_job_holds_on_each_node(
+    memory_conf: config.SlurmConfig, fields: dict[str, Any], shown: list[int]
+) -> None:
+    """Mem= is what the job holds there: asked, or its partition's default, else the
+    node's whole RealMemory."""
+    job = gpu_semantics.started(memory_conf, **fields)
+    whole = {node.name: node.real_memory for node in memory_conf.nodes}
+    detail = jobdetail.of_job(job, {}, whole)
+    assert detail.node_mem == shown
+
+
+def test_memory_is_zero_where_it_is_no_consumable_resource() -> None:
+    """SelectTypeParameters=CR_Core: Slurm 22.05 prints Mem=0 for ``--mem=100`` as for a
+    job without a memory request (measured on the cluster above, CR_Core)."""
+    asked = running(5, ("n1",), cpu_ids=((0,),), alloc_mem=(100,))
+    cores = slurm_conf("SelectTypeParameters=CR_Core", "NodeName=n1 CPUs=8 RealMemory=16000")
+    assert views.real_memory(cores, asked.nodes) is None
+    assert jobdetail.of_job(asked, {}, views.real_memory(cores, asked.nodes)).node_mem == [0]
+    counted = slurm_conf("NodeName=n1 CPUs=8 RealMemory=16000")  # CR_Core_Memory, the default
+    assert views.real_memory(counted, ("n1", "gone")) == {"n1": 16000}
