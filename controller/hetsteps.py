@@ -13,6 +13,9 @@ each part's own are repeated as ``NAME_HET_GROUP_N`` with SLURM_HET_SIZE. srun
 hears from every part's runners on one socket, and since their node ids and task
 ids are global, its PMI fence (``cli/srun/pmifence.py``) spans the components
 unchanged; it reports a failed task by its id in its component, as Slurm's srun.
+Each part keeps the step's job ids and where it falls in the whole step, so that a
+cancel of the leader's part ends them all (``cancelled_with``) and sattach of a
+later part counts its tasks from 0, as a real 22.05 does.
 """
 
 from __future__ import annotations
