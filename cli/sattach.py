@@ -24,6 +24,7 @@ import time
 from cli import boundary
 from cli.command import Command
 from cli.halt import Halt
+from cli.jobs.ids import leader_step
 from cli.options import REQUIRED, Option, OptionTable
 from cli.tasklines import TaskLines
 from corral import hostlist, stepio
@@ -113,7 +114,7 @@ def parse(argv: list[str]) -> Params:
             setattr(params, opt.key, True)
     if len(positional) != 1:  # Slurm's sattach says this for none as well
         raise Halt(1, f"{PROG}: error: too many parameters", USAGE.rstrip("\n"))
-    job, dot, step = positional[0].partition(".")
+    job, dot, step = leader_step(positional[0]).partition(".")  # 123+1.0 is 123.0, as 22.05's
     if not (job.isdigit() and dot and step.isdigit()):
         raise Halt(
             1, f"{PROG}: error: Failed to parse stepid from command line options", USAGE.rstrip()
@@ -151,6 +152,10 @@ class Attached:
         self.key = key
         self.new_end = SrunEnd
         self.nodes = [str(n) for n in reply["nodes"]]
+        # A part of a step spanning heterogeneous job components: its runners number
+        # nodes and tasks in the whole step; Slurm 22.05's sattach counts from the part's.
+        self.first_node = int(reply["het_node_offset"])
+        self.first_task = int(reply["het_task_offset"])
         tasks = [int(t) for t in reply["tasks"]]
         ids = [int(t) for t in reply["task_ids"]]
         self.stdin_node = 0
@@ -221,7 +226,8 @@ class Attached:
                 if kind != stepio.HELLO:
                     return False
                 node_id, _ = stepio.read_hello(payload)  # sealed: from a holder of the key
-                if node_id >= len(self.nodes) or node_id in self.conns:
+                node_id -= self.first_node
+                if not 0 <= node_id < len(self.nodes) or node_id in self.conns:
                     return False
                 self.node_of[fd] = node_id
                 self.conns[node_id] = conn
@@ -230,7 +236,7 @@ class Attached:
                         self._send(conn, data)
                     self.pending_stdin.clear()
             elif kind in (stepio.OUT, stepio.ERR):
-                self._output(kind, number, payload)
+                self._output(kind, number - self.first_task, payload)
             elif kind == stepio.DONE:
                 self.done.add(node_id)
         return True

@@ -17,7 +17,7 @@ from cli import boundary
 from cli.command import Command, known_user
 from cli.halt import Halt
 from cli.jobs import statenames
-from cli.jobs.ids import InvalidJobId, cancel_ids
+from cli.jobs.ids import InvalidJobId, cancel_ids, leader_step
 from cli.options import REFUSED, REQUIRED, WARNED, Option, OptionTable
 from corral.errors import ESLURM_ALREADY_DONE, ESLURM_INVALID_JOB_ID, SlurmError
 from corral.hostlist import expand
@@ -264,9 +264,12 @@ def parse_settings(argv: list[str], env: Mapping[str, str]) -> Settings:
         elif key == "verbose":
             settings.verbose += 1
     try:
-        settings.job_ids = cancel_ids(positional)
+        ids = cancel_ids(positional)
     except InvalidJobId as exc:
         raise Halt(1, f"{PROG}: error: Invalid job id {exc}") from None
+    # A component's step (123+1.0) names the leader's, as 22.05's scancel reads it;
+    # a component alone (123+1) stays itself.
+    settings.job_ids = [leader_step(text) if "." in text else text for text in ids]
     if settings.user and not known_user(settings.user):
         raise Halt(1, f"{PROG}: error: Invalid user name: {settings.user}")
     if not settings.job_ids and not settings.has_filter():

@@ -19,6 +19,7 @@ import sys
 from cli import boundary
 from cli.command import Command
 from cli.halt import Halt
+from cli.jobs.ids import leader_step
 from cli.options import REQUIRED, Option, OptionTable
 from cli.printfields import NOT_PARSABLE, PARSABLE, PARSABLE2, Printer
 from cli.sacct.fields import cpu_clock
@@ -321,12 +322,13 @@ def _is_int(text: str) -> bool:
 
 
 def parse_jobs(text: str) -> list[tuple[int, str]]:
-    """``-j``'s list: ``JOB``, ``JOB.STEP`` or ``JOB.batch`` (step "" when not given)."""
+    """``-j``'s list: ``JOB``, ``JOB.STEP`` or ``JOB.batch`` (step "" when not given);
+    ``JOB+N`` is the leader ``JOB``, as 22.05's sstat reads it (``ids.leader_step``)."""
     found = []
     for item in text.split(","):
         if not item:
             continue
-        job, dot, step = item.partition(".")
+        job, dot, step = leader_step(item).partition(".")
         digits = job.split("_", 1)[0]
         if not digits.isdigit():
             raise Fatal(f"Bad job/step specified: {item}")

@@ -13,6 +13,9 @@ each part's own are repeated as ``NAME_HET_GROUP_N`` with SLURM_HET_SIZE. srun
 hears from every part's runners on one socket, and since their node ids and task
 ids are global, its PMI fence (``cli/srun/pmifence.py``) spans the components
 unchanged; it reports a failed task by its id in its component, as Slurm's srun.
+Each part keeps the step's job ids and where it falls in the whole step, so that a
+cancel of the leader's part ends them all (``cancelled_with``) and sattach of a
+later part counts its tasks from 0, as a real 22.05 does.
 """
 
 from __future__ import annotations
@@ -112,9 +115,23 @@ def parts(
             continue
         for name in PER_GROUP:
             shared[f"{name}_HET_GROUP_{index}"] = shared[f"{name}_PACK_GROUP_{index}"] = env[name]
-    out, node_offset, task_offset = [], 0, 0
-    for _, step in made:
-        out.append(HetPart(node_offset, task_offset, ntasks, node_tasks, shared))
-        node_offset += len(step.nodes)
-        task_offset += step.ntasks
+    return [HetPart(*step.het_offset, ntasks, node_tasks, shared) for _, step in made]
+
+
+def cancelled_with(jobs: Mapping[int, Job], job: Job, step: Step) -> list[Job]:
+    """The other components whose part of ``step`` a cancel of ``job``'s part ends.
+
+    As a real Slurm 22.05's slurmctld does (measured: parts ended with srun stopped):
+    scancel of the leader's part (``123.0``) ends every part, scancel of a later
+    component's own (``124.0``) ends that part alone, and a signal, SIGKILL given with
+    ``-s`` included, reaches only the part it names (the caller decides which)."""
+    if not step.het_jobs or job.job_id != job.het_job_id:
+        return []
+    out = []
+    for job_id in step.het_jobs:
+        other = jobs.get(job_id)
+        if other is None or job_id == job.job_id:
+            continue
+        if any(s.step_id == step.step_id and s.running for s in other.steps):
+            out.append(other)
     return out

@@ -22,6 +22,7 @@ from controller import (
     elastic,
     expansion,
     hetjobs,
+    hetsteps,
     jobstate,
     jobupdate,
     licenseadmit,
@@ -129,6 +130,9 @@ class JobControl:
         job_text, _, step_text = text.partition(".")
         found = self.targets([job_text], {})
         jobs = found[0][1] if found else []
+        if len({job.het_job_id for job in jobs} - {0}) == 1 < len(jobs):
+            # 123 names every component of a heterogeneous job; 123.0 the leader's step
+            jobs = [job for job in jobs if job.job_id == job.het_job_id]
         if len(jobs) != 1:
             return _result(text, errors.ESLURM_INVALID_JOB_ID)
         job = jobs[0]
@@ -144,6 +148,10 @@ class JobControl:
         if not step.running:
             return _result(text, errors.ESLURM_ALREADY_DONE)
         self.store.emit(effects.Signal(job, sig, step_id=step.step_id))
+        if not req.signal:  # a cancel, not -s: a spanning step's leader takes all its parts
+            for other in hetsteps.cancelled_with(self.store.jobs, job, step):
+                if who.may_manage(other.uid, other.account):
+                    self.store.emit(effects.Signal(other, sig, step_id=step.step_id))
         return _result(text, 0)
 
     def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:

@@ -152,6 +152,8 @@ def _step(record: dict[str, Any]) -> Step:
         record[key] = tuple(record.get(key, ()))
     record["gpus"] = tuple(tuple(node) for node in record.get("gpus", ()))
     record["task_ids"] = tuple(tuple(node) for node in record.get("task_ids", ()))
+    record["het_jobs"] = tuple(record.get("het_jobs", ()))
+    record["het_offset"] = tuple(record.get("het_offset", (0, 0)))
     return Step(**record)
 
 

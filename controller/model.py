@@ -283,6 +283,13 @@ class Step:
     oom_kills: int = 0  # its processes the OOM killer killed, on all its nodes
     mem: tuple[int, ...] = ()  # its own memory (MiB, srun --mem) on each node; (): the job's
     task_ids: tuple[tuple[int, ...], ...] = ()  # global task ids on each node; (): block order
+    #: A step spanning heterogeneous job components: every part's job id in the order
+    #: its tasks are numbered (the same in each part), so that cancelling the leader's
+    #: part reaches them all; () for any other step.
+    het_jobs: tuple[int, ...] = ()
+    #: Where this part's nodes and tasks fall in such a step: its first node id and
+    #: task id (its runners number theirs from there; sattach of a part counts from 0).
+    het_offset: tuple[int, int] = (0, 0)
 
     @property
     def ntasks(self) -> int:

@@ -54,7 +54,12 @@ def attach(
     """The step's layout; unless ``layout_only``, each of its nodes' agents sent an
     AttachStep for it (a node without an agent has no runner to attach to)."""
     job, step = running_step(jobs, conf, req, who)
-    reply = pb.StepAttachReply(nodes=step.nodes, tasks=step.tasks)
+    reply = pb.StepAttachReply(
+        nodes=step.nodes,
+        tasks=step.tasks,
+        het_node_offset=step.het_offset[0],
+        het_task_offset=step.het_offset[1],
+    )
     if step.task_ids:
         reply.task_ids.extend(task for ids in step.task_ids for task in ids)
     else:  # block order

@@ -561,9 +561,12 @@ class JobStore:
             for job, p in zip(jobs, parts, strict=True)
         ]  # fmt: skip
         step_id = max(steps.next_step_id(job) for job in jobs)
-        out = []
+        het_jobs = tuple(job.job_id for job in jobs)
+        out, first_node, first_task = [], 0, 0
         for job, step in zip(jobs, made, strict=True):
-            step = replace(step, step_id=step_id)
+            offset = (first_node, first_task)
+            first_node, first_task = first_node + len(step.nodes), first_task + step.ntasks
+            step = replace(step, step_id=step_id, het_jobs=het_jobs, het_offset=offset)
             job = replace(job, steps=(*job.steps, step))
             self._touch_job(job)
             out.append((job, step))

@@ -170,3 +170,15 @@ def job_id_list(text: str) -> list[str] | None:
         return None
     ids.append(text[start:])
     return [item for item in ids if item]
+
+
+def leader_step(text: str) -> str:
+    """A step id typed with a heterogeneous job component (``123+1.0``) as Slurm
+    22.05's scancel, sstat and sattach read it: the component dropped, so it names
+    the leader's step (``123.0``; measured on a real 22.05: ``scancel -v -s USR1
+    123+1.0`` says and signals ``step 123.0``, sstat and sattach show component 0's
+    part). A later component's part is named by its own job id (``124.0``). Text
+    without a ``+`` and a number after it is returned as it is, for the caller to check."""
+    job, plus, rest = text.partition("+")
+    offset = len(rest) - len(rest.lstrip("0123456789"))
+    return job + rest[offset:] if plus and offset else text

@@ -3,6 +3,7 @@ controller's rule of who may attach (the owner, root and SlurmUser only)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,6 +25,9 @@ def test_options() -> None:
     assert (params.job_id, params.step_id, params.label, params.quiet) == (7, 2, True, True)
     assert params.filters == {stepio.OUT: 1, stepio.ERR: 0}
     assert sattach.parse(["--input-filter=0", "--layout", "7.0"]).layout
+    # A component's step is the leader's, as 22.05's sattach reads it: 7+1.0 is 7.0.
+    params = sattach.parse(["7+1.0"])
+    assert (params.job_id, params.step_id) == (7, 0)
 
 
 @pytest.mark.parametrize(
@@ -32,6 +36,7 @@ def test_options() -> None:
         ([], "sattach: error: too many parameters"),
         (["5.0", "6.0"], "sattach: error: too many parameters"),
         (["5"], "sattach: error: Failed to parse stepid from command line options"),
+        (["5+.0"], "sattach: error: Failed to parse stepid from command line options"),
         (
             ["--output-filter=x", "5.0"],
             'sattach: error: Invalid numeric value "x" for output-filter.',
@@ -104,3 +109,11 @@ def test_refusals(who: Principal, the_job: Any, code: int) -> None:
     with pytest.raises(SlurmError) as refused:
         _attach(who, the_job)
     assert refused.value.code == code
+
+
+def test_a_later_parts_reply_says_where_it_falls_in_the_whole_step() -> None:
+    """Its runners number nodes and tasks in the whole spanning step; sattach counts
+    them from the part's first, as Slurm 22.05's sattach labels ``124.0``'s tasks."""
+    part = replace(STEP, het_jobs=(4, 5), het_offset=(1, 2))
+    reply, _ = _attach(OWNER, running(5, ("n1", "n2"), steps=(part,)), layout_only=True)
+    assert (reply.het_node_offset, reply.het_task_offset, list(reply.task_ids)) == (1, 2, [0, 1])

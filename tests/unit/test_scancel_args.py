@@ -36,6 +36,13 @@ def test_cancel_ids(operands: list[str], ids: list[str]) -> None:
     assert cancel_ids(operands) == ids
 
 
+def test_a_components_step_names_the_leaders_as_in_slurm_22_05() -> None:
+    """Measured on a real 22.05: ``scancel -v -s USR1 123+1.0`` says ``Signal 10 to
+    step 123.0`` and signals component 0's part; ``123+1`` stays the component."""
+    settings = scancel.parse_settings(["123+1.0", "123+1", "124.0"], {})
+    assert settings.job_ids == ["123.0", "123+1", "124.0"]
+
+
 @pytest.mark.parametrize(
     ("operands", "bad"),
     [

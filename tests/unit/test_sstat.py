@@ -161,7 +161,13 @@ def test_units_job_lists_and_formats() -> None:
     ]
     assert num_unit(2.5, 0, True) == "2.50"
     assert parse_jobs("5,6.batch,7.02,8_3") == [(5, ""), (6, "batch"), (7, "2"), (8, "")]
-    for bad, message in (("x", "Bad job/step specified: x"), ("5.x", "Bad step specified: 5")):
+    # A heterogeneous job's component is read as its leader, as 22.05's sstat reads it.
+    assert parse_jobs("9+1.0,9+1") == [(9, "0"), (9, "")]
+    for bad, message in (
+        ("x", "Bad job/step specified: x"),
+        ("5.x", "Bad step specified: 5"),
+        ("5+x.0", "Bad job/step specified: 5\\+x.0"),
+    ):
         with pytest.raises(Fatal, match=message):
             parse_jobs(bad)
     assert parse_format("maxrss,jobid%-20,avecpu%7") == [

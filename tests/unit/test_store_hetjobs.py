@@ -12,7 +12,9 @@ from test_store_arrays import ROOT, SPEC, _store, ready  # two 2-CPU nodes, ids 
 
 from controller import hetjobs, hetsteps, mpmdsteps, queries
 from controller.core import schedule
+from controller.effects import Effect, Signal
 from controller.hetsteps import StepPart
+from controller.jobcontrol import JobControl
 from controller.jobspec import from_fields
 from controller.jobstate import COMPLETING, Cancel, JobState
 from controller.principal import principal_for
@@ -24,6 +26,7 @@ from corral.errors import (
     ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
     SlurmError,
 )
+from corral.wire import corral_pb2 as pb
 
 
 @pytest.fixture
@@ -111,6 +114,42 @@ def test_a_step_spanning_components_has_one_id_in_each(store: JobStore) -> None:
     own = hetsteps.parts(made, envs, own=True)[0].environment
     assert own["SLURM_JOB_ID_PACK_GROUP_1"] == "101" and own["SLURM_HET_SIZE"] == "2"
     assert not {"SLURM_JOB_ID_HET_GROUP_1", "SLURM_NTASKS_PACK_GROUP_1"} & set(own)
+
+
+def _signals(store: JobStore, text: str, signal: int = 0) -> list[tuple[int, int, int | None]]:
+    """The step signals ``scancel [-s signal] text`` sends, as (job, signal, step)."""
+    req = pb.SignalRequest(filter=pb.JobFilter(job_ids=[text]), signal=signal)
+    assert [r.code for r in JobControl(store).signal(req, ROOT, 130).results] == [0]
+    sent: list[Effect] = []
+    store.dispatch_to(sent.extend)
+    asyncio.run(store.flush())
+    return [(e.job.job_id, e.signal, e.step_id) for e in sent if isinstance(e, Signal)]
+
+
+def test_a_cancel_of_the_leaders_part_reaches_every_part_as_in_slurm_22_05(
+    store: JobStore, tmp_path: Path
+) -> None:
+    _submit(store, {"num_tasks": 2})
+    store.commit(schedule(store.snapshot(), 110))
+    store.create_step(100, StepRequest(ntasks=1, overlap=True), "own", -1, "srun", ROOT)
+    store.create_step(101, StepRequest(ntasks=1, overlap=True), "own", -1, "srun", ROOT)
+    (leader, lead_part), (other, later_part) = store.create_het_step([_part(100), _part(101)], ROOT)
+    assert lead_part.het_jobs == later_part.het_jobs == (100, 101)
+    assert (lead_part.het_offset, later_part.het_offset) == ((0, 0), (1, 1))
+    asyncio.run(store.flush())
+    store.journal.close()
+    store = _store(tmp_path)  # what a cancel needs is kept over a restart
+    assert store.jobs[101].steps[-1] == later_part
+    # Measured on a real 22.05 (srun stopped, so that it could not end the rest):
+    # scancel 100.1 ends both parts, 101.1 its own alone; a signal, SIGKILL given
+    # with -s included, reaches only the part named; a step of one component is its own.
+    assert _signals(store, "100.1") == [(100, 9, 1), (101, 9, 1)]
+    assert _signals(store, "101.1") == [(101, 9, 1)]
+    assert _signals(store, "100.1", 9) == [(100, 9, 1)]
+    assert _signals(store, "100.1", 10) == [(100, 10, 1)]
+    assert _signals(store, "100.0") == [(100, 9, 0)]
+    assert hetsteps.cancelled_with(store.jobs, other, later_part) == []
+    assert [j.job_id for j in hetsteps.cancelled_with(store.jobs, leader, lead_part)] == [101]
 
 
 def test_a_spanning_step_is_all_or_nothing_and_only_its_owners(store: JobStore) -> None:
