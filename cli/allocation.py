@@ -99,6 +99,36 @@ def submit(
     return int(reply["job_id"])
 
 
+def choose_cluster(
+    prog: str,
+    options: Mapping[str, str | None],
+    name: str,
+    line: list[str],
+    het: Sequence[Mapping[str, str | None]] = (),
+) -> None:
+    """salloc/srun ``-M``: the cluster the allocation goes to, of several the one whose
+    plan starts it first (as sbatch's); for another cluster than this one, named in
+    SLURM_WORKING_CLUSTER, so that this process's connections (``boundary.connect``)
+    and those of what runs in the allocation (its environment) go there."""
+    from cli import clusters
+    from cli.sbatch.options import PROPAGATED
+
+    wanted = options.get("clusters") or ""
+    specs = [_spec(prog, options, name, line)]
+    previous = options
+    for more in het:
+        previous = {**{k: v for k, v in previous.items() if k in PROPAGATED}, **more}
+        specs.append(_spec(prog, previous, name, line))
+    ask = {"spec": specs[0], "test_only": True, "het_components": specs[1:]}
+    try:
+        chosen, _ = clusters.soonest(clusters.clients(wanted), ask)
+    except SlurmError as exc:
+        failed = "Unable to allocate resources" if prog == "srun" else "Job submit/allocate failed"
+        raise Halt(1, f"{prog}: error: {failed}: {exc}") from None
+    if not clusters.local(chosen):
+        os.environ[clusters.WORKING_CLUSTER] = clusters.working(chosen, wanted)
+
+
 def _spec(
     prog: str, options: Mapping[str, str | None], name: str, line: list[str]
 ) -> dict[str, Any]:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from cli import sallocresize
 
 PROG = "salloc"
+#: What -M does for an allocation (docs/federation.md).
+CLUSTERS = "to the cluster named; of several, the one that would start it first"
 #: How often salloc checks its allocation still stands while the command runs.
 CHECK_EVERY = 2.0
 
@@ -60,6 +62,8 @@ TABLE = OptionTable(
     [
         _row("account", "A"),
         _row("chdir", "D"),
+        _row("clusters", "M", note=CLUSTERS),
+        Option("clusters", "", "cluster", REQUIRED, HONOURED, CLUSTERS),
         _row("constraint", "C"),
         _row("container", note="the allocation's: shown and in SLURM_CONTAINER (steps: srun's)"),
         _row("container-id", note="Slurm 24.11's: shown and in SLURM_CONTAINER_ID"),
@@ -158,8 +162,10 @@ def salloc(argv: list[str]) -> int:
     if "verbose" in options and "hint" in options and "threads-per-core" in options:
         print(f"{PROG}: {DROPPED}", file=sys.stderr)
     command = _command(positional)
-    client = boundary.connect()
     try:
+        if options.get("clusters"):
+            allocation.choose_cluster(PROG, options, os.path.basename(command[0]), argv, het)
+        client = boundary.connect()
         job_id = submit(client, PROG, options, os.path.basename(command[0]), argv, het)
         env = wait_for_start(client, PROG, job_id, quiet)
     except Halt as halt:

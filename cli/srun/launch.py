@@ -84,6 +84,11 @@ def _row(
     return Option(long, short, long, arg, use, note)
 
 
+#: What -M does: a new allocation on another cluster (docs/federation.md).
+CLUSTERS = (
+    "outside a job: to the cluster named, of several the one that would start it first; "
+    "in a job only this cluster"
+)
 #: What a job step does with the options that shape a new job (cli/srun/step_options.py).
 JOB_LEVEL = "in a job step the job's applies, and another value is warned about"
 STEP_GPU_TYPE = "in a job step a GPU type is warned about: the step takes the job's GPUs"
@@ -97,6 +102,8 @@ TABLE = OptionTable(
     [
         _row("account", "A", note=JOB_LEVEL),
         _row("chdir", "D"),
+        _row("clusters", "M", note=CLUSTERS),
+        Option("clusters", "", "cluster", REQUIRED, HONOURED, CLUSTERS),
         _row("container", note="an OCI bundle the tasks run in (oci.conf; docs/containers.md)"),
         _row("container-id", note="Slurm 24.11's: in SLURM_CONTAINER_ID; no runtime uses it"),
         _row(
@@ -1003,6 +1010,8 @@ def srun(argv: list[str]) -> int:
             or os.environ.get("SLURM_JOB_ID")
             or os.environ.get("SLURM_JOBID", "")
         )
+        if settings.has("clusters"):
+            _to_cluster(settings, job_text, groups, argv)
         if len(groups) > 1 or len(hetstep.groups(settings.get("het-group", "0"))) > 1:
             return _spanning_step(groups, settings, job_text, argv)
         if job_text and settings.has("het-group"):  # a component of a heterogeneous job
@@ -1024,6 +1033,26 @@ def srun(argv: list[str]) -> int:
             print("\n".join(halt.lines))
             return 0
         return halt.report()
+
+
+def _to_cluster(
+    settings: Settings, job_text: str, groups: list[list[str]], argv: list[str]
+) -> None:
+    """``-M``: outside a job the new allocation goes to the cluster named (of several,
+    the one that would start it first); in a job a step runs in the job's own cluster,
+    so naming another is refused."""
+    from cli import allocation, clusters
+
+    wanted = settings.get("clusters") or ""
+    if job_text:
+        if not all(clusters.local(name) for name in wanted.split(",") if name):
+            raise Halt(
+                1, f"{PROG}: error: --clusters={wanted}: a job step runs in its job's cluster"
+            )
+        return
+    het = [parse(words, hetstep.inherited(settings.options)).options for words in groups[1:]]
+    name = os.path.basename(settings.command[0]) if settings.command else PROG
+    allocation.choose_cluster(PROG, settings.options, name, argv, het)
 
 
 def _job_id(job_text: str, settings: Settings) -> int:

@@ -131,3 +131,28 @@ def test_a_node_agent_carries_m_calls_as_the_controller_does(
     with pytest.raises(SlurmError) as unknown:
         Client(proxy, timeout=10, cluster="gamma").call("Ping")
     assert unknown.value.message == "Invalid cluster name"
+
+
+def test_salloc_srun_and_a_batch_job_on_another_cluster_run_their_steps_there(
+    pair: tuple[Cluster, Cluster],
+) -> None:
+    """An allocation on another cluster tells what runs in it where it is
+    (SLURM_WORKING_CLUSTER): srun in salloc's command and in a batch job sent with -M
+    make their steps at that cluster's controller."""
+    alpha, beta = pair
+    inside = "echo cluster=$SLURM_CLUSTER_NAME; srun -n1 printenv SLURM_STEP_ID"
+    out = alpha.run("salloc", "-M", "beta", "-Q", "sh", "-c", inside).stdout
+    assert out == "cluster=beta\n0\n", out
+    assert alpha.run("srun", "-M", "beta", "printenv", "SLURM_CLUSTER_NAME").stdout == "beta\n"
+    assert alpha.jobs() == []
+
+    work: Path = beta.dir
+    line = alpha.run(
+        "sbatch", "-M", "beta", "-D", str(work), "-o", "batch.out",
+        "--wrap", "srun printenv SLURM_JOB_NODELIST",
+    ).stdout  # fmt: skip
+    assert beta.wait_done(int(line.split()[3]))["state"] == "COMPLETED"
+    assert (work / "batch.out").read_text() == "node1\n"
+
+    refused = alpha.run("salloc", "-M", "gamma", "true", check=False)
+    assert refused.returncode == 1 and "'gamma' can't be reached now" in refused.stderr
