@@ -12,8 +12,14 @@ from corral.errors import SlurmError
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any, Protocol
 
-    from cli.scontrol import Session
+    class Session(Protocol):
+        """What of scontrol's session (``cli.scontrol.Session``) these commands use."""
+
+        def call(self, method: str, request: dict[str, Any]) -> Any: ...
+        def fail(self, text: str, *, quiet_ok: bool = True) -> None: ...
+        def print(self, text: str = "", end: str = "\n") -> None: ...
 
 
 def top(session: Session, words: Sequence[str]) -> None:
