@@ -403,9 +403,11 @@ class Session:
         gap = " " if self.oneliner else "\n    "
         for r in records:
             total, used = int(r["total"]), int(r["used"])
+            # Free is what jobs do not hold: Slurm 22.05 does not take Reserved off it
+            # (measured: Total=4 Used=1 Free=3 Reserved=1).
             self.print(
                 f"LicenseName={r['name']}{gap}Total={total} Used={used} "
-                f"Free={max(total - used - int(r['reserved']), 0)} Reserved={int(r['reserved'])} "
+                f"Free={max(total - used, 0)} Reserved={int(r['reserved'])} "
                 f"Remote={'yes' if r['remote'] else 'no'}"
             )
 

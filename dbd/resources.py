@@ -32,7 +32,7 @@ LICENSE = "License"
 #: The headers of a resource row (sacctmgr's own table has Slurm 22.05's default columns).
 COLUMNS = (
     "Name", "Server", "Type", "Count", "% Allocated", "ServerType", "Descr", "ID", "Cluster",
-    "% Allowed", "# Allowed",
+    "% Allowed", "# Allowed", "# Used",
 )  # fmt: skip
 
 
@@ -69,11 +69,15 @@ def _row(resource: Resource, share: ResourceCluster | None, allocated: int) -> d
         "Cluster": "",
         "% Allowed": "0",
         "# Allowed": "0",
+        "# Used": "0",
     }
     if share is not None:
         row["Cluster"] = share.cluster
         row["% Allowed"] = str(share.percent_allowed)
-        row["# Allowed"] = str(resource.count * share.percent_allowed // 100)
+        # Slurm 22.05's ``# Used`` is a cluster's share as a count, as ``# Allowed``: what
+        # the cluster is given, not what its jobs hold (measured: it stays so while jobs
+        # hold the license, and is 0 on a row without a cluster).
+        row["# Allowed"] = row["# Used"] = str(resource.count * share.percent_allowed // 100)
     return row
 
 

@@ -83,6 +83,7 @@ SCHEMAS: dict[str, Schema] = {
     "update_node_msg": cluster.NODE_UPDATE,
     "partition_info": cluster.PARTITION,
     "reservation_info": cluster.RESERVATION,
+    "license": cluster.LICENSE,
     "controller_ping": cluster.PING,
     "stats_msg": cluster.DIAG,
     "job": accounting.HISTORY_JOB,
@@ -250,6 +251,11 @@ async def get_partitions(call: Call) -> dict[str, Any]:
     if names and not reply.partitions:
         raise SlurmError(errors.ESLURM_INVALID_PARTITION_NAME, "Invalid partition name specified")
     return {"partitions": [cluster.partition(p) for p in reply.partitions]}
+
+
+async def get_licenses(call: Call) -> dict[str, Any]:
+    reply = await call.controller.call("Licenses", call.caller)
+    return {"licenses": [cluster.license(info) for info in reply.licenses]}
 
 
 async def get_reservations(call: Call) -> dict[str, Any]:
@@ -500,6 +506,14 @@ OPERATIONS: tuple[Operation, ...] = (
         get_reservations,
         {"reservations": _list_of("reservation_info")},
         params=(Param("reservation_name", "path", string(max_length=256)),),
+    ),
+    Operation(
+        "slurm",
+        "GET",
+        "licenses",
+        "every license with its use and what reservations keep (scontrol show licenses)",
+        get_licenses,
+        {"licenses": _list_of("license")},
     ),
     Operation(
         "slurmdb",

@@ -1,4 +1,4 @@
-"""Nodes, partitions, reservations, ping and diag in slurmrestd's shapes.
+"""Nodes, partitions, reservations, licenses, ping and diag in slurmrestd's shapes.
 
 Each resource is a schema (served in ``/openapi/v3``) and a function from the
 controller's reply message to a record that follows it.
@@ -23,12 +23,14 @@ from restd.schema import (
 
 __all__ = [
     "DIAG",
+    "LICENSE",
     "NODE",
     "NODE_UPDATE",
     "PARTITION",
     "PING",
     "RESERVATION",
     "diag",
+    "license",
     "node",
     "partition",
     "ping",
@@ -225,6 +227,31 @@ def reservation(info: Any) -> dict[str, Any]:
         "accounts": info.accounts,
         "partition": info.partition,
         "tres": info.tres,
+    }
+
+
+LICENSE = obj(
+    {
+        "LicenseName": string(),
+        "Total": integer(minimum=0),
+        "Used": integer(minimum=0),
+        "Free": integer(minimum=0, description="what jobs do not hold (Reserved not taken off)"),
+        "Reserved": integer(minimum=0, description="kept by reservations active now"),
+        "Remote": boolean(description="served by accounting (sacctmgr add resource)"),
+    }
+)
+
+
+def license(info: Any) -> dict[str, Any]:
+    """A license as ``scontrol show licenses`` shows it, in slurmrestd's capitalised keys;
+    Free is Total less Used, as Slurm 22.05 computes it."""
+    return {
+        "LicenseName": info.name,
+        "Total": info.total,
+        "Used": info.used,
+        "Free": max(info.total - info.used, 0),
+        "Reserved": info.reserved,
+        "Remote": info.remote,
     }
 
 

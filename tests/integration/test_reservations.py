@@ -140,6 +140,16 @@ def test_a_reservation_of_licenses_alone(make_cluster: Callable[..., Cluster]) -
     assert "Licenses=foo:2 State=ACTIVE" in shown
     table = cluster.run("sinfo", "-T", "-h").stdout.splitlines()
     assert table[0].split()[0] == "lic" and table[0].endswith("(null)")
+    # Reserved= counts both in their window, one not started yet none; Free is what jobs
+    # do not hold (Slurm 22.05, measured).
+    cluster.run(
+        "scontrol", "create", "reservation", "ReservationName=later", "Licenses=foo:4",
+        "StartTime=now+2hours", "Duration=60", "Users=root", "Flags=ANY_NODES",
+    )  # fmt: skip
+    licenses = ("scontrol", "-o", "show", "licenses")
+    assert cluster.run(*licenses).stdout == (
+        "LicenseName=foo Total=4 Used=0 Free=4 Reserved=4 Remote=no\n"
+    )
 
     outside = cluster.sbatch("-L", "foo:1", "--wrap", "sleep 30")  # all four are kept
     too_many = cluster.sbatch("-L", "foo:3", "--reservation=lic", "--wrap", "sleep 30")
@@ -148,6 +158,9 @@ def test_a_reservation_of_licenses_alone(make_cluster: Callable[..., Cluster]) -
     for job_id in (outside, too_many):
         reason = cluster.run("squeue", "-h", "-j", str(job_id), "-o", "%T %r").stdout.strip()
         assert reason == "PENDING Licenses"
+    assert cluster.run(*licenses).stdout == (
+        "LicenseName=foo Total=4 Used=2 Free=2 Reserved=4 Remote=no\n"
+    )
     cluster.run("scancel", str(inside))
     cluster.run("scontrol", "delete", "ReservationName=lic2")
     assert cluster.wait_state(outside, "RUNNING", 20)  # lic2's two are free again

@@ -31,7 +31,7 @@ V = "/slurm/v0.0.42"
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Rest]]:
     """A cluster and its restd (root's token), shared by this module's tests."""
-    settings = ("KillWait=2", "SchedulerParameters=bf_interval=1")
+    settings = ("KillWait=2", "SchedulerParameters=bf_interval=1", "Licenses=foo:3")
     cluster = Cluster(tmp_path_factory.mktemp("restd"), nodes=2, settings=settings)
     try:
         cluster.start()
@@ -266,6 +266,37 @@ def test_signals_listings_since_a_time_and_reservations(gateway: tuple[Cluster, 
         assert rest.call("GET", f"{V}/reservation/none")[0] == 404
     finally:
         cluster.run("scontrol", "delete", "ReservationName=rest")
+
+
+def test_licenses_as_scontrol_shows_them(gateway: tuple[Cluster, Rest]) -> None:
+    """GET licenses: slurmrestd's keys, Reserved what an active reservation of licenses
+    alone keeps and Free what jobs do not hold (Slurm 22.05); a caller without a token
+    is refused."""
+    cluster, rest = gateway
+    cluster.run(
+        "scontrol", "create", "reservation", "ReservationName=keep", "Licenses=foo:2",
+        "StartTime=now", "Duration=60", "Users=root", "Flags=ANY_NODES",
+    )  # fmt: skip
+    job = cluster.sbatch("-o", "/dev/null", "-L", "foo:1", "--wrap", "sleep 60")
+    try:
+        cluster.wait_state(job, {"RUNNING"})
+        status, reply = rest.call("GET", f"{V}/licenses")
+        assert status == 200, reply
+        assert reply["licenses"] == [
+            {
+                "LicenseName": "foo",
+                "Total": 3,
+                "Used": 1,
+                "Free": 2,
+                "Reserved": 2,
+                "Remote": False,
+            }
+        ]
+        assert rest.call("GET", f"{V}/licenses", headers={})[0] == 401
+    finally:
+        cluster.run("scancel", str(job))
+        cluster.wait_done(job)
+        cluster.run("scontrol", "delete", "ReservationName=keep")
 
 
 def test_each_version_answers_in_its_own_shape(gateway: tuple[Cluster, Rest]) -> None:

@@ -225,7 +225,7 @@ def test_a_reservation_keeps_its_licenses_for_its_jobs(cluster: Cluster) -> None
     shown = cluster.run("scontrol", "show", "reservation", "lic").stdout
     assert "Licenses=foo:2 State=ACTIVE" in shown
     assert cluster.run("scontrol", "-o", "show", "licenses").stdout == (
-        "LicenseName=foo Total=3 Used=0 Free=1 Reserved=2 Remote=no\n"
+        "LicenseName=foo Total=3 Used=0 Free=3 Reserved=2 Remote=no\n"
     )
     outside = cluster.sbatch("-o", "/dev/null", "-L", "foo:2", "--wrap", "sleep 30")
     cluster.wait_for(lambda: cluster.job(outside)["reason"] == "Licenses", 10, "not Licenses")

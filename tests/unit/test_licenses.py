@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from cli.squeue import asks_for
+from controller.core.snapshot import ResvView
 from controller.jobstate import JobState
 from controller.jobupdate import changes, parse
 from controller.licenseadmit import checked
-from controller.licenseviews import tracked
+from controller.licenseviews import reserved, tracked
 from controller.views import tres
 from corral import errors
 from corral.confsyntax import ConfigError
@@ -84,3 +85,15 @@ def test_squeue_selects_jobs_asking_for_any_named_license() -> None:
     assert asks_for("fluent:2", ["matlab", "fluent"])
     assert not asks_for("fluent:2", ["flu"])
     assert not asks_for("", ["fluent"])
+
+
+def test_reserved_counts_the_reservations_active_now_with_nodes_or_without() -> None:
+    """scontrol show licenses' Reserved= (measured on Slurm 22.05): the licenses of every
+    reservation whose window holds now, one of licenses alone (no nodes) as one with nodes;
+    a reservation not yet started or already ended keeps none."""
+    alone = ResvView("lic", frozenset(), NOW - 10, NOW + 60, (("foo", 2),), any_nodes=True)
+    noded = ResvView("n", frozenset({"n1"}), NOW, NOW + 60, (("foo", 1), ("bar", 3)))
+    later = ResvView("later", frozenset(), NOW + 1, NOW + 60, (("foo", 4),), any_nodes=True)
+    ended = ResvView("ended", frozenset({"n2"}), NOW - 60, NOW, (("bar", 1),))
+    assert reserved([alone, noded, later, ended], NOW) == {"foo": 3, "bar": 3}
+    assert reserved([later, ended], NOW) == {}

@@ -115,6 +115,24 @@ def test_adding_a_resource_with_a_clusters_share(
     assert out(capsys) == " Nothing new added.\n"
 
 
+def test_count_used_is_each_clusters_share_as_slurm_22_05_shows_it(
+    admin: Admin, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``# Used`` (CountUsed) is a cluster's share as a count, as ``# Allowed``, and 0 on a
+    row without a cluster: what real Slurm 22.05 printed (measured with jobs holding 7 of
+    cluster lic2m's 20, which it did not count)."""
+    call = acct_admin(admin)
+    assert sacctmgr([*ADD, "cluster=bench", "percentallowed=20"], call=call) == 0
+    words = ["-i", "add", "resource", "fluent", "server=flex", "cluster=other", "p=30"]
+    assert sacctmgr(words, call=call) == 0
+    out(capsys)
+    shown = ["-p", "show", "resource", "withclusters", "format=CountUsed,Allocated,CountAllowed"]
+    assert sacctmgr(shown, call=call) == 0
+    assert out(capsys) == "# Used|% Allocated|# Allowed|\n20|50|20|\n30|50|30|\n"
+    assert sacctmgr(["-p", "show", "resource", "format=Name,CountUsed,Allocated"], call=call) == 0
+    assert out(capsys) == "Name|# Used|% Allocated|\nfluent|0|50|\n"
+
+
 def test_a_new_resource_needs_a_type_and_a_count(
     admin: Admin, capsys: pytest.CaptureFixture[str]
 ) -> None:
