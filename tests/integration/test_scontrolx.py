@@ -33,7 +33,7 @@ def cluster() -> Iterator[Cluster]:
     directory = Path(tempfile.mkdtemp(prefix="corral-scontrolx-", dir="/tmp"))
     directory.chmod(0o755)
     reboot = directory / "reboot"
-    reboot.write_text(f'#!/bin/sh\necho "$SLURMD_NODENAME $1" >> {directory}/reboots\nsleep 1\n')
+    reboot.write_text(f'#!/bin/sh\necho "$SLURMD_NODENAME $1" >> {directory}/reboots\nsleep 3\n')
     reboot.chmod(0o755)
     settings = ("KillWait=2", f'RebootProgram="{reboot} --now"', "Licenses=foo:3")
     c = Cluster(directory, nodes=2, settings=settings)
@@ -136,8 +136,10 @@ def test_reboot_waits_for_the_node_to_be_idle_and_runs_reboot_program(cluster: C
         _as_stranger(cluster, "NodeReboot", pb.NodeRebootRequest(nodes="node1", cancel=True))
     assert refused.value.details() == "2002: Access/permission denied"
     cluster.run("scancel", str(job))
-    cluster.wait_for(lambda: _node(cluster)[0].endswith("REBOOT_ISSUED"), 15, "no reboot issued")
-    assert cluster.run("sinfo", "-h", "-n", "node1", "-o", "%t").stdout == "boot^\n"
+    # The reboot program takes 3 s: sinfo shows the reboot issued meanwhile.
+    shown = lambda: cluster.run("sinfo", "-h", "-n", "node1", "-o", "%t").stdout  # noqa: E731
+    cluster.wait_for(lambda: shown() == "boot^\n", 15, "no reboot issued")
+    assert _node(cluster)[0].endswith("REBOOT_ISSUED")
     _idle(cluster)
     assert (cluster.dir / "reboots").read_text() == "node1 --now\n"
 
