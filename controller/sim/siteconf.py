@@ -231,14 +231,14 @@ class Site:
             why = allowed[(record.user, record.group)]
             if why:
                 skipped[why] += 1
-            elif limited and self._never(self.dress(bare_job(record), record)):
-                skipped[SKIP_LIMIT] += 1
             elif part.state != "UP":
                 skipped[SKIP_PARTITION_DOWN] += 1
             elif record.procs > sum(cpus[n] for n in part.nodes):
                 skipped[SKIP_PARTITION_CPUS] += 1
             elif part.max_time >= 0 and -(-record.limit // 60) > part.max_time:
                 skipped[SKIP_PARTITION_TIME] += 1
+            elif limited and self._never(self.dress(bare_job(record), record)):
+                skipped[SKIP_LIMIT] += 1
             else:
                 kept.append(record)
         return replace(trace, records=tuple(kept)), dict(skipped)

@@ -23,7 +23,13 @@ from controller.sim.swf import Record, Trace
 if TYPE_CHECKING:
     from controller.sim.compare import Setup
 
-__all__ = ["groups", "replay_site", "site_of"]
+__all__ = ["CLOCK_OFFSET", "groups", "replay_site", "site_of"]
+
+#: Seconds added to the trace's clock while the controller's code runs on it: that
+#: code reads a time of 0 as "never" (a job that has not started, usage whose decay
+#: has not begun, a job that accrues no age), as Slurm's does, whose clock never
+#: reads 0; a trace's clock starts there. Results are given back on the trace's clock.
+CLOCK_OFFSET = 1
 
 
 def site_of(setup: Setup) -> Site:
@@ -43,6 +49,7 @@ def replay_site(
 ) -> Replay:
     """``trace`` replayed on ``site`` under ``policy``."""
     kept, refused = site.prepare(trace)
+    kept = replace(kept, records=tuple(_shifted(r, CLOCK_OFFSET) for r in kept.records))
     biggest = max(node.cpus for node in site.conf.nodes)
 
     def make(records: list[Record]) -> SiteCluster:
@@ -60,7 +67,22 @@ def replay_site(
     )
     skipped = Counter(result.skipped)
     skipped.update(refused)
-    return replace(result, skipped=dict(skipped))
+    back = -CLOCK_OFFSET
+    return replace(
+        result,
+        skipped=dict(skipped),
+        jobs=tuple(
+            replace(j, submit=j.submit + back, start=j.start + back, end=j.end + back)
+            for j in result.jobs
+        ),
+        timeline=tuple((t + back, pending, busy) for t, pending, busy in result.timeline),
+    )
+
+
+def _shifted(record: Record, seconds: int) -> Record:
+    """``record`` submitted ``seconds`` later (one the replay skips for its negative
+    submit time stays as it is)."""
+    return replace(record, submit=record.submit + seconds) if record.submit >= 0 else record
 
 
 def groups(site: Site, trace: Trace) -> dict[str, Callable[[JobResult], str]]:
