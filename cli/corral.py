@@ -55,8 +55,10 @@ Usage: corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P[,P...]] [--j
                   [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json] [--quiet]
 
 Replay a Standard Workload Format trace (plain or gzip) through Corral's scheduling core on a
-simulated clock, in one partition `batch` of all nodes, and print the number of jobs, their
-average wait, average bounded slowdown, the utilization and the makespan; with --queues,
+simulated clock, in one partition `batch` of all nodes (with -f, on that slurm.conf's nodes,
+partitions and priorities), and print the number of jobs, their average wait, average
+bounded slowdown, the utilization and the makespan; with -f, per partition and account its
+jobs, mean and p95 wait, mean bounded slowdown, utilization and makespan; with --queues,
 per queue its jobs, mean and p95 wait, mean bounded slowdown, utilization, borrowed share,
 jobs preempted by reclaim and waiting jobs it reclaimed for.
 
