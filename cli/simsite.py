@@ -98,6 +98,8 @@ def sim_site(
         report.draw(png, result, f"{os.path.basename(trace_path)}, {policies[0]}, {conf}")
     if "--json" in flags:
         figures = report.as_dict(shown, result, summary)
+        del figures["cpus_per_node"]  # slurm.conf's nodes may differ: their sum instead
+        figures["cpus"] = result.total_cpus
         figures.update(compare.group_dicts(result, groups))
         print(json.dumps(figures, indent=2))
     else:

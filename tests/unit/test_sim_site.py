@@ -3,6 +3,7 @@ whose order the site's priorities and limits decide (worked out by hand in each 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -392,3 +393,31 @@ def test_cli_one_policy_on_a_site_prints_per_partition_and_account(tmp_path: Pat
     rows = [line.split() for line in result.stdout.splitlines()]
     assert rows[-6][:7] == ["fcfs", "hi", "1", "80.0", "s", "80", "s"]  # job 3 waited 80 s
     assert rows[-1][:3] == ["fcfs", "x", "1"]
+
+
+def test_cli_json_on_a_site_has_the_clusters_cpus_and_groups(tmp_path: Path) -> None:
+    trace = str(swf(tmp_path, FILL_THEN_TWO))
+    conf = write(tmp_path, "slurm.conf", BASE.replace("CPUs=2", "CPUs=2\nNodeName=n2 CPUs=4"))
+    result = _cli(trace, "-f", conf, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["cpus"] == 6 and data["nodes"] == 2 and "cpus_per_node" not in data
+    assert data["partitions"]["lo"]["jobs"] == 3
+    assert data["accounts"]["g1"]["jobs"] == 3
+
+
+def test_cli_png_of_a_comparison(tmp_path: Path) -> None:
+    png = tmp_path / "cmp.png"
+    trace = str(swf(tmp_path, FILL_THEN_TWO))
+    result = _cli(
+        trace, "--nodes", "1", "--cpus-per-node", "2", "--policy", "fcfs,easy", "--png", str(png)
+    )
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert result.returncode == 1
+        assert result.stderr.startswith("corral sim: error: --png needs matplotlib")
+        assert not png.exists()
+    else:
+        assert result.returncode == 0, result.stderr
+        assert png.read_bytes().startswith(b"\x89PNG")
