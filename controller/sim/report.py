@@ -129,7 +129,7 @@ def text(trace: str, result: Replay, summary: Summary) -> str:
 def _shape(result: Replay) -> str:
     """``N nodes x C CPUs (T CPUs)``, or ``N nodes, T CPUs`` where the nodes differ."""
     if result.cpus:
-        return f"{result.nodes} nodes, {result.total_cpus} CPUs"
+        return f"{result.nodes} node{'s' if result.nodes > 1 else ''}, {result.total_cpus} CPUs"
     return f"{result.nodes} nodes x {result.cpus_per_node} CPUs ({result.total_cpus} CPUs)"
 
 

@@ -48,13 +48,14 @@ from controller.sim.errors import SimError
 from controller.sim.sitemap import SiteMap
 from controller.sim.swf import Record, Trace
 from corral import config
-from corral.config import SlurmConfig
+from corral.config import PartitionConfig, SlurmConfig
 from corral.confsyntax import ConfigError
 
 __all__ = ["Identity", "Site", "load", "load_conf"]
 
 #: Why a record is not replayed on a configured cluster (beside replay.SKIP_*).
-SKIP_PARTITION_CPUS = "more processors than its partition"
+SKIP_PARTITION_CPUS = "more processors than its partition has (or MaxNodes gives it)"
+SKIP_PARTITION_ACCESS = "its partition denies its user, group, account or QOS"
 SKIP_PARTITION_TIME = "time limit over its partition's MaxTime"
 SKIP_PARTITION_DOWN = "its partition is not UP"
 SKIP_ACCOUNT = "invalid account or account/partition combination"
@@ -196,9 +197,12 @@ class Site:
 
         Settles each job's identity, builds the associations, and skips what
         Slurm would refuse at submission or never start: an account or QOS the
-        associations do not allow (when AccountingStorageEnforce says so), more
-        processors than the partition has, a time limit over its MaxTime, a
-        partition that is not UP.
+        associations do not allow (when AccountingStorageEnforce says so) or
+        the partition does not (AllowAccounts, AllowGroups, AllowQos, their Deny
+        lists, RootOnly: the trace's users are ``uN`` in groups ``gN``), more
+        processors than the partition has (at most MaxNodes nodes of it, each
+        at most MaxCPUsPerNode), a time limit over its MaxTime, a partition
+        that is not UP.
         """
         default = self.conf.default_partition or self.conf.partitions[0]
         users_default = {row["User"]: row["Def Acct"] for row in self.dump[1]} if self.dump else {}
@@ -219,7 +223,7 @@ class Site:
                 bool(rule.qos),
             )
         self.assocs = self._associations()
-        cpus = {node.name: node.cpus for node in self.conf.nodes}
+        capacity = {p.name: self._capacity(p) for p in self.conf.partitions}
         kept: list[Record] = []
         skipped: Counter[str] = Counter()
         allowed = {key: self._allowed(who) for key, who in self.identities.items()}
@@ -233,7 +237,7 @@ class Site:
                 skipped[why] += 1
             elif part.state != "UP":
                 skipped[SKIP_PARTITION_DOWN] += 1
-            elif record.procs > sum(cpus[n] for n in part.nodes):
+            elif record.procs > capacity[part.name]:
                 skipped[SKIP_PARTITION_CPUS] += 1
             elif part.max_time >= 0 and -(-record.limit // 60) > part.max_time:
                 skipped[SKIP_PARTITION_TIME] += 1
@@ -263,8 +267,28 @@ class Site:
         assert self.assocs is not None
         return any(not gate.key or gate.amount > gate.cap for gate in gates(job, self.assocs))
 
+    def _capacity(self, part: PartitionConfig) -> int:
+        """The most CPUs one job can have in ``part``: its MaxNodes biggest nodes, each
+        capped at MaxCPUsPerNode."""
+        cpus = {node.name: node.cpus for node in self.conf.nodes}
+        per_node = sorted((cpus[name] for name in part.nodes), reverse=True)
+        if part.max_cpus_per_node is not None:
+            per_node = [min(n, part.max_cpus_per_node) for n in per_node]
+        return sum(per_node[: part.max_nodes] if part.max_nodes is not None else per_node)
+
     def _allowed(self, who: Identity) -> str:
         """Why Slurm refuses a job of ``who`` at submission ("" when it does not)."""
+        part = self.conf.partition(who.partition)
+        assert part is not None
+        if (
+            part.root_only
+            or (part.allow_groups is not None and who.group not in part.allow_groups)
+            or (part.allow_accounts is not None and who.account not in part.allow_accounts)
+            or who.account in part.deny_accounts
+            or (part.allow_qos is not None and who.qos not in part.allow_qos)
+            or who.qos in part.deny_qos
+        ):
+            return SKIP_PARTITION_ACCESS
         assocs, enforce = self.assocs, self.enforce
         if assocs is None or "associations" not in enforce:
             return ""

@@ -14,6 +14,7 @@ from controller.sim import SimError, read, siteconf, sitemap
 from controller.sim.siteconf import (
     SKIP_ACCOUNT,
     SKIP_LIMIT,
+    SKIP_PARTITION_ACCESS,
     SKIP_PARTITION_CPUS,
     SKIP_PARTITION_TIME,
     SKIP_QOS,
@@ -389,7 +390,7 @@ def test_cli_one_policy_on_a_site_prints_per_partition_and_account(tmp_path: Pat
     mapping = write(tmp_path, "m.map", "user=2 partition=hi account=x\n")
     result = _cli(trace, "-f", conf, "--map", mapping, "--set", "PriorityWeightPartition=9")
     assert result.returncode == 0, result.stderr
-    assert "3 nodes" not in result.stdout and "1 nodes, 2 CPUs, policy fcfs" in result.stdout
+    assert "3 nodes" not in result.stdout and "1 node, 2 CPUs, policy fcfs" in result.stdout
     rows = [line.split() for line in result.stdout.splitlines()]
     assert rows[-6][:7] == ["fcfs", "hi", "1", "80.0", "s", "80", "s"]  # job 3 waited 80 s
     assert rows[-1][:3] == ["fcfs", "x", "1"]
@@ -421,3 +422,24 @@ def test_cli_png_of_a_comparison(tmp_path: Path) -> None:
     else:
         assert result.returncode == 0, result.stderr
         assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_partitions_access_lists_and_max_nodes_skip_jobs(tmp_path: Path) -> None:
+    conf = (
+        BASE.replace("NodeName=n1 CPUs=2", "NodeName=n[1-3] CPUs=2")
+        .replace("Nodes=n1 Default=YES", "Nodes=n[1-3] Default=YES MaxNodes=2 AllowQos=normal")
+        .replace("PartitionName=hi Nodes=n1", "PartitionName=hi Nodes=n1 AllowGroups=g7")
+    )
+    path = write(tmp_path, "slurm.conf", conf)
+    mapping = sitemap.parse("user=2 qos=high\nuser=3 partition=hi\nqos high\n", "map")
+    site = siteconf.load(path, (), None, mapping)
+    jobs = [
+        (0, 10, 4, 1, 1),  # 2 nodes x 2 CPUs: fits MaxNodes=2
+        (0, 10, 5, 1, 1),  # 5 CPUs need 3 nodes
+        (0, 10, 1, 2, 1),  # QOS high: not in lo's AllowQos
+        (0, 10, 1, 3, 1),  # group g1 is not hi's AllowGroups g7
+        (0, 10, 1, 3, 7),  # group g7 is
+    ]
+    kept, skipped = site.prepare(read(str(swf(tmp_path, jobs))))
+    assert [r.number for r in kept.records] == [1, 5]
+    assert skipped == {SKIP_PARTITION_CPUS: 1, SKIP_PARTITION_ACCESS: 2}
