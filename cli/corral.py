@@ -37,7 +37,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
                  [--database URL | --no-accounting] [--no-restd] [--no-tls]
        corral down [--dir DIR]
        corral cert ca DIR   |   corral cert issue NAME --ca DIR --host H [--host H ...] [--out DIR]
-       corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
+       corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P[,P...]] [--jobs A:B]
+                  [-f slurm.conf [--set Key=Value ...] [--accounts FILE] [--map FILE]]
                   [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json]
                   [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
@@ -49,13 +50,15 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral --version"""
 
 SIM_USAGE = """\
-Usage: corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy fcfs|easy|conservative]
-                  [--jobs A:B] [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE]
-                  [--json] [--quiet]
+Usage: corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P[,P...]] [--jobs A:B]
+                  [-f slurm.conf [--set Key=Value ...] [--accounts FILE] [--map FILE]]
+                  [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json] [--quiet]
 
 Replay a Standard Workload Format trace (plain or gzip) through Corral's scheduling core on a
-simulated clock, in one partition `batch` of all nodes, and print the number of jobs, their
-average wait, average bounded slowdown, the utilization and the makespan; with --queues,
+simulated clock, in one partition `batch` of all nodes (with -f, on that slurm.conf's nodes,
+partitions and priorities), and print the number of jobs, their average wait, average
+bounded slowdown, the utilization and the makespan; with -f, per partition and account its
+jobs, mean and p95 wait, mean bounded slowdown, utilization and makespan; with --queues,
 per queue its jobs, mean and p95 wait, mean bounded slowdown, utilization, borrowed share,
 jobs preempted by reclaim and waiting jobs it reclaimed for.
 
@@ -63,7 +66,16 @@ jobs preempted by reclaim and waiting jobs it reclaimed for.
   --cpus-per-node C  CPUs per node (default: MaxProcs / MaxNodes from the header, else 1)
   --policy P         fcfs: Slurm's main scheduler, priority order, the first job that cannot
                      start blocks the rest (default); conservative: with backfill, every
-                     waiting job reserves; easy: only the first waiting job reserves
+                     waiting job reserves; easy: only the first waiting job reserves.
+                     Several, comma-separated (fcfs,easy,conservative): each replays the
+                     trace in a process of its own and one table compares them
+  -f FILE            replay on this slurm.conf's nodes and partitions, with its
+                     SchedulerParameters, PriorityType and PriorityWeight*, and
+                     AccountingStorageEnforce (default policy: its SchedulerType's)
+  --set Key=Value    a slurm.conf line after -f's (as corral up --set); repeatable
+  --accounts FILE    accounts, users, shares and limits from a `sacctmgr dump` file
+  --map FILE         trace users and groups to user names, accounts, partitions and QOS,
+                     and the QOS (docs/simconfig.md)
   --jobs A:B         replay only job records A to B-1 in file order (0-based, as a Python
                      slice; either end may be left out: 1000:, :5000)
   --queues FILE      divide the cluster among the queues of this queues.conf, as the
@@ -543,13 +555,16 @@ def _job_slice(value: str) -> tuple[int, int | None]:
 def sim(argv: list[str]) -> int:
     options: dict[str, str] = {}
     flags: set[str] = set()
+    sets: list[str] = []
     trace_path: str | None = None
     found, positional = parse_options(SIM, argv, permute=True)
     for option, value in found:
         if option.key == "help":
             print(SIM_USAGE)
             return 0
-        if option.arg == REQUIRED:
+        if option.key == "set":
+            sets.append(value or "")
+        elif option.arg == REQUIRED:
             options[f"--{option.key}"] = value or ""
         elif option.key != "verbose":  # the error boundary's switch for tracebacks
             flags.add(f"--{option.key}")
@@ -567,6 +582,12 @@ def sim(argv: list[str]) -> int:
     start, stop = _job_slice(options["--jobs"]) if "--jobs" in options else (0, None)
     if ("--queues" in options) != ("--queue-map" in options):
         raise UsageError("--queues and --queue-map go together: the queues, and who is in which")
+    if "--config" in options or "," in options.get("--policy", ""):
+        from cli.simsite import sim_site
+
+        return sim_site(trace_path, options, flags, tuple(sets), (start, stop))
+    if sets or "--accounts" in options or "--map" in options:
+        raise UsageError("--set, --accounts and --map describe a slurm.conf's cluster: give it, -f")
 
     import json
 

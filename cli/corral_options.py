@@ -65,7 +65,15 @@ SIM = OptionTable(
     [
         _row("nodes", "nodes (default: the trace header's MaxNodes)", arg=REQUIRED),
         _row("cpus-per-node", "CPUs per node (default: MaxProcs / MaxNodes)", arg=REQUIRED),
-        _row("policy", "fcfs, easy or conservative (default fcfs)", arg=REQUIRED),
+        _row(
+            "policy",
+            "fcfs, easy or conservative, or several comma-separated to compare (default fcfs)",
+            arg=REQUIRED,
+        ),
+        _row("config", "replay on this slurm.conf's cluster and priorities", "f", REQUIRED),
+        _row("set", "a slurm.conf Key=Value line after -f's (repeatable)", arg=REQUIRED),
+        _row("accounts", "accounts, users and limits: a sacctmgr dump file", arg=REQUIRED),
+        _row("map", "trace users and groups to accounts, partitions, QOS", arg=REQUIRED),
         _row("jobs", "job records A:B of the trace, as a Python slice", arg=REQUIRED),
         _row("csv", "one row per job to this file", arg=REQUIRED),
         _row("png", "queue and utilization plot (needs matplotlib)", arg=REQUIRED),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from controller.core import BackfillParams, Plan, Snapshot, schedule
@@ -61,10 +61,17 @@ class CoreCalls:
     jobs: int = 0
 
 
-def call_core(policy: str, snap: Snapshot, now: int, calls: CoreCalls) -> Plan:
-    """THE policy hook: the only call of ``controller.core.schedule`` in the sim."""
+def call_core(
+    policy: str,
+    snap: Snapshot,
+    now: int,
+    calls: CoreCalls,
+    backfill: BackfillParams | None = None,
+) -> Plan:
+    """THE policy hook: the only call of ``controller.core.schedule`` in the sim.
+    ``backfill``: the parameters instead of the policy's own (slurm.conf's)."""
     began = time.perf_counter()
-    plan = schedule(snap, now, BACKFILL[policy])
+    plan = schedule(snap, now, backfill or BACKFILL[policy])
     calls.seconds += time.perf_counter() - began
     calls.count += 1
     calls.jobs += len(snap.pending)
@@ -143,11 +150,13 @@ class Backfilling:
     def __init__(self, name: str) -> None:
         self.name = name
         self.calls = CoreCalls()
+        self.backfill: BackfillParams | None = None  # None: BACKFILL[name]
 
     def decide(self, cluster: Cluster, now: int, freed: bool) -> None:
         pending = cluster.queue()
         if pending:
-            cluster.commit(call_core(self.name, cluster.snapshot(pending), now, self.calls))
+            snap = cluster.snapshot(pending)
+            cluster.commit(call_core(self.name, snap, now, self.calls, self.backfill))
 
 
 #: Policy name → constructor (argument: show the core the whole queue on every call).
@@ -161,8 +170,16 @@ POLICIES: dict[str, Callable[[bool], Policy]] = {
 NAMES = tuple(POLICIES)
 
 
-def choose(name: str, whole_queue: bool = False) -> Policy:
-    """The policy called ``name``, or a SimError saying why it cannot run."""
+def choose(name: str, whole_queue: bool = False, backfill: BackfillParams | None = None) -> Policy:
+    """The policy called ``name``, or a SimError saying why it cannot run.
+
+    ``backfill``: slurm.conf's bf_* parameters for a backfilling policy (its
+    ``easy`` set by the policy's name).
+    """
     if name in POLICIES:
-        return POLICIES[name](whole_queue)
+        policy = POLICIES[name](whole_queue)
+        params = BACKFILL[name]
+        if backfill is not None and params is not None and isinstance(policy, Backfilling):
+            policy.backfill = replace(backfill, easy=params.easy)
+        return policy
     raise SimError(f"unknown policy {name!r} (choose from {', '.join(NAMES)})")

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from types import MappingProxyType
 
-from controller.core import NodeView, PartitionView, Plan, Running, Snapshot
+from controller.core import BackfillParams, NodeView, PartitionView, Plan, Running, Snapshot
 from controller.core.snapshot import JobFacts
 from controller.jobstate import JobState, Reason
 from controller.model import Job
@@ -141,10 +141,11 @@ class Replay:
     wall_seconds: float
     # Per leaf queue with --queues (controller/sim/queues.py), in the tree's order.
     queues: Mapping[str, QueueUse] = field(default_factory=dict)
+    cpus: int = 0  # all CPUs where nodes differ (-f slurm.conf); 0: nodes x cpus_per_node
 
     @property
     def total_cpus(self) -> int:
-        return self.nodes * self.cpus_per_node
+        return self.cpus or self.nodes * self.cpus_per_node
 
 
 class SimCluster:
@@ -326,6 +327,11 @@ class SimCluster:
 
     # ---- the replay loop's events
 
+    def advance(self, now: int) -> None:
+        """Simulated time moves on to ``now`` (before the events at ``now``)."""
+        if self.queues is not None:
+            self.queues.advance(now)
+
     def submit(self, job_id: int) -> None:
         record = self.records[job_id - 1]
         queues = self.queues
@@ -380,6 +386,8 @@ def replay(
     progress: Callable[[Progress], None] | None = None,
     whole_queue: bool = False,
     queues: tuple[QueueConf, QueueMap] | None = None,
+    cluster: Callable[[list[Record]], SimCluster] | None = None,
+    backfill: BackfillParams | None = None,
 ) -> Replay:
     """Replay ``trace`` on ``nodes`` nodes of ``cpus_per_node`` CPUs under ``policy``.
 
@@ -391,15 +399,22 @@ def replay(
     then sees every pending job and node at every event (admission refuses a
     job without holding back those behind it, and reclaim needs the running
     jobs), and after a pass that reclaimed decides again at once, on what the
-    victims freed, as the controller's next pass does.
+    victims freed, as the controller's next pass does. ``cluster`` makes the
+    simulated cluster from the records instead (``-f slurm.conf``:
+    controller/sim/sitecluster.py; the core then sees every pending job and
+    node), and ``backfill`` replaces the backfilling policies' parameters.
     """
     began = time.perf_counter()
-    chosen = choose(policy, whole_queue or queues is not None)
+    chosen = choose(policy, whole_queue or queues is not None or cluster is not None, backfill)
     total_cpus = nodes * cpus_per_node
     records, skipped = admit(trace.records, total_cpus)
     if not records:
         raise SimError(f"{trace.path}: no job records to replay")
-    sim = SimCluster(nodes, cpus_per_node, records, queues)
+    if cluster is None:
+        sim = SimCluster(nodes, cpus_per_node, records, queues)
+    else:
+        sim = cluster(records)
+        total_cpus = sim.free_cpus
     ends, wakes = sim.ends, sim.wakes
     samples: list[tuple[int, int, int]] = []
     n = len(records)
@@ -412,8 +427,7 @@ def replay(
             wakes[0] if wakes else math.inf,
         )
         assert isinstance(now, int)
-        if sim.queues is not None:
-            sim.queues.advance(now)
+        sim.advance(now)
         while wakes and wakes[0] <= now:
             heapq.heappop(wakes)
         freed = False
@@ -464,4 +478,5 @@ def replay(
         core=chosen.calls,
         wall_seconds=time.perf_counter() - began,
         queues=MappingProxyType({} if sim.queues is None else sim.queues.use),
+        cpus=total_cpus if cluster is not None else 0,
     )

@@ -105,11 +105,7 @@ def text(trace: str, result: Replay, summary: Summary) -> str:
     why = ", ".join(f"{reason}: {count}" for reason, count in sorted(result.skipped.items()))
     rows = [
         ("trace", trace),
-        (
-            "cluster",
-            f"{result.nodes} nodes x {result.cpus_per_node} CPUs ({result.total_cpus} CPUs), "
-            f"policy {result.policy}",
-        ),
+        ("cluster", f"{_shape(result)}, policy {result.policy}"),
         ("jobs", f"{summary.jobs}" + (f", {skipped} skipped ({why})" if skipped else "")),
         ("average wait", f"{summary.avg_wait:.1f} s ({format_hms(round(summary.avg_wait))})"),
         ("max wait", f"{summary.max_wait} s ({format_hms(summary.max_wait)})"),
@@ -128,6 +124,13 @@ def text(trace: str, result: Replay, summary: Summary) -> str:
     ]
     width = max(len(label) for label, _ in rows)
     return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)
+
+
+def _shape(result: Replay) -> str:
+    """``N nodes x C CPUs (T CPUs)``, or ``N nodes, T CPUs`` where the nodes differ."""
+    if result.cpus:
+        return f"{result.nodes} node{'s' if result.nodes > 1 else ''}, {result.total_cpus} CPUs"
+    return f"{result.nodes} nodes x {result.cpus_per_node} CPUs ({result.total_cpus} CPUs)"
 
 
 def csv_rows(jobs: Iterable[JobResult]) -> Iterable[tuple[int, ...]]:
