@@ -22,13 +22,17 @@ is four nodes). Typed and untyped GPUs together are refused, as Slurm's clients
 refuse them.
 
 ``--gpus`` may name several types (``--gpus=a100:1,v100:2``), and a type other
-than ``--gpus-per-task``'s (``--gpus=a100:1 --gpus-per-task=v100:1``): the first
-(resp. the per-task type) is the dealt type, the other totals ``gpus_also``, each
-dealt over the job's nodes on its own, as Slurm 22.05 does.
+than ``--gpus-per-task``'s or ``--gpus-per-socket``'s (``--gpus=a100:1
+--gpus-per-task=v100:1``): the first (resp. the per-task or per-socket type) is the
+dealt type, the other totals ``gpus_also``, each dealt over the job's nodes on its
+own, as Slurm 22.05 does. Beside GPUs per node, each type's total and its GPUs per
+node make the node count (every type the same one, and every total at least it);
+``--ntasks-per-gpu`` counts every listed GPU. The clients send each type once (a
+type named again keeps its last count, as Slurm's); a ``gpus_also`` naming one twice
+is refused.
 
-Combinations Corral does not place are refused rather than placed otherwise:
-GPUs per task or per GPU-task ratio together with GPUs per socket, and totals of
-further types with GPUs per node, per socket or ``--ntasks-per-gpu``.
+GPUs per task or per GPU-task ratio together with GPUs per socket are refused, as
+Slurm's clients refuse them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.core.gpus import also_items, gpu_items, same_type
+from controller.core.snapshot import Gres
 from controller.jobspec import JobSpec
 from controller.model import Job
 from corral import errors
@@ -56,13 +61,19 @@ def _refuse() -> SlurmError:
     return SlurmError(errors.ESLURM_INVALID_GRES)
 
 
+def _items(spec: JobSpec) -> Gres:
+    """The GRES ``spec`` asks on every node (--gres, --gpus-per-node)."""
+    try:
+        return gpu_items(spec.gres)[0]
+    except ValueError:
+        raise _refuse() from None
+
+
 def _per_node(spec: JobSpec) -> tuple[int, int]:
     """GPUs asked on every node (--gres, --gpus-per-node, per socket), of every type
     and of the dealt type (``gpus.same_type``)."""
-    try:
-        items, per_node = gpu_items(spec.gres)
-    except ValueError:
-        raise _refuse() from None
+    items = _items(spec)
+    per_node = sum(count for name, _, count in items if name == "gpu")
     typed = {bool(kind) for name, kind, _ in items if name == "gpu"}
     if spec.gpus or spec.gpus_per_socket or spec.gpus_per_task:
         typed.add(bool(spec.gpu_type))
@@ -92,11 +103,12 @@ def _asked(spec: JobSpec) -> bool:
     )
 
 
-def _check_also(spec: JobSpec, all_types: int) -> None:
-    """``--gpus`` totals of further types (``gpus_also``): each typed, apart from the
-    others and the dealt type, beside a total or GPUs per task of that type, each at
-    least ``-N`` (Slurm's "--gpus < -N"). With GPUs per node, per socket or
-    ``--ntasks-per-gpu`` too they are refused: Corral does not place those."""
+def _also_nodes(spec: JobSpec, items: Gres) -> tuple[tuple[tuple[str, int], ...], int]:
+    """``--gpus`` totals of further types (``gpus_also``), checked: each typed, apart
+    from the others and the dealt type, beside a total, GPUs per task or per socket of
+    that type; and the node count those with GPUs of their type per node make (0:
+    none), each a multiple of them (Slurm 22.05: ``--gpus=a100:2,v100:2
+    --gpus-per-node=a100:1,v100:1`` is two nodes)."""
     try:
         also = also_items(spec.gpus_also)
     except ValueError:
@@ -104,12 +116,15 @@ def _check_also(spec: JobSpec, all_types: int) -> None:
     kinds = [kind for kind, _ in also]
     if not spec.gpu_type or spec.gpu_type in kinds or len(set(kinds)) < len(kinds):
         raise _refuse()
-    if not (spec.gpus or spec.gpus_per_task):
+    if not (spec.gpus or spec.gpus_per_task or spec.gpus_per_socket):
         raise _refuse()
-    if all_types or spec.gpus_per_socket or spec.ntasks_per_gpu:
-        raise _refuse()
-    if spec.min_nodes is not None and any(count < spec.min_nodes for _, count in also):
-        raise _refuse()
+    nodes = 0
+    for kind, count in also:
+        own = same_type(items, kind)
+        if own and count % own:
+            raise _refuse()
+        nodes = max(nodes, count // own if own else 0)
+    return also, nodes
 
 
 def check(spec: JobSpec) -> GpuSpec:
@@ -117,8 +132,7 @@ def check(spec: JobSpec) -> GpuSpec:
     if not _asked(spec):
         return GpuSpec(spec.min_nodes, spec.num_tasks)
     all_types, per_node = _per_node(spec)
-    if spec.gpus_also:
-        _check_also(spec, all_types)
+    also, also_nodes = _also_nodes(spec, _items(spec)) if spec.gpus_also else ((), 0)
     if spec.gres_flags not in ("", "enforce-binding", "disable-binding"):
         raise _refuse()
     if spec.cpus_per_gpu and spec.cpus_per_task is not None:
@@ -140,10 +154,22 @@ def check(spec: JobSpec) -> GpuSpec:
     min_nodes, num_tasks = spec.min_nodes, spec.num_tasks
     if spec.gpus and per_node:
         if spec.gpus % per_node:
+            # GPUs per node of --gres are sbatch's "not multiple"; per socket, Slurm
+            # 22.05's controller finds no node for them (--gpus=1 --gpus-per-socket=1
+            # --sockets-per-node=2)
+            if spec.gpus_per_socket:
+                raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
             raise _refuse()
         if min_nodes is not None and min_nodes != spec.gpus // per_node:
             raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
         min_nodes = spec.gpus // per_node
+    if also_nodes:  # within -N's range, or the dealt type's count where it made one
+        high = (spec.max_nodes or 0) if min_nodes == spec.min_nodes else min_nodes
+        if also_nodes < (min_nodes or 0) or (high and also_nodes > high):
+            raise _refuse()
+        min_nodes = also_nodes
+    if min_nodes is not None and any(count < min_nodes for _, count in also):
+        raise _refuse()  # Slurm's "--gpus < -N", for each type
     if spec.gpus_per_task:
         if spec.gpus and spec.gpus % spec.gpus_per_task:
             raise _refuse()
@@ -157,9 +183,11 @@ def check(spec: JobSpec) -> GpuSpec:
     if spec.ntasks_per_gpu:
         # Every GPU asked counts, of every type: the dealt type's total (or per node)
         # and the other types' per node (Slurm 22.05: --gres=gpu:a100:1 --gpus=v100:2
-        # --ntasks-per-gpu=2 is 6 tasks), on -N's nodes or one.
+        # --ntasks-per-gpu=2 is 6 tasks; --gpus=a100:1,v100:2 --ntasks-per-gpu=2 too),
+        # on -N's nodes or one.
         nodes = min_nodes or 1
         gpus = (spec.gpus or per_node * nodes) + (all_types - per_node) * nodes
+        gpus += sum(count for kind, count in also if not same_type(_items(spec), kind))
         if gpus:
             num_tasks = gpus * spec.ntasks_per_gpu
         elif num_tasks is None or num_tasks % spec.ntasks_per_gpu:

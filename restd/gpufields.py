@@ -3,7 +3,8 @@
 slurmrestd's job description (data_parser v0.0.40 to v0.0.42, JOB_DESC_MSG) carries
 a job's GPU request as TRES strings: ``tres_per_job`` (sbatch's --gpus),
 ``tres_per_socket`` (--gpus-per-socket), ``tres_per_task`` (--gpus-per-task),
-``cpus_per_tres`` (--cpus-per-gpu), ``memory_per_tres`` (--mem-per-gpu),
+``cpus_per_tres`` (--cpus-per-gpu; ``tres_per_job`` may list several types,
+``gres/gpu:a100:1,gres/gpu:v100:2``, as --gpus does), ``memory_per_tres`` (--mem-per-gpu),
 ``tres_bind`` (--gpu-bind) and ``ntasks_per_tres`` (--ntasks-per-gpu), beside
 ``sockets_per_node``; and its topology request as ``required_switches`` and
 ``wait_for_switch`` (--switches=N@time) and ``segment_size`` (--segment, v0.0.41
@@ -71,15 +72,15 @@ def _unsupported(name: str, text: str, what: str) -> SlurmError:
     )
 
 
-def _gpu_item(name: str, text: str) -> str:
+def _gpu_item(name: str, text: str, what: str = "only one gres/gpu TRES is") -> str:
     """The part after ``gres/gpu`` of a one-item TRES list (``gres/gpu:a100:2`` ->
     ``a100:2``); Slurm's older ``gres:gpu`` is read too."""
     items = [item for item in text.split(",") if item]
     if len(items) != 1 or items[0].split(":")[0] not in ("gres/gpu", "gres"):
-        raise _unsupported(name, text, "only one gres/gpu TRES is")
+        raise _unsupported(name, text, what)
     item = items[0].removeprefix("gres/").removeprefix("gres:")
     if item != "gpu" and not item.startswith("gpu:"):
-        raise _unsupported(name, text, "only one gres/gpu TRES is")
+        raise _unsupported(name, text, what)
     return item.removeprefix("gpu").removeprefix(":")
 
 
@@ -87,6 +88,15 @@ def _count(name: str, text: str) -> tuple[str, int]:
     """``gres/gpu[:type][:count]`` as sbatch reads ``[type:]count`` (a bare type: 1)."""
     rest = _gpu_item(name, text)
     return gpuopts.gpu_count(f"job.{name}", rest or "1")
+
+
+def _totals(text: str) -> dict[str, Any]:
+    """``tres_per_job``: a comma list of ``gres/gpu[:type][:count]`` read as sbatch reads
+    ``--gpus=a100:1,v100:2`` (``gpuopts.job_counts``: a total of each type)."""
+    only = "only gres/gpu TRES are"
+    items = [item for item in text.split(",") if item] or [text]
+    counts = [_gpu_item("tres_per_job", item, only) or "1" for item in items]
+    return gpuopts.job_counts("job.tres_per_job", ",".join(counts))
 
 
 def _per_gpu(name: str, text: str) -> int:
@@ -141,7 +151,9 @@ def _gpu_options(desc: Mapping[str, Any]) -> dict[str, Any]:
     """The description's GPU fields as sbatch's option fields (``cli.sbatch.settings``)."""
     fields: dict[str, Any] = {}
     for name, field in _COUNTS.items():
-        if name in desc:
+        if name == "tres_per_job" and name in desc:
+            fields.update(_totals(desc[name]))
+        elif name in desc:
             fields[field] = _count(name, desc[name])
     for name, field in _PER_GPU.items():
         if name in desc:

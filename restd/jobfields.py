@@ -227,7 +227,7 @@ FIELDS = (
     Field(
         "tres_per_job",
         string("e.g. gres/gpu:4 or gres/gpu:a100:4", max_length=1024),
-        note="as sbatch --gpus (gres/gpu alone)",
+        note="as sbatch --gpus (gres/gpu TRES, a list of types too)",
     ),
     Field(
         "tres_per_node",

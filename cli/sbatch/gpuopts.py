@@ -59,32 +59,38 @@ def gpu_count(option: str, text: str) -> tuple[str, int]:
     return kind, value
 
 
+def _last_wins(option: str, text: str) -> list[tuple[str, int]]:
+    """A comma list of ``[type:]count`` as Slurm 22.05 keeps it: a type named again
+    (untyped counts being one type) replaces its earlier count where it first stood
+    (``--gpus=1,2`` asks 2, ``a100:1,v100:1,a100:2`` two A100s and a V100); typed and
+    untyped together are refused in Slurm's words."""
+    counts: dict[str, int] = {}
+    for part in text.split(","):
+        kind, count = gpu_count(option, part)
+        counts[kind] = count
+    if len({bool(kind) for kind in counts}) > 1:
+        raise Failure(_MIXED)
+    return list(counts.items())
+
+
 def job_counts(option: str, text: str) -> dict[str, Any]:
-    """``--gpus``: ``[type:]count``, or a comma list of typed counts, a total of each
-    type (``a100:1,v100:2``, Slurm's TresPerJob): the first as ``gpus``, the others
-    as ``gpus_also``. An untyped list, or a type twice, is refused: Corral keeps one
-    total per type."""
+    """``--gpus``: ``[type:]count``, or a comma list, a total of each type
+    (``a100:1,v100:2``, Slurm's TresPerJob): the first as ``gpus``, the others as
+    ``gpus_also`` (``_last_wins``: a type given twice counts once)."""
     if "|" in text or "," not in text:
         return {"gpus": gpu_count(option, text)}
-    counts = [gpu_count(option, part) for part in text.split(",")]
-    kinds = [kind for kind, _ in counts]
-    if len({bool(kind) for kind in kinds}) > 1:
-        raise Failure(_MIXED)
-    if not all(kinds) or len(set(kinds)) < len(kinds):
-        raise Failure(f"{option}={text}: give each GPU type once, as type:count")
+    counts = _last_wins(option, text)
+    if len(counts) == 1:
+        return {"gpus": counts[0]}
     return {"gpus": counts[0], "gpus_also": tuple(counts[1:])}
 
 
 def node_counts(option: str, text: str) -> tuple[tuple[str, int], ...]:
     """``--gpus-per-node``: a comma list of ``[type:]count`` (``a100:1,v100:2``), GPUs
-    of each type on every node, as Slurm's TresPerNode holds them; typed and untyped
-    together are refused in Slurm's words."""
+    of each type on every node, as Slurm's TresPerNode holds them (``_last_wins``)."""
     if "|" in text or "," not in text:
         return (gpu_count(option, text),)
-    counts = tuple(gpu_count(option, part) for part in text.split(","))
-    if len({bool(kind) for kind, _ in counts}) > 1:
-        raise Failure(_MIXED)
-    return counts
+    return tuple(_last_wins(option, text))
 
 
 def bind_valid(text: str) -> bool:
@@ -151,7 +157,9 @@ def _types(fields: Mapping[str, Any]) -> str:
     else --gpus's (its first); refused when per task and per socket name two, or when
     GPUs with a type and without one are asked together, as Slurm's client refuses
     them. --gpus may name others, totals of their own (``also``); GPUs per node too
-    (``--gres=gpu:a100:1 --gpus=v100:2``)."""
+    (``--gres=gpu:a100:1 --gpus=v100:2``), and per socket (``--gpus=a100:1,v100:2
+    --gpus-per-socket=v100:1``: V100s per socket, the V100 total making the node count,
+    and one A100 in all, as Slurm 22.05 takes it)."""
     dealt = [fields[key][0] for key in ("gpus_per_socket", "gpus_per_task") if key in fields]
     totals = [fields["gpus"][0]] if "gpus" in fields else []
     totals += [kind for kind, _ in fields.get("gpus_also", ())]
@@ -162,8 +170,6 @@ def _types(fields: Mapping[str, Any]) -> str:
     kinds = set(dealt) - {""}
     if len(kinds) > 1:
         raise _fail(f"GPUs of several types ({', '.join(sorted(kinds))}) are not supported")
-    if "gpus_per_socket" in fields and set(totals) - kinds:
-        raise _fail("--gpus of another type than --gpus-per-socket is not supported")
     return next(iter(kinds), totals[0] if totals else "")
 
 
@@ -230,21 +236,40 @@ def check(fields: Mapping[str, Any]) -> None:
     _check_counts(fields, gpus, tasks, per_gpu)
 
 
+def _check_nodes(fields: Mapping[str, Any]) -> None:
+    """--gpus's totals against GPUs per node and ``-N``, type by type in the order given,
+    as sbatch 22.05 checks them: a total with GPUs of its type per node (of
+    --gpus-per-node) fixes the node count (``--gpus=a100:2,v100:3
+    --gpus-per-node=a100:1,v100:1``: two nodes, then three is refused), and each total
+    must be at least the node count known by then (``--gpus=a100:2,v100:1
+    --gpus-per-node=a100:1`` is "--gpus < -N", ``--gpus=a100:1,v100:2
+    --gpus-per-node=v100:1`` is left to the controller)."""
+    low, high = fields.get("min_nodes") or 0, fields.get("max_nodes") or 0
+    for kind, total in _totals(fields):
+        own = _same_per_node(fields, kind)
+        if total and own:
+            if total % own:
+                raise _fail(
+                    "Failed to validate job spec, --gpus is not multiple of "
+                    "--gres=gpu/--gpus-per-node"
+                )
+            nodes = total // own
+            if nodes < low or (high and nodes > high):
+                raise _fail(
+                    "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node "
+                    f"required nodes ({nodes}) doesn't fall between min_nodes ({low}) and "
+                    f"max_nodes ({high}) boundaries."
+                )
+            low = high = nodes
+        if low and total < low:
+            raise _fail("Failed to validate job spec, --gpus < -N")
+
+
 def _check_counts(fields: Mapping[str, Any], gpus: int, tasks: int | None, per_gpu: int) -> None:
     per_node = _same_per_node(fields, _types(fields))
-    nodes = fields.get("min_nodes")
-    if nodes and any(count < nodes for _, count in (*also(fields), ("", gpus or nodes))):
-        raise Failure("Failed to validate job spec, --gpus < -N")
-    if also(fields) and (_node_gpus(fields) or per_gpu):
-        raise _fail(
-            "--gpus of several types with GPUs per node or --ntasks-per-gpu is not supported"
-        )
     if per_node and "gpus_per_task" in fields and per_node < fields["gpus_per_task"][1]:
         raise _fail("Failed to ensure --gpus >= --gpus-per-task")
-    if gpus and per_node and gpus % per_node:
-        raise Failure(
-            "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node"
-        )
+    _check_nodes(fields)
     if per_gpu and tasks is not None and tasks % per_gpu:
         raise Failure(
             "Failed to validate job spec, -n/--ntasks has to be a multiple of --ntasks-per-gpu."

@@ -45,14 +45,16 @@ def inherit(options: MutableMapping[str, str | None], env: Mapping[str, str]) ->
 def count(options: Mapping[str, str | None], key: str) -> int:
     """``[type:]N`` of a GPU option, or the sum of a list of them (a step takes the
     job's GPUs, whatever their type: in ``sbatch --gpus-per-node=a100:1,v100:1``,
-    whose SLURM_GPUS_PER_NODE srun reads back, a step asks two on each node)."""
-    total = 0
+    whose SLURM_GPUS_PER_NODE srun reads back, a step asks two on each node); a type
+    named again counts once, its last count, as Slurm 22.05's srun takes it (a step of
+    ``sbatch --gpus=1,2`` gets two GPUs)."""
+    counts: dict[str, int] = {}
     for item in (options.get(key) or "").split(","):
-        text = item.rpartition(":")[2]
+        kind, _, text = item.rpartition(":")
         if not text.isdigit():
             raise Halt(1, f"{PROG}: error: Invalid --{key} specification")
-        total += int(text)
-    return total
+        counts[kind] = int(text)
+    return sum(counts.values())
 
 
 def _number(options: Mapping[str, str | None], key: str) -> int:

@@ -72,9 +72,16 @@ def _capacity(
 ) -> int:
     """How many GPUs of the kind asked ``node`` can give the job now, with the CPUs
     and memory that come with them, when its tasks there need ``cpus``; 0 when it
-    cannot give one."""
-    if node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=1) is None:
+    cannot give one. A job whose dealt type is met by GPUs per node, dealing further
+    types only (``--gpus=a100:2,v100:2 --gpus-per-node=a100:1``), is given 1 by a node
+    that holds what it asks per node."""
+    if gpu.lacks(node.gres):
         return 0
+    dealt = 1 if gpu.per_job or gpu.per_task else 0
+    if node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu, gpus=dealt) is None:
+        return 0
+    if not dealt:
+        return 1
     count = free_gpus(node.gres, gpu.kind)
     if gpu.cpus_per_gpu:
         count = min(count, _usable_cpus(job, part, node, stacking) // gpu.cpus_per_gpu)

@@ -78,11 +78,24 @@ class GpuAsk:
     mem_per_gpu: int | None
     enforce: bool
     also: tuple[tuple[str, int], ...] = ()  # --gpus's totals of further types
+    listed: bool = False  # --gpus named several types (``lacks``)
 
     @property
     def dealt(self) -> bool:
         """Whether nodes get different numbers of GPUs (a total or per task)."""
         return bool(self.per_job or self.per_task or self.tasks_per_gpu or self.also)
+
+    def lacks(self, free: Gres) -> bool:
+        """Whether a node of ``free`` GRES is of no use to a job whose ``--gpus`` names
+        several types because it has none of one of them free: Slurm 22.05 leaves such
+        a node out (``--gpus=a100:5,v100:1`` never fits n1 and n3 of two A100s and two
+        V100s each beside n2 of four A100s)."""
+        if not self.listed:
+            return False
+        kinds = [kind for kind, _ in self.also]
+        if self.per_job or self.per_task:
+            kinds.append(self.kind)
+        return any(not free_gpus(free, kind) for kind in kinds)
 
     @property
     def by_tasks(self) -> bool:
@@ -183,8 +196,12 @@ def ask(job: Job, part: PartitionView) -> GpuAsk | None:
     mem_per_gpu = job.mem_per_gpu
     if mem_per_gpu is None and job.mem_per_node is None and job.mem_per_cpu is None:
         mem_per_gpu = part.def_mem_per_gpu or None
+    # A further type's total with GPUs of its type per node is met by the node count
+    # too (--gpus=a100:2,v100:2 --gpus-per-node=a100:1,v100:1: one of each per node).
+    also = tuple(item for item in also_items(job.gpus_also) if not same_type(items, item[0]))
     return GpuAsk(
-        also=also_items(job.gpus_also),
+        also=also,
+        listed=bool(job.gpus_also),
         kind=job.gpu_type,
         items=items,
         per_node=per_node,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from controller.core import features, threads
+from controller.core import cpupick, features, gpusockets, threads
 from controller.core.devices import enforced_gpus, gpu_indices
 from controller.core.gpus import GpuAsk
 from controller.core.nodefree import cpus_free
@@ -258,11 +258,18 @@ def _gpu_fits(
     ``gpus`` dealt here and ``also``) bring their memory, and those ``gpu.cpu_gpus``
     counts their CPUs."""
     dealt = gpus + sum(count for _, _, count in also)
-    on_node = gpu.per_node + dealt
     least = gpu.cpu_gpus(dealt) * gpu.cpus_per_gpu
     cpus = _cpus_here(job, part, node, max(cpus, least, 1), stacking)
     if not cpus:
         return None
+    if gpu.per_socket:  # per socket of the job's CPUs where no GPU's cores are known
+        here = gpusockets.on_node(
+            gpu, node, cpus, job.cpus_per_task, cpupick.method_of(job.distribution)
+        )
+        if here is None:
+            return None
+        gpu = here
+    on_node = gpu.per_node + dealt
     memory = mem_per_node(job, part, cpus, node.real_memory, on_node, gpu.mem_per_gpu)
     if memory > node.real_memory or memory > node.free_memory:
         return None

@@ -80,3 +80,23 @@ def test_a_job_asks_totals_of_two_gpu_types(make_cluster: Callable[..., Cluster]
     )
     cluster.wait_done(tasks)
     assert (cluster.dir / "tasks.out").read_text() == "0,2,3 a100:1\n"
+
+
+def test_a_list_of_totals_beside_gpus_per_node(make_cluster: Callable[..., Cluster]) -> None:
+    """Slurm 22.05: ``--gpus=a100:2,v100:2 --gpus-per-node=a100:1`` is two nodes, an
+    A100 and a V100 on each (GRES=gpu:a100:1(IDX:0),gpu:v100:1(IDX:2)), and ``--gpus=1,2``
+    two GPUs, the last count."""
+    typed = ("GresTypes=gpu", "NodeName=DEFAULT Gres=gpu:a100:2,gpu:v100:2", "KillWait=1")
+    cluster = make_cluster(nodes=2, settings=typed)
+    listed = cluster.sbatch(
+        "--gpus=a100:2,v100:2", "--gpus-per-node=a100:1", "-o", "list.out",
+        "--wrap", "echo $SLURM_NNODES $SLURM_JOB_GPUS $SLURM_GPUS",
+    )  # fmt: skip
+    cluster.wait_done(listed)
+    shown = cluster.run("scontrol", "show", "job", "-d", str(listed)).stdout
+    assert "JOB_GRES=gpu:a100:2,gpu:v100:2\n" in shown
+    assert " Nodes=node[1-2] CPU_IDs=0 Mem=0 GRES=gpu:a100:1(IDX:0),gpu:v100:1(IDX:2)\n" in shown
+    assert (cluster.dir / "list.out").read_text() == "2 0,2 a100:2,v100:2\n"
+    again = cluster.sbatch("--gpus=1,2", "-o", "again.out", "--wrap", "echo $SLURM_JOB_GPUS")
+    cluster.wait_done(again)
+    assert (cluster.dir / "again.out").read_text() == "0,1\n"

@@ -658,6 +658,128 @@ TYPED_ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any
     # --gpus=a100:1,v100:2 --cpus-per-gpu=2: CPU_IDs=0-2,4-6, every type's GPUs
     ("gpus-list-cpus-per-gpu", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2",
                                 "cpus_per_gpu": 2}, {"n1": (0, 2, 3)}, (6,), None),
+    # Issue 18 point 4's list corners, measured again on Slurm 22.05 (the same nodes,
+    # listed n1, n2, n3). A list beside GPUs per node: a type's total and its GPUs per
+    # node make the node count, the other totals dealt over those nodes, and a node
+    # without one of the listed types is left out. --gpus=a100:1,v100:2
+    # --gpus-per-node=a100:1: n1 GRES=gpu:a100:1(IDX:0),gpu:v100:2(IDX:2-3)
+    ("list-per-node", {"gres": "gpu:a100:1", "gpus": 1, "gpu_type": "a100",
+                       "gpus_also": "v100:2"}, {"n1": (0, 2, 3)}, (1,), None),
+    # --gpus=a100:2,v100:2 --gpus-per-node=a100:1: n[1,3] gpu:a100:1,gpu:v100:1 each
+    ("list-per-node-two-nodes", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "a100",
+                                 "gpus_also": "v100:2"},
+     {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:2,v100:3 --gpus-per-node=a100:1: n1 v100:2(IDX:2-3), n3 v100:1(IDX:2)
+    ("list-per-node-dealt-2-1", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "a100",
+                                 "gpus_also": "v100:3"},
+     {"n1": (0, 2, 3), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:4,v100:2 --gpus-per-node=a100:2: n[1,3] a100:2(IDX:0-1),v100:1(IDX:2)
+    ("list-per-node-2", {"gres": "gpu:a100:2", "gpus": 4, "gpu_type": "a100",
+                         "gpus_also": "v100:2"}, {"n1": (0, 1, 2), "n3": (0, 1, 2)}, (1, 1), None),
+    # --gpus=a100:2,v100:2 --gpus-per-node=a100:1,v100:1: one of each on n1 and n3
+    ("list-per-node-list", {"gres": "gpu:a100:1,gpu:v100:1", "gpus": 2, "gpu_type": "a100",
+                            "gpus_also": "v100:2"}, {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:2,v100:2 --gpus-per-node=v100:1 -N1-3: the V100s make two nodes, n[1,3]
+    # gpu:a100:1(IDX:0),gpu:v100:1(IDX:2) each
+    ("list-per-node-in-N-range", {"gres": "gpu:v100:1", "gpus": 2, "gpu_type": "a100",
+                                  "gpus_also": "v100:2", "min_nodes": 1, "max_nodes": 3},
+     {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # --gpus=a100:1,v100:1 --gres=gpu:v100:1: n1 GRES=gpu:a100:1(IDX:0),gpu:v100:1(IDX:2)
+    ("list-per-node-other-type", {"gres": "gpu:v100:1", "gpus": 1, "gpu_type": "a100",
+                                  "gpus_also": "v100:1"}, {"n1": (0, 2)}, (1,), None),
+    # --gpus=a100:1,v100:2 --gpus-per-node=a100:1 --cpus-per-gpu=2: CPU_IDs=0-2,4-6
+    ("list-per-node-cpus-per-gpu", {"gres": "gpu:a100:1", "gpus": 1, "gpu_type": "a100",
+                                    "gpus_also": "v100:2", "cpus_per_gpu": 2},
+     {"n1": (0, 2, 3)}, (6,), None),
+    # --ntasks-per-gpu counts every listed GPU. --gpus=a100:1,v100:2 --ntasks-per-gpu=2:
+    # NumTasks=6, n1 CPU_IDs=0-2,4-6
+    ("list-ntasks-per-gpu", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2",
+                             "ntasks_per_gpu": 2}, {"n1": (0, 2, 3)}, (6,), None),
+    # --gpus=a100:2,v100:2 --ntasks-per-gpu=1: NumTasks=4, n1 CPU_IDs=0-1,4-5
+    ("list-ntasks-per-gpu-4", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:2",
+                               "ntasks_per_gpu": 1}, {"n1": (0, 1, 2, 3)}, (4,), None),
+    # --gpus=a100:1,v100:3 --ntasks-per-gpu=1: n1 CPU_IDs=0-1,4 gpu:a100:0,gpu:v100:2,
+    # n3 CPU_IDs=0 gpu:a100:1,gpu:v100:1
+    ("list-ntasks-per-gpu-over-two", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:3",
+                                      "ntasks_per_gpu": 1},
+     {"n1": (2, 3), "n3": (0, 2)}, (3, 1), None),
+    # --gpus=a100:2,v100:2 --ntasks-per-gpu=1 -N2: n[1,3] CPU_IDs=0,4, one of each
+    ("list-ntasks-per-gpu-N2", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:2",
+                                "ntasks_per_gpu": 1, "min_nodes": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (2, 2), None),
+    # --gpus=a100:2,v100:4 --gpus-per-node=a100:1 --ntasks-per-gpu=1: NumTasks=6,
+    # n[1,3] CPU_IDs=0,4-5 gpu:a100:1(IDX:0),gpu:v100:2(IDX:2-3)
+    ("list-per-node-ntasks-per-gpu", {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "a100",
+                                      "gpus_also": "v100:4", "ntasks_per_gpu": 1},
+     {"n1": (0, 2, 3), "n3": (0, 2, 3)}, (3, 3), None),
+    # A list beside GPUs per socket of one of its types: that type's total makes the
+    # node count, the socket rule its GPUs. --gpus=a100:1,v100:2 --gpus-per-socket=v100:1
+    # --sockets-per-node=2: n1 gpu:a100:1(IDX:0),gpu:v100:1(IDX:2) (one CPU, one socket)
+    ("list-per-socket", {"gpus": 2, "gpu_type": "v100", "gpus_also": "a100:1",
+                         "gpus_per_socket": 1, "sockets_per_node": 2},
+     {"n1": (0, 2)}, (1,), None),
+    # ... -n2: CPU_IDs=0,4, gpu:v100:2(IDX:2-3)
+    ("list-per-socket-n2", {"gpus": 2, "gpu_type": "v100", "gpus_also": "a100:1",
+                            "gpus_per_socket": 1, "sockets_per_node": 2, "num_tasks": 2},
+     {"n1": (0, 2, 3)}, (2,), None),
+    # --gpus=a100:2,v100:4 --gpus-per-socket=v100:1 --sockets-per-node=2 -n2: n[1,3]
+    # CPU_IDs=0 gpu:a100:1(IDX:0),gpu:v100:1(IDX:2)
+    ("list-per-socket-two-nodes", {"gpus": 4, "gpu_type": "v100", "gpus_also": "a100:2",
+                                   "gpus_per_socket": 1, "sockets_per_node": 2,
+                                   "num_tasks": 2},
+     {"n1": (0, 2), "n3": (0, 2)}, (1, 1), None),
+    # A type named twice counts once, its last count (sbatch sends that): --gpus=1,2 is
+    # gpu:a100:2(IDX:0-1); --gpus=a100:1,v100:1,a100:2 gpu:a100:2(IDX:0-1),gpu:v100:1(IDX:2)
+    ("untyped-list-last", {"gpus": 2}, {"n1": (0, 1)}, (1,), None),
+    ("type-twice-last", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:1"},
+     {"n1": (0, 1, 2)}, (1,), None),
+    # GPUs per socket where gres.conf gives no Cores= (these nodes): G for each socket
+    # the job's CPUs are on, at most the node's free ones. --gres=gpu:a100:1
+    # --gpus-per-socket=v100:1 --sockets-per-node=2: n1 CPU_IDs=0
+    # GRES=gpu:a100:1(IDX:0),gpu:v100:1(IDX:2); with -n2 CPU_IDs=0,4 and v100:2(IDX:2-3)
+    ("per-socket-no-cores", {"gres": "gpu:a100:1", "gpus_per_socket": 1, "gpu_type": "v100",
+                             "sockets_per_node": 2}, {"n1": (0, 2)}, (1,), None),
+    ("per-socket-no-cores-n2", {"gres": "gpu:a100:1", "gpus_per_socket": 1,
+                                "gpu_type": "v100", "sockets_per_node": 2, "num_tasks": 2},
+     {"n1": (0, 2, 3)}, (2,), None),
+    # --gpus-per-socket=v100:1 --sockets-per-node=2 with -n2 (CPU_IDs=0,4), -n3
+    # (0-1,4), -c5 (0-1,4-6), --cpus-per-gpu=2 (0-1,4-5): both V100s; -c2 (0-1) and
+    # -n2 -m block:block (0-1): one
+    ("per-socket-no-cores-tasks", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                   "sockets_per_node": 2, "num_tasks": 2},
+     {"n1": (2, 3)}, (2,), None),
+    ("per-socket-no-cores-n3", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                "sockets_per_node": 2, "num_tasks": 3},
+     {"n1": (2, 3)}, (3,), None),
+    ("per-socket-no-cores-c5", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                "sockets_per_node": 2, "cpus_per_task": 5},
+     {"n1": (2, 3)}, (5,), None),
+    ("per-socket-no-cores-cpus-per-gpu", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                          "sockets_per_node": 2, "cpus_per_gpu": 2},
+     {"n1": (2, 3)}, (4,), None),
+    ("per-socket-no-cores-c2", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                "sockets_per_node": 2, "cpus_per_task": 2},
+     {"n1": (2,)}, (2,), None),
+    ("per-socket-no-cores-block", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                   "sockets_per_node": 2, "num_tasks": 2,
+                                   "distribution": "block:block"}, {"n1": (2,)}, (2,), None),
+    # --sockets-per-node=1 -n2: CPU_IDs=0,4, both V100s (the sockets used, not asked)
+    ("per-socket-no-cores-one-socket", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                        "sockets_per_node": 1, "num_tasks": 2},
+     {"n1": (2, 3)}, (2,), None),
+    # --gpus-per-socket=v100:2 -n2: two sockets want four, n1 has two: v100:2(IDX:2-3)
+    ("per-socket-no-cores-at-most-free", {"gpus_per_socket": 2, "gpu_type": "v100",
+                                          "sockets_per_node": 2, "num_tasks": 2},
+     {"n1": (2, 3)}, (2,), None),
+    # -n2 -N2: one CPU on each of n1 and n3, v100:1(IDX:2) each
+    ("per-socket-no-cores-N2", {"gpus_per_socket": 1, "gpu_type": "v100",
+                                "sockets_per_node": 2, "num_tasks": 2, "min_nodes": 2},
+     {"n1": (2,), "n3": (2,)}, (1, 1), None),
+    # --gpus-per-socket=a100:3 --sockets-per-node=2: n2, the one node of three A100s,
+    # a100:3(IDX:0-2) for one CPU
+    ("per-socket-no-cores-one-socket-worth", {"gpus_per_socket": 3, "gpu_type": "a100",
+                                              "sockets_per_node": 2},
+     {"n2": (0, 1, 2)}, (1,), None),
 ]  # fmt: skip
 
 
@@ -745,13 +867,43 @@ TYPED_NEVER = [
     ("typed-per-node-untyped-total", {"gres": "gpu:a100:1", "gpus": 2},
      errors.ESLURM_INVALID_GRES),
     # --gpus of several types: more V100s than the cluster has, and what sbatch refuses
-    # ("--gpus < -N") or Corral does not place (beside GPUs per node), for any client
+    # ("--gpus < -N") or slurmctld refuses, for any client
     ("list-never-fits", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:5"},
      errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
     ("list-fewer-than-nodes", {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:1",
                                "min_nodes": 2}, errors.ESLURM_INVALID_GRES),
+    # --gpus=a100:1,v100:2 --gres=gpu:v100:1 (and --gpus-per-node=v100:1): two nodes
+    # for the V100s, one A100 (sbatch sends it; slurmctld refuses)
     ("list-with-per-node", {"gres": "gpu:v100:1", "gpus": 1, "gpu_type": "a100",
-                            "gpus_also": "v100:1"}, errors.ESLURM_INVALID_GRES),
+                            "gpus_also": "v100:2"}, errors.ESLURM_INVALID_GRES),
+    # node counts of two types that differ, or outside -N (sbatch refuses these first)
+    ("list-per-node-counts-differ", {"gres": "gpu:a100:1,gpu:v100:1", "gpus": 2,
+                                     "gpu_type": "a100", "gpus_also": "v100:3"},
+     errors.ESLURM_INVALID_GRES),
+    ("list-per-node-outside-N", {"gres": "gpu:v100:1", "gpus": 2, "gpu_type": "a100",
+                                 "gpus_also": "v100:2", "min_nodes": 1, "max_nodes": 1},
+     errors.ESLURM_INVALID_GRES),
+    # --gpus=a100:3,v100:3 --gpus-per-node=a100:1: three nodes, two with V100s
+    ("list-per-node-never-fits", {"gres": "gpu:a100:1", "gpus": 3, "gpu_type": "a100",
+                                  "gpus_also": "v100:3"},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    # --gpus=a100:5,v100:1: n2 has no V100, n1 and n3 four A100s
+    ("list-node-without-a-type", {"gpus": 5, "gpu_type": "a100", "gpus_also": "v100:1"},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    # --gpus=a100:1,v100:2 --gpus-per-socket=a100:1 --sockets-per-node=2 and
+    # --gpus=v100:1 --gpus-per-socket=v100:1 --sockets-per-node=2: a total below
+    # one node's per-socket GPUs
+    ("list-per-socket-total-short", {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2",
+                                     "gpus_per_socket": 1, "sockets_per_node": 2},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    ("per-socket-total-short", {"gpus": 1, "gpu_type": "v100", "gpus_per_socket": 1,
+                                "sockets_per_node": 2},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    # --gpus-per-socket=v100:3 --sockets-per-node=1 (or 2): no node has three V100s
+    ("per-socket-no-cores-too-many", {"gpus_per_socket": 3, "gpu_type": "v100",
+                                      "sockets_per_node": 1},
+     errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    # what sbatch never sends (it keeps a type once: the last count), from any client
     ("list-untyped", {"gpus": 1, "gpus_also": "v100:1"}, errors.ESLURM_INVALID_GRES),
     ("list-type-twice", {"gpus": 1, "gpu_type": "a100", "gpus_also": "a100:1"},
      errors.ESLURM_INVALID_GRES),

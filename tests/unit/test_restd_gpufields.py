@@ -70,11 +70,21 @@ def _spec(**fields: Any) -> dict[str, Any]:
         # a total of another type beside GPUs per task, as Slurm takes it
         ({"tres_per_job": "gres/gpu:a100:2", "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
          {"gpus_per_task": 1, "gpu_type": "v100", "gpus_also": "a100:2"}),
+        # a list of totals, as sbatch's --gpus=a100:1,v100:2 (a type named again: the
+        # last count, as Slurm 22.05 keeps it)
+        ({"tres_per_job": "gres/gpu:a100:1,gres/gpu:v100:2"},
+         {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2"}),
+        ({"tres_per_job": "gres/gpu:a100:1,gres/gpu:v100:2,gres/gpu:a100:3"},
+         {"gpus": 3, "gpu_type": "a100", "gpus_also": "v100:2"}),
+        ({"tres_per_job": "gres/gpu:1,gres/gpu:2"}, {"gpus": 2}),
+        ({"tres_per_job": "gres/gpu:a100:1,gres/gpu:v100:2", "ntasks_per_tres": 2},
+         {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2", "ntasks_per_gpu": 2}),
     ],
     ids=["gpus typed", "old gres: spelling", "bare gpu is one", "per task", "per socket",
          "cpus and memory per gpu", "bind", "bind without gres/", "tasks per gpu", "switches",
          "unset switches ask none", "segment", "binding enforced", "binding disabled",
-         "no flags", "required level", "both levels", "preferred level", "total of another type"],
+         "no flags", "required level", "both levels", "preferred level", "total of another type",
+         "list of totals", "type named twice", "untyped list", "list with tasks per gpu"],
 )  # fmt: skip
 def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
     desc: dict[str, Any], expected: dict[str, Any]
@@ -86,7 +96,7 @@ def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
     ("desc", "code", "words"),
     [
         ({"tres_per_job": "cpu=4"}, errors.ESLURM_NOT_SUPPORTED,
-         "job.tres_per_job=cpu=4 is not supported: only one gres/gpu TRES is"),
+         "job.tres_per_job=cpu=4 is not supported: only gres/gpu TRES are"),
         ({"tres_per_task": "gres/gpu:1,gres/nic:1"}, errors.ESLURM_NOT_SUPPORTED,
          "job.tres_per_task=gres/gpu:1,gres/nic:1 is not supported: only one gres/gpu TRES is"),
         ({"cpus_per_tres": "gres/gpu:2;license/x:1"}, errors.ESLURM_NOT_SUPPORTED,
@@ -104,6 +114,12 @@ def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
         ({"tres_per_socket": "gres/gpu:a100:1", "sockets_per_node": 2,
           "tres_per_task": "gres/gpu:v100:1", "tasks": 2},
          errors.ESLURM_INVALID_GRES, "GPUs of several types (a100, v100) are not supported"),
+        ({"tres_per_job": "gres/gpu:a100:1,gres/gpu:2"}, errors.ESLURM_INVALID_GRES,
+         "Invalid GRES specification (with and without type identification)"),
+        ({"tres_per_job": "gres/gpu:a100:2,gres/gpu:v100:1", "minimum_nodes": 2},
+         errors.ESLURM_INVALID_GRES, "Failed to validate job spec, --gpus < -N"),
+        ({"tres_per_job": "gres/gpu:a100:1,gres/nic:1"}, errors.ESLURM_NOT_SUPPORTED,
+         "job.tres_per_job=gres/nic:1 is not supported: only gres/gpu TRES are"),
         ({"flags": ["SPREAD_JOB"]}, errors.ESLURM_NOT_SUPPORTED,
          "job.flags=SPREAD_JOB is not supported: "
          "only GRES_BINDING_ENFORCED and GRES_BINDING_DISABLED are"),
@@ -114,7 +130,8 @@ def test_gpu_and_topology_fields_fill_sbatchs_spec_fields(
     ],
     ids=["not a gpu", "two tres", "other tres per gpu", "bad bind", "socket without sockets",
          "per task and tasks per gpu", "cpus per gpu and per task", "memory without gpus",
-         "two types", "other job flag", "both bindings", "not a level", "empty preferred"],
+         "two types", "list typed and untyped", "list below -N", "list with another tres",
+         "other job flag", "both bindings", "not a level", "empty preferred"],
 )  # fmt: skip
 def test_what_sbatch_refuses_is_refused_in_its_words(
     desc: dict[str, Any], code: int, words: str

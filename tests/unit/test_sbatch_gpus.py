@@ -160,13 +160,16 @@ def test_the_job_is_told_its_gpu_options() -> None:
         ),
         (
             (("gpus", "2"), ("nodes", "3")),
-            ("Failed to validate job spec, --gpus < -N",),
+            ("Failed to validate job spec, --gpus < -N", GRES),
             "error",
             None,
         ),
         (
             (("gpus", "3"), ("gpus-per-node", "2")),
-            ("Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",),
+            (
+                "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",
+                GRES,
+            ),
             "error",
             None,
         ),
@@ -202,7 +205,7 @@ def test_the_job_is_told_its_gpu_options() -> None:
         # --gpus of several types: sbatch 22.05's words (every type's total at least -N)
         (
             (("gpus", "a100:1,v100:2"), ("nodes", "2")),
-            ("Failed to validate job spec, --gpus < -N",),
+            ("Failed to validate job spec, --gpus < -N", GRES),
             "error",
             None,
         ),
@@ -226,31 +229,56 @@ def test_the_job_is_told_its_gpu_options() -> None:
             "error",
             None,
         ),
-        # ... and what Corral does not place
+        # a list's first total and GPUs per node of its type make the node count, the
+        # other totals checked against it (sbatch 22.05)
         (
-            (("gpus", "1,2"),),
-            ("--gpus=1,2: give each GPU type once, as type:count",),
+            (("gpus", "a100:2,v100:1"), ("gpus-per-node", "a100:1")),
+            ("Failed to validate job spec, --gpus < -N", GRES),
             "error",
             None,
         ),
         (
-            (("gpus", "a100:1,a100:2"),),
-            ("--gpus=a100:1,a100:2: give each GPU type once, as type:count",),
+            (("gpus", "a100:1,v100:2"), ("gpus-per-node", "1")),
+            ("Invalid GRES specification (with and without type identification)",),
             "error",
             None,
         ),
         (
-            (("gpus", "a100:1,v100:2"), ("gres", "gpu:v100:1")),
+            (("gpus", "a100:2,v100:3"), ("gpus-per-node", "a100:1,v100:1"), ("nodes", "1-3")),
             (
-                "--gpus of several types with GPUs per node or --ntasks-per-gpu is not supported",
+                "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node "
+                "required nodes (3) doesn't fall between min_nodes (2) and max_nodes (2) "
+                "boundaries.",
                 GRES,
             ),
             "error",
             None,
         ),
         (
-            (("gpus", "a100:1"), ("gpus-per-socket", "v100:1"), ("sockets-per-node", "2")),
-            ("--gpus of another type than --gpus-per-socket is not supported", GRES),
+            (("gpus", "a100:2,v100:2"), ("gpus-per-node", "a100:1"), ("nodes", "1")),
+            (
+                "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node "
+                "required nodes (2) doesn't fall between min_nodes (1) and max_nodes (1) "
+                "boundaries.",
+                GRES,
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "a100:2,v100:2"), ("gpus-per-node", "v100:1"), ("nodes", "1")),
+            (
+                "Failed to validate job spec. Based on --gpu and --gres=gpu/--gpus-per-node "
+                "required nodes (2) doesn't fall between min_nodes (1) and max_nodes (1) "
+                "boundaries.",
+                GRES,
+            ),
+            "error",
+            None,
+        ),
+        (
+            (("gpus", "2,1"), ("nodes", "2")),
+            ("Failed to validate job spec, --gpus < -N", GRES),
             "error",
             None,
         ),
@@ -273,10 +301,12 @@ def test_the_job_is_told_its_gpu_options() -> None:
         "types-fewer-than-nodes",
         "total-beside-per-task-without-tasks",
         "total-beside-per-task-tasks-differ",
-        "untyped-list",
-        "a-type-twice",
-        "types-with-per-node",
-        "types-with-per-socket",
+        "list-below-its-node-count",
+        "list-with-untyped-per-node",
+        "list-of-two-node-counts",
+        "list-node-count-beyond-N",
+        "list-second-type-beyond-N",
+        "untyped-list-last-below-nodes",
     ],
 )
 def test_bad_gpu_options_are_refused_in_slurms_words(
@@ -309,10 +339,32 @@ def test_bad_gpu_options_are_refused_in_slurms_words(
           "num_tasks": None}),
         ((("gpus", "a100:2,v100:2"), ("nodes", "2")),
          {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:2", "min_nodes": 2}),
+        # a type named again counts once, its last count (TresPerJob keeps the text,
+        # the allocation the last: --gpus=1,2 is 2 GPUs, a100:1,v100:1,a100:2 is 2 + 1)
+        ((("gpus", "1,2"),), {"gpus": 2, "gpu_type": None, "gpus_also": None}),
+        ((("gpus", "a100:2,a100:1"),), {"gpus": 1, "gpu_type": "a100", "gpus_also": None}),
+        ((("gpus", "a100:1,v100:1,a100:2"),),
+         {"gpus": 2, "gpu_type": "a100", "gpus_also": "v100:1"}),
+        ((("gpus", "1,2"), ("nodes", "2")), {"gpus": 2, "min_nodes": 2}),
+        ((("gpus-per-node", "a100:1,a100:1"),), {"gres": "gpu:a100:1"}),
+        # beside GPUs per node, per socket or --ntasks-per-gpu
+        ((("gpus", "a100:2,v100:2"), ("gpus-per-node", "a100:1")),
+         {"gres": "gpu:a100:1", "gpus": 2, "gpu_type": "a100", "gpus_also": "v100:2"}),
+        ((("gpus", "a100:1,v100:2"), ("gpus-per-node", "v100:1")),
+         {"gres": "gpu:v100:1", "gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2"}),
+        ((("gpus", "a100:1,v100:2"), ("gpus-per-socket", "v100:1"), ("sockets-per-node", "2")),
+         {"gpus": 2, "gpus_per_socket": 1, "gpu_type": "v100", "gpus_also": "a100:1"}),
+        ((("gpus", "a100:2,v100:2"), ("gpus-per-node", "v100:1"), ("nodes", "1-3")),
+         {"gres": "gpu:v100:1", "gpus": 2, "gpus_also": "v100:2", "min_nodes": 1}),
+        ((("gpus", "a100:1,v100:2"), ("ntasks-per-gpu", "2")),
+         {"gpus": 1, "gpu_type": "a100", "gpus_also": "v100:2", "ntasks_per_gpu": 2}),
     ],
     ids=["per-node-and-total", "per-node-list", "gres-and-per-node", "total-of-one-type",
          "per-node-and-per-task", "total-list", "total-beside-per-task", "list-with-per-task",
-         "list-over-two-nodes"],
+         "list-over-two-nodes", "untyped-list-last-wins", "type-twice-last-wins",
+         "type-again-after-another", "untyped-list-over-two-nodes", "per-node-type-twice",
+         "list-with-per-node", "list-with-per-node-of-another", "list-with-per-socket",
+         "list-in-a-node-range", "list-with-ntasks-per-gpu"],
 )  # fmt: skip
 def test_gpus_of_two_types_are_sent_per_type(
     options: tuple[tuple[str, str], ...], expected: dict[str, Any]
@@ -339,7 +391,8 @@ def test_gpus_of_two_types_are_sent_per_type(
         ((("gres", "gpu:a100:1"), ("gpus-per-socket", "1"), ("sockets-per-node", "2")),
          ("Invalid GRES specification (with and without type identification)",)),
         ((("gpus", "v100:3"), ("gpus-per-node", "a100:1,v100:2")),
-         ("Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",)),
+         ("Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",
+          GRES)),
     ],
     ids=["untyped-per-node-typed-total", "typed-per-node-untyped-total",
          "typed-gres-untyped-per-node", "typed-and-untyped-per-node", "untyped-per-socket",

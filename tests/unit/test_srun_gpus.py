@@ -62,3 +62,10 @@ def test_a_list_of_gpu_types_asks_them_all() -> None:
     assert fields == {"gpus_per_node": 2}
     with pytest.raises(Halt):
         gpuinput.step_fields({"gpus-per-node": "a100:1,v100:x"})
+
+
+def test_a_type_named_again_counts_once() -> None:
+    """Slurm 22.05: a step of ``sbatch --gpus=1,2`` (SLURM_GPUS=1,2 read back) gets two
+    GPUs, 0 and 1, the last count of the one type, as the job did."""
+    assert gpuinput.step_fields({"gpus": "1,2"}) == {"gpus": 2}
+    assert gpuinput.step_fields({"gpus": "a100:1,v100:1,a100:2"}) == {"gpus": 3}

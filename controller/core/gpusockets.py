@@ -1,0 +1,53 @@
+"""--gpus-per-socket on a node whose GPUs of the type asked have no known cores.
+
+Where gres.conf gives the GPUs ``Cores=`` (or the agent's probe found the CPUs near
+them), ``--gpus-per-socket=G --sockets-per-node=S`` asks G GPUs near each of S
+sockets, G times S on the node (``gpus.ask``). Where it does not, Slurm 22.05 cannot
+tell a GPU's socket and gives G for each socket the job's CPUs there are on, as
+many as the node has free: ``--gres=gpu:a100:1 --gpus-per-socket=v100:1
+--sockets-per-node=2`` is one V100 for a job of one CPU, two for ``-n2`` (CPUs 0
+and 4) or ``-c5``, one for ``-n2 -m block:block`` (CPUs 0-1) and for ``-c2``, and
+``--gpus-per-socket=v100:2 -n2`` on a node of two V100s is those two (measured:
+tests/unit/test_gpu_semantics.py). A node with fewer than G free is no use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from controller.core.cpupick import pick, socket_size
+from controller.core.gpus import GpuAsk, free_gpus
+from controller.core.snapshot import NodeView
+
+__all__ = ["on_node"]
+
+
+def on_node(gpu: GpuAsk, node: NodeView, cpus: int, cpt: int, dist: str) -> GpuAsk | None:
+    """``gpu`` (with GPUs per socket) as ``node`` gives it to a job of ``cpus`` CPUs
+    there, in tasks of ``cpt`` taken as ``dist`` takes them (``cpupick.pick``): the
+    per-socket GPUs counted over the sockets those CPUs are on where the node knows no
+    cores of the type's GPUs; None when it has fewer than one socket's worth free."""
+    dev = node.devices
+    if dev is None:
+        return gpu
+    near = dict(dev.near)
+    if any(index in near for kind, index in dev.numbers if not gpu.kind or kind == gpu.kind):
+        return gpu
+    free = free_gpus(node.gres, gpu.kind)
+    if free < gpu.per_socket:
+        return None
+    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    idle = ~busy & ((1 << node.cpus) - 1)
+    ids = pick(idle, node.cpus, node.sockets, node.unit, cpus, cpt, dist)
+    size = socket_size(node.cpus, node.sockets)
+    spanned = len({cpu // size for cpu in ids}) or 1
+    asked = gpu.per_socket * max(gpu.sockets, 1)
+    count = min(gpu.per_socket * spanned, free)
+    *items, last = gpu.items  # gpus.ask puts the per-socket GPUs last
+    change = count - asked
+    return replace(
+        gpu,
+        items=(*items, (last[0], last[1], count)),
+        per_node=gpu.per_node + change,
+        same=gpu.same + change,
+    )
