@@ -5,8 +5,10 @@ moves off) the controller looks at the jobs ``movespec.may_move`` allows: pendin
 never started, their ``-M`` list naming several clusters. For each it asks the other
 named clusters, as the job's user, when they would start it (``--test-only``'s plan,
 as ``sbatch -M a,b`` asks). Where one starts it more than MoveMargin
-(``corral_move_margin=N``, seconds) before this cluster's backfill expects to, the
-job moves there:
+(``corral_move_margin=N``, seconds) before this cluster's backfill expects to (a
+job that no backfill pass has planned yet is left for the next round; one a pass
+found no start for within bf_window counts as never starting here), the job moves
+there:
 
 1. ``JobStore.send_to`` marks it as being sent, and that is journaled first: from
    then it never starts here, and a restart sends it again rather than lose it;
@@ -41,6 +43,9 @@ from corral.config import SlurmConfig
 from corral.wire import corral_pb2 as pb
 
 log = logging.getLogger(__name__)
+
+#: The start of a job backfill found none for within its window (bf_window).
+NEVER = 2**62
 
 #: How often a controller with moves turned off looks whether a reconfigure turned
 #: them on.
@@ -97,14 +102,18 @@ class Mover:
         for job in [j for j in self.store.jobs.values() if _being_sent(j)]:
             await self._send(job, targets)
         margin = settings(self.store.conf).margin
+        last = self.store.backfill_pass
+        planned = {j.job_id for j in last[0].pending} if last is not None else set()
         for job in [j for j in self.store.jobs.values() if movespec.may_move(j)]:
-            if job.job_id not in self.store.jobs or not movespec.may_move(
-                self.store.jobs[job.job_id]
-            ):
+            if job.job_id not in planned:
+                continue  # no backfill pass has planned it yet: it may start here now
+            job = self.store.jobs[job.job_id]
+            if not movespec.may_move(job):
                 continue  # changed while another was asked about
-            here = job.expected_start
-            if not here or here <= int(self.clock()) + margin:
-                continue  # starts soon here, or backfill has no start for it
+            # Backfill's expected start (squeue --start); none: not within its window.
+            here = job.expected_start or NEVER
+            if here <= int(self.clock()) + margin:
+                continue  # it starts soon enough here
             sooner = await self._sooner(job, targets, here - margin)
             if sooner is not None:
                 moving = self.store.send_to(job.job_id, sooner)
@@ -126,8 +135,9 @@ class Mover:
             ask.test_only = True
             ask.ClearField("moved_from")
             reply = await self._call(name, targets[name], "Submit", ask, job)
-            if reply.code:
-                continue  # it cannot take the job: not a place to move to
+            if reply.code:  # it cannot take the job: not a place to move to
+                log.debug("job_id=%d: %s cannot take it: %s", job.job_id, name, reply.error)
+                continue
             when = pb.SubmitReply.FromString(reply.body).start_time
             if when < start:
                 best, start = name, when

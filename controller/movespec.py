@@ -38,8 +38,11 @@ def movable(spec: JobSpec) -> bool:
 
 def kept(spec: JobSpec) -> bytes:
     """What a movable job keeps of its request besides the payload: the wire spec, as
-    its user's own (``--uid``/``--gid``, which root alone may give, were applied)."""
-    rest = replace(spec, script="", argv=(), environment={}, run_as_uid=None, run_as_gid=None)
+    its user's own (``--uid``/``--gid``, which root alone may give, were applied), and
+    not held (a held job does not move; one released is no longer held)."""
+    rest = replace(
+        spec, script="", argv=(), environment={}, run_as_uid=None, run_as_gid=None, hold=False
+    )
     data: bytes = to_wire(rest, pb.JobSpec()).SerializeToString()
     return data
 

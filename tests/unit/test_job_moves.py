@@ -76,6 +76,7 @@ def test_the_other_cluster_gets_the_users_own_request_and_the_key() -> None:
         clusters="alpha,beta",
         run_as_uid=1000,
         run_as_gid=1000,
+        hold=True,
     )
     payload = Payload(spec.script, spec.argv, (("HOME", "/home/u"),), movespec.kept(spec))
     payload = payload_from_row(payload_to_row(payload))  # as the journal keeps it
@@ -87,6 +88,7 @@ def test_the_other_cluster_gets_the_users_own_request_and_the_key() -> None:
         environment={"HOME": "/home/u", "SLURM_WORKING_CLUSTER": "beta:h:7:10752"},
         run_as_uid=None,
         run_as_gid=None,
+        hold=False,
     )
 
 
