@@ -21,7 +21,7 @@ there:
 
 The other cluster refusing the job (a Slurm error) leaves it here, where it waits as
 any job and never moves again; an unreachable one is asked again next interval. A job
-cancelled while it was being sent has its copy there cancelled too.
+cancelled while its submission was on its way has the copy it made cancelled too.
 """
 
 from __future__ import annotations
@@ -97,29 +97,39 @@ class Mover:
                 log.exception("job moves: this round failed")
 
     async def once(self) -> None:
-        """One round: jobs being sent are sent again, then the others looked at."""
-        targets = await self.lookup()
-        for job in [j for j in self.store.jobs.values() if _being_sent(j)]:
-            await self._send(job, targets)
-        margin = settings(self.store.conf).margin
-        last = self.store.backfill_pass
+        """One round: jobs being sent are sent again, then the others looked at (dbd is
+        asked where the clusters are only when there is a job to move)."""
+        sending = [j for j in self.store.jobs.values() if _being_sent(j)]
+        last = self.store.backfill_pass  # a job no pass planned yet may start here now
         planned = {j.job_id for j in last[0].pending} if last is not None else set()
-        for job in [j for j in self.store.jobs.values() if movespec.may_move(j)]:
-            if job.job_id not in planned:
-                continue  # no backfill pass has planned it yet: it may start here now
-            job = self.store.jobs[job.job_id]
-            if not movespec.may_move(job):
-                continue  # changed while another was asked about
+        candidates = [
+            i for i, j in self.store.jobs.items() if i in planned and movespec.may_move(j)
+        ]
+        if not sending and not candidates:
+            return
+        targets = await self.lookup()
+        for marked in sending:
+            await self._send(marked, targets)
+        margin = settings(self.store.conf).margin
+        for job_id in candidates:
+            job = self._still_movable(job_id)  # it may have changed while others were asked
+            if job is None:
+                continue
             # Backfill's expected start (squeue --start); none: not within its window.
             here = job.expected_start or NEVER
             if here <= int(self.clock()) + margin:
                 continue  # it starts soon enough here
             sooner = await self._sooner(job, targets, here - margin)
-            if sooner is not None:
-                moving = self.store.send_to(job.job_id, sooner)
+            # Checked again with no await before the mark: it may have started meanwhile.
+            if sooner is not None and self._still_movable(job_id) is not None:
+                moving = self.store.send_to(job_id, sooner)
                 await self.store.flush()
-                log.info("job_id=%d moves to cluster %s", job.job_id, sooner)
+                log.info("job_id=%d moves to cluster %s", job_id, sooner)
                 await self._send(moving, targets)
+
+    def _still_movable(self, job_id: int) -> Job | None:
+        job = self.store.jobs.get(job_id)
+        return job if job is not None and movespec.may_move(job) else None
 
     async def _sooner(self, job: Job, targets: dict[str, str], before: int) -> str | None:
         """Of the other clusters ``job`` named, the one whose plan starts it first, if
