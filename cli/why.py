@@ -53,6 +53,11 @@ def why(argv: list[str]) -> int:
 def text(doc: Mapping[str, Any]) -> str:
     """The answer in words, a line per finding."""
     job, user, state = doc["job_id"], doc["user"], doc["state"]
+    if doc.get("moved_to"):  # docs/federation.md, "A pending job moves"
+        cluster, _, there = doc["moved_to"].partition(":")
+        if not there:
+            return f"Job {job} ({user}) is being moved to cluster {cluster}.\n"
+        return f"Job {job} ({user}) moved to cluster {cluster} as job {there}.\n"
     if state != "PENDING":
         where = f" on {doc['nodes']}" if doc["nodes"] else ""
         queue = f" in queue {doc['queue']['name']}" if doc.get("queue") else ""

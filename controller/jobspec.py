@@ -128,6 +128,22 @@ def from_fields(fields: Mapping[str, Any]) -> JobSpec:
 _REPEATED = frozenset({"argv", "partitions"})
 
 
+def to_wire(spec: JobSpec, message: Any) -> Any:
+    """``message`` (an empty protobuf ``JobSpec``) given ``spec``'s fields: what
+    ``from_wire`` reads back as ``spec`` (a job moved to another cluster is sent so)."""
+    for name in JobSpec.__dataclass_fields__:
+        value = getattr(spec, name)
+        if value is None:
+            continue
+        if name == "environment":
+            message.environment.update(value)
+        elif name in _REPEATED:
+            getattr(message, name).extend(value)
+        else:
+            setattr(message, name, value)
+    return message
+
+
 def _build(pairs: Iterable[tuple[str, Any]]) -> JobSpec:
     values: dict[str, Any] = {}
     for name, value in pairs:

@@ -34,8 +34,12 @@ memory and generic resources stay its own. The gang scheduler's suspensions
 lend nothing (``Suspend.lend`` false): the jobs that time-slice take turns on
 CPUs they all keep, as Slurm's gang rows do.
 
+    PENDING ── Revoke ──▶ CANCELLED+REVOKED   (never started here; it moved to another
+                                             cluster: controller/moves.py)
+
 Finished jobs (COMPLETED FAILED TIMEOUT CANCELLED NODE_FAIL) may be requeued
-back to PENDING with ``Requeue``. Hold and Release only apply to PENDING jobs.
+back to PENDING with ``Requeue``, but a revoked one, whose run is another
+cluster's. Hold and Release only apply to PENDING jobs.
 
 ``apply(job, event)`` is pure: it returns the new ``Job`` or raises
 ``InvalidTransition``. ``JobStore.post`` is its only caller; side effects
@@ -76,6 +80,9 @@ COMPLETING = "COMPLETING"
 REQUEUED = "REQUEUED"
 # Only on the accounting record of a size a job left (Slurm's JOB_RESIZING).
 RESIZING = "RESIZING"
+# A pending job that moved to another cluster (Slurm's JOB_REVOKED, which its
+# federations give a sibling another cluster started): CANCELLED+REVOKED, for good.
+REVOKED = "REVOKED"
 
 
 class Reason(enum.Enum):
@@ -277,6 +284,15 @@ class Release:
 
 
 @dataclass(frozen=True, slots=True)
+class Revoke:
+    """A pending job that never started was submitted to another cluster, as
+    ``moved_to`` ("cluster:job_id"), and ends here (controller/moves.py)."""
+
+    now: int
+    moved_to: str
+
+
+@dataclass(frozen=True, slots=True)
 class GiveUp:
     """The scheduler ends a pending job that can never run as asked.
 
@@ -341,6 +357,7 @@ Event = (
     | Hold
     | Release
     | GiveUp
+    | Revoke
     | Suspend
     | Resume
     | Resize
@@ -469,7 +486,7 @@ def apply(job: Job, event: Event) -> Job:
                 cpus_used=event.used,
                 resize_time=event.now,
             )
-        case Start() if state is JobState.PENDING and not job.held:
+        case Start() if state is JobState.PENDING and not job.held and not job.moved_to:
             return replace(
                 job,
                 state=JobState.RUNNING,
@@ -535,7 +552,7 @@ def apply(job: Job, event: Event) -> Job:
             )
         case Requeue() if state is JobState.RUNNING and COMPLETING not in job.flags:
             return replace(job, flags=job.flags | {COMPLETING, REQUEUED}, requeue_hold=event.hold)
-        case Requeue() if state.finished and COMPLETING not in job.flags:
+        case Requeue() if state.finished and not job.flags & {COMPLETING, REVOKED}:
             return _back_to_pending(job, event.now, event.hold)
         case NodeFail() if state is JobState.RUNNING or COMPLETING in job.flags:
             if (event.requeue or REQUEUED in job.flags) and state is JobState.RUNNING:
@@ -559,6 +576,16 @@ def apply(job: Job, event: Event) -> Job:
             )
         case Release() if state is JobState.PENDING and job.held:
             return replace(job, held="", reason=Reason.NONE)
+        case Revoke() if state is JobState.PENDING and not job.start_time:
+            return replace(
+                job,
+                state=JobState.CANCELLED,
+                flags=frozenset({REVOKED}),
+                reason=Reason.NONE,
+                end_time=event.now,
+                start_time=event.now,
+                moved_to=event.moved_to,
+            )
         case GiveUp() if state is JobState.PENDING:
             final = JobState.DEADLINE if event.reason is Reason.DEADLINE else JobState.CANCELLED
             return replace(

@@ -18,6 +18,7 @@ journal (``corral-state.db.old``, as slurmctld keeps ``job_state.old``).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -163,15 +164,23 @@ def node_to_row(node: NodeRuntime) -> str:
 
 
 def payload_to_row(payload: Payload) -> str:
-    return json.dumps(
-        {"script": payload.script, "argv": payload.argv, "environment": payload.environment}
-    )
+    record: dict[str, Any] = {
+        "script": payload.script,
+        "argv": payload.argv,
+        "environment": payload.environment,
+    }
+    if payload.spec:
+        record["spec"] = base64.b64encode(payload.spec).decode()
+    return json.dumps(record)
 
 
 def payload_from_row(text: str) -> Payload:
     record = json.loads(text)
     return Payload(
-        record["script"], tuple(record["argv"]), tuple(map(tuple, record["environment"]))
+        record["script"],
+        tuple(record["argv"]),
+        tuple(map(tuple, record["environment"])),
+        base64.b64decode(record.get("spec", "")),
     )
 
 

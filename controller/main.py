@@ -22,6 +22,7 @@ from controller.grpcface import GrpcController
 from controller.journal import Journal, JournalError, JournalWriteError, StateJournal
 from controller.loop import SchedulerLoop
 from controller.metrics import ControllerCollector, metrics_address, serve_metrics
+from controller.moves import Mover
 from controller.service import Handlers
 from controller.store import JobStore
 from controller.triggerrun import TriggerRunner
@@ -159,6 +160,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
     running.add_signal_handler(signal.SIGHUP, _reconfigure(handlers))
     cycle = asyncio.create_task(loop.run())
     triggers = asyncio.create_task(TriggerRunner(store).run())
+    moves = asyncio.create_task(Mover(store, calls, cluster_lookup(handlers)).run())
     accounting = (
         [asyncio.create_task(delivery.run()), asyncio.create_task(delivery.follow())]
         if delivery is not None
@@ -175,6 +177,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
     log.info("shutting down")
     cycle.cancel()
     triggers.cancel()
+    moves.cancel()
     for task in accounting:
         task.cancel()
     if renewing is not None:

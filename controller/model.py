@@ -220,6 +220,13 @@ class Job:
     het_job_id: int = 0
     het_job_offset: int = 0
     het_job_id_set: str = ""
+    # Moving to another cluster (docs/federation.md, "A pending job moves"): the -M list
+    # when it named several clusters ("" otherwise, and for a job moved here); where it
+    # went, "cluster:job_id" (the cluster alone while it is being sent there: it does not
+    # start here meanwhile); the "cluster:job_id" it came from (it never moves again).
+    clusters: str = ""
+    moved_to: str = ""
+    moved_from: str = ""
 
     @property
     def run_key(self) -> int:
@@ -310,11 +317,14 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Payload:
-    """The parts of a submission only the node agent needs."""
+    """The parts of a submission only the node agent needs; and of a job that may move
+    to another cluster, the rest of its wire ``JobSpec`` (serialized, without script,
+    arguments and environment) to submit there."""
 
     script: str
     argv: tuple[str, ...] = ()
     environment: tuple[tuple[str, str], ...] = ()
+    spec: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)

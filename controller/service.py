@@ -31,6 +31,7 @@ from controller import (
     jobspec,
     jobtop,
     licenseviews,
+    movespec,
     mpmdsteps,
     priorityviews,
     queries,
@@ -161,11 +162,17 @@ class Handlers:
             raise SlurmError(errors.ESLURM_INVALID_ARRAY)  # Slurm has no arrays of het jobs
         if req.test_only:
             return await self._test_only([spec, *rest], who, now)
+        if req.moved_from:  # another cluster moves its job here (controller/moves.py)
+            if rest or not movespec.valid_key(req.moved_from):
+                raise SlurmError(errors.EINVAL, "Invalid moved job key")
+            again = self.store.moved_here(req.moved_from, who.uid)
+            if again is not None:  # a retried move: the job it made already
+                return pb.SubmitReply(job_id=again.job_id, cluster=self.store.conf.cluster_name)
         self._check_writable()
         if rest:
             admitted = self.store.submit_het([spec, *rest], who, now)[0]
         else:
-            admitted = self.store.submit(spec, who, now)
+            admitted = self.store.submit(spec, who, now, req.moved_from)
         await self._commit()
         job = admitted.job
         if not job.held and job.begin_time <= now:

@@ -41,6 +41,7 @@ from controller import (
     hetsteps,
     jobstate,
     mail,
+    movespec,
     mpmdsteps,
     nodefeatures,
     remotelicenses,
@@ -74,6 +75,11 @@ from corral.config import SlurmConfig
 from corral.errors import SlurmError
 
 log = logging.getLogger(__name__)
+
+
+def _schedulable(job: Job) -> bool:
+    """Pending and not being sent to another cluster: the jobs snapshots offer."""
+    return job.state is JobState.PENDING and not job.moved_to
 
 
 ASSOCIATIONS_KEY = "associations"
@@ -164,9 +170,7 @@ class JobStore:
         """
         loaded = self.journal.load()
         self.jobs = loaded.jobs
-        self._pending = {
-            i: None for i, j in sorted(self.jobs.items()) if j.state is JobState.PENDING
-        }
+        self._pending = {i: None for i, j in sorted(self.jobs.items()) if _schedulable(j)}
         self._ended = {
             i: j.end_time for i, j in self.jobs.items() if j.state.finished and not holds_nodes(j)
         }
@@ -224,7 +228,7 @@ class JobStore:
             )
         self.durable.job(self.jobs.get(job.job_id), job)
         self.jobs[job.job_id] = job
-        if job.state is JobState.PENDING:
+        if _schedulable(job):
             self._pending[job.job_id] = None
         else:
             self._pending.pop(job.job_id, None)
@@ -281,11 +285,39 @@ class JobStore:
 
     # ------------------------------------------------------------ jobs
 
-    def submit(self, spec: JobSpec, who: Principal, now: int) -> Admitted:
+    def submit(self, spec: JobSpec, who: Principal, now: int, moved_from: str = "") -> Admitted:
+        """``spec`` admitted and kept; ``moved_from``: the "cluster:job_id" another
+        cluster moved it from (it never moves again), else it may move if its -M list
+        named several clusters (controller/movespec.py)."""
         if len(self.jobs) >= self.conf.max_job_count:
             # Slurm's answer at MaxJobCount: EAGAIN, which sbatch retries.
             raise SlurmError(errors.EAGAIN)
-        return self._record(self._admit(spec, who, now, self.next_job_id))
+        admitted = self._admit(spec, who, now, self.next_job_id)
+        job, payload = admitted.job, admitted.payload
+        if moved_from:
+            job = replace(job, moved_from=moved_from)
+        elif movespec.movable(spec):
+            job = replace(job, clusters=spec.clusters)
+            payload = replace(payload, spec=movespec.kept(spec))
+        return self._record(replace(admitted, job=job, payload=payload))
+
+    def moved_here(self, key: str, uid: int) -> Job | None:
+        """The job another cluster already moved here under ``key`` for ``uid``: a
+        retried move gets it again instead of a second copy."""
+        return next((j for j in self.jobs.values() if j.moved_from == key and j.uid == uid), None)
+
+    def send_to(self, job_id: int, cluster: str) -> Job:
+        """``job_id`` is being sent to ``cluster`` (journaled before it is sent, so a
+        restart sends it again rather than lose it); meanwhile it never starts here."""
+        job = replace(self.jobs[job_id], moved_to=cluster)
+        self._touch_job(job)
+        return job
+
+    def keep_here(self, job_id: int) -> Job:
+        """A move the other cluster refused: ``job_id`` waits here again, for good."""
+        job = replace(self.jobs[job_id], moved_to="", clusters="")
+        self._touch_job(job)
+        return job
 
     def submit_het(self, specs: Sequence[JobSpec], who: Principal, now: int) -> list[Admitted]:
         """A heterogeneous job: each spec a component of consecutive ids, the first the
@@ -775,8 +807,8 @@ class JobStore:
         started = []
         for start in hetjobs.whole(plan.starts, self.jobs, self._still_holds):
             job = self.jobs.get(start.job_id)
-            if job is None or not self._still_holds(start):
-                continue
+            if job is None or job.moved_to or not self._still_holds(start):
+                continue  # gone, being sent to another cluster, or its nodes taken
             if job.array_pending:
                 task = arrayspec.first(job.array_pending) if start.task is None else start.task
                 if not arrayspec.contains(job.array_pending, task):

@@ -39,7 +39,7 @@ async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyR
     hidden = private(store, who)
     if job is None or not who.may_see(job.uid, job.account, hidden):
         raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
-    if job.state is not JobState.PENDING:
+    if job.state is not JobState.PENDING or job.moved_to:
         return pb.WhyReply(
             job_id=job.job_id,
             user=job.user,
@@ -49,6 +49,7 @@ async def why(store: JobStore, job_id: int, who: Principal, now: int) -> pb.WhyR
             nodes=hostlist.compress(job.nodes) if job.nodes else "",
             queue=queuereply.job_queue(store, job),
             flavor=job.flavor,
+            moved_to=job.moved_to,
         )
     last = store.backfill_pass
     if last is not None and any(j.job_id == job_id for j in last[0].pending):

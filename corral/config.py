@@ -973,6 +973,11 @@ SCHEDULER_NUMBERS = {
     "default_queue_depth": (1, 10_000_000),
     "sched_interval": (0, 10_000_000),
     "max_switch_wait": (0, 100_000_000),
+    # Corral's own (controller/moves.py, docs/federation.md): pending jobs moved to a
+    # cluster that starts them sooner; seconds between looks (0: never) and how much
+    # sooner.
+    "corral_move_interval": (0, 86400),
+    "corral_move_margin": (0, 86400),
 }
 
 

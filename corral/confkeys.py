@@ -251,7 +251,7 @@ ReturnToService                 honoured
 RoutePlugin                     warned              not read
 SallocDefaultCommand            refused             salloc runs its command or the shell
 SbcastParameters                warned              a typo of sbcast(1): BcastParameters
-SchedulerParameters             honoured
+SchedulerParameters             honoured            + corral_move_* (docs/federation.md)
 SchedulerPort                   warned              retired by Slurm
 SchedulerTimeSlice              honoured
 SchedulerType                   honoured

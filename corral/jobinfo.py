@@ -78,6 +78,8 @@ COPIED: Final[dict[str, str]] = {
     "het_job_id": "het_job_id",
     "het_job_offset": "het_job_offset",
     "het_job_id_set": "het_job_id_set",
+    "moved_to": "moved_to",
+    "moved_from": "moved_from",
 }
 
 #: JobInfo fields ``views.job_info`` works out from the job (and the configuration).
@@ -275,5 +277,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "resize_time",
         "run_start",
         "cron_spec",
+        "moved_to",  # scontrol's MovedTo= (docs/federation.md): Corral's own
+        "moved_from",
     }
 )

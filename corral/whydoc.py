@@ -39,7 +39,8 @@ def why_document(reply: Mapping[str, Any]) -> dict[str, Any]:
         "reason": reply["reason"],
     }
     doc["flavor"] = reply.get("flavor") or None
-    if reply["state"] != "PENDING":
+    doc["moved_to"] = reply.get("moved_to") or None  # docs/federation.md
+    if reply["state"] != "PENDING" or doc["moved_to"]:
         doc["nodes"] = reply["nodes"] or None
         doc["queue"] = _queue(reply)
         return doc

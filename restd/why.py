@@ -21,6 +21,8 @@ WHY = obj(
         "state": string(),
         "reason": string(),
         "flavor": _nullable(string()),
+        # a job that moved to another cluster: "cluster:job_id" there (docs/federation.md)
+        "moved_to": _nullable(string()),
         "nodes": _nullable(string()),
         "partition": string(),
         "position": integer(minimum=0),

@@ -198,6 +198,10 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         out.append(f"SystemComment={job['system_comment']} ")
     if job["batch_flag"]:
         out += [f"StdErr={std_err(job)}", f"StdIn={std_in(job)}", f"StdOut={std_out(job)}"]
+    if job.get("moved_to"):  # Corral's own (docs/federation.md): where it moved
+        out.append(f"MovedTo={job['moved_to']}")
+    if job.get("moved_from"):
+        out.append(f"MovedFrom={job['moved_from']}")
     if job.get("container") or job.get("container_id"):  # OCI: only when asked for
         out.append(f"Container={null(job.get('container', ''))}")
         if job.get("container_id"):

@@ -111,6 +111,7 @@ def test_a_job_that_is_not_pending_says_its_state() -> None:
         "state": "RUNNING",
         "reason": "None",
         "flavor": None,
+        "moved_to": None,
         "nodes": "node[1-2]",
         "queue": None,
     }
