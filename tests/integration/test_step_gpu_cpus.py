@@ -95,7 +95,10 @@ def test_a_list_of_totals_beside_gpus_per_node(make_cluster: Callable[..., Clust
     cluster.wait_done(listed)
     shown = cluster.run("scontrol", "show", "job", "-d", str(listed)).stdout
     assert "JOB_GRES=gpu:a100:2,gpu:v100:2\n" in shown
-    assert " Nodes=node[1-2] CPU_IDs=0 Mem=0 GRES=gpu:a100:1(IDX:0),gpu:v100:1(IDX:2)\n" in shown
+    node = cluster.run("scontrol", "show", "node", "node1").stdout
+    memory = node.split("RealMemory=")[1].split()[0]  # no memory asked: the node's, as Slurm's
+    line = f" Nodes=node[1-2] CPU_IDs=0 Mem={memory} GRES=gpu:a100:1(IDX:0),gpu:v100:1(IDX:2)\n"
+    assert line in shown
     assert (cluster.dir / "list.out").read_text() == "2 0,2 a100:2,v100:2\n"
     again = cluster.sbatch("--gpus=1,2", "-o", "again.out", "--wrap", "echo $SLURM_JOB_GPUS")
     cluster.wait_done(again)
