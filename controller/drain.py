@@ -38,8 +38,14 @@ class Registration:
 
 
 def usable(node: NodeRuntime) -> bool:
-    """Whether jobs may start on ``node``: up, answering, not drained."""
-    return node.state == "UP" and node.responding and not node.drain
+    """Whether jobs may start on ``node``: up, answering (or powered down, to be
+    resumed for them: ``controller/powersave.py``), not drained, not on its way
+    to power saving."""
+    if node.state != "UP" or node.drain:
+        return False
+    if node.power in ("powered_down", "powering_up"):
+        return True
+    return node.responding and not node.power
 
 
 def shortfall(cpus: int, memory: int, gres: str, reg: Registration) -> str:
