@@ -34,6 +34,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from controller.holdings import holds_nodes
 from controller.jobstate import JobState, NodeFail
 from controller.model import Job, NodeRuntime
 from controller.store import JobStore
@@ -253,18 +254,21 @@ def configuring(job: Job, nodes: Mapping[str, NodeRuntime]) -> bool:
     )
 
 
-def requested(node: NodeRuntime, state: str, now: int) -> NodeRuntime:
-    """``scontrol update State=POWER_*`` of one node (FORCE's job ends are the
-    caller's)."""
+def requested(node: NodeRuntime, state: str, busy: bool) -> tuple[NodeRuntime, str]:
+    """``scontrol update State=POWER_*`` of one node: the node, and what follows now
+    ("suspend", "resume" or ""). A node powering up or idle goes down at once; a busy
+    one once its jobs end (FORCE's job ends are the caller's, so it is idle)."""
     if state == "POWER_UP":
-        if node.power in (POWERED_DOWN, POWERING_DOWN):
-            return resuming(node, now)
-        return node
+        return node, "resume" if node.power in (POWERED_DOWN, POWERING_DOWN) else ""
     if node.power in (POWERING_DOWN, POWERED_DOWN):
-        return node
+        return node, ""
+    if node.power == POWERING_UP or not busy or state == "POWER_DOWN_FORCE":
+        return node, "suspend"
     if state == "POWER_DOWN_ASAP":
-        return replace(node, power=POWER_DOWN, drain=True, reason=node.reason or "POWER_DOWN_ASAP")
-    return replace(node, power=POWER_DOWN)
+        return replace(
+            node, power=POWER_DOWN, drain=True, reason=node.reason or "POWER_DOWN_ASAP"
+        ), ""
+    return replace(node, power=POWER_DOWN), ""
 
 
 # ------------------------------------------------------------ applied each cycle
@@ -294,12 +298,16 @@ class PowerSaver:
         changed."""
         self._adopt()
         store, settings = self.store, self.settings
+        idle_rule = settings.suspend_time >= 0 or settings.per_node
+        if not idle_rule and not any(node.power for node in store.nodes.values()):
+            return False  # every cycle: without power saving, one look at each node
+        held = {name for job in store.jobs.values() if holds_nodes(job) for name in job.nodes}
         changed = False
         to_suspend: list[str] = []
         to_resume: list[str] = []
         failed: list[str] = []
         for name, node in list(store.nodes.items()):
-            busy = bool(store.jobs_on(name))
+            busy = name in held
             if busy or name not in self.last_busy:
                 self.last_busy[name] = now
             _, suspend_timeout, resume_timeout = settings.times(name)
@@ -355,18 +363,22 @@ class PowerSaver:
         self._adopt()
         if not (self.settings.suspend_program and self.settings.resume_program):
             raise SlurmError(errors.ESLURM_DISABLED, "power saving is not configured")
-        now_up: list[str] = []
+        up: list[str] = []
+        down: list[str] = []
         for name in names:
-            node = self.store.nodes[name]
             if state == "POWER_DOWN_FORCE":
                 self.store.fail_jobs_on(name, now)
-            changed = requested(node, state, now)
-            if changed.power == POWERING_UP and node.power != POWERING_UP:
-                now_up.append(name)
-            else:
-                self.store.change_node(changed, now)
-        if now_up:
-            self.resume(now_up, now)
+            busy = bool(self.store.jobs_on(name))
+            changed, then = requested(self.store.nodes[name], state, busy)
+            self.store.change_node(changed, now)
+            if then == "resume":
+                up.append(name)
+            elif then == "suspend":
+                down.append(name)
+        if up:
+            self.resume(up, now)
+        if down:
+            self.suspend(down, now)
 
     def _run(self, program: str, names: list[str], what: str) -> None:
         if not program:
