@@ -278,6 +278,8 @@ class Handlers:
     async def Nodes(self, req: pb.NodesRequest, who: Principal) -> pb.NodesReply:
         visibility.check_nodes(self.store.conf, who)
         names = self._node_names(list(req.names))
+        conf, nodes, down = self.store.conf, self.store.nodes, powersave.POWERED_DOWN
+        names = [n for n in names if not visibility.hidden_cloud(conf, n, nodes[n].power == down)]
         return pb.NodesReply(nodes=[views.node_info(n, self.store) for n in names], now=self.now())
 
     def _node_names(self, exprs: list[str]) -> list[str]:

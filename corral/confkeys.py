@@ -184,7 +184,7 @@ MaxJobCount                     honoured
 MaxJobId                        warned              job ids do not wrap
 MaxMemPerCPU                    honoured
 MaxMemPerNode                   honoured
-MaxNodeCount                    warned              no cloud nodes
+MaxNodeCount                    warned              no dynamic nodes
 MaxStepCount                    refused(40000)      steps per job are not limited
 MaxTasksPerNode                 refused(512)        tasks per node are not limited
 MCSParameters                   warned              no MCS labels

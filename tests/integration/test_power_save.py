@@ -108,6 +108,7 @@ def test_cloud_nodes_grow_under_a_queue_and_shrink_when_idle(tmp_path: Path) -> 
         (
             f"ResumeProgram={resume}",
             f"SuspendProgram={suspend}",
+            "PrivateData=cloud",  # powered-down CLOUD nodes listed
             "SuspendTime=4",
             "SuspendTimeout=3",
             "ResumeTimeout=40",
@@ -164,11 +165,13 @@ def test_a_node_not_back_within_resume_timeout_is_down_and_its_job_requeued(
             f"SuspendProgram={fail}",
             f"ResumeFailProgram={fail}",
             "ResumeTimeout=3",
+            "PrivateData=cloud",
         ),
     )
     try:
         c.start_controller()
         job = c.sbatch("-N1", "-w", "node1", "-o", "/dev/null", "--wrap", "true")
+        c.wait_for(lambda: _sinfo(c) == "node1 mix#\nnode2 idle~\n", 10, "node1 not up")
         c.wait_for(lambda: noted.exists(), 20, "ResumeFailProgram did not run")
         assert noted.read_text() == "node1\n"
         shown = _node(c, "node1")
@@ -195,10 +198,18 @@ def test_power_states_by_scontrol_update_only_for_operators(tmp_path: Path) -> N
     suspend = _program(tmp_path / "suspend", NOTE.format(path=directory / "suspended"))
     c = _cloud_cluster(
         tmp_path / "c",
-        (f"ResumeProgram={resume}", f"SuspendProgram={suspend}", "ResumeTimeout=30"),
+        (
+            f"ResumeProgram={resume}",
+            f"SuspendProgram={suspend}",
+            "ResumeTimeout=30",
+        ),
     )
     try:
         c.start_controller()
+        # Without PrivateData=cloud, powered-down CLOUD nodes are listed nowhere.
+        assert _sinfo(c) == ""
+        missing = c.run("scontrol", "show", "node", "node1", check=False)
+        assert (missing.returncode, missing.stdout) == (1, "Node node1 not found\n")
         with pytest.raises(grpc.RpcError) as refused:
             _as_stranger(c, "NodeUpdate", pb.NodeUpdateRequest(nodes="node1", state="POWER_UP"))
         assert refused.value.details() == "2002: Access/permission denied"
@@ -206,12 +217,12 @@ def test_power_states_by_scontrol_update_only_for_operators(tmp_path: Path) -> N
         c.run("scontrol", "update", "NodeName=node2", "State=POWER_UP")
         c.wait_for(lambda: (directory / "resumed").exists(), 10, "ResumeProgram did not run")
         assert (directory / "resumed").read_text() == "node2\n"
-        assert _sinfo(c) == "node1 idle~\nnode2 idle#\n"
+        assert _sinfo(c) == "node2 idle#\n"  # powered on: listed again
         # POWER_DOWN of a node powering up runs SuspendProgram for it.
         c.run("scontrol", "update", "NodeName=node2", "State=power_down")
         c.wait_for(lambda: (directory / "suspended").exists(), 10, "SuspendProgram did not run")
         assert (directory / "suspended").read_text() == "node2\n"
-        assert _sinfo(c) in ("node1 idle~\nnode2 idle%\n", "node1 idle~\nnode2 idle~\n")
+        assert _sinfo(c) in ("node2 idle%\n", "")
         bad = c.run("scontrol", "update", "NodeName=node1", "State=POWER_SIDEWAYS", check=False)
         assert bad.returncode == 1
     finally:
