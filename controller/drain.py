@@ -179,11 +179,17 @@ def admin_state(
         return down(node, reason, who.user, who.uid, now)
     if state in ("RESUME", "IDLE", "UNDRAIN"):
         up = "UP" if node.ever_registered and node.responding else "UNKNOWN"
+        power = node.power
+        if node.power == "powered_down":  # idle~ again: a job may have it (powersave.py)
+            up = "UP"
+        elif state == "RESUME" and node.power in ("power_down", "powering_down"):
+            power = ""  # scontrol(1): RESUME "will also clear the POWERING_DOWN state"
         return replace(
             node,
             drain=False,
             reason="",
             reason_time=0,
             state=node.state if state == "UNDRAIN" else up,
+            power=power,
         )
     return node

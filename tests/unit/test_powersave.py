@@ -12,11 +12,13 @@ from controller import drain, powersave
 from controller.journal import Journal
 from controller.model import NodeRuntime
 from controller.powersave import PowerSaver, PowerSettings, RateWindow
+from controller.principal import principal_for
 from controller.store import JobStore
 from corral.config import parse
 from corral.confsyntax import ConfigError
 
 UP = NodeRuntime("n1", responding=True, state="UP", reason="")
+ROOT = principal_for(0, 0)
 BASE = "ClusterName=t\nSlurmctldHost=c\n"
 PROGRAMS = "SuspendProgram=/bin/true\nResumeProgram=/bin/true\n"
 
@@ -171,3 +173,14 @@ def test_cloud_nodes_start_powered_down_and_idle(tmp_path: Path) -> None:
     node = store.nodes["n1"]
     assert (node.state, node.power, node.reason) == ("UP", powersave.POWERED_DOWN, "")
     assert drain.usable(node)
+
+
+def test_resume_makes_a_node_down_after_its_resume_timeout_idle_powered_down_again() -> None:
+    failed = powersave.resume_failed(replace(UP, power=powersave.POWERING_UP), 100)
+    resumed = drain.admin_state(failed, "RESUME", "", ROOT, 200)
+    assert (resumed.state, resumed.power, resumed.reason) == ("UP", powersave.POWERED_DOWN, "")
+    assert drain.usable(resumed)
+    going = powersave.suspending(replace(UP, ever_registered=True), 100)
+    back = drain.admin_state(going, "RESUME", "", ROOT, 200)
+    assert (back.state, back.power) == ("UP", powersave.ON)  # POWERING_DOWN cleared
+    assert drain.admin_state(going, "UNDRAIN", "", ROOT, 200).power == powersave.POWERING_DOWN
