@@ -28,12 +28,13 @@ ROOT = str(Path(__file__).resolve().parents[2])
 #: ResumeProgram: one corral-nodeagent per node of its hostlist, detached (the
 #: controller ends a program's process group when it returns), its pid kept.
 RESUME = """#!{python}
-import json, subprocess, sys
+import json, subprocess, sys, time
 sys.path.insert(0, {root!r})
 from corral import hostlist
 env = json.loads({env!r})
 with open({dir!r} + "/resumed", "a") as note:
     note.write(sys.argv[1] + "\\n")
+time.sleep(2)  # a node's boot: long enough to see it powering up
 for name in hostlist.expand(sys.argv[1]):
     log = open({dir!r} + "/log/agent-" + name + ".log", "ab")
     agent = subprocess.Popen(
@@ -132,13 +133,17 @@ def test_cloud_nodes_grow_under_a_queue_and_shrink_when_idle(tmp_path: Path) -> 
             "job not CONFIGURING on its powering-up nodes",
         )
         assert _sinfo(c) == "node1 alloc#\nnode2 alloc#\n"
-        assert (directory / "resumed").read_text() == "node[1-2]\n"  # one call, both nodes
+        resumed = directory / "resumed"
+        c.wait_for(resumed.exists, 10, "ResumeProgram did not run")
+        assert resumed.read_text() == "node[1-2]\n"  # one call, both nodes
         c.wait_done(job, 60)
         assert c.job(job)["state"] == "COMPLETED"
         assert (directory / "out").read_text().count("\n") == 2  # a task on each node
         # Idle for SuspendTime: SuspendProgram, POWERING_DOWN, then POWERED_DOWN.
         c.wait_for(lambda: "idle%" in _sinfo(c), 20, "nodes not powering down")
-        assert (directory / "suspended").read_text() == "node[1-2]\n"
+        suspended = directory / "suspended"
+        c.wait_for(suspended.exists, 10, "SuspendProgram did not run")  # it runs on its own
+        assert suspended.read_text() == "node[1-2]\n"
         c.wait_for(lambda: _sinfo(c) == "node1 idle~\nnode2 idle~\n", 20, "nodes not powered down")
         assert not list(directory.glob("agent-*.pid"))  # the agents are gone
         # A second queue grows it again.
