@@ -219,8 +219,9 @@ def resuming(node: NodeRuntime, now: int) -> NodeRuntime:
     return replace(node, power=POWERING_UP, power_time=now)
 
 
-def resume_failed(node: NodeRuntime, now: int) -> NodeRuntime:
-    """Not registered within ResumeTimeout: DOWN, and powered down again."""
+def resume_failed(node: NodeRuntime, now: int, slurm_user: str) -> NodeRuntime:
+    """Not registered within ResumeTimeout: DOWN, and powered down again; the reason
+    is SlurmUser's, as slurmctld sets it."""
     return replace(
         node,
         power=POWERED_DOWN,
@@ -228,7 +229,7 @@ def resume_failed(node: NodeRuntime, now: int) -> NodeRuntime:
         state="DOWN",
         reason=RESUME_TIMED_OUT,
         reason_time=now,
-        reason_user="slurm",
+        reason_user=slurm_user,
         reason_uid=0,
     )
 
@@ -351,7 +352,8 @@ class PowerSaver:
 
     def _resume_failed(self, name: str, now: int) -> None:
         log.error("node %s not resumed by ResumeTimeout: marking DOWN", name)
-        self.store.change_node(resume_failed(self.store.nodes[name], now), now)
+        failed = resume_failed(self.store.nodes[name], now, self.store.conf.slurm_user)
+        self.store.change_node(failed, now)
         for job in self.store.jobs_on(name):
             self.store.post(job.job_id, _node_fail(job, now))
         if self.settings.resume_fail_program:

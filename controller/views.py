@@ -412,7 +412,9 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         flags.append("CLOUD")
     if runtime.power:
         flags.append(powersave.FLAGS[runtime.power])
-    if not runtime.responding and runtime.state != "UNKNOWN" and not powersave.asleep(runtime):
+    # A node in power saving has no agent to answer: only a DOWN one says so (down~*).
+    asleep = powersave.asleep(runtime) and runtime.state == "UP"
+    if not runtime.responding and runtime.state != "UNKNOWN" and not asleep:
         flags.append("NOT_RESPONDING")
     now = int(time.time())
     for resv in store.reservations.by_name.values():

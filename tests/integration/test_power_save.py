@@ -180,7 +180,7 @@ def test_a_node_not_back_within_resume_timeout_is_down_and_its_job_requeued(
         c.wait_for(lambda: noted.exists(), 20, "ResumeFailProgram did not run")
         assert noted.read_text() == "node1\n"
         shown = _node(c, "node1")
-        assert "State=DOWN+CLOUD+POWERED_DOWN " in shown
+        assert "State=DOWN+CLOUD+POWERED_DOWN+NOT_RESPONDING " in shown  # as Slurm 22.05
         assert "Reason=ResumeTimeout reached" in shown
         assert _sinfo(c) == "node1 down~\nnode2 idle~\n"
         record = c.job(job)

@@ -100,7 +100,7 @@ def test_a_node_goes_down_and_up_through_slurms_states() -> None:
     assert drain.usable(coming)
     assert powersave.registered(coming).power == powersave.ON
     assert powersave.registered(going).power == powersave.POWERING_DOWN
-    failed = powersave.resume_failed(coming, 261)
+    failed = powersave.resume_failed(coming, 261, "slurm")
     assert (failed.state, failed.power, failed.reason) == (
         "DOWN",
         powersave.POWERED_DOWN,
@@ -176,7 +176,7 @@ def test_cloud_nodes_start_powered_down_and_idle(tmp_path: Path) -> None:
 
 
 def test_resume_makes_a_node_down_after_its_resume_timeout_idle_powered_down_again() -> None:
-    failed = powersave.resume_failed(replace(UP, power=powersave.POWERING_UP), 100)
+    failed = powersave.resume_failed(replace(UP, power=powersave.POWERING_UP), 100, "slurm")
     resumed = drain.admin_state(failed, "RESUME", "", ROOT, 200)
     assert (resumed.state, resumed.power, resumed.reason) == ("UP", powersave.POWERED_DOWN, "")
     assert drain.usable(resumed)
