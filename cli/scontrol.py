@@ -109,6 +109,10 @@ NODE_STATES = (
     ("UNDRAIN", 3),
     ("DOWN", 3),
     ("IDLE", 3),
+    ("POWER_DOWN", 7),
+    ("POWER_DOWN_ASAP", 12),
+    ("POWER_DOWN_FORCE", 12),
+    ("POWER_UP", 7),
 )
 _NEEDS_REASON = ("DOWN", "DRAIN", "FAIL")
 _REQUEUE_FLAGS = ("incomplete", "state=specialexit")

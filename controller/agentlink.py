@@ -39,7 +39,16 @@ from typing import Any
 
 import grpc
 
-from controller import cpubind, gpubind, hetjobs, jobstate, jobupdate, reboots, stepcpus
+from controller import (
+    cpubind,
+    gpubind,
+    hetjobs,
+    jobstate,
+    jobupdate,
+    powersave,
+    reboots,
+    stepcpus,
+)
 from controller.broadcast import FileBroadcasts
 from controller.ctldhooks import ControllerHooks
 from controller.effects import (
@@ -67,6 +76,7 @@ from controller.launchmsg import gpu_grant, launch_job
 from controller.mail import Mailer
 from controller.model import Job, Step
 from controller.nodehooks import NodeHooks, prolog_failed
+from controller.powersave import PowerSaver
 from controller.steps import DEFAULT, cpu_bind_environment, step_environment
 from controller.stepusage import UsageBoard
 from controller.store import JobStore, Registration
@@ -123,6 +133,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.nodehooks = NodeHooks(store, self._send_to)  # Prolog and Epilog off the batch node
         self.mailer = Mailer()  # --mail-type's mail, by MailProg
         self.files = FileBroadcasts()  # sbcast's blocks the agents have not answered yet
+        self.power = PowerSaver(store)  # SuspendProgram and ResumeProgram
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -241,6 +252,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     async def _hello(self, hello: pb.AgentHello, session: _Session) -> None:
         now = int(time.time())
+        ready: list[Job] = []  # jobs whose last node powering up this agent brought
         known = {n.name for n in self.store.conf.nodes}
         for reg in hello.nodes:
             if reg.name not in known:
@@ -277,6 +289,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 now,
             )
             reboots.registered(self.store, reg.name, reg.boot_time, now)
+            ready.extend(powersave.node_up(self.store, reg.name, now))
         await self.store.durable.kept()  # the welcome waits for a journal that refuses
         session.send(
             pb.ControllerMessage(
@@ -287,7 +300,10 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 )
             )
         )
-        self._reconcile(hello, session)
+        self._reconcile(hello, session)  # launches those whose batch node this is
+        for job in ready:
+            if job.nodes[0] not in session.nodes:
+                self.launch(job)
         self.nodehooks.resend(session.nodes)
         log.info("agent %s registered %s", session.peer, ",".join(session.nodes))
         self.on_change()
@@ -573,6 +589,9 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         return self.sessions.get(job.nodes[0]) if job.nodes else None
 
     def launch(self, job: Job) -> None:
+        if powersave.configuring(job, self.store.nodes):
+            log.info("job_id=%d launch deferred: its nodes are powering up", job.job_id)
+            return  # sent when the last of them registers (_hello)
         session = self._session_for(job)
         if session is None:
             log.warning("job_id=%d launch deferred: node %s has no agent", job.job_id, job.nodes[0])
@@ -848,8 +867,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         mono = time.monotonic()
         changed = False
         for name, node in list(self.store.nodes.items()):
-            if node.state != "UP":
-                continue
+            if node.state != "UP" or powersave.asleep(node):
+                continue  # a node in power saving has no agent to hear
             silent = mono - node.last_seen
             if node.responding and silent > 2 * HEARTBEAT_INTERVAL + 1:
                 self.store.node_lost(name)  # shown with Slurm's `*` from now on

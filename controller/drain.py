@@ -38,8 +38,14 @@ class Registration:
 
 
 def usable(node: NodeRuntime) -> bool:
-    """Whether jobs may start on ``node``: up, answering, not drained."""
-    return node.state == "UP" and node.responding and not node.drain
+    """Whether jobs may start on ``node``: up, answering (or powered down, to be
+    resumed for them: ``controller/powersave.py``), not drained, not on its way
+    to power saving."""
+    if node.state != "UP" or node.drain:
+        return False
+    if node.power in ("powered_down", "powering_up"):
+        return True
+    return node.responding and not node.power
 
 
 def shortfall(cpus: int, memory: int, gres: str, reg: Registration) -> str:
@@ -173,11 +179,17 @@ def admin_state(
         return down(node, reason, who.user, who.uid, now)
     if state in ("RESUME", "IDLE", "UNDRAIN"):
         up = "UP" if node.ever_registered and node.responding else "UNKNOWN"
+        power = node.power
+        if node.power == "powered_down":  # idle~ again: a job may have it (powersave.py)
+            up = "UP"
+        elif state == "RESUME" and node.power in ("power_down", "powering_down"):
+            power = ""  # scontrol(1): RESUME "will also clear the POWERING_DOWN state"
         return replace(
             node,
             drain=False,
             reason="",
             reason_time=0,
             state=node.state if state == "UNDRAIN" else up,
+            power=power,
         )
     return node

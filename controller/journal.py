@@ -89,6 +89,8 @@ _NODE_KEEP = (
     "reboot_asap",
     "reboot_next",
     "reboot_time",
+    "power",
+    "power_time",
     "available_features",
     "active_features",
 )

@@ -106,6 +106,7 @@ class SchedulerLoop:
         if full:
             self.last_full_pass = now
         started = self.store.commit(plan)
+        changed = self.link.power.advance(now) or changed  # resumes the nodes just given
         resized = elastic.apply(self.store, plan)
         preempted = preemption.begin(self.store, plan) + preemption.due(self.store, now)
         resumed = preemptresume.due(self.store, snap, now)

@@ -360,6 +360,10 @@ class NodeRuntime:
     reboot_asap: bool = False
     reboot_next: str = ""
     reboot_time: int = 0
+    # power saving (controller/powersave.py): "", "power_down", "powering_down",
+    # "powered_down" or "powering_up", and when it entered the last two moves.
+    power: str = ""
+    power_time: int = 0
     # scontrol update NodeName=.. Features= (controller/nodefeatures.py): the node's
     # AvailableFeatures and ActiveFeatures, comma-separated; None: slurm.conf's.
     available_features: str | None = None

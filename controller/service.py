@@ -33,6 +33,7 @@ from controller import (
     licenseviews,
     movespec,
     mpmdsteps,
+    powersave,
     priorityviews,
     queries,
     queuereply,
@@ -284,6 +285,8 @@ class Handlers:
     async def Nodes(self, req: pb.NodesRequest, who: Principal) -> pb.NodesReply:
         visibility.check_nodes(self.store.conf, who)
         names = self._node_names(list(req.names))
+        conf, nodes, down = self.store.conf, self.store.nodes, powersave.POWERED_DOWN
+        names = [n for n in names if not visibility.hidden_cloud(conf, n, nodes[n].power == down)]
         return pb.NodesReply(nodes=[views.node_info(n, self.store) for n in names], now=self.now())
 
     def _node_names(self, exprs: list[str]) -> list[str]:
@@ -318,6 +321,13 @@ class Handlers:
         if state == "CANCEL_REBOOT":  # scontrol update NodeName=.. State=CANCEL_REBOOT
             return await self.NodeReboot(pb.NodeRebootRequest(nodes=req.nodes, cancel=True), who)
         features = req.set_available or req.set_active  # controller/nodefeatures.py
+        if state in powersave.UPDATE_STATES:  # controller/powersave.py
+            names = self._node_names([req.nodes])
+            self._check_writable()
+            self.link.power.ask(names, state, self.now())
+            await self._commit()
+            self.kick()
+            return pb.NodeUpdateReply()
         if (state or not features) and state not in NODE_STATES:
             raise SlurmError(errors.EINVAL, f"Invalid node state specified: {req.state}")
         names = self._node_names([req.nodes])
@@ -725,7 +735,8 @@ class Handlers:
             raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
         jobcontrol.owned(job, who)
         reply = pb.AllocationReply(state=job.state.name, reason=job.reason.value)
-        if job.job_id in self.store.configuring:  # its site programs run: not yet
+        if job.job_id in self.store.configuring or powersave.configuring(job, self.store.nodes):
+            # its site programs run, or its nodes power up: not yet
             reply.state = "CONFIGURING"
         elif job.state is JobState.RUNNING and job.nodes:
             reply.nodes = hostlist.compress(job.nodes)

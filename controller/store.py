@@ -150,6 +150,8 @@ class JobStore:
                     )
                 elif state == "DRAIN":
                     current = replace(current, drain=True, reason=node.reason or "Configured drain")
+                elif state == "CLOUD":  # powered down until a job needs it (powersave.py)
+                    current = replace(current, state="UP", power="powered_down", reason="")
             nodes[node.name] = current
         self.nodes = nodes
         self.partition_state = {

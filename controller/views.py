@@ -20,6 +20,7 @@ from controller import (
     jobdetail,
     licenseviews,
     nodefeatures,
+    powersave,
     preemptrules,
     queuereply,
 )
@@ -190,7 +191,9 @@ def job_info(
         submit_time=job.requeue_time or job.submit_time,
         priority=store.ranking.of(job),
         state=job.state.name,
-        state_flags=flags,
+        state_flags=[*flags, "CONFIGURING"]
+        if job.state is JobState.RUNNING and powersave.configuring(job, store.nodes)
+        else flags,
         reason=job.reason.value,
         batch_flag=not hetjobs.leader_of(store.jobs, job).interactive,
         eligible_time=0 if job.held else job.eligible_time,
@@ -423,7 +426,13 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         flags.append("REBOOT_ISSUED" if runtime.reboot == "issued" else "REBOOT_REQUESTED")
     if any(COMPLETING in j.flags for j in jobs):
         flags.append("COMPLETING")
-    if not runtime.responding and runtime.state != "UNKNOWN":
+    if conf.state.upper() == "CLOUD":
+        flags.append("CLOUD")
+    if runtime.power:
+        flags.append(powersave.FLAGS[runtime.power])
+    # A node in power saving has no agent to answer: only a DOWN one says so (down~*).
+    asleep = powersave.asleep(runtime) and runtime.state == "UP"
+    if not runtime.responding and runtime.state != "UNKNOWN" and not asleep:
         flags.append("NOT_RESPONDING")
     now = int(time.time())
     for resv in store.reservations.by_name.values():

@@ -89,6 +89,13 @@ def jobs_shown(
     return [j for j in shown if job_in(j, parts)]
 
 
+def hidden_cloud(conf: SlurmConfig, name: str, powered_down: bool) -> bool:
+    """Whether node ``name`` is left out of a listing of all nodes: a ``State=CLOUD``
+    node while powered down, unless PrivateData=cloud (slurm.conf(5): "even for
+    SlurmUser and root")."""
+    return powered_down and not private(conf, "cloud") and conf.node(name).state.upper() == "CLOUD"
+
+
 def check_nodes(conf: SlurmConfig, who: Principal) -> None:
     """PrivateData=nodes: node information for operators only."""
     if not who.sees_all(private(conf, "nodes")):

@@ -150,6 +150,9 @@ class PartitionConfig:
     def_mem_per_gpu: int = 0
     # The partition's own (not the cluster's) as scontrol shows them: JobDefaults=...
     job_defaults: str = ""
+    # Its own SuspendTime, SuspendTimeout and ResumeTimeout, as (key, value) pairs
+    # (controller/powersave.py applies them to its nodes).
+    power: tuple[tuple[str, str], ...] = ()
 
 
 #: Slurm's PriorityFlags words, in the order ``scontrol show config`` lists them.
@@ -413,6 +416,32 @@ class SlurmConfig:
 
 #: PrologFlags values Corral honours (lower case); Slurm's others are refused.
 PROLOG_FLAGS = ("alloc", "contain", "nohold", "serial")
+
+
+#: The SuspendExcStates words the controller applies (controller/powersave.py).
+SUSPEND_EXC_STATES = ("DOWN", "DRAIN", "NOT_RESPONDING")
+
+
+def _power_saving(settings: _Pairs) -> None:
+    """Refuse the power-saving settings the controller could not carry out: a node
+    state it cannot test, a count after SuspendExcNodes (``tux[0-9]:2``), suspending
+    without both programs."""
+    if "SuspendExcStates" in settings:
+        value, where = settings["SuspendExcStates"]
+        for word in _words(value.upper()):
+            if word not in SUSPEND_EXC_STATES:
+                raise ConfigError(
+                    *where,
+                    f"bad SuspendExcStates value '{word}': use {', '.join(SUSPEND_EXC_STATES)}",
+                )
+    if "SuspendExcNodes" in settings and ":" in settings["SuspendExcNodes"][0]:
+        raise ConfigError(*settings["SuspendExcNodes"][1], "SuspendExcNodes counts are not read")
+    suspend = settings.get("SuspendTime", ("", NOWHERE))
+    if suspend[0].upper() not in ("", "NONE", "INFINITE", "-1"):
+        integer("SuspendTime", suspend[0], suspend[1])
+        for key in ("SuspendProgram", "ResumeProgram"):
+            if not settings.get(key, ("", NOWHERE))[0]:
+                raise ConfigError(*suspend[1], f"SuspendTime needs a {key} (power saving)")
 
 
 def _prolog_flags(settings: _Pairs) -> tuple[str, ...]:
@@ -958,7 +987,20 @@ def _partition(
         def_cpu_per_gpu=per_gpu["DefCpuPerGPU"],
         def_mem_per_gpu=per_gpu["DefMemPerGPU"],
         job_defaults=",".join(f"{k}={per_gpu[k]}" for k in per_gpu if k in pairs),
+        power=tuple(
+            (key, _power_time(key, *pairs[key]))
+            for key in ("SuspendTime", "SuspendTimeout", "ResumeTimeout")
+            if key in pairs
+        ),
     )
+
+
+def _power_time(key: str, value: str, where: Where) -> str:
+    """A partition's power-saving time: seconds, or NONE/INFINITE (SuspendTime)."""
+    if value.upper() in ("NONE", "INFINITE", "-1") and key == "SuspendTime":
+        return value.upper()
+    integer(key, value, where, minimum=0)
+    return value
 
 
 # ------------------------------------------------------------------ top level
@@ -1200,6 +1242,7 @@ def parse(text: str, path: str) -> SlurmConfig:
         .lower(),
         jobcomp_loc=get("JobCompLoc", "/var/log/slurm_jobcomp.log"),
     )
+    _power_saving(settings)
     return SlurmConfig(
         path=path,
         cluster_name=cluster[0].lower(),

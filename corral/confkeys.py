@@ -184,7 +184,7 @@ MaxJobCount                     honoured
 MaxJobId                        warned              job ids do not wrap
 MaxMemPerCPU                    honoured
 MaxMemPerNode                   honoured
-MaxNodeCount                    warned              no cloud nodes
+MaxNodeCount                    warned              no dynamic nodes
 MaxStepCount                    refused(40000)      steps per job are not limited
 MaxTasksPerNode                 refused(512)        tasks per node are not limited
 MCSParameters                   warned              no MCS labels
@@ -240,10 +240,10 @@ RebootProgram                   honoured
 ReconfigFlags                   warned              not read
 RequeueExit                     refused             jobs are not requeued by exit code
 RequeueExitHold                 refused             jobs are not requeued by exit code
-ResumeFailProgram               warned              no power saving
-ResumeProgram                   refused             power saving is not implemented
-ResumeRate                      warned              no power saving
-ResumeTimeout                   honoured            how long a rebooted node has to come back
+ResumeFailProgram               honoured            run for nodes not back within ResumeTimeout
+ResumeProgram                   honoured
+ResumeRate                      honoured
+ResumeTimeout                   honoured            how long a rebooted or resumed node may take
 ResvEpilog                      refused             reservation epilog scripts are not run
 ResvOverRun                     refused(0)          jobs in a reservation end with it
 ResvProlog                      refused             reservation prolog scripts are not run
@@ -298,13 +298,13 @@ StateStoragePass                honoured            Corral's own (docs/ha.md): t
 StateStoragePort                honoured            Corral's own (docs/ha.md): the server's port
 StateStorageType                honoured            Corral's own: where the state is (docs/ha.md)
 StateStorageUser                honoured            Corral's own (docs/ha.md): the database user
-SuspendExcNodes                 warned              no power saving
-SuspendExcParts                 warned              no power saving
-SuspendExcStates                warned              no power saving
-SuspendProgram                  refused             power saving is not implemented
-SuspendRate                     warned              no power saving
-SuspendTime                     warned              no power saving
-SuspendTimeout                  warned              no power saving
+SuspendExcNodes                 honoured
+SuspendExcParts                 honoured
+SuspendExcStates                honoured            DOWN, DRAIN and NOT_RESPONDING
+SuspendProgram                  honoured
+SuspendRate                     honoured
+SuspendTime                     honoured
+SuspendTimeout                  honoured
 SwitchParameters                warned              no switch plugins
 SwitchType                      warned              no switch plugins
 TaskEpilog                      honoured
@@ -355,7 +355,7 @@ RestrictedCoresPerGPU           refused(0)          cores are not kept for GPU j
 Sockets                         honoured
 SocketsPerBoard                 honoured
 State                           honoured
-SuspendTime                     warned              no power saving
+SuspendTime                     refused             set SuspendTime on its partition
 ThreadsPerCore                  honoured
 TmpDisk                         honoured
 Topology                        refused             topology.yaml topologies are not implemented
@@ -398,20 +398,20 @@ MinNodes                        honoured
 Nodes                           honoured
 OverSubscribe                   honoured
 OverTimeLimit                   refused(0)          jobs end at their time limit
-PowerDownOnIdle                 warned              no power saving
+PowerDownOnIdle                 refused(no)         idle nodes wait for SuspendTime
 PreemptMode                     honoured
 Priority                        honoured
 PriorityJobFactor               honoured
 PriorityTier                    honoured
 QOS                             refused             partition QOS are not applied
 ReqResv                         refused(no)         jobs are not required to name a reservation
-ResumeTimeout                   warned              no power saving
+ResumeTimeout                   honoured
 RootOnly                        honoured
 SelectTypeParameters            honoured
 Shared                          honoured
 State                           honoured
-SuspendTime                     warned              no power saving
-SuspendTimeout                  warned              no power saving
+SuspendTime                     honoured
+SuspendTimeout                  honoured
 Topology                        refused             topology.yaml topologies are not implemented
 TRESBillingWeights              honoured
 """

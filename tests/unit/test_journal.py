@@ -141,6 +141,8 @@ def test_batch_survives_reopen(journal: StateJournal, reopen: Reopen) -> None:
                 "reboot_asap": False,
                 "reboot_next": "",
                 "reboot_time": 0,
+                "power": "",  # power saving's (controller/powersave.py)
+                "power_time": 0,
                 "available_features": None,  # scontrol update NodeName= Features=
                 "active_features": None,
             }
