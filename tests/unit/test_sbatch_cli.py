@@ -66,6 +66,7 @@ def client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeClient:
     monkeypatch.setattr(boundary, "connect", lambda: fake)
     # -M: each named cluster's controller is this one (cli/clusters.py picks among them).
     monkeypatch.setattr(clusters, "clients", lambda text: [(n, fake) for n in text.split(",")])
+    monkeypatch.setattr(clusters, "local", lambda name: True)
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     for name in list(os.environ):
         if name.startswith("SBATCH_") or name == "SLURM_EXIT_ERROR":
