@@ -44,11 +44,16 @@ def version_line() -> str:
 def connect(settings: ClientSettings | None = None) -> Client:
     """A ``Client`` for the controller named by ``settings`` (the active slurm.conf's
     unless a command that reads more of it passes them)."""
-    from corral.client import Client, local_socket
+    from corral.client import Client, local_sockets
     from corral.clientconf import client_settings
 
     settings = settings or client_settings()
-    return Client(local_socket(settings.state_save_location, settings.slurmd_spool_dir))
+    where = local_sockets(
+        settings.state_save_location,
+        settings.slurmd_spool_dir,
+        len(settings.controller_hosts),
+    )
+    return Client(where, failover_s=settings.failover_s)
 
 
 def run(prog: str, main: Callable[[list[str]], int]) -> NoReturn:

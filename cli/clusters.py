@@ -48,7 +48,7 @@ def clients(text: str) -> list[tuple[str, Client]]:
 
     local = boundary.connect()
     return [
-        (name, Client(local.socket_path, local.timeout, cluster=name))
+        (name, Client(local.paths, local.timeout, cluster=name, failover_s=local.failover_s))
         for name in names(text, local)
     ]
 
