@@ -66,9 +66,10 @@ def setup_logging(verbose: int) -> None:
 
 async def open_journal(
     conf: SlurmConfig, index: int, verifier: Verifier
-) -> tuple[StateJournal, Lease | None]:
+) -> tuple[StateJournal, Lease | None] | None:
     """The journal StateStorageType selects; in a database, once this controller
-    holds the cluster's lease (in standby while another does: docs/ha.md)."""
+    holds the cluster's lease (in standby while another does: docs/ha.md). None
+    when SIGTERM or SIGINT came first."""
     if not conf.state_storage.shared:
         return Journal(conf.state_save_location), None
     # Imported here: a controller on SQLite never loads SQLAlchemy.
@@ -82,8 +83,15 @@ async def open_journal(
     where = socket_path(conf.state_save_location, index)
     standby = Standby(conf, index, verifier, ratelimit.from_config(conf), where)
     await standby.start()
+    running = asyncio.get_running_loop()
+    taking = asyncio.ensure_future(acquire(journal.lease))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, taking.cancel)
     try:
-        await acquire(journal.lease)
+        await taking
+    except asyncio.CancelledError:
+        journal.close()
+        return None
     finally:
         await standby.stop()
     return journal, journal.lease
@@ -101,7 +109,11 @@ async def serve(
         ttl,
         vouchers=auth.daemon_uids(conf.slurm_user),
     )
-    journal, lease = await open_journal(conf, index, verifier)
+    opened = await open_journal(conf, index, verifier)
+    if opened is None:
+        log.info("stopped in standby")
+        return False
+    journal, lease = opened
     began = time.monotonic()
     store = JobStore(conf, journal)
     store.load(time.monotonic())
