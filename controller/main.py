@@ -65,17 +65,18 @@ def setup_logging(verbose: int) -> None:
 
 
 async def open_journal(
-    conf: SlurmConfig, index: int, verifier: Verifier
+    conf: SlurmConfig, index: int, verifier: Verifier, keys: auth.Keys, ttl: int, started: bool
 ) -> tuple[StateJournal, Lease | None] | None:
     """The journal StateStorageType selects; in a database, once this controller
-    holds the cluster's lease (in standby while another does: docs/ha.md). None
-    when SIGTERM or SIGINT came first."""
+    holds the cluster's lease (in standby while another does; the primary asks a
+    serving backup to hand control back when it has just ``started``, not after it
+    handed control over itself: docs/ha.md). None when SIGTERM or SIGINT came first."""
     if not conf.state_storage.shared:
         return Journal(conf.state_save_location), None
     # Imported here: a controller on SQLite never loads SQLAlchemy.
     from controller.dbjournal import DatabaseJournal
     from controller.lease import acquire
-    from controller.standby import Standby
+    from controller.standby import Standby, reclaim
 
     os.makedirs(conf.state_save_location, mode=0o755, exist_ok=True)  # the clients' socket
     line = conf.slurmctld_hosts[index][0]
@@ -83,6 +84,8 @@ async def open_journal(
     where = socket_path(conf.state_save_location, index)
     standby = Standby(conf, index, verifier, ratelimit.from_config(conf), where)
     await standby.start()
+    if started and index == 0 and len(conf.slurmctld_hosts) > 1:
+        await reclaim(conf, keys.signer, ttl)
     running = asyncio.get_running_loop()
     taking = asyncio.ensure_future(acquire(journal.lease))
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -98,10 +101,11 @@ async def open_journal(
 
 
 async def serve(
-    conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier, index: int
+    conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier, index: int, started: bool
 ) -> bool:
-    """Serve until stopped; True when this controller handed the lease to another
-    (scontrol takeover) and waits in standby again."""
+    """Serve until stopped (``started``: the process has just started); True when
+    this controller handed the lease to another (scontrol takeover) and waits in
+    standby again."""
     # One verifier for the Controller service and agents' hellos: one replay cache.
     verifier = Verifier(
         keys.signer,
@@ -109,7 +113,7 @@ async def serve(
         ttl,
         vouchers=auth.daemon_uids(conf.slurm_user),
     )
-    opened = await open_journal(conf, index, verifier)
+    opened = await open_journal(conf, index, verifier, keys, ttl, started)
     if opened is None:
         log.info("stopped in standby")
         return False
@@ -303,8 +307,9 @@ def main() -> None:
         sys.exit(1)
     uvloop.install()
     try:
-        while asyncio.run(serve(conf, keys, ttl, notifier, index)):
-            pass  # handed over (scontrol takeover): in standby again
+        started = True
+        while asyncio.run(serve(conf, keys, ttl, notifier, index, started)):
+            started = False  # handed over (scontrol takeover): in standby again
     except (JournalError, grpctls.TlsError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

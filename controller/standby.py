@@ -12,6 +12,7 @@ these servers stop and the serving ones start in their place (controller/main.py
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,10 +22,12 @@ from controller.framed import FramedServer
 from controller.grpcface import GrpcController
 from controller.pingall import controllers
 from controller.principal import Principal
-from corral import errors, grpcservice, grpctls
+from corral import auth, errors, grpcservice, grpctls
+from corral.clusterroute import ControllerCalls
 from corral.config import SlurmConfig
 from corral.credentials import Verifier
 from corral.errors import SlurmError
+from corral.munge import Munge
 from corral.ratelimit import Gate, Limits
 from corral.wire import corral_pb2 as pb
 
@@ -65,6 +68,23 @@ class StandbyLink:
         exc = refusal()
         await context.abort(grpc.StatusCode.UNAVAILABLE, f"{exc.code}: {exc.message}")
         yield pb.ControllerMessage()  # never reached: abort raises
+
+
+async def reclaim(conf: SlurmConfig, key: bytes | Munge, ttl: int) -> None:
+    """The primary (SlurmctldHost line 0), started while a backup serves, asks it to
+    hand control back, as slurmctld's primary does at start: the backup saves its
+    state, hands the lease to line 0 and waits in standby again."""
+    calls = ControllerCalls(key, conf.tls, ttl)
+    ask = pb.Frame(method="Takeover", body=pb.TakeoverRequest(index=0).SerializeToString())
+    receiver = auth.controller_receiver(conf.cluster_name)
+    try:
+        for target in conf.controller_targets[1:]:
+            reply = await calls.call(target, receiver, ask, os.getuid(), os.getgid())
+            if not reply.code:
+                log.info("takeover: %s hands control back to the primary", target)
+                return
+    finally:
+        await calls.close()
 
 
 class Standby:

@@ -9,6 +9,7 @@ reached, except under CI, where the tests fail.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,8 @@ from corral.wire import corral_pb2_grpc as pb_grpc
 from tests.databases import fresh_state_database
 from tests.integration.cluster import Cluster
 from tests.integration.hapair import Controllers, ha_settings
+from tests.integration.rest import Rest
+from tests.integration.test_restd import token_for
 from tests.security.rogue import stamp_for_controller
 
 
@@ -59,6 +62,7 @@ def test_a_backup_takes_over_from_a_killed_primary(pair: Controllers, tmp_path: 
     assert shown_hosts[1] == ["SlurmctldHost[1]", "=", f"{backup}(127.0.0.2)"]
 
     out = tmp_path / "long.out"
+    rest = Rest(c.start_restd(), token_for(c, "root"))
     running = c.sbatch(f"--output={out}", "--wrap", "sleep 3; echo survived")
     c.wait_state(running, {"RUNNING"})
     pair.kill(0)
@@ -72,13 +76,33 @@ def test_a_backup_takes_over_from_a_killed_primary(pair: Controllers, tmp_path: 
     assert out.read_text() == "survived\n"
     after = c.sbatch("--output=/dev/null", "--wrap", "true")
     assert c.wait_done(after, timeout=30)["state"] == "COMPLETED"
+    status, listed = rest.call("GET", f"/slurm/v0.0.42/job/{after}")  # restd follows too
+    assert status == 200 and [job["job_id"] for job in listed["jobs"]] == [after]
     pinged = c.run("scontrol", "ping", check=False)
     assert pinged.returncode == 1
     assert pinged.stdout.startswith(
         f"Slurmctld(primary) at {primary} is DOWN\nSlurmctld(backup) at {backup} is UP\n"
     )
     # Through the node agent's client proxy too (a host without a controller).
-    assert c.run("squeue", "-h", "-j", str(after), "-t", "all", "-o", "%T").stdout == "COMPLETED\n"
+    hidden = c.dir / "state" / "hidden"
+    hidden.mkdir()
+    for path in pair.sockets:  # no controller socket on "this host": the agent's serves
+        if os.path.exists(path):
+            os.rename(path, hidden / os.path.basename(path))
+    listed = c.run("squeue", "-h", "-j", str(after), "-t", "all", "-o", "%T")
+    assert listed.stdout == "COMPLETED\n"
+    for moved in hidden.iterdir():
+        os.rename(moved, c.dir / "state" / moved.name)
+
+    # The primary started again asks the backup for control back, as slurmctld's does.
+    pair.start(0)
+    pair.cluster.wait_for(lambda: pair.serving() == 0, 30, "the primary did not take over")
+    assert "takeover: 127.0.0.2:" in pair.log(0).read_text()
+    back = c.sbatch("--output=/dev/null", "--wrap", "true")
+    assert c.wait_done(back, timeout=30)["state"] == "COMPLETED"
+    assert c.run("scontrol", "ping").stdout == (
+        f"Slurmctld(primary) at {primary} is UP\nSlurmctld(backup) at {backup} is UP\n"
+    )
 
 
 def test_takeover_hands_control_over_for_superuser_only(pair: Controllers) -> None:

@@ -5,8 +5,10 @@ started again as the standby. No job may be lost, submitted twice or run twice, 
 every one must complete. The second run also cuts the controllers off the database
 once (a TCP relay, tests/tcpcut.py: the machine's MariaDB itself is not restarted).
 
-Full size, 2,000 jobs and 10 kills, unless CORRAL_HA_JOBS and CORRAL_HA_KILLS say
-less; the takeover times are printed (run with -s), never asserted. MariaDB is the
+By default 200 jobs and 10 kills, to stay within a few minutes on a loaded CI
+machine; the issue's full size is CORRAL_HA_JOBS=2000 (CORRAL_HA_KILLS sets the
+kills). The takeover times are printed (run with -s), never asserted: docs/ha.md
+records them. MariaDB is the
 one at 127.0.0.1:3306: skipped where it cannot be reached, except under CI.
 """
 
@@ -28,7 +30,7 @@ from tests.integration.cluster import DONE, Cluster
 from tests.integration.hapair import Controllers, ha_settings
 from tests.tcpcut import Relay
 
-JOBS = int(os.environ.get("CORRAL_HA_JOBS", "2000"))
+JOBS = int(os.environ.get("CORRAL_HA_JOBS", "200"))
 KILLS = int(os.environ.get("CORRAL_HA_KILLS", "10"))
 #: How long the database stays cut off (less than the lease: the holder keeps it).
 CUT_S = 2.0
