@@ -46,14 +46,18 @@ def connect(settings: ClientSettings | None = None) -> Client:
     unless a command that reads more of it passes them); in a job or allocation of
     another cluster (SLURM_WORKING_CLUSTER, set by ``-M``), that cluster's controller,
     reached through this host's daemon (docs/federation.md)."""
-    from corral.client import Client, local_socket
+    from corral.client import Client, local_sockets
     from corral.clientconf import client_settings
 
     settings = settings or client_settings()
     working = os.environ.get("SLURM_WORKING_CLUSTER", "").partition(":")[0]
     elsewhere = working if working.lower() != settings.cluster_name.lower() else ""
-    path = local_socket(settings.state_save_location, settings.slurmd_spool_dir)
-    return Client(path, cluster=elsewhere)
+    where = local_sockets(
+        settings.state_save_location,
+        settings.slurmd_spool_dir,
+        len(settings.controller_hosts),
+    )
+    return Client(where, cluster=elsewhere, failover_s=settings.failover_s)
 
 
 def run(prog: str, main: Callable[[list[str]], int]) -> NoReturn:

@@ -51,7 +51,10 @@ def clients(text: str) -> list[tuple[str, Client]]:
 
     local = boundary.connect()
     return [
-        (c["name"], Client(local.socket_path, local.timeout, cluster=c["name"]))
+        (
+            c["name"],
+            Client(local.paths, local.timeout, cluster=c["name"], failover_s=local.failover_s),
+        )
         for c in addresses(text, local)
     ]
 

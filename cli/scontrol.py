@@ -54,7 +54,7 @@ scontrol [<OPTION>] [<COMMAND>]
      requeuehold <job_list>   requeue batch jobs and hold them
      resume <job_list>        let suspended jobs continue (operators only)
      suspend <job_list>       stop running jobs where they are (operators only)
-     ping                     report whether the controller responds
+     ping                     report whether each controller responds
      reboot [ASAP] [nextstate=RESUME|DOWN] [reason=<text>] ALL|<nodelist>
                               run RebootProgram on the nodes once idle
      cancel_reboot <nodelist> cancel a reboot not yet issued
@@ -66,6 +66,8 @@ scontrol [<OPTION>] [<COMMAND>]
                               show the controller's cached associations, users
                               and QOS with their current usage
      shutdown slurmctld       stop the controller (it saves its state)
+     takeover [<INDEX>]       ask backup controller INDEX (1 unless given) to
+                              take over from the serving one
      token [lifespan=<secs>] [username=<user>]
                               get a JWT for the REST gateway
      top <job_list>           put the jobs first among their user's pending jobs
@@ -197,6 +199,7 @@ class Session:
             ("show", 3, self._show),
             ("shutdown", 8, self._shutdown),
             ("suspend", 2, self._suspend),
+            ("takeover", 8, self._takeover),
             ("token", 3, self._token),
             ("top", 3, lambda w: scontroljobs.top(self, w)),
             ("update", 1, self._update),
@@ -246,21 +249,51 @@ class Session:
         self.print_ping()
 
     def print_ping(self) -> None:
-        """``Slurmctld(primary) at <host> is UP|DOWN``; exit status 1 when down."""
-        try:
-            reply = self.call("Ping", {})
-        except SlurmError:
-            from corral.clientconf import client_settings
+        """``Slurmctld(primary) at <host> is UP|DOWN``, then each backup's line
+        (``backup``, or ``backupN`` beyond one); exit status 1 when one is down."""
+        from corral.clientconf import client_settings
 
-            host = client_settings().controller_host[0]
+        hosts = [name for name, _ in client_settings().controller_hosts]
+        try:
+            reply = self.call("Ping", {"all": True})
+        except SlurmError:
+            up = [False] * len(hosts)
+        else:
+            found = {c["host"]: bool(c["up"]) for c in reply["controllers"]}
+            up = [found.get(host, False) for host in hosts]
+        for index, host in enumerate(hosts):
+            role = "primary" if index == 0 else "backup" if len(hosts) == 2 else f"backup{index}"
+            self.print(f"Slurmctld({role}) at {host} is {'UP' if up[index] else 'DOWN'}")
+        if not all(up):
             self.exit_code = 1
-            self.print(f"Slurmctld(primary) at {host} is DOWN")
             if os.getuid() == 0:
                 self.print("*****************************************")
                 self.print("** RESTORE SLURMCTLD DAEMON TO SERVICE **")
                 self.print("*****************************************")
+
+    def _takeover(self, words: Sequence[str]) -> None:
+        """``takeover [INDEX]``: the serving controller hands control to backup INDEX
+        (SuperUser only; docs/ha.md)."""
+        from corral.clientconf import client_settings
+
+        if len(words) > 2:
+            self.fail(f"too many arguments for keyword:{words[0]}", quiet_ok=False)
             return
-        self.print(f"Slurmctld(primary) at {reply['host']} is UP")
+        count = len(client_settings().controller_hosts)
+        if len(words) == 2:
+            index = int(words[1]) if words[1].isdigit() else 0
+            if not 1 <= index < count:
+                self.fail(f"scontrol: invalid backup controller index ({index})", quiet_ok=False)
+                return
+        elif count < 2:
+            self.fail("scontrol: no backup controller defined", quiet_ok=False)
+            return
+        else:
+            index = 1
+        try:
+            self.call("Takeover", {"index": index})
+        except SlurmError as exc:
+            self.fail(f"slurm_takeover error: {exc}")
 
     def _reconfigure(self, words: Sequence[str]) -> None:
         if len(words) > 2:

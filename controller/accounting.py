@@ -168,6 +168,8 @@ class Delivery:
         self.key = key  # the credential key (or munged)
         self.ttl = ttl
         self.cluster = conf.cluster_name
+        # The address registered as the cluster's ControlHost: the serving controller's.
+        self.control_host = conf.controller_host[1]
         self.target = f"{conf.accounting.host}:{conf.accounting.port}"
         # dbd asks for the controller's certificate (mutual TLS): ctld's is shown.
         self._channel = grpctls.channel(self.target, conf.tls, role="ctld")
@@ -204,7 +206,7 @@ class Delivery:
         conf = self.store.conf
         request = pb.RegisterClusterRequest(
             cluster=self.cluster,
-            control_host=conf.controller_host[1],
+            control_host=self.control_host,
             control_port=conf.slurmctld_port,
             cpus=sum(node.cpus for node in conf.nodes),
             tres=gres_tres(conf),

@@ -87,7 +87,9 @@ class DatabaseJournal:
     """The cluster's state in one MariaDB/MySQL database; ``lease`` says whether
     this controller may write it."""
 
-    def __init__(self, storage: StateStorage, cluster: str, holder: str | None = None) -> None:
+    def __init__(
+        self, storage: StateStorage, cluster: str, holder: str | None = None, line: str = ""
+    ) -> None:
         self.path = storage.where
         self._engine = create_engine(
             storage.url(),
@@ -96,7 +98,8 @@ class DatabaseJournal:
             # A server that stops answering fails the write (then retried), not hangs it.
             connect_args={"connect_timeout": 5, "read_timeout": 30, "write_timeout": 30},
         )
-        self.lease = Lease(self._engine, cluster, holder or holder_name(), storage.lease_s)
+        lease_s = storage.lease_s
+        self.lease = Lease(self._engine, cluster, holder or holder_name(), lease_s, line)
         try:
             with self._engine.begin() as connection:
                 for statement in _SCHEMA:

@@ -15,7 +15,7 @@ import logging
 import os
 
 from controller.principal import principal_for
-from controller.service import METHODS, Encoded, Handlers
+from controller.service import METHODS, Dispatcher, Encoded, Handlers
 from corral import errors
 from corral.clusterroute import ClusterRoutes, Lookup, targets_of
 from corral.errors import SlurmError
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 class FramedServer:
     def __init__(
-        self, handlers: Handlers, path: str, limits: Limits, routes: ClusterRoutes | None = None
+        self, handlers: Dispatcher, path: str, limits: Limits, routes: ClusterRoutes | None = None
     ) -> None:
         self.handlers = handlers
         self.path = path

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from controller.principal import Principal, principal_for
-from controller.service import METHODS, Encoded, Handlers
+from controller.service import METHODS, Dispatcher, Encoded
 from corral import auth, credentials, errors
 from corral.credentials import Verifier
 from corral.errors import SlurmError
@@ -30,6 +30,7 @@ GRPC_STATUS: dict[int, grpc.StatusCode] = {
     errors.ESLURM_JOB_PENDING: grpc.StatusCode.FAILED_PRECONDITION,
     errors.SLURMCTLD_COMMUNICATIONS_BACKOFF: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.EAGAIN: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.ESLURM_IN_STANDBY_MODE: grpc.StatusCode.UNAVAILABLE,
 }
 
 
@@ -46,7 +47,7 @@ def authenticate(verifier: Verifier, request: Any, method: str) -> Principal:
 class GrpcController(pb_grpc.ControllerServicer):
     """The gRPC face of ``Handlers``: every request must carry a credential made for it."""
 
-    def __init__(self, handlers: Handlers, verifier: Verifier, gate: Gate) -> None:
+    def __init__(self, handlers: Dispatcher, verifier: Verifier, gate: Gate) -> None:
         self.handlers = handlers
         self.verifier = verifier
         self.gate = gate  # the per-user rate limit, keyed by the credential's uid

@@ -8,8 +8,9 @@ whose expiry has passed raises the token by one. Every journal write locks
 the row too and checks the token (``check``): a controller that lost the
 lease (it hung, or was cut off, past its expiry, and another took over) has
 its next write refused with ``Fenced``, and stops serving, so it never acts
-on the state it had. The standby's side (keeping a warm copy, taking over)
-builds on ``take``; docs/ha.md says what exists.
+on the state it had. ``scontrol takeover`` hands the lease to one named
+SlurmctldHost line (``hand_over``): for one lease length no other standby
+takes it. docs/ha.md says what exists.
 """
 
 from __future__ import annotations
@@ -27,16 +28,23 @@ from controller.journal import Fenced
 log = logging.getLogger("corral.controller")
 
 _NOW = "UNIX_TIMESTAMP(NOW(6))"
+#: The holder of a lease handed to one SlurmctldHost line: this, then the line's name.
+HANDED_TO = "handed to "
+#: The longest wait between two tries of a standby to take the lease.
+POLL_S = 1.0
 
 
 class Lease:
     """This controller's view of its cluster's lease row; ``token`` 0: not held."""
 
-    def __init__(self, engine: Engine, cluster: str, holder: str, duration_s: float) -> None:
+    def __init__(
+        self, engine: Engine, cluster: str, holder: str, duration_s: float, line: str = ""
+    ) -> None:
         self.engine = engine
         self.cluster = cluster
         self.holder = holder
         self.duration_s = duration_s
+        self.line = line  # this controller's SlurmctldHost name, for a handed-over lease
         self.token = 0
 
     def create(self, connection: Connection) -> None:
@@ -69,6 +77,8 @@ class Lease:
                 mine = token  # renewed, even past its expiry: nobody took it
             elif left > 0:
                 return f"held by {holder} (token {token}) for {left:.1f} s more"
+            elif self._handed_elsewhere(holder, left):
+                return f"{holder} for {left + self.duration_s:.1f} s more"
             else:
                 mine = token + 1
             connection.execute(
@@ -80,6 +90,26 @@ class Lease:
             )
         self.token = mine
         return None
+
+    def _handed_elsewhere(self, holder: str, left: float) -> bool:
+        """Whether the lease was handed to another line's controller, which has not
+        had one lease length to take it yet."""
+        to = holder.removeprefix(HANDED_TO) if holder.startswith(HANDED_TO) else None
+        return to is not None and to != self.line and left > -self.duration_s
+
+    def hand_over(self, line: str) -> None:
+        """Give the lease up to SlurmctldHost ``line``'s controller (scontrol takeover):
+        free at once for it; for the others only after one more lease length."""
+        if self.token:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    text(
+                        f"UPDATE lease SET holder = :h, expires = {_NOW} "
+                        "WHERE cluster = :c AND token = :t"
+                    ),
+                    {"h": HANDED_TO + line, "c": self.cluster, "t": self.token},
+                )
+            self.token = 0
 
     def check(self, connection: Connection) -> None:
         """In a write's transaction: refuse it (``Fenced``) unless this controller's
@@ -101,8 +131,9 @@ class Lease:
 
 
 async def acquire(lease: Lease) -> None:
-    """Wait until this controller holds the lease (a third of its duration between
-    tries), saying once who holds it meanwhile."""
+    """Wait until this controller holds the lease (a third of its duration, at most
+    ``POLL_S``, between tries: a backup serves soon after the holder's lease ends),
+    saying once who holds it meanwhile."""
     said = False
     while True:
         try:
@@ -115,7 +146,7 @@ async def acquire(lease: Lease) -> None:
         if not said:
             log.info("lease: %s; waiting to serve", held)
             said = True
-        await asyncio.sleep(lease.duration_s / 3)
+        await asyncio.sleep(min(lease.duration_s / 3, POLL_S))
 
 
 async def keep(lease: Lease, lost: Callable[[], None]) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import grpc
 import uvloop
 
+from controller import ctldline
 from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer, cluster_lookup
@@ -64,27 +65,48 @@ def setup_logging(verbose: int) -> None:
     )
 
 
-async def open_journal(conf: SlurmConfig) -> tuple[StateJournal, Lease | None]:
+async def open_journal(
+    conf: SlurmConfig, index: int, verifier: Verifier, keys: auth.Keys, ttl: int, started: bool
+) -> tuple[StateJournal, Lease | None] | None:
     """The journal StateStorageType selects; in a database, once this controller
-    holds the cluster's lease (waiting for it while another does: docs/ha.md)."""
+    holds the cluster's lease (in standby while another does; the primary asks a
+    serving backup to hand control back when it has just ``started``, not after it
+    handed control over itself: docs/ha.md). None when SIGTERM or SIGINT came first."""
     if not conf.state_storage.shared:
         return Journal(conf.state_save_location), None
     # Imported here: a controller on SQLite never loads SQLAlchemy.
     from controller.dbjournal import DatabaseJournal
     from controller.lease import acquire
+    from controller.standby import Standby, reclaim
 
     os.makedirs(conf.state_save_location, mode=0o755, exist_ok=True)  # the clients' socket
-    journal = DatabaseJournal(conf.state_storage, conf.cluster_name)
-    await acquire(journal.lease)
+    line = conf.slurmctld_hosts[index][0]
+    journal = DatabaseJournal(conf.state_storage, conf.cluster_name, line=line)
+    where = socket_path(conf.state_save_location, index)
+    standby = Standby(conf, index, verifier, ratelimit.from_config(conf), where)
+    await standby.start()
+    if started and index == 0 and len(conf.slurmctld_hosts) > 1:
+        await reclaim(conf, keys.signer, ttl)
+    running = asyncio.get_running_loop()
+    taking = asyncio.ensure_future(acquire(journal.lease))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, taking.cancel)
+    try:
+        await taking
+    except asyncio.CancelledError:
+        journal.close()
+        return None
+    finally:
+        await standby.stop()
     return journal, journal.lease
 
 
-async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier) -> None:
-    journal, lease = await open_journal(conf)
-    store = JobStore(conf, journal)
-    store.load(time.monotonic())
-    stopping = asyncio.Event()
-    store.durable.lost = stopping.set  # a write found another controller holding the lease
+async def serve(
+    conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier, index: int, started: bool
+) -> bool:
+    """Serve until stopped (``started``: the process has just started); True when
+    this controller handed the lease to another (scontrol takeover) and waits in
+    standby again."""
     # One verifier for the Controller service and agents' hellos: one replay cache.
     verifier = Verifier(
         keys.signer,
@@ -92,12 +114,35 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
         ttl,
         vouchers=auth.daemon_uids(conf.slurm_user),
     )
+    opened = await open_journal(conf, index, verifier, keys, ttl, started)
+    if opened is None:
+        log.info("stopped in standby")
+        return False
+    journal, lease = opened
+    began = time.monotonic()
+    store = JobStore(conf, journal)
+    store.load(time.monotonic())
+    if lease is not None:
+        log.info("state loaded in %.2f s: serving", time.monotonic() - began)
+    stopping = asyncio.Event()
+    store.durable.lost = stopping.set  # a write found another controller holding the lease
+    handed: list[int] = []  # scontrol takeover: the line the lease goes to
     link = AgentLink(store, keys.seal, verifier, lambda: loop.kick())
     store.dispatch_to(link.dispatch)  # the one sender of what transitions cause
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
+    handlers.ctld_index = index
+    if lease is not None:
+
+        def hand_over(to: int) -> None:
+            handed.append(to)
+            stopping.set()
+
+        handlers.hand_over = hand_over
     loop = SchedulerLoop(store, link)
     delivery = Delivery(store, keys.signer, ttl) if conf.accounting.enabled else None
     handlers.accounting = delivery
+    if delivery is not None:
+        delivery.control_host = conf.slurmctld_hosts[index][1]
     handlers.scheduler_stats = loop.stats
     handlers.jwt_key = keys.jwt
     for warning in authalt.from_settings(dict(conf.settings)).warnings:
@@ -119,22 +164,21 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
     controller = GrpcController(handlers, verifier, Gate(limits))
     grpcservice.add_service(server, "Controller", controller)
     grpcservice.add_service(server, "AgentLink", link)
-    _, addr = conf.controller_host
-    port = grpctls.add_port(server, f"{addr}:{conf.slurmctld_port}", conf.tls, "ctld")
+    address = conf.controller_targets[index]
+    port = grpctls.add_port(server, address, conf.tls, "ctld")
     if port == 0:
-        raise SystemExit(f"corral-controller: fatal: cannot listen on {addr}:{conf.slurmctld_port}")
+        raise SystemExit(f"corral-controller: fatal: cannot listen on {address}")
     await server.start()
     log.info(
-        "corral-controller %s for cluster %s: gRPC%s on %s:%d",
+        "corral-controller %s for cluster %s: gRPC%s on %s",
         __version__,
         conf.cluster_name,
         " (TLS)" if conf.tls.enabled else " (plaintext: TLSType=tls/none)",
-        addr,
-        port,
+        address,
     )
     calls = ControllerCalls(keys.signer, conf.tls, ttl)
     routes = ClusterRoutes(conf.cluster_name, cluster_lookup(handlers), calls)
-    framed = FramedServer(handlers, socket_path(conf.state_save_location), limits, routes)
+    framed = FramedServer(handlers, socket_path(conf.state_save_location, index), limits, routes)
     await framed.start()
     try:
         where = metrics_address(conf)
@@ -171,7 +215,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
         from controller.lease import keep
 
         renewing = asyncio.create_task(keep(lease, stopping.set))
-    notifier.ready(f"serving cluster {conf.cluster_name} on {addr}:{port}")
+    notifier.ready(f"serving cluster {conf.cluster_name} on {address}")
     await stopping.wait()
     notifier.stopping()
     log.info("shutting down")
@@ -197,7 +241,22 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
             journal.path,
             exc.reason,
         )
+    if handed and lease is not None:
+        await _hand_over(lease, conf.slurmctld_hosts[handed[0]][0])
     journal.close()  # in a database, the lease goes back with it
+    return bool(handed)
+
+
+async def _hand_over(lease: Lease, line: str) -> None:
+    """The state saved, the lease goes to SlurmctldHost ``line``'s controller."""
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        await asyncio.to_thread(lease.hand_over, line)
+    except DBAPIError as exc:  # released at close instead: whichever standby is first
+        log.warning("lease: not handed to %s: %s", line, exc.orig)
+    else:
+        log.info("lease: handed to %s; this controller waits in standby", line)
 
 
 def _reconfigure(handlers: Handlers) -> Callable[[], None]:
@@ -244,9 +303,16 @@ def main() -> None:
     except (auth.AuthError, ValueError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)
+    try:
+        index = ctldline.own_index(conf.path, conf.slurmctld_hosts, os.environ)
+    except ConfigError as exc:
+        print(f"corral-controller: fatal: {exc}", file=sys.stderr)
+        sys.exit(1)
     uvloop.install()
     try:
-        asyncio.run(serve(conf, keys, ttl, notifier))
+        started = True
+        while asyncio.run(serve(conf, keys, ttl, notifier, index, started)):
+            started = False  # handed over (scontrol takeover): in standby again
     except (JournalError, grpctls.TlsError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from controller import (
     assocmgr,
@@ -33,6 +33,7 @@ from controller import (
     licenseviews,
     movespec,
     mpmdsteps,
+    pingall,
     powersave,
     priorityviews,
     queries,
@@ -93,6 +94,13 @@ class Encoded(bytes):
         return self.kind.FromString(bytes(self))
 
 
+class Dispatcher(Protocol):
+    """What the gRPC face and the clients' socket call: ``Handlers``, or a standby's
+    (controller/standby.py)."""
+
+    async def dispatch(self, method: str, request: Any, who: Principal) -> Any: ...
+
+
 class Handlers:
     """One method per Controller RPC. ``now`` comes from ``clock``."""
 
@@ -120,6 +128,9 @@ class Handlers:
         self._what_ifs = asyncio.Lock()  # --test-only passes, one at a time off the loop
         self.control = jobcontrol.JobControl(store)
         self.notices = NoticeBoard()
+        self.ctld_index = 0  # main sets it: this controller's SlurmctldHost line
+        # main sets it where the state is shared: hand the lease to that line's controller
+        self.hand_over: Callable[[int], None] | None = None
 
     def now(self) -> int:
         return int(self.clock())
@@ -372,9 +383,8 @@ class Handlers:
         registered with the accounting daemon it uses, with their controllers'
         addresses. Any user may ask, as any may run ``sacctmgr show cluster``."""
         conf = self.store.conf
-        own = pb.ClusterAddress(
-            name=conf.cluster_name, host=conf.controller_host[1], port=conf.slurmctld_port
-        )
+        host = conf.slurmctld_hosts[self.ctld_index][1]
+        own = pb.ClusterAddress(name=conf.cluster_name, host=host, port=conf.slurmctld_port)
         others = await self.accounting.clusters() if self.accounting is not None else []
         named = {own.name.lower()}
         shown = [own, *(c for c in others if c.name.lower() not in named)]
@@ -789,7 +799,26 @@ class Handlers:
 
     async def Ping(self, req: pb.PingRequest, who: Principal) -> pb.PingReply:
         conf = self.store.conf
-        return pb.PingReply(host=conf.controller_host[0], now=self.now(), cluster=conf.cluster_name)
+        host = conf.slurmctld_hosts[self.ctld_index][0]
+        reply = pb.PingReply(host=host, now=self.now(), cluster=conf.cluster_name)
+        if req.all:
+            reply.controllers.extend(await pingall.controllers(conf, self.ctld_index, False))
+        return reply
+
+    async def Takeover(self, req: pb.TakeoverRequest, who: Principal) -> pb.TakeoverReply:
+        """``scontrol takeover INDEX``: this controller saves its state, hands the
+        lease to line INDEX's controller and waits in standby (SuperUser only)."""
+        if not who.is_super_user:
+            raise SlurmError(errors.ESLURM_ACCESS_DENIED)
+        if not 0 <= req.index < len(self.store.conf.slurmctld_hosts) or self.hand_over is None:
+            raise SlurmError(errors.EINVAL, "Invalid backup controller index")
+        if req.index != self.ctld_index:
+            log.info("takeover: uid %d hands control to %s", who.uid, self._line(req.index))
+            self.hand_over(req.index)
+        return pb.TakeoverReply()
+
+    def _line(self, index: int) -> str:
+        return self.store.conf.slurmctld_hosts[index][0]
 
     async def Reconfigure(self, req: pb.ReconfigureRequest, who: Principal) -> pb.ReconfigureReply:
         if not who.is_super_user:
@@ -836,6 +865,7 @@ METHODS = (
     "Ping",
     "Reconfigure",
     "Shutdown",
+    "Takeover",
     "Priorities",
     "Shares",
     "History",

@@ -56,6 +56,7 @@ _WANTED = {
         "MpiDefault",
         "BcastParameters",
         "BcastExclude",
+        "SlurmctldTimeout",
     )
 }
 
@@ -76,6 +77,7 @@ class ClientSettings:
         "mpi_default",
         "path",
         "slurmctld_port",
+        "slurmctld_timeout",
         "slurmd_port",
         "slurmd_spool_dir",
         "srun_epilog",
@@ -100,6 +102,7 @@ class ClientSettings:
         mpi_default: str = "",
         bcast: bcastparams.BcastParams | None = None,
         bcast_exclude: tuple[str, ...] = bcastparams.DEFAULT_EXCLUDE,
+        slurmctld_timeout: int = 10,
     ) -> None:
         self.path = path
         self.cluster_name = cluster_name
@@ -115,11 +118,19 @@ class ClientSettings:
         self.mpi_default = mpi_default  # as written: srun refuses a type it cannot serve
         self.bcast = bcast or bcastparams.BcastParams()  # sbcast's defaults
         self.bcast_exclude = bcast_exclude
+        self.slurmctld_timeout = slurmctld_timeout  # how long a backup may take to serve
 
     @property
     def controller_host(self) -> tuple[str, str]:
         """The primary controller's (host name, address)."""
         return self.controller_hosts[0]
+
+    @property
+    def failover_s(self) -> float:
+        """How long a client waits for some controller to serve when there are
+        several (a backup needs SlurmctldTimeout to see the primary gone, then
+        loads the state): twice SlurmctldTimeout; none with one controller."""
+        return 2.0 * self.slurmctld_timeout if len(self.controller_hosts) > 1 else 0.0
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
@@ -168,6 +179,7 @@ def client_settings(path: str | None = None) -> ClientSettings:
     array_size = settings.get("MaxArraySize")
     bad_exit = settings.get("KillOnBadExit")
     exclude = _read(bcastparams.parse_exclude, settings.get("BcastExclude"))
+    timeout = settings.get("SlurmctldTimeout")
     return ClientSettings(
         path=path,
         cluster_name=cluster[0].lower(),
@@ -191,6 +203,11 @@ def client_settings(path: str | None = None) -> ClientSettings:
         mpi_default=settings.get("MpiDefault", ("", NOWHERE))[0],
         bcast=_read(bcastparams.parse, settings.get("BcastParameters")),
         bcast_exclude=bcastparams.DEFAULT_EXCLUDE if exclude is None else exclude,
+        slurmctld_timeout=(
+            10
+            if timeout is None
+            else integer("SlurmctldTimeout", *timeout, minimum=3, maximum=65535)
+        ),
     )
 
 

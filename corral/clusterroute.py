@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -41,8 +41,15 @@ CACHE_S = 30.0
 Lookup = Callable[[], Awaitable[dict[str, str]]]
 
 
+_STANDBY = errors.ESLURM_IN_STANDBY_MODE
+
+
 def frame_error(code: int, message: str, detail: str = "") -> pb.Frame:
     return pb.Frame(code=code, error=message, detail=detail)
+
+
+def _unreachable() -> pb.Frame:
+    return frame_error(errors.SLURM_UNEXPECTED_MSG_ERROR, "Unable to contact slurm controller")
 
 
 class ControllerCalls:
@@ -54,6 +61,34 @@ class ControllerCalls:
         self.tls = tls
         self.ttl = ttl
         self._stubs: dict[str, tuple[grpc.aio.Channel, Any]] = {}
+        self._serving = ""  # the controller that last served a ``call_serving``
+
+    async def call_serving(
+        self, targets: Sequence[str], receiver: str, frame: pb.Frame, uid: int, gid: int
+    ) -> pb.Frame:
+        """``call`` at whichever of ``targets`` (SlurmctldHost order) serves: the one
+        that served last first, then the others in order, passing over a controller
+        that cannot be reached or is in standby. When none served, a standby's
+        refusal if one answered (the client waits for a takeover), else the
+        unreachable error."""
+        order = sorted(targets, key=lambda target: target != self._serving)
+        refused = None
+        for target in order:
+            reply = await self._call(target, receiver, frame, uid, gid)
+            if reply is None:
+                continue
+            if reply.code != errors.ESLURM_IN_STANDBY_MODE:
+                self._serving = target
+                return reply
+            refused = reply
+        return refused or _unreachable()
+
+    async def call(
+        self, target: str, receiver: str, frame: pb.Frame, uid: int, gid: int
+    ) -> pb.Frame:
+        """``frame``'s request made at ``target`` (whose credentials name it
+        ``receiver``) as uid/gid; the reply, or the Slurm error, as a frame."""
+        return await self._call(target, receiver, frame, uid, gid) or _unreachable()
 
     def _stub(self, target: str) -> Any:
         if target not in self._stubs:
@@ -61,11 +96,10 @@ class ControllerCalls:
             self._stubs[target] = (channel, pb_grpc.ControllerStub(channel))  # type: ignore[no-untyped-call]
         return self._stubs[target][1]
 
-    async def call(
+    async def _call(
         self, target: str, receiver: str, frame: pb.Frame, uid: int, gid: int
-    ) -> pb.Frame:
-        """``frame``'s request made at ``target`` (whose credentials name it
-        ``receiver``) as uid/gid; the reply, or the Slurm error, as a frame."""
+    ) -> pb.Frame | None:
+        """``call``'s answer; None when ``target`` could not be reached."""
         request_type = getattr(pb, f"{frame.method}Request", None)
         call = getattr(self._stub(target), frame.method, None)
         if request_type is None or call is None:
@@ -89,6 +123,8 @@ class ControllerCalls:
             reply = await call(request, timeout=CALL_TIMEOUT_S)
         except grpc.aio.AioRpcError as exc:
             refused = slurm_error(exc)
+            if exc.code() is grpc.StatusCode.UNAVAILABLE and refused.code != _STANDBY:
+                return None
             return frame_error(refused.code, refused.message, refused.detail)
         return pb.Frame(method=frame.method, body=reply.SerializeToString())
 
@@ -143,13 +179,13 @@ def targets_of(reply: pb.ClustersReply) -> dict[str, str]:
     return {c.name.lower(): f"{c.host}:{c.port}" for c in reply.clusters if c.host and c.port}
 
 
-def via_controller(calls: ControllerCalls, target: str, receiver: str) -> Lookup:
-    """A ``Lookup`` that asks this cluster's controller (at ``target``), as this
-    daemon (root or SlurmUser), which clusters there are."""
+def via_controller(calls: ControllerCalls, targets: Sequence[str], receiver: str) -> Lookup:
+    """A ``Lookup`` that asks this cluster's serving controller (one of ``targets``),
+    as this daemon (root or SlurmUser), which clusters there are."""
 
     async def lookup() -> dict[str, str]:
         ask = pb.Frame(method="Clusters", body=pb.ClustersRequest().SerializeToString())
-        reply = await calls.call(target, receiver, ask, os.getuid(), os.getgid())
+        reply = await calls.call_serving(targets, receiver, ask, os.getuid(), os.getgid())
         if reply.code:
             raise errors.SlurmError(reply.code, reply.error)
         return targets_of(pb.ClustersReply.FromString(reply.body))

@@ -375,11 +375,19 @@ class SlurmConfig:
     @property
     def controller_target(self) -> str:
         """``host:port`` of the primary controller's gRPC services."""
-        name, addr = self.controller_host
-        host = addr or name
-        if ":" in host:
-            host = f"[{host}]"
-        return f"{host}:{self.slurmctld_port}"
+        return self.controller_targets[0]
+
+    @property
+    def controller_targets(self) -> list[str]:
+        """``host:port`` of every SlurmctldHost line's gRPC services, in the order a
+        daemon tries them (docs/ha.md)."""
+        targets = []
+        for name, addr in self.slurmctld_hosts:
+            host = addr or name
+            if ":" in host:
+                host = f"[{host}]"
+            targets.append(f"{host}:{self.slurmctld_port}")
+        return targets
 
     @property
     def slurm_user(self) -> str:

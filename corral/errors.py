@@ -27,6 +27,7 @@ ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE = 2014
 ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE = 2015
 ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE = 2178  # Slurm 24.11
 ESLURM_ALREADY_DONE = 2021
+ESLURM_IN_STANDBY_MODE = 2027  # a backup controller: ask the next SlurmctldHost
 ESLURM_BAD_DIST = 2023
 ESLURM_INVALID_JOB_ID = 2017
 ESLURM_INVALID_NODE_NAME = 2018
@@ -80,6 +81,7 @@ MESSAGES: dict[int, str] = {
     ESLURM_INVALID_PARTITION_NAME: "Invalid partition name specified",
     ESLURM_DEFAULT_PARTITION_NOT_SET: "No partition specified or system default partition",
     ESLURM_ACCESS_DENIED: "Access/permission denied",
+    ESLURM_IN_STANDBY_MODE: "Slurm backup controller in standby mode",
     ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP: "User's group not permitted to use this partition",
     ESLURM_REQUESTED_NODES_NOT_IN_PARTITION: "Requested nodes not in this partition",
     ESLURM_TOO_MANY_REQUESTED_CPUS: "More processors requested than permitted",

@@ -327,13 +327,13 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     )
     table.recover()
     table.zygote.start()
-    target = conf.controller_target
+    targets = conf.controller_targets
     log.info(
         "serving %d node(s) %s%s, controller %s",
         len(nodes),
         ",".join(node.name for node in nodes[:8]),
         ",..." if len(nodes) > 8 else "",
-        target,
+        ", ".join(targets),
     )
     gpus = None
     if devices is not None:
@@ -341,7 +341,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         log.info("GPUs found: %s", gpus or "none")
         table.mig[nodes[0].name] = mig_uuids(devices, numbering)
     link = Link(
-        target,
+        targets,
         registrations(
             nodes,
             facts,
@@ -363,7 +363,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
         link.reboot = rebooter.reboot
     proxy = ClientProxy(
         agent_socket_path(conf.slurmd_spool_dir),
-        target,
+        targets,
         keys.signer,
         auth.controller_receiver(conf.cluster_name),
         ratelimit.from_config(conf),

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from corral import auth, errors
@@ -37,7 +37,7 @@ class ClientProxy:
     def __init__(
         self,
         path: str,
-        target: str,
+        targets: Sequence[str],
         key: bytes | Munge,
         receiver: str,
         limits: Limits,
@@ -46,12 +46,12 @@ class ClientProxy:
         cluster: str = "",
     ) -> None:
         self.path = path
-        self.target = target
+        self.targets = list(targets)  # SlurmctldHost order: calls go to whichever serves
         self.receiver = receiver  # the controller's name in credentials
         self.gate = Gate(limits)
         self.server: asyncio.AbstractServer | None = None
         self.calls = ControllerCalls(key, tls, ttl)
-        lookup = via_controller(self.calls, target, receiver)
+        lookup = via_controller(self.calls, self.targets, receiver)
         self.routes = ClusterRoutes(cluster, lookup, self.calls)
         # Methods the agent answers itself, by name: (request, caller's uid) -> reply
         # (scontrol listpids: nodeagent/listpids.py).
@@ -63,7 +63,7 @@ class ClientProxy:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         self.server = await asyncio.start_unix_server(self._serve, path=self.path)
         os.chmod(self.path, 0o666)
-        log.info("clients on this host: %s, to %s", self.path, self.target)
+        log.info("clients on this host: %s, to %s", self.path, ", ".join(self.targets))
 
     async def close(self) -> None:
         if self.server is not None:
@@ -81,7 +81,7 @@ class ClientProxy:
             return await self.routes.call(frame, uid, gid)
         local = self.local.get(frame.method)
         if local is None:
-            return await self.calls.call(self.target, self.receiver, frame, uid, gid)
+            return await self.calls.call_serving(self.targets, self.receiver, frame, uid, gid)
         request_type = getattr(pb, f"{frame.method}Request")
         try:
             request = request_type.FromString(frame.body)

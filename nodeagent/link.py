@@ -18,7 +18,11 @@ backlog say the same thing (StepDones, which nothing acknowledges, wait for
 the next stream instead, and those a stream may not have delivered are taken
 back for the next). When the stream breaks
 the agent reconnects after 0.1 s, doubling up to 2 s while attempts keep
-failing; jobs keep running meanwhile. After a hello the controller says again
+failing; jobs keep running meanwhile. With several SlurmctldHost lines a stream
+that could not start (the controller away, or a backup in standby refusing it)
+is tried at the next line's controller at once, and the pause comes only after
+a round of them all (docs/ha.md): the agent registers with whichever serves,
+and its backlog of results goes there. After a hello the controller says again
 whether each job it ever suspended is suspended, so a resume lost with a
 broken stream leaves no job stopped for good.
 """
@@ -54,11 +58,11 @@ CHANNEL_OPTIONS = [
 
 
 class Link:
-    """One agent's connection to the controller, reconnecting until cancelled."""
+    """One agent's connection to the serving controller, reconnecting until cancelled."""
 
     def __init__(
         self,
-        target: str,
+        targets: Sequence[str],
         nodes: Sequence[pb.NodeRegistration],
         table: RunTable,
         start_time: int,
@@ -66,7 +70,8 @@ class Link:
         tls: TlsConfig,
         hooks: NodeHooks | None = None,
     ) -> None:
-        self.target = target
+        self.targets = list(targets)
+        self.target = self.targets[0]  # the controller of the stream being tried
         self.tls = tls
         self.nodes = list(nodes)
         self.table = table
@@ -78,22 +83,34 @@ class Link:
         self.reboot: Callable[[str], None] | None = None  # RebootProgram (nodeagent/reboot.py)
 
     async def run(self) -> None:
-        """Keep a stream up until cancelled."""
-        async with grpctls.channel(self.target, self.tls, options=CHANNEL_OPTIONS) as channel:
-            attach = channel.stream_stream(
+        """Keep a stream up until cancelled, with whichever controller serves."""
+        channels = [grpctls.channel(t, self.tls, options=CHANNEL_OPTIONS) for t in self.targets]
+        attaches = [
+            channel.stream_stream(
                 ATTACH,
                 request_serializer=pb.AgentMessage.SerializeToString,
                 response_deserializer=pb.ControllerMessage.FromString,
             )
+            for channel in channels
+        ]
+        try:
             delay = BACKOFF_MIN
             was_up = True
+            at = 0
             while True:
-                welcomed = await self._session(attach, quiet=not was_up)
+                self.target = self.targets[at]
+                welcomed = await self._session(attaches[at], quiet=not was_up)
                 if welcomed:
                     delay = BACKOFF_MIN
+                else:
+                    at = (at + 1) % len(attaches)
                 was_up = welcomed
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
+                if welcomed or at == 0:
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, BACKOFF_MAX)
+        finally:
+            for channel in channels:
+                await channel.close()
 
     def _opening(self) -> list[pb.AgentMessage]:
         """Hello plus the StepDone and JobDone backlogs, taken at one instant."""

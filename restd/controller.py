@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pwd
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -75,26 +76,33 @@ class Callers:
 
 
 class Controller:
-    """One gRPC channel to the controller, shared by every request."""
+    """One gRPC channel per SlurmctldHost line, shared by every request; a call goes
+    to the controller that served last, and on to the next line's when that one
+    cannot be reached or is a backup in standby (docs/ha.md)."""
 
     def __init__(
         self,
-        target: str,
+        targets: Sequence[str],
         key: bytes | Munge,
         receiver: str,
         tls: TlsConfig,
         ttl: int = auth.DEFAULT_TTL,
     ) -> None:
-        self.target = target
+        self.targets = list(targets)
         self.key = key  # the credential key (or munged)
         self.receiver = receiver  # the controller's name in credentials
         self.ttl = ttl
-        self.channel = grpctls.channel(target, tls, options=CHANNEL_OPTIONS)
-        self.stub: Any = pb_grpc.ControllerStub(self.channel)  # type: ignore[no-untyped-call]
-        self._raw: dict[str, Any] = {}
+        self.channels = [grpctls.channel(t, tls, options=CHANNEL_OPTIONS) for t in self.targets]
+        self.stubs: list[Any] = [
+            pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+            for channel in self.channels
+        ]
+        self.serving = 0  # the index of the controller that answered last
+        self._raw: list[dict[str, Any]] = [{} for _ in self.targets]
 
     async def close(self) -> None:
-        await self.channel.close()
+        for channel in self.channels:
+            await channel.close()
 
     def _request(self, method: str, caller: Caller | None, fields: dict[str, Any]) -> Any:
         request = getattr(pb, f"{method}Request")(**fields)
@@ -111,29 +119,49 @@ class Controller:
             )
         return request
 
+    async def _serving(self, attempt: Callable[[int], Awaitable[Any]]) -> Any:
+        """``attempt(index)`` at the serving controller: the last one that served,
+        then the others in order; the last refusal when none serves."""
+        order = [self.serving, *(i for i in range(len(self.targets)) if i != self.serving)]
+        refused: SlurmError | None = None
+        for index in order:
+            try:
+                reply = await attempt(index)
+            except grpc.aio.AioRpcError as exc:
+                refused = slurm_error(exc)
+                if exc.code() is grpc.StatusCode.UNAVAILABLE:
+                    continue  # away, or a backup in standby: the next line's controller
+                raise refused from None
+            self.serving = index
+            return reply
+        assert refused is not None
+        raise refused
+
     async def call(self, method: str, caller: Caller | None, **fields: Any) -> Any:
         """``method`` with a request made of ``fields``, signed for ``caller``."""
-        request = self._request(method, caller, fields)
-        try:
-            return await getattr(self.stub, method)(request, timeout=CALL_TIMEOUT_S)
-        except grpc.aio.AioRpcError as exc:
-            raise slurm_error(exc) from None
+
+        async def attempt(index: int) -> Any:
+            request = self._request(method, caller, fields)  # a credential is good once
+            return await getattr(self.stubs[index], method)(request, timeout=CALL_TIMEOUT_S)
+
+        return await self._serving(attempt)
 
     async def call_raw(self, method: str, caller: Caller | None, **fields: Any) -> bytes:
         """The same call, its reply left serialized (``restd.joblist`` splits it)."""
-        request = self._request(method, caller, fields)
-        call = self._raw.get(method)
-        if call is None:
-            call = self._raw[method] = self.channel.unary_unary(
-                f"/corral.v1.Controller/{method}",
-                request_serializer=_serialize,
-                response_deserializer=None,
-            )
-        try:
-            reply: bytes = await call(request, timeout=CALL_TIMEOUT_S)
-        except grpc.aio.AioRpcError as exc:
-            raise slurm_error(exc) from None
-        return reply
+
+        async def attempt(index: int) -> bytes:
+            call = self._raw[index].get(method)
+            if call is None:
+                call = self._raw[index][method] = self.channels[index].unary_unary(
+                    f"/corral.v1.Controller/{method}",
+                    request_serializer=_serialize,
+                    response_deserializer=None,
+                )
+            reply: bytes = await call(self._request(method, caller, fields), timeout=CALL_TIMEOUT_S)
+            return reply
+
+        data: bytes = await self._serving(attempt)
+        return data
 
 
 def _serialize(message: Any) -> bytes:

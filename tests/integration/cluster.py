@@ -180,9 +180,9 @@ class Cluster:
         return self
 
     def _ping(self) -> bool:
+        """Whether the controller serves (a standby answers Ping too: docs/ha.md)."""
         try:
-            self.client.call("Ping", {})
-            return True
+            return not self.client.call("Ping", {})["standby"]
         except SlurmError:
             return False
 

@@ -175,7 +175,7 @@ def test_only_operators_mint_tokens_for_others(
 
     async def mint(username: str) -> str:
         receiver = auth.controller_receiver(conf.cluster_name)
-        controller = Controller(conf.controller_target, keys.credential, receiver, conf.tls)
+        controller = Controller(conf.controller_targets, keys.credential, receiver, conf.tls)
         try:
             reply = await controller.call("Token", Caller.named(users[0]), username=username)
             return str(reply.token)

@@ -67,6 +67,38 @@ def test_a_held_lease_is_refused_to_another_until_released(storage: StateStorage
         second.close()
 
 
+def test_a_lease_handed_over_goes_to_that_line_first(storage: StateStorage) -> None:
+    """scontrol takeover: the holder hands the lease to line "ctl2"; another standby
+    waits one lease length for it, ctl2 takes it at once."""
+    first = holding(storage, "a", lease_s=0.6)
+    other = DatabaseJournal(storage, "test", "c", line="ctl3")
+    chosen = DatabaseJournal(storage, "test", "b", line="ctl2")
+    try:
+        first.lease.hand_over("ctl2")
+        assert first.lease.token == 0
+        held = other.lease.take()
+        assert held is not None and held.startswith("handed to ctl2 for ")
+        assert chosen.lease.take() is None and chosen.lease.token == 2
+    finally:
+        for journal in (first, other, chosen):
+            journal.close()
+
+
+def test_a_lease_handed_to_a_line_that_never_came_frees_after_a_lease(
+    storage: StateStorage,
+) -> None:
+    first = holding(storage, "a", lease_s=0.5)
+    other = DatabaseJournal(replace(storage, lease_s=0.5), "test", "c", line="ctl3")
+    try:
+        first.lease.hand_over("ctl2")
+        assert other.lease.take() is not None
+        time.sleep(0.6)
+        assert other.lease.take() is None and other.lease.token == 2
+    finally:
+        first.close()
+        other.close()
+
+
 def test_a_newer_holder_fences_the_old_ones_writes(storage: StateStorage) -> None:
     """The first holder's lease expires (it hung); the second takes it under token 2;
     the first's next write is refused with nothing written, and so is its renewal."""

@@ -368,7 +368,11 @@ def session(
     monkeypatch: pytest.MonkeyPatch, replies: dict[str, Any]
 ) -> tuple[scontrol.Session, FakeClient]:
     client = FakeClient(replies)
-    fake_conf = SimpleNamespace(controller_host=("ctl", "10.0.0.1"), slurmd_port=6818)
+    fake_conf = SimpleNamespace(
+        controller_host=("ctl", "10.0.0.1"),
+        controller_hosts=(("ctl", "10.0.0.1"),),
+        slurmd_port=6818,
+    )
     monkeypatch.setattr(corral.clientconf, "client_settings", lambda *args: fake_conf)
     chosen = scontrol.Session(io.StringIO(), io.StringIO())
     chosen._client = client
@@ -490,11 +494,73 @@ def test_hostnames_default_to_job_nodelist(monkeypatch: pytest.MonkeyPatch) -> N
     assert outputs(chosen) == ("c1\nc2\n", "")
 
 
+def pinged(*states: tuple[str, bool]) -> dict[str, Any]:
+    controllers = [{"host": host, "up": up, "standby": False} for host, up in states]
+    return {"host": states[0][0], "now": NOW, "cluster": "bench", "controllers": controllers}
+
+
+def two_controllers(monkeypatch: pytest.MonkeyPatch) -> None:
+    hosts = (("ctl1", "10.0.0.1"), ("ctl2", "10.0.0.2"))
+    fake_conf = SimpleNamespace(controller_host=hosts[0], controller_hosts=hosts)
+    monkeypatch.setattr(corral.clientconf, "client_settings", lambda *args: fake_conf)
+
+
 def test_ping(monkeypatch: pytest.MonkeyPatch) -> None:
-    chosen, _ = session(monkeypatch, {"Ping": {"host": "vm", "now": NOW, "cluster": "bench"}})
+    chosen, client = session(monkeypatch, {"Ping": pinged(("ctl", True))})
     chosen.run(["ping"])
-    assert outputs(chosen) == ("Slurmctld(primary) at vm is UP\n", "")
+    assert outputs(chosen) == ("Slurmctld(primary) at ctl is UP\n", "")
     assert chosen.exit_code == 0
+    assert client.requests == [("Ping", {"all": True})]
+
+
+def test_ping_shows_every_controller_as_slurm_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen, _ = session(monkeypatch, {"Ping": pinged(("ctl1", False), ("ctl2", True))})
+    two_controllers(monkeypatch)
+    chosen.run(["ping"])
+    lines = outputs(chosen)[0].splitlines()
+    assert lines[:2] == ["Slurmctld(primary) at ctl1 is DOWN", "Slurmctld(backup) at ctl2 is UP"]
+    assert chosen.exit_code == 1
+
+
+def test_takeover_asks_backup_one_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen, client = session(monkeypatch, {"Takeover": {}})
+    two_controllers(monkeypatch)
+    chosen.run(["takeover"])
+    chosen.run(["takeover", "1"])
+    assert client.requests == [("Takeover", {"index": 1}), ("Takeover", {"index": 1})]
+    assert outputs(chosen) == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("words", "err"),
+    [
+        (["takeover", "2"], "scontrol: invalid backup controller index (2)\n"),
+        (["takeover", "x"], "scontrol: invalid backup controller index (0)\n"),
+    ],
+)
+def test_takeover_refuses_a_bad_index(
+    monkeypatch: pytest.MonkeyPatch, words: list[str], err: str
+) -> None:
+    chosen, client = session(monkeypatch, {})
+    two_controllers(monkeypatch)
+    chosen.run(words)
+    assert outputs(chosen) == ("", err)
+    assert chosen.exit_code == 1 and client.requests == []
+
+
+def test_takeover_without_a_backup(monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen, client = session(monkeypatch, {})
+    chosen.run(["takeover"])
+    assert outputs(chosen) == ("", "scontrol: no backup controller defined\n")
+    assert client.requests == []
+
+
+def test_takeover_refused_by_the_controller(monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen, _ = session(monkeypatch, {"Takeover": SlurmError(2002)})
+    two_controllers(monkeypatch)
+    chosen.run(["takeover"])
+    assert outputs(chosen) == ("", "slurm_takeover error: Access/permission denied\n")
+    assert chosen.exit_code == 1
 
 
 def test_ping_down(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -508,7 +574,7 @@ def test_show_config(monkeypatch: pytest.MonkeyPatch) -> None:
     entries = [{"key": "ClusterName", "value": "bench"}, {"key": "MinJobAge", "value": "300 sec"}]
     replies = {
         "Config": {"entries": entries, "now": NOW, "config_file": "/x", "last_update": SUBMIT},
-        "Ping": {"host": "ctl", "now": NOW, "cluster": "bench"},
+        "Ping": pinged(("ctl", True)),
     }
     chosen, _ = session(monkeypatch, replies)
     chosen.run(["show", "config"])
