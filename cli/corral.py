@@ -38,8 +38,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral down [--dir DIR]
        corral cert ca DIR   |   corral cert issue NAME --ca DIR --host H [--host H ...] [--out DIR]
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P] [--jobs A:B]
-                  [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json]
-                  [--quiet]   (corral sim --help)
+                  [--sched-params LIST] [--queues FILE --queue-map FILE] [--csv FILE]
+                  [--png FILE] [--json] [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
        corral queues [-p | -P] [-n] [--json]   (each queue's quota, share and holdings now)
        corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
@@ -50,8 +50,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
 
 SIM_USAGE = """\
 Usage: corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy fcfs|easy|conservative]
-                  [--jobs A:B] [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE]
-                  [--json] [--quiet]
+                  [--jobs A:B] [--sched-params LIST] [--queues FILE --queue-map FILE]
+                  [--csv FILE] [--png FILE] [--json] [--quiet]
 
 Replay a Standard Workload Format trace (plain or gzip) through Corral's scheduling core on a
 simulated clock, in one partition `batch` of all nodes, and print the number of jobs, their
@@ -66,6 +66,10 @@ jobs preempted by reclaim and waiting jobs it reclaimed for.
                      waiting job reserves; easy: only the first waiting job reserves
   --jobs A:B         replay only job records A to B-1 in file order (0-based, as a Python
                      slice; either end may be left out: 1000:, :5000)
+  --sched-params LIST  backfill's SchedulerParameters, as in slurm.conf: bf_window,
+                     bf_resolution, bf_max_job_test, bf_max_job_user (Slurm's defaults
+                     otherwise; bf_job_part_count_reserve follows --policy); e.g.
+                     bf_resolution=1,bf_window=43200 (docs/sim.md)
   --queues FILE      divide the cluster among the queues of this queues.conf, as the
                      controller does (admission, borrowing, reclaim; reclaimed jobs are
                      requeued); they may govern cpu and node (SWF traces have no GPUs)
@@ -575,6 +579,11 @@ def sim(argv: list[str]) -> int:
 
     policy = options.get("--policy", "fcfs")
     choose(policy)  # an unknown or not yet runnable policy fails before the trace is read
+    params = None
+    if "--sched-params" in options:
+        from controller.sim.params import backfill_params
+
+        params = backfill_params(options["--sched-params"], policy)
     queues = None
     if "--queues" in options:
         from controller.sim import queuemap
@@ -604,7 +613,14 @@ def sim(argv: list[str]) -> int:
         )
 
     result = replay(
-        trace, nodes, cpus, policy, timeline=png is not None, progress=progress, queues=queues
+        trace,
+        nodes,
+        cpus,
+        policy,
+        timeline=png is not None,
+        progress=progress,
+        queues=queues,
+        params=params,
     )
     summary = report.summarize(result)
     per_queue = queuereport.figures(result, summary)

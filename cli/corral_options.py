@@ -67,6 +67,7 @@ SIM = OptionTable(
         _row("cpus-per-node", "CPUs per node (default: MaxProcs / MaxNodes)", arg=REQUIRED),
         _row("policy", "fcfs, easy or conservative (default fcfs)", arg=REQUIRED),
         _row("jobs", "job records A:B of the trace, as a Python slice", arg=REQUIRED),
+        _row("sched-params", "bf_* SchedulerParameters for backfill (docs/sim.md)", arg=REQUIRED),
         _row("csv", "one row per job to this file", arg=REQUIRED),
         _row("png", "queue and utilization plot (needs matplotlib)", arg=REQUIRED),
         _row("queues", "a queues.conf: jobs land in its queues (needs --queue-map)", arg=REQUIRED),

@@ -30,12 +30,12 @@ import heapq
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from types import MappingProxyType
 
-from controller.core import NodeView, PartitionView, Plan, Running, Snapshot
+from controller.core import BackfillParams, NodeView, PartitionView, Plan, Running, Snapshot
 from controller.core.snapshot import JobFacts
 from controller.jobstate import JobState, Reason
 from controller.model import Job
@@ -234,6 +234,9 @@ class SimCluster:
             return tuple(self.pending.values())
         return tuple(islice(self.pending.values(), depth))
 
+    def waiting(self) -> Iterator[Job]:
+        return iter(self.pending.values())
+
     def snapshot(self, pending: tuple[Job, ...], busy: bool = True) -> Snapshot:
         # The node maps are read-only views of live state: the core copies them
         # before changing anything, and nothing changes them during the call.
@@ -380,6 +383,7 @@ def replay(
     progress: Callable[[Progress], None] | None = None,
     whole_queue: bool = False,
     queues: tuple[QueueConf, QueueMap] | None = None,
+    params: BackfillParams | None = None,
 ) -> Replay:
     """Replay ``trace`` on ``nodes`` nodes of ``cpus_per_node`` CPUs under ``policy``.
 
@@ -391,10 +395,11 @@ def replay(
     then sees every pending job and node at every event (admission refuses a
     job without holding back those behind it, and reclaim needs the running
     jobs), and after a pass that reclaimed decides again at once, on what the
-    victims freed, as the controller's next pass does.
+    victims freed, as the controller's next pass does. ``params``: the
+    backfill policies' SchedulerParameters (Slurm's defaults when None).
     """
     began = time.perf_counter()
-    chosen = choose(policy, whole_queue or queues is not None)
+    chosen = choose(policy, whole_queue or queues is not None, params)
     total_cpus = nodes * cpus_per_node
     records, skipped = admit(trace.records, total_cpus)
     if not records:
