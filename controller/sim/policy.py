@@ -148,7 +148,8 @@ class Backfilling:
     * the main pass starts the jobs ahead of the first that does not fit (the
       head) and blocks the partition there; they are shown, then the head;
     * behind the head, only the jobs backfill tests (``bf_max_job_test``
-      counts from the head) may start, and only those needing no more CPUs
+      counts from the head, and ``bf_max_job_user`` too: every sim job has
+      the same user) may start, and only those needing no more CPUs
       than the main pass left free, since starts only take more;
     * ``easy``: only the head reserves, so of the jobs behind it only those
       that may start are shown; ``conservative``: every tested job reserves
@@ -182,9 +183,12 @@ class Backfilling:
             free -= job.cpus_needed
             shown.append(job)
         behind: list[Job] = []
-        if head is not None and self.params.max_job_test > 1:
+        tested = self.params.max_job_test
+        if self.params.max_job_user:  # every sim job has the same user
+            tested = min(tested, self.params.max_job_user)
+        if head is not None and tested > 1:
             last = -1  # in ``behind``: the last job that may start
-            for job in islice(queue, self.params.max_job_test - 1):
+            for job in islice(queue, tested - 1):
                 if job.cpus_needed <= free:
                     last = len(behind)
                     behind.append(job)

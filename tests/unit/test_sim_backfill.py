@@ -40,6 +40,7 @@ PARAMS = st.builds(
     window=st.sampled_from([600, 86400]),
     resolution=st.sampled_from([1, 60]),
     max_job_test=st.integers(1, 6),
+    max_job_user=st.integers(0, 4),
 )
 
 
