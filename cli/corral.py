@@ -39,8 +39,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral cert ca DIR   |   corral cert issue NAME --ca DIR --host H [--host H ...] [--out DIR]
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P[,P...]] [--jobs A:B]
                   [-f slurm.conf [--set Key=Value ...] [--accounts FILE] [--map FILE]]
-                  [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json]
-                  [--quiet]   (corral sim --help)
+                  [--sched-params LIST] [--queues FILE --queue-map FILE] [--csv FILE]
+                  [--png FILE] [--json] [--quiet]   (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
        corral queues [-p | -P] [-n] [--json]   (each queue's quota, share and holdings now)
        corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
@@ -52,7 +52,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
 SIM_USAGE = """\
 Usage: corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P[,P...]] [--jobs A:B]
                   [-f slurm.conf [--set Key=Value ...] [--accounts FILE] [--map FILE]]
-                  [--queues FILE --queue-map FILE] [--csv FILE] [--png FILE] [--json] [--quiet]
+                  [--sched-params LIST] [--queues FILE --queue-map FILE] [--csv FILE]
+                  [--png FILE] [--json] [--quiet]
 
 Replay a Standard Workload Format trace (plain or gzip) through Corral's scheduling core on a
 simulated clock, in one partition `batch` of all nodes (with -f, on that slurm.conf's nodes,
@@ -78,6 +79,10 @@ jobs preempted by reclaim and waiting jobs it reclaimed for.
                      and the QOS (docs/simconfig.md)
   --jobs A:B         replay only job records A to B-1 in file order (0-based, as a Python
                      slice; either end may be left out: 1000:, :5000)
+  --sched-params LIST  backfill's SchedulerParameters, as in slurm.conf: bf_window,
+                     bf_resolution, bf_max_job_test, bf_max_job_user (Slurm's defaults
+                     otherwise; bf_job_part_count_reserve follows --policy); e.g.
+                     bf_resolution=1,bf_window=43200 (docs/sim.md)
   --queues FILE      divide the cluster among the queues of this queues.conf, as the
                      controller does (admission, borrowing, reclaim; reclaimed jobs are
                      requeued); they may govern cpu and node (SWF traces have no GPUs)
@@ -585,6 +590,12 @@ def sim(argv: list[str]) -> int:
     if "--config" in options or "," in options.get("--policy", ""):
         from cli.simsite import sim_site
 
+        if "--sched-params" in options:
+            raise UsageError(
+                "--sched-params shapes one policy on the trace's own cluster; with -f or "
+                "several policies, SchedulerParameters comes from slurm.conf (-f, --set)"
+            )
+
         return sim_site(trace_path, options, flags, tuple(sets), (start, stop))
     if sets or "--accounts" in options or "--map" in options:
         raise UsageError("--set, --accounts and --map describe a slurm.conf's cluster: give it, -f")
@@ -596,6 +607,11 @@ def sim(argv: list[str]) -> int:
 
     policy = options.get("--policy", "fcfs")
     choose(policy)  # an unknown or not yet runnable policy fails before the trace is read
+    params = None
+    if "--sched-params" in options:
+        from controller.sim.params import backfill_params
+
+        params = backfill_params(options["--sched-params"], policy)
     queues = None
     if "--queues" in options:
         from controller.sim import queuemap
@@ -625,7 +641,14 @@ def sim(argv: list[str]) -> int:
         )
 
     result = replay(
-        trace, nodes, cpus, policy, timeline=png is not None, progress=progress, queues=queues
+        trace,
+        nodes,
+        cpus,
+        policy,
+        timeline=png is not None,
+        progress=progress,
+        queues=queues,
+        params=params,
     )
     summary = report.summarize(result)
     per_queue = queuereport.figures(result, summary)

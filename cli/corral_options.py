@@ -75,6 +75,7 @@ SIM = OptionTable(
         _row("accounts", "accounts, users and limits: a sacctmgr dump file", arg=REQUIRED),
         _row("map", "trace users and groups to accounts, partitions, QOS", arg=REQUIRED),
         _row("jobs", "job records A:B of the trace, as a Python slice", arg=REQUIRED),
+        _row("sched-params", "bf_* SchedulerParameters for backfill (docs/sim.md)", arg=REQUIRED),
         _row("csv", "one row per job to this file", arg=REQUIRED),
         _row("png", "queue and utilization plot (needs matplotlib)", arg=REQUIRED),
         _row("queues", "a queues.conf: jobs land in its queues (needs --queue-map)", arg=REQUIRED),

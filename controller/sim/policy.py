@@ -10,24 +10,22 @@ a call can be skipped, and commits the plan to the simulated cluster.
 ``fcfs`` is Slurm's main scheduler (priority order; the first job a partition
 cannot start blocks the rest), which ``schedule`` runs when it is given no
 backfill parameters. ``conservative`` and ``easy`` add the core's backfill pass
-(Slurm's defaults, and ``bf_job_part_count_reserve=1``) at every event, over
-the whole queue and every node; the main scheduler's shortcuts below do not
-hold under backfill.
+(Slurm's defaults unless ``--sched-params`` sets them, and
+``bf_job_part_count_reserve=1`` for ``easy``), shown only the jobs that can
+change a start (``Backfilling``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Protocol
 
 from controller.core import BackfillParams, Plan, Snapshot, schedule
 from controller.model import Job
 from controller.sim.errors import SimError
-
-#: The backfill each policy asks the core for (None: the main scheduler alone).
-BACKFILL = {"fcfs": None, "conservative": BackfillParams(), "easy": BackfillParams(easy=True)}
 
 #: How many pending jobs the main scheduler shows the core first (doubled while all start).
 FIRST_DEPTH = 8
@@ -41,6 +39,10 @@ class Cluster(Protocol):
 
     def queue(self, depth: int | None = None) -> tuple[Job, ...]:
         """The first ``depth`` pending jobs (all when None) in the core's order."""
+        ...
+
+    def waiting(self) -> Iterator[Job]:
+        """Every pending job in the core's order, lazily."""
         ...
 
     def snapshot(self, pending: tuple[Job, ...], busy: bool = True) -> Snapshot:
@@ -61,17 +63,11 @@ class CoreCalls:
     jobs: int = 0
 
 
-def call_core(
-    policy: str,
-    snap: Snapshot,
-    now: int,
-    calls: CoreCalls,
-    backfill: BackfillParams | None = None,
-) -> Plan:
-    """THE policy hook: the only call of ``controller.core.schedule`` in the sim.
-    ``backfill``: the parameters instead of the policy's own (slurm.conf's)."""
+def call_core(backfill: BackfillParams | None, snap: Snapshot, now: int, calls: CoreCalls) -> Plan:
+    """THE policy hook: the only call of ``controller.core.schedule`` in the sim;
+    ``backfill`` None runs the main scheduler alone."""
     began = time.perf_counter()
-    plan = schedule(snap, now, backfill or BACKFILL[policy])
+    plan = schedule(snap, now, backfill)
     calls.seconds += time.perf_counter() - began
     calls.count += 1
     calls.jobs += len(snap.pending)
@@ -115,7 +111,7 @@ class MainScheduler:
     def decide(self, cluster: Cluster, now: int, freed: bool) -> None:
         if self.whole_queue:
             if pending := cluster.queue():
-                cluster.commit(call_core(self.name, cluster.snapshot(pending), now, self.calls))
+                cluster.commit(call_core(None, cluster.snapshot(pending), now, self.calls))
             return
         if self._blocked and not freed:
             return
@@ -129,7 +125,7 @@ class MainScheduler:
             if pending[0].cpus_needed > cluster.free_cpus:
                 self._blocked = True
                 return
-            plan = call_core(self.name, cluster.snapshot(pending, busy=False), now, self.calls)
+            plan = call_core(None, cluster.snapshot(pending, busy=False), now, self.calls)
             cluster.commit(plan)
             if len(plan.starts) < len(pending):
                 self._blocked = True
@@ -141,45 +137,92 @@ class MainScheduler:
 
 
 class Backfilling:
-    """``conservative`` or ``easy``: the main scheduler plus backfill, at every event.
+    """``conservative`` or ``easy``: the main scheduler plus backfill.
 
-    Backfill may start any job in the queue, so there are no shortcuts: the
-    core sees every pending job and every node, as in the controller.
+    With ``whole_queue`` the core sees every pending job and every node at
+    every event, as in the controller. Otherwise it is shown only the jobs
+    whose presence can change a start (the unit tests compare both ways job by
+    job). Every sim job asks for tasks of one CPU and no memory, so a job fits
+    the free CPUs now exactly when it needs no more than are free, and:
+
+    * the main pass starts the jobs ahead of the first that does not fit (the
+      head) and blocks the partition there; they are shown, then the head;
+    * behind the head, only the jobs backfill tests (``bf_max_job_test``
+      counts from the head, and ``bf_max_job_user`` too: every sim job has
+      the same user) may start, and only those needing no more CPUs
+      than the main pass left free, since starts only take more;
+    * ``easy``: only the head reserves, so of the jobs behind it only those
+      that may start are shown; ``conservative``: every tested job reserves
+      and the reservations of jobs ahead decide whether one may start, so the
+      queue is shown up to the last job that may start;
+    * no job behind the head may start: the core is asked for the main pass
+      alone (its starts do not depend on what backfill would plan), on the
+      nodes with a free CPU; nothing may start at all: no call.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, params: BackfillParams, whole_queue: bool = False) -> None:
         self.name = name
+        self.params = params
+        self.whole_queue = whole_queue
         self.calls = CoreCalls()
-        self.backfill: BackfillParams | None = None  # None: BACKFILL[name]
 
     def decide(self, cluster: Cluster, now: int, freed: bool) -> None:
-        pending = cluster.queue()
-        if pending:
-            snap = cluster.snapshot(pending)
-            cluster.commit(call_core(self.name, snap, now, self.calls, self.backfill))
+        if self.whole_queue:
+            if pending := cluster.queue():
+                plan = call_core(self.params, cluster.snapshot(pending), now, self.calls)
+                cluster.commit(plan)
+            return
+        free = cluster.free_cpus
+        shown: list[Job] = []
+        queue = cluster.waiting()
+        head: Job | None = None
+        for job in queue:
+            if job.cpus_needed > free:
+                head = job
+                break
+            free -= job.cpus_needed
+            shown.append(job)
+        behind: list[Job] = []
+        tested = self.params.max_job_test
+        if self.params.max_job_user:  # every sim job has the same user
+            tested = min(tested, self.params.max_job_user)
+        if head is not None and tested > 1:
+            last = -1  # in ``behind``: the last job that may start
+            for job in islice(queue, tested - 1):
+                if job.cpus_needed <= free:
+                    last = len(behind)
+                    behind.append(job)
+                elif not self.params.easy:
+                    behind.append(job)
+            del behind[last + 1 :]
+        if behind:
+            assert head is not None
+            snap = cluster.snapshot((*shown, head, *behind))
+            cluster.commit(call_core(self.params, snap, now, self.calls))
+        elif shown:
+            plan = call_core(None, cluster.snapshot(tuple(shown), busy=False), now, self.calls)
+            cluster.commit(plan)
 
 
 #: Policy name → constructor (argument: show the core the whole queue on every call).
-POLICIES: dict[str, Callable[[bool], Policy]] = {
-    "fcfs": MainScheduler,
-    "conservative": lambda _whole: Backfilling("conservative"),
-    "easy": lambda _whole: Backfilling("easy"),
+POLICIES: dict[str, Callable[[bool, BackfillParams], Policy]] = {
+    "fcfs": lambda whole, _params: MainScheduler(whole),
+    "conservative": lambda whole, params: Backfilling(
+        "conservative", replace(params, easy=False), whole
+    ),
+    "easy": lambda whole, params: Backfilling("easy", replace(params, easy=True), whole),
 }
 
 #: Every name ``--policy`` accepts.
 NAMES = tuple(POLICIES)
 
 
-def choose(name: str, whole_queue: bool = False, backfill: BackfillParams | None = None) -> Policy:
+def choose(name: str, whole_queue: bool = False, params: BackfillParams | None = None) -> Policy:
     """The policy called ``name``, or a SimError saying why it cannot run.
 
-    ``backfill``: slurm.conf's bf_* parameters for a backfilling policy (its
-    ``easy`` set by the policy's name).
+    ``params``: the backfill policies' SchedulerParameters (Slurm's defaults
+    when None); ``fcfs`` has no backfill to shape.
     """
     if name in POLICIES:
-        policy = POLICIES[name](whole_queue)
-        params = BACKFILL[name]
-        if backfill is not None and params is not None and isinstance(policy, Backfilling):
-            policy.backfill = replace(backfill, easy=params.easy)
-        return policy
+        return POLICIES[name](whole_queue, params or BackfillParams())
     raise SimError(f"unknown policy {name!r} (choose from {', '.join(NAMES)})")

@@ -30,7 +30,7 @@ import heapq
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from types import MappingProxyType
@@ -235,6 +235,9 @@ class SimCluster:
             return tuple(self.pending.values())
         return tuple(islice(self.pending.values(), depth))
 
+    def waiting(self) -> Iterator[Job]:
+        return iter(self.pending.values())
+
     def snapshot(self, pending: tuple[Job, ...], busy: bool = True) -> Snapshot:
         # The node maps are read-only views of live state: the core copies them
         # before changing anything, and nothing changes them during the call.
@@ -387,7 +390,7 @@ def replay(
     whole_queue: bool = False,
     queues: tuple[QueueConf, QueueMap] | None = None,
     cluster: Callable[[list[Record]], SimCluster] | None = None,
-    backfill: BackfillParams | None = None,
+    params: BackfillParams | None = None,
 ) -> Replay:
     """Replay ``trace`` on ``nodes`` nodes of ``cpus_per_node`` CPUs under ``policy``.
 
@@ -402,10 +405,11 @@ def replay(
     victims freed, as the controller's next pass does. ``cluster`` makes the
     simulated cluster from the records instead (``-f slurm.conf``:
     controller/sim/sitecluster.py; the core then sees every pending job and
-    node), and ``backfill`` replaces the backfilling policies' parameters.
+    node). ``params``: the backfill policies' SchedulerParameters (Slurm's
+    defaults when None; slurm.conf's with ``-f``, or ``--sched-params``).
     """
     began = time.perf_counter()
-    chosen = choose(policy, whole_queue or queues is not None or cluster is not None, backfill)
+    chosen = choose(policy, whole_queue or queues is not None or cluster is not None, params)
     total_cpus = nodes * cpus_per_node
     records, skipped = admit(trace.records, total_cpus)
     if not records:

@@ -63,7 +63,7 @@ def replay_site(
         timeline=timeline,
         progress=progress,
         cluster=make,
-        backfill=site.backfill,
+        params=site.backfill,
     )
     skipped = Counter(result.skipped)
     skipped.update(refused)
