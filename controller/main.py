@@ -146,6 +146,7 @@ async def serve(conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier
             loop.stats,
             lambda: handlers.rpc_stats,
             lambda: delivery.backlog if delivery is not None else 0,
+            link.stats,
         )
         try:
             exporter = await serve_metrics(collector, *where)
