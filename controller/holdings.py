@@ -44,6 +44,9 @@ class Holdings:
         self._shared_ids: dict[str, dict[int, int]] = {}
         # The jobs on each node by id: "what runs on node N" without a scan of every job.
         self._jobs: dict[str, set[int]] = {}
+        # Per node, how many changes it has seen: a view of the node built at one count
+        # holds until the next (``snapshots.NodeViews``).
+        self._changes: dict[str, int] = {}
 
     def change(self, job: Job, sign: int, shares: bool, gres: list[HeldGres]) -> None:
         """Add (``sign`` +1) or remove (-1) what ``job`` holds on its nodes: its CPUs
@@ -52,6 +55,7 @@ class Holdings:
         if not job.cpus_released:
             self.change_cpus(job, sign, shares)
         for i, (name, memory) in enumerate(zip(job.nodes, job.alloc_mem, strict=True)):
+            self._changes[name] = self._changes.get(name, 0) + 1
             used = self._used.setdefault(name, [0, 0])
             used[1] += sign * memory
             on = self._jobs.setdefault(name, set())
@@ -69,6 +73,7 @@ class Holdings:
         to other jobs (-1) and takes them back on resume (+1), its memory and GRES
         kept (as Slurm's cons_tres suspends a job)."""
         for i, (name, cpus) in enumerate(zip(job.nodes, job.cpus, strict=True)):
+            self._changes[name] = self._changes.get(name, 0) + 1
             used = self._used.setdefault(name, [0, 0])
             if shares:
                 jobs = self._shared.setdefault(name, {}).setdefault(job.partition, {})
@@ -94,6 +99,10 @@ class Holdings:
             bits |= 1 << c
         kept = self._kept_ids.get(name, 0)
         self._kept_ids[name] = kept | bits if sign > 0 else kept & ~bits
+
+    def changes(self, name: str) -> int:
+        """How many times what ``name`` holds has changed (it only ever grows)."""
+        return self._changes.get(name, 0)
 
     def job_ids(self, name: str) -> list[int]:
         """The ids of the jobs on ``name``, lowest first."""
