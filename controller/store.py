@@ -501,7 +501,7 @@ class JobStore:
         """The jobs on node ``name``, by id, from the holdings' index: ``sinfo`` over
         10,000 nodes asks this of each, and a scan of 100,000 jobs each time took minutes."""
         jobs = (self.jobs.get(i) for i in self.holdings.job_ids(name))
-        return [j for j in jobs if j is not None and holds_nodes(j) and name in j.nodes]
+        return [j for j in jobs if j is not None and holds_nodes(j)]
 
     def purge(self, now: int) -> list[int]:
         """Forget finished jobs older than MinJobAge (they live on in accounting)."""
