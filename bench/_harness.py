@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from cli import shutdown  # noqa: E402
 from corral import auth  # noqa: E402
 from corral.config import load  # noqa: E402
 from tests.integration.cluster import Cluster, command  # noqa: E402
@@ -64,10 +65,18 @@ def log(message: str) -> None:
 
 
 def arguments(
-    description: str, runs: int, quick_runs: int, *, tls: bool = False
+    description: str,
+    runs: int,
+    quick_runs: int,
+    *,
+    tls: bool = False,
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> argparse.Namespace:
-    """The common options; ``tls``: the script measures through ``tls_passes`` (``--tls``)."""
+    """The common options; ``tls``: the script measures through ``tls_passes`` (``--tls``);
+    ``options``: adds the script's own."""
     parser = argparse.ArgumentParser(description=description)
+    if options is not None:
+        options(parser)
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -475,6 +484,9 @@ class BenchCluster(Cluster):
         for pid in self._supervisors():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        # A job's own processes (a long `sleep`) outlive its supervisor: end them as
+        # `corral down` does, while the directory they are known by is still there.
+        shutdown.sweep(self.conf, shutdown.Report())
         if KEEP:
             log(f"  kept {self.dir}")
         else:
@@ -495,7 +507,10 @@ class Api:
         self.tls = conf.tls
         self.key = auth.Keys.derive(auth.load_key(auth.key_path(conf_path))).credential
         self.receiver = auth.controller_receiver(conf.cluster_name)
-        self.channel = grpctls.sync_channel(self.target, conf.tls)
+        # A listing of 100,000 jobs is some 20 MB: past gRPC's default 4 MB answer.
+        self.channel = grpctls.sync_channel(
+            self.target, conf.tls, options=[("grpc.max_receive_message_length", 256 << 20)]
+        )
         self.stub = corral_pb2_grpc.ControllerStub(self.channel)
 
     def signed(self, method: str, request: Any) -> Any:

@@ -291,6 +291,8 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
         request = gres_request(gres)
     except ValueError:
         raise SlurmError(errors.ESLURM_INVALID_GRES) from None
+    if not request:
+        return  # nothing asked: no need to gather what thousands of nodes offer
     # A per-GPU pool (``a100#0``) offers its GPU's type.
     have = {(g[0], g[1].split("#")[0]) for p in parts for n in p.nodes for g in nodes[n].gres}
     names = {name for name, _ in have}
@@ -474,9 +476,10 @@ def admit(
         spec = replace(spec, min_nodes=implied.min_nodes, num_tasks=implied.num_tasks)
     req_nodes = _hosts(spec.req_nodes)
     exc_nodes = _hosts(spec.exc_nodes)
-    known = {n.name for n in conf.nodes}
-    if any(n not in known for n in req_nodes + exc_nodes):
-        raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
+    if req_nodes or exc_nodes:  # the set of every node name only when a name needs it
+        known = {n.name for n in conf.nodes}
+        if any(n not in known for n in req_nodes + exc_nodes):
+            raise SlurmError(errors.ESLURM_INVALID_NODE_NAME)
     counts = _counts(spec, len(req_nodes))
     topo = topology_request(spec, conf, counts.min_nodes, bool(req_nodes))
     if spec.elastic_signal and counts.max_nodes <= counts.min_nodes:

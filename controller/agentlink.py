@@ -51,6 +51,7 @@ from controller import (
 )
 from controller.broadcast import FileBroadcasts
 from controller.ctldhooks import ControllerHooks
+from controller.diag import AgentStats
 from controller.effects import (
     Continue,
     Effect,
@@ -134,6 +135,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         self.mailer = Mailer()  # --mail-type's mail, by MailProg
         self.files = FileBroadcasts()  # sbcast's blocks the agents have not answered yet
         self.power = PowerSaver(store)  # SuspendProgram and ResumeProgram
+        self.stats = AgentStats()  # heartbeat handling times (the metrics endpoint)
 
     def load(self) -> tuple[int, int]:
         """(agents connected, messages queued for them): sdiag's agent figures."""
@@ -195,11 +197,13 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self._admit(message.hello, session)
             elif kind == "hello":
                 raise Refused("a second hello on one stream")
+            began = time.perf_counter()
             now_mono = time.monotonic()
             session.heard = now_mono
-            for name in session.nodes:
-                self.store.node_seen(name, now_mono)
-            if kind == "hello":
+            self._heard(session, now_mono)
+            if kind == "heartbeat":
+                self.stats.heard(time.perf_counter() - began)
+            elif kind == "hello":
                 await self._hello(message.hello, session)
             elif kind == "done":
                 await self._done(message.done, session)
@@ -221,6 +225,17 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 self.files.answered(message.file_block_done, session)
             elif kind == "rebooted":
                 self._rebooted(message.rebooted, session)
+
+    def _heard(self, session: _Session, now_mono: float) -> None:
+        """The session's nodes were heard. Only a node taken for silent (or DOWN for it)
+        needs the store's ``node_seen``; for the others ``session.heard`` is their last
+        word (``check_nodes`` reads it), so an agent serving thousands of nodes costs a
+        look at each, not a new record of each, per message."""
+        nodes = self.store.nodes
+        for name in session.nodes:
+            node = nodes.get(name)
+            if node is not None and (not node.responding or node.state == "DOWN"):
+                self.store.node_seen(name, now_mono)
 
     def _admit(self, hello: pb.AgentHello, session: _Session) -> None:
         """Let a stream in, or raise Refused: its hello must carry a credential made for
@@ -245,7 +260,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         for name in session.nodes:
             if self.sessions.get(name) is session:
                 del self.sessions[name]
-                self.store.node_lost(name)
+                self.store.node_lost(name, heard=session.heard)
                 self.usage.forget([name])
         if session.nodes:
             log.info("agent %s for %s disconnected", session.peer, ",".join(session.nodes))
@@ -254,11 +269,12 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         now = int(time.time())
         ready: list[Job] = []  # jobs whose last node powering up this agent brought
         known = {n.name for n in self.store.conf.nodes}
+        offered: set[str] = set()
         for reg in hello.nodes:
             if reg.name not in known:
                 log.warning("agent %s offers unknown node %s; ignored", session.peer, reg.name)
                 continue
-            if reg.name in session.nodes:
+            if reg.name in offered:
                 log.warning("agent %s offers node %s twice; ignored", session.peer, reg.name)
                 continue
             old = self.sessions.get(reg.name)
@@ -269,6 +285,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 old.nodes.remove(reg.name)
             self.sessions[reg.name] = session
             session.nodes.append(reg.name)
+            offered.add(reg.name)
             self.store.node_registered(
                 Registration(
                     name=reg.name,
@@ -869,7 +886,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
         for name, node in list(self.store.nodes.items()):
             if node.state != "UP" or powersave.asleep(node):
                 continue  # a node in power saving has no agent to hear
-            silent = mono - node.last_seen
+            session = self.sessions.get(name)
+            silent = mono - (node.last_seen if session is None else session.heard)
             if node.responding and silent > 2 * HEARTBEAT_INTERVAL + 1:
                 self.store.node_lost(name)  # shown with Slurm's `*` from now on
             if not timeout or silent <= timeout:

@@ -82,6 +82,19 @@ class RpcStats:
 
 
 @dataclass
+class AgentStats:
+    """How long the controller spends on each agent heartbeat (the node-liveness work
+    of an agent that serves thousands of nodes): its histogram and the longest."""
+
+    heartbeat: Buckets = field(default_factory=lambda: Buckets(SECONDS))
+    heartbeat_max_s: float = 0.0
+
+    def heard(self, took_s: float) -> None:
+        self.heartbeat.observe(took_s)
+        self.heartbeat_max_s = max(self.heartbeat_max_s, took_s)
+
+
+@dataclass
 class SchedulerStats:
     cycles: int = 0
     last_us: int = 0

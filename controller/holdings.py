@@ -42,6 +42,11 @@ class Holdings:
         self._kept_ids: dict[str, int] = {}  # CPU ids of jobs that keep them, as a bitmask
         # CPU ids of jobs that share them: node -> CPU id -> jobs given it.
         self._shared_ids: dict[str, dict[int, int]] = {}
+        # The jobs on each node by id: "what runs on node N" without a scan of every job.
+        self._jobs: dict[str, set[int]] = {}
+        # Per node, how many changes it has seen: a view of the node built at one count
+        # holds until the next (``snapshots.NodeViews``).
+        self._changes: dict[str, int] = {}
 
     def change(self, job: Job, sign: int, shares: bool, gres: list[HeldGres]) -> None:
         """Add (``sign`` +1) or remove (-1) what ``job`` holds on its nodes: its CPUs
@@ -50,8 +55,11 @@ class Holdings:
         if not job.cpus_released:
             self.change_cpus(job, sign, shares)
         for i, (name, memory) in enumerate(zip(job.nodes, job.alloc_mem, strict=True)):
+            self._changes[name] = self._changes.get(name, 0) + 1
             used = self._used.setdefault(name, [0, 0])
             used[1] += sign * memory
+            on = self._jobs.setdefault(name, set())
+            (on.add if sign > 0 else on.discard)(job.job_id)
             if job.gpus and job.gpus[i]:
                 mine = self._gpus.setdefault(name, set())
                 (mine.update if sign > 0 else mine.difference_update)(job.gpus[i])
@@ -65,6 +73,7 @@ class Holdings:
         to other jobs (-1) and takes them back on resume (+1), its memory and GRES
         kept (as Slurm's cons_tres suspends a job)."""
         for i, (name, cpus) in enumerate(zip(job.nodes, job.cpus, strict=True)):
+            self._changes[name] = self._changes.get(name, 0) + 1
             used = self._used.setdefault(name, [0, 0])
             if shares:
                 jobs = self._shared.setdefault(name, {}).setdefault(job.partition, {})
@@ -90,6 +99,14 @@ class Holdings:
             bits |= 1 << c
         kept = self._kept_ids.get(name, 0)
         self._kept_ids[name] = kept | bits if sign > 0 else kept & ~bits
+
+    def changes(self, name: str) -> int:
+        """How many times what ``name`` holds has changed (it only ever grows)."""
+        return self._changes.get(name, 0)
+
+    def job_ids(self, name: str) -> list[int]:
+        """The ids of the jobs on ``name``, lowest first."""
+        return sorted(self._jobs.get(name, ()))
 
     def used(self, name: str) -> tuple[int, int]:
         """(CPUs held by jobs that do not share them, MiB held by all jobs) on ``name``.

@@ -191,6 +191,7 @@ async def serve(
             loop.stats,
             lambda: handlers.rpc_stats,
             lambda: delivery.backlog if delivery is not None else 0,
+            link.stats,
         )
         try:
             exporter = await serve_metrics(collector, *where)

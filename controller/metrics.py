@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 
 from controller import views
 from controller.core.queuestatus import statuses
-from controller.diag import Buckets, RpcStats, SchedulerStats
+from controller.diag import AgentStats, Buckets, RpcStats, SchedulerStats
 from controller.jobstate import JobState
 from controller.queuemetrics import queue_metrics
 from controller.store import JobStore
@@ -83,8 +83,10 @@ class ControllerCollector(Collector):
         scheduler: SchedulerStats,
         rpcs: Callable[[], RpcStats],
         backlog: Callable[[], int],
+        agents: AgentStats,
     ) -> None:
         self.store = store
+        self.agents = agents
         self.scheduler = scheduler
         self.rpcs = rpcs  # sdiag -r replaces the RpcStats: always ask for the current one
         self.backlog = backlog
@@ -172,6 +174,16 @@ class ControllerCollector(Collector):
         yield _histogram(
             "corral_jobs_started_per_pass", "Jobs started by each pass", [({}, s.started)]
         )
+        yield _histogram(
+            "corral_agent_heartbeat_seconds",
+            "Time the controller spends on one agent heartbeat (all its nodes marked heard)",
+            [({}, self.agents.heartbeat)],
+        )
+        longest = GaugeMetricFamily(
+            "corral_agent_heartbeat_max_seconds", "The longest agent heartbeat handling so far"
+        )
+        longest.add_metric([], self.agents.heartbeat_max_s)
+        yield longest
 
     def _rpcs(self) -> Iterator[Metric]:
         rpcs = self.rpcs()

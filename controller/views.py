@@ -403,6 +403,28 @@ def _default_out(job: Job) -> str:
     return f"{job.work_dir.rstrip('/')}/{name}"
 
 
+class _NodePartitions:
+    """Each node's partitions, worked out once per partition table: a listing of 10,000
+    nodes asked every partition's 10,000 names for each node. The table is an immutable
+    tuple, held here, so its identity says when it changed."""
+
+    def __init__(self) -> None:
+        self._table: tuple[PartitionConfig, ...] | None = None
+        self._by_node: dict[str, list[str]] = {}
+
+    def of(self, table: tuple[PartitionConfig, ...], node: str) -> list[str]:
+        if table is not self._table:
+            by_node: dict[str, list[str]] = {}
+            for part in table:
+                for name in part.nodes:
+                    by_node.setdefault(name, []).append(part.name)
+            self._table, self._by_node = table, by_node
+        return list(self._by_node.get(node, ()))
+
+
+_PARTITIONS = _NodePartitions()
+
+
 def node_info(name: str, store: JobStore) -> pb.NodeInfo:
     conf = store.conf.node(name)
     runtime: NodeRuntime = store.nodes[name]
@@ -460,7 +482,7 @@ def node_info(name: str, store: JobStore) -> pb.NodeInfo:
         ),
         gres_used=gres_used(conf.gres, jobs, name, store.gpu_numbering(name)),
         weight=conf.weight,
-        partitions=[p.name for p in store.conf.partitions if name in p.nodes],
+        partitions=_PARTITIONS.of(store.conf.partitions, name),
         reason=runtime.reason if runtime.drain or runtime.state == "DOWN" or runtime.reboot else "",
         reason_user=runtime.reason_user,
         reason_time=runtime.reason_time,
@@ -570,6 +592,8 @@ def gres_used(
         items = gres_syntax.parse_node(configured)
     except ValueError:
         return ""
+    if not items:
+        return ""  # no GRES: no need to find the node among each job's (thousands of) nodes
     used: dict[tuple[str, str], int] = {}
     ids: list[int] = []
     shared: dict[str, set[int]] = {}  # per shared GRES, the GPUs it is used on

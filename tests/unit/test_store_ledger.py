@@ -84,6 +84,37 @@ def test_the_snapshot_is_a_function_of_the_ledger_and_changes_nothing(store: Job
     assert alone.nodes["n1"].free_cpus == 8 and alone.pending == first.pending
 
 
+def test_node_views_are_kept_until_their_node_changes_and_jobs_on_follows(
+    store: JobStore,
+) -> None:
+    job = store.submit(SPEC, principal_for(0, 0), now=100).job
+    before = store.snapshot().nodes
+    store.post(job.job_id, Start(110, "p", ("n1",), (4,), (1000,), 1))
+    during = store.snapshot().nodes
+    assert during["n2"] is before["n2"]  # untouched: the same view again
+    assert during["n1"] is not before["n1"] and during["n1"].free_cpus == 4
+    assert [j.job_id for j in store.jobs_on("n1")] == [job.job_id] and not store.jobs_on("n2")
+    store.node_registered(Registration("n2", 8, 16000), monotonic=1.0, now=120)
+    assert store.snapshot().nodes["n2"] is not during["n2"]  # a new runtime record
+    store.post(job.job_id, Cancel(now=130))
+    store.post(job.job_id, Finish(140, 0, "cancelled"))
+    after = store.snapshot()
+    assert after.nodes["n1"].free_cpus == 8 and not store.jobs_on("n1")
+    ledger = snapshots.Ledger(
+        store.nodes,
+        store.partition_state,
+        store.jobs,
+        [],
+        store.holdings,
+        store.associations,
+        store.enforce,
+        store.priorities.usage,
+        store.reservations,
+        store.ranking,
+    )
+    assert snapshots.build(ledger, store.conf, store.capacity).nodes == after.nodes
+
+
 MULTIFACTOR = CONF + (
     "PartitionName=urgent Nodes=ALL PriorityJobFactor=2\n"
     "PriorityType=priority/multifactor\nPriorityMaxAge=00:10:00\n"
