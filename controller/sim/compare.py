@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.sim.errors import SimError
 from controller.sim.replay import JobResult, Replay, replay
-from controller.sim.report import SLOWDOWN_THRESHOLD
+from controller.sim.report import SLOWDOWN_THRESHOLD, save, table
 
 __all__ = [
     "Figures",
@@ -147,25 +147,13 @@ def _row(label: str, f: Figures) -> tuple[str, ...]:
     )
 
 
-def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
-    table = [header, *rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
-        ).rstrip()
-        for line in table
-    )
-
-
 Groups = Mapping[str, Callable[[JobResult], str]]  # kind (partition, account) -> job's group
 
 
 def text(results: Sequence[Replay], groups: Groups | None = None) -> str:
     """The comparison table, then one per kind of group (``partition``, ``account``)."""
-    table = _table(HEADER, (_row(r.policy, figures(r.jobs, r.total_cpus)) for r in results))
-    return "\n\n".join([table, group_text(results, groups)]) if groups else table
+    shown = table(HEADER, (_row(r.policy, figures(r.jobs, r.total_cpus)) for r in results))
+    return "\n\n".join([shown, group_text(results, groups)]) if groups else shown
 
 
 def group_text(results: Sequence[Replay], groups: Groups | None) -> str:
@@ -177,7 +165,7 @@ def group_text(results: Sequence[Replay], groups: Groups | None) -> str:
             for r in results
             for name, f in grouped(r, group_of).items()
         ]
-        parts.append(_table((f"policy {kind}", *HEADER[1:]), rows))
+        parts.append(table((f"policy {kind}", *HEADER[1:]), rows))
     return "\n\n".join(parts)
 
 
@@ -250,10 +238,4 @@ def draw(path: str, results: Sequence[Replay], title: str) -> None:
     top.legend(loc="upper right")
     bottom.set_ylabel("pending jobs")
     bottom.set_xlabel("days since the first submission")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise SimError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
+    save(plt, fig, path)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.sim.replay import Replay
-from controller.sim.report import SLOWDOWN_THRESHOLD, Summary
+from controller.sim.report import SLOWDOWN_THRESHOLD, Summary, table
 
 __all__ = ["QueueFigures", "as_dicts", "figures", "text"]
 
@@ -119,7 +119,7 @@ HEADER = (
 
 def text(rows: list[QueueFigures]) -> str:
     """The figures as a table under ``corral sim``'s summary."""
-    table = [HEADER] + [
+    rows_shown = [
         (
             row.queue,
             str(row.jobs),
@@ -133,11 +133,4 @@ def text(rows: list[QueueFigures]) -> str:
         )
         for row in rows
     ]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
-    return "\n".join(
-        "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
-        ).rstrip()
-        for line in table
-    )
+    return table(HEADER, rows_shown)

@@ -190,6 +190,30 @@ def daily_utilization(result: Replay) -> tuple[list[float], list[float]]:
     ]
 
 
+def table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
+    """Columns as wide as their widest cell: the first left-aligned, the others right."""
+    lines = [header, *rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        for line in lines
+    )
+
+
+def save(plt: Any, fig: Any, path: str) -> None:
+    """Write a finished figure to ``path`` (a SimError if it cannot be) and free it."""
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        raise SimError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
+
+
 def draw(path: str, result: Replay, title: str) -> None:
     """A PNG of the queue length and utilization over time (needs ``timeline``)."""
     if not plotting_available():
@@ -218,10 +242,4 @@ def draw(path: str, result: Replay, title: str) -> None:
     bottom.set_ylabel("CPUs busy (%)")
     bottom.set_ylim(0, 100)
     bottom.set_xlabel("days since the first submission")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise SimError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
+    save(plt, fig, path)
