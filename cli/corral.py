@@ -620,11 +620,7 @@ def sim(argv: list[str]) -> int:
         conf = load_conf(options["--queues"])
         queues = (conf, queuemap.load(options["--queue-map"], conf))
     png = options.get("--png")
-    for path in (options.get("--csv"), png):
-        if path is not None and not os.access(os.path.dirname(path) or ".", os.W_OK):
-            raise UsageError(f"cannot write {path}: no such directory, or not writable")
-    if png is not None and not report.plotting_available():
-        raise UsageError("--png needs matplotlib, an optional extra: pip install 'corral[plot]'")
+    report.check_outputs(options.get("--csv"), png)
     trace = read(trace_path, start, stop)
     nodes, cpus = cluster_shape(trace.header, nodes, cpus)
     quiet = "--quiet" in flags

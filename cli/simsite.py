@@ -49,11 +49,7 @@ def sim_site(
     if "--queues" in options:
         raise UsageError("--queues replays one policy on the trace's cluster: no -f, one --policy")
     png = options.get("--png")
-    for path in (options.get("--csv"), png):
-        if path is not None and not os.access(os.path.dirname(path) or ".", os.W_OK):
-            raise UsageError(f"cannot write {path}: no such directory, or not writable")
-    if png is not None and not report.plotting_available():
-        raise UsageError("--png needs matplotlib, an optional extra: pip install 'corral[plot]'")
+    report.check_outputs(options.get("--csv"), png)
     setup = Setup(
         trace=trace_path,
         start=records[0],

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
@@ -165,6 +166,16 @@ def write_csv(path: str, jobs: Iterable[JobResult], queues: bool = False) -> Non
             )
     except OSError as exc:
         raise SimError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def check_outputs(csv_path: str | None, png: str | None) -> None:
+    """Before a replay: each output file's directory is writable, and --png's plotting
+    library is there (a SimError naming what is wrong otherwise)."""
+    for path in (csv_path, png):
+        if path is not None and not os.access(os.path.dirname(path) or ".", os.W_OK):
+            raise SimError(f"cannot write {path}: no such directory, or not writable")
+    if png is not None and not plotting_available():
+        raise SimError("--png needs matplotlib, an optional extra: pip install 'corral[plot]'")
 
 
 def plotting_available() -> bool:
