@@ -115,6 +115,7 @@ def parse(argv: list[str]) -> Params:
     if len(positional) != 1:  # Slurm's sattach says this for none as well
         raise Halt(1, f"{PROG}: error: too many parameters", USAGE.rstrip("\n"))
     job, dot, step = leader_step(positional[0]).partition(".")  # 123+1.0 is 123.0, as 22.05's
+    step = step.partition("+")[0]  # 123.0+1, a part of srun a : b, is step 123.0 (its first)
     if not (job.isdigit() and dot and step.isdigit()):
         raise Halt(
             1, f"{PROG}: error: Failed to parse stepid from command line options", USAGE.rstrip()

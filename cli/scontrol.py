@@ -788,10 +788,14 @@ class Session:
             for r in steps.rows(reply["jobs"], int(reply["now"]), [value] if value else [])
             if r.step is not None
         ]
+        if value and "." in value:
+            rows = steps.first_parts(rows)
         if not rows and value:
             # Slurm's words for a job (pending, say) or step without it: "Job step 7. not
-            # found" for a job named alone; on stdout, and the command fails.
-            self.print(f"Job step {value}{'' if '.' in value else '.'} not found")
+            # found" for a job named alone, "Job step 7.1 not found" for 7.1+1; on
+            # stdout, and the command fails.
+            named = steps.without_part(value)
+            self.print(f"Job step {named}{'' if '.' in named else '.'} not found")
             self.exit_code = 1
             return
         if not rows:

@@ -323,7 +323,8 @@ def _is_int(text: str) -> bool:
 
 def parse_jobs(text: str) -> list[tuple[int, str]]:
     """``-j``'s list: ``JOB``, ``JOB.STEP`` or ``JOB.batch`` (step "" when not given);
-    ``JOB+N`` is the leader ``JOB``, as 22.05's sstat reads it (``ids.leader_step``)."""
+    ``JOB+N`` is the leader ``JOB``, as 22.05's sstat reads it (``ids.leader_step``);
+    ``JOB.STEP+N`` names a part of ``srun a : b`` (step ``STEP+N``)."""
     found = []
     for item in text.split(","):
         if not item:
@@ -335,7 +336,10 @@ def parse_jobs(text: str) -> list[tuple[int, str]]:
         if dot and step not in ("batch", "extern") and not step[:1].isdigit():
             raise Fatal(f"Bad step specified: {job}")
         if dot and step[:1].isdigit():
-            step = str(int(step[: len(step) - len(step.lstrip("0123456789"))]))
+            number, plus, part = step.partition("+")
+            step = str(int(number[: len(number) - len(number.lstrip("0123456789"))]))
+            if plus and part.isdigit():
+                step += f"+{int(part)}"
         found.append((int(digits), step))
     return found
 
@@ -363,6 +367,8 @@ def stat_job(
         return [], f"{_step_name(job_id, step)} not found running."
     if not reply["running"]:
         return [], f"No steps running for job {job_id}"
+    if "+" in step:  # 22.05's sstat finds a part named so and prints no line (measured)
+        return [], None
     steps = []
     for name in reply["steps"]:
         usage = [u for u in reply["usage"] if u["step"] == name]

@@ -142,7 +142,10 @@ class JobControl:
         if step_text == "batch" and job.state is JobState.RUNNING:
             self.store.emit(effects.Signal(job, sig, batch_only=True))
             return _result(text, 0)
-        step = next((s for s in job.steps if str(s.step_id) == step_text), None)
+        # A step of parts (``srun a : b``: 123.1+0, 123.1+1) is named by its id alone,
+        # and signalled whole: its agents signal it by id.
+        named = [s for s in job.steps if str(s.step_id) == step_text]
+        step = next((s for s in named if s.running), named[0] if named else None)
         if step is None or job.state is not JobState.RUNNING:
             return _result(text, errors.ESLURM_INVALID_JOB_ID)
         if not step.running:

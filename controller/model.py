@@ -297,6 +297,10 @@ class Step:
     #: Where this part's nodes and tasks fall in such a step: its first node id and
     #: task id (its runners number theirs from there; sattach of a part counts from 0).
     het_offset: tuple[int, int] = (0, 0)
+    #: A part of a heterogeneous step in an ordinary job (``srun a : b``,
+    #: ``controller/mpmdsteps.py``): its index, shown as ``123.1+N`` as Slurm records
+    #: each part as a step of its own; -1 for any other step.
+    het_comp: int = -1
 
     @property
     def ntasks(self) -> int:

@@ -5,10 +5,12 @@ each ``:`` group the next nodes of the job (``cli/srun/hetstep.py``), each part 
 its own program with its own options there, and every task sees one ordinary step:
 SLURM_PROCID and SLURM_NODEID numbered across the parts, the step's counts and lists
 the whole step's, no SLURM_HET_SIZE (measured on a real 22.05: slurmctld and two
-``slurmd -N``). Corral records it as one step of the job (``123.1``; Slurm shows its
-parts as ``123.1+0``, ``123.1+1``) whose nodes are the parts' in order, and launches
-each part's nodes with that part's request, placed in the whole step as a part of a
-step spanning heterogeneous job components is (``controller/hetsteps.HetPart``).
+``slurmd -N``). Slurm records each part as a step of its own under the one step id,
+with its component index (``123.1+0``, ``123.1+1``: ``squeue -s``, ``scontrol show
+step``, sacct's records, each with its own nodes, tasks and CPUs), and so does Corral
+(``Step.het_comp``); the whole step (``joined``) is what srun and every task see, and
+each part's nodes are launched with that part's request, placed in the whole step as a
+part of a step spanning heterogeneous job components is (``controller/hetsteps.HetPart``).
 """
 
 from __future__ import annotations
@@ -53,15 +55,21 @@ def joined(job: Job, made: Sequence[Step], step_id: int) -> Step:
     )
 
 
-def parts(whole: Step, made: Sequence[Step], env: Mapping[str, str]) -> list[tuple[Step, HetPart]]:
-    """Each part as launched: its own step under the whole step's id, where its nodes and
-    tasks fall in the whole step, and the whole step's variables (``env``: the whole
-    step's ``controller.steps.step_environment``)."""
-    shared = {name: env[name] for name in WHOLE}
+def recorded(whole: Step, made: Sequence[Step]) -> list[Step]:
+    """The parts as the job records them: the whole step's id, each its index and where
+    its nodes and tasks fall in the whole step (sattach of a part counts from there)."""
     out, node_offset, task_offset = [], 0, 0
-    for step in made:
-        place = HetPart(node_offset, task_offset, whole.ntasks, whole.tasks, shared)
-        out.append((replace(step, step_id=whole.step_id), place))
+    for comp, step in enumerate(made):
+        offset = (node_offset, task_offset)
+        out.append(replace(step, step_id=whole.step_id, het_comp=comp, het_offset=offset))
         node_offset += len(step.nodes)
         task_offset += step.ntasks
     return out
+
+
+def parts(whole: Step, made: Sequence[Step], env: Mapping[str, str]) -> list[tuple[Step, HetPart]]:
+    """Each part as launched (``made``: as ``recorded`` gives them): where its nodes and
+    tasks fall in the whole step, and the whole step's variables (``env``: the whole
+    step's ``controller.steps.step_environment``)."""
+    shared = {name: env[name] for name in WHOLE}
+    return [(step, HetPart(*step.het_offset, whole.ntasks, whole.tasks, shared)) for step in made]

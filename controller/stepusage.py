@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable
 
 from controller import visibility
 from controller.jobstate import JobState
-from controller.model import Job
+from controller.model import Job, Step
 from controller.principal import Principal
 from corral import errors
 from corral.config import SlurmConfig
@@ -79,14 +79,31 @@ def running_steps(job: Job) -> list[str]:
     if job.state is not JobState.RUNNING:
         return []
     steps = [] if job.interactive else [BATCH]
-    return steps + [str(step.step_id) for step in job.steps if step.running]
+    return steps + [label(step) for step in job.steps if step.running]
+
+
+def label(step: Step) -> str:
+    """A step as sstat names it: ``0``, or a part of ``srun a : b`` in an ordinary job
+    ``0+1`` (``controller/mpmdsteps.py``), whose agents sample it as step ``0``."""
+    return f"{step.step_id}+{step.het_comp}" if step.het_comp >= 0 else str(step.step_id)
 
 
 def step_nodes(job: Job, step: str) -> tuple[str, ...]:
-    """Where ``step`` of ``job`` runs: the batch script on the first node."""
+    """Where ``step`` (a ``label``) of ``job`` runs: the batch script on the first node."""
     if step == BATCH:
         return job.nodes[:1]
-    return next((s.nodes for s in job.steps if str(s.step_id) == step), ())
+    return next((s.nodes for s in job.steps if label(s) == step), ())
+
+
+def chosen_steps(running: list[str], req: pb.StepStatsRequest) -> list[str]:
+    """The running steps sstat asked for: one named (``0`` is a step's first running
+    part, ``0+1`` that part, as 22.05's sstat shows them), every one (``-a``), or
+    the lowest srun step."""
+    if req.step:
+        return [s for s in running if req.step in (s, s.partition("+")[0])][:1]
+    if req.all_steps:
+        return running
+    return [s for s in running if s != BATCH][:1]
 
 
 def step_stats(
@@ -103,13 +120,11 @@ def step_stats(
     if not who.may_manage(job.uid, job.account):
         raise SlurmError(errors.ESLURM_ACCESS_DENIED)
     running = running_steps(job)
-    if req.step:
-        chosen = [req.step] if req.step in running else []
-    elif req.all_steps:
-        chosen = running
-    else:
-        chosen = [s for s in running if s != BATCH][:1]
+    chosen = chosen_steps(running, req)
     reply = pb.StepStatsReply(running=bool(running), steps=chosen)
     for step in chosen:
-        reply.usage.extend(board.of(job.job_id, step, step_nodes(job, step)))
+        for sample in board.of(job.job_id, step.partition("+")[0], step_nodes(job, step)):
+            named = reply.usage.add()
+            named.CopyFrom(sample)
+            named.step = step
     return reply

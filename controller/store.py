@@ -614,7 +614,8 @@ class JobStore:
         self, parts: Sequence[StepPart], who: Principal
     ) -> tuple[Job, Step, list[Step]]:
         """``srun a : b`` in an ordinary job (``controller/mpmdsteps.py``): the parts laid
-        out on their own nodes, recorded as one step; that step and the parts."""
+        out on their own nodes, each recorded as a part of one step (``123.1+N``); the
+        whole step and the parts."""
         job = self._step_job(parts[0].job_id, who)
         now = int(time.time())
         made = [
@@ -623,9 +624,10 @@ class JobStore:
             for p in parts
         ]  # fmt: skip
         whole = mpmdsteps.joined(job, made, steps.next_step_id(job))
-        job = replace(job, steps=(*job.steps, whole))
+        recorded = mpmdsteps.recorded(whole, made)
+        job = replace(job, steps=(*job.steps, *recorded))
         self._touch_job(job)
-        return job, whole, made
+        return job, whole, recorded
 
     def _step_job(self, job_id: int, who: Principal) -> Job:
         """The running job ``who`` may add a step to (SlurmError as srun reports it)."""
@@ -670,7 +672,7 @@ class JobStore:
             return
         new = tuple(
             steps.node_done(s, node, statuses, usage, end or int(time.time()), sum_rss, oom_kills)
-            if s.step_id == step_id
+            if s.step_id == step_id and node in s.nodes  # a step's parts share its id
             else s
             for s in job.steps
         )

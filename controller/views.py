@@ -579,6 +579,8 @@ def step_info(step: Step) -> pb.StepInfo:
         tasks_per_node=run_length(list(step.tasks)),
         submit_line=step.submit_line,
         ave_rss_kb=step.sum_rss // step.ntasks if step.ntasks else 0,
+        het_step=step.het_comp >= 0,
+        het_comp=max(step.het_comp, 0),
     )
 
 

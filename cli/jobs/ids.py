@@ -178,7 +178,11 @@ def leader_step(text: str) -> str:
     the leader's step (``123.0``; measured on a real 22.05: ``scancel -v -s USR1
     123+1.0`` says and signals ``step 123.0``, sstat and sattach show component 0's
     part). A later component's part is named by its own job id (``124.0``). Text
-    without a ``+`` and a number after it is returned as it is, for the caller to check."""
+    without a ``+`` and a number after it, or whose ``+`` follows the step (``123.1+1``,
+    a part of ``srun a : b`` in an ordinary job), is returned as it is, for the caller
+    to check."""
     job, plus, rest = text.partition("+")
+    if "." in job:
+        return text
     offset = len(rest) - len(rest.lstrip("0123456789"))
     return job + rest[offset:] if plus and offset else text

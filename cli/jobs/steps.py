@@ -6,6 +6,11 @@ letters are Slurm's: ``%i`` step id, ``%j`` name, ``%P`` partition, ``%u``
 user, ``%U`` uid, ``%M`` time used, ``%l`` time limit, ``%S`` start time,
 ``%N`` nodes, ``%A`` tasks, ``%T`` state; widths and ``.`` (right
 justification) work as for jobs.
+
+A part of ``srun a : b`` in an ordinary job is a step of its own, ``123.1+N``
+(``controller/mpmdsteps.py``). A step named with a part (``123.1+1``) is read as the
+step (``123.1``), as 22.05's squeue and scontrol read it (measured: ``squeue -s
+--steps=123.1+1`` lists every part, ``scontrol show step 123.1+1`` the first).
 """
 
 from __future__ import annotations
@@ -34,12 +39,21 @@ class Row:
         self.now = now
 
     @property
-    def step_id(self) -> str:
+    def base_id(self) -> str:
+        """The step's id without its part: ``123.1`` (``123_4.1`` in an array)."""
         job = self.job
         head = str(job["job_id"])
         if job.get("array_task_id") is not None and job.get("array_job_id"):
             head = f"{job['array_job_id']}_{job['array_task_id']}"
         return f"{head}.{'batch' if self.step is None else self.step['step_id']}"
+
+    @property
+    def step_id(self) -> str:
+        """The step's id as printed: ``123.1``, or a part's ``123.1+0``."""
+        step = self.step
+        if step is not None and step.get("het_step"):
+            return f"{self.base_id}+{step['het_comp']}"
+        return self.base_id
 
     def value(self, letter: str) -> str:
         job, step = self.job, self.step
@@ -84,7 +98,27 @@ def rows(jobs: Sequence[Mapping[str, Any]], now: int, wanted: Sequence[str] = ()
         if job["batch_flag"]:
             out.append(Row(job, None, now))
     if wanted:
-        out = [r for r in out if r.step_id in wanted or r.step_id.split(".")[0] in wanted]
+        named = {without_part(w) for w in wanted}
+        out = [r for r in out if r.base_id in named or r.base_id.split(".")[0] in named]
+    return out
+
+
+def without_part(text: str) -> str:
+    """``123.1+1`` as 22.05's squeue and scontrol read it: ``123.1``; a heterogeneous
+    job's component (``123+1``, no step) stays as it is."""
+    head, dot, step = text.partition(".")
+    return head + dot + step.partition("+")[0] if dot else text
+
+
+def first_parts(rows: Sequence[Row]) -> list[Row]:
+    """Each step's first running part alone: ``scontrol show step 123.1`` shows
+    ``123.1+0`` only (measured on 22.05)."""
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        if row.base_id not in seen:
+            seen.add(row.base_id)
+            out.append(row)
     return out
 
 

@@ -85,8 +85,8 @@ class Step:
 
     ``batch`` derives the batch step from the job record (it ran on the batch
     host with the first node's CPUs); ``recorded`` reads a step srun ran
-    (``JobInfo.steps``). Usage (``rss_kb`` and the CPU times) is what the node
-    agents measured with wait4 as the tasks ended.
+    (``JobInfo.steps``; ``id`` is ``0``, or a part's ``0+1``). Usage (``rss_kb`` and
+    the CPU times) is what the node agents measured with wait4 as the tasks ended.
     """
 
     __slots__ = (
@@ -130,7 +130,10 @@ class Step:
 
     @classmethod
     def recorded(cls, job: Job, info: Mapping[str, Any]) -> Step:
-        step = cls(job, str(info["step_id"]), str(info["name"]), str(info["state"]), 0)
+        step_id = str(info["step_id"])
+        if info.get("het_step"):  # a part of ``srun a : b`` in an ordinary job
+            step_id += f"+{info['het_comp']}"
+        step = cls(job, step_id, str(info["name"]), str(info["state"]), 0)
         step.exit_status = int(info["exit_status"])
         step.node = str(info["nodes"])
         step.node_count = int(info["node_count"])

@@ -148,8 +148,8 @@ TABLE = OptionTable(
             "het-group",
             note="inside a heterogeneous job, the components the step runs in; one step "
             "spanning several (as srun ... : ...) numbers its tasks across them; outside a "
-            "job srun ... : ... makes a heterogeneous job, in an ordinary one each : group "
-            "takes the next of its nodes",
+            "job srun ... : ... makes a heterogeneous job (one index alone a plain job), in "
+            "an ordinary one each : group takes the next of its nodes",
         ),
         _row(
             "hint",
@@ -1016,8 +1016,8 @@ def srun(argv: list[str]) -> int:
             return _spanning_step(groups, settings, job_text, argv)
         if job_text and settings.has("het-group"):  # a component of a heterogeneous job
             job_text = hetstep.job_of(settings.get("het-group"), job_text, os.environ)[0]
-        elif settings.has("het-group"):  # a new job of one component: Slurm's refusal
-            hetstep.job_of(settings.get("het-group"), "", {})
+        elif settings.has("het-group"):  # one index outside a job: 22.05 runs a plain job
+            settings.options.pop("het-group", None)
         job_id = _job_id(job_text, settings) if job_text else 0
         settings.relative = placement.relative(settings.options, os.environ, bool(job_text))
         gpuinput.inherit(settings.options, os.environ)  # after: the job's own raise no warning

@@ -26,7 +26,14 @@ EACH = (
 @pytest.fixture(scope="module")
 def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(
-        tmp_path_factory.mktemp("srunhet"), nodes=2, settings=("KillWait=2",), accounting=True
+        tmp_path_factory.mktemp("srunhet"),
+        nodes=2,
+        settings=(
+            "KillWait=2",
+            "JobAcctGatherType=jobacct_gather/linux",
+            "JobAcctGatherFrequency=task=1,energy=0",
+        ),
+        accounting=True,
     )
     try:
         yield c.start()
@@ -131,8 +138,29 @@ def test_colon_in_an_ordinary_job_is_one_step_each_group_on_the_next_nodes(two: 
         "srun: error: Allocation failure of 2 nodes: job size of 2, already allocated 2 nodes "
         "to previous components.\n"
     ), ran.stderr
+    # Recorded as 22.05 records them: a step of its own per group (J.0+0, J.0+1), on
+    # its own node, with its own tasks; and accounted so.
     steps = two.job(job)["steps"]
-    assert [(s["step_id"], s["ntasks"]) for s in steps] == [(0, 2), (1, 2)], steps
+    first, second = hostlist.expand(nodes)
+    assert [(s["step_id"], s["het_comp"], s["nodes"], s["ntasks"]) for s in steps] == [
+        (0, 0, first, 1), (0, 1, second, 1), (1, 0, first, 1), (1, 1, second, 1)
+    ], steps  # fmt: skip
+
+    def accounted() -> list[str]:
+        return two.run("sacct", "-n", "-P", "-o", "JobID,NodeList,NTasks,State", "-j", job,
+                       check=False).stdout.splitlines()  # fmt: skip
+
+    two.wait_for(lambda: len(accounted()) == 5, 15, "no accounting rows")
+    assert accounted()[1:] == [
+        f"{job}.0+0|{first}|1|COMPLETED",
+        f"{job}.0+1|{second}|1|COMPLETED",
+        f"{job}.1+0|{first}|1|COMPLETED",
+        f"{job}.1+1|{second}|1|FAILED",
+    ], accounted()
+    # -j J.S names every part of the step, and so does J.S+N (as 22.05's sacct reads it).
+    for named in (f"{job}.1", f"{job}.1+0"):
+        rows = two.run("sacct", "-n", "-P", "-o", "JobID", "-j", named).stdout.split()
+        assert rows == [f"{job}.1+0", f"{job}.1+1"], (named, rows)
 
 
 def test_scancel_of_an_ordinary_job_ends_every_part_of_its_step(two: Cluster) -> None:
@@ -149,7 +177,7 @@ def test_scancel_of_an_ordinary_job_ends_every_part_of_its_step(two: Cluster) ->
             lambda: any(j["name"] == "mp" and j["steps"] for j in two.jobs()), 30, "no step"
         )
         job = next(j for j in two.jobs() if j["name"] == "mp")
-        assert job["steps"][0]["nodes"] == job["nodes"]  # one step over both parts' nodes
+        two.wait_for(lambda: len(two.job(job["job_id"])["steps"]) == 2, 10, "not both parts")
         two.run("scancel", str(job["job_id"]))
         _, err = salloc.communicate(timeout=30)
     finally:
@@ -158,7 +186,83 @@ def test_scancel_of_an_ordinary_job_ends_every_part_of_its_step(two: Cluster) ->
     assert salloc.returncode != 0, err
     done = two.wait_done(job["job_id"])
     assert done["state"] == "CANCELLED"
-    assert [s["state"] for s in done["steps"]] == ["CANCELLED"], done["steps"]
+    assert [s["state"] for s in done["steps"]] == ["CANCELLED"] * 2, done["steps"]
+
+
+def test_a_step_of_parts_is_shown_and_cancelled_as_slurms(two: Cluster) -> None:
+    """Measured on a real 22.05 (slurmctld, slurmdbd, two ``slurmd -N``): each part is a
+    step ``J.0+N`` in squeue -s and scontrol; ``J.0+N`` typed reads as ``J.0`` there,
+    where scontrol shows the first part; sstat shows ``J.0`` as its first part and
+    prints nothing for a part named; scancel refuses ``J.0+1`` and ends every part for
+    ``J.0``."""
+    salloc = subprocess.Popen(
+        [*client_command("salloc"), "-Q", "-J", "parts", "-N2", "-n4", "srun", "-N1", "-n1",
+         "sleep", "60", ":", "-N1", "-n2", "sleep", "60"],
+        env=two.env,
+        cwd=two.dir,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        two.wait_for(
+            lambda: any(j["name"] == "parts" and len(j["steps"]) == 2 for j in two.jobs()),
+            30,
+            "no step",
+        )
+        job = next(j for j in two.jobs() if j["name"] == "parts")
+        j = job["job_id"]
+        first, second = (s["nodes"] for s in job["steps"])
+        listed = [f"{j}.0+0 {first} 1", f"{j}.0+1 {second} 2"]
+        for named in (["-j", str(j)], [f"--steps={j}.0"], [f"--steps={j}.0+1"]):
+            rows = two.run("squeue", "-h", "-s", "-o", "%i %N %A", *named).stdout
+            assert rows.splitlines() == listed, (named, rows)
+        for named in (f"{j}.0", f"{j}.0+0", f"{j}.0+1"):
+            shown = two.run("scontrol", "-o", "show", "step", named).stdout
+            assert shown.startswith(f"StepId={j}.0+0 ") and shown.count("\n") == 1, shown
+            assert f" NodeList={first} Nodes=1 " in shown and " Tasks=1 " in shown, shown
+        every = two.run("scontrol", "show", "step", f"{j}").stdout
+        assert every.count("StepId=") == 2 and f"StepId={j}.0+1 " in every, every
+        missing = two.run("scontrol", "show", "step", f"{j}.7+1", check=False)
+        assert (missing.returncode, missing.stdout) == (1, f"Job step {j}.7 not found\n")
+
+        def stat(named: str) -> list[str]:
+            out = two.run("sstat", "-n", "-P", "-a", "-o", "JobID,NTasks", "-j", named)
+            return out.stdout.split()
+
+        two.wait_for(lambda: len(stat(str(j))) == 2, 15, "no samples of both parts")
+        assert stat(str(j)) == [f"{j}.0+0|1", f"{j}.0+1|2"]
+        assert stat(f"{j}.0") == [f"{j}.0+0|1"]
+        part = two.run("sstat", "-n", "-P", "-j", f"{j}.0+1")
+        assert (part.stdout, part.stderr) == ("", "")
+        refused = two.run("scancel", f"{j}.0+1", check=False)
+        assert (refused.returncode, refused.stderr) == (
+            1,
+            f"scancel: error: Invalid job id {j}.0+1\n",
+        )
+        assert [s["state"] for s in two.job(j)["steps"]] == ["RUNNING"] * 2
+        two.run("scancel", f"{j}.0")
+        two.wait_for(
+            lambda: [s["state"] for s in two.job(j)["steps"]] == ["CANCELLED"] * 2,
+            15,
+            "not every part ended",
+        )
+        salloc.communicate(timeout=30)
+    finally:
+        salloc.kill()
+        salloc.wait()
+
+
+def test_het_group_outside_a_job_runs_a_plain_job(two: Cluster) -> None:
+    """22.05's srun runs ``--het-group=1 prog`` outside a job as a plain job of one
+    step (measured: no SLURM_HET_SIZE, the job not heterogeneous)."""
+    ran = two.run("srun", "--het-group=1", "-J", "hg1", "-N1", "sh", "-c",
+                  "echo $SLURM_JOB_ID ${SLURM_HET_SIZE:-none} $SLURM_STEP_ID")  # fmt: skip
+    job, het, step = ran.stdout.split()
+    assert (het, step, ran.stderr) == ("none", "0", "")
+    record = two.job(job)
+    assert (record["name"], record["het_job_id"], record["state"]) == ("hg1", 0, "COMPLETED")
+    bad = two.run("srun", "--het-group=x", "true", check=False)
+    assert bad.returncode == 1 and "Invalid --het-group value: x" in bad.stderr, bad.stderr
 
 
 def test_mpi_ranks_wire_up_across_the_groups_of_both_forms(two: Cluster) -> None:

@@ -102,6 +102,31 @@ def test_who_may_read_which_steps() -> None:
     assert unknown.value.code == errors.ESLURM_INVALID_JOB_ID
 
 
+def test_the_parts_of_a_step_in_an_ordinary_job_are_read_as_slurm_shows_them() -> None:
+    """``srun a : b`` in an ordinary job: parts ``0+0`` and ``0+1`` of step 0, which the
+    agents sample as step 0 each on its own nodes; ``-j 5.0`` is the first part (as a
+    real 22.05's sstat shows it), ``-a`` both, each with its own nodes' samples."""
+    steps = (
+        JobStep(0, "a", ("n1",), (1,), (1,), 0, het_comp=0),
+        JobStep(0, "b", ("n2",), (2,), (2,), 0, het_comp=1, het_offset=(1, 1)),
+    )
+    job = running(5, ("n1", "n2"), steps=steps)
+    assert running_steps(job) == ["batch", "0+0", "0+1"]
+    board = UsageBoard()
+    board.take([_usage("n1")], ["n1"])
+    board.take([_usage("n2")], ["n2"])
+
+    def ask(step: str = "", all_steps: bool = False) -> list[tuple[str, str]]:
+        request = pb.StepStatsRequest(job_id=5, step=step, all_steps=all_steps)
+        return [(u.step, u.node) for u in step_stats({5: job}, slurm_conf(), board, request,
+                                                      OWNER).usage]  # fmt: skip
+
+    assert ask("0") == ask() == [("0+0", "n1")]
+    assert ask("0+1") == [("0+1", "n2")]
+    assert ask(all_steps=True) == [("0+0", "n1"), ("0+1", "n2")]
+    assert ask("0+2") == []
+
+
 def test_a_step_on_two_nodes_is_merged_as_slurm_merges_them() -> None:
     usage = [
         {
@@ -163,6 +188,8 @@ def test_units_job_lists_and_formats() -> None:
     assert parse_jobs("5,6.batch,7.02,8_3") == [(5, ""), (6, "batch"), (7, "2"), (8, "")]
     # A heterogeneous job's component is read as its leader, as 22.05's sstat reads it.
     assert parse_jobs("9+1.0,9+1") == [(9, "0"), (9, "")]
+    # A part of srun a : b in an ordinary job is named as Slurm prints it.
+    assert parse_jobs("9.1+1,9.01+02") == [(9, "1+1"), (9, "1+2")]
     for bad, message in (
         ("x", "Bad job/step specified: x"),
         ("5.x", "Bad step specified: 5"),

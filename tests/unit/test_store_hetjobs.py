@@ -200,9 +200,15 @@ def test_colon_parts_in_an_ordinary_job_are_one_step_on_their_own_nodes(store: J
         store.create_mpmd_step([part(first, 1), part(second, 2)], principal_for(4242, 4242))
     assert refused.value.code == ESLURM_ACCESS_DENIED
     job, whole, made = store.create_mpmd_step([part(first, 1), part(second, 2)], ROOT)
-    # One step of the job: the parts' nodes in order, task ids across them.
+    # One step as srun sees it: the parts' nodes in order, task ids across them ...
     assert (whole.step_id, whole.nodes, whole.tasks) == (0, (first, second), (1, 2))
-    assert whole.ids == ((0,), (1, 2)) and job.steps == (whole,)
+    assert whole.ids == ((0,), (1, 2)) and job.steps == tuple(made)
+    # ... recorded as Slurm records it: a step 0+N per part, on its own nodes.
+    assert [(s.step_id, s.het_comp, s.nodes, s.tasks) for s in made] == [
+        (0, 0, (first,), (1,)), (0, 1, (second,), (2,))
+    ]  # fmt: skip
+    store.step_node_done(job_id, 0, second, [0, 0])  # a part ends alone, the other runs
+    assert [s.state for s in store.jobs[job_id].steps] == ["RUNNING", "COMPLETED"]
     launches = mpmdsteps.parts(whole, made, step_environment(job, whole, {}))
     assert [(p.node_offset, p.task_offset, p.ntasks) for _, p in launches] == [(0, 0, 3), (1, 1, 3)]
     shared = launches[1][1].environment
