@@ -30,6 +30,9 @@ from corral import __version__
 
 TYPE_CHECKING = False  # typing stays out of a command's start-up
 if TYPE_CHECKING:
+    from typing import Any
+
+    from controller.sim.powersim import PowerModel
     from controller.sim.replay import Progress
 
 USAGE = """\
@@ -40,7 +43,8 @@ Usage: corral up [--nodes N] [--dir DIR] [--detach] [--demo] [--set Key=Value ..
        corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P[,P...]] [--jobs A:B]
                   [-f slurm.conf [--set Key=Value ...] [--accounts FILE] [--map FILE]]
                   [--sched-params LIST] [--queues FILE --queue-map FILE] [--csv FILE]
-                  [--png FILE] [--json] [--quiet]   (corral sim --help)
+                  [--suspend-time S --resume-time R] [--png FILE] [--json] [--quiet]
+                  (corral sim --help)
        corral why [--json] JOBID   (why a pending job waits; what would start it sooner)
        corral queues [-p | -P] [-n] [--json]   (each queue's quota, share and holdings now)
        corral install-units [--root DIR] [--bindir DIR] [--user NAME] [--force] [UNIT ...]
@@ -53,7 +57,7 @@ SIM_USAGE = """\
 Usage: corral sim TRACE [--nodes N] [--cpus-per-node C] [--policy P[,P...]] [--jobs A:B]
                   [-f slurm.conf [--set Key=Value ...] [--accounts FILE] [--map FILE]]
                   [--sched-params LIST] [--queues FILE --queue-map FILE] [--csv FILE]
-                  [--png FILE] [--json] [--quiet]
+                  [--suspend-time S --resume-time R] [--png FILE] [--json] [--quiet]
 
 Replay a Standard Workload Format trace (plain or gzip) through Corral's scheduling core on a
 simulated clock, in one partition `batch` of all nodes (with -f, on that slurm.conf's nodes,
@@ -89,6 +93,10 @@ jobs preempted by reclaim and waiting jobs it reclaimed for.
   --queue-map FILE   each job's account from the trace's user and group numbers, one rule
                      a line: `user=12 account=teama`, `group=3 account=teamb`,
                      `default account=other` (docs/queues.md, CORRAL SIM)
+  --suspend-time S   power saving: a node idle S seconds is powered down, and a job given
+  --resume-time R    powered-down nodes starts R seconds later (its nodes held meanwhile);
+                     the report adds node-hours powered down and the wait added (mean, p95)
+                     against the same replay without power saving (docs/sim.md)
   --csv FILE         write one row per job: id,submit,start,end,wait,run,procs,nodes
                      (with --queues, then queue,requeued)
   --png FILE         plot queue length and utilization over time (needs matplotlib:
@@ -587,6 +595,7 @@ def sim(argv: list[str]) -> int:
     start, stop = _job_slice(options["--jobs"]) if "--jobs" in options else (0, None)
     if ("--queues" in options) != ("--queue-map" in options):
         raise UsageError("--queues and --queue-map go together: the queues, and who is in which")
+    power = _power_model(options)
     if "--config" in options or "," in options.get("--policy", ""):
         from cli.simsite import sim_site
 
@@ -596,13 +605,18 @@ def sim(argv: list[str]) -> int:
                 "several policies, SchedulerParameters comes from slurm.conf (-f, --set)"
             )
 
+        if power is not None:
+            raise UsageError(
+                "--suspend-time and --resume-time replay one policy on the trace's own "
+                "cluster, not with -f or several policies"
+            )
         return sim_site(trace_path, options, flags, tuple(sets), (start, stop))
     if sets or "--accounts" in options or "--map" in options:
         raise UsageError("--set, --accounts and --map describe a slurm.conf's cluster: give it, -f")
 
     import json
 
-    from controller.sim import cluster_shape, queuereport, read, replay, report
+    from controller.sim import cluster_shape, powersim, queuereport, read, replay, report
     from controller.sim.policy import choose
 
     policy = options.get("--policy", "fcfs")
@@ -636,16 +650,17 @@ def sim(argv: list[str]) -> int:
             flush=True,
         )
 
-    result = replay(
-        trace,
-        nodes,
-        cpus,
-        policy,
-        timeline=png is not None,
-        progress=progress,
-        queues=queues,
-        params=params,
-    )
+    run: dict[str, Any] = {
+        "timeline": png is not None,
+        "progress": progress,
+        "queues": queues,
+        "params": params,
+    }
+    powered = None
+    if power is None:
+        result = replay(trace, nodes, cpus, policy, **run)
+    else:
+        result, powered = powersim.compare(trace, nodes, cpus, policy, power, **run)
     summary = report.summarize(result)
     per_queue = queuereport.figures(result, summary)
     shown = trace_path if "--jobs" not in options else f"{trace_path} (records {options['--jobs']})"
@@ -657,13 +672,34 @@ def sim(argv: list[str]) -> int:
         figures = report.as_dict(shown, result, summary)
         if queues is not None:
             figures["queues"] = queuereport.as_dicts(per_queue)
+        if powered is not None:
+            figures["power_saving"] = powersim.as_dict(powered)
         print(json.dumps(figures, indent=2))
     else:
         print(report.text(shown, result, summary))
+        if powered is not None:
+            print(powersim.text(powered))
         if queues is not None:
             print()
             print(queuereport.text(per_queue))
     return 0
+
+
+def _power_model(options: dict[str, str]) -> PowerModel | None:
+    """``--suspend-time S --resume-time R`` (both or neither)."""
+    given = ("--suspend-time" in options, "--resume-time" in options)
+    if not any(given):
+        return None
+    if not all(given):
+        raise UsageError(
+            "--suspend-time and --resume-time go together: when nodes go, how long back"
+        )
+    resume = options["--resume-time"]
+    if not resume.isdigit():
+        raise UsageError(f"--resume-time wants seconds (0 or more), got {resume!r}")
+    from controller.sim.powersim import PowerModel
+
+    return PowerModel(_positive("--suspend-time", options["--suspend-time"]), int(resume))
 
 
 CERT_USAGE = """\

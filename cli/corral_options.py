@@ -80,6 +80,8 @@ SIM = OptionTable(
         _row("png", "queue and utilization plot (needs matplotlib)", arg=REQUIRED),
         _row("queues", "a queues.conf: jobs land in its queues (needs --queue-map)", arg=REQUIRED),
         _row("queue-map", "trace users and groups to accounts (docs/queues.md)", arg=REQUIRED),
+        _row("suspend-time", "power down nodes idle this many seconds", arg=REQUIRED),
+        _row("resume-time", "seconds a job waits for powered-down nodes", arg=REQUIRED),
         _row("json", "the summary as one JSON object"),
         _row("quiet", "no progress on stderr"),
         _row("help", "the usage", "h"),

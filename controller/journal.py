@@ -91,6 +91,7 @@ _NODE_KEEP = (
     "reboot_time",
     "power",
     "power_time",
+    "idle_since",
     "available_features",
     "active_features",
 )

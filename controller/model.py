@@ -368,6 +368,10 @@ class NodeRuntime:
     # "powered_down" or "powering_up", and when it entered the last two moves.
     power: str = ""
     power_time: int = 0
+    # When it went idle (None: busy, or not yet seen idle), journaled so that
+    # SuspendTime goes on counting across a controller restart; kept only with power
+    # saving (controller/powersave.py).
+    idle_since: int | None = None
     # scontrol update NodeName=.. Features= (controller/nodefeatures.py): the node's
     # AvailableFeatures and ActiveFeatures, comma-separated; None: slurm.conf's.
     available_features: str | None = None

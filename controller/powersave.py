@@ -34,6 +34,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from controller import resumefile
 from controller.holdings import holds_nodes
 from controller.jobstate import JobState, NodeFail
 from controller.model import Job, NodeRuntime
@@ -236,10 +237,25 @@ def resume_failed(node: NodeRuntime, now: int, slurm_user: str) -> NodeRuntime:
 
 def registered(node: NodeRuntime) -> NodeRuntime:
     """Its agent registered: a node powering up (or found up while powered down) is
-    on again; one powering down stays so until SuspendTimeout."""
+    on again, its idle time counted from now on; one powering down stays so until
+    SuspendTimeout."""
     if node.power in (POWERING_UP, POWERED_DOWN):
-        return replace(node, power=ON, power_time=0)
+        return replace(node, power=ON, power_time=0, idle_since=None)
     return node
+
+
+def idle_for(node: NodeRuntime, now: int) -> int:
+    """How long ``node`` has been idle by its record (0: busy or not yet seen)."""
+    return 0 if node.idle_since is None else now - node.idle_since
+
+
+def idle_noted(node: NodeRuntime, busy: bool, now: int) -> NodeRuntime:
+    """``node`` with when it went idle: ``now`` if it just did, None while busy. On
+    the journaled record, so that a restarted controller suspends it when SuspendTime
+    has passed since, not since its own start; changed only when it changes."""
+    if busy:
+        return node if node.idle_since is None else replace(node, idle_since=None)
+    return node if node.idle_since is not None else replace(node, idle_since=now)
 
 
 def cloud(node: NodeRuntime) -> NodeRuntime:
@@ -284,7 +300,6 @@ class PowerSaver:
         self.settings = PowerSettings()
         self.suspends = RateWindow(SUSPEND_RATE)
         self.resumes = RateWindow(RESUME_RATE)
-        self.last_busy: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _adopt(self) -> None:
@@ -309,8 +324,9 @@ class PowerSaver:
         failed: list[str] = []
         for name, node in list(store.nodes.items()):
             busy = name in held
-            if busy or name not in self.last_busy:
-                self.last_busy[name] = now
+            if idle_rule and (noted := idle_noted(node, busy, now)) is not node:
+                store.change_node(noted, now)
+                node = noted
             _, suspend_timeout, resume_timeout = settings.times(name)
             if node.power == POWERING_DOWN and now - node.power_time >= suspend_timeout:
                 store.change_node(replace(node, power=POWERED_DOWN, power_time=now), now)
@@ -319,7 +335,7 @@ class PowerSaver:
                 failed.append(name)
             elif node.power == POWERED_DOWN and busy and node.state == "UP":
                 to_resume.append(name)
-            elif suspendable(node, busy, now - self.last_busy[name], settings):
+            elif suspendable(node, busy, idle_for(node, now), settings):
                 to_suspend.append(name)
         for name in failed:
             self._resume_failed(name, now)
@@ -344,11 +360,16 @@ class PowerSaver:
         self._run(self.settings.suspend_program, names, "SuspendProgram")
 
     def resume(self, names: list[str], now: int) -> None:
+        """ResumeProgram for ``names``, told (SLURM_RESUME_FILE) the jobs they are
+        woken for: those holding any of them now."""
+        jobs = {job.job_id: job for name in names for job in self.store.jobs_on(name)}
         for name in names:
             self.store.change_node(resuming(self.store.nodes[name], now), now)
         self.resumes.take(now, len(names))
         log.info("power save: resuming %s", hostlist.compress(names))
-        self._run(self.settings.resume_program, names, "ResumeProgram")
+        if self.settings.resume_program:
+            text = resumefile.content(jobs.values(), names)
+            self._spawn(self._program(self.settings.resume_program, names, "ResumeProgram", text))
 
     def _resume_failed(self, name: str, now: int) -> None:
         log.error("node %s not resumed by ResumeTimeout: marking DOWN", name)
@@ -392,9 +413,19 @@ class PowerSaver:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _program(self, program: str, names: list[str], what: str) -> None:
+    async def _program(
+        self, program: str, names: list[str], what: str, resume_file: str | None = None
+    ) -> None:
+        """Run ``program`` for ``names``; with ``resume_file``, SLURM_RESUME_FILE
+        names a file of that text until it ends."""
         env = {"SLURM_CONF": self.store.conf.path}
-        result = await hooks.run_async(program, env, argv=[hostlist.compress(names)])
+        argv = [hostlist.compress(names)]
+        if resume_file is None:
+            result = await hooks.run_async(program, env, argv=argv)
+        else:
+            with resumefile.memory_file(resume_file) as path:
+                env[resumefile.VARIABLE] = path
+                result = await hooks.run_async(program, env, argv=argv)
         if not result.ok:
             log.error(
                 "power save: %s %s failed: %s output:%s",

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from types import MappingProxyType
+from typing import Protocol
 
 from controller.core import BackfillParams, NodeView, PartitionView, Plan, Running, Snapshot
 from controller.core.snapshot import JobFacts
@@ -56,6 +57,17 @@ SKIP_RUN = "run time <= 0"
 SKIP_PROCS = "processors <= 0"
 SKIP_SUBMIT = "submit time < 0"
 SKIP_TOO_BIG = "more processors than the cluster"
+
+
+class PowerHooks(Protocol):
+    """Power saving in a replay (controller/sim/powersim.py): told when nodes are
+    given to a job and when a node goes idle."""
+
+    def started(self, nodes: tuple[str, ...], now: int) -> int:
+        """Seconds the job given ``nodes`` now waits for them to power up."""
+        ...
+
+    def idle(self, name: str, now: int) -> None: ...
 
 
 def cluster_shape(header: Header, nodes: int | None, cpus_per_node: int | None) -> tuple[int, int]:
@@ -204,6 +216,8 @@ class SimCluster:
         self.running_jobs: dict[int, Job] = {}
         self.wakes: list[int] = []
         self.evictions = 0  # victims of reclaim so far
+        self.power: PowerHooks | None = None  # power saving's delays and idle nodes
+        self.now = 0
 
     def _view(self, name: str, free: int) -> NodeView:
         key = (name, free)
@@ -262,6 +276,8 @@ class SimCluster:
             if any(start.memory):  # jobs ask for none, so nodes keep all of theirs
                 raise SimError(f"the core gave job {job_id} memory the sim does not track")
             job = self.pending.pop(job_id)
+            # It holds its nodes from now; it runs once they are up (CONFIGURING).
+            begin = now if self.power is None else now + self.power.started(start.nodes, now)
             for name, cpus in zip(start.nodes, start.cpus, strict=True):
                 view = self._view(name, self.nodes[name].free_cpus - cpus)
                 self.nodes[name] = view
@@ -276,15 +292,15 @@ class SimCluster:
                 nodes=start.nodes,
                 cpus=start.cpus,
                 memory=start.memory,
-                end_time=now + 60 * math.ceil(record.limit / 60),
+                end_time=begin + 60 * math.ceil(record.limit / 60),
                 requeue=True,  # every sim job may be requeued (reclaim's victims are)
-                start_time=now,
+                start_time=begin,
             )
-            self.start_time[job_id] = now
+            self.start_time[job_id] = begin
             self.node_count[job_id] = len(start.nodes)
-            heapq.heappush(self.ends, (now + record.run, job_id, self.runs[job_id]))
+            heapq.heappush(self.ends, (begin + record.run, job_id, self.runs[job_id]))
             if self.job_queue[job_id]:
-                self._started(job, start.nodes, start.cpus, now)
+                self._started(job, start.nodes, start.cpus, begin)
         if plan.preempted:
             self._reclaimed(plan, now)
 
@@ -308,7 +324,7 @@ class SimCluster:
             queue = self.job_queue[victim]
             use = queues.use[queue]
             queues.stop(queue, queues.held(job))
-            use.lost_cpu_seconds += (now - job.start_time) * sum(job.cpus)
+            use.lost_cpu_seconds += max(now - job.start_time, 0) * sum(job.cpus)  # up yet?
             use.preempted += 1
             begin = now + REQUEUE_DELAY
             self.pending[victim] = replace(
@@ -332,6 +348,7 @@ class SimCluster:
 
     def advance(self, now: int) -> None:
         """Simulated time moves on to ``now`` (before the events at ``now``)."""
+        self.now = now
         if self.queues is not None:
             self.queues.advance(now)
 
@@ -377,6 +394,8 @@ class SimCluster:
             view = self._view(name, self.nodes[name].free_cpus + count)
             self.nodes[name] = self.free_nodes[name] = view
             self._free_cpus += count
+            if self.power is not None and view.idle:
+                self.power.idle(name, self.now)
 
 
 def replay(
@@ -391,6 +410,7 @@ def replay(
     queues: tuple[QueueConf, QueueMap] | None = None,
     cluster: Callable[[list[Record]], SimCluster] | None = None,
     params: BackfillParams | None = None,
+    power: PowerHooks | None = None,
 ) -> Replay:
     """Replay ``trace`` on ``nodes`` nodes of ``cpus_per_node`` CPUs under ``policy``.
 
@@ -407,6 +427,8 @@ def replay(
     controller/sim/sitecluster.py; the core then sees every pending job and
     node). ``params``: the backfill policies' SchedulerParameters (Slurm's
     defaults when None; slurm.conf's with ``-f``, or ``--sched-params``).
+    ``power``: nodes powered down when idle, and the delay a job on them waits
+    (controller/sim/powersim.py).
     """
     began = time.perf_counter()
     chosen = choose(policy, whole_queue or queues is not None or cluster is not None, params)
@@ -419,6 +441,7 @@ def replay(
     else:
         sim = cluster(records)
         total_cpus = sim.free_cpus
+    sim.power = power
     ends, wakes = sim.ends, sim.wakes
     samples: list[tuple[int, int, int]] = []
     n = len(records)

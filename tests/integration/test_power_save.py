@@ -66,6 +66,14 @@ echo "$1" >> {path}
 """
 
 
+#: A ResumeProgram that says it ran and keeps its SLURM_RESUME_FILE beside.
+RESUME_NOTE = (
+    NOTE
+    + """cat "$SLURM_RESUME_FILE" > {path}.json
+"""
+)
+
+
 def _program(path: Path, text: str) -> str:
     path.write_text(text)
     path.chmod(0o755)
@@ -161,7 +169,7 @@ def test_a_node_not_back_within_resume_timeout_is_down_and_its_job_requeued(
 ) -> None:
     directory = tmp_path / "c"
     noted = tmp_path / "failed"
-    resume = _program(tmp_path / "resume", NOTE.format(path=tmp_path / "resumed"))
+    resume = _program(tmp_path / "resume", RESUME_NOTE.format(path=tmp_path / "resumed"))
     fail = _program(tmp_path / "fail", NOTE.format(path=noted))
     c = _cloud_cluster(
         directory,
@@ -183,6 +191,10 @@ def test_a_node_not_back_within_resume_timeout_is_down_and_its_job_requeued(
         assert "State=DOWN+CLOUD+POWERED_DOWN+NOT_RESPONDING " in shown  # as Slurm 22.05
         assert "Reason=ResumeTimeout reached" in shown
         assert _sinfo(c) == "node1 down~\nnode2 idle~\n"
+        # The job the node was resumed for, as Slurm 22.05 writes the file.
+        assert (tmp_path / "resumed.json").read_text() == (
+            f'{{"jobs":[{{"job_id":{job},"nodes":"node1"}}],"all_nodes":"node1"}}'
+        )
         record = c.job(job)
         assert (record["state"], record["restarts"]) == ("PENDING", 1)
     finally:
@@ -199,7 +211,7 @@ def _as_stranger(c: Cluster, method: str, request: Any) -> Any:
 
 def test_power_states_by_scontrol_update_only_for_operators(tmp_path: Path) -> None:
     directory = tmp_path
-    resume = _program(tmp_path / "resume", NOTE.format(path=directory / "resumed"))
+    resume = _program(tmp_path / "resume", RESUME_NOTE.format(path=directory / "resumed"))
     suspend = _program(tmp_path / "suspend", NOTE.format(path=directory / "suspended"))
     c = _cloud_cluster(
         tmp_path / "c",
@@ -222,6 +234,7 @@ def test_power_states_by_scontrol_update_only_for_operators(tmp_path: Path) -> N
         c.run("scontrol", "update", "NodeName=node2", "State=POWER_UP")
         c.wait_for(lambda: (directory / "resumed").exists(), 10, "ResumeProgram did not run")
         assert (directory / "resumed").read_text() == "node2\n"
+        assert (directory / "resumed.json").read_text() == '{"jobs":[],"all_nodes":"node2"}'
         assert _sinfo(c) == "node2 idle#\n"  # powered on: listed again
         # POWER_DOWN of a node powering up runs SuspendProgram for it.
         c.run("scontrol", "update", "NodeName=node2", "State=power_down")

@@ -143,6 +143,7 @@ def test_batch_survives_reopen(journal: StateJournal, reopen: Reopen) -> None:
                 "reboot_time": 0,
                 "power": "",  # power saving's (controller/powersave.py)
                 "power_time": 0,
+                "idle_since": None,  # when it went idle, for SuspendTime
                 "available_features": None,  # scontrol update NodeName= Features=
                 "active_features": None,
             }

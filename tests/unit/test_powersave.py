@@ -184,3 +184,48 @@ def test_resume_makes_a_node_down_after_its_resume_timeout_idle_powered_down_aga
     back = drain.admin_state(going, "RESUME", "", ROOT, 200)
     assert (back.state, back.power) == ("UP", powersave.ON)  # POWERING_DOWN cleared
     assert drain.admin_state(going, "UNDRAIN", "", ROOT, 200).power == powersave.POWERING_DOWN
+
+
+def test_a_node_is_idle_from_when_it_was_last_seen_busy_and_on_again() -> None:
+    noted = powersave.idle_noted(UP, busy=False, now=100)
+    assert noted.idle_since == 100
+    assert powersave.idle_noted(noted, busy=False, now=200) is noted  # nothing to write
+    assert powersave.idle_for(noted, 160) == 60
+    busy = powersave.idle_noted(noted, busy=True, now=300)
+    assert (busy.idle_since, powersave.idle_for(busy, 900)) == (None, 0)
+    back = powersave.registered(replace(noted, power=powersave.POWERING_UP))
+    assert back.idle_since is None  # counted again from its return
+
+
+def test_the_idle_time_survives_a_controller_restart(tmp_path: Path) -> None:
+    text = BASE + PROGRAMS + "SuspendTime=60\nNodeName=n[1-2] CPUs=1\nPartitionName=p Nodes=ALL\n"
+
+    def store() -> JobStore:
+        made = JobStore(parse(text, str(tmp_path / "slurm.conf")), Journal(str(tmp_path / "s")))
+        made.load(0.0)
+        return made
+
+    first = store()
+    first.nodes["n1"] = NodeRuntime("n1", responding=True, state="UP", reason="")
+    first.nodes["n2"] = NodeRuntime("n2", responding=True, state="UP", reason="")
+
+    async def before() -> None:
+        PowerSaver(first).advance(1000)
+        await first.flush()
+
+    asyncio.run(before())
+    first.durable.journal.close()
+    again = store()
+    assert again.nodes["n1"].idle_since == 1000
+
+    async def after() -> list[str]:
+        saver = PowerSaver(again)
+        saver.advance(1059)
+        seen = [again.nodes["n1"].power]
+        saver.advance(1060)  # 60 s since it went idle, 1 s since the restart
+        seen.append(again.nodes["n1"].power)
+        while saver._tasks:
+            await asyncio.sleep(0.01)
+        return seen
+
+    assert asyncio.run(after()) == [powersave.ON, powersave.POWERING_DOWN]
