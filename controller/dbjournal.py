@@ -74,10 +74,16 @@ _SCHEMA = tuple(
 )
 
 #: The meta rows of the journal's own, not the store's: the layout, the change
-#: counter (bumped by each batch) and the counter below which deleted jobs' change
-#: rows may be gone (a standby behind it reads everything again).
-_SCHEMA_KEY, _CHANGE_KEY, _PRUNED_KEY = "schema", "change", "change_pruned"
-_OWN_KEYS = f"('{_SCHEMA_KEY}', '{_CHANGE_KEY}', '{_PRUNED_KEY}')"
+#: counter (bumped by each batch), the counter below which a standby cannot catch
+#: up from the change rows (deleted jobs' rows pruned, or batches written without
+#: them) and must read everything again, and the lease token of the last batch.
+_SCHEMA_KEY, _CHANGE_KEY, _PRUNED_KEY, _TOKEN_KEY = (
+    "schema",
+    "change",
+    "change_pruned",
+    "change_token",
+)
+_OWN_KEYS = f"('{_SCHEMA_KEY}', '{_CHANGE_KEY}', '{_PRUNED_KEY}', '{_TOKEN_KEY}')"
 #: Every this many batches, deleted jobs' change rows older than this many batches go.
 PRUNE_EVERY = 1000
 
@@ -153,7 +159,7 @@ class DatabaseJournal:
         reading every job again, and gives it away: the store owns it from now on."""
         with self._warm_lock, self._reading(), self._engine.begin() as connection:
             warm, self._warm = self._warm or WarmCopy(), None
-            self._catch_up(connection, warm)
+            self._catch_up(connection, warm, self.lease.token)
             loaded = self._load_rest(connection, warm)
         return loaded
 
@@ -178,13 +184,18 @@ class DatabaseJournal:
         except (ValueError, KeyError, TypeError) as exc:
             raise JournalError(f"{self.path}: corrupt state ({exc})") from None
 
-    def _catch_up(self, connection: Connection, warm: WarmCopy) -> None:
+    def _catch_up(self, connection: Connection, warm: WarmCopy, taking: int = 0) -> None:
         """``warm`` as of the latest batch, in one snapshot (the transaction's first
         read): the rows changed since its batch, or all of them when it has none, or
-        is older than the pruned change rows (a deleted job might be missed)."""
+        is older than the pruned change rows (a deleted job might be missed).
+        ``taking``: the token of the lease just taken; unless the last batch was
+        written under the one before it, a holder in between may have written
+        without change rows (an older controller): everything is read again."""
         query = text(f"SELECT `key`, value FROM meta WHERE `key` IN {_OWN_KEYS}")
         counters = {str(key): int(value) for key, value in connection.execute(query)}
         now, pruned = counters.get(_CHANGE_KEY, 0), counters.get(_PRUNED_KEY, 0)
+        if taking and counters.get(_TOKEN_KEY, 0) != taking - 1:
+            warm.seq = -1
         if now == warm.seq:
             return
         if warm.seq < pruned or warm.seq > now:
@@ -280,13 +291,26 @@ class DatabaseJournal:
     def _record_changes(self, connection: Connection, batch: Batch) -> None:
         """Bump the change counter and say which jobs and nodes this batch wrote, for
         the standbys; now and then drop the change rows of jobs long deleted. The
-        lease row, locked by ``check``, keeps two writers from racing on the counter."""
-        row = connection.execute(
-            text(f"SELECT value FROM meta WHERE `key` = '{_CHANGE_KEY}' FOR UPDATE")
-        ).one()
-        seq = int(row[0]) + 1
+        lease row, locked by ``check``, keeps two writers from racing on the counter.
+        The first batch under a token whose predecessor wrote none (an older
+        controller may have, without change rows) makes every standby read all."""
+        query = text(f"SELECT `key`, value FROM meta WHERE `key` IN {_OWN_KEYS} FOR UPDATE")
+        counters = {str(key): int(value) for key, value in connection.execute(query)}
+        seq = counters.get(_CHANGE_KEY, 0) + 1
+        token = self.lease.token
+        update = {_CHANGE_KEY: seq}
+        if counters.get(_TOKEN_KEY, 0) != token:
+            update[_TOKEN_KEY] = token
+            if counters.get(_TOKEN_KEY, 0) != token - 1:
+                update[_PRUNED_KEY] = seq
+        if seq % PRUNE_EVERY == 0:
+            self._prune(connection, seq - PRUNE_EVERY)
+            update[_PRUNED_KEY] = max(
+                update.get(_PRUNED_KEY, counters.get(_PRUNED_KEY, 0)), seq - PRUNE_EVERY
+            )
         connection.execute(
-            text(f"UPDATE meta SET value = :s WHERE `key` = '{_CHANGE_KEY}'"), {"s": str(seq)}
+            text("INSERT INTO meta VALUES (:k, :v) ON DUPLICATE KEY UPDATE value = VALUES(value)"),
+            [{"k": key, "v": str(value)} for key, value in update.items()],
         )
         jobs = batch.jobs.keys() | batch.deleted_jobs
         if jobs:
@@ -305,24 +329,18 @@ class DatabaseJournal:
                 ),
                 [{"k": name, "s": seq} for name in batch.nodes],
             )
-        if seq % PRUNE_EVERY == 0:
-            self._prune(connection, seq - PRUNE_EVERY)
 
     @staticmethod
     def _prune(connection: Connection, below: int) -> None:
         """Drop the change rows of jobs deleted in batches ``below - PRUNE_EVERY``
         to ``below`` (earlier ones went at earlier prunes); standbys behind ``below``
-        read everything again."""
+        read everything again (``_record_changes`` says so in meta)."""
         connection.execute(
             text(
                 "DELETE c FROM job_changes c LEFT JOIN jobs j USING (job_id) "
                 "WHERE j.job_id IS NULL AND c.seq > :after AND c.seq <= :below"
             ),
             {"after": below - PRUNE_EVERY, "below": below},
-        )
-        connection.execute(
-            text("INSERT INTO meta VALUES (:k, :v) ON DUPLICATE KEY UPDATE value = VALUES(value)"),
-            {"k": _PRUNED_KEY, "v": str(below)},
         )
 
     def backup(self) -> None:

@@ -295,3 +295,38 @@ def test_a_standby_behind_the_pruned_changes_reads_everything(
     finally:
         primary.close()
         standby.close()
+
+
+def test_batches_written_without_change_rows_make_standbys_read_everything(
+    storage: StateStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older controller writes no change rows: a standby following it sees no
+    change, so the next holder's first batch, or the standby's own takeover, makes
+    it read everything rather than serve a stale copy."""
+    standby = DatabaseJournal(storage, "test", "s")
+    parsed = counting_parses(monkeypatch)
+    first = holding(storage, "a", lease_s=0.3)
+    first.write(Batch(jobs={1: job(1)}))
+    assert standby.follow() == 1 and parsed == [1]
+    first.close()
+    older = holding(storage, "old", lease_s=0.3)
+    monkeypatch.setattr(older, "_record_changes", lambda connection, batch: None)
+    older.write(Batch(jobs={2: job(2)}))
+    assert standby.follow() == 1  # nothing seen
+    older.close()
+    newer = holding(storage, "new", lease_s=0.3)
+    try:
+        newer.write(Batch(jobs={3: job(3)}))
+        parsed.clear()
+        standby.follow()
+        assert sorted(parsed) == [1, 2, 3]
+        newer.close()  # the older one again, then a takeover
+        assert older.lease.take() is None
+        older.write(Batch(deleted_jobs={1}))
+        older.close()
+        assert standby.lease.take() is None
+        assert sorted(standby.load().jobs) == [2, 3]
+    finally:
+        newer.close()
+        older.close()
+        standby.close()
