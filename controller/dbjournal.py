@@ -123,6 +123,7 @@ class DatabaseJournal:
         self.lease = Lease(self._engine, cluster, holder or holder_name(), lease_s, line)
         # A standby's copy of the jobs and nodes (``follow``), handed to ``load``.
         self._warm: WarmCopy | None = None
+        self._loaded = False  # then a late ``follow`` (a cancelled poll's thread) reads nothing
         self._warm_lock = threading.Lock()  # ``follow`` runs on worker threads
         try:
             with self._engine.begin() as connection:
@@ -158,6 +159,7 @@ class DatabaseJournal:
         A standby that followed the state (``follow``) catches its copy up instead of
         reading every job again, and gives it away: the store owns it from now on."""
         with self._warm_lock, self._reading(), self._engine.begin() as connection:
+            self._loaded = True
             warm, self._warm = self._warm or WarmCopy(), None
             self._catch_up(connection, warm, self.lease.token)
             loaded = self._load_rest(connection, warm)
@@ -166,8 +168,10 @@ class DatabaseJournal:
     def follow(self) -> int:
         """Bring the warm copy up to the database's latest batch (a standby, every
         second: controller/warmstate.py); its change counter now. ``JournalError``
-        when the database or a row cannot be read."""
+        when the database or a row cannot be read; -1 once the state is loaded."""
         with self._warm_lock, self._reading():
+            if self._loaded:
+                return -1
             # Kept when a read fails half-way: its ``seq`` is still the last one it
             # had whole, so the next catch-up reads every row changed since again.
             warm = self._warm = self._warm or WarmCopy()

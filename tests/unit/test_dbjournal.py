@@ -254,6 +254,7 @@ def test_a_standby_follows_only_what_changed(
         parsed.clear()
         warm = standby.load()
         assert parsed == []  # job 3's row is gone: nothing to parse
+        assert standby.follow() == -1  # a poll that comes late reads nothing more
         cold = DatabaseJournal(storage, "test", "c")
         try:
             assert cold.load() == warm
