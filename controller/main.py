@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import grpc
 import uvloop
 
-from controller import ctldline
+from controller import ctldline, primaryprog
 from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer, cluster_lookup
@@ -78,6 +78,7 @@ async def open_journal(
     from controller.dbjournal import DatabaseJournal
     from controller.lease import acquire
     from controller.standby import Standby, reclaim
+    from controller.warmstate import follow
 
     os.makedirs(conf.state_save_location, mode=0o755, exist_ok=True)  # the clients' socket
     line = conf.slurmctld_hosts[index][0]
@@ -88,6 +89,7 @@ async def open_journal(
     if started and index == 0 and len(conf.slurmctld_hosts) > 1:
         await reclaim(conf, keys.signer, ttl)
     running = asyncio.get_running_loop()
+    following = asyncio.ensure_future(follow(journal))  # a warm standby: docs/ha.md
     taking = asyncio.ensure_future(acquire(journal.lease))
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, taking.cancel)
@@ -97,6 +99,7 @@ async def open_journal(
         journal.close()
         return None
     finally:
+        following.cancel()
         await standby.stop()
     return journal, journal.lease
 
@@ -105,8 +108,9 @@ async def serve(
     conf: SlurmConfig, keys: auth.Keys, ttl: int, notifier: Notifier, index: int, started: bool
 ) -> bool:
     """Serve until stopped (``started``: the process has just started); True when
-    this controller handed the lease to another (scontrol takeover) and waits in
-    standby again."""
+    this controller handed the lease to another (scontrol takeover) or was fenced
+    out of it (another took it while this one was cut off), and waits in standby
+    again, as a slurmctld that is no longer primary does."""
     # One verifier for the Controller service and agents' hellos: one replay cache.
     verifier = Verifier(
         keys.signer,
@@ -125,8 +129,15 @@ async def serve(
     if lease is not None:
         log.info("state loaded in %.2f s: serving", time.monotonic() - began)
     stopping = asyncio.Event()
-    store.durable.lost = stopping.set  # a write found another controller holding the lease
     handed: list[int] = []  # scontrol takeover: the line the lease goes to
+    fenced: list[bool] = []  # a write or a renewal found another controller holding it
+
+    def lost() -> None:
+        fenced.append(True)
+        stopping.set()
+
+    store.durable.lost = lost
+    primary_on = asyncio.create_task(primaryprog.run(conf.hooks, serving=True))
     link = AgentLink(store, keys.seal, verifier, lambda: loop.kick())
     store.dispatch_to(link.dispatch)  # the one sender of what transitions cause
     handlers = Handlers(store, link, lambda: loop.kick(), stopping.set)
@@ -215,7 +226,7 @@ async def serve(
     if lease is not None:
         from controller.lease import keep
 
-        renewing = asyncio.create_task(keep(lease, stopping.set))
+        renewing = asyncio.create_task(keep(lease, lost))
     notifier.ready(f"serving cluster {conf.cluster_name} on {address}")
     await stopping.wait()
     notifier.stopping()
@@ -245,7 +256,11 @@ async def serve(
     if handed and lease is not None:
         await _hand_over(lease, conf.slurmctld_hosts[handed[0]][0])
     journal.close()  # in a database, the lease goes back with it
-    return bool(handed)
+    await primary_on  # so that the programs run in order
+    await primaryprog.run(conf.hooks, serving=False)
+    if fenced:
+        log.info("fenced out of the lease: this controller waits in standby")
+    return bool(handed or fenced)
 
 
 async def _hand_over(lease: Lease, line: str) -> None:
@@ -313,7 +328,7 @@ def main() -> None:
     try:
         started = True
         while asyncio.run(serve(conf, keys, ttl, notifier, index, started)):
-            started = False  # handed over (scontrol takeover): in standby again
+            started = False  # handed over (scontrol takeover) or fenced: in standby again
     except (JournalError, grpctls.TlsError) as exc:
         print(f"corral-controller: fatal: {exc}", file=sys.stderr)
         sys.exit(1)

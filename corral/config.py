@@ -269,6 +269,8 @@ class HookConfig:
     health_states: tuple[str, ...] = ("ANY",)
     mail_prog: str = "/bin/mail"
     mail_domain: str = ""
+    primary_on_prog: str = ""
+    primary_off_prog: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1285,6 +1287,8 @@ def parse(text: str, path: str) -> SlurmConfig:
             health_states=_health_states(*settings.get("HealthCheckNodeState", ("ANY", NOWHERE))),
             mail_prog=get("MailProg", "/bin/mail") or "/bin/mail",
             mail_domain=get("MailDomain", ""),
+            primary_on_prog=get("SlurmctldPrimaryOnProg", ""),
+            primary_off_prog=get("SlurmctldPrimaryOffProg", ""),
         ),
         preempt_type=preempt_type,
         preempt_mode=preempt_mode,

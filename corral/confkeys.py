@@ -268,8 +268,8 @@ SlurmctldLogFile                warned              logs go to standard error
 SlurmctldParameters             honoured            rl_* rate limits, conmgr_max_connections
 SlurmctldPidFile                warned              no pid files
 SlurmctldPort                   honoured
-SlurmctldPrimaryOffProg         warned              one controller
-SlurmctldPrimaryOnProg          warned              one controller
+SlurmctldPrimaryOffProg         honoured            when a controller stops serving (docs/ha.md)
+SlurmctldPrimaryOnProg          honoured            when a controller starts serving (docs/ha.md)
 SlurmctldSyslogDebug            warned              logs go to the log files
 SlurmctldTimeout                honoured            the leader lease (docs/ha.md); 10 s unless set
 SlurmdDebug                     warned              log levels are set with the daemons' -v

@@ -109,12 +109,10 @@ class Controllers:
         proc.send_signal(sig)
         proc.wait(timeout=30)
 
-    def restart_dead(self) -> list[int]:
-        """Start again each controller that ended (one fenced out ends): their indexes."""
-        dead = [i for i, proc in self.procs.items() if proc.poll() is not None]
-        for index in dead:
-            self.start(index)
-        return dead
+    def ended(self) -> list[int]:
+        """The indexes of the controllers that exited (one fenced out of the lease
+        waits in standby instead)."""
+        return [i for i, proc in self.procs.items() if proc.poll() is not None]
 
     def logs(self) -> str:
         return "\n".join(

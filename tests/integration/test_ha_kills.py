@@ -124,9 +124,9 @@ def test_killed_controllers_lose_and_repeat_no_job(tmp_path: Path, cut_database:
                     relay.restore()
                 submit(both, f"j{number}", runs, work)
                 submitted[0] = number + 1
-                both.restart_dead()  # one fenced out by the cut stops: it comes back
             killer.join(timeout=600)
             assert killer.error is None, f"{killer.error}\n{both.logs()}"
+            assert both.ended() == [], f"one fenced out by the cut exited:\n{both.logs()}"
             cluster.wait_for(lambda: _all_done(both), 300, "jobs did not all end")
             print(f"{JOBS} jobs done in {time.monotonic() - began:.1f} s")
             print("takeovers (s):", " ".join(f"{t:.2f}" for t in killer.takeovers))

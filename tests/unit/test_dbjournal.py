@@ -1,7 +1,8 @@
 """The journal in MariaDB (controller/dbjournal.py) and the leader lease
 (controller/lease.py): an unreachable database fails a write with nothing written and
 the store retries it; only the lease's holder writes, and a controller whose token is
-stale has its write refused and stops serving.
+stale has its write refused and stops serving; a standby follows the state, reading
+only what changed (controller/warmstate.py).
 
 The database is cut off for real: the journal reaches MariaDB through a TCP relay
 (tests/tcpcut.py) the test cuts and restores.
@@ -18,11 +19,12 @@ from pathlib import Path
 import pytest
 from scenario import job
 
-from controller import durability
+from controller import dbjournal, durability
 from controller.dbjournal import DatabaseJournal
 from controller.jobspec import from_fields
 from controller.journal import Batch, Fenced, JournalWriteError
 from controller.lease import keep
+from controller.model import Job, NodeRuntime
 from controller.principal import principal_for
 from controller.store import JobStore
 from corral import errors
@@ -209,3 +211,123 @@ def test_a_fenced_store_refuses_changes_and_says_to_stop(
         asyncio.run(scenario())
     finally:
         first.close()
+
+
+def counting_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The job rows the journal parses from now on, by job id."""
+    parsed: list[int] = []
+    real = dbjournal.job_from_row
+
+    def counted(text: str) -> Job:
+        made = real(text)
+        parsed.append(made.job_id)
+        return made
+
+    monkeypatch.setattr(dbjournal, "job_from_row", counted)
+    return parsed
+
+
+def test_a_standby_follows_only_what_changed(
+    storage: StateStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The standby reads everything once, then only the jobs and nodes each batch
+    wrote (deleted ones too); at takeover its copy is the state a cold read gives."""
+    primary = holding(storage, "a", lease_s=0.5)
+    standby = DatabaseJournal(storage, "test", "b")
+    parsed = counting_parses(monkeypatch)
+    try:
+        primary.write(Batch(jobs={i: job(i) for i in range(1, 6)}, meta={"next_job_id": "6"}))
+        first = standby.follow()
+        assert sorted(parsed) == [1, 2, 3, 4, 5]
+        assert standby.follow() == first  # nothing new: nothing read
+        assert len(parsed) == 5
+
+        parsed.clear()
+        primary.write(Batch(jobs={2: job(2, name="renamed")}, deleted_jobs={1}))
+        primary.write(Batch(jobs={6: job(6)}, nodes={"n1": NodeRuntime("n1", state="DOWN")}))
+        assert standby.follow() == first + 2
+        assert sorted(parsed) == [2, 6]
+
+        primary.write(Batch(deleted_jobs={3}, meta={"next_job_id": "7"}))
+        time.sleep(0.6)  # the primary hangs; the standby takes over
+        assert standby.lease.take() is None
+        parsed.clear()
+        warm = standby.load()
+        assert parsed == []  # job 3's row is gone: nothing to parse
+        assert standby.follow() == -1  # a poll that comes late reads nothing more
+        cold = DatabaseJournal(storage, "test", "c")
+        try:
+            assert cold.load() == warm
+        finally:
+            cold.close()
+        assert sorted(warm.jobs) == [2, 4, 5, 6] and warm.jobs[2].name == "renamed"
+        assert warm.nodes["n1"]["state"] == "DOWN"
+        assert warm.meta == {"next_job_id": "7"}
+    finally:
+        primary.close()
+        standby.close()
+
+
+def test_a_standby_behind_the_pruned_changes_reads_everything(
+    storage: StateStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleted jobs' change rows go after PRUNE_EVERY batches; a standby that has
+    not followed since reads every row again, and misses no deletion."""
+    monkeypatch.setattr(dbjournal, "PRUNE_EVERY", 2)
+    primary = holding(storage, "a")
+    standby = DatabaseJournal(storage, "test", "b")
+    parsed = counting_parses(monkeypatch)
+    try:
+        primary.write(Batch(jobs={1: job(1), 2: job(2), 3: job(3)}))
+        assert standby.follow() == 1
+        for batch in (Batch(deleted_jobs={1}), Batch(jobs={4: job(4)}), Batch(meta={"k": "v"})):
+            primary.write(batch)
+        assert standby.follow() == 4  # pruned below 2: job 1's deletion is not listed
+        assert sorted(parsed) == [1, 2, 2, 3, 3, 4]  # so everything again
+        parsed.clear()
+        primary.write(Batch(deleted_jobs={2}))
+        assert standby.follow() == 5 and parsed == []
+        cold = DatabaseJournal(storage, "test", "c")
+        try:
+            assert sorted(cold.load().jobs) == [3, 4]
+            assert sorted(standby.load().jobs) == [3, 4]
+        finally:
+            cold.close()
+    finally:
+        primary.close()
+        standby.close()
+
+
+def test_batches_written_without_change_rows_make_standbys_read_everything(
+    storage: StateStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older controller writes no change rows: a standby following it sees no
+    change, so the next holder's first batch, or the standby's own takeover, makes
+    it read everything rather than serve a stale copy."""
+    standby = DatabaseJournal(storage, "test", "s")
+    parsed = counting_parses(monkeypatch)
+    first = holding(storage, "a", lease_s=0.3)
+    first.write(Batch(jobs={1: job(1)}))
+    assert standby.follow() == 1 and parsed == [1]
+    first.close()
+    older = holding(storage, "old", lease_s=0.3)
+    monkeypatch.setattr(older, "_record_changes", lambda connection, batch: None)
+    older.write(Batch(jobs={2: job(2)}))
+    assert standby.follow() == 1  # nothing seen
+    older.close()
+    newer = holding(storage, "new", lease_s=0.3)
+    try:
+        newer.write(Batch(jobs={3: job(3)}))
+        parsed.clear()
+        standby.follow()
+        assert sorted(parsed) == [1, 2, 3]
+        newer.close()  # the older one again, then a takeover
+        assert older.lease.take() is None
+        older.write(Batch(deleted_jobs={1}))
+        older.close()
+        assert standby.lease.take() is None
+        assert sorted(standby.load().jobs) == [2, 3]
+    finally:
+        newer.close()
+        older.close()
+        standby.close()
