@@ -101,6 +101,7 @@ class JobStore:
         self.counters = {"submitted": 0, "started": 0, "completed": 0, "canceled": 0, "failed": 0}
         self.holdings = Holdings(())
         self._node_views = snapshots.NodeViews()  # the snapshot's, rebuilt per changed node
+        self._job_views = snapshots.JobViews()  # likewise per changed job
         self.durable = Durability(conf, journal)
         # Allocations not yet ready for their client, with what they wait for:
         # PrologSlurmctld (controller/ctldhooks.py), each node's Prolog under
@@ -808,7 +809,7 @@ class JobStore:
             self.reservations,
             self.ranking,
         )
-        return snapshots.build(ledger, self.conf, self.capacity, self._node_views)
+        return snapshots.build(ledger, self.conf, self.capacity, self._node_views, self._job_views)
 
     def commit(self, plan: Plan) -> list[Job]:
         """Apply a plan's starts that still hold; return the jobs started."""

@@ -21,7 +21,7 @@ in ``placement.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from controller.core import dependency, devices, elastic, hetgroup
@@ -35,25 +35,37 @@ from controller.core.plan import Draft, Plan, Start
 from controller.core.preempt import lent_back, preemptions, suspends
 from controller.core.queueplan import QueueLedger, reclaims, suspending
 from controller.core.resvwindows import ResvWindows
-from controller.core.snapshot import Snapshot
+from controller.core.snapshot import PartitionView, Snapshot
 from controller.jobstate import Reason
 from controller.model import Job
 from corral import arrayspec
 
 
-def queue_key(snap: Snapshot) -> Callable[[Job], tuple[int, ...]]:
+def order_key(
+    partitions: Mapping[str, PartitionView], priority: Callable[[Job], int]
+) -> Callable[[Job], tuple[int, ...]]:
     """Slurm's queue order as a sort key: a higher partition PriorityTier first, then
-    priority (the snapshot's ranking), then submit order.
+    priority, then submit order.
 
     The tier comes first so that a job preempted for a higher tier, requeued and
     eligible again before its preemptor started, cannot take its place back.
     """
 
-    partitions, priority = snap.partitions, snap.ranking.of
-
     def key(job: Job) -> tuple[int, ...]:
         tier = max((p.priority_tier for n in job.partitions if (p := partitions.get(n))), default=0)
         return -tier, -priority(job), job.submit_time, job.job_id
+
+    return key
+
+
+def queue_key(snap: Snapshot) -> Callable[[Job], tuple[int, ...]]:
+    """``order_key`` of the snapshot's partitions and ranking, taken from
+    ``snap.queue_keys`` for the very jobs it was worked out for."""
+    worked_out, kept = order_key(snap.partitions, snap.ranking.of), snap.queue_keys
+
+    def key(job: Job) -> tuple[int, ...]:
+        entry = kept.get(job.job_id)
+        return entry[1] if entry is not None and entry[0] is job else worked_out(job)
 
     return key
 

@@ -273,3 +273,6 @@ class Snapshot:
     elastic: Mapping[int, Elastic] = field(default_factory=dict)
     # slurm.conf Licenses=: each license's total (core/licensebook.py).
     licenses: Mapping[str, int] = field(default_factory=dict)
+    # Pending jobs' queue keys worked out before (``schedule.order_key``), each with
+    # the job it is for: the order of 100,000 jobs without making 100,000 keys.
+    queue_keys: Mapping[int, tuple[Job, tuple[int, ...]]] = field(default_factory=dict)

@@ -347,3 +347,16 @@ def test_all_asks_for_hidden_partitions(
     argv: list[str], env: dict[str, str], everything: bool
 ) -> None:
     assert sinfo.parse_settings(argv, env).all is everything
+
+
+def test_rows_split_by_host_name_and_exact_counts_as_nodes_join() -> None:
+    """The values a row keeps as nodes join (``NodeGroup.holds``/``least``) group as
+    comparing with every node on the row did: by host name with ``%n``, by CPU count
+    with ``-e``; a node named twice in a partition shows once."""
+    nodes, parts = golden()
+    nodes[1].update(hostname="other")
+    nodes[2].update(cpus=4)
+    parts[0]["node_names"] = ["n1", "n2", "n3", "n4", "n1"]
+    assert report((nodes, parts), "-h", "-o", "%n %D %N") == rows("vm 3 n[1,3-4]", "other 1 n2")
+    assert report((nodes, parts), "-h", "-e", "-o", "%c %D %N") == rows("2 3 n[1-2,4]", "4 1 n3")
+    assert report((nodes, parts), "-h", "-o", "%c %D %N") == rows("2+ 4 n[1-4]")

@@ -12,7 +12,7 @@ import pytest
 from controller import effects as fx
 from controller import snapshots
 from controller.core import schedule
-from controller.core.schedule import queue_key
+from controller.core.schedule import order_key, queue_key
 from controller.effects import Effect, Kill, Launch, NewLimit, Signal
 from controller.holdings import Holdings
 from controller.jobspec import from_fields
@@ -113,6 +113,29 @@ def test_node_views_are_kept_until_their_node_changes_and_jobs_on_follows(
         store.ranking,
     )
     assert snapshots.build(ledger, store.conf, store.capacity).nodes == after.nodes
+
+
+def test_running_records_and_queue_keys_are_kept_until_their_job_changes(
+    store: JobStore,
+) -> None:
+    """The snapshot takes again a running job's record and a pending job's queue key
+    while the job is the same value, and works them out anew once it changes."""
+    first, second, third = (store.submit(SPEC, principal_for(0, 0), now=100).job for _ in "abc")
+    store.post(first.job_id, Start(110, "p", ("n1",), (4,), (1000,), 1))
+    before = store.snapshot()
+    again = store.snapshot()
+    assert again.running[0] is before.running[0]
+    assert again.queue_keys[second.job_id] is before.queue_keys[second.job_id]
+    store.post(first.job_id, Cancel(now=120))  # COMPLETING: a new value, still held
+    store.jobs[second.job_id] = replace(store.jobs[second.job_id], admin_priority=5)
+    after = store.snapshot()
+    assert after.running[0] is not before.running[0] and not after.running[0].preemptable
+    assert after.queue_keys[second.job_id][1][1] == -5
+    assert after.queue_keys[third.job_id] is before.queue_keys[third.job_id]
+    # The keys order the queue as keys worked out anew would.
+    key = order_key(after.partitions, after.ranking.of)
+    assert sorted(after.pending, key=queue_key(after)) == sorted(after.pending, key=key)
+    assert [j.job_id for j in sorted(after.pending, key=key)] == [second.job_id, third.job_id]
 
 
 MULTIFACTOR = CONF + (
