@@ -9,6 +9,7 @@ Slurm prints. ``boundary`` is the one place errors become ``prog: error: ...``.
 __all__ = [
     "corral",
     "failure",  # restd reports sbatch's GPU option checks (cli.sbatch.gpuopts) in their words
+    "halt",  # corral sim reads sacctmgr dump files (cli.sacctmgr.file), whose refusals are Halts
     "options",
     "sacct",
     "sacctmgr",

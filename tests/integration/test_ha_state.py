@@ -32,7 +32,9 @@ def test_a_controller_on_mariadb_restarts_with_its_jobs(make_cluster, tmp_path: 
                 f"StateStoragePort={storage.port}",
                 f"StateStorageUser={storage.user}",
                 f"StateStorageLoc={storage.database}",
-                "SlurmctldTimeout=6",  # longer than a controller takes to start
+                # Much longer than a controller takes to start, even on a loaded machine
+                # (at 6 s a restart taking longer found the lease already expired).
+                "SlurmctldTimeout=15",
             ),
         )
         out = tmp_path / "out.txt"
