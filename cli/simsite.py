@@ -37,7 +37,7 @@ def sim_site(
     records: tuple[int, int | None],
 ) -> int:
     from controller.sim import compare, report, siterun, swf
-    from controller.sim.compare import Setup
+    from controller.sim.siterun import Setup
 
     conf = options.get("--config")
     if conf is None and (sets or "--accounts" in options or "--map" in options):

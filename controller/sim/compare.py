@@ -31,10 +31,10 @@ from typing import Any
 from controller.sim.errors import SimError
 from controller.sim.replay import JobResult, Replay, replay
 from controller.sim.report import SLOWDOWN_THRESHOLD, save, table
+from controller.sim.siterun import Setup
 
 __all__ = [
     "Figures",
-    "Setup",
     "as_dict",
     "figures",
     "group_dicts",
@@ -44,22 +44,6 @@ __all__ = [
     "run_all",
     "text",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Setup:
-    """Everything one replay needs, as a worker process receives it."""
-
-    trace: str
-    start: int = 0
-    stop: int | None = None
-    nodes: int | None = None  # None: the trace header's (ignored with ``conf``)
-    cpus_per_node: int | None = None
-    conf: str | None = None  # -f slurm.conf
-    sets: tuple[str, ...] = ()
-    accounts: str | None = None  # a sacctmgr dump file
-    sitemap: str | None = None  # --map
-    timeline: bool = False
 
 
 def run(setup: Setup, policy: str) -> Replay:

@@ -1,6 +1,6 @@
 """One replay on a configured cluster (``-f slurm.conf``), and its jobs' groups.
 
-``site_of`` loads what a ``compare.Setup`` names (slurm.conf and its
+``site_of`` loads what a ``Setup`` names (slurm.conf and its
 ``--set`` lines, the accounting dump, the map); ``replay_site`` settles who
 each trace job is, skips what the site would refuse (counted with the
 replay's own skips) and replays the rest on a ``SiteCluster``;
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 from controller.sim import sitemap
 from controller.sim.replay import JobResult, Progress, Replay, replay
@@ -20,16 +19,30 @@ from controller.sim.sitecluster import SiteCluster
 from controller.sim.siteconf import Site, load
 from controller.sim.swf import Record, Trace
 
-if TYPE_CHECKING:
-    from controller.sim.compare import Setup
-
-__all__ = ["CLOCK_OFFSET", "groups", "replay_site", "site_of"]
+__all__ = ["CLOCK_OFFSET", "Setup", "groups", "replay_site", "site_of"]
 
 #: Seconds added to the trace's clock while the controller's code runs on it: that
 #: code reads a time of 0 as "never" (a job that has not started, usage whose decay
 #: has not begun, a job that accrues no age), as Slurm's does, whose clock never
 #: reads 0; a trace's clock starts there. Results are given back on the trace's clock.
 CLOCK_OFFSET = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Everything one replay needs, as a worker process receives it
+    (``compare.run_all``) or the command line gives it."""
+
+    trace: str
+    start: int = 0
+    stop: int | None = None
+    nodes: int | None = None  # None: the trace header's (ignored with ``conf``)
+    cpus_per_node: int | None = None
+    conf: str | None = None  # -f slurm.conf
+    sets: tuple[str, ...] = ()
+    accounts: str | None = None  # a sacctmgr dump file
+    sitemap: str | None = None  # --map
+    timeline: bool = False
 
 
 def site_of(setup: Setup) -> Site:

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from controller.sim import compare, read, replay
-from controller.sim.compare import Figures, Setup
+from controller.sim.compare import Figures
 from controller.sim.policy import CoreCalls
 from controller.sim.replay import JobResult, Replay
+from controller.sim.siterun import Setup
 
 ROOT = Path(__file__).resolve().parents[2]
 
