@@ -71,11 +71,10 @@ class Timeline:
         order: NodeOrder,
         edges: Iterable[int] = (),
     ) -> None:
-        self.now = now
         self.horizon = horizon
         self.resolution = resolution
         self.first = ceil_to(now + resolution, resolution)  # the earliest trial time
-        moments = {ceil_to(r.at, resolution) for r in releases} | set(edges)
+        moments = {ceil_to(t, resolution) for t in (*(r.at for r in releases), *edges)}
         step = resolution
         while (when := ceil_to(now + step, resolution)) < horizon:
             moments.add(when)
