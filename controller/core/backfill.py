@@ -33,6 +33,7 @@ Times are rounded up to ``resolution``; nothing is planned past ``window``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 from controller.core import devices, topology
@@ -168,12 +169,14 @@ class Backfill:
             if r.end_time and r.end_time < self.horizon
         ]
         self.timeline: Timeline | None = None
-        # Per job shape, the first probe worth trying: free resources at every
-        # probe only shrink during a pass (starts take, reservations block), so
-        # a job cannot fit at a probe where an alike job ahead of it did not.
+        # Per job shape, the first trial time worth trying: free resources at every
+        # time only shrink during a pass (starts take, reservations block), so a job
+        # cannot fit at a time where an alike job ahead of it did not; nor at a time
+        # added since (the end of a plan or start), which nothing changes the free
+        # resources at but what has ended by it, and which the last time before it saw.
         self.floor: dict[tuple[object, ...], int] = {}
-        # Per probe, partition and shape, the first node the last alike job got
-        # there: the nodes before it cannot fit the next one either.
+        # Per trial time, partition and shape, the first node the last alike job got
+        # there (in selection order: no nodes preferred): those before it cannot fit.
         self.resume: dict[tuple[int, str, tuple[object, ...]], str] = {}
         self.chosen_tasks: Mapping[int, list[int]] = {}
 
@@ -206,15 +209,19 @@ class Backfill:
         nodes: Mapping[str, NodeView],
         index: FreeNodes,
         after: str | None = None,
+        prefer: AbstractSet[str] = frozenset(),
     ) -> Start | Reason:
         """``place`` for a run over ``[when, when + length)``: clear of the plans
-        of jobs ahead, and inside the job's reservation or clear of all others."""
+        of jobs ahead, and inside the job's reservation or clear of all others;
+        ``prefer``'s nodes first."""
         resv = self.windows.confine(job)
         blocked = self._claims(resv).during(when, ceil_to(when + length, self.params.resolution))
         if resv is not None:
-            return place(job, part, nodes, blocked, index, after, only=resv.nodes, at=when)
+            return place(
+                job, part, nodes, blocked, index, after, only=resv.nodes, at=when, prefer=prefer
+            )
         avoid = self.windows.avoid(when, run_end(job, part, when), job.reservation)
-        return place(job, part, nodes, blocked, index, after, avoid=avoid, at=when)
+        return place(job, part, nodes, blocked, index, after, avoid=avoid, at=when, prefer=prefer)
 
     def started(self, job: Job, start: Start) -> None:
         """Note a start of the main pass (before ``run``): it ends by its time limit."""
@@ -235,6 +242,7 @@ class Backfill:
             self.releases,
             self.members,
             self.free.order,
+            (t for v in self.snap.reservations for t in (v.start, v.end)),
         )
         tested = 0
         per_user: dict[int, int] = {}
@@ -365,12 +373,17 @@ class Backfill:
     def _earliest(self, job: Job, parts: list[PartitionView]) -> _Found | None:
         """The earliest nodes and time the job fits at, within the window.
 
-        The job is tried at the timeline's probes (offsets from now that
-        double). A cheap count (CPUs free on the partition's usable,
-        unreserved nodes) skips probes before ``place`` is asked. Once a probe
-        fits, the start moves back to when those same nodes became free
-        enough (``_sooner``); of the partitions that fit at that probe, the one
-        whose start is soonest wins (a tie: the higher PriorityTier).
+        The job is tried at the timeline's trial times in order (each end of a
+        running job or of a plan, on the resolution grid). A cheap count (CPUs
+        free on the partition's usable nodes) skips times before ``place`` is
+        asked. At the first time it fits, the nodes that jobs' ends give back
+        by then come first (``Timeline.gained``), and the nodes free now last:
+        a plan that does not need those leaves them to the jobs behind it that
+        may start now, as EASY's "extra" processors. Then the start moves back
+        to when those same nodes became free enough (``_sooner``: between
+        trial times only licenses and ``--switches`` change); of the partitions
+        that fit at that time, the one whose start is soonest wins (a tie: the
+        higher PriorityTier).
         """
         timeline = self.timeline
         assert timeline is not None
@@ -380,7 +393,7 @@ class Backfill:
         first = self.floor.get(shape, 0)
         resv = self.windows.of(job)
         for i, when in enumerate(timeline.times):
-            if i < first or (resv is not None and when < resv.start):
+            if when < first or (resv is not None and when < resv.start):
                 continue
             if resv is not None and when >= resv.end:
                 break
@@ -393,20 +406,24 @@ class Backfill:
                 length = self._length(job, part, when)
                 if asked and not self.licenses.fits(asked, when, when + length, job.reservation):
                     continue
-                key = (i, part.name, shape)
+                key = (when, part.name, shape)
                 index = timeline.free_nodes(i)
-                outcome = self._place(job, part, when, length, free, index, self.resume.get(key))
+                prefer = timeline.gained(i)
+                after = None if prefer else self.resume.get(key)
+                outcome = self._place(job, part, when, length, free, index, after, prefer)
                 if isinstance(outcome, Start):
-                    self.resume[key] = outcome.nodes[0]
+                    if not prefer:
+                        self.resume[key] = outcome.nodes[0]
                     start = self._sooner(job, part, outcome, when, length)
                     if asked:
                         start = self._licensed(job, part, asked, outcome.nodes, start, when)
                     if found is None or start < found.start:
-                        found = _Found(start, length, part.name, outcome.nodes)
+                        nodes = tuple(sorted(outcome.nodes, key=self.free.order.index.__getitem__))
+                        found = _Found(start, length, part.name, nodes)
             if found is not None:
-                self.floor[shape] = i
+                self.floor[shape] = when
                 return found
-        self.floor[shape] = len(timeline.times)
+        self.floor[shape] = self.horizon
         return None
 
     def _claim(self, job: Job, found: _Found) -> None:
@@ -415,6 +432,8 @@ class Backfill:
         self._claims(self.windows.confine(job)).add(found.start, end, found.nodes)
         self.licenses.hold(job.job_id, needs(job.licenses), found.start, end, job.reservation)
         self.plan.expected[job.job_id] = Expected(found.start, found.partition, found.nodes)
+        assert self.timeline is not None
+        self.timeline.add(end)  # the nodes come free again for the jobs behind
 
     def _licensed(
         self,

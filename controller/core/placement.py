@@ -297,6 +297,7 @@ def place(
     only: AbstractSet[str] | None = None,
     avoid: AbstractSet[str] = frozenset(),
     at: int | None = None,
+    prefer: AbstractSet[str] = frozenset(),
 ) -> Start | Reason:
     """Choose nodes for ``job`` in ``part`` from the free resources in ``nodes``.
 
@@ -308,7 +309,10 @@ def place(
     the first node an identical request got earlier in the pass (against
     resources that have only shrunk since): the nodes before it cannot fit.
     ``at`` is when the job would start (None: some day, for admission), for the
-    topology's time-bound rules (``--switches``' wait).
+    topology's time-bound rules (``--switches``' wait). ``prefer``'s nodes come
+    before the others (each group in selection order; after required nodes, and
+    not within a switch or block, which the topology chooses first): backfill
+    plans a future start on the nodes busy now first.
 
     The steps, in Slurm's order: the constraint's filter limits the
     candidates; each alternative of a matching OR (``[a|b]``) is tried in
@@ -345,7 +349,7 @@ def place(
         if topo is not None:
             chosen = _choose_in(topo, job, part, list(found), constraint, False, at)
             return _start(job, part, chosen, 0) if chosen else Reason.RESOURCES
-        return _first_candidates(job, part, found, constraint)
+        return _first_candidates(job, part, _preferred(found, prefer), constraint)
     names: Sequence[str]
     if free is None:
         names = part.order or _selection_order(part, nodes)
@@ -372,10 +376,13 @@ def place(
     )
     shares = share(job, part)
     if plain and topo is None:
-        return _first_candidates(job, part, wanted, constraint)
+        return _first_candidates(job, part, _preferred(wanted, prefer), constraint)
     candidates = list(wanted)
-    if job.req_nodes:  # required nodes first, each group still in selection order
-        candidates.sort(key=lambda n: n.name not in job.req_nodes)
+    if job.req_nodes or (prefer and topo is None):
+        # Required nodes first, then preferred ones, each group still in selection order.
+        candidates.sort(
+            key=lambda n: (n.name not in job.req_nodes, topo is None and n.name not in prefer)
+        )
     if constraint.terms:
         candidates = [n for n in candidates if constraint.allows(n.features)]
     for choice in constraint.choices() or (None,):
@@ -387,6 +394,21 @@ def place(
             if chosen:
                 return _start(job, part, chosen, shares)
     return Reason.RESOURCES
+
+
+def _preferred(wanted: Iterator[NodeView], prefer: AbstractSet[str]) -> Iterator[NodeView]:
+    """``wanted`` with ``prefer``'s nodes first, each group in its order."""
+    return _first_then_rest(wanted, prefer) if prefer else wanted
+
+
+def _first_then_rest(wanted: Iterator[NodeView], prefer: AbstractSet[str]) -> Iterator[NodeView]:
+    rest: list[NodeView] = []
+    for node in wanted:
+        if node.name in prefer:
+            yield node
+        else:
+            rest.append(node)
+    yield from rest
 
 
 def _node_share(job: Job) -> int:

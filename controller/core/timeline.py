@@ -1,20 +1,25 @@
-"""Free resources at the moments backfill probes, shared by every job of a pass.
+"""Free resources at the moments backfill tries a job at, shared by every job of a pass.
 
-Backfill asks "where could this job run at time t?" for a dozen probe times
-per job (offsets from now that double: one resolution, two, four, ..., as
-Slurm's will-run test widens its window). The free resources at a probe
-depend only on what is running and when it reaches its time limit, not on
-the job asking, so a ``Timeline`` computes each probe's picture once and
-every job of the pass reuses it. A job that backfill starts now changes the
-pictures before its end: ``take`` subtracts it from those, and its release
-is recorded for the probes not computed yet. Per node, the releases stay
-sorted by time, so "since when does this node have enough?" is a short walk.
+Backfill asks "where could this job run at time t?" at each moment the free
+resources or the plans can change, in time order, as Slurm's backfill walks
+its time slots: each end of a running job (its time limit, on the
+``bf_resolution`` grid), each end of a plan made this pass (``add``), and the
+edges of advance reservations; besides those, offsets from now that double
+(one resolution, two, four, ...) keep a probe in every stretch without an
+event, for what changes between events (licenses, a ``--switches`` wait).
+The free resources at a moment depend only on what is running and when it
+reaches its time limit, not on the job asking, so a ``Timeline`` computes
+each moment's picture once and every job of the pass reuses it. A job that
+backfill starts now changes the pictures before its end: ``take`` subtracts
+it from those, and its release is recorded (and its end made a moment) for
+those not computed yet. Per node, the releases stay sorted by time, so
+"since when does this node have enough?" is a short walk.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from controller.core import nodefree
@@ -53,7 +58,7 @@ def ceil_to(t: int, resolution: int) -> int:
 
 
 class Timeline:
-    """Probe times and the free resources at each, computed once per pass."""
+    """Trial times and the free resources at each, computed once per pass."""
 
     def __init__(
         self,
@@ -64,18 +69,25 @@ class Timeline:
         releases: list[Release],
         groups: Mapping[str, frozenset[str]],
         order: NodeOrder,
+        edges: Iterable[int] = (),
     ) -> None:
-        self.times: list[int] = []
+        self.horizon = horizon
+        self.resolution = resolution
+        self.first = ceil_to(now + resolution, resolution)  # the earliest trial time
+        moments = {ceil_to(t, resolution) for t in (*(r.at for r in releases), *edges)}
         step = resolution
         while (when := ceil_to(now + step, resolution)) < horizon:
-            self.times.append(when)
+            moments.add(when)
             step *= 2
+        self.times: list[int] = sorted({t for m in moments if (t := max(m, self.first)) < horizon})
         self._nodes = nodes  # free now; the pass's starts are already taken from it
         self._releases = sorted(releases, key=lambda r: r.at)
         self._groups = groups
         self._order = order
-        self._states: list[tuple[dict[str, NodeView], dict[str, int]]] = []
-        self._indexes: dict[int, FreeNodes] = {}
+        # Per computed trial time: the free resources, the usable free CPUs per group,
+        # and the nodes some release has given to since now.
+        self._states: list[tuple[dict[str, NodeView], dict[str, int], set[str]]] = []
+        self._indexes: dict[int, FreeNodes] = {}  # by trial time
         # Per node, (when, release, its index on the node) in time order.
         self.by_node: dict[str, list[tuple[int, int, Release]]] = {}
         # Per node, what it has free after each of those releases (``ready``):
@@ -98,42 +110,67 @@ class Timeline:
 
     def state(self, i: int) -> tuple[dict[str, NodeView], dict[str, int]]:
         """The free resources at ``times[i]`` and the usable free CPUs per group."""
+        free, totals, _ = self._state(i)
+        return free, totals
+
+    def gained(self, i: int) -> set[str]:
+        """The nodes that some job's end gives resources back to by ``times[i]``: busy
+        now, so a plan that takes them first leaves the nodes free now to backfill."""
+        return self._state(i)[2]
+
+    def _state(self, i: int) -> tuple[dict[str, NodeView], dict[str, int], set[str]]:
         while len(self._states) <= i:
-            k = len(self._states)
-            if k == 0:
-                free, totals = dict(self._nodes), self._totals(self._nodes)
-                begin = -1
-            else:
-                previous, before = self._states[-1]
-                free, totals = dict(previous), dict(before)
-                begin = self.times[k - 1]
-            end = self.times[k]
-            lo = bisect.bisect_right(self._releases, begin, key=lambda r: r.at)
-            hi = bisect.bisect_right(self._releases, end, key=lambda r: r.at)
-            for rel in self._releases[lo:hi]:
-                self._change(free, totals, rel, nodefree.give)
-            self._states.append((free, totals))
+            self._states.append(self._next(len(self._states)))
         return self._states[i]
+
+    def _next(self, k: int) -> tuple[dict[str, NodeView], dict[str, int], set[str]]:
+        """The state at ``times[k]`` from the one before it (or from now)."""
+        if k == 0:
+            free, totals, gained = dict(self._nodes), self._totals(self._nodes), set()
+            begin = -1
+        else:
+            previous, before, had = self._states[k - 1]
+            free, totals, gained = dict(previous), dict(before), set(had)
+            begin = self.times[k - 1]
+        lo = bisect.bisect_right(self._releases, begin, key=_at)
+        hi = bisect.bisect_right(self._releases, self.times[k], key=_at)
+        for rel in self._releases[lo:hi]:
+            self._change(free, totals, rel, nodefree.give)
+            gained.update(rel.nodes)
+        return free, totals, gained
+
+    def add(self, when: int) -> None:
+        """Make ``when`` (on the resolution: the end of a plan) a trial time too."""
+        if when < self.first or when >= self.horizon:
+            return
+        k = bisect.bisect_left(self.times, when)
+        if k < len(self.times) and self.times[k] == when:
+            return
+        self.times.insert(k, when)
+        if k < len(self._states):
+            self._states.insert(k, self._next(k))
 
     def free_nodes(self, i: int) -> FreeNodes:
         """The free CPUs per node position at ``times[i]``, for candidate scans."""
-        if i not in self._indexes:
-            self._indexes[i] = FreeNodes(self.state(i)[0], self._order)
-        return self._indexes[i]
+        when = self.times[i]
+        if when not in self._indexes:
+            self._indexes[when] = FreeNodes(self.state(i)[0], self._order)
+        return self._indexes[when]
 
     def take(self, start: Start, end: int | None) -> None:
         """A job started now and holds its allocation until ``end`` (None: past the window)."""
         held = Release.of(start, 0)
-        for i, (when, (free, totals)) in enumerate(zip(self.times, self._states, strict=False)):
+        for when, (free, totals, _) in zip(self.times, self._states, strict=False):
             if end is not None and when >= end:
                 break
             self._change(free, totals, held, nodefree.take)
-            if i in self._indexes:
-                self._indexes[i].taken(start)
+            if when in self._indexes:
+                self._indexes[when].taken(start)
         if end is not None:
             rel = replace(held, at=end)
-            bisect.insort(self._releases, rel, key=lambda r: r.at)
+            bisect.insort(self._releases, rel, key=_at)
             self._index(rel)
+            self.add(ceil_to(end, self.resolution))
 
     def _change(
         self,
@@ -186,3 +223,7 @@ class Timeline:
 
 def _when(entry: tuple[int, int, Release]) -> int:
     return entry[0]
+
+
+def _at(release: Release) -> int:
+    return release.at

@@ -157,28 +157,52 @@ def test_conservative_never_delays_past_the_first_reservation(
 ) -> None:
     """With perfect estimates every job starts no later than the first start backfill
     planned for it (its reservation only moves earlier as the queue ahead starts).
-    Derandomized: the traces where it does not hold yet are the xfail below's kind."""
+    Derandomized: on nodes of several CPUs a plan can move later where whole-node plans
+    hide a job ahead fitting beside another (the test after the next)."""
     assume(any(procs <= nodes * cpus for *_, procs in records))
-    _starts_by_first_reservation(records, nodes, cpus)
+    _assert_starts_by_first_reservation(records, nodes, cpus)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21: job 5's reservation moves from 907 to 1087 s: a reservation takes the "
-    "first nodes free at its trial time, not those the plan ahead leaves (docs/sim.md)",
-)
-def test_conservative_reservation_kept_where_a_job_ahead_takes_other_nodes() -> None:
-    """A trace hypothesis found (without derandomize) where a conservative reservation
-    moves later; it passes once reservations are placed as the textbook places them."""
+@settings(max_examples=150, deadline=None)
+@given(records=st.lists(RECORD, min_size=1, max_size=30), nodes=st.integers(1, 9))
+def test_conservative_plans_hold_on_one_cpu_nodes(
+    records: list[tuple[int, int, int, int]], nodes: int
+) -> None:
+    """Where a node is one CPU, a whole-node plan is exactly what the job takes, so no
+    plan ever moves later: each is placed at the first end of a job or plan it fits at,
+    on the nodes the jobs ahead leave (before issue 21 a plan went to the first nodes
+    free at a doubling probe, and moved)."""
+    assume(any(procs <= nodes for *_, procs in records))
+    _assert_starts_by_first_reservation(records, nodes, 1)
+
+
+def test_conservative_plans_whole_nodes_as_slurm_does() -> None:
+    """Slurm's backfill reserves whole nodes (sched_config.shtml), so on 3 nodes of 3
+    CPUs job 3 (4 CPUs) is planned on n1 and n2 whole from 907, job 4 (5 CPUs) behind
+    it at 1087, and job 5 (3 CPUs) on n3 at 907. At 907 the main pass starts jobs 3 and
+    4 side by side (n2 shared), which the whole-node plans hid: job 5 waits to 1087."""
     records = [(247, 6, 0, 7), (34, 5, 0, 7), (230, 3, 0, 4), (282, 5, 0, 5), (14, 3, 0, 3)]
-    _starts_by_first_reservation(records, 3, 3)
+    first, starts = _first_reservations(records, 3, 3)
+    assert (first[3], first[4], first[5]) == (907, 1087, 907)
+    assert starts[2:] == [907, 907, 1087]
 
 
-def _starts_by_first_reservation(
+def _assert_starts_by_first_reservation(
     records: list[tuple[int, int, int, int]], nodes: int, cpus: int
 ) -> None:
-    """Every job starts no later than the first start a conservative plan gave it
-    (bf_resolution=1: Slurm's 60 s rounds the ends a plan waits for down to a minute)."""
+    """Every job starts no later than the first start a conservative plan gave it."""
+    first, starts = _first_reservations(records, nodes, cpus)
+    for job_id, start in enumerate(starts, 1):
+        if job_id in first:
+            assert start <= first[job_id], (job_id, first[job_id])
+
+
+def _first_reservations(
+    records: list[tuple[int, int, int, int]], nodes: int, cpus: int
+) -> tuple[dict[int, int], list[int]]:
+    """The first start a conservative plan gave each job (by its place among the jobs
+    replayed) and the starts, with perfect estimates (bf_resolution=1: Slurm's 60 s
+    rounds the ends a plan waits for down to a minute)."""
     first: dict[int, int] = {}
     call = policy.call_core
 
@@ -193,10 +217,7 @@ def _starts_by_first_reservation(
         patch.setattr(policy, "call_core", recording)
         exact = BackfillParams(resolution=1)
         result = replay(trace, nodes, cpus, "conservative", whole_queue=True, params=exact)
-    kept, _ = admit(trace.records, nodes * cpus)
-    for job_id, job in enumerate(result.jobs, 1):
-        if job_id in first:
-            assert job.start <= first[job_id], (kept[job_id - 1].number, first[job_id])
+    return first, [job.start for job in result.jobs]
 
 
 # ---------------------------------------------------------------- SchedulerParameters
@@ -254,12 +275,21 @@ def test_textbook_easy_by_hand() -> None:
     assert easy(jobs, 4) == [0, 100, 2, 110, 110]
     # Extra processors: job 1 (2) reserves at 100 leaving 2 extra; job 2 runs past it.
     assert easy([(0, 3, 100), (1, 3, 10), (2, 1, 500)], 4) == [0, 100, 2]
+    # Every job ending at the shadow time counts: job 2 (3) reserves at 100, when jobs 0
+    # and 1 both end, leaving 2 extra; job 3 runs past 100 on one of them.
+    assert easy([(0, 2, 100), (0, 2, 100), (1, 3, 10), (2, 1, 500)], 5) == [0, 0, 100, 2]
+    # A job the main pass starts now ends too: job 2 (3) reserves at job 1's end, 1100,
+    # so job 3 (ends at 300) starts beside job 1 at 100.
+    jobs = [(0, 4, 100), (50, 2, 1000), (60, 3, 10), (70, 1, 200)]
+    assert easy(jobs, 4) == [0, 100, 1100, 100]
 
 
 @needs_traces
-@pytest.mark.xfail(strict=True, reason="issue 21: reservation nodes and start (docs/sim.md)")
-def test_easy_is_textbook_easy_on_lublin() -> None:
-    trace = perfect(read(str(LUBLIN), 0, 300))
+@pytest.mark.parametrize(("path", "jobs"), [(LUBLIN, 300), (HPC2N, 10_000)])
+def test_easy_is_textbook_easy(path: Path, jobs: int) -> None:
+    """Under textbook conditions and perfect estimates, every job starts when textbook
+    EASY starts it (HPC2N's first 10,000 jobs: about 10 s of CPU)."""
+    trace = perfect(read(str(path), 0, jobs))
     nodes, cpus = cluster_shape(trace.header, None, None)
     result = replay(trace, nodes, cpus, "easy", params=TEXTBOOK)
     kept, _ = admit(trace.records, nodes * cpus)

@@ -7,7 +7,8 @@ does not fit gets the one reservation, at the shadow time (the earliest end of
 running jobs by which enough processors are free); every later job starts now
 if it fits the free processors and either ends by the shadow time or needs no
 more than the extra processors (those the reservation leaves at the shadow
-time, less what earlier backfilled jobs running past it took).
+time, with every job that ends then, less what earlier backfilled jobs running past
+it took). The jobs started now end too: the shadow time may be one of their ends.
 """
 
 from __future__ import annotations
@@ -30,29 +31,37 @@ def easy(jobs: list[tuple[int, int, int]], total: int) -> list[int]:
         while i < len(jobs) and jobs[i][0] == now:
             queue.append(i)
             i += 1
-        chosen = []  # jobs started now, in order
         while queue and jobs[queue[0]][1] <= free:
-            chosen.append(queue.pop(0))
-            free -= jobs[chosen[-1]][1]
+            free -= _start(jobs, queue.pop(0), now, starts, running)
         if queue:
             need = jobs[queue[0]][1]
             avail, shadow = free, now
-            for end, procs in sorted(running):
+            for end, procs in sorted(running):  # the jobs just started end too
                 if avail >= need:
                     break
                 avail += procs
                 shadow = end
-            extra = avail - need
+            # Extra: all that is free at the shadow time, with every job ending then.
+            extra = free + sum(procs for end, procs in running if end <= shadow) - need
             for k in queue[1:]:
                 procs, run = jobs[k][1:]
                 if procs > free or (now + run > shadow and procs > extra):
                     continue
                 if now + run > shadow:
                     extra -= procs
-                chosen.append(k)
                 queue.remove(k)
-                free -= procs
-        for k in chosen:
-            starts[k] = int(now)
-            heapq.heappush(running, (int(now) + jobs[k][2], jobs[k][1]))
+                free -= _start(jobs, k, now, starts, running)
     return starts
+
+
+def _start(
+    jobs: list[tuple[int, int, int]],
+    k: int,
+    now: float,
+    starts: list[int],
+    running: list[tuple[int, int]],
+) -> int:
+    """Start job ``k`` now; its processors."""
+    starts[k] = int(now)
+    heapq.heappush(running, (int(now) + jobs[k][2], jobs[k][1]))
+    return jobs[k][1]
