@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -50,6 +51,18 @@ from controller.warmstate import WarmCopy
 from corral.statestorage import StateStorage
 
 log = logging.getLogger("corral.controller")
+
+#: The longest pause between a starting controller's tries of a server it cannot reach.
+UNREACHABLE_RETRY_MAX_S = 10.0
+#: MySQL client errors that mean the server could not be reached (can't connect, gone
+#: away, lost during a query): a controller starting meanwhile waits rather than exits.
+_UNREACHABLE = frozenset({2003, 2006, 2013})
+
+
+def _unreachable(exc: DBAPIError) -> bool:
+    args: tuple[object, ...] = tuple(getattr(exc.orig, "args", ()))
+    return isinstance(exc, OperationalError) and bool(args) and args[0] in _UNREACHABLE
+
 
 _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 _SCHEMA = tuple(
@@ -125,19 +138,32 @@ class DatabaseJournal:
         self._warm: WarmCopy | None = None
         self._loaded = False  # then a late ``follow`` (a cancelled poll's thread) reads nothing
         self._warm_lock = threading.Lock()  # ``follow`` runs on worker threads
-        try:
-            with self._engine.begin() as connection:
-                for statement in _SCHEMA:
-                    connection.execute(text(statement))
-                self.lease.create(connection)
-                self._check_version(connection)
-                connection.execute(text(f"INSERT IGNORE INTO meta VALUES ('{_CHANGE_KEY}', '0')"))
-        except DBAPIError as exc:
-            self._engine.dispose()
-            raise JournalError(f"{self.path}: cannot use the state database: {exc.orig}") from None
-        except JournalError:
-            self._engine.dispose()
-            raise
+        wait = 1.0
+        while True:
+            try:
+                with self._engine.begin() as connection:
+                    for statement in _SCHEMA:
+                        connection.execute(text(statement))
+                    self.lease.create(connection)
+                    self._check_version(connection)
+                    change = f"INSERT IGNORE INTO meta VALUES ('{_CHANGE_KEY}', '0')"
+                    connection.execute(text(change))
+                return
+            except DBAPIError as exc:
+                if _unreachable(exc):  # the server away: wait for it, as a standby would
+                    log.warning(
+                        "%s: state database unreachable (%s); trying again", self.path, exc.orig
+                    )
+                    time.sleep(wait)
+                    wait = min(wait * 2, UNREACHABLE_RETRY_MAX_S)
+                    continue
+                self._engine.dispose()
+                raise JournalError(
+                    f"{self.path}: cannot use the state database: {exc.orig}"
+                ) from None
+            except JournalError:
+                self._engine.dispose()
+                raise
 
     def _check_version(self, connection: Connection) -> None:
         """Refuse state written in another layout rather than misread it."""

@@ -32,6 +32,12 @@ def _written(path: Path) -> bool:
     return path.exists() and "SLURM_JOB_ID=" in path.read_text()
 
 
+def _ended(path: Path) -> bool:
+    """Whether an epilog's `env > FILE` has written its exit code variables (the shell
+    creates FILE first, and env writes them in no fixed place)."""
+    return path.exists() and "SLURM_JOB_EXIT_CODE2=" in path.read_text()
+
+
 def _node(cluster: Cluster, name: str) -> str:
     return cluster.run("scontrol", "show", "node", name).stdout
 
@@ -82,7 +88,7 @@ def test_prolog_epilog_and_task_prolog_run_with_slurms_variables(tmp_path: Path)
         assert prolog["SLURM_JOB_NODELIST"] == prolog["SLURM_NODELIST"] == "node1"
         assert prolog["SLURM_CONF"] == cluster.conf
         assert "PATH" not in prolog and "FOO" not in prolog
-        cluster.wait_for(lambda: (d / f"epilog.{job_id}").exists(), 10, "no epilog")
+        cluster.wait_for(lambda: _ended(d / f"epilog.{job_id}"), 10, "no epilog")
         epilog = _env(d / f"epilog.{job_id}")
         assert epilog["SLURM_SCRIPT_CONTEXT"] == "epilog_slurmd"
         assert epilog["SLURM_JOB_EXIT_CODE"] == str(3 << 8)
@@ -199,7 +205,8 @@ def test_controller_hooks_run_around_a_job_and_a_failed_prolog_requeues_it(
         assert env["SLURM_JOB_ID"] == str(job_id) and env["SLURM_JOB_NODELIST"] == "node1"
         assert env["SLURM_JOB_USER"] == "root" and env["SLURM_JOB_PARTITION"] == "debug"
         # EpilogSlurmctld after the requeue and after the end, with how it ended.
-        cluster.wait_for(lambda: len(list(d.glob("ctld-epilog.*"))) == 2, 10, "no epilogs")
+        ended = lambda: sum(_ended(p) for p in d.glob("ctld-epilog.*")) == 2  # noqa: E731
+        cluster.wait_for(ended, 10, "no epilogs")
         codes = sorted(_env(p)["SLURM_JOB_EXIT_CODE2"] for p in d.glob("ctld-epilog.*"))
         assert codes == ["0:0", "4:0"]
         assert "prolog_slurmctld failed: rc:1" in cluster.log("controller")

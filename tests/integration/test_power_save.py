@@ -66,12 +66,12 @@ echo "$1" >> {path}
 """
 
 
-#: A ResumeProgram that says it ran and keeps its SLURM_RESUME_FILE beside.
-RESUME_NOTE = (
-    NOTE
-    + """cat "$SLURM_RESUME_FILE" > {path}.json
+#: A ResumeProgram that keeps its SLURM_RESUME_FILE beside, then says it ran (in this
+#: order: a test reads the copy once the note is there).
+RESUME_NOTE = """#!/bin/sh
+cat "$SLURM_RESUME_FILE" > {path}.json
+echo "$1" >> {path}
 """
-)
 
 
 def _program(path: Path, text: str) -> str:

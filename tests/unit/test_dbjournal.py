@@ -11,6 +11,7 @@ The database is cut off for real: the journal reaches MariaDB through a TCP rela
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -22,7 +23,7 @@ from scenario import job
 from controller import dbjournal, durability
 from controller.dbjournal import DatabaseJournal
 from controller.jobspec import from_fields
-from controller.journal import Batch, Fenced, JournalWriteError
+from controller.journal import Batch, Fenced, JournalError, JournalWriteError
 from controller.lease import keep
 from controller.model import Job, NodeRuntime
 from controller.principal import principal_for
@@ -331,3 +332,26 @@ def test_batches_written_without_change_rows_make_standbys_read_everything(
         newer.close()
         older.close()
         standby.close()
+
+
+def test_a_controller_starting_while_the_database_is_cut_waits_for_it(
+    storage: StateStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that cannot be reached at start is waited for (a controller restarted
+    during a database outage must not exit); a refused account still fails at once."""
+    monkeypatch.setattr(dbjournal, "UNREACHABLE_RETRY_MAX_S", 0.2)
+    relay = Relay(("127.0.0.1", storage.port))
+    relay.cut()
+    threading.Timer(1.5, relay.restore).start()
+    began = time.monotonic()
+    journal = DatabaseJournal(replace(storage, port=relay.port), "test", "a")
+    try:
+        assert time.monotonic() - began >= 1.0
+        assert journal.lease.take() is None
+        journal.write(Batch(meta={"k": "v"}))
+        assert journal.load().meta["k"] == "v"
+    finally:
+        journal.close()
+        relay.close()
+    with pytest.raises(JournalError):
+        DatabaseJournal(replace(storage, user="nobody_here"), "test", "b")
