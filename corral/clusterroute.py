@@ -77,7 +77,7 @@ class ControllerCalls:
             reply = await self._call(target, receiver, frame, uid, gid)
             if reply is None:
                 continue
-            if reply.code != errors.ESLURM_IN_STANDBY_MODE:
+            if reply.code != _STANDBY:
                 self._serving = target
                 return reply
             refused = reply

@@ -70,6 +70,26 @@ class PowerHooks(Protocol):
     def idle(self, name: str, now: int) -> None: ...
 
 
+def swf_job(record: Record, job_id: int, partitions: tuple[str, ...], account: str = "") -> Job:
+    """The pending job a trace record submits: one-CPU tasks, its limit in minutes."""
+    return Job(
+        job_id=job_id,
+        name=f"swf{record.number}",
+        uid=0,
+        gid=0,
+        user="swf",
+        group="swf",
+        state=JobState.PENDING,
+        reason=Reason.NONE,
+        submit_time=record.submit,
+        partitions=partitions,
+        time_limit=math.ceil(record.limit / 60),
+        num_tasks=record.procs,
+        tasks_given=True,
+        account=account,
+    )
+
+
 def cluster_shape(header: Header, nodes: int | None, cpus_per_node: int | None) -> tuple[int, int]:
     """Nodes and CPUs per node: the options, else the trace's MaxNodes and MaxProcs.
 
@@ -355,22 +375,8 @@ class SimCluster:
     def submit(self, job_id: int) -> None:
         record = self.records[job_id - 1]
         queues = self.queues
-        job = Job(
-            job_id=job_id,
-            name=f"swf{record.number}",
-            uid=0,
-            gid=0,
-            user="swf",
-            group="swf",
-            state=JobState.PENDING,
-            reason=Reason.NONE,
-            submit_time=record.submit,
-            partitions=(PARTITION,),
-            time_limit=math.ceil(record.limit / 60),
-            num_tasks=record.procs,
-            tasks_given=True,
-            account=queues.account(record.user, record.group) if queues is not None else "",
-        )
+        account = queues.account(record.user, record.group) if queues is not None else ""
+        job = swf_job(record, job_id, (PARTITION,), account)
         self.pending[job_id] = job
         if queues is not None and (queue := queues.queue_of(job)) is not None:
             self.job_queue[job_id] = queue

@@ -31,7 +31,6 @@ like do not apply; docs/simconfig.md lists this).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -41,10 +40,10 @@ from cli.sacctmgr import file as dumpfile
 from controller.admission import partition_view
 from controller.associations import AssocSet, enforcing, gates
 from controller.core import BackfillParams, NodeView, PartitionView
-from controller.jobstate import JobState, Reason
 from controller.model import Job
 from controller.schedparams import scheduler_settings
 from controller.sim.errors import SimError
+from controller.sim.replay import swf_job
 from controller.sim.sitemap import SiteMap
 from controller.sim.swf import Record, Trace
 from corral import config
@@ -69,21 +68,7 @@ _QOS_SUBMIT = ("MaxSubmitPU", "MaxSubmitPA", "GrpSubmit")
 
 def bare_job(record: Record) -> Job:
     """A pending job for ``record`` as the replay makes it, before ``Site.dress``."""
-    return Job(
-        job_id=record.position + 1,
-        name=f"swf{record.number}",
-        uid=0,
-        gid=0,
-        user="swf",
-        group="swf",
-        state=JobState.PENDING,
-        reason=Reason.NONE,
-        submit_time=record.submit,
-        partitions=(),
-        time_limit=math.ceil(record.limit / 60),
-        num_tasks=record.procs,
-        tasks_given=True,
-    )
+    return swf_job(record, record.position + 1, ())
 
 
 def load_conf(path: str, sets: tuple[str, ...] = ()) -> SlurmConfig:
