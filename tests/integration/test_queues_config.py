@@ -30,8 +30,10 @@ def test_reclaim_waits_for_the_preemption_delay_and_survives_a_reconfigure(make_
     b = c.sbatch("-A", "teamb", "--gres=gpu:2", "--wrap", "sleep 300")
     c.wait_for(lambda: len(running(c, a)) < 4, 30, "nothing was reclaimed for team B")
     waited = time.monotonic() - submitted
-    # PreemptionDelay=0:04 (4 s) from its eligibility, then the next pass (at most a few seconds).
-    assert 3.5 <= waited <= 12, waited
+    # PreemptionDelay=0:04 (4 s) from its eligibility, then the next pass (at most a few
+    # seconds). Eligibility is kept in whole seconds, as Slurm keeps it, so the delay
+    # can end up to a second early.
+    assert 3 <= waited <= 12, waited
     c.wait_state(b, {"RUNNING"})
     # A broken queues.conf is refused with its file and line; nothing in flight changes.
     queues.write_text(QUEUES + "QueueName=teamc Parent=nosuch\n")
