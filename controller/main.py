@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import grpc
 import uvloop
 
-from controller import ctldline, primaryprog
+from controller import ctldaddr, ctldline, primaryprog
 from controller.accounting import Delivery
 from controller.agentlink import AgentLink
 from controller.framed import FramedServer, cluster_lookup
@@ -168,13 +168,18 @@ async def serve(
         ("grpc.max_receive_message_length", limits.max_frame),
         ("grpc.server_handshake_timeout_ms", int(limits.read_timeout * 1000)),
     ]
-    server = grpc.aio.server(
-        options=[*GRPC_OPTIONS, *bounded],
-        maximum_concurrent_rpcs=limits.max_connections + len(conf.nodes),
-    )
     controller = GrpcController(handlers, verifier, Gate(limits))
-    grpcservice.add_service(server, "Controller", controller)
-    grpcservice.add_service(server, "AgentLink", link)
+
+    def grpc_server(*options: tuple[str, int]) -> grpc.aio.Server:
+        made = grpc.aio.server(
+            options=[*GRPC_OPTIONS, *bounded, *options],
+            maximum_concurrent_rpcs=limits.max_connections + len(conf.nodes),
+        )
+        grpcservice.add_service(made, "Controller", controller)
+        grpcservice.add_service(made, "AgentLink", link)
+        return made
+
+    server = grpc_server()
     address = conf.controller_targets[index]
     port = grpctls.add_port(server, address, conf.tls, "ctld")
     if port == 0:
@@ -215,6 +220,14 @@ async def serve(
         running.add_signal_handler(sig, stopping.set)
     running.add_signal_handler(signal.SIGHUP, _reconfigure(handlers))
     cycle = asyncio.create_task(loop.run())
+    vip = conf.ctld_addr_target
+    addressed = (
+        asyncio.create_task(
+            ctldaddr.listen(vip, conf.tls, lambda: grpc_server(("grpc.so_reuseport", 0)))
+        )
+        if vip
+        else None
+    )
     triggers = asyncio.create_task(TriggerRunner(store).run())
     moves = asyncio.create_task(Mover(store, calls, cluster_lookup(handlers)).run())
     accounting = (
@@ -232,6 +245,8 @@ async def serve(
     notifier.stopping()
     log.info("shutting down")
     cycle.cancel()
+    if addressed is not None:
+        addressed.cancel()
     triggers.cancel()
     moves.cancel()
     for task in accounting:
@@ -244,6 +259,8 @@ async def serve(
     await calls.close()
     if exporter is not None:
         exporter.close()
+    if addressed is not None:
+        await asyncio.gather(addressed, return_exceptions=True)  # its server stopped
     await server.stop(grace=0.2)  # agent streams never end by themselves
     try:
         await store.flush()

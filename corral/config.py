@@ -383,13 +383,23 @@ class SlurmConfig:
     def controller_targets(self) -> list[str]:
         """``host:port`` of every SlurmctldHost line's gRPC services, in the order a
         daemon tries them (docs/ha.md)."""
-        targets = []
-        for name, addr in self.slurmctld_hosts:
-            host = addr or name
-            if ":" in host:
-                host = f"[{host}]"
-            targets.append(f"{host}:{self.slurmctld_port}")
-        return targets
+        return [self._target(addr or name) for name, addr in self.slurmctld_hosts]
+
+    @property
+    def ctld_addr_target(self) -> str | None:
+        """``host:port`` of SlurmctldAddr, the serving controller's own address, if set."""
+        addr = dict(self.settings).get("SlurmctldAddr", "")
+        return self._target(addr) if addr else None
+
+    @property
+    def active_targets(self) -> list[str]:
+        """Where node agents and restd reach the controller that serves: SlurmctldAddr
+        alone when set (it moves with the serving controller), else every line's."""
+        vip = self.ctld_addr_target
+        return [vip] if vip else self.controller_targets
+
+    def _target(self, host: str) -> str:
+        return f"[{host}]:{self.slurmctld_port}" if ":" in host else f"{host}:{self.slurmctld_port}"
 
     @property
     def slurm_user(self) -> str:

@@ -260,7 +260,7 @@ SelectType                      refused(select/cons_tres,select/cons_res) never 
 SelectTypeParameters            honoured
 SerializerParameters            warned              not read
 SerializerPlugins               warned              not read
-SlurmctldAddr                   warned              the controller listens where SlurmctldHost says
+SlurmctldAddr                   honoured            agents and restd reach the serving one there
 SlurmctldDebug                  warned              log levels are set with the daemons' -v
 SlurmctldHost                   honoured
 SlurmctldHttpAuthParameters     warned              not read

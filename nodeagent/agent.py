@@ -327,7 +327,7 @@ async def serve(conf: SlurmConfig, requested: Sequence[str] | None, notifier: No
     )
     table.recover()
     table.zygote.start()
-    targets = conf.controller_targets
+    targets = conf.active_targets
     log.info(
         "serving %d node(s) %s%s, controller %s",
         len(nodes),

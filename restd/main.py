@@ -79,7 +79,7 @@ async def serve(
     notifier: Notifier,
 ) -> None:
     receiver = auth.controller_receiver(conf.cluster_name)
-    controller = Controller(conf.controller_targets, keys.signer, receiver, conf.tls, ttl)
+    controller = Controller(conf.active_targets, keys.signer, receiver, conf.tls, ttl)
     proxies = frozenset({"root", conf.slurm_user})
     gateway = Gateway(controller, keys.jwt, conf.cluster_name, proxies, max_body)
     # aiohttp answers a request line or header past its limits itself, in plain

@@ -128,3 +128,63 @@ def test_takeover_hands_control_over_for_superuser_only(pair: Controllers) -> No
     done = c.sbatch("--output=/dev/null", "--wrap", "true")
     assert c.wait_done(done, timeout=30)["state"] == "COMPLETED"
     assert pair.answers(0) and pair.serving() == 1
+
+
+VIP = "127.0.0.3"  # SlurmctldAddr: on loopback, as a virtual address would be on one host
+
+
+def _at_vip(conf_path: str) -> str:
+    """The host of the controller that answers at SlurmctldAddr; "" for none."""
+    conf = load(conf_path)
+    assert conf.ctld_addr_target is not None
+    with grpctls.sync_channel(conf.ctld_addr_target, conf.tls) as channel:
+        stub = pb_grpc.ControllerStub(channel)  # type: ignore[no-untyped-call]
+        try:
+            reply: pb.PingReply = stub.Ping(pb.PingRequest(), timeout=5)
+        except grpc.RpcError:
+            return ""
+        return reply.host
+
+
+def test_agents_and_restd_follow_slurmctldaddr_to_the_serving_controller(
+    tmp_path: Path,
+) -> None:
+    """With SlurmctldAddr, agents and restd know that address alone; only the
+    controller that serves listens there, so they follow it through a takeover."""
+    with fresh_state_database(tmp_path) as storage:
+        settings = (*ha_settings(storage), f"SlurmctldAddr={VIP}")
+        cluster = Cluster(tmp_path / "c", nodes=2, settings=settings, tls=False)
+        pair = Controllers(cluster)
+        try:
+            pair.start_cluster()
+            c = pair.cluster
+            primary, backup = pair.names
+            target = load(c.conf).ctld_addr_target
+            assert f"controller {target}\n" in c.log("nodeagent")
+            c.wait_for(lambda: _at_vip(c.conf) == primary, 30, "no controller at the VIP")
+            assert f"listening on {target}" not in pair.log(1).read_text()
+            rest = Rest(c.start_restd(), token_for(c, "root"))
+
+            out = tmp_path / "long.out"
+            running = c.sbatch(f"--output={out}", "--wrap", "sleep 3; echo survived")
+            c.wait_state(running, {"RUNNING"})
+            pair.kill(0)
+            assert pair.wait_serving(30) == 1
+            c.wait_for(lambda: _at_vip(c.conf) == backup, 30, "the VIP did not follow")
+            assert c.wait_done(running, timeout=30)["state"] == "COMPLETED"
+            assert out.read_text() == "survived\n"
+            after = c.sbatch("--output=/dev/null", "--wrap", "true")
+            assert c.wait_done(after, timeout=30)["state"] == "COMPLETED"
+            status, listed = rest.call("GET", f"/slurm/v0.0.42/job/{after}")
+            assert status == 200 and [job["job_id"] for job in listed["jobs"]] == [after]
+
+            # The primary back takes control back: the backup lets the address go.
+            pair.start(0)
+            c.wait_for(lambda: pair.serving() == 0, 30, "the primary did not take over")
+            c.wait_for(lambda: _at_vip(c.conf) == primary, 30, "the VIP did not return")
+            assert f"no longer listening on {target}" in pair.log(1).read_text()
+            back = c.sbatch("--output=/dev/null", "--wrap", "true")
+            assert c.wait_done(back, timeout=30)["state"] == "COMPLETED"
+        finally:
+            cluster.stop()
+            pair.stop()

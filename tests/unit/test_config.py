@@ -320,6 +320,22 @@ def test_controllers(body: str, hosts: tuple[tuple[str, str], ...]) -> None:
     assert config.controller_host == hosts[0]
 
 
+@pytest.mark.parametrize(
+    ("extra", "active"),
+    [
+        pytest.param("", ["10.0.0.1:6817", "b:6817"], id="every-line-in-order"),
+        pytest.param("SlurmctldAddr=10.0.0.9\n", ["10.0.0.9:6817"], id="the-address-alone"),
+        pytest.param("SlurmctldAddr=fd00::9\n", ["[fd00::9]:6817"], id="ipv6"),
+    ],
+)
+def test_daemons_reach_the_serving_controller_at_slurmctldaddr(
+    extra: str, active: list[str]
+) -> None:
+    config = parse("ClusterName=c\nSlurmctldHost=a(10.0.0.1)\nSlurmctldHost=b\n" + extra, PATH)
+    assert config.active_targets == active
+    assert config.controller_targets == ["10.0.0.1:6817", "b:6817"]  # each line's, for ping
+
+
 # ---------------------------------------------------------------- nodes
 @pytest.mark.parametrize(
     ("line", "topology"),
