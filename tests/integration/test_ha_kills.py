@@ -3,7 +3,9 @@ in MariaDB and four nodes; the serving controller is killed with SIGKILL at rand
 points while short jobs are submitted by a client that fails over by itself, and
 started again as the standby. No job may be lost, submitted twice or run twice, and
 every one must complete. The second run also cuts the controllers off the database
-once (a TCP relay, tests/tcpcut.py: the machine's MariaDB itself is not restarted).
+once (a TCP relay, tests/tcpcut.py); the third crashes the database server once
+(SIGKILL) and starts it again: a MariaDB of the test's own
+(tests/privatemariadb.py), since the machine's serves other tests meanwhile.
 
 By default 200 jobs and 10 kills, to stay within a few minutes on a loaded CI
 machine; the issue's full size is CORRAL_HA_JOBS=2000 (CORRAL_HA_KILLS sets the
@@ -14,6 +16,7 @@ one at 127.0.0.1:3306: skipped where it cannot be reached, except under CI.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -28,6 +31,7 @@ from corral.errors import ControllerUnreachable, SlurmError
 from tests.databases import fresh_state_database
 from tests.integration.cluster import DONE, Cluster
 from tests.integration.hapair import Controllers, ha_settings
+from tests.privatemariadb import PrivateMariaDB
 from tests.tcpcut import Relay
 
 JOBS = int(os.environ.get("CORRAL_HA_JOBS", "200"))
@@ -97,12 +101,19 @@ class Killer(threading.Thread):
             self.error = exc
 
 
-@pytest.mark.parametrize("cut_database", [False, True], ids=["kills", "kills-and-a-cut"])
-def test_killed_controllers_lose_and_repeat_no_job(tmp_path: Path, cut_database: bool) -> None:
+@pytest.mark.parametrize(
+    "fault", ["", "cut", "restart"], ids=["kills", "kills-and-a-cut", "kills-and-a-db-restart"]
+)
+def test_killed_controllers_lose_and_repeat_no_job(tmp_path: Path, fault: str) -> None:
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
-    print(f"\nseed {seed}: {JOBS} jobs, {KILLS} kills, database cut: {cut_database}")
-    with fresh_state_database(tmp_path) as storage:
+    print(f"\nseed {seed}: {JOBS} jobs, {KILLS} kills, database fault: {fault or 'none'}")
+    with contextlib.ExitStack() as stack:
+        if fault == "restart":
+            server = stack.enter_context(PrivateMariaDB(tmp_path / "mariadb"))
+            storage = server.state_storage()
+        else:
+            storage = stack.enter_context(fresh_state_database(tmp_path))
         relay = Relay((storage.host, storage.port))
         cluster = Cluster(
             tmp_path / "c", nodes=4, settings=ha_settings(storage, relay.port), tls=False
@@ -112,21 +123,23 @@ def test_killed_controllers_lose_and_repeat_no_job(tmp_path: Path, cut_database:
         work.mkdir()
         submitted = [0]
         killer = Killer(both, sorted(rng.sample(range(1, JOBS), KILLS)), submitted)
-        cut_at = rng.randrange(JOBS) if cut_database else -1
+        fault_at = rng.randrange(JOBS) if fault else -1
         try:
             both.start_cluster()
             began = time.monotonic()
             killer.start()
             for number in range(JOBS):
-                if number == cut_at:
+                if number == fault_at and fault == "cut":
                     relay.cut()
                     time.sleep(CUT_S)
                     relay.restore()
+                elif number == fault_at:
+                    print(f"database restarted after job {number}: away {server.restart():.2f} s")
                 submit(both, f"j{number}", runs, work)
                 submitted[0] = number + 1
             killer.join(timeout=600)
             assert killer.error is None, f"{killer.error}\n{both.logs()}"
-            assert both.ended() == [], f"one fenced out by the cut exited:\n{both.logs()}"
+            assert both.ended() == [], f"a controller exited (one fenced out waits):\n{both.logs()}"
             cluster.wait_for(lambda: _all_done(both), 300, "jobs did not all end")
             print(f"{JOBS} jobs done in {time.monotonic() - began:.1f} s")
             print("takeovers (s):", " ".join(f"{t:.2f}" for t in killer.takeovers))
