@@ -443,15 +443,38 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
         None,
         SLURM,
     ),
+    # A total's first try keeps each node's tasks on the sockets its GPUs need
+    # (core/gpusocketcap.py): --gpus=2 -N2 can give a node both GPUs of socket 0, so
+    # n1 CPU_IDs=0-3 and n2 the rest (0-1); -n10 does not fit so and takes any CPUs
+    # (0-7 and 0,4); --gpus=3 and 4 need both sockets (0-2,4-5 and 0).
     (
         "gpus2-n6-N2",
         {"gpus": 2, "num_tasks": 6, "min_nodes": 2},
         {"n1": (0,), "n2": (0,)},
-        None,
+        (4, 2),
         None,
         SLURM,
     ),
-]
+    ("gpus2-n5-N2", {"gpus": 2, "num_tasks": 5, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (4, 1), None, SLURM),
+    ("gpus2-n7-N2", {"gpus": 2, "num_tasks": 7, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (4, 3), None, SLURM),
+    ("gpus2-n3-N2", {"gpus": 2, "num_tasks": 3, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (2, 1), None, SLURM),
+    ("gpus2-n4-N2", {"gpus": 2, "num_tasks": 4, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (3, 1), None, SLURM),
+    ("gpus2-n10-N2-any-cpus", {"gpus": 2, "num_tasks": 10, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (8, 2), None, SLURM),
+    ("gpus3-n6-N2-both-sockets", {"gpus": 3, "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1), "n2": (0,)}, (5, 1), None, SLURM),
+    ("gpus4-n6-N2", {"gpus": 4, "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1, 2), "n2": (0,)}, (5, 1), None, SLURM),
+    ("gpus2-n6-two-nodes", {"gpus": 2, "num_tasks": 6},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+    ("gpus2-n6-N2-cpus-per-gpu-1", {"gpus": 2, "num_tasks": 6, "min_nodes": 2,
+                                    "cpus_per_gpu": 1},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -977,6 +1000,10 @@ TASKS_ROWS: list[tuple[str, dict[str, Any], str]] = [
      "2(x2)"),
     ("N2-c3", {"min_nodes": 2, "cpus_per_task": 3}, "1(x2)"),
     ("def-cpu-per-gpu", {"partitions": ("defs",), "gpus": 2}, "4"),
+    ("gpus2-n6-N2", {"gpus": 2, "num_tasks": 6, "min_nodes": 2}, "4,2"),
+    ("gpus2-n7-N2", {"gpus": 2, "num_tasks": 7, "min_nodes": 2}, "4,3"),
+    ("gpus3-n6-N2", {"gpus": 3, "num_tasks": 6, "min_nodes": 2}, "5,1"),
+    ("gpus2-n10-N2", {"gpus": 2, "num_tasks": 10, "min_nodes": 2}, "8,2"),
 ]  # fmt: skip
 
 
