@@ -15,6 +15,7 @@ from typing import Any
 
 from controller import (
     gpuaffinity,
+    gpulists,
     gpushare,
     hetjobs,
     jobdetail,
@@ -211,7 +212,7 @@ def job_info(
         min_mem_node=job.mem_per_node or 0,
         min_mem_cpu=job.mem_per_cpu or 0,
         mem_all=job.mem_per_node == 0,
-        gres=_requested_gres(job),
+        gres=tres_per_node(job),
         oversubscribe="NO" if job.exclusive else "YES" if job.oversubscribe else "OK",
         std_out=std_out,
         std_err=std_err,
@@ -368,7 +369,9 @@ def gpu_request(job: Job, conf: SlurmConfig) -> dict[str, Any]:
     mem = job.mem_per_gpu if job.mem_per_gpu is not None else def_mem
     kind = job.gpu_type
     return {
-        "tres_per_job": ",".join(
+        "tres_per_job": gpulists.shown(job.gpus_listed)
+        if job.gpus_listed
+        else ",".join(
             [_gpu_tres(kind, job.gpus_per_job)] * bool(job.gpus_per_job)
             + [f"gres/gpu:{also}" for also in job.gpus_also.split(",") if also]
         ),
@@ -390,12 +393,15 @@ def _tres_per_node(gres: str) -> str:
     return ",".join(f"gres/{item}" for item in items if item)
 
 
-def _requested_gres(job: Job) -> str:
+def tres_per_node(job: Job) -> str:
     """TresPerNode: what the job asks on each node; a pending job naming alternatives
     (``--gres=a|b``) asks for any of them, a started one got the one it runs with."""
     if job.gres_alternatives and job.state is JobState.PENDING:
         return "|".join(_tres_per_node(option) for option in job.gres_alternatives)
-    return _tres_per_node(job.gres)
+    shown = _tres_per_node(job.gres)
+    if job.gpus_per_node_listed:  # --gpus-per-node=1,2 as given
+        return ",".join(gpulists.per_node_shown(shown.split(","), job.gpus_per_node_listed))
+    return shown
 
 
 def _default_out(job: Job) -> str:
