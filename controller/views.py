@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from controller import (
@@ -157,6 +157,19 @@ def real_memory(conf: SlurmConfig, nodes: Iterable[str]) -> dict[str, int] | Non
     return out
 
 
+def tres_memory(job: Job, real: Mapping[str, int] | None) -> int:
+    """The memory a started job's TRES (scontrol's TRES=, sacct's and restd's AllocTRES)
+    count, as Slurm 22.05 counts it: each node's allocation where memory is a
+    consumable resource, a node's whole RealMemory (``real``) where the job set no
+    limit there (``--gpus=2 -n6 -N2`` on two 16000 MiB nodes: ``mem=32000M``), and
+    none where SelectTypeParameters leaves memory out (``real`` None: ``TRES=cpu=1,
+    node=1,billing=1`` even with ``--mem=100``; measured, tests/unit/test_tres_memory.py)."""
+    if real is None:
+        return 0
+    held = (*job.alloc_mem, *(0,) * (len(job.nodes) - len(job.alloc_mem)))
+    return sum(mem or real.get(name, 0) for name, mem in zip(job.nodes, held, strict=False))
+
+
 def job_info(
     job: Job,
     store: JobStore,
@@ -177,13 +190,10 @@ def job_info(
     flags = sorted(job.flags)
     std_out = job.std_out or _default_out(job)
     std_err = job.std_err or std_out
-    mem = sum(job.alloc_mem) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
+    real = real_memory(conf, job.nodes)
+    mem = tres_memory(job, real) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
     licenses = licenseviews.tracked(job.licenses, conf) if job.licenses else ()
-    detail = jobdetail.of_job(
-        job,
-        {name: store.gpu_numbering(name) for name in job.nodes},
-        real_memory(conf, job.nodes),
-    )
+    detail = jobdetail.of_job(job, {name: store.gpu_numbering(name) for name in job.nodes}, real)
     info = _record(
         job,
         partition=job.partition or ",".join(job.partitions),
