@@ -8,29 +8,48 @@ job's total, and the cores of the others are left out; only where no allocation
 comes of that does it try again with every free core. So ``--gpus=2 -n6 -N2`` on
 nodes of two 4-core sockets with two GPUs near each is 4 + 2 CPUs (socket 0 holds
 both GPUs a node might get), and ``--gpus=2 -n10 -N2`` 8 + 2 (4 + 4 does not hold
-ten tasks); ``--gpus=3`` needs both sockets, so nothing is left out (measured:
-tests/unit/test_gpu_semantics.py). A node whose GPUs of the type have no known cores
-is never confined: Slurm cannot tell their sockets.
+ten tasks); ``--gpus=3`` needs both sockets, so nothing is left out. GPUs per node
+are confined alike, by their count on the node: ``--gres=gpu:1 -n6`` is two nodes of
+4 + 2 CPUs, ``--gpus-per-node=3 -n6 -N2`` 5 + 1, and ``--gres=gpu:1 -c6``, which no
+socket holds, six CPUs on one node (measured: tests/unit/test_gpu_semantics.py). A
+node whose GPUs of the type have no known cores is never confined: Slurm cannot tell
+their sockets.
 """
 
 from __future__ import annotations
 
 from controller.core.cpupick import socket_size
 from controller.core.gpus import GpuAsk
-from controller.core.snapshot import NodeView
+from controller.core.snapshot import Gres, NodeView
 
-__all__ = ["confined_cpus"]
+__all__ = ["confined_cpus", "per_node_want"]
 
 
 def confined_cpus(node: NodeView, gpu: GpuAsk) -> int | None:
     """The free CPUs of ``node`` on the sockets the job's GPU total needs, or None
     when that leaves none of its free CPUs out (or the sockets cannot be told)."""
+    if not gpu.per_job or gpu.also or gpu.per_node:
+        return None
+    return socket_cpus(node, gpu.kind, gpu.per_job)
+
+
+def per_node_want(items: Gres) -> tuple[str, int] | None:
+    """The GPU type and count a ``--gres`` (or ``--gpus-per-node``) asks on each node
+    where it asks GPUs of one type only; None otherwise."""
+    gpus = [(kind, count) for name, kind, count in items if name == "gpu" and count]
+    return gpus[0] if len(gpus) == 1 else None
+
+
+def socket_cpus(node: NodeView, kind: str, want: int) -> int | None:
+    """The free CPUs of ``node`` on the sockets (most free cores first) whose free
+    ``kind`` GPUs ("" any) reach ``want``; None when that leaves none of its free CPUs
+    out, or where a GPU's cores are not known."""
     dev = node.devices
-    if dev is None or not dev.near or not gpu.per_job or gpu.also or gpu.per_node:
+    if dev is None or not dev.near or want < 1:
         return None
     near = dict(dev.near)
     taken = dev.whole | dev.shared
-    free = [i for kind, i in dev.numbers if i not in taken and (not gpu.kind or kind == gpu.kind)]
+    free = [i for own, i in dev.numbers if i not in taken and (not kind or own == kind)]
     if not free or any(i not in near or not near[i] for i in free):
         return None
     sockets = max(node.sockets, 1)
@@ -49,7 +68,7 @@ def confined_cpus(node: NodeView, gpu: GpuAsk) -> int | None:
     for s in order:
         if not idle[s]:
             continue
-        if counted < gpu.per_job and gpus_on[s]:
+        if counted < want and gpus_on[s]:
             needed.add(s)
             counted += gpus_on[s]
     if all(s in needed for s in range(sockets) if idle[s]):

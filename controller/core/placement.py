@@ -20,6 +20,7 @@ from controller.core import (
     features,
     gpuplace,
     gpus,
+    gpusocketcap,
     nodefree,
     threads,
     topology,
@@ -112,6 +113,12 @@ def _packed(
     that leave more tasks than the best of the nodes after them could hold.
     """
     most = min(most or job.max_nodes or len(candidates), part.max_nodes or len(candidates))
+    want = _gpus_per_node(job, part)
+    if want is not None:  # first with the tasks on the sockets of each node's GPUs
+        confined = _Rooms(job, part, stacking, want)
+        chosen = _fill(job, part, candidates, least, most, stacking, gpu, confined, None)
+        if chosen:
+            return chosen
     rooms = _Rooms(job, part, stacking)
     chosen = _fill(job, part, candidates, least, most, stacking, gpu, rooms, None)
     if chosen or most >= len(candidates):
@@ -120,13 +127,33 @@ def _packed(
     return _fill(job, part, candidates, least, most, stacking, gpu, rooms, ahead)
 
 
-class _Rooms:
-    """How many of ``job``'s tasks each node's free CPUs hold in ``part``."""
+def _gpus_per_node(job: Job, part: PartitionView) -> tuple[str, int] | None:
+    """The GPU type and count ``job`` asks on every node (``--gres=gpu:1``), where
+    Slurm first tries its tasks on the sockets of those GPUs (``gpusocketcap``); None
+    for a job without, or that takes whole nodes."""
+    if "gpu" not in job.gres or job.exclusive or part.exclusive:
+        return None
+    try:
+        return gpusocketcap.per_node_want(gpus.gpu_items(job.gres)[0])
+    except ValueError:
+        return None
 
-    def __init__(self, job: Job, part: PartitionView, stacking: bool) -> None:
+
+class _Rooms:
+    """How many of ``job``'s tasks each node's free CPUs hold in ``part`` (with
+    ``want``, a GPU type and count per node: those of the sockets such GPUs need)."""
+
+    def __init__(
+        self,
+        job: Job,
+        part: PartitionView,
+        stacking: bool,
+        want: tuple[str, int] | None = None,
+    ) -> None:
         self.job, self.part, self.stacking = job, part, stacking
         self.exclusive = job.exclusive or part.exclusive
         self.shares = share(job, part)
+        self.want = want
 
     def of(self, node: NodeView) -> int:
         job, part = self.job, self.part
@@ -138,6 +165,10 @@ class _Rooms:
             free = node.free_cpus
         if part.max_cpus_per_node is not None:
             free = min(free, part.max_cpus_per_node)
+        if self.want is not None:
+            confined = gpusocketcap.socket_cpus(node, *self.want)
+            if confined is not None:
+                free = min(free, confined)
         if job.threads_per_core:  # whole cores, of which it uses some threads
             free = threads.usable(free - free % node.unit, node.unit, job.threads_per_core)
         return free // job.cpus_per_task

@@ -471,6 +471,22 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
      {"n1": (0, 1, 2), "n2": (0,)}, (5, 1), None, SLURM),
     ("gpus2-n6-two-nodes", {"gpus": 2, "num_tasks": 6},
      {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+    # GPUs per node alike: --gres=gpu:1 -n6 is two nodes (CPU_IDs=0-3 and 0-1),
+    # --gpus-per-node=3 -n6 -N2 needs both sockets (0-2,4-5 and 0), and
+    # --gres=gpu:1 -c6, which no socket holds, takes CPUs 0-5 of n1.
+    ("per-node-1-n6-two-nodes", {"gres": "gpu:1", "num_tasks": 6},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+    ("per-node-1-n5", {"gres": "gpu:1", "num_tasks": 5},
+     {"n1": (0,), "n2": (0,)}, (4, 1), None, SLURM),
+    ("per-node-1-n6-N2", {"gres": "gpu:1", "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+    ("per-node-2-n6-N2", {"gres": "gpu:2", "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1), "n2": (0, 1)}, (4, 2), None, SLURM),
+    ("per-node-3-n6-N2-both-sockets", {"gres": "gpu:3", "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1, 2), "n2": (0, 1, 2)}, (5, 1), None, SLURM),
+    ("per-node-1-c6-any-cpus", {"gres": "gpu:1", "cpus_per_task": 6},
+     {"n1": (0,)}, (6,), None, SLURM),
+    ("gpus2-c6-any-cpus", {"gpus": 2, "cpus_per_task": 6}, {"n1": (0, 1)}, (6,), None, SLURM),
     ("gpus2-n6-N2-cpus-per-gpu-1", {"gpus": 2, "num_tasks": 6, "min_nodes": 2,
                                     "cpus_per_gpu": 1},
      {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
@@ -1004,6 +1020,8 @@ TASKS_ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("gpus2-n7-N2", {"gpus": 2, "num_tasks": 7, "min_nodes": 2}, "4,3"),
     ("gpus3-n6-N2", {"gpus": 3, "num_tasks": 6, "min_nodes": 2}, "5,1"),
     ("gpus2-n10-N2", {"gpus": 2, "num_tasks": 10, "min_nodes": 2}, "8,2"),
+    ("per-node-1-n6", {"gres": "gpu:1", "num_tasks": 6}, "4,2"),
+    ("per-node-3-n6-N2", {"gres": "gpu:3", "num_tasks": 6, "min_nodes": 2}, "5,1"),
 ]  # fmt: skip
 
 
