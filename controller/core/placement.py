@@ -21,6 +21,7 @@ from controller.core import (
     gpuplace,
     gpus,
     gpusocketcap,
+    gpusockets,
     nodefree,
     threads,
     topology,
@@ -288,7 +289,9 @@ def _choose(
     if forced is None:
         return []
     required = set(job.req_nodes) | set(forced)
-    if forced:
+    if gpu is not None and job.gpus_per_socket:
+        pool = gpusockets.most_first(pool, gpu)
+    if forced or (required and gpu is not None and job.gpus_per_socket):
         pool = sorted(pool, key=lambda n: n.name not in required)
     least = max(job.min_nodes, len(required))
     if gpu is not None and gpu.dealt:

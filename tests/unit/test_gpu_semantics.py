@@ -1035,3 +1035,58 @@ def test_tasks_per_node_as_slurm_sets_it(
     env = batch_environment(job, Payload(script=""), "gs")
     assert env["SLURM_TASKS_PER_NODE"] == shown
     assert env["SLURM_NTASKS"] == str(job.num_tasks)
+
+
+# Node choice for GPUs per socket whose cores are not known, measured on Slurm 22.05
+# as above with four nodes: n1 gpu:a100:2,gpu:v100:2, n2 gpu:a100:3, n3 gpu:a100:4,
+# n4 gpu:a100:2 (no Cores=). ``--gpus-per-socket=a100:1 --sockets-per-node=2`` ran on
+# n3 (the most A100s), on n2 with ``-x n3`` and on n1 (before n4, of as many) with
+# ``-x n2,n3``; ``--sockets-per-node=1`` on n3 too; ``--gpus-per-node=a100:1`` and
+# ``--gpus=a100:1`` on n1 (core/gpusockets.most_first).
+MOST_CONF = """\
+ClusterName=gm
+SlurmctldHost=localhost
+GresTypes=gpu
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+NodeName=DEFAULT Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=16000
+NodeName=n1 Gres=gpu:a100:2,gpu:v100:2
+NodeName=n2 Gres=gpu:a100:3
+NodeName=n3 Gres=gpu:a100:4
+NodeName=n4 Gres=gpu:a100:2
+PartitionName=main Nodes=n[1-4] Default=YES
+"""
+MOST_GRES_CONF = """\
+NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-1]
+NodeName=n1 Name=gpu Type=v100 File=/dev/nvidia[2-3]
+NodeName=n2 Name=gpu Type=a100 File=/dev/nvidia[0-2]
+NodeName=n3 Name=gpu Type=a100 File=/dev/nvidia[0-3]
+NodeName=n4 Name=gpu Type=a100 File=/dev/nvidia[0-1]
+"""
+PER_SOCKET = {"gpus_per_socket": 1, "gpu_type": "a100", "sockets_per_node": 2}
+MOST_ROWS: list[tuple[str, dict[str, Any], str]] = [
+    ("per-socket-most-a100", PER_SOCKET, "n3"),
+    ("per-socket-next-most", {**PER_SOCKET, "exc_nodes": "n3"}, "n2"),
+    ("per-socket-ties-in-order", {**PER_SOCKET, "exc_nodes": "n2,n3"}, "n1"),
+    ("one-socket-most-a100", {**PER_SOCKET, "sockets_per_node": 1}, "n3"),
+    ("per-socket-required-node", {**PER_SOCKET, "req_nodes": "n1"}, "n1"),
+    ("per-node-in-order", {"gres": "gpu:a100:1"}, "n1"),
+    ("total-in-order", {"gpus": 1, "gpu_type": "a100"}, "n1"),
+]
+
+
+@pytest.fixture(scope="module")
+def most_conf(tmp_path_factory: pytest.TempPathFactory) -> config.SlurmConfig:
+    where: Path = tmp_path_factory.mktemp("gm")
+    (where / "slurm.conf").write_text(MOST_CONF)
+    (where / "gres.conf").write_text(MOST_GRES_CONF)
+    return config.load(str(where / "slurm.conf"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "node"), [row[1:] for row in MOST_ROWS], ids=[row[0] for row in MOST_ROWS]
+)
+def test_gpus_per_socket_without_cores_try_the_most_gpus_first(
+    most_conf: config.SlurmConfig, fields: dict[str, Any], node: str
+) -> None:
+    assert place(most_conf, **fields).nodes == (node,)
