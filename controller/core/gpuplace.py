@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from controller.core import nodefree
-from controller.core.gpusocketcap import confined_cpus
 from controller.core.gpus import GpuAsk, deal, deal_loose, for_tasks, free_gpus, near
+from controller.core.gpusocketcap import confined_cpus
 from controller.core.request import Fit, cpus_per_node, node_fits, share
 from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
