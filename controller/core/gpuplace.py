@@ -205,6 +205,9 @@ def _total(
     """--gpus: the nodes, then the GPUs dealt over them (``gpus.deal``); first with each
     node's tasks on the sockets its GPUs need, then, where that does not fit, on any
     of its CPUs (Slurm's two tries, ``gpusocketcap``)."""
+    if job.ntasks_per_gpu:  # its tasks go with their GPUs: a confined node that cannot
+        # hold them is passed over in Slurm's first try, so no socket is left out
+        return _total_on(job, part, pool, gpu, fixed, least, stacking, None)
     first = _total_on(job, part, pool, gpu, fixed, least, stacking, gpu)
     if first or not any(confined_cpus(node, gpu) is not None for node in pool):
         return first

@@ -132,7 +132,7 @@ def _gpus_per_node(job: Job, part: PartitionView) -> tuple[str, int] | None:
     """The GPU type and count ``job`` asks on every node (``--gres=gpu:1``), where
     Slurm first tries its tasks on the sockets of those GPUs (``gpusocketcap``); None
     for a job without, or that takes whole nodes."""
-    if "gpu" not in job.gres or job.exclusive or part.exclusive:
+    if "gpu" not in job.gres or job.exclusive or part.exclusive or job.ntasks_per_gpu:
         return None
     try:
         return gpusocketcap.per_node_want(gpus.gpu_items(job.gres)[0])

@@ -1090,3 +1090,23 @@ def test_gpus_per_socket_without_cores_try_the_most_gpus_first(
     most_conf: config.SlurmConfig, fields: dict[str, Any], node: str
 ) -> None:
     assert place(most_conf, **fields).nodes == (node,)
+
+
+def test_ntasks_per_gpu_keeps_its_tasks_with_their_gpus(tmp_path: Path) -> None:
+    """Nodes of two one-core sockets (``CPUs=2``), GPUs 0-1 near CPU 0 and 2-3 near
+    CPU 1: ``--gpus=2 -n2 --ntasks-per-gpu=1`` is one node with both CPUs (Slurm's
+    first try passes over a node whose confined cores cannot hold the tasks its GPUs
+    are for, so nothing is confined), where ``--gpus=2 -n2`` is confined to the
+    socket of its two GPUs, one CPU a node (core/gpusocketcap.py)."""
+    (tmp_path / "slurm.conf").write_text(
+        "ClusterName=x\nSlurmctldHost=localhost\nGresTypes=gpu\n"
+        "NodeName=n[1-2] CPUs=2 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=ALL Default=YES\n"
+    )
+    (tmp_path / "gres.conf").write_text(
+        "Name=gpu File=/dev/gpu[0-1] Cores=0\nName=gpu File=/dev/gpu[2-3] Cores=1\n"
+    )
+    small = config.load(str(tmp_path / "slurm.conf"))
+    tied = place(small, gpus=2, num_tasks=2, ntasks_per_gpu=1)
+    assert (tied.nodes, tied.cpus, per_node(tied)) == (("n1",), (2,), {"n1": (0, 1)})
+    loose = place(small, gpus=2, num_tasks=2)
+    assert (loose.nodes, loose.cpus) == (("n1", "n2"), (1, 1))
