@@ -72,13 +72,19 @@ def shown(text: str) -> str:
 
 
 def per_node_shown(items: Iterable[str], listed: str) -> list[str]:
-    """TresPerNode's items: the GPU ones as ``listed``, in their place, the others
-    (``craynetwork:1``) as they are."""
-    if not listed:
+    """TresPerNode's items: the GPUs of the types ``listed`` names as it gives them, in
+    the place of the first, the others (``gpu:a100:1`` beside ``v100:1,v100:2``,
+    ``craynetwork:1``) as they are."""
+    try:
+        kinds = set(counts(listed)) if listed else set()
+    except ValueError:  # admission refuses such a text: a record never holds one
+        kinds = set()
+    if not kinds:
         return list(items)
     out: list[str] = []
     for item in items:
-        if item.removeprefix("gres/").removeprefix("gres:").split(":")[0] == "gpu":
+        parts = item.removeprefix("gres/").removeprefix("gres:").split(":")
+        if parts[0] == "gpu" and (parts[1] if len(parts) > 2 else "") in kinds:
             if listed:
                 out += shown(listed).split(",")
                 listed = ""

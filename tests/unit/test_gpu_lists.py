@@ -71,6 +71,8 @@ def test_gpus_per_node_list_shows_as_given(typed_conf: config.SlurmConfig) -> No
     assert views.tres_per_node(job) == "gres/gpu:1,gres/gpu:2"
     plain = admitted(typed_conf, gres="gpu:2")
     assert views.tres_per_node(plain) == "gres/gpu:2"
+    both = admitted(typed_conf, gres="gpu:a100:1,gpu:v100:2", gpus_per_node_listed="v100:1,v100:2")
+    assert views.tres_per_node(both) == "gres/gpu:a100:1,gres/gpu:v100:1,gres/gpu:v100:2"
 
 
 @pytest.mark.parametrize(
