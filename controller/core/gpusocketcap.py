@@ -22,7 +22,7 @@ from controller.core.cpupick import socket_size
 from controller.core.gpus import GpuAsk
 from controller.core.snapshot import Gres, NodeView
 
-__all__ = ["confined_cpus", "per_node_want"]
+__all__ = ["confined_cpus", "per_node_want", "socket_cpus", "spans_sockets"]
 
 
 def confined_cpus(node: NodeView, gpu: GpuAsk) -> int | None:
@@ -44,6 +44,30 @@ def socket_cpus(node: NodeView, kind: str, want: int) -> int | None:
     """The free CPUs of ``node`` on the sockets (most free cores first) whose free
     ``kind`` GPUs ("" any) reach ``want``; None when that leaves none of its free CPUs
     out, or where a GPU's cores are not known."""
+    sockets = _sockets(node, kind, want)
+    if sockets is None:
+        return None
+    needed, idle = sockets
+    if all(s in needed for s in range(len(idle)) if idle[s]):
+        return None
+    return sum(idle[s] for s in needed)
+
+
+def spans_sockets(node: NodeView, kind: str, want: int) -> bool:
+    """Whether ``want`` free ``kind`` GPUs of ``node`` need every socket with free
+    cores, of several (their cores known): a job that may have them is never confined."""
+    sockets = _sockets(node, kind, want)
+    if sockets is None:
+        return False
+    needed, idle = sockets
+    busy = [s for s in range(len(idle)) if idle[s]]
+    return len(busy) > 1 and all(s in needed for s in busy)
+
+
+def _sockets(node: NodeView, kind: str, want: int) -> tuple[set[int], list[int]] | None:
+    """The sockets of ``node`` whose free ``kind`` GPUs reach ``want`` (most free cores
+    first, while short), and each socket's free CPUs; None where a GPU's cores are not
+    known."""
     dev = node.devices
     if dev is None or not dev.near or want < 1:
         return None
@@ -71,6 +95,4 @@ def socket_cpus(node: NodeView, kind: str, want: int) -> int | None:
         if counted < want and gpus_on[s]:
             needed.add(s)
             counted += gpus_on[s]
-    if all(s in needed for s in range(sockets) if idle[s]):
-        return None
-    return sum(idle[s] for s in needed)
+    return needed, idle

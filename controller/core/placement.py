@@ -382,8 +382,8 @@ def place(
         found = (node for n in scanned if (node := get(n)))
         if topo is not None:
             chosen = _choose_in(topo, job, part, list(found), constraint, False, at)
-            return _start(job, part, chosen, 0) if chosen else Reason.RESOURCES
-        return _first_candidates(job, part, _preferred(found, prefer), constraint)
+            return _start(job, part, chosen, 0, nodes) if chosen else Reason.RESOURCES
+        return _first_candidates(job, part, _preferred(found, prefer), constraint, nodes)
     names: Sequence[str]
     if free is None:
         names = part.order or _selection_order(part, nodes)
@@ -410,7 +410,7 @@ def place(
     )
     shares = share(job, part)
     if plain and topo is None:
-        return _first_candidates(job, part, _preferred(wanted, prefer), constraint)
+        return _first_candidates(job, part, _preferred(wanted, prefer), constraint, nodes)
     candidates = list(wanted)
     if job.req_nodes or (prefer and topo is None):
         # Required nodes first, then preferred ones, each group still in selection order.
@@ -426,7 +426,7 @@ def place(
         for stacking in (False, True) if shares else (False,):
             chosen = _choose_in(topo, job, part, pool, constraint, stacking, at)
             if chosen:
-                return _start(job, part, chosen, shares)
+                return _start(job, part, chosen, shares, nodes)
     return Reason.RESOURCES
 
 
@@ -477,7 +477,11 @@ def _choose_in(
 
 
 def _first_candidates(
-    job: Job, part: PartitionView, wanted: Iterator[NodeView], constraint: features.Constraint
+    job: Job,
+    part: PartitionView,
+    wanted: Iterator[NodeView],
+    constraint: features.Constraint,
+    nodes: Mapping[str, NodeView],
 ) -> Start | Reason:
     """The plain case (no -w, constraint or sharing): try the first candidates only.
 
@@ -492,13 +496,19 @@ def _first_candidates(
         pool.extend(islice(wanted, size - len(pool)))
         chosen = _choose(job, part, pool, constraint, False)
         if chosen:
-            return _start(job, part, chosen, 0)
+            return _start(job, part, chosen, 0, nodes)
         if len(pool) < size:  # every candidate was tried
             return Reason.RESOURCES
         size *= 4
 
 
-def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> Start:
+def _start(
+    job: Job,
+    part: PartitionView,
+    chosen: list[Alloc],
+    shares: int,
+    nodes: Mapping[str, NodeView],
+) -> Start:
     return Start(
         job_id=job.job_id,
         partition=part.name,
@@ -513,7 +523,44 @@ def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> S
         dist=cpupick.method_of(job.distribution),
         task_gpus=_follows_tasks(job),
         used=_used(chosen),
+        spread=_spread(job, part, chosen, nodes),
     )
+
+
+def _spread(
+    job: Job, part: PartitionView, chosen: list[Alloc], nodes: Mapping[str, NodeView]
+) -> tuple[bool, ...]:
+    """On which chosen nodes Slurm lays a GPU total's or GPUs per node's CPUs out by the
+    distribution alone, not near the node's GPUs first (measured, GPUs 0-1 near cores
+    0-3): where its GPUs need every socket (``--gpus=3 -n6 -N2``: CPU_IDs=0-2,4-5),
+    and on every node where its tasks (``-n``) did not fit the sockets of its GPUs
+    (``--gpus=2 -n10 -N2``: 0-7 and 0,4); a single task that did not (``--gres=gpu:1
+    -c6``: 0-5) still fills the GPUs' socket first. () where none is."""
+    if (
+        job.gres_flags == "enforce-binding"
+        or job.ntasks_per_gpu
+        or "gpu" not in (job.gres + ("gpu" if job.gpus_per_job else ""))
+    ):
+        return ()
+    gpu = gpus.ask(job, part)
+    want: tuple[str, int] | None
+    if gpu is not None and gpu.dealt:
+        if not gpu.per_job or gpu.also or gpu.per_node or gpu.per_task:
+            return ()
+        want = (gpu.kind, gpu.per_job)
+    else:
+        want = _gpus_per_node(job, part)
+    if want is None:
+        return ()
+    confined = [gpusocketcap.socket_cpus(nodes[name], *want) for name, _ in chosen]
+    wider = job.tasks_given and any(
+        cap is not None and fit.cpus > cap for cap, (_, fit) in zip(confined, chosen, strict=True)
+    )
+    out = tuple(
+        wider or (cap is None and gpusocketcap.spans_sockets(nodes[name], *want))
+        for cap, (name, _) in zip(confined, chosen, strict=True)
+    )
+    return out if any(out) else ()
 
 
 def _used(chosen: list[Alloc]) -> tuple[int, ...]:

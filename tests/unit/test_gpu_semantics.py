@@ -1110,3 +1110,31 @@ def test_ntasks_per_gpu_keeps_its_tasks_with_their_gpus(tmp_path: Path) -> None:
     assert (tied.nodes, tied.cpus, per_node(tied)) == (("n1",), (2,), {"n1": (0, 1)})
     loose = place(small, gpus=2, num_tasks=2)
     assert (loose.nodes, loose.cpus) == (("n1", "n2"), (1, 1))
+
+
+# CPU ids, read from ``scontrol show job -d`` on Slurm 22.05 as above (GPUs 0-1 near
+# cores 0-3, 2-3 near 4-7): near the node's GPUs where the first try confined the job
+# to their socket, by the distribution alone (block:cyclic) where its GPUs need both
+# sockets or its tasks did not fit, a single task still filling the GPUs' socket first
+# (core/placement._spread).
+CPU_ID_ROWS: list[tuple[str, dict[str, Any], tuple[tuple[int, ...], ...]]] = [
+    ("gpus2-n6-N2", {"gpus": 2, "num_tasks": 6, "min_nodes": 2}, ((0, 1, 2, 3), (0, 1))),
+    ("gpus3-n6-N2", {"gpus": 3, "num_tasks": 6, "min_nodes": 2}, ((0, 1, 2, 4, 5), (0,))),
+    ("gpus4-n6-N2", {"gpus": 4, "num_tasks": 6, "min_nodes": 2}, ((0, 1, 2, 4, 5), (0,))),
+    ("gpus2-n10-N2", {"gpus": 2, "num_tasks": 10, "min_nodes": 2},
+     ((0, 1, 2, 3, 4, 5, 6, 7), (0, 4))),
+    ("per-node-3-n6-N2", {"gres": "gpu:3", "num_tasks": 6, "min_nodes": 2},
+     ((0, 1, 2, 4, 5), (0,))),
+    ("per-node-1-n6", {"gres": "gpu:1", "num_tasks": 6}, ((0, 1, 2, 3), (0, 1))),
+    ("per-node-1-c6", {"gres": "gpu:1", "cpus_per_task": 6}, ((0, 1, 2, 3, 4, 5),)),
+    ("gpus2-c6", {"gpus": 2, "cpus_per_task": 6}, ((0, 1, 2, 3, 4, 5),)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "ids"), [row[1:] for row in CPU_ID_ROWS], ids=[row[0] for row in CPU_ID_ROWS]
+)
+def test_cpu_ids_as_slurm_lays_them_out(
+    conf: config.SlurmConfig, fields: dict[str, Any], ids: tuple[tuple[int, ...], ...]
+) -> None:
+    assert place(conf, **fields).cpu_ids == ids
