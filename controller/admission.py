@@ -14,6 +14,7 @@ from controller import (
     bounds,
     flavoradmit,
     gpuaffinity,
+    gpulists,
     gpushare,
     gpuspec,
     licenseadmit,
@@ -472,6 +473,7 @@ def admit(
                 "Required partition not available (inactive or drain)",
             )
     implied = gpuspec.check(spec)
+    gpulists.check(spec)
     if implied.min_nodes != spec.min_nodes or implied.num_tasks != spec.num_tasks:
         spec = replace(spec, min_nodes=implied.min_nodes, num_tasks=implied.num_tasks)
     req_nodes = _hosts(spec.req_nodes)
@@ -583,6 +585,8 @@ def admit(
         gpus_per_task=spec.gpus_per_task,
         gpu_type=spec.gpu_type,
         gpus_also=spec.gpus_also,
+        gpus_listed=spec.gpus_listed,
+        gpus_per_node_listed=spec.gpus_per_node_listed,
         sockets_per_node=spec.sockets_per_node,
         cpus_per_gpu=spec.cpus_per_gpu,
         mem_per_gpu=spec.mem_per_gpu,

@@ -108,6 +108,8 @@ class JobSpec:
     container_id: str = ""
     mail_type: str = ""
     mail_user: str = ""
+    gpus_listed: str = ""
+    gpus_per_node_listed: str = ""
 
 
 def from_wire(message: Any) -> JobSpec:

@@ -134,6 +134,10 @@ class Job:
     gpus_per_task: int = 0
     gpu_type: str = ""
     gpus_also: str = ""
+    # --gpus and --gpus-per-node as given where a list, shown as given
+    # (controller/gpulists.py): TresPerJob, TresPerNode.
+    gpus_listed: str = ""
+    gpus_per_node_listed: str = ""
     sockets_per_node: int = 0
     cpus_per_gpu: int = 0
     mem_per_gpu: int | None = None

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from controller import (
     gpuaffinity,
+    gpulists,
     gpushare,
     hetjobs,
     jobdetail,
@@ -156,6 +157,19 @@ def real_memory(conf: SlurmConfig, nodes: Iterable[str]) -> dict[str, int] | Non
     return out
 
 
+def tres_memory(job: Job, real: Mapping[str, int] | None) -> int:
+    """The memory a started job's TRES (scontrol's TRES=, sacct's and restd's AllocTRES)
+    count, as Slurm 22.05 counts it: each node's allocation where memory is a
+    consumable resource, a node's whole RealMemory (``real``) where the job set no
+    limit there (``--gpus=2 -n6 -N2`` on two 16000 MiB nodes: ``mem=32000M``), and
+    none where SelectTypeParameters leaves memory out (``real`` None: ``TRES=cpu=1,
+    node=1,billing=1`` even with ``--mem=100``; measured, tests/unit/test_tres_memory.py)."""
+    if real is None:
+        return 0
+    held = (*job.alloc_mem, *(0,) * (len(job.nodes) - len(job.alloc_mem)))
+    return sum(mem or real.get(name, 0) for name, mem in zip(job.nodes, held, strict=False))
+
+
 def job_info(
     job: Job,
     store: JobStore,
@@ -176,13 +190,10 @@ def job_info(
     flags = sorted(job.flags)
     std_out = job.std_out or _default_out(job)
     std_err = job.std_err or std_out
-    mem = sum(job.alloc_mem) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
+    real = real_memory(conf, job.nodes)
+    mem = tres_memory(job, real) if job.nodes else (job.mem_per_node or 0) * job.min_nodes
     licenses = licenseviews.tracked(job.licenses, conf) if job.licenses else ()
-    detail = jobdetail.of_job(
-        job,
-        {name: store.gpu_numbering(name) for name in job.nodes},
-        real_memory(conf, job.nodes),
-    )
+    detail = jobdetail.of_job(job, {name: store.gpu_numbering(name) for name in job.nodes}, real)
     info = _record(
         job,
         partition=job.partition or ",".join(job.partitions),
@@ -211,7 +222,7 @@ def job_info(
         min_mem_node=job.mem_per_node or 0,
         min_mem_cpu=job.mem_per_cpu or 0,
         mem_all=job.mem_per_node == 0,
-        gres=_requested_gres(job),
+        gres=tres_per_node(job),
         oversubscribe="NO" if job.exclusive else "YES" if job.oversubscribe else "OK",
         std_out=std_out,
         std_err=std_err,
@@ -368,7 +379,9 @@ def gpu_request(job: Job, conf: SlurmConfig) -> dict[str, Any]:
     mem = job.mem_per_gpu if job.mem_per_gpu is not None else def_mem
     kind = job.gpu_type
     return {
-        "tres_per_job": ",".join(
+        "tres_per_job": gpulists.shown(job.gpus_listed)
+        if job.gpus_listed
+        else ",".join(
             [_gpu_tres(kind, job.gpus_per_job)] * bool(job.gpus_per_job)
             + [f"gres/gpu:{also}" for also in job.gpus_also.split(",") if also]
         ),
@@ -390,12 +403,15 @@ def _tres_per_node(gres: str) -> str:
     return ",".join(f"gres/{item}" for item in items if item)
 
 
-def _requested_gres(job: Job) -> str:
+def tres_per_node(job: Job) -> str:
     """TresPerNode: what the job asks on each node; a pending job naming alternatives
     (``--gres=a|b``) asks for any of them, a started one got the one it runs with."""
     if job.gres_alternatives and job.state is JobState.PENDING:
         return "|".join(_tres_per_node(option) for option in job.gres_alternatives)
-    return _tres_per_node(job.gres)
+    shown = _tres_per_node(job.gres)
+    if job.gpus_per_node_listed:  # --gpus-per-node=1,2 as given
+        return ",".join(gpulists.per_node_shown(shown.split(","), job.gpus_per_node_listed))
+    return shown
 
 
 def _default_out(job: Job) -> str:

@@ -92,11 +92,15 @@ def _count(name: str, text: str) -> tuple[str, int]:
 
 def _totals(text: str) -> dict[str, Any]:
     """``tres_per_job``: a comma list of ``gres/gpu[:type][:count]`` read as sbatch reads
-    ``--gpus=a100:1,v100:2`` (``gpuopts.job_counts``: a total of each type)."""
+    ``--gpus=a100:1,v100:2`` (``gpuopts.job_counts``: a total of each type); a list
+    also as given (``gpus_listed``, what the job's TresPerJob shows)."""
     only = "only gres/gpu TRES are"
     items = [item for item in text.split(",") if item] or [text]
-    counts = [_gpu_item("tres_per_job", item, only) or "1" for item in items]
-    return gpuopts.job_counts("job.tres_per_job", ",".join(counts))
+    counts = ",".join(_gpu_item("tres_per_job", item, only) or "1" for item in items)
+    return {
+        **gpuopts.job_counts("job.tres_per_job", counts),
+        **gpuopts.list_texts({"gpus": counts}),
+    }
 
 
 def _per_gpu(name: str, text: str) -> int:
@@ -196,6 +200,7 @@ def spec_fields(desc: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, A
     when they are refused."""
     try:
         options = _gpu_options(desc)
+        listed = {key: options.pop(key) for key in ("gpus_listed",) if key in options}
         if options:
             gpuopts.check({**{k: spec[k] for k in _CONTEXT if k in spec}, **options})
     except Failure as failure:
@@ -204,4 +209,4 @@ def spec_fields(desc: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, A
         topology = _topology(desc)
     except Failure as failure:
         raise SlurmError(errors.EINVAL, failure.lines[0]) from None
-    return {**gpuopts.spec_fields(options), **topology}
+    return {**gpuopts.spec_fields(options), **listed, **topology}

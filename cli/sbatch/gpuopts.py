@@ -326,6 +326,27 @@ def spec_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     return spec
 
 
+_LISTED = (("gpus", "gpus_listed"), ("gpus-per-node", "gpus_per_node_listed"))
+
+
+def list_texts(texts: Mapping[str, str]) -> dict[str, str]:
+    """``--gpus`` and ``--gpus-per-node`` as given where a comma list of ``[type:]count``
+    (``1,2``), which Slurm's record shows so (TresPerJob=gres:gpu:1,gres:gpu:2) while
+    it counts each type once (controller/gpulists.py)."""
+    out: dict[str, str] = {}
+    for key, field in _LISTED:
+        items = texts.get(key, "").split(",")
+        if len(items) > 1 and all(_list_item(item) for item in items):
+            out[field] = texts[key]
+    return out
+
+
+def _list_item(item: str) -> bool:
+    """Whether ``item`` is ``[type:]count`` (a positive count, a plain type name)."""
+    kind, _, count = item.rpartition(":")
+    return count.isdigit() and int(count) > 0 and ":" not in kind and not kind.startswith("gres")
+
+
 #: Option -> the variable that tells the job of it (Slurm's ``set_env_from_opts``).
 ENVIRONMENT = (
     ("cpus-per-gpu", "SLURM_CPUS_PER_GPU"),

@@ -99,6 +99,7 @@ def build(
         spec["min_cpus"] = fields["min_cpus"]
     gpuopts.check(fields)
     spec.update(gpuopts.spec_fields(fields))
+    spec.update(gpuopts.list_texts(settings.texts))
     layoutopts.check(fields)
     if fields.get("distribution"):
         spec["distribution"] = fields["distribution"]

@@ -314,6 +314,8 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     named = []
     for i, (name, count) in enumerate(zip(start.nodes, start.cpus, strict=True)):
         node, mine = nodes[name], gpus[i] if gpus else ()
+        if start.spread and start.spread[i]:  # its CPUs by the distribution alone
+            mine = ()
         ids = cpu_ids(node, count, start.share, mine, start.enforce, start.cpt, start.dist)
         if ids is None:
             return None
@@ -359,6 +361,7 @@ def _named(start: Start, gpus: list[tuple[int, ...]], named: list[tuple[int, ...
         start.dist,
         start.task_gpus,
         start.used,
+        start.spread,
     )
 
 

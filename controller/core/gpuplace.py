@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from controller.core import nodefree
 from controller.core.gpus import GpuAsk, deal, deal_loose, for_tasks, free_gpus, near
+from controller.core.gpusocketcap import confined_cpus
 from controller.core.request import Fit, cpus_per_node, node_fits, share
 from controller.core.snapshot import Gres, NodeView, PartitionView
 from controller.model import Job
@@ -56,14 +57,22 @@ def _most(job: Job, part: PartitionView, pool: Sequence[NodeView]) -> int:
     return min(job.max_nodes or len(pool), part.max_nodes or len(pool))
 
 
-def _usable_cpus(job: Job, part: PartitionView, node: NodeView, stacking: bool) -> int:
-    """The CPUs of ``node`` the job could get now (as ``placement._packed`` counts them)."""
+def _usable_cpus(
+    job: Job, part: PartitionView, node: NodeView, stacking: bool, gpu: GpuAsk | None = None
+) -> int:
+    """The CPUs of ``node`` the job could get now (as ``placement._packed`` counts them);
+    with ``gpu``, only those of the sockets its GPU total needs, where that leaves some
+    out (Slurm's first try, ``gpusocketcap``)."""
     if job.exclusive or part.exclusive:
         free = node.cpus
     else:
         free = nodefree.cpus_free(node, part.name, share(job, part), stacking)
     if part.max_cpus_per_node is not None:
         free = min(free, part.max_cpus_per_node)
+    if gpu is not None and not (job.exclusive or part.exclusive):
+        confined = confined_cpus(node, gpu)
+        if confined is not None:
+            free = min(free, confined)
     return free
 
 
@@ -139,8 +148,10 @@ def _packed_nodes(
     gpu: GpuAsk,
     least: int,
     stacking: bool,
+    confine: GpuAsk | None = None,
 ) -> list[tuple[NodeView, int]]:
-    """Nodes in order until they hold the tasks, ``least`` nodes and the total."""
+    """Nodes in order until they hold the tasks, ``least`` nodes and the total (with
+    ``confine``, each node's tasks on the sockets its GPUs need)."""
     most = _most(job, part, pool)
     picked: list[tuple[NodeView, int]] = []
     room = 0
@@ -153,7 +164,7 @@ def _packed_nodes(
         if gpu.also and met and not _adds(node, picked, gpu):
             continue
         picked.append((node, cap))
-        room += _usable_cpus(job, part, node, stacking) // job.cpus_per_task
+        room += _usable_cpus(job, part, node, stacking, confine) // job.cpus_per_task
         if len(picked) >= least and room >= job.num_tasks and _enough(picked, gpu):
             return picked
         if len(picked) == most:
@@ -162,14 +173,19 @@ def _packed_nodes(
 
 
 def _task_cpus(
-    job: Job, part: PartitionView, nodes: Sequence[NodeView], stacking: bool
+    job: Job,
+    part: PartitionView,
+    nodes: Sequence[NodeView],
+    stacking: bool,
+    confine: GpuAsk | None = None,
 ) -> list[int] | None:
     """The CPUs the job's tasks take on each of ``nodes``, laid out as ``_packed`` lays
-    them (each node at least one task); None when they do not fit."""
+    them (each node at least one task; with ``confine``, on the sockets its GPUs
+    need); None when they do not fit."""
     remaining = job.num_tasks
     out = []
     for i, node in enumerate(nodes):
-        room = _usable_cpus(job, part, node, stacking) // job.cpus_per_task
+        room = _usable_cpus(job, part, node, stacking, confine) // job.cpus_per_task
         later = len(nodes) - i - 1
         tasks = max(min(remaining - later, room), 0)
         out.append(max(max(tasks, 1) * job.cpus_per_task, job.min_cpus))
@@ -186,14 +202,44 @@ def _total(
     least: int,
     stacking: bool,
 ) -> list[Alloc]:
-    """--gpus: the nodes, then the GPUs dealt over them (``gpus.deal``)."""
+    """--gpus: the nodes, then the GPUs dealt over them (``gpus.deal``); first with each
+    node's tasks on the sockets its GPUs need, then, where that does not fit, on any
+    of its CPUs (Slurm's two tries, ``gpusocketcap``)."""
+    if job.ntasks_per_gpu:  # its tasks go with their GPUs: a confined node that cannot
+        # hold them is passed over in Slurm's first try, so no socket is left out
+        return _total_on(job, part, pool, gpu, fixed, least, stacking, None)
+    first = _total_on(job, part, pool, gpu, fixed, least, stacking, gpu)
+    if first or not any(confined_cpus(node, gpu) is not None for node in pool):
+        return first
+    return _total_on(job, part, pool, gpu, fixed, least, stacking, None)
+
+
+def _lays_tasks(job: Job) -> bool:
+    """Whether ``-n``'s tasks fill a fixed ``-N``'s nodes in order (as
+    ``placement.packs``: not with ``--ntasks-per-node`` or ``--ntasks-per-gpu``)."""
+    return job.tasks_given and not (job.ntasks_per_node or job.ntasks_per_gpu)
+
+
+def _total_on(
+    job: Job,
+    part: PartitionView,
+    pool: Sequence[NodeView],
+    gpu: GpuAsk,
+    fixed: bool,
+    least: int,
+    stacking: bool,
+    confine: GpuAsk | None,
+) -> list[Alloc]:
+    """``_total``'s one try: ``confine`` as in ``_usable_cpus``."""
     if fixed:
         picked = _fixed_nodes(job, part, pool, gpu, stacking)
         chosen = sorted(picked, key=lambda p: pool.index(p[0]))
         cpus: list[int] | None = [cpus_per_node(job, job.min_nodes)] * len(chosen)
+        if chosen and _lays_tasks(job):  # -N2 -n6 --gpus=2: 4 + 2, as tasks fill nodes
+            cpus = _task_cpus(job, part, [node for node, _ in chosen], stacking, confine)
     else:
-        chosen = _packed_nodes(job, part, pool, gpu, least, stacking)
-        cpus = _task_cpus(job, part, [node for node, _ in chosen], stacking)
+        chosen = _packed_nodes(job, part, pool, gpu, least, stacking, confine)
+        cpus = _task_cpus(job, part, [node for node, _ in chosen], stacking, confine)
     if not chosen or cpus is None:
         return []
     nears = [near(node, gpu, c) for (node, _), c in zip(chosen, cpus, strict=True)]

@@ -9,17 +9,41 @@ many as the node has free: ``--gres=gpu:a100:1 --gpus-per-socket=v100:1
 and 4) or ``-c5``, one for ``-n2 -m block:block`` (CPUs 0-1) and for ``-c2``, and
 ``--gpus-per-socket=v100:2 -n2`` on a node of two V100s is those two (measured:
 tests/unit/test_gpu_semantics.py). A node with fewer than G free is no use.
+
+Such a job also tries the nodes with the most free GPUs of the type first (in node
+order among equals): of n1 (two A100s, two V100s), n2 (three A100s), n3 (four) and
+n4 (two), ``--gpus-per-socket=a100:1 --sockets-per-node=2`` went to n3, to n2
+without n3, and to n1 without both (measured), where ``--gpus-per-node=a100:1`` and
+``--gpus=a100:1`` take n1.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from controller.core.cpupick import pick, socket_size
 from controller.core.gpus import GpuAsk, free_gpus
 from controller.core.snapshot import NodeView
 
-__all__ = ["on_node"]
+__all__ = ["most_first", "on_node"]
+
+
+def _cores_unknown(gpu: GpuAsk, node: NodeView) -> bool:
+    """Whether ``node`` knows the cores of none of its GPUs of ``gpu``'s type."""
+    dev = node.devices
+    if dev is None:
+        return True
+    near = dict(dev.near)
+    return not any(i in near for kind, i in dev.numbers if not gpu.kind or kind == gpu.kind)
+
+
+def most_first(pool: Sequence[NodeView], gpu: GpuAsk) -> list[NodeView]:
+    """``pool`` with the nodes of most free GPUs of the type first (stable), where no
+    node of it knows their cores (as Slurm 22.05 chose nodes for such a job)."""
+    if not all(_cores_unknown(gpu, node) for node in pool):
+        return list(pool)
+    return sorted(pool, key=lambda node: -free_gpus(node.gres, gpu.kind))
 
 
 def on_node(gpu: GpuAsk, node: NodeView, cpus: int, cpt: int, dist: str) -> GpuAsk | None:

@@ -20,6 +20,8 @@ from controller.core import (
     features,
     gpuplace,
     gpus,
+    gpusocketcap,
+    gpusockets,
     nodefree,
     threads,
     topology,
@@ -112,6 +114,12 @@ def _packed(
     that leave more tasks than the best of the nodes after them could hold.
     """
     most = min(most or job.max_nodes or len(candidates), part.max_nodes or len(candidates))
+    want = _gpus_per_node(job, part)
+    if want is not None:  # first with the tasks on the sockets of each node's GPUs
+        confined = _Rooms(job, part, stacking, want)
+        chosen = _fill(job, part, candidates, least, most, stacking, gpu, confined, None)
+        if chosen:
+            return chosen
     rooms = _Rooms(job, part, stacking)
     chosen = _fill(job, part, candidates, least, most, stacking, gpu, rooms, None)
     if chosen or most >= len(candidates):
@@ -120,13 +128,33 @@ def _packed(
     return _fill(job, part, candidates, least, most, stacking, gpu, rooms, ahead)
 
 
-class _Rooms:
-    """How many of ``job``'s tasks each node's free CPUs hold in ``part``."""
+def _gpus_per_node(job: Job, part: PartitionView) -> tuple[str, int] | None:
+    """The GPU type and count ``job`` asks on every node (``--gres=gpu:1``), where
+    Slurm first tries its tasks on the sockets of those GPUs (``gpusocketcap``); None
+    for a job without, or that takes whole nodes."""
+    if "gpu" not in job.gres or job.exclusive or part.exclusive or job.ntasks_per_gpu:
+        return None
+    try:
+        return gpusocketcap.per_node_want(gpus.gpu_items(job.gres)[0])
+    except ValueError:
+        return None
 
-    def __init__(self, job: Job, part: PartitionView, stacking: bool) -> None:
+
+class _Rooms:
+    """How many of ``job``'s tasks each node's free CPUs hold in ``part`` (with
+    ``want``, a GPU type and count per node: those of the sockets such GPUs need)."""
+
+    def __init__(
+        self,
+        job: Job,
+        part: PartitionView,
+        stacking: bool,
+        want: tuple[str, int] | None = None,
+    ) -> None:
         self.job, self.part, self.stacking = job, part, stacking
         self.exclusive = job.exclusive or part.exclusive
         self.shares = share(job, part)
+        self.want = want
 
     def of(self, node: NodeView) -> int:
         job, part = self.job, self.part
@@ -138,6 +166,10 @@ class _Rooms:
             free = node.free_cpus
         if part.max_cpus_per_node is not None:
             free = min(free, part.max_cpus_per_node)
+        if self.want is not None:
+            confined = gpusocketcap.socket_cpus(node, *self.want)
+            if confined is not None:
+                free = min(free, confined)
         if job.threads_per_core:  # whole cores, of which it uses some threads
             free = threads.usable(free - free % node.unit, node.unit, job.threads_per_core)
         return free // job.cpus_per_task
@@ -257,7 +289,9 @@ def _choose(
     if forced is None:
         return []
     required = set(job.req_nodes) | set(forced)
-    if forced:
+    if gpu is not None and job.gpus_per_socket:
+        pool = gpusockets.most_first(pool, gpu)
+    if forced or (required and gpu is not None and job.gpus_per_socket):
         pool = sorted(pool, key=lambda n: n.name not in required)
     least = max(job.min_nodes, len(required))
     if gpu is not None and gpu.dealt:
@@ -348,8 +382,8 @@ def place(
         found = (node for n in scanned if (node := get(n)))
         if topo is not None:
             chosen = _choose_in(topo, job, part, list(found), constraint, False, at)
-            return _start(job, part, chosen, 0) if chosen else Reason.RESOURCES
-        return _first_candidates(job, part, _preferred(found, prefer), constraint)
+            return _start(job, part, chosen, 0, nodes) if chosen else Reason.RESOURCES
+        return _first_candidates(job, part, _preferred(found, prefer), constraint, nodes)
     names: Sequence[str]
     if free is None:
         names = part.order or _selection_order(part, nodes)
@@ -376,7 +410,7 @@ def place(
     )
     shares = share(job, part)
     if plain and topo is None:
-        return _first_candidates(job, part, _preferred(wanted, prefer), constraint)
+        return _first_candidates(job, part, _preferred(wanted, prefer), constraint, nodes)
     candidates = list(wanted)
     if job.req_nodes or (prefer and topo is None):
         # Required nodes first, then preferred ones, each group still in selection order.
@@ -392,7 +426,7 @@ def place(
         for stacking in (False, True) if shares else (False,):
             chosen = _choose_in(topo, job, part, pool, constraint, stacking, at)
             if chosen:
-                return _start(job, part, chosen, shares)
+                return _start(job, part, chosen, shares, nodes)
     return Reason.RESOURCES
 
 
@@ -443,7 +477,11 @@ def _choose_in(
 
 
 def _first_candidates(
-    job: Job, part: PartitionView, wanted: Iterator[NodeView], constraint: features.Constraint
+    job: Job,
+    part: PartitionView,
+    wanted: Iterator[NodeView],
+    constraint: features.Constraint,
+    nodes: Mapping[str, NodeView],
 ) -> Start | Reason:
     """The plain case (no -w, constraint or sharing): try the first candidates only.
 
@@ -458,13 +496,19 @@ def _first_candidates(
         pool.extend(islice(wanted, size - len(pool)))
         chosen = _choose(job, part, pool, constraint, False)
         if chosen:
-            return _start(job, part, chosen, 0)
+            return _start(job, part, chosen, 0, nodes)
         if len(pool) < size:  # every candidate was tried
             return Reason.RESOURCES
         size *= 4
 
 
-def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> Start:
+def _start(
+    job: Job,
+    part: PartitionView,
+    chosen: list[Alloc],
+    shares: int,
+    nodes: Mapping[str, NodeView],
+) -> Start:
     return Start(
         job_id=job.job_id,
         partition=part.name,
@@ -479,7 +523,44 @@ def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> S
         dist=cpupick.method_of(job.distribution),
         task_gpus=_follows_tasks(job),
         used=_used(chosen),
+        spread=_spread(job, part, chosen, nodes),
     )
+
+
+def _spread(
+    job: Job, part: PartitionView, chosen: list[Alloc], nodes: Mapping[str, NodeView]
+) -> tuple[bool, ...]:
+    """On which chosen nodes Slurm lays a GPU total's or GPUs per node's CPUs out by the
+    distribution alone, not near the node's GPUs first (measured, GPUs 0-1 near cores
+    0-3): where its GPUs need every socket (``--gpus=3 -n6 -N2``: CPU_IDs=0-2,4-5),
+    and on every node where its tasks (``-n``) did not fit the sockets of its GPUs
+    (``--gpus=2 -n10 -N2``: 0-7 and 0,4); a single task that did not (``--gres=gpu:1
+    -c6``: 0-5) still fills the GPUs' socket first. () where none is."""
+    if (
+        job.gres_flags == "enforce-binding"
+        or job.ntasks_per_gpu
+        or "gpu" not in (job.gres + ("gpu" if job.gpus_per_job else ""))
+    ):
+        return ()
+    gpu = gpus.ask(job, part)
+    want: tuple[str, int] | None
+    if gpu is not None and gpu.dealt:
+        if not gpu.per_job or gpu.also or gpu.per_node or gpu.per_task:
+            return ()
+        want = (gpu.kind, gpu.per_job)
+    else:
+        want = _gpus_per_node(job, part)
+    if want is None:
+        return ()
+    confined = [gpusocketcap.socket_cpus(nodes[name], *want) for name, _ in chosen]
+    wider = job.tasks_given and any(
+        cap is not None and fit.cpus > cap for cap, (_, fit) in zip(confined, chosen, strict=True)
+    )
+    out = tuple(
+        wider or (cap is None and gpusocketcap.spans_sockets(nodes[name], *want))
+        for cap, (name, _) in zip(confined, chosen, strict=True)
+    )
+    return out if any(out) else ()
 
 
 def _used(chosen: list[Alloc]) -> tuple[int, ...]:

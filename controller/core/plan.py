@@ -75,6 +75,9 @@ class Start:
     task_gpus: int = 0
     # The CPUs of ``cpus`` it may use on each node where fewer (core/threads.py); ().
     used: tuple[int, ...] = ()
+    # On which nodes its CPUs follow the distribution alone, not its GPUs (a GPU total
+    # or GPUs per node that took cores beyond its GPUs' sockets: core/gpusocketcap.py).
+    spread: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

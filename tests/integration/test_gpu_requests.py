@@ -115,3 +115,21 @@ def test_salloc_and_srun_take_every_gpu_option(make_cluster: Callable[..., Clust
         "sbatch: error: Batch job submission failed: "
         "Requested node configuration is not available\n"
     )
+
+
+def test_a_gpu_list_is_counted_once_and_shown_as_given(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """``--gpus=1,2`` asks two GPUs (a type named again keeps its last count) and
+    ``scontrol show job`` shows the list as given, as Slurm 22.05's
+    ``TresPerJob=gres:gpu:1,gres:gpu:2`` (tests/unit/test_gpu_lists.py); a job with no
+    memory limit counts the node's whole memory in TRES, as there."""
+    cluster = _cluster(make_cluster)
+    job = cluster.sbatch("--gpus=1,2", "-o", "list.out", "--wrap", "echo $SLURM_GPUS_ON_NODE")
+    assert cluster.wait_done(job)["state"] == "COMPLETED"
+    assert _lines(cluster, "list.out") == ["2"]
+    shown = cluster.run("scontrol", "show", "job", str(job)).stdout
+    assert "   TresPerJob=gres/gpu:1,gres/gpu:2\n" in shown
+    node = cluster.run("scontrol", "show", "node", "node1").stdout
+    memory = node.split("RealMemory=")[1].split()[0]
+    assert f",mem={memory}M," in shown.split("TRES=")[1].split("\n")[0]

@@ -443,15 +443,54 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
         None,
         SLURM,
     ),
+    # A total's first try keeps each node's tasks on the sockets its GPUs need
+    # (core/gpusocketcap.py): --gpus=2 -N2 can give a node both GPUs of socket 0, so
+    # n1 CPU_IDs=0-3 and n2 the rest (0-1); -n10 does not fit so and takes any CPUs
+    # (0-7 and 0,4); --gpus=3 and 4 need both sockets (0-2,4-5 and 0).
     (
         "gpus2-n6-N2",
         {"gpus": 2, "num_tasks": 6, "min_nodes": 2},
         {"n1": (0,), "n2": (0,)},
-        None,
+        (4, 2),
         None,
         SLURM,
     ),
-]
+    ("gpus2-n5-N2", {"gpus": 2, "num_tasks": 5, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (4, 1), None, SLURM),
+    ("gpus2-n7-N2", {"gpus": 2, "num_tasks": 7, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (4, 3), None, SLURM),
+    ("gpus2-n3-N2", {"gpus": 2, "num_tasks": 3, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (2, 1), None, SLURM),
+    ("gpus2-n4-N2", {"gpus": 2, "num_tasks": 4, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (3, 1), None, SLURM),
+    ("gpus2-n10-N2-any-cpus", {"gpus": 2, "num_tasks": 10, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (8, 2), None, SLURM),
+    ("gpus3-n6-N2-both-sockets", {"gpus": 3, "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1), "n2": (0,)}, (5, 1), None, SLURM),
+    ("gpus4-n6-N2", {"gpus": 4, "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1, 2), "n2": (0,)}, (5, 1), None, SLURM),
+    ("gpus2-n6-two-nodes", {"gpus": 2, "num_tasks": 6},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+    # GPUs per node alike: --gres=gpu:1 -n6 is two nodes (CPU_IDs=0-3 and 0-1),
+    # --gpus-per-node=3 -n6 -N2 needs both sockets (0-2,4-5 and 0), and
+    # --gres=gpu:1 -c6, which no socket holds, takes CPUs 0-5 of n1.
+    ("per-node-1-n6-two-nodes", {"gres": "gpu:1", "num_tasks": 6},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+    ("per-node-1-n5", {"gres": "gpu:1", "num_tasks": 5},
+     {"n1": (0,), "n2": (0,)}, (4, 1), None, SLURM),
+    ("per-node-1-n6-N2", {"gres": "gpu:1", "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+    ("per-node-2-n6-N2", {"gres": "gpu:2", "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1), "n2": (0, 1)}, (4, 2), None, SLURM),
+    ("per-node-3-n6-N2-both-sockets", {"gres": "gpu:3", "num_tasks": 6, "min_nodes": 2},
+     {"n1": (0, 1, 2), "n2": (0, 1, 2)}, (5, 1), None, SLURM),
+    ("per-node-1-c6-any-cpus", {"gres": "gpu:1", "cpus_per_task": 6},
+     {"n1": (0,)}, (6,), None, SLURM),
+    ("gpus2-c6-any-cpus", {"gpus": 2, "cpus_per_task": 6}, {"n1": (0, 1)}, (6,), None, SLURM),
+    ("gpus2-n6-N2-cpus-per-gpu-1", {"gpus": 2, "num_tasks": 6, "min_nodes": 2,
+                                    "cpus_per_gpu": 1},
+     {"n1": (0,), "n2": (0,)}, (4, 2), None, SLURM),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -977,6 +1016,12 @@ TASKS_ROWS: list[tuple[str, dict[str, Any], str]] = [
      "2(x2)"),
     ("N2-c3", {"min_nodes": 2, "cpus_per_task": 3}, "1(x2)"),
     ("def-cpu-per-gpu", {"partitions": ("defs",), "gpus": 2}, "4"),
+    ("gpus2-n6-N2", {"gpus": 2, "num_tasks": 6, "min_nodes": 2}, "4,2"),
+    ("gpus2-n7-N2", {"gpus": 2, "num_tasks": 7, "min_nodes": 2}, "4,3"),
+    ("gpus3-n6-N2", {"gpus": 3, "num_tasks": 6, "min_nodes": 2}, "5,1"),
+    ("gpus2-n10-N2", {"gpus": 2, "num_tasks": 10, "min_nodes": 2}, "8,2"),
+    ("per-node-1-n6", {"gres": "gpu:1", "num_tasks": 6}, "4,2"),
+    ("per-node-3-n6-N2", {"gres": "gpu:3", "num_tasks": 6, "min_nodes": 2}, "5,1"),
 ]  # fmt: skip
 
 
@@ -990,3 +1035,106 @@ def test_tasks_per_node_as_slurm_sets_it(
     env = batch_environment(job, Payload(script=""), "gs")
     assert env["SLURM_TASKS_PER_NODE"] == shown
     assert env["SLURM_NTASKS"] == str(job.num_tasks)
+
+
+# Node choice for GPUs per socket whose cores are not known, measured on Slurm 22.05
+# as above with four nodes: n1 gpu:a100:2,gpu:v100:2, n2 gpu:a100:3, n3 gpu:a100:4,
+# n4 gpu:a100:2 (no Cores=). ``--gpus-per-socket=a100:1 --sockets-per-node=2`` ran on
+# n3 (the most A100s), on n2 with ``-x n3`` and on n1 (before n4, of as many) with
+# ``-x n2,n3``; ``--sockets-per-node=1`` on n3 too; ``--gpus-per-node=a100:1`` and
+# ``--gpus=a100:1`` on n1 (core/gpusockets.most_first).
+MOST_CONF = """\
+ClusterName=gm
+SlurmctldHost=localhost
+GresTypes=gpu
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+NodeName=DEFAULT Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=16000
+NodeName=n1 Gres=gpu:a100:2,gpu:v100:2
+NodeName=n2 Gres=gpu:a100:3
+NodeName=n3 Gres=gpu:a100:4
+NodeName=n4 Gres=gpu:a100:2
+PartitionName=main Nodes=n[1-4] Default=YES
+"""
+MOST_GRES_CONF = """\
+NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-1]
+NodeName=n1 Name=gpu Type=v100 File=/dev/nvidia[2-3]
+NodeName=n2 Name=gpu Type=a100 File=/dev/nvidia[0-2]
+NodeName=n3 Name=gpu Type=a100 File=/dev/nvidia[0-3]
+NodeName=n4 Name=gpu Type=a100 File=/dev/nvidia[0-1]
+"""
+PER_SOCKET = {"gpus_per_socket": 1, "gpu_type": "a100", "sockets_per_node": 2}
+MOST_ROWS: list[tuple[str, dict[str, Any], str]] = [
+    ("per-socket-most-a100", PER_SOCKET, "n3"),
+    ("per-socket-next-most", {**PER_SOCKET, "exc_nodes": "n3"}, "n2"),
+    ("per-socket-ties-in-order", {**PER_SOCKET, "exc_nodes": "n2,n3"}, "n1"),
+    ("one-socket-most-a100", {**PER_SOCKET, "sockets_per_node": 1}, "n3"),
+    ("per-socket-required-node", {**PER_SOCKET, "req_nodes": "n1"}, "n1"),
+    ("per-node-in-order", {"gres": "gpu:a100:1"}, "n1"),
+    ("total-in-order", {"gpus": 1, "gpu_type": "a100"}, "n1"),
+]
+
+
+@pytest.fixture(scope="module")
+def most_conf(tmp_path_factory: pytest.TempPathFactory) -> config.SlurmConfig:
+    where: Path = tmp_path_factory.mktemp("gm")
+    (where / "slurm.conf").write_text(MOST_CONF)
+    (where / "gres.conf").write_text(MOST_GRES_CONF)
+    return config.load(str(where / "slurm.conf"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "node"), [row[1:] for row in MOST_ROWS], ids=[row[0] for row in MOST_ROWS]
+)
+def test_gpus_per_socket_without_cores_try_the_most_gpus_first(
+    most_conf: config.SlurmConfig, fields: dict[str, Any], node: str
+) -> None:
+    assert place(most_conf, **fields).nodes == (node,)
+
+
+def test_ntasks_per_gpu_keeps_its_tasks_with_their_gpus(tmp_path: Path) -> None:
+    """Nodes of two one-core sockets (``CPUs=2``), GPUs 0-1 near CPU 0 and 2-3 near
+    CPU 1: ``--gpus=2 -n2 --ntasks-per-gpu=1`` is one node with both CPUs (Slurm's
+    first try passes over a node whose confined cores cannot hold the tasks its GPUs
+    are for, so nothing is confined), where ``--gpus=2 -n2`` is confined to the
+    socket of its two GPUs, one CPU a node (core/gpusocketcap.py)."""
+    (tmp_path / "slurm.conf").write_text(
+        "ClusterName=x\nSlurmctldHost=localhost\nGresTypes=gpu\n"
+        "NodeName=n[1-2] CPUs=2 RealMemory=1000 Gres=gpu:4\nPartitionName=p Nodes=ALL Default=YES\n"
+    )
+    (tmp_path / "gres.conf").write_text(
+        "Name=gpu File=/dev/gpu[0-1] Cores=0\nName=gpu File=/dev/gpu[2-3] Cores=1\n"
+    )
+    small = config.load(str(tmp_path / "slurm.conf"))
+    tied = place(small, gpus=2, num_tasks=2, ntasks_per_gpu=1)
+    assert (tied.nodes, tied.cpus, per_node(tied)) == (("n1",), (2,), {"n1": (0, 1)})
+    loose = place(small, gpus=2, num_tasks=2)
+    assert (loose.nodes, loose.cpus) == (("n1", "n2"), (1, 1))
+
+
+# CPU ids, read from ``scontrol show job -d`` on Slurm 22.05 as above (GPUs 0-1 near
+# cores 0-3, 2-3 near 4-7): near the node's GPUs where the first try confined the job
+# to their socket, by the distribution alone (block:cyclic) where its GPUs need both
+# sockets or its tasks did not fit, a single task still filling the GPUs' socket first
+# (core/placement._spread).
+CPU_ID_ROWS: list[tuple[str, dict[str, Any], tuple[tuple[int, ...], ...]]] = [
+    ("gpus2-n6-N2", {"gpus": 2, "num_tasks": 6, "min_nodes": 2}, ((0, 1, 2, 3), (0, 1))),
+    ("gpus3-n6-N2", {"gpus": 3, "num_tasks": 6, "min_nodes": 2}, ((0, 1, 2, 4, 5), (0,))),
+    ("gpus4-n6-N2", {"gpus": 4, "num_tasks": 6, "min_nodes": 2}, ((0, 1, 2, 4, 5), (0,))),
+    ("gpus2-n10-N2", {"gpus": 2, "num_tasks": 10, "min_nodes": 2},
+     ((0, 1, 2, 3, 4, 5, 6, 7), (0, 4))),
+    ("per-node-3-n6-N2", {"gres": "gpu:3", "num_tasks": 6, "min_nodes": 2},
+     ((0, 1, 2, 4, 5), (0,))),
+    ("per-node-1-n6", {"gres": "gpu:1", "num_tasks": 6}, ((0, 1, 2, 3), (0, 1))),
+    ("per-node-1-c6", {"gres": "gpu:1", "cpus_per_task": 6}, ((0, 1, 2, 3, 4, 5),)),
+    ("gpus2-c6", {"gpus": 2, "cpus_per_task": 6}, ((0, 1, 2, 3, 4, 5),)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "ids"), [row[1:] for row in CPU_ID_ROWS], ids=[row[0] for row in CPU_ID_ROWS]
+)
+def test_cpu_ids_as_slurm_lays_them_out(
+    conf: config.SlurmConfig, fields: dict[str, Any], ids: tuple[tuple[int, ...], ...]
+) -> None:
+    assert place(conf, **fields).cpu_ids == ids
