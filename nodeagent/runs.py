@@ -41,6 +41,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -75,7 +76,7 @@ from nodeagent.runkinds import (
     step_spec,
 )
 from nodeagent.runner import KILL_TASK_FAILED
-from nodeagent.spool import NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
+from nodeagent.spool import CANCEL_STEP, NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
 from nodeagent.watch import Watch
 
 log = logging.getLogger(__name__)
@@ -559,7 +560,10 @@ class RunTable:
             self._signal_batch(msg)
         if not msg.batch_only:
             step = None if msg.full else step_id
-            sent = self._signal_steps(msg.job_id, msg.signal, step)
+            signum = msg.signal
+            if step is not None and signum == signal.SIGKILL and msg.reason == "cancel":
+                signum = CANCEL_STEP  # scancel JOB.STEP: the runner says it was cancelled
+            sent = self._signal_steps(msg.job_id, signum, step)
             log.info(
                 "job_id=%d signal %d to %d step(s)%s (%s)",
                 msg.job_id,

@@ -91,6 +91,10 @@ SUSPEND = "suspend"
 RESULT = "result"
 SIGNALS = "signals"
 ATTACH = "attach"  # sattach's sockets: "HOST PORT KEY" a line
+#: In ``signals``, not a signal: ``scancel JOB.STEP`` (a cancel, no ``-s``). The runner
+#: says slurmstepd's CANCELLED line and srun's "Job step aborted" before the KILL,
+#: where ``scancel -s KILL JOB.STEP`` is srun's "Force Terminated" after it.
+CANCEL_STEP = -1
 #: The run's directory of the job user's own, and the file in it a job touches when it
 #: has saved its state (its path is the job's CORRAL_CHECKPOINT_FILE).
 CHECKPOINT_DIR = "checkpoint"

@@ -88,7 +88,7 @@ from nodeagent import attachers, cgroups, devcgroup, pmi, runas, taskspawn
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
-from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
+from nodeagent.spool import CANCEL_STEP, NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.startargs import start
 
 # socket.getaddrinfo encodes host names with the idna codec, imported on first
@@ -199,6 +199,7 @@ class StepRun(Runner):
         self.attached: list[attachers.Attacher] = []  # sattach's connections
         self.attaches_read = 0  # how far ``attach`` has been acted on
         self.task_start: taskspawn.TaskStart | None = None  # tasks started from C
+        self.aborted = False  # srun was told the step is being ended (ABORTED)
 
     # ------------------------------------------------------------ start
 
@@ -708,9 +709,41 @@ class StepRun(Runner):
             self._attach(host, port, key)
         signums, self.signals_read = self.stepdir.read_signals(self.signals_read)
         for signum in signums:
-            if 0 < signum < signal.NSIG:
+            if signum == CANCEL_STEP:
+                self._cancel_step()
+            elif 0 < signum < signal.NSIG:
                 log.info("step %d.%d: signal %d requested", spec.job_id, spec.step_id, signum)
+                forced = signum == signal.SIGKILL and self._running()
                 self._signal(signum)
+                if forced:  # scancel -s KILL: srun's "Force Terminated StepId=..."
+                    self._send(stepio.frame(stepio.FORCED, 0))
+
+    def _cancel_step(self) -> None:
+        """``scancel JOB.STEP``: as Slurm 22.05, srun hears that the step is aborted,
+        slurmstepd's CANCELLED line shows, and the tasks are killed at once (KILL, no
+        TERM first: srun says "Killed")."""
+        spec = self.spec
+        if not self._running():
+            return
+        log.info("step %d.%d: cancelled", spec.job_id, spec.step_id)
+        self._aborted(spec.kill_wait)
+        self._say(self._cancelled_line(""))
+        self._signal(signal.SIGKILL)
+
+    def _aborted(self, kill_wait: int) -> None:
+        """Tell srun, once, that the step is being ended for it (its "Job step aborted:
+        Waiting up to N seconds" line)."""
+        if not self.aborted:
+            self.aborted = True
+            self._send(stepio.frame(stepio.ABORTED, kill_wait))
+
+    def _cancelled_line(self, banner: str) -> str:
+        spec = self.spec
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+        return (
+            f"slurmstepd: error: *** STEP {spec.job_id}.{spec.step_id} ON {spec.node} "
+            f"CANCELLED AT {stamp}{banner} ***\n"
+        )
 
     def _attach(self, host: str, port: int, key: str) -> None:
         """Connect to a sattach: from now on it hears what srun hears."""
@@ -749,17 +782,16 @@ class StepRun(Runner):
         first task's, whatever the tasks' own stderr is).
         """
         spec = self.spec
-        now = time.time()
         if not self._begin_end(why, kill_wait):
             return  # ending already: at most the KILL came forward
         log.info("step %d.%d: ending the tasks: %s", spec.job_id, spec.step_id, why)
         if banner is not None and self.tasks:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now))
-            line = (
-                f"slurmstepd: error: *** STEP {spec.job_id}.{spec.step_id} ON {spec.node} "
-                f"CANCELLED AT {stamp}{banner} ***\n"
-            )
-            self._say(line)
+            # srun's "Job step aborted" line comes before slurmstepd's on a cancel and
+            # after it at the time limit, as measured on Slurm 22.05.
+            if not banner:
+                self._aborted(kill_wait)
+            self._say(self._cancelled_line(banner))
+            self._aborted(kill_wait)
 
     def _say(self, line: str) -> None:
         """A line of slurmstepd's on the first task's stderr, as srun shows it; through

@@ -645,6 +645,8 @@ class Step:
         self.kill_on_bad_exit = settings.kill_on_bad_exit
         self.interrupts: list[float] = []
         self.killed = False
+        self.aborted = False  # the step is being ended (cancel, time limit): said once
+        self.forced = False  # scancel -s KILL of the step
         self.unlaunched: set[int] = set()  # node ids whose tasks could not be launched
         self.fence = None  # --mpi=pmi2: the PMI fence through srun (cli/srun/pmifence.py)
         if mpitypes.wires(settings.mpi):
@@ -792,6 +794,15 @@ class Step:
                 self._exited(number, stepio.read_status(payload))
             elif kind == stepio.DONE and isinstance(what, int):
                 self.done.add(what)
+            elif kind == stepio.ABORTED and not self.aborted:
+                self.aborted = True  # each node's runner says it: srun says it once
+                print(
+                    f"{PROG}: Job step aborted: Waiting up to {number + 2} seconds for job "
+                    "step to finish.",
+                    file=sys.stderr,
+                )
+            elif kind == stepio.FORCED:
+                self.forced = True  # said after the tasks' lines, as Slurm's srun says it
             elif kind == stepio.FAILED and isinstance(what, int):
                 self._launch_failed(what, payload.decode(errors="replace"))
             elif (
@@ -897,6 +908,8 @@ class Step:
             for why, ids in causes.items():
                 noun = "task" if len(ids) == 1 else "tasks"
                 print(f"{PROG}: error: {node}: {noun} {_ranges(ids)}: {why}", file=sys.stderr)
+        if self.forced:
+            print(f"{PROG}: Force Terminated {self.name}", file=sys.stderr)
         return exit_code(list(self.statuses.values()))
 
 
