@@ -135,17 +135,17 @@ class Params:
         self.dest = ""
 
 
-def compression(value: str | None) -> str:
-    """``-C``'s library: "lz4" (the default), "zlib" or "" (none).
-
-    An unknown name is Slurm's warning, and the file goes uncompressed, as there."""
+def compression(value: str | None, prog: str = PROG) -> str:
+    """``-C``'s library: "lz4" (the default), "zlib" or "" (none); srun ``--compress``'s
+    too (``prog``). An unknown name is Slurm's warning, and the file goes uncompressed,
+    as there."""
     name = "lz4" if value is None or value == "" else value.lower()
     if name in ("lz4", "zlib"):
         return name
     if name == "none":
         return ""
     print(
-        f"{PROG}: error: Compression type '{value}' unknown, disabling compression support.",
+        f"{prog}: error: Compression type '{value}' unknown, disabling compression support.",
         file=sys.stderr,
     )
     return ""
@@ -174,13 +174,14 @@ def job_and_step(text: str) -> tuple[int, str]:
     return int(job), str(int(step)) if dot else ""
 
 
-def send_libs(value: str | None, default: bool) -> bool:
-    """``--send-libs[=yes|no]``: an unknown word is Slurm's warning, and the default."""
+def send_libs(value: str | None, default: bool, prog: str = PROG) -> bool:
+    """``--send-libs[=yes|no]`` (sbcast's, or srun's: ``prog``): an unknown word is
+    Slurm's warning, and the default."""
     if value is None or value.lower() in ("", "yes", "1"):
         return True
     if value.lower() in ("no", "0"):
         return False
-    print(f"{PROG}: error: Ignoring unrecognized --send-libs value '{value}'", file=sys.stderr)
+    print(f"{prog}: error: Ignoring unrecognized --send-libs value '{value}'", file=sys.stderr)
     return default
 
 
@@ -270,12 +271,12 @@ def sbcast(argv: list[str]) -> int:
     settings = _Settings()
     try:
         params = parse(argv, dict(os.environ), settings)
-        source = _open(params.source)
+        source = open_source(params.source)
     except Halt as halt:
         return halt.report()
     client = boundary.connect(settings())
     with source:
-        status = _send(client, params, source, params.dest, verbose=params.verbose)
+        status = send_file(client, params, source, params.dest, verbose=params.verbose)
     if status or not params.send_libs:
         return status
     from cli.sharedobjects import shared_objects
@@ -283,12 +284,12 @@ def sbcast(argv: list[str]) -> int:
     libraries = shared_objects(params.source, params.exclude)
     for number, path in enumerate(libraries, 1):
         try:
-            library = _open(path)
+            library = open_source(path)
         except Halt as halt:
             return halt.report()
         with library:
             dest = f"{params.dest}_libs/{os.path.basename(path)}"
-            status = _send(client, params, library, dest, library=True)
+            status = send_file(client, params, library, dest, library=True)
         if status:
             return status
         if params.verbose:
@@ -300,7 +301,7 @@ def sbcast(argv: list[str]) -> int:
     return 0
 
 
-def _send(
+def send_file(
     client: Client,
     params: Params,
     source: BinaryIO,
@@ -308,9 +309,11 @@ def _send(
     *,
     verbose: bool = False,
     library: bool = False,
+    prog: str = PROG,
 ) -> int:
     """Send one file, block by block, to ``dest`` on the job's nodes: sbcast's status.
-    ``library``: one of ``--send-libs``' shared objects, whose directory is made."""
+    ``library``: one of ``--send-libs``' shared objects, whose directory is made;
+    ``prog``: whose errors these are (srun --bcast sends through here too)."""
     info = os.fstat(source.fileno())
     size = params.size or min(max(info.st_size, 1), MAX_BLOCK)
     if verbose:
@@ -325,14 +328,14 @@ def _send(
             reply = client.call("Broadcast", request)
         except SlurmError as exc:
             print(
-                f"{PROG}: error: Slurm job {_named(params)} lookup error: {exc}",
+                f"{prog}: error: Slurm job {_named(params)} lookup error: {exc}",
                 file=sys.stderr,
             )
             return 1
         failures = reply.get("failures") or []
         for failure in failures:
             print(
-                f"{PROG}: error: REQUEST_FILE_BCAST({failure['node']}): {failure['message']}",
+                f"{prog}: error: REQUEST_FILE_BCAST({failure['node']}): {failure['message']}",
                 file=sys.stderr,
             )
         if failures:
@@ -342,7 +345,7 @@ def _send(
             return 0
 
 
-def _open(path: str) -> BinaryIO:
+def open_source(path: str) -> BinaryIO:
     try:
         handle = open(path, "rb")  # noqa: SIM115 - read block by block by sbcast()
         if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):

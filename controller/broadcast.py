@@ -66,6 +66,18 @@ def target(
     raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
 
 
+def step_copy(req: pb.StepCreateRequest, job_id: int, step_id: int, node: str) -> str:
+    """Where ``srun --bcast`` puts the executable on ``node`` ("": no --bcast): DEST,
+    each ``%n`` the node's name, or Slurm 22.05's default, measured there:
+    ``slurm_bcast_JOB.STEP_NODE`` in BcastParameters' DestDir, else srun's cwd (srun
+    sends the blocks to the same path, ``%n`` expanded by each node's writer)."""
+    if req.bcast_dest:
+        return req.bcast_dest.replace("%n", node)
+    if not req.bcast_dir:
+        return ""
+    return f"{req.bcast_dir.rstrip('/') or ''}/slurm_bcast_{job_id}.{step_id}_{node}"
+
+
 class Outbox(Protocol):
     """An agent's session as seen here: messages queued for its stream."""
 

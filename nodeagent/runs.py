@@ -79,6 +79,9 @@ from nodeagent.runner import KILL_TASK_FAILED
 from nodeagent.spool import CANCEL_STEP, NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
 from nodeagent.watch import Watch
 
+#: Why a run ends at its time limit: a batch run's outcome, the controller's Kill reason.
+TIMEOUT = "timeout"
+
 log = logging.getLogger(__name__)
 
 Send = Callable[[pb.AgentMessage], None]
@@ -582,12 +585,13 @@ class RunTable:
             if steps_only and run.is_batch:
                 continue
             log.info("%s terminate (%s)", run.name, reason)
-            self._cancel(run)
+            self._cancel(run, reason == TIMEOUT)  # a batch run's outcome, an allocation's Kill
 
-    def _cancel(self, run: Run) -> None:
-        """Ask ``run``'s process to end it: TERM, then KILL after the kill wait."""
+    def _cancel(self, run: Run, time_limit: bool = False) -> None:
+        """Ask ``run``'s process to end it: TERM, then KILL after the kill wait
+        (``time_limit``: its job's limit was reached)."""
         try:
-            run.dir.request_cancel(self.kill_wait)
+            run.dir.request_cancel(self.kill_wait, time_limit)
         except OSError as exc:
             log.warning("%s cannot request its end: %s", run.name, exc)
             return
@@ -783,8 +787,10 @@ class RunTable:
         if run.is_batch and not self._batch_runs(run.job_id):
             if self.mps is not None:
                 self.mps.release(run.job_id)
-            # Steps end with their job (as Slurm ends them when the batch script ends).
-            self.terminate(run.job_id, "job ended", steps_only=True)
+            # Steps end with their job (as Slurm ends them when the batch script ends):
+            # at its time limit, each says so (slurmstepd's "DUE TO TIME LIMIT").
+            why = TIMEOUT if done.done.outcome == TIMEOUT else "job ended"
+            self.terminate(run.job_id, why, steps_only=True)
 
     def _remember(self, key: RunKey, identity: bytes, done: pb.AgentMessage) -> None:
         self._reported[key] = (identity, done)

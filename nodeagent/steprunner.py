@@ -74,6 +74,7 @@ import contextlib
 import encodings.idna  # noqa: F401 (see below)
 import logging
 import os
+import select
 import selectors
 import signal
 import socket
@@ -238,6 +239,16 @@ class StepRun(Runner):
                 self._close_all()
         if refused:
             return self._refuse(refused)
+        early: list[tuple[int, int, bytes]] = []
+        if spec.bcast:
+            why, early = self._await_go()
+            if why:
+                self._close_all()
+                if self.sock is not None:
+                    self.sel.unregister(self.sock)
+                    self.sock.close()
+                    self.sock = None
+                return self._not_started(why)
         note = ""
         if cwd_error is not None:
             note = (
@@ -252,9 +263,32 @@ class StepRun(Runner):
             if spec.time_limit >= 0:
                 self.deadline = (spec.start_time or self.started_at) + spec.time_limit * 60
             self._check_requests()
+            self._srun_frames(early)  # what srun sent after its GO, in the same read
             self._reap()
             self._loop()
         return self._finish()
+
+    def _await_go(self) -> tuple[str, list[tuple[int, int, bytes]]]:
+        """srun --bcast: no task starts before srun's GO says the executable's copy is
+        on every node. Why not ("" once it came), and the frames srun sent after it;
+        srun hanging up (its copy failed) or a cancel meanwhile start nothing."""
+        assert self.sock is not None and self.session is not None
+        while self.stepdir.read_cancel() is None:
+            ready, _, _ = select.select([self.sock], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                frames = stepio.recv_frames(self.sock, self.session)
+            except BlockingIOError:
+                continue
+            except (OSError, stepio.ProtocolError) as exc:
+                return f"srun's connection failed before the start: {exc}", []
+            if frames is None:
+                return "srun hung up before the executable was copied", []
+            for index, (kind, _, _) in enumerate(frames):
+                if kind == stepio.GO:
+                    return "", frames[index + 1 :]
+        return "cancelled before start", []
 
     def _refuse(self, why: str) -> StepResult:
         """No task may start here: record that, then tell srun why (it exits non-zero)."""
@@ -773,7 +807,10 @@ class StepRun(Runner):
             self._detach(attacher)
 
     def _cancel(self, kill_wait: int) -> None:
-        self._end("cancelled", kill_wait, "")
+        if self.stepdir.cancel_at_time_limit():  # its job's limit: the batch run's
+            self._end("time limit reached", kill_wait, " DUE TO TIME LIMIT")
+        else:
+            self._end("cancelled", kill_wait, "")
 
     def _end(self, why: str, kill_wait: int, banner: str | None) -> None:
         """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds.
@@ -939,6 +976,9 @@ class StepRun(Runner):
         if frames is None:
             self._srun_gone("srun closed the connection")
             return
+        self._srun_frames(frames)
+
+    def _srun_frames(self, frames: list[tuple[int, int, bytes]]) -> None:
         spec = self.spec
         for kind, number, payload in frames:
             if kind == stepio.IN:
