@@ -84,7 +84,14 @@ TABLE = OptionTable(
             WARNED,
             "the controller sends each block to every node's agent at once",
         ),
-        Option("jobid", "j", "jobid", REQUIRED, note="job[.step]; a hetjob offset is refused"),
+        Option(
+            "jobid",
+            "j",
+            "jobid",
+            REQUIRED,
+            note="job[.step[+part]]: a step of parts (srun a : b) by its id alone is its "
+            "first part, as in Slurm 22.05; a hetjob offset is refused",
+        ),
         Option("preserve", "p", "preserve"),
         Option("send_libs", "", "send-libs", OPTIONAL, note="the libraries ldd names"),
         Option("size", "s", "size", REQUIRED, note="at most 8 MiB a block"),
@@ -163,15 +170,19 @@ def block_size(text: str) -> int:
 
 
 def job_and_step(text: str) -> tuple[int, str]:
-    """``-j JOB[.STEP]``; Halt in Slurm's words when malformed."""
+    """``-j JOB[.STEP[+PART]]`` (PART: one part of a step of parts, ``srun a : b``, as
+    Slurm 22.05's sbcast takes it); Halt in Slurm's words when malformed."""
     job, dot, step = text.partition(".")
     if "+" in job:
         raise Halt(1, f"{PROG}: error: --jobid {text}: heterogeneous job offsets are not supported")
     if not job.isdigit() or int(job) == 0:
         raise Halt(1, f"{PROG}: fatal: Invalid job id: {text}")
-    if dot and not step.isdigit():
+    step_id, plus, part = step.partition("+")
+    if dot and (not step_id.isdigit() or (plus and not part.isdigit())):
         raise Halt(1, f"{PROG}: fatal: Bad step specified: {job}")
-    return int(job), str(int(step)) if dot else ""
+    if not dot:
+        return int(job), ""
+    return int(job), f"{int(step_id)}+{int(part)}" if plus else str(int(step_id))
 
 
 def send_libs(value: str | None, default: bool, prog: str = PROG) -> bool:
