@@ -157,9 +157,7 @@ class JobControl:
         if not req.signal:  # a cancel, not -s: a spanning step's leader takes all its parts
             for other in hetsteps.cancelled_with(self.store.jobs, job, step):
                 if who.may_manage(other.uid, other.account):
-                    self.store.emit(
-                        effects.Signal(other, sig, step_id=step.step_id, reason=reason)
-                    )
+                    self.store.emit(effects.Signal(other, sig, step_id=step.step_id, reason=reason))
         return _result(text, 0)
 
     def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:

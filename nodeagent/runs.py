@@ -76,7 +76,16 @@ from nodeagent.runkinds import (
     step_spec,
 )
 from nodeagent.runner import KILL_TASK_FAILED
-from nodeagent.spool import CANCEL_STEP, NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
+from nodeagent.spool import (
+    CANCEL_STEP,
+    NOT_STARTED,
+    JobDir,
+    Phase,
+    RunDir,
+    SiteHooks,
+    Spool,
+    StepDir,
+)
 from nodeagent.watch import Watch
 
 #: Why a run ends at its time limit: a batch run's outcome, the controller's Kill reason.

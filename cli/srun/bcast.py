@@ -25,6 +25,8 @@ from cli.halt import Halt
 
 TYPE_CHECKING = False  # typing costs milliseconds of a client's start-up budget
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from corral.client import Client
     from corral.clientconf import ClientSettings
 
@@ -33,7 +35,7 @@ PROG = "srun"
 WITH_BCAST = ("compress", "send-libs")
 
 
-def check(options: dict[str, str | None]) -> None:
+def check(options: Mapping[str, str | None]) -> None:
     """--compress and --send-libs apply to --bcast's copy alone: without --bcast they
     are refused (Slurm's srun accepts them and does nothing)."""
     if "bcast" in options:
@@ -63,7 +65,7 @@ class Copy:
     """What --bcast sends where, read from srun's options and slurm.conf's
     BcastParameters (``conf``)."""
 
-    def __init__(self, options: dict[str, str | None], command: str, conf: ClientSettings):
+    def __init__(self, options: Mapping[str, str | None], command: str, conf: ClientSettings):
         params = sbcast.Params()
         params.source = executable(command)
         params.force = True  # Slurm's srun replaces an older copy (measured)

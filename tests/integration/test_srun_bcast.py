@@ -43,7 +43,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, dest: Path) -> Iterator[Cl
 def job(cluster: Cluster) -> Iterator[int]:
     """A running two-node job (two CPUs on each), cancelled afterwards."""
     job_id = cluster.sbatch("-N2", "-n4", "-o", "/dev/null", "--wrap", "sleep 300")
-    cluster.wait_state(job_id, "RUNNING", timeout=30)
+    cluster.wait_state(job_id, {"RUNNING"}, timeout=30)
     try:
         yield job_id
     finally:
@@ -168,7 +168,7 @@ def test_scancel_kill_of_the_step_is_forced(cluster: Cluster, job: int, tmp_path
 def test_job_time_limit(cluster: Cluster, tmp_path: Path) -> None:
     """The job's limit: slurmstepd's line says so, then srun's aborted line."""
     job = cluster.sbatch("-N1", "-n2", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 300")
-    cluster.wait_state(job, "RUNNING", timeout=30)
+    cluster.wait_state(job, {"RUNNING"}, timeout=30)
     try:
         code, lines = _ended(cluster, job, tmp_path)
     finally:

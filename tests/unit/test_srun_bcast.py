@@ -68,7 +68,11 @@ def test_bcast_parameters_are_the_defaults(tmp_path: Path, monkeypatch: pytest.M
     conf = _conf("DestDir=/dest,Compression=zlib,send_libs")
     copy = bcast.Copy({"bcast": None}, "/bin/sh", conf)
     assert copy.fields() == {"bcast_dir": "/dest", "bcast_dest": "", "bcast_libs": True}
-    assert (copy.params.compress, copy.params.exclude, copy.params.force) == ("zlib", ("/lib",), True)
+    assert (copy.params.compress, copy.params.exclude, copy.params.force) == (
+        "zlib",
+        ("/lib",),
+        True,
+    )
     given = {"bcast": "/x/%n", "compress": "none", "send-libs": "no"}
     copy = bcast.Copy(given, "/bin/sh", conf)
     assert copy.fields() == {"bcast_dir": "/dest", "bcast_dest": "/x/%n", "bcast_libs": False}

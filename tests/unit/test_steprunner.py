@@ -371,9 +371,7 @@ def test_job_time_limit_says_so_then_aborted(spool: Path, zygote: Zygote, srun: 
     assert srun.exits == {2: signal.SIGTERM, 3: signal.SIGTERM}
 
 
-def test_step_cancel_kills_at_once_after_its_lines(
-    spool: Path, zygote: Zygote, srun: Srun
-) -> None:
+def test_step_cancel_kills_at_once_after_its_lines(spool: Path, zygote: Zygote, srun: Srun) -> None:
     """scancel JOB.STEP: ABORTED, the CANCELLED line, and KILL (no TERM: a task that
     ignores TERM still ends, and srun says Killed)."""
     stubborn = "trap '' TERM; echo ready; while :; do sleep 0.1; done"
@@ -422,9 +420,7 @@ def test_bcast_step_starts_its_tasks_on_go(spool: Path, zygote: Zygote, srun: Sr
 def test_bcast_step_without_go_starts_nothing(spool: Path, zygote: Zygote, srun: Srun) -> None:
     """srun hanging up before GO (its copy failed): no task ever starts."""
     marker = spool / "ran-without-go"
-    runner = start(
-        spool, zygote, srun, spool, argv=("touch", str(marker)), tasks=(0,), bcast=True
-    )
+    runner = start(spool, zygote, srun, spool, argv=("touch", str(marker)), tasks=(0,), bcast=True)
     srun.accept()
     assert srun.conn is not None
     srun.conn.close()
