@@ -84,7 +84,14 @@ TABLE = OptionTable(
             WARNED,
             "the controller sends each block to every node's agent at once",
         ),
-        Option("jobid", "j", "jobid", REQUIRED, note="job[.step]; a hetjob offset is refused"),
+        Option(
+            "jobid",
+            "j",
+            "jobid",
+            REQUIRED,
+            note="job[.step[+part]]: a step of parts (srun a : b) by its id alone is its "
+            "first part, as in Slurm 22.05; a hetjob offset is refused",
+        ),
         Option("preserve", "p", "preserve"),
         Option("send_libs", "", "send-libs", OPTIONAL, note="the libraries ldd names"),
         Option("size", "s", "size", REQUIRED, note="at most 8 MiB a block"),
@@ -135,17 +142,17 @@ class Params:
         self.dest = ""
 
 
-def compression(value: str | None) -> str:
-    """``-C``'s library: "lz4" (the default), "zlib" or "" (none).
-
-    An unknown name is Slurm's warning, and the file goes uncompressed, as there."""
+def compression(value: str | None, prog: str = PROG) -> str:
+    """``-C``'s library: "lz4" (the default), "zlib" or "" (none); srun ``--compress``'s
+    too (``prog``). An unknown name is Slurm's warning, and the file goes uncompressed,
+    as there."""
     name = "lz4" if value is None or value == "" else value.lower()
     if name in ("lz4", "zlib"):
         return name
     if name == "none":
         return ""
     print(
-        f"{PROG}: error: Compression type '{value}' unknown, disabling compression support.",
+        f"{prog}: error: Compression type '{value}' unknown, disabling compression support.",
         file=sys.stderr,
     )
     return ""
@@ -163,24 +170,29 @@ def block_size(text: str) -> int:
 
 
 def job_and_step(text: str) -> tuple[int, str]:
-    """``-j JOB[.STEP]``; Halt in Slurm's words when malformed."""
+    """``-j JOB[.STEP[+PART]]`` (PART: one part of a step of parts, ``srun a : b``, as
+    Slurm 22.05's sbcast takes it); Halt in Slurm's words when malformed."""
     job, dot, step = text.partition(".")
     if "+" in job:
         raise Halt(1, f"{PROG}: error: --jobid {text}: heterogeneous job offsets are not supported")
     if not job.isdigit() or int(job) == 0:
         raise Halt(1, f"{PROG}: fatal: Invalid job id: {text}")
-    if dot and not step.isdigit():
+    step_id, plus, part = step.partition("+")
+    if dot and (not step_id.isdigit() or (plus and not part.isdigit())):
         raise Halt(1, f"{PROG}: fatal: Bad step specified: {job}")
-    return int(job), str(int(step)) if dot else ""
+    if not dot:
+        return int(job), ""
+    return int(job), f"{int(step_id)}+{int(part)}" if plus else str(int(step_id))
 
 
-def send_libs(value: str | None, default: bool) -> bool:
-    """``--send-libs[=yes|no]``: an unknown word is Slurm's warning, and the default."""
+def send_libs(value: str | None, default: bool, prog: str = PROG) -> bool:
+    """``--send-libs[=yes|no]`` (sbcast's, or srun's: ``prog``): an unknown word is
+    Slurm's warning, and the default."""
     if value is None or value.lower() in ("", "yes", "1"):
         return True
     if value.lower() in ("no", "0"):
         return False
-    print(f"{PROG}: error: Ignoring unrecognized --send-libs value '{value}'", file=sys.stderr)
+    print(f"{prog}: error: Ignoring unrecognized --send-libs value '{value}'", file=sys.stderr)
     return default
 
 
@@ -270,12 +282,12 @@ def sbcast(argv: list[str]) -> int:
     settings = _Settings()
     try:
         params = parse(argv, dict(os.environ), settings)
-        source = _open(params.source)
+        source = open_source(params.source)
     except Halt as halt:
         return halt.report()
     client = boundary.connect(settings())
     with source:
-        status = _send(client, params, source, params.dest, verbose=params.verbose)
+        status = send_file(client, params, source, params.dest, verbose=params.verbose)
     if status or not params.send_libs:
         return status
     from cli.sharedobjects import shared_objects
@@ -283,12 +295,12 @@ def sbcast(argv: list[str]) -> int:
     libraries = shared_objects(params.source, params.exclude)
     for number, path in enumerate(libraries, 1):
         try:
-            library = _open(path)
+            library = open_source(path)
         except Halt as halt:
             return halt.report()
         with library:
             dest = f"{params.dest}_libs/{os.path.basename(path)}"
-            status = _send(client, params, library, dest, library=True)
+            status = send_file(client, params, library, dest, library=True)
         if status:
             return status
         if params.verbose:
@@ -300,7 +312,7 @@ def sbcast(argv: list[str]) -> int:
     return 0
 
 
-def _send(
+def send_file(
     client: Client,
     params: Params,
     source: BinaryIO,
@@ -308,9 +320,11 @@ def _send(
     *,
     verbose: bool = False,
     library: bool = False,
+    prog: str = PROG,
 ) -> int:
     """Send one file, block by block, to ``dest`` on the job's nodes: sbcast's status.
-    ``library``: one of ``--send-libs``' shared objects, whose directory is made."""
+    ``library``: one of ``--send-libs``' shared objects, whose directory is made;
+    ``prog``: whose errors these are (srun --bcast sends through here too)."""
     info = os.fstat(source.fileno())
     size = params.size or min(max(info.st_size, 1), MAX_BLOCK)
     if verbose:
@@ -325,14 +339,14 @@ def _send(
             reply = client.call("Broadcast", request)
         except SlurmError as exc:
             print(
-                f"{PROG}: error: Slurm job {_named(params)} lookup error: {exc}",
+                f"{prog}: error: Slurm job {_named(params)} lookup error: {exc}",
                 file=sys.stderr,
             )
             return 1
         failures = reply.get("failures") or []
         for failure in failures:
             print(
-                f"{PROG}: error: REQUEST_FILE_BCAST({failure['node']}): {failure['message']}",
+                f"{prog}: error: REQUEST_FILE_BCAST({failure['node']}): {failure['message']}",
                 file=sys.stderr,
             )
         if failures:
@@ -342,7 +356,7 @@ def _send(
             return 0
 
 
-def _open(path: str) -> BinaryIO:
+def open_source(path: str) -> BinaryIO:
     try:
         handle = open(path, "rb")  # noqa: SIM115 - read block by block by sbcast()
         if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):

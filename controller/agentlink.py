@@ -49,7 +49,7 @@ from controller import (
     reboots,
     stepcpus,
 )
-from controller.broadcast import FileBroadcasts
+from controller.broadcast import FileBroadcasts, step_copy
 from controller.ctldhooks import ControllerHooks
 from controller.diag import AgentStats
 from controller.effects import (
@@ -714,6 +714,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 task_cpus=[pb.TaskCpus(cpus=cpus) for cpus in pinned],
                 cpu_bind_verbose=cpubind_syntax.parse(req.cpu_bind).verbose,
                 cpu_bind_type=kind,
+                bcast_path=step_copy(req, job.job_id, step.step_id, node),
+                bcast_libs=req.bcast_libs,
             )
             if job.array_task_id is not None:
                 launch.array_task_id = job.array_task_id

@@ -60,10 +60,36 @@ def target(
         raise SlurmError(errors.EINVAL, f"destination {req.dest!r} is not an absolute path")
     if not req.step:
         return job, list(job.nodes)
+    step_id, part = step_part(req.step)
     for step in job.steps:
-        if str(step.step_id) == req.step and step.state == "RUNNING":
+        if step.step_id == step_id and step.state == "RUNNING" and step.het_comp in part:
             return job, list(step.nodes)
     raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+
+
+def step_part(text: str) -> tuple[int, tuple[int, ...]]:
+    """``STEP`` or ``STEP+PART`` (sbcast -j JOB.STEP+PART): the step id and the parts
+    (``Step.het_comp``) it names. A step of parts (``srun a : b``) named by its id alone
+    is its first part, as Slurm 22.05's sbcast reaches only that part's nodes (measured:
+    ``-j J.S+1`` reaches the next part's). SlurmError for malformed text."""
+    step, plus, part = text.partition("+")
+    if not step.isdigit() or (plus and not part.isdigit()):
+        raise SlurmError(errors.ESLURM_INVALID_JOB_ID)
+    if plus and int(part) > 0:
+        return int(step), (int(part),)
+    return int(step), (-1, 0)  # a plain step has no parts (-1)
+
+
+def step_copy(req: pb.StepCreateRequest, job_id: int, step_id: int, node: str) -> str:
+    """Where ``srun --bcast`` puts the executable on ``node`` ("": no --bcast): DEST,
+    each ``%n`` the node's name, or Slurm 22.05's default, measured there:
+    ``slurm_bcast_JOB.STEP_NODE`` in BcastParameters' DestDir, else srun's cwd (srun
+    sends the blocks to the same path, ``%n`` expanded by each node's writer)."""
+    if req.bcast_dest:
+        return req.bcast_dest.replace("%n", node)
+    if not req.bcast_dir:
+        return ""
+    return f"{req.bcast_dir.rstrip('/') or ''}/slurm_bcast_{job_id}.{step_id}_{node}"
 
 
 class Outbox(Protocol):

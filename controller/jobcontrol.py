@@ -150,11 +150,14 @@ class JobControl:
             return _result(text, errors.ESLURM_INVALID_JOB_ID)
         if not step.running:
             return _result(text, errors.ESLURM_ALREADY_DONE)
-        self.store.emit(effects.Signal(job, sig, step_id=step.step_id))
+        # A cancel (no -s) is told apart from -s KILL: srun says "Job step aborted" for
+        # one and "Force Terminated" for the other, as Slurm 22.05's does.
+        reason = "" if req.signal else "cancel"
+        self.store.emit(effects.Signal(job, sig, step_id=step.step_id, reason=reason))
         if not req.signal:  # a cancel, not -s: a spanning step's leader takes all its parts
             for other in hetsteps.cancelled_with(self.store.jobs, job, step):
                 if who.may_manage(other.uid, other.account):
-                    self.store.emit(effects.Signal(other, sig, step_id=step.step_id))
+                    self.store.emit(effects.Signal(other, sig, step_id=step.step_id, reason=reason))
         return _result(text, 0)
 
     def _signal_one(self, job: Job, req: pb.SignalRequest, who: Principal, now: int) -> int:

@@ -93,8 +93,8 @@ AuthType                        honoured            auth/munge: munged; else the
 BackupAddr                      honoured
 BackupController                honoured
 BatchStartTimeout               warned              a Prolog runs within PrologEpilogTimeout
-BcastExclude                    honoured            sbcast --send-libs leaves these out
-BcastParameters                 honoured            sbcast: DestDir, Compression, send_libs
+BcastExclude                    honoured            sbcast and srun --bcast leave these out
+BcastParameters                 honoured            DestDir, Compression, send_libs (sbcast, srun)
 BurstBufferParameters           warned              burst buffers are not implemented
 BurstBufferType                 warned              burst buffers are not implemented
 CacheGroups                     warned              retired by Slurm

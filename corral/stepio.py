@@ -36,6 +36,11 @@ FENCE     both       every task of node ``task`` entered the fence (runner →,
                      the union of their KVS frames): the tasks go on
 ABORT     runner →   a task (``task``: its rank) called PMI abort; payload
                      ``!i`` exit code then the message (UTF-8)
+GO        → runner   srun --bcast: the executable is on every node, start
+                     the tasks (a runner told to wait starts none before)
+ABORTED   runner →   the step is being ended (cancel, time limit): its tasks
+                     get KILL within ``task`` seconds (KillWait)
+FORCED    runner →   ``scancel -s KILL`` of the step: its tasks were killed
 ========  =========  ====================================================
 
 A fence is a gather and a broadcast through srun, as Slurm's PMI-2 plugin makes
@@ -70,6 +75,7 @@ if TYPE_CHECKING:
 
 
 HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED, WINSIZE, KVS, FENCE, ABORT = range(1, 13)
+GO, ABORTED, FORCED = range(13, 16)
 #: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
 TERM_KILL = 997
 HEADER = struct.Struct("!BII")
@@ -177,7 +183,7 @@ class Reader:
         frames = []
         while len(self._buffer) >= HEADER.size:
             kind, number, length = HEADER.unpack_from(self._buffer)
-            if not HELLO <= kind <= ABORT or length > MAX_PAYLOAD:
+            if not HELLO <= kind <= FORCED or length > MAX_PAYLOAD:
                 raise ProtocolError(f"bad frame header (kind {kind}, length {length})")
             end = HEADER.size + length
             if len(self._buffer) < end:

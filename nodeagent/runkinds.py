@@ -332,8 +332,8 @@ def step_spec(
         user=msg.user,
         node_id=msg.node_id,
         tasks=tuple(msg.tasks),
-        argv=tuple(msg.argv),
-        environment=dict(msg.environment),
+        argv=_copied(msg),
+        environment=_bcast_environment(msg),
         cwd=msg.cwd,
         io_host=msg.io_host,
         io_port=msg.io_port,
@@ -365,7 +365,28 @@ def step_spec(
         task_cpus=[] if msg.unpinned else [list(t.cpus) for t in msg.task_cpus],
         cpu_verbose=msg.cpu_bind_verbose,
         cpu_kind="none" if msg.unpinned else msg.cpu_bind_type,
+        bcast=bool(msg.bcast_path),
     )
+
+
+def _copied(msg: pb.LaunchStep) -> tuple[str, ...]:
+    """The tasks' command line: under srun --bcast, the copy srun sends in place of the
+    executable (Slurm's tasks see the copy's path in argv[0], as measured on 22.05)."""
+    argv = tuple(msg.argv)
+    if msg.bcast_path and argv:
+        return (msg.bcast_path, *argv[1:])
+    return argv
+
+
+def _bcast_environment(msg: pb.LaunchStep) -> dict[str, str]:
+    """The tasks' environment: srun --send-libs puts the copy's ``_libs`` directory
+    first in LD_LIBRARY_PATH, as slurmstepd 22.05 does."""
+    env = dict(msg.environment)
+    if msg.bcast_path and msg.bcast_libs:
+        libs = f"{msg.bcast_path}_libs"
+        old = env.get("LD_LIBRARY_PATH", "")
+        env["LD_LIBRARY_PATH"] = f"{libs}:{old}" if old else libs
+    return env
 
 
 def _task_argv(msg: pb.LaunchStep) -> list[list[str]]:

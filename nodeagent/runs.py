@@ -41,6 +41,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -75,8 +76,20 @@ from nodeagent.runkinds import (
     step_spec,
 )
 from nodeagent.runner import KILL_TASK_FAILED
-from nodeagent.spool import NOT_STARTED, JobDir, Phase, RunDir, SiteHooks, Spool, StepDir
+from nodeagent.spool import (
+    CANCEL_STEP,
+    NOT_STARTED,
+    JobDir,
+    Phase,
+    RunDir,
+    SiteHooks,
+    Spool,
+    StepDir,
+)
 from nodeagent.watch import Watch
+
+#: Why a run ends at its time limit: a batch run's outcome, the controller's Kill reason.
+TIMEOUT = "timeout"
 
 log = logging.getLogger(__name__)
 
@@ -559,7 +572,10 @@ class RunTable:
             self._signal_batch(msg)
         if not msg.batch_only:
             step = None if msg.full else step_id
-            sent = self._signal_steps(msg.job_id, msg.signal, step)
+            signum = msg.signal
+            if step is not None and signum == signal.SIGKILL and msg.reason == "cancel":
+                signum = CANCEL_STEP  # scancel JOB.STEP: the runner says it was cancelled
+            sent = self._signal_steps(msg.job_id, signum, step)
             log.info(
                 "job_id=%d signal %d to %d step(s)%s (%s)",
                 msg.job_id,
@@ -578,12 +594,13 @@ class RunTable:
             if steps_only and run.is_batch:
                 continue
             log.info("%s terminate (%s)", run.name, reason)
-            self._cancel(run)
+            self._cancel(run, reason == TIMEOUT)  # a batch run's outcome, an allocation's Kill
 
-    def _cancel(self, run: Run) -> None:
-        """Ask ``run``'s process to end it: TERM, then KILL after the kill wait."""
+    def _cancel(self, run: Run, time_limit: bool = False) -> None:
+        """Ask ``run``'s process to end it: TERM, then KILL after the kill wait
+        (``time_limit``: its job's limit was reached)."""
         try:
-            run.dir.request_cancel(self.kill_wait)
+            run.dir.request_cancel(self.kill_wait, time_limit)
         except OSError as exc:
             log.warning("%s cannot request its end: %s", run.name, exc)
             return
@@ -779,8 +796,10 @@ class RunTable:
         if run.is_batch and not self._batch_runs(run.job_id):
             if self.mps is not None:
                 self.mps.release(run.job_id)
-            # Steps end with their job (as Slurm ends them when the batch script ends).
-            self.terminate(run.job_id, "job ended", steps_only=True)
+            # Steps end with their job (as Slurm ends them when the batch script ends):
+            # at its time limit, each says so (slurmstepd's "DUE TO TIME LIMIT").
+            why = TIMEOUT if done.done.outcome == TIMEOUT else "job ended"
+            self.terminate(run.job_id, why, steps_only=True)
 
     def _remember(self, key: RunKey, identity: bytes, done: pb.AgentMessage) -> None:
         self._reported[key] = (identity, done)

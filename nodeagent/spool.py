@@ -91,6 +91,12 @@ SUSPEND = "suspend"
 RESULT = "result"
 SIGNALS = "signals"
 ATTACH = "attach"  # sattach's sockets: "HOST PORT KEY" a line
+#: In ``signals``, not a signal: ``scancel JOB.STEP`` (a cancel, no ``-s``). The runner
+#: says slurmstepd's CANCELLED line and srun's "Job step aborted" before the KILL,
+#: where ``scancel -s KILL JOB.STEP`` is srun's "Force Terminated" after it.
+CANCEL_STEP = -1
+#: In ``cancel``, after KillWait: the job's time limit is why (slurmstepd's line says so).
+TIME_LIMIT_REACHED = "time_limit"
 #: The run's directory of the job user's own, and the file in it a job touches when it
 #: has saved its state (its path is the job's CORRAL_CHECKPOINT_FILE).
 CHECKPOINT_DIR = "checkpoint"
@@ -275,6 +281,7 @@ class StepSpec:
     hooks: SiteHooks = field(default_factory=SiteHooks)  # slurm.conf's, this node's
     # The OCI container its tasks run in (nodeagent.oci.describe); {}: none.
     container: dict[str, Any] = field(default_factory=dict)
+    bcast: bool = False  # srun --bcast: the tasks start once srun says GO (the copy is there)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -379,8 +386,10 @@ class RunDir:
         os.mkdir(self.path, 0o711)
         os.chmod(self.path, 0o711)
 
-    def request_cancel(self, kill_wait: int) -> None:
-        _write_atomic(self.file(CANCEL), f"{kill_wait}\n")
+    def request_cancel(self, kill_wait: int, time_limit: bool = False) -> None:
+        """Ask for the run's end (``time_limit``: its job's limit was reached)."""
+        word = f" {TIME_LIMIT_REACHED}" if time_limit else ""
+        _write_atomic(self.file(CANCEL), f"{kill_wait}{word}\n")
 
     def request_suspend(self, suspended: bool, suspended_secs: int, grace: int) -> None:
         """Ask the run to stop its processes (``suspended``: SIGTSTP now, stopped
@@ -520,7 +529,11 @@ class RunDir:
     def read_cancel(self) -> int | None:
         """KillWait of a pending terminate request, or None when there is none."""
         text = _read_text(self.file(CANCEL))
-        return int(text) if text else None
+        return int(text.split()[0]) if text else None
+
+    def cancel_at_time_limit(self) -> bool:
+        """Whether the pending terminate request is for the job's time limit."""
+        return TIME_LIMIT_REACHED in (_read_text(self.file(CANCEL)) or "").split()[1:]
 
     def supervisor_alive(self) -> bool:
         """True while a supervisor (or step runner) holds this directory's lock.

@@ -74,6 +74,7 @@ import contextlib
 import encodings.idna  # noqa: F401 (see below)
 import logging
 import os
+import select
 import selectors
 import signal
 import socket
@@ -88,7 +89,7 @@ from nodeagent import attachers, cgroups, devcgroup, pmi, runas, taskspawn
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
-from nodeagent.spool import NOT_STARTED, Started, StepDir, StepResult, StepSpec
+from nodeagent.spool import CANCEL_STEP, NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.startargs import start
 
 # socket.getaddrinfo encodes host names with the idna codec, imported on first
@@ -199,6 +200,7 @@ class StepRun(Runner):
         self.attached: list[attachers.Attacher] = []  # sattach's connections
         self.attaches_read = 0  # how far ``attach`` has been acted on
         self.task_start: taskspawn.TaskStart | None = None  # tasks started from C
+        self.aborted = False  # srun was told the step is being ended (ABORTED)
 
     # ------------------------------------------------------------ start
 
@@ -237,6 +239,16 @@ class StepRun(Runner):
                 self._close_all()
         if refused:
             return self._refuse(refused)
+        early: list[tuple[int, int, bytes]] = []
+        if spec.bcast:
+            why, early = self._await_go()
+            if why:
+                self._close_all()
+                if self.sock is not None:
+                    self.sel.unregister(self.sock)
+                    self.sock.close()
+                    self.sock = None
+                return self._not_started(why)
         note = ""
         if cwd_error is not None:
             note = (
@@ -251,9 +263,32 @@ class StepRun(Runner):
             if spec.time_limit >= 0:
                 self.deadline = (spec.start_time or self.started_at) + spec.time_limit * 60
             self._check_requests()
+            self._srun_frames(early)  # what srun sent after its GO, in the same read
             self._reap()
             self._loop()
         return self._finish()
+
+    def _await_go(self) -> tuple[str, list[tuple[int, int, bytes]]]:
+        """srun --bcast: no task starts before srun's GO says the executable's copy is
+        on every node. Why not ("" once it came), and the frames srun sent after it;
+        srun hanging up (its copy failed) or a cancel meanwhile start nothing."""
+        assert self.sock is not None and self.session is not None
+        while self.stepdir.read_cancel() is None:
+            ready, _, _ = select.select([self.sock], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                frames = stepio.recv_frames(self.sock, self.session)
+            except BlockingIOError:
+                continue
+            except (OSError, stepio.ProtocolError) as exc:
+                return f"srun's connection failed before the start: {exc}", []
+            if frames is None:
+                return "srun hung up before the executable was copied", []
+            for index, (kind, _, _) in enumerate(frames):
+                if kind == stepio.GO:
+                    return "", frames[index + 1 :]
+        return "cancelled before start", []
 
     def _refuse(self, why: str) -> StepResult:
         """No task may start here: record that, then tell srun why (it exits non-zero)."""
@@ -708,9 +743,41 @@ class StepRun(Runner):
             self._attach(host, port, key)
         signums, self.signals_read = self.stepdir.read_signals(self.signals_read)
         for signum in signums:
-            if 0 < signum < signal.NSIG:
+            if signum == CANCEL_STEP:
+                self._cancel_step()
+            elif 0 < signum < signal.NSIG:
                 log.info("step %d.%d: signal %d requested", spec.job_id, spec.step_id, signum)
+                forced = signum == signal.SIGKILL and self._running()
                 self._signal(signum)
+                if forced:  # scancel -s KILL: srun's "Force Terminated StepId=..."
+                    self._send(stepio.frame(stepio.FORCED, 0))
+
+    def _cancel_step(self) -> None:
+        """``scancel JOB.STEP``: as Slurm 22.05, srun hears that the step is aborted,
+        slurmstepd's CANCELLED line shows, and the tasks are killed at once (KILL, no
+        TERM first: srun says "Killed")."""
+        spec = self.spec
+        if not self._running():
+            return
+        log.info("step %d.%d: cancelled", spec.job_id, spec.step_id)
+        self._aborted(spec.kill_wait)
+        self._say(self._cancelled_line(""))
+        self._signal(signal.SIGKILL)
+
+    def _aborted(self, kill_wait: int) -> None:
+        """Tell srun, once, that the step is being ended for it (its "Job step aborted:
+        Waiting up to N seconds" line)."""
+        if not self.aborted:
+            self.aborted = True
+            self._send(stepio.frame(stepio.ABORTED, kill_wait))
+
+    def _cancelled_line(self, banner: str) -> str:
+        spec = self.spec
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
+        return (
+            f"slurmstepd: error: *** STEP {spec.job_id}.{spec.step_id} ON {spec.node} "
+            f"CANCELLED AT {stamp}{banner} ***\n"
+        )
 
     def _attach(self, host: str, port: int, key: str) -> None:
         """Connect to a sattach: from now on it hears what srun hears."""
@@ -740,7 +807,10 @@ class StepRun(Runner):
             self._detach(attacher)
 
     def _cancel(self, kill_wait: int) -> None:
-        self._end("cancelled", kill_wait, "")
+        if self.stepdir.cancel_at_time_limit():  # its job's limit: the batch run's
+            self._end("time limit reached", kill_wait, " DUE TO TIME LIMIT")
+        else:
+            self._end("cancelled", kill_wait, "")
 
     def _end(self, why: str, kill_wait: int, banner: str | None) -> None:
         """End the tasks: CONT and TERM now, KILL after ``kill_wait`` seconds.
@@ -749,17 +819,16 @@ class StepRun(Runner):
         first task's, whatever the tasks' own stderr is).
         """
         spec = self.spec
-        now = time.time()
         if not self._begin_end(why, kill_wait):
             return  # ending already: at most the KILL came forward
         log.info("step %d.%d: ending the tasks: %s", spec.job_id, spec.step_id, why)
         if banner is not None and self.tasks:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now))
-            line = (
-                f"slurmstepd: error: *** STEP {spec.job_id}.{spec.step_id} ON {spec.node} "
-                f"CANCELLED AT {stamp}{banner} ***\n"
-            )
-            self._say(line)
+            # srun's "Job step aborted" line comes before slurmstepd's on a cancel and
+            # after it at the time limit, as measured on Slurm 22.05.
+            if not banner:
+                self._aborted(kill_wait)
+            self._say(self._cancelled_line(banner))
+            self._aborted(kill_wait)
 
     def _say(self, line: str) -> None:
         """A line of slurmstepd's on the first task's stderr, as srun shows it; through
@@ -907,6 +976,9 @@ class StepRun(Runner):
         if frames is None:
             self._srun_gone("srun closed the connection")
             return
+        self._srun_frames(frames)
+
+    def _srun_frames(self, frames: list[tuple[int, int, bytes]]) -> None:
         spec = self.spec
         for kind, number, payload in frames:
             if kind == stepio.IN:

@@ -101,7 +101,14 @@ STEP_MEMORY = (
 TABLE = OptionTable(
     [
         _row("account", "A", note=JOB_LEVEL),
+        _row(
+            "bcast",
+            arg=OPTIONAL,
+            note="the executable copied to the step's nodes first, as sbcast copies "
+            "(BcastParameters DestDir, Compression, send_libs); not with : or --multi-prog",
+        ),
         _row("chdir", "D"),
+        _row("compress", arg=OPTIONAL, note="with --bcast only: lz4, none, and zlib"),
         _row("clusters", "M", note=CLUSTERS),
         Option("clusters", "", "cluster", REQUIRED, HONOURED, CLUSTERS),
         _row("container", note="an OCI bundle the tasks run in (oci.conf; docs/containers.md)"),
@@ -197,6 +204,7 @@ TABLE = OptionTable(
         _row("qos", "q", note=JOB_LEVEL),
         _row("quiet", "Q", NO_ARGUMENT),
         _row("relative", "r", note="in a job only; not with -w or -x"),
+        _row("send-libs", arg=OPTIONAL, note="with --bcast only: the libraries ldd names"),
         _row("segment", note=f"with TopologyPlugin=topology/block; {STEP_TOPOLOGY}"),
         _row("switches", note=f"with TopologyPlugin=topology/tree; {STEP_TOPOLOGY}"),
         _row("sockets-per-node", note=JOB_ONLY),
@@ -297,6 +305,12 @@ def parse(argv: list[str], inherited: Mapping[str, str | None] | None = None) ->
     settings.command = positional
     if not positional:
         raise Halt(1, f"{PROG}: fatal: No command given to execute.")
+    if any(settings.has(key) for key in ("bcast", "compress", "send-libs")):
+        from cli.srun import bcast
+
+        bcast.check(settings.options)
+        if settings.has("bcast") and settings.has("multi-prog"):
+            raise Halt(1, f"{PROG}: error: --bcast is not supported with --multi-prog")
     return settings
 
 
@@ -645,6 +659,9 @@ class Step:
         self.kill_on_bad_exit = settings.kill_on_bad_exit
         self.interrupts: list[float] = []
         self.killed = False
+        self.aborted = False  # the step is being ended (cancel, time limit): said once
+        self.forced = False  # scancel -s KILL of the step
+        self.go = False  # --bcast: each runner waits for GO before starting its tasks
         self.unlaunched: set[int] = set()  # node ids whose tasks could not be launched
         self.fence = None  # --mpi=pmi2: the PMI fence through srun (cli/srun/pmifence.py)
         if mpitypes.wires(settings.mpi):
@@ -775,6 +792,8 @@ class Step:
                 self.conns[node_id] = conn
                 self.poll.register(conn, node_id)
                 what = node_id
+                if self.go:  # --bcast: the copy is on every node, the tasks may start
+                    self._send(conn, stepio.frame(stepio.GO, 0))
                 task0 = node_id == self.stdin_node
                 if task0 and self.terminal is not None:  # resized before it came
                     self._send(conn, stepio.winsize_frame(*self.terminal.size))
@@ -792,6 +811,15 @@ class Step:
                 self._exited(number, stepio.read_status(payload))
             elif kind == stepio.DONE and isinstance(what, int):
                 self.done.add(what)
+            elif kind == stepio.ABORTED and not self.aborted:
+                self.aborted = True  # each node's runner says it: srun says it once
+                print(
+                    f"{PROG}: Job step aborted: Waiting up to {number + 2} seconds for job "
+                    "step to finish.",
+                    file=sys.stderr,
+                )
+            elif kind == stepio.FORCED:
+                self.forced = True  # said after the tasks' lines, as Slurm's srun says it
             elif kind == stepio.FAILED and isinstance(what, int):
                 self._launch_failed(what, payload.decode(errors="replace"))
             elif (
@@ -897,6 +925,8 @@ class Step:
             for why, ids in causes.items():
                 noun = "task" if len(ids) == 1 else "tasks"
                 print(f"{PROG}: error: {node}: {noun} {_ranges(ids)}: {why}", file=sys.stderr)
+        if self.forced:
+            print(f"{PROG}: Force Terminated {self.name}", file=sys.stderr)
         return exit_code(list(self.statuses.values()))
 
 
@@ -958,16 +988,27 @@ def _step_in_allocation(
     signals = Signals(SIGWINCH) if terminal is not None else Signals()
     try:
         request = step_request(settings, job_id, listener, key, terminal)
+        copy = None
+        if settings.has("bcast"):
+            if het_parts:
+                raise Halt(1, f"{PROG}: error: --bcast is not supported in a step of parts (:)")
+            from cli.srun.bcast import Copy
+
+            copy = Copy(settings.options, settings.command[0], client_settings())
+            request.update(copy.fields())
         if het_parts:  # one step: every part's runners come to this srun's socket
             request["het_parts"] = [step_request(s, j, listener, key) for s, j in het_parts]
             request["own_het_job"] = own
         reply = create_step(client, request, settings.has("quiet"))
         step_id = int(reply["step_id"])
+        if copy is not None and copy.send(client, job_id, step_id):
+            return 1  # the runners, waiting for GO, see srun hang up: no task starts
 
         def probe() -> str | None:
             return step_state(client, job_id, step_id)
 
         step = Step(settings, job_id, reply, listener, key, signals, probe, terminal)
+        step.go = copy is not None
         if terminal is not None:
             terminal.raw()
         try:

@@ -85,6 +85,13 @@ def test_bad_job_ids() -> None:
     assert halt.value.lines == ("sbcast: fatal: Bad step specified: 5",)
     with pytest.raises(Halt):
         sbcast.job_and_step("5+1")
+    with pytest.raises(Halt):
+        sbcast.job_and_step("5.0+x")
+
+
+def test_a_part_of_a_step() -> None:
+    assert sbcast.job_and_step("5.03+1") == (5, "3+1")
+    assert sbcast.job_and_step("5.3") == (5, "3")
 
 
 def test_send_libs_and_exclude_from_the_command_line_and_environment(
@@ -220,6 +227,30 @@ def test_a_step_gives_its_own_nodes() -> None:
     with_step = _job(steps=(step,))
     assert broadcast.target({5: with_step}, CONF, _block(step="0"), OWNER)[1] == ["n2"]
     assert _code(with_step, OWNER, _block(step="1")) == errors.ESLURM_INVALID_JOB_ID
+
+
+def test_a_step_of_parts_by_its_id_is_its_first_part() -> None:
+    """srun a : b in one job: -j 5.0 reaches part 0's nodes only, -j 5.0+1 part 1's, as
+    measured on Slurm 22.05; a part that is not there is no job."""
+    parts = tuple(
+        Step(step_id=0, name="s", nodes=(node,), tasks=(1,), cpus=(1,), start_time=1, het_comp=i)
+        for i, node in enumerate(("n1", "n2"))
+    )
+    with_parts = _job(steps=tuple(reversed(parts)))  # whatever order the job keeps them in
+    assert broadcast.target({5: with_parts}, CONF, _block(step="0"), OWNER)[1] == ["n1"]
+    assert broadcast.target({5: with_parts}, CONF, _block(step="0+1"), OWNER)[1] == ["n2"]
+    assert broadcast.target({5: with_parts}, CONF, _block(step="0+0"), OWNER)[1] == ["n1"]
+    assert _code(with_parts, OWNER, _block(step="0+2")) == errors.ESLURM_INVALID_JOB_ID
+    assert _code(with_parts, OWNER, _block(step="0+")) == errors.ESLURM_INVALID_JOB_ID
+
+
+def test_srun_bcast_copy_paths() -> None:
+    """Where each node's copy of srun --bcast is (Slurm 22.05's default name)."""
+    default = pb.StepCreateRequest(bcast_dir="/d/")
+    assert broadcast.step_copy(default, 5, 2, "n1") == "/d/slurm_bcast_5.2_n1"
+    named = pb.StepCreateRequest(bcast_dir="/d", bcast_dest="/x/copy.%n")
+    assert broadcast.step_copy(named, 5, 2, "n2") == "/x/copy.n2"
+    assert broadcast.step_copy(pb.StepCreateRequest(), 5, 2, "n1") == ""
 
 
 # ------------------------------------------------------------ waiting for agents

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pwd
+import re
 import select
 import signal
 import socket
@@ -24,7 +25,7 @@ import pytest
 
 from corral import stepcipher, stepio
 from nodeagent.process import Zygote, signal_supervisor, spawn_step_runner
-from nodeagent.spool import Started, StepDir, StepResult, StepSpec
+from nodeagent.spool import CANCEL_STEP, NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.steprunner import window
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +50,8 @@ class Srun:
         self.exits: dict[int, int] = {}
         self.done = False
         self.closed = False
+        # ABORTED and FORCED frames: kind, number, and the stderr seen before each
+        self.said: list[tuple[int, int, bytes]] = []
 
     @property
     def port(self) -> int:
@@ -93,6 +96,8 @@ class Srun:
             self.exits[number] = stepio.read_status(payload)
         elif kind == stepio.DONE:
             self.done = True
+        elif kind in (stepio.ABORTED, stepio.FORCED):
+            self.said.append((kind, number, b"".join(self.err.values())))
         else:
             raise AssertionError(f"unexpected frame kind {kind}")
 
@@ -336,6 +341,93 @@ def test_cancel_request_from_the_agent(spool: Path, zygote: Zygote, srun: Srun) 
     assert srun.exits == {2: signal.SIGTERM, 3: signal.SIGTERM}
     assert b"CANCELLED AT" in srun.err[2] and b"TIME LIMIT" not in srun.err[2]
     assert runner.result().statuses == (signal.SIGTERM, signal.SIGTERM)
+
+
+def test_cancel_says_aborted_before_the_cancelled_line(
+    spool: Path, zygote: Zygote, srun: Srun
+) -> None:
+    """A job's cancel: srun hears ABORTED (its "Job step aborted" line) with KillWait,
+    then slurmstepd's CANCELLED line comes, as Slurm 22.05 orders them."""
+    runner = start(spool, zygote, srun, spool, argv=("sleep", "60"), kill_wait=7)
+    srun.accept()
+    runner.stepdir.request_cancel(7)
+    assert runner.pid is not None
+    signal_supervisor(runner.pid)
+    srun.finish()
+    assert srun.said == [(stepio.ABORTED, 7, b"")]
+    assert b"CANCELLED AT" in srun.err[2] and b"TIME LIMIT" not in srun.err[2]
+
+
+def test_job_time_limit_says_so_then_aborted(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """The job's time limit, as the agent passes it on: DUE TO TIME LIMIT, then ABORTED."""
+    runner = start(spool, zygote, srun, spool, argv=("sleep", "60"))
+    srun.accept()
+    runner.stepdir.request_cancel(3, time_limit=True)
+    assert runner.pid is not None
+    signal_supervisor(runner.pid)
+    srun.finish()
+    assert [(kind, number) for kind, number, _ in srun.said] == [(stepio.ABORTED, 3)]
+    assert b"DUE TO TIME LIMIT ***\n" in srun.said[0][2]
+    assert srun.exits == {2: signal.SIGTERM, 3: signal.SIGTERM}
+
+
+def test_step_cancel_kills_at_once_after_its_lines(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """scancel JOB.STEP: ABORTED, the CANCELLED line, and KILL (no TERM: a task that
+    ignores TERM still ends, and srun says Killed)."""
+    stubborn = "trap '' TERM; echo ready; while :; do sleep 0.1; done"
+    runner = start(
+        spool, zygote, srun, spool, argv=("sh", "-c", stubborn), tasks=(0,), kill_wait=30
+    )
+    srun.accept()
+    srun.pump(lambda: srun.out.get(0) == b"ready\n")
+    runner.stepdir.request_signal(CANCEL_STEP)
+    assert runner.pid is not None
+    signal_supervisor(runner.pid)
+    srun.finish()
+    assert srun.said == [(stepio.ABORTED, 30, b"")]
+    assert re.fullmatch(
+        rb"slurmstepd: error: \*\*\* STEP 42\.\d+ ON n3 CANCELLED AT \S+ \*\*\*\n", srun.err[0]
+    )
+    assert srun.exits == {0: signal.SIGKILL}
+
+
+def test_kill_signal_request_is_forced(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """scancel -s KILL JOB.STEP: FORCED (srun's "Force Terminated"), no ABORTED, no line."""
+    runner = start(spool, zygote, srun, spool, argv=("sleep", "60"))
+    srun.accept()
+    runner.stepdir.request_signal(signal.SIGKILL)
+    assert runner.pid is not None
+    signal_supervisor(runner.pid)
+    srun.finish()
+    assert [(kind, number) for kind, number, _ in srun.said] == [(stepio.FORCED, 0)]
+    assert srun.err == {} and srun.exits == {2: signal.SIGKILL, 3: signal.SIGKILL}
+
+
+def test_bcast_step_starts_its_tasks_on_go(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """srun --bcast: nothing runs before GO (the copy is not there yet); after it the
+    tasks run, and what srun sent with GO reaches them."""
+    marker = spool / "ran-on-go"
+    script = f"touch {marker}; read line; echo got $line"
+    runner = start(spool, zygote, srun, spool, argv=("sh", "-c", script), tasks=(0,), bcast=True)
+    srun.accept()
+    assert runner.stepdir.read_started() is None and not marker.exists()
+    srun.send(stepio.GO, 0)
+    srun.send(stepio.IN, 0, b"hello\n")
+    srun.finish()
+    assert srun.out == {0: b"got hello\n"} and srun.exits == {0: 0} and marker.exists()
+
+
+def test_bcast_step_without_go_starts_nothing(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """srun hanging up before GO (its copy failed): no task ever starts."""
+    marker = spool / "ran-without-go"
+    runner = start(spool, zygote, srun, spool, argv=("touch", str(marker)), tasks=(0,), bcast=True)
+    srun.accept()
+    assert srun.conn is not None
+    srun.conn.close()
+    srun.conn = None
+    result = runner.result()
+    assert result.statuses == (NOT_STARTED,) and "hung up" in result.message
+    assert not marker.exists()
 
 
 def test_output_files_per_task(spool: Path, zygote: Zygote, srun: Srun, tmp_path: Path) -> None:
