@@ -82,7 +82,8 @@ def preempt_mode(text: str) -> str:
 
 
 def tres_list(text: str) -> str | None:
-    """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it."""
+    """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it.
+    A ``license/NAME`` passes here; ``dbd.licensetres`` checks dbd tracks it."""
     if text.strip() in ("-1", ""):
         return None
     known = {name if not kind else f"{name}/{kind}" for name, kind, _ in BASE_TRES}
@@ -91,7 +92,9 @@ def tres_list(text: str) -> str | None:
         name = name.strip().lower()
         if not equal or not value.strip():
             raise invalid(f"Invalid TRES specification: {text}")
-        if name not in known and not name.startswith("gres/"):
+        if name not in known and not name.startswith(("gres/", "license/")):
+            raise invalid(f"Invalid TRES name: {name}")
+        if name in ("gres/", "license/"):
             raise invalid(f"Invalid TRES name: {name}")
     return text.strip()
 

@@ -1,0 +1,51 @@
+"""Which licenses a TRES limit may name: those some cluster tracks as TRES.
+
+Slurm limits a license like any TRES (``GrpTRES=license/fluent=4``), but only
+one its database knows, i.e. one a controller's AccountingStorageTRES named
+(``license/fluent``), which registration stores in dbd's ``tres`` table
+(``Storage.register_cluster``). sacctmgr's limits on any other license are
+refused here, before anything is stored, rather than kept and never enforced;
+so is MaxTRESPerNode on a license, as a license belongs to no node (the
+controller has no per-node count of one to hold a job on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from dbd import entities
+from dbd.entities import invalid
+from dbd.models import Tres
+
+
+#: sacctmgr's words for TRES lists, over every kind (an account's or user's limits
+#: are its associations').
+_TRES_WORDS = frozenset(
+    s.word for kind in entities.SETTINGS.values() for s in kind if s.read is entities.tres_list
+)
+
+
+def check(session: Session, values: Mapping[str, str]) -> None:
+    """Refuse ``values``' TRES lists that name a license dbd does not track."""
+    tres_words = _TRES_WORDS
+    named = [
+        (entities.canonical(key), item.partition("=")[0].strip())
+        for key, text in values.items()
+        if entities.canonical(key) in tres_words
+        for item in text.split(",")
+        if item.strip().lower().startswith("license/")
+    ]
+    if not named:
+        return
+    for key, name in named:
+        if key == "maxtrespernode":
+            raise invalid(f"Invalid TRES name: {name.lower()} (a license belongs to no node)")
+    known = {
+        name.lower() for name in session.scalars(select(Tres.name).where(Tres.type == "license"))
+    }
+    for _, name in named:
+        if name.partition("/")[2].lower() not in known:
+            raise invalid(f"Invalid TRES name: {name.lower()}")
