@@ -82,11 +82,13 @@ def preempt_mode(text: str) -> str:
 
 
 def tres_list(text: str) -> str | None:
-    """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it.
+    """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it, and
+    an item ``NAME=-1`` is no limit on NAME (left out, as Slurm removes it).
     A ``license/NAME`` passes here; ``dbd.licensetres`` checks dbd tracks it."""
     if text.strip() in ("-1", ""):
         return None
     known = {name if not kind else f"{name}/{kind}" for name, kind, _ in BASE_TRES}
+    kept: list[str] = []
     for item in text.split(","):
         name, equal, value = item.partition("=")
         name = name.strip().lower()
@@ -96,7 +98,9 @@ def tres_list(text: str) -> str | None:
             raise invalid(f"Invalid TRES name: {name}")
         if name in ("gres/", "license/"):
             raise invalid(f"Invalid TRES name: {name}")
-    return text.strip()
+        if value.strip() != "-1":
+            kept.append(item.strip())
+    return ",".join(kept) or None
 
 
 def stripped(text: str) -> str:

@@ -176,3 +176,12 @@ def test_dbd_keeps_limits_on_a_tracked_license_for_the_controller(admin: Admin) 
     assert dict(lic.max_tres_pu) == {"license/fluent": 1}
     assocs = AssocSet.from_reply(reply)
     assert {a.account: dict(a.grp_tres) for a in assocs.assocs}["lab"] == {"license/fluent": 4}
+
+
+def test_an_item_of_minus_one_lifts_that_limit_alone() -> None:
+    from dbd.entities import tres_list
+
+    assert tres_list("cpu=4,license/fluent=-1") == "cpu=4"
+    assert tres_list("license/fluent=-1") is None
+    with pytest.raises(SlurmError, match="Invalid TRES name: license/"):
+        tres_list("license/=2")
