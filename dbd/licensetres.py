@@ -20,7 +20,6 @@ from dbd import entities
 from dbd.entities import invalid
 from dbd.models import Tres
 
-
 #: sacctmgr's words for TRES lists, over every kind (an account's or user's limits
 #: are its associations').
 _TRES_WORDS = frozenset(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from controller import assoclimits, associations, jobtres
+from controller import associations, assoclimits, jobtres
 from controller.associations import AssocSet
 from controller.core import BackfillParams, schedule
 from controller.core.fairshare import Usage as FairUsage
@@ -161,9 +161,7 @@ def test_dbd_refuses_a_license_no_cluster_tracks(admin: Admin) -> None:
 
 
 def test_dbd_keeps_limits_on_a_tracked_license_for_the_controller(admin: Admin) -> None:
-    Storage(admin.engine).register_cluster(
-        "bench", "127.0.0.1", 6817, 100, tres=["license/Fluent"]
-    )
+    Storage(admin.engine).register_cluster("bench", "127.0.0.1", 6817, 100, tres=["license/Fluent"])
     _run(admin, "add", "account", {"name": "lab", "cluster": "bench"})
     _run(admin, "modify", "account", {"name": "lab"}, grptres="license/fluent=4")
     _run(admin, "add", "qos", {"name": "lic"}, maxtresperuser="license/Fluent=1")
