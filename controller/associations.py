@@ -339,43 +339,53 @@ def _class(tres: str) -> str:
     """The family of a TRES for Slurm's reason names ("" for TRES not enforced)."""
     if tres.startswith("gres/"):
         return "gres"
+    if tres.startswith("license/"):
+        return "license"
     return tres if tres in ("cpu", "mem", "node", "billing") else ""
 
 
 def _table(*reasons: Reason | None) -> dict[str, Reason]:
-    return {
-        k: r for k, r in zip(("cpu", "mem", "node", "gres", "billing"), reasons, strict=True) if r
-    }
+    families = ("cpu", "mem", "node", "gres", "billing", "license")
+    return {k: r for k, r in zip(families, reasons, strict=True) if r}
 
 
 R = Reason
-#: Per kind of limit, Slurm's reason for each TRES family (cpu, mem, node, gres, billing).
+#: Per kind of limit, Slurm's reason for each TRES family (cpu, mem, node, gres, billing,
+#: license: libslurm 22.05's words, e.g. ``AssocGrpLicense``; no per-node limit on one).
 ASSOC_GRP = _table(R.ASSOC_GRP_CPU, R.ASSOC_GRP_MEM, R.ASSOC_GRP_NODE, R.ASSOC_GRP_GRES,
-                   R.ASSOC_GRP_BILLING)  # fmt: skip
+                   R.ASSOC_GRP_BILLING, R.ASSOC_GRP_LICENSE)  # fmt: skip
 ASSOC_JOB = _table(R.ASSOC_MAX_CPU_PER_JOB, R.ASSOC_MAX_MEM_PER_JOB, R.ASSOC_MAX_NODE_PER_JOB,
-                   R.ASSOC_MAX_GRES_PER_JOB, R.ASSOC_MAX_BILLING_PER_JOB)  # fmt: skip
+                   R.ASSOC_MAX_GRES_PER_JOB, R.ASSOC_MAX_BILLING_PER_JOB,
+                   R.ASSOC_MAX_LICENSE_PER_JOB)  # fmt: skip
 ASSOC_NODE = _table(R.ASSOC_MAX_CPU_PER_NODE, R.ASSOC_MAX_MEM_PER_NODE, None,
-                    R.ASSOC_MAX_GRES_PER_NODE, R.ASSOC_MAX_BILLING_PER_NODE)  # fmt: skip
+                    R.ASSOC_MAX_GRES_PER_NODE, R.ASSOC_MAX_BILLING_PER_NODE, None)  # fmt: skip
 ASSOC_MINS = _table(R.ASSOC_MAX_CPU_MINUTES_PER_JOB, R.ASSOC_MAX_MEM_MINUTES_PER_JOB,
                     R.ASSOC_MAX_NODE_MINUTES_PER_JOB, R.ASSOC_MAX_GRES_MINUTES_PER_JOB,
-                    R.ASSOC_MAX_BILLING_MINUTES_PER_JOB)  # fmt: skip
+                    R.ASSOC_MAX_BILLING_MINUTES_PER_JOB,
+                    R.ASSOC_MAX_LICENSE_MINUTES_PER_JOB)  # fmt: skip
 ASSOC_GRP_MINS = _table(R.ASSOC_GRP_CPU_MINUTES, R.ASSOC_GRP_MEM_MINUTES, R.ASSOC_GRP_NODE_MINUTES,
-                        R.ASSOC_GRP_GRES_MINUTES, R.ASSOC_GRP_BILLING_MINUTES)  # fmt: skip
-QOS_GRP = _table(R.QOS_GRP_CPU, R.QOS_GRP_MEM, R.QOS_GRP_NODE, R.QOS_GRP_GRES, R.QOS_GRP_BILLING)
+                        R.ASSOC_GRP_GRES_MINUTES, R.ASSOC_GRP_BILLING_MINUTES,
+                        R.ASSOC_GRP_LICENSE_MINUTES)  # fmt: skip
+QOS_GRP = _table(R.QOS_GRP_CPU, R.QOS_GRP_MEM, R.QOS_GRP_NODE, R.QOS_GRP_GRES, R.QOS_GRP_BILLING,
+                 R.QOS_GRP_LICENSE)  # fmt: skip
 QOS_GRP_MINS = _table(R.QOS_GRP_CPU_MINUTES, R.QOS_GRP_MEM_MINUTES, R.QOS_GRP_NODE_MINUTES,
-                      R.QOS_GRP_GRES_MINUTES, R.QOS_GRP_BILLING_MINUTES)  # fmt: skip
+                      R.QOS_GRP_GRES_MINUTES, R.QOS_GRP_BILLING_MINUTES,
+                      R.QOS_GRP_LICENSE_MINUTES)  # fmt: skip
 QOS_JOB = _table(R.QOS_MAX_CPU_PER_JOB, R.QOS_MAX_MEM_PER_JOB, R.QOS_MAX_NODE_PER_JOB,
-                 R.QOS_MAX_GRES_PER_JOB, R.QOS_MAX_BILLING_PER_JOB)  # fmt: skip
+                 R.QOS_MAX_GRES_PER_JOB, R.QOS_MAX_BILLING_PER_JOB,
+                 R.QOS_MAX_LICENSE_PER_JOB)  # fmt: skip
 QOS_NODE = _table(R.QOS_MAX_CPU_PER_NODE, R.QOS_MAX_MEM_PER_NODE, None,
-                  R.QOS_MAX_GRES_PER_NODE, R.QOS_MAX_BILLING_PER_NODE)  # fmt: skip
+                  R.QOS_MAX_GRES_PER_NODE, R.QOS_MAX_BILLING_PER_NODE, None)  # fmt: skip
 QOS_MINS = _table(R.QOS_MAX_CPU_MINUTES_PER_JOB, R.QOS_MAX_MEM_MINUTES_PER_JOB,
                   R.QOS_MAX_NODE_MINUTES_PER_JOB, R.QOS_MAX_GRES_MINUTES_PER_JOB,
-                  R.QOS_MAX_BILLING_MINUTES_PER_JOB)  # fmt: skip
+                  R.QOS_MAX_BILLING_MINUTES_PER_JOB,
+                  R.QOS_MAX_LICENSE_MINUTES_PER_JOB)  # fmt: skip
 QOS_USER = _table(R.QOS_MAX_CPU_PER_USER, R.QOS_MAX_MEM_PER_USER, R.QOS_MAX_NODE_PER_USER,
-                  R.QOS_MAX_GRES_PER_USER, R.QOS_MAX_BILLING_PER_USER)  # fmt: skip
+                  R.QOS_MAX_GRES_PER_USER, R.QOS_MAX_BILLING_PER_USER,
+                  R.QOS_MAX_LICENSE_PER_USER)  # fmt: skip
 QOS_ACCOUNT = _table(R.QOS_MAX_CPU_PER_ACCOUNT, R.QOS_MAX_MEM_PER_ACCOUNT,
                      R.QOS_MAX_NODE_PER_ACCOUNT, R.QOS_MAX_GRES_PER_ACCOUNT,
-                     R.QOS_MAX_BILLING_PER_ACCOUNT)  # fmt: skip
+                     R.QOS_MAX_BILLING_PER_ACCOUNT, R.QOS_MAX_LICENSE_PER_ACCOUNT)  # fmt: skip
 
 
 class _Gates:

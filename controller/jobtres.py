@@ -2,10 +2,12 @@
 
 Accounting limits (GrpTRES, MaxTRES, MaxTRESPerNode, MaxTRESMins, a QOS's
 MaxTRESPU/MaxTRESPA) name trackable resources: ``cpu``, ``mem`` (MiB),
-``node``, ``billing`` (the CPUs, as Slurm without TRESBillingWeights) and
-``gres/<name>`` or ``gres/<name>:<type>``. A running job counts what it was
-given; a pending one what it asks for at its smallest (``-N`` minimum), as
-slurmctld's ``acct_policy`` does before a start.
+``node``, ``billing`` (the CPUs, as Slurm without TRESBillingWeights),
+``gres/<name>`` or ``gres/<name>:<type>``, and ``license/<name>`` (lower case,
+as dbd keeps limits; a job's licenses belong to no node, so only its total
+has them). A running job counts what it was given; a pending one what it asks
+for at its smallest (``-N`` minimum), as slurmctld's ``acct_policy`` does
+before a start.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 from controller.core.gpus import also_items, same_type
 from controller.model import Job
 from corral import gres as gres_syntax
+from corral.licenses import LicenseSyntaxError
+from corral.licenses import parse as parse_licenses
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +49,29 @@ def _largest(per_node: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return largest
 
 
+def license_counts(text: str) -> dict[str, int]:
+    """A job's licenses as TRES counts: ``fluent:2`` is ``{"license/fluent": 2}``."""
+    try:
+        pairs = parse_licenses(text) if text else ()
+    except LicenseSyntaxError:
+        pairs = ()  # admission refused malformed lists; an old record counts none
+    counts: dict[str, int] = {}
+    for name, count in pairs:
+        key = f"license/{name.lower()}"
+        counts[key] = counts.get(key, 0) + count
+    return counts
+
+
 def of_job(job: Job) -> JobTres:
-    """``job``'s TRES: its allocation once it has nodes, else its request."""
+    """``job``'s TRES: its allocation once it has nodes, else its request; its
+    licenses in both."""
+    tres = _of_job(job)
+    if not job.licenses:
+        return tres
+    return JobTres({**tres.total, **license_counts(job.licenses)}, tres.per_node)
+
+
+def _of_job(job: Job) -> JobTres:
     if job.nodes:
         given = job.gres_alloc or tuple(() for _ in job.nodes)
         nodes = [

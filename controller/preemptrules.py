@@ -96,6 +96,7 @@ def policy(conf: SlurmConfig, assocs: AssocSet | None) -> PreemptPolicy | None:
         return None
     requeue = conf.preempt_mode == "REQUEUE"
     exempt = conf.preemption.min_exempt_priority
+    reclaim = conf.preemption.reclaim_licenses
     if rules.by_qos:
         return PreemptPolicy(
             "qos",
@@ -106,6 +107,13 @@ def policy(conf: SlurmConfig, assocs: AssocSet | None) -> PreemptPolicy | None:
             ),
             within_all=conf.preemption.within,
             min_exempt_priority=exempt,
+            reclaim_licenses=reclaim,
         )
     tiers = {p.name: p.priority_tier for p in conf.partitions}
-    return PreemptPolicy("partition_prio", requeue, tiers=tiers, min_exempt_priority=exempt)
+    return PreemptPolicy(
+        "partition_prio",
+        requeue,
+        tiers=tiers,
+        min_exempt_priority=exempt,
+        reclaim_licenses=reclaim,
+    )

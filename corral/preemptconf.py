@@ -22,14 +22,17 @@ does Corral):
 * ``min_exempt_priority=N``: only jobs whose priority is below N may be
   victims of PreemptType's preemption (Slurm's documented rule; its code
   lets a job of exactly N be one too).
+* ``reclaim_licenses``: a job waiting for licenses may preempt the jobs it
+  may preempt (PreemptType) that hold them (controller/core/preempt.py);
+  without it such a job waits, as in Slurm.
 
 The rest are refused, each with its reason (``_REFUSED``): Corral's victim
 order (controller/core/preempt.py) already takes the victims that lose the
 least work and keeps none the waiting job can start without, so Slurm's
 reordering passes (``reorder_count``, ``strict_order``) have nothing to act
-on and ``youngest_first`` would only undo the checkpoints; preemption never
-frees licenses for a job waiting for them; and no Slurm release (17.11 to 25.11) documents or reads
-``strict_suspend``, so it has no meaning to implement.
+on and ``youngest_first`` would only undo the checkpoints; and no Slurm
+release (17.11 to 25.11) documents or reads ``strict_suspend``, so it has no
+meaning to implement.
 
 Everything that is not one of Slurm's words, and SUSPEND or a partition's
 GANG without GANG in slurm.conf's PreemptMode, is refused with its file and
@@ -70,7 +73,6 @@ _REORDER = (
     "can start without)"
 )
 _REFUSED = {
-    "reclaim_licenses": "jobs waiting for licenses do not preempt",
     "reorder_count": _REORDER,
     "strict_order": _REORDER,
     "youngest_first": "Corral already takes the least run time since a job's start or "
@@ -97,6 +99,7 @@ class PreemptConfig:
     # PreemptParameters=min_exempt_priority: jobs of this priority or more are never
     # victims (None: no such bound).
     min_exempt_priority: int | None = None
+    reclaim_licenses: bool = False  # PreemptParameters=reclaim_licenses
     gang: bool = False  # PreemptMode=...,GANG: time-slicing, and suspended victims resumed
     time_slice: int = TIME_SLICE  # SchedulerTimeSlice, seconds
 
@@ -186,6 +189,8 @@ def _word(config: PreemptConfig, word: str, where: Where) -> PreemptConfig:
         return replace(config, suspend_grace=_count(word, where))
     if name == "min_exempt_priority":
         return replace(config, min_exempt_priority=_count(word, where))
+    if name == "reclaim_licenses" and "=" not in word:
+        return replace(config, reclaim_licenses=True)
     if name in _REFUSED:
         raise ConfigError(*where, f"PreemptParameters={word} is refused: {_REFUSED[name]}")
     raise ConfigError(*where, f"bad PreemptParameters value '{word}'")

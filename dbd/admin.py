@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from corral import SLURM_PROTOCOL_VERSION
 from corral.errors import ESLURM_ACCESS_DENIED, SlurmError
-from dbd import entities, reservations, resources
+from dbd import entities, licensetres, reservations, resources
 from dbd.entities import DEFAULT_COLUMNS, SETTINGS, Setting, invalid, names
 from dbd.models import (
     Account,
@@ -243,6 +243,8 @@ class Admin:
             method = getattr(self, f"_{verb}_{kind}", None)
             if method is None:
                 raise invalid(f"{verb} is not supported for {kind}")
+            if verb != "delete":
+                licensetres.check(session, {**where, **values})
             rows = method(session, where, values)
             if commit:
                 session.commit()

@@ -82,18 +82,25 @@ def preempt_mode(text: str) -> str:
 
 
 def tres_list(text: str) -> str | None:
-    """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it."""
+    """``cpu=4,mem=1G,gres/gpu=2`` checked and kept as written; ``-1`` clears it, and
+    an item ``NAME=-1`` is no limit on NAME (left out, as Slurm removes it).
+    A ``license/NAME`` passes here; ``dbd.licensetres`` checks dbd tracks it."""
     if text.strip() in ("-1", ""):
         return None
     known = {name if not kind else f"{name}/{kind}" for name, kind, _ in BASE_TRES}
+    kept: list[str] = []
     for item in text.split(","):
         name, equal, value = item.partition("=")
         name = name.strip().lower()
         if not equal or not value.strip():
             raise invalid(f"Invalid TRES specification: {text}")
-        if name not in known and not name.startswith("gres/"):
+        if name not in known and not name.startswith(("gres/", "license/")):
             raise invalid(f"Invalid TRES name: {name}")
-    return text.strip()
+        if name in ("gres/", "license/"):
+            raise invalid(f"Invalid TRES name: {name}")
+        if value.strip() != "-1":
+            kept.append(item.strip())
+    return ",".join(kept) or None
 
 
 def stripped(text: str) -> str:

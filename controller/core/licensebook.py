@@ -26,6 +26,7 @@ other job to the outside part.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from controller.core.snapshot import ResvView
@@ -133,6 +134,13 @@ class LicenseBook:
         else:
             outside += count
         return outside + sum(max(pools[r], used[r]) for r in pools)
+
+    def without(self, job_ids: AbstractSet[int]) -> LicenseBook:
+        """This book as if ``job_ids`` held nothing (preemption's trial of victims)."""
+        book = LicenseBook(self.totals)
+        book.reserved = self.reserved
+        book.holds = [h for h in self.holds if h.job_id not in job_ids]
+        return book
 
     def ends(self, after: int, before: int) -> list[int]:
         """The moments in ``(after, before)`` at which some holding ends, in order: when

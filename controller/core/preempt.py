@@ -29,6 +29,13 @@ An elastic job above its minimum is divided (``core/elastic.py``): its first
 ``min_nodes`` nodes are one victim, each node above them another, tried before
 any whole job; taking one shrinks the job (``Plan.shrunk``) and ends nothing.
 
+With ``PreemptParameters=reclaim_licenses`` a job waiting for licenses (reason
+``Licenses``, too few free now) looks for victims too, and every waiting job
+fits only where the licenses it asks for are free once its victims are gone:
+a victim that holds some of them is kept wherever it runs. A victim suspended
+keeps its licenses (so it frees none), and a shrunk elastic job keeps its own.
+Without the parameter a job short of licenses waits, as in Slurm.
+
 A waiting job whose victims are still in their GraceTime looks for no more
 while what they will free is enough. The controller then warns, requeues or
 cancels them (PreemptMode) and the waiting job starts when their nodes are
@@ -42,6 +49,7 @@ from collections.abc import Set as AbstractSet
 
 from controller.core import elastic, nodefree
 from controller.core.alternatives import first_fit
+from controller.core.licensebook import LicenseBook, needs
 from controller.core.plan import Draft, Start
 from controller.core.snapshot import NodeView, PreemptPolicy, Running, Snapshot
 from controller.jobstate import Reason
@@ -117,16 +125,32 @@ def _fit(
     nodes: Mapping[str, NodeView],
     freed: Sequence[Running],
     parts: AbstractSet[Running] = frozenset(),
+    book: LicenseBook | None = None,
+    now: int = 0,
 ) -> Start | None:
     """Where ``job`` would start once ``freed`` are gone (or, suspended, have lent
-    their CPUs; an elastic job's ``parts`` are given back whole), or None."""
+    their CPUs; an elastic job's ``parts`` are given back whole), or None. With
+    ``book`` (reclaim_licenses), only where its licenses are free ``now`` too."""
     trial = dict(nodes)
     policy = snap.preempt
+    ended: set[int] = set()
     for victim in freed:
         lends = policy is not None and suspends(policy, victim) and victim not in parts
         release(trial, victim, cpus_only=lends)
+        if not lends and victim not in parts:
+            ended.add(victim.job_id)
+    asked = needs(job.licenses)
+    freed_book = book.without(ended) if book is not None and asked else None
+    if freed_book is not None and freed_book.short(asked, now, now + 1, job.reservation):
+        return None
     outcome = first_fit(job, snap, trial, set())
     return outcome if isinstance(outcome, Start) else None
+
+
+def _holds_asked(victim: Running, job: Job) -> bool:
+    """Whether ``victim`` holds some of the licenses ``job`` asks for."""
+    asked = {name for name, _ in needs(job.licenses)}
+    return bool(asked) and any(name in asked for name, _ in needs(victim.licenses))
 
 
 def _minimal(
@@ -135,19 +159,26 @@ def _minimal(
     nodes: Mapping[str, NodeView],
     taken: list[Running],
     parts: AbstractSet[Running],
+    book: LicenseBook | None = None,
+    now: int = 0,
 ) -> tuple[list[Running], Start] | None:
-    """The fewest of ``taken`` (in order) the job needs, and where it would start."""
-    start = _fit(job, snap, nodes, taken, parts)
+    """The fewest of ``taken`` (in order) the job needs, and where it would start:
+    those on the nodes it would get, and with ``book`` those holding its licenses."""
+    start = _fit(job, snap, nodes, taken, parts, book, now)
     if start is None:
         return None
     kept = list(taken)
     for victim in reversed(taken[:-1]):
         fewer = [v for v in kept if v is not victim]
-        trial = _fit(job, snap, nodes, fewer, parts)
+        trial = _fit(job, snap, nodes, fewer, parts, book, now)
         if trial is not None:
             kept, start = fewer, trial
     used = set(start.nodes)
-    return [v for v in kept if used & set(v.nodes)], start
+    return [
+        v
+        for v in kept
+        if used & set(v.nodes) or (book is not None and v not in parts and _holds_asked(v, job))
+    ], start
 
 
 def preemptions(
@@ -156,13 +187,17 @@ def preemptions(
     nodes: Mapping[str, NodeView],
     ordered: list[Job],
     claimed: AbstractSet[int] = frozenset(),
+    licenses: LicenseBook | None = None,
 ) -> dict[int, int]:
     """Victims for the waiting jobs of ``plan``: victim job id -> the job it makes room for
-    (``claimed``: victims already chosen this pass, by reclaim)."""
+    (``claimed``: victims already chosen this pass, by reclaim; ``licenses``: the
+    pass's book, which reclaim_licenses reads)."""
     policy = snap.preempt
     if policy is None:
         return {}
     now = plan.now
+    book = licenses if policy.reclaim_licenses else None
+    waits = (Reason.RESOURCES, Reason.LICENSES) if book is not None else (Reason.RESOURCES,)
     chosen: dict[int, int] = {}
     tried = 0
     key = victim_order(now)
@@ -170,11 +205,14 @@ def preemptions(
     # taking one only shrinks the job (core/elastic.py).
     pool, parts = elastic.divide(snap.running, snap.elastic)
     for job in ordered:
-        if plan.reasons.get(job.job_id) is not Reason.RESOURCES or tried >= MAX_PREEMPTORS:
+        reason = plan.reasons.get(job.job_id)
+        if reason not in waits or tried >= MAX_PREEMPTORS:
             continue
+        if reason is Reason.LICENSES and not _short(book, job, now):
+            continue  # it waits behind a job ahead that asks for them, not for holders
         tried += 1
         warned = [r for r in snap.running if r.preempted_for == job.job_id]
-        if warned and _fit(job, snap, nodes, warned) is not None:
+        if warned and _fit(job, snap, nodes, warned, frozenset(), book, now) is not None:
             continue  # its victims' GraceTime runs: what they free is enough
         candidates = sorted(
             (
@@ -189,9 +227,9 @@ def preemptions(
         taken: list[Running] = list(warned)
         for victim in candidates:
             taken.append(victim)
-            if _fit(job, snap, nodes, taken, parts) is None:
+            if _fit(job, snap, nodes, taken, parts, book, now) is None:
                 continue
-            found = _minimal(job, snap, nodes, taken, parts)
+            found = _minimal(job, snap, nodes, taken, parts, book, now)
             if found is not None:
                 for kept in found[0]:
                     if kept in parts:
@@ -203,6 +241,12 @@ def preemptions(
         plan.shrunk.pop(job_id, None)
         plan.shrunk_for.pop(job_id, None)
     return chosen
+
+
+def _short(book: LicenseBook | None, job: Job, now: int) -> bool:
+    """Whether too few of ``job``'s licenses are free now (not only awaited ahead)."""
+    asked = needs(job.licenses)
+    return book is not None and book.short(asked, now, now + 1, job.reservation) is not None
 
 
 def lent_back(

@@ -327,7 +327,9 @@ def schedule(
             plan.requeued.add(victim)
     if snap.preempt is not None:
         policy = snap.preempt
-        chosen = preemptions(snap, plan, nodes, ordered, claimed=set(plan.preempted))
+        chosen = preemptions(
+            snap, plan, nodes, ordered, claimed=set(plan.preempted), licenses=licenses
+        )
         plan.preempted.update(chosen)
         for victim in chosen:
             r = running[victim]

@@ -189,6 +189,8 @@ class PreemptPolicy:
     # PreemptParameters=min_exempt_priority: a job of this priority or more is never a
     # victim (None: any priority may be).
     min_exempt_priority: int | None = None
+    # PreemptParameters=reclaim_licenses: a job waiting for licenses may preempt too.
+    reclaim_licenses: bool = False
 
     def mode_of(self, victim: Running) -> str:
         """What is done to ``victim``: its own PreemptMode, else the global one."""

@@ -68,7 +68,6 @@ def test_bad_values_are_refused_with_file_and_line(body: str, line: int, message
         pytest.param("PreemptParameters=youngest_first", "would undo the checkpoints", id="yf"),
         pytest.param("PreemptParameters=strict_order", "no reordering passes", id="so"),
         pytest.param("PreemptParameters=reorder_count=3", "no reordering passes", id="rc"),
-        pytest.param("PreemptParameters=reclaim_licenses", "waiting for licenses", id="rl"),
         pytest.param("PreemptParameters=strict_suspend", "its meaning is unknown", id="ss"),
         # Slurm 22.05's spellings, which 24.11 still reads: refused alike.
         pytest.param("SchedulerParameters=bf_interval=5,preempt_strict_order", "reorder", id="so'"),
@@ -100,6 +99,12 @@ def test_preempt_parameters_that_are_honoured() -> None:
     both = "PreemptType=preempt/qos\nPreemptMode=CANCEL\nPreemptParameters=min_exempt_priority=9\n"
     policy = preemptrules.policy(conf(both), assocs(QosLimits("normal", preempt_mode="within")))
     assert policy is not None and policy.min_exempt_priority == 9
+    assert not policy.reclaim_licenses and not plain.reclaim_licenses
+    reclaim = both.replace("min_exempt_priority=9", "Reclaim_Licenses")
+    policy = preemptrules.policy(conf(reclaim), assocs(QosLimits("normal", preempt_mode="within")))
+    assert policy is not None and policy.reclaim_licenses
+    with pytest.raises(ConfigError, match="bad PreemptParameters value 'reclaim_licenses=1'"):
+        conf("PreemptParameters=reclaim_licenses=1\n")
 
 
 def test_the_keys_are_read() -> None:
