@@ -559,13 +559,16 @@ class JobStore:
     # ------------------------------------------------------------ scheduling
 
     def recalculate_priorities(self, now: int) -> None:
-        """Every PriorityCalcPeriod: advance fair-share usage, re-rank pending jobs."""
+        """Every PriorityCalcPeriod, and when the number of usable nodes (the job-size
+        factor's node count) changed since: advance fair-share usage, re-rank pending
+        jobs. A controller's first calculation often comes before its nodes register;
+        jobs submitted until the next would otherwise count against none."""
         keeper = self.priorities
-        if not keeper.due(now):
+        active = sum(1 for n in self.nodes.values() if self.node_usable(n))
+        if not keeper.due(now) and active == keeper.cluster.nodes:
             return
         running = [j for j in self.jobs.values() if holds_nodes(j)]
         pending = [self.jobs[i] for i in self._pending]
-        active = sum(1 for n in self.nodes.values() if self.node_usable(n))
         # Derived from usage (which is journaled) at every calculation: not journaled.
         self.ranking = keeper.recalculate(now, running, pending, active)
         self.durable.keep(USAGE_KEY, keeper.saved())

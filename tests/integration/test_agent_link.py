@@ -330,7 +330,10 @@ def test_jobs_survive_an_agent_killed_mid_job(tmp_path: Path) -> None:
     async def body(ctl: FakeController, setup: Setup) -> None:
         await ctl.expect("hello")
         ctl.send(launch=setup.launch(11, "sleep 0.2\nexit 3\n"))
-        ctl.send(launch=setup.launch(12, "sleep 2\necho finished\nexit 4\n", node="n2"))
+        # Job 12 runs until the agent is back (a restart can take seconds under load).
+        back = setup.work / "agent-back"
+        waits = f"while [ ! -e {back} ]; do sleep 0.1; done\necho finished\nexit 4\n"
+        ctl.send(launch=setup.launch(12, waits, node="n2"))
         await ctl.expect("running", lambda m: m.job_id == 11)
         long_running = await ctl.expect("running", lambda m: m.job_id == 12)
         setup.kill_agent()
@@ -340,6 +343,7 @@ def test_jobs_survive_an_agent_killed_mid_job(tmp_path: Path) -> None:
         setup.start_agent()
         hello = await ctl.expect("hello")
         assert [(r.job_id, r.pid) for r in hello.running] == [(12, long_running.pid)]
+        back.touch()
         done = await ctl.expect("done", lambda m: m.job_id == 11)
         assert (done.outcome, done.exit_status) == ("exited", 3 << 8)
         done = await ctl.expect("done", lambda m: m.job_id == 12)

@@ -261,9 +261,11 @@ def test_sprio_and_sshare_show_the_live_priorities(make_cluster) -> None:  # typ
     c.wait_state(running, {"RUNNING"})
     waiting = c.sbatch("-N", "2", "--exclusive", "--wrap", "true")
     c.wait_for(lambda: c.job(waiting)["reason"] == "Resources", 10, "job did not wait")
+    # The job-size factor counts once the next priority pass has run.
+    c.wait_for(lambda: c.job(waiting)["priority"] > 1, 30, "the priority was not recalculated")
     rows = c.run("sprio", "-h", "-o", "%i %Y %J").stdout.split()
     assert rows[0] == str(waiting)
-    assert int(rows[1]) == c.job(waiting)["priority"] > 1  # the job-size factor counts
+    assert int(rows[1]) == c.job(waiting)["priority"]
     user = c.run("sshare", "-h", "-P", "-a").stdout
     assert "root|" in user
     c.run("scancel", str(running), str(waiting))

@@ -18,7 +18,9 @@ from tests.databases import fresh_database
 from tests.integration.cluster import Cluster
 
 #: What a torchrun-style launcher does with Corral's elastic jobs: on each resize it
-#: reads its nodes again and starts its workers over on all of them (one a node).
+#: reads its nodes again and starts its workers over on all of them (one a node). The
+#: trap only notes the signal: bash drops a signal that comes while its trap runs, so a
+#: resize heard while the workers start would be lost in a trap that starts them.
 SCRIPT = """\
 #!/bin/bash
 log={log}
@@ -31,10 +33,14 @@ resized() {{
     echo "$SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST $SLURM_JOB_CPUS_PER_NODE" >> "$log"
     workers "$SLURM_JOB_NUM_NODES"
 }}
-trap resized WINCH
+heard=0
+trap 'heard=1' WINCH
 echo "$SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST $SLURM_JOB_CPUS_PER_NODE" >> "$log"
 workers "$SLURM_JOB_NUM_NODES"
-while :; do sleep 0.2 & wait $!; done
+while :; do
+    if [ "$heard" = 1 ]; then heard=0; resized; fi
+    sleep 0.2 & wait $!
+done
 """
 
 

@@ -175,6 +175,24 @@ def test_priorities_are_a_ranking_the_snapshot_takes_and_no_job_is_rewritten(
     assert {j.job_id: store.ranking.of(j) for j in store.jobs.values()} == dict(ranking.values)
 
 
+def test_nodes_registering_after_a_calculation_count_at_once_in_the_job_size_factor(
+    tmp_path: Path,
+) -> None:
+    """A controller's first calculation comes before its nodes register; a job
+    submitted before PriorityCalcPeriod has passed again counts them all the same."""
+    sized = MULTIFACTOR + "PriorityWeightJobSize=1000\nPriorityCalcPeriod=5\n"  # minutes
+    store = JobStore(parse(sized, str(tmp_path / "slurm.conf")), Journal(str(tmp_path / "s")))
+    store.recalculate_priorities(1000)  # no node yet
+    assert store.priorities.cluster.nodes == 0
+    for name in ("n1", "n2"):
+        store.node_registered(Registration(name, 8, 16000), monotonic=1.0, now=1001)
+    store.recalculate_priorities(1002)
+    job = store.submit(replace(SPEC, min_nodes=2), principal_for(0, 0), now=1003).job
+    # Both nodes of two: the job-size factor's node half is whole.
+    assert store.priorities.cluster.nodes == 2
+    assert job.calc_priority >= 500
+
+
 class Recorder:
     """A dispatcher that notes each effect with the job's state in the journal then."""
 
