@@ -292,11 +292,13 @@ def schedule(
                 queues.stop(job, Reason.LICENSES)
                 waiting.append(job)  # backfill plans when its licenses are free
                 break
-            outcome = None
-            if not (job.gres_alternatives or job.prefer):  # the chooser would place it alone
-                outcome = held_back(job, snap, blocked, stuck)
-            if outcome is None:
-                outcome = chooser.choose(job, fit_now, nodes)
+            # A job without alternatives the chooser would place alone: first_fit.
+            stuck_at = (
+                None
+                if job.gres_alternatives or job.prefer
+                else held_back(job, snap, blocked, stuck)
+            )
+            outcome = chooser.choose(job, fit_now, nodes) if stuck_at is None else stuck_at
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
                 if outcome in WAITING:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cli import squeue
+from cli.jobs.order import DEFAULT_SORT
 from controller import views
 from controller.core import schedule
 from controller.jobspec import from_fields
@@ -127,7 +128,7 @@ def test_a_listing_naming_fields_gets_exactly_those_of_the_full_record(tmp_path:
     store = _varied_store(tmp_path)
     assert {j.state.name for j in store.jobs.values()} >= {"RUNNING", "PENDING"}
     settings = squeue.parse_settings([], {})
-    squeue_default = squeue.job_fields(squeue.build_layout(settings), squeue.DEFAULT_SORT)
+    squeue_default = squeue.job_fields(squeue.build_layout(settings), DEFAULT_SORT)
     rng = random.Random(7)
     lists = [(f,) for f in WIRE] + [tuple(squeue_default)]
     lists += [tuple(sorted(rng.sample(WIRE, rng.randint(2, 30)))) for _ in range(40)]
