@@ -30,7 +30,7 @@ from controller.core.flavors import Chooser
 from controller.core.licensebook import book_of, needs
 from controller.core.limits import Usage
 from controller.core.nodeindex import C_BITMAPS, Bitmaps, FreeNodes, NodeOrder
-from controller.core.placement import first_fit, take
+from controller.core.placement import first_fit, partition_reason, partitions_of, take
 from controller.core.plan import Draft, Plan, Start
 from controller.core.preempt import lent_back, preemptions, suspends
 from controller.core.queueplan import QueueLedger, reclaims, suspending
@@ -114,6 +114,30 @@ def _past_deadline(job: Job, now: int) -> bool:
     return bool(job.deadline) and now + minutes * 60 > job.deadline
 
 
+def held_back(
+    job: Job, snap: Snapshot, blocked: set[str], stuck: dict[tuple[str, ...], PartitionView]
+) -> Reason | None:
+    """What ``first_fit`` answers, without placing, for a job every one of whose
+    partitions is blocked by an earlier job of this pass; None when one is not.
+
+    At 100,000 pending jobs behind a full cluster the main pass otherwise places each
+    of them in vain. ``first_fit`` answers such a job with its first partition's limit,
+    else Priority, whatever the nodes; a job in a reservation is not held back by
+    blocked partitions and is placed as usual. ``stuck`` keeps, per partition list
+    found all blocked, its first partition by PriorityTier: ``blocked`` only grows
+    during the pass, so a list once all blocked stays so.
+    """
+    if not blocked or job.reservation:
+        return None
+    first = stuck.get(job.partitions)
+    if first is None:
+        known = partitions_of(job, snap)
+        if not known or any(p.name not in blocked for p in known):
+            return None
+        first = stuck[job.partitions] = known[0]
+    return partition_reason(job, first) or Reason.PRIORITY
+
+
 def schedule(
     snap: Snapshot,
     now: int,
@@ -175,6 +199,7 @@ def schedule(
     # now (as a waiting job blocks its partition); backfill lends them when its plans
     # show the jobs ahead are not delayed.
     awaited: set[str] = set()
+    stuck: dict[tuple[str, ...], PartitionView] = {}  # see held_back
 
     def fit_now(asked: Job) -> Start | Reason:
         """Placement now, in the first partition that holds ``asked`` (one alternative)."""
@@ -267,14 +292,22 @@ def schedule(
                 queues.stop(job, Reason.LICENSES)
                 waiting.append(job)  # backfill plans when its licenses are free
                 break
-            outcome = chooser.choose(job, fit_now, nodes)
+            # A job without alternatives the chooser would place alone: first_fit.
+            stuck_at = (
+                None
+                if job.gres_alternatives or job.prefer
+                else held_back(job, snap, blocked, stuck)
+            )
+            outcome = chooser.choose(job, fit_now, nodes) if stuck_at is None else stuck_at
             if isinstance(outcome, Reason):
                 plan.reasons[job.job_id] = outcome
                 if outcome in WAITING:
                     if not job.reservation:  # its reservation's nodes hold back no one else
-                        blocked.update(p for p in job.partitions if p in snap.partitions)
+                        if job.partitions not in stuck:
+                            blocked.update(p for p in job.partitions if p in snap.partitions)
                         queues.stop(job, outcome)
-                    awaited.update(name for name, _ in asked)
+                    if asked:
+                        awaited.update(name for name, _ in asked)
                     waiting.append(job)
                 break
             if picks is not None:

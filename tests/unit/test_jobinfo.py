@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli import squeue
+from cli.jobs.order import DEFAULT_SORT
 from controller import views
+from controller.core import schedule
 from controller.jobspec import from_fields
 from controller.journal import Journal
 from controller.principal import principal_for
-from controller.store import JobStore
+from controller.store import JobStore, Registration
 from corral import jobinfo
 from corral.config import parse
 from corral.wire import corral_pb2 as pb
@@ -92,3 +96,46 @@ def test_views_copy_the_copied_fields_from_the_job(tmp_path: Path) -> None:
     info = views.job_info(job, store)
     for field, attribute in jobinfo.COPIED.items():
         assert getattr(info, field) == getattr(job, attribute), field
+
+
+def _varied_store(path: Path) -> JobStore:
+    """Jobs of many kinds: running, pending, an array, held, with a dependency,
+    cancelled, with a hold and a signal; two nodes, so some wait."""
+    conf = CONF + "Licenses=lic:4\nAccountingStorageTRES=license/lic\n"
+    store = JobStore(parse(conf, str(path / "slurm.conf")), Journal(str(path / "state")))
+    store.load(0.0)
+    for name in ("n1", "n2"):
+        store.node_registered(Registration(name, 2, 1000), monotonic=1.0, now=10)
+    root = principal_for(0, 0)
+    base = {"name": "a", "script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"}
+    for extra in (
+        {"licenses": "lic:1", "signal_num": 10, "signal_time": 60},
+        {"array": "1-5%2"},
+        {"exclusive": True, "time_limit": 10},
+        {"hold": True, "dependency": "afterok:1"},
+        {"array": "7", "std_out": "/tmp/o"},
+        {"req_nodes": "n1", "mem_per_cpu": 10},
+    ):
+        store.submit(from_fields({**base, **extra}), root, now=100)
+    store.commit(schedule(store.snapshot(), 110))
+    return store
+
+
+def test_a_listing_naming_fields_gets_exactly_those_of_the_full_record(tmp_path: Path) -> None:
+    """``listed_info`` works out only the fields asked for; the bytes are the full
+    record's with the others dropped, for each field alone, squeue's default list and
+    random lists, whatever the job's kind or state."""
+    store = _varied_store(tmp_path)
+    assert {j.state.name for j in store.jobs.values()} >= {"RUNNING", "PENDING"}
+    settings = squeue.parse_settings([], {})
+    squeue_default = squeue.job_fields(squeue.build_layout(settings), DEFAULT_SORT)
+    rng = random.Random(7)
+    lists = [(f,) for f in WIRE] + [tuple(squeue_default)]
+    lists += [tuple(sorted(rng.sample(WIRE, rng.randint(2, 30)))) for _ in range(40)]
+    for job in store.jobs.values():
+        for shown in (None, "afterok:1(unfulfilled)"):
+            full = views.job_info(job, store, dependency=shown)
+            for fields in lists:
+                want = views._only(full, fields).SerializeToString()
+                got = views.listed_info(job, store, fields, shown).SerializeToString()
+                assert got == want, (job.job_id, fields)
