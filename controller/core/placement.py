@@ -454,14 +454,38 @@ def _first_candidates(
     """
     size = max(16, 4 * max(job.min_nodes, 1))
     pool: list[NodeView] = []
+    need = _least_cpus(job, part)
+    free = 0  # the pool's free CPUs, while they matter
     while True:
-        pool.extend(islice(wanted, size - len(pool)))
-        chosen = _choose(job, part, pool, constraint, False)
-        if chosen:
-            return _start(job, part, chosen, 0)
+        more = list(islice(wanted, size - len(pool)))
+        pool.extend(more)
+        if free < need:
+            free += sum(node.free_cpus for node in more)
+        if free >= need:  # else no choice among the pool could hold the job
+            chosen = _choose(job, part, pool, constraint, False)
+            if chosen:
+                return _start(job, part, chosen, 0)
         if len(pool) < size:  # every candidate was tried
             return Reason.RESOURCES
         size *= 4
+
+
+def _least_cpus(job: Job, part: PartitionView) -> int:
+    """CPUs free in all that any allocation of ``job`` needs (0: no bound known): a
+    job that packs its tasks and neither takes whole nodes nor asks for GPUs gets
+    at least its tasks' CPUs, each node no more than it has free (the plain case:
+    no sharing). Placement skips the candidate pools that have fewer."""
+    if job.exclusive or part.exclusive or not packs(job):
+        return 0
+    if (
+        job.gres
+        or job.gpus_per_job
+        or job.gpus_per_task
+        or job.gpus_per_socket
+        or job.ntasks_per_gpu
+    ):
+        return 0
+    return job.num_tasks * job.cpus_per_task
 
 
 def _start(job: Job, part: PartitionView, chosen: list[Alloc], shares: int) -> Start:
