@@ -175,6 +175,19 @@ def give(
 ) -> NodeView:
     """``node`` after a job of ``partition`` that holds ``cpus``, ``memory`` and
     ``gres`` there (sharing its CPUs if ``share`` > 0) leaves it."""
+    if not share and not node.shared and not gres:  # the common case, without a ``Free``
+        free = min(node.free_cpus + cpus, node.cpus)
+        return changed(
+            node,
+            free,
+            min(node.free_memory + memory, node.real_memory),
+            free == node.cpus,
+            node.gres,
+            node.unshared and free < node.cpus,
+            node.shared,
+            node.kept_ids,
+            node.shared_ids,
+        )
     left = given(node, cpus, memory, gres, share, partition)
     return changed(
         node,

@@ -63,7 +63,9 @@ class NodeOrder:
         size = len(self.names)
         index = self.index
         self.masks: dict[str, Any] = {
-            part.name: bitmaps.node_set([index[n] for n in part.nodes if n in index], size=size)
+            part.name: bitmaps.node_set(
+                _range_string(sorted(index[n] for n in part.nodes if n in index)), size=size
+            )
             for part in parts
         }
 
@@ -75,6 +77,19 @@ class NodeOrder:
         """The partition's nodes, in selection order."""
         names = self.names
         return [names[i] for i in self.masks[part.name]]
+
+
+def _range_string(positions: list[int]) -> str:
+    """Ascending ``positions`` as a range string (``0-337``): a NodeSet made from one
+    sets each run at once, where one made from the positions checks each in Python,
+    and a pass numbers every partition's nodes anew."""
+    runs: list[tuple[int, int]] = []
+    for i in positions:
+        if runs and runs[-1][1] >= i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return pynodeset.format_runs(runs)
 
 
 class Reservations:

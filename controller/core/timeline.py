@@ -94,8 +94,9 @@ class Timeline:
         # made when first asked and kept while the node now and its releases stay
         # the same, since the jobs a pass reserves for come back to the same nodes.
         self._walks: dict[str, tuple[NodeView, list[tuple[int, nodefree.Free]]]] = {}
-        for rel in self._releases:
-            self._index(rel)
+        for rel in self._releases:  # in time order: each node's list comes out sorted
+            for i, name in enumerate(rel.nodes):
+                self.by_node.setdefault(name, []).append((rel.at, i, rel))
 
     def _index(self, rel: Release) -> None:
         for i, name in enumerate(rel.nodes):
