@@ -184,23 +184,31 @@ def _fill(
     over when the nodes after it could not hold the tasks it would leave."""
     remaining = job.num_tasks
     chosen: list[Alloc] = []
+    per_task, least_cpus = job.cpus_per_task, job.min_cpus
+    # Comparisons rather than min() and max() calls: this loop runs per node per job.
     for i, node in enumerate(candidates):
         if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
             break
         room = rooms.of(node)
-        later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
-        tasks = min(remaining - later, room)
+        later = least - len(chosen) - 1  # nodes that must still get a task
+        if later < 0:
+            later = 0
+        tasks = remaining - later
+        if room < tasks:
+            tasks = room
         if tasks < 1 and not (remaining <= later and room >= 1):
             continue
-        left = remaining - max(tasks, 0)
-        if ahead is not None and left > _held_ahead(ahead[i], most - len(chosen) - 1):
+        given = tasks if tasks > 0 else 0
+        if ahead is not None and remaining - given > _held_ahead(ahead[i], most - len(chosen) - 1):
             continue
-        cpus = max(max(tasks, 1) * job.cpus_per_task, job.min_cpus)
+        cpus = (tasks if tasks > 1 else 1) * per_task
+        if cpus < least_cpus:
+            cpus = least_cpus
         fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
         if fit is None:
             continue
         chosen.append((node.name, fit))
-        remaining -= max(tasks, 0)
+        remaining -= given
     if remaining > 0 or len(chosen) < least:
         return []
     return chosen
