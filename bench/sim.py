@@ -133,11 +133,11 @@ def main() -> None:
             figures[name] = failed("s", target, None, f"no trace at {path} (set CORRAL_TRACES)")
             continue
         try:
-            runs = each_run(
-                args.runs,
-                f"corral sim {file} --policy {policy}",
-                lambda _, p=path, q=policy: one_replay(p, q),
-            )
+
+            def body(_: int, p: Path = path, q: str = policy) -> dict[str, Any]:
+                return one_replay(p, q)
+
+            runs = each_run(args.runs, f"corral sim {file} --policy {policy}", body)
         except (CommandFailed, OSError, ValueError) as exc:
             log(f"failed: {exc}")
             figures[name] = failed("s", target, None, str(exc)[:2000])

@@ -239,19 +239,21 @@ def test_changed_is_replace_and_passes_every_field_on() -> None:
         shared_ids=(1,),
         sockets=2,
     )
-    new = {
-        "free_cpus": 1,
-        "free_memory": 7,
-        "idle": True,
-        "gres": (),
-        "unshared": False,
-        "shared": (),
-        "kept_ids": 0,
-        "shared_ids": (),
-    }
-    assert set(new) == set(nodefree.CHANGED)
-    made = nodefree.changed(source, *(new[name] for name in nodefree.CHANGED))
-    assert made == replace(source, **new)
+    made = nodefree.changed(source, 1, 7, True, (), False, (), 0, ())
+    assert made == replace(
+        source,
+        free_cpus=1,
+        free_memory=7,
+        idle=True,
+        gres=(),
+        unshared=False,
+        shared=(),
+        kept_ids=0,
+        shared_ids=(),
+    )
+    new: dict[str, object] = dict(
+        zip(nodefree.CHANGED, (1, 7, True, (), False, (), 0, ()), strict=True)
+    )
     for f in fields(NodeView):
         assert getattr(made, f.name) == new.get(f.name, getattr(source, f.name)), f.name
     # ``changed`` passes the fields in this order: a field added to NodeView must be
