@@ -43,8 +43,11 @@ PYTHON_BITMAPS = Bitmaps("python", pynodeset.NodeSet, pynodeset.NodeCounts, pyno
 
 def selection_sorted(nodes: Mapping[str, NodeView]) -> tuple[str, ...]:
     """The nodes by Weight, lowest first, then rank (configuration order); equal
-    ones keep the mapping's order (a stable sort)."""
-    return tuple(sorted(nodes, key=lambda n: (nodes[n].weight, nodes[n].rank)))
+    ones keep the mapping's order (a stable sort). Every pass sorts its nodes, so the
+    keys are made in one comprehension and the sort looks them up in C."""
+    names = list(nodes)
+    keys = [(view.weight, view.rank) for view in nodes.values()]
+    return tuple(names[i] for i in sorted(range(len(names)), key=keys.__getitem__))
 
 
 class NodeOrder:
