@@ -9,11 +9,17 @@ first jobs of CTC-SP2 in process twice: the sim's way, and the controller's
 way (every pending job and every node shown to the core at every event),
 which is what the sim's shortcuts save.
 
+The backfill policies (``easy``, ``conservative``) take minutes per whole
+trace, so the default set is the fcfs replays and the comparison; ``--only``
+picks replays by name, any of ``REPLAYS``:
+
     python bench/sim.py [--quick] [--runs N]   (traces: $CORRAL_TRACES, else ../shared/traces)
+    python bench/sim.py --only ctc_sp2_easy,ctc_sp2_conservative --runs 1
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -37,19 +43,29 @@ from bench._harness import (
 
 TRACES = Path(os.environ.get("CORRAL_TRACES", ROOT.parent / "shared" / "traces"))
 
-#: name -> (file, target for the whole command in seconds)
+CTC_SP2, HPC2N = "CTC-SP2-1996-3.1-cln.swf.gz", "HPC2N-2002-2.2-cln.swf.gz"
+
+#: name -> (file, policy, target for the whole command in seconds): issue 21's targets
 REPLAYS = {
-    "ctc_sp2_fcfs": ("CTC-SP2-1996-3.1-cln.swf.gz", "< 60"),
-    "hpc2n_fcfs": ("HPC2N-2002-2.2-cln.swf.gz", None),
+    "ctc_sp2_fcfs": (CTC_SP2, "fcfs", "< 60"),
+    "hpc2n_fcfs": (HPC2N, "fcfs", None),
+    "ctc_sp2_easy": (CTC_SP2, "easy", "< 60"),
+    "ctc_sp2_conservative": (CTC_SP2, "conservative", "< 60"),
+    "hpc2n_easy": (HPC2N, "easy", "< 120"),
+    "hpc2n_conservative": (HPC2N, "conservative", "< 120"),
 }
+
+#: What runs without ``--only``: the backfill replays take minutes each.
+DEFAULT = ("ctc_sp2_fcfs", "hpc2n_fcfs")
 
 #: Jobs of CTC-SP2 replayed both ways for the extra figure (the whole queue
 #: grows to thousands later in the trace, and the controller's way with it).
 COMPARE_JOBS = 5000
 
 
-def one_replay(path: Path) -> dict[str, Any]:
+def one_replay(path: Path, policy: str) -> dict[str, Any]:
     args = [sys.executable, "-m", "cli.corral", "sim", str(path), "--json", "--quiet"]
+    args += ["--policy", policy]
     wall_ms, cpu_ms, result = timed(args, dict(os.environ), ROOT)
     if result.returncode != 0:
         raise CommandFailed(
@@ -58,7 +74,7 @@ def one_replay(path: Path) -> dict[str, Any]:
         )
     out: dict[str, Any] = json.loads(result.stdout)
     log(
-        f"  {path.name}: {wall_ms / 1000:.2f} s ({out['jobs']} jobs, "
+        f"  {path.name} ({policy}): {wall_ms / 1000:.2f} s ({out['jobs']} jobs, "
         f"{out['core_calls']} core calls, {out['core_s']:.2f} s in the core)"
     )
     return {"wall_s": wall_ms / 1000, "cpu_s": cpu_ms / 1000, "out": out}
@@ -87,17 +103,41 @@ def compare(path: Path, jobs: int) -> dict[str, Any]:
     return sides
 
 
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n for n in text.split(",") if n)
+    unknown = [n for n in names if n not in REPLAYS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown replay {', '.join(unknown) or '(none)'} (choose from {', '.join(REPLAYS)})"
+        )
+    return names
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--only",
+        type=_names,
+        default=None,
+        help="comma-separated replays to run instead of the default set (no comparison)",
+    )
+
+
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0], runs=3, quick_runs=1)
+    args = arguments(__doc__.splitlines()[0], runs=3, quick_runs=1, options=_options)
     baseline = python_baseline(5)
     figures: dict[str, dict[str, Any]] = {}
-    for name, (file, target) in REPLAYS.items():
+    for name in args.only or DEFAULT:
+        file, policy, target = REPLAYS[name]
         path = TRACES / file
         if not path.exists():
             figures[name] = failed("s", target, None, f"no trace at {path} (set CORRAL_TRACES)")
             continue
         try:
-            runs = each_run(args.runs, f"corral sim {file}", lambda _, p=path: one_replay(p))
+
+            def body(_: int, p: Path = path, q: str = policy) -> dict[str, Any]:
+                return one_replay(p, q)
+
+            runs = each_run(args.runs, f"corral sim {file} --policy {policy}", body)
         except (CommandFailed, OSError, ValueError) as exc:
             log(f"failed: {exc}")
             figures[name] = failed("s", target, None, str(exc)[:2000])
@@ -118,11 +158,11 @@ def main() -> None:
             avg_wait_s=last["avg_wait_s"],
             avg_bounded_slowdown=last["avg_bounded_slowdown"],
             utilization=last["utilization"],
-            note="the whole command: start-up, gzip read, replay (fcfs), summary",
+            note=f"the whole command: start-up, gzip read, replay ({policy}), summary",
         )
-    ctc = TRACES / REPLAYS["ctc_sp2_fcfs"][0]
+    ctc = TRACES / CTC_SP2
     jobs = COMPARE_JOBS // 5 if args.quick else COMPARE_JOBS
-    if ctc.exists():
+    if ctc.exists() and args.only is None:
         log(f"CTC-SP2, first {jobs} jobs: the sim's way and the controller's way")
         try:
             sides = compare(ctc, jobs)

@@ -30,13 +30,12 @@ nodes only:
   where they are free.
 * A node is ``idle`` (what ``--exclusive`` needs) when all its CPUs are free.
 
-Functions take the node's ``NodeView`` and return a new one with
-``dataclasses.replace``, so fields they do not concern pass through.
+Functions take the node's ``NodeView`` and return a new one (``changed``), so
+fields they do not concern pass through.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import NamedTuple
 
 from controller.core.snapshot import Gres, NodeView
@@ -158,16 +157,16 @@ def take(
         free = free_cpus(node.cpus, held(node) + cpus, shared)
     else:  # the common case: no loads, so the free CPUs are what is not held
         free = max(node.free_cpus - cpus, 0)
-    return replace(
+    return changed(
         node,
-        free_cpus=free,
-        free_memory=node.free_memory - memory,
-        idle=False,
-        gres=gres_minus(node.gres, gres),
-        unshared=node.unshared or not share,
-        shared=shared,
-        kept_ids=kept_ids,
-        shared_ids=shared_ids,
+        free,
+        node.free_memory - memory,
+        False,
+        gres_minus(node.gres, gres),
+        node.unshared or not share,
+        shared,
+        kept_ids,
+        shared_ids,
     )
 
 
@@ -176,15 +175,80 @@ def give(
 ) -> NodeView:
     """``node`` after a job of ``partition`` that holds ``cpus``, ``memory`` and
     ``gres`` there (sharing its CPUs if ``share`` > 0) leaves it."""
+    if not share and not node.shared and not gres:  # the common case, without a ``Free``
+        free = min(node.free_cpus + cpus, node.cpus)
+        return changed(
+            node,
+            free,
+            min(node.free_memory + memory, node.real_memory),
+            free == node.cpus,
+            node.gres,
+            node.unshared and free < node.cpus,
+            node.shared,
+            node.kept_ids,
+            node.shared_ids,
+        )
     left = given(node, cpus, memory, gres, share, partition)
-    return replace(
+    return changed(
         node,
-        free_cpus=left.free_cpus,
-        free_memory=left.free_memory,
-        idle=left.free_cpus == node.cpus,
-        gres=left.gres,
-        unshared=left.unshared,
-        shared=left.shared,
+        left.free_cpus,
+        left.free_memory,
+        left.free_cpus == node.cpus,
+        left.gres,
+        left.unshared,
+        left.shared,
+        node.kept_ids,
+        node.shared_ids,
+    )
+
+
+#: The ``NodeView`` fields ``changed`` sets; every other one it copies as it is.
+CHANGED = (
+    "free_cpus",
+    "free_memory",
+    "idle",
+    "gres",
+    "unshared",
+    "shared",
+    "kept_ids",
+    "shared_ids",
+)
+
+
+def changed(
+    node: NodeView,
+    free_cpus: int,
+    free_memory: int,
+    idle: bool,
+    gres: Gres,
+    unshared: bool,
+    shared: Shared,
+    kept_ids: int,
+    shared_ids: tuple[int, ...],
+) -> NodeView:
+    """``node`` with the fields a start or an end changes: ``dataclasses.replace``'s
+    result, made directly, since backfill's pictures make hundreds of thousands of
+    views per replay and ``replace`` looks the fields up each time
+    (``tests/unit/test_nodefree.py`` checks that every field is passed on)."""
+    return NodeView(
+        node.name,
+        node.cpus,
+        node.real_memory,
+        node.weight,
+        node.features,
+        free_cpus,
+        free_memory,
+        node.usable,
+        idle,
+        gres,
+        unshared,
+        shared,
+        node.unit,
+        node.rank,
+        node.devices,
+        kept_ids,
+        shared_ids,
+        node.sockets,
     )
 
 

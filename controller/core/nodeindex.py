@@ -43,8 +43,11 @@ PYTHON_BITMAPS = Bitmaps("python", pynodeset.NodeSet, pynodeset.NodeCounts, pyno
 
 def selection_sorted(nodes: Mapping[str, NodeView]) -> tuple[str, ...]:
     """The nodes by Weight, lowest first, then rank (configuration order); equal
-    ones keep the mapping's order (a stable sort)."""
-    return tuple(sorted(nodes, key=lambda n: (nodes[n].weight, nodes[n].rank)))
+    ones keep the mapping's order (a stable sort). Every pass sorts its nodes, so the
+    keys are made in one comprehension and the sort looks them up in C."""
+    names = list(nodes)
+    keys = [(view.weight, view.rank) for view in nodes.values()]
+    return tuple(names[i] for i in sorted(range(len(names)), key=keys.__getitem__))
 
 
 class NodeOrder:
@@ -63,7 +66,9 @@ class NodeOrder:
         size = len(self.names)
         index = self.index
         self.masks: dict[str, Any] = {
-            part.name: bitmaps.node_set([index[n] for n in part.nodes if n in index], size=size)
+            part.name: bitmaps.node_set(
+                _range_string(sorted(index[n] for n in part.nodes if n in index)), size=size
+            )
             for part in parts
         }
 
@@ -75,6 +80,19 @@ class NodeOrder:
         """The partition's nodes, in selection order."""
         names = self.names
         return [names[i] for i in self.masks[part.name]]
+
+
+def _range_string(positions: list[int]) -> str:
+    """Ascending ``positions`` as a range string (``0-337``): a NodeSet made from one
+    sets each run at once, where one made from the positions checks each in Python,
+    and a pass numbers every partition's nodes anew."""
+    runs: list[tuple[int, int]] = []
+    for i in positions:
+        if runs and runs[-1][1] >= i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return pynodeset.format_runs(runs)
 
 
 class Reservations:

@@ -216,23 +216,31 @@ def _fill(
     over when the nodes after it could not hold the tasks it would leave."""
     remaining = job.num_tasks
     chosen: list[Alloc] = []
+    per_task, least_cpus = job.cpus_per_task, job.min_cpus
+    # Comparisons rather than min() and max() calls: this loop runs per node per job.
     for i, node in enumerate(candidates):
         if len(chosen) == most or (remaining == 0 and len(chosen) >= least):
             break
         room = rooms.of(node)
-        later = max(least - len(chosen) - 1, 0)  # nodes that must still get a task
-        tasks = min(remaining - later, room)
+        later = least - len(chosen) - 1  # nodes that must still get a task
+        if later < 0:
+            later = 0
+        tasks = remaining - later
+        if room < tasks:
+            tasks = room
         if tasks < 1 and not (remaining <= later and room >= 1):
             continue
-        left = remaining - max(tasks, 0)
-        if ahead is not None and left > _held_ahead(ahead[i], most - len(chosen) - 1):
+        given = tasks if tasks > 0 else 0
+        if ahead is not None and remaining - given > _held_ahead(ahead[i], most - len(chosen) - 1):
             continue
-        cpus = max(max(tasks, 1) * job.cpus_per_task, job.min_cpus)
+        cpus = (tasks if tasks > 1 else 1) * per_task
+        if cpus < least_cpus:
+            cpus = least_cpus
         fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
         if fit is None:
             continue
         chosen.append((node.name, fit))
-        remaining -= max(tasks, 0)
+        remaining -= given
     if remaining > 0 or len(chosen) < least:
         return []
     return chosen
@@ -492,14 +500,38 @@ def _first_candidates(
     """
     size = max(16, 4 * max(job.min_nodes, 1))
     pool: list[NodeView] = []
+    need = _least_cpus(job, part)
+    free = 0  # the pool's free CPUs, while they matter
     while True:
-        pool.extend(islice(wanted, size - len(pool)))
-        chosen = _choose(job, part, pool, constraint, False)
-        if chosen:
-            return _start(job, part, chosen, 0, nodes)
+        more = list(islice(wanted, size - len(pool)))
+        pool.extend(more)
+        if free < need:
+            free += sum(node.free_cpus for node in more)
+        if free >= need:  # else no choice among the pool could hold the job
+            chosen = _choose(job, part, pool, constraint, False)
+            if chosen:
+                return _start(job, part, chosen, 0, nodes)
         if len(pool) < size:  # every candidate was tried
             return Reason.RESOURCES
         size *= 4
+
+
+def _least_cpus(job: Job, part: PartitionView) -> int:
+    """CPUs free in all that any allocation of ``job`` needs (0: no bound known): a
+    job that packs its tasks and neither takes whole nodes nor asks for GPUs gets
+    at least its tasks' CPUs, each node no more than it has free (the plain case:
+    no sharing). Placement skips the candidate pools that have fewer."""
+    if job.exclusive or part.exclusive or not packs(job):
+        return 0
+    if (
+        job.gres
+        or job.gpus_per_job
+        or job.gpus_per_task
+        or job.gpus_per_socket
+        or job.ntasks_per_gpu
+    ):
+        return 0
+    return job.num_tasks * job.cpus_per_task
 
 
 def _start(

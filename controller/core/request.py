@@ -207,7 +207,8 @@ def node_fits(
             return None
         cpus = node.cpus
     else:
-        cpus = threads.held(cpus, node.unit, job.threads_per_core)  # whole cores (CR_Core)
+        if node.unit != 1:  # whole cores (CR_Core); one CPU at a time holds what it asks
+            cpus = threads.held(cpus, node.unit, job.threads_per_core)
         if cpus > node.cpus or cpus > cpus_free(node, part.name, share(job, part), stacking):
             return None
         if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
@@ -228,7 +229,8 @@ def node_fits(
         taken = fit
     # A whole node comes with all its GRES (sbatch --exclusive).
     kept = tuple(g for g in node.gres if g[2]) if exclusive else taken
-    return Fit(cpus, memory, kept, threads.usable(cpus, node.unit, job.threads_per_core))
+    used = cpus if node.unit == 1 else threads.usable(cpus, node.unit, job.threads_per_core)
+    return Fit(cpus, memory, kept, used)
 
 
 def _cpus_here(job: Job, part: PartitionView, node: NodeView, cpus: int, stacking: bool) -> int:

@@ -94,8 +94,9 @@ class Timeline:
         # made when first asked and kept while the node now and its releases stay
         # the same, since the jobs a pass reserves for come back to the same nodes.
         self._walks: dict[str, tuple[NodeView, list[tuple[int, nodefree.Free]]]] = {}
-        for rel in self._releases:
-            self._index(rel)
+        for rel in self._releases:  # in time order: each node's list comes out sorted
+            for i, name in enumerate(rel.nodes):
+                self.by_node.setdefault(name, []).append((rel.at, i, rel))
 
     def _index(self, rel: Release) -> None:
         for i, name in enumerate(rel.nodes):
@@ -200,10 +201,33 @@ class Timeline:
             node = nodes[name]
             if nodefree.fits(node, cpus, memory, gres, start.share, start.partition):
                 continue
+            if not (start.share or node.shared or gres):
+                plain = self._plain_ready(name, node, cpus, memory)
+                if plain is not None:
+                    at = max(at, plain)
+                    continue
             for when, free in self._walk(name, node):
                 at = max(at, when)
                 if nodefree.fits(free, cpus, memory, gres, start.share, start.partition):
                     break
+        return at
+
+    def _plain_ready(self, name: str, node: NodeView, cpus: int, memory: int) -> int | None:
+        """``ready``'s walk for one node where no job shares CPUs or holds GRES: the
+        free CPUs and memory only add up (to the node's size), so no ``Free`` is made.
+        The time the node first holds ``cpus`` and ``memory``, or of its last release
+        when it never does; None where some release shares CPUs or gives GRES back
+        (then ``_walk`` decides)."""
+        free_cpus, free_memory = node.free_cpus, node.free_memory
+        at: int | None = None
+        for when, i, rel in self.by_node.get(name, ()):
+            if rel.share or rel.gres:
+                return None
+            free_cpus = min(free_cpus + rel.cpus[i], node.cpus)
+            free_memory = min(free_memory + rel.memory[i], node.real_memory)
+            at = when
+            if memory <= free_memory and cpus <= free_cpus:
+                break
         return at
 
     def _walk(self, name: str, node: NodeView) -> list[tuple[int, nodefree.Free]]:

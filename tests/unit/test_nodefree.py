@@ -210,3 +210,56 @@ def test_memory_and_gres_are_never_shared() -> None:
     assert not _fits(view, Alloc(1, 0, (("gpu", "a", 1),), 2, "p"))
     assert not _fits(view, Alloc(1, 0, (("gpu", "z", 1),), 2, "p"))  # a kind it lacks
     assert _fits(view, Alloc(1, 400, (), 2, "p"))
+
+
+def test_changed_is_replace_and_passes_every_field_on() -> None:
+    """``changed`` builds the view directly (backfill makes hundreds of thousands of them):
+    every field a start or an end does not change comes through, even a new one."""
+    from dataclasses import fields
+
+    from controller.core.snapshot import NodeDevices
+
+    source = NodeView(
+        name="n7",
+        cpus=8,
+        real_memory=4096,
+        weight=3,
+        features=frozenset({"a"}),
+        free_cpus=5,
+        free_memory=2048,
+        usable=False,
+        idle=False,
+        gres=GPUS,
+        unshared=True,
+        shared=(("p", 2, 1),),
+        unit=2,
+        rank=9,
+        devices=NodeDevices(numbers=(("gpu", 0),)),
+        kept_ids=6,
+        shared_ids=(1,),
+        sockets=2,
+    )
+    made = nodefree.changed(source, 1, 7, True, (), False, (), 0, ())
+    assert made == replace(
+        source,
+        free_cpus=1,
+        free_memory=7,
+        idle=True,
+        gres=(),
+        unshared=False,
+        shared=(),
+        kept_ids=0,
+        shared_ids=(),
+    )
+    new: dict[str, object] = dict(
+        zip(nodefree.CHANGED, (1, 7, True, (), False, (), 0, ()), strict=True)
+    )
+    for f in fields(NodeView):
+        assert getattr(made, f.name) == new.get(f.name, getattr(source, f.name)), f.name
+    # ``changed`` passes the fields in this order: a field added to NodeView must be
+    # added there (and to the view above) too.
+    assert [f.name for f in fields(NodeView)] == [
+        "name", "cpus", "real_memory", "weight", "features", "free_cpus", "free_memory",
+        "usable", "idle", "gres", "unshared", "shared", "unit", "rank", "devices",
+        "kept_ids", "shared_ids", "sockets",
+    ]  # fmt: skip

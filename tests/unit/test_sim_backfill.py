@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TRACES = Path(os.environ.get("CORRAL_TRACES", ROOT.parent / "shared" / "traces"))
 LUBLIN = TRACES / "lublin_256.swf.gz"
 HPC2N = TRACES / "HPC2N-2002-2.2-cln.swf.gz"
+CTC_SP2 = TRACES / "CTC-SP2-1996-3.1-cln.swf.gz"
 needs_traces = pytest.mark.skipif(not LUBLIN.exists(), reason="no traces in ../shared/traces")
 
 #: Textbook EASY's conditions (docs/sim.md): Slurm's largest bf_window and
@@ -103,20 +104,26 @@ def test_fast_backfill_decides_as_the_whole_queue(
 
 
 @needs_traces
+@pytest.mark.parametrize("params", [None, TEXTBOOK], ids=["defaults", "textbook"])
 @pytest.mark.parametrize("name", ["easy", "conservative"])
 @pytest.mark.parametrize(
-    ("path", "jobs"), [(LUBLIN, (0, 200)), (LUBLIN, (5000, 5200)), (HPC2N, (0, 400))]
+    ("path", "jobs"),
+    [(LUBLIN, (0, 200)), (LUBLIN, (5000, 5200)), (HPC2N, (0, 400)), (CTC_SP2, (0, 1000))],
 )
-def test_fast_backfill_on_real_windows(name: str, path: Path, jobs: tuple[int, int]) -> None:
-    """Real queues (hundreds deep, jobs of 1 to all nodes): the same start for every job.
+def test_fast_backfill_on_real_windows(
+    name: str, path: Path, jobs: tuple[int, int], params: BackfillParams | None
+) -> None:
+    """Real queues (hundreds deep, jobs of 1 to all nodes; CTC-SP2's 338 nodes, where
+    the core's placement and timeline shortcuts matter most): the same start and node
+    count for every job, with Slurm's default SchedulerParameters and textbook ones.
 
     Short windows, as the controller's way costs seconds per hundred jobs; the
     longer ones of docs/sim.md were compared the same way."""
     trace = read(str(path), *jobs)
     nodes, cpus = cluster_shape(trace.header, None, None)
-    fast = replay(trace, nodes, cpus, name)
-    slow = replay(trace, nodes, cpus, name, whole_queue=True)
-    assert [j.start for j in fast.jobs] == [j.start for j in slow.jobs]
+    fast = replay(trace, nodes, cpus, name, params=params)
+    slow = replay(trace, nodes, cpus, name, whole_queue=True, params=params)
+    assert [(j.start, j.nodes) for j in fast.jobs] == [(j.start, j.nodes) for j in slow.jobs]
     assert fast.core.count < slow.core.count
 
 
