@@ -5,9 +5,9 @@ asks the controller (``StepAttach``, ``controller/stepattach.py``: the job's
 owner, root or SlurmUser) to have the step's runners connect there; each then
 sends it every frame it sends srun (``nodeagent/attachers.py``): the tasks'
 output from then on, their exits, and DONE when its node's tasks have all
-ended, which is when sattach ends. Its standard input goes to task 0, the one
-task whose stdin a Corral step feeds (so ``--input-filter`` may name task 0
-only). Detaching (Ctrl-C, or sattach's end) leaves the step running.
+ended, which is when sattach ends. Its standard input goes to every task of the
+step (or of the part attached to) whose stdin srun feeds, as Slurm 22.05's does;
+``--input-filter=N`` to task N alone. Detaching (Ctrl-C, or sattach's end) leaves the step running.
 
 ``--layout`` prints the step's layout in Slurm's words and attaches to nothing;
 ``--output-filter``/``--error-filter`` keep one task's stdout/stderr; ``-l``
@@ -26,6 +26,7 @@ from cli.command import Command
 from cli.halt import Halt
 from cli.jobs.ids import leader_step
 from cli.options import REQUIRED, Option, OptionTable
+from cli.srun.inputroute import InputRoute
 from cli.tasklines import TaskLines
 from corral import hostlist, stepio
 
@@ -56,9 +57,7 @@ Help options:
 
 TABLE = OptionTable(
     [
-        Option(
-            "input_filter", "", "input-filter", REQUIRED, note="task 0 only: it alone reads stdin"
-        ),
+        Option("input_filter", "", "input-filter", REQUIRED),
         Option("output_filter", "", "output-filter", REQUIRED),
         Option("error_filter", "", "error-filter", REQUIRED),
         Option("label", "l", "label"),
@@ -87,6 +86,7 @@ class Params:
         self.layout = False
         self.quiet = False
         self.filters: dict[int, int] = {}  # stream kind -> the one task shown
+        self.input_task = stepio.ALL_TASKS  # --input-filter: the one task fed
 
 
 def _task(value: str, name: str) -> int:
@@ -102,11 +102,9 @@ def parse(argv: list[str]) -> Params:
     for opt, value in found:
         COMMAND.answer(opt.key)
         text = value or ""
-        if opt.key == "input_filter" and _task(text, "input-filter") != 0:
-            raise Halt(
-                1, f"{PROG}: error: --input-filter={text}: only task 0 reads standard input here"
-            )
-        if opt.key == "output_filter":
+        if opt.key == "input_filter":
+            params.input_task = _task(text, "input-filter")
+        elif opt.key == "output_filter":
             params.filters[stepio.OUT] = _task(text, "output-filter")
         elif opt.key == "error_filter":
             params.filters[stepio.ERR] = _task(text, "error-filter")
@@ -158,20 +156,18 @@ class Attached:
         self.first_node = int(reply["het_node_offset"])
         self.first_task = int(reply["het_task_offset"])
         tasks = [int(t) for t in reply["tasks"]]
-        ids = [int(t) for t in reply["task_ids"]]
-        self.stdin_node = 0
-        first = 0
-        for index, count in enumerate(tasks):
-            if 0 in ids[first : first + count]:
-                self.stdin_node = index
-            first += count
+        # Every runner gets the input; each feeds the tasks it names that it has (a
+        # later part's tasks are numbered from the part's first, as its output is).
+        task = params.input_task
+        if task != stepio.ALL_TASKS:
+            task += self.first_task
+        self.input = InputRoute(task, set(range(len(self.nodes))))
         self.lines = TaskLines(params.label, sum(tasks))
         self.conns: dict[int, _socket.socket] = {}
         self.ends: dict[int, SrunEnd] = {}  # fd -> session
         self.socks: dict[int, _socket.socket] = {}  # fd -> connection
         self.node_of: dict[int, int] = {}  # fd -> node id, once its HELLO came
         self.done: set[int] = set()
-        self.pending_stdin: list[bytes] = []
 
     def run(self) -> int:
         import selectors
@@ -200,6 +196,7 @@ class Attached:
                     else:
                         sel.unregister(key.fileobj)
                         stdin_open = False
+                        self._stdin(b"")
                 elif not self._from_runner(self.socks[key.fd]):
                     sel.unregister(key.fileobj)
                     self._lost(self.socks[key.fd])
@@ -232,10 +229,8 @@ class Attached:
                     return False
                 self.node_of[fd] = node_id
                 self.conns[node_id] = conn
-                if node_id == self.stdin_node:
-                    for data in self.pending_stdin:
-                        self._send(conn, data)
-                    self.pending_stdin.clear()
+                for data in self.input.connect(node_id):
+                    self._send(conn, data)
             elif kind in (stepio.OUT, stepio.ERR):
                 self._output(kind, number - self.first_task, payload)
             elif kind == stepio.DONE:
@@ -252,15 +247,13 @@ class Attached:
         conn.close()
 
     def _stdin(self, data: bytes) -> None:
-        conn = self.conns.get(self.stdin_node)
-        if conn is None:
-            self.pending_stdin.append(data)
-        else:
-            self._send(conn, data)
+        nodes, frame = self.input.read(data)
+        for node_id in nodes:
+            self._send(self.conns[node_id], frame)
 
-    def _send(self, conn: _socket.socket, data: bytes) -> None:
+    def _send(self, conn: _socket.socket, frame: bytes) -> None:
         try:
-            conn.sendall(self.ends[conn.fileno()].seal(stepio.frame(stepio.IN, 0, data)))
+            conn.sendall(self.ends[conn.fileno()].seal(frame))
         except (OSError, KeyError):
             return
 

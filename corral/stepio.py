@@ -18,7 +18,9 @@ kind      direction  meaning
 HELLO     runner →   in clear, the session's 16-byte salt; then, as the first
                      sealed frame, node id and task count (``!II``)
 OUT, ERR  runner →   a task's stdout/stderr bytes (``task`` = global id)
-IN        → runner   stdin bytes for task 0; an empty payload is EOF
+IN        → runner   stdin bytes for task ``task`` (a global id), or for every
+                     task whose stdin is fed (``ALL_TASKS``); an empty
+                     payload is that input's EOF
 SIGNAL    → runner   deliver signal ``task`` (the number) to every task;
                      ``TERM_KILL``: CONT and TERM now, KILL after KillWait
 EXIT      runner →   task ``task`` ended; payload ``!i`` wait status
@@ -47,6 +49,10 @@ A fence is a gather and a broadcast through srun, as Slurm's PMI-2 plugin makes
 one through its tree of step daemons: srun forwards each KVS frame it received
 to every runner once all FENCE frames are in, then FENCE. It never reads the
 pairs.
+
+IN frames name their task because srun's ``-i N`` feeds task N alone and sattach's
+``--input-filter=N`` one task of many; a runner writes what is named to each of its
+tasks whose stdin it feeds (``corral/stepinput.py`` says which), each at its own pace.
 
 Under ``--pty`` task 0's stdin, stdout and stderr are one pseudo-terminal on
 its node: IN frames are what srun's terminal reads in raw mode (Ctrl-C, Ctrl-Z
@@ -78,6 +84,8 @@ HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED, WINSIZE, KVS, FENCE, ABORT = ra
 GO, ABORTED, FORCED = range(13, 16)
 #: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
 TERM_KILL = 997
+#: An IN frame's number for input to every task (srun's default ``--input=all``).
+ALL_TASKS = 0xFFFFFFFF
 HEADER = struct.Struct("!BII")
 NODE = struct.Struct("!II")
 STATUS = struct.Struct("!i")
@@ -100,6 +108,11 @@ def read_hello(payload: bytes) -> tuple[int, int]:
         raise ProtocolError("bad hello")
     node_id, ntasks = NODE.unpack(payload)
     return node_id, ntasks
+
+
+def input_frame(data: bytes, task: int = ALL_TASKS) -> bytes:
+    """An IN frame: ``data`` for ``task`` (empty: its end of input)."""
+    return frame(IN, task, data)
 
 
 def exit_frame(task: int, status: int) -> bytes:

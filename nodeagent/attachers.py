@@ -4,10 +4,11 @@ A runner's one srun connection (``nodeagent/steprunner.py``) is the step's life:
 when it goes, the tasks end. sattach's are not: the agent asks the runner
 (``StepDir.request_attach``) to connect to sattach's socket with sattach's key,
 and from then on every frame the runner sends srun is sealed for each attached
-sattach too (output, exits, DONE). What sattach sends back is read for task 0's
-stdin (IN frames) only. An attacher that cannot take a frame within
-``SEND_TIMEOUT`` or hangs up is dropped, nothing else: it must never hold the
-tasks' output back from srun, nor end the step.
+sattach too (output, exits, DONE). What sattach sends back is read for the
+tasks' stdin (IN frames, each naming its task or every task; sattach's end of
+input closes their stdin, as on Slurm 22.05) only. An attacher that cannot take a
+frame within ``SEND_TIMEOUT`` or hangs up is dropped, nothing else: it must never
+hold the tasks' output back from srun, nor end the step.
 
 Standard library and the step protocol only: the runner imports this.
 """
@@ -41,9 +42,9 @@ class Attacher:
             return False
         return True
 
-    def stdin(self) -> tuple[list[bytes], bool]:
-        """The stdin bytes of the IN frames sattach sent (one read), and whether it
-        is still attached."""
+    def stdin(self) -> tuple[list[tuple[int, bytes]], bool]:
+        """The (task, stdin bytes; empty: its end) of the IN frames sattach sent
+        (one read), and whether it is still attached."""
         try:
             frames = stepio.recv_frames(self.sock, self.session)
         except BlockingIOError:
@@ -52,7 +53,7 @@ class Attacher:
             return [], False
         if frames is None:
             return [], False
-        return [data for kind, _, data in frames if kind == stepio.IN and data], True
+        return [(task, data) for kind, task, data in frames if kind == stepio.IN], True
 
     def close(self) -> None:
         self.sock.close()

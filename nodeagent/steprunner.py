@@ -40,7 +40,8 @@ In order:
    with the errno as status (2 for a missing command), as slurmstepd's tasks do.
 5. The run loop every run shares (:class:`~nodeagent.runner.Runner`: selectors;
    signals arrive through ``signal.set_wakeup_fd``) forwards the tasks' output to srun as OUT/ERR
-   frames as it is read, IN frames to the stdin of task 0, SIGNAL frames to
+   frames as it is read, IN frames to the stdin of the tasks they name (every task
+   by default, as Slurm's; ``nodeagent/taskinput.py``), SIGNAL frames to
    the process group; reaps each task with wait4 and sends its EXIT frame
    (after what it wrote before exiting); ends the tasks (CONT+TERM, KILL
    after the kill wait) at the time limit, on a ``cancel`` request or when
@@ -63,7 +64,7 @@ group, so this node's other tasks share a second group (``side_pgid``), and
 signals and the final kill go to both.
 
 Why this module is over 500 lines: a step's runner is one process with one
-loop; its tasks' I/O to srun (sealed frames, stdin to task 0, each task's
+loop; its tasks' I/O to srun (sealed frames, each task's stdin, each task's
 output and exit) shares that loop's state. The process model it shares with the batch
 script is ``nodeagent/runner.py``.
 """
@@ -84,13 +85,14 @@ import termios
 import time
 from fcntl import ioctl
 
-from corral import filepattern, mpitypes, oomscore, stepcipher, stepio
+from corral import filepattern, mpitypes, oomscore, stepcipher, stepinput, stepio
 from nodeagent import attachers, cgroups, devcgroup, pmi, runas, taskspawn
 from nodeagent.ending import use_of
 from nodeagent.runas import LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
 from nodeagent.spool import CANCEL_STEP, NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.startargs import start
+from nodeagent.taskinput import Inputs, TaskInput
 
 # socket.getaddrinfo encodes host names with the idna codec, imported on first
 # use: imported here, the zygote has it ready and each runner reaches srun ~2 ms sooner.
@@ -109,11 +111,10 @@ LINGER = 1.0
 READ_SIZE = 65536
 #: Output queued for srun beyond which the tasks' pipes are left unread (back-pressure).
 HIGH_WATER = 1 << 20
-#: Input queued for task 0 beyond which srun's socket is left unread.
+#: Input queued for one task beyond which srun's socket is left unread.
 STDIN_HIGH_WATER = 1 << 22
 
 _SOCKET = "srun"
-_STDIN = "stdin"
 
 
 def task_environment(spec: StepSpec) -> dict[str, str]:
@@ -185,9 +186,7 @@ class StepRun(Runner):
         self.outbuf = bytearray()
         self.paused = False
         self.corked = False  # in _reap: frames wait in outbuf, sent together after
-        self.stdin_fd: int | None = None
-        self.inbuf = bytearray()
-        self.stdin_eof = False
+        self.inputs = Inputs()  # the tasks' stdin pipes that IN frames feed
         self.child_fds: list[int] = []  # the tasks' ends, closed once they are forked
         self.devnull: int | None = None
         self.signals_read = 0  # how far ``signals`` has been acted on
@@ -350,7 +349,7 @@ class StepRun(Runner):
             resize(side, *size)
         os.set_blocking(main, False)
         task.pipes[main] = stepio.OUT
-        self.stdin_fd = os.dup(main)
+        self.inputs.add(task.task_id, os.dup(main))
         self.child_fds.append(side)
         self.pty_task = task
         return side, side, side
@@ -360,7 +359,8 @@ class StepRun(Runner):
 
         An output file named by several tasks (or by stdout and stderr) is
         opened once, so that it is truncated once, and shared, appending; an
-        input file is opened per task.
+        input file is opened per task. Which tasks read what srun (or sattach)
+        sends is ``corral/stepinput.py``'s rule.
         """
         spec = self.spec
         outputs: dict[str, int] = {}
@@ -378,12 +378,15 @@ class StepRun(Runner):
         if spec.pty:  # task 0's terminal; /dev/null for the others, as in Slurm
             return [self._pty(t) if t.task_id == 0 else (self._null(),) * 3 for t in self.tasks]
         stdio = []
+        form, _ = stepinput.mode(spec.std_in, spec.ntasks)
+        self.inputs.broadcast = form != stepinput.TASK
         for task in self.tasks:
-            if spec.std_in == "" and task.task_id == 0:
-                in_fd, self.stdin_fd = os.pipe()
-                os.set_blocking(self.stdin_fd, False)
+            if stepinput.piped(spec.std_in, spec.ntasks, task.task_id):
+                in_fd, fed = os.pipe()
+                os.set_blocking(fed, False)
+                self.inputs.add(task.task_id, fed)
                 self.child_fds.append(in_fd)
-            elif spec.std_in in ("", "none"):
+            elif form != stepinput.NODE_FILE:
                 in_fd = self._null()
             else:
                 in_fd = runas.open_input(os.path.abspath(expand(spec, spec.std_in, task.task_id)))
@@ -723,8 +726,8 @@ class StepRun(Runner):
                 self._flush()
             if mask & selectors.EVENT_READ and self.sock is not None:
                 self._from_srun()
-        elif what == _STDIN:
-            self._feed_stdin()
+        elif isinstance(what, TaskInput):
+            self._feed(what)
         elif isinstance(what, Task) and key.fd in what.pipes:
             self._read_pipe(what, key.fd)
         elif isinstance(what, pmi.TaskLink):
@@ -799,10 +802,11 @@ class StepRun(Runner):
         attacher.close()
 
     def _from_attacher(self, attacher: attachers.Attacher) -> None:
-        """What a sattach sent: stdin for task 0 (its end-of-file is not srun's)."""
+        """What a sattach sent: stdin for the tasks it names; its end of input closes
+        their stdin, as 22.05's sattach's does (measured: srun's later input is lost)."""
         data, attached = attacher.stdin()
-        for payload in data:
-            self._stdin(payload)
+        for task, payload in data:
+            self._stdin(task, payload)
         if not attached:
             self._detach(attacher)
 
@@ -940,11 +944,11 @@ class StepRun(Runner):
             self._pause(False)
 
     def _watch_socket(self) -> None:
-        """Read srun unless task 0's stdin is backed up; write while frames are queued."""
+        """Read srun unless a task's stdin is backed up; write while frames are queued."""
         if self.sock is None:
             return
         events = selectors.EVENT_WRITE if self.outbuf else 0
-        if len(self.inbuf) <= STDIN_HIGH_WATER:
+        if self.inputs.backlog() <= STDIN_HIGH_WATER:
             events |= selectors.EVENT_READ
         self._want(self.sock, events, _SOCKET)
 
@@ -982,7 +986,7 @@ class StepRun(Runner):
         spec = self.spec
         for kind, number, payload in frames:
             if kind == stepio.IN:
-                self._stdin(payload)
+                self._stdin(number, payload)
             elif kind == stepio.SIGNAL and number == stepio.TERM_KILL:
                 self._end("a task exited badly", spec.kill_wait, None)
             elif kind == stepio.SIGNAL and 0 < number < signal.NSIG:
@@ -1017,51 +1021,35 @@ class StepRun(Runner):
             self.sock = None
         self.outbuf.clear()
         self._pause(False)
-        self.inbuf.clear()
         self._close_stdin()
         if self._running():
             self._end(why, self.spec.kill_wait, None)
 
-    # ------------------------------------------------------------ task 0's stdin
+    # ------------------------------------------------------------ the tasks' stdin
 
-    def _stdin(self, payload: bytes) -> None:
-        """IN frame: bytes for task 0, or (empty) its end-of-file."""
-        if self.stdin_fd is None:
-            return
-        if payload:
-            self.inbuf += payload
-        else:
-            self.stdin_eof = True
-        self._feed_stdin()
+    def _stdin(self, task: int, payload: bytes) -> None:
+        """IN frame: bytes for ``task`` (or every task fed), or (empty) their end-of-file."""
+        for one in self.inputs.queue(task, payload):
+            self._feed(one)
 
-    def _feed_stdin(self) -> None:
-        fd = self.stdin_fd
-        if fd is None:
+    def _feed(self, one: TaskInput) -> None:
+        if self.inputs.by_task.get(one.task_id) is not one:  # closed already
             return
-        while self.inbuf:
-            try:
-                written = os.write(fd, self.inbuf)
-            except BlockingIOError:
-                break
-            except OSError:  # the task closed its stdin or ended
-                self.inbuf.clear()
-                self._close_stdin()
-                return
-            del self.inbuf[:written]
-        if not self.inbuf and self.stdin_eof:
-            self._close_stdin()
+        if not one.flush():
+            self._close_input(one)
             return
-        self._want(fd, selectors.EVENT_WRITE if self.inbuf else 0, _STDIN)
+        self._want(one.fd, selectors.EVENT_WRITE if one.queued else 0, one)
+        self._watch_socket()
+
+    def _close_input(self, one: TaskInput) -> None:
+        self._want(one.fd, 0, one)
+        self.inputs.remove(one)
         self._watch_socket()
 
     def _close_stdin(self) -> None:
-        fd = self.stdin_fd
-        if fd is None:
-            return
-        self._want(fd, 0, _STDIN)
-        os.close(fd)
-        self.stdin_fd = None
-        self._watch_socket()
+        """Close every task's stdin pipe (srun is gone, or the tasks are)."""
+        for one in self.inputs.all():
+            self._close_input(one)
 
     # ------------------------------------------------------------ the end
 
@@ -1075,9 +1063,8 @@ class StepRun(Runner):
             for fd in task.pipes:
                 os.close(fd)
             task.pipes.clear()
-        if self.stdin_fd is not None:
-            os.close(self.stdin_fd)
-            self.stdin_fd = None
+        for one in self.inputs.all():
+            self.inputs.remove(one)
 
     def _finish(self) -> StepResult:
         spec = self.spec

@@ -4,7 +4,8 @@ Inside an allocation (``SLURM_JOB_ID``, or ``--jobid``) srun asks the
 controller for a step (``StepCreate``: the controller lays the tasks out and
 sends each node its part), and listens on a TCP socket of its own that each
 node's step runner connects back to (corral/stepio.py). Output comes back as
-it is written (``-l`` puts ``task: `` before each line), stdin goes to task 0,
+it is written (``-l`` puts ``task: `` before each line), stdin goes to every task
+(or where ``-i`` says: cli/srun/inputroute.py),
 signals srun receives go to every task, and each task's end is reported as it
 happens. srun exits with 128 + the highest signal that killed a task, else the
 highest exit code, and says which tasks failed, in Slurm's words.
@@ -48,9 +49,10 @@ from cli.options import (
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
 from cli.srun import gpuinput, hetstep, placement, step_options
+from cli.srun.inputroute import InputRoute
 from cli.srun.values import cpu_bind, open_mode_append
 from cli.tasklines import TaskLines
-from corral import mpitypes, stepio
+from corral import filepattern, mpitypes, stepinput, stepio
 from corral.clientconf import ClientSettings, client_settings
 from corral.errors import ESLURM_NODES_BUSY, SlurmError
 
@@ -415,7 +417,7 @@ def step_request(
         "io_key": key,
         "std_out": settings.get("output"),
         "std_err": settings.get("error"),
-        "std_in": settings.get("input"),
+        "std_in": input_value(settings),
         "append": settings.append,
         "unbuffered": settings.has("unbuffered"),
         "cpu_bind_none": settings.cpu_bind_none,
@@ -638,8 +640,13 @@ class Step:
         # each node's component's first task, in a step spanning heterogeneous job
         # components: its error lines name tasks by their id in their component
         self.offsets = [int(t) for t in reply.get("het_task_offsets", ())] or [0] * len(self.nodes)
-        # the node of task 0, which srun's stdin goes to
+        # the node of task 0, whose terminal srun's is under --pty
         self.stdin_node = next((i for i, ids in enumerate(self.ids) if 0 in ids), 0)
+        self.input = InputRoute.of_srun(
+            input_value(settings), self.ntasks, self.ids, terminal is not None
+        )
+        self.input_fd = sys.stdin.fileno() if self.input.reads else -1
+        self.input_file = -1  # -i FILE that srun reads: opened once the step exists
         self.listener = listener
         self.key = key
         self.poll = Poll()
@@ -653,9 +660,7 @@ class Step:
         self.done: set[int] = set()
         self.statuses: dict[int, int] = {}
         self.lines = TaskLines(settings.has("label"), self.ntasks)
-        self.stdin_pending: list[bytes] = []
         self.early: list[bytes] = []  # frames for every runner, sent before all connected
-        self.forward_stdin = not settings.get("input")
         self.kill_on_bad_exit = settings.kill_on_bad_exit
         self.interrupts: list[float] = []
         self.killed = False
@@ -680,11 +685,13 @@ class Step:
     def run(self) -> int:
         self.poll.register(self.listener, "accept")
         self.poll.register(self.wake, "wake")
-        if self.forward_stdin:
+        if self.input_file >= 0:  # -i FILE: srun reads it for the tasks
+            self.input_fd = self.input_file
+        if self.input.reads:
             try:
-                self.poll.register(sys.stdin.fileno(), "stdin")
-            except (ValueError, OSError):  # closed, or a file: read it all now
-                self._stdin_eof()
+                self.poll.register(self.input_fd, "stdin")
+            except (ValueError, OSError):  # closed: its end at once
+                self._stdin(b"")
         deadline = time.monotonic() + CONNECT_TIMEOUT
         probe_at = time.monotonic() + PROBE_EVERY
         try:
@@ -720,6 +727,8 @@ class Step:
         finally:
             for conn in self.conns.values():
                 conn.close()
+            if self.input_file >= 0:
+                os.close(self.input_file)
         self.lines.flush()
         return self._report()
 
@@ -764,14 +773,12 @@ class Step:
             os.read(fileobj, 512)
         elif what == "stdin":
             try:
-                data = os.read(sys.stdin.fileno(), 65536)
+                data = os.read(self.input_fd, 65536)
             except OSError:  # EIO: the terminal hung up
                 data = b""
-            if data:
-                self._stdin(data)
-            else:
+            if not data:
                 self.poll.unregister(fileobj)
-                self._stdin_eof()
+            self._stdin(data)
         else:
             self._from_runner(fileobj, what)
 
@@ -797,9 +804,8 @@ class Step:
                 task0 = node_id == self.stdin_node
                 if task0 and self.terminal is not None:  # resized before it came
                     self._send(conn, stepio.winsize_frame(*self.terminal.size))
-                if task0 and self.forward_stdin:
-                    for data in self.stdin_pending:
-                        self._send(conn, stepio.frame(stepio.IN, 0, data))
+                for data in self.input.connect(node_id):
+                    self._send(conn, data)
                 for data in self.early:  # a signal that came before this runner did
                     self._send(conn, data)
             elif what == "hello":  # nothing but HELLO comes first
@@ -883,15 +889,13 @@ class Step:
     # ------------------------------------------------------------ streams
 
     def _stdin(self, data: bytes) -> None:
-        conn = self.conns.get(self.stdin_node)
-        if conn is None:
-            self.stdin_pending.append(data)
-        else:
-            self._send(conn, stepio.frame(stepio.IN, 0, data))
-
-    def _stdin_eof(self) -> None:
-        self.forward_stdin = True
-        self._stdin(b"")
+        """Input read (empty: its end), to the runners it is for that are connected
+        (those still to come get it as they do)."""
+        nodes, frame = self.input.read(data)
+        for node_id in nodes:
+            conn = self.conns.get(node_id)
+            if conn is not None:
+                self._send(conn, frame)
 
     def _send(self, conn: _socket.socket, frames: bytes) -> None:
         conn.sendall(self.ends[conn].seal(frames))
@@ -1007,7 +1011,14 @@ def _step_in_allocation(
         def probe() -> str | None:
             return step_state(client, job_id, step_id)
 
+        input_file = -1
+        ntasks = sum(int(t) for t in reply["tasks"])
+        if stepinput.mode(input_value(settings), ntasks)[0] == stepinput.SRUN_FILE:
+            input_file = open_input(input_value(settings), settings, job_id, step_id)
+            if input_file < 0:
+                return 1  # the runners find srun gone: no task starts
         step = Step(settings, job_id, reply, listener, key, signals, probe, terminal)
+        step.input_file = input_file
         step.go = copy is not None
         if terminal is not None:
             terminal.raw()
@@ -1019,6 +1030,34 @@ def _step_in_allocation(
     finally:
         signals.close()
         listener.close()
+
+
+def input_value(settings: Settings) -> str:
+    """``--input`` as the step gets it: given empty, 22.05's srun feeds task 0 alone."""
+    value = settings.get("input")
+    return value if value or not settings.has("input") else "0"
+
+
+def open_input(pattern: str, settings: Settings, job_id: int, step_id: int) -> int:
+    """``-i FILE`` without a per-task pattern: srun opens it, relative to its own
+    directory, as 22.05's does (its bytes go to every task); -1 after Slurm's error
+    when it cannot be read."""
+    array_task = os.environ.get("SLURM_ARRAY_TASK_ID", "")
+    path = filepattern.expand(
+        pattern,
+        job_id=job_id,
+        array_job_id=int(os.environ.get("SLURM_ARRAY_JOB_ID", "0") or 0),
+        array_task_id=int(array_task) if array_task.isdigit() else None,
+        user=os.environ.get("USER", "") or str(os.getuid()),
+        job_name=settings.get("job-name") or os.environ.get("SLURM_JOB_NAME", ""),
+        node="",
+        step=str(step_id),
+    )
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        print(f"{PROG}: error: Could not open stdin file: {exc.strerror}", file=sys.stderr)
+        return -1
 
 
 def run_in_new_allocation(
