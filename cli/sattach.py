@@ -162,6 +162,8 @@ class Attached:
         if task != stepio.ALL_TASKS:
             task += self.first_task
         self.input = InputRoute(task, set(range(len(self.nodes))))
+        ntasks = sum(tasks)
+        self.input_valid = params.input_task == stepio.ALL_TASKS or params.input_task < ntasks
         self.lines = TaskLines(params.label, sum(tasks))
         self.conns: dict[int, _socket.socket] = {}
         self.ends: dict[int, SrunEnd] = {}  # fd -> session
@@ -247,6 +249,12 @@ class Attached:
         conn.close()
 
     def _stdin(self, data: bytes) -> None:
+        if not self.input_valid:  # 22.05 says so for each read and sends nothing
+            print(
+                f"{PROG}: error: A valid node id must be specified for SLURM_IO_STDIN",
+                file=sys.stderr,
+            )
+            return
         nodes, frame = self.input.read(data)
         for node_id in nodes:
             self._send(self.conns[node_id], frame)

@@ -25,6 +25,8 @@ def test_options() -> None:
     assert (params.job_id, params.step_id, params.label, params.quiet) == (7, 2, True, True)
     assert params.filters == {stepio.OUT: 1, stepio.ERR: 0}
     assert sattach.parse(["--input-filter=0", "--layout", "7.0"]).layout
+    assert sattach.parse(["7.0"]).input_task == stepio.ALL_TASKS  # every task, as 22.05
+    assert sattach.parse(["--input-filter=1", "7.0"]).input_task == 1
     # A component's step is the leader's, as 22.05's sattach reads it: 7+1.0 is 7.0.
     params = sattach.parse(["7+1.0"])
     assert (params.job_id, params.step_id) == (7, 0)
@@ -41,7 +43,7 @@ def test_options() -> None:
             ["--output-filter=x", "5.0"],
             'sattach: error: Invalid numeric value "x" for output-filter.',
         ),
-        (["--input-filter=1", "5.0"], "sattach: error: --input-filter=1: only task 0 reads"),
+        (["--input-filter=x", "5.0"], 'sattach: error: Invalid numeric value "x" for input-'),
     ],
 )
 def test_bad_command_lines_in_slurms_words(argv: list[str], first: str) -> None:
@@ -117,3 +119,25 @@ def test_a_later_parts_reply_says_where_it_falls_in_the_whole_step() -> None:
     part = replace(STEP, het_jobs=(4, 5), het_offset=(1, 2))
     reply, _ = _attach(OWNER, running(5, ("n1", "n2"), steps=(part,)), layout_only=True)
     assert (reply.het_node_offset, reply.het_task_offset, list(reply.task_ids)) == (1, 2, [0, 1])
+
+
+def test_input_goes_to_every_runner_naming_its_tasks() -> None:
+    """Each runner gets sattach's input; the frames name every task, or the one
+    --input-filter names, counted from a later part's first task as 22.05 counts."""
+    reply = {
+        "nodes": ["n1", "n2"],
+        "tasks": [1, 2],
+        "task_ids": [0, 1, 2],
+        "het_node_offset": 1,
+        "het_task_offset": 3,
+    }
+    whole = sattach.Attached(sattach.parse(["7.0"]), None, b"k" * 32, reply)  # type: ignore[arg-type]
+    assert (whole.input.task, whole.input.nodes, whole.input_valid) == (
+        stepio.ALL_TASKS,
+        {0, 1},
+        True,
+    )
+    one = sattach.Attached(sattach.parse(["--input-filter=2", "7.0"]), None, b"k" * 32, reply)  # type: ignore[arg-type]
+    assert (one.input.task, one.input_valid) == (5, True)
+    past = sattach.Attached(sattach.parse(["--input-filter=3", "7.0"]), None, b"k" * 32, reply)  # type: ignore[arg-type]
+    assert not past.input_valid  # 22.05: "A valid node id must be specified ..."

@@ -243,17 +243,78 @@ def test_task_environment(spool: Path, zygote: Zygote, srun: Srun) -> None:
     assert runner.result().statuses == (0, 0)
 
 
-def test_stdin_from_srun_goes_to_task_zero(spool: Path, zygote: Zygote, srun: Srun) -> None:
+def test_stdin_from_srun_goes_to_every_task(spool: Path, zygote: Zygote, srun: Srun) -> None:
     runner = start(spool, zygote, srun, spool, argv=("cat",), tasks=(0, 1))
     srun.accept()
-    srun.pump(lambda: 1 in srun.exits)  # task 1 reads /dev/null: done at once
-    srun.send(stepio.IN, 0, b"hello ")
-    srun.pump(lambda: srun.out.get(0) == b"hello ")  # forwarded as it arrives
-    srun.send(stepio.IN, 0, b"world\n")
-    srun.send(stepio.IN, 0, b"")  # end of file
+    srun.send(stepio.IN, stepio.ALL_TASKS, b"hello ")
+    srun.pump(lambda: srun.out.get(0) == srun.out.get(1) == b"hello ")  # as it arrives
+    srun.send(stepio.IN, stepio.ALL_TASKS, b"world\n")
+    srun.send(stepio.IN, stepio.ALL_TASKS, b"")  # end of file, for each task
     srun.finish()
-    assert srun.out == {0: b"hello world\n"}
+    assert srun.out == {0: b"hello world\n", 1: b"hello world\n"}
     assert srun.exits == {0: 0, 1: 0}
+    assert runner.result().statuses == (0, 0)
+
+
+def test_input_for_one_task_reaches_it_alone(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """srun -i 1: task 1's stdin is srun's, the others read /dev/null; input for every
+    task (a sattach without --input-filter) reaches none, as on 22.05."""
+    runner = start(spool, zygote, srun, spool, argv=("cat",), tasks=(0, 1), std_in="1")
+    srun.accept()
+    srun.pump(lambda: 0 in srun.exits)  # task 0 reads /dev/null: done at once
+    srun.send(stepio.IN, stepio.ALL_TASKS, b"lost\n")
+    srun.send(stepio.IN, 1, b"mine\n")
+    srun.send(stepio.IN, 0, b"not here\n")
+    srun.send(stepio.IN, 1, b"")
+    srun.finish()
+    assert srun.out == {1: b"mine\n"}
+    assert runner.result().statuses == (0, 0)
+
+
+def test_one_task_at_its_own_pace(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """A task that closed its stdin does not keep the others from theirs."""
+    script = 'if [ "$SLURM_PROCID" = 0 ]; then exec 0<&-; echo closed; else cat; fi'
+    runner = start(spool, zygote, srun, spool, argv=("sh", "-c", script), tasks=(0, 1))
+    srun.accept()
+    srun.pump(lambda: 0 in srun.exits)
+    big = b"x" * 300_000  # more than a pipe holds
+    srun.send(stepio.IN, stepio.ALL_TASKS, big)
+    srun.send(stepio.IN, stepio.ALL_TASKS, b"")
+    srun.finish()
+    assert srun.out == {0: b"closed\n", 1: big}
+    assert runner.result().statuses == (0, 0)
+
+
+def test_per_task_input_files_opened_on_the_node(
+    spool: Path, zygote: Zygote, srun: Srun, tmp_path: Path
+) -> None:
+    tmp_path.chmod(0o755)
+    for task in (2, 3):
+        (tmp_path / f"in{task}").write_text(f"file {task}\n")
+    runner = start(spool, zygote, srun, tmp_path, argv=("cat",), std_in="in%t")
+    srun.accept()
+    srun.finish()
+    assert srun.out == {2: b"file 2\n", 3: b"file 3\n"}
+    assert runner.result().statuses == (0, 0)
+
+
+def test_a_file_srun_reads_comes_as_its_input(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    """-i FILE without a per-task pattern: srun sends the bytes, every task gets them
+    (the runner opens no such file: it need not exist on the node)."""
+    runner = start(spool, zygote, srun, spool, argv=("cat",), std_in="not-on-this-node")
+    srun.accept()
+    srun.send(stepio.IN, stepio.ALL_TASKS, b"from srun\n")
+    srun.send(stepio.IN, stepio.ALL_TASKS, b"")
+    srun.finish()
+    assert srun.out == {2: b"from srun\n", 3: b"from srun\n"}
+    assert runner.result().statuses == (0, 0)
+
+
+def test_input_none_is_dev_null(spool: Path, zygote: Zygote, srun: Srun) -> None:
+    runner = start(spool, zygote, srun, spool, argv=("sh", "-c", "cat; echo end"), std_in="none")
+    srun.accept()
+    srun.finish()  # no end of input sent: /dev/null ends at once
+    assert srun.out == {2: b"end\n", 3: b"end\n"}
     assert runner.result().statuses == (0, 0)
 
 
