@@ -58,3 +58,19 @@ def test_attach_layout_output_and_stdin(cluster: Cluster, tmp_path: Path) -> Non
 def test_no_such_step(cluster: Cluster) -> None:
     done = cluster.run("sattach", "999.0", check=False)
     assert (done.returncode, done.stderr) == (1, "sattach: error: Invalid job id specified\n")
+
+
+def test_input_reaches_every_task_and_its_end_closes_theirs(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """22.05's sattach sends its input to every task and its end of input closes their
+    stdin (srun's own, an idle pipe here, never ends): both tasks end, and so does
+    sattach."""
+    script = tmp_path / "job.sh"
+    step = 'cat; echo "eof $SLURM_PROCID"'
+    script.write_text(f"#!/bin/sh\nsleep 300 | srun -N2 -n2 sh -c '{step}'\n")
+    job = cluster.sbatch("-N2", "-n2", "-o", str(tmp_path / "out"), str(script))
+    cluster.wait_for(lambda: bool(cluster.job(job)["steps"]), 60, "the step did not start")
+    attached = cluster.run("sattach", "-l", f"{job}.0", input="hi\n")
+    assert sorted(attached.stdout.splitlines()) == ["0: eof 0", "0: hi", "1: eof 1", "1: hi"]
+    cluster.run("scancel", str(job))  # the script's sleep feeding srun's stdin

@@ -1,0 +1,89 @@
+"""srun's standard input on two nodes, as measured on Slurm 22.05 with two slurmd.
+
+By default every task gets all of srun's stdin and its end; ``-i N`` task N alone (the
+others read /dev/null); ``-i none`` nobody; ``-i in%t`` each task its own file, opened
+on its node in the step's directory; ``-i FILE`` without such a pattern is read by
+srun, relative to srun's own directory (``-D`` elsewhere does not change it), and sent
+to every task; a FILE srun cannot open fails in Slurm's words with exit 1.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster import Cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("stdin"), 2, ("KillWait=2",))
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def job(cluster: Cluster) -> Iterator[int]:
+    """A running two-node job, cancelled after the module's tests."""
+    job_id = cluster.sbatch("-N2", "-n4", "-o", "/dev/null", "--wrap", "sleep 300")
+    cluster.wait_state(job_id, {"RUNNING"}, timeout=30)
+    try:
+        yield job_id
+    finally:
+        cluster.run("scancel", str(job_id), check=False)
+        cluster.wait_done(job_id)
+
+
+def _srun(
+    cluster: Cluster, job: int, *args: str, cwd: Path, input: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = {"SLURM_JOB_ID": str(job)}
+    return cluster.run("srun", "-N2", "-l", *args, cwd=cwd, env=env, input=input, check=False)
+
+
+def _lines(done: subprocess.CompletedProcess[str]) -> list[str]:
+    assert done.returncode == 0, done.stderr
+    return sorted(done.stdout.splitlines())
+
+
+def test_stdin_goes_to_every_task(cluster: Cluster, job: int, tmp_path: Path) -> None:
+    done = _srun(cluster, job, "-n3", "cat", cwd=tmp_path, input="x\ny\n")
+    assert _lines(done) == ["0: x", "0: y", "1: x", "1: y", "2: x", "2: y"]
+
+
+def test_input_to_one_task(cluster: Cluster, job: int, tmp_path: Path) -> None:
+    done = _srun(
+        cluster, job, "-n3", "-i", "1", "sh", "-c", "cat; echo end", cwd=tmp_path, input="x\n"
+    )
+    assert _lines(done) == ["0: end", "1: end", "1: x", "2: end"]
+    assert done.stdout.index("1: x") < done.stdout.index("1: end")
+
+
+def test_input_none(cluster: Cluster, job: int, tmp_path: Path) -> None:
+    done = _srun(
+        cluster, job, "-n2", "-i", "none", "sh", "-c", "cat; echo end", cwd=tmp_path, input="x\n"
+    )
+    assert _lines(done) == ["0: end", "1: end"]
+
+
+def test_per_task_files_on_the_nodes(cluster: Cluster, job: int, tmp_path: Path) -> None:
+    for task in range(3):
+        (tmp_path / f"in{task}").write_text(f"file{task}\n")
+    done = _srun(cluster, job, "-n3", "-i", "in%t", "cat", cwd=tmp_path)
+    assert _lines(done) == ["0: file0", "1: file1", "2: file2"]
+
+
+def test_a_plain_file_is_srun_s(cluster: Cluster, job: int, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "plain").write_text("srun's\n")
+    (tmp_path / "sub" / "plain").write_text("the step's directory's\n")
+    done = _srun(cluster, job, "-n2", "-D", "sub", "-i", "plain", "cat", cwd=tmp_path)
+    assert _lines(done) == ["0: srun's", "1: srun's"]
+    missing = _srun(cluster, job, "-n2", "-i", "missing", "cat", cwd=tmp_path)
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr == "srun: error: Could not open stdin file: No such file or directory\n"
