@@ -57,7 +57,14 @@ Help options:
 
 TABLE = OptionTable(
     [
-        Option("input_filter", "", "input-filter", REQUIRED),
+        Option(
+            "input_filter",
+            "",
+            "input-filter",
+            REQUIRED,
+            note="that task alone gets sattach's input (default: every task srun feeds); "
+            "its end of input closes their stdin, as Slurm 22.05's",
+        ),
         Option("output_filter", "", "output-filter", REQUIRED),
         Option("error_filter", "", "error-filter", REQUIRED),
         Option("label", "l", "label"),

@@ -167,7 +167,13 @@ TABLE = OptionTable(
             "--threads-per-core ignored (said under -v)",
         ),
         _row("immediate", "I", OPTIONAL, REFUSED, "immediate allocation is not implemented"),
-        _row("input", "i"),
+        _row(
+            "input",
+            "i",
+            note="all (default: srun's stdin to every task), none, a task id (that task "
+            "alone), a file with %t/%n/%N (each task's, opened on its node) or another file "
+            "(srun reads it for every task), as Slurm 22.05",
+        ),
         _row("job-name", "J"),
         _row("jobid"),
         _row("kill-on-bad-exit", "K", OPTIONAL, note="0 or 1"),
