@@ -167,9 +167,13 @@ def test_default_report_asks_for_few_fields() -> None:
 
 def test_command_sends_the_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[dict[str, Any]] = []
+    narrowed: list[Any] = []
 
     class Client:
-        def call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+        def call(
+            self, method: str, request: dict[str, Any], narrow: Any = ()
+        ) -> dict[str, Any]:
+            narrowed.append(narrow)
             sent.append(request)
             return {"jobs": [], "now": NOW, "last_update": NOW}
 
@@ -179,3 +183,5 @@ def test_command_sends_the_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     assert squeue.squeue(["-h", "-o", "%i %Y", "-S", "-e"]) == 0
     assert sent[0]["fields"] == squeue.job_fields(squeue.letters_layout("%i %Y"), "-e")
     assert {"sched_nodes", "end_time"} <= set(sent[0]["fields"])
+    # the records are decoded with those fields alone
+    assert narrowed[0] == (("JobInfo", tuple(sent[0]["fields"])),)
