@@ -148,9 +148,7 @@ class Client:
                 raise refused
             time.sleep(min(1.0, deadline - now))
 
-    def _once(
-        self, path: str, method: str, frame: bytes, narrow: codec.Narrowing = ()
-    ) -> Message:
+    def _once(self, path: str, method: str, frame: bytes, narrow: codec.Narrowing = ()) -> Message:
         try:
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             try:

@@ -21,13 +21,11 @@ from corral.timefmt import format_elapsed, format_minutes, format_timestamp
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-    from collections.abc import Callable, Sequence
-
     Job = Mapping[str, Any]
-    Column = Callable[[Sequence[Job], JobView], list[str]]
+    Column = Callable[[Sequence[Job], "JobView"], list[str]]
 
 #: Slurm's ceiling for a job priority, the denominator of ``%p``.
 _PRIORITY_SCALE = 0xFFFFFFFF
@@ -267,9 +265,7 @@ def _text(header: str, key: str, **options: bool) -> Field:
 
 
 def _number(header: str, key: str) -> Field:
-    return Field(
-        header, lambda job, view: str(int(job[key])), reads=(key,), column=_integers(key)
-    )
+    return Field(header, lambda job, view: str(int(job[key])), reads=(key,), column=_integers(key))
 
 
 def _stamp(header: str, key: str) -> Field:

@@ -9,7 +9,6 @@ so the table is exact.
 
 from __future__ import annotations
 
-
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
