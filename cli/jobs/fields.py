@@ -253,14 +253,15 @@ def _user_names(jobs: Sequence[Job], view: JobView) -> list[str]:
 # the controller for just those, and tests/unit/test_squeue_fields.py checks the lists.
 
 
-def _text(header: str, key: str, **options: bool) -> Field:
+def _text(header: str, key: str, cut: bool = True, header_cut: bool = True) -> Field:
     """A string field, ``(null)`` when unset."""
     return Field(
         header,
         lambda job, view: null(str(job[key])),
+        cut,
+        header_cut,
         reads=(key,),
         column=_texts(key),
-        **options,
     )
 
 
@@ -272,8 +273,8 @@ def _stamp(header: str, key: str) -> Field:
     return Field(header, lambda job, view: _time(job[key]), reads=(key,), column=_stamps(key))
 
 
-def _nodes(header: str, key: str, **options: bool) -> Field:
-    return Field(header, lambda job, view: node_list(job[key]), reads=(key,), **options)
+def _nodes(header: str, key: str, cut: bool = True, header_cut: bool = True) -> Field:
+    return Field(header, lambda job, view: node_list(job[key]), cut, header_cut, reads=(key,))
 
 
 def _het(header: str, key: str) -> Field:
