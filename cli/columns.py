@@ -116,9 +116,13 @@ class Field:
     its width (clocks and node lists may); ``header_cut`` the same for the
     header (NODELIST-like headers may). ``reads`` names the record fields the
     value uses, so that a command can ask the daemon for those alone.
+    ``column``, where given, is the same text for a whole list of records at
+    once (``value`` of each, in order): a listing of 100,000 jobs pays a
+    Python call per record and column otherwise, and most columns can be
+    worked out with C-level ``map``/``itemgetter`` or one comprehension.
     """
 
-    __slots__ = ("cut", "header", "header_cut", "reads", "value")
+    __slots__ = ("column", "cut", "header", "header_cut", "reads", "value")
 
     def __init__(
         self,
@@ -127,12 +131,14 @@ class Field:
         cut: bool = True,
         header_cut: bool = True,
         reads: tuple[str, ...] = (),
+        column: Callable[[Sequence[Any], Any], list[str]] | None = None,
     ) -> None:
         self.header = header
         self.value = value
         self.cut = cut
         self.header_cut = header_cut
         self.reads = reads
+        self.column = column
 
     def __repr__(self) -> str:
         return (
@@ -199,8 +205,11 @@ def lines(prefix: str, bound: Sequence[Bound], records: Sequence[Any], context: 
         else:
             template.append(f"%{width}s")
         template.append(_literal(column.suffix))
-        value = field.value
-        columns.append([value(record, context) for record in records])
+        if field.column is not None:
+            columns.append(field.column(records, context))
+        else:
+            value = field.value
+            columns.append([value(record, context) for record in records])
     layout = "".join(template)
     if not columns:
         return [layout % ()] * len(records)

@@ -477,8 +477,10 @@ def report(client: Any, settings: Settings, layout: Layout, sort: str) -> int:
     fields = job_fields(layout, sort)
     if settings.licenses and fields and "licenses" not in fields:
         fields.append("licenses")
+    # The records are decoded with these fields alone (``codec.decode``'s ``narrow``).
+    narrow = (("JobInfo", tuple(fields)),) if fields else ()
     try:
-        reply = client.call("Jobs", request(settings, fields))
+        reply = client.call("Jobs", request(settings, fields), narrow=narrow)
     except SlurmError as exc:
         if exc.code == ESLURM_INVALID_JOB_ID and len(settings.job_ids) > 1:
             sys.stdout.write(render([], 0, layout, sort=sort, header=header))

@@ -104,22 +104,28 @@ class Client:
         self.cluster = cluster  # -M: the cluster whose controller answers ("" this one)
         self.failover_s = failover_s
 
-    def call(self, method: str, request: Message | None = None) -> Message:
-        """Call ``method`` (e.g. ``"Submit"``); raise ``SlurmError`` on failure."""
+    def call(
+        self, method: str, request: Message | None = None, narrow: codec.Narrowing = ()
+    ) -> Message:
+        """Call ``method`` (e.g. ``"Submit"``); raise ``SlurmError`` on failure.
+
+        ``narrow``: the reply's messages of which only some fields are read
+        (``codec.decode``), e.g. squeue's job records.
+        """
         body = codec.encode(f"{method}Request", request or {})
         frame = codec.encode("Frame", {"method": method, "body": body, "cluster": self.cluster})
         for _ in range(BACKOFF_RETRIES):
             try:
-                return self._serving(method, frame)
+                return self._serving(method, frame, narrow)
             except SlurmError as exc:
                 if exc.code != _BACKOFF:
                     raise
             import time  # only when rate-limited: off the start-up path
 
             time.sleep(1)
-        return self._serving(method, frame)
+        return self._serving(method, frame, narrow)
 
-    def _serving(self, method: str, frame: bytes) -> Message:
+    def _serving(self, method: str, frame: bytes, narrow: codec.Narrowing = ()) -> Message:
         """The answer of the first socket whose daemon serves, waiting ``failover_s``
         for one while every one is away or in standby."""
         deadline = None
@@ -127,7 +133,7 @@ class Client:
             refused: SlurmError = ControllerUnreachable()
             for path in self.paths:
                 try:
-                    return self._once(path, method, frame)
+                    return self._once(path, method, frame, narrow)
                 except _NotSent:
                     continue
                 except SlurmError as exc:
@@ -142,7 +148,7 @@ class Client:
                 raise refused
             time.sleep(min(1.0, deadline - now))
 
-    def _once(self, path: str, method: str, frame: bytes) -> Message:
+    def _once(self, path: str, method: str, frame: bytes, narrow: codec.Narrowing = ()) -> Message:
         try:
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             try:
@@ -167,7 +173,7 @@ class Client:
             raise ControllerUnreachable() from exc
         if reply["code"]:
             raise SlurmError(reply["code"], reply["error"] or None, reply.get("detail", ""))
-        return codec.decode(f"{method}Reply", reply["body"])
+        return codec.decode(f"{method}Reply", reply["body"], narrow)
 
 
 class _NotSent(Exception):

@@ -9,6 +9,8 @@ outside inputs (the controller's clock and the environment).
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from cli.columns import Field
 from cli.jobs import statenames
 from cli.jobs.ids import DISPLAY_ID_READS, display_id, task_range
@@ -19,10 +21,11 @@ from corral.timefmt import format_elapsed, format_minutes, format_timestamp
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     Job = Mapping[str, Any]
+    Column = Callable[[Sequence[Job], "JobView"], list[str]]
 
 #: Slurm's ceiling for a job priority, the denominator of ``%p``.
 _PRIORITY_SCALE = 0xFFFFFFFF
@@ -74,6 +77,8 @@ def node_list(names: str) -> str:
 def _compressed(names: str) -> str:
     if not names:
         return ""
+    if names.isascii() and names.isalnum():  # one host (most jobs): printed as it is
+        return names
     try:
         return compress(expand(names))
     except ValueError:
@@ -181,25 +186,95 @@ def _pending_time(job: Job, view: JobView) -> str:
     return str(view.now - job["submit_time"])
 
 
+# Whole columns (``Field.column``): the same text as the field's ``value`` for each
+# record, worked out for a list of records at once, in one pass over them (walking
+# 100,000 dicts again costs more than the calls it would save). A long listing is
+# mostly pending jobs, so the comprehensions test for that case first and call the
+# per-record function only for the others. tests/unit/test_squeue_columns.py
+# checks each against its ``value``.
+
+
+def _plain(key: str) -> Column:
+    """``str(job[key])`` of each job, with C-level ``map``."""
+    get = itemgetter(key)
+    return lambda jobs, view: list(map(str, map(get, jobs)))
+
+
+def _integers(key: str) -> Column:
+    """``str(int(job[key]))`` of each job."""
+    get = itemgetter(key)
+    return lambda jobs, view: list(map(str, map(int, map(get, jobs))))
+
+
+def _texts(key: str) -> Column:
+    """``null(str(job[key]))`` of each job."""
+    get = itemgetter(key)
+    return lambda jobs, view: [text or "(null)" for text in map(str, map(get, jobs))]
+
+
+def _stamps(key: str) -> Column:
+    get = itemgetter(key)
+    return lambda jobs, view: [_time(epoch) for epoch in map(get, jobs)]
+
+
+def _job_array_ids(jobs: Sequence[Job], view: JobView) -> list[str]:
+    return [
+        display_id(job, view.env)
+        if job["array_task_str"] or job["array_task_id"] is not None or job.get("het_job_id")
+        else str(job["job_id"])
+        for job in jobs
+    ]
+
+
+def _times_used(jobs: Sequence[Job], view: JobView) -> list[str]:
+    now = view.now
+    return [
+        "0:00"
+        if job["start_time"] == 0 or job["state"] == "PENDING"
+        else format_elapsed(run_seconds(job, now))
+        for job in jobs
+    ]
+
+
+def _reason_lists(jobs: Sequence[Job], view: JobView) -> list[str]:
+    return [
+        f"({job['state_desc'] or job['reason']})"
+        if (job["state"] in _REASON_STATES if not job["state_flags"] else shows_reason(job))
+        else node_list(job["nodes"])
+        for job in jobs
+    ]
+
+
+def _user_names(jobs: Sequence[Job], view: JobView) -> list[str]:
+    return [job["user"] or str(job["uid"]) for job in jobs]
+
+
 # Each field names the JobInfo fields its value reads (``Field.reads``): squeue asks
 # the controller for just those, and tests/unit/test_squeue_fields.py checks the lists.
 
 
-def _text(header: str, key: str, **options: bool) -> Field:
+def _text(header: str, key: str, cut: bool = True, header_cut: bool = True) -> Field:
     """A string field, ``(null)`` when unset."""
-    return Field(header, lambda job, view: null(str(job[key])), reads=(key,), **options)
+    return Field(
+        header,
+        lambda job, view: null(str(job[key])),
+        cut,
+        header_cut,
+        reads=(key,),
+        column=_texts(key),
+    )
 
 
 def _number(header: str, key: str) -> Field:
-    return Field(header, lambda job, view: str(int(job[key])), reads=(key,))
+    return Field(header, lambda job, view: str(int(job[key])), reads=(key,), column=_integers(key))
 
 
 def _stamp(header: str, key: str) -> Field:
-    return Field(header, lambda job, view: _time(job[key]), reads=(key,))
+    return Field(header, lambda job, view: _time(job[key]), reads=(key,), column=_stamps(key))
 
 
-def _nodes(header: str, key: str, **options: bool) -> Field:
-    return Field(header, lambda job, view: node_list(job[key]), reads=(key,), **options)
+def _nodes(header: str, key: str, cut: bool = True, header_cut: bool = True) -> Field:
+    return Field(header, lambda job, view: node_list(job[key]), cut, header_cut, reads=(key,))
 
 
 def _het(header: str, key: str) -> Field:
@@ -237,7 +312,7 @@ _GROUP_ID = _number("GROUP", "gid")
 _GROUP_NAME = Field(
     "GROUP", lambda job, view: job["group"] or str(job["gid"]), reads=("group", "gid")
 )
-_JOB_ARRAY_ID = Field("JOBID", _job_array_id, reads=DISPLAY_ID_READS)
+_JOB_ARRAY_ID = Field("JOBID", _job_array_id, reads=DISPLAY_ID_READS, column=_job_array_ids)
 _JOB_ID = _number("JOBID", "job_id")
 _LICENSES = _text("LICENSES", "licenses")
 _MIN_CPUS = Field(
@@ -245,7 +320,7 @@ _MIN_CPUS = Field(
 )
 _MIN_MEMORY = Field("MIN_MEMORY", _min_memory, reads=("min_mem_cpu", "min_mem_node"))
 _MIN_TMP_DISK = _const("MIN_TMP_DISK", "0")
-_NAME = Field("NAME", lambda job, view: str(job["name"]), reads=("name",))
+_NAME = Field("NAME", lambda job, view: str(job["name"]), reads=("name",), column=_plain("name"))
 _NICE = _number("NICE", "nice")
 _NODE_LIST = _nodes("NODELIST", "nodes", cut=False, header_cut=False)
 _NUM_CPUS = _number("CPUS", "num_cpus")
@@ -253,7 +328,12 @@ _NUM_NODES = _number("NODES", "num_nodes")
 _OVERSUBSCRIBE = Field(
     "OVER_SUBSCRIBE", lambda job, view: job["oversubscribe"] or "OK", reads=("oversubscribe",)
 )
-_PARTITION = Field("PARTITION", lambda job, view: str(job["partition"]), reads=("partition",))
+_PARTITION = Field(
+    "PARTITION",
+    lambda job, view: str(job["partition"]),
+    reads=("partition",),
+    column=_plain("partition"),
+)
 _PRIORITY = Field(
     "PRIORITY",
     lambda job, view: f"{job['priority'] / _PRIORITY_SCALE:16.14f}",
@@ -267,6 +347,7 @@ _REASON_LIST = Field(
     _reason_list,
     header_cut=False,
     reads=("state_flags", "state", *_REASON_READS, "nodes"),
+    column=_reason_lists,
 )
 _REQ_NODES = _nodes("REQ_NODES", "req_nodes")
 _RESERVATION = _text("RESERVATION", "reservation")
@@ -274,20 +355,35 @@ _SCHED_NODES = _text("SCHEDNODES", "sched_nodes", cut=False, header_cut=False)
 _SCT = _const("S:C:T", "*:*:*")
 _SOCKETS = _const("SOCKETS_PER_NODE", "*")
 _START_TIME = _stamp("START_TIME", "start_time")
-_STATE = Field("STATE", lambda job, view: statenames.long_name(job), reads=statenames.READS)
-_STATE_COMPACT = Field("ST", lambda job, view: statenames.compact_name(job), reads=statenames.READS)
+_STATE = Field(
+    "STATE",
+    lambda job, view: statenames.long_name(job),
+    reads=statenames.READS,
+    column=lambda jobs, view: statenames.long_names(jobs),
+)
+_STATE_COMPACT = Field(
+    "ST",
+    lambda job, view: statenames.compact_name(job),
+    reads=statenames.READS,
+    column=lambda jobs, view: statenames.compact_names(jobs),
+)
 _SUBMIT_TIME = _stamp("SUBMIT_TIME", "submit_time")
 _THREADS = _const("THREADS_PER_CORE", "*")
 _TIME_LEFT = Field("TIME_LEFT", _left, cut=False, reads=("time_limit", *RUN_SECONDS_READS))
 _TIME_LIMIT = Field("TIME_LIMIT", _limit, cut=False, reads=("time_limit",))
-_TIME_USED = Field("TIME", _time_used, cut=False, reads=RUN_SECONDS_READS)
+_TIME_USED = Field("TIME", _time_used, cut=False, reads=RUN_SECONDS_READS, column=_times_used)
 _TRES_ALLOC = Field(
     "TRES_ALLOC",
     lambda job, view: job["alloc_tres"] or job["req_tres"] or "N/A",
     reads=("alloc_tres", "req_tres"),
 )
 _USER_ID = _number("UID", "uid")
-_USER_NAME = Field("USER", lambda job, view: job["user"] or str(job["uid"]), reads=("user", "uid"))
+_USER_NAME = Field(
+    "USER",
+    lambda job, view: job["user"] or str(job["uid"]),
+    reads=("user", "uid"),
+    column=_user_names,
+)
 _WCKEY = _const("WCKEY", "(null)")
 _WORK_DIR = _text("WORK_DIR", "work_dir")
 

@@ -13,6 +13,8 @@ print in task order, so they sort as one unit here.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from cli.jobs import statenames
 from cli.jobs.fields import RUN_SECONDS_READS, run_seconds
 from corral.hostlist import expand
@@ -80,7 +82,7 @@ def _split_host(name: str) -> tuple[str, int]:
 
 
 def _field(key: str) -> SortKey:
-    return lambda job: job[key], (key,), False
+    return itemgetter(key), (key,), False
 
 
 def _constant(job: Job) -> int:
@@ -128,6 +130,14 @@ _KEYS: dict[str, SortKey] = {
     "V": _field("submit_time"),
     "z": _IGNORED,
     "cluster": _field("cluster"),
+}
+
+#: Keys worked out for the whole list at once (``statenames``' comprehensions skip
+#: a call per job), by letter; the job's key is the value at its index.
+_COLUMNS: dict[str, Callable[[list[Job]], list[Any]]] = {
+    "t": statenames.compact_names,
+    "T": statenames.long_names,
+    "u": lambda jobs: [job["user"] or str(job["uid"]) for job in jobs],
 }
 
 #: What every sort reads: grouping array tasks and heterogeneous job components
@@ -181,10 +191,18 @@ def _units(jobs: list[Job]) -> tuple[list[Job], dict[int, list[Job]]]:
     Each unit is represented by its first record (most are single records);
     the second value maps ``id()`` of such a first task to all tasks of its unit.
     """
+    if not any(task is not None for task in map(_TASK, jobs)):
+        # No array task: creation order is job id order (one record per id, or
+        # equal ids kept in their order, as by ``_record_order``), with a C-level key.
+        ordered = sorted(jobs, key=_JOB_ID)
+        if not any(job.get("het_job_id") for job in jobs):
+            return ordered, {}
+    else:
+        ordered = sorted(jobs, key=_record_order)
     heads: list[Job] = []
     # (kind, array or leader id) -> (index in heads, its records)
     arrays: dict[tuple[str, int], tuple[int, list[Job]]] = {}
-    for job in sorted(jobs, key=_record_order):
+    for job in ordered:
         if job["state"] != "PENDING":
             heads.append(job)
             continue
@@ -209,6 +227,12 @@ def _units(jobs: list[Job]) -> tuple[list[Job], dict[int, list[Job]]]:
     return heads, tasks
 
 
+_TASK = itemgetter("array_task_id")
+_JOB_ID = itemgetter("job_id")
+_START = itemgetter("start_time")
+_STATE = itemgetter("state")
+
+
 def _unit_order(job: Job) -> int:
     """A record's place in its unit: its array task id, or its component offset."""
     if job.get("het_job_id"):
@@ -231,21 +255,17 @@ def _by_start(heads: list[Job], now: int | None, descending: bool) -> list[Job]:
     ``now`` None is the first pass, before squeue has read its clock; later
     passes count a pending job whose start time has passed as starting now.
     """
-    known: list[Job] = []
-    starts: list[int] = []
-    unknown: list[Job] = []
-    for job in heads:
-        start = int(job["start_time"])
-        if start == 0:
-            unknown.append(job)
-            continue
-        if now is not None and start < now and job["state"] == "PENDING":
-            start = now
-        known.append(job)
-        starts.append(start)
-    order = sorted(range(len(known)), key=starts.__getitem__, reverse=descending)
+    starts = list(map(int, map(_START, heads)))
+    if now is not None:
+        starts = [
+            now if start != 0 and start < now and state == "PENDING" else start
+            for start, state in zip(starts, map(_STATE, heads), strict=True)
+        ]
+    known = [index for index, start in enumerate(starts) if start != 0]
+    known.sort(key=starts.__getitem__, reverse=descending)
+    unknown = [index for index, start in enumerate(starts) if start == 0]
     unknown.reverse()
-    return [known[index] for index in order] + unknown
+    return [heads[index] for index in known + unknown]
 
 
 def _at(function: Callable[[Job, int], Any], now: int) -> Callable[[Job], Any]:
@@ -261,6 +281,12 @@ def sort_jobs(jobs: list[Job], spec: str, now: int) -> list[Job]:
     for letter, descending in reversed(keys):
         if letter == "S":
             heads = _by_start(heads, now, descending)
+            continue
+        column = _COLUMNS.get(letter)
+        if column is not None:
+            keys_of = column(heads)
+            order = sorted(range(len(heads)), key=keys_of.__getitem__, reverse=descending)
+            heads = [heads[index] for index in order]
             continue
         function, _, clocked = _KEYS[letter]
         heads.sort(key=_at(function, now) if clocked else function, reverse=descending)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 #: Base states in Slurm's numeric order, with their compact codes.
@@ -89,6 +89,26 @@ def compact_name(job: Mapping[str, Any]) -> str:
     if job["state_flags"]:
         return _COMPACT.get(long_name(job), "?")
     return _COMPACT.get(str(job["state"]), "?")
+
+
+def long_names(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``long_name`` of each job, without a call for those with no flag (nearly all).
+
+    One pass over the records: a pass over 100,000 dicts costs more in memory
+    traffic than the few operations per record it saves to split it up.
+    """
+    return [
+        (str(job["state"]) or "?") if not job["state_flags"] else long_name(job) for job in jobs
+    ]
+
+
+def compact_names(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``compact_name`` of each job, as ``long_names`` works out the long ones."""
+    compact = _COMPACT
+    return [
+        compact.get(str(job["state"]), "?") if not job["state_flags"] else compact_name(job)
+        for job in jobs
+    ]
 
 
 def parse_state(text: str) -> str | None:

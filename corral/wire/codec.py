@@ -157,6 +157,7 @@ _MESSAGE = 5
 _APPEND_STRING = 6
 _MAP = 7
 _OTHER = 8
+_SKIP = 9
 
 _WIRE_TYPES = {"double": (1,), "float": (5,)}  # every other scalar is a varint (0)
 #: Singular scalars the loop decodes inline; the others (zigzag, floating point) go to _other.
@@ -187,17 +188,30 @@ class _Decoder:
         self.maps: tuple[str, ...] = ()
 
 
-_DECODERS: dict[str, _Decoder] = {}
+#: ``decode``'s ``narrow``: (message name, the fields to keep) pairs.
+Narrowing = tuple[tuple[str, tuple[str, ...]], ...]
+
+_DECODERS: dict[tuple[str, Narrowing], _Decoder] = {}
 
 
-def _decoder(name: str) -> _Decoder:
-    """Message ``name``'s table, built on first use and kept: a client decodes few kinds."""
-    found = _DECODERS.get(name)
+def _decoder(name: str, narrow: Narrowing = ()) -> _Decoder:
+    """Message ``name``'s table, built on first use and kept: a client decodes few kinds.
+
+    A message that ``narrow`` names gets a table of its listed fields alone: the
+    others are skipped on the wire and absent from the decoded dict.
+    """
+    key = (name, narrow)
+    found = _DECODERS.get(key)
     if found is not None:
         return found
-    decoder = _DECODERS[name] = _Decoder(name)  # registered first: messages may nest themselves
+    decoder = _DECODERS[key] = _Decoder(name)  # registered first: messages may nest themselves
     ops = decoder.ops
+    keep = dict(narrow).get(name)
     for fname, number, kind, repeated, optional in MESSAGES[name]:
+        if keep is not None and fname not in keep:
+            for wire in (0, 1, 2, 5):
+                ops[(number << 3) | wire] = (fname, _SKIP, None)
+            continue
         default = decoder.template[fname] = _default(kind, repeated, optional)
         if isinstance(default, list):
             decoder.lists += (fname,)
@@ -206,7 +220,7 @@ def _decoder(name: str) -> _Decoder:
         delimited = (number << 3) | 2
         if kind.startswith("message:"):
             op = _APPEND_MESSAGE if repeated else _MESSAGE
-            ops[delimited] = (fname, op, _decoder(kind[8:]))
+            ops[delimited] = (fname, op, _decoder(kind[8:], narrow))
         elif kind.startswith("map:"):
             _, ktype, vtype = kind.split(":")
             ops[delimited] = (fname, _MAP, (ktype, vtype))
@@ -223,15 +237,21 @@ def _decoder(name: str) -> _Decoder:
     return decoder
 
 
-def decode(name: str, data: bytes) -> Message:
+def decode(name: str, data: bytes, narrow: Narrowing = ()) -> Message:
     """Decode protobuf bytes of message ``name`` into a dict with every field.
 
     Bytes that are not such a message raise ValueError, whatever part of them is
     wrong (a varint or fixed field running past the end included), so a caller
     has one error to expect.
+
+    ``narrow`` names messages (at any depth) of which only some fields are wanted,
+    e.g. ``(("JobInfo", ("job_id", "state")),)``: their dicts hold just those. A
+    listing of 100,000 jobs that reads 21 of JobInfo's 119 fields is then 100,000
+    small dicts instead of large ones, a fraction of the memory to fill and to
+    walk again (squeue's sort and columns).
     """
     try:
-        return _fill(_decoder(name), data, 0, len(data), {})
+        return _fill(_decoder(name, narrow), data, 0, len(data), {})
     except (IndexError, struct.error) as exc:
         raise ValueError(f"truncated {name} message") from exc
 
@@ -342,6 +362,8 @@ def _other(
     message: Message, fname: str, op: int, arg: Any, wire: int, data: bytes, pos: int
 ) -> int:
     """Decode one field of a rarer kind into ``message``; return the position after it."""
+    if op == _SKIP:
+        return _skip(data, pos, wire)
     if op == _MAP:
         length, pos = _read_varint(data, pos)
         key, entry = _map_entry(data, pos, pos + length, *arg)

@@ -442,7 +442,7 @@ class FakeClient:
         self.reply = reply
         self.requests: list[tuple[str, Any]] = []
 
-    def call(self, method: str, request: Any) -> Any:
+    def call(self, method: str, request: Any, narrow: Any = ()) -> Any:
         self.requests.append((method, request))
         if isinstance(self.reply, Exception):
             raise self.reply
