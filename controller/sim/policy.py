@@ -165,6 +165,9 @@ class Backfilling:
         self.params = params
         self.whole_queue = whole_queue
         self.calls = CoreCalls()
+        # ``easy`` only: what the last backfill pass left, while nothing has started or
+        # ended since (``_Failed``); None when something has or a pass could differ.
+        self._failed: _Failed | None = None
 
     def decide(self, cluster: Cluster, now: int, freed: bool) -> None:
         if self.whole_queue:
@@ -172,6 +175,8 @@ class Backfilling:
                 plan = call_core(self.params, cluster.snapshot(pending), now, self.calls)
                 cluster.commit(plan)
             return
+        if freed:
+            self._failed = None
         free = cluster.free_cpus
         shown: list[Job] = []
         queue = cluster.waiting()
@@ -195,13 +200,72 @@ class Backfilling:
                 elif not self.params.easy:
                     behind.append(job)
             del behind[last + 1 :]
+        known: frozenset[int] = frozenset()  # behind the head, tested in vain already
+        failed = self._failed
+        if behind and not shown and failed is not None:
+            assert head is not None
+            if failed.holds(head, now, self.params.resolution):
+                known = failed.jobs
+                behind = [job for job in behind if job.job_id not in known]
+                if not behind:
+                    return  # the same plan as the last pass: no start
         if behind:
             assert head is not None
             snap = cluster.snapshot((*shown, head, *behind))
-            cluster.commit(call_core(self.params, snap, now, self.calls))
+            plan = call_core(self.params, snap, now, self.calls)
+            cluster.commit(plan)
+            self._remember(plan, head, behind, known)
         elif shown:
             plan = call_core(None, cluster.snapshot(tuple(shown), busy=False), now, self.calls)
             cluster.commit(plan)
+            if plan.starts:
+                self._failed = None
+
+    def _remember(self, plan: Plan, head: Job, behind: list[Job], known: frozenset[int]) -> None:
+        """Keep what a pass that started nothing proves for the next (``_Failed``);
+        ``known``: the jobs left out of it, which an earlier pass proved cannot start."""
+        expected = plan.expected.get(head.job_id)
+        if plan.starts or not self.params.easy or expected is None:
+            self._failed = None
+            return
+        ids = known | frozenset(job.job_id for job in behind)
+        self._failed = _Failed(head.job_id, expected.start_time, ids)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """``easy``: a backfill pass that started nothing, and the jobs it tested in vain.
+
+    While no job starts or ends, a later pass at ``now`` plans the head exactly as
+    this one did if its reservation starts at ``now + bf_resolution`` or later:
+
+    * the running jobs and their limits are the same, so every trial time's free
+      resources are; trial times between the old and the new first one hold those
+      of some time the head did not fit at (the free resources change only at a
+      limit, each a trial time), and the time it fit at is still one (it is on the
+      grid, after the new first), so the head fits first at the same time, on the
+      same nodes (the pass's first plan: nothing is reserved or remembered yet);
+      ``bf_window`` only grows with ``now`` and adds limits after that time;
+    * the start moves back to ``max(ceil(ready), now + resolution)`` (``_sooner``),
+      where ready is the last limit those nodes wait for, or now; a start at or
+      after ``now + resolution`` is ``ceil(ready)`` then and stays it later on.
+
+    A job tested in vain then still cannot start: the free nodes are the same, only
+    the head reserves (``easy``), and the interval a start now would take,
+    ``[now, now + its limit)``, overlaps the same plan at least as much as before.
+    So those jobs are left out of the next pass (they neither start nor reserve),
+    and with no other job behind the head there is no call (proved by
+    ``tests/unit/test_sim_backfill.py``, which compares every start with the
+    controller's way).
+    """
+
+    head: int  # the job id of the head, whose plan is kept
+    start: int  # its planned start
+    jobs: frozenset[int]  # the jobs behind it that could not start
+
+    def holds(self, head: Job, now: int, resolution: int) -> bool:
+        """Whether a pass at ``now`` plans ``head`` as the remembered one did."""
+        return head.job_id == self.head and self.start >= now + resolution
 
 
 #: Policy name → constructor (argument: show the core the whole queue on every call).
