@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Protocol
 
 from controller.core import BackfillParams, Plan, Snapshot, schedule
+from controller.core.timeline import ceil_to
 from controller.model import Job
 from controller.sim.errors import SimError
 
@@ -43,6 +45,10 @@ class Cluster(Protocol):
 
     def waiting(self) -> Iterator[Job]:
         """Every pending job in the core's order, lazily."""
+        ...
+
+    def free_cpus_outside(self, nodes: AbstractSet[str]) -> int:
+        """The free CPUs of the nodes not in ``nodes``."""
         ...
 
     def snapshot(self, pending: tuple[Job, ...], busy: bool = True) -> Snapshot:
@@ -207,7 +213,17 @@ class Backfilling:
             if failed.holds(head, now, self.params.resolution):
                 known = failed.jobs
                 behind = [job for job in behind if job.job_id not in known]
+                extra = cluster.free_cpus_outside(failed.nodes)
+                hopeless = frozenset(
+                    job.job_id
+                    for job in behind
+                    if failed.blocks(job, now, self.params.resolution) and job.cpus_needed > extra
+                )
+                known |= hopeless
+                behind = [job for job in behind if job.job_id not in hopeless]
                 if not behind:
+                    if hopeless:
+                        self._failed = replace(failed, jobs=known)
                     return  # the same plan as the last pass: no start
         if behind:
             assert head is not None
@@ -229,7 +245,7 @@ class Backfilling:
             self._failed = None
             return
         ids = known | frozenset(job.job_id for job in behind)
-        self._failed = _Failed(head.job_id, expected.start_time, ids)
+        self._failed = _Failed(head.job_id, expected.start_time, frozenset(expected.nodes), ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +269,11 @@ class _Failed:
     A job tested in vain then still cannot start: the free nodes are the same, only
     the head reserves (``easy``), and the interval a start now would take,
     ``[now, now + its limit)``, overlaps the same plan at least as much as before.
+    Nor can a job start that arrived since, whose run from now would reach past
+    the planned start (rounded up as backfill rounds it: ``blocks``), when it
+    needs more CPUs than the nodes outside the plan have free: each of its tasks
+    needs a free CPU on a node the plan does not hold.
+
     So those jobs are left out of the next pass (they neither start nor reserve),
     and with no other job behind the head there is no call (proved by
     ``tests/unit/test_sim_backfill.py``, which compares every start with the
@@ -261,11 +282,19 @@ class _Failed:
 
     head: int  # the job id of the head, whose plan is kept
     start: int  # its planned start
-    jobs: frozenset[int]  # the jobs behind it that could not start
+    nodes: frozenset[str]  # the nodes planned for it
+    jobs: frozenset[int]  # the jobs behind it that cannot start
 
     def holds(self, head: Job, now: int, resolution: int) -> bool:
         """Whether a pass at ``now`` plans ``head`` as the remembered one did."""
         return head.job_id == self.head and self.start >= now + resolution
+
+    def blocks(self, job: Job, now: int, resolution: int) -> bool:
+        """Whether ``job`` started now would run into the plan (a job without a
+        limit of its own runs for the window: not decided here, so False)."""
+        if job.time_limit <= 0:
+            return False
+        return self.start < ceil_to(now + job.time_limit * 60, resolution)
 
 
 #: Policy name → constructor (argument: show the core the whole queue on every call).
