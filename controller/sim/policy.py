@@ -163,7 +163,10 @@ class Backfilling:
       queue is shown up to the last job that may start;
     * no job behind the head may start: the core is asked for the main pass
       alone (its starts do not depend on what backfill would plan), on the
-      nodes with a free CPU; nothing may start at all: no call.
+      nodes with a free CPU; nothing may start at all: no call;
+    * ``easy``, while nothing has started or ended since a pass that started
+      nothing: the jobs that cannot start beside its plan for the head, which
+      still holds (``_Failed``), are left out; none left: no call.
     """
 
     def __init__(self, name: str, params: BackfillParams, whole_queue: bool = False) -> None:
