@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Protocol
 
 from controller.core import BackfillParams, Plan, Snapshot, schedule
+from controller.core.timeline import ceil_to
 from controller.model import Job
 from controller.sim.errors import SimError
 
@@ -43,6 +45,10 @@ class Cluster(Protocol):
 
     def waiting(self) -> Iterator[Job]:
         """Every pending job in the core's order, lazily."""
+        ...
+
+    def free_cpus_outside(self, nodes: AbstractSet[str]) -> int:
+        """The free CPUs of the nodes not in ``nodes``."""
         ...
 
     def snapshot(self, pending: tuple[Job, ...], busy: bool = True) -> Snapshot:
@@ -157,7 +163,10 @@ class Backfilling:
       queue is shown up to the last job that may start;
     * no job behind the head may start: the core is asked for the main pass
       alone (its starts do not depend on what backfill would plan), on the
-      nodes with a free CPU; nothing may start at all: no call.
+      nodes with a free CPU; nothing may start at all: no call;
+    * ``easy``, while nothing has started or ended since a pass that started
+      nothing: the jobs that cannot start beside its plan for the head, which
+      still holds (``_Failed``), are left out; none left: no call.
     """
 
     def __init__(self, name: str, params: BackfillParams, whole_queue: bool = False) -> None:
@@ -165,6 +174,9 @@ class Backfilling:
         self.params = params
         self.whole_queue = whole_queue
         self.calls = CoreCalls()
+        # ``easy`` only: what the last backfill pass left, while nothing has started or
+        # ended since (``_Failed``); None when something has or a pass could differ.
+        self._failed: _Failed | None = None
 
     def decide(self, cluster: Cluster, now: int, freed: bool) -> None:
         if self.whole_queue:
@@ -172,6 +184,8 @@ class Backfilling:
                 plan = call_core(self.params, cluster.snapshot(pending), now, self.calls)
                 cluster.commit(plan)
             return
+        if freed:
+            self._failed = None
         free = cluster.free_cpus
         shown: list[Job] = []
         queue = cluster.waiting()
@@ -195,13 +209,95 @@ class Backfilling:
                 elif not self.params.easy:
                     behind.append(job)
             del behind[last + 1 :]
+        known: frozenset[int] = frozenset()  # behind the head, tested in vain already
+        failed = self._failed
+        if behind and not shown and failed is not None:
+            assert head is not None
+            if failed.holds(head, now, self.params.resolution):
+                known = failed.jobs
+                behind = [job for job in behind if job.job_id not in known]
+                extra = cluster.free_cpus_outside(failed.nodes)
+                hopeless = frozenset(
+                    job.job_id
+                    for job in behind
+                    if failed.blocks(job, now, self.params.resolution) and job.cpus_needed > extra
+                )
+                known |= hopeless
+                behind = [job for job in behind if job.job_id not in hopeless]
+                if not behind:
+                    if hopeless:
+                        self._failed = replace(failed, jobs=known)
+                    return  # the same plan as the last pass: no start
         if behind:
             assert head is not None
             snap = cluster.snapshot((*shown, head, *behind))
-            cluster.commit(call_core(self.params, snap, now, self.calls))
+            plan = call_core(self.params, snap, now, self.calls)
+            cluster.commit(plan)
+            self._remember(plan, head, behind, known)
         elif shown:
             plan = call_core(None, cluster.snapshot(tuple(shown), busy=False), now, self.calls)
             cluster.commit(plan)
+            if plan.starts:
+                self._failed = None
+
+    def _remember(self, plan: Plan, head: Job, behind: list[Job], known: frozenset[int]) -> None:
+        """Keep what a pass that started nothing proves for the next (``_Failed``);
+        ``known``: the jobs left out of it, which an earlier pass proved cannot start."""
+        expected = plan.expected.get(head.job_id)
+        if plan.starts or not self.params.easy or expected is None:
+            self._failed = None
+            return
+        ids = known | frozenset(job.job_id for job in behind)
+        self._failed = _Failed(head.job_id, expected.start_time, frozenset(expected.nodes), ids)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """``easy``: a backfill pass that started nothing, and the jobs it tested in vain.
+
+    While no job starts or ends, a later pass at ``now`` plans the head exactly as
+    this one did if its reservation starts at ``now + bf_resolution`` or later:
+
+    * the running jobs and their limits are the same, so every trial time's free
+      resources are; trial times between the old and the new first one hold those
+      of some time the head did not fit at (the free resources change only at a
+      limit, each a trial time), and the time it fit at is still one (it is on the
+      grid, after the new first), so the head fits first at the same time, on the
+      same nodes (the pass's first plan: nothing is reserved or remembered yet);
+      ``bf_window`` only grows with ``now`` and adds limits after that time;
+    * the start moves back to ``max(ceil(ready), now + resolution)`` (``_sooner``),
+      where ready is the last limit those nodes wait for, or now; a start at or
+      after ``now + resolution`` is ``ceil(ready)`` then and stays it later on.
+
+    A job tested in vain then still cannot start: the free nodes are the same, only
+    the head reserves (``easy``), and the interval a start now would take,
+    ``[now, now + its limit)``, overlaps the same plan at least as much as before.
+    Nor can a job start that arrived since, whose run from now would reach past
+    the planned start (rounded up as backfill rounds it: ``blocks``), when it
+    needs more CPUs than the nodes outside the plan have free: each of its tasks
+    needs a free CPU on a node the plan does not hold.
+
+    So those jobs are left out of the next pass (they neither start nor reserve),
+    and with no other job behind the head there is no call (proved by
+    ``tests/unit/test_sim_backfill.py``, which compares every start with the
+    controller's way).
+    """
+
+    head: int  # the job id of the head, whose plan is kept
+    start: int  # its planned start
+    nodes: frozenset[str]  # the nodes planned for it
+    jobs: frozenset[int]  # the jobs behind it that cannot start
+
+    def holds(self, head: Job, now: int, resolution: int) -> bool:
+        """Whether a pass at ``now`` plans ``head`` as the remembered one did."""
+        return head.job_id == self.head and self.start >= now + resolution
+
+    def blocks(self, job: Job, now: int, resolution: int) -> bool:
+        """Whether ``job`` started now would run into the plan (a job without a
+        limit of its own runs for the window: not decided here, so False)."""
+        if job.time_limit <= 0:
+            return False
+        return self.start < ceil_to(now + job.time_limit * 60, resolution)
 
 
 #: Policy name → constructor (argument: show the core the whole queue on every call).

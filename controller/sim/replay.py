@@ -31,6 +31,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from types import MappingProxyType
@@ -271,6 +272,9 @@ class SimCluster:
 
     def waiting(self) -> Iterator[Job]:
         return iter(self.pending.values())
+
+    def free_cpus_outside(self, nodes: AbstractSet[str]) -> int:
+        return sum(view.free_cpus for name, view in self.free_nodes.items() if name not in nodes)
 
     def snapshot(self, pending: tuple[Job, ...], busy: bool = True) -> Snapshot:
         # The node maps are read-only views of live state: the core copies them

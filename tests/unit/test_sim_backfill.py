@@ -19,7 +19,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from controller.core import BackfillParams, Plan
+from controller.core import BackfillParams, Plan, Snapshot
 from controller.sim import SimError, Trace, cluster_shape, policy, read, replay
 from controller.sim.params import backfill_params
 from controller.sim.replay import admit
@@ -125,6 +125,65 @@ def test_fast_backfill_on_real_windows(
     slow = replay(trace, nodes, cpus, name, whole_queue=True, params=params)
     assert [(j.start, j.nodes) for j in fast.jobs] == [(j.start, j.nodes) for j in slow.jobs]
     assert fast.core.count < slow.core.count
+
+
+def _shown_per_call(
+    monkeypatch: pytest.MonkeyPatch, trace: Trace, overdue: bool = False
+) -> list[tuple[int, tuple[int, ...]]]:
+    """(now, pending job ids shown) of every core call of an ``easy`` replay on 2
+    one-CPU nodes, after checking its starts against the controller's way."""
+    shown: list[tuple[int, tuple[int, ...]]] = []
+    real = policy.call_core
+
+    def spy(
+        backfill: BackfillParams | None, snap: Snapshot, now: int, calls: policy.CoreCalls
+    ) -> Plan:
+        shown.append((now, tuple(job.job_id for job in snap.pending)))
+        return real(backfill, snap, now, calls)
+
+    monkeypatch.setattr(policy, "call_core", spy)
+    fast = replay(trace, 2, 1, "easy")
+    monkeypatch.undo()
+    assert fast.jobs == replay(trace, 2, 1, "easy", whole_queue=True).jobs
+    return shown
+
+
+def test_easy_reuses_a_pass_that_started_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job 1 runs to 3600 on one node; job 2 (both nodes) waits, planned at 3600; job 3
+    (two hours) cannot start beside it. Nothing starts or ends before job 6: job 4 (two
+    hours, no CPU outside the plan) and job 5 (two CPUs, behind) make no call, job 6
+    (one minute) is tested alone and starts; its end frees a CPU, and the next pass
+    tests them all again."""
+    trace = parse(
+        [
+            line(1, 0, 3600, 1, 3600),
+            line(2, 10, 60, 2, 60),
+            line(3, 20, 7200, 1, 7200),
+            line(4, 30, 7200, 1, 7200),
+            line(5, 40, 60, 2, 60),
+            line(6, 50, 60, 1, 60),
+        ],
+        "reuse",
+    )
+    calls = _shown_per_call(monkeypatch, trace)
+    assert calls[:4] == [(0, (1,)), (20, (2, 3)), (50, (2, 6)), (110, (2, 3, 4))]
+
+
+def test_easy_recomputes_a_plan_that_now_moves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job 1 runs past its one-minute limit, so job 2's plan starts one resolution
+    from now (``_sooner``) and moves with it: every pass tests every job again."""
+    trace = parse(
+        [
+            line(1, 0, 3600, 1, 60),
+            line(2, 10, 60, 2, 60),
+            line(3, 20, 7200, 1, 7200),
+            line(4, 30, 7200, 1, 7200),
+            line(5, 40, 60, 2, 60),
+        ],
+        "moves",
+    )
+    calls = [c for c in _shown_per_call(monkeypatch, trace) if c[0] < 3600]
+    assert calls == [(0, (1,)), (20, (2, 3)), (30, (2, 3, 4)), (40, (2, 3, 4))]
 
 
 # ---------------------------------------------------------------- properties
