@@ -65,6 +65,7 @@ __all__ = [
     "sdnotify",
     "statestorage",
     "stepcipher",
+    "stepinput",
     "stepio",
     "timefmt",
     "tlsconf",
