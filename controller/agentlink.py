@@ -573,7 +573,7 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 case Ended(job, status):
                     self.hooks.ended(job, status)
                 case Kill(job, reason, delay) if delay:
-                    asyncio.get_running_loop().call_later(delay, self._kill, job, reason)
+                    asyncio.get_running_loop().call_later(delay, self._kill_same_run, job, reason)
                 case Kill(job, reason):
                     self._kill(job, reason)
                 case Signal(job, sig, batch_only, full, step_id, reason):
@@ -595,6 +595,15 @@ class AgentLink(pb_grpc.AgentLinkServicer):
 
     def _kill(self, job: Job, reason: str) -> None:
         self.signal(job, 0, reason=reason)
+
+    def _kill_same_run(self, job: Job, reason: str) -> None:
+        """A delayed kill, unless the run it meant has ended and the job started again:
+        SignalJob names the job, not the run, so it would end the new one."""
+        current = self.store.jobs.get(job.job_id)
+        if current is not None and current.restarts != job.restarts:
+            log.info("job_id=%d: %s kill dropped, its run has ended", job.job_id, reason)
+            return
+        self._kill(job, reason)
 
     def _send_to(self, node: str, message: pb.ControllerMessage) -> bool:
         session = self.sessions.get(node)

@@ -3,10 +3,16 @@ only after their cause is on disk, is in test_store_ledger.py)."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
 from scenario import NOW, job, running
 
 from controller import effects
+from controller.agentlink import AgentLink
 from controller.effects import Kill, Launch
 from controller.jobstate import (
     COMPLETING,
@@ -26,6 +32,8 @@ from controller.jobstate import (
     apply,
 )
 from controller.model import Job
+from corral.config import parse
+from corral.wire import corral_pb2 as pb
 
 LATER = NOW + 500
 PENDING = job(1)
@@ -78,3 +86,28 @@ def test_only_a_requeue_waits_before_its_kill() -> None:
     }
     assert delays["requeue"] == [effects.REQUEUE_KILL_DELAY_S]
     assert all(d == [0.0] for n, d in delays.items() if d and n != "requeue")
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["same-run", "next-run"])
+def test_a_requeues_delayed_kill_spares_the_jobs_next_run(tmp_path: Path, restarted: bool) -> None:
+    """SignalJob names the job, not its run: when a requeued job's run ends within the
+    kill's delay and the job starts again (a failing Prolog's requeue), the kill meant
+    for the old run must not end the new one."""
+    conf = parse(
+        "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n1 CPUs=2\nPartitionName=p Nodes=n1\n",
+        str(tmp_path / "slurm.conf"),
+    )
+    old = replace(RUNNING, nodes=("n1",))
+    now = replace(old, restarts=old.restarts + 1) if restarted else old
+    store = SimpleNamespace(conf=conf, jobs={old.job_id: now})
+    link = AgentLink(store, b"k" * 32, SimpleNamespace(ttl=60), lambda: None)  # type: ignore[arg-type]
+    sent: list[pb.ControllerMessage] = []
+    link.sessions["n1"] = SimpleNamespace(send=sent.append)  # type: ignore[assignment]
+
+    async def dispatch_and_wait() -> None:
+        link.dispatch([Kill(old, "requeue", delay=0.01)])
+        assert sent == []
+        await asyncio.sleep(0.05)
+
+    asyncio.run(dispatch_and_wait())
+    assert [(m.signal.job_id, m.signal.signal) for m in sent] == ([] if restarted else [(1, 0)])
