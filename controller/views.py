@@ -9,6 +9,7 @@ or as one record per task when the client asks for that (``squeue -r``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -170,16 +171,19 @@ def tres_memory(job: Job, real: Mapping[str, int] | None) -> int:
     return sum(mem or real.get(name, 0) for name, mem in zip(job.nodes, held, strict=False))
 
 
-_GPU_FIELDS = (
-    "tres_per_job",
-    "tres_per_socket",
-    "tres_per_task",
-    "cpus_per_tres",
-    "mem_per_tres",
-    "tres_bind",
-    "ntasks_per_tres",
-    "gres_enforce_bind",
-)
+@dataclasses.dataclass(frozen=True, slots=True)
+class GpuRequest:
+    """A job's GPU request as JobInfo shows it, one attribute per JobInfo field (scontrol's
+    TresPerJob, CpusPerTres, ...): the listing's field table is derived from these."""
+
+    tres_per_job: str
+    tres_per_socket: str
+    tres_per_task: str
+    cpus_per_tres: str
+    mem_per_tres: str
+    tres_bind: str
+    ntasks_per_tres: int
+    gres_enforce_bind: str
 
 
 class _Facts:
@@ -192,7 +196,7 @@ class _Facts:
     def __init__(self, job: Job, store: JobStore, dependency: str | None) -> None:
         self.job, self.store, self.conf, self.dependency = job, store, store.conf, dependency
         self._real: tuple[dict[str, int] | None] | None = None  # once worked out
-        self._gpu: dict[str, Any] | None = None
+        self._gpu: GpuRequest | None = None
         self._detail: jobdetail.JobDetail | None = None
         self._licenses: tuple[tuple[str, int], ...] | None = None
 
@@ -218,7 +222,7 @@ class _Facts:
         return self._licenses
 
     @property
-    def gpu(self) -> dict[str, Any]:
+    def gpu(self) -> GpuRequest:
         if self._gpu is None:
             self._gpu = gpu_request(self.job, self.conf)
         return self._gpu
@@ -264,7 +268,7 @@ def _preempt_eligible_time(f: _Facts) -> int:
 
 
 def _gpu_field(name: str) -> Callable[[_Facts], Any]:
-    return lambda f: f.gpu[name]
+    return lambda f: getattr(f.gpu, name)
 
 
 def _detail_field(name: str) -> Callable[[_Facts], Any]:
@@ -323,7 +327,7 @@ _DERIVE: dict[str, Callable[[_Facts], Any]] = {
     "preempt_eligible_time": _preempt_eligible_time,
     "queue": lambda f: queuereply.job_queue(f.store, f.job),
     "topology_level": lambda f: topology_level(f.job),
-    **{name: _gpu_field(name) for name in _GPU_FIELDS},
+    **{field.name: _gpu_field(field.name) for field in dataclasses.fields(GpuRequest)},
     **{name: _detail_field(name) for name in ("job_gres", "node_cpu_ids", "node_mem", "node_gres")},
 }
 
@@ -505,31 +509,30 @@ def _per_gpu_defaults(job: Job, conf: SlurmConfig) -> tuple[int, int]:
     return cpus, 0 if mem_given else part.def_mem_per_gpu
 
 
-def gpu_request(job: Job, conf: SlurmConfig) -> dict[str, Any]:
-    """The JobInfo fields of ``job``'s GPU request (scontrol's TresPerJob, CpusPerTres,
-    ...): its options as given, and the partition's DefCpuPerGPU/DefMemPerGPU where
-    they apply, as Slurm records them on the job."""
+def gpu_request(job: Job, conf: SlurmConfig) -> GpuRequest:
+    """``job``'s GPU request: its options as given, and the partition's
+    DefCpuPerGPU/DefMemPerGPU where they apply, as Slurm records them on the job."""
     def_cpus, def_mem = _per_gpu_defaults(job, conf)
     cpus = job.cpus_per_gpu or def_cpus
     mem = job.mem_per_gpu if job.mem_per_gpu is not None else def_mem
     kind = job.gpu_type
-    return {
-        "tres_per_job": gpulists.shown(job.gpus_listed)
+    return GpuRequest(
+        tres_per_job=gpulists.shown(job.gpus_listed)
         if job.gpus_listed
         else ",".join(
             [_gpu_tres(kind, job.gpus_per_job)] * bool(job.gpus_per_job)
             + [f"gres/gpu:{also}" for also in job.gpus_also.split(",") if also]
         ),
-        "tres_per_socket": _gpu_tres(kind, job.gpus_per_socket) if job.gpus_per_socket else "",
-        "tres_per_task": _gpu_tres(kind, job.gpus_per_task) if job.gpus_per_task else "",
-        "cpus_per_tres": f"gres/gpu:{cpus}" if cpus else "",
-        "mem_per_tres": f"gres/gpu:{mem}" if mem else "",
-        "tres_bind": f"gpu:{job.gpu_bind}" if job.gpu_bind else "",
-        "ntasks_per_tres": job.ntasks_per_gpu,
-        "gres_enforce_bind": {"enforce-binding": "Yes", "disable-binding": "No"}.get(
+        tres_per_socket=_gpu_tres(kind, job.gpus_per_socket) if job.gpus_per_socket else "",
+        tres_per_task=_gpu_tres(kind, job.gpus_per_task) if job.gpus_per_task else "",
+        cpus_per_tres=f"gres/gpu:{cpus}" if cpus else "",
+        mem_per_tres=f"gres/gpu:{mem}" if mem else "",
+        tres_bind=f"gpu:{job.gpu_bind}" if job.gpu_bind else "",
+        ntasks_per_tres=job.ntasks_per_gpu,
+        gres_enforce_bind={"enforce-binding": "Yes", "disable-binding": "No"}.get(
             job.gres_flags, ""
         ),
-    }
+    )
 
 
 def _tres_per_node(gres: str) -> str:

@@ -15,6 +15,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +260,18 @@ class Cluster:
     def sbatch(self, *args: str, cwd: Path | None = None) -> int:
         out = self.run("sbatch", "--parsable", *args, cwd=cwd).stdout
         return int(out.strip().split(";")[0])
+
+    @contextmanager
+    def running(self, *sbatch_args: str) -> Iterator[int]:
+        """A job submitted with ``sbatch_args`` and running, cancelled at the end (the
+        allocation that steps' tests work in)."""
+        job_id = self.sbatch("-o", "/dev/null", *sbatch_args)
+        self.wait_state(job_id, {"RUNNING"}, timeout=30)
+        try:
+            yield job_id
+        finally:
+            self.run("scancel", str(job_id), check=False)
+            self.wait_done(job_id)
 
     def submit(self, script: str, work: Path, name: str = "w") -> int:
         """Submit ``script`` over the socket (no sbatch process: fast in bulk)."""

@@ -30,13 +30,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def job(cluster: Cluster) -> Iterator[int]:
     """A running two-node job, cancelled after the module's tests."""
-    job_id = cluster.sbatch("-N2", "-n4", "-o", "/dev/null", "--wrap", "sleep 300")
-    cluster.wait_state(job_id, {"RUNNING"}, timeout=30)
-    try:
+    with cluster.running("-N2", "-n4", "--wrap", "sleep 300") as job_id:
         yield job_id
-    finally:
-        cluster.run("scancel", str(job_id), check=False)
-        cluster.wait_done(job_id)
 
 
 def _srun(

@@ -49,21 +49,21 @@ def test_sbatch_sends_a_list_as_given() -> None:
 def test_gpus_list_shows_as_given(typed_conf: config.SlurmConfig) -> None:
     job = admitted(typed_conf, gpus=2, gpus_listed="1,2")
     assert job.gpus_per_job == 2
-    assert views.gpu_request(job, typed_conf)["tres_per_job"] == "gres/gpu:1,gres/gpu:2"
+    assert views.gpu_request(job, typed_conf).tres_per_job == "gres/gpu:1,gres/gpu:2"
 
 
 def test_typed_list_shows_every_item(typed_conf: config.SlurmConfig) -> None:
     job = admitted(
         typed_conf, gpus=2, gpu_type="a100", gpus_also="v100:1", gpus_listed="a100:1,v100:1,a100:2"
     )
-    assert views.gpu_request(job, typed_conf)["tres_per_job"] == (
+    assert views.gpu_request(job, typed_conf).tres_per_job == (
         "gres/gpu:a100:1,gres/gpu:v100:1,gres/gpu:a100:2"
     )
 
 
 def test_without_a_list_the_counts_show(typed_conf: config.SlurmConfig) -> None:
     job = admitted(typed_conf, gpus=2, gpu_type="a100", gpus_also="v100:1")
-    assert views.gpu_request(job, typed_conf)["tres_per_job"] == "gres/gpu:a100:2,gres/gpu:v100:1"
+    assert views.gpu_request(job, typed_conf).tres_per_job == "gres/gpu:a100:2,gres/gpu:v100:1"
 
 
 def test_gpus_per_node_list_shows_as_given(typed_conf: config.SlurmConfig) -> None:
