@@ -147,7 +147,7 @@ def _spec(
         settings.verify()
         spec = build(
             settings, Script("", None, [], False), cwd=os.getcwd(), environ=os.environ,
-            command_line=line,
+            command_line=line, socket_tasks=prog != "srun",
         )  # fmt: skip
     except Failure as exc:  # in Slurm's words and level (a GPU option's two lines)
         lines = [f"{prog}: {exc.level}: {line}" for line in exc.lines]

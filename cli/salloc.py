@@ -112,7 +112,11 @@ TABLE = OptionTable(
         _row("reservation"),
         _row("segment", note="with TopologyPlugin=topology/block"),
         _row("switches", note="with TopologyPlugin=topology/tree"),
-        _row("sockets-per-node", note="nodes with at least that many sockets"),
+        _row(
+            "sockets-per-node",
+            note="nodes with at least that many sockets; without -n on a fixed node count, "
+            "a task per socket (Slurm's)",
+        ),
         _row("threads-per-core", note="that many threads of each whole core; drops --hint"),
         _row("time", "t"),
         _row("topology-level", note=TOPOLOGY_LEVEL),

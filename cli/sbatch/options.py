@@ -179,7 +179,8 @@ TABLE = OptionTable(
         _row("signal", note="[B:]SIG[@SECS]; the R: flag is warned (no MaxStartDelay)"),
         _row(
             "sockets-per-node",
-            note="nodes with at least that many sockets; cores are not spread over them",
+            note="nodes with at least that many sockets; without -n on a fixed node count, "
+            "a task per socket (Slurm's); cores are not spread over them",
         ),
         _no("spread-job", _PLACEMENT, arg=NO_ARGUMENT),
         _warn("stepmgr", "steps are always managed by the controller", arg=NO_ARGUMENT),

@@ -2,9 +2,11 @@
 
 This is where sbatch completes what the options leave open, as Slurm's client
 does before it submits: the working directory and file names made absolute,
-the default job name, node counts implied by ``-w`` and capped by ``-n``, the
-job's environment, and where and how the job was submitted. The controller
-applies the cluster's defaults to whatever is still unset.
+the default job name, node counts implied by ``-w`` and capped by ``-n``, the task
+count implied by sockets or threads per node on a fixed node count (sbatch's and
+salloc's, not srun's: ``sockettasks.py``), the job's environment, and where and
+how the job was submitted. The controller applies the cluster's defaults to
+whatever is still unset.
 
 ``--array`` and ``--dependency`` are checked here too, so that a malformed one
 fails before anything is sent, with the message the controller would give.
@@ -16,7 +18,7 @@ import os
 import sys
 
 from cli.failure import Failure
-from cli.sbatch import gpuopts, hintopts, layoutopts
+from cli.sbatch import gpuopts, hintopts, layoutopts, sockettasks
 from cli.sbatch.environment import job_environment
 from cli.sbatch.settings import Settings
 
@@ -69,8 +71,11 @@ def build(
     cwd: str,
     environ: Mapping[str, str],
     command_line: list[str],
+    socket_tasks: bool = True,
 ) -> dict[str, Any]:
-    """The ``JobSpec`` dict for ``settings``; unset optional fields are left out."""
+    """The ``JobSpec`` dict for ``settings``; unset optional fields are left out.
+    ``socket_tasks``: whether sockets or threads per node imply ``-n`` (sbatch's and
+    salloc's rule; srun, which builds its allocation here too, has none)."""
     fields = settings.fields
     chdir = fields.get("chdir")
     work_dir = cwd if chdir is None else os.path.join(cwd, chdir)
@@ -91,6 +96,9 @@ def build(
         submit_line=" ".join(["sbatch", *command_line]),
     )
     _nodes(spec, fields)
+    tasks = sockettasks.implied_tasks(fields, spec.get("min_nodes", 0), spec.get("max_nodes", 0))
+    if socket_tasks and tasks is not None:
+        spec["num_tasks"] = tasks
     if spec.get("elastic_signal") and spec.get("max_nodes", 0) <= spec.get("min_nodes", 1):
         raise Failure("--elastic needs a range of nodes: -N min-max")
     if "cpus_per_task" in fields and fields.get("min_cpus", 0) < fields["cpus_per_task"]:

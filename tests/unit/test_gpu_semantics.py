@@ -44,6 +44,7 @@ from controller.principal import Principal
 from corral import config, errors
 from corral.errors import SlurmError
 from tests.unit.scenario import NOW, slurm_conf
+from tests.unit.test_sbatch_gpus import spec as sbatch_spec
 
 SLURM, CORRAL = "slurm", "corral"
 
@@ -1138,3 +1139,38 @@ def test_cpu_ids_as_slurm_lays_them_out(
     conf: config.SlurmConfig, fields: dict[str, Any], ids: tuple[tuple[int, ...], ...]
 ) -> None:
     assert place(conf, **fields).cpu_ids == ids
+
+
+# Sockets per node on a fixed node count without -n, measured on Slurm 22.05 as above
+# (n1-n2 of this table's nodes): sbatch sends a task for each socket of each node
+# (cli/sbatch/sockettasks.py), and the allocation follows. ``--gpus-per-socket=1
+# --sockets-per-node=2 -w n1``: NumTasks=2 CPU_IDs=0,4 GRES=gpu:2(IDX:0,2), both
+# tasks seeing GPUs 0,2; with ``-N2``: NumTasks=4, n1 CPU_IDs=0-1,4 and n2 CPU_IDs=0,
+# each gpu:2(IDX:0,2), SLURM_TASKS_PER_NODE=3,1; ``--sockets-per-node=2 -N2`` alone the
+# same CPUs.
+SOCKET_TASK_ROWS: list[tuple[str, tuple[tuple[str, str], ...], int, Any, Any]] = [
+    ("per-socket-w-n1", (("gpus-per-socket", "1"), ("sockets-per-node", "2"),
+                         ("nodelist", "n1")), 2, ((0, 4),), {"n1": (0, 2)}),
+    ("per-socket-N2", (("gpus-per-socket", "1"), ("sockets-per-node", "2"), ("nodes", "2")),
+     4, ((0, 1, 4), (0,)), {"n1": (0, 2), "n2": (0, 2)}),
+    ("sockets-N2", (("sockets-per-node", "2"), ("nodes", "2")), 4, ((0, 1, 4), (0,)),
+     {"n1": (), "n2": ()}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("options", "tasks", "ids", "gpus"),
+    [row[1:] for row in SOCKET_TASK_ROWS],
+    ids=[row[0] for row in SOCKET_TASK_ROWS],
+)
+def test_sockets_per_node_on_fixed_nodes_give_a_task_per_socket(
+    conf: config.SlurmConfig,
+    options: tuple[tuple[str, str], ...],
+    tasks: int,
+    ids: tuple[tuple[int, ...], ...],
+    gpus: dict[str, tuple[int, ...]],
+) -> None:
+    sent = sbatch_spec(*options)
+    sent.pop("script")
+    start = place(conf, **sent)
+    assert (sent["num_tasks"], start.cpu_ids, per_node(start)) == (tasks, ids, gpus)
