@@ -129,7 +129,7 @@ TABLE = OptionTable(
             note="block, cyclic, plane=N, arbitrary (SLURM_HOSTFILE or -w), Pack/NoPack; the "
             "second and third levels lay CPUs over sockets and cores for --cpu-bind",
         ),
-        _row("error", "e"),
+        _row("error", "e", note="also SLURM_STDERRMODE"),
         _row("exact", arg=NO_ARGUMENT, note="also SLURM_EXACT; implied by -c and --exclusive"),
         _row("exclude", "x"),
         _row(
@@ -172,7 +172,7 @@ TABLE = OptionTable(
             "i",
             note="all (default: srun's stdin to every task), none, a task id (that task "
             "alone), a file with %t/%n/%N (each task's, opened on its node) or another file "
-            "(srun reads it for every task), as Slurm 22.05",
+            "(srun reads it for every task), as Slurm 22.05; also SLURM_STDINMODE",
         ),
         _row("job-name", "J"),
         _row("jobid"),
@@ -199,7 +199,7 @@ TABLE = OptionTable(
         _row("ntasks-per-node"),
         _row("ntasks-per-socket", note="at most N tasks on each socket; binds to sockets"),
         _row("open-mode", note="append or truncate"),
-        _row("output", "o"),
+        _row("output", "o", note="also SLURM_STDOUTMODE"),
         _row("overcommit", "O", NO_ARGUMENT),
         _row("overlap", arg=NO_ARGUMENT),
         _row("partition", "p", note=JOB_LEVEL),
@@ -272,6 +272,17 @@ class Settings:
         return value
 
 
+#: srun's input variables for its standard streams (srun(1): "Same as -i, --input" and
+#: so on): a value, even empty, stands for the option when the command line lacks it
+#: (Slurm 22.05, measured: ``SLURM_STDINMODE=0`` feeds task 0 alone, an empty one too,
+#: as ``-i ""``; ``-i`` wins over it; with ``--pty`` it is refused as ``-i`` is).
+STDIO_VARIABLES = (
+    ("SLURM_STDINMODE", "input"),
+    ("SLURM_STDOUTMODE", "output"),
+    ("SLURM_STDERRMODE", "error"),
+)
+
+
 def parse(argv: list[str], inherited: Mapping[str, str | None] | None = None) -> Settings:
     """srun's options and command (``inherited``: the options a ``:`` group takes from
     the group before it unless given again, ``cli/srun/hetstep.py``)."""
@@ -291,6 +302,9 @@ def parse(argv: list[str], inherited: Mapping[str, str | None] | None = None) ->
         settings.options[option.key] = value
     for key, value in (inherited or {}).items():
         settings.options.setdefault(key, value)
+    for variable, key in STDIO_VARIABLES:
+        if variable in os.environ:
+            settings.options.setdefault(key, os.environ[variable])
     if settings.get("mpi") == "list":  # as Slurm's srun: the list, whatever else is given
         raise Halt(0, mpitypes.listing().rstrip("\n"))
     if settings.has("exclusive") and settings.has("overlap"):  # overlap would win unsaid

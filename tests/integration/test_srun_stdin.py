@@ -82,3 +82,30 @@ def test_a_plain_file_is_srun_s(cluster: Cluster, job: int, tmp_path: Path) -> N
     missing = _srun(cluster, job, "-n2", "-i", "missing", "cat", cwd=tmp_path)
     assert (missing.returncode, missing.stdout) == (1, "")
     assert missing.stderr == "srun: error: Could not open stdin file: No such file or directory\n"
+
+
+def test_the_stream_variables_stand_for_the_options(
+    cluster: Cluster, job: int, tmp_path: Path
+) -> None:
+    """Slurm 22.05, measured: SLURM_STDINMODE is ``-i`` (``0``: task 0 alone, empty:
+    task 0 too, ``none``: nobody) and ``-i`` on the line wins over it; SLURM_STDOUTMODE
+    and SLURM_STDERRMODE are ``-o`` and ``-e``; with ``--pty`` it is refused as ``-i``."""
+
+    def srun(variables: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        env = {"SLURM_JOB_ID": str(job), **variables}
+        return cluster.run("srun", "-N2", "-l", *args, cwd=tmp_path, env=env, input="x\n",
+                           check=False)  # fmt: skip
+
+    assert _lines(srun({"SLURM_STDINMODE": "0"}, "-n2", "cat")) == ["0: x"]
+    assert _lines(srun({"SLURM_STDINMODE": ""}, "-n2", "cat")) == ["0: x"]
+    assert _lines(srun({"SLURM_STDINMODE": "none"}, "-n2", "cat")) == []
+    assert _lines(srun({"SLURM_STDINMODE": "1"}, "-n2", "-i", "0", "cat")) == ["0: x"]
+    streams = {"SLURM_STDOUTMODE": "out%t", "SLURM_STDERRMODE": "err%t"}
+    assert _lines(srun(streams, "-n2", "-i", "none", "sh", "-c", "echo o; echo e >&2")) == []
+    assert [(tmp_path / f"out{t}").read_text() for t in range(2)] == ["o\n", "o\n"]
+    assert [(tmp_path / f"err{t}").read_text() for t in range(2)] == ["e\n", "e\n"]
+    pty = srun({"SLURM_STDINMODE": "0"}, "-n1", "--pty", "true")
+    assert (pty.returncode, pty.stderr) == (
+        1,
+        "srun: error: --error/--input/--output are incompatible with --pty\n",
+    )
