@@ -848,6 +848,8 @@ class Step:
                 self.forced = True  # said after the tasks' lines, as Slurm's srun says it
             elif kind == stepio.FAILED and isinstance(what, int):
                 self._launch_failed(what, payload.decode(errors="replace"))
+            elif kind == stepio.IO_FAILED and isinstance(what, int):
+                self._io_failed(what)
             elif (
                 kind in (stepio.KVS, stepio.FENCE, stepio.ABORT)
                 and isinstance(what, int)
@@ -893,6 +895,19 @@ class Step:
         self.done.add(node_id)
         for task in self._tasks_of(node_id):
             self.statuses.setdefault(task, 1 << 8)
+
+    def _io_failed(self, node_id: int) -> None:
+        """The node could not open a task's input file: Slurm 22.05's srun says "task N
+        launch failed: Slurmd could not connect IO" for each of its tasks, leaves the
+        other nodes' tasks running, and counts no exit code for these (measured: srun
+        exits as the tasks that ran do, 0 when none did)."""
+        for task in self._tasks_of(node_id):
+            print(
+                f"{PROG}: error: task {task} launch failed: Slurmd could not connect IO",
+                file=sys.stderr,
+            )
+        self.unlaunched.add(node_id)
+        self.done.add(node_id)
 
     def _lost(self, conn: _socket.socket, what: str | int) -> None:
         self.poll.unregister(conn)
