@@ -181,12 +181,15 @@ class Attached:
     def run(self) -> int:
         import selectors
 
-        sel = selectors.DefaultSelector()
+        # poll(2), not epoll: epoll refuses a regular file or /dev/null, which 22.05's
+        # sattach reads like a pipe (measured: ``sattach J.S < file`` sends the file and
+        # its end to the tasks, ``< /dev/null`` its end alone).
+        sel = selectors.PollSelector()
         sel.register(self.listener, selectors.EVENT_READ, "accept")
         stdin_open = True
         try:
             sel.register(sys.stdin.fileno(), selectors.EVENT_READ, "stdin")
-        except (ValueError, OSError):  # closed, or a regular file: nothing to forward
+        except (ValueError, OSError):  # closed: nothing to forward
             stdin_open = False
         deadline = time.monotonic() + CONNECT_TIMEOUT
         while len(self.done) < len(self.nodes):

@@ -351,14 +351,15 @@ def _table(*reasons: Reason | None) -> dict[str, Reason]:
 
 R = Reason
 #: Per kind of limit, Slurm's reason for each TRES family (cpu, mem, node, gres, billing,
-#: license: libslurm 22.05's words, e.g. ``AssocGrpLicense``; no per-node limit on one).
+#: license: libslurm 22.05's words, e.g. ``AssocGrpLicense``; per node, ``...UnknownPerNode``).
 ASSOC_GRP = _table(R.ASSOC_GRP_CPU, R.ASSOC_GRP_MEM, R.ASSOC_GRP_NODE, R.ASSOC_GRP_GRES,
                    R.ASSOC_GRP_BILLING, R.ASSOC_GRP_LICENSE)  # fmt: skip
 ASSOC_JOB = _table(R.ASSOC_MAX_CPU_PER_JOB, R.ASSOC_MAX_MEM_PER_JOB, R.ASSOC_MAX_NODE_PER_JOB,
                    R.ASSOC_MAX_GRES_PER_JOB, R.ASSOC_MAX_BILLING_PER_JOB,
                    R.ASSOC_MAX_LICENSE_PER_JOB)  # fmt: skip
 ASSOC_NODE = _table(R.ASSOC_MAX_CPU_PER_NODE, R.ASSOC_MAX_MEM_PER_NODE, None,
-                    R.ASSOC_MAX_GRES_PER_NODE, R.ASSOC_MAX_BILLING_PER_NODE, None)  # fmt: skip
+                    R.ASSOC_MAX_GRES_PER_NODE, R.ASSOC_MAX_BILLING_PER_NODE,
+                    R.ASSOC_MAX_UNKNOWN_PER_NODE)  # fmt: skip
 ASSOC_MINS = _table(R.ASSOC_MAX_CPU_MINUTES_PER_JOB, R.ASSOC_MAX_MEM_MINUTES_PER_JOB,
                     R.ASSOC_MAX_NODE_MINUTES_PER_JOB, R.ASSOC_MAX_GRES_MINUTES_PER_JOB,
                     R.ASSOC_MAX_BILLING_MINUTES_PER_JOB,
@@ -375,7 +376,8 @@ QOS_JOB = _table(R.QOS_MAX_CPU_PER_JOB, R.QOS_MAX_MEM_PER_JOB, R.QOS_MAX_NODE_PE
                  R.QOS_MAX_GRES_PER_JOB, R.QOS_MAX_BILLING_PER_JOB,
                  R.QOS_MAX_LICENSE_PER_JOB)  # fmt: skip
 QOS_NODE = _table(R.QOS_MAX_CPU_PER_NODE, R.QOS_MAX_MEM_PER_NODE, None,
-                  R.QOS_MAX_GRES_PER_NODE, R.QOS_MAX_BILLING_PER_NODE, None)  # fmt: skip
+                  R.QOS_MAX_GRES_PER_NODE, R.QOS_MAX_BILLING_PER_NODE,
+                  R.QOS_MAX_UNKNOWN_PER_NODE)  # fmt: skip
 QOS_MINS = _table(R.QOS_MAX_CPU_MINUTES_PER_JOB, R.QOS_MAX_MEM_MINUTES_PER_JOB,
                   R.QOS_MAX_NODE_MINUTES_PER_JOB, R.QOS_MAX_GRES_MINUTES_PER_JOB,
                   R.QOS_MAX_BILLING_MINUTES_PER_JOB,

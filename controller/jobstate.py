@@ -150,6 +150,9 @@ class Reason(enum.Enum):
     ASSOC_GRP_LICENSE_MINUTES = "AssocGrpLicenseMinutes"
     ASSOC_MAX_LICENSE_PER_JOB = "AssocMaxLicensePerJob"
     ASSOC_MAX_LICENSE_MINUTES_PER_JOB = "AssocMaxLicenseMinutesPerJob"
+    # MaxTRESPerNode on a license: Slurm 22.05's words, measured (libslurm has no
+    # per-node name for a license TRES and says "Unknown").
+    ASSOC_MAX_UNKNOWN_PER_NODE = "AssocMaxUnknownPerNode"
     QOS_MAX_JOBS_PER_USER = "QOSMaxJobsPerUserLimit"
     QOS_MAX_JOBS_PER_ACCOUNT = "MaxJobsPerAccount"
     QOS_GRP_JOBS = "QOSGrpJobsLimit"
@@ -193,6 +196,7 @@ class Reason(enum.Enum):
     QOS_GRP_LICENSE_MINUTES = "QOSGrpLicenseMinutes"
     QOS_MAX_LICENSE_PER_JOB = "QOSMaxLicensePerJob"
     QOS_MAX_LICENSE_MINUTES_PER_JOB = "QOSMaxLicenseMinutesPerJob"
+    QOS_MAX_UNKNOWN_PER_NODE = "QOSMaxUnknownPerNode"  # as ASSOC_MAX_UNKNOWN_PER_NODE
     QOS_MAX_LICENSE_PER_USER = "QOSMaxLicensePerUser"
     QOS_MAX_LICENSE_PER_ACCOUNT = "MaxLicensePerAccount"
     NON_ZERO_EXIT_CODE = "NonZeroExitCode"

@@ -4,10 +4,12 @@ Accounting limits (GrpTRES, MaxTRES, MaxTRESPerNode, MaxTRESMins, a QOS's
 MaxTRESPU/MaxTRESPA) name trackable resources: ``cpu``, ``mem`` (MiB),
 ``node``, ``billing`` (the CPUs, as Slurm without TRESBillingWeights),
 ``gres/<name>`` or ``gres/<name>:<type>``, and ``license/<name>`` (lower case,
-as dbd keeps limits; a job's licenses belong to no node, so only its total
-has them). A running job counts what it was given; a pending one what it asks
-for at its smallest (``-N`` minimum), as slurmctld's ``acct_policy`` does
-before a start.
+as dbd keeps limits). A license belongs to no node, so MaxTRESPerNode measures
+a job's licenses as Slurm 22.05 does, spread evenly over its nodes and rounded
+down (measured: with ``MaxTRESPerNode=license/fluent=1``, ``-N2 -L fluent:3``
+runs and ``-N2 -L fluent:4`` pends). A running job counts what it was given;
+a pending one what it asks for at its smallest (``-N`` minimum), as
+slurmctld's ``acct_policy`` does before a start.
 """
 
 from __future__ import annotations
@@ -64,11 +66,14 @@ def license_counts(text: str) -> dict[str, int]:
 
 def of_job(job: Job) -> JobTres:
     """``job``'s TRES: its allocation once it has nodes, else its request; its
-    licenses in both."""
+    licenses in both, on each node their share (total over nodes, rounded down)."""
     tres = _of_job(job)
     if not job.licenses:
         return tres
-    return JobTres({**tres.total, **license_counts(job.licenses)}, tres.per_node)
+    licenses = license_counts(job.licenses)
+    nodes = max(tres.total.get("node", 1), 1)
+    shares = {name: count // nodes for name, count in licenses.items()}
+    return JobTres({**tres.total, **licenses}, {**tres.per_node, **shares})
 
 
 def _of_job(job: Job) -> JobTres:

@@ -43,6 +43,9 @@ GO        → runner   srun --bcast: the executable is on every node, start
 ABORTED   runner →   the step is being ended (cancel, time limit): its tasks
                      get KILL within ``task`` seconds (KillWait)
 FORCED    runner →   ``scancel -s KILL`` of the step: its tasks were killed
+IO_FAILED runner →   no task of node ``task`` could be launched, as a per-task
+                     input file could not be opened there (Slurm's
+                     ESLURMD_IO_ERROR); the runner hangs up after it
 ========  =========  ====================================================
 
 A fence is a gather and a broadcast through srun, as Slurm's PMI-2 plugin makes
@@ -81,7 +84,7 @@ if TYPE_CHECKING:
 
 
 HELLO, OUT, ERR, IN, SIGNAL, EXIT, DONE, FAILED, WINSIZE, KVS, FENCE, ABORT = range(1, 13)
-GO, ABORTED, FORCED = range(13, 16)
+GO, ABORTED, FORCED, IO_FAILED = range(13, 17)
 #: Not a signal: end the tasks as a cancel does (Slurm's SIG_TERM_KILL, for -K).
 TERM_KILL = 997
 #: An IN frame's number for input to every task (srun's default ``--input=all``).
@@ -196,7 +199,7 @@ class Reader:
         frames = []
         while len(self._buffer) >= HEADER.size:
             kind, number, length = HEADER.unpack_from(self._buffer)
-            if not HELLO <= kind <= FORCED or length > MAX_PAYLOAD:
+            if not HELLO <= kind <= IO_FAILED or length > MAX_PAYLOAD:
                 raise ProtocolError(f"bad frame header (kind {kind}, length {length})")
             end = HEADER.size + length
             if len(self._buffer) < end:

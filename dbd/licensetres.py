@@ -4,10 +4,9 @@ Slurm limits a license like any TRES (``GrpTRES=license/fluent=4``), but only
 one its database knows, i.e. one a controller's AccountingStorageTRES named
 (``license/fluent``), which registration stores in dbd's ``tres`` table
 (``Storage.register_cluster``). sacctmgr's limits on any other license are
-refused here with Slurm 22.05's words, before anything is stored;
-so is MaxTRESPerNode on a license, as a license belongs to no node (Slurm
-22.05 accepts it and holds jobs with ``AssocMaxUnknownPerNode``, measured;
-Corral has no per-node count of a license to hold a job on).
+refused here with Slurm 22.05's words, before anything is stored.
+MaxTRESPerNode on a tracked license is kept like any limit, as Slurm 22.05
+keeps it (the controller spreads a job's licenses over its nodes to check it).
 """
 
 from __future__ import annotations
@@ -43,11 +42,6 @@ def check(session: Session, values: Mapping[str, str]) -> None:
     ]
     if not named:
         return
-    for key, name, text in named:
-        if key == "maxtrespernode":
-            raise invalid(
-                f"MaxTRESPerNode={text} is refused: a license ({name}) belongs to no node"
-            )
     known = {
         name.lower() for name in session.scalars(select(Tres.name).where(Tres.type == "license"))
     }

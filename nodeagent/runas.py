@@ -35,6 +35,11 @@ class OutputError(LaunchError):
     with its own exit code (``spool.OUTPUT_FAILED_STATUS``)."""
 
 
+class InputError(LaunchError):
+    """An input file could not be opened: for a step, Slurm's slurmstepd fails the
+    node's IO setup, and srun says so task by task (``stepio.IO_FAILED``)."""
+
+
 def user_groups(uid: int, gid: int, user: str) -> list[int] | None:
     """The groups to run ``uid`` with; None when no switch is needed (or possible).
 
@@ -130,11 +135,11 @@ def open_output(path: str, append: bool, truncate: bool | None = None) -> int:
 
 
 def open_input(path: str) -> int:
-    """Open an input file (close-on-exec)."""
+    """Open an input file (close-on-exec); ``InputError`` when it cannot be."""
     try:
         return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
-        raise LaunchError(f"cannot open input file {path}: {exc.strerror}") from None
+        raise InputError(f"cannot open input file {path}: {exc.strerror}") from None
 
 
 def apply_umask(environment: dict[str, str]) -> None:

@@ -88,7 +88,7 @@ from fcntl import ioctl
 from corral import filepattern, mpitypes, oomscore, stepcipher, stepinput, stepio
 from nodeagent import attachers, cgroups, devcgroup, pmi, runas, taskspawn
 from nodeagent.ending import use_of
-from nodeagent.runas import LaunchError
+from nodeagent.runas import InputError, LaunchError
 from nodeagent.runner import WATCHED, Runner, Task, child_signals
 from nodeagent.spool import CANCEL_STEP, NOT_STARTED, Started, StepDir, StepResult, StepSpec
 from nodeagent.startargs import start
@@ -214,6 +214,7 @@ class StepRun(Runner):
         groups = None
         cwd_error: OSError | None = None
         stdio: list[tuple[int, int, int]] = []
+        failure = stepio.FAILED  # the frame that tells srun why nothing started
         if not refused:
             try:
                 groups = runas.user_groups(spec.uid, spec.gid, spec.user)
@@ -224,6 +225,8 @@ class StepRun(Runner):
             except LaunchError as exc:
                 self._close_all()
                 refused = str(exc)
+                if isinstance(exc, InputError):
+                    failure = stepio.IO_FAILED
         try:
             self._connect()
         except (OSError, ValueError) as exc:
@@ -237,7 +240,7 @@ class StepRun(Runner):
             if refused:
                 self._close_all()
         if refused:
-            return self._refuse(refused)
+            return self._refuse(refused, failure)
         early: list[tuple[int, int, bytes]] = []
         if spec.bcast:
             why, early = self._await_go()
@@ -289,12 +292,13 @@ class StepRun(Runner):
                     return "", frames[index + 1 :]
         return "cancelled before start", []
 
-    def _refuse(self, why: str) -> StepResult:
-        """No task may start here: record that, then tell srun why (it exits non-zero)."""
+    def _refuse(self, why: str, kind: int = stepio.FAILED) -> StepResult:
+        """No task may start here: record that, then tell srun why in a ``kind``
+        frame (FAILED: it exits non-zero; IO_FAILED: it says so for each task)."""
         spec = self.spec
         log.error("step %d.%d: task launch failed: %s", spec.job_id, spec.step_id, why)
         result = self._not_started(why)
-        self._send(stepio.frame(stepio.FAILED, spec.node_id, why.encode()[: stepio.MAX_PAYLOAD]))
+        self._send(stepio.frame(kind, spec.node_id, why.encode()[: stepio.MAX_PAYLOAD]))
         self._hang_up()
         return result
 

@@ -129,7 +129,7 @@ TABLE = OptionTable(
             note="block, cyclic, plane=N, arbitrary (SLURM_HOSTFILE or -w), Pack/NoPack; the "
             "second and third levels lay CPUs over sockets and cores for --cpu-bind",
         ),
-        _row("error", "e"),
+        _row("error", "e", note="also SLURM_STDERRMODE"),
         _row("exact", arg=NO_ARGUMENT, note="also SLURM_EXACT; implied by -c and --exclusive"),
         _row("exclude", "x"),
         _row(
@@ -172,7 +172,7 @@ TABLE = OptionTable(
             "i",
             note="all (default: srun's stdin to every task), none, a task id (that task "
             "alone), a file with %t/%n/%N (each task's, opened on its node) or another file "
-            "(srun reads it for every task), as Slurm 22.05",
+            "(srun reads it for every task), as Slurm 22.05; also SLURM_STDINMODE",
         ),
         _row("job-name", "J"),
         _row("jobid"),
@@ -199,7 +199,7 @@ TABLE = OptionTable(
         _row("ntasks-per-node"),
         _row("ntasks-per-socket", note="at most N tasks on each socket; binds to sockets"),
         _row("open-mode", note="append or truncate"),
-        _row("output", "o"),
+        _row("output", "o", note="also SLURM_STDOUTMODE"),
         _row("overcommit", "O", NO_ARGUMENT),
         _row("overlap", arg=NO_ARGUMENT),
         _row("partition", "p", note=JOB_LEVEL),
@@ -272,6 +272,17 @@ class Settings:
         return value
 
 
+#: srun's input variables for its standard streams (srun(1): "Same as -i, --input" and
+#: so on): a value, even empty, stands for the option when the command line lacks it
+#: (Slurm 22.05, measured: ``SLURM_STDINMODE=0`` feeds task 0 alone, an empty one too,
+#: as ``-i ""``; ``-i`` wins over it; with ``--pty`` it is refused as ``-i`` is).
+STDIO_VARIABLES = (
+    ("SLURM_STDINMODE", "input"),
+    ("SLURM_STDOUTMODE", "output"),
+    ("SLURM_STDERRMODE", "error"),
+)
+
+
 def parse(argv: list[str], inherited: Mapping[str, str | None] | None = None) -> Settings:
     """srun's options and command (``inherited``: the options a ``:`` group takes from
     the group before it unless given again, ``cli/srun/hetstep.py``)."""
@@ -291,6 +302,9 @@ def parse(argv: list[str], inherited: Mapping[str, str | None] | None = None) ->
         settings.options[option.key] = value
     for key, value in (inherited or {}).items():
         settings.options.setdefault(key, value)
+    for variable, key in STDIO_VARIABLES:
+        if variable in os.environ:
+            settings.options.setdefault(key, os.environ[variable])
     if settings.get("mpi") == "list":  # as Slurm's srun: the list, whatever else is given
         raise Halt(0, mpitypes.listing().rstrip("\n"))
     if settings.has("exclusive") and settings.has("overlap"):  # overlap would win unsaid
@@ -834,6 +848,8 @@ class Step:
                 self.forced = True  # said after the tasks' lines, as Slurm's srun says it
             elif kind == stepio.FAILED and isinstance(what, int):
                 self._launch_failed(what, payload.decode(errors="replace"))
+            elif kind == stepio.IO_FAILED and isinstance(what, int):
+                self._io_failed(what)
             elif (
                 kind in (stepio.KVS, stepio.FENCE, stepio.ABORT)
                 and isinstance(what, int)
@@ -879,6 +895,19 @@ class Step:
         self.done.add(node_id)
         for task in self._tasks_of(node_id):
             self.statuses.setdefault(task, 1 << 8)
+
+    def _io_failed(self, node_id: int) -> None:
+        """The node could not open a task's input file: Slurm 22.05's srun says "task N
+        launch failed: Slurmd could not connect IO" for each of its tasks, leaves the
+        other nodes' tasks running, and counts no exit code for these (measured: srun
+        exits as the tasks that ran do, 0 when none did)."""
+        for task in self._tasks_of(node_id):
+            print(
+                f"{PROG}: error: task {task} launch failed: Slurmd could not connect IO",
+                file=sys.stderr,
+            )
+        self.unlaunched.add(node_id)
+        self.done.add(node_id)
 
     def _lost(self, conn: _socket.socket, what: str | int) -> None:
         self.poll.unregister(conn)

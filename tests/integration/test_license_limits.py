@@ -78,3 +78,45 @@ def test_a_grp_license_limit_holds_the_job_over_it(cluster: Cluster) -> None:
     c.wait_state(second, {"RUNNING", "COMPLETING", "COMPLETED"}, 30)
     (work / "go").touch()
     assert c.wait_done(first)["state"] == "COMPLETED"
+
+
+def test_max_tres_per_node_on_a_license_holds_the_job_as_slurm_does(cluster: Cluster) -> None:
+    """Slurm 22.05, measured: sacctmgr keeps ``MaxTRESPerNode=license/fluent=1`` on a
+    user's association or a QOS; ``-L fluent:2`` on one node pends with
+    AssocMaxUnknownPerNode (QOSMaxUnknownPerNode for the QOS's), in squeue and in
+    ``scontrol show job``; ``-N1 -L fluent:1`` runs beside it."""
+    c = cluster
+    _sacctmgr(c, "add", "account", "pn")
+    _sacctmgr(c, "add", "user", "root", "account=pn")
+    _sacctmgr(c, "modify", "user", "root", "where", "account=pn", "set",
+              "MaxTRESPerNode=license/fluent=1")  # fmt: skip
+    shown = c.run("sacctmgr", "-P", "-n", "show", "assoc", "account=pn", "user=root",
+                  "format=Account,User,MaxTRESPerNode").stdout  # fmt: skip
+    assert "pn|root|license/fluent=1" in shown, shown
+
+    def limited() -> bool:
+        text = c.run("scontrol", "show", "assoc_mgr", "accounts=pn", "flags=assoc").stdout
+        return "MaxTRESPN=license/fluent=1\n" in text  # as Slurm 22.05 prints it
+
+    c.wait_for(limited, 20, "the per-node limit did not reach the controller")
+    work: Path = c.dir
+    over = c.sbatch("-A", "pn", "-L", "fluent:2", "-D", str(work), "-o", "/dev/null",
+                    "--wrap", "true")  # fmt: skip
+    reason = "AssocMaxUnknownPerNode"
+    c.wait_for(lambda: c.job(over)["reason"] == reason, 15, f"no {reason}")
+    shown = c.run("scontrol", "show", "job", str(over)).stdout
+    assert f"JobState=PENDING Reason={reason} " in shown, shown
+    listed = c.run("squeue", "-h", "-j", str(over), "-o", "%T %r").stdout
+    assert listed.strip() == f"PENDING {reason}", listed
+    within = c.sbatch("-A", "pn", "-L", "fluent:1", "-D", str(work), "-o", "/dev/null",
+                      "--wrap", "true")  # fmt: skip
+    assert c.wait_done(within)["state"] == "COMPLETED"
+    c.run("scancel", str(over))
+    _sacctmgr(c, "add", "qos", "pernode", "MaxTRESPerNode=license/fluent=1")
+    _sacctmgr(c, "modify", "user", "root", "where", "account=pn", "set",
+              "MaxTRESPerNode=license/fluent=-1", "qos+=pernode")  # fmt: skip
+    c.wait_for(lambda: not limited(), 20, "the lifted limit did not reach the controller")
+    held = c.sbatch("-A", "pn", "-q", "pernode", "-L", "fluent:2", "-D", str(work),
+                    "-o", "/dev/null", "--wrap", "true")  # fmt: skip
+    c.wait_for(lambda: c.job(held)["reason"] == "QOSMaxUnknownPerNode", 15, "no QOS reason")
+    c.run("scancel", str(held))

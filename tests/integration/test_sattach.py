@@ -7,12 +7,14 @@ attach, through each node's runner, while srun still gets it all too.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, command
 
 STEP = (
     'if [ "$SLURM_PROCID" = 0 ]; then read line; echo "got $line"; touch {flag}; '
@@ -74,3 +76,29 @@ def test_input_reaches_every_task_and_its_end_closes_theirs(
     attached = cluster.run("sattach", "-l", f"{job}.0", input="hi\n")
     assert sorted(attached.stdout.splitlines()) == ["0: eof 0", "0: hi", "1: eof 1", "1: hi"]
     cluster.run("scancel", str(job))  # the script's sleep feeding srun's stdin
+
+
+def test_a_regular_file_or_dev_null_on_stdin_is_read_as_a_pipe(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Slurm 22.05, measured (``sleep 30 | srun -n1 sh -c 'cat; echo end'``): ``sattach
+    J.0 < file`` sends the file's lines and its end, so sattach prints them and ``end``
+    and exits 0; ``< /dev/null`` sends the end alone: ``end``."""
+    script = tmp_path / "job.sh"
+    step = 'cat; echo "end $SLURM_PROCID"'
+    script.write_text(f"#!/bin/sh\nsleep 300 | srun -N2 -n2 sh -c '{step}'\n")
+    feed = tmp_path / "feed.txt"
+    feed.write_text("line1\nline2\n")
+    for stdin, lines in ((feed, ["line1", "line2"]), (Path(os.devnull), [])):
+        job = cluster.sbatch("-N2", "-n2", "-o", "/dev/null", str(script))
+        started = lambda job=job: bool(cluster.job(job)["steps"])  # noqa: E731
+        cluster.wait_for(started, 60, "the step did not start")
+        with stdin.open("rb") as source:
+            attached = subprocess.run(
+                [*command("sattach"), "-l", f"{job}.0"],
+                env=cluster.env, stdin=source, capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+        assert attached.returncode == 0, attached.stderr
+        expected = [f"{t}: {line}" for t in range(2) for line in [*lines, f"end {t}"]]
+        assert sorted(attached.stdout.splitlines()) == sorted(expected)
+        cluster.run("scancel", str(job))  # the script's sleep feeding srun's stdin

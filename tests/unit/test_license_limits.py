@@ -52,12 +52,19 @@ def _held(one: Any, assocs: AssocSet, used: dict[str, int] | None = None) -> Rea
     return Usage(used or {}).blocked(associations.gates(one, assocs))
 
 
-def test_a_jobs_licenses_are_tres_in_its_total_but_on_no_node() -> None:
+def test_a_jobs_licenses_are_tres_in_its_total_and_spread_over_its_nodes() -> None:
+    """Slurm 22.05, measured under ``MaxTRESPerNode=license/fluent=1``: ``-N2 -L
+    fluent:3`` runs (3 over 2 nodes is 1 each, rounded down), ``-N2 -L fluent:4`` pends."""
     tres = jobtres.of_job(replace(FLUENT, licenses="Fluent:2,ansys"))
     assert (tres.total["license/fluent"], tres.total["license/ansys"]) == (2, 1)
-    assert not any(name.startswith("license/") for name in tres.per_node)
-    started = replace(FLUENT, nodes=("n1",), cpus=(1,), state=JobState.RUNNING)
+    assert (tres.per_node["license/fluent"], tres.per_node["license/ansys"]) == (2, 1)
+    assert jobtres.of_job(replace(FLUENT, min_nodes=2, licenses="fluent:3")).per_node == {
+        **jobtres.of_job(replace(FLUENT, min_nodes=2)).per_node,
+        "license/fluent": 1,
+    }
+    started = replace(FLUENT, nodes=("n1", "n2"), cpus=(1, 1), state=JobState.RUNNING)
     assert jobtres.of_job(started).total["license/fluent"] == 2
+    assert jobtres.of_job(started).per_node["license/fluent"] == 1
 
 
 @pytest.mark.parametrize(
@@ -72,6 +79,8 @@ def test_a_jobs_licenses_are_tres_in_its_total_but_on_no_node() -> None:
         ({"qos:MaxTRESPU": "license/fluent=1"}, Reason.QOS_MAX_LICENSE_PER_USER),
         ({"qos:MaxTRESPA": "license/fluent=1"}, Reason.QOS_MAX_LICENSE_PER_ACCOUNT),
         ({"qos:GrpTRES": "license/fluent=1"}, Reason.QOS_GRP_LICENSE),
+        ({"MaxTRESPerNode": "license/fluent=1"}, Reason.ASSOC_MAX_UNKNOWN_PER_NODE),
+        ({"qos:MaxTRESPerNode": "license/fluent=1"}, Reason.QOS_MAX_UNKNOWN_PER_NODE),
     ],
 )
 def test_every_license_limit_holds_a_job_over_it_with_slurms_reason(
@@ -82,12 +91,15 @@ def test_every_license_limit_holds_a_job_over_it_with_slurms_reason(
     assert reason.value in {
         "AssocMaxLicensePerJob", "AssocMaxLicenseMinutesPerJob", "AssocGrpLicense",
         "QOSMaxLicensePerJob", "QOSMaxLicenseMinutesPerJob", "QOSMaxLicensePerUser",
-        "MaxLicensePerAccount", "QOSGrpLicense",
+        "MaxLicensePerAccount", "QOSGrpLicense", "AssocMaxUnknownPerNode",
+        "QOSMaxUnknownPerNode",
     }  # fmt: skip
 
 
 def test_limits_on_another_license_or_at_the_count_let_the_job_start() -> None:
     assert _held(FLUENT, _alice(MaxTRES="license/ansys=1", GrpTRES="license/fluent=2")) is None
+    spread = replace(FLUENT, min_nodes=2, licenses="fluent:3")
+    assert _held(spread, _alice(MaxTRESPerNode="license/fluent=1")) is None
     assert _held(job(1, account="lab"), _alice(GrpTRES="license/fluent=0")) is None
 
 
@@ -172,14 +184,13 @@ def test_dbd_keeps_limits_on_a_tracked_license_for_the_controller(admin: Admin) 
     _run(admin, "add", "account", {"name": "lab", "cluster": "bench"})
     _run(admin, "modify", "account", {"name": "lab"}, grptres="license/fluent=4")
     _run(admin, "add", "qos", {"name": "lic"}, maxtresperuser="license/Fluent=1")
-    per_node = r"MaxTRESPerNode=license/fluent=1 is refused: a license \(license/fluent\)"
-    with pytest.raises(SlurmError, match=per_node):
-        _run(admin, "modify", "qos", {"name": "lic"}, maxtrespernode="license/fluent=1")
+    _run(admin, "modify", "qos", {"name": "lic"}, maxtrespernode="license/fluent=1")
     reply = enforced(admin.engine, "bench")
     (lab,) = [a for a in reply.associations if a.account == "lab" and not a.user]
     assert dict(lab.grp_tres) == {"license/fluent": 4}
     (lic,) = [q for q in reply.qos if q.name == "lic"]
     assert dict(lic.max_tres_pu) == {"license/fluent": 1}
+    assert dict(lic.max_tres_per_node) == {"license/fluent": 1}
     assocs = AssocSet.from_reply(reply)
     assert {a.account: dict(a.grp_tres) for a in assocs.assocs}["lab"] == {"license/fluent": 4}
 
