@@ -254,9 +254,10 @@ def client_missing(name: str) -> str | None:
 
 
 def timed(
-    args: Sequence[str], env: dict[str, str], cwd: Path
+    args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 120
 ) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
-    """Run one process: its wall time and CPU time (user + system) in ms, and its result.
+    """Run one process: its wall time and CPU time (user + system) in ms, and its result
+    (``timeout`` seconds at most: subprocess.TimeoutExpired past it).
 
     The CPU time comes from RUSAGE_CHILDREN around the call, so it is the
     command's own as long as no other child ends meanwhile (the daemons run
@@ -264,7 +265,7 @@ def timed(
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
-    result = subprocess.run(list(args), env=env, cwd=cwd, capture_output=True, timeout=120)
+    result = subprocess.run(list(args), env=env, cwd=cwd, capture_output=True, timeout=timeout)
     wall = (time.perf_counter() - began) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000

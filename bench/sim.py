@@ -55,6 +55,9 @@ REPLAYS = {
     "hpc2n_conservative": (HPC2N, "conservative", "< 120"),
 }
 
+#: A whole backfill replay takes minutes (conservative on HPC2N: 8 on a quiet machine).
+REPLAY_TIMEOUT_S = 3600
+
 #: What runs without ``--only``: the backfill replays take minutes each.
 DEFAULT = ("ctc_sp2_fcfs", "hpc2n_fcfs")
 
@@ -66,7 +69,7 @@ COMPARE_JOBS = 5000
 def one_replay(path: Path, policy: str) -> dict[str, Any]:
     args = [sys.executable, "-m", "cli.corral", "sim", str(path), "--json", "--quiet"]
     args += ["--policy", policy]
-    wall_ms, cpu_ms, result = timed(args, dict(os.environ), ROOT)
+    wall_ms, cpu_ms, result = timed(args, dict(os.environ), ROOT, timeout=REPLAY_TIMEOUT_S)
     if result.returncode != 0:
         raise CommandFailed(
             f"corral sim {path.name} exited {result.returncode}: "
