@@ -133,3 +133,33 @@ def test_a_gpu_list_is_counted_once_and_shown_as_given(
     node = cluster.run("scontrol", "show", "node", "node1").stdout
     memory = node.split("RealMemory=")[1].split()[0]
     assert f",mem={memory}M," in shown.split("TRES=")[1].split("\n")[0]
+
+
+def test_a_total_below_the_node_count_its_tasks_take(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """``--gpus=1 -n3`` on nodes of two CPUs: two nodes, the GPU on the second, as Slurm
+    22.05 ran ``--gpus=1 -n10`` on 8-CPU nodes (tests/unit/test_gpu_semantics.py). The
+    script's node holds no GPU and is told none; its plain srun, which reads
+    SLURM_GPUS=1 back, is refused with Slurm's two lines."""
+    cluster = _cluster(make_cluster)
+    script = (
+        "echo $SLURM_GPUS ${CUDA_VISIBLE_DEVICES-unset} ${SLURM_JOB_GPUS-unset}"
+        " ${SLURM_GPUS_ON_NODE-unset} $SLURM_TASKS_PER_NODE\n"
+        "srun true 2>&1 || echo step refused\n"
+    )
+    path = cluster.dir / "few.sh"
+    path.write_text("#!/bin/sh\n" + script)
+    job = cluster.sbatch("--gpus=1", "-n3", "-o", "few.out", str(path))
+    assert cluster.wait_done(job)["state"] == "COMPLETED"
+    assert _lines(cluster, "few.out") == [
+        "1 unset unset unset 2,1",
+        "srun: error: Step requested gres=gpu:1 is less than the requested min nodes=2",
+        f"srun: error: Unable to create step for job {job}: "
+        "Invalid generic resource (gres) specification",
+        "step refused",
+    ]
+    shown = cluster.run("scontrol", "show", "job", "-d", str(job)).stdout
+    held = [line.split("GRES=")[1] for line in shown.splitlines() if "CPU_IDs=" in line]
+    assert held == ["gpu:0(IDX:)", "gpu:1(IDX:0)"]
+    assert "   JOB_GRES=gpu:1\n" in shown
