@@ -30,6 +30,13 @@ def _lines(cluster: Cluster, name: str) -> list[str]:
     return (cluster.dir / name).read_text().splitlines()
 
 
+def _submit(cluster: Cluster, name: str, script: str, *options: str) -> int:
+    """``script`` submitted as ``name.sh`` with ``options``, its output to ``name.out``."""
+    path = cluster.dir / f"{name}.sh"
+    path.write_text("#!/bin/sh\n" + script)
+    return cluster.sbatch(*options, "-o", f"{name}.out", str(path))
+
+
 def test_a_job_wide_total_is_spread_over_its_nodes(make_cluster: Callable[..., Cluster]) -> None:
     cluster = _cluster(make_cluster)
     script = (
@@ -37,9 +44,7 @@ def test_a_job_wide_total_is_spread_over_its_nodes(make_cluster: Callable[..., C
         f"srun -l sh -c '{SHOW}' | sort\n"
         "srun -n1 true || echo step refused\n"
     )
-    path = cluster.dir / "total.sh"
-    path.write_text("#!/bin/sh\n" + script)
-    job = cluster.sbatch("--gpus=5", "--mem-per-gpu=100", "-o", "total.out", str(path))
+    job = _submit(cluster, "total", script, "--gpus=5", "--mem-per-gpu=100")
     record = cluster.wait_done(job)
     assert record["state"] == "COMPLETED"
     out = _lines(cluster, "total.out")
@@ -65,9 +70,7 @@ def test_steps_bind_each_task_to_its_gpus(make_cluster: Callable[..., Cluster]) 
         f"srun --gpu-bind=none sh -c '{SHOW}' | sort\n"
         f"srun -n1 sh -c '{SHOW}'\n"
     )
-    path = cluster.dir / "bind.sh"
-    path.write_text("#!/bin/sh\n" + script)
-    job = cluster.sbatch("--gpus-per-task=2", "-n2", "-N1", "-o", "bind.out", str(path))
+    job = _submit(cluster, "bind", script, "--gpus-per-task=2", "-n2", "-N1")
     assert cluster.wait_done(job)["state"] == "COMPLETED"
     assert _lines(cluster, "bind.out") == [
         "0 4 0,1 0,1",  # SLURM_GPUS_PER_TASK=2: srun binds per_task:2, as Slurm's does
@@ -148,9 +151,7 @@ def test_a_total_below_the_node_count_its_tasks_take(
         " ${SLURM_GPUS_ON_NODE-unset} $SLURM_TASKS_PER_NODE\n"
         "srun true 2>&1 || echo step refused\n"
     )
-    path = cluster.dir / "few.sh"
-    path.write_text("#!/bin/sh\n" + script)
-    job = cluster.sbatch("--gpus=1", "-n3", "-o", "few.out", str(path))
+    job = _submit(cluster, "few", script, "--gpus=1", "-n3")
     assert cluster.wait_done(job)["state"] == "COMPLETED"
     assert _lines(cluster, "few.out") == [
         "1 unset unset unset 2,1",
