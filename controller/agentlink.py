@@ -675,7 +675,8 @@ class AgentLink(pb_grpc.AgentLinkServicer):
                 own = stepcpus.pinned(own, step.gpus[node_id], near, step.cpus[node_id])
             kind, pinned = self._task_cpus(req, node, own, count)
             node_env.update(cpu_bind_environment(req.cpu_bind, pinned))
-            if job.gpus:  # the step's GPUs on this node, else all of the job's there
+            if job.gpus and job.gpus[index]:  # the step's GPUs on this node, else all
+                # of the job's there (a node dealt none of a total sets none, as Slurm)
                 ids = step.gpus[node_id] if step.gpus else job.gpus[index]
                 node_env.update(gpu_environment(ids))
                 node_env["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[index]))

@@ -7,7 +7,10 @@ A job may hold GPUs of several types (``--gres=gpu:a100:1 --gpus=v100:2``): they
 are listed in the order Slurm keeps the job's requests, those of ``--gpus`` first,
 then ``--gres``'s (``--gpus-per-node`` among them) in their order, then per socket
 and per task; the node's own order stands where the request names no type.
-The client groups nodes whose lines are the same (``Nodes=n[1,3]``).
+The client groups nodes whose lines are the same (``Nodes=n[1,3]``). A node dealt
+none of a job's GPU total (``--gpus=1 -n10`` on two 8-core nodes) shows, as Slurm
+22.05 does, ``GRES=gpu:0(IDX:)`` (``gpu:a100:0(IDX:)``) where its GPUs have a type
+or known cores, ``GRES=(null)`` where they have neither.
 
 ``Mem=`` is the memory the job holds on the node: what it asked (``--mem``, or
 ``--mem-per-cpu`` times the CPUs it holds there, ``--exclusive`` ones included) or
@@ -93,12 +96,25 @@ def _node_gres(
     return ",".join(out)
 
 
+def _none_dealt(job: Job, numbering: Sequence[tuple[str, int]], cores_known: bool) -> str:
+    """A node's GRES where the job's total left it no GPU, as Slurm 22.05 shows it."""
+    kinds = [kind for kind, _ in numbering if kind]
+    if not (kinds or cores_known):
+        return "(null)"
+    kind = job.gpu_type or (kinds[0] if kinds else "")
+    return f"{_label('gpu', kind, 0)}(IDX:)"
+
+
 def of_job(
-    job: Job, numbering: dict[str, list[tuple[str, int]]], real_memory: Mapping[str, int] | None
+    job: Job,
+    numbering: dict[str, list[tuple[str, int]]],
+    real_memory: Mapping[str, int] | None,
+    cores_known: frozenset[str] = frozenset(),
 ) -> JobDetail:
     """``job``'s detail fields; empty while it holds no nodes. ``numbering`` is each of
     its nodes' GPUs as (type, index); ``real_memory`` their RealMemory (MiB), shown
-    where the job holds no memory count, or None where memory is not counted."""
+    where the job holds no memory count, or None where memory is not counted;
+    ``cores_known`` the nodes whose GPUs' near cores are known."""
     if not job.nodes or len(job.cpu_ids) != len(job.nodes):
         return JobDetail("", [], [], [])
     order = _asked_order(job)
@@ -120,6 +136,9 @@ def of_job(
             detail.node_mem.append(0)
         else:
             detail.node_mem.append(mem[i] or real_memory.get(name, 0))
-        detail.node_gres.append(_node_gres(items, gpus, numbering.get(name, [])))
+        shown = _node_gres(items, gpus, numbering.get(name, []))
+        if job.gpus_per_job and not any(item[0] == "gpu" for item in items):
+            shown = _none_dealt(job, numbering.get(name, []), name in cores_known)
+        detail.node_gres.append(shown)
     job_gres = ",".join(_label(name, kind, count) for (name, kind), count in totals.items())
     return JobDetail(job_gres, detail.node_cpu_ids, detail.node_mem, detail.node_gres)

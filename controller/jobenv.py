@@ -134,7 +134,7 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
         values["SLURM_MEM_PER_CPU"] = job.mem_per_cpu
     if job.array_task_id is not None:
         values.update(_array_values(job))
-    if job.gpus:
+    if job.gpus and job.gpus[0]:  # a first node dealt none of a total sets none
         values.update(gpu_environment(job.gpus[0]))
         values["SLURM_JOB_GPUS"] = ",".join(map(str, job.gpus[0]))
     env.update({k: str(v) for k, v in values.items()})

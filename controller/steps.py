@@ -265,6 +265,14 @@ def step_gpus(
     lowest."""
     if not (req.gpus or req.gpus_per_node or req.gpus_per_task) or not job.gpus:
         return ()
+    if req.gpus and req.gpus < len(nodes):  # a total leaves a node none: refused, as
+        # Slurm 22.05's steps are (a plain srun in ``sbatch --gpus=1 -n10``, whose
+        # SLURM_GPUS=1 it reads, on that job's two nodes)
+        raise SlurmError(
+            errors.ESLURM_INVALID_GRES,
+            detail=f"Step requested gres=gpu:{req.gpus} is less than the requested min "
+            f"nodes={len(nodes)}",
+        )
     held: dict[str, set[int]] = {}
     if not req.overlap:
         for step in job.steps:

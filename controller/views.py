@@ -239,7 +239,10 @@ class _Facts:
         if self._detail is None:
             job, store = self.job, self.store
             self._detail = jobdetail.of_job(
-                job, {name: store.gpu_numbering(name) for name in job.nodes}, self.real
+                job,
+                {name: store.gpu_numbering(name) for name in job.nodes},
+                self.real,
+                frozenset(n for n in job.nodes if job.gpus_per_job and store.gpu_near(n)),
             )
         return self._detail
 

@@ -105,7 +105,7 @@ def build(
         spec["min_cpus"] = fields["cpus_per_task"]
     elif "min_cpus" in fields:
         spec["min_cpus"] = fields["min_cpus"]
-    gpuopts.check(fields)
+    gpuopts.check(_with_listed_nodes(fields, spec))
     spec.update(gpuopts.spec_fields(fields))
     spec.update(gpuopts.list_texts(settings.texts))
     layoutopts.check(fields)
@@ -184,6 +184,15 @@ def _nodes(spec: dict[str, Any], fields: Mapping[str, Any]) -> None:
         spec["min_nodes"] = low
     if high:
         spec["max_nodes"] = high
+
+
+def _with_listed_nodes(fields: Mapping[str, Any], spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``fields`` with ``-w``'s node count as ``-N`` where ``-N`` was not given: Slurm
+    22.05's sbatch checks GPU totals against it (``--gpus=1 -n10 -w n3,n4`` is "--gpus
+    < -N", as with ``-N2``)."""
+    if "min_nodes" in fields or "min_nodes" not in spec:
+        return fields
+    return {**fields, "min_nodes": spec["min_nodes"]}
 
 
 def node_list(text: str) -> str:

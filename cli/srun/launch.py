@@ -533,9 +533,9 @@ def create_step(client: Any, request: dict[str, Any], quiet: bool) -> dict[str, 
             reply: dict[str, Any] = client.call("StepCreate", request)
         except SlurmError as exc:
             if exc.code != ESLURM_NODES_BUSY:
-                raise Halt(
-                    1, f"{PROG}: error: Unable to create step for job {job_id}: {exc}"
-                ) from None
+                said = [f"{PROG}: error: {exc.detail}"] if exc.detail else []
+                failed = f"{PROG}: error: Unable to create step for job {job_id}: {exc}"
+                raise Halt(1, *said, failed) from None
             if not told and not quiet:
                 print(
                     f"{PROG}: Job {job_id} step creation temporarily disabled, retrying ({exc})",

@@ -242,6 +242,8 @@ def _total_on(
         cpus = _task_cpus(job, part, [node for node, _ in chosen], stacking, confine)
     if not chosen or cpus is None:
         return []
+    if _over_total(gpu, chosen, confine):
+        return []
     nears = [near(node, gpu, c) for (node, _), c in zip(chosen, cpus, strict=True)]
     dealer = deal_loose if gpu.also else deal
     given = dealer(gpu.per_job, [cap for _, cap in chosen], nears)
@@ -256,6 +258,17 @@ def _total_on(
             return []
         out.append((node.name, fit))
     return out
+
+
+def _over_total(
+    gpu: GpuAsk, chosen: Sequence[tuple[NodeView, int]], confine: GpuAsk | None
+) -> bool:
+    """Whether the first try's nodes, some confined, outnumber the GPU total: there
+    Slurm 22.05 gave each node a GPU, over the total (a defect, docs/design.md); its
+    second try, on any CPUs, keeps the total, and so does Corral."""
+    if confine is None or gpu.also or gpu.per_job >= len(chosen):
+        return False
+    return any(confined_cpus(node, gpu) is not None for node, _ in chosen)
 
 
 def _deal_also(gpu: GpuAsk, nodes: Sequence[NodeView], cpus: Sequence[int]) -> list[Gres] | None:

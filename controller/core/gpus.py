@@ -6,12 +6,17 @@ results the unit tests' scenario table records), and the CPUs and memory follow:
 * ``--gres=gpu:N`` and ``--gpus-per-node=N`` (TresPerNode): N on every node.
 * ``--gpus-per-socket=G`` with ``--sockets-per-node=S``: G near each of S sockets,
   so G times S on every node, of nodes with at least S sockets.
-* ``--gpus=N`` (TresPerJob): N in all over the job's nodes, at least one on each.
-  ``deal`` shares them out as ``gres_select_filter.c`` does: first each node in
-  order gets the GPUs near the job's CPUs there (``near``), at most what leaves one
-  for each node after it (and one when none is near); then, in order again, each
-  node gives what it has left until N are dealt. ``--gpus=5`` on two 4-GPU nodes
-  with two GPUs per socket is 3 + 2; where gres.conf names no cores, 4 + 1.
+* ``--gpus=N`` (TresPerJob): N in all over the job's nodes, at least one on each
+  while N holds one for each. ``deal`` shares them out as ``gres_select_filter.c``
+  does: first each node in order gets the GPUs near the job's CPUs there (``near``),
+  at most what leaves one for each node after it (and one when none is near); then,
+  in order again, each node gives what it has left until N are dealt. ``--gpus=5``
+  on two 4-GPU nodes with two GPUs per socket is 3 + 2; where gres.conf names no
+  cores, 4 + 1. Where the job's tasks take more nodes than N (no ``-N``, which
+  sbatch refuses above N), the first nodes get none and each of the last N one:
+  Slurm 22.05 ran ``--gpus=1 -n10`` on two 8-core nodes as 8 + 2 CPUs with the GPU
+  on the second, ``--gpus=3 -n25`` on four as 0, 1, 1, 1 GPUs (every node still
+  one with a GPU free: a node without one is passed over).
 * ``--gpus-per-task=G``: G times the node's tasks; ``--ntasks-per-gpu=T``: a GPU
   for every T of the node's tasks (``for_tasks``). With GPUs per node as well
   (``--gres=gpu:N`` or ``--gpus-per-node=N``), every node gets its N GPUs and at most
@@ -262,14 +267,15 @@ def near(node: NodeView, gpu: GpuAsk, cpus: int) -> int:
 
 def deal(total: int, caps: list[int], nears: list[int]) -> list[int] | None:
     """``total`` GPUs over nodes that can give ``caps`` (``nears`` of them near the
-    job's CPUs), in Slurm's two rounds; None when they cannot give that many."""
-    if sum(caps) < total or total < len(caps) or any(cap < 1 for cap in caps):
+    job's CPUs), in Slurm's two rounds; None when they cannot give that many. Fewer
+    GPUs than nodes leave the first nodes none (``most`` below one there)."""
+    if sum(caps) < total or any(cap < 1 for cap in caps):
         return None
     given: list[int] = []
     dealt = 0
     for i, (cap, close) in enumerate(zip(caps, nears, strict=True)):
         most = total - dealt - (len(caps) - i - 1)  # one left for each node after it
-        take = min(most, close, cap) or min(1, cap)
+        take = (min(most, close, cap) or min(1, cap)) if most > 0 else 0
         given.append(take)
         dealt += take
     return _fill(total, caps, given)

@@ -30,6 +30,13 @@ def _lines(cluster: Cluster, name: str) -> list[str]:
     return (cluster.dir / name).read_text().splitlines()
 
 
+def _submit(cluster: Cluster, name: str, script: str, *options: str) -> int:
+    """``script`` submitted as ``name.sh`` with ``options``, its output to ``name.out``."""
+    path = cluster.dir / f"{name}.sh"
+    path.write_text("#!/bin/sh\n" + script)
+    return cluster.sbatch(*options, "-o", f"{name}.out", str(path))
+
+
 def test_a_job_wide_total_is_spread_over_its_nodes(make_cluster: Callable[..., Cluster]) -> None:
     cluster = _cluster(make_cluster)
     script = (
@@ -37,9 +44,7 @@ def test_a_job_wide_total_is_spread_over_its_nodes(make_cluster: Callable[..., C
         f"srun -l sh -c '{SHOW}' | sort\n"
         "srun -n1 true || echo step refused\n"
     )
-    path = cluster.dir / "total.sh"
-    path.write_text("#!/bin/sh\n" + script)
-    job = cluster.sbatch("--gpus=5", "--mem-per-gpu=100", "-o", "total.out", str(path))
+    job = _submit(cluster, "total", script, "--gpus=5", "--mem-per-gpu=100")
     record = cluster.wait_done(job)
     assert record["state"] == "COMPLETED"
     out = _lines(cluster, "total.out")
@@ -65,9 +70,7 @@ def test_steps_bind_each_task_to_its_gpus(make_cluster: Callable[..., Cluster]) 
         f"srun --gpu-bind=none sh -c '{SHOW}' | sort\n"
         f"srun -n1 sh -c '{SHOW}'\n"
     )
-    path = cluster.dir / "bind.sh"
-    path.write_text("#!/bin/sh\n" + script)
-    job = cluster.sbatch("--gpus-per-task=2", "-n2", "-N1", "-o", "bind.out", str(path))
+    job = _submit(cluster, "bind", script, "--gpus-per-task=2", "-n2", "-N1")
     assert cluster.wait_done(job)["state"] == "COMPLETED"
     assert _lines(cluster, "bind.out") == [
         "0 4 0,1 0,1",  # SLURM_GPUS_PER_TASK=2: srun binds per_task:2, as Slurm's does
@@ -133,3 +136,31 @@ def test_a_gpu_list_is_counted_once_and_shown_as_given(
     node = cluster.run("scontrol", "show", "node", "node1").stdout
     memory = node.split("RealMemory=")[1].split()[0]
     assert f",mem={memory}M," in shown.split("TRES=")[1].split("\n")[0]
+
+
+def test_a_total_below_the_node_count_its_tasks_take(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """``--gpus=1 -n3`` on nodes of two CPUs: two nodes, the GPU on the second, as Slurm
+    22.05 ran ``--gpus=1 -n10`` on 8-CPU nodes (tests/unit/test_gpu_semantics.py). The
+    script's node holds no GPU and is told none; its plain srun, which reads
+    SLURM_GPUS=1 back, is refused with Slurm's two lines."""
+    cluster = _cluster(make_cluster)
+    script = (
+        "echo $SLURM_GPUS ${CUDA_VISIBLE_DEVICES-unset} ${SLURM_JOB_GPUS-unset}"
+        " ${SLURM_GPUS_ON_NODE-unset} $SLURM_TASKS_PER_NODE\n"
+        "srun true 2>&1 || echo step refused\n"
+    )
+    job = _submit(cluster, "few", script, "--gpus=1", "-n3")
+    assert cluster.wait_done(job)["state"] == "COMPLETED"
+    assert _lines(cluster, "few.out") == [
+        "1 unset unset unset 2,1",
+        "srun: error: Step requested gres=gpu:1 is less than the requested min nodes=2",
+        f"srun: error: Unable to create step for job {job}: "
+        "Invalid generic resource (gres) specification",
+        "step refused",
+    ]
+    shown = cluster.run("scontrol", "show", "job", "-d", str(job)).stdout
+    held = [line.split("GRES=")[1] for line in shown.splitlines() if "CPU_IDs=" in line]
+    assert held == ["gpu:0(IDX:)", "gpu:1(IDX:0)"]
+    assert "   JOB_GRES=gpu:1\n" in shown

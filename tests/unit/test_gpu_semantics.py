@@ -5,7 +5,8 @@ The cluster is the one real Slurm 22.05 (Debian's slurm-wlm 22.05.8) ran on this
 machine with five ``slurmd -N`` daemons and a fake gres.conf (char devices 1:3 as
 ``/dev/nvidia[0-3]``), SelectType=select/cons_tres, CR_Core_Memory: nodes n1-n4 of
 2 sockets x 4 cores, 16000 MiB and 4 GPUs, GPUs 0-1 near cores 0-3 and 2-3 near
-cores 4-7; partition ``main`` and ``defs`` (DefCpuPerGPU=2 DefMemPerGPU=1000).
+cores 4-7; partition ``main`` and ``defs`` (DefCpuPerGPU=2 DefMemPerGPU=1000), and
+``two`` of n1-n2.
 
 Every row marked ``SLURM`` was submitted there (``sbatch <options> --wrap ...``) and
 its allocation read from ``scontrol show job -d`` (``Nodes=n1 CPU_IDs=... Mem=...
@@ -13,7 +14,8 @@ GRES=gpu:2(IDX:0-1)``); the expected values are what Slurm allocated. Memory is
 compared only where the job asks for some (Slurm gives a job without a memory
 request the whole node, Corral no limit), CPUs where Corral lays tasks out as Slurm
 does. A row marked ``CORRAL`` is one where Corral differs on purpose: only
-``gpus1-n6-one-node``, a Slurm defect (see the row). The last three to go:
+``gpus1-n6-one-node`` and ``gpus1-n10``/``-n16-total-kept``, one Slurm defect (see
+the rows). The last three to go:
 
 * ``-N2 -n6 --gpus-per-task=1`` and ``-N3 -n4 --gpus-per-task=1``: Slurm's default
   distribution (block:cyclic) takes a node's CPUs from its sockets in turn
@@ -57,6 +59,7 @@ SelectTypeParameters=CR_Core_Memory
 NodeName=n[1-4] Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=16000 Gres=gpu:4
 PartitionName=main Nodes=n[1-4] Default=YES
 PartitionName=defs Nodes=n[1-4] DefCpuPerGPU=2 DefMemPerGPU=1000
+PartitionName=two Nodes=n[1-2]
 """
 GRES_CONF = """\
 Name=gpu File=/dev/nvidia[0-1] Cores=0-3
@@ -480,6 +483,34 @@ ROWS: list[tuple[str, dict[str, Any], dict[str, tuple[int, ...]], Any, Any, str]
     ("gpus1-n6-N1", {"gpus": 1, "num_tasks": 6, "min_nodes": 1}, {"n1": (0,)}, (6,), None,
      SLURM),
     ("gpus1-n4", {"gpus": 1, "num_tasks": 4}, {"n1": (0,)}, (4,), None, SLURM),
+    # Fewer GPUs than the nodes the tasks take (no -N): the first nodes get none, each
+    # of the last one (core/gpus.deal), a node with no GPU free passed over. Slurm
+    # 22.05 ran these so where no socket confinement came first: on two nodes
+    # (``-p two``), and where 4 sockets do not hold the tasks (-n17, -n25).
+    ("gpus1-n10-two-nodes", {"gpus": 1, "num_tasks": 10, "partitions": ("two",)},
+     {"n1": (), "n2": (0,)}, (8, 2), None, SLURM),
+    ("gpus1-n9-two-nodes", {"gpus": 1, "num_tasks": 9, "partitions": ("two",)},
+     {"n1": (), "n2": (0,)}, (8, 1), None, SLURM),
+    ("gpus1-n16-two-nodes", {"gpus": 1, "num_tasks": 16, "partitions": ("two",)},
+     {"n1": (), "n2": (0,)}, (8, 8), None, SLURM),
+    ("gpus2-n10-two-nodes", {"gpus": 2, "num_tasks": 10, "partitions": ("two",)},
+     {"n1": (0,), "n2": (0,)}, (8, 2), None, SLURM),
+    ("gpus1-n25", {"gpus": 1, "num_tasks": 25},
+     {"n1": (), "n2": (), "n3": (), "n4": (0,)}, (8, 8, 8, 1), None, SLURM),
+    ("gpus2-n25", {"gpus": 2, "num_tasks": 25},
+     {"n1": (), "n2": (), "n3": (0,), "n4": (0,)}, (8, 8, 8, 1), None, SLURM),
+    ("gpus3-n25", {"gpus": 3, "num_tasks": 25},
+     {"n1": (), "n2": (0,), "n3": (0,), "n4": (0,)}, (8, 8, 8, 1), None, SLURM),
+    ("gpus2-n17", {"gpus": 2, "num_tasks": 17},
+     {"n1": (), "n2": (0,), "n3": (0,)}, (8, 8, 1), None, SLURM),
+    # Where one socket a node holds them, Slurm's first try confines the tasks and gives
+    # every node a GPU, over the total: --gpus=1 -n10 n1-n2 CPU_IDs=0-3 and n3 0-1, each
+    # gpu:1(IDX:2), JOB_GRES=gpu:3; -n16 four nodes of 0-3 (the defect above). Corral
+    # keeps the total, as Slurm's second try does.
+    ("gpus1-n10-total-kept", {"gpus": 1, "num_tasks": 10},
+     {"n1": (), "n2": (0,)}, (8, 2), None, CORRAL),
+    ("gpus1-n16-total-kept", {"gpus": 1, "num_tasks": 16},
+     {"n1": (), "n2": (0,)}, (8, 8), None, CORRAL),
     # GPUs per node alike: --gres=gpu:1 -n6 is two nodes (CPU_IDs=0-3 and 0-1),
     # --gpus-per-node=3 -n6 -N2 needs both sockets (0-2,4-5 and 0), and
     # --gres=gpu:1 -c6, which no socket holds, takes CPUs 0-5 of n1.
@@ -1031,6 +1062,7 @@ TASKS_ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("gpus2-n10-N2", {"gpus": 2, "num_tasks": 10, "min_nodes": 2}, "8,2"),
     ("per-node-1-n6", {"gres": "gpu:1", "num_tasks": 6}, "4,2"),
     ("per-node-3-n6-N2", {"gres": "gpu:3", "num_tasks": 6, "min_nodes": 2}, "5,1"),
+    ("gpus1-n10-two-nodes", {"gpus": 1, "num_tasks": 10, "partitions": ("two",)}, "8,2"),
 ]  # fmt: skip
 
 
@@ -1044,6 +1076,17 @@ def test_tasks_per_node_as_slurm_sets_it(
     env = batch_environment(job, Payload(script=""), "gs")
     assert env["SLURM_TASKS_PER_NODE"] == shown
     assert env["SLURM_NTASKS"] == str(job.num_tasks)
+
+
+def test_a_first_node_dealt_no_gpu_sets_no_gpu_variables(conf: config.SlurmConfig) -> None:
+    """``--gpus=1 -n10 -p two`` runs its script on n1, which holds none of the GPU:
+    Slurm 22.05 set no CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL, SLURM_JOB_GPUS nor
+    SLURM_GPUS_ON_NODE there (only sbatch's SLURM_GPUS=1)."""
+    job = started(conf, gpus=1, num_tasks=10, partitions=("two",))
+    assert job.gpus == ((), (0,))
+    env = batch_environment(job, Payload(script=""), "gs")
+    granted = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "SLURM_JOB_GPUS")
+    assert [name for name in (*granted, "SLURM_GPUS_ON_NODE") if name in env] == []
 
 
 # Node choice for GPUs per socket whose cores are not known, measured on Slurm 22.05
@@ -1137,6 +1180,10 @@ CPU_ID_ROWS: list[tuple[str, dict[str, Any], tuple[tuple[int, ...], ...]]] = [
     ("per-node-1-n6", {"gres": "gpu:1", "num_tasks": 6}, ((0, 1, 2, 3), (0, 1))),
     ("per-node-1-c6", {"gres": "gpu:1", "cpus_per_task": 6}, ((0, 1, 2, 3, 4, 5),)),
     ("gpus2-c6", {"gpus": 2, "cpus_per_task": 6}, ((0, 1, 2, 3, 4, 5),)),
+    ("gpus1-n10-two-nodes", {"gpus": 1, "num_tasks": 10, "partitions": ("two",)},
+     ((0, 1, 2, 3, 4, 5, 6, 7), (0, 4))),
+    ("gpus1-n12-two-nodes", {"gpus": 1, "num_tasks": 12, "partitions": ("two",)},
+     ((0, 1, 2, 3, 4, 5, 6, 7), (0, 1, 4, 5))),
 ]  # fmt: skip
 
 

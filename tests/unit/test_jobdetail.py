@@ -78,6 +78,42 @@ def test_nodes_that_differ_have_lines_of_their_own() -> None:
     ]
 
 
+UNTYPED = [("", 0), ("", 1), ("", 2), ("", 3)]
+
+
+@pytest.mark.parametrize(
+    ("numbering", "cores_known", "first", "second"),
+    [
+        (UNTYPED, frozenset({"n1", "n2"}), "gpu:0(IDX:)", "gpu:1(IDX:0)"),
+        (UNTYPED, frozenset(), "(null)", "gpu:1(IDX:0)"),
+        ([("a100", i) for i in range(4)], frozenset(), "gpu:a100:0(IDX:)", "gpu:a100:1(IDX:0)"),
+    ],
+    ids=["cores-known", "untyped-no-cores", "typed-no-cores"],
+)
+def test_a_node_dealt_none_of_the_total(
+    numbering: list[tuple[str, int]], cores_known: frozenset[str], first: str, second: str
+) -> None:
+    """``--gpus=1 -n10`` on two 8-core nodes (Slurm 22.05, gres.conf with Cores=, then
+    without, then typed): n1 holds none of the GPU, and says so as Slurm did."""
+    kind = numbering[0][0]
+    job = running(
+        5,
+        ("n1", "n2"),
+        gpus_per_job=1,
+        gres_alloc=((), (("gpu", kind, 1),)),
+        gpus=((), (0,)),
+        cpu_ids=(tuple(range(8)), (0, 4)),
+        alloc_mem=(16000, 16000),
+    )
+    names = {"n1": numbering, "n2": numbering}
+    detail = jobdetail.of_job(job, names, {}, cores_known)
+    assert _shown(detail, "n[1-2]") == [
+        f"   JOB_GRES={second.partition('(')[0]}",
+        f"     Nodes=n1 CPU_IDs=0-7 Mem=16000 GRES={first}",
+        f"     Nodes=n2 CPU_IDs=0,4 Mem=16000 GRES={second}",
+    ]
+
+
 def test_a_job_without_gres_and_a_pending_one() -> None:
     plain = running(3, ("n2",), cpu_ids=((0, 4),), alloc_mem=(16000,))
     assert _shown(jobdetail.of_job(plain, {}, {}), "n2") == [

@@ -282,6 +282,12 @@ def test_the_job_is_told_its_gpu_options() -> None:
             "error",
             None,
         ),
+        (
+            (("gpus", "1"), ("ntasks", "10"), ("nodelist", "n[3-4]")),
+            ("Failed to validate job spec, --gpus < -N", GRES),
+            "error",
+            None,
+        ),
     ],
     ids=[
         "cpus-per-gpu-and-cpus-per-task",
@@ -307,6 +313,7 @@ def test_the_job_is_told_its_gpu_options() -> None:
         "list-node-count-beyond-N",
         "list-second-type-beyond-N",
         "untyped-list-last-below-nodes",
+        "fewer-gpus-than-listed-nodes",
     ],
 )
 def test_bad_gpu_options_are_refused_in_slurms_words(

@@ -175,6 +175,23 @@ def test_steps_take_some_of_the_jobs_gpus_and_not_each_others() -> None:
     assert caught.value.code == errors.ESLURM_INVALID_GRES
 
 
+def test_a_gpu_total_below_the_steps_node_count_is_refused_in_slurms_words() -> None:
+    """A plain srun in ``sbatch --gpus=1 -n10`` (8 + 2 CPUs, the GPU on the second node)
+    reads SLURM_GPUS=1 and runs on both nodes: Slurm 22.05 refused it, "Step requested
+    gres=gpu:1 is less than the requested min nodes=2" before the errno's words. A step
+    on the GPU's node alone gets it here, where Slurm 22.05 refused every GPU step of
+    that job (``srun -w n2 -N1 -n1 --gpus=1`` too: "Invalid generic resource (gres)
+    specification"), a defect not copied."""
+    one = replace(JOB, nodes=("n1", "n2"), gpus=((), (0,)))
+    with pytest.raises(SlurmError) as caught:
+        steps.step_gpus(one, StepRequest(ntasks=10, gpus=1), ("n1", "n2"), (8, 2))
+    assert (caught.value.code, caught.value.detail) == (
+        errors.ESLURM_INVALID_GRES,
+        "Step requested gres=gpu:1 is less than the requested min nodes=2",
+    )
+    assert steps.step_gpus(one, StepRequest(ntasks=1, gpus=1), ("n2",), (1,)) == ((0,),)
+
+
 def test_a_step_takes_the_jobs_free_gpus_with_most_nvlink_between_them() -> None:
     """As a job's start does (core/gpulinks.py): of the job's GPUs 0-3 where only 1-2
     and 2-3 are linked (1-2 with more lanes), two are 1 and 2, and with 2 held by
