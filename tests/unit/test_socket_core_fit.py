@@ -6,7 +6,7 @@ with that many free cores, CPU ids as cons_tres picks them (controller/admission
 Measured on Slurm 22.05: slurmctld and two ``slurmd -N`` of Sockets=2 CoresPerSocket=4
 ThreadsPerCore=1 (SelectType=select/cons_tres, CR_Core), ``sbatch -w n1 OPTIONS`` one
 job at a time, ``scontrol show job -d``'s CPU_IDs; the busy rows after ``sbatch -w n1
--n6`` (CPU_IDs=0-2,4-6) or ``-n5`` (0-2,4-5) kept running."""
+-n6`` (CPU_IDs=0-2,4-6), ``-n5`` (0-2,4-5) or ``-n7`` (0-6) kept running."""
 
 from __future__ import annotations
 
@@ -80,6 +80,9 @@ BUSY: list[tuple[str, str, tuple[tuple[str, str], ...], tuple[tuple[int, ...], .
     ("one-free-core-each", "6", (W1, ("cores-per-socket", "2")), ()),
     ("one-free-core-B-1:1", "6", (W1, ("extra-node-info", "1:1")), ((3,),)),
     ("the-socket-with-two", "5", (W1, ("extra-node-info", "1:2")), ((6, 7),)),
+    ("one-task-a-free-core-each", "6", (W1, ("ntasks", "1"), ("extra-node-info", "2:1")), ((3,),)),
+    ("one-task-one-socket-full", "7", (W1, ("ntasks", "1"), ("extra-node-info", "2")), ()),
+    ("one-task-no-two-free", "6", (W1, ("ntasks", "1"), ("extra-node-info", "1:2")), ()),
 ]  # fmt: skip
 
 
