@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 #: Job options salloc and srun share with sbatch (the keys of sbatch's SETTERS).
 JOB_OPTIONS = (
-    "account", "chdir", "constraint", "cpus-per-gpu", "cpus-per-task", "dependency", "elastic",
-    "exclude", "exclusive",
+    "account", "chdir", "constraint", "cores-per-socket", "cpus-per-gpu", "cpus-per-task",
+    "dependency", "elastic",
+    "exclude", "exclusive", "extra-node-info",
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
     "gres-flags", "hint", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
     "mem-per-gpu", "nodefile", "nodelist", "nodes",

@@ -67,6 +67,11 @@ TABLE = OptionTable(
         _row("constraint", "C"),
         _row("container", note="the allocation's: shown and in SLURM_CONTAINER (steps: srun's)"),
         _row("container-id", note="Slurm 24.11's: shown and in SLURM_CONTAINER_ID"),
+        _row(
+            "cores-per-socket",
+            note="at least that many free cores on each socket the job uses; without -n on a fixed "
+            "node count, a task per core (Slurm's); a --hint that holds drops it",
+        ),
         _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
         _row("dependency", "d", note="as sbatch's; expand:JOBID grows a running job (Slurm's)"),
@@ -78,6 +83,12 @@ TABLE = OptionTable(
         ),
         _row("exclude", "x"),
         _row("exclusive", arg=OPTIONAL, note="=user, =mcs and =topo are refused"),
+        _row(
+            "extra-node-info",
+            "B",
+            note="S[:C[:T]], each a count, MIN-MAX (the minimum) or *: as --sockets-per-node, "
+            "--cores-per-socket and --threads-per-core; drops --hint",
+        ),
         _row("gpu-bind", note="the allocation's steps bind their tasks by it (SLURM_GPU_BIND)"),
         _row("gpus", "G"),
         _row("gpus-per-node"),
@@ -163,7 +174,8 @@ def salloc(argv: list[str]) -> int:
             return Halt(1, f"{PROG}: {exc}", f'Try "{PROG} --help" for more information').report()
         het.append({option.key: value for option, value in more})
     quiet = "quiet" in options
-    if "verbose" in options and "hint" in options and "threads-per-core" in options:
+    dropper = "threads-per-core" in options or "extra-node-info" in options
+    if "verbose" in options and "hint" in options and dropper:
         print(f"{PROG}: {DROPPED}", file=sys.stderr)
     command = _command(positional)
     try:

@@ -302,29 +302,36 @@ def _check_gres(gres: str, nodes: Mapping[str, NodeView], parts: list[PartitionV
             raise SlurmError(errors.ESLURM_INVALID_GRES)
 
 
-#: Slurm 22.05's err_msg for a job asking more threads of a core than its nodes have.
+#: Slurm 22.05's err_msg for a job asking more sockets, cores or threads than its nodes have.
 THREADS_UNSATISFIED = "Socket, core and/or thread specification can not be satisfied"
 
 
-def _check_threads(wanted: int, conf: SlurmConfig, parts: list[PartitionView]) -> None:
-    """``--threads-per-core`` above the ThreadsPerCore of every node of the job's
-    partitions is refused at submission, as Slurm 22.05 refuses it (measured on nodes
-    of 2 threads a core: ``-n2 --threads-per-core=3``), its err_msg line first."""
-    if wanted <= 1:
+def _check_shape(job: Job, conf: SlurmConfig, parts: list[PartitionView]) -> None:
+    """Sockets per node, cores per socket or threads per core (--sockets-per-node,
+    --cores-per-socket, -B, --threads-per-core) that no node of the job's partitions
+    has are refused at submission, as Slurm 22.05 refuses them, its err_msg line
+    first (measured on nodes of two 4-core sockets: ``-B 3``, ``-B 3-4``, ``-B 2:5``,
+    ``--cores-per-socket=5``, ``-B 1:2:2``; and on nodes of 2 threads a core:
+    ``-n2 --threads-per-core=3``)."""
+    wanted = (job.sockets_per_node, job.cores_per_socket, job.threads_per_core)
+    if all(count <= 1 for count in wanted):
         return
     names = {name for part in parts for name in part.nodes}
-    if not any(wanted <= _threads_of(conf, name) for name in names):
+    if not any(_holds(conf, name, wanted) for name in names):
         raise SlurmError(
             errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, detail=THREADS_UNSATISFIED
         )
 
 
-def _threads_of(conf: SlurmConfig, name: str) -> int:
-    """Node ``name``'s ThreadsPerCore (0 for one slurm.conf does not define)."""
+def _holds(conf: SlurmConfig, name: str, wanted: tuple[int, int, int]) -> bool:
+    """Whether node ``name`` has the (sockets, cores per socket, threads per core)
+    ``wanted`` (False for one slurm.conf does not define)."""
     try:
-        return conf.node(name).threads_per_core
+        node = conf.node(name)
     except KeyError:
-        return 0
+        return False
+    have = (node.sockets, node.cores_per_socket, node.threads_per_core)
+    return all(w <= h for w, h in zip(wanted, have, strict=True))
 
 
 def _empty_place(nodes: Mapping[str, NodeView]) -> flavoradmit.Place:
@@ -627,7 +634,7 @@ def admit(
     )
     _check_constraint(base.constraint, nodes, [capacity.partitions[p] for p in partitions])
     _check_gres(base.gres, nodes, [capacity.partitions[p] for p in partitions])
-    _check_threads(base.threads_per_core, conf, [capacity.partitions[p] for p in partitions])
+    _check_shape(base, conf, [capacity.partitions[p] for p in partitions])
     # "Never": not even an empty, healthy partition could take it.
     if not _ever(base, capacity, partitions):
         flat = replace(base, topology_required=-1, topology_preferred=-1, segment=0)

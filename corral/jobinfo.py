@@ -74,6 +74,7 @@ COPIED: Final[dict[str, str]] = {
     "container": "container",
     "threads_per_core": "threads_per_core",
     "cores_per_socket": "cores_per_socket",
+    "sockets_per_node": "sockets_per_node",
     "container_id": "container_id",
     "het_job_id": "het_job_id",
     "het_job_offset": "het_job_offset",
@@ -268,6 +269,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "job_gres",  # scontrol -d's detail lines; gres_detail comes from ``gres``
         "threads_per_core",  # scontrol's ReqB:S:C:T
         "cores_per_socket",  # scontrol's ReqB:S:C:T
+        "sockets_per_node",  # scontrol's Socks/Node
         "node_cpu_ids",
         "node_mem",
         "node_gres",

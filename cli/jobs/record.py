@@ -181,7 +181,8 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:{_cores(job)}:{_threads(job)}",
         *_elastic(job),
         f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
-        f"Socks/Node=* NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
+        f"Socks/Node={job.get('sockets_per_node') or '*'} "
+        f"NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
         *(_held(job) if details else ()),
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
         f"Features={null(job['features'])} DelayBoot=00:00:00",

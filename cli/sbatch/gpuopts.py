@@ -220,7 +220,7 @@ def check(fields: Mapping[str, Any]) -> None:
         )
     if "cpus_per_gpu" in fields and "cpus_per_task" in fields:
         raise _fail("--cpus-per-gpu is mutually exclusive with --cpus-per-task")
-    if "gpus_per_socket" in fields and "sockets_per_node" not in fields:
+    if "gpus_per_socket" in fields and not fields.get("sockets_per_node"):
         raise _fail("--gpus-per-socket option requires --sockets-per-node specification")
     if per_task and not gpus and tasks is None:
         raise _fail(

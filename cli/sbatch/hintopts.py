@@ -6,9 +6,13 @@ SLURM_THREADS_PER_CORE in its environment, which its steps' srun reads.
 Measured on Slurm 22.05: nomultithread, compute_bound and memory_bound use one
 thread of each core (memory_bound's "one core in each socket" is a minimum that
 every node meets: ``-n3`` still gets three cores); multithread all of them.
-``--threads-per-core`` (and ``--ntasks-per-core``, which this sbatch refuses) beside
-``--hint`` drop the hint, as Slurm's sbatch drops it (saying so only under -v, in
-``DROPPED``'s words, which salloc and srun share).
+``--threads-per-core`` and ``-B`` (and ``--ntasks-per-core``, which this sbatch refuses)
+beside ``--hint`` drop the hint, as Slurm's sbatch drops it (saying so only under -v, in
+``DROPPED``'s words, which salloc and srun share). A hint that holds drops
+``--sockets-per-node`` and ``--cores-per-socket`` instead, in either order (measured:
+``--cores-per-socket=2 --hint=nomultithread -w n1`` gives ReqB:S:C:T=0:0:*:1 and one
+task, ``--sockets-per-node=2 --hint=nomultithread`` Socks/Node=* and one task,
+``--cores-per-socket=2 --hint=memory_bound`` ReqB:S:C:T=0:0:1:1).
 """
 
 from __future__ import annotations
@@ -65,15 +69,25 @@ def threads(fields: Mapping[str, Any]) -> int:
 
 
 def cores(fields: Mapping[str, Any]) -> int:
-    """The cores of each socket the job asks for: 1 under memory_bound ("one core in
-    each socket", ReqB:S:C:T=0:0:1:1 on Slurm 22.05) unless --threads-per-core drops
-    the hint, else 0 (any)."""
-    words = fields.get("hint", "").lower().split(",")
-    return 1 if "memory_bound" in words and not dropped(fields) else 0
+    """The cores of each socket the job asks for: under a hint that holds 1 for
+    memory_bound ("one core in each socket", ReqB:S:C:T=0:0:1:1 on Slurm 22.05) and
+    0 (any) for the others, else --cores-per-socket's or -B's (0: any)."""
+    if fields.get("hint") and not dropped(fields):
+        return 1 if "memory_bound" in fields["hint"].lower().split(",") else 0
+    return int(fields.get("cores_per_socket", 0))
+
+
+def sockets(fields: Mapping[str, Any]) -> int:
+    """The sockets of each node the job asks for: --sockets-per-node's or -B's
+    unless a hint that holds drops them (0: any)."""
+    if fields.get("hint") and not dropped(fields):
+        return 0
+    return int(fields.get("sockets_per_node", 0))
 
 
 def dropped(fields: Mapping[str, Any]) -> bool:
-    """Whether ``--threads-per-core`` drops the job's ``--hint`` (``DROPPED``)."""
+    """Whether ``--threads-per-core`` or ``-B`` (which sets the threads, even to any)
+    drops the job's ``--hint`` (``DROPPED``)."""
     return bool(fields.get("hint")) and "threads_per_core" in fields
 
 

@@ -76,7 +76,11 @@ TABLE = OptionTable(
         _no("context", "SELinux contexts are not implemented"),
         _no("contiguous", _PLACEMENT, arg=NO_ARGUMENT),
         _no("core-spec", "core specialization is not implemented", "S"),
-        _no("cores-per-socket", _PLACEMENT),
+        _row(
+            "cores-per-socket",
+            note="at least that many free cores on each socket the job uses; without -n on a fixed "
+            "node count, a task per core (Slurm's); a --hint that holds drops it",
+        ),
         _warn("cpu-freq", "CPU frequencies are left as they are"),
         _row("cpus-per-gpu"),
         _row("cpus-per-task", "c"),
@@ -101,7 +105,12 @@ TABLE = OptionTable(
         _row("export"),
         _row("export-file"),
         _no("extra", "extra node constraints are not implemented"),
-        _no("extra-node-info", _PLACEMENT, "B"),
+        _row(
+            "extra-node-info",
+            "B",
+            note="S[:C[:T]], each a count, MIN-MAX (the minimum) or *: as --sockets-per-node, "
+            "--cores-per-socket and --threads-per-core; drops --hint",
+        ),
         _row(
             "get-user-env",
             arg=OPTIONAL,

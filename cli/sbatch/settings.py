@@ -486,6 +486,12 @@ def _distribution(text: str | None) -> Fields:
     return distribution(text)
 
 
+def _extra_node_info(text: str | None) -> Fields:
+    from cli.sbatch.nodeinfo import extra_node_info
+
+    return extra_node_info(text)
+
+
 def _hint(text: str | None) -> Fields:
     from cli.sbatch.hintopts import hint
 
@@ -512,6 +518,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "container": _text("container"),
     "container-id": _text("container_id"),
     "constraint": _text("constraint"),
+    "cores-per-socket": _count("cores_per_socket", "--cores-per-socket"),
     "cpus-per-task": _count("cpus_per_task", "--cpus-per-task"),
     "deadline": _timestamp("deadline", "--deadline"),
     "dependency": _text("dependency"),
@@ -523,6 +530,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "exclusive": _exclusive,
     "export": _text("export"),
     "export-file": _text("export_file"),
+    "extra-node-info": _extra_node_info,
     "get-user-env": _get_user_env,
     "gres": lambda text: {"gres": "" if (text or "").lower() == "none" else text},
     "gpus": _gpus("gpus", "--gpus"),

@@ -19,8 +19,12 @@ follow it. Measured on nodes of two 4-core sockets (``scontrol show job -d``):
   ``-N1-2``: one task a node), beside ``-n`` or ``--ntasks-per-node``, nor by srun
   (``srun --sockets-per-node=2 -w n1`` runs one task, in or outside an allocation).
 
-Corral's clients refuse ``--cores-per-socket`` and ``-B``; a hint's one core per
-socket (memory_bound) counts as Slurm counts it.
+``--cores-per-socket`` and ``-B`` (cli/sbatch/nodeinfo.py) count the same way:
+``--cores-per-socket=2 -w n1`` runs two tasks (CPU_IDs=0,4), ``-B 1:3 -w n1`` three
+(0-1,4: a minimum of one socket, not a bound), ``-B 2:2`` four, ``-B 1-2:2`` two (a
+range's minimum), ``-N2 -w n1 -B 1:2`` four laid out 3 + 1. A hint's one core per
+socket (memory_bound) counts as Slurm counts it, and a hint that holds drops the
+sockets and cores asked for (cli/sbatch/hintopts.py).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ def implied_tasks(fields: Mapping[str, Any], min_nodes: int, max_nodes: int) -> 
     if min_nodes < 1 or max_nodes not in (0, min_nodes):
         return None
     counts = (
-        int(fields.get("sockets_per_node", 0)),
+        hintopts.sockets(fields),
         hintopts.cores(fields),
         hintopts.threads(fields),
     )

@@ -115,6 +115,8 @@ def build(
         spec["threads_per_core"] = hintopts.threads(fields)
     if hintopts.cores(fields):
         spec["cores_per_socket"] = hintopts.cores(fields)
+    if "sockets_per_node" in fields:
+        spec["sockets_per_node"] = hintopts.sockets(fields)
     if fields.get("container"):
         spec["container"] = _container(fields["container"], cwd)
     if fields.get("container_id"):

@@ -121,6 +121,7 @@ TABLE = OptionTable(
             "(Slurm's cpu-bind= line); without it, cores under TaskPlugin=task/affinity, else "
             "the job's CPUs on the node; map_ldom, mask_ldom, rank_ldom and boards are refused",
         ),
+        _row("cores-per-socket", note=JOB_ONLY),
         _row("cpus-per-gpu", note="in a job step at most the job's"),
         _row("cpus-per-task", "c"),
         _row(
@@ -138,6 +139,7 @@ TABLE = OptionTable(
             note="=user, =mcs and =topo are refused for a new job; in a job step plain "
             "--exclusive is the default and the job-level values are warned about",
         ),
+        _row("extra-node-info", "B", note=JOB_ONLY),
         _row("export", note="ALL, NONE, or NAME[=value] list (with or without ALL)"),
         _row(
             "external-launcher",

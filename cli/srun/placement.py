@@ -155,7 +155,7 @@ HINTS = {
     "nomultithread": "threads",
 }
 #: Options more specific than ``--hint``, which drop it (cli/sbatch/hintopts.py).
-HINT_DROPPERS = ("ntasks-per-core", "threads-per-core")
+HINT_DROPPERS = ("extra-node-info", "ntasks-per-core", "threads-per-core")
 
 
 def hint(

@@ -11,9 +11,10 @@ used to drop the ones its step request has no field for without a word. Slurm:
   another generic resource with a count is refused. A GPU type is warned
   about: the step takes GPUs of the job's, which Slurm would refuse if of
   another type;
-* ignores ``--gres-flags`` and ``--sockets-per-node`` (the job's allocation made that
-  choice; said once), and ``--mail-type``/``--mail-user`` (a step is never mailed
-  about) and refuses ``--gpus-per-socket``, which Corral lays out for
+* ignores ``--gres-flags``, ``--sockets-per-node``, ``--cores-per-socket`` and ``-B``
+  (the job's allocation made that choice; said once: Slurm 22.05 runs ``srun -B 3`` in
+  a job on nodes of two sockets without a word), and ``--mail-type``/``--mail-user``
+  (a step is never mailed about) and refuses ``--gpus-per-socket``, which Corral lays out for
   jobs only;
 * ignores the job's account, ``--licenses``, partition, ``--prefer`` and QOS,
   ``--exclusive``'s job-level values (``user``, ``mcs``, ``topo``, ``oversubscribe``)
@@ -49,7 +50,10 @@ JOB_LEVEL = (
 #: Where the job's nodes are on the network: nothing to a step, which runs on them.
 TOPOLOGY = ("switches", "segment", "topology-level")
 #: Options that shape the job's allocation alone (which GPUs and CPUs go together).
-ALLOCATION = ("gres-flags", "sockets-per-node", "mail-type", "mail-user", "threads-per-core")
+ALLOCATION = (
+    "gres-flags", "sockets-per-node", "cores-per-socket", "extra-node-info", "mail-type",
+    "mail-user", "threads-per-core",
+)  # fmt: skip
 #: ``--exclusive`` values that share or keep the job's nodes: nothing to a step.
 JOB_SHARING = ("user", "mcs", "topo", "oversubscribe")
 GRES_NOTE = "only GPUs are divided among a job's steps"

@@ -97,6 +97,7 @@ def _shape(job: Job) -> tuple[object, ...]:
         job.gpu_type,
         job.gpus_also,
         job.sockets_per_node,
+        job.cores_per_socket,
         job.cpus_per_gpu,
         job.mem_per_gpu,
         job.ntasks_per_gpu,

@@ -34,7 +34,7 @@ from functools import lru_cache
 
 from corral import distribution
 
-__all__ = ["method_of", "pick", "socket_size", "task_gpus"]
+__all__ = ["method_of", "pick", "socket_room", "socket_size", "task_gpus"]
 
 
 def method_of(text: str) -> str:
@@ -50,6 +50,25 @@ def method_of(text: str) -> str:
 def socket_size(cpus: int, sockets: int) -> int:
     """CPUs per socket of a node of ``cpus`` CPUs over ``sockets`` sockets."""
     return max(cpus // max(sockets, 1), 1)
+
+
+def socket_room(free: int, cpus: int, sockets: int, unit: int, least: int) -> tuple[int, int]:
+    """How many sockets of a node of ``cpus`` CPUs over ``sockets`` sockets have at
+    least ``least`` wholly free cores in the ``free`` mask, and the mask of those
+    sockets' CPUs: a job asking cores per socket (or sockets) uses those alone, as
+    cons_tres leaves out a socket with fewer free cores than the job's
+    --cores-per-socket (measured on Slurm 22.05, nodes of two 4-core sockets: with
+    CPUs 0-2 and 4-5 held, ``-B 1:2`` got 6-7 and ``-B 2:1`` then waited; with 0-2 and
+    4-6 held ``--cores-per-socket=2`` waited where ``-B 1:1`` got 3)."""
+    size = socket_size(cpus, sockets)
+    each = _free_cores(free, cpus, sockets, max(unit, 1))
+    count = mask = 0
+    for s, cores in enumerate(each):
+        if len(cores) >= max(least, 1):
+            count += 1
+            top = cpus if s == len(each) - 1 else (s + 1) * size
+            mask |= (1 << top) - (1 << s * size)
+    return count, mask
 
 
 def _free_cores(free: int, cpus: int, sockets: int, unit: int) -> list[list[int]]:

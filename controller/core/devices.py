@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from controller.core.cpupick import pick, socket_size, task_gpus
+from controller.core.cpupick import pick, socket_room, socket_size, task_gpus
 from controller.core.gpulinks import best_linked, link_map
 from controller.core.plan import Start
 from controller.core.snapshot import NodeDevices, NodeView
@@ -122,6 +122,7 @@ def cpu_ids(
     only_near: bool = False,
     cpt: int = 1,
     dist: str = "",
+    least: int = 0,
 ) -> tuple[int, ...] | None:
     """The ``count`` CPU ids a start gets on ``node``; None when too few are free.
 
@@ -134,13 +135,17 @@ def cpu_ids(
     gone, as cons_tres fills one row of a shared partition before the next. A job
     given GPUs with known cores takes the free CPUs near them first (Slurm narrows
     its cores to its GPUs' sockets), and with ``only_near``
-    (--gres-flags=enforce-binding) those alone.
+    (--gres-flags=enforce-binding) those alone. A job asking ``least`` cores per socket
+    above one takes CPUs of the sockets with that many free cores alone
+    (``cpupick.socket_room``).
     """
     kept = node.kept_ids
     loads = node.shared_ids
     busy = kept | (loads[0] if loads else 0)
     dev = node.devices
     whole = (1 << node.cpus) - 1
+    if least > 1:
+        _, whole = socket_room(~busy & whole, node.cpus, node.sockets, node.unit, least)
 
     def more(taken: int, wanted: int, within: int = whole) -> list[int]:
         free = ~taken & within & whole
@@ -316,7 +321,9 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
         node, mine = nodes[name], gpus[i] if gpus else ()
         if start.spread and start.spread[i]:  # its CPUs by the distribution alone
             mine = ()
-        ids = cpu_ids(node, count, start.share, mine, start.enforce, start.cpt, start.dist)
+        ids = cpu_ids(
+            node, count, start.share, mine, start.enforce, start.cpt, start.dist, start.socket_cores
+        )
         if ids is None:
             return None
         named.append(ids)
@@ -329,7 +336,9 @@ def _bind_by_tasks(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     named = []
     for name, count, items in zip(start.nodes, start.cpus, start.gres, strict=True):
         node = nodes[name]
-        ids = cpu_ids(node, count, start.share, (), False, start.cpt, start.dist)
+        ids = cpu_ids(
+            node, count, start.share, (), False, start.cpt, start.dist, start.socket_cores
+        )
         if ids is None:
             return None
         given = _follow_tasks(node, items, ids, start)

@@ -556,6 +556,7 @@ def _start(
         task_gpus=_follows_tasks(job),
         used=_used(chosen),
         spread=_spread(job, part, chosen, nodes),
+        socket_cores=job.cores_per_socket if job.cores_per_socket > 1 else 0,
     )
 
 

@@ -78,6 +78,9 @@ class Start:
     # On which nodes its CPUs follow the distribution alone, not its GPUs (a GPU total
     # or GPUs per node that took cores beyond its GPUs' sockets: core/gpusocketcap.py).
     spread: tuple[bool, ...] = ()
+    # Free cores a socket must have for its CPUs to come from it (--cores-per-socket or
+    # -B above 1: core/cpupick.py ``socket_room``); 0: any socket.
+    socket_cores: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -199,6 +199,9 @@ def node_fits(
     """
     if not node.usable or job.sockets_per_node > node.sockets:
         return None
+    room = socket_room(job, node)
+    if room == 0:
+        return None
     if gpu is not None:
         return _gpu_fits(job, part, node, cpus, stacking, gpu, gpus, also)
     exclusive = job.exclusive or part.exclusive
@@ -212,6 +215,8 @@ def node_fits(
         if cpus > node.cpus or cpus > cpus_free(node, part.name, share(job, part), stacking):
             return None
         if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
+            return None
+        if room is not None and cpus > room:
             return None
     memory = mem_per_node(job, part, cpus, node.real_memory)
     if memory > node.real_memory or memory > node.free_memory:
@@ -231,6 +236,28 @@ def node_fits(
     kept = tuple(g for g in node.gres if g[2]) if exclusive else taken
     used = cpus if node.unit == 1 else threads.usable(cpus, node.unit, job.threads_per_core)
     return Fit(cpus, memory, kept, used)
+
+
+def socket_room(job: Job, node: NodeView) -> int | None:
+    """The free CPUs ``job`` may use on ``node`` when it asks for sockets per node or
+    cores per socket above one: those of the sockets with at least its cores per
+    socket free, 0 when fewer sockets than it asks for have them (``cpupick.socket_room``);
+    None when it asks for neither."""
+    if job.sockets_per_node <= 1 and job.cores_per_socket <= 1:
+        return None
+    free = ~busy_ids(node) & ((1 << node.cpus) - 1)
+    count, mask = cpupick.socket_room(
+        free, node.cpus, node.sockets, node.unit, job.cores_per_socket
+    )
+    if count < max(job.sockets_per_node, 1):
+        return 0
+    return (free & mask).bit_count()
+
+
+def busy_ids(node: NodeView) -> int:
+    """The mask of ``node``'s CPUs no new job may take whole: those jobs keep, and
+    those sharing jobs were given."""
+    return node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
 
 
 def _cpus_here(job: Job, part: PartitionView, node: NodeView, cpus: int, stacking: bool) -> int:

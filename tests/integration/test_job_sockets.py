@@ -1,0 +1,74 @@
+"""--cores-per-socket and -B end to end on a node of two sockets of one core each (the
+test machine's two CPUs): a task per socket, scontrol's ReqB:S:C:T and Socks/Node, a
+job asking both sockets waits while one socket's core is held, and what the node
+cannot have is refused in Slurm 22.05's words (measured there on nodes of two 4-core
+sockets: tests/unit/test_socket_core_fit.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.cluster import Cluster
+
+SETTINGS = ("NodeName=DEFAULT Sockets=2 CoresPerSocket=1 ThreadsPerCore=1",)
+SHOW = (
+    "scontrol show job -d $SLURM_JOB_ID"
+    " | grep -oE 'NumTasks=[0-9]+|T=[0-9*:]+|Socks/Node=[^ ]+|CPU_IDs=[^ ]+'"
+)
+
+pytestmark = pytest.mark.skipif(
+    os.cpu_count() != 2, reason="the test cluster's node has the machine's CPUs: two wanted"
+)
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("sockets"), nodes=1, settings=SETTINGS)
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+
+
+def test_a_task_per_socket_shown_as_slurm_shows_it(two: Cluster) -> None:
+    out_file = two.dir / "b.out"
+    wrap = f"echo ntasks=$SLURM_NTASKS; {SHOW}"
+    job_id = two.sbatch("-N1", "-B", "2:1", "-o", str(out_file), "--wrap", wrap)
+    state = two.wait_done(job_id, 60)["state"]
+    words = out_file.read_text().split()
+    assert state == "COMPLETED", words
+    assert words[0] == "ntasks=2", words
+    assert {"NumTasks=2", "T=0:0:1:*", "Socks/Node=2", "CPU_IDs=0-1"} <= set(words), words
+
+
+def test_both_sockets_wait_while_one_core_is_held(two: Cluster) -> None:
+    with two.running("-N1", "-n1", "--wrap", "sleep 60"):
+        # one task: it waits for a second socket with a free core, not for CPUs
+        waiting = two.sbatch("-N1", "-n1", "-B", "2", "--wrap", "true")
+        two.wait_for(lambda: two.job(waiting)["reason"] == "Resources", 30, "the -B 2 job to wait")
+        assert two.job(waiting)["state"] == "PENDING"
+        two.run("scancel", str(waiting))
+
+
+@pytest.mark.parametrize("option", ["-B3", "-B1:2", "--cores-per-socket=2", "-B1:1:2"])
+@pytest.mark.parametrize(
+    ("prog", "failed"),
+    [
+        ("sbatch", "Batch job submission failed"),
+        ("salloc", "Job submit/allocate failed"),
+        ("srun", "Unable to allocate resources"),
+    ],
+)
+def test_what_the_node_cannot_have_is_refused(
+    two: Cluster, option: str, prog: str, failed: str
+) -> None:
+    args = ("--wrap", "true") if prog == "sbatch" else ("true",)
+    refused = two.run(prog, option, *args, check=False)
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        f"{prog}: error: Socket, core and/or thread specification can not be satisfied\n"
+        f"{prog}: error: {failed}: Requested node configuration is not available\n",
+    )
