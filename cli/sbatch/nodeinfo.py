@@ -22,7 +22,7 @@ sets no task count from it) and a fourth field (Slurm reads ``1:1:1:1`` as
 from __future__ import annotations
 
 from cli.failure import Failure
-from cli.sbatch.settings import count
+from cli.sbatch.cnumbers import count
 
 #: How Slurm's errors name each field of ``-B``.
 _ORDINALS = ("first", "second", "third")

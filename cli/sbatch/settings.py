@@ -19,6 +19,17 @@ import time
 
 from cli.failure import Failure
 from cli.options import NO_ARGUMENT, OPTIONAL, check_use
+from cli.sbatch.cnumbers import (
+    C_SPACE,
+    INT_MAX,
+    clamp,
+    count,
+    digit_run,
+    is_digits,
+    is_integer,
+    signed,
+    strtol,
+)
 from cli.sbatch.options import ENVIRONMENT, TABLE, WAIT4SWITCH
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
@@ -30,12 +41,8 @@ if TYPE_CHECKING:
 #: it checks for conflicting options, and only the environment apart.
 SCRIPT, ENV, CLI = "script", "env", "cli"
 
-_INT_MAX = 2**31 - 1
 _NICE_MAX = 2**31 - 3
 _NO_VAL = 4294967294
-_LONG_MAX = 2**63 - 1
-_C_SPACE = " \t\n\v\f\r"
-_DIGITS = "0123456789"
 _SIGNALS = {
     "HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "ALRM": 14, "TERM": 15, "CHLD": 17,
     "USR1": 10, "USR2": 12, "PIPE": 13, "URG": 23, "CONT": 18, "STOP": 19, "TSTP": 20,
@@ -52,57 +59,6 @@ Fields = dict[str, "Any"]
 
 def _invalid(option: str) -> Failure:
     return Failure(f"Invalid {option} specification", status=255)
-
-
-# The numbers here are scanned with string methods rather than ``re``, which
-# with the ``enum`` it imports costs about 5 ms of every sbatch's start-up.
-def _digit_run(text: str) -> str:
-    """The ASCII digits ``text`` starts with (``[0-9]*``)."""
-    return text[: len(text) - len(text.lstrip(_DIGITS))]
-
-
-def _is_digits(text: str) -> bool:
-    """``[0-9]+``: one or more ASCII digits and nothing else."""
-    return text != "" and not text.strip(_DIGITS)
-
-
-def _signed(text: str, spaces: str = "") -> tuple[str, str]:
-    """(sign, rest) of ``text`` after leading ``spaces``: ``[spaces]*([+-]?)(.*)``."""
-    body = text.lstrip(spaces)
-    return (body[:1], body[1:]) if body[:1] in ("+", "-") else ("", body)
-
-
-def _is_integer(text: str, spaces: str = "") -> bool:
-    """``[spaces]*[+-]?[0-9]+`` and nothing else."""
-    return _is_digits(_signed(text, spaces)[1])
-
-
-def _strtol(text: str) -> int:
-    """C's strtol: the leading integer of ``text``, 0 if there is none."""
-    sign, rest = _signed(text, _C_SPACE)
-    digits = _digit_run(rest)
-    return _clamp(sign + digits) if digits else 0
-
-
-def _clamp(digits: str) -> int:
-    """A signed decimal as C's strtol sees it: saturated at the 64-bit limits.
-
-    Saturating first also keeps ``int()`` away from digit strings too long to convert.
-    """
-    magnitude = digits.strip(_C_SPACE).lstrip("+-").lstrip("0") or "0"
-    value = int(magnitude) if len(magnitude) <= 19 else _LONG_MAX + 1
-    value = -value if digits.strip(_C_SPACE).startswith("-") else value
-    return max(-_LONG_MAX - 1, min(value, _LONG_MAX))
-
-
-def count(option: str, text: str) -> int:
-    """A positive count, checked like Slurm's ``parse_int`` (message, exit 1)."""
-    value = _clamp(text) if _is_integer(text, _C_SPACE) else 0
-    if value <= 0:
-        raise Failure(f'Invalid numeric value "{text}" for {option}.', status=1)
-    if value >= _INT_MAX:
-        raise Failure(f"Numeric argument ({value}) too large for {option}.", status=1)
-    return value
 
 
 def node_count(text: str) -> tuple[int, int]:
@@ -133,16 +89,16 @@ def _nodes(text: str, shown: str) -> int:
 
     The text is ``[ \\t]*[+-]?[0-9]*[kKmM]?`` and trailing white space.
     """
-    sign, rest = _signed(text, " \t")
-    digits = _digit_run(rest)
+    sign, rest = signed(text, " \t")
+    digits = digit_run(rest)
     rest = rest[len(digits) :]
     suffix = rest[:1].lower() if rest[:1] in ("k", "K", "m", "M") else ""
-    if rest[len(suffix) :].strip(_C_SPACE):
+    if rest[len(suffix) :].strip(C_SPACE):
         raise Failure(f'"{shown}" is not a valid node count', status=255)
     if not digits:
         return -1
-    value = _clamp(sign + digits) * {"": 1, "k": 1024, "m": 1024 * 1024}[suffix]
-    return value if 0 <= value <= _INT_MAX else -1
+    value = clamp(sign + digits) * {"": 1, "k": 1024, "m": 1024 * 1024}[suffix]
+    return value if 0 <= value <= INT_MAX else -1
 
 
 def _size_list(text: str) -> tuple[int, int]:
@@ -151,14 +107,14 @@ def _size_list(text: str) -> tuple[int, int]:
     for item in text.split(","):
         low, dash, rest = item.partition("-")  # LO[-HI[:STEP]]
         high, colon, stride = rest.partition(":")
-        if not _is_digits(low) or (
-            dash and (not _is_digits(high) or (colon and not _is_digits(stride)))
+        if not is_digits(low) or (
+            dash and (not is_digits(high) or (colon and not is_digits(stride)))
         ):
             raise Failure(f'"{text}" is not a valid node count', status=255)
-        first = _clamp(low)
-        last = _clamp(high if dash else low)
-        step = _clamp(stride if colon else "1")
-        if last < first or step == 0 or last > _INT_MAX:
+        first = clamp(low)
+        last = clamp(high if dash else low)
+        step = clamp(stride if colon else "1")
+        if last < first or step == 0 or last > INT_MAX:
             raise Failure(f'"{text}" is not a valid node count', status=255)
         sizes += [first, last - (last - first) % step]
     return min(sizes), max(sizes)
@@ -216,22 +172,22 @@ def signal_spec(text: str) -> tuple[int, int, bool]:
         raise _invalid("--signal")
     if not at:
         return number, 60, batch_only
-    if not _is_digits(secs) or _clamp(secs) > 0xFFFF:
+    if not is_digits(secs) or clamp(secs) > 0xFFFF:
         raise _invalid("--signal")
     return number, int(secs), batch_only
 
 
 def _signal_number(name: str) -> int:
     """A signal given by number or by name (``USR1``, ``SIGUSR1``, any case); 0 if unknown."""
-    stripped = name.strip(_C_SPACE)
-    if _is_integer(stripped):
-        return _clamp(stripped)
+    stripped = name.strip(C_SPACE)
+    if is_integer(stripped):
+        return clamp(stripped)
     upper = stripped.upper()
     return _SIGNALS.get(upper.removeprefix("SIG"), 0)
 
 
 def _nice(text: str | None) -> Fields:
-    value = 100 if text is None else _strtol(text)
+    value = 100 if text is None else strtol(text)
     if abs(value) > _NICE_MAX:
         raise Failure(f"Invalid --nice value, out of range (+/- {_NICE_MAX})", status=255)
     return {"nice": value}
@@ -240,7 +196,7 @@ def _nice(text: str | None) -> Fields:
 def _priority(text: str | None) -> Fields:
     if (text or "").upper() == "TOP":
         return {"priority": _NO_VAL - 1}
-    value = _strtol(text or "")
+    value = strtol(text or "")
     if value < 0:
         raise Failure("Priority must be >= 0", status=255)
     if value >= _NO_VAL:
@@ -339,7 +295,7 @@ def _switches(text: str | None) -> Fields:
 def _segment(text: str | None) -> Fields:
     """``--segment=S`` (Slurm 24.11's parse_uint16: 0 to 65533; 0 asks for none)."""
     value = text or ""
-    if not _is_digits(value) or int(value) >= 65534:
+    if not is_digits(value) or int(value) >= 65534:
         raise _invalid("--segment")
     return {"segment": int(value)}
 
@@ -352,7 +308,7 @@ def _topology_level(text: str | None) -> Fields:
     fields: Fields = {}
     for field, value in (("topology_required", required), ("topology_preferred", preferred)):
         if value:
-            if not _is_digits(value) or len(value) > 4:
+            if not is_digits(value) or len(value) > 4:
                 raise _invalid("--topology-level")
             fields[field] = int(value)
     if colon and not preferred:
@@ -366,8 +322,8 @@ def _elastic(text: str | None) -> Fields:
     a name, WINCH by default) tells it each time."""
     if text is None:
         return {"elastic_signal": ELASTIC_SIGNAL}
-    name = text.strip(_C_SPACE).upper().removeprefix("SIG")
-    number = _clamp(name) if _is_integer(name) else _ELASTIC_SIGNALS.get(name, 0)
+    name = text.strip(C_SPACE).upper().removeprefix("SIG")
+    number = clamp(name) if is_integer(name) else _ELASTIC_SIGNALS.get(name, 0)
     if not 1 <= number <= 64:
         raise _invalid("--elastic")
     return {"elastic_signal": number}
@@ -379,7 +335,7 @@ def _get_user_env(text: str | None) -> Fields:
     loads it, so root's is refused rather than run with the wrong environment."""
     value = text or ""
     digits = value[:-1] if value[-1:] in ("S", "s", "L", "l") else value
-    if digits and not _is_digits(digits):
+    if digits and not is_digits(digits):
         raise _invalid("--get-user-env")
     if os.geteuid() == 0:
         raise Failure(
@@ -413,13 +369,13 @@ def _identity(
 def _uid_of(text: str) -> int:
     import pwd
 
-    return pwd.getpwuid(int(text)).pw_uid if _is_digits(text) else pwd.getpwnam(text).pw_uid
+    return pwd.getpwuid(int(text)).pw_uid if is_digits(text) else pwd.getpwnam(text).pw_uid
 
 
 def _gid_of(text: str) -> int:
     import grp
 
-    return grp.getgrgid(int(text)).gr_gid if _is_digits(text) else grp.getgrnam(text).gr_gid
+    return grp.getgrgid(int(text)).gr_gid if is_digits(text) else grp.getgrnam(text).gr_gid
 
 
 def _stdio(field: str) -> Callable[[str | None], Fields]:
@@ -675,4 +631,4 @@ class Settings:
 
 
 def _nonzero(text: str) -> bool:
-    return _is_integer(text, " \t") and _clamp(text) != 0
+    return is_integer(text, " \t") and clamp(text) != 0
