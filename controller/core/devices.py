@@ -195,7 +195,7 @@ def gpu_indices(
             continue
         free = _free_of(dev, kind, busy)
         if sockets:
-            picked = socket_gpus(dev, free, count, sockets)
+            picked = socket_gpus(dev, free, count, sockets, _idle_cpus(node))
         elif enforce:
             picked = _nearest(node, dev, free, count)
         else:
@@ -219,16 +219,35 @@ def sockets_of(dev: NodeDevices, free: list[int]) -> list[list[int]]:
     return list(groups.values())
 
 
-def socket_gpus(dev: NodeDevices, free: list[int], count: int, sockets: int) -> list[int] | None:
+def _idle_cpus(node: NodeView) -> int:
+    """The CPUs of ``node`` no job holds, as a bitmask."""
+    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    return ~busy & ((1 << node.cpus) - 1)
+
+
+def socket_gpus(
+    dev: NodeDevices, free: list[int], count: int, sockets: int, idle: int = -1
+) -> list[int] | None:
     """``count`` of the ``free`` GPUs, an equal part near each of ``sockets`` sockets
-    (--gpus-per-socket), the lowest sockets first; the lowest free GPUs where no
-    cores are known; None when too few sockets have their part free."""
+    (--gpus-per-socket) with a CPU of ``idle`` (a bitmask) near them, the highest
+    sockets first; the lowest free GPUs where no cores are known; None when too few
+    sockets have their part free.
+
+    The highest first because Slurm 22.05 places a one-CPU job so (nodes of two 4-core
+    sockets, GPUs 0-1 near cores 0-3, 2-3 near 4-7: ``--gpus-per-socket=1
+    --sockets-per-node=1`` is CPU 4 and GPU 2 on an idle node, CPU 5 and GPU 3 beside
+    one holding them, CPU 0 and GPU 0 once GPUs 2-3 or cores 4-7 are taken)."""
     links = link_map(dev.links)
     groups = sockets_of(dev, free)
     if not groups:
         return best_linked(free, count, links)
+    near = dict(dev.near)
     part = count // sockets
-    full = [best_linked(group, part, links) for group in groups if len(group) >= part][:sockets]
+    full = [
+        best_linked(group, part, links)
+        for group in reversed(groups)
+        if len(group) >= part and any(idle >> cpu & 1 for cpu in near.get(group[0], ()))
+    ][:sockets]
     if len(full) < sockets:
         return None
     return [i for group in full if group is not None for i in group]
@@ -321,13 +340,43 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
         node, mine = nodes[name], gpus[i] if gpus else ()
         if start.spread and start.spread[i]:  # its CPUs by the distribution alone
             mine = ()
-        ids = cpu_ids(
-            node, count, start.share, mine, start.enforce, start.cpt, start.dist, start.socket_cores
-        )
+        if start.sockets and start.cpus == (1,) and not start.share:
+            ids = _last_socket_cpu(node, mine)
+        else:
+            ids = cpu_ids(
+                node,
+                count,
+                start.share,
+                mine,
+                start.enforce,
+                start.cpt,
+                start.dist,
+                start.socket_cores,
+            )
         if ids is None:
             return None
         named.append(ids)
     return _named(start, gpus, named)
+
+
+def _last_socket_cpu(node: NodeView, gpus: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The CPU of a job of one CPU with GPUs per socket: the lowest free CPU of the
+    highest socket near its GPUs (of any socket where their cores are not known), as
+    Slurm 22.05 took it (nodes of two 4-core sockets: CPU 4 on an idle node with or
+    without gres.conf ``Cores=``, also beside GPUs on both sockets; CPU 0 once 4-7 are
+    held; measured, tests/unit/test_gpu_semantics.py), where a job of more CPUs has
+    them laid out by its distribution (``-N2`` with a task per socket: 3 + 1 tasks,
+    CPU_IDs=0-1,4 and 0). None when no CPU is free."""
+    idle = _idle_cpus(node)
+    dev = node.devices
+    close = mask(near_cpus(dict(dev.near), gpus, node.cpus, ~idle)) if dev and gpus else 0
+    within = idle & close if close else idle
+    if not within:
+        return None
+    size = socket_size(node.cpus, node.sockets)
+    last = (within.bit_length() - 1) // size
+    on_socket = within >> (last * size) & ((1 << size) - 1)
+    return (last * size + (on_socket & -on_socket).bit_length() - 1,)
 
 
 def _bind_by_tasks(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:

@@ -1229,3 +1229,65 @@ def test_sockets_per_node_on_fixed_nodes_give_a_task_per_socket(
     sent.pop("script")
     start = place(conf, **sent)
     assert (sent["num_tasks"], start.cpu_ids, per_node(start)) == (tasks, ids, gpus)
+
+
+def place_in_turn(conf: config.SlurmConfig, *jobs: dict[str, Any], held: int = 0) -> list[Start]:
+    """Admit ``jobs`` in turn and start them all in one pass on the cluster, n1's CPUs
+    of the ``held`` mask taken (each later job beside what the earlier ones hold)."""
+    capacity = Capacity(conf)
+    pending = tuple(
+        admit(JobSpec(script="#!/bin/sh\n", **f), USER, conf, {}, i, NOW, 0, capacity).job
+        for i, f in enumerate(jobs, 1)
+    )
+    nodes = dict(capacity.nodes)
+    n1 = nodes["n1"]
+    nodes["n1"] = replace(n1, kept_ids=held, free_cpus=n1.free_cpus - held.bit_count())
+    snap = Snapshot(
+        nodes=nodes,
+        partitions=capacity.partitions,
+        pending=pending,
+        jobs={},
+        running_per_array={},
+    )
+    starts = schedule(snap, NOW).starts
+    assert len(starts) == len(jobs)
+    return list(starts)
+
+
+# A job of one CPU with GPUs per socket, measured on Slurm 22.05 as above (n1, GPUs
+# 0-1 near cores 0-3, 2-3 near 4-7; typed and untyped alike), each job's CPU_IDs and
+# GPU IDX in submission order: the highest socket with a free core and a free GPU.
+# ``--gpus-per-socket=1 --sockets-per-node=1 -w n1`` (also ``-n1``): CPU 4, GPU 2;
+# three in a row: 4/2, 5/3, then 0/0 (socket 1's GPUs are taken); after ``-n1``
+# (CPU 0) or ``-n3 -m block:block`` (0-2): 4/2; after ``-n4 -m block:block`` and
+# ``-n4`` (0-7) and the first ending (4-7 held): 0/0; ``--sockets-per-node=2 -n1``:
+# CPU 4, GPUs 0,2.
+ONE_CPU = {"gpus_per_socket": 1, "sockets_per_node": 1, "req_nodes": "n1", "num_tasks": 1}
+ONE_CPU_PER_SOCKET_ROWS: list[tuple[str, tuple[dict[str, Any], ...], list[tuple[Any, Any]]]] = [
+    ("idle", (ONE_CPU,), [((4,), (2,))]),
+    ("three-in-a-row", (ONE_CPU, ONE_CPU, ONE_CPU), [((4,), (2,)), ((5,), (3,)), ((0,), (0,))]),
+    ("beside-cpu-0", ({"num_tasks": 1, "req_nodes": "n1"}, ONE_CPU), [((0,), ()), ((4,), (2,))]),
+    ("beside-0-2", ({"num_tasks": 3, "req_nodes": "n1", "distribution": "block:block"}, ONE_CPU),
+     [((0, 1, 2), ()), ((4,), (2,))]),
+    ("two-sockets", ({**ONE_CPU, "sockets_per_node": 2},), [((4,), (0, 2))]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("jobs", "placed"),
+    [row[1:] for row in ONE_CPU_PER_SOCKET_ROWS],
+    ids=[row[0] for row in ONE_CPU_PER_SOCKET_ROWS],
+)
+def test_one_cpu_with_gpus_per_socket_takes_the_highest_socket(
+    conf: config.SlurmConfig, jobs: tuple[dict[str, Any], ...], placed: list[tuple[Any, Any]]
+) -> None:
+    starts = place_in_turn(conf, *jobs)
+    assert [(s.cpu_ids[0], per_node(s)["n1"]) for s in starts] == placed
+
+
+def test_one_cpu_with_gpus_per_socket_passes_over_a_socket_without_a_free_core(
+    conf: config.SlurmConfig,
+) -> None:
+    """Cores 4-7 held (GPUs 2-3 free): the job takes CPU 0 and GPU 0, as Slurm's."""
+    (start,) = place_in_turn(conf, ONE_CPU, held=0xF0)
+    assert (start.cpu_ids, per_node(start)) == (((0,),), {"n1": (0,)})
