@@ -134,7 +134,7 @@ def _spec(
     prog: str, options: Mapping[str, str | None], name: str, line: list[str]
 ) -> dict[str, Any]:
     """The JobSpec of an allocation with ``options`` (Halt with Slurm's words if refused)."""
-    from cli.failure import Failure
+    from cli.failure import Failure, Refused
     from cli.sbatch.spec import Script, build, check_dependency
 
     try:
@@ -150,6 +150,9 @@ def _spec(
             settings, Script("", None, [], False), cwd=os.getcwd(), environ=os.environ,
             command_line=line, socket_tasks=prog != "srun",
         )  # fmt: skip
+    except Refused as exc:  # what Slurm's controller refuses, in salloc's/srun's words
+        failed = "Unable to allocate resources" if prog == "srun" else "Job submit/allocate failed"
+        raise Halt(1, f"{prog}: error: {failed}: {exc.reason}") from None
     except Failure as exc:  # in Slurm's words and level (a GPU option's two lines)
         lines = [f"{prog}: {exc.level}: {line}" for line in exc.lines]
         raise Halt(exc.status or 1, *lines) from None

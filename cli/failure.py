@@ -29,6 +29,17 @@ class Failure(UsageError):
         self.level = level
 
 
+class Refused(Failure):
+    """A submission a client refuses before sending it, as Slurm's controller would,
+    in the controller's ``reason``: sbatch prints it after "Batch job submission
+    failed: ", salloc after "Job submit/allocate failed: ", srun after "Unable to
+    allocate resources: " (``cli/allocation.py``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Batch job submission failed: {reason}", status=1)
+        self.reason = reason
+
+
 def error_exit() -> int:
     """The status Slurm's clients use for most failures: ``$SLURM_EXIT_ERROR`` or 1."""
     try:

@@ -29,7 +29,7 @@ sockets and cores asked for (cli/sbatch/hintopts.py).
 
 from __future__ import annotations
 
-from cli.sbatch import hintopts
+from cli.sbatch import hintopts, nodeinfo
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a client's 30 ms budget
 if TYPE_CHECKING:
@@ -44,6 +44,8 @@ def implied_tasks(fields: Mapping[str, Any], min_nodes: int, max_nodes: int) -> 
         return None
     if min_nodes < 1 or max_nodes not in (0, min_nodes):
         return None
+    if any(nodeinfo.zero(fields, field) for field in nodeinfo.FIELDS):
+        return None  # a count of 0 from -B: Slurm's product is 0, no task count
     counts = (
         hintopts.sockets(fields),
         hintopts.cores(fields),

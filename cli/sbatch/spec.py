@@ -18,7 +18,7 @@ import os
 import sys
 
 from cli.failure import Failure
-from cli.sbatch import gpuopts, hintopts, layoutopts, sockettasks
+from cli.sbatch import gpuopts, hintopts, layoutopts, nodeinfo, sockettasks
 from cli.sbatch.environment import job_environment
 from cli.sbatch.settings import Settings
 
@@ -111,6 +111,7 @@ def build(
     layoutopts.check(fields)
     if fields.get("distribution"):
         spec["distribution"] = fields["distribution"]
+    nodeinfo.check(fields)
     if hintopts.threads(fields):
         spec["threads_per_core"] = hintopts.threads(fields)
     if hintopts.cores(fields):

@@ -10,6 +10,7 @@ import pytest
 
 from cli import allocation
 from cli.failure import Failure
+from cli.halt import Halt
 from cli.sbatch import hintopts
 from cli.sbatch.settings import Settings
 from tests.unit.test_sbatch_gpus import spec
@@ -48,6 +49,19 @@ SLURM: list[tuple[str, tuple[tuple[str, str], ...], int | None, int, int, int]] 
     ("sockets-then-B", (("sockets-per-node", "1"), ("extra-node-info", "2")), 2, 2, 0, 0),
     ("B-then-sockets", (("extra-node-info", "2"), ("sockets-per-node", "1")), 1, 1, 0, 0),
     ("B-with-n", (("extra-node-info", "2:2"), ("ntasks", "1")), 1, 2, 2, 0),
+    # A 0 is taken and sets no task count: -B 0 Socks/Node=0 NumTasks=1; -B 0:0 and -B
+    # 0:2 NumTasks=1 (C shown 0 and 2); -B 1:0 NumTasks=1 (C shown 0). A fourth field
+    # and more are not read: -B 1:1:1:1 ReqB:S:C:T=0:0:1:1, -B 1:2:1:9 and -B 1:2:1:x
+    # NumTasks=2 0:0:2:1, -B 2:1:1:1:1 NumTasks=2.
+    ("B-0", (("extra-node-info", "0"),), None, 0, 0, 0),
+    ("B-0:0", (("extra-node-info", "0:0"),), None, 0, 0, 0),
+    ("B-0:2", (("extra-node-info", "0:2"),), None, 0, 2, 0),
+    ("B-1:0", (("extra-node-info", "1:0"),), None, 1, 0, 0),
+    ("B-fourth-field", (("extra-node-info", "1:1:1:1"),), 1, 1, 1, 1),
+    ("B-fourth-field-9", (("extra-node-info", "1:2:1:9"),), 2, 1, 2, 1),
+    ("B-fourth-field-x", (("extra-node-info", "1:2:1:x"),), 2, 1, 2, 1),
+    ("B-five-fields", (("extra-node-info", "2:1:1:1:1"),), 2, 2, 1, 1),
+    ("B-0-then-B-2", (("extra-node-info", "0"), ("extra-node-info", "2")), 2, 2, 0, 0),
 ]  # fmt: skip
 
 
@@ -103,9 +117,6 @@ def test_a_dropped_hint_leaves_no_environment() -> None:
         ("cores-per-socket", "0", 'Invalid numeric value "0" for --cores-per-socket.'),
         ("cores-per-socket", "abc", 'Invalid numeric value "abc" for --cores-per-socket.'),
         ("cores-per-socket", "2-3", 'Invalid numeric value "2-3" for --cores-per-socket.'),
-        # Slurm takes these two (Socks/Node=0; a fourth field unread): Corral refuses them.
-        ("extra-node-info", "0", 'Invalid numeric value "0" for first arg of -B.'),
-        ("extra-node-info", "1:1:1:1", 'Invalid numeric value "1:1" for third arg of -B.'),
     ],
 )
 def test_bad_values_are_refused_in_slurms_words(option: str, value: str, message: str) -> None:
@@ -122,3 +133,33 @@ def test_salloc_implies_tasks_and_srun_does_not() -> None:
     srun = allocation._spec("srun", options, "hostname", [])
     assert (salloc.get("num_tasks"), srun.get("num_tasks")) == (2, None)
     assert (srun["sockets_per_node"], srun["cores_per_socket"]) == (1, 2)
+
+
+@pytest.mark.parametrize("value", ["0:0:0", "1:1:0", "1:2:0:4"])
+def test_no_threads_is_refused_as_slurms_controller_does(value: str) -> None:
+    """``sbatch -w n1 -B 1:1:0`` (or ``0:0:0``): "sbatch: error: Batch job submission
+    failed: Requested node configuration is not available", exit 1; ``salloc``: "salloc:
+    error: Job submit/allocate failed: ..."; ``srun``: "srun: error: Unable to allocate
+    resources: ..." (Slurm 22.05)."""
+    with pytest.raises(Failure) as caught:
+        spec(W1, ("extra-node-info", value))
+    assert (caught.value.lines, caught.value.status) == (
+        ("Batch job submission failed: Requested node configuration is not available",),
+        1,
+    )
+    options: dict[str, str | None] = {"extra-node-info": value, "nodelist": "n1"}
+    for prog, failed in (
+        ("salloc", "Job submit/allocate failed"),
+        ("srun", "Unable to allocate resources"),
+    ):
+        with pytest.raises(Halt) as halted:
+            allocation._spec(prog, options, "true", [])
+        assert halted.value.lines == (
+            f"{prog}: error: {failed}: Requested node configuration is not available",
+        )
+
+
+def test_threads_per_core_after_no_threads_is_taken() -> None:
+    """A later ``--threads-per-core`` sets T again: nothing left to refuse."""
+    sent = spec(W1, ("extra-node-info", "1:1:0"), ("threads-per-core", "1"))
+    assert sent["threads_per_core"] == 1
