@@ -38,13 +38,16 @@ JOB_OPTIONS = (
 
 
 def _settings(options: Mapping[str, str | None]) -> Any:
-    """Sbatch's settings for the job options among ``options``."""
+    """Sbatch's settings for the job options among ``options``, applied in their order
+    (the order they were last given, ``options.put_last``): where two set the same
+    count the last given wins, as in Slurm 22.05's salloc and srun (``-B 2
+    --sockets-per-node=1`` is Socks/Node=1, ``--sockets-per-node=1 -B 2`` 2)."""
     from cli.sbatch.settings import Settings
 
     settings = Settings()
-    for key in JOB_OPTIONS:
-        if key in options:
-            settings.apply(key, options[key], "command line")
+    for key, value in options.items():
+        if key in JOB_OPTIONS:
+            settings.apply(key, value, "command line")
     return settings
 
 

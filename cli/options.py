@@ -156,6 +156,15 @@ def parse(table: OptionTable, argv: list[str], *, permute: bool = False) -> Pars
 _warned: set[tuple[str, str]] = set()
 
 
+def put_last(options: dict[str, str | None], key: str, value: str | None) -> None:
+    """Give ``key`` its ``value`` in ``options`` as the last entry: so the dict keeps
+    its options in the order they were last given, and those that set the same field
+    (``-B`` and ``--sockets-per-node``), applied in that order, let the last given
+    win, as Slurm's clients read the command line."""
+    options.pop(key, None)
+    options[key] = value
+
+
 def check_use(table: OptionTable, opt: Option) -> None:
     """Refuse a ``REFUSED`` option (``OptionRefused``); warn once about a ``WARNED`` one.
 

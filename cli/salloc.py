@@ -28,6 +28,7 @@ from cli.options import (
     Option,
     OptionError,
     OptionTable,
+    put_last,
 )
 from cli.options import parse as parse_options
 from cli.sbatch.hintopts import DROPPED
@@ -165,14 +166,17 @@ def salloc(argv: list[str]) -> int:
         if option.key == "version":
             print(boundary.version_line())
             return 0
-        options[option.key] = value
+        put_last(options, option.key, value)
     het: list[dict[str, str | None]] = []
     while positional[:1] == [":"]:  # the next component of a heterogeneous job
         try:
             more, positional = parse_options(TABLE, positional[1:])
         except OptionError as exc:
             return Halt(1, f"{PROG}: {exc}", f'Try "{PROG} --help" for more information').report()
-        het.append({option.key: value for option, value in more})
+        component: dict[str, str | None] = {}
+        for option, value in more:
+            put_last(component, option.key, value)
+        het.append(component)
     quiet = "quiet" in options
     dropper = "threads-per-core" in options or "extra-node-info" in options
     if "verbose" in options and "hint" in options and dropper:

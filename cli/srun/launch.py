@@ -45,6 +45,7 @@ from cli.options import (
     Option,
     OptionError,
     OptionTable,
+    put_last,
 )
 from cli.options import parse as parse_options
 from cli.sbatch.options import TOPOLOGY_LEVEL
@@ -299,9 +300,9 @@ def parse(argv: list[str], inherited: Mapping[str, str | None] | None = None) ->
         if option.key == "version":
             raise Halt(0, boundary.version_line())
         if option.key == "nodefile":  # as -w, whichever comes last
-            settings.options["nodelist"] = _node_file(value or "")
+            put_last(settings.options, "nodelist", _node_file(value or ""))
             continue
-        settings.options[option.key] = value
+        put_last(settings.options, option.key, value)
     for key, value in (inherited or {}).items():
         settings.options.setdefault(key, value)
     for variable, key in STDIO_VARIABLES:

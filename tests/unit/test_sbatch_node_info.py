@@ -163,3 +163,43 @@ def test_threads_per_core_after_no_threads_is_taken() -> None:
     """A later ``--threads-per-core`` sets T again: nothing left to refuse."""
     sent = spec(W1, ("extra-node-info", "1:1:0"), ("threads-per-core", "1"))
     assert sent["threads_per_core"] == 1
+
+
+# salloc and srun -w n1, Slurm 22.05: the last given of -B and the socket options wins,
+# as in sbatch: (options, Socks/Node, ReqB:S:C:T's C, salloc's NumTasks; srun's is 1).
+# ``-B 1:2:1 --threads-per-core=1 -B 2``: ReqB:S:C:T=0:0:*:* (T cleared again).
+ORDER_ROWS: list[tuple[str, list[str], int, int, int, int]] = [
+    ("B-then-sockets", ["-B", "2", "--sockets-per-node=1"], 1, 0, 0, 1),
+    ("sockets-then-B", ["--sockets-per-node=1", "-B", "2"], 2, 0, 0, 2),
+    ("B-then-cores", ["-B", "2:2", "--cores-per-socket=3"], 2, 3, 0, 6),
+    ("cores-then-B", ["--cores-per-socket=3", "-B", "2:2"], 2, 2, 0, 4),
+    ("B-threads-B", ["-B", "1:2:1", "--threads-per-core=1", "-B", "2"], 2, 0, 0, 2),
+    ("B-sockets-B-again", ["-B", "2", "--sockets-per-node=1", "-B", "2"], 2, 0, 0, 2),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "sockets", "cores", "threads", "tasks"),
+    [row[1:] for row in ORDER_ROWS],
+    ids=[row[0] for row in ORDER_ROWS],
+)
+def test_salloc_and_srun_follow_the_command_line(
+    argv: list[str], sockets: int, cores: int, threads: int, tasks: int
+) -> None:
+    from cli import salloc
+    from cli.options import parse, put_last
+    from cli.srun import launch
+
+    given: dict[str, str | None] = {}
+    for option, value in parse(salloc.TABLE, ["-w", "n1", *argv])[0]:
+        put_last(given, option.key, value)
+    srun = launch.parse(["-w", "n1", *argv, "true"]).options
+    for prog, options, want_tasks in (("salloc", given, tasks), ("srun", srun, None)):
+        sent = allocation._spec(prog, options, "true", [])
+        got = (
+            sent.get("sockets_per_node", 0),
+            sent.get("cores_per_socket", 0),
+            sent.get("threads_per_core", 0),
+            sent.get("num_tasks"),
+        )
+        assert got == (sockets, cores, threads, want_tasks), prog
