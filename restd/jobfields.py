@@ -81,7 +81,7 @@ FIELDS = (
     Field("container_id", _text(), note="as sbatch --container-id (Slurm 24.11)"),
     Field("contiguous", boolean(), REFUSED, _PLACEMENT),
     Field("core_specification", _count(), REFUSED, "core specialization is not implemented"),
-    Field("cores_per_socket", _count(), REFUSED, _PLACEMENT),
+    Field("cores_per_socket", _count(), note="as sbatch --cores-per-socket (sets no task count)"),
     Field("cpu_binding", _text(), REFUSED, "CPU binding other than the default is not implemented"),
     Field(
         "cpu_binding_flags",
@@ -211,7 +211,7 @@ FIELDS = (
         "temporary_disk_per_node", _count(), REFUSED, "temporary disk requests are not implemented"
     ),
     Field("thread_specification", _count(), REFUSED, "thread specialization is not implemented"),
-    Field("threads_per_core", _count(), REFUSED, _PLACEMENT),
+    Field("threads_per_core", _count(), note="as sbatch --threads-per-core (sets no task count)"),
     Field("time_limit", no_val_input("minutes"), update="TimeLimit"),
     Field("time_minimum", no_val_input("minutes")),
     Field(

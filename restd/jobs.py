@@ -340,9 +340,11 @@ _COPIED = {
 }
 _NUMBERS = {
     "begin_time": "begin_time",
+    "cores_per_socket": "cores_per_socket",
     "memory_per_cpu": "mem_per_cpu",
     "memory_per_node": "mem_per_node",
     "priority": "priority",
+    "threads_per_core": "threads_per_core",
     "time_limit": "time_limit",
     "time_minimum": "time_min",
 }
@@ -446,6 +448,8 @@ def spec_from_description(
                 spec[field] = number
             elif key == "time_limit":
                 spec[field] = -1
+    if spec.get("threads_per_core", 1) == 0:  # as Slurm's controller refuses -B 1:1:0
+        raise SlurmError(errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)
     for key in ("std_out", "std_err", "std_in"):
         if spec.get(key) and not spec[key].startswith("/"):
             spec[key] = f"{work_dir.rstrip('/')}/{spec[key]}"

@@ -72,3 +72,37 @@ def test_what_the_node_cannot_have_is_refused(
         f"{prog}: error: Socket, core and/or thread specification can not be satisfied\n"
         f"{prog}: error: {failed}: Requested node configuration is not available\n",
     )
+
+
+def test_rest_takes_the_socket_counts_as_sbatch_sends_them(two: Cluster) -> None:
+    """``POST /slurm/v0.0.42/job/submit`` with Slurm's job description counts
+    ``sockets_per_node``, ``cores_per_socket`` and ``threads_per_core``: the job shows
+    them as scontrol shows sbatch's ``-B 2:1:1`` (with ``tasks``: the gateway sets no
+    task count of its own); a count no node has, or a T of 0, is refused as Slurm's
+    controller refuses them. Slurm 22.05's slurmrestd (openapi/v0.0.38):
+    ``cores_per_socket=2, sockets_per_node=1`` NumTasks=1 ReqB:S:C:T=0:0:2:*
+    Socks/Node=1; ``threads_per_core=0`` error 2014, "Requested node configuration is
+    not available"."""
+    from tests.integration.rest import Rest
+    from tests.integration.test_restd import V, job_desc, token_for
+
+    rest = Rest(two.start_restd(), token_for(two, "root"))
+    counts = {"set": True, "number": 1}
+    desc = job_desc(
+        two,
+        tasks=2,
+        sockets_per_node={"set": True, "number": 2},
+        cores_per_socket=counts,
+        threads_per_core=counts,
+    )
+    status, reply = rest.call("POST", f"{V}/job/submit", {"job": desc})
+    assert status == 200, reply
+    shown = two.run("scontrol", "show", "job", str(reply["job_id"])).stdout.split()
+    assert {"NumTasks=2", "ReqB:S:C:T=0:0:1:1", "Socks/Node=2"} <= set(shown), shown
+    two.run("scancel", str(reply["job_id"]))
+    for field in ("cores_per_socket", "threads_per_core"):
+        number = 0 if field == "threads_per_core" else 2
+        bad = job_desc(two, **{field: {"set": True, "number": number}})
+        status, reply = rest.call("POST", f"{V}/job/submit", {"job": bad})
+        assert status == 400, (field, reply)
+        assert "Requested node configuration is not available" in str(reply["errors"]), reply

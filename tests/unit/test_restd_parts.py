@@ -120,6 +120,9 @@ def test_a_description_becomes_the_spec_sbatch_would_send() -> None:
         ({"environment": ["A=1"], "nodes": "4-2"}, "#!/bin/sh\n", errors.ESLURM_INVALID_NODE_COUNT),
         ({"environment": ["A=1"], "required_nodes": "n[1-"}, "#!/bin/sh\n",
          errors.ESLURM_INVALID_NODE_NAME),
+        # Slurm 22.05's slurmrestd: error 2014 for a threads_per_core of 0
+        ({"environment": ["A=1"], "threads_per_core": {"set": True, "number": 0}},
+         "#!/bin/sh\n", errors.ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
     ],
 )  # fmt: skip
 def test_descriptions_slurm_refuses(desc: dict[str, Any], script: str, code: int) -> None:
@@ -134,7 +137,7 @@ REFUSED_FIELDS = [
     {"cpu_binding": "map_cpu:0,1"},
     {"distribution": "cyclic"},
     {"mcs_label": "x"},
-    {"threads_per_core": 1},
+    {"tasks_per_socket": 1},
     {"contiguous": True},
     {"exclusive": ["user"]},
     {"exclusive": ["topo"]},
@@ -150,6 +153,25 @@ def test_fields_that_could_change_the_outcome_are_refused(field: dict[str, Any])
     with pytest.raises(SlurmError, match=r"^job\.\w+(=\S+)? is not supported: ") as refused:
         spec_from_description(desc, "#!/bin/sh\n", "/home/x", "restd", [])
     assert refused.value.code == errors.ESLURM_NOT_SUPPORTED
+
+
+def test_socket_counts_are_sbatchs_fields() -> None:
+    """``sockets_per_node``, ``cores_per_socket`` and ``threads_per_core`` fill the
+    fields sbatch's ``-B 2:3:1`` fills, and no task count (22.05's slurmrestd sets
+    none: NumTasks=1 for ``cores_per_socket=2, sockets_per_node=1``)."""
+    counts = {
+        "sockets_per_node": {"set": True, "number": 2},
+        "cores_per_socket": {"set": True, "number": 3},
+        "threads_per_core": 1,
+    }
+    spec = spec_from_description({"environment": ["A=1"], **counts}, "#!/bin/sh\n", "/", "", [])
+    got = {key: spec.get(key) for key in (*counts, "num_tasks")}
+    assert got == {
+        "sockets_per_node": 2,
+        "cores_per_socket": 3,
+        "threads_per_core": 1,
+        "num_tasks": None,
+    }
 
 
 def test_fields_that_cannot_change_the_outcome_are_warned_about() -> None:
