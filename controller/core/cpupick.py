@@ -34,7 +34,7 @@ from functools import lru_cache
 
 from corral import distribution
 
-__all__ = ["method_of", "pick", "socket_room", "socket_size", "task_gpus"]
+__all__ = ["free_cores", "method_of", "pick", "socket_room", "socket_size", "task_gpus"]
 
 
 def method_of(text: str) -> str:
@@ -61,7 +61,7 @@ def socket_room(free: int, cpus: int, sockets: int, unit: int, least: int) -> tu
     CPUs 0-2 and 4-5 held, ``-B 1:2`` got 6-7 and ``-B 2:1`` then waited; with 0-2 and
     4-6 held ``--cores-per-socket=2`` waited where ``-B 1:1`` got 3)."""
     size = socket_size(cpus, sockets)
-    each = _free_cores(free, cpus, sockets, max(unit, 1))
+    each = free_cores(free, cpus, sockets, max(unit, 1))
     count = mask = 0
     for s, cores in enumerate(each):
         if len(cores) >= max(least, 1):
@@ -71,7 +71,7 @@ def socket_room(free: int, cpus: int, sockets: int, unit: int, least: int) -> tu
     return count, mask
 
 
-def _free_cores(free: int, cpus: int, sockets: int, unit: int) -> list[list[int]]:
+def free_cores(free: int, cpus: int, sockets: int, unit: int) -> list[list[int]]:
     """Each socket's wholly free cores (by first CPU id), lowest first."""
     size = socket_size(cpus, sockets)
     whole = (1 << unit) - 1
@@ -165,7 +165,7 @@ def _idle(cpus: int, sockets: int, unit: int, count: int, cpt: int, method: str)
 def _picked(
     free: int, cpus: int, sockets: int, unit: int, count: int, cpt: int, method: str
 ) -> list[int]:
-    cores = _free_cores(free, cpus, sockets, unit)
+    cores = free_cores(free, cpus, sockets, unit)
     if method == "block":
         firsts = _block(cores, count, unit)
     else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from controller.core import socketspread
 from controller.core.cpupick import pick, socket_room, socket_size, task_gpus
 from controller.core.gpulinks import best_linked, link_map
 from controller.core.plan import Start
@@ -330,17 +331,29 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     if start.task_gpus and len(start.nodes) > 1 and start.gres:
         return _bind_by_tasks(start, nodes)
     gpus: list[tuple[int, ...]] = []
-    for name, items in zip(start.nodes, start.gres, strict=False):
-        ids = gpu_indices(nodes[name], items, start.enforce, start.sockets)
-        if ids is None:
-            return None
-        gpus.append(ids)
+    laid: dict[int, tuple[int, ...]] = {}
+    for i, (name, items) in enumerate(zip(start.nodes, start.gres, strict=False)):
+        kind = _spread_kind(nodes[name], items, start)
+        if kind is not None:  # CPUs first, then GPUs near their sockets
+            spread = _socket_spread(nodes[name], items, start, kind, start.cpus[i])
+            if spread is None:
+                return None
+            laid[i], given = spread
+        else:
+            found = gpu_indices(nodes[name], items, start.enforce, start.sockets)
+            if found is None:
+                return None
+            given = found
+        gpus.append(given)
     named = []
     for i, (name, count) in enumerate(zip(start.nodes, start.cpus, strict=True)):
         node, mine = nodes[name], gpus[i] if gpus else ()
         if start.spread and start.spread[i]:  # its CPUs by the distribution alone
             mine = ()
-        if start.sockets and start.cpus == (1,) and not start.share:
+        ids: tuple[int, ...] | None
+        if i in laid:
+            ids = laid[i]
+        elif start.sockets and start.cpus == (1,) and not start.share:
             ids = _last_socket_cpu(node, mine)
         else:
             ids = cpu_ids(
@@ -359,14 +372,43 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     return _named(start, gpus, named)
 
 
+def _spread_kind(node: NodeView, items: Items, start: Start) -> str | None:
+    """The GPU type whose GPUs per socket ``start`` gets on ``node`` after its CPUs
+    (``socketspread``: they are all its GPUs, and the node knows their cores); None
+    where its GPUs come first."""
+    if not start.socket_gpus or start.share:
+        return None
+    kinds = [kind for name, kind, _ in items if name == "gpu"]
+    if len(kinds) != 1 or not socketspread.knows_cores(node, kinds[0]):
+        return None
+    return kinds[0]
+
+
+def _socket_spread(
+    node: NodeView, items: Items, start: Start, kind: str, count: int
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The CPU ids and GPU indices of ``start`` on ``node`` (``count`` CPUs) as
+    ``socketspread`` lays them out; None when they are not free, or no longer make
+    the GPU count placement gave it."""
+    per_socket = start.socket_gpus
+    one_task = len(start.nodes) == 1 and count <= start.cpt
+    ids = socketspread.lay_out(node, kind, per_socket, count, start.cpt, start.dist, one_task)
+    if ids is None:
+        return None
+    chosen = socketspread.gpus_for(node, kind, per_socket, start.sockets, ids)
+    asked = sum(n for name, _, n in items if name == "gpu")
+    if chosen is None or len(chosen) != asked:
+        return None
+    return ids, tuple(chosen)
+
+
 def _last_socket_cpu(node: NodeView, gpus: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The CPU of a job of one CPU with GPUs per socket: the lowest free CPU of the
+    """The CPU of a job of one CPU with GPUs per socket that ``socketspread`` does not
+    lay out (no GPU's cores known, or further GPUs asked): the lowest free CPU of the
     highest socket near its GPUs (of any socket where their cores are not known), as
-    Slurm 22.05 took it (nodes of two 4-core sockets: CPU 4 on an idle node with or
-    without gres.conf ``Cores=``, also beside GPUs on both sockets; CPU 0 once 4-7 are
-    held; measured, tests/unit/test_gpu_semantics.py), where a job of more CPUs has
-    them laid out by its distribution (``-N2`` with a task per socket: 3 + 1 tasks,
-    CPU_IDs=0-1,4 and 0). None when no CPU is free."""
+    Slurm 22.05 took it (nodes of two 4-core sockets: CPU 4 on an idle node without
+    gres.conf ``Cores=``; CPU 0 once 4-7 are held; measured,
+    tests/unit/test_gpu_semantics.py). None when no CPU is free."""
     idle = _idle_cpus(node)
     dev = node.devices
     close = mask(near_cpus(dict(dev.near), gpus, node.cpus, ~idle)) if dev and gpus else 0
@@ -420,6 +462,8 @@ def _named(start: Start, gpus: list[tuple[int, ...]], named: list[tuple[int, ...
         start.task_gpus,
         start.used,
         start.spread,
+        socket_cores=start.socket_cores,
+        socket_gpus=start.socket_gpus,
     )
 
 

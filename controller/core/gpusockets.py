@@ -22,11 +22,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from controller.core import socketspread
 from controller.core.cpupick import pick, socket_size
 from controller.core.gpus import GpuAsk, free_gpus
 from controller.core.snapshot import NodeView
 
-__all__ = ["most_first", "on_node"]
+__all__ = ["alone", "most_first", "on_node"]
+
+
+def alone(gpu: GpuAsk) -> bool:
+    """Whether the GPUs per socket are all the GPUs ``gpu`` asks (the case this module
+    places)."""
+    return bool(
+        gpu.per_socket
+        and len(gpu.items) == 1
+        and not (gpu.per_job or gpu.also or gpu.per_task or gpu.tasks_per_gpu)
+    )
 
 
 def _cores_unknown(gpu: GpuAsk, node: NodeView) -> bool:
@@ -46,11 +57,22 @@ def most_first(pool: Sequence[NodeView], gpu: GpuAsk) -> list[NodeView]:
     return sorted(pool, key=lambda node: -free_gpus(node.gres, gpu.kind))
 
 
-def on_node(gpu: GpuAsk, node: NodeView, cpus: int, cpt: int, dist: str) -> GpuAsk | None:
+def on_node(
+    gpu: GpuAsk, node: NodeView, cpus: int, cpt: int, dist: str, one_task: bool
+) -> GpuAsk | None:
     """``gpu`` (with GPUs per socket) as ``node`` gives it to a job of ``cpus`` CPUs
-    there, in tasks of ``cpt`` taken as ``dist`` takes them (``cpupick.pick``): the
-    per-socket GPUs counted over the sockets those CPUs are on where the node knows no
-    cores of the type's GPUs; None when it has fewer than one socket's worth free."""
+    there, in tasks of ``cpt`` taken as ``dist`` takes them (``cpupick.pick``;
+    ``one_task``: the job is one task): the per-socket GPUs counted over the sockets
+    those CPUs are on, where the node knows no cores of the type's GPUs (here) or
+    where they are all the job's GPUs (``socketspread``); None when the node cannot
+    give them."""
+    if alone(gpu) and socketspread.knows_cores(node, gpu.kind):
+        laid = socketspread.lay_out(node, gpu.kind, gpu.per_socket, cpus, cpt, dist, one_task)
+        if laid is None:
+            return None
+        if socketspread.gpus_for(node, gpu.kind, gpu.per_socket, gpu.sockets, laid) is None:
+            return None
+        return _counted(gpu, gpu.per_socket * socketspread.socket_count(node, laid, gpu.sockets))
     dev = node.devices
     if dev is None:
         return gpu
@@ -65,8 +87,12 @@ def on_node(gpu: GpuAsk, node: NodeView, cpus: int, cpt: int, dist: str) -> GpuA
     ids = pick(idle, node.cpus, node.sockets, node.unit, cpus, cpt, dist)
     size = socket_size(node.cpus, node.sockets)
     spanned = len({cpu // size for cpu in ids}) or 1
+    return _counted(gpu, min(gpu.per_socket * spanned, free))
+
+
+def _counted(gpu: GpuAsk, count: int) -> GpuAsk:
+    """``gpu`` with ``count`` GPUs per socket in all on the node."""
     asked = gpu.per_socket * max(gpu.sockets, 1)
-    count = min(gpu.per_socket * spanned, free)
     *items, last = gpu.items  # gpus.ask puts the per-socket GPUs last
     change = count - asked
     return replace(

@@ -557,7 +557,17 @@ def _start(
         used=_used(chosen),
         spread=_spread(job, part, chosen, nodes),
         socket_cores=job.cores_per_socket if job.cores_per_socket > 1 else 0,
+        socket_gpus=_socket_gpus(job, part),
     )
+
+
+def _socket_gpus(job: Job, part: PartitionView) -> int:
+    """The job's GPUs per socket where they are all its GPUs (``core/socketspread.py``),
+    else 0."""
+    if not job.gpus_per_socket:
+        return 0
+    gpu = gpus.ask(job, part)
+    return job.gpus_per_socket if gpu is not None and gpusockets.alone(gpu) else 0
 
 
 def _spread(

@@ -81,6 +81,9 @@ class Start:
     # Free cores a socket must have for its CPUs to come from it (--cores-per-socket or
     # -B above 1: core/cpupick.py ``socket_room``); 0: any socket.
     socket_cores: int = 0
+    # GPUs per socket where they are all the job's GPUs (core/socketspread.py: its CPUs
+    # are laid out first, and it gets these near each socket they are on); 0: none.
+    socket_gpus: int = 0
 
 
 @dataclass(frozen=True, slots=True)

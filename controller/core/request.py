@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from controller.core import cpupick, features, gpusockets, threads
+from controller.core import cpupick, features, gpusockets, socketspread, threads
 from controller.core.devices import enforced_gpus, gpu_indices
 from controller.core.gpus import GpuAsk
 from controller.core.nodefree import cpus_free
@@ -293,7 +293,12 @@ def _gpu_fits(
         return None
     if gpu.per_socket:  # per socket of the job's CPUs where no GPU's cores are known
         here = gpusockets.on_node(
-            gpu, node, cpus, job.cpus_per_task, cpupick.method_of(job.distribution)
+            gpu,
+            node,
+            cpus,
+            job.cpus_per_task,
+            cpupick.method_of(job.distribution),
+            job.num_tasks <= 1 and cpus <= job.cpus_per_task,
         )
         if here is None:
             return None
@@ -309,7 +314,8 @@ def _gpu_fits(
         return None
     if gpu.enforce and enforced_gpus(node, taken, cpus) is None:
         return None
-    if gpu.per_socket and gpu_indices(node, taken, sockets=gpu.sockets) is None:
+    spread = gpusockets.alone(gpu) and socketspread.knows_cores(node, gpu.kind)
+    if gpu.per_socket and not spread and gpu_indices(node, taken, sockets=gpu.sockets) is None:
         return None
     if job.exclusive or part.exclusive:
         taken = tuple(g for g in node.gres if g[2])

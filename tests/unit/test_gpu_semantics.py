@@ -1291,3 +1291,86 @@ def test_one_cpu_with_gpus_per_socket_passes_over_a_socket_without_a_free_core(
     """Cores 4-7 held (GPUs 2-3 free): the job takes CPU 0 and GPU 0, as Slurm's."""
     (start,) = place_in_turn(conf, ONE_CPU, held=0xF0)
     assert (start.cpu_ids, per_node(start)) == (((0,),), {"n1": (0,)})
+
+
+# A job of more CPUs with GPUs per socket, measured on Slurm 22.05 as above (n1; the
+# same untyped, typed ``a100:1`` and on a node of untyped GPUs with Cores=): its CPUs
+# are laid out over the sockets with a free core and their part of GPUs free, by its
+# distribution (a single task a core from each socket a round, the highest first),
+# and it gets GPUs per socket near EACH socket they landed on, beyond
+# ``--sockets-per-node=1``. Before it, ``held`` CPUs of n1 are taken (``-n3 -m
+# block:block`` and the like), or ``first`` ran (``--gpus-per-socket=2 -n1``: CPU 4,
+# GPUs 2-3). ``sbatch --gpus-per-socket=1 --sockets-per-node=1 -w n1 -c3``: CPU_IDs=0,4-5
+# GRES=gpu:2(IDX:0,2), CUDA_VISIBLE_DEVICES=0,2 in the job and its step.
+SPREAD = {"gpus_per_socket": 1, "sockets_per_node": 1, "req_nodes": "n1"}
+TAKES_2_3 = {**SPREAD, "gpus_per_socket": 2, "num_tasks": 1}
+SPREAD_ROWS: list[tuple[str, int, tuple[dict[str, Any], ...], dict[str, Any], Any, Any]] = [
+    ("n2", 0, (), {"num_tasks": 2}, (0, 4), (0, 2)),
+    ("n3", 0, (), {"num_tasks": 3}, (0, 1, 4), (0, 2)),
+    ("n4", 0, (), {"num_tasks": 4}, (0, 1, 4, 5), (0, 2)),
+    ("n5", 0, (), {"num_tasks": 5}, (0, 1, 2, 4, 5), (0, 2)),
+    ("c2", 0, (), {"cpus_per_task": 2}, (0, 4), (0, 2)),
+    ("c3", 0, (), {"cpus_per_task": 3}, (0, 4, 5), (0, 2)),
+    ("c4", 0, (), {"cpus_per_task": 4}, (0, 1, 4, 5), (0, 2)),
+    ("c5", 0, (), {"cpus_per_task": 5}, (0, 1, 4, 5, 6), (0, 2)),
+    ("c8", 0, (), {"cpus_per_task": 8}, tuple(range(8)), (0, 2)),
+    ("n2-c2", 0, (), {"num_tasks": 2, "cpus_per_task": 2}, (0, 1, 2, 3), (0,)),
+    ("n3-c2", 0, (), {"num_tasks": 3, "cpus_per_task": 2}, tuple(range(6)), (0, 2)),
+    ("n2-c3", 0, (), {"num_tasks": 2, "cpus_per_task": 3}, (0, 1, 2, 4, 5, 6), (0, 2)),
+    ("n2-block", 0, (), {"num_tasks": 2, "distribution": "block:block"}, (0, 1), (0,)),
+    ("two-a-socket-n2", 0, (), {"num_tasks": 2, "gpus_per_socket": 2}, (0, 4), (0, 1, 2, 3)),
+    ("sockets-2-n3", 0, (), {"num_tasks": 3, "sockets_per_node": 2}, (0, 1, 4), (0, 2)),
+    ("beside-0-1-n2", 0x03, (), {"num_tasks": 2}, (2, 4), (0, 2)),
+    ("beside-0-1-n3", 0x03, (), {"num_tasks": 3}, (2, 3, 4), (0, 2)),
+    ("beside-0-1-c2", 0x03, (), {"cpus_per_task": 2}, (2, 4), (0, 2)),
+    ("beside-0-1-c3", 0x03, (), {"cpus_per_task": 3}, (2, 4, 5), (0, 2)),
+    ("beside-0-1-n2-c2", 0x03, (), {"num_tasks": 2, "cpus_per_task": 2}, (2, 3, 4, 5), (0, 2)),
+    ("beside-0-2-n2", 0x07, (), {"num_tasks": 2}, (3, 4), (0, 2)),
+    ("beside-0-2-n3", 0x07, (), {"num_tasks": 3}, (3, 4, 5), (0, 2)),
+    ("beside-0-2-c4", 0x07, (), {"cpus_per_task": 4}, (3, 4, 5, 6), (0, 2)),
+    ("beside-0-3-n2", 0x0F, (), {"num_tasks": 2}, (4, 5), (2,)),
+    ("beside-0-3-c3", 0x0F, (), {"cpus_per_task": 3}, (4, 5, 6), (2,)),
+    ("beside-4-7-n2", 0xF0, (), {"num_tasks": 2}, (0, 1), (0,)),
+    ("beside-4-7-c3", 0xF0, (), {"cpus_per_task": 3}, (0, 1, 2), (0,)),
+    ("gpus-2-3-taken-n2", 0, (TAKES_2_3,), {"num_tasks": 2}, (0, 1), (0,)),
+    ("gpus-2-3-taken-c3", 0, (TAKES_2_3,), {"cpus_per_task": 3}, (0, 1, 2), (0,)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("held", "first", "fields", "cpus", "gpus"),
+    [row[1:] for row in SPREAD_ROWS],
+    ids=[row[0] for row in SPREAD_ROWS],
+)
+def test_gpus_per_socket_follow_every_socket_of_the_cpus(
+    conf: config.SlurmConfig,
+    held: int,
+    first: tuple[dict[str, Any], ...],
+    fields: dict[str, Any],
+    cpus: tuple[int, ...],
+    gpus: tuple[int, ...],
+) -> None:
+    start = place_in_turn(conf, *first, {**SPREAD, **fields}, held=held)[-1]
+    assert (start.cpu_ids, per_node(start), start.gres) == (
+        (cpus,),
+        {"n1": gpus},
+        ((("gpu", "", len(gpus)),),),
+    )
+
+
+def test_gpus_per_socket_on_two_nodes_follow_each_nodes_cpus(conf: config.SlurmConfig) -> None:
+    """``-N2 -n4 -w n[1-2]`` with ``--gpus-per-socket=1 --sockets-per-node=1`` on Slurm
+    22.05: n1 CPU_IDs=0-1,4 with GPUs 0,2 and n2 CPU 0 with GPU 0 (its one task is no
+    job of one task: cyclic from socket 0)."""
+    start = place(conf, **{**SPREAD, "req_nodes": "n[1-2]", "min_nodes": 2, "num_tasks": 4})
+    assert (start.cpu_ids, per_node(start)) == (((0, 1, 4), (0,)), {"n1": (0, 2), "n2": (0,)})
+
+
+def test_gpus_per_socket_of_a_spread_job_in_its_environment(conf: config.SlurmConfig) -> None:
+    """``-c3`` of the rows above: Slurm 22.05's batch job had CUDA_VISIBLE_DEVICES=0,2,
+    GPU_DEVICE_ORDINAL=0,2, SLURM_JOB_GPUS=0,2 and SLURM_GPUS_ON_NODE=2 (sbatch's own
+    SLURM_GPUS_PER_SOCKET=1 beside them; ``scontrol show job -d``: JOB_GRES=gpu:2)."""
+    job = started(conf, **SPREAD, cpus_per_task=3)
+    env = batch_environment(job, Payload(script=""), "gs")
+    names = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "SLURM_JOB_GPUS")
+    assert [env[name] for name in (*names, "SLURM_GPUS_ON_NODE")] == ["0,2", "0,2", "0,2", "2"]
