@@ -323,6 +323,19 @@ def _check_shape(job: Job, conf: SlurmConfig, parts: list[PartitionView]) -> Non
         )
 
 
+#: The JobSpec counts a submission may name as given 0 (``node_info_zeros``).
+ZERO_COUNTS = ("sockets_per_node", "cores_per_socket")
+
+
+def _zeros(spec: JobSpec) -> tuple[str, ...]:
+    """``spec.node_info_zeros``, each a count of ``ZERO_COUNTS`` left 0; EINVAL for
+    another name or a count that is not 0 (a client that says what it did not send)."""
+    for name in spec.node_info_zeros:
+        if name not in ZERO_COUNTS or getattr(spec, name):
+            raise SlurmError(errors.EINVAL, f"Invalid node_info_zeros entry {name}")
+    return tuple(sorted(set(spec.node_info_zeros)))
+
+
 def _holds(conf: SlurmConfig, name: str, wanted: tuple[int, int, int]) -> bool:
     """Whether node ``name`` has the (sockets, cores per socket, threads per core)
     ``wanted`` (False for one slurm.conf does not define)."""
@@ -603,6 +616,7 @@ def admit(
         distribution=spec.distribution,
         threads_per_core=spec.threads_per_core,
         cores_per_socket=spec.cores_per_socket,
+        node_info_zeros=_zeros(spec),
         prefer=spec.prefer,
         licenses=licenseadmit.checked(spec.licenses, conf),
         oversubscribe=spec.oversubscribe,

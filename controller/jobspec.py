@@ -101,6 +101,7 @@ class JobSpec:
     threads_per_core: int = 0
     cores_per_socket: int = 0
     sockets_per_node: int = 0
+    node_info_zeros: tuple[str, ...] = ()
     prefer: str = ""
     licenses: str = ""
     elastic_signal: int = 0
@@ -127,7 +128,7 @@ def from_fields(fields: Mapping[str, Any]) -> JobSpec:
     return _build((name, value) for name, value in fields.items() if value is not None)
 
 
-_REPEATED = frozenset({"argv", "partitions"})
+_REPEATED = frozenset({"argv", "partitions", "node_info_zeros"})
 
 
 def to_wire(spec: JobSpec, message: Any) -> Any:

@@ -136,7 +136,7 @@ def job_from_row(text: str) -> Job:
     record["reason"] = Reason[record["reason"]]
     record["flags"] = frozenset(record.get("flags", ()))
     tuples = ("partitions", "req_nodes", "exc_nodes", "nodes", "cpus", "alloc_mem", "usage")
-    for key in (*tuples, "cpus_used", "gres_alternatives"):
+    for key in (*tuples, "cpus_used", "gres_alternatives", "node_info_zeros"):
         if key in record:
             record[key] = tuple(record[key])
     for key in ("gpus", "cpu_ids"):

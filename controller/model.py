@@ -155,6 +155,9 @@ class Job:
     # --hint=memory_bound's cores of each socket (1; 0: any): a minimum every node
     # meets, shown as scontrol's ReqB:S:C:T C, as Slurm 22.05 shows it.
     cores_per_socket: int = 0
+    # Which of ``sockets_per_node`` and ``cores_per_socket`` -B gave as 0: shown as 0
+    # (Socks/Node=0, a ReqB:S:C:T C of 0) where a 0 is otherwise "any", as in Slurm.
+    node_info_zeros: tuple[str, ...] = ()
     oversubscribe: bool = False  # -s/--oversubscribe: may share CPUs where the partition allows
     reservation: str = ""  # --reservation: runs on its nodes, within its time
     interactive: bool = False  # salloc/srun's allocation: no batch script; its client ends it

@@ -324,6 +324,7 @@ _DERIVE: dict[str, Callable[[_Facts], Any]] = {
     "alloc_tres": _alloc_tres,
     "cluster": lambda f: f.conf.cluster_name,
     "cpus_per_node": lambda f: list(f.job.cpus),
+    "node_info_zeros": lambda f: list(f.job.node_info_zeros),
     "signal": lambda f: f"{f.job.signal_num}@{f.job.signal_time}" if f.job.signal_num else "",
     "held": lambda f: bool(f.job.held),
     "last_sched_eval": lambda f: f.job.start_time or f.job.submit_time,

@@ -87,6 +87,7 @@ COPIED: Final[dict[str, str]] = {
 DERIVED: Final[frozenset[str]] = frozenset(
     {
         "array_task_id",
+        "node_info_zeros",
         "array_task_str",
         "dependency",
         "submit_time",
@@ -270,6 +271,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "threads_per_core",  # scontrol's ReqB:S:C:T
         "cores_per_socket",  # scontrol's ReqB:S:C:T
         "sockets_per_node",  # scontrol's Socks/Node
+        "node_info_zeros",  # scontrol's Socks/Node=0 and ReqB:S:C:T C of 0
         "node_cpu_ids",
         "node_mem",
         "node_gres",

@@ -181,7 +181,7 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         f"CPUs/Task={job['cpus_per_task'] or 1} ReqB:S:C:T=0:0:{_cores(job)}:{_threads(job)}",
         *_elastic(job),
         f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
-        f"Socks/Node={job.get('sockets_per_node') or '*'} "
+        f"Socks/Node={_count(job, 'sockets_per_node')} "
         f"NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
         *(_held(job) if details else ()),
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
@@ -274,7 +274,16 @@ def record(job: Job, now: int, *, oneliner: bool = False, details: bool = False)
 def _cores(job: Job) -> str:
     """ReqB:S:C:T's C: the cores of each socket the job asks for (1 under
     --hint=memory_bound), ``*`` for any."""
-    return str(job.get("cores_per_socket") or "*")
+    return _count(job, "cores_per_socket")
+
+
+def _count(job: Job, field: str) -> str:
+    """A socket or core count as Slurm shows it: ``*`` for any, 0 where ``-B`` gave
+    0 (``node_info_zeros``: Slurm 22.05 showed ``-B 0`` as Socks/Node=0 and ``-B
+    1:0`` as ReqB:S:C:T=0:0:0:*)."""
+    if field in (job.get("node_info_zeros") or ()):
+        return "0"
+    return str(job.get(field) or "*")
 
 
 def _threads(job: Job) -> str:

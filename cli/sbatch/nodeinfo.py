@@ -21,8 +21,9 @@ Measured on Slurm 22.05 (nodes of two 4-core sockets, one thread a core):
 * a fourth field and any after it are not read (``1:1:1:1`` and ``1:2:1:x`` are
   ``1:1:1`` and ``1:2:1``).
 
-Corral shows a count of 0 as ``*`` in scontrol (a job's 0 is "any" there); it asks
-nothing of a node either way.
+A count of 0 asks nothing of a node, as "any" does, but is sent apart (JobSpec
+``node_info_zeros``) so that scontrol shows it as Slurm does: ``Socks/Node=0``, a C
+of 0 in ``ReqB:S:C:T``.
 """
 
 from __future__ import annotations

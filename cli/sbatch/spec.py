@@ -118,6 +118,10 @@ def build(
         spec["cores_per_socket"] = hintopts.cores(fields)
     if "sockets_per_node" in fields:
         spec["sockets_per_node"] = hintopts.sockets(fields)
+    if not fields.get("hint") or hintopts.dropped(fields):  # a hint that holds drops -B's
+        zeros = [name for name in nodeinfo.FIELDS[:2] if nodeinfo.zero(fields, name)]
+        if zeros:
+            spec["node_info_zeros"] = zeros
     if fields.get("container"):
         spec["container"] = _container(fields["container"], cwd)
     if fields.get("container_id"):

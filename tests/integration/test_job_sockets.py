@@ -44,6 +44,21 @@ def test_a_task_per_socket_shown_as_slurm_shows_it(two: Cluster) -> None:
     assert {"NumTasks=2", "T=0:0:1:*", "Socks/Node=2", "CPU_IDs=0-1"} <= set(words), words
 
 
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [("0", {"T=0:0:*:*", "Socks/Node=0"}), ("1:0", {"T=0:0:0:*", "Socks/Node=1"})],
+)
+def test_a_count_given_as_0_is_shown_as_0(two: Cluster, given: str, shown: set[str]) -> None:
+    """As Slurm 22.05 showed ``-B 0`` and ``-B 1:0``: one task, the 0 kept apart from
+    "any" (``*``)."""
+    out_file = two.dir / f"zero-{given}.out"
+    job_id = two.sbatch("-N1", "-B", given, "-o", str(out_file), "--wrap", SHOW)
+    state = two.wait_done(job_id, 60)["state"]
+    words = out_file.read_text().split()
+    assert state == "COMPLETED", words
+    assert {"NumTasks=1", *shown} <= set(words), words
+
+
 def test_both_sockets_wait_while_one_core_is_held(two: Cluster) -> None:
     with two.running("-N1", "-n1", "--wrap", "sleep 60"):
         # one task: it waits for a second socket with a free core, not for CPUs

@@ -270,7 +270,10 @@ REFUSALS: list[tuple[str, SlurmConfig, dict[str, Any], dict[str, str], int]] = [
     ("array-open-range", CONF, {"array": "1-"}, {}, 2081),
     ("array-unbalanced-bracket", CONF, {"array": "[1-3"}, {}, 2081),
     ("mem-and-mem-per-cpu", CONF, {"mem_per_node": 100, "mem_per_cpu": 10}, {}, errors.EINVAL),
-]
+    ("zero-of-no-count", CONF, {"node_info_zeros": ["threads_per_core"]}, {}, errors.EINVAL),
+    ("zero-of-a-count-given", CONF,
+     {"sockets_per_node": 1, "node_info_zeros": ["sockets_per_node"]}, {}, errors.EINVAL),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -283,6 +286,13 @@ def test_refusal(
         submit(conf, states=states, **fields)
     assert info.value.code == code
     assert str(info.value)  # a message clients can print
+
+
+def test_counts_given_as_0_are_kept_for_scontrol() -> None:
+    """sbatch -B 0:0 sends both counts as given 0: the job keeps them (sorted) to show
+    Socks/Node=0 and a ReqB:S:C:T C of 0, as Slurm 22.05 did."""
+    job = submit(node_info_zeros=["sockets_per_node", "cores_per_socket"]).job
+    assert job.node_info_zeros == ("cores_per_socket", "sockets_per_node")
 
 
 def test_partition_down_only_waits() -> None:

@@ -273,6 +273,9 @@ _JOBS = st.builds(
     time_limit=_INT,
     exit_status=_INT,
     restarts=st.integers(0, 1000),
+    node_info_zeros=st.sampled_from(
+        [(), ("sockets_per_node",), ("cores_per_socket", "sockets_per_node")]
+    ),
 )
 
 

@@ -87,6 +87,55 @@ def test_counts_sent_are_slurms(
     assert got == (tasks, sockets, cores, threads)
 
 
+# Which counts are sent as given 0 (JobSpec node_info_zeros), as Slurm 22.05 showed
+# them (-w n1): -B 0 Socks/Node=0; -B 1:0 and -B 2:0:1 a C of 0; -B 0:0 and -B 0:0:1
+# both; -B 0:2 Socks/Node=0; a later count or -B sets it again (-B 0:0
+# --sockets-per-node=1: Socks/Node=1 and C 0; -B 1:0 --cores-per-socket=2: C 2); -B
+# drops a hint before or after it (-B 0 --hint=nomultithread: Socks/Node=0).
+ZERO_ROWS: list[tuple[str, tuple[tuple[str, str], ...], list[str] | None]] = [
+    ("B-0", (("extra-node-info", "0"),), ["sockets_per_node"]),
+    ("B-1:0", (("extra-node-info", "1:0"),), ["cores_per_socket"]),
+    ("B-2:0:1", (("extra-node-info", "2:0:1"),), ["cores_per_socket"]),
+    ("B-0:0", (("extra-node-info", "0:0"),), ["sockets_per_node", "cores_per_socket"]),
+    ("B-0:0:1", (("extra-node-info", "0:0:1"),), ["sockets_per_node", "cores_per_socket"]),
+    ("B-0:2", (("extra-node-info", "0:2"),), ["sockets_per_node"]),
+    ("B-0:0-then-sockets", (("extra-node-info", "0:0"), ("sockets-per-node", "1")),
+     ["cores_per_socket"]),
+    ("B-1:0-then-cores", (("extra-node-info", "1:0"), ("cores-per-socket", "2")), None),
+    ("B-0-then-B-2", (("extra-node-info", "0"), ("extra-node-info", "2")), None),
+    ("B-0-then-hint", (("extra-node-info", "0"), ("hint", "nomultithread")),
+     ["sockets_per_node"]),
+    ("hint-then-B-0", (("hint", "nomultithread"), ("extra-node-info", "0")),
+     ["sockets_per_node"]),
+    ("B-1", (("extra-node-info", "1"),), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("options", "zeros"), [row[1:] for row in ZERO_ROWS], ids=[row[0] for row in ZERO_ROWS]
+)
+def test_counts_given_as_0_are_sent_apart(
+    options: tuple[tuple[str, str], ...], zeros: list[str] | None
+) -> None:
+    assert spec(W1, *options).get("node_info_zeros") == zeros
+
+
+def test_salloc_and_srun_send_a_0_apart() -> None:
+    """``salloc -w n1 -B 1:0`` showed ReqB:S:C:T=0:0:0:* Socks/Node=1 on Slurm 22.05,
+    and ``srun -w n1 -B 0`` Socks/Node=0."""
+    from cli import salloc
+    from cli.options import parse, put_last
+    from cli.srun import launch
+
+    given: dict[str, str | None] = {}
+    for option, value in parse(salloc.TABLE, ["-w", "n1", "-B", "1:0"])[0]:
+        put_last(given, option.key, value)
+    srun = launch.parse(["-w", "n1", "-B", "0", "true"]).options
+    sent = [allocation._spec(prog, options, "true", [])
+            for prog, options in (("salloc", given), ("srun", srun))]  # fmt: skip
+    assert [s.get("node_info_zeros") for s in sent] == [["cores_per_socket"], ["sockets_per_node"]]
+
+
 def test_two_nodes_take_four_tasks() -> None:
     """``-N2 -w n1 -B 1:2``: NumTasks=4 (3 on n1, 1 on n2)."""
     assert spec(W1, ("nodes", "2"), ("extra-node-info", "1:2"))["num_tasks"] == 4

@@ -239,6 +239,27 @@ def test_golden_job_record() -> None:
     assert job_record.record(JOB_4, NOW) == GOLDEN_JOB_4
 
 
+# A count -B gave as 0, as Slurm 22.05's scontrol showed it (sbatch -w n1 on nodes of
+# two 4-core sockets): (JobInfo counts and node_info_zeros, ReqB:S:C:T, Socks/Node).
+ZERO_ROWS: list[tuple[str, dict[str, Any], str, str]] = [
+    ("B-0", {"node_info_zeros": ["sockets_per_node"]}, "0:0:*:*", "0"),
+    ("B-1:0", {"sockets_per_node": 1, "node_info_zeros": ["cores_per_socket"]}, "0:0:0:*", "1"),
+    ("B-0:2", {"cores_per_socket": 2, "node_info_zeros": ["sockets_per_node"]}, "0:0:2:*", "0"),
+    ("B-0:0", {"node_info_zeros": ["cores_per_socket", "sockets_per_node"]}, "0:0:0:*", "0"),
+    ("B-2:0:1", {"sockets_per_node": 2, "threads_per_core": 1,
+                 "node_info_zeros": ["cores_per_socket"]}, "0:0:0:1", "2"),
+    ("B-1", {"sockets_per_node": 1}, "0:0:*:*", "1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "reqb", "socks"), [row[1:] for row in ZERO_ROWS], ids=[row[0] for row in ZERO_ROWS]
+)
+def test_a_count_given_as_0_shows_as_0(fields: dict[str, Any], reqb: str, socks: str) -> None:
+    text = job_record.record(job(job_id=7, **fields), NOW, oneliner=True)
+    assert (f" ReqB:S:C:T={reqb} " in text, f" Socks/Node={socks} " in text) == (True, True), text
+
+
 def test_golden_job_oneliner() -> None:
     assert job_record.record(JOB_3, NOW, oneliner=True) == GOLDEN_JOB_3_ONELINE
 
