@@ -32,7 +32,8 @@ JOB_OPTIONS = (
     "gpu-bind", "gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres",
     "gres-flags", "hint", "job-name", "licenses", "mail-type", "mail-user", "mem", "mem-per-cpu",
     "mem-per-gpu", "nodefile", "nodelist", "nodes",
-    "ntasks", "ntasks-per-gpu", "ntasks-per-node", "partition", "prefer", "qos", "reservation",
+    "ntasks", "ntasks-per-gpu", "ntasks-per-node",
+    "ntasks-per-socket", "partition", "prefer", "qos", "reservation",
     "sockets-per-node", "threads-per-core", "time", "switches", "segment", "topology-level",
 )  # fmt: skip
 

@@ -117,6 +117,7 @@ TABLE = OptionTable(
         _row("ntasks", "n"),
         _row("ntasks-per-gpu"),
         _row("ntasks-per-node"),
+        _row("ntasks-per-socket", note="at most N tasks on each socket of a node"),
         _row("partition", "p"),
         _row("prefer", note="tried first, then --constraint, as Slurm 22.05 does"),
         _row("qos", "q"),

@@ -568,6 +568,7 @@ def admit(
         num_tasks=counts.num_tasks,
         cpus_per_task=cpus_per_task,
         ntasks_per_node=counts.ntasks_per_node,
+        ntasks_per_socket=spec.ntasks_per_socket,
         min_cpus=spec.min_cpus,
         tasks_given=counts.tasks_given,
         nodes_given=counts.nodes_given,

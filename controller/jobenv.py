@@ -128,6 +128,8 @@ def batch_environment(job: Job, payload: Payload, cluster: str) -> dict[str, str
         values["SLURM_CPUS_PER_TASK"] = job.cpus_per_task
     if job.ntasks_per_node:
         values["SLURM_NTASKS_PER_NODE"] = job.ntasks_per_node
+    if job.ntasks_per_socket:
+        values["SLURM_NTASKS_PER_SOCKET"] = job.ntasks_per_socket
     if job.mem_per_node is not None:
         values["SLURM_MEM_PER_NODE"] = job.alloc_mem[0]
     elif job.mem_per_cpu is not None:

@@ -102,6 +102,7 @@ class JobSpec:
     cores_per_socket: int = 0
     sockets_per_node: int = 0
     node_info_zeros: tuple[str, ...] = ()
+    ntasks_per_socket: int = 0
     prefer: str = ""
     licenses: str = ""
     elastic_signal: int = 0

@@ -47,6 +47,7 @@ class Job:
     num_tasks: int = 1
     cpus_per_task: int = 1
     ntasks_per_node: int = 0
+    ntasks_per_socket: int = 0  # --ntasks-per-socket: a cap on each socket (core/taskspersocket.py)
     min_cpus: int = 0
     tasks_given: bool = False
     cpus_per_task_given: bool = False  # -c was given (even -c 1): sets SLURM_CPUS_PER_TASK

@@ -44,6 +44,7 @@ COPIED: Final[dict[str, str]] = {
     "max_nodes": "max_nodes",
     "cpus_per_task": "cpus_per_task",
     "ntasks_per_node": "ntasks_per_node",
+    "ntasks_per_socket": "ntasks_per_socket",
     "features": "constraint",
     "exclusive": "exclusive",
     "command": "command",
@@ -271,6 +272,7 @@ NOT_IN_REST: Final[frozenset[str]] = frozenset(
         "threads_per_core",  # scontrol's ReqB:S:C:T
         "cores_per_socket",  # scontrol's ReqB:S:C:T
         "sockets_per_node",  # scontrol's Socks/Node
+        "ntasks_per_socket",  # scontrol's NtasksPerN:B:S:C S
         "node_info_zeros",  # scontrol's Socks/Node=0 and ReqB:S:C:T C of 0
         "node_cpu_ids",
         "node_mem",

@@ -206,7 +206,7 @@ FIELDS = (
     Field("tasks", integer(minimum=1, maximum=0xFFFFFF)),
     Field("tasks_per_core", _count(), REFUSED, _LAYOUT),
     Field("tasks_per_node", integer(minimum=1, maximum=0xFFFF)),
-    Field("tasks_per_socket", _count(), REFUSED, _LAYOUT),
+    Field("tasks_per_socket", _count(), note="as sbatch --ntasks-per-socket"),
     Field(
         "temporary_disk_per_node", _count(), REFUSED, "temporary disk requests are not implemented"
     ),

@@ -344,6 +344,7 @@ _NUMBERS = {
     "memory_per_cpu": "mem_per_cpu",
     "memory_per_node": "mem_per_node",
     "priority": "priority",
+    "tasks_per_socket": "ntasks_per_socket",
     "threads_per_core": "threads_per_core",
     "time_limit": "time_limit",
     "time_minimum": "time_min",

@@ -182,7 +182,8 @@ def lines(job: Job, now: int, *, details: bool = False) -> list[str]:
         *_elastic(job),
         f"TRES={null(job['alloc_tres'] or job['req_tres'])}",
         f"Socks/Node={_count(job, 'sockets_per_node')} "
-        f"NtasksPerN:B:S:C={job['ntasks_per_node']}:0:*:* CoreSpec=*",
+        f"NtasksPerN:B:S:C={job['ntasks_per_node']}:0:{job.get('ntasks_per_socket') or '*'}:* "
+        "CoreSpec=*",
         *(_held(job) if details else ()),
         f"MinCPUsNode={job['min_cpus_node']} {_memory(job)} MinTmpDiskNode=0",
         f"Features={null(job['features'])} DelayBoot=00:00:00",

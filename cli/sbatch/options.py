@@ -165,7 +165,7 @@ TABLE = OptionTable(
         _no("ntasks-per-core", _LAYOUT),
         _row("ntasks-per-gpu"),
         _row("ntasks-per-node"),
-        _no("ntasks-per-socket", _LAYOUT),
+        _row("ntasks-per-socket", note="at most N tasks on each socket of a node"),
         _no("ntasks-per-tres", _LAYOUT),
         _no("oom-kill-step", "OOM handling per step is not implemented", arg=OPTIONAL),
         _row("open-mode", note="append or truncate"),

@@ -516,6 +516,7 @@ SETTERS: dict[str, Callable[[str | None], Fields]] = {
     "nodes": _nodes_option,
     "ntasks": _count("num_tasks", "--ntasks"),
     "ntasks-per-node": _count("ntasks_per_node", "--ntasks-per-node"),
+    "ntasks-per-socket": _count("ntasks_per_socket", "--ntasks-per-socket"),
     "open-mode": _open_mode,
     "output": _stdio("std_out"),
     "oversubscribe": _flag("oversubscribe"),

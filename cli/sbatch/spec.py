@@ -36,6 +36,7 @@ _PASSED = (
     "run_as_uid", "run_as_gid", "clusters", "prefer", "licenses", "elastic_signal", "mail_type",
     "mail_user",
     "switches", "switch_wait", "segment", "topology_required", "topology_preferred",
+    "ntasks_per_socket",
 )  # fmt: skip
 
 _DEPENDENCY_TYPES = frozenset(

@@ -80,6 +80,7 @@ Resources:
   -n, --ntasks=N               number of tasks
   -c, --cpus-per-task=N        CPUs per task
       --ntasks-per-node=N      tasks per node
+      --ntasks-per-socket=N    at most N tasks on each socket
       --mincpus=N              minimum CPUs per node
       --mem=SIZE               memory per node (K, M, G, T; default M)
       --mem-per-cpu=SIZE       memory per allocated CPU

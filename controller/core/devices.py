@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from controller.core import socketspread
+from controller.core import socketspread, taskspersocket
 from controller.core.cpupick import pick, socket_room, socket_size, task_gpus
 from controller.core.gpulinks import best_linked, link_map
 from controller.core.plan import Start
@@ -124,6 +124,7 @@ def cpu_ids(
     cpt: int = 1,
     dist: str = "",
     least: int = 0,
+    socket_tasks: int = 0,
 ) -> tuple[int, ...] | None:
     """The ``count`` CPU ids a start gets on ``node``; None when too few are free.
 
@@ -138,7 +139,8 @@ def cpu_ids(
     its cores to its GPUs' sockets), and with ``only_near``
     (--gres-flags=enforce-binding) those alone. A job asking ``least`` cores per socket
     above one takes CPUs of the sockets with that many free cores alone
-    (``cpupick.socket_room``).
+    (``cpupick.socket_room``). A job of at most ``socket_tasks`` tasks on each socket
+    takes them as ``taskspersocket.pick`` lays them out.
     """
     kept = node.kept_ids
     loads = node.shared_ids
@@ -150,6 +152,10 @@ def cpu_ids(
 
     def more(taken: int, wanted: int, within: int = whole) -> list[int]:
         free = ~taken & within & whole
+        if socket_tasks:
+            return taskspersocket.pick(
+                free, node.cpus, node.sockets, node.unit, wanted, cpt, socket_tasks, dist
+            )
         return pick(free, node.cpus, node.sockets, node.unit, wanted, cpt, dist)
 
     if not share and not (dev and gpus):  # the common case: no GPU, no sharing
@@ -365,6 +371,7 @@ def bind(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
                 start.cpt,
                 start.dist,
                 start.socket_cores,
+                start.socket_tasks,
             )
         if ids is None:
             return None
@@ -392,7 +399,9 @@ def _socket_spread(
     the GPU count placement gave it."""
     per_socket = start.socket_gpus
     one_task = len(start.nodes) == 1 and count <= start.cpt
-    ids = socketspread.lay_out(node, kind, per_socket, count, start.cpt, start.dist, one_task)
+    ids = socketspread.lay_out(
+        node, kind, per_socket, count, start.cpt, start.dist, one_task, start.socket_tasks
+    )
     if ids is None:
         return None
     chosen = socketspread.gpus_for(node, kind, per_socket, start.sockets, ids)
@@ -428,7 +437,15 @@ def _bind_by_tasks(start: Start, nodes: Mapping[str, NodeView]) -> Start | None:
     for name, count, items in zip(start.nodes, start.cpus, start.gres, strict=True):
         node = nodes[name]
         ids = cpu_ids(
-            node, count, start.share, (), False, start.cpt, start.dist, start.socket_cores
+            node,
+            count,
+            start.share,
+            (),
+            False,
+            start.cpt,
+            start.dist,
+            start.socket_cores,
+            start.socket_tasks,
         )
         if ids is None:
             return None

@@ -58,16 +58,25 @@ def most_first(pool: Sequence[NodeView], gpu: GpuAsk) -> list[NodeView]:
 
 
 def on_node(
-    gpu: GpuAsk, node: NodeView, cpus: int, cpt: int, dist: str, one_task: bool
+    gpu: GpuAsk,
+    node: NodeView,
+    cpus: int,
+    cpt: int,
+    dist: str,
+    one_task: bool,
+    socket_tasks: int = 0,
 ) -> GpuAsk | None:
     """``gpu`` (with GPUs per socket) as ``node`` gives it to a job of ``cpus`` CPUs
     there, in tasks of ``cpt`` taken as ``dist`` takes them (``cpupick.pick``;
-    ``one_task``: the job is one task): the per-socket GPUs counted over the sockets
+    ``one_task``: the job is one task; ``socket_tasks``: at most that many on each
+    socket, ``taskspersocket.pick``): the per-socket GPUs counted over the sockets
     those CPUs are on, where the node knows no cores of the type's GPUs (here) or
     where they are all the job's GPUs (``socketspread``); None when the node cannot
     give them."""
     if alone(gpu) and socketspread.knows_cores(node, gpu.kind):
-        laid = socketspread.lay_out(node, gpu.kind, gpu.per_socket, cpus, cpt, dist, one_task)
+        laid = socketspread.lay_out(
+            node, gpu.kind, gpu.per_socket, cpus, cpt, dist, one_task, socket_tasks
+        )
         if laid is None:
             return None
         if socketspread.gpus_for(node, gpu.kind, gpu.per_socket, gpu.sockets, laid) is None:

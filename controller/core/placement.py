@@ -28,7 +28,14 @@ from controller.core import (
 )
 from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
-from controller.core.request import Fit, cpus_per_node, gres_request, node_fits, share
+from controller.core.request import (
+    Fit,
+    cpus_per_node,
+    gres_request,
+    node_fits,
+    share,
+    socket_tasks,
+)
 from controller.core.resvwindows import ResvWindows, run_end
 from controller.core.snapshot import NodeView, PartitionView, Snapshot
 from controller.core.topomodel import Topology
@@ -172,6 +179,8 @@ class _Rooms:
                 free = min(free, confined)
         if job.threads_per_core:  # whole cores, of which it uses some threads
             free = threads.usable(free - free % node.unit, node.unit, job.threads_per_core)
+        if job.ntasks_per_socket:  # at most so many on each socket (core/taskspersocket.py)
+            free = min(free, socket_tasks(job, node, self.exclusive))
         return free // job.cpus_per_task
 
 
@@ -558,6 +567,7 @@ def _start(
         spread=_spread(job, part, chosen, nodes),
         socket_cores=job.cores_per_socket if job.cores_per_socket > 1 else 0,
         socket_gpus=_socket_gpus(job, part),
+        socket_tasks=job.ntasks_per_socket,
     )
 
 

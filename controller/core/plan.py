@@ -84,6 +84,9 @@ class Start:
     # GPUs per socket where they are all the job's GPUs (core/socketspread.py: its CPUs
     # are laid out first, and it gets these near each socket they are on); 0: none.
     socket_gpus: int = 0
+    # --ntasks-per-socket: at most this many of its tasks on each socket, their CPUs
+    # as core/taskspersocket.py lays them out; 0: any.
+    socket_tasks: int = 0
 
 
 @dataclass(frozen=True, slots=True)

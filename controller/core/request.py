@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from controller.core import cpupick, features, gpusockets, socketspread, threads
+from controller.core import (
+    cpupick,
+    features,
+    gpusockets,
+    socketspread,
+    taskspersocket,
+    threads,
+)
 from controller.core.devices import enforced_gpus, gpu_indices
 from controller.core.gpus import GpuAsk
 from controller.core.nodefree import cpus_free
@@ -202,6 +209,8 @@ def node_fits(
     room = socket_room(job, node)
     if room == 0:
         return None
+    if job.ntasks_per_socket and cpus > socket_tasks(job, node, job.exclusive or part.exclusive):
+        return None
     if gpu is not None:
         return _gpu_fits(job, part, node, cpus, stacking, gpu, gpus, also)
     exclusive = job.exclusive or part.exclusive
@@ -254,6 +263,19 @@ def socket_room(job: Job, node: NodeView) -> int | None:
     return (free & mask).bit_count()
 
 
+def socket_tasks(job: Job, node: NodeView, whole: bool) -> int:
+    """The CPUs of the tasks ``job`` may have on ``node`` under --ntasks-per-socket
+    (``taskspersocket.room``): of its free cores, or of all of them where it takes the
+    whole node."""
+    every = (1 << node.cpus) - 1
+    free = every if whole else ~busy_ids(node) & every
+    cpt = max(job.cpus_per_task, 1)
+    tasks = taskspersocket.room(
+        free, node.cpus, node.sockets, node.unit, cpt, job.ntasks_per_socket
+    )
+    return tasks * cpt
+
+
 def busy_ids(node: NodeView) -> int:
     """The mask of ``node``'s CPUs no new job may take whole: those jobs keep, and
     those sharing jobs were given."""
@@ -299,6 +321,7 @@ def _gpu_fits(
             job.cpus_per_task,
             cpupick.method_of(job.distribution),
             job.num_tasks <= 1 and cpus <= job.cpus_per_task,
+            job.ntasks_per_socket,
         )
         if here is None:
             return None

@@ -26,6 +26,7 @@ a node whose GPUs of the type have no known cores has its own (``gpusockets``).
 
 from __future__ import annotations
 
+from controller.core import taskspersocket
 from controller.core.cpupick import free_cores, pick, socket_size
 from controller.core.gpulinks import best_linked, link_map
 from controller.core.snapshot import NodeView
@@ -103,12 +104,19 @@ def lay_out(
     cpt: int,
     dist: str,
     one_task: bool,
+    socket_tasks: int = 0,
 ) -> tuple[int, ...] | None:
     """The ``cpus`` CPU ids a job of ``per_socket`` GPUs of ``kind`` per socket gets
     on ``node``, in tasks of ``cpt`` CPUs taken as ``dist`` takes them (``one_task``:
-    the job is a single task); None when its usable sockets lack them."""
+    the job is a single task; ``socket_tasks``: at most that many tasks on each socket,
+    as ``taskspersocket.pick`` lays them out: ``-n2 --ntasks-per-socket=2`` is CPUs
+    4-5 with GPU 2 alone, measured); None when its usable sockets lack them."""
     free = _usable(node, kind, per_socket)
-    if one_task:
+    if socket_tasks and not one_task:
+        ids = taskspersocket.pick(
+            free, node.cpus, node.sockets, node.unit, cpus, cpt, socket_tasks, dist
+        )
+    elif one_task:
         ids = _highest_first(free, node, cpus)
     else:
         ids = pick(free, node.cpus, node.sockets, node.unit, cpus, cpt, dist)

@@ -121,3 +121,25 @@ def test_rest_takes_the_socket_counts_as_sbatch_sends_them(two: Cluster) -> None
         status, reply = rest.call("POST", f"{V}/job/submit", {"job": bad})
         assert status == 400, (field, reply)
         assert "Requested node configuration is not available" in str(reply["errors"]), reply
+
+
+def test_tasks_per_socket_take_a_core_of_each_socket(two: Cluster) -> None:
+    """``--ntasks-per-socket=1``: two tasks on the node's two sockets, shown as
+    NtasksPerN:B:S:C=0:0:1:* and SLURM_NTASKS_PER_SOCKET=1 in the batch job and in
+    salloc's command (as Slurm 22.05 sets them); one socket's core held, a second
+    such job of one task runs on the other one."""
+    out_file = two.dir / "per-socket.out"
+    wrap = f"echo $SLURM_NTASKS_PER_SOCKET; {SHOW}; scontrol show job $SLURM_JOB_ID"
+    job_id = two.sbatch("-n2", "--ntasks-per-socket=1", "-o", str(out_file), "--wrap", wrap)
+    state = two.wait_done(job_id, 60)["state"]
+    words = out_file.read_text().split()
+    assert state == "COMPLETED", words
+    assert words[0] == "1", words
+    assert {"NumTasks=2", "CPU_IDs=0-1", "NtasksPerN:B:S:C=0:0:1:*"} <= set(words), words
+    env = two.run("salloc", "-n1", "--ntasks-per-socket=1", "env").stdout.splitlines()
+    assert "SLURM_NTASKS_PER_SOCKET=1" in env, env
+    with two.running("-n1", "--wrap", "sleep 60"):
+        beside = two.dir / "beside.out"
+        job_id = two.sbatch("-n1", "--ntasks-per-socket=1", "-o", str(beside), "--wrap", SHOW)
+        assert two.wait_done(job_id, 60)["state"] == "COMPLETED"
+        assert "CPU_IDs=1" in beside.read_text().split()

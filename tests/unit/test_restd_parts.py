@@ -137,7 +137,7 @@ REFUSED_FIELDS = [
     {"cpu_binding": "map_cpu:0,1"},
     {"distribution": "cyclic"},
     {"mcs_label": "x"},
-    {"tasks_per_socket": 1},
+    {"tasks_per_core": 1},
     {"contiguous": True},
     {"exclusive": ["user"]},
     {"exclusive": ["topo"]},
