@@ -96,8 +96,9 @@ def build(
         submit_dir=cwd,
         submit_line=" ".join(["sbatch", *command_line]),
     )
-    _nodes(spec, fields)
-    tasks = sockettasks.implied_tasks(fields, spec.get("min_nodes", 0), spec.get("max_nodes", 0))
+    listed = _nodes(spec, fields)
+    low = spec.get("min_nodes", listed)
+    tasks = sockettasks.implied_tasks(fields, low, spec.get("max_nodes", 0))
     if socket_tasks and tasks is not None:
         spec["num_tasks"] = tasks
     if spec.get("elastic_signal") and spec.get("max_nodes", 0) <= spec.get("min_nodes", 1):
@@ -106,7 +107,7 @@ def build(
         spec["min_cpus"] = fields["cpus_per_task"]
     elif "min_cpus" in fields:
         spec["min_cpus"] = fields["min_cpus"]
-    gpuopts.check(_with_listed_nodes(fields, spec))
+    gpuopts.check(_with_listed_nodes(fields, listed))
     spec.update(gpuopts.spec_fields(fields))
     spec.update(gpuopts.list_texts(settings.texts))
     layoutopts.check(fields)
@@ -166,41 +167,45 @@ def _absolute(path: str, work_dir: str) -> str:
     return os.path.join(work_dir, path)
 
 
-def _nodes(spec: dict[str, Any], fields: Mapping[str, Any]) -> None:
-    """Node list and node counts: ``-w`` implies ``-N``; ``-n`` caps the node count."""
+def _nodes(spec: dict[str, Any], fields: Mapping[str, Any]) -> int:
+    """Node list and node counts: ``-n`` caps the node count. ``-w`` alone names nodes
+    the job must have and sets no count: the controller adds nodes where the tasks need
+    more (Slurm 22.05 runs ``-w n1 -n10`` on two 8-CPU nodes). Returns how many nodes
+    ``-w`` names (0: none), which the rules that take them as a fixed count use."""
     for field in ("req_nodes", "exc_nodes"):
         if fields.get(field):
             spec[field] = node_list(fields[field])
-    low = fields.get("min_nodes")
-    high = fields.get("max_nodes", 0)
-    if low is None and spec.get("req_nodes"):
+    listed = 0
+    if spec.get("req_nodes"):
         from corral.hostlist import expand
 
-        low = len(set(expand(spec["req_nodes"])))
+        listed = len(set(expand(spec["req_nodes"])))
+    low = fields.get("min_nodes")
+    high = fields.get("max_nodes", 0)
     tasks = fields.get("num_tasks")
-    if low is not None and tasks is not None:
-        if high and tasks < high:
-            high = tasks
-        if tasks < low:
-            print(
-                f"sbatch: warning: can't run {tasks} processes on {low} nodes, "
-                f"setting nnodes to {tasks}",
-                file=sys.stderr,
-            )
-            low = high = tasks
+    if tasks is not None and tasks < (listed if low is None else low):
+        print(
+            f"sbatch: warning: can't run {tasks} processes on {low or listed} nodes, "
+            f"setting nnodes to {tasks}",
+            file=sys.stderr,
+        )
+        low = high = tasks
+    elif low is not None and tasks is not None and high and tasks < high:
+        high = tasks
     if low is not None:
         spec["min_nodes"] = low
     if high:
         spec["max_nodes"] = high
+    return listed
 
 
-def _with_listed_nodes(fields: Mapping[str, Any], spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``fields`` with ``-w``'s node count as ``-N`` where ``-N`` was not given: Slurm
-    22.05's sbatch checks GPU totals against it (``--gpus=1 -n10 -w n3,n4`` is "--gpus
-    < -N", as with ``-N2``)."""
-    if "min_nodes" in fields or "min_nodes" not in spec:
+def _with_listed_nodes(fields: Mapping[str, Any], listed: int) -> Mapping[str, Any]:
+    """``fields`` with ``-w``'s ``listed`` node count as ``-N`` where ``-N`` was not
+    given: Slurm 22.05's sbatch checks GPU totals against it (``--gpus=1 -n10 -w
+    n3,n4`` is "--gpus < -N", as with ``-N2``)."""
+    if "min_nodes" in fields or not listed:
         return fields
-    return {**fields, "min_nodes": spec["min_nodes"]}
+    return {**fields, "min_nodes": listed}
 
 
 def node_list(text: str) -> str:

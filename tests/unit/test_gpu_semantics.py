@@ -1231,6 +1231,20 @@ def test_sockets_per_node_on_fixed_nodes_give_a_task_per_socket(
     assert (sent["num_tasks"], start.cpu_ids, per_node(start)) == (tasks, ids, gpus)
 
 
+def test_a_node_list_is_what_the_job_must_have_not_all_it_gets(conf: config.SlurmConfig) -> None:
+    """``-w n1 -n10`` on nodes of 8 CPUs: Slurm 22.05 runs it on n1 and a node more
+    (measured), n1 filled first as its packing does (``--gpus=1 -n10``: 8 + 2); with
+    ``-N1`` it is refused."""
+    sent = sbatch_spec(("ntasks", "10"), ("nodelist", "n1"))
+    sent.pop("script")
+    start = place(conf, **sent)
+    assert (start.nodes[0], start.cpus) == ("n1", (8, 2))
+    fixed = sbatch_spec(("ntasks", "10"), ("nodelist", "n1"), ("nodes", "1"))
+    fixed.pop("script")
+    with pytest.raises(SlurmError):
+        place(conf, **fixed)
+
+
 def place_in_turn(conf: config.SlurmConfig, *jobs: dict[str, Any], held: int = 0) -> list[Start]:
     """Admit ``jobs`` in turn and start them all in one pass on the cluster, n1's CPUs
     of the ``held`` mask taken (each later job beside what the earlier ones hold)."""

@@ -71,7 +71,10 @@ def test_absolute_chdir() -> None:
     [
         pytest.param([("nodes", "2-4")], (2, 4), id="range"),
         pytest.param([("nodes", "3")], (3, 3), id="fixed"),
-        pytest.param([("nodelist", "n[1-3],n1")], (3, None), id="nodelist-implies-count"),
+        # -w alone sets no count: the controller gives the job those nodes and more
+        # where its tasks need them (test_gpu_semantics.py: -w n1 -n10).
+        pytest.param([("nodelist", "n[1-3],n1")], (None, None), id="nodelist-sets-no-count"),
+        pytest.param([("nodelist", "n[1-3]"), ("ntasks", "2")], (2, 2), id="nodelist-tasks-cap"),
         pytest.param([("nodes", "2-8"), ("ntasks", "4")], (2, 4), id="tasks-cap-max"),
         pytest.param([("nodes", "4"), ("ntasks", "2")], (2, 2), id="tasks-cap-min"),
     ],
