@@ -228,7 +228,7 @@ def sockets_of(dev: NodeDevices, free: list[int]) -> list[list[int]]:
 
 def _idle_cpus(node: NodeView) -> int:
     """The CPUs of ``node`` no job holds, as a bitmask."""
-    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    busy = node.busy_ids
     return ~busy & ((1 << node.cpus) - 1)
 
 
@@ -262,7 +262,7 @@ def socket_gpus(
 
 def _free_cpus(node: NodeView) -> int:
     """The CPUs no job holds on ``node``, as a bitmask."""
-    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    busy = node.busy_ids
     return ~busy & ((1 << node.cpus) - 1)
 
 

@@ -251,7 +251,7 @@ def near(node: NodeView, gpu: GpuAsk, cpus: int) -> int:
     free = free_gpus(node.gres, gpu.kind)
     if dev is None or not dev.near or gpu.cpus_per_gpu:
         return free
-    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    busy = node.busy_ids
     mine = set(lowest_free(node.cpus, node.unit, busy, max(cpus, 1)))
     cores = dict(dev.near)
     taken = dev.whole | dev.shared

@@ -78,7 +78,7 @@ def _sockets(node: NodeView, kind: str, want: int) -> tuple[set[int], list[int]]
         return None
     sockets = max(node.sockets, 1)
     size = socket_size(node.cpus, sockets)
-    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    busy = node.busy_ids
     idle = [0] * sockets
     for cpu in range(min(node.cpus, size * sockets)):
         if not busy >> cpu & 1:

@@ -91,7 +91,7 @@ def on_node(
     free = free_gpus(node.gres, gpu.kind)
     if free < gpu.per_socket:
         return None
-    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    busy = node.busy_ids
     idle = ~busy & ((1 << node.cpus) - 1)
     ids = pick(idle, node.cpus, node.sockets, node.unit, cpus, cpt, dist)
     size = socket_size(node.cpus, node.sockets)

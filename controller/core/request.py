@@ -254,7 +254,7 @@ def socket_room(job: Job, node: NodeView) -> int | None:
     None when it asks for neither."""
     if job.sockets_per_node <= 1 and job.cores_per_socket <= 1:
         return None
-    free = ~busy_ids(node) & ((1 << node.cpus) - 1)
+    free = ~node.busy_ids & ((1 << node.cpus) - 1)
     count, mask = cpupick.socket_room(
         free, node.cpus, node.sockets, node.unit, job.cores_per_socket
     )
@@ -268,18 +268,12 @@ def socket_tasks(job: Job, node: NodeView, whole: bool) -> int:
     (``taskspersocket.room``): of its free cores, or of all of them where it takes the
     whole node."""
     every = (1 << node.cpus) - 1
-    free = every if whole else ~busy_ids(node) & every
+    free = every if whole else ~node.busy_ids & every
     cpt = max(job.cpus_per_task, 1)
     tasks = taskspersocket.room(
         free, node.cpus, node.sockets, node.unit, cpt, job.ntasks_per_socket
     )
     return tasks * cpt
-
-
-def busy_ids(node: NodeView) -> int:
-    """The mask of ``node``'s CPUs no new job may take whole: those jobs keep, and
-    those sharing jobs were given."""
-    return node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
 
 
 def _cpus_here(job: Job, part: PartitionView, node: NodeView, cpus: int, stacking: bool) -> int:

@@ -73,6 +73,12 @@ class NodeView:
     shared_ids: tuple[int, ...] = ()
     sockets: int = 1  # what --sockets-per-node asks a node to have
 
+    @property
+    def busy_ids(self) -> int:
+        """The CPUs no new job may take whole: those jobs keep, and those sharing jobs
+        were given."""
+        return self.kept_ids | (self.shared_ids[0] if self.shared_ids else 0)
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionView:

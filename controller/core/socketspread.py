@@ -35,7 +35,7 @@ __all__ = ["gpus_for", "knows_cores", "lay_out", "socket_count", "spanned"]
 
 
 def _idle(node: NodeView) -> int:
-    busy = node.kept_ids | (node.shared_ids[0] if node.shared_ids else 0)
+    busy = node.busy_ids
     return ~busy & ((1 << node.cpus) - 1)
 
 
