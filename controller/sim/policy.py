@@ -21,13 +21,14 @@ import time
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from itertools import islice
+from itertools import chain, islice
 from typing import Protocol
 
 from controller.core import BackfillParams, Plan, Snapshot, schedule
 from controller.core.timeline import ceil_to
 from controller.model import Job
 from controller.sim.errors import SimError
+from controller.sim.shadow import run_length, shadow
 
 #: How many pending jobs the main scheduler shows the core first (doubled while all start).
 FIRST_DEPTH = 8
@@ -38,6 +39,15 @@ class Cluster(Protocol):
 
     @property
     def free_cpus(self) -> int: ...
+
+    @property
+    def cpus_per_node(self) -> int:
+        """The CPUs of every node (the trace's own cluster)."""
+        ...
+
+    def releases(self) -> Iterator[tuple[int, int]]:
+        """(time limit, CPUs) of every running job: when the core expects its CPUs back."""
+        ...
 
     def queue(self, depth: int | None = None) -> tuple[Job, ...]:
         """The first ``depth`` pending jobs (all when None) in the core's order."""
@@ -164,6 +174,9 @@ class Backfilling:
     * no job behind the head may start: the core is asked for the main pass
       alone (its starts do not depend on what backfill would plan), on the
       nodes with a free CPU; nothing may start at all: no call;
+    * ``easy`` on nodes of one CPU: the jobs that would run into the head's
+      plan and need more CPUs than it leaves free are left out, the plan
+      counted rather than placed (``shadow.py``); none left: no call;
     * ``easy``, while nothing has started or ended since a pass that started
       nothing: the jobs that cannot start beside its plan for the head, which
       still holds (``_Failed``), are left out; none left: no call.
@@ -209,6 +222,9 @@ class Backfilling:
                 elif not self.params.easy:
                     behind.append(job)
             del behind[last + 1 :]
+        if behind and self.params.easy and cluster.cpus_per_node == 1:
+            assert head is not None
+            behind = self._beside_plan(cluster, now, shown, head, behind, free)
         known: frozenset[int] = frozenset()  # behind the head, tested in vain already
         failed = self._failed
         if behind and not shown and failed is not None:
@@ -239,6 +255,24 @@ class Backfilling:
             cluster.commit(plan)
             if plan.starts:
                 self._failed = None
+
+    def _beside_plan(
+        self,
+        cluster: Cluster,
+        now: int,
+        shown: list[Job],
+        head: Job,
+        behind: list[Job],
+        free: int,
+    ) -> list[Job]:
+        """The jobs of ``behind`` that may start beside the head's plan, counted
+        (``shadow.py``); ``free``: the CPUs free after the main pass's starts."""
+        params = self.params
+        started = ((now + run_length(job, params), job.cpus_needed) for job in shown)
+        plan = shadow(chain(cluster.releases(), started), free, head.cpus_needed, now, params)
+        if plan is None:
+            return behind
+        return [j for j in behind if j.cpus_needed <= plan.extra or not plan.blocks(j, now, params)]
 
     def _remember(self, plan: Plan, head: Job, behind: list[Job], known: frozenset[int]) -> None:
         """Keep what a pass that started nothing proves for the next (``_Failed``);

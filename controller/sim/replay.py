@@ -265,6 +265,9 @@ class SimCluster:
     def free_cpus(self) -> int:
         return self._free_cpus
 
+    def releases(self) -> Iterator[tuple[int, int]]:
+        return ((run.end_time, sum(run.cpus)) for run in self.running.values())
+
     def queue(self, depth: int | None = None) -> tuple[Job, ...]:
         if depth is None:
             return tuple(self.pending.values())

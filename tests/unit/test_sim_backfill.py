@@ -128,10 +128,11 @@ def test_fast_backfill_on_real_windows(
 
 
 def _shown_per_call(
-    monkeypatch: pytest.MonkeyPatch, trace: Trace, overdue: bool = False
+    monkeypatch: pytest.MonkeyPatch, trace: Trace, nodes: int = 1, cpus: int = 2
 ) -> list[tuple[int, tuple[int, ...]]]:
-    """(now, pending job ids shown) of every core call of an ``easy`` replay on 2
-    one-CPU nodes, after checking its starts against the controller's way."""
+    """(now, pending job ids shown) of every core call of an ``easy`` replay (on a
+    node of 2 CPUs: on nodes of one CPU the plan is counted, ``test_easy_counts_the_plan``),
+    after checking its starts against the controller's way."""
     shown: list[tuple[int, tuple[int, ...]]] = []
     real = policy.call_core
 
@@ -142,31 +143,58 @@ def _shown_per_call(
         return real(backfill, snap, now, calls)
 
     monkeypatch.setattr(policy, "call_core", spy)
-    fast = replay(trace, 2, 1, "easy")
+    fast = replay(trace, nodes, cpus, "easy")
     monkeypatch.undo()
-    assert fast.jobs == replay(trace, 2, 1, "easy", whole_queue=True).jobs
+    assert fast.jobs == replay(trace, nodes, cpus, "easy", whole_queue=True).jobs
     return shown
 
 
+#: A head planned at 3600 behind job 1, and jobs 3 and 4 that would run into its plan.
+BLOCKED_HEAD = [
+    line(1, 0, 3600, 1, 3600),
+    line(2, 10, 60, 2, 60),
+    line(3, 20, 7200, 1, 7200),
+    line(4, 30, 7200, 1, 7200),
+    line(5, 40, 60, 2, 60),
+    line(6, 50, 60, 1, 60),
+]
+
+
 def test_easy_reuses_a_pass_that_started_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Job 1 runs to 3600 on one node; job 2 (both nodes) waits, planned at 3600; job 3
+    """Job 1 runs to 3600 on one CPU; job 2 (both CPUs) waits, planned at 3600; job 3
     (two hours) cannot start beside it. Nothing starts or ends before job 6: job 4 (two
     hours, no CPU outside the plan) and job 5 (two CPUs, behind) make no call, job 6
     (one minute) is tested alone and starts; its end frees a CPU, and the next pass
     tests them all again."""
-    trace = parse(
-        [
-            line(1, 0, 3600, 1, 3600),
-            line(2, 10, 60, 2, 60),
-            line(3, 20, 7200, 1, 7200),
-            line(4, 30, 7200, 1, 7200),
-            line(5, 40, 60, 2, 60),
-            line(6, 50, 60, 1, 60),
-        ],
-        "reuse",
-    )
+    trace = parse(BLOCKED_HEAD, "reuse")
     calls = _shown_per_call(monkeypatch, trace)
     assert calls[:4] == [(0, (1,)), (20, (2, 3)), (50, (2, 6)), (110, (2, 3, 4))]
+
+
+def test_easy_counts_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same trace on 2 nodes of one CPU: job 2's plan is counted (controller/sim/
+    shadow.py), so jobs 3 and 4, which would run into it and need the one node it
+    leaves free, are never shown, not even after job 6's end; job 6 is."""
+    trace = parse(BLOCKED_HEAD, "counted")
+    calls = _shown_per_call(monkeypatch, trace, nodes=2, cpus=1)
+    assert calls[:3] == [(0, (1,)), (50, (2, 6)), (3600, (2,))]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    records=st.lists(RECORD, min_size=1, max_size=60),
+    nodes=st.integers(1, 10),
+    params=PARAMS,
+)
+def test_counted_plan_decides_as_the_whole_queue(
+    records: list[tuple[int, int, int, int]], nodes: int, params: BackfillParams
+) -> None:
+    """``easy`` on nodes of one CPU, where the head's plan is counted: every start as
+    the controller's way, with jobs over their limits and random ``bf_*`` values."""
+    assume(any(procs <= nodes for *_, procs in records))
+    trace = random_trace(records)
+    fast = replay(trace, nodes, 1, "easy", params=params)
+    assert fast.jobs == replay(trace, nodes, 1, "easy", whole_queue=True, params=params).jobs
 
 
 def test_easy_recomputes_a_plan_that_now_moves(monkeypatch: pytest.MonkeyPatch) -> None:
