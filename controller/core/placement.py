@@ -30,7 +30,9 @@ from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import (
     Fit,
+    NodeFit,
     cpus_per_node,
+    fitter,
     gres_request,
     node_fits,
     share,
@@ -69,9 +71,10 @@ def _fixed(
     """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k`` alone, or with
     ``--ntasks-per-node``)."""
     cpus = cpus_per_node(job, job.min_nodes)
+    fits = fitter(job, part, stacking=stacking, gpu=gpu)
     chosen: list[Alloc] = []
     for node in candidates:
-        fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
+        fit = fits(node, cpus)
         if fit is not None:
             chosen.append((node.name, fit))
             if len(chosen) == job.min_nodes:
@@ -121,18 +124,19 @@ def _packed(
     that leave more tasks than the best of the nodes after them could hold.
     """
     most = min(most or job.max_nodes or len(candidates), part.max_nodes or len(candidates))
+    fits = fitter(job, part, stacking=stacking, gpu=gpu)
     want = _gpus_per_node(job, part)
     if want is not None:  # first with the tasks on the sockets of each node's GPUs
         confined = _Rooms(job, part, stacking, want)
-        chosen = _fill(job, part, candidates, least, most, stacking, gpu, confined, None)
+        chosen = _fill(job, candidates, least, most, fits, confined, None)
         if chosen:
             return chosen
     rooms = _Rooms(job, part, stacking)
-    chosen = _fill(job, part, candidates, least, most, stacking, gpu, rooms, None)
+    chosen = _fill(job, candidates, least, most, fits, rooms, None)
     if chosen or most >= len(candidates):
         return chosen
     ahead = _room_ahead([rooms.of(node) for node in candidates], most - 1)
-    return _fill(job, part, candidates, least, most, stacking, gpu, rooms, ahead)
+    return _fill(job, candidates, least, most, fits, rooms, ahead)
 
 
 def _gpus_per_node(job: Job, part: PartitionView) -> tuple[str, int] | None:
@@ -212,17 +216,16 @@ def _held_ahead(sums: Sequence[int], slots: int) -> int:
 
 def _fill(
     job: Job,
-    part: PartitionView,
     candidates: Sequence[NodeView],
     least: int,
     most: int,
-    stacking: bool,
-    gpu: gpus.GpuAsk | None,
+    fits: NodeFit,
     rooms: _Rooms,
     ahead: Sequence[Sequence[int]] | None,
 ) -> list[Alloc]:
     """``_packed``'s pass over the nodes in order; with ``ahead``, a node is passed
-    over when the nodes after it could not hold the tasks it would leave."""
+    over when the nodes after it could not hold the tasks it would leave. ``fits`` is
+    ``node_fits`` for the job (``request.fitter``: made once, not per node)."""
     remaining = job.num_tasks
     chosen: list[Alloc] = []
     per_task, least_cpus = job.cpus_per_task, job.min_cpus
@@ -245,7 +248,7 @@ def _fill(
         cpus = (tasks if tasks > 1 else 1) * per_task
         if cpus < least_cpus:
             cpus = least_cpus
-        fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
+        fit = fits(node, cpus)
         if fit is None:
             continue
         chosen.append((node.name, fit))
