@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import islice
+from operator import attrgetter
 
 from controller.core import (
     cpupick,
@@ -399,7 +400,7 @@ def place(
         scanned = free.candidates(part, enough, blocked, after)
         if only is not None or avoid:
             scanned = (n for n in scanned if n not in avoid and (only is None or n in only))
-        found = (node for n in scanned if (node := get(n)))
+        found = filter(None, map(get, scanned))  # no Python frame per node: views are truthy
         if topo is not None:
             chosen = _choose_in(topo, job, part, list(found), constraint, False, at)
             return _start(job, part, chosen, 0, nodes) if chosen else Reason.RESOURCES
@@ -518,7 +519,7 @@ def _first_candidates(
         more = list(islice(wanted, size - len(pool)))
         pool.extend(more)
         if free < need:
-            free += sum(node.free_cpus for node in more)
+            free += sum(map(_free_cpus, more))
         if free >= need:  # else no choice among the pool could hold the job
             chosen = _choose(job, part, pool, constraint, False)
             if chosen:
@@ -526,6 +527,9 @@ def _first_candidates(
         if len(pool) < size:  # every candidate was tried
             return Reason.RESOURCES
         size *= 4
+
+
+_free_cpus = attrgetter("free_cpus")  # a node's, without a Python call per node
 
 
 def _least_cpus(job: Job, part: PartitionView) -> int:
