@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import suppress
 from itertools import islice
+from operator import attrgetter
 
 from controller.core import (
     cpupick,
@@ -30,7 +31,9 @@ from controller.core.nodeindex import FreeNodes, selection_sorted
 from controller.core.plan import Start
 from controller.core.request import (
     Fit,
+    NodeFit,
     cpus_per_node,
+    fitter,
     gres_request,
     node_fits,
     share,
@@ -69,9 +72,10 @@ def _fixed(
     """Exactly ``min_nodes`` nodes, tasks spread evenly (``-N k`` alone, or with
     ``--ntasks-per-node``)."""
     cpus = cpus_per_node(job, job.min_nodes)
+    fits = fitter(job, part, stacking=stacking, gpu=gpu)
     chosen: list[Alloc] = []
     for node in candidates:
-        fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
+        fit = fits(node, cpus)
         if fit is not None:
             chosen.append((node.name, fit))
             if len(chosen) == job.min_nodes:
@@ -121,18 +125,19 @@ def _packed(
     that leave more tasks than the best of the nodes after them could hold.
     """
     most = min(most or job.max_nodes or len(candidates), part.max_nodes or len(candidates))
+    fits = fitter(job, part, stacking=stacking, gpu=gpu)
     want = _gpus_per_node(job, part)
     if want is not None:  # first with the tasks on the sockets of each node's GPUs
         confined = _Rooms(job, part, stacking, want)
-        chosen = _fill(job, part, candidates, least, most, stacking, gpu, confined, None)
+        chosen = _fill(job, candidates, least, most, fits, confined, None)
         if chosen:
             return chosen
     rooms = _Rooms(job, part, stacking)
-    chosen = _fill(job, part, candidates, least, most, stacking, gpu, rooms, None)
+    chosen = _fill(job, candidates, least, most, fits, rooms, None)
     if chosen or most >= len(candidates):
         return chosen
     ahead = _room_ahead([rooms.of(node) for node in candidates], most - 1)
-    return _fill(job, part, candidates, least, most, stacking, gpu, rooms, ahead)
+    return _fill(job, candidates, least, most, fits, rooms, ahead)
 
 
 def _gpus_per_node(job: Job, part: PartitionView) -> tuple[str, int] | None:
@@ -212,17 +217,16 @@ def _held_ahead(sums: Sequence[int], slots: int) -> int:
 
 def _fill(
     job: Job,
-    part: PartitionView,
     candidates: Sequence[NodeView],
     least: int,
     most: int,
-    stacking: bool,
-    gpu: gpus.GpuAsk | None,
+    fits: NodeFit,
     rooms: _Rooms,
     ahead: Sequence[Sequence[int]] | None,
 ) -> list[Alloc]:
     """``_packed``'s pass over the nodes in order; with ``ahead``, a node is passed
-    over when the nodes after it could not hold the tasks it would leave."""
+    over when the nodes after it could not hold the tasks it would leave. ``fits`` is
+    ``node_fits`` for the job (``request.fitter``: made once, not per node)."""
     remaining = job.num_tasks
     chosen: list[Alloc] = []
     per_task, least_cpus = job.cpus_per_task, job.min_cpus
@@ -245,7 +249,7 @@ def _fill(
         cpus = (tasks if tasks > 1 else 1) * per_task
         if cpus < least_cpus:
             cpus = least_cpus
-        fit = node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)
+        fit = fits(node, cpus)
         if fit is None:
             continue
         chosen.append((node.name, fit))
@@ -396,7 +400,7 @@ def place(
         scanned = free.candidates(part, enough, blocked, after)
         if only is not None or avoid:
             scanned = (n for n in scanned if n not in avoid and (only is None or n in only))
-        found = (node for n in scanned if (node := get(n)))
+        found = filter(None, map(get, scanned))  # no Python frame per node: views are truthy
         if topo is not None:
             chosen = _choose_in(topo, job, part, list(found), constraint, False, at)
             return _start(job, part, chosen, 0, nodes) if chosen else Reason.RESOURCES
@@ -515,7 +519,7 @@ def _first_candidates(
         more = list(islice(wanted, size - len(pool)))
         pool.extend(more)
         if free < need:
-            free += sum(node.free_cpus for node in more)
+            free += sum(map(_free_cpus, more))
         if free >= need:  # else no choice among the pool could hold the job
             chosen = _choose(job, part, pool, constraint, False)
             if chosen:
@@ -523,6 +527,9 @@ def _first_candidates(
         if len(pool) < size:  # every candidate was tried
             return Reason.RESOURCES
         size *= 4
+
+
+_free_cpus = attrgetter("free_cpus")  # a node's, without a Python call per node
 
 
 def _least_cpus(job: Job, part: PartitionView) -> int:

@@ -11,9 +11,9 @@ whose docstring states the OverSubscribe rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from controller.core import (
     cpupick,
@@ -227,10 +227,8 @@ def node_fits(
             return None
         if room is not None and cpus > room:
             return None
-    memory = mem_per_node(job, part, cpus, node.real_memory)
-    if memory > node.real_memory or memory > node.free_memory:
-        return None
-    if part.max_mem_per_node and memory > part.max_mem_per_node:
+    memory = _memory_here(job, part, node, cpus)
+    if memory is None:
         return None
     taken: Gres = ()
     if job.gres:
@@ -245,6 +243,87 @@ def node_fits(
     kept = tuple(g for g in node.gres if g[2]) if exclusive else taken
     used = cpus if node.unit == 1 else threads.usable(cpus, node.unit, job.threads_per_core)
     return Fit(cpus, memory, kept, used)
+
+
+#: ``node_fits`` with the job, partition and request bound: what a node gives ``cpus``.
+NodeFit = Callable[[NodeView, int], Fit | None]
+
+
+def fitter(
+    job: Job, part: PartitionView, *, stacking: bool = False, gpu: GpuAsk | None = None
+) -> NodeFit:
+    """``node_fits(job, part, node, cpus, stacking=stacking, gpu=gpu)`` as a function of
+    the node and CPUs, for placement's walks over many nodes with one request.
+
+    A plain request (no GPUs, GRES, sockets, cores per socket, tasks per socket, whole
+    node or shared CPUs: every trace replay's one-CPU tasks) gets ``_plain_fits``, which
+    decides whether those checks matter once, not per node; any other, ``node_fits``.
+    """
+    general: NodeFit = partial(node_fits, job, part, stacking=stacking, gpu=gpu)
+    if (
+        gpu is not None
+        or job.gres
+        or job.exclusive
+        or part.exclusive
+        or share(job, part)
+        or job.ntasks_per_socket
+        or job.sockets_per_node > 1
+        or job.cores_per_socket > 1
+    ):
+        return general
+    return partial(_plain_fits, job, part, general)
+
+
+def _plain_fits(
+    job: Job, part: PartitionView, general: NodeFit, node: NodeView, cpus: int
+) -> Fit | None:
+    """``node_fits`` for a plain request (``fitter``), with the same answer on every node.
+
+    Why it is the same: for such a request ``node_fits`` skips its GPU, GRES,
+    tasks-per-socket and whole-node branches, and ``socket_room`` is None (neither
+    sockets nor cores per socket above one). On a node that allocates one CPU at a
+    time and has no sharing jobs (else: ``general``), ``threads.held`` is skipped,
+    ``cpus_free`` without a share is the node's free CPUs, and its ``used`` is
+    ``cpus``; what is left are the checks below, in the same order, and the same
+    memory. ``Fit`` is frozen, so equal ones are shared (``_plain_fit``).
+    """
+    if node.unit != 1 or node.shared:
+        return general(node, cpus)
+    if not node.usable or job.sockets_per_node > node.sockets:
+        return None
+    if cpus > node.cpus or cpus > node.free_cpus:
+        return None
+    if part.max_cpus_per_node is not None and cpus > part.max_cpus_per_node:
+        return None
+    memory = _memory_here(job, part, node, cpus)
+    if memory is None:
+        return None
+    return _plain_fit(cpus, memory)
+
+
+@lru_cache(maxsize=4096)
+def _plain_fit(cpus: int, memory: int) -> Fit:
+    """What a plain request gets on a node (``_plain_fits``): all its CPUs usable, no GRES."""
+    return Fit(cpus, memory, (), cpus)
+
+
+def _memory_here(
+    job: Job,
+    part: PartitionView,
+    node: NodeView,
+    cpus: int,
+    gpus: int = 0,
+    mem_per_gpu: int | None = None,
+) -> int | None:
+    """The MiB ``job`` takes on ``node`` with ``cpus`` CPUs and ``gpus`` GPUs
+    (``mem_per_node``), None where the node has not so much free or MaxMemPerNode
+    is less."""
+    memory = mem_per_node(job, part, cpus, node.real_memory, gpus, mem_per_gpu)
+    if memory > node.real_memory or memory > node.free_memory:
+        return None
+    if part.max_mem_per_node and memory > part.max_mem_per_node:
+        return None
+    return memory
 
 
 def socket_room(job: Job, node: NodeView) -> int | None:
@@ -321,10 +400,8 @@ def _gpu_fits(
             return None
         gpu = here
     on_node = gpu.per_node + dealt
-    memory = mem_per_node(job, part, cpus, node.real_memory, on_node, gpu.mem_per_gpu)
-    if memory > node.real_memory or memory > node.free_memory:
-        return None
-    if part.max_mem_per_node and memory > part.max_mem_per_node:
+    memory = _memory_here(job, part, node, cpus, on_node, gpu.mem_per_gpu)
+    if memory is None:
         return None
     taken = gres_fit(gpu.request(gpus, also), node.gres)
     if taken is None:
