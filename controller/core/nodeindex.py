@@ -116,8 +116,8 @@ class NodeOrder:
         order does not hold. Keys are compared by value and an order is made from its
         key alone, so the order found is the one that would be made: a node added or
         gone, a weight changed (``scontrol update``) or a partition reconfigured makes
-        another key. Reading the key walks the nodes once in C; making an order sorts
-        them and builds a dict and a bitmap per partition in Python.
+        another key. Reading the key walks the nodes once; making an order also sorts
+        them and builds a dict and a bitmap per partition.
         """
         key = (
             bitmaps,
@@ -128,7 +128,7 @@ class NodeOrder:
         recent = cls._recent
         for i, order in enumerate(recent):
             if order.key == key:
-                if i:  # the least recently used goes first
+                if i:  # now the most recently used: it goes first
                     cls._recent = (order, *recent[:i], *recent[i + 1 :])
                 return order
         order = cls(key)
@@ -149,7 +149,7 @@ def _range_string(positions: list[int]) -> str:
     """Ascending distinct ``positions`` as a range string (``0-337``): a NodeSet made
     from one sets each run at once, where one made from the positions checks each in
     Python. Distinct ascending positions that span as many numbers as there are of
-    them are one run, as a partition of every node is: that is said without a walk."""
+    them are one run (a partition of every node is), told without a walk."""
     if positions and positions[-1] - positions[0] == len(positions) - 1:
         return pynodeset.format_runs([(positions[0], positions[-1])])
     runs: list[tuple[int, int]] = []
