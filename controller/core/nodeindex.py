@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from controller.core.plan import Start
 from controller.core.snapshot import NodeView, PartitionView
@@ -43,34 +43,97 @@ PYTHON_BITMAPS = Bitmaps("python", pynodeset.NodeSet, pynodeset.NodeCounts, pyno
 
 def selection_sorted(nodes: Mapping[str, NodeView]) -> tuple[str, ...]:
     """The nodes by Weight, lowest first, then rank (configuration order); equal
-    ones keep the mapping's order (a stable sort). Every pass sorts its nodes, so the
-    keys are made in one comprehension and the sort looks them up in C."""
-    names = list(nodes)
-    keys = [(view.weight, view.rank) for view in nodes.values()]
-    return tuple(names[i] for i in sorted(range(len(names)), key=keys.__getitem__))
+    ones keep the mapping's order (a stable sort)."""
+    return _by_keys(tuple(nodes), _selection_keys(nodes))
+
+
+def _selection_keys(nodes: Mapping[str, NodeView]) -> tuple[tuple[int, int], ...]:
+    """Each node's (Weight, rank), in the mapping's order. One comprehension: every
+    pass reads them for every node, and a comprehension's attribute reads are faster
+    than ``operator.attrgetter``'s (measured)."""
+    return tuple([(view.weight, view.rank) for view in nodes.values()])
+
+
+def _by_keys(names: tuple[str, ...], keys: tuple[tuple[int, int], ...]) -> tuple[str, ...]:
+    """``names`` sorted by their ``keys`` (stable); the sort looks the keys up in C,
+    without a Python key call per node."""
+    return tuple([names[i] for i in sorted(range(len(names)), key=keys.__getitem__)])
+
+
+#: What a NodeOrder is made from (``NodeOrder.of`` reads it from a snapshot): the
+#: bitmaps, the node names in the mapping's order (which breaks ties), each node's
+#: (weight, rank), and each partition's name and node list.
+OrderKey = tuple[
+    "Bitmaps",
+    tuple[str, ...],
+    tuple[tuple[int, int], ...],
+    tuple[tuple[str, tuple[str, ...]], ...],
+]
 
 
 class NodeOrder:
     """Every node of a snapshot as a bit position, in selection order, and each
-    partition's nodes as a NodeSet of those positions."""
+    partition's nodes as a NodeSet of those positions.
 
-    def __init__(
-        self,
-        nodes: Mapping[str, NodeView],
-        parts: Iterable[PartitionView],
-        bitmaps: Bitmaps = C_BITMAPS,
-    ) -> None:
-        self.names: tuple[str, ...] = selection_sorted(nodes)
-        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+    Made from its ``OrderKey`` alone and read-only once made, so passes whose
+    snapshots have equal keys share one (``of``).
+    """
+
+    #: The orders used last, most recent first (``of``): a tuple, replaced whole, so
+    #: that a pass in another thread reads a consistent one (at worst it makes its own).
+    _recent: ClassVar[tuple[NodeOrder, ...]] = ()
+    #: Enough for the few snapshots that alternate (the sim's passes see every node,
+    #: or only the nodes with a free CPU), few enough that a miss costs little.
+    _KEEP: ClassVar[int] = 4
+
+    def __init__(self, key: OrderKey) -> None:
+        self.key = key
+        bitmaps, names, keys, parts = key
+        self.names: tuple[str, ...] = _by_keys(names, keys)
+        self.index: dict[str, int] = dict(zip(self.names, range(len(names)), strict=True))
         self.bitmaps = bitmaps
         size = len(self.names)
         index = self.index
         self.masks: dict[str, Any] = {
-            part.name: bitmaps.node_set(
-                _range_string(sorted(index[n] for n in part.nodes if n in index)), size=size
+            name: bitmaps.node_set(
+                _range_string(sorted({index[n] for n in members if n in index})), size=size
             )
-            for part in parts
+            for name, members in parts
         }
+
+    @classmethod
+    def of(
+        cls,
+        nodes: Mapping[str, NodeView],
+        parts: Iterable[PartitionView],
+        bitmaps: Bitmaps = C_BITMAPS,
+    ) -> NodeOrder:
+        """The order of ``nodes`` and ``parts``: one a recent pass made from an equal
+        key, else a new one.
+
+        Every pass sorts and numbers the nodes, though the nodes, their weights and
+        the partitions seldom change between passes: their free resources do, which an
+        order does not hold. Keys are compared by value and an order is made from its
+        key alone, so the order found is the one that would be made: a node added or
+        gone, a weight changed (``scontrol update``) or a partition reconfigured makes
+        another key. Reading the key walks the nodes once; making an order also sorts
+        them and builds a dict and a bitmap per partition.
+        """
+        key = (
+            bitmaps,
+            tuple(nodes),
+            _selection_keys(nodes),
+            tuple((part.name, part.nodes) for part in parts),
+        )
+        recent = cls._recent
+        for i, order in enumerate(recent):
+            if order.key == key:
+                if i:  # now the most recently used: it goes first
+                    cls._recent = (order, *recent[:i], *recent[i + 1 :])
+                return order
+        order = cls(key)
+        cls._recent = (order, *recent[: cls._KEEP - 1])
+        return order
 
     def free_cpus(self, nodes: Mapping[str, NodeView]) -> Any:
         """A NodeCounts of each position's free CPUs in ``nodes``."""
@@ -83,9 +146,12 @@ class NodeOrder:
 
 
 def _range_string(positions: list[int]) -> str:
-    """Ascending ``positions`` as a range string (``0-337``): a NodeSet made from one
-    sets each run at once, where one made from the positions checks each in Python,
-    and a pass numbers every partition's nodes anew."""
+    """Ascending distinct ``positions`` as a range string (``0-337``): a NodeSet made
+    from one sets each run at once, where one made from the positions checks each in
+    Python. Distinct ascending positions that span as many numbers as there are of
+    them are one run (a partition of every node is), told without a walk."""
+    if positions and positions[-1] - positions[0] == len(positions) - 1:
+        return pynodeset.format_runs([(positions[0], positions[-1])])
     runs: list[tuple[int, int]] = []
     for i in positions:
         if runs and runs[-1][1] >= i - 1:

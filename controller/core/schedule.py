@@ -179,7 +179,7 @@ def schedule(
             plan.ended[job.job_id] = reason
         else:
             plan.reasons[job.job_id] = reason
-    free = FreeNodes(nodes, NodeOrder(nodes, snap.partitions.values(), bitmaps))
+    free = FreeNodes(nodes, NodeOrder.of(nodes, snap.partitions.values(), bitmaps))
     queues = QueueLedger(snap.queues)
     chooser = Chooser(snap, queues, plan)  # jobs naming alternatives: core/flavors.py
     ordered = queues.in_quota_first(_order(candidates, snap))
