@@ -87,13 +87,15 @@ class _State:
 class _Picture(Mapping[str, NodeView]):
     """A trial time's free resources as views, each made when first read.
 
-    Per node, the last view made is kept with the view now and the part it was made
-    of (``_made``), across pictures and passes: a view is ``with_free``'s of the two,
-    the one of a frozen view found by identity, the part by value, so a view kept
-    is the view that would be made. Pictures of a pass share most of their parts,
-    and consecutive passes (the sim's events, the controller's passes) mostly see
-    the same views of busy nodes and the same jobs ending, so most views placement
-    reads are made once, not once per pass.
+    Per node, the last view made is kept (``_made``, across pictures and passes)
+    with the two it was made of: the view now, matched by identity (frozen, so the
+    same fields), and the part, matched by value. ``with_free`` of equal inputs is an
+    equal view, so a kept view is the one that would be made. Pictures of a pass
+    share most of their parts, and consecutive passes (the sim's events, the
+    controller's passes) mostly see the same views of busy nodes and the same jobs
+    ending, so most views placement reads are made once, not once per pass. An entry
+    is replaced whole and checked before use (a pass in another thread at worst makes
+    a view again), one per node name: the cache stays the size of the cluster.
     """
 
     __slots__ = ("_state",)
