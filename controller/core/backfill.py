@@ -398,7 +398,7 @@ class Backfill:
                 continue
             if resv is not None and when >= resv.end:
                 break
-            free, totals = timeline.state(i)
+            totals = timeline.totals(i)
             found: _Found | None = None
             for part in parts:
                 total = totals[part.name]
@@ -411,6 +411,7 @@ class Backfill:
                 index = timeline.free_nodes(i)
                 prefer = timeline.gained(i)
                 after = None if prefer else self.resume.get(key)
+                free = timeline.free(i)
                 outcome = self._place(job, part, when, length, free, index, after, prefer)
                 if isinstance(outcome, Start):
                     if not prefer:

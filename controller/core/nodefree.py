@@ -47,7 +47,8 @@ Shared = tuple[tuple[str, int, int], ...]
 class Free(NamedTuple):
     """A node's size and what jobs coming and going change of it: the part of a
     ``NodeView`` this arithmetic reads and writes, lighter to make than a view
-    for a walk over many states (``Timeline.ready``)."""
+    for a walk over many states (``Timeline.ready``) and for backfill's future
+    pictures, most of which are only counted, never placed on (``Timeline``)."""
 
     cpus: int
     real_memory: int
@@ -56,6 +57,7 @@ class Free(NamedTuple):
     gres: Gres
     unshared: bool
     shared: Shared
+    idle: bool  # what the view's ``idle`` becomes: after an end, whether all CPUs are free
 
 
 #: What the functions below read: a view, or its ``Free`` part.
@@ -149,6 +151,12 @@ def take(
         shared_ids = add_load(shared_ids, ids)
     elif ids:
         kept_ids |= ids
+    return with_free(node, taken(node, cpus, memory, gres, share, partition), kept_ids, shared_ids)
+
+
+def taken(node: Node, cpus: int, memory: int, gres: Gres, share: int, partition: str) -> Free:
+    """``take``'s arithmetic, on the ``Free`` part alone (no CPU ids: those are the
+    view's, and a future picture names none)."""
     shared = node.shared
     if share:
         shared = _shared_plus(shared, partition, cpus)
@@ -157,16 +165,15 @@ def take(
         free = free_cpus(node.cpus, held(node) + cpus, shared)
     else:  # the common case: no loads, so the free CPUs are what is not held
         free = max(node.free_cpus - cpus, 0)
-    return changed(
-        node,
+    return Free(
+        node.cpus,
+        node.real_memory,
         free,
         node.free_memory - memory,
-        False,
         gres_minus(node.gres, gres),
         node.unshared or not share,
         shared,
-        kept_ids,
-        shared_ids,
+        False,
     )
 
 
@@ -189,16 +196,24 @@ def give(
             node.shared_ids,
         )
     left = given(node, cpus, memory, gres, share, partition)
+    return with_free(node, left, node.kept_ids, node.shared_ids)
+
+
+def with_free(node: NodeView, left: Free, kept_ids: int, shared_ids: tuple[int, ...]) -> NodeView:
+    """``node`` with the free part ``left`` and the CPU ids held. From ``node``'s
+    own ids, with ``left`` what a run of ``given`` and ``taken`` made of ``node``:
+    the view ``give`` and ``take`` (no CPU ids named) would have made, so a picture
+    kept as ``Free`` parts becomes the same views when one is asked for."""
     return changed(
         node,
         left.free_cpus,
         left.free_memory,
-        left.free_cpus == node.cpus,
+        left.idle,
         left.gres,
         left.unshared,
         left.shared,
-        node.kept_ids,
-        node.shared_ids,
+        kept_ids,
+        shared_ids,
     )
 
 
@@ -277,6 +292,7 @@ def given(node: Node, cpus: int, memory: int, gres: Gres, share: int, partition:
         gres_plus(node.gres, gres),
         node.unshared and kept > 0,
         shared,
+        free == node.cpus,
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from controller.core.plan import Start
 from controller.core.snapshot import NodeView, PartitionView
@@ -35,6 +35,14 @@ class Bitmaps:
     node_set: Any  # NodeSet class
     counts: Any  # NodeCounts class
     claims: Any  # NodeClaims class
+
+
+class Counted(Protocol):
+    """What the free CPU counts read of a node: its view, or the lighter part of one
+    that backfill's future pictures keep (``nodefree.Free``, ``core/timeline.py``)."""
+
+    @property
+    def free_cpus(self) -> int: ...
 
 
 C_BITMAPS = Bitmaps("c", nodeset.NodeSet, nodeset.NodeCounts, nodeset.NodeClaims)
@@ -135,7 +143,7 @@ class NodeOrder:
         cls._recent = (order, *recent[: cls._KEEP - 1])
         return order
 
-    def free_cpus(self, nodes: Mapping[str, NodeView]) -> Any:
+    def free_cpus(self, nodes: Mapping[str, Counted]) -> Any:
         """A NodeCounts of each position's free CPUs in ``nodes``."""
         return self.bitmaps.counts([nodes[name].free_cpus for name in self.names])
 
@@ -220,7 +228,7 @@ class FreeNodes:
     a pass, so a scan never misses a node that could fit.
     """
 
-    def __init__(self, nodes: Mapping[str, NodeView], order: NodeOrder) -> None:
+    def __init__(self, nodes: Mapping[str, Counted], order: NodeOrder) -> None:
         self._nodes = nodes
         self.order = order
         self._counts = order.free_cpus(nodes)

@@ -14,6 +14,14 @@ backfill starts now changes the pictures before its end: ``take`` subtracts
 it from those, and its release is recorded (and its end made a moment) for
 those not computed yet. Per node, the releases stay sorted by time, so
 "since when does this node have enough?" is a short walk.
+
+A job is placed at few of the moments it is tried at (elsewhere only the usable
+free CPUs per partition are counted), and then looks closely at few nodes: the
+candidate scan reads the free CPUs alone. So a picture keeps each node that an
+end or a start changed as its ``nodefree.Free`` part, changed by ``given`` and
+``taken`` in the order ``give`` and ``take`` would change a view, and a view is
+made of it (``nodefree.with_free``: the view those would have made) only when
+a placement reads the node.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from controller.core import nodefree
 from controller.core.nodeindex import FreeNodes, NodeOrder
@@ -57,6 +66,63 @@ def ceil_to(t: int, resolution: int) -> int:
     return -(-t // resolution) * resolution
 
 
+class _State:
+    """The free resources at one trial time."""
+
+    __slots__ = ("base", "gained", "nodes", "totals")
+
+    def __init__(
+        self,
+        base: Mapping[str, NodeView],
+        nodes: dict[str, NodeView | nodefree.Free],
+        totals: dict[str, int],
+        gained: set[str],
+    ) -> None:
+        self.base = base  # the nodes free now, when the first picture of this one's chain was made
+        self.nodes = nodes  # per node: its view in ``base``, or its part once changed since
+        self.totals = totals  # the usable free CPUs per group
+        self.gained = gained  # the nodes some release has given to since now
+
+
+class _Picture(Mapping[str, NodeView]):
+    """A trial time's free resources as views, each made when first read.
+
+    Per node, the last view made is kept (``_made``, across pictures and passes)
+    with the two it was made of: the view now, matched by identity (frozen, so the
+    same fields), and the part, matched by value. ``with_free`` of equal inputs is an
+    equal view, so a kept view is the one that would be made. Pictures of a pass
+    share most of their parts, and consecutive passes (the sim's events, the
+    controller's passes) mostly see the same views of busy nodes and the same jobs
+    ending, so most views placement reads are made once, not once per pass. An entry
+    is replaced whole and checked before use (a pass in another thread at worst makes
+    a view again), one per node name: the cache stays the size of the cluster.
+    """
+
+    __slots__ = ("_state",)
+
+    _made: ClassVar[dict[str, tuple[NodeView, nodefree.Free, NodeView]]] = {}
+
+    def __init__(self, state: _State) -> None:
+        self._state = state
+
+    def __getitem__(self, name: str) -> NodeView:
+        node = self._state.nodes[name]
+        if isinstance(node, NodeView):
+            return node
+        base = self._state.base[name]
+        made = self._made.get(name)
+        if made is None or made[0] is not base or made[1] != node:
+            view = nodefree.with_free(base, node, base.kept_ids, base.shared_ids)
+            made = self._made[name] = (base, node, view)
+        return made[2]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state.nodes)
+
+    def __len__(self) -> int:
+        return len(self._state.nodes)
+
+
 class Timeline:
     """Trial times and the free resources at each, computed once per pass."""
 
@@ -84,9 +150,7 @@ class Timeline:
         self._releases = sorted(releases, key=lambda r: r.at)
         self._groups = groups
         self._order = order
-        # Per computed trial time: the free resources, the usable free CPUs per group,
-        # and the nodes some release has given to since now.
-        self._states: list[tuple[dict[str, NodeView], dict[str, int], set[str]]] = []
+        self._states: list[_State] = []  # per computed trial time
         self._indexes: dict[int, FreeNodes] = {}  # by trial time
         # Per node, (when, release, its index on the node) in time order.
         self.by_node: dict[str, list[tuple[int, int, Release]]] = {}
@@ -109,36 +173,42 @@ class Timeline:
             for group, members in self._groups.items()
         }
 
-    def state(self, i: int) -> tuple[dict[str, NodeView], dict[str, int]]:
-        """The free resources at ``times[i]`` and the usable free CPUs per group."""
-        free, totals, _ = self._state(i)
-        return free, totals
+    def totals(self, i: int) -> dict[str, int]:
+        """The usable free CPUs per group at ``times[i]``."""
+        return self._state(i).totals
+
+    def free(self, i: int) -> Mapping[str, NodeView]:
+        """The free resources at ``times[i]``, per node."""
+        return _Picture(self._state(i))
 
     def gained(self, i: int) -> set[str]:
         """The nodes that some job's end gives resources back to by ``times[i]``: busy
         now, so a plan that takes them first leaves the nodes free now to backfill."""
-        return self._state(i)[2]
+        return self._state(i).gained
 
-    def _state(self, i: int) -> tuple[dict[str, NodeView], dict[str, int], set[str]]:
+    def _state(self, i: int) -> _State:
         while len(self._states) <= i:
             self._states.append(self._next(len(self._states)))
         return self._states[i]
 
-    def _next(self, k: int) -> tuple[dict[str, NodeView], dict[str, int], set[str]]:
+    def _next(self, k: int) -> _State:
         """The state at ``times[k]`` from the one before it (or from now)."""
         if k == 0:
-            free, totals, gained = dict(self._nodes), self._totals(self._nodes), set()
+            base = dict(self._nodes)
+            state = _State(base, dict(base), self._totals(base), set())
             begin = -1
         else:
-            previous, before, had = self._states[k - 1]
-            free, totals, gained = dict(previous), dict(before), set(had)
+            previous = self._states[k - 1]
+            state = _State(
+                previous.base, dict(previous.nodes), dict(previous.totals), set(previous.gained)
+            )
             begin = self.times[k - 1]
         lo = bisect.bisect_right(self._releases, begin, key=_at)
         hi = bisect.bisect_right(self._releases, self.times[k], key=_at)
         for rel in self._releases[lo:hi]:
-            self._change(free, totals, rel, nodefree.give)
-            gained.update(rel.nodes)
-        return free, totals, gained
+            self._change(state, rel, nodefree.given)
+            state.gained.update(rel.nodes)
+        return state
 
     def add(self, when: int) -> None:
         """Make ``when`` (on the resolution: the end of a plan) a trial time too."""
@@ -155,16 +225,16 @@ class Timeline:
         """The free CPUs per node position at ``times[i]``, for candidate scans."""
         when = self.times[i]
         if when not in self._indexes:
-            self._indexes[when] = FreeNodes(self.state(i)[0], self._order)
+            self._indexes[when] = FreeNodes(self._state(i).nodes, self._order)
         return self._indexes[when]
 
     def take(self, start: Start, end: int | None) -> None:
         """A job started now and holds its allocation until ``end`` (None: past the window)."""
         held = Release.of(start, 0)
-        for when, (free, totals, _) in zip(self.times, self._states, strict=False):
+        for when, state in zip(self.times, self._states, strict=False):
             if end is not None and when >= end:
                 break
-            self._change(free, totals, held, nodefree.take)
+            self._change(state, held, nodefree.taken)
             if when in self._indexes:
                 self._indexes[when].taken(start)
         if end is not None:
@@ -175,20 +245,20 @@ class Timeline:
 
     def _change(
         self,
-        free: dict[str, NodeView],
-        totals: dict[str, int],
+        state: _State,
         held: Release,
-        change: Callable[[NodeView, int, int, Gres, int, str], NodeView],
+        change: Callable[[nodefree.Node, int, int, Gres, int, str], nodefree.Free],
     ) -> None:
-        """Apply ``change`` (``nodefree.take`` or ``give``) of what ``held`` holds
-        to ``free``, keeping the usable free CPUs per group."""
+        """Apply ``change`` (``nodefree.taken`` or ``given``) of what ``held`` holds
+        to ``state``, keeping the usable free CPUs per group."""
+        free, totals = state.nodes, state.totals
         for name, cpus, memory, gres in held.items():
             node = free[name]
-            changed = free[name] = change(node, cpus, memory, gres, held.share, held.partition)
-            if node.usable:
+            left = free[name] = change(node, cpus, memory, gres, held.share, held.partition)
+            if state.base[name].usable:
                 for group, members in self._groups.items():
                     if name in members:
-                        totals[group] += changed.free_cpus - node.free_cpus
+                        totals[group] += left.free_cpus - node.free_cpus
 
     def ready(self, start: Start, nodes: Mapping[str, NodeView], now: int) -> int:
         """When every node of ``start`` (free as in ``nodes`` now) first holds what

@@ -153,6 +153,24 @@ def test_starts_and_ends_in_any_order_agree_with_the_ledgers_counts(
 
 
 @settings(max_examples=400, deadline=None)
+@given(busy=_busy(), data=st.data())
+def test_free_parts_made_into_a_view_are_the_view_give_and_take_make(
+    busy: tuple[NodeView, Ledger, list[Alloc]], data: st.DataObject
+) -> None:
+    """Backfill's pictures keep ``Free`` parts (``given``, ``taken``) and make a view
+    of one when placement reads it (``with_free``): the view ``give`` and ``take``
+    would have made, after any run of ends and starts, fitting or not."""
+    view, _, running = busy
+    part: nodefree.Node = view
+    jobs = st.one_of(st.sampled_from(running), _alloc(view.cpus)) if running else _alloc(view.cpus)
+    for ending, a in data.draw(st.lists(st.tuples(st.booleans(), jobs))):
+        change = (nodefree.given, nodefree.taken)[not ending]
+        part = change(part, a.cpus, a.memory, a.gres, a.share, a.partition)
+        view = (_give if ending else _take)(view, a)
+        assert nodefree.with_free(busy[0], part, view.kept_ids, view.shared_ids) == view
+
+
+@settings(max_examples=400, deadline=None)
 @given(case=_busy_and_one_more())
 def test_fits_exactly_when_taking_drives_no_count_below_zero(case: tuple[NodeView, Alloc]) -> None:
     view, a = case
