@@ -176,7 +176,8 @@ class Backfilling:
       nodes with a free CPU; nothing may start at all: no call;
     * ``easy`` on nodes of one CPU: the jobs that would run into the head's
       plan and need more CPUs than it leaves free are left out, the plan
-      counted rather than placed (``shadow.py``); none left: no call;
+      counted rather than placed (``shadow.py``); none left: no call; where
+      the plan cannot touch those left, the main pass starts them alone;
     * ``easy``, while nothing has started or ended since a pass that started
       nothing: the jobs that cannot start beside its plan for the head, which
       still holds (``_Failed``), are left out; none left: no call.
@@ -224,7 +225,13 @@ class Backfilling:
             del behind[last + 1 :]
         if behind and self.params.easy and cluster.cpus_per_node == 1:
             assert head is not None
-            behind = self._beside_plan(cluster, now, shown, head, behind, free)
+            behind, unblocked = self._beside_plan(cluster, now, shown, head, behind, free)
+            if unblocked:  # they start as the main pass would start them: in order, if they fit
+                for job in behind:
+                    if job.cpus_needed <= free:
+                        free -= job.cpus_needed
+                        shown.append(job)
+                behind = []
         known: frozenset[int] = frozenset()  # behind the head, tested in vain already
         failed = self._failed
         if behind and not shown and failed is not None:
@@ -264,15 +271,24 @@ class Backfilling:
         head: Job,
         behind: list[Job],
         free: int,
-    ) -> list[Job]:
+    ) -> tuple[list[Job], bool]:
         """The jobs of ``behind`` that may start beside the head's plan, counted
-        (``shadow.py``); ``free``: the CPUs free after the main pass's starts."""
+        (``shadow.py``), and whether the plan leaves them all alone; ``free``: the
+        CPUs free after the main pass's starts.
+
+        The plan leaves them alone when there is none in the window, when it takes
+        no node free now, or when each of them ends before it can begin: backfill then
+        places each as the main pass would (no node it could take is reserved), so
+        the main pass starts them, without the head and its reservation.
+        """
         params = self.params
         started = ((now + run_length(job, params), job.cpus_needed) for job in shown)
         plan = shadow(chain(cluster.releases(), started), free, head.cpus_needed, now, params)
         if plan is None:
-            return behind
-        return [j for j in behind if j.cpus_needed <= plan.extra or not plan.blocks(j, now, params)]
+            return behind, True
+        kept = [j for j in behind if j.cpus_needed <= plan.extra or not plan.blocks(j, now, params)]
+        alone = plan.extra == free or all(plan.clear(j, now, params) for j in kept)
+        return kept, alone
 
     def _remember(self, plan: Plan, head: Job, behind: list[Job], known: frozenset[int]) -> None:
         """Keep what a pass that started nothing proves for the next (``_Failed``);

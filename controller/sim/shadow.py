@@ -28,6 +28,12 @@ only on free nodes outside the plan, so not when it needs more than ``extra``.
 Starts only take free nodes, so such a job cannot start later in the same pass
 either: ``Backfilling`` leaves it out (it neither starts nor reserves), and
 makes no call when nothing is left that could start.
+
+Where the plan cannot touch the jobs left (no plan in the window; a plan on
+nodes busy now only, since starts take free nodes; or jobs that each end, by
+the same rounding, before ``earliest``), backfill places them as the main pass
+does, one after the other where they fit, on nodes no reservation blocks: the
+main pass is asked to start them, and the head's reservation is not made.
 """
 
 from __future__ import annotations
@@ -51,6 +57,10 @@ class Shadow:
     def blocks(self, job: Job, now: int, params: BackfillParams) -> bool:
         """Whether ``job`` started now certainly runs into the head's plan."""
         return ceil_to(now + run_length(job, params), params.resolution) > self.latest
+
+    def clear(self, job: Job, now: int, params: BackfillParams) -> bool:
+        """Whether ``job`` started now certainly ends before the head's plan begins."""
+        return ceil_to(now + run_length(job, params), params.resolution) <= self.earliest
 
 
 def run_length(job: Job, params: BackfillParams) -> int:
