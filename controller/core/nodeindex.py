@@ -143,10 +143,6 @@ class NodeOrder:
         cls._recent = (order, *recent[: cls._KEEP - 1])
         return order
 
-    def free_cpus(self, nodes: Mapping[str, Counted]) -> Any:
-        """A NodeCounts of each position's free CPUs in ``nodes``."""
-        return self.bitmaps.counts([nodes[name].free_cpus for name in self.names])
-
     def partition(self, part: PartitionView) -> list[str]:
         """The partition's nodes, in selection order."""
         names = self.names
@@ -221,6 +217,10 @@ class Claimed(Set[str]):
         return sum(1 for _ in self)
 
 
+#: How many candidates a scan asks for first (``FreeNodes.candidates``).
+_BATCH = 16
+
+
 class FreeNodes:
     """For one pass, or one backfill probe: the free CPUs of each node position.
 
@@ -231,7 +231,10 @@ class FreeNodes:
     def __init__(self, nodes: Mapping[str, Counted], order: NodeOrder) -> None:
         self._nodes = nodes
         self.order = order
-        self._counts = order.free_cpus(nodes)
+        # Each position's free CPUs twice: as a list, which ``candidates`` sums
+        # without a Python call per node, and as the NodeCounts the C scans read.
+        self._free = [nodes[name].free_cpus for name in order.names]
+        self._counts = order.bitmaps.counts(self._free)
 
     def names(self, part: PartitionView) -> list[str]:
         """The partition's nodes with a free CPU, in selection order."""
@@ -239,33 +242,61 @@ class FreeNodes:
         return [names[i] for i in self.order.masks[part.name].scan(self._counts, 1)]
 
     def candidates(
-        self, part: PartitionView, least: int, blocked: Set[str], after: str | None
-    ) -> Iterator[str]:
+        self,
+        part: PartitionView,
+        least: int,
+        blocked: Set[str],
+        after: str | None,
+        need: int = 0,
+    ) -> tuple[Iterator[str], bool]:
         """The partition's nodes, in selection order from ``after`` (a node whose
-        predecessors cannot fit), with ``least`` free CPUs and not ``blocked``.
+        predecessors cannot fit), with ``least`` free CPUs and not ``blocked``; and
+        whether their free CPUs reach ``need`` in all.
 
-        Asked for in growing batches: most jobs need only the first few.
+        Asked for in growing batches: most jobs need only the first few. Where the
+        first batch's free CPUs fall short of ``need``, one more scan takes all the
+        rest at once and sums theirs without a Python call per node, so that a job the
+        candidates cannot hold is told before any of them is looked at.
         """
-        order = self.order
-        mask = order.masks[part.name]
-        start = order.index.get(after, 0) if after is not None else 0
-        if isinstance(blocked, Claimed):
-            claims, begin, end = blocked.claims, blocked.begin, blocked.end
-        else:
-            claims, begin, end = None, 0, 0
-            if blocked:
-                raise TypeError("blocked nodes must be a Claimed interval or empty")
-        names, want = order.names, 16
+        mask, claims, begin, end, start = self._scan_of(part, blocked, after)
+        first = mask.scan(self._counts, least, claims, begin, end, start, _BATCH)
+        free = self._free.__getitem__
+        held = sum(map(free, first))
+        if held >= need or len(first) < _BATCH:
+            return self._batches(mask, least, claims, begin, end, first), held >= need
+        rest = mask.scan(self._counts, least, claims, begin, end, first[-1] + 1, len(self._free))
+        return map(self.order.names.__getitem__, first + rest), held + sum(map(free, rest)) >= need
+
+    def _batches(
+        self, mask: Any, least: int, claims: Any, begin: int, end: int, found: list[int]
+    ) -> Iterator[str]:
+        """The names of ``found`` (a scan's first batch), then of the scan's further
+        nodes, four times as many per batch."""
+        names, want = self.order.names, _BATCH
         while True:
-            found = mask.scan(self._counts, least, claims, begin, end, start, want)
             for i in found:
                 yield names[i]
             if len(found) < want:
                 return
             start = found[-1] + 1
             want *= 4
+            found = mask.scan(self._counts, least, claims, begin, end, start, want)
+
+    def _scan_of(
+        self, part: PartitionView, blocked: Set[str], after: str | None
+    ) -> tuple[Any, Any, int, int, int]:
+        """The partition's mask, the claims ``blocked`` stands for with their interval
+        (None when nothing is blocked), and the position the scan starts at."""
+        order = self.order
+        start = order.index.get(after, 0) if after is not None else 0
+        if isinstance(blocked, Claimed):
+            return order.masks[part.name], blocked.claims, blocked.begin, blocked.end, start
+        if blocked:
+            raise TypeError("blocked nodes must be a Claimed interval or empty")
+        return order.masks[part.name], None, 0, 0, start
 
     def taken(self, start: Start) -> None:
-        nodes, counts, index = self._nodes, self._counts, self.order.index
+        nodes, counts, free, index = self._nodes, self._counts, self._free, self.order.index
         for name in start.nodes:
-            counts[index[name]] = nodes[name].free_cpus
+            i = index[name]
+            counts[i] = free[i] = nodes[name].free_cpus

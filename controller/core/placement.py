@@ -397,14 +397,26 @@ def place(
         get = nodes.get
         if topo is not None:  # every candidate with a node's share: the switch is chosen first
             enough, after = max(enough, _node_share(job)), None
-        scanned = free.candidates(part, enough, blocked, after)
+        # The candidates are among the scan's nodes (less ``avoid``'s and those
+        # outside ``only``) with the same free CPUs: with fewer in all than any
+        # allocation needs, _first_candidates would walk them all and try none.
+        scanned: Iterator[str]
+        need = 0 if topo is not None else _least_cpus(job, part)
+        scanned, holds = free.candidates(part, enough, blocked, after, need)
+        if not holds:
+            return Reason.RESOURCES
+        if prefer and topo is None:  # by name: views are made only of the nodes tried
+            listed = list(scanned)
+            scanned = iter(
+                [n for n in listed if n in prefer] + [n for n in listed if n not in prefer]
+            )
         if only is not None or avoid:
             scanned = (n for n in scanned if n not in avoid and (only is None or n in only))
         found = filter(None, map(get, scanned))  # no Python frame per node: views are truthy
         if topo is not None:
             chosen = _choose_in(topo, job, part, list(found), constraint, False, at)
             return _start(job, part, chosen, 0, nodes) if chosen else Reason.RESOURCES
-        return _first_candidates(job, part, _preferred(found, prefer), constraint, nodes)
+        return _first_candidates(job, part, found, constraint, nodes)
     names: Sequence[str]
     if free is None:
         names = part.order or _selection_order(part, nodes)
