@@ -406,10 +406,7 @@ def place(
         if not holds:
             return Reason.RESOURCES
         if prefer and topo is None:  # by name: views are made only of the nodes tried
-            listed = list(scanned)
-            scanned = iter(
-                [n for n in listed if n in prefer] + [n for n in listed if n not in prefer]
-            )
+            scanned = iter(_preferred_first(scanned, prefer))
         if only is not None or avoid:
             scanned = (n for n in scanned if n not in avoid and (only is None or n in only))
         found = filter(None, map(get, scanned))  # no Python frame per node: views are truthy
@@ -427,6 +424,8 @@ def place(
     if plain and after is not None and topo is None:
         with suppress(ValueError):  # gone from the list: start from the top
             names = names[names.index(after) :]
+    if plain and prefer and topo is None:
+        names = _preferred_first(names, prefer)
     # Locals, not attribute lookups, in this hot loop.
     get = nodes.get
     asked = job.req_nodes
@@ -443,7 +442,7 @@ def place(
     )
     shares = share(job, part)
     if plain and topo is None:
-        return _first_candidates(job, part, _preferred(wanted, prefer), constraint, nodes)
+        return _first_candidates(job, part, wanted, constraint, nodes)
     candidates = list(wanted)
     if job.req_nodes or (prefer and topo is None):
         # Required nodes first, then preferred ones, each group still in selection order.
@@ -463,19 +462,13 @@ def place(
     return Reason.RESOURCES
 
 
-def _preferred(wanted: Iterator[NodeView], prefer: AbstractSet[str]) -> Iterator[NodeView]:
-    """``wanted`` with ``prefer``'s nodes first, each group in its order."""
-    return _first_then_rest(wanted, prefer) if prefer else wanted
-
-
-def _first_then_rest(wanted: Iterator[NodeView], prefer: AbstractSet[str]) -> Iterator[NodeView]:
-    rest: list[NodeView] = []
-    for node in wanted:
-        if node.name in prefer:
-            yield node
-        else:
-            rest.append(node)
-    yield from rest
+def _preferred_first(names: Iterable[str], prefer: AbstractSet[str]) -> list[str]:
+    """``names`` with ``prefer``'s first, each group in its order: placement's order of
+    candidates for a backfill plan (the nodes busy now first). By name, before the
+    candidates are filtered, so views are made only of the nodes tried (a filter
+    keeps the order of what it passes, so ordering first changes nothing)."""
+    listed = list(names)
+    return [n for n in listed if n in prefer] + [n for n in listed if n not in prefer]
 
 
 def _node_share(job: Job) -> int:
