@@ -2,7 +2,7 @@
 
 ``build_py`` runs ``proto/generate.py`` first, so ``pip install .`` (and
 editable installs) always ship wire code generated from ``proto/``; the cffi
-hooks compile ``csrc/`` into ``corral._nodeset`` and ``corral._spawn``.
+hooks compile ``csrc/`` into ``corral._nodeset``, ``corral._spawn`` and ``corral._onecpu``.
 """
 
 import pathlib
@@ -25,5 +25,9 @@ class BuildWithWire(build_py):
 
 setup(
     cmdclass={"build_py": BuildWithWire},
-    cffi_modules=["csrc/nodeset_build.py:ffibuilder", "csrc/spawn_build.py:ffibuilder"],
+    cffi_modules=[
+        "csrc/nodeset_build.py:ffibuilder",
+        "csrc/spawn_build.py:ffibuilder",
+        "csrc/onecpu_build.py:ffibuilder",
+    ],
 )

@@ -3,7 +3,11 @@
 Every scheduling decision of ``corral sim`` is made by ``controller.core.schedule``,
 the same pure function the controller's loop calls, and every call of it goes
 through ``call_core`` below: the one place that passes the chosen policy on to
-the core. Policies are picked by name from ``POLICIES`` (a registry, as Nomad's
+the core. The one exception is ``call_pass``'s: on the trace's own nodes of one CPU,
+backfill's passes go to ``onecpu.py``, the core's pass restated in C for exactly
+that input and compared with it decision by decision by the tests (a pass there
+costs a tenth of the core's, which makes whole-trace backfill replays seconds).
+Policies are picked by name from ``POLICIES`` (a registry, as Nomad's
 ``BuiltinSchedulers``); each decides which pending jobs to show the core and when
 a call can be skipped, and commits the plan to the simulated cluster.
 
@@ -18,16 +22,18 @@ change a start (``Backfilling``).
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from itertools import chain, islice
 from typing import Protocol
 
-from controller.core import BackfillParams, Plan, Snapshot, schedule
+from controller.core import BackfillParams, PartitionView, Plan, Snapshot, schedule
 from controller.core.timeline import ceil_to
 from controller.model import Job
 from controller.sim.errors import SimError
+from controller.sim.onecpu import one_cpu_pass
 from controller.sim.shadow import run_length, shadow
 
 #: How many pending jobs the main scheduler shows the core first (doubled while all start).
@@ -61,6 +67,12 @@ class Cluster(Protocol):
         """The free CPUs of the nodes not in ``nodes``."""
         ...
 
+    def one_cpu(self) -> tuple[array[int], tuple[str, ...], PartitionView] | None:
+        """On the trace's own nodes of one CPU: per node in selection order, -1 while
+        free, else the end time the core knows for its job; the node names in that
+        order; their partition (what ``onecpu.one_cpu_pass`` reads). None elsewhere."""
+        ...
+
     def snapshot(self, pending: tuple[Job, ...], busy: bool = True) -> Snapshot:
         """The cluster with ``pending``; without the nodes that have no free CPU unless ``busy``."""
         ...
@@ -87,6 +99,28 @@ def call_core(backfill: BackfillParams | None, snap: Snapshot, now: int, calls: 
     calls.seconds += time.perf_counter() - began
     calls.count += 1
     calls.jobs += len(snap.pending)
+    return plan
+
+
+def call_pass(
+    backfill: BackfillParams | None,
+    cluster: Cluster,
+    pending: tuple[Job, ...],
+    now: int,
+    calls: CoreCalls,
+    busy: bool = True,
+) -> Plan:
+    """The core's plan for ``pending``: on nodes of one CPU its C restatement
+    (``onecpu.py``, shown equal by the tests), else ``call_core`` on the cluster's
+    snapshot (``busy``: with the nodes that have no free CPU)."""
+    one = cluster.one_cpu()
+    if one is None:
+        return call_core(backfill, cluster.snapshot(pending, busy), now, calls)
+    began = time.perf_counter()
+    plan = one_cpu_pass(*one, pending, now, backfill)
+    calls.seconds += time.perf_counter() - began
+    calls.count += 1
+    calls.jobs += len(pending)
     return plan
 
 
@@ -181,6 +215,9 @@ class Backfilling:
     * ``easy``, while nothing has started or ended since a pass that started
       nothing: the jobs that cannot start beside its plan for the head, which
       still holds (``_Failed``), are left out; none left: no call.
+
+    The jobs shown go to ``call_pass``: on nodes of one CPU the C restatement of
+    the core's pass decides, elsewhere the core.
     """
 
     def __init__(self, name: str, params: BackfillParams, whole_queue: bool = False) -> None:
@@ -253,12 +290,11 @@ class Backfilling:
                     return  # the same plan as the last pass: no start
         if behind:
             assert head is not None
-            snap = cluster.snapshot((*shown, head, *behind))
-            plan = call_core(self.params, snap, now, self.calls)
+            plan = call_pass(self.params, cluster, (*shown, head, *behind), now, self.calls)
             cluster.commit(plan)
             self._remember(plan, head, behind, known)
         elif shown:
-            plan = call_core(None, cluster.snapshot(tuple(shown), busy=False), now, self.calls)
+            plan = call_pass(None, cluster, tuple(shown), now, self.calls, busy=False)
             cluster.commit(plan)
             if plan.starts:
                 self._failed = None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -221,6 +222,9 @@ class SimCluster:
             }
         )
         self._free_cpus = nodes * cpus_per_node
+        # On nodes of one CPU, per node in selection order: -1 while free, else the end
+        # time the core knows for the job on it (what sim/onecpu.py's pass reads).
+        self.node_ends: array[int] | None = array("q", [-1] * nodes) if cpus_per_node == 1 else None
         self.pending: dict[int, Job] = {}  # job id -> job, in the core's order
         self.running: dict[int, Running] = {}  # ends at its time limit, as far as the core knows
         # Heap of (end time, job id, run): a run that reclaim ended is stale.
@@ -276,6 +280,12 @@ class SimCluster:
     def waiting(self) -> Iterator[Job]:
         return iter(self.pending.values())
 
+    def one_cpu(self) -> tuple[array[int], tuple[str, ...], PartitionView] | None:
+        """On nodes of one CPU: their ends, names in selection order and partition."""
+        if self.node_ends is None:
+            return None
+        return self.node_ends, self.partitions[PARTITION].nodes, self.partitions[PARTITION]
+
     def free_cpus_outside(self, nodes: AbstractSet[str]) -> int:
         return sum(view.free_cpus for name, view in self.free_nodes.items() if name not in nodes)
 
@@ -314,15 +324,19 @@ class SimCluster:
                     del self.free_nodes[name]
                 self._free_cpus -= cpus
             record = self.records[job_id - 1]
+            end_time = begin + 60 * math.ceil(record.limit / 60)
             self.running[job_id] = Running(
                 job_id=job_id,
                 nodes=start.nodes,
                 cpus=start.cpus,
                 memory=start.memory,
-                end_time=begin + 60 * math.ceil(record.limit / 60),
+                end_time=end_time,
                 requeue=True,  # every sim job may be requeued (reclaim's victims are)
                 start_time=begin,
             )
+            if self.node_ends is not None:
+                for name in start.nodes:
+                    self.node_ends[int(name[1:]) - 1] = end_time
             self.start_time[job_id] = begin
             self.node_count[job_id] = len(start.nodes)
             heapq.heappush(self.ends, (begin + record.run, job_id, self.runs[job_id]))
@@ -407,6 +421,8 @@ class SimCluster:
             view = self._view(name, self.nodes[name].free_cpus + count)
             self.nodes[name] = self.free_nodes[name] = view
             self._free_cpus += count
+            if self.node_ends is not None:
+                self.node_ends[int(name[1:]) - 1] = -1
             if self.power is not None and view.idle:
                 self.power.idle(name, self.now)
 

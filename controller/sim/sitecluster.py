@@ -54,6 +54,7 @@ class SiteCluster(SimCluster):
         self._free_view = MappingProxyType(self.free_nodes)
         self.partitions = MappingProxyType(site.partition_views())
         self._free_cpus = site.total_cpus
+        self.node_ends = None  # its own nodes: the Python core decides every pass
         self.keeper = PriorityKeeper(site.conf)
         self.keeper.associations = site.assocs
         self.keeper.apply_config(site.conf, len(views))

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from controller.core import BackfillParams, Plan, Snapshot
+from controller.core import BackfillParams, Plan
+from controller.model import Job
 from controller.sim import SimError, Trace, cluster_shape, policy, read, replay
 from controller.sim.params import backfill_params
 from controller.sim.replay import admit
@@ -130,19 +131,24 @@ def test_fast_backfill_on_real_windows(
 def _shown_per_call(
     monkeypatch: pytest.MonkeyPatch, trace: Trace, nodes: int = 1, cpus: int = 2
 ) -> list[tuple[int, tuple[int, ...]]]:
-    """(now, pending job ids shown) of every core call of an ``easy`` replay (on a
-    node of 2 CPUs: on nodes of one CPU the plan is counted, ``test_easy_counts_the_plan``),
+    """(now, pending job ids shown) of every pass of an ``easy`` replay (on a node of
+    2 CPUs: on nodes of one CPU the plan is counted, ``test_easy_counts_the_plan``),
     after checking its starts against the controller's way."""
     shown: list[tuple[int, tuple[int, ...]]] = []
-    real = policy.call_core
+    real = policy.call_pass
 
     def spy(
-        backfill: BackfillParams | None, snap: Snapshot, now: int, calls: policy.CoreCalls
+        backfill: BackfillParams | None,
+        cluster: policy.Cluster,
+        pending: tuple[Job, ...],
+        now: int,
+        calls: policy.CoreCalls,
+        busy: bool = True,
     ) -> Plan:
-        shown.append((now, tuple(job.job_id for job in snap.pending)))
-        return real(backfill, snap, now, calls)
+        shown.append((now, tuple(job.job_id for job in pending)))
+        return real(backfill, cluster, pending, now, calls, busy)
 
-    monkeypatch.setattr(policy, "call_core", spy)
+    monkeypatch.setattr(policy, "call_pass", spy)
     fast = replay(trace, nodes, cpus, "easy")
     monkeypatch.undo()
     assert fast.jobs == replay(trace, nodes, cpus, "easy", whole_queue=True).jobs
