@@ -17,6 +17,7 @@ __all__ = [
     "SLURM_PROTOCOL_VERSION",
     "SLURM_VERSION",
     "__version__",
+    "_onecpu",  # the core's pass on one-CPU nodes in C (csrc/onecpu.c), for corral sim
     "_spawn",  # the C task start (csrc/spawn.c), for the node agent's step runner
     "arrayspec",
     "auth",

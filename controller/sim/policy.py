@@ -84,7 +84,8 @@ class Cluster(Protocol):
 
 @dataclass(slots=True)
 class CoreCalls:
-    """What the core cost: calls, seconds inside ``schedule``, pending jobs shown to it."""
+    """What the core cost: calls, seconds inside ``schedule`` (or its C restatement,
+    ``call_pass``), pending jobs shown to it."""
 
     count: int = 0
     seconds: float = 0.0
