@@ -4,7 +4,7 @@ Every scheduling decision of ``corral sim`` is made by ``controller.core.schedul
 the same pure function the controller's loop calls, and every call of it goes
 through ``call_core`` below: the one place that passes the chosen policy on to
 the core. The one exception is ``call_pass``'s: on the trace's own nodes of one CPU,
-backfill's passes go to ``onecpu.py``, the core's pass restated in C for exactly
+the policies' passes go to ``onecpu.py``, the core's pass restated in C for exactly
 that input and compared with it decision by decision by the tests (a pass there
 costs a tenth of the core's, which makes whole-trace backfill replays seconds).
 Policies are picked by name from ``POLICIES`` (a registry, as Nomad's
@@ -176,7 +176,7 @@ class MainScheduler:
             if pending[0].cpus_needed > cluster.free_cpus:
                 self._blocked = True
                 return
-            plan = call_core(None, cluster.snapshot(pending, busy=False), now, self.calls)
+            plan = call_pass(None, cluster, pending, now, self.calls, busy=False)
             cluster.commit(plan)
             if len(plan.starts) < len(pending):
                 self._blocked = True
