@@ -9,9 +9,8 @@ first jobs of CTC-SP2 in process twice: the sim's way, and the controller's
 way (every pending job and every node shown to the core at every event),
 which is what the sim's shortcuts save.
 
-The backfill policies (``easy``, ``conservative``) take minutes per whole
-trace, so the default set is the fcfs replays and the comparison; ``--only``
-picks replays by name, any of ``REPLAYS``:
+Every replay of ``REPLAYS`` (fcfs, easy and conservative on both traces: seconds
+each) and the comparison run by default; ``--only`` picks replays by name:
 
     python bench/sim.py [--quick] [--runs N]   (traces: $CORRAL_TRACES, else ../shared/traces)
     python bench/sim.py --only ctc_sp2_easy,ctc_sp2_conservative --runs 1
@@ -55,11 +54,12 @@ REPLAYS = {
     "hpc2n_conservative": (HPC2N, "conservative", "< 120"),
 }
 
-#: A whole backfill replay takes minutes (conservative on HPC2N: 8 on a quiet machine).
+#: Room for a slow machine: a whole backfill replay takes seconds on a quiet one, but
+#: the Python core's took minutes (conservative on HPC2N: 8).
 REPLAY_TIMEOUT_S = 3600
 
-#: What runs without ``--only``: the backfill replays take minutes each.
-DEFAULT = ("ctc_sp2_fcfs", "hpc2n_fcfs")
+#: What runs without ``--only``.
+DEFAULT = tuple(REPLAYS)
 
 #: Jobs of CTC-SP2 replayed both ways for the extra figure (the whole queue
 #: grows to thousands later in the trace, and the controller's way with it).
