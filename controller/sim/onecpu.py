@@ -51,6 +51,8 @@ def one_cpu_pass(
     nodes ``names`` (in selection order, all in ``part``); ``ends``: per node, -1 while
     free, else the end time the core knows for its job. ``params`` None: the main
     pass alone."""
+    if params is not None and params.resolution < 1:  # C would divide by it
+        raise ValueError(f"bf_resolution must be at least 1 second, not {params.resolution}")
     shapes: dict[tuple[int, int], int] = {}
     tasks = array("i", [job.num_tasks for job in jobs])
     window = params.window if params is not None else 0

@@ -55,7 +55,9 @@ PARAMS = st.builds(
 )
 
 
-def cluster(nodes: int, running: list[tuple[int, int, int]], pending: list[tuple[int, int]]):
+def cluster(
+    nodes: int, running: list[tuple[int, int, int]], pending: list[tuple[int, int]]
+) -> SimCluster:
     """A replay's cluster: ``running`` started at their times on the first free nodes,
     ``pending`` submitted after them."""
     records = [record(i, 0, procs, limit) for i, (_, procs, limit) in enumerate(running, 1)]
@@ -107,6 +109,14 @@ def test_a_pass_starts_behind_a_head_without_delaying_it() -> None:
     assert one is not None
     plan = one_cpu_pass(*one, sim.queue(), 0, BackfillParams(resolution=1))
     assert started(plan) == [(4, ("n2", "n3"))]
+
+
+def test_a_resolution_below_a_second_is_refused() -> None:
+    sim = cluster(2, [], [(1, 60)])
+    one = sim.one_cpu()
+    assert one is not None
+    with pytest.raises(ValueError, match="bf_resolution must be at least 1"):
+        one_cpu_pass(*one, sim.queue(), 0, BackfillParams(resolution=0))
 
 
 @pytest.mark.parametrize("limit", [1, 5])
