@@ -107,7 +107,7 @@ jobs preempted by reclaim and waiting jobs it reclaimed for.
 A job asks for its requested processors (allocated ones when unknown) as tasks of 1 CPU,
 packed onto nodes, and for its requested time (its run time when unknown) as its time limit;
 it runs for its run time. Records with no run time or no processors, or with more processors
-than the cluster has, are skipped and counted."""
+than the cluster has, are skipped and counted, as are malformed lines (the first is named)."""
 
 SIM_PROGRESS_JOBS = 10_000  # report progress on traces at least this long
 
@@ -636,6 +636,8 @@ def sim(argv: list[str]) -> int:
     png = options.get("--png")
     report.check_outputs(options.get("--csv"), png)
     trace = read(trace_path, start, stop)
+    if warning := trace.warning():
+        print(f"corral sim: warning: {warning}", file=sys.stderr)
     nodes, cpus = cluster_shape(trace.header, nodes, cpus)
     quiet = "--quiet" in flags
     first_submit = min((r.submit for r in trace.records if r.submit >= 0), default=0)

@@ -69,6 +69,8 @@ def sim_site(
     if len(policies) > 1 and "--csv" in options:
         raise UsageError("--csv writes one policy's jobs: give one --policy with it")
     trace = swf.read(trace_path, *records)
+    if warning := trace.warning():
+        print(f"corral sim: warning: {warning}", file=sys.stderr)
     groups = None
     if site is not None:
         site.prepare(trace)  # the jobs' identities, for the per-group figures

@@ -5,11 +5,12 @@ Hierarchy::
     CorralError                      (corral.errors)
     └── SimError                     a replay that cannot run: a bad setting, a policy
         │                            the core does not have, a missing optional extra
-        └── TraceError(path, line)   a trace that cannot be read: missing, not gzip,
-                                     a malformed line; str() is "path:line: message"
+        └── TraceError(path)         a trace that cannot be read: missing, not gzip;
+                                     str() is "path: message"
 
 ``cli/boundary.py`` prints any ``CorralError`` as ``corral sim: error: <message>``
-and exits 1, so a bad trace never shows a traceback.
+and exits 1, so a bad trace never shows a traceback. A malformed line is no error:
+the replay skips and counts it (``swf.Trace.malformed``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ class SimError(CorralError):
 
 
 class TraceError(SimError):
-    """A trace that cannot be read; ``line`` is 0 when the whole file is at fault."""
+    """A trace file that cannot be read at all."""
 
-    def __init__(self, path: str, line: int, message: str) -> None:
-        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
         self.path = path
-        self.line = line

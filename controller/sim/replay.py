@@ -59,6 +59,7 @@ SKIP_RUN = "run time <= 0"
 SKIP_PROCS = "processors <= 0"
 SKIP_SUBMIT = "submit time < 0"
 SKIP_TOO_BIG = "more processors than the cluster"
+SKIP_MALFORMED = "malformed line"  # not a job record (swf.Trace.malformed)
 
 
 class PowerHooks(Protocol):
@@ -463,8 +464,11 @@ def replay(
     chosen = choose(policy, whole_queue or queues is not None or cluster is not None, params)
     total_cpus = nodes * cpus_per_node
     records, skipped = admit(trace.records, total_cpus)
+    if trace.malformed:
+        skipped[SKIP_MALFORMED] = len(trace.malformed)
     if not records:
-        raise SimError(f"{trace.path}: no job records to replay")
+        bad = trace.warning()
+        raise SimError(f"{trace.path}: no job records to replay" + (f" ({bad})" if bad else ""))
     if cluster is None:
         sim = SimCluster(nodes, cpus_per_node, records, queues)
     else:

@@ -11,7 +11,11 @@ prints them instead of a traceback, and a slice by record order (``--jobs
 A:B``) that stops reading once it has its records.
 
 A job line must have exactly 18 fields, and the ones the replay uses (1-5, 8,
-9, 11-13) must be numbers; the others are not looked at.
+9, 11-13) must be numbers; the others are not looked at. A line that is neither a
+job line nor a header or comment is skipped and kept with its number and what is
+wrong with it (``Trace.malformed``): the replay counts it with the records it skips
+and ``corral sim`` names the first, so one bad line in a 200,000-job archive costs
+that line, not the replay. A file that cannot be read at all is a ``TraceError``.
 """
 
 from __future__ import annotations
@@ -96,10 +100,28 @@ class Record:
 
 
 @dataclass(frozen=True, slots=True)
+class Malformed:
+    """A line that is not a job record: its number (1-based) and what is wrong."""
+
+    line: int
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
     path: str
     header: Header
     records: tuple[Record, ...]  # those in the slice, in file order
+    malformed: tuple[Malformed, ...] = ()  # bad lines among them (from the slice's start)
+
+    def warning(self) -> str | None:
+        """What ``corral sim`` warns of the malformed lines skipped (None: there are none)."""
+        if not self.malformed:
+            return None
+        first = self.malformed[0]
+        count = len(self.malformed)
+        lines = "line" if count == 1 else "lines"
+        return f"{count} malformed {lines} skipped, the first {self.path}:{first.line}: {first.why}"
 
 
 def read(path: str, start: int = 0, stop: int | None = None) -> Trace:
@@ -108,12 +130,12 @@ def read(path: str, start: int = 0, stop: int | None = None) -> Trace:
         with open(path, "rb") as src:
             data = src.read()
     except OSError as exc:
-        raise TraceError(path, 0, f"cannot read: {exc.strerror or exc}") from None
+        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
     if data.startswith(_GZIP_MAGIC) or path.endswith(".gz"):
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
-            raise TraceError(path, 0, f"not a readable gzip file: {exc}") from None
+            raise TraceError(path, f"not a readable gzip file: {exc}") from None
     return parse(data.split(b"\n"), path, start, stop)
 
 
@@ -121,6 +143,7 @@ def parse(lines: Iterable[bytes], path: str, start: int = 0, stop: int | None = 
     """The header and the job records ``start`` to ``stop - 1`` of ``lines``."""
     header: dict[str, str] = {}
     records: list[Record] = []
+    malformed: list[Malformed] = []
     position = 0
     for lineno, raw in enumerate(lines, 1):
         text = raw.strip()
@@ -133,24 +156,32 @@ def parse(lines: Iterable[bytes], path: str, start: int = 0, stop: int | None = 
                 header.setdefault(key, value.strip())
             continue
         fields = text.split()
-        if len(fields) != FIELDS:
-            raise TraceError(path, lineno, f"expected {FIELDS} fields, found {len(fields)}")
+        if len(fields) != FIELDS:  # not a job line: it takes no place in the record order
+            if position >= start and (stop is None or position < stop):
+                why = f"expected {FIELDS} fields, found {len(fields)}"
+                malformed.append(Malformed(lineno, why))
+            continue
         if position < start:
             position += 1
             continue
         if stop is not None and position >= stop:
             break
+        position += 1
         try:
             numbers = [int(fields[n - 1]) for n, _ in _USED]
         except ValueError:
-            numbers = [_number(fields, n, what, path, lineno) for n, what in _USED]
-        records.append(Record(position, lineno, *numbers))
-        position += 1
-    return Trace(path, Header(header), tuple(records))
+            try:
+                numbers = [_number(fields, n, what) for n, what in _USED]
+            except ValueError as exc:
+                malformed.append(Malformed(lineno, str(exc)))
+                continue
+        records.append(Record(position - 1, lineno, *numbers))
+    return Trace(path, Header(header), tuple(records), tuple(malformed))
 
 
-def _number(fields: list[bytes], n: int, what: str, path: str, lineno: int) -> int:
-    """Field ``n`` as an integer; ``3.0`` is accepted (some converters write floats)."""
+def _number(fields: list[bytes], n: int, what: str) -> int:
+    """Field ``n`` as an integer; ``3.0`` is accepted (some converters write floats).
+    A ValueError says which field is not a number."""
     token = fields[n - 1]
     try:
         return int(token)
@@ -162,5 +193,5 @@ def _number(fields: list[bytes], n: int, what: str, path: str, lineno: int) -> i
         value = float("nan")
     if value != value or value in (float("inf"), float("-inf")):
         shown = token.decode("latin-1")
-        raise TraceError(path, lineno, f"field {n} ({what}) is not a number: {shown!r}")
+        raise ValueError(f"field {n} ({what}) is not a number: {shown!r}")
     return round(value)

@@ -142,9 +142,37 @@ def test_float_fields_are_accepted() -> None:
     ids=["too-few-fields", "not-a-number", "too-many-fields"],
 )
 def test_malformed_lines(text: str, message: str) -> None:
-    with pytest.raises(TraceError, match=re.escape(message)) as info:
-        parse([b"; MaxNodes: 4", text.encode()], "t")
-    assert info.value.line == 2
+    """A line that is no job record is skipped and kept with its number and what is
+    wrong; the records around it are read as usual."""
+    good = line(1, 0, 10, 1).encode()
+    trace = parse([b"; MaxNodes: 4", text.encode(), good], "t")
+    assert (trace.warning() or "").startswith(f"1 malformed line skipped, the first {message}")
+    ((number, why),) = [(m.line, f"t:{m.line}: {m.why}") for m in trace.malformed]
+    assert number == 2 and why.startswith(message)
+    assert [r.line for r in trace.records] == [3]
+
+
+def test_malformed_lines_are_counted_within_the_slice() -> None:
+    """``--jobs A:B`` counts the lines that fail among its records only; a job line
+    whose numbers are bad keeps its place in the record order."""
+    lines = [line(n, n, 10, 1).encode() for n in range(1, 7)]
+    lines[1] = b"1 2 3"  # no job line: no place in the order
+    lines[3] = lines[3].replace(b" 10 ", b" ten ", 1)  # a job line: record 2
+    whole = parse(lines, "t")
+    assert [r.number for r in whole.records] == [1, 3, 5, 6]
+    assert [m.line for m in whole.malformed] == [2, 4]
+    sliced = parse(lines, "t", 3, 5)
+    assert [r.number for r in sliced.records] == [5, 6]
+    assert sliced.malformed == ()
+    assert "2 malformed lines skipped" in (whole.warning() or "")
+
+
+def test_replay_counts_malformed_lines() -> None:
+    trace = parse([b"1 2 3", line(1, 0, 60, 1).encode(), b"x"], "t")
+    result = replay(trace, 1, 1)
+    assert result.skipped == {"malformed line": 2}
+    with pytest.raises(SimError, match=re.escape("no job records to replay (2 malformed lines")):
+        replay(parse([b"1 2 3", b"x"], "t"), 1, 1)
 
 
 def test_slice_by_record_order() -> None:
@@ -386,11 +414,9 @@ def test_cli_errors(tmp_path: Path) -> None:
     trace = hand_trace(tmp_path)
     corrupt = tmp_path / "corrupt.swf.gz"
     corrupt.write_bytes(b"\x1f\x8b\x08\x00garbage")
-    malformed = hand_trace(tmp_path, HAND + "1 2 3\n", name="malformed.swf")
     cases = [
         ((str(tmp_path / "missing.swf"),), "missing.swf: cannot read: No such file"),
         ((str(corrupt),), "corrupt.swf.gz: not a readable gzip file"),
-        ((str(malformed),), "malformed.swf:16: expected 18 fields, found 3"),
         ((str(trace), "--jobs", "5"), "--jobs wants A:B"),
         ((str(trace), "--jobs", "4:2"), "--jobs wants A:B"),
         ((str(trace), "--jobs", "x:"), "--jobs wants A:B"),
@@ -407,6 +433,21 @@ def test_cli_errors(tmp_path: Path) -> None:
         assert message in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr, (args, result.stderr)
         assert result.stdout == ""
+
+
+def test_cli_warns_of_malformed_lines(tmp_path: Path) -> None:
+    """One bad line costs that line: a warning names it, the summary counts it."""
+    malformed = hand_trace(tmp_path, HAND + "1 2 3\n", name="malformed.swf")
+    result = _cli(str(malformed), "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(
+        "corral sim: warning: 1 malformed line skipped, the first "
+        f"{malformed}:16: expected 18 fields, found 3"
+    )
+    assert json.loads(result.stdout)["skipped_why"]["malformed line"] == 1
+    both = _cli(str(malformed), "--policy", "fcfs,easy", "--quiet")  # cli/simsite.py's way
+    assert both.returncode == 0, both.stderr
+    assert both.stderr.startswith("corral sim: warning: 1 malformed line skipped")
 
 
 def test_cli_png(tmp_path: Path) -> None:
