@@ -485,11 +485,22 @@ class RunCgroups:
     @staticmethod
     def _copy_cpuset(path: str) -> None:
         """Give a v1 cpuset its parent's CPUs and memory nodes where it has none (a
-        v1 cpuset with none cannot take processes)."""
+        v1 cpuset with none cannot take processes: joining it fails with ENOSPC).
+
+        A parent with none is given its own first, up to the hierarchy's root: the
+        parent this run filled a moment ago may since have been removed by another
+        run's end (the last below it) and made again, empty, by a third run that has
+        not filled it yet; the child made under it would copy nothing.
+        """
         parent = os.path.dirname(path)
         for name in ("cpuset.cpus", "cpuset.mems"):
-            if not _read(os.path.join(path, name)).strip():
-                _write(os.path.join(path, name), _read(os.path.join(parent, name)).strip() or "\n")
+            if _read(os.path.join(path, name)).strip():
+                continue
+            value = _read(os.path.join(parent, name)).strip()
+            if not value and os.path.exists(os.path.join(os.path.dirname(parent), name)):
+                RunCgroups._copy_cpuset(parent)
+                value = _read(os.path.join(parent, name)).strip()
+            _write(os.path.join(path, name), value or "\n")
 
     def _limit(self, version: int, path: str, names: tuple[str, ...], leaf: bool) -> None:
         """The run's limits on ``path`` (a job's cgroup has its memory limit too, so that

@@ -24,11 +24,21 @@ def test_controller_kill9_during_500_jobs_loses_nothing(make_cluster, tmp_path: 
     assert min(after) > max(before), "job ids must stay monotonic across a restart"
     every = before + after
 
-    def all_done() -> bool:
-        states = {j["job_id"]: j["state"] for j in c.jobs()}
-        return all(states.get(j) == "COMPLETED" for j in every)
+    unfinished: dict[int, object] = {}  # the jobs not COMPLETED at the last look, whole
 
-    c.wait_for(all_done, 240, "not every job completed")
+    def all_done() -> bool:
+        jobs = {j["job_id"]: j for j in c.jobs()}
+        unfinished.clear()
+        for job_id in every:
+            job = jobs.get(job_id)
+            if job is None or job["state"] != "COMPLETED":
+                unfinished[job_id] = job
+        return not unfinished
+
+    try:
+        c.wait_for(all_done, 240, "not every job completed")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- not completed ---\n{unfinished}") from None
     counts = Counter(int(x) for x in runs.read_text().split())
     assert set(counts) == set(every)
     assert [j for j, n in counts.items() if n != 1] == [], "a job ran more than once"

@@ -110,6 +110,27 @@ def test_cgroup_conf_asking_for_a_missing_controller_stops_the_agent() -> None:
     containment._check(conf, {"procs", "cpuset", "pids"})
 
 
+def test_a_v1_cpuset_made_under_a_parent_not_yet_filled_fills_it_first(tmp_path: Path) -> None:
+    """Another run's end removed the node's cpuset and a third run made it again, empty,
+    after this run filled it: this run's job cpuset made under it copies the root's CPUs
+    and memory nodes through it, not the nothing it has yet (a job cpuset with none
+    fails the task's join with ENOSPC, a launch failure)."""
+    root = tmp_path / "cpuset"
+    node = root / "corral" / "node2"
+    job = node / "job_300"
+    job.mkdir(parents=True)
+    for level, cpus, mems in ((root, "0-3\n", "0\n"), (root / "corral", "0-3\n", "0\n")):
+        (level / "cpuset.cpus").write_text(cpus)
+        (level / "cpuset.mems").write_text(mems)
+    for level in (node, job):  # as the kernel makes a v1 cpuset: both empty
+        (level / "cpuset.cpus").write_text("")
+        (level / "cpuset.mems").write_text("")
+    RunCgroups._copy_cpuset(str(job))
+    for level in (node, job):
+        assert (level / "cpuset.cpus").read_text() == "0-3"
+        assert (level / "cpuset.mems").read_text() == "0"
+
+
 def test_cpu_lists() -> None:
     assert cgroups.cpu_list("0-3,8\n") == {0, 1, 2, 3, 8}
     assert cgroups.cpu_list("\n") == set()
