@@ -41,7 +41,7 @@ struct pass {
     int64_t *claim_begin, *claim_end; /* Reservations: per plan, when */
     word *claim_nodes;                /* and which nodes */
     int32_t nclaims, capclaims;
-    word *scratch, *chosen; /* words each: candidates, the nodes chosen */
+    word *scratch, *chosen; /* scratch: candidates; the gained ones, then the nodes chosen */
     int64_t *floor;           /* Backfill.floor per shape (0: none) */
     struct resume *resumes;   /* Backfill.resume */
     int32_t nresumes, capresumes;

@@ -33,7 +33,7 @@ from controller.core import BackfillParams, PartitionView, Plan, Snapshot, sched
 from controller.core.timeline import ceil_to
 from controller.model import Job
 from controller.sim.errors import SimError
-from controller.sim.onecpu import one_cpu_pass
+from controller.sim.onecpu import job_test_limit, one_cpu_pass
 from controller.sim.shadow import run_length, shadow
 
 #: How many pending jobs the main scheduler shows the core first (doubled while all start).
@@ -249,9 +249,7 @@ class Backfilling:
             free -= job.cpus_needed
             shown.append(job)
         behind: list[Job] = []
-        tested = self.params.max_job_test
-        if self.params.max_job_user:  # every sim job has the same user
-            tested = min(tested, self.params.max_job_user)
+        tested = job_test_limit(self.params)
         if head is not None and tested > 1:
             last = -1  # in ``behind``: the last job that may start
             for job in islice(queue, tested - 1):

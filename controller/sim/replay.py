@@ -223,9 +223,10 @@ class SimCluster:
             }
         )
         self._free_cpus = nodes * cpus_per_node
-        # On nodes of one CPU, per node in selection order: -1 while free, else the end
-        # time the core knows for the job on it (what sim/onecpu.py's pass reads).
+        # On nodes of one CPU, per node in selection order (``_position``): -1 while free,
+        # else the end time the core knows for the job on it (sim/onecpu.py's pass reads it).
         self.node_ends: array[int] | None = array("q", [-1] * nodes) if cpus_per_node == 1 else None
+        self._position = {name: i for i, name in enumerate(names)}
         self.pending: dict[int, Job] = {}  # job id -> job, in the core's order
         self.running: dict[int, Running] = {}  # ends at its time limit, as far as the core knows
         # Heap of (end time, job id, run): a run that reclaim ended is stale.
@@ -337,7 +338,7 @@ class SimCluster:
             )
             if self.node_ends is not None:
                 for name in start.nodes:
-                    self.node_ends[int(name[1:]) - 1] = end_time
+                    self.node_ends[self._position[name]] = end_time
             self.start_time[job_id] = begin
             self.node_count[job_id] = len(start.nodes)
             heapq.heappush(self.ends, (begin + record.run, job_id, self.runs[job_id]))
@@ -423,7 +424,7 @@ class SimCluster:
             self.nodes[name] = self.free_nodes[name] = view
             self._free_cpus += count
             if self.node_ends is not None:
-                self.node_ends[int(name[1:]) - 1] = -1
+                self.node_ends[self._position[name]] = -1
             if self.power is not None and view.idle:
                 self.power.idle(name, self.now)
 
