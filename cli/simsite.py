@@ -63,6 +63,8 @@ def sim_site(
         timeline=png is not None,
     )
     site = siterun.site_of(setup) if conf is not None else None
+    for note in site.conf.warnings if site is not None else ():
+        print(f"corral sim: warning: {note}", file=sys.stderr)
     policies = _policies(options["--policy"]) if "--policy" in options else None
     if policies is None:
         policies = [site.default_policy if site is not None else "fcfs"]

@@ -91,6 +91,15 @@ def load_conf(path: str, sets: tuple[str, ...] = ()) -> SlurmConfig:
         if exc.path == path and exc.line is not None and exc.line > own:
             raise SimError(f"--set {sets[exc.line - own - 1]}: {exc.message}") from None
         raise SimError(str(exc)) from None
+    # What the controller would log at start (an unknown key ignored, a value it
+    # corrects), with a --set line named as the line it came from.
+    named = {f"{path}:{i}: ": f"--set {line}: " for i, line in enumerate(sets, own + 1)}
+    warnings = []
+    for warning in conf.warnings:
+        where, colon, rest = warning.partition(": ")
+        prefix = f"{where}{colon}"
+        warnings.append(named[prefix] + rest if prefix in named else warning)
+    conf = replace(conf, warnings=tuple(warnings))
     if not conf.nodes or not conf.partitions:
         raise SimError(f"{path}: the sim needs at least one NodeName and one PartitionName")
     preempt = dict(conf.settings).get("PreemptType", "preempt/none").lower()

@@ -384,6 +384,20 @@ def test_cli_site_errors_are_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in result.stderr, (args, result.stderr)
 
 
+def test_cli_warns_of_what_the_controller_would_ignore(tmp_path: Path) -> None:
+    """An unknown key, in the file or a --set line, changes nothing: warned of as the
+    controller logs it, with the line it came from."""
+    trace = str(swf(tmp_path, FILL_THEN_TWO))
+    conf = write(tmp_path, "slurm.conf", BASE + "Frobnicate=1\n")
+    result = _cli(trace, "-f", conf, "--set", "Wibble=2", "--quiet")
+    assert result.returncode == 0, result.stderr
+    own = len(BASE.splitlines()) + 1
+    assert result.stderr.splitlines() == [
+        f"corral sim: warning: {conf}:{own}: unknown key 'Frobnicate' ignored",
+        "corral sim: warning: --set Wibble=2: unknown key 'Wibble' ignored",
+    ]
+
+
 def test_cli_one_policy_on_a_site_prints_per_partition_and_account(tmp_path: Path) -> None:
     trace = str(swf(tmp_path, FILL_THEN_TWO))
     conf = write(tmp_path, "slurm.conf", BASE)
