@@ -407,11 +407,15 @@ def _unpack(items: list[Any], kind: str, data: bytes, pos: int, end: int) -> Non
 
 
 def _value(kind: str, data: bytes, start: int, end: int) -> Any:
+    """A map entry's length-delimited key or value: a string, bytes or a message; any
+    other kind does not come length-delimited (a malformed entry: ValueError)."""
     if kind == "string":
         return data[start:end].decode()
     if kind == "bytes":
         return data[start:end]
-    return decode(kind[8:], data[start:end])
+    if kind.startswith("message:"):
+        return decode(kind[8:], data[start:end])
+    raise ValueError(f"a length-delimited map entry of type {kind}")
 
 
 def _skip(data: bytes, pos: int, wire: int) -> int:

@@ -213,3 +213,12 @@ def test_a_frame_cut_short_and_left_open_is_dropped(fuzzed: Cluster) -> None:
 def test_the_codec_decodes_random_bytes_or_refuses_them(name: str, data: bytes) -> None:
     with contextlib.suppress(ValueError):
         codec.decode(name, data)
+
+
+def test_a_map_value_of_the_wrong_wire_type_is_refused() -> None:
+    """A QosLimitsRecord whose grp_tres entry (string to int64) carries its value
+    length-delimited: refused as malformed (ValueError), not a KeyError from looking
+    up a message type named by the value's kind (hypothesis found it, above)."""
+    entry = b"\x0a\x01c" + b"\x12\x01x"  # key "c", value field 2 as bytes
+    with pytest.raises(ValueError, match="length-delimited map entry of type int64"):
+        codec.decode("QosLimitsRecord", b"\x6a" + bytes([len(entry)]) + entry)
