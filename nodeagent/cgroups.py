@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import logging
 import os
@@ -56,7 +57,7 @@ import time
 # Importing typing costs every job milliseconds; mypy honours the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterable, Mapping
+    from collections.abc import Callable, Container, Iterable, Mapping
     from typing import Any
 
 log = logging.getLogger(__name__)
@@ -297,13 +298,36 @@ def unusable(layout: Layout) -> str | None:
     for _, base, _ in layout:
         probe = os.path.join(base, f"probe.{os.getpid()}")
         try:
-            os.makedirs(probe)
+            os.makedirs(os.path.dirname(base), exist_ok=True)
+            _despite_a_vanishing_parent(probe, functools.partial(_mkdir_below, base, probe))
             os.rmdir(probe)
         except OSError as exc:
             return f"cannot create cgroup {probe}: {exc.strerror}"
         with contextlib.suppress(OSError):
             os.rmdir(base)
     return None
+
+
+def _mkdir_below(parent: str, path: str) -> None:
+    """Make ``path`` in ``parent``, making ``parent`` too where it is missing."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(parent)
+    os.mkdir(path)
+
+
+def _despite_a_vanishing_parent(path: str, make: Callable[[], None]) -> None:
+    """Run ``make`` (which creates the cgroup ``path`` and its missing parents) again
+    when a parent goes between its creation and the child's: another agent's probe
+    or the end of the last other run below it removes an empty parent (ENOENT once
+    it is gone, ENODEV while the kernel is still taking it down)."""
+    for _ in range(5):
+        try:
+            make()
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENODEV):
+                raise
+    raise FileNotFoundError(errno.ENOENT, f"cgroup {path}: its parent keeps going")
 
 
 def roles(layout: Layout) -> set[str]:
@@ -450,20 +474,16 @@ class RunCgroups:
                 raise
 
     def _mkdir(self, version: int, base: str, rel: str, names: tuple[str, ...]) -> str:
-        """Make the run's cgroup ``base/rel`` and its parents: its path. A parent removed
-        meanwhile (by the end of the last other run below it) is made again: ENOENT
-        once it is gone, ENODEV while the kernel is still taking it down."""
+        """Make the run's cgroup ``base/rel`` and its parents: its path (a parent removed
+        meanwhile is made again)."""
         path = os.path.join(base, rel)
-        for _ in range(5):
-            try:
-                self._parents(version, base, os.path.dirname(rel), names)
-                os.mkdir(path)
-                return path
-            except OSError as exc:
-                if exc.errno not in (errno.ENOENT, errno.ENODEV):
-                    raise
-                continue
-        raise FileNotFoundError(errno.ENOENT, f"cgroup {path}: its parent keeps going")
+
+        def make() -> None:
+            self._parents(version, base, os.path.dirname(rel), names)
+            os.mkdir(path)
+
+        _despite_a_vanishing_parent(path, make)
+        return path
 
     def _parents(self, version: int, base: str, rel: str, names: tuple[str, ...]) -> None:
         """Make ``base`` and the node's and job's cgroups below it: controllers enabled

@@ -301,11 +301,11 @@ class Cluster:
             if predicate():
                 return
             time.sleep(0.05)
-        raise AssertionError(
-            f"{message} within {timeout} s\n--- controller log ---\n"
-            f"{self.log('controller')[-3000:]}\n--- agent log ---\n"
-            f"{self.log('nodeagent')[-3000:]}"
+        logs = "".join(  # the daemons' and any a test's own programs started
+            f"\n--- {path.stem} log ---\n{path.read_text(errors='replace')[-3000:]}"
+            for path in sorted(self.logs.glob("*.log"))
         )
+        raise AssertionError(f"{message} within {timeout} s{logs}")
 
     def wait_state(
         self, job_id: int | str, states: set[str], timeout: float = 30

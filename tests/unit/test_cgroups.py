@@ -131,6 +131,30 @@ def test_a_v1_cpuset_made_under_a_parent_not_yet_filled_fills_it_first(tmp_path:
         assert (level / "cpuset.mems").read_text() == "0"
 
 
+def test_agents_probing_at_once_do_not_take_the_others_cleanup_for_no_cgroups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two agents of one host start together (a test cluster's, or cloud nodes resumed
+    by one ResumeProgram): each makes a probe cgroup below the top one, removes it and
+    removes the top one if empty. The other's removal of the top between this agent's
+    making it and making its probe (ENOENT) once stopped this agent as though the host
+    had no cgroups; now the top is made again."""
+    base = tmp_path / "corral"
+    real_mkdir = os.mkdir
+    raced: list[str] = []
+
+    def other_agent_cleans_up_first(path: str, *args: int) -> None:
+        if os.path.basename(path).startswith("probe.") and len(raced) < 2:
+            raced.append(path)
+            os.rmdir(base)  # the other agent's probe gone, the top empty: removed
+        real_mkdir(path, *args)
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "mkdir", other_agent_cleans_up_first)
+    assert cgroups.unusable(((V2, str(base), ("procs",)),)) is None
+    assert len(raced) == 2 and not base.exists()  # tried thrice; the probe's top removed
+
+
 def test_cpu_lists() -> None:
     assert cgroups.cpu_list("0-3,8\n") == {0, 1, 2, 3, 8}
     assert cgroups.cpu_list("\n") == set()
