@@ -50,6 +50,7 @@ class ClientProxy:
         self.receiver = receiver  # the controller's name in credentials
         self.gate = Gate(limits)
         self.server: asyncio.AbstractServer | None = None
+        self.socket_id: tuple[int, int] | None = None  # our socket's (st_dev, st_ino)
         self.calls = ControllerCalls(key, tls, ttl)
         lookup = via_controller(self.calls, self.targets, receiver)
         self.routes = ClusterRoutes(cluster, lookup, self.calls)
@@ -58,20 +59,35 @@ class ClientProxy:
         self.local: dict[str, Callable[[Any, int], Any]] = {}
 
     async def start(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        """Listen at ``path``, in place of whatever socket is there.
+
+        Several agents of one host (emulated nodes, cloud nodes resumed together)
+        share the path: each binds a name of its own beside it (no longer than the
+        path: a Unix socket's path has a limit) and renames it over the path
+        (atomic), so that two starting at once never find the path taken or gone
+        between the other's unlink and bind. The last one started serves the
+        host's clients; any of them would do, each calls the same controller.
+        """
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.server = await asyncio.start_unix_server(self._serve, path=self.path)
-        os.chmod(self.path, 0o666)
+        own = os.path.join(os.path.dirname(self.path), _own_name())
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(own)  # a dead process's that had our pid
+        self.server = await asyncio.start_unix_server(self._serve, path=own)
+        os.chmod(own, 0o666)
+        self.socket_id = _file_id(own)
+        os.rename(own, self.path)
         log.info("clients on this host: %s, to %s", self.path, ", ".join(self.targets))
 
     async def close(self) -> None:
+        """Stop listening; the path is removed unless another agent's socket has
+        taken it since."""
         if self.server is not None:
             self.server.close()
             await self.server.wait_closed()
         await self.calls.close()
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+            if self.socket_id is not None and _file_id(self.path) == self.socket_id:
+                os.unlink(self.path)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await serve_one(reader, writer, self._forward, self.gate)
@@ -89,3 +105,14 @@ class ClientProxy:
             return frame_error(errors.ESLURM_PROTOCOL_ERROR, "malformed request")
         # The agent's own answer (scontrol listpids).
         return pb.Frame(method=frame.method, body=local(request, uid).SerializeToString())
+
+
+def _own_name() -> str:
+    """This process's socket's name before it takes the shared path (shorter than
+    ``corral-agent.sock`` for any pid)."""
+    return f".agent{os.getpid()}"
+
+
+def _file_id(path: str) -> tuple[int, int]:
+    found = os.stat(path)
+    return found.st_dev, found.st_ino
