@@ -616,7 +616,8 @@ def sim(argv: list[str]) -> int:
 
     import json
 
-    from controller.sim import cluster_shape, powersim, queuereport, read, replay, report
+    from cli.simsite import read_trace
+    from controller.sim import cluster_shape, powersim, queuereport, replay, report
     from controller.sim.policy import choose
 
     policy = options.get("--policy", "fcfs")
@@ -635,9 +636,7 @@ def sim(argv: list[str]) -> int:
         queues = (conf, queuemap.load(options["--queue-map"], conf))
     png = options.get("--png")
     report.check_outputs(options.get("--csv"), png)
-    trace = read(trace_path, start, stop)
-    if warning := trace.warning():
-        print(f"corral sim: warning: {warning}", file=sys.stderr)
+    trace = read_trace(trace_path, start, stop)
     nodes, cpus = cluster_shape(trace.header, nodes, cpus)
     quiet = "--quiet" in flags
     first_submit = min((r.submit for r in trace.records if r.submit >= 0), default=0)

@@ -14,6 +14,10 @@ import sys
 
 from cli.boundary import UsageError
 
+TYPE_CHECKING = False  # typing and the sim's modules cost a client's start
+if TYPE_CHECKING:
+    from controller.sim.swf import Trace
+
 
 def _policies(text: str) -> list[str]:
     """``--policy``'s names, each known and given once."""
@@ -29,6 +33,20 @@ def _policies(text: str) -> list[str]:
     return names
 
 
+def warn(message: str) -> None:
+    print(f"corral sim: warning: {message}", file=sys.stderr)
+
+
+def read_trace(path: str, start: int, stop: int | None) -> Trace:
+    """The trace's records ``start`` to ``stop - 1``, its malformed lines warned of."""
+    from controller.sim import swf
+
+    trace = swf.read(path, start, stop)
+    if warning := trace.warning():
+        warn(warning)
+    return trace
+
+
 def sim_site(
     trace_path: str,
     options: dict[str, str],
@@ -36,7 +54,7 @@ def sim_site(
     sets: tuple[str, ...],
     records: tuple[int, int | None],
 ) -> int:
-    from controller.sim import compare, report, siterun, swf
+    from controller.sim import compare, report, siterun
     from controller.sim.siterun import Setup
 
     conf = options.get("--config")
@@ -64,15 +82,13 @@ def sim_site(
     )
     site = siterun.site_of(setup) if conf is not None else None
     for note in site.conf.warnings if site is not None else ():
-        print(f"corral sim: warning: {note}", file=sys.stderr)
+        warn(note)
     policies = _policies(options["--policy"]) if "--policy" in options else None
     if policies is None:
         policies = [site.default_policy if site is not None else "fcfs"]
     if len(policies) > 1 and "--csv" in options:
         raise UsageError("--csv writes one policy's jobs: give one --policy with it")
-    trace = swf.read(trace_path, *records)
-    if warning := trace.warning():
-        print(f"corral sim: warning: {warning}", file=sys.stderr)
+    trace = read_trace(trace_path, *records)
     groups = None
     if site is not None:
         site.prepare(trace)  # the jobs' identities, for the per-group figures

@@ -166,17 +166,20 @@ def parse(lines: Iterable[bytes], path: str, start: int = 0, stop: int | None = 
             continue
         if stop is not None and position >= stop:
             break
-        position += 1
         try:
-            numbers = [int(fields[n - 1]) for n, _ in _USED]
-        except ValueError:
-            try:
-                numbers = [_number(fields, n, what) for n, what in _USED]
-            except ValueError as exc:
-                malformed.append(Malformed(lineno, str(exc)))
-                continue
-        records.append(Record(position - 1, lineno, *numbers))
+            records.append(Record(position, lineno, *_numbers(fields)))
+        except ValueError as exc:  # a job line all the same: it keeps its place
+            malformed.append(Malformed(lineno, str(exc)))
+        position += 1
     return Trace(path, Header(header), tuple(records), tuple(malformed))
+
+
+def _numbers(fields: list[bytes]) -> list[int]:
+    """The fields the replay uses, as integers (plain ones the fast way)."""
+    try:
+        return [int(fields[n - 1]) for n, _ in _USED]
+    except ValueError:
+        return [_number(fields, n, what) for n, what in _USED]
 
 
 def _number(fields: list[bytes], n: int, what: str) -> int:
