@@ -8,6 +8,7 @@ rather than skip. Every cgroup they make is removed afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -194,6 +195,14 @@ def _child(made: RunCgroups, command: str) -> int:
     return pid
 
 
+def _wait_joined(made: RunCgroups, count: int) -> None:
+    """Until ``count`` processes are in ``made`` (a forked child joins on its own time,
+    later under load), at most 5 s."""
+    deadline = time.monotonic() + 5
+    while len(made.procs()) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @needs_kernel
 def test_a_runs_cgroups_hold_its_limits(run: RunCgroups, tmp_path: Path) -> None:
     roles = {role for _, _, names in LAYOUT for role in names}
@@ -217,9 +226,7 @@ def test_a_runs_cgroups_hold_its_limits(run: RunCgroups, tmp_path: Path) -> None
 @needs_kernel
 def test_what_leaves_the_process_group_is_killed_with_the_run(run: RunCgroups) -> None:
     pid = _child(run, "setsid sleep 1000 & exec sleep 1000")
-    deadline = time.monotonic() + 5
-    while len(run.procs()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _wait_joined(run, 2)
     assert len(run.procs()) == 2
     assert run.kill() == []
     os.waitpid(pid, 0)
@@ -236,9 +243,8 @@ def test_a_starting_agent_clears_the_cgroups_of_runs_it_does_not_know(run: RunCg
     stale = _child(run, "setsid sleep 1000 & exec sleep 1000")
     alive = _child(kept, "exec sleep 1000")
     try:
-        deadline = time.monotonic() + 5
-        while len(run.procs()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _wait_joined(run, 2)
+        _wait_joined(kept, 1)  # CI once asserted before it had joined
         cleared = cgroups.clear_stale(LAYOUT, node, keep={8})
         assert sorted(cleared) == sorted(os.path.join(b, node, "job_7") for _, b, _ in LAYOUT)
         os.waitpid(stale, 0)
@@ -246,6 +252,8 @@ def test_a_starting_agent_clears_the_cgroups_of_runs_it_does_not_know(run: RunCg
         assert kept.procs() == [alive]
     finally:
         kept.kill()
+        with contextlib.suppress(ProcessLookupError):  # not in the cgroup (yet): by its pid
+            os.kill(alive, signal.SIGKILL)
         os.waitpid(alive, 0)
         assert kept.remove()
     run.made = []  # gone already
